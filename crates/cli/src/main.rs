@@ -1,0 +1,60 @@
+//! The `loadlab` binary: a thin shell over the library crates.
+//!
+//! Each subcommand lives in its own file and follows one shape: clap arguments
+//! (their doc comments are the `--help` text) -> a validated library config -> one
+//! library call. vegeta's single-dash long flags (`-rate=100`) are accepted by
+//! [`flags::normalize_long_flags`] before clap sees them.
+
+mod flags;
+mod simulate;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// loadlab: load testing and capacity lab.
+///
+/// Pipes work as with vegeta:
+///
+///   echo "GET http://127.0.0.1:8080/" | loadlab attack -rate=500 -duration=10s | loadlab report
+#[derive(Parser)]
+#[command(name = "loadlab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve an origin / downstream / system-under-test simulator (origin_simulator recipes).
+    Simulate(simulate::SimulateArgs),
+}
+
+fn main() -> ExitCode {
+    let args = flags::normalize_long_flags(&Cli::command(), std::env::args_os().collect());
+    let matches = Cli::command().get_matches_from(args);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
+    let outcome = match cli.command {
+        Command::Simulate(args) => simulate::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("loadlab: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A reader that went away (`loadlab report | head`) is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,1 @@
+//! loadlab engine (being built).

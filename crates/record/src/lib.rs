@@ -1,0 +1,1 @@
+//! loadlab record (being built).

@@ -1,0 +1,1 @@
+//! loadlab report (being built).

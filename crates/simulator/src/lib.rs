@@ -1,0 +1,1 @@
+//! loadlab's origin / downstream / system-under-test simulator (being built).

@@ -1,0 +1,1 @@
+//! loadlab units (being built).

@@ -1,0 +1,1 @@
+//! loadlab workload (being built).
