@@ -1,0 +1,333 @@
+//! CSV: vegeta's headerless results (6, 11 or 12 columns) and ours, which starts with a
+//! header row, keeps vegeta's 12 columns in vegeta's order and appends `send_lag`,
+//! `ttfb` and `error_kind`.
+
+use std::io::{BufRead, Write};
+
+use crate::RecordError;
+use crate::import::{ImportedResult, Interner, parse_timestamp};
+use crate::input::{InputFormat, RecordSource, SourceSummary};
+use crate::meta::{ErrorKind, RunTables};
+use crate::record::Record;
+
+const BATCH: usize = 4096;
+const VEGETA_COLUMNS: [&str; 12] = [
+    "timestamp",
+    "code",
+    "latency",
+    "bytes_out",
+    "bytes_in",
+    "error",
+    "body",
+    "attack",
+    "seq",
+    "method",
+    "url",
+    "headers",
+];
+const OUR_EXTRA_COLUMNS: [&str; 3] = ["send_lag", "ttfb", "error_kind"];
+
+pub(crate) struct CsvSource<R: BufRead> {
+    reader: csv::Reader<R>,
+    name: String,
+    /// Column names in file order.
+    columns: Vec<String>,
+    interner: Interner,
+    summary: SourceSummary,
+    row: csv::StringRecord,
+    done: bool,
+}
+
+impl<R: BufRead> CsvSource<R> {
+    pub(crate) fn new(input: R, name: &str, format: InputFormat) -> Result<Self, RecordError> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(input);
+        let mut columns: Vec<String> = VEGETA_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
+        if format == InputFormat::LoadlabCsv {
+            let mut header = csv::StringRecord::new();
+            reader
+                .read_record(&mut header)
+                .map_err(|err| csv_error(name, &err))?;
+            columns = header.iter().map(str::to_owned).collect();
+            if let Some(unknown) = columns.iter().find(|c| {
+                !VEGETA_COLUMNS.contains(&c.as_str()) && !OUR_EXTRA_COLUMNS.contains(&c.as_str())
+            }) {
+                return Err(RecordError::Parse {
+                    source_name: name.to_owned(),
+                    line: 1,
+                    field: unknown.clone(),
+                    reason: "unknown column".to_owned(),
+                });
+            }
+        }
+        Ok(CsvSource {
+            reader,
+            name: name.to_owned(),
+            columns,
+            interner: Interner::default(),
+            summary: SourceSummary::new(name, format),
+            row: csv::StringRecord::new(),
+            done: false,
+        })
+    }
+
+    fn parse_row(&mut self) -> Result<Record, RecordError> {
+        let line = self.row.position().map_or(0, csv::Position::line);
+        let fail = |field: &str, reason: String| RecordError::Parse {
+            source_name: self.name.clone(),
+            line,
+            field: field.to_owned(),
+            reason,
+        };
+        if self.summary.format == InputFormat::VegetaCsv && ![6, 11, 12].contains(&self.row.len()) {
+            return Err(fail(
+                "(row)",
+                format!(
+                    "vegeta CSV rows have 6, 11 or 12 columns, this one has {}",
+                    self.row.len()
+                ),
+            ));
+        }
+        if self.summary.format == InputFormat::LoadlabCsv && self.row.len() != self.columns.len() {
+            return Err(fail(
+                "(row)",
+                format!(
+                    "expected {} columns like the header, found {}",
+                    self.columns.len(),
+                    self.row.len()
+                ),
+            ));
+        }
+        let get = |column: &str| -> &str {
+            self.columns
+                .iter()
+                .position(|c| c == column)
+                .and_then(|i| self.row.get(i))
+                .unwrap_or("")
+        };
+        let number = |column: &'static str| -> Result<u64, RecordError> {
+            match get(column) {
+                "" => Ok(0),
+                text => text.parse().map_err(|_| {
+                    fail(
+                        column,
+                        format!("expected a whole number >= 0, found {text:?}"),
+                    )
+                }),
+            }
+        };
+        let error_kind = match get("error_kind") {
+            "" => None,
+            kind => Some(
+                ErrorKind::from_name(kind)
+                    .ok_or_else(|| fail("error_kind", format!("unknown kind {kind:?}")))?,
+            ),
+        };
+        let timestamp = get("timestamp");
+        let result = ImportedResult {
+            attack: get("attack").to_owned(),
+            seq: match get("seq") {
+                "" => None,
+                _ => Some(number("seq")?),
+            },
+            code: number("code")?
+                .try_into()
+                .map_err(|_| fail("code", "out of range".to_owned()))?,
+            sent_unix_ns: parse_timestamp(timestamp).map_err(|r| fail("timestamp", r))?,
+            latency_ns: number("latency")?,
+            bytes_out: number("bytes_out")?,
+            bytes_in: number("bytes_in")?,
+            error: get("error").to_owned(),
+            method: get("method").to_owned(),
+            url: get("url").to_owned(),
+            send_lag_ns: number("send_lag")?,
+            ttfb_ns: number("ttfb")?,
+            error_kind,
+        };
+        self.interner
+            .record(result)
+            .map_err(|(field, reason)| fail(field, reason))
+    }
+}
+
+fn csv_error(name: &str, err: &csv::Error) -> RecordError {
+    let line = err.position().map_or(0, csv::Position::line);
+    RecordError::Parse {
+        source_name: name.to_owned(),
+        line,
+        field: "(row)".to_owned(),
+        reason: err.to_string(),
+    }
+}
+
+impl<R: BufRead> RecordSource for CsvSource<R> {
+    fn tables(&self) -> &RunTables {
+        &self.interner.tables
+    }
+
+    fn summary(&self) -> &SourceSummary {
+        &self.summary
+    }
+
+    fn watermark(&self) -> Option<u64> {
+        None
+    }
+
+    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        out.clear();
+        while !self.done && out.len() < BATCH {
+            let more = self
+                .reader
+                .read_record(&mut self.row)
+                .map_err(|err| csv_error(&self.name, &err))?;
+            if !more {
+                self.done = true;
+                break;
+            }
+            if self.row.len() == 1 && self.row[0].is_empty() {
+                continue;
+            }
+            out.push(self.parse_row()?);
+        }
+        self.summary.records += out.len() as u64;
+        self.summary
+            .header
+            .attacks
+            .clone_from(&self.interner.tables.attacks);
+        Ok(!out.is_empty() || !self.done)
+    }
+}
+
+/// Writes records as loadlab CSV: a header row, then one row per record.
+pub struct CsvEncoder<W: Write> {
+    writer: csv::Writer<W>,
+}
+
+impl<W: Write> CsvEncoder<W> {
+    pub fn new(out: W) -> std::io::Result<Self> {
+        let mut writer = csv::WriterBuilder::new().from_writer(out);
+        writer.write_record(VEGETA_COLUMNS.iter().chain(OUR_EXTRA_COLUMNS.iter()))?;
+        Ok(CsvEncoder { writer })
+    }
+
+    pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
+        let attack = tables
+            .attacks
+            .get(usize::from(record.attack))
+            .map_or("", |a| a.name.as_str());
+        let target = tables.targets.get(record.target as usize);
+        let error = tables.error(record.error);
+        let mut numbers = itoa_buffers();
+        let [sent, status, latency, bytes_out, bytes_in, seq, lag, ttfb] = &mut numbers;
+        self.writer.write_record([
+            sent.format(record.sent_unix_ns()),
+            status.format(record.status),
+            latency.format(record.latency_ns),
+            bytes_out.format(record.bytes_out),
+            bytes_in.format(record.bytes_in),
+            error.map_or("", |e| e.text.as_str()),
+            "",
+            attack,
+            seq.format(record.seq),
+            target.map_or("", |t| t.method.as_str()),
+            target.map_or("", |t| t.url.as_str()),
+            "",
+            lag.format(record.send_lag_ns),
+            ttfb.format(record.ttfb_ns),
+            error.map_or("", |e| e.kind.name()),
+        ])?;
+        Ok(())
+    }
+
+    /// Flushes and returns the output.
+    pub fn finish(self) -> std::io::Result<W> {
+        self.writer
+            .into_inner()
+            .map_err(|err| std::io::Error::other(err.to_string()))
+    }
+}
+
+fn itoa_buffers() -> [itoa::Buffer; 8] {
+    std::array::from_fn(|_| itoa::Buffer::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::open_reader;
+
+    fn read_all(text: &str) -> Result<(Vec<Record>, RunTables), RecordError> {
+        let mut source = open_reader(Box::new(std::io::Cursor::new(text.to_owned())), "in.csv")?;
+        let mut all = Vec::new();
+        let mut batch = Vec::new();
+        while source.next_batch(&mut batch)? {
+            all.extend_from_slice(&batch);
+        }
+        Ok((all, source.tables().clone()))
+    }
+
+    #[test]
+    fn imports_every_vegeta_csv_generation() {
+        let rows: &[&str] = &[
+            "1589017970528381465,200,2315900,0,12,\"\"",
+            "1589017970528381465,200,2315900,0,12,,SGk=,,0,GET,http://localhost:8080/",
+            "1589017970528381465,200,2315900,0,12,,SGk=,,0,GET,http://localhost:8080/,",
+        ];
+        for row in rows {
+            let (records, _) = read_all(&format!("{row}\n")).unwrap();
+            assert_eq!(records.len(), 1, "{row}");
+            assert_eq!(
+                (
+                    records[0].intended_unix_ns,
+                    records[0].latency_ns,
+                    records[0].bytes_in
+                ),
+                (1_589_017_970_528_381_465, 2_315_900, 12)
+            );
+        }
+    }
+
+    #[test]
+    fn names_the_line_and_column_of_bad_rows() {
+        let good = "1589017970528381465,200,2315900,0,12,,,,0,GET,http://x/,";
+        let rows: &[(&str, &str)] = &[
+            (
+                "1,2,3",
+                "in.csv:2: field \"(row)\": vegeta CSV rows have 6, 11 or 12 columns, this one has 3",
+            ),
+            (
+                "1589017970528381465,abc,1,0,0,",
+                "field \"code\": expected a whole number",
+            ),
+            ("1589017970528381465,200,-1,0,0,", "field \"latency\""),
+            ("later,200,1,0,0,", "field \"timestamp\""),
+        ];
+        for (row, want) in rows {
+            let err = read_all(&format!("{good}\n{row}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{row}: {err}");
+        }
+        let err = read_all("timestamp,code,bogus\n").unwrap_err().to_string();
+        assert!(err.contains("field \"bogus\": unknown column"), "{err}");
+    }
+
+    #[test]
+    fn our_csv_round_trips_with_awkward_text() {
+        let (records, mut tables) = read_all("1589017970528381465,500,2315900,7,12,\"500 Internal, \"\"Server\"\" Error\",,a,3,POST,http://x/?a=1,\n").unwrap();
+        tables.attacks[0].name = "with,comma".to_owned();
+        let mut record = records[0];
+        record.send_lag_ns = 5;
+        record.ttfb_ns = 6;
+        let mut encoder = CsvEncoder::new(Vec::new()).unwrap();
+        encoder.write(&record, &tables).unwrap();
+        let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
+        let (again, again_tables) = read_all(&text).unwrap();
+        assert_eq!(again[0], record);
+        assert_eq!(again_tables.attacks[0].name, "with,comma");
+        assert_eq!(again_tables.errors, tables.errors);
+    }
+}

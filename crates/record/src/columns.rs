@@ -1,0 +1,237 @@
+//! Column-wise varint encoding of a batch of records.
+//!
+//! Each field is written for every record before the next field starts, as LEB128
+//! varints; `seq` and `intended_unix_ns` are zigzag deltas from the previous record.
+//! Columns keep similar numbers together, so small values stay one byte and the
+//! optional zstd pass finds the repetition (status codes, byte counts, targets).
+
+use crate::record::Record;
+
+/// Column order on disk. Changing it is a format change.
+const FIELDS: usize = 11;
+
+pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
+    out.clear();
+    put_column(out, records, |r| u64::from(r.attack));
+    put_column(out, records, |r| u64::from(r.target));
+    put_deltas(out, records, |r| r.seq);
+    put_deltas(out, records, |r| r.intended_unix_ns);
+    put_column(out, records, |r| r.send_lag_ns);
+    put_column(out, records, |r| r.latency_ns);
+    put_column(out, records, |r| r.ttfb_ns);
+    put_column(out, records, |r| u64::from(r.status));
+    put_column(out, records, |r| u64::from(r.error));
+    put_column(out, records, |r| r.bytes_in);
+    put_column(out, records, |r| r.bytes_out);
+}
+
+fn put_column(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> u64) {
+    for record in records {
+        put_varint(out, field(record));
+    }
+}
+
+fn put_deltas(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> u64) {
+    let mut previous = 0u64;
+    for record in records {
+        let value = field(record);
+        put_varint(out, zigzag(value.wrapping_sub(previous) as i64));
+        previous = value;
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Decodes `count` records from `bytes` into `out` (cleared first).
+/// Returns a description of the problem when the bytes do not hold them exactly.
+pub(crate) fn decode(bytes: &[u8], count: usize, out: &mut Vec<Record>) -> Result<(), String> {
+    out.clear();
+    // Every varint takes at least one byte, so this bounds the allocation by the input.
+    if count.saturating_mul(FIELDS) > bytes.len() {
+        return Err(format!(
+            "{count} records cannot fit in {} bytes",
+            bytes.len()
+        ));
+    }
+    out.resize(count, Record::default());
+    let mut cursor = Cursor { bytes, at: 0 };
+    cursor.column(out, |r, v| {
+        r.attack = narrow(v, "attack")?;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.target = narrow(v, "target")?;
+        Ok(())
+    })?;
+    cursor.deltas(out, |r, v| r.seq = v)?;
+    cursor.deltas(out, |r, v| r.intended_unix_ns = v)?;
+    cursor.column(out, |r, v| {
+        r.send_lag_ns = v;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.latency_ns = v;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.ttfb_ns = v;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.status = narrow(v, "status")?;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.error = narrow(v, "error")?;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.bytes_in = v;
+        Ok(())
+    })?;
+    cursor.column(out, |r, v| {
+        r.bytes_out = v;
+        Ok(())
+    })?;
+    if cursor.at != bytes.len() {
+        return Err(format!(
+            "{} bytes left over after {count} records",
+            bytes.len() - cursor.at
+        ));
+    }
+    Ok(())
+}
+
+fn narrow<T: TryFrom<u64>>(value: u64, field: &str) -> Result<T, String> {
+    T::try_from(value).map_err(|_| format!("{field} value {value} out of range"))
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn column(
+        &mut self,
+        records: &mut [Record],
+        mut set: impl FnMut(&mut Record, u64) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for record in records {
+            let value = self.varint()?;
+            set(record, value)?;
+        }
+        Ok(())
+    }
+
+    fn deltas(
+        &mut self,
+        records: &mut [Record],
+        mut set: impl FnMut(&mut Record, u64),
+    ) -> Result<(), String> {
+        let mut previous = 0u64;
+        for record in records {
+            previous = previous.wrapping_add(unzigzag(self.varint()?) as u64);
+            set(record, previous);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let Some(&byte) = self.bytes.get(self.at) else {
+                return Err("records end in the middle of a number".to_owned());
+            };
+            self.at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err("a number runs longer than 10 bytes".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(n: u64) -> Record {
+        Record {
+            attack: (n % 3) as u16,
+            target: (n % 7) as u32,
+            seq: n,
+            intended_unix_ns: 1_700_000_000_000_000_000 + n * 20_000 - (n % 5) * 3_000,
+            send_lag_ns: n % 1000,
+            latency_ns: 100_000 + n * 37,
+            ttfb_ns: 90_000 + n,
+            status: if n.is_multiple_of(11) { 0 } else { 200 },
+            error: u32::from(n.is_multiple_of(11)),
+            bytes_in: 612,
+            bytes_out: 38,
+        }
+    }
+
+    #[test]
+    fn round_trips_including_extremes() {
+        let mut records: Vec<Record> = (0..1000).map(sample).collect();
+        records.push(Record {
+            attack: u16::MAX,
+            target: u32::MAX,
+            seq: u64::MAX,
+            intended_unix_ns: 0,
+            send_lag_ns: u64::MAX,
+            latency_ns: u64::MAX,
+            ttfb_ns: u64::MAX,
+            status: u16::MAX,
+            error: u32::MAX,
+            bytes_in: u64::MAX,
+            bytes_out: u64::MAX,
+        });
+        records.push(Record::default());
+        let mut bytes = Vec::new();
+        encode(&records, &mut bytes);
+        let mut decoded = Vec::new();
+        decode(&bytes, records.len(), &mut decoded).unwrap();
+        assert_eq!(decoded, records);
+    }
+
+    #[test]
+    fn rejects_bad_bytes() {
+        let records: Vec<Record> = (0..10).map(sample).collect();
+        let mut bytes = Vec::new();
+        encode(&records, &mut bytes);
+        let mut out = Vec::new();
+        let rows: Vec<(Vec<u8>, usize, &str)> = vec![
+            (bytes[..bytes.len() - 1].to_vec(), 10, "middle of a number"),
+            ([bytes.as_slice(), &[0]].concat(), 10, "left over"),
+            (bytes.clone(), 1_000_000, "cannot fit"),
+            (vec![0xff; 200], 10, "longer than 10 bytes"),
+            (
+                [&[0x80, 0x80, 0x04][..], &[0; 200]].concat(),
+                10,
+                "attack value",
+            ),
+        ];
+        for (input, count, want) in rows {
+            let err = decode(&input, count, &mut out).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! [`Inputs`]: many record sources read as one, on one set of dictionaries;
+//! [`Sorted`]: the same records in send-time order, in bounded memory.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::RecordError;
+use crate::input::{RecordSource, SourceSummary, open_input};
+use crate::meta::{ErrorEntry, RunTables, TargetInfo};
+use crate::record::Record;
+
+/// Several inputs merged onto one set of tables. Attacks with the same name, targets
+/// with the same method and URL, and errors with the same kind and text share an id.
+pub struct Inputs {
+    sources: Vec<Box<dyn RecordSource>>,
+    remaps: Vec<Remap>,
+    tables: RunTables,
+    attack_ids: HashMap<String, u16>,
+    target_ids: HashMap<TargetInfo, u32>,
+    error_ids: HashMap<ErrorEntry, u32>,
+    current: usize,
+}
+
+/// One source's ids -> merged ids; grows as the source's dictionaries grow.
+#[derive(Default)]
+struct Remap {
+    attacks: Vec<u16>,
+    targets: Vec<u32>,
+    /// Index 0 is "no error" and maps to 0.
+    errors: Vec<u32>,
+}
+
+impl Inputs {
+    /// Opens each path (`-` is stdin); no paths means stdin.
+    pub fn open(paths: &[String]) -> Result<Inputs, RecordError> {
+        let stdin = ["-".to_owned()];
+        let paths = if paths.is_empty() { &stdin[..] } else { paths };
+        let sources = paths
+            .iter()
+            .map(|path| open_input(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Inputs::from_sources(sources))
+    }
+
+    pub fn from_sources(sources: Vec<Box<dyn RecordSource>>) -> Inputs {
+        let remaps = sources
+            .iter()
+            .map(|_| Remap {
+                errors: vec![0],
+                ..Remap::default()
+            })
+            .collect();
+        let mut inputs = Inputs {
+            sources,
+            remaps,
+            tables: RunTables::default(),
+            attack_ids: HashMap::new(),
+            target_ids: HashMap::new(),
+            error_ids: HashMap::new(),
+            current: 0,
+        };
+        for index in 0..inputs.sources.len() {
+            inputs.sync_tables(index);
+        }
+        inputs
+    }
+
+    /// The merged dictionaries as read so far.
+    pub fn tables(&self) -> &RunTables {
+        &self.tables
+    }
+
+    /// What each input said about itself, in the order given.
+    pub fn summaries(&self) -> impl Iterator<Item = &SourceSummary> {
+        self.sources.iter().map(|source| source.summary())
+    }
+
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// The next records in input order (one input after another), with merged ids.
+    pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        while self.current < self.sources.len() {
+            if self.pull(self.current, out)? {
+                return Ok(true);
+            }
+            self.current += 1;
+        }
+        out.clear();
+        Ok(false)
+    }
+
+    /// Send-time order across all inputs.
+    pub fn sorted(self) -> Sorted {
+        let count = self.sources.len();
+        Sorted {
+            inputs: self,
+            heap: BinaryHeap::new(),
+            exhausted: vec![false; count],
+            arrival: 0,
+        }
+    }
+
+    /// Reads one batch from source `index` and rewrites its ids; false once exhausted.
+    fn pull(&mut self, index: usize, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        let more = self.sources[index].next_batch(out)?;
+        self.sync_tables(index);
+        let remap = &self.remaps[index];
+        for record in out.iter_mut() {
+            record.attack = remap.attacks[usize::from(record.attack)];
+            record.target = remap.targets[record.target as usize];
+            record.error = remap.errors[record.error as usize];
+        }
+        Ok(more)
+    }
+
+    fn sync_tables(&mut self, index: usize) {
+        let source = self.sources[index].tables();
+        let remap = &mut self.remaps[index];
+        for attack in &source.attacks[remap.attacks.len()..] {
+            let id = *self
+                .attack_ids
+                .entry(attack.name.clone())
+                .or_insert_with(|| {
+                    self.tables.attacks.push(attack.clone());
+                    (self.tables.attacks.len() - 1) as u16
+                });
+            remap.attacks.push(id);
+        }
+        for target in &source.targets[remap.targets.len()..] {
+            let id = *self.target_ids.entry(target.clone()).or_insert_with(|| {
+                self.tables.targets.push(target.clone());
+                (self.tables.targets.len() - 1) as u32
+            });
+            remap.targets.push(id);
+        }
+        for error in &source.errors[remap.errors.len() - 1..] {
+            let id = *self.error_ids.entry(error.clone()).or_insert_with(|| {
+                self.tables.errors.push(error.clone());
+                self.tables.errors.len() as u32
+            });
+            remap.errors.push(id);
+        }
+        // A source with no attacks yet (an empty import) still needs attack 0 and
+        // target 0 to resolve; records can only use ids their source declared.
+        if remap.attacks.is_empty() && self.tables.attacks.is_empty() {
+            self.tables.attacks.push(crate::meta::AttackInfo::default());
+            self.attack_ids.insert(String::new(), 0);
+        }
+    }
+}
+
+/// Records from [`Inputs`] in send-time order. Holds back only the records an input has
+/// not yet vouched for with its watermark, so memory stays bounded for record files;
+/// JSON and CSV imports carry no watermark and are sorted whole.
+pub struct Sorted {
+    inputs: Inputs,
+    heap: BinaryHeap<Reverse<Pending>>,
+    exhausted: Vec<bool>,
+    arrival: u64,
+}
+
+struct Pending {
+    sent_unix_ns: u64,
+    arrival: u64,
+    record: Record,
+}
+
+// Ordered by send time, then arrival, so equal times keep their input order.
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.sent_unix_ns, self.arrival) == (other.sent_unix_ns, other.arrival)
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.sent_unix_ns, self.arrival).cmp(&(other.sent_unix_ns, other.arrival))
+    }
+}
+
+const SORTED_BATCH: usize = 4096;
+
+impl Sorted {
+    pub fn tables(&self) -> &RunTables {
+        self.inputs.tables()
+    }
+
+    pub fn summaries(&self) -> impl Iterator<Item = &SourceSummary> {
+        self.inputs.summaries()
+    }
+
+    /// The next records in send-time order; false once every input is drained.
+    pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        out.clear();
+        let mut scratch = Vec::new();
+        loop {
+            let bound = self.release_bound();
+            while out.len() < SORTED_BATCH {
+                match self.heap.peek() {
+                    Some(Reverse(pending)) if pending.sent_unix_ns < bound => {}
+                    _ => break,
+                }
+                if let Some(Reverse(pending)) = self.heap.pop() {
+                    out.push(pending.record);
+                }
+            }
+            if !out.is_empty() {
+                return Ok(true);
+            }
+            let Some(laggard) = self.laggard() else {
+                return Ok(false);
+            };
+            let more = self.inputs.pull(laggard, &mut scratch)?;
+            self.exhausted[laggard] = !more;
+            for record in scratch.drain(..) {
+                self.arrival += 1;
+                self.heap.push(Reverse(Pending {
+                    sent_unix_ns: record.sent_unix_ns(),
+                    arrival: self.arrival,
+                    record,
+                }));
+            }
+        }
+    }
+
+    /// Records sent before this are final: no input can still produce an earlier one.
+    fn release_bound(&self) -> u64 {
+        (0..self.exhausted.len())
+            .filter(|&i| !self.exhausted[i])
+            .map(|i| self.inputs.sources[i].watermark().unwrap_or(0))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The unfinished input with the lowest watermark: the one holding the others back.
+    fn laggard(&self) -> Option<usize> {
+        (0..self.exhausted.len())
+            .filter(|&i| !self.exhausted[i])
+            .min_by_key(|&i| self.inputs.sources[i].watermark().unwrap_or(0))
+    }
+}

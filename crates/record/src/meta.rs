@@ -1,0 +1,204 @@
+//! What a run says about itself besides its records: header, dictionaries, generator
+//! statistics and the end-of-run summary. Stored as JSON inside checksummed blocks.
+
+use serde::{Deserialize, Serialize};
+
+/// Written once, first: who wrote the file and what the run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunHeader {
+    /// The writing tool and version, e.g. `loadlab 0.1.0`.
+    pub tool: String,
+    /// Wall-clock unix time of the run's time zero.
+    pub start_unix_ns: u64,
+    pub attacks: Vec<AttackInfo>,
+    /// Targets known before the first request; later ones come in dictionary blocks.
+    #[serde(default)]
+    pub targets: Vec<TargetInfo>,
+}
+
+/// One attack (or scenario) in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AttackInfo {
+    pub name: String,
+    pub model: LoadModel,
+    /// The schedule as the user would write it, e.g. `const(500, 10s)` or `users(100)`.
+    #[serde(default)]
+    pub schedule: String,
+    /// The asked rate for a constant open-model schedule, in requests per second.
+    #[serde(default)]
+    pub rate_per_sec: Option<f64>,
+    /// The concurrency cap (closed model) or in-flight cap (open model).
+    #[serde(default)]
+    pub concurrency: Option<u64>,
+    #[serde(default)]
+    pub timeout_ns: u64,
+}
+
+/// Open model: requests leave on a clock. Closed model: N users, each sends its next
+/// request when the previous one completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadModel {
+    #[default]
+    Open,
+    Closed,
+    /// Imported from another tool; the model is not known.
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TargetInfo {
+    pub method: String,
+    pub url: String,
+}
+
+/// A distinct error: its kind (for counting) and its text (for the error set).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorEntry {
+    pub kind: ErrorKind,
+    pub text: String,
+}
+
+/// Error kinds are counted, not parsed out of strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The connection could not be made (refused, unreachable, no route).
+    Connect,
+    /// No connection within the timeout.
+    ConnectTimeout,
+    /// No complete response within the timeout.
+    Timeout,
+    /// The peer reset the connection.
+    Reset,
+    /// The peer closed the connection before the response was complete.
+    Closed,
+    /// TLS handshake or record failure.
+    Tls,
+    /// The response was not valid HTTP.
+    Protocol,
+    /// Redirects could not be followed (too many, bad `Location`).
+    Redirect,
+    /// The server answered with a status outside 200..400; the text is its status line.
+    Status,
+    /// Any other socket error.
+    Io,
+    /// An error imported from another tool, or written by a newer loadlab.
+    #[serde(other)]
+    Other,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::Connect,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Closed,
+        ErrorKind::Tls,
+        ErrorKind::Protocol,
+        ErrorKind::Redirect,
+        ErrorKind::Status,
+        ErrorKind::Io,
+        ErrorKind::Other,
+    ];
+
+    /// The kind a [`ErrorKind::name`] spells, if any.
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Redirect => "redirect",
+            ErrorKind::Status => "status",
+            ErrorKind::Io => "io",
+            ErrorKind::Other => "other",
+        }
+    }
+}
+
+/// The generator's own health, sampled about once a second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorStats {
+    pub at_unix_ns: u64,
+    /// Process CPU time (user + system) since the run started.
+    pub cpu_ns: u64,
+    pub sent: u64,
+    pub completed: u64,
+    pub in_flight: u64,
+    pub connections_open: u64,
+    /// Requests the schedule made due that have not left yet.
+    pub behind: u64,
+    pub rss_bytes: u64,
+}
+
+/// Written last by a run that ended in an orderly way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunEnd {
+    pub at_unix_ns: u64,
+    pub reason: StopReason,
+    #[serde(default)]
+    pub detail: String,
+    /// One entry per attack, in header order.
+    pub attacks: Vec<AttackEnd>,
+    pub cpu_ns: u64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AttackEnd {
+    /// Requests the schedule asked for up to the end.
+    pub asked: u64,
+    /// Requests that left.
+    pub sent: u64,
+    /// Requests that were due but never left (the generator was behind when it stopped).
+    pub unsent: u64,
+    /// Time from the first to the last intended send the schedule asked for.
+    pub asked_span_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The schedule, duration or request cap ran out.
+    #[default]
+    Completed,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// A stop rule fired.
+    StopRule,
+    /// The generator hit an error it could not go on from.
+    Failed,
+}
+
+/// The dictionaries records index into. Error ids are 1-based (0 means "no error").
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunTables {
+    pub attacks: Vec<AttackInfo>,
+    pub targets: Vec<TargetInfo>,
+    pub errors: Vec<ErrorEntry>,
+}
+
+impl RunTables {
+    /// The error entry for a record's `error` id, if it has one.
+    pub fn error(&self, id: u32) -> Option<&ErrorEntry> {
+        (id as usize)
+            .checked_sub(1)
+            .and_then(|index| self.errors.get(index))
+    }
+}

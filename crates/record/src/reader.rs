@@ -1,0 +1,307 @@
+//! [`BinaryReader`]: reads a record file block by block, stopping cleanly at a torn tail.
+
+use std::io::{self, Read};
+
+use serde::Deserialize;
+
+use crate::RecordError;
+use crate::columns;
+use crate::format::{
+    BLOCK_HEAD_LEN, BlockKind, CODEC_RAW, CODEC_ZSTD, FORMAT_VERSION, MAGIC, MAX_PAYLOAD_LEN,
+    MAX_RECORDS_PER_BLOCK, NO_WATERMARK, PREAMBLE_LEN, RECORDS_HEAD_LEN,
+};
+use crate::input::{InputFormat, RecordSource, SourceSummary, TornTail};
+use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, RunTables, TargetInfo};
+use crate::record::Record;
+
+/// Reads loadlab's binary record format from any `Read` (a file or a pipe).
+pub struct BinaryReader<R: Read> {
+    input: R,
+    summary: SourceSummary,
+    tables: RunTables,
+    /// Start of the next block to read.
+    offset: u64,
+    /// Bytes taken from the input so far.
+    consumed: u64,
+    watermark: Option<u64>,
+    done: bool,
+    payload: Vec<u8>,
+    raw: Vec<u8>,
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DictionaryBlock {
+    first_target: usize,
+    targets: Vec<TargetInfo>,
+    first_error: usize,
+    errors: Vec<ErrorEntry>,
+}
+
+/// Why a block could not be used; ends the stream as a torn tail.
+struct Tear(String);
+
+impl<R: Read> BinaryReader<R> {
+    /// Reads the preamble and header block. Fails when the input is not a record file,
+    /// is from a newer format, or is cut before its header is complete.
+    pub fn open(mut input: R, source_name: &str) -> Result<Self, RecordError> {
+        let corrupt = |offset: u64, reason: &str| RecordError::Corrupt {
+            source_name: source_name.to_owned(),
+            offset,
+            reason: reason.to_owned(),
+        };
+        let mut preamble = [0u8; PREAMBLE_LEN];
+        let got =
+            read_full(&mut input, &mut preamble).map_err(|e| RecordError::io(source_name, e))?;
+        if got == 0 {
+            return Err(RecordError::Empty {
+                source_name: source_name.to_owned(),
+            });
+        }
+        if got < PREAMBLE_LEN || preamble[..8] != MAGIC {
+            return Err(RecordError::UnknownFormat {
+                source_name: source_name.to_owned(),
+                reason: "does not start with the LLRECORD magic".to_owned(),
+            });
+        }
+        let version = u16::from_le_bytes([preamble[8], preamble[9]]);
+        if version == 0 || version > FORMAT_VERSION {
+            return Err(RecordError::UnsupportedVersion {
+                source_name: source_name.to_owned(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let mut reader = BinaryReader {
+            input,
+            summary: SourceSummary::new(source_name, InputFormat::Binary),
+            tables: RunTables::default(),
+            offset: PREAMBLE_LEN as u64,
+            consumed: PREAMBLE_LEN as u64,
+            watermark: None,
+            done: false,
+            payload: Vec::new(),
+            raw: Vec::new(),
+            decompressor: None,
+        };
+        let kind = match reader.read_block() {
+            Ok(Some(kind)) => kind,
+            Ok(None) => return Err(corrupt(reader.offset, "file ends before its header block")),
+            Err(Tear(reason)) => {
+                return Err(corrupt(reader.offset, &format!("header block: {reason}")));
+            }
+        };
+        if kind != BlockKind::Header {
+            return Err(corrupt(reader.offset, "the first block is not a header"));
+        }
+        let header: RunHeader = serde_json::from_slice(&reader.payload)
+            .map_err(|err| corrupt(reader.offset, &format!("header block: {err}")))?;
+        reader.tables.attacks.clone_from(&header.attacks);
+        reader.tables.targets.clone_from(&header.targets);
+        reader.summary.header = header;
+        reader.offset = reader.consumed;
+        Ok(reader)
+    }
+
+    /// Reads the next block's payload into `self.payload`. `Ok(None)` is a clean end.
+    fn read_block(&mut self) -> Result<Option<BlockKind>, Tear> {
+        let mut head = [0u8; BLOCK_HEAD_LEN];
+        let got = read_full(&mut self.input, &mut head).map_err(|e| Tear(e.to_string()))?;
+        self.consumed += got as u64;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < BLOCK_HEAD_LEN {
+            return Err(Tear("block header cut short".to_owned()));
+        }
+        let kind = BlockKind::from_code(head[0])
+            .ok_or_else(|| Tear(format!("unknown block kind {}", head[0])))?;
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        if len > MAX_PAYLOAD_LEN {
+            return Err(Tear(format!("block length {len} is implausible")));
+        }
+        let crc = u32::from_le_bytes([head[5], head[6], head[7], head[8]]);
+        self.payload.resize(len as usize, 0);
+        let got = read_full(&mut self.input, &mut self.payload).map_err(|e| Tear(e.to_string()))?;
+        self.consumed += got as u64;
+        if got < len as usize {
+            return Err(Tear(format!("block cut short: {got} of {len} bytes")));
+        }
+        if crc32fast::hash(&self.payload) != crc {
+            return Err(Tear("checksum mismatch".to_owned()));
+        }
+        Ok(Some(kind))
+    }
+
+    /// Applies one non-record block; records are decoded by the caller.
+    fn apply_meta(&mut self, kind: BlockKind) -> Result<(), Tear> {
+        let json_err = |err: serde_json::Error| Tear(err.to_string());
+        match kind {
+            BlockKind::Dictionary => {
+                let dict: DictionaryBlock =
+                    serde_json::from_slice(&self.payload).map_err(json_err)?;
+                if dict.first_target != self.tables.targets.len()
+                    || dict.first_error != self.tables.errors.len()
+                {
+                    return Err(Tear("dictionary entries out of order".to_owned()));
+                }
+                self.tables.targets.extend(dict.targets);
+                self.tables.errors.extend(dict.errors);
+            }
+            BlockKind::Stats => {
+                let stats: GeneratorStats =
+                    serde_json::from_slice(&self.payload).map_err(json_err)?;
+                self.summary.stats.push(stats);
+            }
+            BlockKind::End => {
+                let end: RunEnd = serde_json::from_slice(&self.payload).map_err(json_err)?;
+                self.summary.end = Some(end);
+            }
+            BlockKind::Header => return Err(Tear("a second header block".to_owned())),
+            BlockKind::Records | BlockKind::Optional(_) => {}
+        }
+        Ok(())
+    }
+
+    fn decode_records(&mut self, out: &mut Vec<Record>) -> Result<(), Tear> {
+        let head = self
+            .payload
+            .get(..RECORDS_HEAD_LEN)
+            .ok_or_else(|| Tear("records block too short".to_owned()))?;
+        let codec = head[0];
+        let count = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        let raw_len = u32::from_le_bytes([head[5], head[6], head[7], head[8]]) as usize;
+        let mut watermark_bytes = [0u8; 8];
+        watermark_bytes.copy_from_slice(&head[9..17]);
+        let watermark = u64::from_le_bytes(watermark_bytes);
+        if count > MAX_RECORDS_PER_BLOCK || raw_len > MAX_PAYLOAD_LEN as usize {
+            return Err(Tear(format!(
+                "records block claims {count} records in {raw_len} bytes"
+            )));
+        }
+        let body = &self.payload[RECORDS_HEAD_LEN..];
+        let raw: &[u8] = match codec {
+            CODEC_RAW => body,
+            CODEC_ZSTD => {
+                let decompressor = match &mut self.decompressor {
+                    Some(d) => d,
+                    None => self
+                        .decompressor
+                        .insert(zstd::bulk::Decompressor::new().map_err(|e| Tear(e.to_string()))?),
+                };
+                self.raw.clear();
+                self.raw.reserve(raw_len);
+                decompressor
+                    .decompress_to_buffer(body, &mut self.raw)
+                    .map_err(|e| Tear(format!("zstd: {e}")))?;
+                &self.raw
+            }
+            other => return Err(Tear(format!("unknown records codec {other}"))),
+        };
+        if raw.len() != raw_len {
+            return Err(Tear(format!(
+                "records decompress to {} bytes, header says {raw_len}",
+                raw.len()
+            )));
+        }
+        columns::decode(raw, count as usize, out).map_err(Tear)?;
+        self.check_ids(out)?;
+        if watermark != NO_WATERMARK {
+            self.watermark = Some(watermark);
+        }
+        Ok(())
+    }
+
+    /// Every id must point into the dictionaries read so far.
+    fn check_ids(&self, records: &[Record]) -> Result<(), Tear> {
+        let (attacks, targets, errors) = (
+            self.tables.attacks.len(),
+            self.tables.targets.len(),
+            self.tables.errors.len(),
+        );
+        match records.iter().find(|r| {
+            usize::from(r.attack) >= attacks.max(1)
+                || r.target as usize >= targets.max(1)
+                || r.error as usize > errors
+        }) {
+            Some(r) => Err(Tear(format!(
+                "record seq {} names attack {}, target {} or error {} not in the dictionary",
+                r.seq, r.attack, r.target, r.error
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn tear(&mut self, reason: String) {
+        // Count what follows so the user learns how much was lost, then stop.
+        let rest = io::copy(&mut self.input, &mut io::sink()).unwrap_or(0);
+        let skipped_bytes = self.consumed + rest - self.offset;
+        self.summary.torn = Some(TornTail {
+            offset: self.offset,
+            skipped_bytes,
+            reason,
+        });
+        self.done = true;
+    }
+}
+
+impl<R: Read> RecordSource for BinaryReader<R> {
+    fn tables(&self) -> &RunTables {
+        &self.tables
+    }
+
+    fn summary(&self) -> &SourceSummary {
+        &self.summary
+    }
+
+    fn watermark(&self) -> Option<u64> {
+        self.watermark
+    }
+
+    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        out.clear();
+        while !self.done {
+            let kind = match self.read_block() {
+                Ok(Some(kind)) => kind,
+                Ok(None) => {
+                    self.done = true;
+                    break;
+                }
+                Err(Tear(reason)) => {
+                    self.tear(reason);
+                    break;
+                }
+            };
+            let applied = match kind {
+                BlockKind::Records => self.decode_records(out),
+                other => self.apply_meta(other),
+            };
+            if let Err(Tear(reason)) = applied {
+                out.clear();
+                self.tear(reason);
+                break;
+            }
+            self.offset = self.consumed;
+            if kind == BlockKind::Records {
+                self.summary.records += out.len() as u64;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+pub(crate) fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(filled)
+}

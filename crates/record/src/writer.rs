@@ -1,0 +1,228 @@
+//! [`RecordWriter`]: streams a run to any `Write` in checksummed blocks.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::RecordError;
+use crate::columns;
+use crate::format::{
+    self, BlockKind, CODEC_RAW, CODEC_ZSTD, MAX_RECORDS_PER_BLOCK, NO_WATERMARK, RECORDS_HEAD_LEN,
+};
+use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, TargetInfo};
+use crate::record::Record;
+
+/// How record blocks are compressed. `Raw` exists so the format contract test is
+/// independent of the zstd library's exact output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Raw,
+    Zstd { level: i32 },
+}
+
+/// Writes a run: the header first, then dictionary, record and statistics blocks in
+/// any order (a dictionary entry always before the records that use it), then the end.
+///
+/// Records are buffered in memory until [`RecordWriter::flush_records`]; the caller
+/// decides the cadence (the engine flushes about four times a second), which bounds
+/// what a crash can lose.
+pub struct RecordWriter<W: Write> {
+    out: W,
+    compression: Compression,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    pending: Vec<Record>,
+    raw: Vec<u8>,
+    payload: Vec<u8>,
+    block: Vec<u8>,
+    targets_written: usize,
+    errors_written: usize,
+}
+
+#[derive(Serialize)]
+struct DictionaryBlock<'a> {
+    first_target: usize,
+    targets: &'a [TargetInfo],
+    first_error: usize,
+    errors: &'a [ErrorEntry],
+}
+
+impl<W: Write> RecordWriter<W> {
+    /// Writes the preamble and header. Targets in the header are the first dictionary
+    /// entries; later ones are appended with [`RecordWriter::add_targets`].
+    pub fn new(
+        mut out: W,
+        header: &RunHeader,
+        compression: Compression,
+    ) -> Result<Self, RecordError> {
+        out.write_all(&format::preamble())
+            .map_err(RecordError::Write)?;
+        let compressor = match compression {
+            Compression::Raw => None,
+            Compression::Zstd { level } => {
+                Some(zstd::bulk::Compressor::new(level).map_err(RecordError::Write)?)
+            }
+        };
+        let mut writer = RecordWriter {
+            out,
+            compression,
+            compressor,
+            pending: Vec::new(),
+            raw: Vec::new(),
+            payload: Vec::new(),
+            block: Vec::new(),
+            targets_written: header.targets.len(),
+            errors_written: 0,
+        };
+        writer.write_json(BlockKind::Header, header)?;
+        Ok(writer)
+    }
+
+    /// Buffers one record.
+    pub fn push(&mut self, record: &Record) {
+        self.pending.push(*record);
+    }
+
+    /// Buffers many records.
+    pub fn extend(&mut self, records: &[Record]) {
+        self.pending.extend_from_slice(records);
+    }
+
+    /// Records buffered since the last flush.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Appends targets to the dictionary; `first_id` must be the number already written.
+    pub fn add_targets(
+        &mut self,
+        first_id: usize,
+        targets: &[TargetInfo],
+    ) -> Result<(), RecordError> {
+        self.add_dictionary(first_id, targets, self.errors_written, &[])
+    }
+
+    /// Appends error entries; ids are 1-based, so the first new id is `errors_written + 1`.
+    pub fn add_errors(
+        &mut self,
+        first_index: usize,
+        errors: &[ErrorEntry],
+    ) -> Result<(), RecordError> {
+        self.add_dictionary(self.targets_written, &[], first_index, errors)
+    }
+
+    fn add_dictionary(
+        &mut self,
+        first_target: usize,
+        targets: &[TargetInfo],
+        first_error: usize,
+        errors: &[ErrorEntry],
+    ) -> Result<(), RecordError> {
+        if targets.is_empty() && errors.is_empty() {
+            return Ok(());
+        }
+        if first_target != self.targets_written || first_error != self.errors_written {
+            return Err(RecordError::Write(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "dictionary entries must be appended in order",
+            )));
+        }
+        let block = DictionaryBlock {
+            first_target,
+            targets,
+            first_error,
+            errors,
+        };
+        self.write_json(BlockKind::Dictionary, &block)?;
+        self.targets_written += targets.len();
+        self.errors_written += errors.len();
+        Ok(())
+    }
+
+    /// Writes the buffered records as blocks. `watermark_sent_ns` promises that every
+    /// request sent before it is in this block or an earlier one; readers use it to
+    /// sort by send time without holding the whole run.
+    pub fn flush_records(&mut self, watermark_sent_ns: Option<u64>) -> Result<(), RecordError> {
+        if self.pending.is_empty() {
+            // An empty block still carries the watermark, so a live `report -every` can
+            // close its intervals during a quiet stretch.
+            return match watermark_sent_ns {
+                Some(watermark) => self.write_records(&[], Some(watermark)),
+                None => Ok(()),
+            };
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let result = pending
+            .chunks(MAX_RECORDS_PER_BLOCK as usize)
+            .try_for_each(|chunk| self.write_records(chunk, watermark_sent_ns));
+        self.pending = pending;
+        self.pending.clear();
+        result
+    }
+
+    fn write_records(
+        &mut self,
+        records: &[Record],
+        watermark: Option<u64>,
+    ) -> Result<(), RecordError> {
+        columns::encode(records, &mut self.raw);
+        self.payload.clear();
+        let codec = if self.compressor.is_some() {
+            CODEC_ZSTD
+        } else {
+            CODEC_RAW
+        };
+        self.payload.push(codec);
+        self.payload
+            .extend_from_slice(&(records.len() as u32).to_le_bytes());
+        self.payload
+            .extend_from_slice(&(self.raw.len() as u32).to_le_bytes());
+        self.payload
+            .extend_from_slice(&watermark.unwrap_or(NO_WATERMARK).to_le_bytes());
+        debug_assert_eq!(self.payload.len(), RECORDS_HEAD_LEN);
+        match &mut self.compressor {
+            None => self.payload.extend_from_slice(&self.raw),
+            Some(compressor) => {
+                let bound = zstd::zstd_safe::compress_bound(self.raw.len());
+                self.payload.reserve(bound);
+                let start = self.payload.len();
+                self.payload.resize(start + bound, 0);
+                let written = compressor
+                    .compress_to_buffer(&self.raw, &mut self.payload[start..])
+                    .map_err(RecordError::Write)?;
+                self.payload.truncate(start + written);
+            }
+        }
+        format::write_block(
+            &mut self.out,
+            BlockKind::Records,
+            &self.payload,
+            &mut self.block,
+        )
+        .map_err(RecordError::Write)
+    }
+
+    /// Writes a generator statistics sample.
+    pub fn write_stats(&mut self, stats: &GeneratorStats) -> Result<(), RecordError> {
+        self.write_json(BlockKind::Stats, stats)
+    }
+
+    /// Flushes what is buffered, writes the end block and returns the output.
+    pub fn finish(mut self, end: &RunEnd) -> Result<W, RecordError> {
+        self.flush_records(None)?;
+        self.write_json(BlockKind::End, end)?;
+        Ok(self.out)
+    }
+
+    /// The compression this writer was made with.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    fn write_json(&mut self, kind: BlockKind, value: &impl Serialize) -> Result<(), RecordError> {
+        self.payload.clear();
+        serde_json::to_writer(&mut self.payload, value)
+            .map_err(|err| RecordError::Write(std::io::Error::other(err)))?;
+        format::write_block(&mut self.out, kind, &self.payload, &mut self.block)
+            .map_err(RecordError::Write)
+    }
+}
