@@ -49,9 +49,15 @@ fn rewrite_one(command: &Command, text: &str) -> String {
         return text.to_owned();
     }
     let name = rest.split_once('=').map_or(rest, |(name, _)| name);
-    let known = command.get_arguments().any(|arg| arg.get_long() == Some(name))
+    let known = command
+        .get_arguments()
+        .any(|arg| arg.get_long() == Some(name))
         || matches!(name, "help" | "version");
-    if known { format!("-{text}") } else { text.to_owned() }
+    if known {
+        format!("-{text}")
+    } else {
+        text.to_owned()
+    }
 }
 
 fn long_name(text: &str) -> Option<(&str, bool)> {
@@ -69,7 +75,9 @@ fn flag_takes_separate_value(command: &Command, name: &str) -> bool {
         .find(|arg| arg.get_long() == Some(name))
         .is_some_and(|arg| {
             arg.get_action().takes_values()
-                && arg.get_num_args().is_none_or(|range| range.min_values() > 0)
+                && arg
+                    .get_num_args()
+                    .is_none_or(|range| range.min_values() > 0)
         })
 }
 
@@ -100,13 +108,22 @@ mod tests {
             (&["attack", "-rate", "5"], &["attack", "--rate", "5"]),
             (&["attack", "--rate", "5"], &["attack", "--rate", "5"]),
             // A value that looks like a flag is left alone.
-            (&["attack", "-header", "-rate"], &["attack", "--header", "-rate"]),
+            (
+                &["attack", "-header", "-rate"],
+                &["attack", "--header", "-rate"],
+            ),
             // Unknown names and short flags are left for clap to judge.
             (&["attack", "-bogus=1"], &["attack", "-bogus=1"]),
             (&["attack", "-v"], &["attack", "-v"]),
             // An optional-value flag does not swallow the next flag.
-            (&["attack", "-keepalive", "-rate=1"], &["attack", "--keepalive", "--rate=1"]),
-            (&["attack", "-keepalive=false"], &["attack", "--keepalive=false"]),
+            (
+                &["attack", "-keepalive", "-rate=1"],
+                &["attack", "--keepalive", "--rate=1"],
+            ),
+            (
+                &["attack", "-keepalive=false"],
+                &["attack", "--keepalive=false"],
+            ),
             // Nothing after `--` is touched; help works with one dash.
             (&["attack", "--", "-rate=1"], &["attack", "--", "-rate=1"]),
             (&["attack", "-help"], &["attack", "--help"]),
