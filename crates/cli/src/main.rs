@@ -5,7 +5,11 @@
 //! library call. vegeta's single-dash long flags (`-rate=100`) are accepted by
 //! [`flags::normalize_long_flags`] before clap sees them.
 
+mod attack;
+mod demo;
+mod encode;
 mod flags;
+mod report;
 mod simulate;
 
 use std::process::ExitCode;
@@ -26,6 +30,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Send HTTP load at a rate or concurrency and stream one record per request.
+    Attack(attack::AttackArgs),
+    /// Summarize record files: text, JSON, histograms, HDR plots, per-interval rows.
+    Report(report::ReportArgs),
+    /// Convert records to/from JSON and CSV; import vegeta results.
+    Encode(encode::EncodeArgs),
+    /// The whole lab against the built-in simulator, no set-up.
+    Demo(demo::DemoArgs),
     /// Serve an origin / downstream / system-under-test simulator (origin_simulator recipes).
     Simulate(simulate::SimulateArgs),
 }
@@ -38,6 +50,10 @@ fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     let outcome = match cli.command {
+        Command::Attack(args) => attack::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Encode(args) => encode::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
     };
     match outcome {
