@@ -10,6 +10,7 @@ mod demo;
 mod encode;
 mod flags;
 mod report;
+mod signals;
 mod simulate;
 
 use std::process::ExitCode;

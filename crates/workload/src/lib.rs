@@ -1,1 +1,50 @@
-//! loadlab workload (being built).
+//! What to send and when. Pure data and pure functions; the engine does the I/O.
+//!
+//! - [`Target`]: one request template (method, URL, headers, body), read from vegeta's
+//!   `http` format ([`parse_http_targets`]) or `json` format ([`parse_json_targets`]).
+//! - [`Schedule`]: the open model's pacing. [`Schedule::intended_ns`] gives the intended
+//!   send time of the k-th request as a pure function of k, so pacing never drifts and
+//!   a late generator shows its lag instead of silently skipping requests.
+//! - [`Plan`]: a schedule or a closed-model user count, with the run's bounds
+//!   (duration, request cap).
+//!
+//! Errors are [`WorkloadError`], naming the file, line and field.
+
+mod plan;
+mod target;
+mod targets_http;
+mod targets_json;
+
+pub use plan::{Pacing, Plan, Schedule};
+pub use target::{HTTP_METHODS, Header, Target};
+pub use targets_http::parse_http_targets;
+pub use targets_json::parse_json_targets;
+
+/// Why targets or a plan were rejected. Messages name the input.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("{source_name}:{line}: {reason}")]
+    Target {
+        source_name: String,
+        line: u64,
+        reason: String,
+    },
+    #[error("{source_name}: no targets")]
+    NoTargets { source_name: String },
+    #[error("{source_name}:{line}: body file {path:?}: {source}")]
+    BodyFile {
+        source_name: String,
+        line: u64,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading {source_name}: {source}")]
+    Read {
+        source_name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Plan(String),
+}

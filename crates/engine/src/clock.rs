@@ -1,0 +1,39 @@
+//! [`Clock`]: the run's one time base. Offsets are monotonic nanoseconds since time
+//! zero; `start_unix_ns` ties them to the wall clock for the record file.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+    start_unix_ns: u64,
+}
+
+impl Clock {
+    /// Time zero is now.
+    pub fn start() -> Clock {
+        let start_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Clock {
+            start: Instant::now(),
+            start_unix_ns,
+        }
+    }
+
+    /// Nanoseconds since time zero.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Wall-clock unix nanoseconds of an offset.
+    #[inline]
+    pub fn unix_ns(&self, offset_ns: u64) -> u64 {
+        self.start_unix_ns + offset_ns
+    }
+
+    pub fn start_unix_ns(&self) -> u64 {
+        self.start_unix_ns
+    }
+}

@@ -1,0 +1,145 @@
+//! The collector: the one thread that writes. It takes worker batches, adds new
+//! dictionary entries before the records that use them, flushes a block about four
+//! times a second with the run's watermark, and samples the generator's own health.
+
+use std::io::Write;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
+
+use record::{GeneratorStats, Record, RecordWriter};
+
+use crate::EngineError;
+use crate::clock::Clock;
+use crate::errors::ErrorRegistry;
+use crate::stop::StopHandle;
+use crate::worker::{Counters, WorkerReport};
+
+const FLUSH_INTERVAL_NS: u64 = 250_000_000;
+const FLUSH_RECORDS: usize = 32_768;
+const STATS_INTERVAL_NS: u64 = 1_000_000_000;
+
+pub(crate) struct Collector<W: Write> {
+    pub writer: RecordWriter<W>,
+    pub clock: Clock,
+    pub errors_written: usize,
+    pub watermarks: Vec<u64>,
+    pub counters: Vec<Counters>,
+    pub recycle: Vec<SyncSender<Vec<Record>>>,
+    pub stop: StopHandle,
+}
+
+impl<W: Write> Collector<W> {
+    /// Drains worker reports until every worker has said it is done.
+    pub(crate) fn run(
+        &mut self,
+        reports: &Receiver<WorkerReport>,
+        registry: &ErrorRegistry,
+    ) -> Result<(), EngineError> {
+        let mut running = self.watermarks.len();
+        let (mut last_flush, mut last_stats) = (0u64, 0u64);
+        while running > 0 {
+            match reports.recv_timeout(Duration::from_millis(50)) {
+                Ok(report) => {
+                    running -= usize::from(report.done);
+                    self.take(report);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = self.clock.now_ns();
+            if now >= last_flush + FLUSH_INTERVAL_NS || self.writer.pending() >= FLUSH_RECORDS {
+                self.flush(registry).inspect_err(|_| self.stop.abort())?;
+                last_flush = now;
+            }
+            if now >= last_stats + STATS_INTERVAL_NS {
+                self.write_stats(now).inspect_err(|_| self.stop.abort())?;
+                last_stats = now;
+            }
+        }
+        self.flush(registry)
+    }
+
+    fn take(&mut self, mut report: WorkerReport) {
+        self.writer.extend(&report.records);
+        self.watermarks[report.worker] = if report.done {
+            u64::MAX
+        } else {
+            report.watermark_ns
+        };
+        self.counters[report.worker] = report.counters;
+        report.records.clear();
+        // The worker may have exited; then the vector is simply dropped.
+        let _ = self.recycle[report.worker].try_send(report.records);
+    }
+
+    fn flush(&mut self, registry: &ErrorRegistry) -> Result<(), EngineError> {
+        let new_errors = registry.since(self.errors_written);
+        if !new_errors.is_empty() {
+            self.writer
+                .add_errors(self.errors_written, &new_errors)
+                .map_err(EngineError::Record)?;
+            self.errors_written += new_errors.len();
+        }
+        let watermark = self.watermarks.iter().copied().min().unwrap_or(u64::MAX);
+        let watermark = (watermark != u64::MAX).then(|| self.clock.unix_ns(watermark));
+        self.writer
+            .flush_records(watermark)
+            .map_err(EngineError::Record)
+    }
+
+    fn write_stats(&mut self, now: u64) -> Result<(), EngineError> {
+        let total = self.totals();
+        let stats = GeneratorStats {
+            at_unix_ns: self.clock.unix_ns(now),
+            cpu_ns: process_cpu_ns(),
+            sent: total.sent,
+            completed: total.completed,
+            in_flight: total.in_flight,
+            connections_open: total.connections_open,
+            behind: total.behind,
+            rss_bytes: resident_bytes(),
+        };
+        self.writer.write_stats(&stats).map_err(EngineError::Record)
+    }
+
+    pub(crate) fn totals(&self) -> Counters {
+        self.counters
+            .iter()
+            .fold(Counters::default(), |mut sum, c| {
+                sum.sent += c.sent;
+                sum.completed += c.completed;
+                sum.in_flight += c.in_flight;
+                sum.connections_open += c.connections_open;
+                sum.behind += c.behind;
+                sum
+            })
+    }
+}
+
+/// CPU time (user + system) the whole process has used.
+pub(crate) fn process_cpu_ns() -> u64 {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64
+}
+
+/// Resident set size now, from /proc (0 where unavailable).
+pub(crate) fn resident_bytes() -> u64 {
+    proc_status_kib("VmRSS:")
+}
+
+/// Peak resident set size, from /proc (0 where unavailable).
+pub(crate) fn peak_resident_bytes() -> u64 {
+    proc_status_kib("VmHWM:")
+}
+
+fn proc_status_kib(field: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}

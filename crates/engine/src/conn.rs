@@ -1,0 +1,267 @@
+//! [`Conn`]: one connection slot: its socket (plain or TLS), the request it carries,
+//! and the parser for its response. A slot is reused for new sockets; `generation`
+//! tells a stale readiness event from a live one.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use rustls::ClientConnection;
+use socket2::{Domain, SockAddr, Socket, Type};
+
+use crate::hosts::Address;
+use crate::response::ResponseParser;
+
+/// Sentinel for "no slot" in the in-flight list links.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Free,
+    Connecting,
+    Open,
+}
+
+/// Request bytes: shared with every other request to the same target, or owned
+/// (a redirect's request, rendered when it happens).
+pub(crate) enum RequestBytes {
+    Shared(Arc<[u8]>),
+    Owned(Vec<u8>),
+}
+
+impl RequestBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            RequestBytes::Shared(bytes) => bytes,
+            RequestBytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// The request a connection is carrying.
+pub(crate) struct InFlight {
+    pub seq: u64,
+    pub target: u32,
+    pub intended_ns: u64,
+    /// When the worker took the request up (the record's actual send time).
+    pub dispatched_ns: u64,
+    /// First response byte of the current hop; 0 until one arrives.
+    pub first_byte_ns: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub redirects_left: i32,
+    /// The URL and method of the current hop once a redirect was followed.
+    pub hop: Option<Box<Hop>>,
+    /// Already retried once after a kept-alive connection turned out to be closed.
+    pub retried: bool,
+}
+
+/// Where a followed redirect went.
+pub(crate) struct Hop {
+    pub url: url::Url,
+    pub method: String,
+}
+
+pub(crate) enum ReadOutcome {
+    Data(usize),
+    WouldBlock,
+    Eof,
+    Failed(io::Error),
+    Tls(rustls::Error),
+}
+
+pub(crate) enum WriteOutcome {
+    Done,
+    WouldBlock,
+    Failed(io::Error),
+}
+
+pub(crate) struct Conn {
+    pub generation: u32,
+    pub phase: Phase,
+    pub host: usize,
+    pub socket: Option<Socket>,
+    pub tls: Option<Box<ClientConnection>>,
+    /// Has completed at least one request (so a failure before any byte may be a
+    /// stale keep-alive connection, worth one retry).
+    pub reused: bool,
+    pub request: Option<InFlight>,
+    pub parser: ResponseParser,
+    out: RequestBytes,
+    out_written: usize,
+    /// In-flight list links, ordered by dispatch time.
+    pub prev: u32,
+    pub next: u32,
+}
+
+impl Conn {
+    pub(crate) fn new() -> Conn {
+        Conn {
+            generation: 0,
+            phase: Phase::Free,
+            host: 0,
+            socket: None,
+            tls: None,
+            reused: false,
+            request: None,
+            parser: ResponseParser::new(),
+            out: RequestBytes::Owned(Vec::new()),
+            out_written: 0,
+            prev: NO_SLOT,
+            next: NO_SLOT,
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.phase == Phase::Open && self.request.is_none()
+    }
+
+    pub(crate) fn set_request_bytes(&mut self, bytes: RequestBytes) {
+        self.out = bytes;
+        self.out_written = 0;
+    }
+
+    /// Takes the request bytes back (to send them again elsewhere).
+    pub(crate) fn take_request_bytes(&mut self) -> RequestBytes {
+        self.out_written = 0;
+        std::mem::replace(&mut self.out, RequestBytes::Owned(Vec::new()))
+    }
+
+    pub(crate) fn request_len(&self) -> u64 {
+        self.out.as_slice().len() as u64
+    }
+
+    pub(crate) fn has_unwritten(&self) -> bool {
+        self.out_written < self.out.as_slice().len()
+            || self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+
+    /// Drops the socket (closing it also removes it from epoll).
+    pub(crate) fn reset(&mut self) {
+        self.socket = None;
+        self.tls = None;
+        self.phase = Phase::Free;
+        self.reused = false;
+        self.generation = self.generation.wrapping_add(1);
+        self.out_written = 0;
+    }
+
+    /// Writes as much of the request as the socket takes.
+    pub(crate) fn write_some(&mut self) -> WriteOutcome {
+        let Some(socket) = self.socket.as_ref() else {
+            return WriteOutcome::Failed(io::Error::from(io::ErrorKind::NotConnected));
+        };
+        let bytes = self.out.as_slice();
+        match self.tls.as_mut() {
+            None => loop {
+                if self.out_written == bytes.len() {
+                    return WriteOutcome::Done;
+                }
+                match (&*socket).write(&bytes[self.out_written..]) {
+                    Ok(n) => self.out_written += n,
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                        return WriteOutcome::WouldBlock;
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => return WriteOutcome::Failed(err),
+                }
+            },
+            Some(tls) => {
+                if self.out_written < bytes.len() {
+                    // rustls buffers plaintext until the handshake is done.
+                    if let Err(err) = tls.writer().write_all(&bytes[self.out_written..]) {
+                        return WriteOutcome::Failed(err);
+                    }
+                    self.out_written = bytes.len();
+                }
+                flush_tls(tls, socket)
+            }
+        }
+    }
+
+    /// Reads the next plaintext bytes into `buf`.
+    pub(crate) fn read_some(&mut self, buf: &mut [u8]) -> ReadOutcome {
+        let Some(socket) = self.socket.as_ref() else {
+            return ReadOutcome::Eof;
+        };
+        let Some(tls) = self.tls.as_mut() else {
+            return loop {
+                match (&*socket).read(buf) {
+                    Ok(0) => break ReadOutcome::Eof,
+                    Ok(n) => break ReadOutcome::Data(n),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                        break ReadOutcome::WouldBlock;
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => break ReadOutcome::Failed(err),
+                }
+            };
+        };
+        read_tls(tls, socket, buf)
+    }
+}
+
+fn flush_tls(tls: &mut ClientConnection, socket: &Socket) -> WriteOutcome {
+    while tls.wants_write() {
+        match tls.write_tls(&mut &*socket) {
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return WriteOutcome::WouldBlock,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return WriteOutcome::Failed(err),
+        }
+    }
+    WriteOutcome::Done
+}
+
+fn read_tls(tls: &mut ClientConnection, socket: &Socket, buf: &mut [u8]) -> ReadOutcome {
+    loop {
+        match tls.reader().read(buf) {
+            Ok(0) => return ReadOutcome::Eof,
+            Ok(n) => return ReadOutcome::Data(n),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            // The peer closed without close_notify: an end of stream all the same.
+            Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return ReadOutcome::Eof,
+            Err(err) => return ReadOutcome::Failed(err),
+        }
+        match tls.read_tls(&mut &*socket) {
+            Ok(0) => return ReadOutcome::Eof,
+            Ok(_) => {
+                if let Err(err) = tls.process_new_packets() {
+                    // Send the alert if we can; the connection is done either way.
+                    let _ = flush_tls(tls, socket);
+                    return ReadOutcome::Tls(err);
+                }
+                // Handshake replies and key updates go out as soon as they exist.
+                if let WriteOutcome::Failed(err) = flush_tls(tls, socket) {
+                    return ReadOutcome::Failed(err);
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return ReadOutcome::WouldBlock,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return ReadOutcome::Failed(err),
+        }
+    }
+}
+
+/// Starts a non-blocking connect; completion shows as write readiness.
+pub(crate) fn start_connect(address: &Address, local_ip: Option<IpAddr>) -> io::Result<Socket> {
+    let (domain, target) = match address {
+        Address::Tcp(addr) => (Domain::for_address(*addr), SockAddr::from(*addr)),
+        Address::Unix(path) => (Domain::UNIX, SockAddr::unix(path)?),
+    };
+    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
+    if let Address::Tcp(_) = address {
+        socket.set_tcp_nodelay(true)?;
+        if let Some(ip) = local_ip {
+            socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
+        }
+    }
+    match socket.connect(&target) {
+        Ok(()) => Ok(socket),
+        Err(err) if err.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {
+            Ok(socket)
+        }
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(socket),
+        Err(err) => Err(err),
+    }
+}

@@ -1,0 +1,185 @@
+//! Error ids. Errors are counted by kind and described once: a worker keeps a small
+//! cache of the errors it has seen and takes the shared registry's lock only the first
+//! time it meets a new one, never per request.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use record::{ErrorEntry, ErrorKind};
+
+/// The run's error table; ids are 1-based positions.
+#[derive(Default)]
+pub(crate) struct ErrorRegistry {
+    entries: Mutex<Vec<ErrorEntry>>,
+}
+
+impl ErrorRegistry {
+    fn intern(&self, entry: ErrorEntry) -> u32 {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = entries.iter().position(|e| *e == entry) {
+            return index as u32 + 1;
+        }
+        entries.push(entry);
+        entries.len() as u32
+    }
+
+    /// Entries from position `from` on (for the writer's dictionary blocks).
+    pub(crate) fn since(&self, from: usize) -> Vec<ErrorEntry> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .get(from..)
+            .map(<[ErrorEntry]>::to_vec)
+            .unwrap_or_default()
+    }
+}
+
+/// What identifies an error without formatting text: kind, operation and errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cause {
+    pub kind: ErrorKind,
+    pub operation: &'static str,
+    pub errno: i32,
+}
+
+impl Cause {
+    pub(crate) fn new(kind: ErrorKind, operation: &'static str) -> Cause {
+        Cause {
+            kind,
+            operation,
+            errno: 0,
+        }
+    }
+
+    pub(crate) fn io(kind: ErrorKind, operation: &'static str, err: &std::io::Error) -> Cause {
+        Cause {
+            kind,
+            operation,
+            errno: err.raw_os_error().unwrap_or(-1),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self.errno {
+            0 => self.operation.to_owned(),
+            -1 => format!("{}: failed", self.operation),
+            errno => {
+                let message = std::io::Error::from_raw_os_error(errno).to_string();
+                let message = message
+                    .split(" (os error")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_ascii_lowercase();
+                format!("{}: {message}", self.operation)
+            }
+        }
+    }
+}
+
+/// A worker's view of the registry.
+pub(crate) struct ErrorCache {
+    registry: Arc<ErrorRegistry>,
+    causes: Vec<(Cause, u32)>,
+    statuses: Vec<(u16, Box<[u8]>, u32)>,
+    redirect_limit: Option<u32>,
+}
+
+impl ErrorCache {
+    pub(crate) fn new(registry: Arc<ErrorRegistry>) -> ErrorCache {
+        ErrorCache {
+            registry,
+            causes: Vec::new(),
+            statuses: Vec::new(),
+            redirect_limit: None,
+        }
+    }
+
+    /// The id of a transport error.
+    pub(crate) fn cause(&mut self, cause: Cause) -> u32 {
+        if let Some(&(_, id)) = self.causes.iter().find(|(c, _)| *c == cause) {
+            return id;
+        }
+        let id = self.registry.intern(ErrorEntry {
+            kind: cause.kind,
+            text: cause.text(),
+        });
+        self.causes.push((cause, id));
+        id
+    }
+
+    /// The id of an error whose text varies (TLS alerts, certificate problems).
+    pub(crate) fn text(&mut self, kind: ErrorKind, text: String) -> u32 {
+        self.registry.intern(ErrorEntry { kind, text })
+    }
+
+    /// The id of vegeta's `stopped after N redirects`.
+    pub(crate) fn redirect_limit(&mut self, limit: i32) -> u32 {
+        let registry = &self.registry;
+        *self.redirect_limit.get_or_insert_with(|| {
+            registry.intern(ErrorEntry {
+                kind: ErrorKind::Redirect,
+                text: format!("stopped after {limit} redirects"),
+            })
+        })
+    }
+
+    /// The id of an unsuccessful status, described by the server's own status line
+    /// (`500 Internal Server Error`, or `422` when it sent no reason), as vegeta does.
+    pub(crate) fn status(&mut self, status: u16, reason: &[u8]) -> u32 {
+        if let Some(&(_, _, id)) = self
+            .statuses
+            .iter()
+            .find(|(s, r, _)| *s == status && **r == *reason)
+        {
+            return id;
+        }
+        let reason_text = String::from_utf8_lossy(reason);
+        let text = if reason_text.is_empty() {
+            status.to_string()
+        } else {
+            format!("{status} {reason_text}")
+        };
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::Status,
+            text,
+        });
+        self.statuses.push((status, reason.into(), id));
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interns_each_error_once_across_workers() {
+        let registry = Arc::new(ErrorRegistry::default());
+        let mut a = ErrorCache::new(Arc::clone(&registry));
+        let mut b = ErrorCache::new(Arc::clone(&registry));
+        let refused = Cause::io(
+            ErrorKind::Connect,
+            "connect",
+            &std::io::Error::from_raw_os_error(111),
+        );
+        let ids = [
+            a.cause(refused),
+            b.cause(refused),
+            a.status(503, b"Service Unavailable"),
+            b.status(503, b"Service Unavailable"),
+            a.status(422, b""),
+            a.cause(Cause::new(ErrorKind::Timeout, "timeout awaiting response")),
+        ];
+        assert_eq!(ids, [1, 1, 2, 2, 3, 4]);
+        let texts: Vec<String> = registry.since(0).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            [
+                "connect: connection refused",
+                "503 Service Unavailable",
+                "422",
+                "timeout awaiting response"
+            ]
+        );
+        assert_eq!(registry.since(3).len(), 1);
+        assert!(registry.since(9).is_empty());
+    }
+}

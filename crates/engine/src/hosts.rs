@@ -1,0 +1,82 @@
+//! [`HostTable`]: the distinct hosts a run talks to, resolved once before the run.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+use rustls::pki_types::ServerName;
+
+use crate::EngineError;
+
+/// Where a host's connections go.
+#[derive(Debug, Clone)]
+pub(crate) enum Address {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    pub address: Address,
+    /// Set for https: the name to send in SNI and check the certificate against.
+    pub tls_name: Option<ServerName<'static>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostTable {
+    pub hosts: Vec<Host>,
+    index: HashMap<(bool, String, u16), usize>,
+}
+
+impl HostTable {
+    /// The id of the host for `url`, resolving it on first sight. `unix_socket` sends
+    /// every connection to that socket whatever the URL says (vegeta's `-unix-socket`).
+    pub(crate) fn resolve(
+        &mut self,
+        url: &url::Url,
+        unix_socket: Option<&PathBuf>,
+    ) -> Result<usize, EngineError> {
+        let tls = url.scheme() == "https";
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let port = url.port_or_known_default().unwrap_or(80);
+        let key = (tls, host.clone(), port);
+        if let Some(&id) = self.index.get(&key) {
+            return Ok(id);
+        }
+        let label = format!("{host}:{port}");
+        let address = match unix_socket {
+            Some(path) => Address::Unix(path.clone()),
+            None => {
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                let mut addrs =
+                    (bare, port)
+                        .to_socket_addrs()
+                        .map_err(|err| EngineError::Resolve {
+                            host: label.clone(),
+                            reason: err.to_string(),
+                        })?;
+                Address::Tcp(addrs.next().ok_or_else(|| EngineError::Resolve {
+                    host: label.clone(),
+                    reason: "no addresses".to_owned(),
+                })?)
+            }
+        };
+        let tls_name = if tls {
+            let name = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            Some(
+                ServerName::try_from(name).map_err(|err| EngineError::Resolve {
+                    host: label.clone(),
+                    reason: err.to_string(),
+                })?,
+            )
+        } else {
+            None
+        };
+        self.hosts.push(Host { address, tls_name });
+        self.index.insert(key, self.hosts.len() - 1);
+        Ok(self.hosts.len() - 1)
+    }
+}

@@ -1,0 +1,523 @@
+//! [`ResponseParser`]: an incremental HTTP/1.1 response parser. Heads go through
+//! `httparse`; bodies are framed by Content-Length, chunked encoding or connection
+//! close, and are counted, never stored. A head split across reads is the only thing
+//! ever copied.
+
+/// Why a response could not be parsed. Static text: parsing never allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProtocolError(pub &'static str);
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Feed {
+    /// Everything was consumed; the response goes on.
+    More,
+    /// The response ended after `used` bytes of this input.
+    Done { used: usize },
+}
+
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 96;
+const REASON_BYTES: usize = 48;
+
+#[derive(Debug)]
+enum State {
+    Head,
+    Body(Framing),
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    Length(u64),
+    Chunked(Chunk),
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Chunk {
+    Size { value: u64, digits: u8 },
+    Extension { value: u64 },
+    SizeLf { value: u64 },
+    Data(u64),
+    DataCr,
+    DataLf,
+    TrailerStart,
+    Trailer,
+    TrailerLf,
+    FinalLf,
+}
+
+pub(crate) struct ResponseParser {
+    state: State,
+    /// Head bytes carried over from earlier reads (empty on the fast path).
+    carried: Vec<u8>,
+    pub status: u16,
+    reason: [u8; REASON_BYTES],
+    reason_len: usize,
+    /// The `Location` header of a redirect, when asked for.
+    pub location: Vec<u8>,
+    /// The connection cannot carry another request after this response.
+    pub close: bool,
+    head_only: bool,
+    want_location: bool,
+    body_limit: u64,
+    body_read: u64,
+}
+
+/// What the head said, extracted without holding a borrow of the input.
+struct HeadInfo {
+    length: usize,
+    status: u16,
+    reason: ([u8; REASON_BYTES], usize),
+    content_length: Option<u64>,
+    chunked: bool,
+    close: bool,
+    location: Option<(usize, usize)>,
+}
+
+impl ResponseParser {
+    pub(crate) fn new() -> ResponseParser {
+        ResponseParser {
+            state: State::Done,
+            carried: Vec::new(),
+            status: 0,
+            reason: [0; REASON_BYTES],
+            reason_len: 0,
+            location: Vec::new(),
+            close: false,
+            head_only: false,
+            want_location: false,
+            body_limit: u64::MAX,
+            body_read: 0,
+        }
+    }
+
+    /// Prepares for the response to a new request.
+    pub(crate) fn start(&mut self, head_only: bool, want_location: bool, body_limit: u64) {
+        self.state = State::Head;
+        self.carried.clear();
+        self.status = 0;
+        self.reason_len = 0;
+        self.location.clear();
+        self.close = false;
+        self.head_only = head_only;
+        self.want_location = want_location;
+        self.body_limit = body_limit;
+        self.body_read = 0;
+    }
+
+    /// The server's reason phrase (truncated to 48 bytes).
+    pub(crate) fn reason(&self) -> &[u8] {
+        &self.reason[..self.reason_len]
+    }
+
+    /// Whether the request was a HEAD (its response has no body).
+    pub(crate) fn head_only(&self) -> bool {
+        self.head_only
+    }
+
+    /// True when the body was cut at the caller's limit (the rest was not read).
+    #[cfg(test)]
+    fn truncated(&self) -> bool {
+        self.body_read >= self.body_limit && self.body_limit != u64::MAX
+    }
+
+    pub(crate) fn feed(&mut self, data: &[u8]) -> Result<Feed, ProtocolError> {
+        let mut at = 0;
+        loop {
+            match self.state {
+                State::Done => return Ok(Feed::Done { used: at }),
+                State::Head => match self.feed_head(&data[at..])? {
+                    Some(used) => at += used,
+                    None => return Ok(Feed::More),
+                },
+                State::Body(framing) => {
+                    let (used, next) = self.feed_body(framing, &data[at..])?;
+                    at += used;
+                    self.state = next;
+                }
+            }
+            if at == data.len() && !matches!(self.state, State::Done) {
+                return Ok(Feed::More);
+            }
+        }
+    }
+
+    /// The peer closed the connection: the response is complete only if its length
+    /// was "until close".
+    pub(crate) fn eof(&mut self) -> Result<(), ProtocolError> {
+        match self.state {
+            State::Body(Framing::UntilClose) => {
+                self.state = State::Done;
+                Ok(())
+            }
+            State::Done => Ok(()),
+            _ => Err(ProtocolError(
+                "connection closed before the response was complete",
+            )),
+        }
+    }
+
+    /// Parses the head; `Some(used)` once it is complete (1xx heads are skipped).
+    fn feed_head(&mut self, data: &[u8]) -> Result<Option<usize>, ProtocolError> {
+        let carried_len = self.carried.len();
+        let parsed = if carried_len == 0 {
+            parse_head(data, self.want_location)?
+        } else {
+            self.carried.extend_from_slice(data);
+            parse_head(&self.carried, self.want_location)?
+        };
+        let Some(head) = parsed else {
+            if carried_len == 0 {
+                self.carried.extend_from_slice(data);
+            }
+            if self.carried.len() > MAX_HEAD_BYTES {
+                return Err(ProtocolError("response head larger than 64 KiB"));
+            }
+            return Ok(None);
+        };
+        let used = head.length - carried_len;
+        if let Some((start, end)) = head.location {
+            let source = if carried_len == 0 {
+                data
+            } else {
+                &self.carried[..]
+            };
+            self.location.clear();
+            self.location.extend_from_slice(&source[start..end]);
+        }
+        self.carried.clear();
+        if (100..200).contains(&head.status) && head.status != 101 {
+            return Ok(Some(used));
+        }
+        self.apply_head(&head);
+        Ok(Some(used))
+    }
+
+    fn apply_head(&mut self, head: &HeadInfo) {
+        self.status = head.status;
+        (self.reason, self.reason_len) = head.reason;
+        self.close = head.close;
+        let no_body =
+            self.head_only || matches!(head.status, 204 | 304) || (100..200).contains(&head.status);
+        self.state = if no_body {
+            State::Done
+        } else if head.chunked {
+            State::Body(Framing::Chunked(Chunk::Size {
+                value: 0,
+                digits: 0,
+            }))
+        } else {
+            match head.content_length {
+                Some(0) => State::Done,
+                Some(length) => State::Body(Framing::Length(length)),
+                None => {
+                    self.close = true;
+                    State::Body(Framing::UntilClose)
+                }
+            }
+        };
+    }
+
+    /// Consumes body bytes; returns the bytes used and the next state.
+    fn feed_body(
+        &mut self,
+        framing: Framing,
+        data: &[u8],
+    ) -> Result<(usize, State), ProtocolError> {
+        let allowed = (self.body_limit - self.body_read).min(data.len() as u64) as usize;
+        let data = &data[..allowed];
+        let (used, next) = match framing {
+            Framing::Length(remaining) => {
+                let take = remaining.min(data.len() as u64);
+                self.body_read += take;
+                let left = remaining - take;
+                (
+                    take as usize,
+                    if left == 0 {
+                        State::Done
+                    } else {
+                        State::Body(Framing::Length(left))
+                    },
+                )
+            }
+            Framing::UntilClose => {
+                self.body_read += data.len() as u64;
+                (data.len(), State::Body(Framing::UntilClose))
+            }
+            Framing::Chunked(chunk) => self.feed_chunked(chunk, data)?,
+        };
+        if self.body_read >= self.body_limit && !matches!(next, State::Done) {
+            self.close = true;
+            return Ok((used, State::Done));
+        }
+        Ok((used, next))
+    }
+
+    fn feed_chunked(
+        &mut self,
+        mut chunk: Chunk,
+        data: &[u8],
+    ) -> Result<(usize, State), ProtocolError> {
+        let mut at = 0;
+        while at < data.len() {
+            if let Chunk::Data(remaining) = chunk {
+                let take = remaining.min((data.len() - at) as u64);
+                at += take as usize;
+                self.body_read += take;
+                chunk = if take == remaining {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data(remaining - take)
+                };
+                continue;
+            }
+            let byte = data[at];
+            at += 1;
+            chunk = match next_chunk_state(chunk, byte)? {
+                Some(next) => next,
+                None => return Ok((at, State::Done)),
+            };
+        }
+        Ok((at, State::Body(Framing::Chunked(chunk))))
+    }
+}
+
+/// One byte of chunk framing; `None` when the body (with its trailers) is complete.
+fn next_chunk_state(chunk: Chunk, byte: u8) -> Result<Option<Chunk>, ProtocolError> {
+    let bad = |what| Err(ProtocolError(what));
+    let line_end = |value: u64| {
+        if value == 0 {
+            Chunk::TrailerStart
+        } else {
+            Chunk::Data(value)
+        }
+    };
+    Ok(Some(match (chunk, byte) {
+        (Chunk::Size { value, digits }, _) if byte.is_ascii_hexdigit() => {
+            if digits >= 15 {
+                return bad("chunk size too large");
+            }
+            let digit = (byte as char).to_digit(16).unwrap_or(0) as u64;
+            Chunk::Size {
+                value: value * 16 + u64::from(digit),
+                digits: digits + 1,
+            }
+        }
+        (Chunk::Size { digits: 0, .. }, _) => return bad("chunk size is not hexadecimal"),
+        (Chunk::Size { value, .. }, b'\r') | (Chunk::Extension { value }, b'\r') => {
+            Chunk::SizeLf { value }
+        }
+        (Chunk::Size { value, .. }, b'\n')
+        | (Chunk::Extension { value }, b'\n')
+        | (Chunk::SizeLf { value }, b'\n') => line_end(value),
+        (Chunk::Size { value, .. }, b';' | b' ' | b'\t') => Chunk::Extension { value },
+        (Chunk::Size { .. }, _) => return bad("bad byte in chunk size"),
+        (Chunk::Extension { value }, _) => Chunk::Extension { value },
+        (Chunk::SizeLf { .. }, _) => return bad("chunk line not ended by CRLF"),
+        (Chunk::DataCr, b'\r') => Chunk::DataLf,
+        (Chunk::DataCr | Chunk::DataLf, b'\n') => Chunk::Size {
+            value: 0,
+            digits: 0,
+        },
+        (Chunk::DataCr, _) => return bad("chunk data longer than its size"),
+        (Chunk::DataLf, _) => return bad("chunk data not ended by CRLF"),
+        // An empty line ends the trailers and the body.
+        (Chunk::TrailerStart, b'\r') => Chunk::FinalLf,
+        (Chunk::TrailerStart | Chunk::FinalLf, b'\n') => return Ok(None),
+        (Chunk::FinalLf, _) => return bad("chunked body not ended by CRLF"),
+        (Chunk::Trailer, b'\r') => Chunk::TrailerLf,
+        (Chunk::Trailer | Chunk::TrailerLf, b'\n') => Chunk::TrailerStart,
+        (Chunk::TrailerStart | Chunk::Trailer, _) => Chunk::Trailer,
+        (Chunk::TrailerLf, _) => return bad("trailer line not ended by CRLF"),
+        (Chunk::Data(_), _) => chunk,
+    }))
+}
+
+/// Parses a complete head, or returns `None` if more bytes are needed.
+fn parse_head(bytes: &[u8], want_location: bool) -> Result<Option<HeadInfo>, ProtocolError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let length = match response.parse(bytes) {
+        Ok(httparse::Status::Complete(length)) => length,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(ProtocolError("more than 96 response headers"));
+        }
+        Err(_) => return Err(ProtocolError("malformed response head")),
+    };
+    let status = response.code.unwrap_or(0);
+    let mut reason = [0u8; REASON_BYTES];
+    let reason_bytes = response.reason.unwrap_or("").as_bytes();
+    let reason_len = reason_bytes.len().min(REASON_BYTES);
+    reason[..reason_len].copy_from_slice(&reason_bytes[..reason_len]);
+    let mut info = HeadInfo {
+        length,
+        status,
+        reason: (reason, reason_len),
+        content_length: None,
+        chunked: false,
+        close: response.version == Some(0),
+        location: None,
+    };
+    for header in response.headers.iter() {
+        let name = header.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let value = parse_content_length(header.value)?;
+            if info.content_length.is_some_and(|v| v != value) {
+                return Err(ProtocolError("conflicting Content-Length headers"));
+            }
+            info.content_length = Some(value);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            info.chunked = last_token(header.value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in header.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    info.close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && response.version == Some(0) {
+                    info.close = false;
+                }
+            }
+        } else if want_location && name.eq_ignore_ascii_case("location") {
+            let start = header.value.as_ptr() as usize - bytes.as_ptr() as usize;
+            info.location = Some((start, start + header.value.len()));
+        }
+    }
+    Ok(Some(info))
+}
+
+fn parse_content_length(value: &[u8]) -> Result<u64, ProtocolError> {
+    let text = value.trim_ascii();
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) || text.len() > 19 {
+        return Err(ProtocolError("bad Content-Length"));
+    }
+    Ok(text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+fn last_token(value: &[u8]) -> &[u8] {
+    value
+        .rsplit(|&b| b == b',')
+        .next()
+        .unwrap_or(value)
+        .trim_ascii()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `input` in pieces of `step` bytes; returns status, used bytes of the last
+    /// piece and whether the connection must close.
+    fn parse_in_steps(
+        input: &[u8],
+        step: usize,
+        head_only: bool,
+    ) -> Result<(u16, usize, bool), ProtocolError> {
+        let mut parser = ResponseParser::new();
+        parser.start(head_only, false, u64::MAX);
+        let mut offset = 0;
+        while offset < input.len() {
+            let end = (offset + step).min(input.len());
+            if let Feed::Done { used } = parser.feed(&input[offset..end])? {
+                return Ok((parser.status, offset + used, parser.close));
+            }
+            offset = end;
+        }
+        parser.eof()?;
+        Ok((parser.status, input.len(), parser.close))
+    }
+
+    #[test]
+    fn parses_responses_whatever_the_read_boundaries() {
+        let rows: &[(&[u8], bool, (u16, usize, bool))] = &[
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA", false, (200, 43, false)),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", false, (204, 27, false)),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", true, (200, 38, false)),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\nNEXT", false, (200, 84, false)),
+            (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", false, (201, 89, true)),
+            (b"HTTP/1.0 200 OK\r\n\r\nuntil the end", false, (200, 32, true)),
+            (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx", false, (200, 63, false)),
+            (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n", false, (503, 55, false)),
+        ];
+        for &(input, head_only, want) in rows {
+            for step in [1, 2, 7, input.len()] {
+                assert_eq!(
+                    parse_in_steps(input, step, head_only),
+                    Ok(want),
+                    "{:?} step {step}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        let rows: &[(&[u8], &str)] = &[
+            (b"garbage\r\n\r\n", "malformed"),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+                "bad Content-Length",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                "conflicting",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "not hexadecimal",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
+                "longer than its size",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
+                "too large",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+                "closed before",
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Le", "closed before"),
+        ];
+        for &(input, want) in rows {
+            let err = parse_in_steps(input, 3, false).unwrap_err();
+            assert!(
+                err.0.contains(want),
+                "{:?}: {err:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+        let mut huge = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        huge.extend(std::iter::repeat_n(b'a', 70_000));
+        huge.extend_from_slice(b"\r\n\r\n");
+        assert!(
+            parse_in_steps(&huge, 4096, false)
+                .unwrap_err()
+                .0
+                .contains("64 KiB")
+        );
+    }
+
+    #[test]
+    fn keeps_reason_location_and_body_limit() {
+        let mut parser = ResponseParser::new();
+        parser.start(false, true, 4);
+        let input =
+            b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 10\r\n\r\n0123456789";
+        assert_eq!(parser.feed(&input[..20]), Ok(Feed::More));
+        assert_eq!(
+            parser.feed(&input[20..]),
+            Ok(Feed::Done {
+                used: input.len() - 20 - 6
+            })
+        );
+        assert_eq!(
+            (parser.status, parser.reason(), parser.location.as_slice()),
+            (302, &b"Found"[..], &b"/next"[..])
+        );
+        assert!(parser.truncated() && parser.close);
+    }
+}

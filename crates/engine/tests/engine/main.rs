@@ -1,0 +1,452 @@
+//! The engine against real loopback servers: pacing, models, caps, every error kind,
+//! redirects, TLS, Unix sockets and stopping.
+
+#![allow(clippy::unwrap_used)]
+
+mod server;
+
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use engine::{AttackConfig, AttackOutcome, StopHandle, TlsOptions};
+use record::{ErrorKind, Record, RunTables, SourceSummary, StopReason};
+use server::TestServer;
+use workload::{Pacing, Plan, Schedule, Target};
+
+fn target(url: &str) -> Target {
+    Target {
+        method: "GET".to_owned(),
+        url: url::Url::parse(url).unwrap(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+fn config(urls: &[String], plan: Plan) -> AttackConfig {
+    AttackConfig {
+        name: "test".to_owned(),
+        targets: urls.iter().map(|u| target(u)).collect(),
+        plan,
+        timeout: Duration::from_secs(5),
+        keepalive: true,
+        redirects: 10,
+        max_in_flight: 1000,
+        initial_connections: 2,
+        connections_per_host: 1000,
+        threads: 2,
+        max_body: None,
+        tls: TlsOptions::default(),
+        local_addr: None,
+        unix_socket: None,
+    }
+}
+
+fn open_rate(rate_per_sec: f64, max_requests: u64) -> Plan {
+    Plan {
+        pacing: Pacing::Open(Schedule::constant(rate_per_sec)),
+        duration_ns: Some(20_000_000_000),
+        max_requests: Some(max_requests),
+    }
+}
+
+struct Run {
+    records: Vec<Record>,
+    tables: RunTables,
+    summary: SourceSummary,
+    outcome: AttackOutcome,
+}
+
+impl Run {
+    fn error_text(&self, record: &Record) -> Option<(ErrorKind, String)> {
+        self.tables
+            .error(record.error)
+            .map(|e| (e.kind, e.text.clone()))
+    }
+}
+
+fn run(config: &AttackConfig) -> Run {
+    run_with_stop(config, &StopHandle::new())
+}
+
+fn run_with_stop(config: &AttackConfig, stop: &StopHandle) -> Run {
+    let (bytes, outcome) = engine::run_attack(config, Vec::new(), stop).unwrap();
+    let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
+    let mut records = Vec::new();
+    let mut batch = Vec::new();
+    while source.next_batch(&mut batch).unwrap() {
+        records.extend_from_slice(&batch);
+    }
+    records.sort_by_key(|r| r.seq);
+    Run {
+        records,
+        tables: source.tables().clone(),
+        summary: source.summary().clone(),
+        outcome,
+    }
+}
+
+#[test]
+fn open_model_paces_by_intended_time_and_reuses_connections() {
+    let server = TestServer::start();
+    let run = run(&config(&[server.url("/ok")], open_rate(200.0, 100)));
+    assert_eq!(run.records.len(), 100);
+    let start = run.records[0].intended_unix_ns;
+    for (k, record) in run.records.iter().enumerate() {
+        assert_eq!(record.seq, k as u64);
+        assert_eq!(
+            record.intended_unix_ns - start,
+            k as u64 * 5_000_000,
+            "request {k} is due at k/rate exactly"
+        );
+        assert_eq!((record.status, record.error), (200, 0));
+        assert!(record.latency_ns >= record.send_lag_ns && record.latency_ns > 0);
+        assert!(record.ttfb_ns > 0 && record.ttfb_ns <= record.latency_ns);
+        assert_eq!(record.bytes_in, 40, "status line, header and body as read");
+        assert!(record.bytes_out > 30);
+    }
+    assert!(
+        server.stats.connections.load(Ordering::SeqCst) <= 4,
+        "keep-alive: {} connections",
+        server.stats.connections.load(Ordering::SeqCst)
+    );
+    let end = run.summary.end.clone().unwrap();
+    assert_eq!(
+        (
+            end.reason,
+            end.attacks[0].asked,
+            end.attacks[0].sent,
+            end.attacks[0].unsent
+        ),
+        (StopReason::Completed, 100, 100, 0)
+    );
+    assert_eq!(run.summary.header.attacks[0].rate_per_sec, Some(200.0));
+    assert!(run.summary.torn.is_none());
+}
+
+#[test]
+fn the_duration_bounds_the_run() {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/ok")], open_rate(100.0, u64::MAX));
+    cfg.plan.duration_ns = Some(500_000_000);
+    cfg.plan.max_requests = None;
+    let started = Instant::now();
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 50, "requests due in [0, 0.5s) at 100/s");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn closed_model_keeps_exactly_n_users_busy() {
+    let server = TestServer::start();
+    let mut cfg = config(
+        &[server.url("/slow/5")],
+        Plan {
+            pacing: Pacing::Closed { users: 4 },
+            duration_ns: None,
+            max_requests: Some(60),
+        },
+    );
+    cfg.initial_connections = 0;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 60);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    assert_eq!(server.stats.max_in_flight.load(Ordering::SeqCst), 4);
+    assert!(
+        run.records.iter().all(|r| r.send_lag_ns < 2_000_000),
+        "closed-model requests leave as soon as a user is free"
+    );
+}
+
+#[test]
+fn beyond_the_cap_requests_queue_and_their_lag_shows() {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/slow/40")], open_rate(100.0, 10));
+    cfg.max_in_flight = 1;
+    cfg.threads = 1;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 10, "no request is skipped");
+    assert_eq!(server.stats.max_in_flight.load(Ordering::SeqCst), 1);
+    let last = run.records.last().unwrap();
+    assert!(
+        last.send_lag_ns > 200_000_000,
+        "the 10th request waited for the single slot: lag {} ns",
+        last.send_lag_ns
+    );
+    assert!(
+        last.latency_ns >= last.send_lag_ns + 40_000_000,
+        "latency counts from the intended time"
+    );
+}
+
+#[test]
+fn every_failure_is_recorded_with_its_kind() {
+    let server = TestServer::start();
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let paths = [
+        "/status/503",
+        "/status/422",
+        "/reset",
+        "/garbage",
+        "/stall",
+        "/half-body",
+        "/chunked",
+        "/until-close",
+        "/close",
+    ];
+    let mut urls: Vec<String> = paths.iter().map(|p| server.url(p)).collect();
+    urls.push(format!("http://{closed_port}/"));
+    let mut cfg = config(&urls, open_rate(100.0, urls.len() as u64));
+    cfg.timeout = Duration::from_millis(500);
+    cfg.keepalive = false;
+    let run = run(&cfg);
+    let outcome: Vec<(u16, Option<(ErrorKind, String)>)> = run
+        .records
+        .iter()
+        .map(|r| (r.status, run.error_text(r)))
+        .collect();
+    let kinds: Vec<(u16, Option<ErrorKind>)> = outcome
+        .iter()
+        .map(|(s, e)| (*s, e.as_ref().map(|e| e.0)))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (503, Some(ErrorKind::Status)),
+            (422, Some(ErrorKind::Status)),
+            (0, Some(ErrorKind::Reset)),
+            (0, Some(ErrorKind::Protocol)),
+            (0, Some(ErrorKind::Timeout)),
+            (0, Some(ErrorKind::Closed)),
+            (200, None),
+            (200, None),
+            (200, None),
+            (0, Some(ErrorKind::Connect)),
+        ],
+        "{outcome:#?}"
+    );
+    assert_eq!(outcome[0].1.as_ref().unwrap().1, "503 Service Unavailable");
+    assert_eq!(
+        outcome[1].1.as_ref().unwrap().1,
+        "422",
+        "no reason phrase: the code alone, as vegeta"
+    );
+    assert!(
+        outcome[9]
+            .1
+            .as_ref()
+            .unwrap()
+            .1
+            .contains("connection refused"),
+        "{:?}",
+        outcome[9]
+    );
+    let stalled = &run.records[4];
+    assert!(
+        (500_000_000..1_500_000_000).contains(&stalled.latency_ns),
+        "the stall timed out at the timeout: {}",
+        stalled.latency_ns
+    );
+}
+
+#[test]
+fn redirects_follow_vegeta_rules() {
+    let server = TestServer::start();
+    let cases: &[(i32, &str, u16, Option<&str>)] = &[
+        (10, "/redirect/3", 200, None),
+        (-1, "/redirect/3", 302, None),
+        (0, "/redirect/1", 0, Some("stopped after 0 redirects")),
+        (2, "/redirect-loop", 0, Some("stopped after 2 redirects")),
+    ];
+    for &(redirects, path, status, error) in cases {
+        let mut cfg = config(&[server.url(path)], open_rate(50.0, 1));
+        cfg.redirects = redirects;
+        let run = run(&cfg);
+        let record = run.records[0];
+        assert_eq!(record.status, status, "{redirects} {path}");
+        assert_eq!(
+            run.error_text(&record).map(|e| e.1),
+            error.map(str::to_owned),
+            "{redirects} {path}"
+        );
+    }
+}
+
+#[test]
+fn max_body_reads_only_what_it_must() {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/big/1000000")], open_rate(50.0, 2));
+    cfg.max_body = Some(1024);
+    let limited = run(&cfg);
+    for record in &limited.records {
+        assert_eq!(record.status, 200);
+        assert!(
+            record.bytes_in < 200_000,
+            "stopped early: {} bytes",
+            record.bytes_in
+        );
+    }
+    cfg.max_body = None;
+    let full = run(&cfg);
+    assert!(full.records.iter().all(|r| r.bytes_in > 1_000_000));
+}
+
+#[test]
+fn keepalive_off_opens_a_connection_per_request() {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/ok")], open_rate(200.0, 20));
+    cfg.keepalive = false;
+    cfg.initial_connections = 0;
+    let run = run(&cfg);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 20);
+}
+
+#[test]
+fn stopping_drains_requests_in_flight() {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/slow/300")], open_rate(20.0, u64::MAX));
+    cfg.plan.duration_ns = None;
+    cfg.plan.max_requests = None;
+    let stop = StopHandle::new();
+    let stopper = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        stopper.drain();
+    });
+    let started = Instant::now();
+    let run = run_with_stop(&cfg, &stop);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(run.outcome.reason, StopReason::Interrupted);
+    assert!(
+        run.records.len() >= 8,
+        "requests sent before the stop all completed: {}",
+        run.records.len()
+    );
+    assert!(
+        run.records.iter().all(|r| r.status == 200),
+        "in-flight requests finished, none were cut"
+    );
+}
+
+#[test]
+fn unix_sockets_carry_the_same_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let stats = Arc::new(server::Stats::default());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let (stats, stop) = (Arc::clone(&stats), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (stats, stop) = (Arc::clone(&stats), Arc::clone(&stop));
+                std::thread::spawn(move || server::serve(Box::new(stream), &stats, &stop));
+            }
+        });
+    }
+    let mut cfg = config(&["http://unix.test/ok".to_owned()], open_rate(100.0, 10));
+    cfg.unix_socket = Some(path);
+    let run = run(&cfg);
+    assert_eq!(run.records.iter().filter(|r| r.status == 200).count(), 10);
+    assert_eq!(stats.requests.load(Ordering::SeqCst), 10);
+}
+
+mod tls {
+    use super::*;
+
+    fn tls_server() -> (TestServer, tempfile::TempDir) {
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ca.pem"), key.cert.pem()).unwrap();
+        let cert = key.cert.der().clone();
+        let private =
+            rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], private)
+            .unwrap();
+        let config = Arc::new(config);
+        let server = TestServer::start_with(move |stream| {
+            let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+            Box::new(rustls::StreamOwned::new(connection, stream))
+        });
+        (server, dir)
+    }
+
+    #[test]
+    fn https_with_our_roots_insecure_and_wrong_roots() {
+        let (server, dir) = tls_server();
+        let url = format!("https://localhost:{}/ok", server.addr.port());
+        let mut cfg = config(&[url], open_rate(100.0, 10));
+        cfg.tls.root_certs = vec![dir.path().join("ca.pem")];
+        let trusted = run(&cfg);
+        assert!(
+            trusted.records.iter().all(|r| r.status == 200),
+            "{:?}",
+            trusted
+                .records
+                .iter()
+                .map(|r| trusted.error_text(r))
+                .collect::<Vec<_>>()
+        );
+
+        cfg.tls = TlsOptions {
+            insecure: true,
+            ..TlsOptions::default()
+        };
+        let insecure = run(&cfg);
+        assert!(insecure.records.iter().all(|r| r.status == 200));
+
+        cfg.tls = TlsOptions::default();
+        let untrusted = run(&cfg);
+        let errors: HashMap<String, usize> = untrusted
+            .records
+            .iter()
+            .filter_map(|r| untrusted.error_text(r))
+            .fold(HashMap::new(), |mut m, (kind, text)| {
+                assert_eq!(kind, ErrorKind::Tls, "{text}");
+                *m.entry(text).or_default() += 1;
+                m
+            });
+        assert_eq!(errors.values().sum::<usize>(), 10, "{errors:?}");
+    }
+
+    #[test]
+    fn bad_tls_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "not a certificate").unwrap();
+        let mut cfg = config(&["https://localhost:1/".to_owned()], open_rate(1.0, 1));
+        cfg.tls.root_certs = vec![junk.clone()];
+        let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("junk.pem"), "{err}");
+        cfg.tls.root_certs = vec![dir.path().join("missing.pem")];
+        let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing.pem"), "{err}");
+    }
+}
+
+#[test]
+fn unresolvable_hosts_fail_before_the_run() {
+    let cfg = config(
+        &["http://no-such-host.invalid/".to_owned()],
+        open_rate(1.0, 1),
+    );
+    let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no-such-host.invalid"), "{err}");
+}

@@ -1,0 +1,221 @@
+//! vegeta's `http` target format:
+//!
+//! ```text
+//! # comment
+//! GET http://127.0.0.1:8080/path
+//! X-Account-ID: 8675309
+//!
+//! POST http://127.0.0.1:8080/things
+//! Content-Type: application/json
+//! @/path/to/body.json
+//! ```
+//! A target is a `METHOD URL` line, then `Key: Value` header lines (split at the first
+//! `:`), then an optional `@path` body line, which ends it. Blank lines separate targets.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use crate::WorkloadError;
+use crate::target::{Header, Target, check_header, check_method, check_url};
+
+/// Reads every target. `global_headers` (from `-header`) come first in each target;
+/// `default_body` (from `-body`) is used by targets without an `@path` line;
+/// `read_body` loads `@path` files (the caller decides how; tests pass a fake).
+pub fn parse_http_targets(
+    input: impl BufRead,
+    source_name: &str,
+    global_headers: &[Header],
+    default_body: &[u8],
+    read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+) -> Result<Vec<Target>, WorkloadError> {
+    let fail = |line: u64, reason: String| WorkloadError::Target {
+        source_name: source_name.to_owned(),
+        line,
+        reason,
+    };
+    let mut targets = Vec::new();
+    let mut current: Option<Target> = None;
+    for (index, line) in input.lines().enumerate() {
+        let number = index as u64 + 1;
+        let line = line.map_err(|source| WorkloadError::Read {
+            source_name: source_name.to_owned(),
+            source,
+        })?;
+        let line = line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.is_empty() {
+            targets.extend(current.take());
+            continue;
+        }
+        if starts_with_method(line) || current.is_none() {
+            targets.extend(current.take());
+            let target = parse_request_line(line, global_headers, default_body)
+                .map_err(|r| fail(number, r))?;
+            current = Some(target);
+            continue;
+        }
+        let Some(target) = current.as_mut() else {
+            continue;
+        };
+        if let Some(path) = line.strip_prefix('@') {
+            let path = path.trim();
+            target.body = read_body(Path::new(path)).map_err(|source| WorkloadError::BodyFile {
+                source_name: source_name.to_owned(),
+                line: number,
+                path: path.to_owned(),
+                source,
+            })?;
+            targets.extend(current.take());
+            continue;
+        }
+        let header = parse_header_line(line).map_err(|r| fail(number, r))?;
+        target.headers.push(header);
+    }
+    targets.extend(current);
+    if targets.is_empty() {
+        return Err(WorkloadError::NoTargets {
+            source_name: source_name.to_owned(),
+        });
+    }
+    Ok(targets)
+}
+
+fn starts_with_method(line: &str) -> bool {
+    crate::HTTP_METHODS.iter().any(|m| {
+        line.strip_prefix(m)
+            .is_some_and(|rest| rest.starts_with([' ', '\t']))
+    })
+}
+
+fn parse_request_line(
+    line: &str,
+    global_headers: &[Header],
+    default_body: &[u8],
+) -> Result<Target, String> {
+    let mut tokens = line.split_whitespace();
+    let (Some(method), Some(url), None) = (tokens.next(), tokens.next(), tokens.next()) else {
+        return Err(format!("bad target {line:?}: want 'METHOD URL'"));
+    };
+    check_method(method)?;
+    let url = check_url(url)?;
+    Ok(Target {
+        method: method.to_owned(),
+        url,
+        headers: global_headers.to_vec(),
+        body: default_body.to_vec(),
+    })
+}
+
+/// Parses `Key: Value` (also used for `-header` flags).
+pub(crate) fn parse_header_line(line: &str) -> Result<Header, String> {
+    let Some((name, value)) = line.split_once(':') else {
+        return Err(format!("bad header {line:?}: want 'Key: Value'"));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    check_header(name, value)?;
+    Ok(Header {
+        name: name.to_owned(),
+        value: value.to_owned(),
+    })
+}
+
+impl Header {
+    /// Parses a `-header "Key: Value"` flag.
+    pub fn parse(text: &str) -> Result<Header, String> {
+        parse_header_line(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_files(path: &Path) -> std::io::Result<Vec<u8>> {
+        match path.to_str() {
+            Some("body.json") => Ok(b"{\"a\":1}".to_vec()),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file",
+            )),
+        }
+    }
+
+    fn parse(text: &str) -> Result<Vec<Target>, WorkloadError> {
+        let global = [Header {
+            name: "X-Global".to_owned(),
+            value: "1".to_owned(),
+        }];
+        parse_http_targets(text.as_bytes(), "targets.txt", &global, b"", &body_files)
+    }
+
+    #[test]
+    fn reads_vegeta_http_targets() {
+        let text = "# a comment\nGET http://127.0.0.1:8080/a?x=1\nX-Account-ID: 8675309\nAuthorization: Bearer t:k\n\n\
+                    POST http://127.0.0.1:8080/things\nContent-Type: application/json\n@body.json\n\
+                    HEAD https://[::1]:8443/h\nGET http://127.0.0.1:8080/b\n";
+        let targets = parse(text).unwrap();
+        let summary: Vec<(&str, &str, usize, usize)> = targets
+            .iter()
+            .map(|t| {
+                (
+                    t.method.as_str(),
+                    t.url.as_str(),
+                    t.headers.len(),
+                    t.body.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("GET", "http://127.0.0.1:8080/a?x=1", 3, 0),
+                ("POST", "http://127.0.0.1:8080/things", 2, 7),
+                ("HEAD", "https://[::1]:8443/h", 1, 0),
+                ("GET", "http://127.0.0.1:8080/b", 1, 0),
+            ]
+        );
+        assert_eq!(
+            targets[0].headers[2],
+            Header {
+                name: "Authorization".to_owned(),
+                value: "Bearer t:k".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn names_the_line_of_bad_targets() {
+        let rows: &[(&str, &str)] = &[
+            ("", "targets.txt: no targets"),
+            ("# only a comment\n", "no targets"),
+            (
+                "FETCH http://x/\n",
+                "targets.txt:1: unknown method \"FETCH\"",
+            ),
+            ("GET\n", "targets.txt:1: bad target \"GET\""),
+            ("GET http://x/ extra\n", "want 'METHOD URL'"),
+            ("GET ftp://x/\n", "scheme must be http or https"),
+            ("GET http://\n", "targets.txt:1: bad URL"),
+            ("GET /relative\n", "bad URL \"/relative\""),
+            (
+                "GET http://x/\nNoColonHere\n",
+                "targets.txt:2: bad header \"NoColonHere\"",
+            ),
+            ("GET http://x/\n: empty name\n", "bad header name \"\""),
+            (
+                "GET http://x/\nBad Name: v\n",
+                "bad header name \"Bad Name\"",
+            ),
+            (
+                "GET http://x/\n@missing.json\n",
+                "targets.txt:2: body file \"missing.json\": no such file",
+            ),
+        ];
+        for (text, want) in rows {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! vegeta's `json` target format: one object per line,
+//! `{"method": "GET", "url": "http://...", "body": "<base64>", "header": {"K": ["v"]}}`.
+
+use std::io::BufRead;
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use crate::WorkloadError;
+use crate::target::{Header, Target, check_header, check_method, check_url};
+
+/// Reads every JSON target line. Unknown keys are rejected so typos do not pass silently.
+pub fn parse_json_targets(
+    input: impl BufRead,
+    source_name: &str,
+    global_headers: &[Header],
+    default_body: &[u8],
+) -> Result<Vec<Target>, WorkloadError> {
+    let mut targets = Vec::new();
+    for (index, line) in input.lines().enumerate() {
+        let number = index as u64 + 1;
+        let line = line.map_err(|source| WorkloadError::Read {
+            source_name: source_name.to_owned(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let target = parse_json_target(&line, global_headers, default_body).map_err(|reason| {
+            WorkloadError::Target {
+                source_name: source_name.to_owned(),
+                line: number,
+                reason,
+            }
+        })?;
+        targets.push(target);
+    }
+    if targets.is_empty() {
+        return Err(WorkloadError::NoTargets {
+            source_name: source_name.to_owned(),
+        });
+    }
+    Ok(targets)
+}
+
+/// Parses one JSON target line.
+pub fn parse_json_target(
+    line: &str,
+    global_headers: &[Header],
+    default_body: &[u8],
+) -> Result<Target, String> {
+    let value: Value = serde_json::from_str(line).map_err(|err| format!("not JSON: {err}"))?;
+    let Value::Object(object) = value else {
+        return Err("expected a JSON object".to_owned());
+    };
+    if let Some(key) = object
+        .keys()
+        .find(|k| !["method", "url", "body", "header"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown field {key:?} (want method, url, body, header)"
+        ));
+    }
+    let method = string_field(&object, "method")?;
+    check_method(&method).map_err(|r| format!("field \"method\": {r}"))?;
+    let url =
+        check_url(&string_field(&object, "url")?).map_err(|r| format!("field \"url\": {r}"))?;
+    let body = match object.get("body") {
+        None | Some(Value::Null) => default_body.to_vec(),
+        Some(Value::String(text)) => base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|err| format!("field \"body\": not base64: {err}"))?,
+        Some(_) => return Err("field \"body\": expected a base64 string".to_owned()),
+    };
+    let mut headers = global_headers.to_vec();
+    headers.extend(parse_header_object(object.get("header"))?);
+    Ok(Target {
+        method,
+        url,
+        headers,
+        body,
+    })
+}
+
+fn string_field(object: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match object.get(key) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(_) => Err(format!("field {key:?}: expected a string")),
+        None => Err(format!("field {key:?}: missing")),
+    }
+}
+
+fn parse_header_object(value: Option<&Value>) -> Result<Vec<Header>, String> {
+    let object = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(object)) => object,
+        Some(_) => return Err("field \"header\": expected an object of string arrays".to_owned()),
+    };
+    let mut headers = Vec::new();
+    for (name, values) in object {
+        let Value::Array(values) = values else {
+            return Err(format!(
+                "field \"header\": {name:?} must map to an array of strings"
+            ));
+        };
+        for value in values {
+            let Value::String(value) = value else {
+                return Err(format!(
+                    "field \"header\": {name:?} must map to an array of strings"
+                ));
+            };
+            check_header(name, value).map_err(|r| format!("field \"header\": {r}"))?;
+            headers.push(Header {
+                name: name.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+    Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<Target>, WorkloadError> {
+        parse_json_targets(text.as_bytes(), "targets.json", &[], b"default")
+    }
+
+    #[test]
+    fn reads_vegeta_json_targets() {
+        let text = "{\"method\":\"POST\",\"url\":\"http://127.0.0.1:8080/a\",\"body\":\"aGVsbG8=\",\"header\":{\"X-A\":[\"1\",\"2\"]}}\n\n\
+                    {\"method\":\"GET\",\"url\":\"http://127.0.0.1:8080/b\"}\n";
+        let targets = parse(text).unwrap();
+        assert_eq!(targets.len(), 2);
+        assert_eq!(targets[0].body, b"hello");
+        assert_eq!(targets[0].headers.len(), 2);
+        assert_eq!(targets[1].body, b"default");
+    }
+
+    #[test]
+    fn names_the_line_and_field_of_bad_json_targets() {
+        let good = "{\"method\":\"GET\",\"url\":\"http://x/\"}";
+        let rows: &[(&str, &str)] = &[
+            (
+                "{\"method\":\"GET\"}",
+                "targets.json:2: field \"url\": missing",
+            ),
+            ("{\"url\":\"http://x/\"}", "field \"method\": missing"),
+            (
+                "{\"method\":\"FETCH\",\"url\":\"http://x/\"}",
+                "field \"method\": unknown method",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"x\"}",
+                "field \"url\": bad URL",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://x/\",\"body\":\"!!\"}",
+                "field \"body\": not base64",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://x/\",\"header\":{\"A\":\"v\"}}",
+                "array of strings",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://x/\",\"headers\":{}}",
+                "unknown field \"headers\"",
+            ),
+            ("{\"method\":\"GET\",", "targets.json:2: not JSON"),
+            ("[]", "expected a JSON object"),
+        ];
+        for (line, want) in rows {
+            let err = parse(&format!("{good}\n{line}\n")).unwrap_err().to_string();
+            assert!(err.contains(want), "{line}: {err}");
+        }
+        assert!(parse("\n").unwrap_err().to_string().contains("no targets"));
+    }
+}
