@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ArgAction;
-use engine::{AttackConfig, StopHandle, TlsOptions};
+use engine::{AttackConfig, StopHandle, TargetStream, Targets, TlsOptions};
 use units::{Rate, parse_duration, parse_size};
-use workload::{Header, Pacing, Plan, Schedule, Target};
+use workload::{Header, HttpTargetReader, JsonTargetReader, Pacing, Plan, Schedule};
 
 use crate::signals;
 
@@ -124,8 +124,8 @@ pub struct AttackArgs {
     unix_socket: Option<PathBuf>,
 }
 
-pub fn run(args: AttackArgs) -> anyhow::Result<ExitCode> {
-    let config = build_config(&args)?;
+pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
+    let config = build_config(args)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop)?;
     let out: Box<dyn Write> = match &args.output {
@@ -175,7 +175,7 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<AttackConfig> {
     let pacing = pacing(args, &rate)?;
     let plan = Plan {
         pacing,
-        duration_ns: (!duration.is_zero()).then(|| duration.as_nanos() as u64),
+        duration_ns: (!duration.is_zero()).then_some(duration.as_nanos() as u64),
         max_requests: args.max_requests,
     };
     if args.max_requests == Some(0) {
@@ -225,7 +225,7 @@ fn pacing(args: &AttackArgs, rate: &Rate) -> anyhow::Result<Pacing> {
     }
 }
 
-fn read_targets(args: &AttackArgs) -> anyhow::Result<Vec<Target>> {
+fn read_targets(args: &AttackArgs) -> anyhow::Result<Targets> {
     let headers = args
         .header
         .iter()
@@ -235,7 +235,7 @@ fn read_targets(args: &AttackArgs) -> anyhow::Result<Vec<Target>> {
         Some(path) => std::fs::read(path).with_context(|| format!("-body {}", path.display()))?,
         None => Vec::new(),
     };
-    let (input, name): (Box<dyn Read>, String) = match &args.targets {
+    let (input, name): (Box<dyn Read + Send>, String) = match &args.targets {
         Some(path) => (
             Box::new(File::open(path).with_context(|| format!("-targets {}", path.display()))?),
             path.display().to_string(),
@@ -243,13 +243,29 @@ fn read_targets(args: &AttackArgs) -> anyhow::Result<Vec<Target>> {
         None => (Box::new(std::io::stdin()), "stdin".to_owned()),
     };
     let input = BufReader::new(input);
-    let targets = match args.format.as_str() {
-        "json" => workload::parse_json_targets(input, &name, &headers, &body)?,
-        _ => workload::parse_http_targets(input, &name, &headers, &body, &|path| {
-            std::fs::read(path)
-        })?,
+    let targets: engine::TargetIter = match args.format.as_str() {
+        "json" => Box::new(JsonTargetReader::new(input, &name, &headers, &body)),
+        _ => Box::new(HttpTargetReader::new(
+            input,
+            &name,
+            &headers,
+            &body,
+            &read_body_file,
+        )),
     };
-    Ok(targets)
+    if args.lazy {
+        return Ok(Targets::Stream(TargetStream::new(targets)));
+    }
+    let list = targets.collect::<Result<Vec<_>, _>>()?;
+    if list.is_empty() {
+        bail!("{name}: no targets");
+    }
+    Ok(Targets::List(list))
+}
+
+/// `@path` body lines are read relative to the working directory, as in vegeta.
+fn read_body_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(path)
 }
 
 #[cfg(test)]

@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use record::{GeneratorStats, Record, RecordWriter};
 
-use crate::EngineError;
 use crate::clock::Clock;
-use crate::errors::ErrorRegistry;
 use crate::stop::StopHandle;
 use crate::worker::{Counters, WorkerReport};
+use crate::{EngineError, Registries};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;
 const FLUSH_RECORDS: usize = 32_768;
@@ -22,6 +21,7 @@ pub(crate) struct Collector<W: Write> {
     pub writer: RecordWriter<W>,
     pub clock: Clock,
     pub errors_written: usize,
+    pub targets_written: usize,
     pub watermarks: Vec<u64>,
     pub counters: Vec<Counters>,
     pub recycle: Vec<SyncSender<Vec<Record>>>,
@@ -33,7 +33,7 @@ impl<W: Write> Collector<W> {
     pub(crate) fn run(
         &mut self,
         reports: &Receiver<WorkerReport>,
-        registry: &ErrorRegistry,
+        registries: Registries<'_>,
     ) -> Result<(), EngineError> {
         let mut running = self.watermarks.len();
         let (mut last_flush, mut last_stats) = (0u64, 0u64);
@@ -48,7 +48,7 @@ impl<W: Write> Collector<W> {
             }
             let now = self.clock.now_ns();
             if now >= last_flush + FLUSH_INTERVAL_NS || self.writer.pending() >= FLUSH_RECORDS {
-                self.flush(registry).inspect_err(|_| self.stop.abort())?;
+                self.flush(registries).inspect_err(|_| self.stop.abort())?;
                 last_flush = now;
             }
             if now >= last_stats + STATS_INTERVAL_NS {
@@ -56,7 +56,7 @@ impl<W: Write> Collector<W> {
                 last_stats = now;
             }
         }
-        self.flush(registry)
+        self.flush(registries)
     }
 
     fn take(&mut self, mut report: WorkerReport) {
@@ -72,8 +72,26 @@ impl<W: Write> Collector<W> {
         let _ = self.recycle[report.worker].try_send(report.records);
     }
 
-    fn flush(&mut self, registry: &ErrorRegistry) -> Result<(), EngineError> {
-        let new_errors = registry.since(self.errors_written);
+    /// Writes new dictionary entries, then the buffered records with the watermark.
+    fn flush(&mut self, registries: Registries<'_>) -> Result<(), EngineError> {
+        let new_targets: Vec<_> = {
+            let targets = registries
+                .targets
+                .targets
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            targets
+                .get(self.targets_written..)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default()
+        };
+        if !new_targets.is_empty() {
+            self.writer
+                .add_targets(self.targets_written, &new_targets)
+                .map_err(EngineError::Record)?;
+            self.targets_written += new_targets.len();
+        }
+        let new_errors = registries.errors.since(self.errors_written);
         if !new_errors.is_empty() {
             self.writer
                 .add_errors(self.errors_written, &new_errors)

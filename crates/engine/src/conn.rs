@@ -52,6 +52,8 @@ pub(crate) struct InFlight {
     pub redirects_left: i32,
     /// The URL and method of the current hop once a redirect was followed.
     pub hop: Option<Box<Hop>>,
+    /// The target itself, for lazily read targets (fixed ones are looked up by id).
+    pub lazy: Option<Box<workload::Target>>,
     /// Already retried once after a kept-alive connection turned out to be closed.
     pub retried: bool,
 }

@@ -29,6 +29,12 @@ pub(crate) struct HostTable {
 }
 
 impl HostTable {
+    /// Adds a host resolved elsewhere (by the lazy feeder); returns its local id.
+    pub(crate) fn insert(&mut self, host: Host) -> usize {
+        self.hosts.push(host);
+        self.hosts.len() - 1
+    }
+
     /// The id of the host for `url`, resolving it on first sight. `unix_socket` sends
     /// every connection to that socket whatever the URL says (vegeta's `-unix-socket`).
     pub(crate) fn resolve(

@@ -89,6 +89,7 @@ mod tests {
                     bytes_out: 0,
                     redirects_left: 0,
                     hop: None,
+                    lazy: None,
                     retried: false,
                 });
                 conn

@@ -22,6 +22,7 @@ mod conn;
 mod errors;
 mod hosts;
 mod inflight;
+mod lazy;
 mod poller;
 mod redirect;
 mod render;
@@ -34,8 +35,8 @@ mod worker;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, sync_channel};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 use std::time::Duration;
 
 use record::{
@@ -45,6 +46,7 @@ use record::{
 use workload::{Pacing, Plan, Target};
 
 pub use clock::Clock;
+pub use lazy::{TargetIter, TargetStream};
 pub use stop::StopHandle;
 pub use tls::TlsOptions;
 
@@ -58,7 +60,7 @@ use crate::worker::{Worker, WorkerReport, WorkerSetup};
 pub struct AttackConfig {
     /// The attack's name in records and reports.
     pub name: String,
-    pub targets: Vec<Target>,
+    pub targets: Targets,
     pub plan: Plan,
     /// Per request, from dispatch to the last response byte (connect included).
     pub timeout: Duration,
@@ -78,6 +80,15 @@ pub struct AttackConfig {
     pub tls: TlsOptions,
     pub local_addr: Option<IpAddr>,
     pub unix_socket: Option<PathBuf>,
+}
+
+/// The targets of an attack: a list sent round-robin, or a stream read on demand.
+#[derive(Debug, Clone)]
+pub enum Targets {
+    List(Vec<Target>),
+    /// vegeta's `-lazy`: each target is sent once, in order; the attack ends with
+    /// the stream (or its bounds).
+    Stream(TargetStream),
 }
 
 /// How an attack went, for the caller's exit code and summary.
@@ -104,6 +115,8 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Record(#[source] record::RecordError),
+    #[error("{0}")]
+    Targets(#[source] workload::WorkloadError),
     #[error("worker: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -128,14 +141,31 @@ pub fn run_attack<W: Write>(
     validate(config)?;
     raise_open_file_limit();
     let shared = Arc::new(Shared::prepare(config)?);
+    let target_registry = Arc::new(lazy::TargetRegistry::default());
+    let feeder_result: lazy::FeederResult = Arc::default();
     let plan = Arc::new(config.plan.clone());
     let threads = thread_count(config);
     let registry = Arc::new(ErrorRegistry::default());
-    let clock_cell = Arc::new(OnceLock::new());
-    let barrier = Arc::new(Barrier::new(threads + 1));
+    let (ready_tx, ready_rx) = channel::<()>();
+    let mut clock_senders = Vec::new();
     let (report_tx, report_rx) = sync_channel::<WorkerReport>(threads * 64);
     let mut recycle = Vec::new();
     let mut handles = Vec::new();
+    let mut lazy_queues = match &config.targets {
+        Targets::List(_) => Vec::new(),
+        Targets::Stream(stream) => {
+            let setup = lazy::FeederSetup {
+                stream: stream.clone(),
+                keepalive: config.keepalive,
+                unix_socket: config.unix_socket.clone(),
+                registry: Arc::clone(&target_registry),
+                stop: stop.clone(),
+                result: Arc::clone(&feeder_result),
+            };
+            lazy::start_feeder(setup, threads)?
+        }
+    }
+    .into_iter();
     for index in 0..threads {
         let (recycle_tx, recycle_rx) = sync_channel(4);
         recycle.push(recycle_tx);
@@ -151,21 +181,30 @@ pub fn run_attack<W: Write>(
             recycled: recycle_rx,
             stop: stop.clone(),
             errors: ErrorCache::new(Arc::clone(&registry)),
+            lazy: lazy_queues.next(),
         };
         let prewarm = share(config.initial_connections, threads, index);
-        let (clock_cell, barrier) = (Arc::clone(&clock_cell), Arc::clone(&barrier));
+        let (clock_tx, clock_rx) = sync_channel(1);
+        clock_senders.push(clock_tx);
+        let ready = ready_tx.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("loadlab-worker-{index}"))
-                .spawn(move || run_worker(setup, prewarm, &barrier, &clock_cell))?,
+                .spawn(move || run_worker(setup, prewarm, ready, &clock_rx))?,
         );
     }
-    drop(report_tx);
-    barrier.wait();
+    drop((report_tx, ready_tx));
+    // Every worker has warmed up (or died, dropping its sender): time zero is now.
+    while ready_rx.recv().is_ok() {}
     let clock = Clock::start();
-    let _ = clock_cell.set(clock);
-    barrier.wait();
-    let result = collect(config, clock, out, stop, &report_rx, recycle, &registry);
+    for sender in clock_senders {
+        let _ = sender.send(clock);
+    }
+    let registries = Registries {
+        errors: &registry,
+        targets: &target_registry,
+    };
+    let result = collect(config, clock, out, stop, &report_rx, recycle, registries);
     let mut worker_error = None;
     for handle in handles {
         match handle.join() {
@@ -175,6 +214,13 @@ pub fn run_attack<W: Write>(
         }
     }
     let (out, outcome) = result?;
+    if let Some(err) = feeder_result
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    {
+        return Err(err);
+    }
     match worker_error {
         Some(err) => Err(EngineError::Io(err)),
         None => Ok((out, outcome)),
@@ -184,28 +230,30 @@ pub fn run_attack<W: Write>(
 fn run_worker(
     setup: WorkerSetup,
     prewarm: usize,
-    barrier: &Barrier,
-    clock: &OnceLock<Clock>,
+    ready: Sender<()>,
+    clock: &Receiver<Clock>,
 ) -> std::io::Result<()> {
-    let worker = Worker::new(setup);
-    let mut worker = match worker {
-        Ok(mut worker) => {
-            let warmed = worker.prewarm(prewarm);
-            barrier.wait();
-            barrier.wait();
-            warmed?;
-            worker
-        }
-        Err(err) => {
-            barrier.wait();
-            barrier.wait();
-            return Err(err);
-        }
+    let _guard = AbortOnPanic(setup.stop.clone());
+    let mut worker = Worker::new(setup)?;
+    let warmed = worker.prewarm(prewarm);
+    drop(ready);
+    warmed?;
+    let Ok(clock) = clock.recv() else {
+        return Ok(());
     };
-    if let Some(clock) = clock.get() {
-        worker.set_clock(*clock);
-    }
+    worker.set_clock(clock);
     worker.run()
+}
+
+/// A worker that panics stops the whole run instead of leaving it half-running.
+struct AbortOnPanic(StopHandle);
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort();
+        }
+    }
 }
 
 fn collect<W: Write>(
@@ -215,7 +263,7 @@ fn collect<W: Write>(
     stop: &StopHandle,
     reports: &Receiver<WorkerReport>,
     recycle: Vec<std::sync::mpsc::SyncSender<Vec<record::Record>>>,
-    registry: &ErrorRegistry,
+    registries: Registries<'_>,
 ) -> Result<(W, AttackOutcome), EngineError> {
     let writer = RecordWriter::new(out, &header(config, clock), Compression::Zstd { level: 3 })
         .map_err(EngineError::Record);
@@ -225,12 +273,16 @@ fn collect<W: Write>(
         writer,
         clock,
         errors_written: 0,
+        targets_written: match &config.targets {
+            Targets::List(list) => list.len(),
+            Targets::Stream(_) => 0,
+        },
         watermarks: vec![0; threads],
         counters: vec![Default::default(); threads],
         recycle,
         stop: stop.clone(),
     };
-    collector.run(reports, registry)?;
+    collector.run(reports, registries)?;
     let totals = collector.totals();
     let end_ns = clock.now_ns();
     let asked = config
@@ -266,6 +318,13 @@ fn collect<W: Write>(
     Ok((out, outcome))
 }
 
+/// The shared tables the collector writes into dictionary blocks.
+#[derive(Clone, Copy)]
+pub(crate) struct Registries<'a> {
+    pub errors: &'a ErrorRegistry,
+    pub targets: &'a lazy::TargetRegistry,
+}
+
 /// From the first to the last intended send the plan asked for.
 fn asked_span_ns(plan: &Plan, asked: u64) -> u64 {
     match asked.checked_sub(1) {
@@ -298,20 +357,22 @@ fn header(config: &AttackConfig, clock: Clock) -> RunHeader {
             concurrency,
             timeout_ns: config.timeout.as_nanos() as u64,
         }],
-        targets: config
-            .targets
-            .iter()
-            .map(|t| TargetInfo {
-                method: t.method.clone(),
-                url: t.url.to_string(),
-            })
-            .collect(),
+        targets: match &config.targets {
+            Targets::List(list) => list
+                .iter()
+                .map(|t| TargetInfo {
+                    method: t.method.clone(),
+                    url: t.url.to_string(),
+                })
+                .collect(),
+            Targets::Stream(_) => Vec::new(),
+        },
     }
 }
 
 fn validate(config: &AttackConfig) -> Result<(), EngineError> {
     let fail = |reason: &str| Err(EngineError::Config(reason.to_owned()));
-    if config.targets.is_empty() {
+    if matches!(&config.targets, Targets::List(list) if list.is_empty()) {
         return fail("no targets");
     }
     if config.timeout.is_zero() {

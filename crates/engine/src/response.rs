@@ -300,7 +300,7 @@ fn next_chunk_state(chunk: Chunk, byte: u8) -> Result<Option<Chunk>, ProtocolErr
             }
             let digit = (byte as char).to_digit(16).unwrap_or(0) as u64;
             Chunk::Size {
-                value: value * 16 + u64::from(digit),
+                value: value * 16 + digit,
                 digits: digits + 1,
             }
         }
@@ -430,7 +430,8 @@ mod tests {
 
     #[test]
     fn parses_responses_whatever_the_read_boundaries() {
-        let rows: &[(&[u8], bool, (u16, usize, bool))] = &[
+        type Row = (&'static [u8], bool, (u16, usize, bool));
+        let rows: &[Row] = &[
             (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA", false, (200, 43, false)),
             (b"HTTP/1.1 204 No Content\r\n\r\n", false, (204, 27, false)),
             (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", true, (200, 38, false)),

@@ -37,12 +37,17 @@ impl Shared {
     pub(crate) fn prepare(config: &AttackConfig) -> Result<Shared, EngineError> {
         let mut hosts = HostTable::default();
         let unix_socket: Option<&PathBuf> = config.unix_socket.as_ref();
-        let targets = config
-            .targets
+        let list = match &config.targets {
+            crate::Targets::List(list) => list.as_slice(),
+            crate::Targets::Stream(_) => &[],
+        };
+        let targets = list
             .iter()
             .map(|target| prepare_target(target, config.keepalive, &mut hosts, unix_socket))
             .collect::<Result<Vec<_>, _>>()?;
-        let needs_tls = hosts.hosts.iter().any(|host| host.tls_name.is_some());
+        // A lazy stream may bring https targets later, so it always gets a TLS config.
+        let lazy = matches!(config.targets, crate::Targets::Stream(_));
+        let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
         let tls = if needs_tls {
             Some(tls::client_config(&config.tls)?)
         } else {

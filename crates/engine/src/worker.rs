@@ -18,6 +18,7 @@ use crate::conn::{
 use crate::errors::{Cause, ErrorCache};
 use crate::hosts::HostTable;
 use crate::inflight::InFlightList;
+use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::redirect::{self, Next};
 use crate::shared::Shared;
@@ -70,6 +71,20 @@ pub(crate) struct WorkerSetup {
     pub recycled: Receiver<Vec<Record>>,
     pub stop: StopHandle,
     pub errors: ErrorCache,
+    /// This worker's queue of lazily read targets (`-lazy`); `None` for a fixed list.
+    pub lazy: Option<Receiver<LazyTarget>>,
+}
+
+/// The next request's target, or why there is none yet.
+enum Pick {
+    Ready {
+        target: u32,
+        host: usize,
+    },
+    /// The lazy feeder has not caught up; try again shortly.
+    Wait,
+    /// The lazy stream has ended.
+    Done,
 }
 
 pub(crate) struct Worker {
@@ -93,6 +108,11 @@ pub(crate) struct Worker {
     counters: Counters,
     read_buf: Box<[u8]>,
     events: Vec<Event>,
+    /// The next lazy target, taken off the queue but not yet sent.
+    lazy_next: Option<LazyTarget>,
+    /// The feeder's host ids -> this worker's.
+    lazy_hosts: Vec<usize>,
+    lazy_waiting: bool,
 }
 
 impl Worker {
@@ -118,6 +138,9 @@ impl Worker {
             counters: Counters::default(),
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
             events: Vec::with_capacity(1024),
+            lazy_next: None,
+            lazy_hosts: Vec::new(),
+            lazy_waiting: false,
             setup,
         })
     }
@@ -160,7 +183,8 @@ impl Worker {
     /// timeout) until they are up, so the first requests do not all pay for a connect.
     pub(crate) fn prewarm(&mut self, count: usize) -> std::io::Result<()> {
         let targets = self.setup.shared.targets.len();
-        for i in 0..count.min(self.setup.max_in_flight) {
+        // Lazy targets are not known before the run; there is nothing to warm.
+        for i in 0..count.min(self.setup.max_in_flight) * usize::from(targets > 0) {
             let host = self.setup.shared.targets[i % targets].host;
             if self.pools[host].open < self.setup.max_per_host {
                 let _ = self.open_connection(host);
@@ -182,6 +206,11 @@ impl Worker {
     }
 
     fn next_intended(&self, now: u64) -> Option<u64> {
+        // Past the duration nothing more leaves, even if the schedule's backlog does
+        // not: those requests are counted as unsent, not sent late.
+        if self.setup.plan.duration_ns.is_some_and(|d| now >= d) {
+            return None;
+        }
         match &self.setup.plan.pacing {
             Pacing::Open(_) => self.setup.plan.intended_ns(self.next_k),
             Pacing::Closed { .. } => self.setup.plan.allows(self.next_k, now).then_some(now),
@@ -191,6 +220,7 @@ impl Worker {
     /// Sends every request that is due and has a connection to go on.
     fn dispatch_due(&mut self) {
         self.capped = false;
+        self.lazy_waiting = false;
         while !self.exhausted {
             let now = self.setup.clock.now_ns();
             let Some(intended_ns) = self.next_intended(now) else {
@@ -204,8 +234,17 @@ impl Worker {
                 self.capped = true;
                 break;
             }
-            let target = (self.next_k % self.setup.shared.targets.len() as u64) as u32;
-            let host = self.setup.shared.targets[target as usize].host;
+            let (target, host) = match self.pick_target() {
+                Pick::Ready { target, host } => (target, host),
+                Pick::Wait => {
+                    self.lazy_waiting = true;
+                    break;
+                }
+                Pick::Done => {
+                    self.exhausted = true;
+                    break;
+                }
+            };
             let slot = match self.acquire(host) {
                 Ok(Some(slot)) => slot,
                 Ok(None) => {
@@ -213,19 +252,62 @@ impl Worker {
                     break;
                 }
                 Err(cause) => {
+                    self.lazy_next = None;
                     self.record_unsent_failure(target, intended_ns, now, cause);
                     continue;
                 }
             };
-            let request = self.new_request(target, intended_ns, now);
+            let mut request = self.new_request(target, intended_ns, now);
             self.next_k += self.setup.stride;
             self.counters.sent += 1;
-            let prepared = &self.setup.shared.targets[target as usize];
-            let (bytes, head_only) = (
-                RequestBytes::Shared(Arc::clone(&prepared.bytes)),
-                prepared.head_only,
-            );
+            let (bytes, head_only) = match self.lazy_next.take() {
+                Some(lazy) => {
+                    request.lazy = Some(Box::new(lazy.target));
+                    (RequestBytes::Shared(lazy.bytes), lazy.head_only)
+                }
+                None => {
+                    let prepared = &self.setup.shared.targets[target as usize];
+                    (
+                        RequestBytes::Shared(Arc::clone(&prepared.bytes)),
+                        prepared.head_only,
+                    )
+                }
+            };
             self.begin(slot, request, bytes, head_only);
+        }
+    }
+
+    /// Round-robin over the fixed targets, or the next one from the lazy queue.
+    fn pick_target(&mut self) -> Pick {
+        let Some(queue) = &self.setup.lazy else {
+            let target = (self.next_k % self.setup.shared.targets.len() as u64) as u32;
+            return Pick::Ready {
+                target,
+                host: self.setup.shared.targets[target as usize].host,
+            };
+        };
+        if self.lazy_next.is_none() {
+            match queue.try_recv() {
+                Ok(mut lazy) => {
+                    if let Some(host) = lazy.new_host.take() {
+                        self.lazy_hosts
+                            .resize(self.lazy_hosts.len().max(lazy.host + 1), usize::MAX);
+                        self.lazy_hosts[lazy.host] = self.hosts.insert(host);
+                        self.pools
+                            .resize_with(self.hosts.hosts.len(), Pool::default);
+                    }
+                    self.lazy_next = Some(lazy);
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => return Pick::Wait,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Pick::Done,
+            }
+        }
+        match &self.lazy_next {
+            Some(lazy) => Pick::Ready {
+                target: lazy.id,
+                host: self.lazy_hosts[lazy.host],
+            },
+            None => Pick::Wait,
         }
     }
 
@@ -240,21 +322,49 @@ impl Worker {
             bytes_out: 0,
             redirects_left: self.setup.shared.redirects,
             hop: None,
+            lazy: None,
             retried: false,
         }
     }
 
     /// A connection for `host`: an idle one, a new one, or `None` at the host cap.
     fn acquire(&mut self, host: usize) -> Result<Option<usize>, Cause> {
-        while let Some(slot) = self.pools[host].idle.pop() {
-            if self.conns[slot as usize].is_idle() {
-                return Ok(Some(slot as usize));
-            }
+        if let Some(slot) = self.pop_idle(host) {
+            return Ok(Some(slot));
+        }
+        // Responses may be waiting unread: reading them is far cheaper than a new
+        // connection, and without this a short stall makes every connection look busy
+        // and the worker opens connections it never needed.
+        if self.in_flight_count > 0
+            && self.harvest()
+            && let Some(slot) = self.pop_idle(host)
+        {
+            return Ok(Some(slot));
         }
         if self.pools[host].open >= self.setup.max_per_host {
             return Ok(None);
         }
         self.open_connection(host).map(Some)
+    }
+
+    fn pop_idle(&mut self, host: usize) -> Option<usize> {
+        while let Some(slot) = self.pools[host].idle.pop() {
+            if self.conns[slot as usize].is_idle() {
+                return Some(slot as usize);
+            }
+        }
+        None
+    }
+
+    /// Handles whatever events are ready, without waiting; true if there were any.
+    fn harvest(&mut self) -> bool {
+        let mut events = std::mem::take(&mut self.events);
+        let ready = self.poller.wait(&mut events, Some(0)).is_ok() && !events.is_empty();
+        for event in &events {
+            self.on_event(event.data.u64(), event.flags);
+        }
+        self.events = events;
+        ready
     }
 
     fn open_connection(&mut self, host: usize) -> Result<usize, Cause> {
@@ -311,12 +421,9 @@ impl Worker {
         if conn.generation != generation || conn.phase == Phase::Free {
             return;
         }
-        if conn.phase == Phase::Connecting {
-            if !flags.intersects(EventFlags::OUT | EventFlags::ERR | EventFlags::HUP)
-                || !self.finish_connect(slot)
-            {
-                return;
-            }
+        let connect_done = flags.intersects(EventFlags::OUT | EventFlags::ERR | EventFlags::HUP);
+        if conn.phase == Phase::Connecting && (!connect_done || !self.finish_connect(slot)) {
+            return;
         }
         if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR)
         {
@@ -505,7 +612,10 @@ impl Worker {
             return self.push_record(&request, now, 0, id);
         }
         request.redirects_left -= 1;
-        let base = &shared.targets[request.target as usize].target;
+        let base = match request.lazy.as_deref() {
+            Some(target) => target,
+            None => &shared.targets[request.target as usize].target,
+        };
         let (url, method) = request
             .hop
             .as_ref()
@@ -523,15 +633,12 @@ impl Worker {
                     return self.push_record(&request, now, 0, id);
                 }
             };
-        let host = match self.hosts.resolve(&url, shared.unix_socket.as_ref()) {
-            Ok(host) => host,
-            Err(_) => {
-                let id = self.setup.errors.cause(Cause::new(
-                    ErrorKind::Redirect,
-                    "redirect: cannot resolve the Location host",
-                ));
-                return self.push_record(&request, now, 0, id);
-            }
+        let Ok(host) = self.hosts.resolve(&url, shared.unix_socket.as_ref()) else {
+            let id = self.setup.errors.cause(Cause::new(
+                ErrorKind::Redirect,
+                "redirect: cannot resolve the Location host",
+            ));
+            return self.push_record(&request, now, 0, id);
         };
         self.pools
             .resize_with(self.hosts.hosts.len(), Pool::default);
@@ -680,19 +787,25 @@ impl Worker {
     /// the next batch ships.
     fn wait_ns(&self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
-        if !self.exhausted && !self.capped {
-            if let Some(due) = self.next_intended(now) {
-                wake = wake.min(due);
-            }
+        if !self.exhausted
+            && !self.capped
+            && let Some(due) = self.next_intended(now)
+        {
+            // Waiting for the lazy feeder: look again in a millisecond.
+            wake = wake.min(if self.lazy_waiting {
+                due.max(now + 1_000_000)
+            } else {
+                due
+            });
         }
-        if let Some(slot) = self.in_flight.front() {
-            if let Some(request) = &self.conns[slot].request {
-                wake = wake.min(
-                    request
-                        .dispatched_ns
-                        .saturating_add(self.setup.shared.timeout_ns),
-                );
-            }
+        if let Some(slot) = self.in_flight.front()
+            && let Some(request) = &self.conns[slot].request
+        {
+            wake = wake.min(
+                request
+                    .dispatched_ns
+                    .saturating_add(self.setup.shared.timeout_ns),
+            );
         }
         Some(wake.saturating_sub(now))
     }

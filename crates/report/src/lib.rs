@@ -1,1 +1,65 @@
-//! loadlab report (being built).
+//! Reports over record files: vegeta's `text`, `json`, `hist[...]` and `hdrplot` layouts
+//! character for character, loadlab's extra rows (send lag, asked vs achieved rate, the
+//! generator's own CPU, warnings when the generator fell behind), per-interval rows
+//! (`-every`), per-group reports (`-by`), and the `encode` conversions.
+//!
+//! - [`ReportConfig`] / [`ReportType`] / [`GroupBy`]: what to print; [`run_report`] reads
+//!   inputs (record files, vegeta or loadlab JSON/CSV, merged) and prints it.
+//! - [`Metrics`] aggregates records in bounded memory; [`Metrics::close`] yields a
+//!   [`Report`], vegeta's metrics plus [`Extras`]. Percentiles come from a
+//!   [`Distribution`]: exact for small sets, 3 significant digits (HdrHistogram) beyond.
+//! - [`RunFacts`] is what the inputs say about the run itself (asked rates, unsent
+//!   requests, CPU, stop reason); [`Warning`] is what a reader must not miss.
+//! - [`Intervals`] bins records by send time for `-every`, closing each interval as soon
+//!   as a later record arrives, so it works live on a pipe.
+//! - [`EncodeFormat`] / [`run_encode`]: records to JSON, CSV or our record file, in
+//!   send-time order.
+//! - [`tabwriter::align`] is Go's `text/tabwriter` as vegeta configures it.
+//!
+//! Errors are [`ReportError`]; each names the input or the flag at fault.
+
+mod config;
+mod convert;
+mod distribution;
+mod every;
+mod extras;
+mod grouping;
+mod hdrplot;
+mod hist;
+mod json;
+mod metrics;
+mod pipeline;
+mod stream;
+pub mod tabwriter;
+mod text;
+mod warnings;
+
+pub use config::{ReportConfig, ReportType};
+pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
+pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles};
+pub use every::{IntervalRow, Intervals};
+pub use extras::{AskedRate, Extras, GeneratorUse, LagStats, RunFacts, RunShape, Scope};
+pub use grouping::{GroupBy, GroupKey};
+pub use hdrplot::HDRPLOT_QUANTILES;
+pub use hist::{BucketCounts, Buckets};
+pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
+pub use pipeline::{ReportOutcome, run_report};
+pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
+
+/// Why a report or conversion could not be made. Messages name the input or flag.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// An input could not be opened or read (the message names the file).
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error("unknown report type {0:?}: want text, json, hist[BUCKETS] or hdrplot")]
+    UnknownType(String),
+    #[error("bad buckets {input:?}: {reason}")]
+    Buckets { input: String, reason: String },
+    #[error("{flag}: {reason}")]
+    Flag { flag: &'static str, reason: String },
+    #[error("writing the output: {0}")]
+    Write(#[source] std::io::Error),
+    #[error("the input reader thread {0}")]
+    ReaderThread(String),
+}

@@ -17,8 +17,8 @@ mod targets_json;
 
 pub use plan::{Pacing, Plan, Schedule};
 pub use target::{HTTP_METHODS, Header, Target};
-pub use targets_http::parse_http_targets;
-pub use targets_json::parse_json_targets;
+pub use targets_http::{HttpTargetReader, parse_http_targets};
+pub use targets_json::{JsonTargetReader, parse_json_target, parse_json_targets};
 
 /// Why targets or a plan were rejected. Messages name the input.
 #[derive(Debug, thiserror::Error)]

@@ -26,60 +26,126 @@ pub fn parse_http_targets(
     source_name: &str,
     global_headers: &[Header],
     default_body: &[u8],
-    read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+    read_body: &(dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
 ) -> Result<Vec<Target>, WorkloadError> {
-    let fail = |line: u64, reason: String| WorkloadError::Target {
-        source_name: source_name.to_owned(),
-        line,
-        reason,
-    };
-    let mut targets = Vec::new();
-    let mut current: Option<Target> = None;
-    for (index, line) in input.lines().enumerate() {
-        let number = index as u64 + 1;
-        let line = line.map_err(|source| WorkloadError::Read {
-            source_name: source_name.to_owned(),
-            source,
-        })?;
-        let line = line.trim();
-        if line.starts_with('#') {
-            continue;
-        }
-        if line.is_empty() {
-            targets.extend(current.take());
-            continue;
-        }
-        if starts_with_method(line) || current.is_none() {
-            targets.extend(current.take());
-            let target = parse_request_line(line, global_headers, default_body)
-                .map_err(|r| fail(number, r))?;
-            current = Some(target);
-            continue;
-        }
-        let Some(target) = current.as_mut() else {
-            continue;
-        };
-        if let Some(path) = line.strip_prefix('@') {
-            let path = path.trim();
-            target.body = read_body(Path::new(path)).map_err(|source| WorkloadError::BodyFile {
-                source_name: source_name.to_owned(),
-                line: number,
-                path: path.to_owned(),
-                source,
-            })?;
-            targets.extend(current.take());
-            continue;
-        }
-        let header = parse_header_line(line).map_err(|r| fail(number, r))?;
-        target.headers.push(header);
-    }
-    targets.extend(current);
+    let reader = HttpTargetReader::new(input, source_name, global_headers, default_body, read_body);
+    let targets = reader.collect::<Result<Vec<_>, _>>()?;
     if targets.is_empty() {
         return Err(WorkloadError::NoTargets {
             source_name: source_name.to_owned(),
         });
     }
     Ok(targets)
+}
+
+/// Reads targets one at a time (vegeta's `-lazy`), so an endless generated stream
+/// never has to fit in memory.
+pub struct HttpTargetReader<'a, R: BufRead> {
+    lines: std::io::Lines<R>,
+    line_number: u64,
+    source_name: String,
+    global_headers: Vec<Header>,
+    default_body: Vec<u8>,
+    read_body: &'a (dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
+    current: Option<Target>,
+    failed: bool,
+}
+
+impl<'a, R: BufRead> HttpTargetReader<'a, R> {
+    pub fn new(
+        input: R,
+        source_name: &str,
+        global_headers: &[Header],
+        default_body: &[u8],
+        read_body: &'a (dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
+    ) -> Self {
+        HttpTargetReader {
+            lines: input.lines(),
+            line_number: 0,
+            source_name: source_name.to_owned(),
+            global_headers: global_headers.to_vec(),
+            default_body: default_body.to_vec(),
+            read_body,
+            current: None,
+            failed: false,
+        }
+    }
+
+    fn fail(&mut self, reason: String) -> WorkloadError {
+        self.failed = true;
+        WorkloadError::Target {
+            source_name: self.source_name.clone(),
+            line: self.line_number,
+            reason,
+        }
+    }
+
+    /// Handles one line; `Some` when it completes a target.
+    fn take_line(&mut self, line: &str) -> Result<Option<Target>, WorkloadError> {
+        let line = line.trim();
+        if line.starts_with('#') {
+            return Ok(None);
+        }
+        if line.is_empty() {
+            return Ok(self.current.take());
+        }
+        if starts_with_method(line) || self.current.is_none() {
+            let target = parse_request_line(line, &self.global_headers, &self.default_body)
+                .map_err(|r| self.fail(r))?;
+            return Ok(self.current.replace(target));
+        }
+        if let Some(path) = line.strip_prefix('@') {
+            let path = path.trim();
+            let body = (self.read_body)(Path::new(path)).map_err(|source| {
+                self.failed = true;
+                WorkloadError::BodyFile {
+                    source_name: self.source_name.clone(),
+                    line: self.line_number,
+                    path: path.to_owned(),
+                    source,
+                }
+            })?;
+            let mut target = self.current.take();
+            if let Some(target) = target.as_mut() {
+                target.body = body;
+            }
+            return Ok(target);
+        }
+        let header = parse_header_line(line).map_err(|r| self.fail(r))?;
+        if let Some(target) = self.current.as_mut() {
+            target.headers.push(header);
+        }
+        Ok(None)
+    }
+}
+
+impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
+    type Item = Result<Target, WorkloadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        while let Some(line) = self.lines.next() {
+            self.line_number += 1;
+            let line = match line {
+                Ok(line) => line,
+                Err(source) => {
+                    self.failed = true;
+                    return Some(Err(WorkloadError::Read {
+                        source_name: self.source_name.clone(),
+                        source,
+                    }));
+                }
+            };
+            match self.take_line(&line) {
+                Ok(Some(target)) => return Some(Ok(target)),
+                Ok(None) => {}
+                Err(err) => return Some(Err(err)),
+            }
+        }
+        self.current.take().map(Ok)
+    }
 }
 
 fn starts_with_method(line: &str) -> bool {

@@ -16,31 +16,71 @@ pub fn parse_json_targets(
     global_headers: &[Header],
     default_body: &[u8],
 ) -> Result<Vec<Target>, WorkloadError> {
-    let mut targets = Vec::new();
-    for (index, line) in input.lines().enumerate() {
-        let number = index as u64 + 1;
-        let line = line.map_err(|source| WorkloadError::Read {
-            source_name: source_name.to_owned(),
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let target = parse_json_target(&line, global_headers, default_body).map_err(|reason| {
-            WorkloadError::Target {
-                source_name: source_name.to_owned(),
-                line: number,
-                reason,
-            }
-        })?;
-        targets.push(target);
-    }
+    let targets = JsonTargetReader::new(input, source_name, global_headers, default_body)
+        .collect::<Result<Vec<_>, _>>()?;
     if targets.is_empty() {
         return Err(WorkloadError::NoTargets {
             source_name: source_name.to_owned(),
         });
     }
     Ok(targets)
+}
+
+/// Reads JSON targets one line at a time (vegeta's `-lazy`).
+pub struct JsonTargetReader<R: BufRead> {
+    lines: std::io::Lines<R>,
+    line_number: u64,
+    source_name: String,
+    global_headers: Vec<Header>,
+    default_body: Vec<u8>,
+    failed: bool,
+}
+
+impl<R: BufRead> JsonTargetReader<R> {
+    pub fn new(
+        input: R,
+        source_name: &str,
+        global_headers: &[Header],
+        default_body: &[u8],
+    ) -> Self {
+        JsonTargetReader {
+            lines: input.lines(),
+            line_number: 0,
+            source_name: source_name.to_owned(),
+            global_headers: global_headers.to_vec(),
+            default_body: default_body.to_vec(),
+            failed: false,
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for JsonTargetReader<R> {
+    type Item = Result<Target, WorkloadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        for line in self.lines.by_ref() {
+            self.line_number += 1;
+            let result = match line {
+                Err(source) => Err(WorkloadError::Read {
+                    source_name: self.source_name.clone(),
+                    source,
+                }),
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => parse_json_target(&line, &self.global_headers, &self.default_body)
+                    .map_err(|reason| WorkloadError::Target {
+                        source_name: self.source_name.clone(),
+                        line: self.line_number,
+                        reason,
+                    }),
+            };
+            self.failed = result.is_err();
+            return Some(result);
+        }
+        None
+    }
 }
 
 /// Parses one JSON target line.

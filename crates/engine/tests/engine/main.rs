@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use engine::{AttackConfig, AttackOutcome, StopHandle, TlsOptions};
+use engine::{AttackConfig, AttackOutcome, StopHandle, TargetStream, Targets, TlsOptions};
 use record::{ErrorKind, Record, RunTables, SourceSummary, StopReason};
 use server::TestServer;
 use workload::{Pacing, Plan, Schedule, Target};
@@ -28,7 +28,7 @@ fn target(url: &str) -> Target {
 fn config(urls: &[String], plan: Plan) -> AttackConfig {
     AttackConfig {
         name: "test".to_owned(),
-        targets: urls.iter().map(|u| target(u)).collect(),
+        targets: Targets::List(urls.iter().map(|u| target(u)).collect()),
         plan,
         timeout: Duration::from_secs(5),
         keepalive: true,
@@ -426,7 +426,7 @@ mod tls {
         let junk = dir.path().join("junk.pem");
         std::fs::write(&junk, "not a certificate").unwrap();
         let mut cfg = config(&["https://localhost:1/".to_owned()], open_rate(1.0, 1));
-        cfg.tls.root_certs = vec![junk.clone()];
+        cfg.tls.root_certs = vec![junk];
         let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
             .unwrap_err()
             .to_string();
@@ -437,6 +437,57 @@ mod tls {
             .to_string();
         assert!(err.contains("missing.pem"), "{err}");
     }
+}
+
+#[test]
+fn lazy_targets_are_sent_once_each_in_order() {
+    let server = TestServer::start();
+    let other = TestServer::start();
+    let urls: Vec<String> = (0..50)
+        .map(|i| {
+            if i % 10 == 9 {
+                other.url("/ok")
+            } else {
+                server.url(&format!("/status/{}", 200 + i))
+            }
+        })
+        .collect();
+    let stream: engine::TargetIter = Box::new(urls.clone().into_iter().map(|u| Ok(target(&u))));
+    let mut cfg = config(&[], open_rate(1000.0, u64::MAX));
+    cfg.targets = Targets::Stream(TargetStream::new(stream));
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 50, "the stream's end ends the attack");
+    for (k, record) in run.records.iter().enumerate() {
+        let url = &run.tables.targets[record.target as usize].url;
+        assert_eq!(url, &urls[k], "request {k} went to its own target");
+    }
+    assert_eq!(other.stats.requests.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        run.tables.targets.len(),
+        46,
+        "distinct targets are interned once"
+    );
+}
+
+#[test]
+fn a_bad_lazy_target_stops_the_run_with_its_error() {
+    let server = TestServer::start();
+    let good = server.url("/ok");
+    let items: Vec<Result<Target, workload::WorkloadError>> = vec![
+        Ok(target(&good)),
+        Err(workload::WorkloadError::Target {
+            source_name: "targets.txt".to_owned(),
+            line: 7,
+            reason: "unknown method \"FETCH\"".to_owned(),
+        }),
+        Ok(target(&good)),
+    ];
+    let mut cfg = config(&[], open_rate(100.0, u64::MAX));
+    cfg.targets = Targets::Stream(TargetStream::new(Box::new(items.into_iter())));
+    let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("targets.txt:7: unknown method"), "{err}");
 }
 
 #[test]

@@ -128,10 +128,10 @@ fn read_request(reader: &mut BufReader<Box<dyn Stream>>) -> Option<String> {
         if header.is_empty() {
             break;
         }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().ok()?;
-            }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
         }
     }
     let mut body = vec![0; length];

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `report` benchmark (DESIGN.md section 8: `report` over 10M records <= 1 s; vegeta ~12 s).
+#
+#   1. writes a realistic record file (crates/report/examples/synth_records.rs: one open
+#      attack at 20k req/s, three targets, 503s, timeouts, a slow tail, zstd blocks);
+#   2. times `loadlab report` (text) on it with hyperfine, on both cores and on one;
+#   3. converts the same records for vegeta (`loadlab encode -to json | vegeta encode
+#      -to gob`) and times `vegeta report` on that in the same run, then prints ratios.
+#
+# vegeta is taken from PATH or bench/out/report/bin; if missing and Go is installed it
+# is built from the Go module proxy (`go install ...@latest` cannot be used here: the
+# proxy refuses the version list, so a throwaway module pins v12.12.0).
+#
+# Usage: bench/report/run.sh [RECORDS]   (default 10000000)
+set -euo pipefail
+
+RECORDS=${1:-10000000}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=$ROOT/bench/out/report
+mkdir -p "$OUT"
+VEGETA_VERSION=v12.12.0
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need hyperfine; then
+    apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null
+fi
+
+echo "== building (release)"
+(cd "$ROOT" && cargo build --release -q -p loadlab -p loadlab-report --example synth_records)
+LOADLAB=$ROOT/target/release/loadlab
+SYNTH=$ROOT/target/release/examples/synth_records
+
+RUN=$OUT/run-$RECORDS.llr
+if [ ! -s "$RUN" ] || [ "$SYNTH" -nt "$RUN" ]; then
+    echo "== writing $RECORDS records"
+    "$SYNTH" "$RUN" "$RECORDS" 20000
+fi
+
+install_vegeta() {
+    local mod=$OUT/vegeta-build
+    mkdir -p "$mod" "$OUT/bin"
+    cat >"$mod/go.mod" <<EOF
+module vegetabuild
+
+go 1.22
+
+require github.com/tsenart/vegeta/v12 $VEGETA_VERSION
+EOF
+    printf '//go:build tools\npackage tools\n\nimport _ "github.com/tsenart/vegeta/v12"\n' >"$mod/tools.go"
+    (cd "$mod" && go mod tidy >/dev/null 2>&1 && go build -o "$OUT/bin/vegeta" github.com/tsenart/vegeta/v12)
+}
+
+VEGETA=""
+if [ -x "$OUT/bin/vegeta" ]; then
+    VEGETA=$OUT/bin/vegeta
+elif need vegeta; then
+    VEGETA=$(command -v vegeta)
+elif need go; then
+    echo "== building vegeta $VEGETA_VERSION"
+    if install_vegeta; then VEGETA=$OUT/bin/vegeta; else echo "   (vegeta build failed; peer skipped)"; fi
+fi
+
+GOB=$OUT/run-$RECORDS.gob
+if [ -n "$VEGETA" ] && { [ ! -s "$GOB" ] || [ "$RUN" -nt "$GOB" ]; }; then
+    echo "== converting the same records for vegeta (loadlab encode -to json | vegeta encode -to gob)"
+    "$LOADLAB" encode -to json "$RUN" | "$VEGETA" encode -to gob >"$GOB"
+fi
+
+# Mean and min seconds from a hyperfine export.
+stats() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.3f %.3f" % (r["mean"], r["min"]))' "$1"; }
+peak_rss_mb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%.0f", $1/1024}'; }
+
+echo "== timing"
+hyperfine -N --warmup 2 --runs 10 --export-json "$OUT/loadlab.json" "$LOADLAB report $RUN" >/dev/null
+hyperfine -N --warmup 1 --runs 5 --export-json "$OUT/loadlab-1core.json" "taskset -c 0 $LOADLAB report $RUN" >/dev/null
+hyperfine -N --warmup 1 --runs 3 --export-json "$OUT/loadlab-every.json" "$LOADLAB report -every 1s $RUN" >/dev/null
+read -r L_MEAN L_MIN < <(stats "$OUT/loadlab.json")
+read -r L1_MEAN L1_MIN < <(stats "$OUT/loadlab-1core.json")
+read -r LE_MEAN LE_MIN < <(stats "$OUT/loadlab-every.json")
+L_RSS=$(peak_rss_mb "$LOADLAB" report "$RUN")
+if [ -n "$VEGETA" ]; then
+    hyperfine -N --warmup 1 --runs 3 --export-json "$OUT/vegeta.json" "$VEGETA report $GOB" >/dev/null
+    read -r V_MEAN V_MIN < <(stats "$OUT/vegeta.json")
+    V_RSS=$(peak_rss_mb "$VEGETA" report "$GOB")
+fi
+
+SIZE=$(stat -c %s "$RUN")
+echo
+echo "report over $RECORDS records ($(awk -v s="$SIZE" -v n="$RECORDS" 'BEGIN{printf "%.0f MB record file, %.2f bytes/record", s/1e6, s/n}'))"
+printf '  %-34s %7.3f s mean, %.3f s min, peak RSS %s MB\n' "loadlab report (text, 2 cores)" "$L_MEAN" "$L_MIN" "$L_RSS"
+printf '  %-34s %7.3f s mean, %.3f s min\n' "loadlab report (text, 1 core)" "$L1_MEAN" "$L1_MIN"
+printf '  %-34s %7.3f s mean, %.3f s min\n' "loadlab report -every 1s" "$LE_MEAN" "$LE_MIN"
+if [ -n "$VEGETA" ]; then
+    printf '  %-34s %7.3f s mean, %.3f s min, peak RSS %s MB\n' "vegeta report (gob, same records)" "$V_MEAN" "$V_MIN" "$V_RSS"
+    awk -v v="$V_MEAN" -v l="$L_MEAN" -v o="$L1_MEAN" 'BEGIN{printf "  vegeta / loadlab: %.1fx (2 cores), %.1fx (1 core)\n", v/l, v/o}'
+else
+    echo "  vegeta: not installed, no peer figure"
+fi
+awk -v l="$L_MEAN" 'BEGIN{ if (l <= 1.0) print "  goal (<= 1 s): met"; else print "  goal (<= 1 s): MISSED" }'

@@ -1,0 +1,629 @@
+//! The `loadlab` binary end to end: each test runs the real binary on files written to
+//! a fresh temporary directory (or on a pipe) and checks its output and exit status.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use record::{
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, LoadModel, Record, RecordWriter,
+    RunEnd, RunHeader, StopReason, TargetInfo,
+};
+
+const START_NS: u64 = 1_763_700_000_000_000_000;
+const MS: u64 = 1_000_000;
+
+fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+/// Runs loadlab with `args`, feeding `stdin` (empty when `None`).
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = loadlab()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.unwrap_or_default().to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Asserts success and returns stdout.
+fn ok(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+    stdout(output)
+}
+
+/// A directory of its own for one test, removed afterwards.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "loadlab-cli-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// Writes `bytes` to `name` and returns its path as a string.
+    fn write(&self, name: &str, bytes: &[u8]) -> String {
+        let path = self.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn header() -> RunHeader {
+    RunHeader {
+        tool: "loadlab cli test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![AttackInfo {
+            name: "api".to_owned(),
+            model: LoadModel::Open,
+            schedule: "const(1000, 1s)".to_owned(),
+            rate_per_sec: Some(1000.0),
+            concurrency: None,
+            timeout_ns: 30_000 * MS,
+        }],
+        targets: vec![TargetInfo {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1:8080/".to_owned(),
+        }],
+    }
+}
+
+/// Request `n` of a 1000/s run starting `offset_ns` after the common start; every 10th
+/// fails with a 503.
+fn record(n: u64, offset_ns: u64) -> Record {
+    Record {
+        seq: n,
+        intended_unix_ns: START_NS + offset_ns + n * MS,
+        send_lag_ns: 3_000 + n % 11 * 100,
+        latency_ns: 400_000 + (n * 7919) % 300_000,
+        ttfb_ns: 350_000,
+        status: if n % 10 == 9 { 503 } else { 200 },
+        error: u32::from(n % 10 == 9),
+        bytes_in: 200,
+        bytes_out: 30,
+        ..Record::default()
+    }
+}
+
+/// A record file of `count` requests at 1000/s, flushed every 100 records.
+fn run_file(count: u64, offset_ns: u64) -> Vec<u8> {
+    let mut writer =
+        RecordWriter::new(Vec::new(), &header(), Compression::Zstd { level: 3 }).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[ErrorEntry {
+                kind: ErrorKind::Status,
+                text: "503 Service Unavailable".to_owned(),
+            }],
+        )
+        .unwrap();
+    for n in 0..count {
+        writer.push(&record(n, offset_ns));
+        if n % 100 == 99 {
+            writer
+                .flush_records(Some(START_NS + offset_ns + (n + 1) * MS))
+                .unwrap();
+        }
+    }
+    let end = RunEnd {
+        at_unix_ns: START_NS + offset_ns + count * MS,
+        reason: StopReason::Completed,
+        detail: String::new(),
+        attacks: vec![AttackEnd {
+            asked: count,
+            sent: count,
+            unsent: 0,
+            asked_span_ns: count.saturating_sub(1) * MS,
+        }],
+        cpu_ns: count * 4_000,
+        peak_rss_bytes: 20 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
+/// vegeta's own `encode -to csv` rows (headerless, 12 columns).
+const VEGETA_CSV: &str = "\
+1589017970500000000,200,2315900,0,12,,SGk=,,0,GET,http://localhost:8080/,\n\
+1589017970600000000,500,1200000,0,21,500 Internal Server Error,,,1,GET,http://localhost:8080/,\n\
+1589017970700000000,200,3000000,0,12,,,,2,GET,http://localhost:8080/,\n";
+
+/// The lines of vegeta's block: everything before our extra rows.
+fn vegeta_block(text: &str) -> String {
+    text.split("\n\n").next().unwrap().to_owned()
+}
+
+fn requests(text: &str) -> u64 {
+    let line = text.lines().find(|l| l.starts_with("Requests")).unwrap();
+    line[48..].split(',').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn report_prints_vegeta_text_then_our_rows() {
+    let dir = TempDir::new();
+    let path = dir.write("run.llr", &run_file(1000, 0));
+    let out = ok(&run(&["report", &path], None));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("Requests      [total, rate, throughput]         1000, "),
+        "{out}"
+    );
+    assert!(
+        out.contains("Status Codes  [code:count]                      200:900  503:100  \n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "\nError Set:\n503 Service Unavailable\n\nSend Lag      [mean, 50, 99, max]  "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Asked Rate    [asked, achieved, ratio, unsent]  1001.00, 1001.00, 100.00%, 0\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("Generator     [cpu, cpu/request, peak rss]      4ms, 4µs, 20.0 MiB\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Run           [model, attacks, stop]            open, 1, completed\n"),
+        "{out}"
+    );
+    assert!(!out.contains("WARNING"), "{out}");
+    // The same bytes on stdin, with `-` and with no file at all, give the same report.
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(ok(&run(&["report", "-"], Some(&bytes))), out);
+    assert_eq!(ok(&run(&["report"], Some(&bytes))), out);
+}
+
+#[test]
+fn report_accepts_vegeta_single_dash_flags() {
+    let dir = TempDir::new();
+    let path = dir.write("run.llr", &run_file(300, 0));
+    let json = ok(&run(&["report", "-type=json", &path], None));
+    assert!(json.starts_with("{\"latencies\":{\"total\":"), "{json}");
+    assert!(json.ends_with("}\n") && json.lines().count() == 1, "{json}");
+    let hist = ok(&run(&["report", "-type", "hist[0,500us,1ms]", &path], None));
+    let rows: Vec<&str> = hist.lines().collect();
+    assert_eq!(rows.len(), 4, "{hist}");
+    assert!(
+        rows[0].starts_with("Bucket ") && rows[0].ends_with("  Histogram"),
+        "{hist}"
+    );
+    assert!(
+        rows[1].starts_with("[0s,") && rows[3].contains("+Inf]"),
+        "{hist}"
+    );
+    let buckets = ok(&run(
+        &[
+            "report",
+            "-type",
+            "hist",
+            "-buckets",
+            "[0,500us,1ms]",
+            &path,
+        ],
+        None,
+    ));
+    assert_eq!(buckets, hist);
+    let hdr = ok(&run(&["report", "--type=hdrplot", &path], None));
+    assert_eq!(hdr.lines().count(), 95, "{hdr}");
+    let output = dir.path("report.txt");
+    let printed = ok(&run(
+        &["report", "-output", &output, "-by", "status", &path],
+        None,
+    ));
+    assert_eq!(printed, "");
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert!(
+        written.starts_with("=== status 200 ===\nRequests"),
+        "{written}"
+    );
+    assert!(
+        written
+            .contains("\n=== status 503 ===\nRequests      [total, rate, throughput]         30, "),
+        "{written}"
+    );
+}
+
+#[test]
+fn report_every_prints_rows_then_the_whole_run() {
+    let dir = TempDir::new();
+    let path = dir.write("run.llr", &run_file(1000, 0));
+    let out = ok(&run(&["report", "-every", "250ms", &path], None));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Time      Requests  Rate      Throughput  Success  P50        P90        P99        Max"
+    );
+    let rows: Vec<(&str, &str)> = lines[1..5]
+        .iter()
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[0], cells[1])
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("0s", "250"),
+            ("250ms", "250"),
+            ("500ms", "250"),
+            ("750ms", "250")
+        ]
+    );
+    assert!(lines[5].is_empty(), "{out}");
+    assert!(
+        lines[6].starts_with("Requests      [total, rate, throughput]         1000, "),
+        "{out}"
+    );
+    let json = ok(&run(&["report", "-type=json", "-every=500ms", &path], None));
+    let json_lines: Vec<&str> = json.lines().collect();
+    assert_eq!(json_lines.len(), 3, "{json}");
+    assert!(
+        json_lines[0]
+            .starts_with("{\"interval\":{\"start\":\"2025-11-21T04:40:00.000003Z\",\"offset\":0,"),
+        "{json}"
+    );
+    assert!(json_lines[2].starts_with("{\"latencies\":"), "{json}");
+}
+
+#[test]
+fn report_merges_inputs_in_time_order() {
+    let dir = TempDir::new();
+    let first = dir.write("a.llr", &run_file(500, 0));
+    // A second generator, half a millisecond later, in the same run.
+    let second = dir.write("b.llr", &run_file(500, MS / 2));
+    let csv = dir.write("vegeta.csv", VEGETA_CSV.as_bytes());
+    let merged = ok(&run(&["report", &first, &second], None));
+    assert_eq!(requests(&merged), 1000);
+    assert!(
+        merged.contains("Asked Rate    [asked, achieved, ratio, unsent]  2004.01, "),
+        "{merged}"
+    );
+    // Rows come out in send-time order across files: every 0.5 ms one from each file.
+    let every = ok(&run(&["report", "-every", "100ms", &first, &second], None));
+    assert!(
+        every.lines().nth(1).unwrap().starts_with("0s        200 "),
+        "{every}"
+    );
+    // Any mix of formats.
+    let mixed = ok(&run(&["report", &first, &csv], None));
+    assert_eq!(requests(&mixed), 503);
+}
+
+#[test]
+fn report_on_a_torn_file_reports_the_prefix_and_warns() {
+    let dir = TempDir::new();
+    let bytes = run_file(1000, 0);
+    let whole = requests(&ok(&run(
+        &["report", &dir.write("whole.llr", &bytes)],
+        None,
+    )));
+    assert_eq!(whole, 1000);
+    let mut seen = Vec::new();
+    for cut in [
+        bytes.len() / 3,
+        bytes.len() / 2,
+        bytes.len() - 30,
+        bytes.len() - 1,
+    ] {
+        let path = dir.write("cut.llr", &bytes[..cut]);
+        let output = run(&["report", &path], None);
+        let out = ok(&output);
+        let err = stderr(&output);
+        let want = format!("warning: {path}: cut at byte ");
+        assert!(err.starts_with(&want), "cut at {cut}: {err}");
+        let offset: u64 = err[want.len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            err.contains(&format!("skipped {} bytes", cut as u64 - offset)),
+            "{err}"
+        );
+        seen.push(requests(&out));
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]) && seen[0] > 0,
+        "{seen:?}"
+    );
+    assert!(seen[3] >= 900, "only the last block is lost: {seen:?}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_a_failing_exit() {
+    let dir = TempDir::new();
+    let good = dir.write("good.llr", &run_file(100, 0));
+    let empty = dir.write("empty.llr", b"");
+    let text = dir.write("notes.txt", b"hello world\n");
+    let gob = dir.write("results.gob", &[0x0e, 0xff, 0x81, 0x03, 0x01, 0x01, 0x06]);
+    let bad_json = dir.write(
+        "bad.json",
+        b"{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":-1}\n",
+    );
+    let bad_csv = dir.write("bad.csv", b"1589017970500000000,abc,1,0,0,\n");
+    let header_only = dir.write(
+        "header_only.llr",
+        &RecordWriter::new(Vec::new(), &header(), Compression::Raw)
+            .unwrap()
+            .finish(&RunEnd::default())
+            .unwrap(),
+    );
+    let cut_header = dir.write("cut_header.llr", &run_file(100, 0)[..30]);
+    let missing = dir.path("missing.llr");
+    let rows: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["report", &missing], "missing.llr: No such file"),
+        (vec!["report", &empty], "empty.llr: input is empty"),
+        (vec!["report", &text], "notes.txt: not a record file"),
+        (vec!["report", &gob], "vegeta encode -to json"),
+        (vec!["report", &bad_json], "bad.json:1: field \"latency\""),
+        (vec!["report", &bad_csv], "bad.csv:1: field \"code\""),
+        (
+            vec!["report", &header_only],
+            "header_only.llr: input is empty",
+        ),
+        (
+            vec!["report", &cut_header],
+            "cut_header.llr: byte 12: header block",
+        ),
+        (vec!["report", &good, &missing], "missing.llr"),
+        (vec!["report"], "stdin: input is empty"),
+        (
+            vec!["report", "-type", "plot", &good],
+            "unknown report type \"plot\"",
+        ),
+        (vec!["report", "-type", "hist", &good], "hist needs buckets"),
+        (
+            vec!["report", "-type", "hist[0,2ms,1ms]", &good],
+            "bounds must increase",
+        ),
+        (
+            vec!["report", "-every", "soon", &good],
+            "-every: invalid duration \"soon\"",
+        ),
+        (
+            vec!["report", "-every", "1s", "-type", "hdrplot", &good],
+            "-every: per-interval rows",
+        ),
+        (vec!["report", "-by", "url", &good], "unknown group \"url\""),
+        (
+            vec!["report", "-output", "/nonexistent/dir/out.txt", &good],
+            "cannot create -output",
+        ),
+        (vec!["encode", "-to", "gob", &good], "vegeta encode -to gob"),
+        (vec!["encode", &text], "notes.txt: not a record file"),
+        (vec!["encode", "-to", "record"], "stdin: input is empty"),
+    ];
+    for (args, want) in rows {
+        let output = run(&args, None);
+        let err = stderr(&output);
+        assert!(
+            !output.status.success(),
+            "{args:?} must fail; stderr: {err}"
+        );
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn encode_round_trips_through_json_csv_and_record() {
+    let dir = TempDir::new();
+    let path = dir.write("run.llr", &run_file(700, 0));
+    let original = ok(&run(&["report", &path], None));
+    let json = dir.path("run.json");
+    ok(&run(
+        &["encode", "-to", "json", "-output", &json, &path],
+        None,
+    ));
+    let first_line = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(first_line.starts_with("{\"attack\":\"api\",\"seq\":0,\"code\":200,\"timestamp\":\"2025-11-21T04:40:00.000003Z\""), "{first_line}");
+    let csv = ok(&run(&["encode", "-to=csv", &path], None));
+    assert!(
+        csv.starts_with("timestamp,code,latency,bytes_out,bytes_in,error,"),
+        "{csv}"
+    );
+    let csv_path = dir.write("run.csv", csv.as_bytes());
+    let back = dir.path("back.llr");
+    ok(&run(
+        &["encode", "-to", "record", "-output", &back, &json],
+        None,
+    ));
+    for input in [&json, &csv_path, &back] {
+        let again = ok(&run(&["report", input], None));
+        assert_eq!(vegeta_block(&again), vegeta_block(&original), "{input}");
+    }
+    // Record file to record file, stdin to stdout: the run's own facts (lag, asked
+    // rate, CPU, stop reason) travel too, so the whole report is the same.
+    let bytes = std::fs::read(&path).unwrap();
+    let copy = run(&["encode", "-to", "record"], Some(&bytes));
+    assert_eq!(ok(&run(&["report"], Some(&copy.stdout))), original);
+}
+
+#[test]
+fn encode_imports_vegeta_results_for_our_reports() {
+    let dir = TempDir::new();
+    let csv = dir.write("vegeta.csv", VEGETA_CSV.as_bytes());
+    let llr = dir.path("old.llr");
+    ok(&run(
+        &["encode", "-to", "record", "-output", &llr, &csv],
+        None,
+    ));
+    let report = ok(&run(&["report", &llr], None));
+    assert!(
+        report.starts_with("Requests      [total, rate, throughput]         3, 15.00, 9.85\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Error Set:\n500 Internal Server Error\n"),
+        "{report}"
+    );
+    // No lag, CPU, asked rate or stop reason in vegeta's results: no rows that would
+    // say zero or unknown.
+    assert!(
+        report.ends_with("Error Set:\n500 Internal Server Error\n"),
+        "{report}"
+    );
+    let json = ok(&run(&["encode", &csv], None));
+    assert_eq!(json.lines().count(), 3);
+    assert!(
+        json.contains("\"error\":\"500 Internal Server Error\""),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    let dir = TempDir::new();
+    // 5000 rows of output: far more than a pipe holds.
+    let path = dir.write("run.llr", &run_file(5000, 0));
+    for args in [
+        vec!["report", "-every", "1ms", &path],
+        vec!["encode", "-to", "json", &path],
+    ] {
+        let mut child = loadlab()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty());
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(status.success(), "{args:?}: {status:?} {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+}
+
+/// `attack | report -every`: rows come out while the input is still open.
+#[test]
+fn report_every_is_live_on_a_pipe() {
+    let mut child = loadlab()
+        .args(["report", "-every", "100ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            if lines_tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut writer =
+        RecordWriter::new(child.stdin.take().unwrap(), &header(), Compression::Raw).unwrap();
+    for n in 0..250 {
+        writer.push(&Record {
+            error: 0,
+            status: 200,
+            ..record(n, 0)
+        });
+    }
+    writer.flush_records(Some(START_NS + 250 * MS)).unwrap();
+    let wait = Duration::from_secs(30);
+    let early: Vec<String> = (0..3).map(|_| lines.recv_timeout(wait).unwrap()).collect();
+    assert!(early[0].starts_with("Time "), "{early:?}");
+    assert!(early[1].starts_with("0s        100 "), "{early:?}");
+    assert!(early[2].starts_with("100ms     100 "), "{early:?}");
+    for n in 250..400 {
+        writer.push(&Record {
+            error: 0,
+            status: 200,
+            ..record(n, 0)
+        });
+    }
+    let stdin = writer.finish(&RunEnd::default()).unwrap();
+    drop(stdin);
+    let rest: Vec<String> = lines
+        .iter()
+        .take_while(|l| !l.starts_with("Requests"))
+        .collect();
+    assert!(
+        rest[0].starts_with("200ms     100 ") && rest[1].starts_with("300ms     100 "),
+        "{rest:?}"
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn help_explains_with_examples() {
+    for command in ["report", "encode"] {
+        let help = ok(&run(&[command, "--help"], None));
+        assert!(help.contains("Examples:"), "{help}");
+        assert_eq!(ok(&run(&[command, "-help"], None)), help);
+    }
+    let help = ok(&run(&["report", "--help"], None));
+    for flag in ["--type", "--buckets", "--every", "--by", "--output"] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
+}

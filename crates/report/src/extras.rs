@@ -1,0 +1,566 @@
+//! Our additions to vegeta's report: [`RunFacts`] (what the inputs say about the run:
+//! asked rates, unsent requests, the generator's CPU, the stop reason) and [`Extras`],
+//! the rows built from them for one report. Only facts the inputs hold become rows: a
+//! vegeta import has no send lag or CPU, and its report says nothing rather than zeros.
+
+use record::{AttackEnd, AttackInfo, InputFormat, LoadModel, RunTables, SourceSummary, StopReason};
+
+use crate::distribution::Distribution;
+use crate::metrics::{AttackActivity, Report, go_seconds};
+use crate::warnings::{Warning, assess};
+
+/// Send lag (actual minus intended send time) of a set of records, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LagStats {
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LagStats {
+    pub(crate) fn from_distribution(distribution: Distribution) -> LagStats {
+        let (mean_ns, max_ns) = (distribution.mean(), distribution.max());
+        let quantiles = distribution.into_quantiles();
+        LagStats {
+            mean_ns,
+            p50_ns: quantiles.quantile(0.50),
+            p99_ns: quantiles.quantile(0.99),
+            max_ns,
+        }
+    }
+}
+
+/// What one attack (merged across inputs by name) asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AttackFacts {
+    pub model: Option<LoadModel>,
+    /// Summed over the inputs that ran this attack; `None` if any of them cannot say.
+    pub asked_rate_per_sec: Option<f64>,
+    pub unsent: u64,
+    unknown_rate: bool,
+}
+
+impl AttackFacts {
+    fn merge(&mut self, model: LoadModel, asked_rate_per_sec: Option<f64>, unsent: u64) {
+        if self.model.is_none_or(|m| m == LoadModel::Unknown) {
+            self.model = Some(model);
+        }
+        match asked_rate_per_sec {
+            Some(rate) if !self.unknown_rate => {
+                self.asked_rate_per_sec = Some(self.asked_rate_per_sec.unwrap_or(0.0) + rate);
+            }
+            _ => {
+                self.unknown_rate = true;
+                self.asked_rate_per_sec = None;
+            }
+        }
+        self.unsent += unsent;
+    }
+}
+
+/// The generator's own resource use, summed over the inputs that recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeneratorUse {
+    /// Process CPU time (user + system) over the run.
+    pub cpu_ns: u64,
+    pub cpu_per_request_ns: u64,
+    /// The largest peak RSS of any generator process.
+    pub peak_rss_bytes: u64,
+}
+
+/// What the inputs say about the run besides their records.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunFacts {
+    /// Some input is a record file written by a generator, so zero lag means zero.
+    pub lag_recorded: bool,
+    /// By merged attack id.
+    pub attacks: Vec<AttackFacts>,
+    pub generator: Option<GeneratorUse>,
+    /// How the runs ended, when an input is a record file.
+    pub stop: Option<String>,
+}
+
+impl RunFacts {
+    /// Gathers facts from every input's summary; attack ids are the merged `tables`'.
+    pub fn from_inputs(summaries: &[SourceSummary], tables: &RunTables) -> RunFacts {
+        let mut facts = RunFacts {
+            attacks: vec![AttackFacts::default(); tables.attacks.len()],
+            ..RunFacts::default()
+        };
+        let (mut cpu_ns, mut sent, mut peak_rss_bytes, mut measured) = (0u64, 0u64, 0u64, false);
+        let mut stops: Vec<String> = Vec::new();
+        for summary in summaries {
+            facts.merge_attacks(summary, tables);
+            if !written_by_a_generator(summary) {
+                continue;
+            }
+            facts.lag_recorded = true;
+            if let Some((cpu, requests, rss)) = generator_use(summary) {
+                (cpu_ns, sent) = (cpu_ns + cpu, sent + requests);
+                peak_rss_bytes = peak_rss_bytes.max(rss);
+                measured = true;
+            }
+            let stop = stop_text(summary);
+            if !stops.contains(&stop) {
+                stops.push(stop);
+            }
+        }
+        facts.generator = measured.then(|| GeneratorUse {
+            cpu_ns,
+            cpu_per_request_ns: cpu_ns / sent.max(1),
+            peak_rss_bytes,
+        });
+        facts.stop = (!stops.is_empty()).then(|| stops.join(" + "));
+        facts
+    }
+
+    fn merge_attacks(&mut self, summary: &SourceSummary, tables: &RunTables) {
+        let end = summary.end.as_ref();
+        for (index, info) in summary.header.attacks.iter().enumerate() {
+            let Some(id) = tables.attacks.iter().position(|a| a.name == info.name) else {
+                continue;
+            };
+            let attack_end = end.and_then(|e| e.attacks.get(index));
+            if let Some(facts) = self.attacks.get_mut(id) {
+                facts.merge(
+                    info.model,
+                    asked_rate(info, attack_end),
+                    attack_end.map_or(0, |e| e.unsent),
+                );
+            }
+        }
+    }
+}
+
+/// A record file from `attack` (not one `encode` made from an import, whose attacks'
+/// model is unknown): its lag, CPU and end are measured, not missing.
+fn written_by_a_generator(summary: &SourceSummary) -> bool {
+    summary.format == InputFormat::Binary
+        && summary
+            .header
+            .attacks
+            .iter()
+            .any(|attack| attack.model != LoadModel::Unknown)
+}
+
+/// The asked rate of an open-model attack: asked requests over the asked span (the
+/// same shape as vegeta's achieved rate, requests over the send span), else the
+/// header's constant rate.
+fn asked_rate(info: &AttackInfo, end: Option<&AttackEnd>) -> Option<f64> {
+    if info.model != LoadModel::Open {
+        return None;
+    }
+    match end {
+        Some(end) if end.asked >= 2 && end.asked_span_ns > 0 => {
+            Some(end.asked as f64 / go_seconds(end.asked_span_ns))
+        }
+        _ => info
+            .rate_per_sec
+            .filter(|rate| rate.is_finite() && *rate > 0.0),
+    }
+}
+
+/// (cpu, requests sent, peak RSS) from the end block, else the last stats sample.
+fn generator_use(summary: &SourceSummary) -> Option<(u64, u64, u64)> {
+    let peak_sampled = summary.stats.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
+    if let Some(end) = &summary.end {
+        let sent: u64 = end.attacks.iter().map(|a| a.sent).sum();
+        let sent = if sent == 0 { summary.records } else { sent };
+        return Some((end.cpu_ns, sent, end.peak_rss_bytes.max(peak_sampled)));
+    }
+    let last = summary.stats.last()?;
+    Some((last.cpu_ns, last.sent.max(1), peak_sampled))
+}
+
+fn stop_text(summary: &SourceSummary) -> String {
+    let Some(end) = &summary.end else {
+        return if summary.torn.is_some() {
+            "cut short".to_owned()
+        } else {
+            "no end record".to_owned()
+        };
+    };
+    let reason = match end.reason {
+        StopReason::Completed => "completed",
+        StopReason::Interrupted => "interrupted",
+        StopReason::StopRule => "stop rule",
+        StopReason::Failed => "failed",
+    };
+    if end.detail.is_empty() {
+        reason.to_owned()
+    } else {
+        format!("{reason} ({})", end.detail)
+    }
+}
+
+/// Which records a report covers, for the rows that only make sense for some.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole input: every row.
+    Run,
+    /// One attack: its lag and asked rate, not the shared generator's CPU.
+    Attack(u16),
+    /// A slice by target or status: send lag only.
+    Part,
+}
+
+/// The asked rate against what was achieved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AskedRate {
+    pub asked_per_sec: f64,
+    /// vegeta's rate (requests over the send span), summed over the attacks.
+    pub achieved_per_sec: f64,
+    pub ratio: f64,
+    /// Requests that were due but never left.
+    pub unsent: u64,
+}
+
+/// The load model, how many attacks and how the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunShape {
+    /// `open`, `closed`, `mixed` or `unknown`.
+    pub model: &'static str,
+    pub attacks: usize,
+    pub stop: String,
+}
+
+/// The extra rows and warnings of one report; `None` rows have no data in the input.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Extras {
+    pub send_lag: Option<LagStats>,
+    pub asked: Option<AskedRate>,
+    pub generator: Option<GeneratorUse>,
+    pub run: Option<RunShape>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Extras {
+    pub fn build(report: &Report, facts: &RunFacts, scope: Scope) -> Extras {
+        let attacks = scope_attacks(report, facts, scope);
+        let send_lag =
+            (facts.lag_recorded || report.send_lag.max_ns > 0).then_some(report.send_lag);
+        let asked = asked_rate_row(report, facts, &attacks);
+        let whole_run = scope == Scope::Run;
+        let run = facts
+            .stop
+            .as_ref()
+            .filter(|_| whole_run)
+            .map(|stop| RunShape {
+                model: model_name(attacks.iter().filter_map(|&id| facts.attacks[id].model)),
+                attacks: attacks.len(),
+                stop: stop.clone(),
+            });
+        Extras {
+            warnings: assess(send_lag.as_ref(), asked.as_ref()),
+            send_lag,
+            asked,
+            generator: facts.generator.filter(|_| whole_run),
+            run,
+        }
+    }
+}
+
+/// The attack ids a report covers: those with requests or unsent ones.
+fn scope_attacks(report: &Report, facts: &RunFacts, scope: Scope) -> Vec<usize> {
+    let active = |id: usize| {
+        report.attacks.get(id).is_some_and(|a| a.requests > 0)
+            || facts.attacks.get(id).is_some_and(|a| a.unsent > 0)
+    };
+    match scope {
+        Scope::Run => (0..facts.attacks.len()).filter(|&id| active(id)).collect(),
+        Scope::Attack(id) => vec![usize::from(id)]
+            .into_iter()
+            .filter(|&id| id < facts.attacks.len())
+            .collect(),
+        Scope::Part => Vec::new(),
+    }
+}
+
+/// Asked against achieved, attack by attack (each at vegeta's requests over send span),
+/// so attacks of different lengths mixed in one run compare like with like.
+fn asked_rate_row(report: &Report, facts: &RunFacts, attacks: &[usize]) -> Option<AskedRate> {
+    if attacks.is_empty() || report.requests < 2 || report.duration_ns == 0 {
+        return None;
+    }
+    let (mut asked_per_sec, mut achieved_per_sec) = (0.0, 0.0);
+    for &id in attacks {
+        asked_per_sec += facts.attacks[id].asked_rate_per_sec?;
+        achieved_per_sec += report
+            .attacks
+            .get(id)
+            .map_or(0.0, AttackActivity::rate_per_sec);
+    }
+    Some(AskedRate {
+        asked_per_sec,
+        achieved_per_sec,
+        ratio: achieved_per_sec / asked_per_sec,
+        unsent: attacks.iter().map(|&id| facts.attacks[id].unsent).sum(),
+    })
+}
+
+fn model_name(models: impl Iterator<Item = LoadModel>) -> &'static str {
+    let mut seen: Option<LoadModel> = None;
+    for model in models {
+        match seen {
+            None => seen = Some(model),
+            Some(first) if first != model => return "mixed",
+            Some(_) => {}
+        }
+    }
+    match seen {
+        Some(LoadModel::Open) => "open",
+        Some(LoadModel::Closed) => "closed",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::{GeneratorStats, RunEnd, RunHeader, TornTail};
+
+    fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {
+        AttackInfo {
+            name: name.to_owned(),
+            model,
+            rate_per_sec: rate,
+            ..AttackInfo::default()
+        }
+    }
+
+    fn summary(
+        format: InputFormat,
+        attacks: Vec<AttackInfo>,
+        end: Option<RunEnd>,
+    ) -> SourceSummary {
+        SourceSummary {
+            name: "run.llr".to_owned(),
+            format,
+            header: RunHeader {
+                attacks,
+                ..RunHeader::default()
+            },
+            stats: Vec::new(),
+            end,
+            torn: None,
+            records: 100,
+        }
+    }
+
+    fn tables(names: &[&str]) -> RunTables {
+        RunTables {
+            attacks: names
+                .iter()
+                .map(|n| attack(n, LoadModel::Unknown, None))
+                .collect(),
+            ..RunTables::default()
+        }
+    }
+
+    #[test]
+    fn asked_rate_prefers_the_end_block() {
+        let open = attack("a", LoadModel::Open, Some(500.0));
+        let end = |asked, span_ns| AttackEnd {
+            asked,
+            sent: asked,
+            unsent: 0,
+            asked_span_ns: span_ns,
+        };
+        let rows: &[(AttackInfo, Option<AttackEnd>, Option<f64>)] = &[
+            (open.clone(), Some(end(1000, 2_000_000_000)), Some(500.0)),
+            (open.clone(), None, Some(500.0)),
+            // No span to divide by: fall back to the header.
+            (open, Some(end(1, 0)), Some(500.0)),
+            (attack("a", LoadModel::Open, None), None, None),
+            (
+                attack("a", LoadModel::Open, Some(f64::INFINITY)),
+                None,
+                None,
+            ),
+            (attack("a", LoadModel::Closed, Some(5.0)), None, None),
+            (attack("a", LoadModel::Unknown, Some(5.0)), None, None),
+        ];
+        for (info, end, want) in rows {
+            assert_eq!(asked_rate(info, end.as_ref()), *want, "{info:?} {end:?}");
+        }
+    }
+
+    #[test]
+    fn facts_merge_inputs_by_attack_name() {
+        let end = RunEnd {
+            reason: StopReason::Interrupted,
+            attacks: vec![AttackEnd {
+                asked: 100,
+                sent: 90,
+                unsent: 10,
+                asked_span_ns: 1_000_000_000,
+            }],
+            cpu_ns: 9_000,
+            peak_rss_bytes: 1 << 20,
+            ..RunEnd::default()
+        };
+        let binary = summary(
+            InputFormat::Binary,
+            vec![attack("b", LoadModel::Open, Some(100.0))],
+            Some(end),
+        );
+        let mut cut = summary(
+            InputFormat::Binary,
+            vec![attack("b", LoadModel::Open, Some(50.0))],
+            None,
+        );
+        cut.stats.push(GeneratorStats {
+            cpu_ns: 1_000,
+            sent: 10,
+            rss_bytes: 4 << 20,
+            ..GeneratorStats::default()
+        });
+        cut.torn = Some(TornTail {
+            offset: 1,
+            skipped_bytes: 2,
+            reason: "x".to_owned(),
+        });
+        let import = summary(
+            InputFormat::Json,
+            vec![attack("", LoadModel::Unknown, None)],
+            None,
+        );
+        let facts = RunFacts::from_inputs(&[binary, cut, import], &tables(&["b", ""]));
+        assert!(facts.lag_recorded);
+        assert_eq!(facts.attacks[0].asked_rate_per_sec, Some(150.0));
+        assert_eq!(facts.attacks[0].unsent, 10);
+        assert_eq!(facts.attacks[0].model, Some(LoadModel::Open));
+        assert_eq!(facts.attacks[1].asked_rate_per_sec, None);
+        assert_eq!(
+            facts.generator,
+            Some(GeneratorUse {
+                cpu_ns: 10_000,
+                cpu_per_request_ns: 100,
+                peak_rss_bytes: 4 << 20
+            })
+        );
+        assert_eq!(facts.stop.as_deref(), Some("interrupted + cut short"));
+    }
+
+    #[test]
+    fn imports_have_no_run_facts() {
+        let import = summary(
+            InputFormat::VegetaCsv,
+            vec![attack("", LoadModel::Unknown, None)],
+            None,
+        );
+        let facts = RunFacts::from_inputs(&[import], &tables(&[""]));
+        assert_eq!(
+            (facts.lag_recorded, facts.generator, facts.stop),
+            (false, None, None)
+        );
+    }
+
+    #[test]
+    fn rows_depend_on_scope_and_data() {
+        use crate::metrics::Metrics;
+        let record = |attack: u16, ms: u64| record::Record {
+            attack,
+            intended_unix_ns: ms * 1_000_000,
+            send_lag_ns: 5_000,
+            latency_ns: 1_000_000,
+            status: 200,
+            ..record::Record::default()
+        };
+        let mut metrics = Metrics::new(None);
+        metrics.add_all(&[record(0, 0), record(0, 10), record(1, 5), record(1, 15)]);
+        let report = metrics.close(&RunTables::default());
+        let open = |rate| AttackFacts {
+            model: Some(LoadModel::Open),
+            asked_rate_per_sec: rate,
+            ..AttackFacts::default()
+        };
+        let facts = |attacks: Vec<AttackFacts>| RunFacts {
+            lag_recorded: true,
+            attacks,
+            generator: Some(GeneratorUse {
+                cpu_ns: 1,
+                cpu_per_request_ns: 1,
+                peak_rss_bytes: 1,
+            }),
+            stop: Some("completed".to_owned()),
+        };
+        // (facts, scope, lag row, asked rate, generator row, run row)
+        let rows: Vec<(RunFacts, Scope, bool, Option<f64>, bool, bool)> = vec![
+            (
+                facts(vec![open(Some(100.0)), open(Some(100.0))]),
+                Scope::Run,
+                true,
+                Some(200.0),
+                true,
+                true,
+            ),
+            // A closed attack has no asked rate, so the run has none.
+            (
+                facts(vec![
+                    open(Some(100.0)),
+                    AttackFacts {
+                        model: Some(LoadModel::Closed),
+                        ..AttackFacts::default()
+                    },
+                ]),
+                Scope::Run,
+                true,
+                None,
+                true,
+                true,
+            ),
+            (
+                facts(vec![open(Some(100.0)), open(None)]),
+                Scope::Attack(0),
+                true,
+                Some(100.0),
+                false,
+                false,
+            ),
+            (
+                facts(vec![open(Some(100.0)), open(Some(1.0))]),
+                Scope::Part,
+                true,
+                None,
+                false,
+                false,
+            ),
+            (RunFacts::default(), Scope::Run, true, None, false, false),
+        ];
+        for (facts, scope, lag, asked, generator, run) in rows {
+            let extras = Extras::build(&report, &facts, scope);
+            let got = (
+                extras.send_lag.is_some(),
+                extras.asked.map(|a| a.asked_per_sec),
+                extras.generator.is_some(),
+                extras.run.is_some(),
+            );
+            assert_eq!(got, (lag, asked, generator, run), "{scope:?} {facts:?}");
+        }
+        // Each attack's achieved rate is its own requests over its own send span.
+        let extras = Extras::build(
+            &report,
+            &facts(vec![open(Some(100.0)), open(Some(100.0))]),
+            Scope::Run,
+        );
+        assert_eq!(extras.asked.map(|a| a.achieved_per_sec), Some(400.0));
+    }
+
+    #[test]
+    fn model_names() {
+        use LoadModel::{Closed, Open, Unknown};
+        let rows: &[(&[LoadModel], &str)] = &[
+            (&[Open], "open"),
+            (&[Open, Open], "open"),
+            (&[Closed], "closed"),
+            (&[Open, Closed], "mixed"),
+            (&[Unknown], "unknown"),
+            (&[], "unknown"),
+        ];
+        for (models, want) in rows {
+            assert_eq!(model_name(models.iter().copied()), *want);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The JSON report: vegeta's metrics object as Go's `encoding/json` prints it (keys in
+//! struct order, floats in shortest form, HTML-safe strings, one line), with our
+//! extras under one `loadlab` key at the end.
+
+use std::fmt::Write as _;
+
+use record::format_timestamp;
+
+use crate::extras::Extras;
+use crate::hist::BucketCounts;
+use crate::metrics::Report;
+
+/// Names the group a report covers, for `-by`.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupLabel<'a> {
+    pub by: &'a str,
+    pub name: &'a str,
+}
+
+/// Appends one line: the report as JSON.
+pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_>>) {
+    let l = &report.latencies;
+    let _ = write!(
+        out,
+        "{{\"latencies\":{{\"total\":{},\"mean\":{},\"50th\":{},\"90th\":{},\"95th\":{},\
+         \"99th\":{},\"max\":{},\"min\":{}}},",
+        l.total_ns, l.mean_ns, l.p50_ns, l.p90_ns, l.p95_ns, l.p99_ns, l.max_ns, l.min_ns
+    );
+    if let Some(buckets) = &report.buckets {
+        write_buckets(out, buckets);
+    }
+    let _ = write!(
+        out,
+        "\"bytes_in\":{{\"total\":{},\"mean\":",
+        report.bytes_in.total
+    );
+    push_float(out, report.bytes_in.mean);
+    let _ = write!(
+        out,
+        "}},\"bytes_out\":{{\"total\":{},\"mean\":",
+        report.bytes_out.total
+    );
+    push_float(out, report.bytes_out.mean);
+    let _ = write!(
+        out,
+        "}},\"earliest\":\"{}\",\"latest\":\"{}\",\"end\":\"{}\",\"duration\":{},\"wait\":{},\
+         \"requests\":{},\"rate\":",
+        format_timestamp(report.earliest_unix_ns),
+        format_timestamp(report.latest_unix_ns),
+        format_timestamp(report.end_unix_ns),
+        report.duration_ns,
+        report.wait_ns,
+        report.requests
+    );
+    push_float(out, report.rate_per_sec);
+    out.push_str(",\"throughput\":");
+    push_float(out, report.throughput_per_sec);
+    out.push_str(",\"success\":");
+    push_float(out, report.success_ratio);
+    out.push_str(",\"status_codes\":{");
+    for (index, (code, count)) in report.status_codes.iter().enumerate() {
+        let comma = if index > 0 { "," } else { "" };
+        let _ = write!(out, "{comma}\"{code}\":{count}");
+    }
+    out.push_str("},\"errors\":[");
+    for (index, error) in report.errors.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, error);
+    }
+    out.push_str("],\"loadlab\":");
+    write_extras(out, &report.extras, report.latencies_exact, group);
+    out.push_str("}\n");
+}
+
+/// vegeta's `buckets` object: bound in ns -> count.
+fn write_buckets(out: &mut String, buckets: &BucketCounts) {
+    out.push_str("\"buckets\":{");
+    for (index, (bound, count)) in buckets.bounds_ns().iter().zip(buckets.counts()).enumerate() {
+        let comma = if index > 0 { "," } else { "" };
+        let _ = write!(out, "{comma}\"{bound}\":{count}");
+    }
+    out.push_str("},");
+}
+
+fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<GroupLabel<'_>>) {
+    out.push_str("{\"latency_from\":\"intended\",\"percentiles\":");
+    push_string(
+        out,
+        if exact {
+            "exact"
+        } else {
+            "3 significant digits"
+        },
+    );
+    if let Some(group) = group {
+        out.push_str(",\"group\":{\"by\":");
+        push_string(out, group.by);
+        out.push_str(",\"name\":");
+        push_string(out, group.name);
+        out.push('}');
+    }
+    if let Some(lag) = &extras.send_lag {
+        let _ = write!(
+            out,
+            ",\"send_lag\":{{\"mean\":{},\"50th\":{},\"99th\":{},\"max\":{}}}",
+            lag.mean_ns, lag.p50_ns, lag.p99_ns, lag.max_ns
+        );
+    }
+    if let Some(asked) = &extras.asked {
+        out.push_str(",\"asked_rate\":");
+        push_float(out, asked.asked_per_sec);
+        out.push_str(",\"achieved_rate\":");
+        push_float(out, asked.achieved_per_sec);
+        out.push_str(",\"rate_ratio\":");
+        push_float(out, asked.ratio);
+        let _ = write!(out, ",\"unsent\":{}", asked.unsent);
+    }
+    if let Some(generator) = &extras.generator {
+        let _ = write!(
+            out,
+            ",\"generator\":{{\"cpu\":{},\"cpu_per_request\":{},\"peak_rss_bytes\":{}}}",
+            generator.cpu_ns, generator.cpu_per_request_ns, generator.peak_rss_bytes
+        );
+    }
+    if let Some(run) = &extras.run {
+        let _ = write!(
+            out,
+            ",\"run\":{{\"model\":\"{}\",\"attacks\":{},\"stop\":",
+            run.model, run.attacks
+        );
+        push_string(out, &run.stop);
+        out.push('}');
+    }
+    out.push_str(",\"warnings\":[");
+    for (index, warning) in extras.warnings.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, &warning.to_string());
+    }
+    out.push_str("]}");
+}
+
+/// A float as Go's `encoding/json` writes it: shortest round-trip digits, plain
+/// notation for 1e-6 <= |x| < 1e21, else `1e-7` / `1.5e+21`. Non-finite values (which
+/// Go refuses) print as 0.
+pub(crate) fn push_float(out: &mut String, value: f64) {
+    if !value.is_finite() {
+        out.push('0');
+        return;
+    }
+    let magnitude = value.abs();
+    if magnitude == 0.0 || (1e-6..1e21).contains(&magnitude) {
+        let _ = write!(out, "{value}");
+        return;
+    }
+    let text = format!("{value:e}");
+    match text.split_once('e') {
+        Some((mantissa, exponent)) if !exponent.starts_with('-') => {
+            let _ = write!(out, "{mantissa}e+{exponent}");
+        }
+        _ => out.push_str(&text),
+    }
+}
+
+/// A string as Go's `encoding/json` writes it with HTML escaping on (the default):
+/// `<`, `>`, `&`, U+2028 and U+2029 become `\uXXXX`, control characters are escaped.
+pub(crate) fn push_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\0'..='\u{1f}' => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            _ => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_go() {
+        // Expected values from Go's json.Marshal(float64).
+        let rows: &[(f64, &str)] = &[
+            (100.0, "100"),
+            (0.1, "0.1"),
+            (0.125, "0.125"),
+            (33.333333333333336, "33.333333333333336"),
+            (1e-7, "1e-7"),
+            (1e-6, "0.000001"),
+            (1.5e21, "1.5e+21"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (0.0, "0"),
+            (-2.5, "-2.5"),
+            (f64::NAN, "0"),
+            (f64::INFINITY, "0"),
+        ];
+        for &(value, want) in rows {
+            let mut out = String::new();
+            push_float(&mut out, value);
+            assert_eq!(out, want, "{value}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_go() {
+        let rows: &[(&str, &str)] = &[
+            ("plain", r#""plain""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("<&>", r#""\u003c\u0026\u003e""#),
+            (
+                "\u{2028}\t\u{1}\u{8}\u{c}\n\r",
+                r#""\u2028\t\u0001\b\f\n\r""#,
+            ),
+            ("µs", "\"µs\""),
+        ];
+        for (text, want) in rows {
+            let mut out = String::new();
+            push_string(&mut out, text);
+            assert_eq!(out, *want, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! [`Metrics`]: vegeta's metrics aggregated record by record in bounded memory, and
+//! [`Report`], the closed result every layout prints.
+//!
+//! Semantics follow vegeta: `earliest`/`latest` are the first and last *send* times,
+//! `end` the last completion; duration (attack) = latest - earliest, wait = end -
+//! latest; rate = requests / attack seconds (requests when the attack took no time);
+//! throughput = successes / (attack + wait) seconds; success is a status in 200..400.
+//! Our latency counts from the *intended* send time, so it includes the send lag.
+
+use record::{Record, RunTables};
+
+use crate::distribution::{Distribution, EXACT_LIMIT, Quantiles};
+use crate::extras::{Extras, LagStats};
+use crate::hist::{BucketCounts, Buckets};
+
+/// Aggregates records; [`Metrics::close`] turns them into a [`Report`].
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    latency: Distribution,
+    send_lag: Distribution,
+    bytes_in: u64,
+    bytes_out: u64,
+    earliest_unix_ns: u64,
+    latest_unix_ns: u64,
+    end_unix_ns: u64,
+    successes: u64,
+    /// (status, count), in order of first sight; few distinct codes, so a scan is fast.
+    status_counts: Vec<(u16, u64)>,
+    /// Per error id - 1: the (send time, arrival) of its first record.
+    first_errors: Vec<Option<(u64, u64)>>,
+    /// Requests and send span per attack id.
+    attacks: Vec<AttackActivity>,
+    arrivals: u64,
+    buckets: Option<BucketCounts>,
+}
+
+impl Metrics {
+    /// Empty metrics; with `buckets`, latencies are also counted per bucket.
+    pub fn new(buckets: Option<Buckets>) -> Metrics {
+        Metrics::with_exact_limit(buckets, EXACT_LIMIT)
+    }
+
+    /// Like [`Metrics::new`], with percentiles exact up to `exact_limit` requests
+    /// (then 3 significant digits): lower for the many groups of a `-by` report.
+    pub fn with_exact_limit(buckets: Option<Buckets>, exact_limit: usize) -> Metrics {
+        Metrics {
+            latency: Distribution::with_exact_limit(exact_limit),
+            send_lag: Distribution::with_exact_limit(exact_limit),
+            bytes_in: 0,
+            bytes_out: 0,
+            earliest_unix_ns: u64::MAX,
+            latest_unix_ns: 0,
+            end_unix_ns: 0,
+            successes: 0,
+            status_counts: Vec::new(),
+            first_errors: Vec::new(),
+            attacks: Vec::new(),
+            arrivals: 0,
+            buckets: buckets.map(BucketCounts::new),
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.latency.count()
+    }
+
+    pub fn add_all(&mut self, records: &[Record]) {
+        for record in records {
+            self.add(record);
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, record: &Record) {
+        let sent = record.sent_unix_ns();
+        self.latency.add(record.latency_ns);
+        self.send_lag.add(record.send_lag_ns);
+        self.bytes_in = self.bytes_in.saturating_add(record.bytes_in);
+        self.bytes_out = self.bytes_out.saturating_add(record.bytes_out);
+        self.earliest_unix_ns = self.earliest_unix_ns.min(sent);
+        self.latest_unix_ns = self.latest_unix_ns.max(sent);
+        self.end_unix_ns = self.end_unix_ns.max(record.end_unix_ns());
+        self.successes += u64::from(record.is_success());
+        self.count_status(record.status);
+        self.count_attack(record.attack, sent);
+        if record.error != 0 {
+            self.note_error(record.error, sent);
+        }
+        if let Some(buckets) = &mut self.buckets {
+            buckets.add(record.latency_ns);
+        }
+        self.arrivals += 1;
+    }
+
+    #[inline]
+    fn count_status(&mut self, status: u16) {
+        match self
+            .status_counts
+            .iter_mut()
+            .find(|(code, _)| *code == status)
+        {
+            Some((_, count)) => *count += 1,
+            None => self.status_counts.push((status, 1)),
+        }
+    }
+
+    #[inline]
+    fn count_attack(&mut self, attack: u16, sent_unix_ns: u64) {
+        let index = usize::from(attack);
+        if index >= self.attacks.len() {
+            self.attacks.resize(index + 1, AttackActivity::default());
+        }
+        let activity = &mut self.attacks[index];
+        if activity.requests == 0 {
+            activity.earliest_unix_ns = sent_unix_ns;
+        }
+        activity.requests += 1;
+        activity.earliest_unix_ns = activity.earliest_unix_ns.min(sent_unix_ns);
+        activity.latest_unix_ns = activity.latest_unix_ns.max(sent_unix_ns);
+    }
+
+    fn note_error(&mut self, error: u32, sent_unix_ns: u64) {
+        let index = error as usize - 1;
+        if index >= self.first_errors.len() {
+            self.first_errors.resize(index + 1, None);
+        }
+        let seen = (sent_unix_ns, self.arrivals);
+        let slot = &mut self.first_errors[index];
+        if slot.is_none_or(|first| seen < first) {
+            *slot = Some(seen);
+        }
+    }
+
+    /// Computes the report. Error texts come from `tables`; extras are left empty for
+    /// [`Extras::build`].
+    pub fn close(self, tables: &RunTables) -> Report {
+        let requests = self.requests();
+        let duration_ns = self.latest_unix_ns.saturating_sub(self.earliest_unix_ns);
+        let wait_ns = self.end_unix_ns.saturating_sub(self.latest_unix_ns);
+        let (mut rate, mut throughput) = (requests as f64, self.successes as f64);
+        if go_seconds(duration_ns) > 0.0 {
+            rate /= go_seconds(duration_ns);
+            throughput /= go_seconds(duration_ns.saturating_add(wait_ns));
+        }
+        let per_request = |total: u64| total as f64 / requests.max(1) as f64;
+        let send_lag = LagStats::from_distribution(self.send_lag);
+        let latency_exact = self.latency.is_exact();
+        let latencies = LatencyStats::from_distribution(self.latency);
+        Report {
+            requests,
+            successes: self.successes,
+            bytes_in: ByteStats {
+                total: self.bytes_in,
+                mean: per_request(self.bytes_in),
+            },
+            bytes_out: ByteStats {
+                total: self.bytes_out,
+                mean: per_request(self.bytes_out),
+            },
+            earliest_unix_ns: if requests == 0 {
+                0
+            } else {
+                self.earliest_unix_ns
+            },
+            latest_unix_ns: self.latest_unix_ns,
+            end_unix_ns: self.end_unix_ns,
+            duration_ns,
+            wait_ns,
+            rate_per_sec: rate,
+            throughput_per_sec: throughput,
+            success_ratio: self.successes as f64 / requests.max(1) as f64,
+            status_codes: status_codes_as_strings(self.status_counts),
+            errors: errors_in_first_order(&self.first_errors, tables),
+            latencies,
+            latencies_exact: latency_exact,
+            send_lag,
+            attacks: self.attacks,
+            buckets: self.buckets,
+            extras: Extras::default(),
+        }
+    }
+}
+
+/// Go's `Duration.Seconds`: whole seconds plus the nanosecond remainder, as floats.
+pub(crate) fn go_seconds(ns: u64) -> f64 {
+    (ns / 1_000_000_000) as f64 + (ns % 1_000_000_000) as f64 / 1e9
+}
+
+/// Status codes sorted as strings (`"200" < "404" < "50"`), as vegeta prints them.
+fn status_codes_as_strings(counts: Vec<(u16, u64)>) -> Vec<(String, u64)> {
+    let mut codes: Vec<(String, u64)> = counts
+        .into_iter()
+        .map(|(code, count)| (code.to_string(), count))
+        .collect();
+    codes.sort();
+    codes
+}
+
+/// Error texts in order of first appearance by send time.
+fn errors_in_first_order(first: &[Option<(u64, u64)>], tables: &RunTables) -> Vec<String> {
+    let mut seen: Vec<((u64, u64), usize)> = first
+        .iter()
+        .enumerate()
+        .filter_map(|(index, at)| at.map(|at| (at, index)))
+        .collect();
+    seen.sort_unstable();
+    seen.into_iter()
+        .map(|(_, index)| {
+            tables
+                .error(index as u32 + 1)
+                .map_or_else(|| format!("error #{}", index + 1), |e| e.text.clone())
+        })
+        .collect()
+}
+
+/// vegeta's latency block, in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct LatencyStats {
+    pub total_ns: u128,
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub min_ns: u64,
+    /// For other percentiles (`hdrplot`).
+    pub quantiles: Quantiles,
+}
+
+impl LatencyStats {
+    fn from_distribution(distribution: Distribution) -> LatencyStats {
+        let (total_ns, mean_ns) = (distribution.sum(), distribution.mean());
+        let (min_ns, max_ns) = (distribution.min(), distribution.max());
+        let quantiles = distribution.into_quantiles();
+        LatencyStats {
+            total_ns,
+            mean_ns,
+            p50_ns: quantiles.quantile(0.50),
+            p90_ns: quantiles.quantile(0.90),
+            p95_ns: quantiles.quantile(0.95),
+            p99_ns: quantiles.quantile(0.99),
+            max_ns,
+            min_ns,
+            quantiles,
+        }
+    }
+}
+
+/// One attack's share of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AttackActivity {
+    pub requests: u64,
+    pub earliest_unix_ns: u64,
+    pub latest_unix_ns: u64,
+}
+
+impl AttackActivity {
+    /// vegeta's rate for this attack alone: requests over its send span (the request
+    /// count when the span is zero).
+    pub fn rate_per_sec(&self) -> f64 {
+        let seconds = go_seconds(self.latest_unix_ns.saturating_sub(self.earliest_unix_ns));
+        if seconds > 0.0 {
+            self.requests as f64 / seconds
+        } else {
+            self.requests as f64
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ByteStats {
+    pub total: u64,
+    pub mean: f64,
+}
+
+/// vegeta's metrics for a set of records, plus what our extra rows need.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub requests: u64,
+    pub successes: u64,
+    pub latencies: LatencyStats,
+    /// False when the percentiles come from the histogram (3 significant digits).
+    pub latencies_exact: bool,
+    pub bytes_in: ByteStats,
+    pub bytes_out: ByteStats,
+    pub earliest_unix_ns: u64,
+    pub latest_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub duration_ns: u64,
+    pub wait_ns: u64,
+    pub rate_per_sec: f64,
+    pub throughput_per_sec: f64,
+    /// 0..=1.
+    pub success_ratio: f64,
+    /// Sorted as strings, as vegeta does.
+    pub status_codes: Vec<(String, u64)>,
+    /// In order of first appearance (by send time).
+    pub errors: Vec<String>,
+    /// Send lag of these records, whether or not the input recorded it.
+    pub send_lag: LagStats,
+    /// Requests and send span per attack id.
+    pub attacks: Vec<AttackActivity>,
+    pub buckets: Option<BucketCounts>,
+    pub extras: Extras,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::{ErrorEntry, ErrorKind};
+
+    const T0: u64 = 1_700_000_000_000_000_000;
+
+    fn record(offset_ms: u64, latency_ms: u64, status: u16, error: u32) -> Record {
+        Record {
+            intended_unix_ns: T0 + offset_ms * 1_000_000,
+            send_lag_ns: 1_000,
+            latency_ns: latency_ms * 1_000_000,
+            status,
+            error,
+            bytes_in: 100,
+            bytes_out: 10,
+            ..Record::default()
+        }
+    }
+
+    fn tables() -> RunTables {
+        let entry = |text: &str| ErrorEntry {
+            kind: ErrorKind::Status,
+            text: text.to_owned(),
+        };
+        RunTables {
+            errors: vec![entry("500 Internal Server Error"), entry("timeout")],
+            ..RunTables::default()
+        }
+    }
+
+    #[test]
+    fn follows_vegeta_semantics() {
+        let mut metrics = Metrics::new(None);
+        // Out of order on purpose: results do not depend on arrival order.
+        metrics.add_all(&[
+            record(1000, 5, 500, 1),
+            record(0, 1, 200, 0),
+            record(500, 100, 0, 2),
+            record(999, 2, 200, 0),
+        ]);
+        let report = metrics.close(&tables());
+        assert_eq!(report.requests, 4);
+        assert_eq!(report.earliest_unix_ns, T0 + 1_000);
+        assert_eq!(report.latest_unix_ns, T0 + 1_000_000_000 + 1_000);
+        // The last completion is the 5 ms request sent at 1 s.
+        assert_eq!(report.end_unix_ns, T0 + 1_005_000_000);
+        assert_eq!(report.duration_ns, 1_000_000_000);
+        assert_eq!(report.wait_ns, 5_000_000 - 1_000);
+        assert_eq!(report.rate_per_sec, 4.0);
+        assert_eq!(report.throughput_per_sec, 2.0 / 1.004_999);
+        assert_eq!(report.success_ratio, 0.5);
+        assert_eq!(report.bytes_in.total, 400);
+        assert_eq!(report.bytes_out.mean, 10.0);
+        let codes: Vec<(&str, u64)> = report
+            .status_codes
+            .iter()
+            .map(|(c, n)| (c.as_str(), *n))
+            .collect();
+        assert_eq!(codes, [("0", 1), ("200", 2), ("500", 1)]);
+        // The timeout was sent first (at 0.5 s), so it leads the error set.
+        assert_eq!(report.errors, ["timeout", "500 Internal Server Error"]);
+        assert_eq!(report.latencies.min_ns, 1_000_000);
+        assert_eq!(report.latencies.max_ns, 100_000_000);
+        assert_eq!(report.latencies.mean_ns, 27_000_000);
+        assert_eq!(report.latencies.p50_ns, 2_000_000);
+        assert_eq!(report.latencies.p99_ns, 100_000_000);
+    }
+
+    #[test]
+    fn a_single_instant_keeps_vegeta_rates() {
+        let mut metrics = Metrics::new(None);
+        metrics.add_all(&[record(0, 1, 200, 0), record(0, 3, 404, 0)]);
+        let report = metrics.close(&RunTables::default());
+        // No attack time: rate = requests and throughput = successes, as vegeta.
+        assert_eq!((report.rate_per_sec, report.throughput_per_sec), (2.0, 1.0));
+        assert_eq!(report.duration_ns, 0);
+    }
+
+    #[test]
+    fn status_codes_sort_as_strings() {
+        let rows: &[(&[u16], &[&str])] = &[
+            (&[500, 200, 50], &["200", "50", "500"]),
+            (&[0, 1000, 99], &["0", "1000", "99"]),
+        ];
+        for (codes, want) in rows {
+            let counts = codes.iter().map(|&c| (c, 1)).collect();
+            let got: Vec<String> = status_codes_as_strings(counts)
+                .into_iter()
+                .map(|(code, _)| code)
+                .collect();
+            assert_eq!(&got, want);
+        }
+    }
+
+    #[test]
+    fn go_seconds_matches_go() {
+        assert_eq!(go_seconds(1_500_000_000), 1.5);
+        assert_eq!(go_seconds(0), 0.0);
+        assert_eq!(go_seconds(299_000_000), 0.299);
+    }
+}

@@ -1,0 +1,214 @@
+//! [`run_report`]: inputs in, report out. Streams records once through the aggregators
+//! (and the interval binner for `-every`), then prints each group's report.
+
+use std::io::Write;
+
+use record::{RecordError, RunTables};
+
+use crate::ReportError;
+use crate::config::{ReportConfig, ReportType};
+use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
+use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
+use crate::extras::{Extras, RunFacts, Scope};
+use crate::grouping::{GroupBy, GroupKey, Groups};
+use crate::hdrplot::write_hdrplot;
+use crate::hist::write_hist;
+use crate::json::{GroupLabel, write_json};
+use crate::metrics::{Metrics, Report};
+use crate::stream::{Order, RecordStream};
+use crate::text::write_text;
+use crate::warnings::torn_warnings;
+
+/// What a finished report read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOutcome {
+    pub requests: u64,
+    /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
+    pub torn_inputs: usize,
+}
+
+/// Reads `paths` (none or `-` is stdin), prints the report to `out` and warnings about
+/// torn inputs to `diagnostics`. Fails when an input cannot be read at all or holds no
+/// records; a torn input is reported up to its cut.
+pub fn run_report(
+    paths: &[String],
+    config: &ReportConfig,
+    out: &mut dyn Write,
+    diagnostics: &mut dyn Write,
+) -> Result<ReportOutcome, ReportError> {
+    let order = if config.every_ns.is_some() {
+        Order::SendTime
+    } else {
+        Order::Input
+    };
+    let mut stream = RecordStream::open(paths, order)?;
+    let buckets = match &config.report_type {
+        ReportType::Json { buckets } => buckets.clone(),
+        ReportType::Hist(buckets) => Some(buckets.clone()),
+        ReportType::Text | ReportType::HdrPlot => None,
+    };
+    let exact_limit = if config.by.is_some() {
+        GROUP_EXACT_LIMIT
+    } else {
+        EXACT_LIMIT
+    };
+    let mut groups = Groups::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
+    let mut rows = RowPrinter::new(config);
+    let mut batch = Vec::new();
+    while stream.next_batch(&mut batch)? {
+        groups.add_all(&batch);
+        rows.add(&batch, stream.tables(), out)?;
+    }
+    rows.finish(stream.tables(), out)?;
+    let torn = torn_warnings(stream.summaries());
+    for line in &torn {
+        writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
+    }
+    let requests = groups.requests();
+    if requests == 0 {
+        return Err(RecordError::Empty {
+            source_name: input_names(paths),
+        }
+        .into());
+    }
+    let facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
+    let text = render_groups(groups, &facts, stream.tables(), &config.report_type);
+    out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
+    out.flush().map_err(ReportError::Write)?;
+    Ok(ReportOutcome {
+        requests,
+        torn_inputs: torn.len(),
+    })
+}
+
+fn input_names(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "stdin".to_owned()
+    } else {
+        paths.join(", ")
+    }
+}
+
+/// Prints `-every` rows as intervals close, flushing so a pipe sees them live.
+struct RowPrinter {
+    intervals: Option<Intervals>,
+    by: Option<GroupBy>,
+    json: bool,
+    printed_header: bool,
+    rows: Vec<IntervalRow>,
+}
+
+impl RowPrinter {
+    fn new(config: &ReportConfig) -> RowPrinter {
+        RowPrinter {
+            intervals: config
+                .every_ns
+                .map(|every| Intervals::new(every, config.by)),
+            by: config.by,
+            json: matches!(config.report_type, ReportType::Json { .. }),
+            printed_header: false,
+            rows: Vec::new(),
+        }
+    }
+
+    fn add(
+        &mut self,
+        batch: &[record::Record],
+        tables: &RunTables,
+        out: &mut dyn Write,
+    ) -> Result<(), ReportError> {
+        if let Some(intervals) = &mut self.intervals {
+            intervals.add_all(batch, &mut self.rows);
+            self.print(tables, out)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, tables: &RunTables, out: &mut dyn Write) -> Result<(), ReportError> {
+        let Some(intervals) = &mut self.intervals else {
+            return Ok(());
+        };
+        intervals.finish(&mut self.rows);
+        self.print(tables, out)?;
+        if self.printed_header && !self.json {
+            out.write_all(b"\n").map_err(ReportError::Write)?;
+        }
+        Ok(())
+    }
+
+    fn print(&mut self, tables: &RunTables, out: &mut dyn Write) -> Result<(), ReportError> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::new();
+        if !self.printed_header && !self.json {
+            text.push_str(&text_header(self.by));
+        }
+        self.printed_header = true;
+        for row in self.rows.drain(..) {
+            text.push_str(&if self.json {
+                json_row(&row, self.by, tables)
+            } else {
+                text_row(&row, self.by, tables)
+            });
+        }
+        out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
+        out.flush().map_err(ReportError::Write)
+    }
+}
+
+/// Every group's report in the chosen layout, under a title line with `-by`.
+fn render_groups(
+    groups: Groups,
+    facts: &RunFacts,
+    tables: &RunTables,
+    report_type: &ReportType,
+) -> String {
+    let by = groups.by();
+    let mut text = String::new();
+    for (index, (key, metrics)) in groups.into_sorted().into_iter().enumerate() {
+        let mut report = metrics.close(tables);
+        report.extras = Extras::build(&report, facts, scope(by, key));
+        let json = matches!(report_type, ReportType::Json { .. });
+        if let (Some(by), false) = (by, json) {
+            if index > 0 {
+                text.push('\n');
+            }
+            text.push_str(&by.title(key, tables));
+            text.push('\n');
+        }
+        let name = by.map(|by| by.group_name(key, tables));
+        let label = by.zip(name.as_deref()).map(|(by, name)| GroupLabel {
+            by: by.name(),
+            name,
+        });
+        render_one(&mut text, &report, report_type, label);
+    }
+    text
+}
+
+fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {
+    match by {
+        None => Scope::Run,
+        Some(GroupBy::Attack) => Scope::Attack(u16::try_from(key.0).unwrap_or(u16::MAX)),
+        Some(GroupBy::Target | GroupBy::Status) => Scope::Part,
+    }
+}
+
+fn render_one(
+    text: &mut String,
+    report: &Report,
+    report_type: &ReportType,
+    label: Option<GroupLabel<'_>>,
+) {
+    match report_type {
+        ReportType::Text => write_text(text, report),
+        ReportType::Json { .. } => write_json(text, report, label),
+        ReportType::Hist(_) => {
+            if let Some(buckets) = &report.buckets {
+                write_hist(text, buckets);
+            }
+        }
+        ReportType::HdrPlot => write_hdrplot(text, report),
+    }
+}

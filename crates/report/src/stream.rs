@@ -1,0 +1,200 @@
+//! [`RecordStream`]: the inputs, merged, read on a second thread so that decoding
+//! (decompression, varints) overlaps aggregation. Batches come back in input order or
+//! in send-time order ([`Order`]); the merged tables travel with the first batch that
+//! needs them, and the inputs' summaries come with the end.
+
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread;
+
+use record::{Inputs, Record, RecordError, RunTables, Sorted, SourceSummary};
+
+use crate::ReportError;
+
+/// The order records come in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// One input after another, each in file order: fastest, for order-free metrics.
+    Input,
+    /// Merged by send time (`Inputs::sorted`): for per-interval rows and conversions.
+    SendTime,
+}
+
+/// Batches in flight between the reader and the consumer.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+enum Message {
+    Batch {
+        records: Vec<Record>,
+        tables: Option<RunTables>,
+        /// With the first batch only: what the inputs said about themselves so far.
+        summaries: Option<Vec<SourceSummary>>,
+    },
+    Done {
+        tables: RunTables,
+        summaries: Vec<SourceSummary>,
+    },
+    Failed(RecordError),
+}
+
+/// Reads inputs on a background thread; see the module documentation.
+pub struct RecordStream {
+    batches: Receiver<Message>,
+    spare: Sender<Vec<Record>>,
+    tables: RunTables,
+    summaries: Vec<SourceSummary>,
+    done: bool,
+}
+
+impl RecordStream {
+    /// Opens `paths` (`-` is stdin; none means stdin). Opening errors (a missing file, an
+    /// empty or unknown input) come back from here.
+    pub fn open(paths: &[String], order: Order) -> Result<RecordStream, ReportError> {
+        let paths = paths.to_vec();
+        let (batch_tx, batches) = sync_channel(BATCHES_IN_FLIGHT);
+        let (spare, spare_rx) = channel();
+        let (opened_tx, opened) = sync_channel(1);
+        thread::Builder::new()
+            .name("loadlab-read".to_owned())
+            .spawn(move || match Inputs::open(&paths) {
+                Ok(inputs) => {
+                    if opened_tx.send(None).is_ok() {
+                        read(Reader::new(inputs, order), &batch_tx, &spare_rx);
+                    }
+                }
+                Err(err) => {
+                    let _ = opened_tx.send(Some(err));
+                }
+            })
+            .map_err(|err| ReportError::ReaderThread(format!("could not start: {err}")))?;
+        match opened.recv() {
+            Ok(None) => {}
+            Ok(Some(err)) => return Err(err.into()),
+            Err(_) => return Err(thread_died()),
+        }
+        Ok(RecordStream {
+            batches,
+            spare,
+            tables: RunTables::default(),
+            summaries: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// Replaces `out` with the next records; `false` once every input is drained.
+    pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, ReportError> {
+        if self.done {
+            out.clear();
+            return Ok(false);
+        }
+        match self.batches.recv() {
+            Ok(Message::Batch {
+                records,
+                tables,
+                summaries,
+            }) => {
+                let used = std::mem::replace(out, records);
+                let _ = self.spare.send(used);
+                if let Some(tables) = tables {
+                    self.tables = tables;
+                }
+                if let Some(summaries) = summaries {
+                    self.summaries = summaries;
+                }
+                Ok(true)
+            }
+            Ok(Message::Done { tables, summaries }) => {
+                (self.tables, self.summaries, self.done) = (tables, summaries, true);
+                out.clear();
+                Ok(false)
+            }
+            Ok(Message::Failed(err)) => Err(err.into()),
+            Err(_) => Err(thread_died()),
+        }
+    }
+
+    /// The merged dictionaries, as far as the records returned so far need them.
+    pub fn tables(&self) -> &RunTables {
+        &self.tables
+    }
+
+    /// What each input said about itself: headers from the first batch on, complete
+    /// (statistics, end, torn tail) once `next_batch` returned false.
+    pub fn summaries(&self) -> &[SourceSummary] {
+        &self.summaries
+    }
+}
+
+fn thread_died() -> ReportError {
+    ReportError::ReaderThread("stopped unexpectedly".to_owned())
+}
+
+/// The merged inputs in the chosen order.
+enum Reader {
+    Input(Inputs),
+    SendTime(Sorted),
+}
+
+impl Reader {
+    fn new(inputs: Inputs, order: Order) -> Reader {
+        match order {
+            Order::Input => Reader::Input(inputs),
+            Order::SendTime => Reader::SendTime(inputs.sorted()),
+        }
+    }
+
+    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        match self {
+            Reader::Input(inputs) => inputs.next_batch(out),
+            Reader::SendTime(sorted) => sorted.next_batch(out),
+        }
+    }
+
+    fn tables(&self) -> &RunTables {
+        match self {
+            Reader::Input(inputs) => inputs.tables(),
+            Reader::SendTime(sorted) => sorted.tables(),
+        }
+    }
+
+    fn summaries(&self) -> Vec<SourceSummary> {
+        match self {
+            Reader::Input(inputs) => inputs.summaries().cloned().collect(),
+            Reader::SendTime(sorted) => sorted.summaries().cloned().collect(),
+        }
+    }
+}
+
+/// The reader thread: batches out, spent buffers back, until the end or the consumer
+/// hangs up.
+fn read(mut reader: Reader, batches: &SyncSender<Message>, spare: &Receiver<Vec<Record>>) {
+    let mut sent_sizes = (0, 0, 0);
+    let mut first = true;
+    loop {
+        let mut records = spare.try_recv().unwrap_or_default();
+        let message = match reader.next_batch(&mut records) {
+            Ok(true) => {
+                let tables = reader.tables();
+                let sizes = (
+                    tables.attacks.len(),
+                    tables.targets.len(),
+                    tables.errors.len(),
+                );
+                let changed = std::mem::replace(&mut sent_sizes, sizes) != sizes;
+                Message::Batch {
+                    records,
+                    tables: changed.then(|| tables.clone()),
+                    summaries: std::mem::take(&mut first).then(|| reader.summaries()),
+                }
+            }
+            Ok(false) => Message::Done {
+                tables: reader.tables().clone(),
+                summaries: reader.summaries(),
+            },
+            Err(err) => Message::Failed(err),
+        };
+        let last = !matches!(message, Message::Batch { .. });
+        if batches.send(message).is_err() || last {
+            return;
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The text report: vegeta's block character for character, then our extra rows aligned
+//! to the same columns (label 14 wide, bracket field 34 wide, values from column 49),
+//! then plain warnings.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use units::{GoDuration, round_for_report};
+
+use crate::extras::Extras;
+use crate::metrics::Report;
+use crate::tabwriter::align;
+
+/// Width of vegeta's label column (`Status Codes` + padding).
+pub const LABEL_WIDTH: usize = 14;
+/// Width of vegeta's bracket column (`[min, mean, 50, 90, 95, 99, max]` + padding).
+pub const BRACKET_WIDTH: usize = 34;
+
+/// Appends the text report for `report` to `out`.
+pub fn write_text(out: &mut String, report: &Report) {
+    out.push_str(&align(&vegeta_block(report), &[]));
+    let extras = extra_rows(&report.extras);
+    if !extras.is_empty() {
+        out.push('\n');
+        out.push_str(&align(&extras, &[LABEL_WIDTH, BRACKET_WIDTH]));
+    }
+    for warning in &report.extras.warnings {
+        let _ = writeln!(out, "WARNING: {warning}");
+    }
+}
+
+fn vegeta_block(report: &Report) -> String {
+    let l = &report.latencies;
+    let mut text = String::new();
+    let _ = write!(
+        text,
+        "Requests\t[total, rate, throughput]\t{}, {:.2}, {:.2}\n\
+         Duration\t[total, attack, wait]\t{}, {}, {}\n\
+         Latencies\t[min, mean, 50, 90, 95, 99, max]\t{}, {}, {}, {}, {}, {}, {}\n\
+         Bytes In\t[total, mean]\t{}, {:.2}\n\
+         Bytes Out\t[total, mean]\t{}, {:.2}\n\
+         Success\t[ratio]\t{:.2}%\n\
+         Status Codes\t[code:count]\t",
+        report.requests,
+        report.rate_per_sec,
+        report.throughput_per_sec,
+        rounded(report.duration_ns.saturating_add(report.wait_ns)),
+        rounded(report.duration_ns),
+        rounded(report.wait_ns),
+        rounded(l.min_ns),
+        rounded(l.mean_ns),
+        rounded(l.p50_ns),
+        rounded(l.p90_ns),
+        rounded(l.p95_ns),
+        rounded(l.p99_ns),
+        rounded(l.max_ns),
+        report.bytes_in.total,
+        report.bytes_in.mean,
+        report.bytes_out.total,
+        report.bytes_out.mean,
+        report.success_ratio * 100.0,
+    );
+    for (code, count) in &report.status_codes {
+        let _ = write!(text, "{code}:{count}  ");
+    }
+    text.push_str("\nError Set:\n");
+    for error in &report.errors {
+        let _ = writeln!(text, "{error}");
+    }
+    text
+}
+
+/// Our rows, only those with data: tab-separated like vegeta's.
+fn extra_rows(extras: &Extras) -> String {
+    let mut text = String::new();
+    if let Some(lag) = &extras.send_lag {
+        let _ = writeln!(
+            text,
+            "Send Lag\t[mean, 50, 99, max]\t{}, {}, {}, {}",
+            rounded(lag.mean_ns),
+            rounded(lag.p50_ns),
+            rounded(lag.p99_ns),
+            rounded(lag.max_ns)
+        );
+    }
+    if let Some(asked) = &extras.asked {
+        let _ = writeln!(
+            text,
+            "Asked Rate\t[asked, achieved, ratio, unsent]\t{:.2}, {:.2}, {:.2}%, {}",
+            asked.asked_per_sec,
+            asked.achieved_per_sec,
+            asked.ratio * 100.0,
+            asked.unsent
+        );
+    }
+    if let Some(generator) = &extras.generator {
+        let _ = writeln!(
+            text,
+            "Generator\t[cpu, cpu/request, peak rss]\t{}, {}, {:.1} MiB",
+            rounded(generator.cpu_ns),
+            rounded(generator.cpu_per_request_ns),
+            generator.peak_rss_bytes as f64 / f64::from(1 << 20)
+        );
+    }
+    if let Some(run) = &extras.run {
+        let _ = writeln!(
+            text,
+            "Run\t[model, attacks, stop]\t{}, {}, {}",
+            run.model, run.attacks, run.stop
+        );
+    }
+    text
+}
+
+/// A duration as vegeta prints it: rounded to the unit below the largest.
+pub(crate) fn rounded(ns: u64) -> GoDuration {
+    GoDuration(round_for_report(Duration::from_nanos(ns)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_labels_fit_vegeta_columns() {
+        let extras = Extras {
+            send_lag: Some(crate::extras::LagStats::default()),
+            asked: Some(crate::extras::AskedRate {
+                asked_per_sec: 1.0,
+                achieved_per_sec: 1.0,
+                ratio: 1.0,
+                unsent: 0,
+            }),
+            generator: Some(crate::extras::GeneratorUse {
+                cpu_ns: 0,
+                cpu_per_request_ns: 0,
+                peak_rss_bytes: 0,
+            }),
+            run: Some(crate::extras::RunShape {
+                model: "open",
+                attacks: 1,
+                stop: "completed".to_owned(),
+            }),
+            warnings: Vec::new(),
+        };
+        let rows = extra_rows(&extras);
+        assert_eq!(rows.lines().count(), 4);
+        for line in rows.lines() {
+            let cells: Vec<&str> = line.split('\t').collect();
+            assert!(cells[0].len() + 2 <= LABEL_WIDTH, "{line}");
+            assert!(cells[1].len() + 2 <= BRACKET_WIDTH, "{line}");
+        }
+        let aligned = align(&rows, &[LABEL_WIDTH, BRACKET_WIDTH]);
+        for line in aligned.lines() {
+            assert_eq!(line.chars().nth(LABEL_WIDTH - 1), Some(' '), "{line}");
+            assert_eq!(line.chars().nth(LABEL_WIDTH), Some('['), "{line}");
+            let values = line.chars().nth(LABEL_WIDTH + BRACKET_WIDTH);
+            assert!(
+                values.is_some_and(|c| c != ' '),
+                "values at column 49: {line}"
+            );
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! [`Warning`]: what a reader of a report must not miss, said plainly: the generator
+//! fell behind (its own delay is inside the latencies) or sent less than asked. And
+//! [`torn_warnings`]: inputs that stopped at a cut or damaged block.
+
+use std::fmt;
+use std::time::Duration;
+
+use record::SourceSummary;
+use units::{GoDuration, round_for_report};
+
+use crate::extras::{AskedRate, LagStats};
+
+/// Send lag p99 above this means the generator could not keep its schedule.
+pub const LAG_P99_LIMIT_NS: u64 = 1_000_000;
+/// Achieved over asked rate below this means the server saw less load than asked.
+pub const RATE_RATIO_LIMIT: f64 = 0.99;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Warning {
+    /// Send lag p99 above [`LAG_P99_LIMIT_NS`].
+    FellBehind { lag_p99_ns: u64 },
+    /// Achieved rate below [`RATE_RATIO_LIMIT`] of the asked rate.
+    RateShort {
+        asked_per_sec: f64,
+        achieved_per_sec: f64,
+        unsent: u64,
+    },
+    /// The rate held, but requests were due and never sent (the run stopped behind).
+    Unsent { unsent: u64 },
+}
+
+/// The warnings the extra rows call for.
+pub(crate) fn assess(send_lag: Option<&LagStats>, asked: Option<&AskedRate>) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if let Some(lag) = send_lag.filter(|lag| lag.p99_ns > LAG_P99_LIMIT_NS) {
+        warnings.push(Warning::FellBehind {
+            lag_p99_ns: lag.p99_ns,
+        });
+    }
+    if let Some(asked) = asked {
+        if asked.ratio < RATE_RATIO_LIMIT {
+            warnings.push(Warning::RateShort {
+                asked_per_sec: asked.asked_per_sec,
+                achieved_per_sec: asked.achieved_per_sec,
+                unsent: asked.unsent,
+            });
+        } else if asked.unsent > 0 {
+            warnings.push(Warning::Unsent {
+                unsent: asked.unsent,
+            });
+        }
+    }
+    warnings
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Warning::FellBehind { lag_p99_ns } => write!(
+                f,
+                "the generator fell behind: send lag p99 was {} (> {}); latencies above \
+                 include the generator's own delay.",
+                duration(lag_p99_ns),
+                duration(LAG_P99_LIMIT_NS)
+            ),
+            Warning::RateShort {
+                asked_per_sec,
+                achieved_per_sec,
+                unsent,
+            } => {
+                write!(
+                    f,
+                    "the generator sent {achieved_per_sec:.2} req/s of the {asked_per_sec:.2} \
+                     asked ({:.2}% < {:.0}%); the server saw less load than asked.",
+                    achieved_per_sec / asked_per_sec * 100.0,
+                    RATE_RATIO_LIMIT * 100.0
+                )?;
+                if unsent > 0 {
+                    write!(f, " {unsent} requests were due but never sent.")?;
+                }
+                Ok(())
+            }
+            Warning::Unsent { unsent } => write!(
+                f,
+                "{unsent} requests were due but never sent (the run stopped while the \
+                 generator was behind)."
+            ),
+        }
+    }
+}
+
+fn duration(ns: u64) -> GoDuration {
+    GoDuration(round_for_report(Duration::from_nanos(ns)))
+}
+
+/// One line per input that stopped early: `warning: NAME: cut at byte N (REASON);
+/// skipped M bytes`. Everything before the cut was read and is in the report.
+pub fn torn_warnings(summaries: &[SourceSummary]) -> Vec<String> {
+    summaries
+        .iter()
+        .filter_map(|summary| {
+            let torn = summary.torn.as_ref()?;
+            Some(format!(
+                "warning: {}: cut at byte {} ({}); skipped {} bytes; the report covers the \
+                 {} records before the cut",
+                summary.name, torn.offset, torn.reason, torn.skipped_bytes, summary.records
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lag(p99_ns: u64) -> LagStats {
+        LagStats {
+            p99_ns,
+            ..LagStats::default()
+        }
+    }
+
+    fn asked(asked_per_sec: f64, achieved_per_sec: f64, unsent: u64) -> AskedRate {
+        AskedRate {
+            asked_per_sec,
+            achieved_per_sec,
+            ratio: achieved_per_sec / asked_per_sec,
+            unsent,
+        }
+    }
+
+    #[test]
+    fn warns_only_past_the_limits() {
+        let rows: &[(Option<LagStats>, Option<AskedRate>, &[&str])] = &[
+            (None, None, &[]),
+            (Some(lag(1_000_000)), Some(asked(100.0, 99.0, 0)), &[]),
+            (
+                Some(lag(3_200_000)),
+                None,
+                &[
+                    "the generator fell behind: send lag p99 was 3.2ms (> 1ms); latencies \
+                   above include the generator's own delay.",
+                ],
+            ),
+            (
+                None,
+                Some(asked(1000.0, 912.4, 0)),
+                &[
+                    "the generator sent 912.40 req/s of the 1000.00 asked (91.24% < 99%); \
+                   the server saw less load than asked.",
+                ],
+            ),
+            (
+                Some(lag(2_000_001)),
+                Some(asked(1000.0, 500.0, 7)),
+                &[
+                    "send lag p99 was 2ms",
+                    "(50.00% < 99%); the server saw less load than asked. 7 requests were \
+                     due but never sent.",
+                ],
+            ),
+            (
+                None,
+                Some(asked(100.0, 100.0, 3)),
+                &["3 requests were due but never sent"],
+            ),
+        ];
+        for (lag, asked, want) in rows {
+            let got: Vec<String> = assess(lag.as_ref(), asked.as_ref())
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (got, want) in got.iter().zip(want.iter()) {
+                assert!(got.contains(want), "{got}\nwant {want}");
+            }
+        }
+    }
+}

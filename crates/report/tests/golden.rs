@@ -1,0 +1,521 @@
+//! Golden files for every report layout, built from small fixed record files written
+//! here with `RecordWriter`; plus the vegeta column positions checked on their own, and
+//! torn files cut at every byte.
+//!
+//! Regenerate after an intended change with `UPDATE_GOLDEN=1 cargo test -p loadlab-report`
+//! and review the diff.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use record::{
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
+    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
+};
+use report::{Buckets, GroupBy, ReportConfig, ReportType, run_report};
+
+const START_NS: u64 = 1_763_700_000_000_000_000;
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+
+fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {
+    AttackInfo {
+        name: name.to_owned(),
+        model,
+        schedule: String::new(),
+        rate_per_sec: rate,
+        concurrency: None,
+        timeout_ns: 30_000 * MS,
+    }
+}
+
+fn target(method: &str, url: &str) -> TargetInfo {
+    TargetInfo {
+        method: method.to_owned(),
+        url: url.to_owned(),
+    }
+}
+
+/// A steady run: attack "api" (open, 100/s, 50 requests 10 ms apart over two
+/// targets, every 10th a 500, one connection refused) and attack "static" (open, 10
+/// requests 45 ms apart). Nothing to warn about.
+fn steady_run() -> Vec<u8> {
+    let header = RunHeader {
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![
+            attack("api", LoadModel::Open, Some(100.0)),
+            attack("static", LoadModel::Open, Some(20.0)),
+        ],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+    };
+    let mut writer =
+        RecordWriter::new(Vec::new(), &header, Compression::Zstd { level: 3 }).unwrap();
+    writer
+        .add_targets(1, &[target("POST", "http://127.0.0.1:8080/items")])
+        .unwrap();
+    writer
+        .add_errors(
+            0,
+            &[
+                ErrorEntry {
+                    kind: ErrorKind::Status,
+                    text: "500 Internal Server Error".to_owned(),
+                },
+                ErrorEntry {
+                    kind: ErrorKind::Connect,
+                    text: "dial tcp 127.0.0.1:8080: connect: connection refused".to_owned(),
+                },
+            ],
+        )
+        .unwrap();
+    let mut records: Vec<Record> = (0..50).map(api_record).collect();
+    records.extend((0..10).map(static_record));
+    records.sort_by_key(Record::sent_unix_ns);
+    for chunk in records.chunks(16) {
+        writer.extend(chunk);
+        let watermark = chunk.last().map(|r| r.sent_unix_ns() + 1);
+        writer.flush_records(watermark).unwrap();
+    }
+    writer
+        .write_stats(&GeneratorStats {
+            at_unix_ns: START_NS + 500 * MS,
+            cpu_ns: 3 * MS,
+            sent: 60,
+            completed: 60,
+            rss_bytes: 11 << 20,
+            ..GeneratorStats::default()
+        })
+        .unwrap();
+    let end = RunEnd {
+        at_unix_ns: START_NS + 600 * MS,
+        reason: StopReason::Completed,
+        detail: String::new(),
+        attacks: vec![
+            AttackEnd {
+                asked: 50,
+                sent: 50,
+                unsent: 0,
+                asked_span_ns: 490 * MS,
+            },
+            AttackEnd {
+                asked: 10,
+                sent: 10,
+                unsent: 0,
+                asked_span_ns: 405 * MS,
+            },
+        ],
+        cpu_ns: 4_200 * US,
+        peak_rss_bytes: 12 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
+fn api_record(n: u64) -> Record {
+    let (status, error, bytes_in) = match n {
+        23 => (0, 2, 0),
+        _ if n % 10 == 9 => (500, 1, 64),
+        _ => (200, 0, 120 + n % 3),
+    };
+    let send_lag_ns = 5 * US + (n * 7 % 40) * US;
+    Record {
+        attack: 0,
+        target: (n % 2) as u32,
+        seq: n,
+        intended_unix_ns: START_NS + n * 10 * MS,
+        send_lag_ns,
+        latency_ns: send_lag_ns + 800 * US + (n * 37 % 23) * 100 * US,
+        ttfb_ns: 700 * US,
+        status,
+        error,
+        bytes_in,
+        bytes_out: if n % 2 == 1 { 48 } else { 0 },
+    }
+}
+
+fn static_record(n: u64) -> Record {
+    Record {
+        attack: 1,
+        target: 0,
+        seq: n,
+        intended_unix_ns: START_NS + 3 * MS + n * 45 * MS,
+        send_lag_ns: 0,
+        latency_ns: 300 * US + n * 10 * US,
+        ttfb_ns: 250 * US,
+        status: 304,
+        error: 0,
+        bytes_in: 90,
+        bytes_out: 0,
+    }
+}
+
+/// A run where the generator fell behind: 80 of 100 asked requests sent at 1000/s
+/// asked, with send lag growing to 4 ms.
+fn behind_run() -> Vec<u8> {
+    let header = RunHeader {
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("flood", LoadModel::Open, Some(1000.0))],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    for n in 0..80u64 {
+        let send_lag_ns = n * 50 * US;
+        writer.push(&Record {
+            seq: n,
+            intended_unix_ns: START_NS + n * MS,
+            send_lag_ns,
+            latency_ns: send_lag_ns + 500 * US,
+            status: 200,
+            bytes_in: 100,
+            ..Record::default()
+        });
+    }
+    let end = RunEnd {
+        at_unix_ns: START_NS + 100 * MS,
+        reason: StopReason::Interrupted,
+        detail: "SIGINT".to_owned(),
+        attacks: vec![AttackEnd {
+            asked: 100,
+            sent: 80,
+            unsent: 20,
+            asked_span_ns: 99 * MS,
+        }],
+        cpu_ns: 90 * MS,
+        peak_rss_bytes: 30 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
+/// vegeta `encode -to json` lines: no lag, no CPU, no asked rate.
+const VEGETA_JSON: &str = concat!(
+    r#"{"attack":"","seq":0,"code":200,"timestamp":"2020-05-09T11:52:50.5+02:00","latency":2315900,"bytes_out":0,"bytes_in":12,"error":"","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#,
+    "\n",
+    r#"{"attack":"","seq":1,"code":500,"timestamp":"2020-05-09T11:52:50.6+02:00","latency":1200000,"bytes_out":0,"bytes_in":21,"error":"500 Internal Server Error","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#,
+    "\n",
+    r#"{"attack":"","seq":2,"code":200,"timestamp":"2020-05-09T11:52:50.7+02:00","latency":3000000,"bytes_out":0,"bytes_in":12,"error":"","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#,
+    "\n",
+);
+
+struct Fixture {
+    dir: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap().keep();
+        std::fs::write(dir.join("steady.llr"), steady_run()).unwrap();
+        std::fs::write(dir.join("behind.llr"), behind_run()).unwrap();
+        std::fs::write(dir.join("vegeta.json"), VEGETA_JSON).unwrap();
+        Fixture { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// The report's stdout and stderr.
+    fn report(&self, inputs: &[&str], config: &ReportConfig) -> (String, String) {
+        let paths: Vec<String> = inputs.iter().map(|name| self.path(name)).collect();
+        let (mut out, mut diagnostics) = (Vec::new(), Vec::new());
+        run_report(&paths, config, &mut out, &mut diagnostics).unwrap();
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(diagnostics).unwrap(),
+        )
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn config(report_type: ReportType, every_ns: Option<u64>, by: Option<GroupBy>) -> ReportConfig {
+    ReportConfig::new(report_type, every_ns, by).unwrap()
+}
+
+fn check_golden(name: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    assert!(
+        got == want,
+        "{name} differs from the golden file (UPDATE_GOLDEN=1 to accept):\n--- got\n{got}\n--- want\n{want}"
+    );
+}
+
+#[test]
+fn golden_reports() {
+    let fixture = Fixture::new();
+    let hist = || ReportType::Hist(Buckets::parse("[0,1ms,2ms,3ms]").unwrap());
+    let json = || ReportType::Json { buckets: None };
+    let rows: Vec<(&str, &[&str], ReportConfig)> = vec![
+        (
+            "text.txt",
+            &["steady.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        ("json.json", &["steady.llr"], config(json(), None, None)),
+        (
+            "json_buckets.json",
+            &["steady.llr"],
+            config(
+                ReportType::Json {
+                    buckets: Some(Buckets::parse("[0,1ms,2ms]").unwrap()),
+                },
+                None,
+                None,
+            ),
+        ),
+        ("hist.txt", &["steady.llr"], config(hist(), None, None)),
+        (
+            "hdrplot.txt",
+            &["steady.llr"],
+            config(ReportType::HdrPlot, None, None),
+        ),
+        (
+            "every.txt",
+            &["steady.llr"],
+            config(ReportType::Text, Some(100 * MS), None),
+        ),
+        (
+            "every.json",
+            &["steady.llr"],
+            config(json(), Some(100 * MS), None),
+        ),
+        (
+            "every_by_attack.txt",
+            &["steady.llr"],
+            config(ReportType::Text, Some(200 * MS), Some(GroupBy::Attack)),
+        ),
+        (
+            "by_attack.txt",
+            &["steady.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Attack)),
+        ),
+        (
+            "by_status.txt",
+            &["steady.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Status)),
+        ),
+        (
+            "by_target.json",
+            &["steady.llr"],
+            config(json(), None, Some(GroupBy::Target)),
+        ),
+        (
+            "by_attack_hist.txt",
+            &["steady.llr"],
+            config(hist(), None, Some(GroupBy::Attack)),
+        ),
+        (
+            "behind.txt",
+            &["behind.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        ("behind.json", &["behind.llr"], config(json(), None, None)),
+        (
+            "vegeta_import.txt",
+            &["vegeta.json"],
+            config(ReportType::Text, None, None),
+        ),
+        (
+            "vegeta_import.json",
+            &["vegeta.json"],
+            config(json(), None, None),
+        ),
+        (
+            "merged.txt",
+            &["steady.llr", "behind.llr"],
+            config(ReportType::Text, None, None),
+        ),
+    ];
+    for (name, inputs, config) in rows {
+        let (out, diagnostics) = fixture.report(inputs, &config);
+        assert_eq!(
+            diagnostics, "",
+            "{name}: no warnings on stderr for whole inputs"
+        );
+        check_golden(name, &out);
+    }
+}
+
+/// vegeta's columns, checked without the golden files: label padded to 14, the bracket
+/// field to 34, values from column 49; our extra rows on the same columns.
+#[test]
+fn text_keeps_vegeta_columns() {
+    let fixture = Fixture::new();
+    for input in ["steady.llr", "behind.llr", "vegeta.json"] {
+        let (out, _) = fixture.report(&[input], &config(ReportType::Text, None, None));
+        let labels = [
+            "Requests",
+            "Duration",
+            "Latencies",
+            "Bytes In",
+            "Bytes Out",
+            "Success",
+            "Status Codes",
+            "Send Lag",
+            "Asked Rate",
+            "Generator",
+            "Run",
+        ];
+        let mut rows = 0;
+        for line in out.lines() {
+            let Some(label) = labels.iter().find(|l| line.starts_with(&format!("{l} "))) else {
+                continue;
+            };
+            rows += 1;
+            let chars: Vec<char> = line.chars().collect();
+            assert!(chars[label.len()..14].iter().all(|&c| c == ' '), "{line}");
+            assert_eq!(chars[14], '[', "bracket at column 15: {line}");
+            let bracket_end = chars.iter().position(|&c| c == ']').unwrap();
+            assert!(
+                chars[bracket_end + 1..48].iter().all(|&c| c == ' '),
+                "{line}"
+            );
+            assert_ne!(chars[48], ' ', "values from column 49: {line}");
+        }
+        let want_rows = if input == "vegeta.json" { 7 } else { 11 };
+        assert_eq!(rows, want_rows, "{input}:\n{out}");
+        assert!(out.contains("\nError Set:\n"), "{out}");
+    }
+}
+
+#[test]
+fn warnings_appear_only_when_the_generator_fell_behind() {
+    let fixture = Fixture::new();
+    let text = config(ReportType::Text, None, None);
+    let (steady, _) = fixture.report(&["steady.llr"], &text);
+    assert!(!steady.contains("WARNING"), "{steady}");
+    let (behind, _) = fixture.report(&["behind.llr"], &text);
+    let warnings: Vec<&str> = behind
+        .lines()
+        .filter(|l| l.starts_with("WARNING: "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{behind}");
+    assert!(
+        warnings[0].contains("send lag p99 was 3.95ms (> 1ms)"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("20 requests were due but never sent"),
+        "{}",
+        warnings[1]
+    );
+    let (imported, _) = fixture.report(&["vegeta.json"], &text);
+    assert!(
+        !imported.contains("Send Lag") && !imported.contains("Generator"),
+        "{imported}"
+    );
+}
+
+#[test]
+fn a_file_cut_at_any_byte_reports_what_came_before() {
+    let fixture = Fixture::new();
+    let bytes = steady_run();
+    let text = config(ReportType::Json { buckets: None }, None, None);
+    let mut last_requests = 0;
+    let mut reported = 0;
+    for cut in 0..bytes.len() {
+        let path = fixture.dir.join("cut.llr");
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let paths = [path.to_string_lossy().into_owned()];
+        let (mut out, mut diagnostics) = (Vec::new(), Vec::new());
+        match run_report(&paths, &text, &mut out, &mut diagnostics) {
+            Ok(outcome) => {
+                assert!(
+                    outcome.requests >= last_requests,
+                    "cut at {cut}: fewer records"
+                );
+                last_requests = outcome.requests;
+                reported += 1;
+                let diagnostics = String::from_utf8(diagnostics).unwrap();
+                if outcome.torn_inputs == 0 {
+                    // A cut between two blocks looks like a run that stopped there.
+                    assert_eq!(diagnostics, "", "cut at {cut}");
+                    continue;
+                }
+                assert_eq!(outcome.torn_inputs, 1, "cut at {cut}: {diagnostics}");
+                let want = format!("warning: {}: cut at byte ", paths[0]);
+                assert!(
+                    diagnostics.starts_with(&want),
+                    "cut at {cut}: {diagnostics}"
+                );
+                assert!(diagnostics.contains("; skipped "), "{diagnostics}");
+                let skipped: u64 = diagnostics
+                    .split("; skipped ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap();
+                let offset: u64 = diagnostics[want.len()..]
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap();
+                assert_eq!(offset + skipped, cut as u64, "cut at {cut}: {diagnostics}");
+            }
+            Err(err) => {
+                let message = err.to_string();
+                assert!(message.contains(&paths[0]), "names the file: {message}");
+                assert!(
+                    message.contains("empty")
+                        || message.contains("header")
+                        || message.contains("LLRECORD"),
+                    "cut at {cut}: {message}"
+                );
+            }
+        }
+    }
+    assert!(reported > bytes.len() / 2, "most cuts still report");
+    assert_eq!(
+        last_requests, 60,
+        "the last cut before the end keeps every record"
+    );
+}
+
+#[test]
+fn bad_inputs_name_the_file() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.dir.join("empty.llr"), b"").unwrap();
+    std::fs::write(fixture.dir.join("hello.txt"), b"hello world\n").unwrap();
+    std::fs::write(
+        fixture.dir.join("bad.json"),
+        b"{\"timestamp\":\"soon\",\"latency\":1}\n",
+    )
+    .unwrap();
+    let header_only = RecordWriter::new(Vec::new(), &RunHeader::default(), Compression::Raw)
+        .unwrap()
+        .finish(&RunEnd::default())
+        .unwrap();
+    std::fs::write(fixture.dir.join("header_only.llr"), header_only).unwrap();
+    let rows: &[(&str, &str)] = &[
+        ("missing.llr", "missing.llr: No such file"),
+        ("empty.llr", "empty.llr: input is empty"),
+        ("hello.txt", "hello.txt: not a record file"),
+        ("bad.json", "bad.json:1: field \"timestamp\""),
+        (
+            "header_only.llr",
+            "header_only.llr: input is empty: no records",
+        ),
+    ];
+    for (name, want) in rows {
+        let paths = [fixture.path(name)];
+        let config = config(ReportType::Text, None, None);
+        let err = run_report(&paths, &config, &mut Vec::new(), &mut Vec::new())
+            .err()
+            .unwrap_or_else(|| panic!("{name} must fail"));
+        assert!(err.to_string().contains(want), "{name}: {err}");
+    }
+}
