@@ -7,9 +7,7 @@
 #   3. converts the same records for vegeta (`loadlab encode -to json | vegeta encode
 #      -to gob`) and times `vegeta report` on that in the same run, then prints ratios.
 #
-# vegeta is taken from PATH or bench/out/report/bin; if missing and Go is installed it
-# is built from the Go module proxy (`go install ...@latest` cannot be used here: the
-# proxy refuses the version list, so a throwaway module pins v12.12.0).
+# vegeta comes from bench/lib/vegeta.sh (PATH, or built from the Go module proxy).
 #
 # Usage: bench/report/run.sh [RECORDS]   (default 10000000)
 set -euo pipefail
@@ -18,7 +16,6 @@ RECORDS=${1:-10000000}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$ROOT/bench/out/report
 mkdir -p "$OUT"
-VEGETA_VERSION=v12.12.0
 
 need() { command -v "$1" >/dev/null 2>&1; }
 if ! need hyperfine; then
@@ -36,29 +33,9 @@ if [ ! -s "$RUN" ] || [ "$SYNTH" -nt "$RUN" ]; then
     "$SYNTH" "$RUN" "$RECORDS" 20000
 fi
 
-install_vegeta() {
-    local mod=$OUT/vegeta-build
-    mkdir -p "$mod" "$OUT/bin"
-    cat >"$mod/go.mod" <<EOF
-module vegetabuild
-
-go 1.22
-
-require github.com/tsenart/vegeta/v12 $VEGETA_VERSION
-EOF
-    printf '//go:build tools\npackage tools\n\nimport _ "github.com/tsenart/vegeta/v12"\n' >"$mod/tools.go"
-    (cd "$mod" && go mod tidy >/dev/null 2>&1 && go build -o "$OUT/bin/vegeta" github.com/tsenart/vegeta/v12)
-}
-
-VEGETA=""
-if [ -x "$OUT/bin/vegeta" ]; then
-    VEGETA=$OUT/bin/vegeta
-elif need vegeta; then
-    VEGETA=$(command -v vegeta)
-elif need go; then
-    echo "== building vegeta $VEGETA_VERSION"
-    if install_vegeta; then VEGETA=$OUT/bin/vegeta; else echo "   (vegeta build failed; peer skipped)"; fi
-fi
+echo "== vegeta (peer)"
+VEGETA=$("$ROOT/bench/lib/vegeta.sh" || true)
+[ -n "$VEGETA" ] || echo "   (vegeta unavailable; peer skipped)"
 
 GOB=$OUT/run-$RECORDS.gob
 if [ -n "$VEGETA" ] && { [ ! -s "$GOB" ] || [ "$RUN" -nt "$GOB" ]; }; then

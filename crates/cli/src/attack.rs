@@ -128,7 +128,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     let config = build_config(args)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop)?;
-    let out: Box<dyn Write> = match &args.output {
+    let out: Box<dyn Write + Send> = match &args.output {
         Some(path) => {
             Box::new(File::create(path).with_context(|| format!("-output {}", path.display()))?)
         }
@@ -139,7 +139,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
                     "loadlab: writing binary records to a terminal; pipe them into `loadlab report` or use -output"
                 );
             }
-            Box::new(stdout.lock())
+            Box::new(stdout)
         }
     };
     let (_, outcome) =

@@ -46,6 +46,7 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     if to == EncodeFormat::Record && to_stdout && std::io::stdout().is_terminal() {
         bail!("-to record writes binary data: redirect it to a file or use -output FILE");
     }
+    crate::signals::outlive_first_interrupt(&files)?;
     let mut out = open_output(&output)?;
     run_encode(&files, to, &mut out, &mut std::io::stderr().lock())?;
     out.flush().context("writing the output")?;

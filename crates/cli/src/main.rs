@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Command::Attack(args) => attack::run(&args),
         Command::Report(args) => report::run(args),
         Command::Encode(args) => encode::run(args),
-        Command::Demo(args) => demo::run(args),
+        Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(args),
     };
     match outcome {

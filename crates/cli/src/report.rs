@@ -73,6 +73,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .context("-every")?
         .map(|every| u64::try_from(every.as_nanos()).unwrap_or(u64::MAX));
     let config = ReportConfig::new(report_type, every_ns, by)?;
+    crate::signals::outlive_first_interrupt(&files)?;
     let mut out = open_output(&output)?;
     run_report(&files, &config, &mut out, &mut std::io::stderr().lock())?;
     out.flush().context("writing the report")?;

@@ -26,3 +26,23 @@ pub fn stop_on_signals(stop: &StopHandle) -> std::io::Result<()> {
     })?;
     Ok(())
 }
+
+/// For readers of a pipe (`attack | report`): Ctrl-C reaches every process in the
+/// pipeline, and the attack answers it by flushing its last records. So the reader
+/// lets the first one pass and reads on to the end of its input; a second exits.
+pub fn outlive_first_interrupt(files: &[String]) -> std::io::Result<()> {
+    use std::io::IsTerminal;
+    let reads_pipe = files.is_empty() || files.iter().any(|f| f == "-");
+    if !reads_pipe || std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    let mut signals = Signals::new([SIGINT])?;
+    std::thread::Builder::new()
+        .name("loadlab-signals".to_owned())
+        .spawn(move || {
+            if signals.forever().nth(1).is_some() {
+                std::process::exit(130);
+            }
+        })?;
+    Ok(())
+}

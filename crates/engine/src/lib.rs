@@ -133,7 +133,7 @@ impl EngineError {
 }
 
 /// Runs the attack, writing records to `out`, and returns the writer when done.
-pub fn run_attack<W: Write>(
+pub fn run_attack<W: Write + Send>(
     config: &AttackConfig,
     out: W,
     stop: &StopHandle,
@@ -204,7 +204,19 @@ pub fn run_attack<W: Write>(
         errors: &registry,
         targets: &target_registry,
     };
-    let result = collect(config, clock, out, stop, &report_rx, recycle, registries);
+    // The collector gets its own thread at the lowest priority: on a shared core it
+    // must use the workers' idle time, not preempt a worker that is due to send.
+    let result = std::thread::scope(|scope| {
+        let collector = std::thread::Builder::new()
+            .name("loadlab-collector".to_owned())
+            .spawn_scoped(scope, move || {
+                let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+                collect(config, clock, out, stop, &report_rx, recycle, registries)
+            })?;
+        collector
+            .join()
+            .map_err(|_| EngineError::Io(std::io::Error::other("the collector thread panicked")))?
+    });
     let mut worker_error = None;
     for handle in handles {
         match handle.join() {

@@ -151,8 +151,20 @@ impl Cursor<'_> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, String> {
+        // Most values (ids, status, small deltas) are one byte: decide that first.
+        if let Some(&byte) = self.bytes.get(self.at)
+            && byte < 0x80
+        {
+            self.at += 1;
+            return Ok(u64::from(byte));
+        }
+        self.varint_long()
+    }
+
+    #[cold]
+    fn varint_long(&mut self) -> Result<u64, String> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&byte) = self.bytes.get(self.at) else {

@@ -103,6 +103,7 @@ impl Inputs {
             heap: BinaryHeap::new(),
             exhausted: vec![false; count],
             arrival: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -149,7 +150,10 @@ impl Inputs {
         // A source with no attacks yet (an empty import) still needs attack 0 and
         // target 0 to resolve; records can only use ids their source declared.
         if remap.attacks.is_empty() && self.tables.attacks.is_empty() {
-            self.tables.attacks.push(crate::meta::AttackInfo::default());
+            self.tables.attacks.push(crate::meta::AttackInfo {
+                model: crate::meta::LoadModel::Unknown,
+                ..crate::meta::AttackInfo::default()
+            });
             self.attack_ids.insert(String::new(), 0);
         }
     }
@@ -163,6 +167,7 @@ pub struct Sorted {
     heap: BinaryHeap<Reverse<Pending>>,
     exhausted: Vec<bool>,
     arrival: u64,
+    scratch: Vec<Record>,
 }
 
 struct Pending {
@@ -206,7 +211,17 @@ impl Sorted {
     /// The next records in send-time order; false once every input is drained.
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         out.clear();
-        let mut scratch = Vec::new();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.fill(out, &mut scratch);
+        self.scratch = scratch;
+        result
+    }
+
+    fn fill(
+        &mut self,
+        out: &mut Vec<Record>,
+        scratch: &mut Vec<Record>,
+    ) -> Result<bool, RecordError> {
         loop {
             let bound = self.release_bound();
             while out.len() < SORTED_BATCH {
@@ -224,7 +239,7 @@ impl Sorted {
             let Some(laggard) = self.laggard() else {
                 return Ok(false);
             };
-            let more = self.inputs.pull(laggard, &mut scratch)?;
+            let more = self.inputs.pull(laggard, scratch)?;
             self.exhausted[laggard] = !more;
             for record in scratch.drain(..) {
                 self.arrival += 1;

@@ -213,6 +213,13 @@ impl<W: Write> RecordWriter<W> {
         Ok(self.out)
     }
 
+    /// Flushes what is buffered and returns the output without an end block (for
+    /// conversions of inputs that had none).
+    pub fn close(mut self) -> Result<W, RecordError> {
+        self.flush_records(None)?;
+        Ok(self.out)
+    }
+
     /// The compression this writer was made with.
     pub fn compression(&self) -> Compression {
         self.compression

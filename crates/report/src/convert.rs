@@ -231,7 +231,9 @@ impl<'a> DictionaryWriter<'a> {
                     .flush()
                     .map_err(ReportError::Write)?;
             }
-            None => drop(self.writer),
+            None => {
+                self.writer.close()?;
+            }
         }
         Ok(())
     }

@@ -44,6 +44,7 @@ pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
 pub use pipeline::{ReportOutcome, run_report};
+pub use text::write_text;
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
 
 /// Why a report or conversion could not be made. Messages name the input or flag.
