@@ -1,11 +1,155 @@
-//! `loadlab simulate`: placeholder until the simulator crate lands.
+//! `loadlab simulate`: serve an origin_simulator recipe until SIGINT or SIGTERM.
 
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use simulator::{Recipe, Simulator, SimulatorOptions};
 
 /// Serve an origin / downstream / system-under-test simulator.
 #[derive(clap::Args)]
-pub struct SimulateArgs {}
+// main.rs's variant doc comment is the `about` line, so the longer text goes in after_help.
+#[command(after_help = "\
+Reads a BBC origin_simulator recipe (one JSON object, or an array with one object per route) \
+and serves it over HTTP/1.1 until SIGINT or SIGTERM. Recipes can be replaced while running: \
+POST one to /_admin/add_recipe. Prometheus metrics are at /metrics. loadlab's extensions \
+(latency distributions, weighted status mixes, failure modes, capacity models) are described \
+in docs/SIMULATOR.md.
 
-pub fn run(_args: SimulateArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("simulate: not built yet")
+Examples:
+  loadlab simulate examples/recipes/origin_1s_latency.json
+  loadlab simulate -addr 127.0.0.1:9000 examples/recipes/flaky_downstream.json
+  loadlab simulate -check examples/recipes/capacity_model.json
+  loadlab simulate            # no recipe yet: every path answers 406 until one is posted
+  curl --data-binary @recipe.json http://127.0.0.1:8080/_admin/add_recipe
+  curl http://127.0.0.1:8080/_admin/routes_status
+  curl http://127.0.0.1:8080/metrics")]
+pub struct SimulateArgs {
+    /// Recipe file (origin_simulator JSON, with loadlab's extensions).
+    #[arg(value_name = "RECIPE.json")]
+    recipe: Option<PathBuf>,
+
+    /// Address to listen on. Loopback by default; `:9000` means 127.0.0.1:9000.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080", value_parser = parse_addr)]
+    addr: SocketAddr,
+
+    /// Server threads, each with its own listener [default: one per core].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+
+    /// Seed the random draws (latencies, status mixes, bodies) for a repeatable run.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+
+    /// Check the recipe (including body files and origins) and exit without serving.
+    #[arg(long)]
+    check: bool,
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let text = if text.starts_with(':') {
+        format!("127.0.0.1{text}")
+    } else {
+        text.to_owned()
+    };
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    text.to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not a HOST:PORT address ({e})"))?
+        .next()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    let SimulateArgs {
+        recipe: path,
+        addr,
+        threads,
+        seed,
+        check,
+    } = args;
+    let recipe = match &path {
+        Some(path) => simulator::parse_recipe_file(path)?,
+        None if check => anyhow::bail!("simulate -check needs a RECIPE.json"),
+        None => Recipe::default(),
+    };
+    if check {
+        simulator::check_recipe(&recipe)?;
+        let routes = recipe.routes().count();
+        eprintln!(
+            "loadlab simulate: {} is valid ({routes} routes)",
+            display(&path)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut options = SimulatorOptions::new(addr);
+    if let Some(threads) = threads {
+        options.threads = usize::from(threads);
+    }
+    options.seed = seed;
+    // Installed before the server starts, so an early Ctrl-C still stops it cleanly.
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let sim = Simulator::start(options, &recipe)?;
+    announce(&sim, &recipe, &path, options.threads);
+    let signal = signals.forever().next();
+    sim.stop();
+    let how = signal
+        .map(|s| format!(" on signal {s}"))
+        .unwrap_or_default();
+    eprintln!("loadlab simulate: stopped{how}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn display(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map_or_else(|| "no recipe".to_owned(), |p| p.display().to_string())
+}
+
+fn announce(sim: &Simulator, recipe: &Recipe, path: &Option<PathBuf>, threads: usize) {
+    let addr = sim.local_addr();
+    let routes: Vec<&str> = recipe.routes().collect();
+    let what = if routes.is_empty() {
+        "no recipe yet (every path answers 406 until one is posted)".to_owned()
+    } else {
+        format!("{} (routes: {})", display(path), routes.join(" "))
+    };
+    let plural = if threads == 1 { "" } else { "s" };
+    eprintln!("loadlab simulate: serving {what} on http://{addr} with {threads} thread{plural}");
+    eprintln!(
+        "  admin:   http://{addr}/_admin/status  (add_recipe, routes_status, current_count, ...)"
+    );
+    eprintln!("  metrics: http://{addr}/metrics");
+    for (route, rps) in recipe.capacity_rps() {
+        eprintln!(
+            "  {route}: capacity model, ground truth {rps:.1} req/s (workers / mean service time)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        let rows: &[(&str, Result<&str, &str>)] = &[
+            ("127.0.0.1:8080", Ok("127.0.0.1:8080")),
+            (":9000", Ok("127.0.0.1:9000")),
+            ("[::1]:0", Ok("[::1]:0")),
+            ("localhost:1234", Ok(":1234")),
+            ("8080", Err("not a HOST:PORT")),
+            ("127.0.0.1:99999", Err("not a HOST:PORT")),
+        ];
+        for (input, want) in rows {
+            match (parse_addr(input), want) {
+                (Ok(got), Ok(want)) => assert!(got.to_string().ends_with(want), "{input}: {got}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{input}: {got}"),
+                (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 }

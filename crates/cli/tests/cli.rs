@@ -627,3 +627,336 @@ fn help_explains_with_examples() {
         assert!(help.contains(flag), "{flag}: {help}");
     }
 }
+
+// ---------------------------------------------------------------------------------
+// attack: against the built-in simulator on loopback.
+
+/// A simulator on 127.0.0.1, port 0, serving `recipe` (origin_simulator JSON).
+fn simulator(recipe: &str) -> simulator::Simulator {
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    simulator::Simulator::start(options, &recipe).unwrap()
+}
+
+const OK_RECIPE: &str =
+    r#"{"route": "/*", "body": "hello", "stages": [{"at": 0, "status": 200, "latency": 0}]}"#;
+
+fn target_line(server: &simulator::Simulator, path: &str) -> String {
+    format!("GET http://{}{path}\n", server.local_addr())
+}
+
+#[test]
+fn attack_pipes_into_report() {
+    let server = simulator(OK_RECIPE);
+    let targets = target_line(&server, "/hello");
+    let records = run(
+        &["attack", "-rate=200", "-duration=1s", "-name=smoke"],
+        Some(targets.as_bytes()),
+    );
+    assert!(records.status.success(), "{}", stderr(&records));
+    let text = ok(&run(&["report"], Some(&records.stdout)));
+    assert_eq!(requests(&text), 200, "{text}");
+    assert!(
+        text.contains("Success       [ratio]                           100.00%"),
+        "{text}"
+    );
+    assert!(text.contains("200:200  "), "{text}");
+    assert!(
+        text.contains("Run           [model, attacks, stop]            open, 1, completed"),
+        "{text}"
+    );
+    let json = ok(&run(&["report", "-type=json"], Some(&records.stdout)));
+    assert!(json.contains("\"requests\":200,"), "{json}");
+}
+
+#[test]
+fn attack_counts_server_failures_by_kind() {
+    let server = simulator(
+        r#"[{"route": "/reset", "stages": [{"at": 0, "latency": 0, "failure": "reset"}]},
+            {"route": "/stall", "stages": [{"at": 0, "latency": 0, "failure": "stall"}]},
+            {"route": "/garbage", "stages": [{"at": 0, "latency": 0, "failure": "malformed"}]},
+            {"route": "/busy", "stages": [{"at": 0, "status": 503, "latency": 0}]}]"#,
+    );
+    let targets: String = ["/reset", "/stall", "/garbage", "/busy"]
+        .iter()
+        .map(|p| target_line(&server, p))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let records = run(
+        &["attack", "-rate=100", "-max-requests=8", "-timeout=300ms"],
+        Some(targets.as_bytes()),
+    );
+    assert!(records.status.success(), "{}", stderr(&records));
+    let text = ok(&run(&["report"], Some(&records.stdout)));
+    assert!(
+        text.contains("Status Codes  [code:count]                      0:6  503:2  "),
+        "{text}"
+    );
+    for error in [
+        "timeout awaiting response",
+        "503 Service Unavailable",
+        "malformed response head",
+    ] {
+        assert!(text.contains(error), "{error}: {text}");
+    }
+    assert!(
+        text.contains("reset") || text.contains("closed before"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_attack_input_is_named_and_fails() {
+    let dir = TempDir::new();
+    let missing = dir.path("missing.txt");
+    let rows: &[(&[&str], &str, &str)] = &[
+        (&["-rate=10"], "GET\n", "stdin:1: bad target \"GET\""),
+        (
+            &["-rate=10"],
+            "# comment\nFETCH http://127.0.0.1:1/\n",
+            "stdin:2: unknown method \"FETCH\"",
+        ),
+        (
+            &["-rate=10"],
+            "GET ftp://127.0.0.1/\n",
+            "stdin:1: bad URL \"ftp://127.0.0.1/\"",
+        ),
+        (
+            &["-rate=10"],
+            "GET http://127.0.0.1:1/\nX-Bad header\n",
+            "stdin:2: bad header",
+        ),
+        (
+            &["-rate=10"],
+            "POST http://127.0.0.1:1/\n@/no/such/body.json\n",
+            "stdin:2: body file \"/no/such/body.json\"",
+        ),
+        (
+            &["-rate=10", "-format=json"],
+            "{\"method\":\"GET\"}\n",
+            "stdin:1: field \"url\": missing",
+        ),
+        (
+            &["-rate=10", "-format=json"],
+            "GET http://127.0.0.1:1/\n",
+            "stdin:1: not JSON",
+        ),
+        (&["-rate=10"], "", "stdin: no targets"),
+        (&["-rate=abc"], "GET http://127.0.0.1:1/\n", "-rate"),
+        (
+            &["-rate=0"],
+            "GET http://127.0.0.1:1/\n",
+            "-rate=0 runs the closed model and needs a user count",
+        ),
+        (
+            &["-rate=-5"],
+            "GET http://127.0.0.1:1/\n",
+            "invalid rate \"-5\"",
+        ),
+        (
+            &["-duration=10"],
+            "GET http://127.0.0.1:1/\n",
+            "invalid duration \"10\": missing unit",
+        ),
+        (
+            &["-duration=soon"],
+            "GET http://127.0.0.1:1/\n",
+            "-duration",
+        ),
+        (
+            &["-timeout=0"],
+            "GET http://127.0.0.1:1/\n",
+            "-timeout: must be longer than zero",
+        ),
+        (
+            &["-header=NoColon"],
+            "GET http://127.0.0.1:1/\n",
+            "-header: bad header \"NoColon\"",
+        ),
+        (&["-targets", &missing], "", "missing.txt"),
+        (
+            &["-root-certs", &missing],
+            "GET https://127.0.0.1:1/\n",
+            "missing.txt",
+        ),
+        (
+            &["-max-requests=0"],
+            "GET http://127.0.0.1:1/\n",
+            "-max-requests",
+        ),
+    ];
+    for (flags, stdin, want) in rows {
+        let mut args = vec!["attack"];
+        args.extend_from_slice(flags);
+        args.push("-max-requests=1");
+        if flags.contains(&"-max-requests=0") {
+            args.pop();
+        }
+        let output = run(&args, Some(stdin.as_bytes()));
+        let err = stderr(&output);
+        assert!(
+            !output.status.success(),
+            "{flags:?} {stdin:?} should fail: {err}"
+        );
+        assert!(err.contains(want), "{flags:?} {stdin:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            output.stdout.is_empty(),
+            "no records on a failed start: {flags:?}"
+        );
+    }
+}
+
+fn interrupt(pid: u32) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+}
+
+#[test]
+fn ctrl_c_stops_sending_and_keeps_every_record() {
+    let server =
+        simulator(r#"{"route": "/*", "stages": [{"at": 0, "status": 200, "latency": "200ms"}]}"#);
+    let dir = TempDir::new();
+    let output = dir.path("run.llr");
+    let mut attack = loadlab()
+        .args(["attack", "-rate=50", "-duration=30s", "-output", &output])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    attack
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(target_line(&server, "/slow").as_bytes())
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    interrupt(attack.id());
+    let started = std::time::Instant::now();
+    let status = attack.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped promptly"
+    );
+    let text = ok(&run(&["report", &output], None));
+    let total = requests(&text);
+    assert!(
+        (40..=60).contains(&total),
+        "about one second of requests: {total}\n{text}"
+    );
+    assert!(
+        text.contains(&format!("200:{total}  ")),
+        "requests in flight finished: {text}"
+    );
+    assert!(text.contains("interrupted"), "{text}");
+}
+
+#[test]
+fn ctrl_c_on_a_pipeline_still_prints_the_report() {
+    let server = simulator(OK_RECIPE);
+    let mut attack = loadlab()
+        .args(["attack", "-rate=100", "-duration=30s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    attack
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(target_line(&server, "/").as_bytes())
+        .unwrap();
+    let report = loadlab()
+        .arg("report")
+        .stdin(attack.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // The terminal sends SIGINT to the whole pipeline.
+    interrupt(attack.id());
+    interrupt(report.id());
+    let output = report.wait_with_output().unwrap();
+    assert!(attack.wait().unwrap().success());
+    let text = ok(&output);
+    assert!(requests(&text) > 0, "{text}");
+    assert!(text.contains("interrupted"), "{text}");
+}
+
+#[test]
+fn a_closed_output_pipe_ends_the_attack_quietly() {
+    let server = simulator(OK_RECIPE);
+    let mut attack = loadlab()
+        .args(["attack", "-rate=1000", "-duration=30s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    attack
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(target_line(&server, "/").as_bytes())
+        .unwrap();
+    let mut head = [0u8; 64];
+    attack
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut head)
+        .unwrap();
+    assert_eq!(&head[..8], b"LLRECORD");
+    drop(attack.stdout.take());
+    let started = std::time::Instant::now();
+    let output = attack.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{:?} {}",
+        output.status,
+        stderr(&output)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(stderr(&output), "", "a closed pipe is not an error");
+}
+
+#[test]
+fn attack_help_explains_with_examples() {
+    let help = ok(&run(&["attack", "--help"], None));
+    assert!(help.contains("Examples:"), "{help}");
+    for flag in [
+        "--rate",
+        "--duration",
+        "--max-requests",
+        "--concurrency",
+        "--workers",
+        "--max-workers",
+        "--connections",
+        "--timeout",
+        "--keepalive",
+        "--redirects",
+        "--header",
+        "--body",
+        "--targets",
+        "--format",
+        "--lazy",
+        "--max-body",
+        "--name",
+        "--output",
+        "--insecure",
+        "--root-certs",
+        "--cert",
+        "--key",
+        "--laddr",
+        "--unix-socket",
+    ] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
+    assert_eq!(ok(&run(&["attack", "-help"], None)), help);
+}

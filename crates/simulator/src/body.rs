@@ -1,0 +1,309 @@
+//! Response bodies: literal text with `<<256kb>>` placeholders, random content (a fixed
+//! size or a size range drawn per request), files, and origins fetched once at load.
+//!
+//! Everything is built when a recipe loads, so serving a body is a slice of memory that
+//! already exists. A per-request size range over plain text serves a prefix of one
+//! pre-generated buffer; over gzip it picks one of [`GZIP_VARIANTS`] pre-compressed sizes,
+//! because compressing per request would make the simulator the bottleneck.
+
+use std::io::Write;
+
+use rand::Rng;
+
+use crate::error::Invalid;
+use crate::recipe::PayloadSpec;
+use crate::units::parse_size;
+
+/// How many pre-compressed sizes stand in for a gzip size range.
+pub(crate) const GZIP_VARIANTS: usize = 16;
+/// Placeholders may not add up to more than this, like every other body.
+const MAX_EXPANDED_BYTES: u64 = crate::units::MAX_SIZE_BYTES;
+
+/// A body ready to serve.
+#[derive(Debug)]
+pub(crate) enum Body {
+    Fixed(Box<[u8]>),
+    /// A prefix of `text` whose length is drawn from `min_bytes..=text.len()`.
+    RandomPrefix {
+        text: Box<[u8]>,
+        min_bytes: usize,
+    },
+    /// One of several bodies, drawn uniformly.
+    Variants(Vec<Box<[u8]>>),
+}
+
+impl Body {
+    /// The bytes to send for one request.
+    pub fn pick(&self, rng: &mut impl Rng) -> &[u8] {
+        match self {
+            Body::Fixed(bytes) => bytes,
+            Body::RandomPrefix { text, min_bytes } => {
+                &text[..rng.random_range(*min_bytes..=text.len())]
+            }
+            Body::Variants(all) => &all[rng.random_range(0..all.len())],
+        }
+    }
+
+    pub fn fixed(bytes: Vec<u8>, gzip: bool) -> Body {
+        Body::Fixed(if gzip { gzip_bytes(&bytes) } else { bytes }.into_boxed_slice())
+    }
+}
+
+/// Builds a route's body. Does I/O for `File` and `Origin`; `field` names the route in errors.
+/// Builds a route's body and its default content type (origin_simulator's rule: JSON if
+/// the text starts with `{`, else HTML). Does I/O for `File` and `Origin`; `field` names
+/// the route in errors.
+pub(crate) fn load_payload(
+    spec: &PayloadSpec,
+    gzip: bool,
+    field: &str,
+    rng: &mut impl Rng,
+) -> Result<(Body, &'static str), Invalid> {
+    let raw = load_raw(spec, field, rng)?;
+    Ok(match raw {
+        Raw::Bytes(bytes) => {
+            let content_type = content_type_of(&bytes);
+            (Body::fixed(bytes, gzip), content_type)
+        }
+        Raw::Random {
+            min_bytes,
+            max_bytes,
+        } => (random_body(min_bytes, max_bytes, gzip, rng), "text/html"),
+    })
+}
+
+enum Raw {
+    Bytes(Vec<u8>),
+    Random { min_bytes: usize, max_bytes: usize },
+}
+
+/// origin_simulator's content-type guess for a body.
+pub(crate) fn content_type_of(bytes: &[u8]) -> &'static str {
+    if bytes.first() == Some(&b'{') {
+        "application/json"
+    } else {
+        "text/html"
+    }
+}
+
+fn load_raw(spec: &PayloadSpec, field: &str, rng: &mut impl Rng) -> Result<Raw, Invalid> {
+    let at = |key: &str| {
+        if field.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{field}.{key}")
+        }
+    };
+    match spec {
+        PayloadSpec::Empty => Ok(Raw::Bytes(Vec::new())),
+        PayloadSpec::Body(text) => Ok(Raw::Bytes(expand_placeholders(text, rng))),
+        PayloadSpec::File(path) => std::fs::read(path).map(Raw::Bytes).map_err(|e| {
+            Invalid::new(
+                at("body_file"),
+                format!("cannot read {}: {e}", path.display()),
+            )
+        }),
+        PayloadSpec::Origin(url) => crate::origin::fetch(url)
+            .map(Raw::Bytes)
+            .map_err(|m| Invalid::new(at("origin"), m)),
+        PayloadSpec::Random {
+            min_bytes,
+            max_bytes,
+        } => Ok(Raw::Random {
+            min_bytes: *min_bytes as usize,
+            max_bytes: *max_bytes as usize,
+        }),
+    }
+}
+
+fn random_body(min_bytes: usize, max_bytes: usize, gzip: bool, rng: &mut impl Rng) -> Body {
+    let text = random_text(max_bytes, rng);
+    if min_bytes == max_bytes {
+        return Body::fixed(text, gzip);
+    }
+    if !gzip {
+        return Body::RandomPrefix {
+            text: text.into_boxed_slice(),
+            min_bytes,
+        };
+    }
+    let span = max_bytes - min_bytes;
+    let variants = (0..GZIP_VARIANTS)
+        .map(|i| gzip_bytes(&text[..min_bytes + span * i / (GZIP_VARIANTS - 1)]).into_boxed_slice())
+        .collect();
+    Body::Variants(variants)
+}
+
+/// Checks that every `<<...>>` holds one size, and that they add up to a sane total.
+pub(crate) fn check_placeholders(text: &str) -> Result<(), String> {
+    let mut total = 0u64;
+    for tag in placeholders(text) {
+        let bytes = parse_size(tag).map_err(|e| format!("placeholder <<{tag}>>: {e}"))?;
+        total += bytes;
+        if total > MAX_EXPANDED_BYTES {
+            return Err("placeholders add up to more than 256mb".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Replaces each `<<size>>` with that many random characters. Call after
+/// [`check_placeholders`]; an unparsable tag is left as written.
+pub(crate) fn expand_placeholders(text: &str, rng: &mut impl Rng) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("<<") {
+        let Some(close) = rest[open + 2..].find(">>") else {
+            break;
+        };
+        let tag = &rest[open + 2..open + 2 + close];
+        out.extend_from_slice(&rest.as_bytes()[..open]);
+        match parse_size(tag) {
+            Ok(bytes) => out.extend_from_slice(&random_text(bytes as usize, rng)),
+            Err(_) => out.extend_from_slice(&rest.as_bytes()[open..open + 4 + close]),
+        }
+        rest = &rest[open + 4 + close..];
+    }
+    out.extend_from_slice(rest.as_bytes());
+    out
+}
+
+fn placeholders(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let open = rest.find("<<")?;
+        let close = rest[open + 2..].find(">>")?;
+        let tag = &rest[open + 2..open + 2 + close];
+        rest = &rest[open + 4 + close..];
+        Some(tag)
+    })
+}
+
+/// Random text over the base64 alphabet, as origin_simulator generates it.
+pub(crate) fn random_text(len: usize, rng: &mut impl Rng) -> Vec<u8> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let mut bits: u64 = rng.random();
+        for _ in 0..10.min(len - out.len()) {
+            out.push(ALPHABET[(bits & 63) as usize]);
+            bits >>= 6;
+        }
+    }
+    out
+}
+
+pub(crate) fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 2 + 64),
+        flate2::Compression::default(),
+    );
+    // Writing into a Vec cannot fail; an error here would be a flate2 bug, so fall back
+    // to the empty gzip stream rather than panic on the serving path.
+    if encoder.write_all(bytes).is_err() {
+        return Vec::new();
+    }
+    encoder.finish().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::SmallRng;
+    use std::io::Read;
+
+    fn rng() -> SmallRng {
+        SmallRng::seed_from_u64(3)
+    }
+
+    #[test]
+    fn placeholders_expand_to_their_size() {
+        let rows: &[(&str, Result<usize, &str>)] = &[
+            ("plain", Ok(5)),
+            ("<<1kb>>", Ok(1024)),
+            ("a<<10b>>b<<2b>>c", Ok(15)),
+            ("<<1kb..2kb>>", Err("placeholder <<1kb..2kb>>")),
+            ("<<big>>", Err("placeholder <<big>>: bad size")),
+            ("<<200mb>><<100mb>>", Err("more than 256mb")),
+            ("unclosed <<1kb", Ok(14)),
+        ];
+        for (input, want) in rows {
+            match (check_placeholders(input), want) {
+                (Ok(()), Ok(len)) => assert_eq!(
+                    expand_placeholders(input, &mut rng()).len(),
+                    *len,
+                    "{input}"
+                ),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{input}: {got}"),
+                (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
+            }
+        }
+        let text = expand_placeholders("a<<10b>>b", &mut rng());
+        assert!(text.starts_with(b"a") && text.ends_with(b"b"));
+        assert!(
+            text[1..11]
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
+        );
+    }
+
+    #[test]
+    fn random_ranges_draw_per_request() {
+        let (body, _) = load_payload(
+            &PayloadSpec::Random {
+                min_bytes: 100,
+                max_bytes: 200,
+            },
+            false,
+            "",
+            &mut rng(),
+        )
+        .unwrap();
+        let mut r = rng();
+        let lengths: Vec<usize> = (0..2000).map(|_| body.pick(&mut r).len()).collect();
+        assert!(lengths.iter().all(|l| (100..=200).contains(l)));
+        assert!(lengths.contains(&100) && lengths.contains(&200));
+    }
+
+    #[test]
+    fn gzip_bodies_decompress_to_the_asked_size() {
+        let (body, _) = load_payload(
+            &PayloadSpec::Random {
+                min_bytes: 1000,
+                max_bytes: 4000,
+            },
+            true,
+            "",
+            &mut rng(),
+        )
+        .unwrap();
+        let Body::Variants(all) = &body else {
+            panic!("expected variants")
+        };
+        let sizes: Vec<usize> = all
+            .iter()
+            .map(|gz| {
+                let mut out = Vec::new();
+                flate2::read::GzDecoder::new(&gz[..])
+                    .read_to_end(&mut out)
+                    .unwrap();
+                out.len()
+            })
+            .collect();
+        assert_eq!(sizes.first(), Some(&1000));
+        assert_eq!(sizes.last(), Some(&4000));
+    }
+
+    #[test]
+    fn missing_file_names_the_field() {
+        let spec = PayloadSpec::File("/nonexistent/loadlab-body".into());
+        let err = load_payload(&spec, false, "recipe[1]", &mut rng()).unwrap_err();
+        assert_eq!(err.field, "recipe[1].body_file");
+        assert!(
+            err.message.contains("/nonexistent/loadlab-body"),
+            "{}",
+            err.message
+        );
+    }
+}

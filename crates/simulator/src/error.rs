@@ -1,0 +1,68 @@
+//! The crate's one error type. Every message names the input it rejects: the recipe
+//! source (file name or `add_recipe`), the field path inside it, or the address.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why a recipe was rejected or the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulatorError {
+    /// The recipe text is not JSON. `detail` carries serde_json's line and column.
+    #[error("{source_name}: not valid json: {detail}")]
+    Json { source_name: String, detail: String },
+    /// A field of the recipe is missing, unknown or out of range.
+    #[error("{source_name}: {field}: {message}")]
+    Recipe {
+        source_name: String,
+        field: String,
+        message: String,
+    },
+    // The I/O causes below are part of the message, not a `source()`, so that both
+    // `to_string()` and anyhow's `{:#}` chain print them exactly once.
+    /// A recipe file could not be read.
+    #[error("cannot read recipe {path}: {cause}")]
+    RecipeFile {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// The listening socket could not be set up.
+    #[error("cannot listen on {addr}: {cause}")]
+    Bind {
+        addr: SocketAddr,
+        cause: std::io::Error,
+    },
+    /// A worker thread or its runtime could not be started.
+    #[error("cannot start simulator thread: {0}")]
+    Thread(std::io::Error),
+    /// The options passed to [`crate::Simulator::start`] are unusable.
+    #[error("simulator option {option}: {message}")]
+    Option {
+        option: &'static str,
+        message: String,
+    },
+}
+
+/// A rejected field before we know which source it came from. Parsers deep in the
+/// recipe return this; [`Invalid::within`] turns it into a [`SimulatorError::Recipe`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Invalid {
+    pub field: String,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn within(self, source_name: &str) -> SimulatorError {
+        SimulatorError::Recipe {
+            source_name: source_name.to_owned(),
+            field: self.field,
+            message: self.message,
+        }
+    }
+}

@@ -1,0 +1,915 @@
+//! Recipe parsing and validation: origin_simulator's JSON plus our extensions.
+//!
+//! Parsing is pure (no I/O): it checks every field and reports the first bad one by
+//! its path (`recipe[1].stages[0].latency: bad duration "10": needs a unit ...`).
+//! Fetching an `origin` and reading a `body_file` happen later, in [`crate::body`],
+//! so a recipe can be checked without side effects.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Invalid, SimulatorError};
+use crate::failure::{Failure, STATUSLESS_MODES};
+use crate::latency::Latency;
+use crate::units::{duration_from_json, parse_size_range};
+
+/// Route-level keys, origin_simulator's first, then ours.
+const ROUTE_KEYS: &[&str] = &[
+    "route",
+    "origin",
+    "body",
+    "random_content",
+    "headers",
+    "stages",
+    "body_file",
+    "capacity",
+];
+const STAGE_KEYS: &[&str] = &["at", "status", "latency", "failure"];
+const OUTCOME_KEYS: &[&str] = &["status", "weight", "latency", "failure", "body"];
+const CAPACITY_KEYS: &[&str] = &[
+    "workers",
+    "overflow",
+    "queue",
+    "queue_timeout",
+    "reject_status",
+    "reject_latency",
+    "overflow_latency",
+];
+/// Headers whose value the simulator must control, or framing breaks.
+const RESERVED_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection"];
+
+/// A parsed and validated recipe: one or more routes. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Recipe {
+    pub(crate) routes: Vec<RouteSpec>,
+    /// Where the recipe came from (file name or `add_recipe`), for build-time errors.
+    pub(crate) source_name: String,
+}
+
+impl Recipe {
+    /// The route patterns, in recipe order.
+    pub fn routes(&self) -> impl Iterator<Item = &str> {
+        self.routes.iter().map(|r| r.route.as_str())
+    }
+
+    /// For each route with a capacity model: its pattern and the ground-truth capacity in
+    /// requests per second, `(workers + overflow) / mean service time` of its first stage.
+    pub fn capacity_rps(&self) -> Vec<(String, f64)> {
+        self.routes
+            .iter()
+            .filter_map(|r| {
+                let capacity = r.capacity.as_ref()?;
+                let stage = r.stages.first()?;
+                let mean_s = stage.mean_latency_ns() / 1e9;
+                let workers = (capacity.workers + capacity.overflow) as f64;
+                (mean_s > 0.0).then(|| (r.route.clone(), workers / mean_s))
+            })
+            .collect()
+    }
+}
+
+/// One route of a recipe, as written, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct RouteSpec {
+    /// Path of this route in the recipe (`recipe[2]`), for build-time errors.
+    pub field: String,
+    pub route: String,
+    pub payload: PayloadSpec,
+    pub headers: Vec<(String, String)>,
+    pub gzip: bool,
+    pub stages: Vec<StageSpec>,
+    pub capacity: Option<CapacitySpec>,
+    /// The route as submitted, echoed by `current_recipe`.
+    pub json: Value,
+}
+
+/// Where a route's body comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PayloadSpec {
+    Empty,
+    /// Literal text; `<<256kb>>` placeholders become random text at load.
+    Body(String),
+    /// Random text whose length is drawn per request from the inclusive range.
+    Random {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+    /// A file read at load, resolved against the recipe file's directory.
+    File(PathBuf),
+    /// An `http://` URL fetched once at load.
+    Origin(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct StageSpec {
+    pub at: Duration,
+    pub outcomes: Vec<OutcomeSpec>,
+}
+
+impl StageSpec {
+    /// Weighted mean latency, for the ground-truth capacity figure.
+    pub fn mean_latency_ns(&self) -> f64 {
+        let total: f64 = self.outcomes.iter().map(|o| o.weight).sum();
+        self.outcomes
+            .iter()
+            .map(|o| o.weight * mean_ns(&o.latency))
+            .sum::<f64>()
+            / total
+    }
+}
+
+fn mean_ns(latency: &Latency) -> f64 {
+    match *latency {
+        Latency::Fixed { ns } => ns as f64,
+        Latency::Uniform { min_ns, max_ns } => (min_ns as f64 + max_ns as f64) / 2.0,
+        Latency::Normal { p50_ns, .. } => p50_ns as f64,
+        Latency::LogNormal { p50_ns, p99_ns, .. } => {
+            let sigma = (p99_ns as f64 / p50_ns as f64).ln() / 2.326_347_874;
+            p50_ns as f64 * (sigma * sigma / 2.0).exp()
+        }
+    }
+}
+
+/// One possible answer of a stage, drawn with probability `weight / total`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OutcomeSpec {
+    pub weight: f64,
+    /// 0 when `failure` sends no status line.
+    pub status: u16,
+    pub latency: Latency,
+    pub failure: Option<Failure>,
+    /// Overrides the route's body for this outcome.
+    pub body: Option<String>,
+}
+
+/// A worker pool in front of the route: the system-under-test model.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CapacitySpec {
+    pub workers: usize,
+    pub overflow: usize,
+    pub queue: usize,
+    pub queue_timeout: Duration,
+    pub reject_status: u16,
+    pub reject_latency: Latency,
+    pub overflow_latency: Latency,
+}
+
+/// Parses a recipe (one route object or an array of them). `source_name` names the
+/// input in errors; a relative `body_file` is resolved against the current directory.
+pub fn parse_recipe(json: &str, source_name: &str) -> Result<Recipe, SimulatorError> {
+    parse_with_base(json, source_name, None)
+}
+
+/// Reads and parses a recipe file; a relative `body_file` is resolved against the
+/// file's directory, so a recipe and its bodies can move together.
+pub fn parse_recipe_file(path: &Path) -> Result<Recipe, SimulatorError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| SimulatorError::RecipeFile {
+        path: path.to_owned(),
+        cause,
+    })?;
+    parse_with_base(&text, &path.display().to_string(), path.parent())
+}
+
+fn parse_with_base(
+    json: &str,
+    source_name: &str,
+    base: Option<&Path>,
+) -> Result<Recipe, SimulatorError> {
+    let value: Value = serde_json::from_str(json).map_err(|e| SimulatorError::Json {
+        source_name: source_name.to_owned(),
+        detail: e.to_string(),
+    })?;
+    let routes = parse_routes(&value, base).map_err(|e| e.within(source_name))?;
+    Ok(Recipe {
+        routes,
+        source_name: source_name.to_owned(),
+    })
+}
+
+fn parse_routes(value: &Value, base: Option<&Path>) -> Result<Vec<RouteSpec>, Invalid> {
+    let routes = match value {
+        Value::Object(_) => vec![parse_route(value, String::new(), base)?],
+        Value::Array(items) if items.is_empty() => {
+            return Err(Invalid::new(
+                "recipe",
+                "empty array: a recipe needs at least one route",
+            ));
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| parse_route(item, format!("recipe[{i}]"), base))
+            .collect::<Result<Vec<_>, _>>()?,
+        other => {
+            return Err(Invalid::new(
+                "recipe",
+                format!("expected an object or an array, got {}", kind(other)),
+            ));
+        }
+    };
+    for (i, route) in routes.iter().enumerate() {
+        if let Some(first) = routes[..i].iter().find(|r| r.route == route.route) {
+            let field = join(&route.field, "route");
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "{:?} appears twice (also in {})",
+                    route.route,
+                    or_top(&first.field)
+                ),
+            ));
+        }
+    }
+    Ok(routes)
+}
+
+/// Fields of one JSON object, with `null` treated as absent (recipes exported by
+/// origin_simulator carry `"body": null`).
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+impl<'a> Fields<'a> {
+    fn new(value: &'a Value, path: String, allowed: &[&str]) -> Result<Self, Invalid> {
+        let Value::Object(map) = value else {
+            return Err(Invalid::new(
+                or_top(&path),
+                format!("expected an object, got {}", kind(value)),
+            ));
+        };
+        if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(Invalid::new(
+                join(&path, key),
+                format!("unknown field (expected one of {})", allowed.join(", ")),
+            ));
+        }
+        Ok(Self { map, path })
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    fn field(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    fn err(&self, key: &str, message: impl Into<String>) -> Invalid {
+        Invalid::new(self.field(key), message)
+    }
+
+    fn string(&self, key: &str) -> Result<Option<&'a str>, Invalid> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.err(key, format!("expected a string, got {}", kind(other)))),
+        }
+    }
+
+    fn count(&self, key: &str, default: usize) -> Result<usize, Invalid> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n <= 1_000_000)
+                .map(|n| n as usize)
+                .ok_or_else(|| {
+                    self.err(
+                        key,
+                        format!("expected a whole number from 0 to 1000000, got {v}"),
+                    )
+                }),
+        }
+    }
+
+    fn parsed<T>(
+        &self,
+        key: &str,
+        parse: impl Fn(&Value) -> Result<T, String>,
+    ) -> Result<Option<T>, Invalid> {
+        self.get(key)
+            .map(|v| parse(v).map_err(|m| self.err(key, m)))
+            .transpose()
+    }
+}
+
+fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<RouteSpec, Invalid> {
+    let fields = Fields::new(value, path, ROUTE_KEYS)?;
+    let route = fields.string("route")?.unwrap_or("/*").to_owned();
+    check_route(&route).map_err(|m| fields.err("route", m))?;
+    let headers = parse_headers(&fields)?;
+    let gzip = headers
+        .iter()
+        .any(|(k, v)| k == "content-encoding" && v.eq_ignore_ascii_case("gzip"));
+    let stages_value = fields
+        .get("stages")
+        .ok_or_else(|| fields.err("stages", "missing: a route needs at least one stage"))?;
+    Ok(RouteSpec {
+        payload: parse_payload(&fields, base)?,
+        stages: parse_stages(stages_value, fields.field("stages"))?,
+        capacity: fields
+            .get("capacity")
+            .map(|v| parse_capacity(v, fields.field("capacity")))
+            .transpose()?,
+        field: fields.path.clone(),
+        route,
+        headers,
+        gzip,
+        json: value.clone(),
+    })
+}
+
+fn check_route(route: &str) -> Result<(), String> {
+    if !route.starts_with('/') {
+        return Err(format!("{route:?} must start with /"));
+    }
+    if route.trim_end_matches('*').contains('*') || route.ends_with("**") {
+        return Err(format!(
+            "{route:?}: * is only allowed once, at the end (prefix match)"
+        ));
+    }
+    if route.starts_with("/_admin") || route == "/metrics" {
+        return Err(format!("{route:?} is reserved for the admin API"));
+    }
+    if route.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(format!("{route:?} holds a space or control character"));
+    }
+    Ok(())
+}
+
+fn parse_headers(fields: &Fields<'_>) -> Result<Vec<(String, String)>, Invalid> {
+    let Some(value) = fields.get("headers") else {
+        return Ok(Vec::new());
+    };
+    let Value::Object(map) = value else {
+        return Err(fields.err(
+            "headers",
+            format!("expected an object of name: value, got {}", kind(value)),
+        ));
+    };
+    let mut headers = Vec::with_capacity(map.len());
+    for (name, value) in map {
+        let field = format!("{}.{name}", fields.field("headers"));
+        let lower = name.to_ascii_lowercase();
+        if name.is_empty() || !name.bytes().all(is_token_byte) {
+            return Err(Invalid::new(field, "not a valid header name"));
+        }
+        if RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(Invalid::new(
+                field,
+                "set by the simulator; remove it from the recipe",
+            ));
+        }
+        let Some(text) = value.as_str() else {
+            return Err(Invalid::new(
+                field,
+                format!("expected a string value, got {}", kind(value)),
+            ));
+        };
+        if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            return Err(Invalid::new(field, "value holds a line break"));
+        }
+        headers.push((lower, text.to_owned()));
+    }
+    Ok(headers)
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn parse_payload(fields: &Fields<'_>, base: Option<&Path>) -> Result<PayloadSpec, Invalid> {
+    let set: Vec<&str> = ["origin", "body", "random_content", "body_file"]
+        .into_iter()
+        .filter(|k| fields.get(k).is_some())
+        .collect();
+    if set.len() > 1 {
+        return Err(fields.err(
+            set[1],
+            format!(
+                "only one of origin, body, random_content, body_file may be set (also {})",
+                set[0]
+            ),
+        ));
+    }
+    if let Some(url) = fields.string("origin")? {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(fields.err(
+                "origin",
+                format!("{url:?} is not an http:// or https:// url"),
+            ));
+        }
+        return Ok(PayloadSpec::Origin(url.to_owned()));
+    }
+    if let Some(body) = fields.string("body")? {
+        crate::body::check_placeholders(body).map_err(|m| fields.err("body", m))?;
+        return Ok(PayloadSpec::Body(body.to_owned()));
+    }
+    if let Some(size) = fields.string("random_content")? {
+        let (min_bytes, max_bytes) =
+            parse_size_range(size).map_err(|m| fields.err("random_content", m))?;
+        return Ok(PayloadSpec::Random {
+            min_bytes,
+            max_bytes,
+        });
+    }
+    if let Some(file) = fields.string("body_file")? {
+        let path = Path::new(file);
+        let resolved = match base {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_owned(),
+        };
+        return Ok(PayloadSpec::File(resolved));
+    }
+    Ok(PayloadSpec::Empty)
+}
+
+fn parse_stages(value: &Value, path: String) -> Result<Vec<StageSpec>, Invalid> {
+    let Value::Array(items) = value else {
+        return Err(Invalid::new(
+            path,
+            format!("expected an array of stages, got {}", kind(value)),
+        ));
+    };
+    if items.is_empty() {
+        return Err(Invalid::new(
+            path,
+            "empty: a route needs at least one stage",
+        ));
+    }
+    let mut stages = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let stage = parse_stage(item, format!("{path}[{i}]"))?;
+        if let Some(previous) = stages.last().map(|s: &StageSpec| s.at)
+            && stage.at <= previous
+        {
+            return Err(Invalid::new(
+                format!("{path}[{i}].at"),
+                "stages must be in increasing order of \"at\"",
+            ));
+        }
+        stages.push(stage);
+    }
+    Ok(stages)
+}
+
+fn parse_stage(value: &Value, path: String) -> Result<StageSpec, Invalid> {
+    let fields = Fields::new(value, path, STAGE_KEYS)?;
+    let at = fields
+        .parsed("at", duration_from_json)?
+        .unwrap_or(Duration::ZERO);
+    let latency = fields
+        .parsed("latency", Latency::from_json)?
+        .unwrap_or(Latency::ZERO);
+    let failure = fields.parsed("failure", Failure::from_json)?;
+    let outcomes = match fields.get("status") {
+        None => vec![single_outcome(&fields, 200, latency, failure)?],
+        Some(Value::Number(_)) => {
+            let status = status_code(fields.get("status")).map_err(|m| fields.err("status", m))?;
+            vec![single_outcome(&fields, status, latency, failure)?]
+        }
+        Some(mix @ (Value::Object(_) | Value::Array(_))) => {
+            parse_mix(mix, &fields.field("status"), &latency, failure.as_ref())?
+        }
+        Some(other) => {
+            return Err(fields.err(
+                "status",
+                format!(
+                    "expected a status code or a weighted mix, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    Ok(StageSpec { at, outcomes })
+}
+
+fn single_outcome(
+    fields: &Fields<'_>,
+    status: u16,
+    latency: Latency,
+    failure: Option<Failure>,
+) -> Result<OutcomeSpec, Invalid> {
+    let status = match &failure {
+        Some(f) if !f.sends_status() => {
+            if fields.get("status").is_some() {
+                return Err(fields.err(
+                    "failure",
+                    format!(
+                        "{:?} sends no status; drop \"status\" or use a mix",
+                        f.label()
+                    ),
+                ));
+            }
+            0
+        }
+        _ => status,
+    };
+    Ok(OutcomeSpec {
+        weight: 1.0,
+        status,
+        latency,
+        failure,
+        body: None,
+    })
+}
+
+fn status_code(value: Option<&Value>) -> Result<u16, String> {
+    let value = value.unwrap_or(&Value::Null);
+    match value.as_u64() {
+        Some(code @ 200..=599) => Ok(code as u16),
+        _ => Err(format!("{value} is not a final HTTP status (200 to 599)")),
+    }
+}
+
+/// A weighted mix: `{"200": 83, "500": {"weight": 6, "latency": "10ms"}, "reset": 1}`
+/// or the array form `[{"status": 200, "weight": 83}, ...]`, which can repeat a status.
+fn parse_mix(
+    value: &Value,
+    path: &str,
+    latency: &Latency,
+    failure: Option<&Failure>,
+) -> Result<Vec<OutcomeSpec>, Invalid> {
+    let entries: Vec<(String, Option<&str>, &Value)> = match value {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| (format!("{path}.{k}"), Some(k.as_str()), v))
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{path}[{i}]"), None, v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if entries.is_empty() {
+        return Err(Invalid::new(
+            path,
+            "empty mix: give at least one status with a weight",
+        ));
+    }
+    let outcomes = entries
+        .into_iter()
+        .map(|(field, key, entry)| parse_mix_entry(&field, key, entry, latency, failure))
+        .collect::<Result<Vec<_>, _>>()?;
+    if outcomes.iter().map(|o| o.weight).sum::<f64>() <= 0.0 {
+        return Err(Invalid::new(path, "weights add up to 0"));
+    }
+    Ok(outcomes)
+}
+
+fn parse_mix_entry(
+    field: &str,
+    key: Option<&str>,
+    entry: &Value,
+    latency: &Latency,
+    failure: Option<&Failure>,
+) -> Result<OutcomeSpec, Invalid> {
+    let (weight_value, fields) = match entry {
+        Value::Object(_) => {
+            let fields = Fields::new(entry, field.to_owned(), OUTCOME_KEYS)?;
+            (
+                fields
+                    .get("weight")
+                    .ok_or_else(|| fields.err("weight", "missing"))?,
+                Some(fields),
+            )
+        }
+        _ => (entry, None),
+    };
+    let weight = weight_value
+        .as_f64()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| {
+            Invalid::new(
+                weight_field(field, fields.is_some()),
+                format!("weight {weight_value} is not a number >= 0"),
+            )
+        })?;
+    let own_latency = fields
+        .as_ref()
+        .map(|f| f.parsed("latency", Latency::from_json))
+        .transpose()?
+        .flatten();
+    let own_failure = fields
+        .as_ref()
+        .map(|f| f.parsed("failure", Failure::from_json))
+        .transpose()?
+        .flatten();
+    let body = fields
+        .as_ref()
+        .map(|f| f.string("body"))
+        .transpose()?
+        .flatten()
+        .map(str::to_owned);
+    if let Some(text) = &body {
+        crate::body::check_placeholders(text)
+            .map_err(|m| Invalid::new(format!("{field}.body"), m))?;
+    }
+    let status_value = fields.as_ref().and_then(|f| f.get("status"));
+    let (status, key_failure) = mix_status(field, key, status_value)?;
+    let failure = key_failure.or(own_failure).or_else(|| failure.cloned());
+    let status = if failure.as_ref().is_some_and(|f| !f.sends_status()) {
+        0
+    } else {
+        status
+    };
+    Ok(OutcomeSpec {
+        weight,
+        status,
+        latency: own_latency.unwrap_or_else(|| latency.clone()),
+        failure,
+        body,
+    })
+}
+
+fn weight_field(field: &str, object: bool) -> String {
+    if object {
+        format!("{field}.weight")
+    } else {
+        field.to_owned()
+    }
+}
+
+/// The status of a mix entry: its key (`"503"`, `"reset"`) or, in the array form, its
+/// `status` field (a code or a mode name).
+fn mix_status(
+    field: &str,
+    key: Option<&str>,
+    status: Option<&Value>,
+) -> Result<(u16, Option<Failure>), Invalid> {
+    let name = match (key, status) {
+        (Some(key), None) => key.to_owned(),
+        (Some(_), Some(_)) => {
+            return Err(Invalid::new(
+                format!("{field}.status"),
+                "the key already names the status",
+            ));
+        }
+        (None, Some(Value::String(s))) => s.clone(),
+        (None, Some(v)) => v.to_string(),
+        (None, None) => return Err(Invalid::new(format!("{field}.status"), "missing")),
+    };
+    if STATUSLESS_MODES.contains(&name.as_str()) {
+        let failure =
+            Failure::from_json(&Value::String(name)).map_err(|m| Invalid::new(field, m))?;
+        return Ok((0, Some(failure)));
+    }
+    let code = name.parse::<u64>().ok().map(Value::from);
+    let status = status_code(code.as_ref()).map_err(|_| {
+        Invalid::new(
+            field,
+            format!(
+                "{name:?} is neither a status (200 to 599) nor one of {}",
+                STATUSLESS_MODES.join(", ")
+            ),
+        )
+    })?;
+    Ok((status, None))
+}
+
+fn parse_capacity(value: &Value, path: String) -> Result<CapacitySpec, Invalid> {
+    let fields = Fields::new(value, path, CAPACITY_KEYS)?;
+    let workers = fields.count("workers", 0)?;
+    if workers == 0 {
+        return Err(fields.err(
+            "workers",
+            "missing or 0: the pool needs at least one worker",
+        ));
+    }
+    let reject_status = match fields.get("reject_status") {
+        None => 503,
+        some => status_code(some).map_err(|m| fields.err("reject_status", m))?,
+    };
+    Ok(CapacitySpec {
+        workers,
+        overflow: fields.count("overflow", 0)?,
+        queue: fields.count("queue", 0)?,
+        queue_timeout: fields
+            .parsed("queue_timeout", duration_from_json)?
+            .unwrap_or(Duration::from_secs(5)),
+        reject_status,
+        reject_latency: fields
+            .parsed("reject_latency", Latency::from_json)?
+            .unwrap_or(Latency::ZERO),
+        overflow_latency: fields
+            .parsed("overflow_latency", Latency::from_json)?
+            .unwrap_or(Latency::ZERO),
+    })
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn or_top(path: &str) -> &str {
+    if path.is_empty() { "recipe" } else { path }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Recipe, String> {
+        parse_recipe(json, "r.json").map_err(|e| e.to_string())
+    }
+
+    /// origin_simulator's README and examples, byte for byte in shape.
+    #[test]
+    fn accepts_origin_simulator_recipes() {
+        let rows = [
+            r#"{"origin": "https://www.bbc.co.uk/news", "stages": [
+                {"at": 0, "status": 404, "latency": "50ms"},
+                {"at": "4s", "status": 503, "latency": "2s"},
+                {"at": "6s", "status": 200, "latency": "100ms"}]}"#,
+            r#"{"random_content": "428kb", "stages": [{"at": 0, "status": 200, "latency": 0}]}"#,
+            r#"[{"stages": [{"status": 200, "latency": 0, "at": 0}], "route": "/*",
+                 "random_content": "300kb..400kb", "headers": {"content-encoding": "gzip"}}]"#,
+            r#"{"body": "Hello <<256kb>> world", "stages": [{"at": 0, "status": 200, "latency": "100ms..200ms"}]}"#,
+            r#"[{"stages": [{"status": 200, "latency": "1s", "at": 0}], "route": "/*", "random_content": null,
+                 "origin": "https://www.bbc.co.uk/search", "body": null,
+                 "headers": {"content-encoding": "gzip", "cache-control": "private, max-age=0, no-cache"}}]"#,
+            r#"[{"route": "/example/endpoint", "body": "Example body", "stages": [{"at": 0, "latency": "400ms", "status": 200}]},
+                {"route": "/news", "origin": "http://127.0.0.1:1/news", "stages": [{"at": 0, "status": 404, "latency": "50ms"}]},
+                {"route": "/*", "body": "Error - not defined", "stages": [{"at": 0, "status": 406, "latency": "0ms"}]}]"#,
+        ];
+        for json in rows {
+            if let Err(e) = parse(json) {
+                panic!("{e}\nfor {json}");
+            }
+        }
+        let recipe = parse(rows[2]).unwrap();
+        let route = &recipe.routes[0];
+        assert!(route.gzip);
+        assert_eq!(
+            route.payload,
+            PayloadSpec::Random {
+                min_bytes: 300 * 1024,
+                max_bytes: 400 * 1024
+            }
+        );
+        assert_eq!(
+            parse(rows[0]).unwrap().routes[0].route,
+            "/*",
+            "route defaults to /*"
+        );
+    }
+
+    #[test]
+    fn accepts_extensions() {
+        let recipe = parse(
+            r#"{"route": "/api*", "body_file": "page.html", "stages": [
+                {"at": 0, "latency": {"dist": "lognormal", "p50": "80ms", "p99": "400ms"},
+                 "status": {"200": 83, "500": {"weight": 6, "latency": "10ms"}, "reset": 1}},
+                {"at": "30s", "status": [{"status": 200, "weight": 9}, {"status": 200, "weight": 1, "failure": "trickle"}]},
+                {"at": "60s", "failure": {"mode": "stall", "for": "5s"}}],
+              "capacity": {"workers": 8, "overflow": 4, "queue": 16, "queue_timeout": "2s",
+                           "reject_status": 500, "reject_latency": "5ms", "overflow_latency": "20ms"}}"#,
+        )
+        .unwrap();
+        let route = &recipe.routes[0];
+        assert_eq!(route.payload, PayloadSpec::File("page.html".into()));
+        let mix = &route.stages[0].outcomes;
+        assert_eq!(mix.len(), 3);
+        let reset = mix
+            .iter()
+            .find(|o| o.failure == Some(Failure::Reset))
+            .unwrap();
+        assert_eq!((reset.status, reset.weight), (0, 1.0));
+        let five_hundred = mix.iter().find(|o| o.status == 500).unwrap();
+        assert_eq!(five_hundred.latency, Latency::Fixed { ns: 10_000_000 });
+        assert!(matches!(
+            mix.iter().find(|o| o.status == 200).unwrap().latency,
+            Latency::LogNormal { .. }
+        ));
+        assert_eq!(
+            route.stages[1].outcomes[1].failure,
+            Some(Failure::Trickle {
+                chunk_bytes: 1024,
+                every: Duration::from_millis(100)
+            })
+        );
+        assert_eq!(route.stages[2].outcomes[0].status, 0);
+        let capacity = route.capacity.as_ref().unwrap();
+        assert_eq!(
+            (
+                capacity.workers,
+                capacity.overflow,
+                capacity.queue,
+                capacity.reject_status
+            ),
+            (8, 4, 16, 500)
+        );
+    }
+
+    #[test]
+    fn relative_body_files_follow_the_recipe_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(
+            &path,
+            r#"{"body_file": "b.txt", "stages": [{"status": 200}]}"#,
+        )
+        .unwrap();
+        let recipe = parse_recipe_file(&path).unwrap();
+        assert_eq!(
+            recipe.routes[0].payload,
+            PayloadSpec::File(dir.path().join("b.txt"))
+        );
+        let missing = parse_recipe_file(&dir.path().join("nope.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("nope.json"), "{missing}");
+    }
+
+    /// Every rejection names the source and the field.
+    #[test]
+    fn rejects_with_the_field_named() {
+        let stage = r#""stages": [{"at": 0, "status": 200, "latency": "1s"}]"#;
+        let rows: Vec<(String, &str)> = vec![
+            ("{".into(), "r.json: not valid json: EOF while parsing"),
+            ("42".into(), "r.json: recipe: expected an object or an array, got a number"),
+            ("[]".into(), "r.json: recipe: empty array"),
+            ("[42]".into(), "r.json: recipe[0]: expected an object, got a number"),
+            (r#"{"stages": [{"at": 0, "status": 200, "latency": "10"}]}"#.into(), "r.json: stages[0].latency: bad duration \"10\": needs a unit"),
+            (r#"{"stages": [{"at": 0, "status": 200, "latency": 50}]}"#.into(), "r.json: stages[0].latency: bad duration 50: needs a unit, e.g. \"50ms\""),
+            (r#"{"stages": [{"at": "4 seconds", "status": 200}]}"#.into(), "stages[0].at: bad duration \"4 seconds\""),
+            (r#"[{"route": "/a", "stages": []}]"#.into(), "r.json: recipe[0].stages: empty"),
+            (r#"{"route": "/a"}"#.into(), "r.json: stages: missing"),
+            (format!(r#"{{"colour": "red", {stage}}}"#), "r.json: colour: unknown field (expected one of route, origin"),
+            (r#"{"stages": [{"at": 0, "status": 200, "delay": "1s"}]}"#.into(), "stages[0].delay: unknown field"),
+            (format!(r#"{{"random_content": "428", {stage}}}"#), "random_content: bad size \"428\": needs a unit"),
+            (format!(r#"{{"random_content": "2gb", {stage}}}"#), "random_content: bad size \"2gb\": unknown unit"),
+            (format!(r#"{{"random_content": 428, {stage}}}"#), "random_content: expected a string, got a number"),
+            (format!(r#"{{"body": "<<lots>>", {stage}}}"#), "body: placeholder <<lots>>"),
+            (format!(r#"{{"body": "x", "random_content": "1kb", {stage}}}"#), "random_content: only one of origin, body, random_content, body_file"),
+            (format!(r#"{{"origin": "ftp://x/y", {stage}}}"#), "origin: \"ftp://x/y\" is not an http"),
+            (format!(r#"{{"route": "news", {stage}}}"#), "route: \"news\" must start with /"),
+            (format!(r#"{{"route": "/a*b", {stage}}}"#), "route: \"/a*b\": * is only allowed once, at the end"),
+            (format!(r#"{{"route": "/_admin/x", {stage}}}"#), "route: \"/_admin/x\" is reserved"),
+            (format!(r#"[{{"route": "/a", {stage}}}, {{"route": "/a", {stage}}}]"#), "recipe[1].route: \"/a\" appears twice (also in recipe[0])"),
+            (format!(r#"{{"headers": {{"content-length": "5"}}, {stage}}}"#), "headers.content-length: set by the simulator"),
+            (format!(r#"{{"headers": {{"x-a": "1\r\nx-b: 2"}}, {stage}}}"#), "headers.x-a: value holds a line break"),
+            (format!(r#"{{"headers": {{"bad name": "1"}}, {stage}}}"#), "headers.bad name: not a valid header name"),
+            (format!(r#"{{"headers": {{"x-n": 5}}, {stage}}}"#), "headers.x-n: expected a string value, got a number"),
+            (format!(r#"{{"headers": ["x"], {stage}}}"#), "headers: expected an object"),
+            (r#"{"stages": [{"at": 0, "status": 700}]}"#.into(), "stages[0].status: 700 is not a final HTTP status"),
+            (r#"{"stages": [{"at": 0, "status": "200"}]}"#.into(), "stages[0].status: expected a status code or a weighted mix, got a string"),
+            (r#"{"stages": [{"at": 0, "status": {"200": "lots"}}]}"#.into(), "stages[0].status.200: weight \"lots\" is not a number >= 0"),
+            (r#"{"stages": [{"at": 0, "status": {"200": -1}}]}"#.into(), "stages[0].status.200: weight -1 is not a number >= 0"),
+            (r#"{"stages": [{"at": 0, "status": {"200": 0, "500": 0}}]}"#.into(), "stages[0].status: weights add up to 0"),
+            (r#"{"stages": [{"at": 0, "status": {}}]}"#.into(), "stages[0].status: empty mix"),
+            (r#"{"stages": [{"at": 0, "status": {"ok": 1}}]}"#.into(), "stages[0].status.ok: \"ok\" is neither a status"),
+            (r#"{"stages": [{"at": 0, "status": {"500": {"latency": "1s"}}}]}"#.into(), "stages[0].status.500.weight: missing"),
+            (r#"{"stages": [{"at": 0, "status": {"500": {"weight": 1, "latency": "fast"}}}]}"#.into(), "stages[0].status.500.latency: bad duration \"fast\""),
+            (r#"{"stages": [{"at": 0, "status": [{"weight": 1}]}]}"#.into(), "stages[0].status[0].status: missing"),
+            (r#"{"stages": [{"at": 0, "status": 200, "failure": "reset"}]}"#.into(), "stages[0].failure: \"reset\" sends no status"),
+            (r#"{"stages": [{"at": 0, "failure": "explode"}]}"#.into(), "stages[0].failure: unknown failure mode \"explode\""),
+            (r#"{"stages": [{"at": "2s", "status": 200}, {"at": "1s", "status": 500}]}"#.into(), "stages[1].at: stages must be in increasing order"),
+            (r#"{"stages": [{"at": 0, "latency": {"dist": "normal", "p50": "1s", "p99": "10ms"}}]}"#.into(), "stages[0].latency: p99: below p50"),
+            (format!(r#"{{"capacity": {{"workers": 0}}, {stage}}}"#), "capacity.workers: missing or 0"),
+            (format!(r#"{{"capacity": {{"workers": -3}}, {stage}}}"#), "capacity.workers: expected a whole number"),
+            (format!(r#"{{"capacity": {{"workers": 4, "queue_timeout": 5}}, {stage}}}"#), "capacity.queue_timeout: bad duration 5"),
+            (format!(r#"{{"capacity": {{"workers": 4, "reject_status": 99}}, {stage}}}"#), "capacity.reject_status: 99 is not a final HTTP status"),
+            (format!(r#"{{"capacity": {{"workers": 4, "pool": 2}}, {stage}}}"#), "capacity.pool: unknown field"),
+        ];
+        for (json, want) in rows {
+            match parse(&json) {
+                Ok(_) => panic!("accepted {json}"),
+                Err(got) => assert!(got.contains(want), "for {json}\n got: {got}\nwant: {want}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ground_truth_capacity() {
+        let recipe = parse(
+            r#"[{"route": "/a", "stages": [{"latency": "100ms"}], "capacity": {"workers": 50, "overflow": 10}},
+                {"route": "/b", "stages": [{"latency": "0..200ms"}], "capacity": {"workers": 10}},
+                {"route": "/c", "stages": [{"latency": "1s"}]}]"#,
+        )
+        .unwrap();
+        let capacity = recipe.capacity_rps();
+        assert_eq!(capacity.len(), 2);
+        assert!((capacity[0].1 - 600.0).abs() < 1e-9, "{capacity:?}");
+        assert!((capacity[1].1 - 100.0).abs() < 1e-9, "{capacity:?}");
+    }
+}

@@ -1,0 +1,232 @@
+//! Writing replies to the socket, including the failure modes that misbehave on the
+//! wire (reset, close, stall, malformed, trickle, close mid-body, chunked).
+//!
+//! Small responses are appended to the connection's output buffer and flushed by the
+//! connection loop, so a pipelined batch goes out in one write; large bodies are written
+//! straight from the recipe's memory.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::dispatch::{Reply, ReplyKind};
+use crate::failure::Failure;
+use crate::http::{BodyLength, finish_head};
+use crate::server::Worker;
+use crate::table::Outcome;
+
+/// Bodies up to this size are copied into the output buffer; larger ones are written
+/// from where they live.
+const COPY_BODY_BYTES: usize = 16 * 1024;
+
+/// Whether the connection survives the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    KeepOpen,
+    Close,
+}
+
+/// A connection's socket and output buffer.
+pub(crate) struct ConnIo {
+    pub stream: TcpStream,
+    pub out: Vec<u8>,
+}
+
+impl ConnIo {
+    pub async fn flush(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Writes (or buffers) one reply and counts it.
+pub(crate) async fn write_reply(
+    io: &mut ConnIo,
+    reply: Reply,
+    worker: &Worker,
+) -> io::Result<After> {
+    let (table, route, outcome) = match reply.kind {
+        ReplyKind::Bytes {
+            bytes,
+            close,
+            count,
+        } => {
+            io.out.extend_from_slice(&bytes);
+            if let Some((slot, label)) = count {
+                worker.stats.record(slot, label, elapsed_ns(reply.arrival));
+            }
+            return Ok(if close || !reply.keep_alive {
+                After::Close
+            } else {
+                After::KeepOpen
+            });
+        }
+        ReplyKind::Outcome {
+            table,
+            route,
+            outcome,
+        } => (table, route, outcome),
+    };
+    let route = &table.routes[route];
+    let outcome = &route.outcomes[outcome];
+    let close = !reply.keep_alive;
+    let after = match &outcome.failure {
+        None => plain(io, outcome, reply.head_only, close, worker).await?,
+        Some(failure) => misbehave(io, outcome, failure, reply.head_only, close, worker).await?,
+    };
+    worker
+        .stats
+        .record(outcome.slot, route.label, elapsed_ns(reply.arrival));
+    Ok(after)
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    since.elapsed().as_nanos() as u64
+}
+
+fn keep_or_close(close: bool) -> After {
+    if close { After::Close } else { After::KeepOpen }
+}
+
+async fn plain(
+    io: &mut ConnIo,
+    outcome: &Outcome,
+    head_only: bool,
+    close: bool,
+    worker: &Worker,
+) -> io::Result<After> {
+    let body = outcome.body.pick(&mut *worker.rng.borrow_mut());
+    finish_head(
+        &mut io.out,
+        &outcome.head_prefix,
+        BodyLength::Bytes(body.len()),
+        close,
+    );
+    if !head_only {
+        if body.len() <= COPY_BODY_BYTES {
+            io.out.extend_from_slice(body);
+        } else {
+            io.flush().await?;
+            io.stream.write_all(body).await?;
+        }
+    }
+    Ok(keep_or_close(close))
+}
+
+async fn misbehave(
+    io: &mut ConnIo,
+    outcome: &Outcome,
+    failure: &Failure,
+    head_only: bool,
+    close: bool,
+    worker: &Worker,
+) -> io::Result<After> {
+    let body = outcome.body.pick(&mut *worker.rng.borrow_mut());
+    match *failure {
+        Failure::Reset => {
+            io.flush().await?;
+            crate::server::arm_reset(&io.stream);
+            Ok(After::Close)
+        }
+        Failure::Close => {
+            io.flush().await?;
+            let _ = io.stream.shutdown().await;
+            Ok(After::Close)
+        }
+        Failure::Stall { for_duration } => {
+            io.flush().await?;
+            stall(&mut io.stream, for_duration).await;
+            Ok(After::Close)
+        }
+        Failure::Malformed => {
+            io.out.extend_from_slice(b"HTTP/1.1 2x0 Simulated Garbage\r\nthis line is not a header\r\ncontent-length: -1\r\n\r\n\x00\x01");
+            io.flush().await?;
+            Ok(After::Close)
+        }
+        Failure::CloseMidBody { after_bytes } => {
+            finish_head(
+                &mut io.out,
+                &outcome.head_prefix,
+                BodyLength::Bytes(body.len()),
+                true,
+            );
+            let cut = after_bytes
+                .unwrap_or(body.len() / 2)
+                .min(body.len().saturating_sub(1));
+            io.out.extend_from_slice(&body[..cut]);
+            io.flush().await?;
+            Ok(After::Close)
+        }
+        Failure::Trickle { chunk_bytes, every } => {
+            finish_head(
+                &mut io.out,
+                &outcome.head_prefix,
+                BodyLength::Bytes(body.len()),
+                close,
+            );
+            io.flush().await?;
+            if !head_only {
+                trickle(&mut io.stream, body, chunk_bytes, every).await?;
+            }
+            Ok(keep_or_close(close))
+        }
+        Failure::Chunked { chunk_bytes } => {
+            finish_head(
+                &mut io.out,
+                &outcome.head_prefix,
+                BodyLength::Chunked,
+                close,
+            );
+            if !head_only {
+                chunked(&mut io.out, body, chunk_bytes);
+            }
+            Ok(keep_or_close(close))
+        }
+    }
+}
+
+/// Holds the connection without answering until the client leaves or `limit` passes.
+async fn stall(stream: &mut TcpStream, limit: Option<Duration>) {
+    let deadline = limit.map(|d| tokio::time::Instant::now() + d);
+    let mut scratch = [0u8; 256];
+    loop {
+        let read = stream.read(&mut scratch);
+        let outcome = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, read).await.ok(),
+            None => Some(read.await),
+        };
+        match outcome {
+            Some(Ok(n)) if n > 0 => continue,
+            _ => return,
+        }
+    }
+}
+
+async fn trickle(
+    stream: &mut TcpStream,
+    body: &[u8],
+    chunk_bytes: usize,
+    every: Duration,
+) -> io::Result<()> {
+    for (i, piece) in body.chunks(chunk_bytes).enumerate() {
+        if i > 0 {
+            tokio::time::sleep(every).await;
+        }
+        stream.write_all(piece).await?;
+    }
+    Ok(())
+}
+
+fn chunked(out: &mut Vec<u8>, body: &[u8], chunk_bytes: usize) {
+    for piece in body.chunks(chunk_bytes) {
+        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        out.extend_from_slice(piece);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+}

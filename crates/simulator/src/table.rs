@@ -1,0 +1,474 @@
+//! The running form of a recipe: routes with their stages, pre-rendered answers and
+//! pools, plus the run clock. Built once per load (bodies, heads and metric slots are
+//! all resolved here), then only read by the request path.
+//!
+//! Stages are not driven by timers. The stage in force is a pure function of the run
+//! clock (`now - started_at`), so replacing the table is all it takes to reload a
+//! recipe: the old stages cannot fire later, because nothing was scheduled.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::body::{Body, content_type_of, expand_placeholders, load_payload};
+use crate::error::{Invalid, SimulatorError};
+use crate::failure::Failure;
+use crate::latency::Latency;
+use crate::metrics::Registry;
+use crate::pool::Pool;
+use crate::recipe::{OutcomeSpec, Recipe, RouteSpec};
+
+/// All routes in force, and when the run clock started.
+pub(crate) struct Table {
+    pub routes: Vec<Arc<Route>>,
+    exact: HashMap<String, usize>,
+    /// Prefix routes (`/news*` as `/news`), longest first: the nearest wildcard wins.
+    wildcards: Vec<(String, usize)>,
+    pub started_at: Instant,
+}
+
+pub(crate) struct Route {
+    pub pattern: String,
+    pub label: usize,
+    pub stages: Vec<Stage>,
+    /// Every answer this route can give; stages and the pool index into it.
+    pub outcomes: Vec<Outcome>,
+    /// The 406 answered before the first stage starts (origin_simulator's default state).
+    pub before_start: usize,
+    pub capacity: Option<Capacity>,
+    pub json: Value,
+}
+
+pub(crate) struct Capacity {
+    pub pool: Pool,
+    /// Outcome index of the answer given when no worker is available.
+    pub reject: usize,
+    pub overflow_latency: Latency,
+    /// Ground truth: `(workers + overflow) / mean service time` of each stage.
+    pub capacity_rps: Vec<f64>,
+}
+
+pub(crate) struct Stage {
+    pub at_ns: u64,
+    first: usize,
+    /// Running sums of the outcome weights, for one uniform draw per request.
+    cumulative: Vec<f64>,
+    /// `routes_status` text: status (or mix) and latency.
+    pub description: String,
+}
+
+/// One answer, ready to send.
+pub(crate) struct Outcome {
+    /// 0 for failure modes that send no status line. The wire form is in `head_prefix`;
+    /// this copy is for tests and debugging.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "kept beside head_prefix for tests")
+    )]
+    pub status: u16,
+    pub latency: Latency,
+    pub failure: Option<Failure>,
+    /// Status line and fixed headers; see [`crate::http::finish_head`].
+    pub head_prefix: Vec<u8>,
+    pub body: Arc<Body>,
+    /// Metrics counter slot for (route, status).
+    pub slot: usize,
+}
+
+impl Table {
+    pub fn empty() -> Self {
+        Self::new(Vec::new())
+    }
+
+    fn new(routes: Vec<Arc<Route>>) -> Self {
+        let mut exact = HashMap::new();
+        let mut wildcards = Vec::new();
+        for (i, route) in routes.iter().enumerate() {
+            match route.pattern.strip_suffix('*') {
+                Some(prefix) => wildcards.push((prefix.to_owned(), i)),
+                None => {
+                    exact.insert(route.pattern.clone(), i);
+                }
+            }
+        }
+        wildcards.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+        Self {
+            routes,
+            exact,
+            wildcards,
+            started_at: Instant::now(),
+        }
+    }
+
+    /// This table with `added` routes replacing same-pattern ones (kept in place) or
+    /// appended; the run clock restarts, so every route's stages start again at 0.
+    pub fn merged(&self, added: Vec<Arc<Route>>) -> Self {
+        let mut routes = self.routes.clone();
+        for route in added {
+            match routes.iter().position(|r| r.pattern == route.pattern) {
+                Some(at) => routes[at] = route,
+                None => routes.push(route),
+            }
+        }
+        Self::new(routes)
+    }
+
+    /// The route serving `path`: an exact match, else the longest matching prefix.
+    pub fn find(&self, path: &str) -> Option<usize> {
+        if let Some(&i) = self.exact.get(path) {
+            return Some(i);
+        }
+        self.wildcards
+            .iter()
+            .find(|(prefix, _)| path.starts_with(prefix.as_str()))
+            .map(|(_, i)| *i)
+    }
+
+    pub fn elapsed_ns(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.started_at).as_nanos() as u64
+    }
+}
+
+impl Route {
+    /// Index of the stage in force after `elapsed_ns` on the run clock.
+    pub fn stage_at(&self, elapsed_ns: u64) -> Option<usize> {
+        self.stages.iter().rposition(|s| s.at_ns <= elapsed_ns)
+    }
+}
+
+impl Stage {
+    /// Draws an outcome index (into [`Route::outcomes`]) by weight.
+    pub fn pick(&self, rng: &mut impl Rng) -> usize {
+        if self.cumulative.len() == 1 {
+            return self.first;
+        }
+        let total = self.cumulative.last().copied().unwrap_or(0.0);
+        let draw = rng.random::<f64>() * total;
+        let offset = self
+            .cumulative
+            .iter()
+            .position(|c| *c > draw)
+            .unwrap_or(self.cumulative.len() - 1);
+        self.first + offset
+    }
+}
+
+/// Builds every route of `recipe`: loads bodies (file and origin I/O happen here),
+/// renders heads, makes pools and interns metric labels.
+pub(crate) fn build_routes(
+    recipe: &Recipe,
+    registry: &std::sync::Mutex<Registry>,
+    rng: &mut impl Rng,
+) -> Result<Vec<Arc<Route>>, SimulatorError> {
+    let bodies = recipe
+        .routes
+        .iter()
+        .map(|spec| load_payload(&spec.payload, spec.gzip, &spec.field, rng))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.within(&recipe.source_name))?;
+    let mut registry = registry
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    recipe
+        .routes
+        .iter()
+        .zip(bodies)
+        .map(|(spec, (body, content_type))| {
+            let payload = Payload {
+                body: Arc::new(body),
+                content_type,
+            };
+            build_route(spec, &payload, &mut registry, rng).map(Arc::new)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.within(&recipe.source_name))
+}
+
+struct Payload {
+    body: Arc<Body>,
+    content_type: &'static str,
+}
+
+/// Builds outcomes for one route; shares the route's body and headers.
+struct OutcomeMaker<'a> {
+    spec: &'a RouteSpec,
+    payload: &'a Payload,
+    label: usize,
+    has_content_type: bool,
+}
+
+fn build_route(
+    spec: &RouteSpec,
+    payload: &Payload,
+    registry: &mut Registry,
+    rng: &mut impl Rng,
+) -> Result<Route, Invalid> {
+    let label = registry.route_label(&spec.route);
+    let has_content_type = spec.headers.iter().any(|(name, _)| name == "content-type");
+    let maker = OutcomeMaker {
+        spec,
+        payload,
+        label,
+        has_content_type,
+    };
+    let mut outcomes = Vec::new();
+    let mut stages = Vec::with_capacity(spec.stages.len());
+    for stage in &spec.stages {
+        let first = outcomes.len();
+        let mut running = 0.0;
+        let mut cumulative = Vec::with_capacity(stage.outcomes.len());
+        for outcome in &stage.outcomes {
+            running += outcome.weight;
+            cumulative.push(running);
+            outcomes.push(maker.make(outcome, registry, rng));
+        }
+        let description = describe(&stage.outcomes);
+        stages.push(Stage {
+            at_ns: stage.at.as_nanos() as u64,
+            first,
+            cumulative,
+            description,
+        });
+    }
+    let before_start = outcomes.len();
+    outcomes.push(maker.make(&plain(406, Latency::ZERO), registry, rng));
+    let capacity = spec.capacity.as_ref().map(|c| {
+        outcomes.push(maker.make(
+            &plain(c.reject_status, c.reject_latency.clone()),
+            registry,
+            rng,
+        ));
+        let workers = (c.workers + c.overflow) as f64;
+        Capacity {
+            pool: Pool::new(c.workers, c.overflow, c.queue, c.queue_timeout),
+            reject: outcomes.len() - 1,
+            overflow_latency: c.overflow_latency.clone(),
+            capacity_rps: spec
+                .stages
+                .iter()
+                .map(|s| workers / (s.mean_latency_ns() / 1e9))
+                .collect(),
+        }
+    });
+    Ok(Route {
+        pattern: spec.route.clone(),
+        label,
+        stages,
+        outcomes,
+        before_start,
+        capacity,
+        json: spec.json.clone(),
+    })
+}
+
+fn plain(status: u16, latency: Latency) -> OutcomeSpec {
+    OutcomeSpec {
+        weight: 1.0,
+        status,
+        latency,
+        failure: None,
+        body: None,
+    }
+}
+
+impl OutcomeMaker<'_> {
+    fn make(&self, spec: &OutcomeSpec, registry: &mut Registry, rng: &mut impl Rng) -> Outcome {
+        let status_label = match (&spec.failure, spec.status) {
+            (Some(failure), 0) => failure.label().to_owned(),
+            (_, status) => status.to_string(),
+        };
+        let (body, content_type) = self.body_for(spec, rng);
+        let content_type = (!self.has_content_type).then_some(content_type);
+        let head_prefix = if spec.status == 0 {
+            Vec::new()
+        } else {
+            crate::http::head_prefix(spec.status, content_type, &self.spec.headers)
+        };
+        Outcome {
+            status: spec.status,
+            latency: spec.latency.clone(),
+            failure: spec.failure.clone(),
+            head_prefix,
+            body,
+            slot: registry.counter_slot(self.label, &status_label),
+        }
+    }
+
+    /// The route's payload for 2xx, origin_simulator's short texts for other statuses,
+    /// or the outcome's own `body`.
+    fn body_for(&self, spec: &OutcomeSpec, rng: &mut impl Rng) -> (Arc<Body>, &'static str) {
+        let gzip = self.spec.gzip;
+        if let Some(text) = &spec.body {
+            let bytes = expand_placeholders(text, rng);
+            let content_type = content_type_of(&bytes);
+            return (Arc::new(Body::fixed(bytes, gzip)), content_type);
+        }
+        match spec.status {
+            0 | 204 | 304 => (Arc::new(Body::Fixed(Box::default())), "text/html"),
+            200..=299 => (Arc::clone(&self.payload.body), self.payload.content_type),
+            404 => (
+                Arc::new(Body::fixed(b"Not found".to_vec(), gzip)),
+                "text/html",
+            ),
+            406 => {
+                let text = format!(
+                    "Recipe not set at {}, please POST a recipe for this route to /_admin/add_recipe",
+                    self.spec.route
+                );
+                (Arc::new(Body::fixed(text.into_bytes(), gzip)), "text/html")
+            }
+            status => (
+                Arc::new(Body::fixed(format!("Error {status}").into_bytes(), gzip)),
+                "text/html",
+            ),
+        }
+    }
+}
+
+/// `200 100ms`, or for a mix `200:83,500:6,reset:1 0..600ms`.
+fn describe(outcomes: &[OutcomeSpec]) -> String {
+    let label = |o: &OutcomeSpec| match (&o.failure, o.status) {
+        (Some(f), 0) => f.label().to_owned(),
+        (Some(f), status) => format!("{status}/{}", f.label()),
+        (None, status) => status.to_string(),
+    };
+    let latency = |o: &OutcomeSpec| o.latency.describe();
+    match outcomes {
+        [only] => format!("{} {}", label(only), latency(only)),
+        _ => {
+            let mix: Vec<String> = outcomes
+                .iter()
+                .map(|o| format!("{}:{}", label(o), o.weight))
+                .collect();
+            let same = outcomes.windows(2).all(|w| w[0].latency == w[1].latency);
+            let latency = if same {
+                latency(&outcomes[0])
+            } else {
+                "mixed".to_owned()
+            };
+            format!("{} {latency}", mix.join(","))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipe::parse_recipe;
+    use rand::SeedableRng;
+    use rand::rngs::SmallRng;
+
+    fn table(json: &str) -> Table {
+        let recipe = parse_recipe(json, "test").unwrap();
+        let registry = std::sync::Mutex::new(Registry::new());
+        Table::empty()
+            .merged(build_routes(&recipe, &registry, &mut SmallRng::seed_from_u64(1)).unwrap())
+    }
+
+    #[test]
+    fn routing_prefers_exact_then_longest_prefix() {
+        let t = table(
+            r#"[{"route": "/*", "stages": [{"status": 200}]},
+                {"route": "/news*", "stages": [{"status": 201}]},
+                {"route": "/news/politics*", "stages": [{"status": 202}]},
+                {"route": "/news", "stages": [{"status": 203}]}]"#,
+        );
+        let rows = [
+            ("/", "/*"),
+            ("/sport", "/*"),
+            ("/news", "/news"),
+            ("/newsroom", "/news*"),
+            ("/news/x", "/news*"),
+            ("/news/politics/1", "/news/politics*"),
+        ];
+        for (path, want) in rows {
+            let got = t.find(path).map(|i| t.routes[i].pattern.as_str());
+            assert_eq!(got, Some(want), "path {path}");
+        }
+        let only_news = table(r#"{"route": "/news", "stages": [{"status": 200}]}"#);
+        assert_eq!(only_news.find("/other"), None);
+    }
+
+    #[test]
+    fn stages_follow_the_run_clock() {
+        let t = table(
+            r#"{"stages": [{"at": "1s", "status": 503}, {"at": "4s", "status": 200, "latency": "100ms"}]}"#,
+        );
+        let route = &t.routes[0];
+        let s = 1_000_000_000;
+        assert_eq!(route.stage_at(0), None, "406 before the first stage");
+        assert_eq!(route.stage_at(s), Some(0));
+        assert_eq!(route.stage_at(4 * s - 1), Some(0));
+        assert_eq!(route.stage_at(400 * s), Some(1), "the last stage holds");
+        assert_eq!(route.outcomes[route.before_start].status, 406);
+        assert_eq!(route.stages[1].description, "200 100ms");
+    }
+
+    #[test]
+    fn mixes_draw_by_weight() {
+        let t = table(r#"{"stages": [{"status": {"200": 80, "500": 15, "reset": 5, "503": 0}}]}"#);
+        let route = &t.routes[0];
+        let mut rng = SmallRng::seed_from_u64(9);
+        let mut counts: HashMap<u16, usize> = HashMap::new();
+        for _ in 0..100_000 {
+            *counts
+                .entry(route.outcomes[route.stages[0].pick(&mut rng)].status)
+                .or_default() += 1;
+        }
+        let share = |status| counts.get(&status).copied().unwrap_or(0) as f64 / 100_000.0;
+        assert!((share(200) - 0.80).abs() < 0.01, "{counts:?}");
+        assert!((share(500) - 0.15).abs() < 0.01, "{counts:?}");
+        assert!((share(0) - 0.05).abs() < 0.01, "{counts:?}");
+        assert_eq!(share(503), 0.0);
+    }
+
+    #[test]
+    fn reloading_replaces_one_route_and_restarts_the_clock() {
+        let registry = std::sync::Mutex::new(Registry::new());
+        let mut rng = SmallRng::seed_from_u64(1);
+        let build = |json: &str, rng: &mut SmallRng| {
+            build_routes(&parse_recipe(json, "t").unwrap(), &registry, rng).unwrap()
+        };
+        let first = Table::empty().merged(build(r#"[{"route": "/a", "stages": [{"status": 200}]}, {"route": "/b", "stages": [{"status": 200}]}]"#, &mut rng));
+        let second = first.merged(build(
+            r#"{"route": "/a", "stages": [{"status": 500}]}"#,
+            &mut rng,
+        ));
+        let patterns: Vec<&str> = second.routes.iter().map(|r| r.pattern.as_str()).collect();
+        assert_eq!(patterns, ["/a", "/b"]);
+        assert_eq!(second.routes[0].outcomes[0].status, 500);
+        assert!(
+            Arc::ptr_eq(&first.routes[1], &second.routes[1]),
+            "untouched routes are shared"
+        );
+        assert!(second.started_at >= first.started_at);
+    }
+
+    #[test]
+    fn bodies_follow_status() {
+        let t = table(
+            r#"{"body": "{\"ok\":1}", "headers": {"x-a": "1"}, "stages": [{"status": {"200": 1, "503": 1, "404": 1, "204": 1}}]}"#,
+        );
+        let route = &t.routes[0];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut body = |status: u16| {
+            let o = route.outcomes.iter().find(|o| o.status == status).unwrap();
+            (
+                String::from_utf8(o.body.pick(&mut rng).to_vec()).unwrap(),
+                String::from_utf8(o.head_prefix.clone()).unwrap(),
+            )
+        };
+        let (ok, head) = body(200);
+        assert_eq!(ok, "{\"ok\":1}");
+        assert!(
+            head.contains("content-type: application/json\r\nx-a: 1\r\n"),
+            "{head}"
+        );
+        assert_eq!(body(503).0, "Error 503");
+        assert_eq!(body(404).0, "Not found");
+        assert_eq!(body(204).0, "");
+    }
+}
