@@ -9,6 +9,8 @@ mod attack;
 mod demo;
 mod encode;
 mod flags;
+mod monitor;
+mod plot;
 mod report;
 mod signals;
 mod simulate;
@@ -38,6 +40,8 @@ enum Command {
     Report(report::ReportArgs),
     Encode(encode::EncodeArgs),
     Demo(demo::DemoArgs),
+    Plot(plot::PlotArgs),
+    Monitor(monitor::MonitorArgs),
     Simulate(simulate::SimulateArgs),
 }
 
@@ -53,6 +57,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Demo(args) => demo::run(&args),
+        Command::Plot(args) => plot::run(&args),
+        Command::Monitor(args) => monitor::run(&args),
         Command::Simulate(args) => simulate::run(args),
     };
     match outcome {
