@@ -17,140 +17,16 @@ Everything goes to loopback. Output: a table with goals and ratios.
 """
 
 import argparse
-import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OUT = os.path.join(ROOT, "bench", "out", "engine")
-LOADLAB = os.path.join(ROOT, "target", "release", "loadlab")
-GENERATOR_CPU = "0"
-SERVER_CPU = "1"
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
+from benchlib import LOADLAB, OUT, ROOT, Nginx, ensure_packages, free_port, hey, loadlab, run_loadlab, sh, vegeta, wrk  # noqa: E402
 
-def sh(*cmd, **kw):
-    return subprocess.run(list(cmd), check=True, **kw)
-
-
-def ensure_packages():
-    missing = [pkg for cmd, pkg in (("wrk", "wrk"), ("nginx", "nginx-light")) if not shutil.which(cmd)]
-    if missing:
-        print(f"== installing {' '.join(missing)}", flush=True)
-        sh("apt-get", "update", "-qq")
-        sh("apt-get", "install", "-y", "-qq", *missing, stdout=subprocess.DEVNULL)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Nginx:
-    """nginx with one worker on SERVER_CPU, a small fixed body, no access log."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="loadlab-nginx-", dir=OUT)
-        self.port = free_port()
-        conf = f"""
-worker_processes 1;
-worker_cpu_affinity {'1' + '0' * int(SERVER_CPU)};
-daemon on;
-pid {self.dir}/nginx.pid;
-error_log {self.dir}/error.log warn;
-events {{ worker_connections 65536; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  server {{
-    listen 127.0.0.1:{self.port} backlog=8192;
-    location / {{ return 200 "hello, world\\n"; }}
-  }}
-}}
-"""
-        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
-            f.write(conf)
-        sh("nginx", "-c", os.path.join(self.dir, "nginx.conf"), "-p", self.dir)
-        time.sleep(0.3)
-        self.url = f"http://127.0.0.1:{self.port}/"
-
-    def stop(self):
-        subprocess.run(["nginx", "-c", os.path.join(self.dir, "nginx.conf"), "-p", self.dir, "-s", "stop"])
-
-
-def measured(cmd, stdin=None, stdout=None):
-    """Runs cmd pinned to GENERATOR_CPU; returns (cpu_seconds, peak_rss_kib, wall, output)."""
-    start = time.time()
-    proc = subprocess.Popen(["taskset", "-c", GENERATOR_CPU, *cmd], stdin=stdin,
-                            stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE)
-    output = proc.stdout.read() if proc.stdout else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.time() - start
-    if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.read().decode()[-500:]}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, wall, output
-
-
-def wrk(url, seconds):
-    cpu, _, _, out = measured(["wrk", "-t1", "-c50", f"-d{seconds}s", url])
-    text = out.decode()
-    requests = int(next(line for line in text.splitlines() if "requests in" in line).split()[0])
-    return {"tool": "wrk -t1 -c50 (closed)", "requests": requests, "rate": requests / seconds,
-            "cpu_us": cpu / requests * 1e6}
-
-
-def loadlab(url, rate, seconds, keep=None):
-    path = keep or os.path.join(OUT, f"loadlab-{rate}.llr")
-    targets = f"GET {url}\n".encode()
-    with tempfile.TemporaryFile() as t:
-        t.write(targets)
-        t.seek(0)
-        cpu, rss, _, _ = measured([LOADLAB, "attack", f"-rate={rate}", f"-duration={seconds}s",
-                                   "-threads=1", f"-output={path}"], stdin=t)
-    report = json.loads(subprocess.run([LOADLAB, "report", "-type=json", path], check=True,
-                                       capture_output=True).stdout)
-    extra = report["loadlab"]
-    result = {"tool": f"loadlab open {rate}/s", "requests": report["requests"], "rate": report["rate"],
-              "asked": extra.get("asked_rate", rate), "ratio": extra.get("rate_ratio", 0),
-              "lag_p99_us": extra["send_lag"]["99th"] / 1e3, "cpu_us": cpu / max(report["requests"], 1) * 1e6,
-              "rss_mib": rss / 1024, "bytes_per_request": os.path.getsize(path) / max(report["requests"], 1),
-              "success": report["success"]}
-    if keep is None:
-        os.remove(path)
-    return result
-
-
-def vegeta(url, rate, seconds):
-    try:
-        binary = subprocess.run([os.path.join(ROOT, "bench", "lib", "vegeta.sh")], check=True,
-                                capture_output=True, text=True).stdout.strip()
-    except subprocess.CalledProcessError:
-        return None
-    with tempfile.TemporaryFile() as t, tempfile.TemporaryFile() as results:
-        t.write(f"GET {url}\n".encode())
-        t.seek(0)
-        cpu, _, _, _ = measured([binary, "attack", f"-rate={rate}", f"-duration={seconds}s"], stdin=t, stdout=results)
-        results.seek(0)
-        report = json.loads(subprocess.run([binary, "report", "-type=json"], stdin=results, check=True,
-                                           capture_output=True).stdout)
-    return {"tool": f"vegeta {rate}/s", "requests": report["requests"], "rate": report["rate"],
-            "cpu_us": cpu / max(report["requests"], 1) * 1e6}
-
-
-def hey(url, seconds):
-    if not shutil.which("hey"):
-        return None
-    cpu, _, _, out = measured(["hey", "-z", f"{seconds}s", "-c", "50", url])
-    line = next(l for l in out.decode().splitlines() if "Requests/sec" in l)
-    rate = float(line.split()[-1])
-    requests = rate * seconds
-    return {"tool": "hey -c50 (closed)", "requests": int(requests), "rate": rate, "cpu_us": cpu / requests * 1e6}
+GENERATOR_CPU, SERVER_CPU = "0", "1"
 
 
 def main():
@@ -200,6 +76,27 @@ def run_all(url, args):
     print(f"   peak RSS {long['rss_mib']:.1f} MiB (goal <= 64), record {long['bytes_per_request']:.2f} bytes/request "
           f"(goal <= 16), achieved {long['ratio'] * 100:.2f}%, lag p99 {long['lag_p99_us']:.1f} µs")
     os.remove(os.path.join(OUT, "long.llr"))
+    connections_10k(args.seconds)
+
+
+def connections_10k(seconds):
+    """10k requests in flight (so 10k open connections): 10k req/s against our simulator
+    answering after 1 s, on CPU 1."""
+    print(f"== 5. 10k open connections ({seconds}s at 10000/s, 1 s server latency)", flush=True)
+    recipe = os.path.join(OUT, "one_second.json")
+    with open(recipe, "w") as f:
+        f.write('{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "1s"}]}')
+    port = free_port()
+    server = subprocess.Popen(["taskset", "-c", SERVER_CPU, LOADLAB, "simulate", recipe, f"-addr=127.0.0.1:{port}", "-threads=1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        r = run_loadlab(f"http://127.0.0.1:{port}/", ["-rate=10000", f"-duration={seconds}s", "-connections=20000"], "10k in flight")
+        print(f"   peak RSS {r['rss_mib']:.1f} MiB (goal <= 128) with ~10000 connections open, achieved {r['ratio'] * 100:.2f}%, "
+              f"success {r['success'] * 100:.1f}%", flush=True)
+    finally:
+        server.terminate()
+        server.wait()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
-//! `loadlab attack`: flags -> [`engine::AttackConfig`] -> [`engine::run_attack`].
+//! `loadlab attack`: flags (or a scenario file) -> [`engine::RunConfig`] -> [`engine::run`].
 
 use std::fs::File;
-use std::io::{BufReader, IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ArgAction;
-use engine::{AttackConfig, StopHandle, TargetStream, Targets, TlsOptions};
-use units::{Rate, parse_duration, parse_size};
-use workload::{Header, HttpTargetReader, JsonTargetReader, Pacing, Plan, Schedule};
+use engine::{RunConfig, StopHandle, TlsOptions};
+use workload::{AttackFields, ScenarioFile, StopRule, Target, TextOrNumber};
 
+use crate::scenarios::{self, Origin};
 use crate::signals;
 
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
@@ -20,39 +20,76 @@ use crate::signals;
 /// lines, optional headers and `@body` file) or json format. Records go to stdout
 /// or -output; pipe them into `loadlab report`.
 ///
-/// Open model (default): requests leave on a clock at -rate; latency counts from
-/// the intended send time, and if the generator falls behind, the lag is recorded
-/// and reported rather than hidden. Closed model: -rate=0 with -max-workers, or
-/// -concurrency N: N users, each sending its next request when the last completes.
+/// Open model (default): requests leave on a clock, at -rate or along a -schedule
+/// (Yandex.Tank's const/line/step, doubling steps, step lists, sine); latency counts
+/// from the intended send time, and if the generator falls behind, the lag is recorded
+/// and reported rather than hidden. Closed model: -concurrency N (or a schedule of
+/// user counts) users, each sending its next request -think-time after the last one
+/// completes; -rate=0 with -max-workers=N is vegeta's spelling of the same.
+///
+/// Targets may hold placeholders in the path, query, headers and body:
+/// {{rand.lower 50}}, {{rand.int 1 100}}, {{uuid}}, {{seq}}, {{pick a b c}},
+/// {{csv.COLUMN}} (rows of -data). -seed makes them repeat exactly.
 ///
 /// Examples:
 ///
 ///   echo "GET http://127.0.0.1:8080/" | loadlab attack -rate=500 -duration=10s | loadlab report
 ///
-///   loadlab attack -targets=targets.txt -rate=2000/1s -duration=1m -output=run.llr
+///   loadlab attack -targets=targets.txt -schedule="line(1, 50000, 10m) const(50000, 5m)" -output=ramp.llr
 ///
-///   echo "GET http://127.0.0.1:8080/" | loadlab attack -concurrency=100 -duration=30s > closed.llr
+///   loadlab attack -targets=targets.txt -schedule="step(8, 4096, x2, 50s)" -stop-when="errors > 50% for 5s"
+///
+///   echo "GET http://127.0.0.1:8080/search?q={{rand.lower 50}}" | loadlab attack -rate=1000 -duration=5m
+///
+///   echo "GET http://127.0.0.1:8080/" | loadlab attack -concurrency="line(1, 100, 1m) const(100, 5m)" > closed.llr
+///
+///   loadlab attack -scenarios=incident.toml -output=incident.llr
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
+///
+/// Exit status: 0 when the run completed or was interrupted (whatever the server
+/// answered); 1 on bad input or an I/O error; 2 on a usage error; when a -stop-when
+/// rule stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag.
 #[derive(clap::Args, Debug)]
 pub struct AttackArgs {
-    /// Requests per time unit: N or N/duration (100, 100/1s, 5/m); 0 = closed model
-    #[arg(long, default_value = "50/1s", value_name = "RATE")]
-    rate: String,
-    /// How long to send; 0 = until interrupted (or until -max-requests)
-    #[arg(long, default_value = "0", value_name = "DURATION")]
-    duration: String,
+    /// Requests per time unit: N or N/duration (100, 100/1s, 5/m) [default: 50/1s]; 0 = closed model
+    #[arg(long, value_name = "RATE")]
+    rate: Option<String>,
+    /// Open-model schedule, e.g. "line(1, 1000, 1m) const(1000, 5m)", "step(8, 4096, x2, 50s)", "8,16,32@50s"
+    #[arg(long, value_name = "SCHEDULE")]
+    schedule: Option<String>,
+    /// Closed model: N users, or a schedule of user counts like "line(1, 100, 1m) const(100, 5m)"
+    #[arg(long, value_name = "USERS")]
+    concurrency: Option<String>,
+    /// Closed model: how long a user waits after an answer before its next request
+    #[arg(long, value_name = "DURATION")]
+    think_time: Option<String>,
+    /// How long to send [default: until interrupted, -max-requests or the schedule's end]
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
     /// Stop after this many requests
     #[arg(long, value_name = "N")]
     max_requests: Option<u64>,
-    /// Closed model: this many users, each sending when its last request completes
+    /// Run the named scenarios of a TOML file at once (see docs and examples/scenarios)
+    #[arg(long, value_name = "FILE")]
+    scenarios: Option<PathBuf>,
+    /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s" (repeatable)
+    #[arg(long, value_name = "RULE")]
+    stop_when: Vec<String>,
+    /// Seed for template placeholders: the same seed sends the same requests
     #[arg(long, value_name = "N")]
-    concurrency: Option<u64>,
-    /// Connections opened before the attack starts (vegeta's initial workers)
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    workers: u64,
-    /// Requests in flight at most (open model); the closed model's users with -rate=0
+    seed: Option<u64>,
+    /// CSV file (with a header row) for {{csv.COLUMN}} placeholders
+    #[arg(long, value_name = "FILE")]
+    data: Option<String>,
+    /// Which -data row each request uses: sequential or random [default: sequential]
+    #[arg(long, value_name = "ORDER")]
+    data_order: Option<String>,
+    /// Connections opened before the attack starts (vegeta's initial workers) [default: 10]
+    #[arg(long, value_name = "N")]
+    workers: Option<u64>,
+    /// Requests in flight at most (open model) [default: 10000]; with -rate=0, the users
     #[arg(long, value_name = "N")]
     max_workers: Option<u64>,
     /// Open connections per target host at most
@@ -61,46 +98,36 @@ pub struct AttackArgs {
     /// Event-loop threads (default: the CPUs this process may run on)
     #[arg(long, alias = "cpus", value_name = "N")]
     threads: Option<usize>,
-    /// Per-request timeout, connect included
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
-    timeout: String,
-    /// Reuse connections (HTTP keep-alive)
-    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    keepalive: bool,
-    /// Redirects to follow; -1 follows none and counts 3xx as success
-    #[arg(
-        long,
-        default_value_t = 10,
-        allow_negative_numbers = true,
-        value_name = "N"
-    )]
-    redirects: i32,
+    /// Per-request timeout, connect included [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Reuse connections (HTTP keep-alive) [default: true]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    keepalive: Option<bool>,
+    /// Redirects to follow; -1 follows none and counts 3xx as success [default: 10]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    redirects: Option<i32>,
     /// Request header `Key: Value`, for every target (repeatable)
     #[arg(long, value_name = "HEADER")]
     header: Vec<String>,
     /// Request body file for targets without their own
     #[arg(long, value_name = "FILE")]
-    body: Option<PathBuf>,
+    body: Option<String>,
     /// Targets file (default: stdin)
     #[arg(long, value_name = "FILE")]
-    targets: Option<PathBuf>,
-    /// Targets format: http or json
-    #[arg(long, default_value = "http", value_parser = ["http", "json"])]
-    format: String,
+    targets: Option<String>,
+    /// Targets format: http or json [default: http]
+    #[arg(long, value_parser = ["http", "json"])]
+    format: Option<String>,
     /// Read targets as they are needed (for endless generated streams)
-    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    lazy: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    lazy: Option<bool>,
     /// Read at most this many response body bytes (e.g. 64kb); -1 = no limit
-    #[arg(
-        long,
-        default_value = "-1",
-        allow_hyphen_values = true,
-        value_name = "SIZE"
-    )]
-    max_body: String,
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
+    max_body: Option<String>,
     /// Attack name, carried in every record
-    #[arg(long, default_value = "")]
-    name: String,
+    #[arg(long)]
+    name: Option<String>,
     /// Records output file (default: stdout)
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -142,59 +169,61 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let (_, outcome) =
-        engine::run_attack(&config, out, &stop).map_err(|err| match err.io_error() {
-            Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
-                anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
-            }
-            _ => anyhow::Error::new(err),
-        })?;
+    let (_, outcome) = engine::run(&config, out, &stop).map_err(|err| match err.io_error() {
+        Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+            anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+        _ => anyhow::Error::new(err),
+    })?;
     if outcome.unsent > 0 {
         eprintln!(
             "loadlab: the generator fell behind: {} requests were due but never sent; `loadlab report` shows the lag",
             outcome.unsent
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match outcome.fired {
+        Some(fired) => {
+            eprintln!("loadlab: stop rule {}", fired.describe());
+            ExitCode::from(fired.rule.kind().exit_code())
+        }
+        None => ExitCode::SUCCESS,
+    })
 }
 
-fn build_config(args: &AttackArgs) -> anyhow::Result<AttackConfig> {
-    let rate = Rate::parse(&args.rate).context("-rate")?;
-    let duration = parse_duration(&args.duration).context("-duration")?;
-    let timeout = parse_duration(&args.timeout).context("-timeout")?;
-    if timeout.is_zero() {
-        bail!("-timeout: must be longer than zero");
-    }
-    let max_body = match args.max_body.trim() {
-        "-1" => None,
-        text => Some(parse_size(text).context("-max-body")?),
-    };
+fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
     if args.cert.is_some() != args.key.is_some() {
         bail!("-cert and -key go together");
     }
-    let pacing = pacing(args, &rate)?;
-    let plan = Plan {
-        pacing,
-        duration_ns: (!duration.is_zero()).then_some(duration.as_nanos() as u64),
-        max_requests: args.max_requests,
+    // Flags are checked before any target is read (from a file or stdin).
+    let flag_rules = parse_rules(
+        args.stop_when
+            .iter()
+            .map(|rule| (rule.clone(), "-stop-when".to_owned())),
+    )?;
+    let (attacks, file_seed, file_rules) = match &args.scenarios {
+        Some(path) => load_scenarios(path, args)?,
+        None => (
+            vec![scenarios::attack_config(
+                &fields_from_flags(args),
+                &Origin::flags(),
+            )?],
+            None,
+            Vec::new(),
+        ),
     };
-    if args.max_requests == Some(0) {
-        bail!("-max-requests: must be at least 1");
-    }
-    Ok(AttackConfig {
-        name: args.name.clone(),
-        targets: read_targets(args)?,
-        plan,
-        timeout,
-        keepalive: args.keepalive,
-        redirects: args.redirects,
-        max_in_flight: args.max_workers.unwrap_or(10_000).max(1),
-        initial_connections: args.workers,
-        connections_per_host: args.connections,
+    let mut stop_rules = parse_rules(file_rules.into_iter())?;
+    stop_rules.extend(flag_rules);
+    let seed = args
+        .seed
+        .or(file_seed)
+        .unwrap_or_else(|| announce_seed(&attacks));
+    Ok(RunConfig {
+        attacks,
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
-        max_body,
+        initial_connections: args.workers.unwrap_or(10),
+        connections_per_host: args.connections,
         tls: TlsOptions {
             insecure: args.insecure,
             root_certs: args.root_certs.clone(),
@@ -203,69 +232,127 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<AttackConfig> {
         },
         local_addr: args.laddr,
         unix_socket: args.unix_socket.clone(),
+        seed,
+        stop_rules,
     })
 }
 
-fn pacing(args: &AttackArgs, rate: &Rate) -> anyhow::Result<Pacing> {
-    match (args.concurrency, rate.is_unpaced()) {
-        (Some(0), _) => bail!("-concurrency: must be at least 1"),
-        (Some(users), true) => Ok(Pacing::Closed { users }),
-        (Some(_), false) if args.rate != "50/1s" => bail!(
-            "-concurrency runs the closed model; it cannot be combined with -rate={}",
-            args.rate
-        ),
-        (Some(users), false) => Ok(Pacing::Closed { users }),
-        (None, true) => match args.max_workers {
-            Some(0) | None => bail!(
-                "-rate=0 runs the closed model and needs a user count: give -max-workers=N or -concurrency=N"
-            ),
-            Some(users) => Ok(Pacing::Closed { users }),
-        },
-        (None, false) => Ok(Pacing::Open(Schedule::constant(rate.per_sec()))),
+/// Parses rules, naming where each was written.
+fn parse_rules(rules: impl Iterator<Item = (String, String)>) -> anyhow::Result<Vec<StopRule>> {
+    rules
+        .map(|(rule, place)| {
+            StopRule::parse(&rule).map_err(|reason| anyhow::anyhow!("{place}: {reason}"))
+        })
+        .collect()
+}
+
+/// The flags of one attack, in the same shape as a scenario-file table.
+fn fields_from_flags(args: &AttackArgs) -> AttackFields {
+    AttackFields {
+        name: Some(args.name.clone().unwrap_or_default()),
+        targets: None,
+        targets_file: Some(args.targets.clone().unwrap_or_else(|| "-".to_owned())),
+        format: args.format.clone(),
+        lazy: args.lazy,
+        rate: args.rate.clone().map(TextOrNumber::Text),
+        schedule: args.schedule.clone(),
+        concurrency: args.concurrency.clone().map(TextOrNumber::Text),
+        think_time: args.think_time.clone(),
+        duration: args.duration.clone(),
+        max_requests: args.max_requests,
+        timeout: args.timeout.clone(),
+        headers: Some(args.header.clone()),
+        body_file: args.body.clone(),
+        data: args.data.clone(),
+        data_order: args.data_order.clone(),
+        keepalive: args.keepalive,
+        redirects: args.redirects,
+        max_workers: args.max_workers,
+        max_body: args.max_body.clone().map(TextOrNumber::Text),
     }
 }
 
-fn read_targets(args: &AttackArgs) -> anyhow::Result<Targets> {
-    let headers = args
-        .header
+/// Attacks, seed and stop rules (with where each rule was written) from a file.
+type Loaded = (
+    Vec<engine::AttackConfig>,
+    Option<u64>,
+    Vec<(String, String)>,
+);
+
+fn load_scenarios(path: &std::path::Path, args: &AttackArgs) -> anyhow::Result<Loaded> {
+    reject_per_attack_flags(args)?;
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("-scenarios {name}"))?;
+    let file = ScenarioFile::parse(&text, &name)?;
+    let base_dir = path
+        .parent()
+        .map(std::path::Path::to_owned)
+        .unwrap_or_default();
+    let attacks = file
+        .scenarios
         .iter()
-        .map(|text| Header::parse(text).map_err(|reason| anyhow::anyhow!("-header: {reason}")))
+        .map(|(line, fields)| {
+            scenarios::attack_config(
+                fields,
+                &Origin {
+                    place: Some(format!("{name}:{line}")),
+                    base_dir: base_dir.clone(),
+                },
+            )
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let body = match &args.body {
-        Some(path) => std::fs::read(path).with_context(|| format!("-body {}", path.display()))?,
-        None => Vec::new(),
-    };
-    let (input, name): (Box<dyn Read + Send>, String) = match &args.targets {
-        Some(path) => (
-            Box::new(File::open(path).with_context(|| format!("-targets {}", path.display()))?),
-            path.display().to_string(),
-        ),
-        None => (Box::new(std::io::stdin()), "stdin".to_owned()),
-    };
-    let input = BufReader::new(input);
-    let targets: engine::TargetIter = match args.format.as_str() {
-        "json" => Box::new(JsonTargetReader::new(input, &name, &headers, &body)),
-        _ => Box::new(HttpTargetReader::new(
-            input,
-            &name,
-            &headers,
-            &body,
-            &read_body_file,
-        )),
-    };
-    if args.lazy {
-        return Ok(Targets::Stream(TargetStream::new(targets)));
-    }
-    let list = targets.collect::<Result<Vec<_>, _>>()?;
-    if list.is_empty() {
-        bail!("{name}: no targets");
-    }
-    Ok(Targets::List(list))
+    let rules = file
+        .stop_when
+        .iter()
+        .map(|rule| (rule.clone(), format!("{name}: stop_when")))
+        .collect();
+    Ok((attacks, file.seed, rules))
 }
 
-/// `@path` body lines are read relative to the working directory, as in vegeta.
-fn read_body_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    std::fs::read(path)
+/// With a scenario file, what to send and when is the file's business.
+fn reject_per_attack_flags(args: &AttackArgs) -> anyhow::Result<()> {
+    let given = [
+        ("-rate", args.rate.is_some()),
+        ("-schedule", args.schedule.is_some()),
+        ("-concurrency", args.concurrency.is_some()),
+        ("-think-time", args.think_time.is_some()),
+        ("-duration", args.duration.is_some()),
+        ("-max-requests", args.max_requests.is_some()),
+        ("-targets", args.targets.is_some()),
+        ("-format", args.format.is_some()),
+        ("-lazy", args.lazy.is_some()),
+        ("-header", !args.header.is_empty()),
+        ("-body", args.body.is_some()),
+        ("-data", args.data.is_some()),
+        ("-data-order", args.data_order.is_some()),
+        ("-timeout", args.timeout.is_some()),
+        ("-keepalive", args.keepalive.is_some()),
+        ("-redirects", args.redirects.is_some()),
+        ("-max-workers", args.max_workers.is_some()),
+        ("-max-body", args.max_body.is_some()),
+        ("-name", args.name.is_some()),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => bail!(
+            "{flag} cannot be combined with -scenarios: set it per scenario in the file, or under [defaults]"
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Without -seed, templates get a fresh seed; say it so the run can be repeated.
+fn announce_seed(attacks: &[engine::AttackConfig]) -> u64 {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ u64::from(std::process::id());
+    let templated = attacks.iter().any(|a| matches!(&a.targets, engine::Targets::List(list) if list.iter().any(Target::is_templated)));
+    if templated {
+        eprintln!(
+            "loadlab: templates are seeded with {seed}; add -seed={seed} to send the same requests again"
+        );
+    }
+    seed
 }
 
 #[cfg(test)]
@@ -293,8 +380,39 @@ mod tests {
             (&["--rate=-5"], "-rate"),
             (
                 &["--rate=0"],
-                "-rate=0 runs the closed model and needs a user count",
+                "-rate: 0 runs the closed model and needs a user count",
             ),
+            (
+                &["--schedule=line(1,)"],
+                "-schedule: invalid schedule \"line(1,)\"",
+            ),
+            (
+                &["--schedule=const(5, 1s)", "--rate=5"],
+                "give one of -rate, -schedule or -concurrency",
+            ),
+            (
+                &["--think-time=1s"],
+                "-think-time: the think time belongs to the closed model",
+            ),
+            (
+                &["--concurrency=line(1, 10)"],
+                "-concurrency: invalid schedule",
+            ),
+            (
+                &["--stop-when=p99 > 2"],
+                "-stop-when: invalid stop rule \"p99 > 2\"",
+            ),
+            (
+                &["--scenarios=x.toml", "--rate=5"],
+                "-rate cannot be combined with -scenarios",
+            ),
+            (&["--scenarios=/no/such.toml"], "-scenarios /no/such.toml"),
+            (
+                &["--data-order=shuffled"],
+                "-data-order: unknown data order",
+            ),
+            (&["--data-order=random"], "-data-order: needs a data file"),
+            (&["--data=/no/such.csv"], "-data /no/such.csv"),
             (&["--duration=10"], "-duration"),
             (&["--duration=-1s"], "-duration"),
             (&["--timeout=0s"], "-timeout: must be longer than zero"),

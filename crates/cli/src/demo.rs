@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use engine::{AttackConfig, StopHandle, Targets, TlsOptions};
+use engine::{AttackConfig, RunConfig, StopHandle};
 use record::{Inputs, RecordSource};
 use report::{Extras, Metrics, Report, RunFacts, Scope};
 use simulator::{DEMO_CAPACITY_RPS, Simulator, SimulatorOptions};
 use units::GoDuration;
-use workload::{Pacing, Plan, Schedule, Target};
+use workload::{Plan, Target};
 
 use crate::signals;
 
@@ -136,35 +136,18 @@ fn run_step(
 ) -> anyhow::Result<Step> {
     let name = format!("{rate_per_sec}/s");
     let path = dir.join(format!("step-{rate_per_sec}.llr"));
-    let config = AttackConfig {
-        name,
-        targets: Targets::List(vec![Target {
-            method: "GET".to_owned(),
-            url: url::Url::parse(url)?,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }]),
-        plan: Plan {
-            pacing: Pacing::Open(Schedule::constant(rate_per_sec)),
-            duration_ns: Some(step.as_nanos() as u64),
-            max_requests: None,
-        },
-        timeout: Duration::from_secs(5),
-        keepalive: true,
-        redirects: 10,
-        max_in_flight: 10_000,
-        initial_connections: 10,
-        connections_per_host: 10_000,
-        threads: 1,
-        max_body: None,
-        tls: TlsOptions::default(),
-        local_addr: None,
-        unix_socket: None,
+    let target = Target::get("GET", url::Url::parse(url)?);
+    let plan = Plan {
+        duration_ns: Some(step.as_nanos() as u64),
+        ..Plan::constant_rate(rate_per_sec)
     };
+    let mut attack = AttackConfig::new(&name, vec![target], plan);
+    attack.timeout = Duration::from_secs(5);
+    let config = RunConfig::single(attack);
     let file = BufWriter::new(
         File::create(&path).with_context(|| format!("creating {}", path.display()))?,
     );
-    engine::run_attack(&config, file, stop)?;
+    engine::run(&config, file, stop)?;
     Ok(Step {
         rate_per_sec,
         report: summarize(&path)?,

@@ -12,6 +12,7 @@ mod flags;
 mod monitor;
 mod plot;
 mod report;
+mod scenarios;
 mod signals;
 mod simulate;
 

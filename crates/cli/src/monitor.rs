@@ -1,11 +1,244 @@
-//! `loadlab monitor` (being built).
+//! `loadlab monitor`: sampler specs -> [`monitor::MonitorConfig`] -> [`monitor::Monitor`],
+//! frames written as a record file of samples (and/or served to agent clients).
 
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
-/// (being built)
+use anyhow::{Context, bail};
+use monitor::{AgentServer, ClockAnchor, Monitor, MonitorConfig, MonitorHandle, MonitorStats};
+use record::{Compression, RecordError, RecordWriter, RunEnd, RunHeader, SampleFrame, StopReason};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Sample the system under test: host, processes, Prometheus endpoints, PostgreSQL.
+///
+/// Writes a record file of resource samples (no requests), on the same unix-ns time
+/// axis as `loadlab attack`'s records: `loadlab report run.llr run.mon` and `loadlab
+/// plot` line them up. Attached to a run, the same specs go to `attack -monitor`.
+///
+/// Samplers (one or more; default: host):
+///
+///   host                      CPU (all and per core), memory, network per interface,
+///                             TCP sockets by state, listen overflows, fds, load
+///   process=NAME              processes named NAME (comm or argv[0]) and their children,
+///                             as one group: CPU % of one core, RSS, threads, fds vs
+///                             limit, sockets
+///   process=REGEX             ... whose command line matches REGEX
+///   pid=N                     process N and its children
+///   prom=URL[;metric=RE][;drop=RE][;label=NAME=RE][;quantiles=0.5,0.99][;timeout=DUR]
+///                             a Prometheus /metrics endpoint: counters as rates,
+///                             gauges as they are, histograms as quantiles
+///   postgres=URL              pg_stat_database: connections and transactions/s
+///   agent=HOST:PORT           samples streamed by `loadlab monitor -serve` elsewhere
+///
+/// A process that is gone, an endpoint that is down, slow or garbled, a refused login
+/// or a counter reset is recorded as a gap with its reason, never a failure. Passwords
+/// in URLs never appear in output or in the file.
+///
+/// Examples:
+///
+///   loadlab monitor host process=nginx postgres=postgres://u:pw@127.0.0.1/db -output run.mon
+///
+///   loadlab monitor -interval 500ms -duration 1m "prom=http://127.0.0.1:9113/metrics;metric=nginx_.*" > nginx.mon
+///
+///   loadlab monitor -serve 127.0.0.1:7070 host process=app      (on the machine under test)
+///
+///   loadlab report run.llr run.mon
+///
+/// Ctrl-C (or SIGTERM) stops it and closes the file cleanly.
 #[derive(clap::Args, Debug)]
-pub struct MonitorArgs {}
+pub struct MonitorArgs {
+    /// Sampling interval (at least 100ms)
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    interval: String,
+    /// Stop after this long; 0 = until Ctrl-C
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    duration: String,
+    /// Output file ("stdout" or "-" for standard output; default: stdout, or none with -serve)
+    #[arg(long, value_name = "FILE")]
+    output: Option<String>,
+    /// Agent mode: stream samples to `-monitor agent=HOST:PORT` clients (":7070" means
+    /// 127.0.0.1:7070; no authentication, so bind to loopback unless the network is yours)
+    #[arg(long, value_name = "HOST:PORT")]
+    serve: Option<String>,
+    /// Sampler specs (see above)
+    #[arg(value_name = "SPEC")]
+    specs: Vec<String>,
+}
 
-pub fn run(_args: &MonitorArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("monitor: not built yet")
+pub fn run(args: &MonitorArgs) -> anyhow::Result<ExitCode> {
+    let config = monitor_config(args)?;
+    let duration = units::parse_duration(&args.duration).context("-duration")?;
+    let server = args.serve.as_deref().map(serve).transpose()?;
+    let output = match (&args.output, &server) {
+        (None, Some(_)) => None,
+        (output, _) => Some(open_output(output.as_deref().unwrap_or("stdout"))?),
+    };
+    let stop = stop_on_signals()?;
+    let anchor = ClockAnchor::now();
+    let header = RunHeader {
+        tool: format!("loadlab {} monitor", env!("CARGO_PKG_VERSION")),
+        start_unix_ns: anchor.unix_ns,
+        ..RunHeader::default()
+    };
+    let mut writer = output
+        .map(|out| RecordWriter::new(out, &header, Compression::Raw))
+        .transpose()
+        .context("writing the output")?;
+    let handle = Monitor::start(config, anchor)?;
+    let deadline = (!duration.is_zero()).then(|| anchor.instant + duration);
+    let outcome = pump(&handle, &stop, deadline, server.as_ref(), writer.as_mut());
+    let stopped = handle.stop();
+    let end = RunEnd {
+        at_unix_ns: anchor.unix_ns_at(Instant::now()),
+        reason: if stop.load(Ordering::Relaxed) {
+            StopReason::Interrupted
+        } else {
+            StopReason::Completed
+        },
+        ..RunEnd::default()
+    };
+    let outcome = outcome.and_then(|()| match writer {
+        Some(writer) => finish(writer, &stopped.remaining, &end),
+        None => Ok(()),
+    });
+    eprintln!("loadlab monitor: {}", summary(&stopped.stats));
+    outcome.context("writing the samples")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn monitor_config(args: &MonitorArgs) -> anyhow::Result<MonitorConfig> {
+    let interval = units::parse_duration(&args.interval).context("-interval")?;
+    let mut config = MonitorConfig::new(interval)?;
+    if args.specs.is_empty() {
+        config.add_spec("host")?;
+    }
+    for spec in &args.specs {
+        config.add_spec(spec)?;
+    }
+    Ok(config)
+}
+
+type Output = BufWriter<Box<dyn Write>>;
+
+/// Frames to the file and the agent's clients until Ctrl-C, the deadline, or an
+/// output error.
+fn pump(
+    handle: &MonitorHandle,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    server: Option<&AgentServer>,
+    mut writer: Option<&mut RecordWriter<Output>>,
+) -> Result<(), RecordError> {
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        match handle.frames().recv_timeout(Duration::from_millis(100)) {
+            Ok(frame) => {
+                if let Some(server) = server {
+                    server.broadcast(&frame);
+                }
+                if let Some(writer) = writer.as_deref_mut() {
+                    writer.write_samples(&frame)?;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Ok(())
+}
+
+/// The frames that came in while stopping, then the end block.
+fn finish(
+    mut writer: RecordWriter<Output>,
+    remaining: &[SampleFrame],
+    end: &RunEnd,
+) -> Result<(), RecordError> {
+    for frame in remaining {
+        writer.write_samples(frame)?;
+    }
+    writer.finish(end)?.flush().map_err(RecordError::Write)
+}
+
+fn summary(stats: &MonitorStats) -> String {
+    let mut text = format!(
+        "{} samples, {} values, {} gaps",
+        stats.frames, stats.values, stats.gaps
+    );
+    if stats.dropped_frames > 0 {
+        text.push_str(&format!(
+            ", {} samples dropped (the output was too slow)",
+            stats.dropped_frames
+        ));
+    }
+    if stats.abandoned_threads > 0 {
+        text.push_str(&format!(
+            ", {} samplers still in a slow call at exit",
+            stats.abandoned_threads
+        ));
+    }
+    text
+}
+
+/// `-serve`: `:PORT` means loopback; other hosts get a warning (no authentication).
+fn serve(addr: &str) -> anyhow::Result<AgentServer> {
+    let addr = if addr.starts_with(':') {
+        format!("127.0.0.1{addr}")
+    } else {
+        addr.to_owned()
+    };
+    let resolved: SocketAddr = addr
+        .to_socket_addrs()
+        .with_context(|| format!("-serve {addr:?} is not a HOST:PORT address"))?
+        .next()
+        .with_context(|| format!("-serve {addr:?} resolves to no address"))?;
+    if !is_loopback(resolved.ip()) {
+        eprintln!("loadlab monitor: warning: serving samples on {resolved} without authentication");
+    }
+    let server = AgentServer::bind(&resolved.to_string())?;
+    eprintln!(
+        "loadlab monitor: serving samples on {}",
+        server.local_addr()
+    );
+    Ok(server)
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}
+
+fn open_output(path: &str) -> anyhow::Result<Output> {
+    let out: Box<dyn Write> = if path == "stdout" || path == "-" {
+        let stdout = std::io::stdout();
+        if stdout.is_terminal() {
+            bail!("refusing to write binary samples to a terminal: use -output FILE or a pipe");
+        }
+        Box::new(stdout)
+    } else {
+        Box::new(File::create(path).with_context(|| format!("cannot create -output {path:?}"))?)
+    };
+    Ok(BufWriter::with_capacity(1 << 16, out))
+}
+
+/// SIGINT and SIGTERM set the flag; a second SIGINT exits at once.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("installing signal handlers")?;
+    let flag = Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name("loadlab-signals".to_owned())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGINT && flag.swap(true, Ordering::Relaxed) {
+                    std::process::exit(130);
+                }
+                flag.store(true, Ordering::Relaxed);
+            }
+        })?;
+    Ok(stop)
 }

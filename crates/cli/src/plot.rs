@@ -1,11 +1,100 @@
-//! `loadlab plot` (being built).
+//! `loadlab plot`: flags -> [`plot::PlotConfig`] -> [`plot::RunPlot`] -> one HTML page,
+//! or one SVG or PNG file per chart.
 
+use std::io::Write;
 use std::process::ExitCode;
 
-/// (being built)
-#[derive(clap::Args, Debug)]
-pub struct PlotArgs {}
+use anyhow::{Context, bail};
+use plot::{ChartFiles, Format, PlotConfig, RunPlot};
 
-pub fn run(_args: &PlotArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("plot: not built yet")
+use crate::report::open_output;
+
+/// What the page shows and how the flags work; shown under the options by
+/// `loadlab plot --help` (the one-line summary is the arguments struct's doc).
+const HELP: &str = "\
+Reads record files from `loadlab attack`, and vegeta or loadlab JSON/CSV results, any
+mix; stdin when no file is given. All inputs share one time axis from the earliest request.
+
+-format html (the default) writes one self-contained page: it fetches nothing, so it opens
+offline from file:// and can be attached or published as is. At the top: the report's text
+summary (as `loadlab report` prints it, with the generator's send lag and CPU) and any
+warning; then the charts: latency over time (every request, OK and failed per attack),
+latency percentiles per second (p50, p90, p99, max), requests per second asked vs sent vs
+successful, status codes per second, the latency distribution as a percentile curve, and
+the generator's send lag, CPU and queue. Hover shows values; drag across a time chart to
+zoom all of them; latency charts switch between log and linear.
+
+-format svg|png writes one file per chart, for Markdown reports: -output names a
+directory (one that exists, or a path ending in /) for DIR/latency.png, DIR/rate.png,
+..., or a file prefix for PREFIX-latency.png, PREFIX-rate.png, ... The files written are
+listed on stdout. PNGs are the SVGs rasterised, drawn with the system's fonts.
+
+Large runs are downsampled, keeping the extremes: a latency series with more points than
+-threshold keeps, in each cell of a time x log-latency grid, its slowest request (so the
+slowest request of every column is drawn); failed requests keep 4x as many points and
+are drawn on top. Per-second series longer than -threshold keep each series' lowest and
+highest second of every stretch. Legends and captions say how much is shown.
+
+Examples:
+  loadlab attack -targets=t.txt -rate=500 -duration=1m | loadlab plot > run.html
+  loadlab plot -title='search at 1000/s' run.llr -output run.html
+  loadlab plot -format png -output charts/ run.llr
+  loadlab plot -format svg -output report/step-64 step-64.llr
+  loadlab plot old-vegeta-results.json > old.html";
+
+/// Plot record files: one self-contained HTML page, or SVG/PNG charts.
+#[derive(clap::Args, Debug)]
+#[command(after_help = HELP)]
+pub struct PlotArgs {
+    /// Title of the page (and of chart files) [default: loadlab plot]
+    #[arg(long, value_name = "TITLE")]
+    title: Option<String>,
+    /// Points per series above which it is downsampled
+    #[arg(long, default_value_t = plot::DEFAULT_THRESHOLD, value_name = "N")]
+    threshold: usize,
+    /// Output: html: a file ("stdout" or "-" for standard output); svg, png: a
+    /// directory or a file prefix
+    #[arg(long, default_value = "stdout", value_name = "PATH")]
+    output: String,
+    /// Output format: html (one page), svg or png (one file per chart)
+    #[arg(long, default_value = "html", value_name = "FORMAT")]
+    format: String,
+    /// Interval of the per-interval charts (rates, status codes, percentiles)
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    every: String,
+    /// Input files: record files, vegeta/loadlab JSON or CSV ("-" for stdin; default stdin)
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+}
+
+pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
+    let format: Format = args.format.parse()?;
+    let to_stdout = args.output == "stdout" || args.output == "-";
+    if format != Format::Html && to_stdout {
+        bail!(
+            "-format {}: writes one file per chart: name a directory or a file prefix with \
+             -output (e.g. -output charts/)",
+            args.format
+        );
+    }
+    let every = units::parse_duration(&args.every).context("-every")?;
+    let every_ns = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
+    let config = PlotConfig::new(args.title.clone(), args.threshold, every_ns)?;
+    crate::signals::outlive_first_interrupt(&args.files)?;
+    let run = RunPlot::read(&args.files, &config)?;
+    for warning in run.torn_warnings() {
+        eprintln!("{warning}");
+    }
+    if format == Format::Html {
+        let mut out = open_output(&args.output)?;
+        run.write_html(&mut out)?;
+        out.flush().context("writing the page")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let written = run.write_chart_files(&ChartFiles::new(&args.output), format)?;
+    let mut stdout = std::io::stdout().lock();
+    for path in written {
+        writeln!(stdout, "{}", path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

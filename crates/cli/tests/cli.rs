@@ -749,7 +749,7 @@ fn bad_attack_input_is_named_and_fails() {
         (
             &["-rate=0"],
             "GET http://127.0.0.1:1/\n",
-            "-rate=0 runs the closed model and needs a user count",
+            "-rate: 0 runs the closed model and needs a user count",
         ),
         (
             &["-rate=-5"],
@@ -959,4 +959,179 @@ fn attack_help_explains_with_examples() {
         assert!(help.contains(flag), "{flag}: {help}");
     }
     assert_eq!(ok(&run(&["attack", "-help"], None)), help);
+}
+
+// ---------------------------------------------------------------------------------
+// Load models: scenario files, schedules, the closed model, stop rules.
+
+#[test]
+fn a_scenario_file_runs_its_scenarios_at_once() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let file = dir.write(
+        "incident.toml",
+        format!(
+            r#"
+seed = 7
+
+[defaults]
+duration = "1s"
+
+[[scenario]]
+name = "search"
+targets = ["GET http://{addr}/search?q={{{{rand.lower 10}}}}"]
+rate = 100
+
+[[scenario]]
+name = "news"
+targets = ["GET http://{addr}/news"]
+rate = "5/1s"
+"#,
+            addr = server.local_addr()
+        )
+        .as_bytes(),
+    );
+    let output = dir.path("run.llr");
+    let attack = run(&["attack", "-scenarios", &file, "-output", &output], None);
+    assert!(attack.status.success(), "{}", stderr(&attack));
+    let text = ok(&run(&["report", &output], None));
+    assert_eq!(requests(&text), 105, "{text}");
+    assert!(
+        text.contains("Run           [model, attacks, stop]            open, 2, completed"),
+        "{text}"
+    );
+    let by_attack = ok(&run(&["report", "-by=attack", &output], None));
+    let groups: Vec<&str> = by_attack.lines().filter(|l| l.starts_with("===")).collect();
+    assert_eq!(
+        groups,
+        ["=== attack \"search\" ===", "=== attack \"news\" ==="],
+        "{by_attack}"
+    );
+    let by_target = ok(&run(&["report", "-by=target", &output], None));
+    assert!(
+        by_target.contains("/search?q={{rand.lower 10}}"),
+        "reports name the template: {by_target}"
+    );
+}
+
+#[test]
+fn schedules_and_the_closed_model_from_flags() {
+    let server = simulator(OK_RECIPE);
+    let targets = target_line(&server, "/");
+    let ramp = run(
+        &["attack", "-schedule=line(10, 90, 1s)"],
+        Some(targets.as_bytes()),
+    );
+    assert!(ramp.status.success(), "{}", stderr(&ramp));
+    let text = ok(&run(&["report"], Some(&ramp.stdout)));
+    assert_eq!(requests(&text), 50, "the ramp's integral: {text}");
+    let closed = run(
+        &[
+            "attack",
+            "-concurrency=const(2, 2500ms)",
+            "-think-time=100ms",
+        ],
+        Some(targets.as_bytes()),
+    );
+    assert!(closed.status.success(), "{}", stderr(&closed));
+    let rows = ok(&run(&["report", "-every=1s"], Some(&closed.stdout)));
+    assert!(
+        rows.lines().next().is_some_and(|h| h.contains("Users")),
+        "{rows}"
+    );
+    assert!(
+        rows.lines()
+            .skip(1)
+            .take(2)
+            .all(|row| row.trim_end().ends_with(" 2")),
+        "two users throughout: {rows}"
+    );
+    assert!(rows.contains("closed, 1, completed"), "{rows}");
+}
+
+#[test]
+fn a_stop_rule_ends_the_run_with_its_exit_code() {
+    let server =
+        simulator(r#"{"route": "/*", "stages": [{"at": 0, "status": 503, "latency": 0}]}"#);
+    let started = std::time::Instant::now();
+    let attack = run(
+        &[
+            "attack",
+            "-rate=100",
+            "-duration=30s",
+            "-stop-when=errors > 50% for 1s",
+        ],
+        Some(target_line(&server, "/").as_bytes()),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "stopped by the rule, not the 30 s duration"
+    );
+    assert_eq!(
+        attack.status.code(),
+        Some(3),
+        "3 = an errors rule fired; {}",
+        stderr(&attack)
+    );
+    assert!(
+        stderr(&attack).contains("stop rule 'errors > 50% for 1s' fired at"),
+        "{}",
+        stderr(&attack)
+    );
+    let text = ok(&run(&["report"], Some(&attack.stdout)));
+    assert!(
+        text.contains("stop rule ('errors > 50% for 1s' fired at"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_scenario_files_name_the_line() {
+    let dir = TempDir::new();
+    let csv = dir.write("users.csv", b"user,token\nann,a1\n");
+    let rows: &[(&str, &str)] = &[
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\nrat = 5\n",
+            "s.toml:4: unknown field `rat`",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\nschedule = \"line(1,)\"\n",
+            "s.toml:1: scenario \"a\": schedule: invalid schedule \"line(1,)\"",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/{{rand.lowr 5}}\"]\n",
+            "unknown template function \"rand.lowr\"",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/{{csv.naem}}\"]\ndata = \"users.csv\"\n",
+            "users.csv:1: no column \"naem\" (columns: user, token)",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/{{csv.user}}\"]\n",
+            "reads {{csv.user}} but no -data file was given",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets_file = \"missing.txt\"\n",
+            "scenario \"a\": targets_file",
+        ),
+        (
+            "stop_when = [\"p99 > soon\"]\n[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n",
+            "s.toml: stop_when: invalid stop rule",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\nconcurrency = 0\n",
+            "scenario \"a\": concurrency: must be at least 1",
+        ),
+    ];
+    for (text, want) in rows {
+        let file = dir.write("s.toml", text.as_bytes());
+        let output = run(&["attack", "-scenarios", &file], None);
+        let err = stderr(&output);
+        assert!(
+            !output.status.success() && err.contains(want),
+            "{text}\n{err}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+    let _ = csv;
 }

@@ -6,12 +6,15 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
-use record::{GeneratorStats, Record, RecordWriter};
+use record::{AttackStats, GeneratorStats, Record, RecordWriter};
+use workload::{Fired, Plan};
 
+use crate::EngineError;
 use crate::clock::Clock;
+use crate::launch::Registries;
 use crate::stop::StopHandle;
-use crate::worker::{Counters, WorkerReport};
-use crate::{EngineError, Registries};
+use crate::watch::RuleWatcher;
+use crate::worker::{AttackCounters, Counters, WorkerReport};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;
 const FLUSH_RECORDS: usize = 32_768;
@@ -24,6 +27,12 @@ pub(crate) struct Collector<W: Write> {
     pub targets_written: usize,
     pub watermarks: Vec<u64>,
     pub counters: Vec<Counters>,
+    /// Per worker, per attack.
+    pub attack_counters: Vec<Vec<AttackCounters>>,
+    pub watcher: RuleWatcher,
+    pub plans: Vec<Plan>,
+    /// The stop rule that fired, if one did.
+    pub fired: Option<Fired>,
     pub recycle: Vec<SyncSender<Vec<Record>>>,
     pub stop: StopHandle,
 }
@@ -51,6 +60,7 @@ impl<W: Write> Collector<W> {
                 self.flush(registries).inspect_err(|_| self.stop.abort())?;
                 last_flush = now;
             }
+            self.judge_rules(now);
             if now >= last_stats + STATS_INTERVAL_NS {
                 self.write_stats(now).inspect_err(|_| self.stop.abort())?;
                 last_stats = now;
@@ -59,8 +69,22 @@ impl<W: Write> Collector<W> {
         self.flush(registries)
     }
 
+    /// A stop rule that fires drains the run, like Ctrl-C, and is remembered.
+    fn judge_rules(&mut self, now: u64) {
+        if self.fired.is_some() || self.watcher.is_empty() {
+            return;
+        }
+        let plans: Vec<&Plan> = self.plans.iter().collect();
+        if let Some(fired) = self.watcher.judge(now, &plans) {
+            self.fired = Some(fired);
+            self.stop.drain();
+        }
+    }
+
     fn take(&mut self, mut report: WorkerReport) {
         self.writer.extend(&report.records);
+        self.watcher.add(&report.records);
+        self.attack_counters[report.worker] = std::mem::take(&mut report.attacks);
         self.watermarks[report.worker] = if report.done {
             u64::MAX
         } else {
@@ -74,17 +98,7 @@ impl<W: Write> Collector<W> {
 
     /// Writes new dictionary entries, then the buffered records with the watermark.
     fn flush(&mut self, registries: Registries<'_>) -> Result<(), EngineError> {
-        let new_targets: Vec<_> = {
-            let targets = registries
-                .targets
-                .targets
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            targets
-                .get(self.targets_written..)
-                .map(<[_]>::to_vec)
-                .unwrap_or_default()
-        };
+        let new_targets = registries.targets.since(self.targets_written);
         if !new_targets.is_empty() {
             self.writer
                 .add_targets(self.targets_written, &new_targets)
@@ -116,8 +130,36 @@ impl<W: Write> Collector<W> {
             connections_open: total.connections_open,
             behind: total.behind,
             rss_bytes: resident_bytes(),
+            attacks: self.attack_totals(),
         };
         self.writer.write_stats(&stats).map_err(EngineError::Record)
+    }
+
+    /// Per attack, summed over workers; empty for a single attack without users, to
+    /// keep such files as they were.
+    fn attack_totals(&self) -> Vec<AttackStats> {
+        let attacks = self.plans.len();
+        let closed = self
+            .plans
+            .iter()
+            .any(|p| matches!(p.pacing, workload::Pacing::Closed { .. }));
+        if attacks < 2 && !closed {
+            return Vec::new();
+        }
+        (0..attacks)
+            .map(|a| {
+                self.attack_counters.iter().filter_map(|w| w.get(a)).fold(
+                    AttackStats::default(),
+                    |mut sum, c| {
+                        sum.sent += c.sent;
+                        sum.completed += c.completed;
+                        sum.in_flight += c.in_flight;
+                        sum.users += c.users;
+                        sum
+                    },
+                )
+            })
+            .collect()
     }
 
     pub(crate) fn totals(&self) -> Counters {

@@ -40,8 +40,13 @@ impl RequestBytes {
 
 /// The request a connection is carrying.
 pub(crate) struct InFlight {
+    /// Index of the attack (scenario) the request belongs to.
+    pub attack: u16,
     pub seq: u64,
+    /// Record id of the target.
     pub target: u32,
+    /// Index in the attack's fixed targets; `u32::MAX` for a lazily read target.
+    pub target_index: u32,
     pub intended_ns: u64,
     /// When the worker took the request up (the record's actual send time).
     pub dispatched_ns: u64,
@@ -121,6 +126,18 @@ impl Conn {
     pub(crate) fn set_request_bytes(&mut self, bytes: RequestBytes) {
         self.out = bytes;
         self.out_written = 0;
+    }
+
+    /// An empty buffer to render a request into: the one this connection used last,
+    /// if it owned one, so templated requests stop allocating once warmed up.
+    pub(crate) fn spare_buffer(&mut self) -> Vec<u8> {
+        match self.take_request_bytes() {
+            RequestBytes::Owned(mut buffer) => {
+                buffer.clear();
+                buffer
+            }
+            RequestBytes::Shared(_) => Vec::new(),
+        }
     }
 
     /// Takes the request bytes back (to send them again elsewhere).

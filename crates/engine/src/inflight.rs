@@ -80,8 +80,10 @@ mod tests {
             .map(|&t| {
                 let mut conn = Conn::new();
                 conn.request = Some(InFlight {
+                    attack: 0,
                     seq: t,
                     target: 0,
+                    target_index: 0,
                     intended_ns: t,
                     dispatched_ns: t,
                     first_byte_ns: 0,

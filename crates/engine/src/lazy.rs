@@ -11,7 +11,7 @@ use record::TargetInfo;
 use workload::{Target, WorkloadError};
 
 use crate::hosts::{Host, HostTable};
-use crate::render::render_request;
+use crate::shared::PreparedTarget;
 use crate::{EngineError, StopHandle};
 
 /// A boxed target iterator the engine reads from (once).
@@ -39,19 +39,42 @@ impl std::fmt::Debug for TargetStream {
 
 /// One target on its way to a worker.
 pub(crate) struct LazyTarget {
+    /// Record id (run-wide target table).
     pub id: u32,
-    pub target: Target,
-    pub bytes: Arc<[u8]>,
-    pub head_only: bool,
-    /// The feeder's host id, with the host itself the first time this worker sees it.
-    pub host: usize,
+    /// Prepared with the feeder's host id (`prepared.host`).
+    pub prepared: PreparedTarget,
+    /// The host itself, the first time this worker sees it.
     pub new_host: Option<Host>,
 }
 
-/// Targets discovered so far, for the record file's dictionary.
+/// The run's target table: every attack's fixed targets first, then the lazily read
+/// ones as they are discovered. The collector copies new entries into dictionary
+/// blocks; the lock is taken once per distinct target, never per request.
 #[derive(Default)]
 pub(crate) struct TargetRegistry {
     pub targets: Mutex<Vec<TargetInfo>>,
+}
+
+impl TargetRegistry {
+    pub(crate) fn prefill(&self, targets: impl Iterator<Item = TargetInfo>) {
+        self.lock().extend(targets);
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<TargetInfo> {
+        self.lock().clone()
+    }
+
+    /// Entries from position `from` on.
+    pub(crate) fn since(&self, from: usize) -> Vec<TargetInfo> {
+        self.lock()
+            .get(from..)
+            .map(<[TargetInfo]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TargetInfo>> {
+        self.targets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// What the feeder leaves behind: the error that stopped it, if any.
@@ -104,10 +127,7 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
             (!std::mem::replace(&mut seen[host], true)).then(|| hosts.hosts[host].clone());
         let lazy = LazyTarget {
             id: intern(&mut ids, &setup.registry, &target),
-            bytes: render_request(&target, setup.keepalive).into(),
-            head_only: target.method == "HEAD",
-            target,
-            host,
+            prepared: PreparedTarget::new(target, setup.keepalive, host)?,
             new_host,
         };
         if !send(&queues[worker], lazy, &setup.stop) {
@@ -139,15 +159,9 @@ fn send(queue: &SyncSender<LazyTarget>, mut item: LazyTarget, stop: &StopHandle)
 }
 
 fn intern(ids: &mut HashMap<TargetInfo, u32>, registry: &TargetRegistry, target: &Target) -> u32 {
-    let info = TargetInfo {
-        method: target.method.clone(),
-        url: target.url.to_string(),
-    };
+    let info = crate::launch::target_info(target);
     *ids.entry(info).or_insert_with_key(|info| {
-        let mut targets = registry
-            .targets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut targets = registry.lock();
         targets.push(info.clone());
         (targets.len() - 1) as u32
     })

@@ -49,6 +49,8 @@ pub(crate) fn next_hop(
     let mut hop = base.clone();
     hop.method.clone_from(&method);
     hop.url = url.clone();
+    // The Location is a concrete URL: placeholders of the original path do not apply.
+    hop.templated_path = None;
     if !keep_method {
         hop.body.clear();
         hop.headers.retain(|h| {
@@ -80,6 +82,7 @@ mod tests {
                 value: "text/plain".to_owned(),
             }],
             body: b"x=1".to_vec(),
+            templated_path: None,
         }
     }
 

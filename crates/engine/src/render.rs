@@ -2,7 +2,7 @@
 
 use std::io::Write as _;
 
-use workload::Target;
+use workload::{RenderContext, Target, Template};
 
 /// The `User-Agent` we send unless the target sets one.
 pub(crate) const USER_AGENT: &str = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
@@ -76,7 +76,39 @@ mod tests {
                 })
                 .collect(),
             body: body.to_vec(),
+            templated_path: None,
         }
+    }
+
+    #[test]
+    fn renders_templates_per_request_like_static_targets() {
+        let mut templated = target(
+            "POST",
+            "http://127.0.0.1:8080/",
+            &[("X-Id", "{{seq}}")],
+            b"{\"q\":\"{{rand.lower 5}}\"}",
+        );
+        templated.templated_path = Some("/search?q={{seq}}".to_owned());
+        let dynamic = DynamicRequest::new(&templated, false).unwrap().unwrap();
+        let (mut out, mut body) = (Vec::new(), Vec::new());
+        dynamic.render(
+            &RenderContext {
+                seed: 1,
+                seq: 42,
+                data: None,
+            },
+            &mut out,
+            &mut body,
+        );
+        let text = String::from_utf8(out).unwrap();
+        let head = format!(
+            "POST /search?q=42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 42\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{{\"q\":\""
+        );
+        assert!(text.starts_with(&head), "{text}");
+        assert_eq!(text.len(), head.len() + 5 + 2);
+        // Without placeholders the static path applies, with the same bytes.
+        let plain = target("GET", "http://127.0.0.1:8080/a?b=1", &[("X-A", "1")], b"");
+        assert!(DynamicRequest::new(&plain, true).unwrap().is_none());
     }
 
     #[test]
@@ -95,5 +127,101 @@ mod tests {
                 want
             );
         }
+    }
+}
+
+/// A target with `{{ ... }}` placeholders, parsed once and rendered per request into
+/// a buffer the connection keeps, so steady state allocates nothing.
+#[derive(Debug)]
+pub(crate) struct DynamicRequest {
+    /// `METHOD ` up to the path.
+    method: String,
+    path: Template,
+    host: String,
+    headers: Vec<(String, Template)>,
+    body: Template,
+    user_agent: bool,
+    content_length: bool,
+    close: bool,
+}
+
+impl DynamicRequest {
+    /// `None` for a target without placeholders (it is rendered once instead).
+    pub(crate) fn new(target: &Target, keepalive: bool) -> Result<Option<DynamicRequest>, String> {
+        if !target.is_templated() {
+            return Ok(None);
+        }
+        let url = &target.url;
+        let path_text = match &target.templated_path {
+            Some(path) => path.clone(),
+            None => url
+                .query()
+                .map_or_else(|| url.path().to_owned(), |q| format!("{}?{q}", url.path())),
+        };
+        let has = |name: &str| {
+            target
+                .headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case(name))
+        };
+        let headers = target
+            .headers
+            .iter()
+            .filter(|h| !h.name.eq_ignore_ascii_case("host"))
+            .map(|h| Template::parse(&h.value).map(|t| (h.name.clone(), t)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let body = match std::str::from_utf8(&target.body) {
+            Ok(text) => Template::parse(text)?,
+            Err(_) => Template::parse("")?,
+        };
+        Ok(Some(DynamicRequest {
+            method: target.method.clone(),
+            path: Template::parse(&path_text)?,
+            host: target
+                .host_override()
+                .map_or_else(|| host_header(url), str::to_owned),
+            headers,
+            body,
+            user_agent: !has("user-agent"),
+            content_length: !has("content-length") && !has("transfer-encoding"),
+            close: !keepalive && !has("connection"),
+        }))
+    }
+
+    /// Renders request `context.seq` into `out` (cleared first); `body` is scratch.
+    pub(crate) fn render(
+        &self,
+        context: &RenderContext<'_>,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
+        out.clear();
+        body.clear();
+        self.body.render(context, body);
+        out.extend_from_slice(self.method.as_bytes());
+        out.push(b' ');
+        self.path.render(context, out);
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(self.host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        if self.user_agent {
+            let _ = write!(out, "User-Agent: {USER_AGENT}\r\n");
+        }
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            value.render(context, out);
+            out.extend_from_slice(b"\r\n");
+        }
+        let sends_body =
+            !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        if self.content_length && sends_body {
+            let _ = write!(out, "Content-Length: {}\r\n", body.len());
+        }
+        if self.close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
     }
 }

@@ -1,52 +1,87 @@
-//! [`Shared`]: what every worker reads and nobody writes during a run: rendered
-//! request bytes, the host table, the TLS configuration and the per-request options.
+//! [`Shared`]: what every worker reads and nobody writes during a run: each attack's
+//! prepared targets and options, the host table, the TLS configuration.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::ClientConfig;
-use workload::Target;
+use workload::{DataTable, Plan, Target};
 
 use crate::hosts::HostTable;
-use crate::render::render_request;
-use crate::{AttackConfig, EngineError, tls};
+use crate::render::{DynamicRequest, render_request};
+use crate::{AttackConfig, EngineError, RunConfig, Targets, tls};
 
+/// A target ready to send: static bytes, or a template rendered per request.
 pub(crate) struct PreparedTarget {
     pub target: Target,
     pub bytes: Arc<[u8]>,
+    pub dynamic: Option<Arc<DynamicRequest>>,
     pub host: usize,
     pub head_only: bool,
 }
 
-pub(crate) struct Shared {
+impl PreparedTarget {
+    pub(crate) fn new(
+        target: Target,
+        keepalive: bool,
+        host: usize,
+    ) -> Result<PreparedTarget, EngineError> {
+        let dynamic = DynamicRequest::new(&target, keepalive)
+            .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        Ok(PreparedTarget {
+            bytes: render_request(&target, keepalive).into(),
+            dynamic: dynamic.map(Arc::new),
+            host,
+            head_only: target.method == "HEAD",
+            target,
+        })
+    }
+}
+
+/// One attack's read-only part.
+pub(crate) struct AttackShared {
+    pub plan: Plan,
     pub targets: Vec<PreparedTarget>,
-    pub hosts: HostTable,
-    pub tls: Option<Arc<ClientConfig>>,
+    /// Record id of this attack's first fixed target (attacks share one target table).
+    pub target_offset: u32,
     pub timeout_ns: u64,
     pub keepalive: bool,
     /// Redirects to follow; -1 follows none and counts 3xx as success (vegeta).
     pub redirects: i32,
     pub body_limit: u64,
+    pub data: Option<Arc<DataTable>>,
+}
+
+pub(crate) struct Shared {
+    pub attacks: Vec<AttackShared>,
+    pub hosts: HostTable,
+    pub tls: Option<Arc<ClientConfig>>,
     pub local_ip: Option<IpAddr>,
     pub unix_socket: Option<PathBuf>,
-    pub attack_id: u16,
+    pub seed: u64,
 }
 
 impl Shared {
-    pub(crate) fn prepare(config: &AttackConfig) -> Result<Shared, EngineError> {
+    pub(crate) fn prepare(config: &RunConfig) -> Result<Shared, EngineError> {
         let mut hosts = HostTable::default();
-        let unix_socket: Option<&PathBuf> = config.unix_socket.as_ref();
-        let list = match &config.targets {
-            crate::Targets::List(list) => list.as_slice(),
-            crate::Targets::Stream(_) => &[],
-        };
-        let targets = list
-            .iter()
-            .map(|target| prepare_target(target, config.keepalive, &mut hosts, unix_socket))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut attacks = Vec::with_capacity(config.attacks.len());
+        let mut target_offset = 0u32;
+        for attack in &config.attacks {
+            let shared = prepare_attack(
+                attack,
+                &mut hosts,
+                config.unix_socket.as_ref(),
+                target_offset,
+            )?;
+            target_offset += shared.targets.len() as u32;
+            attacks.push(shared);
+        }
         // A lazy stream may bring https targets later, so it always gets a TLS config.
-        let lazy = matches!(config.targets, crate::Targets::Stream(_));
+        let lazy = config
+            .attacks
+            .iter()
+            .any(|a| matches!(a.targets, Targets::Stream(_)));
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
         let tls = if needs_tls {
             Some(tls::client_config(&config.tls)?)
@@ -54,30 +89,49 @@ impl Shared {
             None
         };
         Ok(Shared {
-            targets,
+            attacks,
             hosts,
             tls,
-            timeout_ns: config.timeout.as_nanos().min(u128::from(u64::MAX)) as u64,
-            keepalive: config.keepalive,
-            redirects: config.redirects,
-            body_limit: config.max_body.unwrap_or(u64::MAX),
             local_ip: config.local_addr,
             unix_socket: config.unix_socket.clone(),
-            attack_id: 0,
+            seed: config.seed,
         })
+    }
+
+    /// All fixed targets of all attacks, in record-id order.
+    pub(crate) fn fixed_targets(&self) -> impl Iterator<Item = &PreparedTarget> {
+        self.attacks.iter().flat_map(|a| a.targets.iter())
     }
 }
 
-fn prepare_target(
-    target: &Target,
-    keepalive: bool,
+fn prepare_attack(
+    attack: &AttackConfig,
     hosts: &mut HostTable,
     unix_socket: Option<&PathBuf>,
-) -> Result<PreparedTarget, EngineError> {
-    Ok(PreparedTarget {
-        target: target.clone(),
-        bytes: render_request(target, keepalive).into(),
-        host: hosts.resolve(&target.url, unix_socket)?,
-        head_only: target.method == "HEAD",
+    target_offset: u32,
+) -> Result<AttackShared, EngineError> {
+    let list = match &attack.targets {
+        Targets::List(list) => list.as_slice(),
+        Targets::Stream(_) => &[],
+    };
+    let targets = list
+        .iter()
+        .map(|target| {
+            PreparedTarget::new(
+                target.clone(),
+                attack.keepalive,
+                hosts.resolve(&target.url, unix_socket)?,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(AttackShared {
+        plan: attack.plan.clone(),
+        targets,
+        target_offset,
+        timeout_ns: u64::try_from(attack.timeout.as_nanos()).unwrap_or(u64::MAX),
+        keepalive: attack.keepalive,
+        redirects: attack.redirects,
+        body_limit: attack.max_body.unwrap_or(u64::MAX),
+        data: attack.data.clone(),
     })
 }

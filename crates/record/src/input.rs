@@ -12,6 +12,7 @@ use crate::format::MAGIC;
 use crate::meta::{GeneratorStats, RunEnd, RunHeader, RunTables};
 use crate::reader::BinaryReader;
 use crate::record::Record;
+use crate::samples::{SampleBatch, SampleSummary};
 
 /// The formats an input can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,12 @@ pub trait RecordSource {
     fn watermark(&self) -> Option<u64>;
     /// Replaces `out` with the next records; `Ok(false)` once the input is exhausted.
     fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError>;
+    /// Appends the resource sample batches read since the last call (ids index
+    /// `summary().samples.tables`). Only record files hold samples; a consumer that
+    /// wants them calls this after every `next_batch`.
+    fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
+        let _ = out;
+    }
 }
 
 /// Everything an input says besides records.
@@ -50,6 +57,9 @@ pub struct SourceSummary {
     /// Set when the input stopped at a cut or damaged block.
     pub torn: Option<TornTail>,
     pub records: u64,
+    /// Resource samples: tables and counts (the batches stream through
+    /// [`RecordSource::drain_samples`]).
+    pub samples: SampleSummary,
 }
 
 impl SourceSummary {
@@ -62,6 +72,7 @@ impl SourceSummary {
             end: None,
             torn: None,
             records: 0,
+            samples: SampleSummary::default(),
         }
     }
 }

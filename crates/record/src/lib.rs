@@ -11,6 +11,9 @@
 //!   export, from a file or stdin; [`Inputs`] merges many of them on one set of tables,
 //!   optionally in send-time order.
 //! - [`JsonEncoder`] / [`CsvEncoder`]: the `encode` command's outputs.
+//! - [`SampleFrame`], [`SampleBatch`], [`SampleTables`]: resource samples of the system
+//!   under test (`loadlab monitor`), stored in optional blocks beside the records and
+//!   streamed to readers through [`RecordSource::drain_samples`] / [`Inputs::drain_samples`].
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
 
@@ -24,6 +27,7 @@ mod merge;
 mod meta;
 mod reader;
 mod record;
+mod samples;
 mod writer;
 
 pub use codec_csv::CsvEncoder;
@@ -33,11 +37,15 @@ pub use import::format_timestamp;
 pub use input::{InputFormat, RecordSource, SourceSummary, TornTail, open_input, open_reader};
 pub use merge::{Inputs, Sorted};
 pub use meta::{
-    AttackEnd, AttackInfo, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd, RunHeader,
-    RunTables, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, AttackStats, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd,
+    RunHeader, RunTables, StopReason, TargetInfo,
 };
 pub use reader::BinaryReader;
 pub use record::Record;
+pub use samples::{
+    MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
+    SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
+};
 pub use writer::{Compression, RecordWriter};
 
 /// Why a record input could not be read or written. Messages name the input.
@@ -69,13 +77,13 @@ pub enum RecordError {
         field: String,
         reason: String,
     },
-    #[error("{source_name}: {source}")]
+    #[error("{source_name}")]
     Io {
         source_name: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("writing records: {0}")]
+    #[error("writing records")]
     Write(#[source] std::io::Error),
 }
 

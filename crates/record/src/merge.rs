@@ -8,6 +8,7 @@ use crate::RecordError;
 use crate::input::{RecordSource, SourceSummary, open_input};
 use crate::meta::{ErrorEntry, RunTables, TargetInfo};
 use crate::record::Record;
+use crate::samples::{SampleBatch, SampleTables, SamplerInfo, SeriesInfo};
 
 /// Several inputs merged onto one set of tables. Attacks with the same name, targets
 /// with the same method and URL, and errors with the same kind and text share an id.
@@ -19,6 +20,12 @@ pub struct Inputs {
     target_ids: HashMap<TargetInfo, u32>,
     error_ids: HashMap<ErrorEntry, u32>,
     current: usize,
+    /// Resource samples: samplers with the same kind and name, and series with the same
+    /// sampler, name and labels, share an id.
+    sample_tables: SampleTables,
+    sampler_ids: HashMap<SamplerInfo, u32>,
+    series_ids: HashMap<SeriesInfo, u32>,
+    sample_scratch: Vec<SampleBatch>,
 }
 
 /// One source's ids -> merged ids; grows as the source's dictionaries grow.
@@ -28,6 +35,8 @@ struct Remap {
     targets: Vec<u32>,
     /// Index 0 is "no error" and maps to 0.
     errors: Vec<u32>,
+    samplers: Vec<u32>,
+    series: Vec<u32>,
 }
 
 impl Inputs {
@@ -58,9 +67,14 @@ impl Inputs {
             target_ids: HashMap::new(),
             error_ids: HashMap::new(),
             current: 0,
+            sample_tables: SampleTables::default(),
+            sampler_ids: HashMap::new(),
+            series_ids: HashMap::new(),
+            sample_scratch: Vec::new(),
         };
         for index in 0..inputs.sources.len() {
             inputs.sync_tables(index);
+            inputs.sync_samples(index);
         }
         inputs
     }
@@ -77,6 +91,56 @@ impl Inputs {
 
     pub fn len(&self) -> usize {
         self.sources.len()
+    }
+
+    /// The merged sampler and series tables as read so far.
+    pub fn sample_tables(&self) -> &SampleTables {
+        &self.sample_tables
+    }
+
+    /// Appends every input's sample batches read since the last call, with merged ids.
+    /// Call it after each `next_batch` to keep memory bounded.
+    pub fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
+        let mut scratch = std::mem::take(&mut self.sample_scratch);
+        for index in 0..self.sources.len() {
+            self.sources[index].drain_samples(&mut scratch);
+            self.sync_samples(index);
+            let remap = &self.remaps[index];
+            for mut batch in scratch.drain(..) {
+                for value in &mut batch.values {
+                    value.series = remap.series[value.series as usize];
+                }
+                for gap in &mut batch.gaps {
+                    gap.sampler = remap.samplers[gap.sampler as usize];
+                    gap.series = gap.series.map(|s| remap.series[s as usize]);
+                }
+                out.push(batch);
+            }
+        }
+        self.sample_scratch = scratch;
+    }
+
+    fn sync_samples(&mut self, index: usize) {
+        let source = &self.sources[index].summary().samples.tables;
+        let remap = &mut self.remaps[index];
+        for sampler in &source.samplers[remap.samplers.len()..] {
+            let id = *self.sampler_ids.entry(sampler.clone()).or_insert_with(|| {
+                self.sample_tables.samplers.push(sampler.clone());
+                (self.sample_tables.samplers.len() - 1) as u32
+            });
+            remap.samplers.push(id);
+        }
+        for series in &source.series[remap.series.len()..] {
+            let merged = SeriesInfo {
+                sampler: remap.samplers[series.sampler as usize],
+                ..series.clone()
+            };
+            let id = *self.series_ids.entry(merged.clone()).or_insert_with(|| {
+                self.sample_tables.series.push(merged);
+                (self.sample_tables.series.len() - 1) as u32
+            });
+            remap.series.push(id);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -206,6 +270,17 @@ impl Sorted {
 
     pub fn summaries(&self) -> impl Iterator<Item = &SourceSummary> {
         self.inputs.summaries()
+    }
+
+    /// See [`Inputs::sample_tables`].
+    pub fn sample_tables(&self) -> &SampleTables {
+        self.inputs.sample_tables()
+    }
+
+    /// See [`Inputs::drain_samples`]; batches come in the order they were read, not
+    /// sorted by time (each input's own batches are in time order).
+    pub fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
+        self.inputs.drain_samples(out);
     }
 
     /// The next records in send-time order; false once every input is drained.

@@ -130,7 +130,7 @@ impl ErrorKind {
 }
 
 /// The generator's own health, sampled about once a second.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorStats {
     pub at_unix_ns: u64,
@@ -143,6 +143,21 @@ pub struct GeneratorStats {
     /// Requests the schedule made due that have not left yet.
     pub behind: u64,
     pub rss_bytes: u64,
+    /// Per attack, in header order (absent in files with one attack and no users).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attacks: Vec<AttackStats>,
+}
+
+/// One attack's share of a [`GeneratorStats`] sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AttackStats {
+    pub sent: u64,
+    pub completed: u64,
+    pub in_flight: u64,
+    /// Closed model: users sending or thinking (the concurrency over time).
+    #[serde(default)]
+    pub users: u64,
 }
 
 /// Written last by a run that ended in an orderly way.

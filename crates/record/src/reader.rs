@@ -1,5 +1,6 @@
 //! [`BinaryReader`]: reads a record file block by block, stopping cleanly at a torn tail.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
 
 use serde::Deserialize;
@@ -13,6 +14,9 @@ use crate::format::{
 use crate::input::{InputFormat, RecordSource, SourceSummary, TornTail};
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, RunTables, TargetInfo};
 use crate::record::Record;
+use crate::samples::{
+    self, MAX_PENDING_SAMPLE_BATCHES, SAMPLES_BLOCK, SERIES_BLOCK, SampleBatch, SeriesBlock,
+};
 
 /// Reads loadlab's binary record format from any `Read` (a file or a pipe).
 pub struct BinaryReader<R: Read> {
@@ -28,6 +32,8 @@ pub struct BinaryReader<R: Read> {
     payload: Vec<u8>,
     raw: Vec<u8>,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    /// Sample batches read but not yet drained.
+    pending_samples: VecDeque<SampleBatch>,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +90,7 @@ impl<R: Read> BinaryReader<R> {
             payload: Vec::new(),
             raw: Vec::new(),
             decompressor: None,
+            pending_samples: VecDeque::new(),
         };
         let kind = match reader.read_block() {
             Ok(Some(kind)) => kind,
@@ -159,7 +166,31 @@ impl<R: Read> BinaryReader<R> {
                 self.summary.end = Some(end);
             }
             BlockKind::Header => return Err(Tear("a second header block".to_owned())),
+            BlockKind::Optional(SERIES_BLOCK) => {
+                let block: SeriesBlock = serde_json::from_slice(&self.payload).map_err(json_err)?;
+                self.summary
+                    .samples
+                    .tables
+                    .extend_from(&block.into_frame())
+                    .map_err(Tear)?;
+            }
+            BlockKind::Optional(SAMPLES_BLOCK) => self.apply_samples()?,
             BlockKind::Records | BlockKind::Optional(_) => {}
+        }
+        Ok(())
+    }
+
+    fn apply_samples(&mut self) -> Result<(), Tear> {
+        let batch = samples::decode_batch(&self.payload).map_err(Tear)?;
+        let summary = &mut self.summary.samples;
+        summary.tables.check(&batch).map_err(Tear)?;
+        summary.batches += 1;
+        summary.values += batch.values.len() as u64;
+        summary.gaps += batch.gaps.len() as u64;
+        if self.pending_samples.len() >= MAX_PENDING_SAMPLE_BATCHES {
+            summary.dropped_batches += 1;
+        } else {
+            self.pending_samples.push_back(batch);
         }
         Ok(())
     }
@@ -287,8 +318,17 @@ impl<R: Read> RecordSource for BinaryReader<R> {
                 self.summary.records += out.len() as u64;
                 return Ok(true);
             }
+            if kind == BlockKind::Optional(SAMPLES_BLOCK) {
+                // An empty batch: the consumer drains samples as they come (a live
+                // agent stream, a samples-only file) before reading on.
+                return Ok(true);
+            }
         }
         Ok(false)
+    }
+
+    fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
+        out.extend(self.pending_samples.drain(..));
     }
 }
 

@@ -11,6 +11,7 @@ use crate::format::{
 };
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, TargetInfo};
 use crate::record::Record;
+use crate::samples::{self, SAMPLES_BLOCK, SERIES_BLOCK, SampleFrame, SeriesBlockRef};
 
 /// How record blocks are compressed. `Raw` exists so the format contract test is
 /// independent of the zstd library's exact output.
@@ -36,6 +37,9 @@ pub struct RecordWriter<W: Write> {
     block: Vec<u8>,
     targets_written: usize,
     errors_written: usize,
+    /// Samplers and series written so far (series blocks are append-only).
+    samplers_written: usize,
+    series_written: usize,
 }
 
 #[derive(Serialize)]
@@ -72,6 +76,8 @@ impl<W: Write> RecordWriter<W> {
             block: Vec::new(),
             targets_written: header.targets.len(),
             errors_written: 0,
+            samplers_written: 0,
+            series_written: 0,
         };
         writer.write_json(BlockKind::Header, header)?;
         Ok(writer)
@@ -204,6 +210,62 @@ impl<W: Write> RecordWriter<W> {
     /// Writes a generator statistics sample.
     pub fn write_stats(&mut self, stats: &GeneratorStats) -> Result<(), RecordError> {
         self.write_json(BlockKind::Stats, stats)
+    }
+
+    /// Writes a frame of resource samples: a series block when it brings new samplers
+    /// or series (they must continue the ones written), then a samples block unless
+    /// the batch is empty. Samples do not wait for [`RecordWriter::flush_records`].
+    pub fn write_samples(&mut self, frame: &SampleFrame) -> Result<(), RecordError> {
+        let invalid = |reason: String| {
+            RecordError::Write(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                reason,
+            ))
+        };
+        if frame.first_sampler as usize != self.samplers_written
+            || frame.first_series as usize != self.series_written
+        {
+            return Err(invalid(format!(
+                "samples: frame starts at sampler {} and series {}, but {} and {} were written",
+                frame.first_sampler, frame.first_series, self.samplers_written, self.series_written
+            )));
+        }
+        let (samplers, series) = (
+            self.samplers_written + frame.samplers.len(),
+            self.series_written + frame.series.len(),
+        );
+        let batch = &frame.batch;
+        let bad_series = frame.series.iter().any(|s| s.sampler as usize >= samplers)
+            || batch.values.iter().any(|v| v.series as usize >= series)
+            || batch.gaps.iter().any(|g| {
+                g.sampler as usize >= samplers || g.series.is_some_and(|s| s as usize >= series)
+            });
+        if bad_series {
+            return Err(invalid(
+                "samples: a series, value or gap names an undefined id".to_owned(),
+            ));
+        }
+        if !frame.samplers.is_empty() || !frame.series.is_empty() {
+            let block = SeriesBlockRef {
+                first_sampler: frame.first_sampler,
+                samplers: &frame.samplers,
+                first_series: frame.first_series,
+                series: &frame.series,
+            };
+            self.write_json(BlockKind::Optional(SERIES_BLOCK), &block)?;
+            (self.samplers_written, self.series_written) = (samplers, series);
+        }
+        if batch.values.is_empty() && batch.gaps.is_empty() {
+            return Ok(());
+        }
+        samples::encode_batch(batch, &mut self.payload);
+        format::write_block(
+            &mut self.out,
+            BlockKind::Optional(SAMPLES_BLOCK),
+            &self.payload,
+            &mut self.block,
+        )
+        .map_err(RecordError::Write)
     }
 
     /// Flushes what is buffered, writes the end block and returns the output.

@@ -10,6 +10,7 @@ use std::io::Cursor;
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
     Inputs, LoadModel, Record, RecordError, RecordSource, RecordWriter, RunEnd, RunHeader,
+    SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
     StopReason, TargetInfo, open_reader,
 };
 
@@ -53,6 +54,12 @@ fn record(n: u64) -> Record {
 /// A small run: header, a second target and an error in dictionaries, three record
 /// blocks with watermarks, statistics and the end.
 fn write_run(compression: Compression) -> (Vec<u8>, Vec<Record>) {
+    write_run_with_samples(compression, false)
+}
+
+/// [`write_run`], with a frame of resource samples after each records block when
+/// `samples` is set (the frames of [`sample_frame`]).
+fn write_run_with_samples(compression: Compression, samples: bool) -> (Vec<u8>, Vec<Record>) {
     let records: Vec<Record> = (0..300).map(record).collect();
     let mut writer = RecordWriter::new(Vec::new(), &header(), compression).unwrap();
     writer
@@ -78,6 +85,9 @@ fn write_run(compression: Compression) -> (Vec<u8>, Vec<Record>) {
         writer
             .flush_records(Some(START_NS + (index as u64 + 1) * 100_000_000))
             .unwrap();
+        if samples {
+            writer.write_samples(&sample_frame(index as u32)).unwrap();
+        }
         writer
             .write_stats(&GeneratorStats {
                 at_unix_ns: START_NS + index as u64,
@@ -373,4 +383,390 @@ fn every_golden_file_of_older_versions_still_reads() {
         }
     }
     assert!(seen >= 1);
+}
+
+/// Frame `n` of a small monitor: frame 0 defines the host sampler and two series,
+/// frame 1 adds a process sampler whose process is gone (a whole-sampler gap), and
+/// every frame carries values (one NaN, to check bits survive).
+fn sample_frame(n: u32) -> SampleFrame {
+    let series = |sampler: u32, name: &str, unit: &str, kind: SeriesKind| SeriesInfo {
+        sampler,
+        name: name.to_owned(),
+        labels: [("cpu".to_owned(), "all".to_owned())].into_iter().collect(),
+        unit: unit.to_owned(),
+        kind,
+    };
+    let (samplers, new_series) = match n {
+        0 => (
+            vec![SamplerInfo {
+                kind: "host".to_owned(),
+                name: "host".to_owned(),
+            }],
+            vec![
+                series(0, "host.cpu_percent", "percent", SeriesKind::Gauge),
+                series(0, "host.net_rx_bytes", "bytes/s", SeriesKind::Rate),
+            ],
+        ),
+        1 => (
+            vec![SamplerInfo {
+                kind: "process".to_owned(),
+                name: "nginx".to_owned(),
+            }],
+            vec![series(1, "process.rss_bytes", "bytes", SeriesKind::Gauge)],
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let mut gaps = Vec::new();
+    if n >= 1 {
+        gaps.push(SampleGap {
+            sampler: 1,
+            series: None,
+            reason: "no process matches nginx".to_owned(),
+        });
+    }
+    SampleFrame {
+        first_sampler: n.min(2),
+        samplers,
+        first_series: [0, 2, 3][n.min(2) as usize],
+        series: new_series,
+        batch: SampleBatch {
+            at_unix_ns: START_NS + u64::from(n + 1) * 100_000_000,
+            values: vec![
+                SampleValue {
+                    series: 0,
+                    value: 12.5 * f64::from(n + 1),
+                },
+                SampleValue {
+                    series: 1,
+                    value: if n == 2 { f64::NAN } else { 1e6 },
+                },
+            ],
+            gaps,
+        },
+    }
+}
+
+/// Every block of a record file: (kind, whole block bytes).
+fn blocks(bytes: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 12;
+    while at < bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        out.push((bytes[at], &bytes[at..at + 9 + len]));
+        at += 9 + len;
+    }
+    out
+}
+
+fn read_samples(bytes: &[u8]) -> (Vec<Record>, Vec<SampleBatch>, Box<dyn RecordSource>) {
+    let mut source = open_reader(Box::new(Cursor::new(bytes.to_vec())), "run.llr").unwrap();
+    let (mut records, mut samples, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        records.extend_from_slice(&batch);
+        source.drain_samples(&mut samples);
+    }
+    source.drain_samples(&mut samples);
+    (records, samples, source)
+}
+
+#[test]
+fn samples_round_trip_beside_the_records() {
+    for compression in [Compression::Raw, Compression::Zstd { level: 3 }] {
+        let (bytes, records) = write_run_with_samples(compression, true);
+        let (read, samples, source) = read_samples(&bytes);
+        assert_eq!(read, records);
+        let summary = source.summary();
+        assert_eq!(summary.torn, None);
+        let want: Vec<SampleBatch> = (0..3).map(|n| sample_frame(n).batch).collect();
+        assert_eq!(samples.len(), 3);
+        for (got, want) in samples.iter().zip(&want) {
+            assert_eq!(got.at_unix_ns, want.at_unix_ns);
+            assert_eq!(got.gaps, want.gaps);
+            let bits = |b: &SampleBatch| -> Vec<(u32, u64)> {
+                b.values
+                    .iter()
+                    .map(|v| (v.series, v.value.to_bits()))
+                    .collect()
+            };
+            assert_eq!(bits(got), bits(want));
+        }
+        let tables = &summary.samples.tables;
+        assert_eq!(tables.samplers.len(), 2);
+        assert_eq!(tables.series.len(), 3);
+        assert_eq!(tables.series[2].name, "process.rss_bytes");
+        assert_eq!(tables.series[1].kind, SeriesKind::Rate);
+        assert_eq!(
+            (
+                summary.samples.batches,
+                summary.samples.values,
+                summary.samples.gaps
+            ),
+            (3, 6, 2)
+        );
+    }
+}
+
+#[test]
+fn samples_blocks_are_optional_so_the_records_bytes_do_not_change() {
+    let (with_samples, _) = write_run_with_samples(Compression::Raw, true);
+    let (without, _) = write_run(Compression::Raw);
+    let mut stripped = with_samples[..12].to_vec();
+    for (kind, block) in blocks(&with_samples) {
+        if kind < 0x40 {
+            stripped.extend_from_slice(block);
+        }
+    }
+    assert_eq!(
+        stripped, without,
+        "removing the samples blocks gives the file without them"
+    );
+    let kinds: Vec<u8> = blocks(&with_samples).iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds.iter().filter(|&&k| k == 0x40).count(), 2);
+    assert_eq!(kinds.iter().filter(|&&k| k == 0x41).count(), 3);
+}
+
+#[test]
+fn format_with_samples_matches_its_golden_file() {
+    let (bytes, _) = write_run_with_samples(Compression::Raw, true);
+    let path = format!(
+        "{}/tests/golden/format_v{FORMAT_VERSION}_samples.llr",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let golden = std::fs::read(&path)
+        .unwrap_or_else(|_| panic!("{path} is missing: run with UPDATE_GOLDEN=1"));
+    assert!(
+        golden == bytes,
+        "the bytes of the series or samples blocks changed but FORMAT_VERSION is still \
+         {FORMAT_VERSION}: bump it and document the change in docs/RECORD_FORMAT.md"
+    );
+}
+
+#[test]
+fn a_file_with_samples_cut_at_any_byte_keeps_a_prefix() {
+    let (bytes, records) = write_run_with_samples(Compression::Zstd { level: 3 }, true);
+    let full: Vec<u64> = (0..3).map(|n| sample_frame(n).batch.at_unix_ns).collect();
+    for cut in 0..=bytes.len() {
+        let Ok(mut source) = open_reader(Box::new(Cursor::new(bytes[..cut].to_vec())), "cut")
+        else {
+            continue;
+        };
+        let (mut read, mut samples, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+        while source.next_batch(&mut batch).unwrap() {
+            read.extend_from_slice(&batch);
+        }
+        source.drain_samples(&mut samples);
+        assert_eq!(read[..], records[..read.len()], "cut at {cut}");
+        let times: Vec<u64> = samples.iter().map(|b| b.at_unix_ns).collect();
+        assert_eq!(times[..], full[..times.len()], "cut at {cut}");
+        if cut == bytes.len() {
+            assert_eq!(times.len(), 3);
+        }
+    }
+}
+
+#[test]
+fn a_samples_only_file_streams_in_bounded_steps() {
+    // What `loadlab monitor -output run.mon` writes: a header without attacks, then
+    // series and samples blocks only.
+    let header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS,
+        ..RunHeader::default()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    let mut first = sample_frame(0);
+    first.batch.values.truncate(1);
+    writer.write_samples(&first).unwrap();
+    for n in 1..2000u64 {
+        let frame = SampleFrame {
+            first_sampler: 1,
+            first_series: 2,
+            batch: SampleBatch {
+                at_unix_ns: START_NS + n * 1_000_000_000,
+                values: vec![SampleValue {
+                    series: 0,
+                    value: n as f64,
+                }],
+                gaps: Vec::new(),
+            },
+            ..SampleFrame::default()
+        };
+        writer.write_samples(&frame).unwrap();
+    }
+    let bytes = writer.close().unwrap();
+    let mut source = open_reader(Box::new(Cursor::new(bytes)), "run.mon").unwrap();
+    let (mut batch, mut samples, mut most_pending) = (Vec::new(), Vec::new(), 0);
+    while source.next_batch(&mut batch).unwrap() {
+        assert!(batch.is_empty(), "no records in a monitor file");
+        let before = samples.len();
+        source.drain_samples(&mut samples);
+        most_pending = most_pending.max(samples.len() - before);
+    }
+    source.drain_samples(&mut samples);
+    assert_eq!(samples.len(), 2000);
+    assert_eq!(most_pending, 1, "streamed batch by batch, not read whole");
+    assert_eq!(samples[0].values[0].value, 12.5);
+    assert!(
+        samples[1..]
+            .iter()
+            .enumerate()
+            .all(|(n, b)| b.values[0].value == (n + 1) as f64)
+    );
+}
+
+#[test]
+fn the_writer_refuses_frames_that_do_not_continue_its_tables() {
+    let rows: Vec<(SampleFrame, &str)> = vec![
+        (sample_frame(1), "frame starts at sampler 1"),
+        (
+            SampleFrame {
+                batch: SampleBatch {
+                    values: vec![SampleValue {
+                        series: 0,
+                        value: 1.0,
+                    }],
+                    ..SampleBatch::default()
+                },
+                ..SampleFrame::default()
+            },
+            "undefined id",
+        ),
+        (
+            SampleFrame {
+                samplers: vec![SamplerInfo::default()],
+                series: vec![SeriesInfo {
+                    sampler: 3,
+                    ..SeriesInfo::default()
+                }],
+                ..SampleFrame::default()
+            },
+            "undefined id",
+        ),
+    ];
+    for (frame, want) in rows {
+        let mut writer = RecordWriter::new(Vec::new(), &header(), Compression::Raw).unwrap();
+        let err = writer.write_samples(&frame).unwrap_err();
+        // The reason travels as the error's source, as the CLI prints it.
+        let err = format!(
+            "{err}: {}",
+            std::error::Error::source(&err)
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+        assert!(err.contains(want), "{err}");
+    }
+}
+
+#[test]
+fn samples_merge_across_inputs_by_sampler_and_series() {
+    let (first, _) = write_run_with_samples(Compression::Raw, true);
+    // A monitor file whose only sampler is the second file's "process nginx" and whose
+    // series is the same process.rss_bytes: it must map onto the first file's ids.
+    let header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS,
+        ..RunHeader::default()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    let nginx = sample_frame(1);
+    writer
+        .write_samples(&SampleFrame {
+            first_sampler: 0,
+            samplers: nginx.samplers.clone(),
+            first_series: 0,
+            series: vec![SeriesInfo {
+                sampler: 0,
+                ..nginx.series[0].clone()
+            }],
+            batch: SampleBatch {
+                at_unix_ns: START_NS + 50_000_000,
+                values: vec![SampleValue {
+                    series: 0,
+                    value: 4096.0,
+                }],
+                gaps: vec![SampleGap {
+                    sampler: 0,
+                    series: Some(0),
+                    reason: "x".to_owned(),
+                }],
+            },
+        })
+        .unwrap();
+    let second = writer.close().unwrap();
+    let sources = vec![
+        open_reader(Box::new(Cursor::new(first)), "a.llr").unwrap(),
+        open_reader(Box::new(Cursor::new(second)), "b.mon").unwrap(),
+    ];
+    let mut inputs = Inputs::from_sources(sources).sorted();
+    let (mut batch, mut samples) = (Vec::new(), Vec::new());
+    while inputs.next_batch(&mut batch).unwrap() {
+        inputs.drain_samples(&mut samples);
+    }
+    inputs.drain_samples(&mut samples);
+    let tables = inputs.sample_tables();
+    assert_eq!(tables.samplers.len(), 2, "{:?}", tables.samplers);
+    assert_eq!(tables.series.len(), 3);
+    assert_eq!(samples.len(), 4);
+    let from_monitor = samples
+        .iter()
+        .find(|b| b.at_unix_ns == START_NS + 50_000_000)
+        .unwrap();
+    // Ids depend on reading order; names do not.
+    let rss = from_monitor.values[0].series;
+    let info = &tables.series[rss as usize];
+    assert_eq!(info.name, "process.rss_bytes");
+    assert_eq!(tables.samplers[info.sampler as usize].name, "nginx");
+    assert_eq!(from_monitor.gaps[0].sampler, info.sampler);
+    assert_eq!(from_monitor.gaps[0].series, Some(rss));
+    let from_run = samples
+        .iter()
+        .find(|b| b.at_unix_ns == START_NS + 200_000_000)
+        .unwrap();
+    assert_eq!(
+        from_run.gaps[0].sampler, info.sampler,
+        "the run's nginx gap is on the same merged sampler"
+    );
+}
+
+#[test]
+fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
+    let header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS,
+        ..RunHeader::default()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    let mut first = sample_frame(0);
+    first.batch.values.truncate(1);
+    writer.write_samples(&first).unwrap();
+    let total = record::MAX_PENDING_SAMPLE_BATCHES as u64 + 100;
+    for n in 1..total {
+        let frame = SampleFrame {
+            first_sampler: 1,
+            first_series: 2,
+            batch: SampleBatch {
+                at_unix_ns: START_NS + n,
+                values: vec![SampleValue {
+                    series: 0,
+                    value: 1.0,
+                }],
+                gaps: Vec::new(),
+            },
+            ..SampleFrame::default()
+        };
+        writer.write_samples(&frame).unwrap();
+    }
+    let bytes = writer.close().unwrap();
+    let mut source = open_reader(Box::new(Cursor::new(bytes)), "run.mon").unwrap();
+    let mut records = Vec::new();
+    while source.next_batch(&mut records).unwrap() {}
+    let summary = source.summary().samples.clone();
+    assert_eq!(summary.batches, total);
+    assert_eq!(summary.dropped_batches, 100);
+    let mut samples = Vec::new();
+    source.drain_samples(&mut samples);
+    assert_eq!(samples.len(), record::MAX_PENDING_SAMPLE_BATCHES);
 }

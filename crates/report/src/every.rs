@@ -58,6 +58,9 @@ pub struct IntervalRow {
     pub success_ratio: Option<f64>,
     /// p50, p90, p99 and max latency of the requests sent in the interval.
     pub latency_ns: Option<[u64; 4]>,
+    /// Closed model: users sending or thinking at the interval's end (filled in by
+    /// the printer from the generator's samples); `None` for open-model runs.
+    pub users: Option<u64>,
 }
 
 impl Intervals {
@@ -154,6 +157,7 @@ impl Intervals {
                 rate_per_sec: requests as f64 / seconds,
                 throughput_per_sec: stats.completed_ok as f64 / seconds,
                 success_ratio: (requests > 0).then(|| stats.successes as f64 / requests as f64),
+                users: None,
                 latency_ns: (requests > 0).then(|| {
                     [
                         quantiles.quantile(0.50),
@@ -168,10 +172,10 @@ impl Intervals {
 }
 
 /// Column widths of the text rows; a wider cell pushes the rest right by two spaces.
-const WIDTHS: [usize; 9] = [10, 10, 10, 12, 9, 11, 11, 11, 11];
+const WIDTHS: [usize; 10] = [10, 10, 10, 12, 9, 11, 11, 11, 11, 7];
 
-/// The header line of the text rows.
-pub fn text_header(by: Option<GroupBy>) -> String {
+/// The header line of the text rows; `users` adds the closed model's user column.
+pub fn text_header(by: Option<GroupBy>, users: bool) -> String {
     let mut cells: Vec<String> = [
         "Time",
         "Requests",
@@ -185,6 +189,9 @@ pub fn text_header(by: Option<GroupBy>) -> String {
     ]
     .map(str::to_owned)
     .to_vec();
+    if users {
+        cells.push("Users".to_owned());
+    }
     if let Some(by) = by {
         cells.push(capitalized(by.name()));
     }
@@ -211,6 +218,9 @@ pub fn text_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> S
     match row.latency_ns {
         Some(latencies) => cells.extend(latencies.map(|ns| rounded(ns).to_string())),
         None => cells.extend(["-", "-", "-", "-"].map(str::to_owned)),
+    }
+    if let Some(users) = row.users {
+        cells.push(users.to_string());
     }
     if let (Some(by), Some(key)) = (by, row.group) {
         cells.push(by.group_name(key, tables));
@@ -248,6 +258,9 @@ pub fn json_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> S
         out.push_str(",\"name\":");
         push_string(&mut out, &by.group_name(key, tables));
         out.push('}');
+    }
+    if let Some(users) = row.users {
+        let _ = write!(out, ",\"users\":{users}");
     }
     let _ = write!(out, ",\"requests\":{},\"rate\":", row.requests);
     push_float(&mut out, row.rate_per_sec);
@@ -394,7 +407,7 @@ mod tests {
     fn text_rows_line_up() {
         let rows = rows_of(&[record(0, 1, 200), record(1500, 2, 0)], 1_000 * MS, None);
         let tables = RunTables::default();
-        let header = text_header(None);
+        let header = text_header(None, false);
         let lines: Vec<String> = rows.iter().map(|r| text_row(r, None, &tables)).collect();
         assert_eq!(
             header,

@@ -7,6 +7,7 @@ use record::{AttackEnd, AttackInfo, InputFormat, LoadModel, RunTables, SourceSum
 
 use crate::distribution::Distribution;
 use crate::metrics::{AttackActivity, Report, go_seconds};
+use crate::resources::ResourceSummary;
 use crate::warnings::{Warning, assess};
 
 /// Send lag (actual minus intended send time) of a set of records, in nanoseconds.
@@ -79,6 +80,8 @@ pub struct RunFacts {
     pub generator: Option<GeneratorUse>,
     /// How the runs ended, when an input is a record file.
     pub stop: Option<String>,
+    /// The system under test, when the inputs hold resource samples.
+    pub resources: Option<ResourceSummary>,
 }
 
 impl RunFacts {
@@ -233,6 +236,8 @@ pub struct Extras {
     pub generator: Option<GeneratorUse>,
     pub run: Option<RunShape>,
     pub warnings: Vec<Warning>,
+    /// Whole-run reports only: the resource summary and its warnings.
+    pub resources: Option<ResourceSummary>,
 }
 
 impl Extras {
@@ -257,6 +262,7 @@ impl Extras {
             asked,
             generator: facts.generator.filter(|_| whole_run),
             run,
+            resources: facts.resources.clone().filter(|_| whole_run),
         }
     }
 }
@@ -345,6 +351,7 @@ mod tests {
             end,
             torn: None,
             records: 100,
+            samples: record::SampleSummary::default(),
         }
     }
 
@@ -485,6 +492,7 @@ mod tests {
                 peak_rss_bytes: 1,
             }),
             stop: Some("completed".to_owned()),
+            resources: None,
         };
         // (facts, scope, lag row, asked rate, generator row, run row)
         let rows: Vec<(RunFacts, Scope, bool, Option<f64>, bool, bool)> = vec![

@@ -9,6 +9,7 @@ use record::format_timestamp;
 use crate::extras::Extras;
 use crate::hist::BucketCounts;
 use crate::metrics::Report;
+use crate::resources::{ResourceSummary, SamplerFigures};
 
 /// Names the group a report covers, for `-by`.
 #[derive(Debug, Clone, Copy)]
@@ -133,14 +134,86 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         push_string(out, &run.stop);
         out.push('}');
     }
+    if let Some(resources) = &extras.resources {
+        out.push_str(",\"resources\":");
+        write_resources(out, resources);
+    }
     out.push_str(",\"warnings\":[");
-    for (index, warning) in extras.warnings.iter().enumerate() {
+    let resource_warnings = extras
+        .resources
+        .iter()
+        .flat_map(|r| r.warnings.iter().cloned());
+    let warnings = extras
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .chain(resource_warnings);
+    for (index, warning) in warnings.enumerate() {
         if index > 0 {
             out.push(',');
         }
-        push_string(out, &warning.to_string());
+        push_string(out, &warning);
     }
     out.push_str("]}");
+}
+
+/// One line for inputs without requests: `{"loadlab":{"resources":{...},"warnings":[...]}}`.
+pub(crate) fn write_resources_json(out: &mut String, resources: &ResourceSummary) {
+    out.push_str("{\"loadlab\":{\"resources\":");
+    write_resources(out, resources);
+    out.push_str(",\"warnings\":[");
+    for (index, warning) in resources.warnings.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, warning);
+    }
+    out.push_str("]}}\n");
+}
+
+/// `{"samplers":[{"kind","name","gaps","gap_reasons":[...], measure:{peak,mean,peak_at}...}],
+/// "series","values","gaps"}`; measure names as in `resources.rs` (`cpu` in percent,
+/// `rss` in bytes, `tx` per second, ...), times in unix ns.
+fn write_resources(out: &mut String, resources: &ResourceSummary) {
+    out.push_str("{\"samplers\":[");
+    for (index, figures) in resources.samplers.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_sampler(out, figures);
+    }
+    let _ = write!(
+        out,
+        "],\"series\":{},\"values\":{},\"gaps\":{}}}",
+        resources.series, resources.values, resources.gaps
+    );
+}
+
+fn write_sampler(out: &mut String, figures: &SamplerFigures) {
+    out.push_str("{\"kind\":");
+    push_string(out, &figures.kind);
+    out.push_str(",\"name\":");
+    push_string(out, &figures.name);
+    let _ = write!(out, ",\"gaps\":{},\"gap_reasons\":[", figures.gaps);
+    for (index, reason) in figures.reasons.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, reason);
+    }
+    out.push(']');
+    for (name, stat) in figures.stats.iter().filter(|(_, s)| s.samples > 0) {
+        let _ = write!(out, ",\"{name}\":{{\"peak\":");
+        push_float(out, stat.peak);
+        out.push_str(",\"mean\":");
+        push_float(out, stat.mean());
+        let _ = write!(
+            out,
+            ",\"peak_at\":{},\"samples\":{}}}",
+            stat.peak_at_unix_ns, stat.samples
+        );
+    }
+    out.push('}');
 }
 
 /// A float as Go's `encoding/json` writes it: shortest round-trip digits, plain

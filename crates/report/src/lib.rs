@@ -10,6 +10,9 @@
 //!   [`Distribution`]: exact for small sets, 3 significant digits (HdrHistogram) beyond.
 //! - [`RunFacts`] is what the inputs say about the run itself (asked rates, unsent
 //!   requests, CPU, stop reason); [`Warning`] is what a reader must not miss.
+//! - [`Resources`] / [`ResourceSummary`]: the system under test from the inputs'
+//!   resource samples (CPU per process group, memory, connections, fds, database
+//!   transactions), as extra rows and plain warnings.
 //! - [`Intervals`] bins records by send time for `-every`, closing each interval as soon
 //!   as a later record arrives, so it works live on a pipe.
 //! - [`EncodeFormat`] / [`run_encode`]: records to JSON, CSV or our record file, in
@@ -29,6 +32,7 @@ mod hist;
 mod json;
 mod metrics;
 mod pipeline;
+mod resources;
 mod stream;
 pub mod tabwriter;
 mod text;
@@ -44,6 +48,10 @@ pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
 pub use pipeline::{ReportOutcome, run_report};
+pub use resources::{
+    CPU_BUSY_PERCENT, FD_WARN_PERCENT, ResourceSummary, Resources, SUSTAINED_SAMPLES,
+    SamplerFigures, Stat,
+};
 pub use text::write_text;
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
 
@@ -59,7 +67,7 @@ pub enum ReportError {
     Buckets { input: String, reason: String },
     #[error("{flag}: {reason}")]
     Flag { flag: &'static str, reason: String },
-    #[error("writing the output: {0}")]
+    #[error("writing the output")]
     Write(#[source] std::io::Error),
     #[error("the input reader thread {0}")]
     ReaderThread(String),

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use record::{RecordError, RunTables};
+use record::{LoadModel, RecordError, RunTables, SourceSummary};
 
 use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
@@ -13,9 +13,12 @@ use crate::extras::{Extras, RunFacts, Scope};
 use crate::grouping::{GroupBy, GroupKey, Groups};
 use crate::hdrplot::write_hdrplot;
 use crate::hist::write_hist;
+use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
+use crate::resources::{ResourceSummary, Resources};
 use crate::stream::{Order, RecordStream};
+use crate::text::write_resources_text;
 use crate::text::write_text;
 use crate::warnings::torn_warnings;
 
@@ -55,23 +58,42 @@ pub fn run_report(
     let mut groups = Groups::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
     let mut rows = RowPrinter::new(config);
     let mut batch = Vec::new();
+    let mut resources = Resources::default();
+    let mut earliest_unix_ns = u64::MAX;
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
-        rows.add(&batch, stream.tables(), out)?;
+        let first = batch.iter().map(record::Record::sent_unix_ns).min();
+        earliest_unix_ns = earliest_unix_ns.min(first.unwrap_or(u64::MAX));
+        rows.add(&batch, stream.tables(), stream.summaries(), out)?;
+        let (samples, sample_tables) = stream.take_samples();
+        resources.add(sample_tables, &samples);
     }
-    rows.finish(stream.tables(), out)?;
+    let (samples, sample_tables) = stream.take_samples();
+    resources.add(sample_tables, &samples);
+    rows.finish(stream.tables(), stream.summaries(), out)?;
     let torn = torn_warnings(stream.summaries());
     for line in &torn {
         writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
     }
     let requests = groups.requests();
     if requests == 0 {
-        return Err(RecordError::Empty {
-            source_name: input_names(paths),
-        }
-        .into());
+        // A monitor file alone: its resource summary is the report.
+        let Some(summary) = resources.close(None) else {
+            return Err(RecordError::Empty {
+                source_name: input_names(paths),
+            }
+            .into());
+        };
+        let text = render_resources_only(&summary, &config.report_type);
+        out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
+        out.flush().map_err(ReportError::Write)?;
+        return Ok(ReportOutcome {
+            requests,
+            torn_inputs: torn.len(),
+        });
     }
-    let facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
+    let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
+    facts.resources = resources.close(Some(earliest_unix_ns));
     let text = render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;
@@ -115,37 +137,60 @@ impl RowPrinter {
         &mut self,
         batch: &[record::Record],
         tables: &RunTables,
+        summaries: &[SourceSummary],
         out: &mut dyn Write,
     ) -> Result<(), ReportError> {
         if let Some(intervals) = &mut self.intervals {
             intervals.add_all(batch, &mut self.rows);
-            self.print(tables, out)?;
+            self.print(tables, summaries, out)?;
         }
         Ok(())
     }
 
-    fn finish(&mut self, tables: &RunTables, out: &mut dyn Write) -> Result<(), ReportError> {
+    fn finish(
+        &mut self,
+        tables: &RunTables,
+        summaries: &[SourceSummary],
+        out: &mut dyn Write,
+    ) -> Result<(), ReportError> {
         let Some(intervals) = &mut self.intervals else {
             return Ok(());
         };
         intervals.finish(&mut self.rows);
-        self.print(tables, out)?;
+        self.print(tables, summaries, out)?;
         if self.printed_header && !self.json {
             out.write_all(b"\n").map_err(ReportError::Write)?;
         }
         Ok(())
     }
 
-    fn print(&mut self, tables: &RunTables, out: &mut dyn Write) -> Result<(), ReportError> {
+    fn print(
+        &mut self,
+        tables: &RunTables,
+        summaries: &[SourceSummary],
+        out: &mut dyn Write,
+    ) -> Result<(), ReportError> {
         if self.rows.is_empty() {
             return Ok(());
         }
+        let closed = has_closed_model(summaries);
         let mut text = String::new();
         if !self.printed_header && !self.json {
-            text.push_str(&text_header(self.by));
+            text.push_str(&text_header(self.by, closed));
         }
         self.printed_header = true;
-        for row in self.rows.drain(..) {
+        for mut row in self.rows.drain(..) {
+            if closed {
+                let attack = match (self.by, row.group, summaries.len()) {
+                    (Some(GroupBy::Attack), Some(key), 1) => Some(key.0 as usize),
+                    _ => None,
+                };
+                row.users = Some(users_at(
+                    summaries,
+                    row.start_unix_ns + row.duration_ns,
+                    attack,
+                ));
+            }
             text.push_str(&if self.json {
                 json_row(&row, self.by, tables)
             } else {
@@ -155,6 +200,58 @@ impl RowPrinter {
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
         out.flush().map_err(ReportError::Write)
     }
+}
+
+fn has_closed_model(summaries: &[SourceSummary]) -> bool {
+    summaries.iter().any(|s| {
+        s.header
+            .attacks
+            .iter()
+            .any(|a| a.model == LoadModel::Closed)
+    })
+}
+
+/// Closed-model users at `unix_ns`, from each input's generator sample nearest to it
+/// (samples come once a second; the latest one up to half a second later counts), of
+/// one attack when `attack` is given (which needs a single input, since sample attack
+/// indices are the input's own).
+fn users_at(summaries: &[SourceSummary], unix_ns: u64, attack: Option<usize>) -> u64 {
+    summaries
+        .iter()
+        .filter_map(|summary| {
+            let sample = summary
+                .stats
+                .iter()
+                .take_while(|s| s.at_unix_ns <= unix_ns + 500_000_000)
+                .last()?;
+            let closed = |index: usize| {
+                summary
+                    .header
+                    .attacks
+                    .get(index)
+                    .is_some_and(|a| a.model == LoadModel::Closed)
+            };
+            Some(
+                sample
+                    .attacks
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| closed(*i) && attack.is_none_or(|a| a == *i))
+                    .map(|(_, a)| a.users)
+                    .sum::<u64>(),
+            )
+        })
+        .sum()
+}
+
+/// The resource summary of inputs without requests (`loadlab monitor` files).
+fn render_resources_only(summary: &ResourceSummary, report_type: &ReportType) -> String {
+    let mut text = String::new();
+    match report_type {
+        ReportType::Json { .. } => write_resources_json(&mut text, summary),
+        _ => write_resources_text(&mut text, summary),
+    }
+    text
 }
 
 /// Every group's report in the chosen layout, under a title line with `-by`.

@@ -6,7 +6,9 @@
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
 
-use record::{Inputs, Record, RecordError, RunTables, Sorted, SourceSummary};
+use record::{
+    Inputs, Record, RecordError, RunTables, SampleBatch, SampleTables, Sorted, SourceSummary,
+};
 
 use crate::ReportError;
 
@@ -26,12 +28,19 @@ enum Message {
     Batch {
         records: Vec<Record>,
         tables: Option<RunTables>,
-        /// With the first batch only: what the inputs said about themselves so far.
+        /// What the inputs said about themselves so far: with the first batch, and
+        /// again whenever new generator samples arrived (for live per-interval rows).
         summaries: Option<Vec<SourceSummary>>,
+        /// Resource samples read since the last message, and the sample tables when
+        /// they grew.
+        samples: Vec<SampleBatch>,
+        sample_tables: Option<SampleTables>,
     },
     Done {
         tables: RunTables,
         summaries: Vec<SourceSummary>,
+        samples: Vec<SampleBatch>,
+        sample_tables: SampleTables,
     },
     Failed(RecordError),
 }
@@ -42,6 +51,8 @@ pub struct RecordStream {
     spare: Sender<Vec<Record>>,
     tables: RunTables,
     summaries: Vec<SourceSummary>,
+    samples: Vec<SampleBatch>,
+    sample_tables: SampleTables,
     done: bool,
 }
 
@@ -76,6 +87,8 @@ impl RecordStream {
             spare,
             tables: RunTables::default(),
             summaries: Vec::new(),
+            samples: Vec::new(),
+            sample_tables: SampleTables::default(),
             done: false,
         })
     }
@@ -91,6 +104,8 @@ impl RecordStream {
                 records,
                 tables,
                 summaries,
+                samples,
+                sample_tables,
             }) => {
                 let used = std::mem::replace(out, records);
                 let _ = self.spare.send(used);
@@ -100,10 +115,21 @@ impl RecordStream {
                 if let Some(summaries) = summaries {
                     self.summaries = summaries;
                 }
+                if let Some(sample_tables) = sample_tables {
+                    self.sample_tables = sample_tables;
+                }
+                self.samples.extend(samples);
                 Ok(true)
             }
-            Ok(Message::Done { tables, summaries }) => {
+            Ok(Message::Done {
+                tables,
+                summaries,
+                samples,
+                sample_tables,
+            }) => {
                 (self.tables, self.summaries, self.done) = (tables, summaries, true);
+                self.sample_tables = sample_tables;
+                self.samples.extend(samples);
                 out.clear();
                 Ok(false)
             }
@@ -121,6 +147,12 @@ impl RecordStream {
     /// (statistics, end, torn tail) once `next_batch` returned false.
     pub fn summaries(&self) -> &[SourceSummary] {
         &self.summaries
+    }
+
+    /// Resource sample batches received since the last call, with the merged sample
+    /// tables they index (the records' batches and these travel together).
+    pub fn take_samples(&mut self) -> (Vec<SampleBatch>, &SampleTables) {
+        (std::mem::take(&mut self.samples), &self.sample_tables)
     }
 }
 
@@ -156,10 +188,32 @@ impl Reader {
         }
     }
 
+    /// Generator samples read so far, over all inputs.
+    fn sample_count(&self) -> usize {
+        match self {
+            Reader::Input(inputs) => inputs.summaries().map(|s| s.stats.len()).sum(),
+            Reader::SendTime(sorted) => sorted.summaries().map(|s| s.stats.len()).sum(),
+        }
+    }
+
     fn summaries(&self) -> Vec<SourceSummary> {
         match self {
             Reader::Input(inputs) => inputs.summaries().cloned().collect(),
             Reader::SendTime(sorted) => sorted.summaries().cloned().collect(),
+        }
+    }
+
+    fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
+        match self {
+            Reader::Input(inputs) => inputs.drain_samples(out),
+            Reader::SendTime(sorted) => sorted.drain_samples(out),
+        }
+    }
+
+    fn sample_tables(&self) -> &SampleTables {
+        match self {
+            Reader::Input(inputs) => inputs.sample_tables(),
+            Reader::SendTime(sorted) => sorted.sample_tables(),
         }
     }
 }
@@ -168,10 +222,17 @@ impl Reader {
 /// hangs up.
 fn read(mut reader: Reader, batches: &SyncSender<Message>, spare: &Receiver<Vec<Record>>) {
     let mut sent_sizes = (0, 0, 0);
-    let mut first = true;
+    let mut sent_samples = None;
+    let mut sent_sample_sizes = (0, 0);
     loop {
         let mut records = spare.try_recv().unwrap_or_default();
-        let message = match reader.next_batch(&mut records) {
+        let result = reader.next_batch(&mut records);
+        let mut resource_samples = Vec::new();
+        reader.drain_samples(&mut resource_samples);
+        let sample_tables = reader.sample_tables();
+        let sample_sizes = (sample_tables.samplers.len(), sample_tables.series.len());
+        let tables_grew = std::mem::replace(&mut sent_sample_sizes, sample_sizes) != sample_sizes;
+        let message = match result {
             Ok(true) => {
                 let tables = reader.tables();
                 let sizes = (
@@ -180,15 +241,21 @@ fn read(mut reader: Reader, batches: &SyncSender<Message>, spare: &Receiver<Vec<
                     tables.errors.len(),
                 );
                 let changed = std::mem::replace(&mut sent_sizes, sizes) != sizes;
+                let samples = Some(reader.sample_count());
+                let new_samples = std::mem::replace(&mut sent_samples, samples) != samples;
                 Message::Batch {
                     records,
                     tables: changed.then(|| tables.clone()),
-                    summaries: std::mem::take(&mut first).then(|| reader.summaries()),
+                    summaries: new_samples.then(|| reader.summaries()),
+                    samples: resource_samples,
+                    sample_tables: tables_grew.then(|| reader.sample_tables().clone()),
                 }
             }
             Ok(false) => Message::Done {
                 tables: reader.tables().clone(),
                 summaries: reader.summaries(),
+                samples: resource_samples,
+                sample_tables: reader.sample_tables().clone(),
             },
             Err(err) => Message::Failed(err),
         };

@@ -9,6 +9,7 @@ use units::{GoDuration, round_for_report};
 
 use crate::extras::Extras;
 use crate::metrics::Report;
+use crate::resources::ResourceSummary;
 use crate::tabwriter::align;
 
 /// Width of vegeta's label column (`Status Codes` + padding).
@@ -19,7 +20,10 @@ pub const BRACKET_WIDTH: usize = 34;
 /// Appends the text report for `report` to `out`.
 pub fn write_text(out: &mut String, report: &Report) {
     out.push_str(&align(&vegeta_block(report), &[]));
-    let extras = extra_rows(&report.extras);
+    let mut extras = extra_rows(&report.extras);
+    if let Some(resources) = &report.extras.resources {
+        extras.push_str(&resource_rows(resources));
+    }
     if !extras.is_empty() {
         out.push('\n');
         out.push_str(&align(&extras, &[LABEL_WIDTH, BRACKET_WIDTH]));
@@ -27,6 +31,110 @@ pub fn write_text(out: &mut String, report: &Report) {
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }
+    for warning in report.extras.resources.iter().flat_map(|r| &r.warnings) {
+        let _ = writeln!(out, "WARNING: {warning}");
+    }
+}
+
+/// The resource rows and warnings alone, for inputs without requests.
+pub(crate) fn write_resources_text(out: &mut String, resources: &ResourceSummary) {
+    out.push_str(&align(
+        &resource_rows(resources),
+        &[LABEL_WIDTH, BRACKET_WIDTH],
+    ));
+    for warning in &resources.warnings {
+        let _ = writeln!(out, "WARNING: {warning}");
+    }
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / f64::from(1 << 20))
+}
+
+/// One row per measure the samples hold: the host's, then each process group's, then
+/// each database's, then the sample counts.
+fn resource_rows(resources: &ResourceSummary) -> String {
+    let mut text = String::new();
+    for host in resources.of_kind("host") {
+        if let Some(cpu) = host.stat("cpu") {
+            let _ = writeln!(
+                text,
+                "Host CPU\t[peak, mean]\t{:.2}%, {:.2}%",
+                cpu.peak,
+                cpu.mean()
+            );
+        }
+        if let (Some(used), Some(total)) = (host.stat("memory_used"), host.stat("memory_total")) {
+            let _ = writeln!(
+                text,
+                "Host Memory\t[peak used, total]\t{}, {}",
+                mib(used.peak),
+                mib(total.peak)
+            );
+        }
+        if let Some(established) = host.stat("established") {
+            let time_wait = host.stat("time_wait").map_or(0.0, |s| s.peak);
+            let _ = writeln!(
+                text,
+                "TCP Sockets\t[peak estab, peak time_wait]\t{:.0}, {time_wait:.0}",
+                established.peak
+            );
+        }
+        if let (Some(open), Some(max)) = (host.stat("fds"), host.stat("fds_max")) {
+            let _ = writeln!(
+                text,
+                "Host FDs\t[peak open, max]\t{:.0}, {:.0}",
+                open.peak, max.peak
+            );
+        }
+    }
+    for group in resources.of_kind("process") {
+        let name = &group.name;
+        if let Some(cpu) = group.stat("cpu") {
+            let _ = writeln!(
+                text,
+                "Process CPU\t[group: peak, mean]\t{name}: {:.2}%, {:.2}%",
+                cpu.peak,
+                cpu.mean()
+            );
+        }
+        if let Some(rss) = group.stat("rss") {
+            let _ = writeln!(
+                text,
+                "Process RSS\t[group: peak]\t{name}: {}",
+                mib(rss.peak)
+            );
+        }
+        if let (Some(fds), Some(limit), Some(used)) = (
+            group.stat("fds"),
+            group.stat("fd_limit"),
+            group.stat("fd_use"),
+        ) {
+            let _ = writeln!(
+                text,
+                "Process FDs\t[group: peak, limit, peak %]\t{name}: {:.0}, {:.0}, {:.2}%",
+                fds.peak, limit.peak, used.peak
+            );
+        }
+    }
+    for db in resources.of_kind("postgres") {
+        if let Some(tx) = db.stat("tx") {
+            let connections = db.stat("connections").map_or(0.0, |s| s.peak);
+            let _ = writeln!(
+                text,
+                "Database\t[server: peak tx/s, mean, conns]\t{}: {:.2}, {:.2}, {connections:.0}",
+                db.name,
+                tx.peak,
+                tx.mean()
+            );
+        }
+    }
+    let _ = writeln!(
+        text,
+        "Samples\t[series, values, gaps]\t{}, {}, {}",
+        resources.series, resources.values, resources.gaps
+    );
+    text
 }
 
 fn vegeta_block(report: &Report) -> String {
@@ -142,6 +250,7 @@ mod tests {
                 stop: "completed".to_owned(),
             }),
             warnings: Vec::new(),
+            resources: None,
         };
         let rows = extra_rows(&extras);
         assert_eq!(rows.lines().count(), 4);

@@ -10,15 +10,28 @@
 //!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
+mod data;
 mod plan;
+mod scenario;
+mod schedule;
+mod schedule_parse;
+mod stop_rule;
 mod target;
 mod targets_http;
 mod targets_json;
+mod template;
 
-pub use plan::{Pacing, Plan, Schedule};
+pub use data::{DataOrder, DataTable};
+pub use plan::{Pacing, Plan};
+pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
+pub use schedule::Schedule;
+pub use stop_rule::{
+    Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
+};
 pub use target::{HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target, parse_json_targets};
+pub use template::{RenderContext, Template};
 
 /// Why targets or a plan were rejected. Messages name the input.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +44,7 @@ pub enum WorkloadError {
     },
     #[error("{source_name}: no targets")]
     NoTargets { source_name: String },
-    #[error("{source_name}:{line}: body file {path:?}: {source}")]
+    #[error("{source_name}:{line}: body file {path:?}")]
     BodyFile {
         source_name: String,
         line: u64,
@@ -39,7 +52,7 @@ pub enum WorkloadError {
         #[source]
         source: std::io::Error,
     },
-    #[error("reading {source_name}: {source}")]
+    #[error("reading {source_name}")]
     Read {
         source_name: String,
         #[source]

@@ -1,110 +1,17 @@
-//! Pacing: when each request is due, as a pure function of its index.
+//! [`Plan`]: a schedule (open model) or a user count over time (closed model), with
+//! the run's bounds.
 
-use std::fmt;
+use crate::Schedule;
 
-/// The open model's request schedule: a sequence of segments, each holding a rate for
-/// a duration (the last may be open-ended).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Schedule {
-    segments: Vec<Segment>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Segment {
-    rate_per_sec: f64,
-    /// `None` only for the last segment: it holds forever (until the plan's bounds).
-    duration_ns: Option<u64>,
-}
-
-impl Schedule {
-    /// A constant rate with no end of its own.
-    pub fn constant(rate_per_sec: f64) -> Schedule {
-        Schedule {
-            segments: vec![Segment {
-                rate_per_sec,
-                duration_ns: None,
-            }],
-        }
-    }
-
-    /// The schedule's own length, if it has one.
-    pub fn duration_ns(&self) -> Option<u64> {
-        self.segments.iter().map(|s| s.duration_ns).sum()
-    }
-
-    /// The intended send time of request `k` (0-based) in ns from the start, or `None`
-    /// when the schedule ends first. Request k leaves when the integral of the rate
-    /// reaches k, so request 0 leaves at time zero.
-    pub fn intended_ns(&self, k: u64) -> Option<u64> {
-        let mut start_ns = 0u64;
-        let mut before = 0.0f64;
-        for segment in &self.segments {
-            let wanted = k as f64 - before;
-            let count = segment
-                .duration_ns
-                .map(|d| segment.rate_per_sec * d as f64 / 1e9);
-            let inside = match count {
-                Some(count) => wanted < count,
-                None => segment.rate_per_sec > 0.0,
-            };
-            if inside {
-                let offset_ns = (wanted.max(0.0) * 1e9 / segment.rate_per_sec).round() as u64;
-                return Some(start_ns + offset_ns);
-            }
-            before += count?;
-            start_ns += segment.duration_ns?;
-        }
-        None
-    }
-
-    /// How many requests are due at or before `elapsed_ns`.
-    pub fn due_by(&self, elapsed_ns: u64) -> u64 {
-        let mut start_ns = 0u64;
-        let mut due = 0.0f64;
-        for segment in &self.segments {
-            let span_ns = segment
-                .duration_ns
-                .map_or(elapsed_ns.saturating_sub(start_ns), |d| {
-                    d.min(elapsed_ns.saturating_sub(start_ns))
-                });
-            due += segment.rate_per_sec * span_ns as f64 / 1e9;
-            match segment.duration_ns {
-                Some(d) if elapsed_ns >= start_ns + d => start_ns += d,
-                _ => break,
-            }
-        }
-        // Request k is due once the integral reaches k, so floor(integral) + 1 are due.
-        due.floor() as u64 + 1
-    }
-}
-
-impl fmt::Display for Schedule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, segment) in self.segments.iter().enumerate() {
-            if index > 0 {
-                f.write_str(" ")?;
-            }
-            match segment.duration_ns {
-                Some(d) => write!(
-                    f,
-                    "const({}, {})",
-                    segment.rate_per_sec,
-                    units::GoDuration(std::time::Duration::from_nanos(d))
-                )?,
-                None => write!(f, "const({})", segment.rate_per_sec)?,
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Open model (a schedule) or closed model (a fixed number of users).
+/// Open model (requests leave on a clock) or closed model (users wait for answers).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pacing {
     Open(Schedule),
-    /// Each user sends its next request when the previous one completes.
+    /// `users` over time (a schedule of counts); each user sends its next request
+    /// `think_ns` after the previous one completes.
     Closed {
-        users: u64,
+        users: Schedule,
+        think_ns: u64,
     },
 }
 
@@ -112,13 +19,36 @@ pub enum Pacing {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub pacing: Pacing,
-    /// Nothing is sent at or after this offset.
+    /// Nothing is sent at or after this offset (`-duration`).
     pub duration_ns: Option<u64>,
-    /// Nothing is sent with an index at or above this.
+    /// Nothing is sent with an index at or above this (`-max-requests`).
     pub max_requests: Option<u64>,
 }
 
 impl Plan {
+    /// Open model at a constant rate with no bounds.
+    pub fn constant_rate(rate_per_sec: f64) -> Plan {
+        Plan {
+            pacing: Pacing::Open(Schedule::constant(rate_per_sec)),
+            duration_ns: None,
+            max_requests: None,
+        }
+    }
+
+    /// When the plan ends: the earlier of `-duration` and the schedule's own length.
+    pub fn end_ns(&self) -> Option<u64> {
+        let schedule = match &self.pacing {
+            Pacing::Open(schedule)
+            | Pacing::Closed {
+                users: schedule, ..
+            } => schedule,
+        };
+        match (self.duration_ns, schedule.duration_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The intended send time of request `k` in the open model, within the bounds.
     /// `None` in the closed model (requests go when a user is free) or past the end.
     pub fn intended_ns(&self, k: u64) -> Option<u64> {
@@ -130,13 +60,31 @@ impl Plan {
         }
         schedule
             .intended_ns(k)
-            .filter(|&t| self.duration_ns.is_none_or(|d| t < d))
+            .filter(|&t| self.end_ns().is_none_or(|end| t < end))
     }
 
     /// Whether request `k` may still be sent at `elapsed_ns` (both models).
     pub fn allows(&self, k: u64, elapsed_ns: u64) -> bool {
         self.max_requests.is_none_or(|max| k < max)
-            && self.duration_ns.is_none_or(|d| elapsed_ns < d)
+            && self.end_ns().is_none_or(|end| elapsed_ns < end)
+    }
+
+    /// Closed model: how many users should be active at `elapsed_ns`.
+    pub fn users_at(&self, elapsed_ns: u64) -> u64 {
+        match &self.pacing {
+            Pacing::Closed { users, .. } if self.end_ns().is_none_or(|end| elapsed_ns < end) => {
+                users.value_at(elapsed_ns).round() as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// The most users the plan ever asks for (closed model), for sizing.
+    pub fn max_users(&self) -> u64 {
+        match &self.pacing {
+            Pacing::Closed { users, .. } => users.max_value().round() as u64,
+            Pacing::Open(_) => 0,
+        }
     }
 
     /// Requests the plan asked for by `elapsed_ns` (open model; `None` for closed).
@@ -157,11 +105,28 @@ impl Plan {
         Some(low)
     }
 
-    /// A short description for reports: `const(500)`, `users(10)`.
+    /// The asked rate at `elapsed_ns` (open model), for stop rules and reports.
+    pub fn rate_at(&self, elapsed_ns: u64) -> Option<f64> {
+        match &self.pacing {
+            Pacing::Open(schedule) if self.end_ns().is_none_or(|end| elapsed_ns < end) => {
+                Some(schedule.value_at(elapsed_ns))
+            }
+            Pacing::Open(_) => Some(0.0),
+            Pacing::Closed { .. } => None,
+        }
+    }
+
+    /// A short description for reports: `const(500)`, `users line(1, 100, 1m)`.
     pub fn describe(&self) -> String {
         match &self.pacing {
             Pacing::Open(schedule) => schedule.to_string(),
-            Pacing::Closed { users } => format!("users({users})"),
+            Pacing::Closed { users, think_ns: 0 } => format!("users {users}"),
+            Pacing::Closed { users, think_ns } => {
+                format!(
+                    "users {users}, think {}",
+                    units::GoDuration(std::time::Duration::from_nanos(*think_ns))
+                )
+            }
         }
     }
 }
@@ -171,31 +136,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn constant_rate_is_exact() {
-        let schedule = Schedule::constant(1000.0);
-        let rows: &[(u64, u64)] = &[
-            (0, 0),
-            (1, 1_000_000),
-            (999, 999_000_000),
-            (3_600_000, 3_600_000_000_000),
-        ];
-        for &(k, want) in rows {
-            assert_eq!(schedule.intended_ns(k), Some(want), "k={k}");
-        }
-        let due: Vec<u64> = [0, 999_999, 1_000_000, 1_500_000, 10_000_000]
-            .iter()
-            .map(|&t| schedule.due_by(t))
-            .collect();
-        assert_eq!(due, [1, 1, 2, 2, 11]);
-        assert_eq!(Schedule::constant(3.0).intended_ns(1), Some(333_333_333));
-    }
-
-    #[test]
     fn bounds_stop_the_plan() {
         let plan = |duration_ns, max_requests| Plan {
-            pacing: Pacing::Open(Schedule::constant(10.0)),
             duration_ns,
             max_requests,
+            ..Plan::constant_rate(10.0)
         };
         let rows: &[(Option<u64>, Option<u64>, u64, bool)] = &[
             (Some(1_000_000_000), None, 9, true),
@@ -220,12 +165,39 @@ mod tests {
             Some(5)
         );
         assert_eq!(plan(None, Some(3)).asked_by(5_000_000_000), Some(3));
-        let closed = Plan {
-            pacing: Pacing::Closed { users: 2 },
-            duration_ns: Some(10),
+    }
+
+    #[test]
+    fn a_schedule_bounds_the_run_by_its_own_length() {
+        let ramp = Plan {
+            pacing: Pacing::Open(Schedule::parse("line(10, 10, 2s)").unwrap()),
+            duration_ns: None,
+            max_requests: None,
+        };
+        assert_eq!(ramp.end_ns(), Some(2_000_000_000));
+        assert_eq!(ramp.asked_by(60_000_000_000), Some(20));
+        let shorter = Plan {
+            duration_ns: Some(1_000_000_000),
+            ..ramp
+        };
+        assert_eq!(shorter.asked_by(60_000_000_000), Some(10));
+    }
+
+    #[test]
+    fn closed_model_follows_its_user_schedule() {
+        let users = Schedule::parse("line(1, 100, 1m) const(100, 1m)").unwrap();
+        let plan = Plan {
+            pacing: Pacing::Closed { users, think_ns: 0 },
+            duration_ns: None,
             max_requests: Some(3),
         };
-        assert_eq!(closed.intended_ns(0), None);
-        assert!(closed.allows(2, 9) && !closed.allows(3, 0) && !closed.allows(0, 10));
+        let counts: Vec<u64> = [0, 30, 60, 90, 120]
+            .iter()
+            .map(|s| plan.users_at(s * 1_000_000_000))
+            .collect();
+        assert_eq!(counts, [1, 51, 100, 100, 0]);
+        assert_eq!(plan.max_users(), 100);
+        assert_eq!(plan.intended_ns(0), None);
+        assert!(plan.allows(2, 0) && !plan.allows(3, 0) && !plan.allows(0, 120_000_000_000));
     }
 }

@@ -14,17 +14,60 @@ pub struct Header {
     pub value: String,
 }
 
-/// One request to send: the engine renders it to wire bytes once.
+/// One request to send. A static target is rendered to wire bytes once; one with
+/// `{{ ... }}` placeholders (see [`crate::Template`]) is rendered per request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     pub method: String,
+    /// Scheme, host and port (where connections go), with the path when it is static.
     pub url: Url,
     /// Global `-header` values first, then the target's own, in order.
     pub headers: Vec<Header>,
     pub body: Vec<u8>,
+    /// The path and query as written, when they hold placeholders.
+    pub templated_path: Option<String>,
 }
 
 impl Target {
+    /// A static `METHOD URL` target with no headers or body.
+    pub fn get(method: &str, url: Url) -> Target {
+        Target {
+            method: method.to_owned(),
+            url,
+            headers: Vec::new(),
+            body: Vec::new(),
+            templated_path: None,
+        }
+    }
+
+    /// The URL as written (placeholders included): the target's name in reports.
+    pub fn display_url(&self) -> String {
+        match &self.templated_path {
+            Some(path) => format!("{}{path}", self.url.as_str().trim_end_matches('/')),
+            None => self.url.to_string(),
+        }
+    }
+
+    /// True when any part renders differently per request.
+    pub fn is_templated(&self) -> bool {
+        self.templated_path.is_some()
+            || self.headers.iter().any(|h| h.value.contains("{{"))
+            || std::str::from_utf8(&self.body).is_ok_and(|b| b.contains("{{"))
+    }
+
+    /// The CSV columns the target's placeholders read.
+    pub fn template_columns(&self) -> Vec<String> {
+        let mut texts: Vec<&str> = self.headers.iter().map(|h| h.value.as_str()).collect();
+        texts.extend(self.templated_path.as_deref());
+        texts.extend(std::str::from_utf8(&self.body).ok());
+        texts
+            .into_iter()
+            .filter(|t| t.contains("{{"))
+            .filter_map(|t| crate::Template::parse(t).ok())
+            .flat_map(|t| t.columns().map(str::to_owned).collect::<Vec<_>>())
+            .collect()
+    }
+
     /// The `Host` header the user set, if any (it overrides the URL's host on the wire).
     pub fn host_override(&self) -> Option<&str> {
         self.headers
@@ -46,8 +89,43 @@ pub(crate) fn check_method(method: &str) -> Result<(), String> {
     }
 }
 
-/// Parses and checks a target URL: absolute, http or https, with a host.
-pub(crate) fn check_url(text: &str) -> Result<Url, String> {
+/// Parses and checks a target URL: absolute, http or https, with a host. Placeholders
+/// may appear in the path and query only; returns the templated path separately.
+pub(crate) fn check_target_url(text: &str) -> Result<(Url, Option<String>), String> {
+    if !text.contains("{{") {
+        return Ok((check_url(text)?, None));
+    }
+    let authority_start = text.find("://").map_or(0, |i| i + 3);
+    let path_start = text[authority_start..]
+        .find(['/', '?'])
+        .map_or(text.len(), |i| authority_start + i);
+    let (base, path) = text.split_at(path_start);
+    if base.contains("{{") {
+        return Err(format!(
+            "bad URL {text:?}: placeholders are allowed in the path and query, not in the scheme, host or port"
+        ));
+    }
+    crate::Template::parse(path)?;
+    let path = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("/{path}")
+    };
+    Ok((check_url(&format!("{base}/"))?, Some(path)))
+}
+
+/// Checks a body's placeholders, if it is text that has any.
+pub(crate) fn check_body(body: &[u8]) -> Result<(), String> {
+    match std::str::from_utf8(body) {
+        Ok(text) if text.contains("{{") => crate::Template::parse(text)
+            .map(|_| ())
+            .map_err(|r| format!("body: {r}")),
+        _ => Ok(()),
+    }
+}
+
+/// Parses and checks a URL without placeholders.
+fn check_url(text: &str) -> Result<Url, String> {
     let url = Url::parse(text).map_err(|err| format!("bad URL {text:?}: {err}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("bad URL {text:?}: scheme must be http or https"));
@@ -66,6 +144,9 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
     }
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
         return Err(format!("header {name:?} has a line break in its value"));
+    }
+    if value.contains("{{") {
+        crate::Template::parse(value).map_err(|r| format!("header {name:?}: {r}"))?;
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use crate::WorkloadError;
-use crate::target::{Header, Target, check_header, check_method, check_url};
+use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
 /// Reads every target. `global_headers` (from `-header`) come first in each target;
 /// `default_body` (from `-body`) is used by targets without an `@path` line;
@@ -105,6 +105,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
                     source,
                 }
             })?;
+            check_body(&body).map_err(|r| self.fail(format!("body file {path:?}: {r}")))?;
             let mut target = self.current.take();
             if let Some(target) = target.as_mut() {
                 target.body = body;
@@ -160,17 +161,35 @@ fn parse_request_line(
     global_headers: &[Header],
     default_body: &[u8],
 ) -> Result<Target, String> {
-    let mut tokens = line.split_whitespace();
-    let (Some(method), Some(url), None) = (tokens.next(), tokens.next(), tokens.next()) else {
-        return Err(format!("bad target {line:?}: want 'METHOD URL'"));
-    };
+    let bad = || format!("bad target {line:?}: want 'METHOD URL'");
+    let (method, url) = line.split_once(char::is_whitespace).ok_or_else(bad)?;
+    let url = url.trim();
+    // Spaces may only appear inside placeholders (`{{rand.lower 50}}`).
+    if url.is_empty() || outside_placeholders(url).any(char::is_whitespace) {
+        return Err(bad());
+    }
     check_method(method)?;
-    let url = check_url(url)?;
+    let (url, templated_path) = check_target_url(url)?;
     Ok(Target {
         method: method.to_owned(),
         url,
         headers: global_headers.to_vec(),
         body: default_body.to_vec(),
+        templated_path,
+    })
+}
+
+/// The characters of `text` that are not inside `{{ ... }}`.
+fn outside_placeholders(text: &str) -> impl Iterator<Item = char> + '_ {
+    let mut depth = 0usize;
+    let bytes = text.as_bytes();
+    text.char_indices().filter_map(move |(i, c)| {
+        if bytes[i..].starts_with(b"{{") {
+            depth += 1;
+        } else if depth > 0 && i > 0 && bytes[i - 1..].starts_with(b"}}") {
+            depth -= 1;
+        }
+        (depth == 0).then_some(c)
     })
 }
 
@@ -201,6 +220,7 @@ mod tests {
     fn body_files(path: &Path) -> std::io::Result<Vec<u8>> {
         match path.to_str() {
             Some("body.json") => Ok(b"{\"a\":1}".to_vec()),
+            Some("templated.json") => Ok(b"{\"a\":\"{{nope}}\"}".to_vec()),
             _ => Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 "no such file",
@@ -252,6 +272,27 @@ mod tests {
     }
 
     #[test]
+    fn placeholders_stay_out_of_the_host() {
+        let targets =
+            parse("GET http://127.0.0.1:8080/search?q={{rand.lower 50}}\nX-Req: {{uuid}}\n")
+                .unwrap();
+        let target = &targets[0];
+        assert_eq!(target.url.as_str(), "http://127.0.0.1:8080/");
+        assert_eq!(
+            target.templated_path.as_deref(),
+            Some("/search?q={{rand.lower 50}}")
+        );
+        assert_eq!(
+            target.display_url(),
+            "http://127.0.0.1:8080/search?q={{rand.lower 50}}"
+        );
+        assert!(target.is_templated());
+        assert!(!parse("GET http://127.0.0.1:8080/plain\n").unwrap()[0].is_templated());
+        let query_only = parse("GET http://h?q={{seq}}\n").unwrap();
+        assert_eq!(query_only[0].templated_path.as_deref(), Some("/?q={{seq}}"));
+    }
+
+    #[test]
     fn names_the_line_of_bad_targets() {
         let rows: &[(&str, &str)] = &[
             ("", "targets.txt: no targets"),
@@ -280,8 +321,13 @@ mod tests {
             ),
         ];
         for (text, want) in rows {
-            let err = parse(text).unwrap_err().to_string();
-            assert!(err.contains(want), "{text:?}: {err}");
+            let err = parse(text).unwrap_err();
+            // The CLI prints the whole chain; so does this check.
+            let chain = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(": ");
+            assert!(chain.contains(want), "{text:?}: {chain}");
         }
     }
 }

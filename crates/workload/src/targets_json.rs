@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::WorkloadError;
-use crate::target::{Header, Target, check_header, check_method, check_url};
+use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
 /// Reads every JSON target line. Unknown keys are rejected so typos do not pass silently.
 pub fn parse_json_targets(
@@ -103,8 +103,8 @@ pub fn parse_json_target(
     }
     let method = string_field(&object, "method")?;
     check_method(&method).map_err(|r| format!("field \"method\": {r}"))?;
-    let url =
-        check_url(&string_field(&object, "url")?).map_err(|r| format!("field \"url\": {r}"))?;
+    let (url, templated_path) = check_target_url(&string_field(&object, "url")?)
+        .map_err(|r| format!("field \"url\": {r}"))?;
     let body = match object.get("body") {
         None | Some(Value::Null) => default_body.to_vec(),
         Some(Value::String(text)) => base64::engine::general_purpose::STANDARD
@@ -112,6 +112,7 @@ pub fn parse_json_target(
             .map_err(|err| format!("field \"body\": not base64: {err}"))?,
         Some(_) => return Err("field \"body\": expected a base64 string".to_owned()),
     };
+    check_body(&body).map_err(|r| format!("field \"body\": {r}"))?;
     let mut headers = global_headers.to_vec();
     headers.extend(parse_header_object(object.get("header"))?);
     Ok(Target {
@@ -119,6 +120,7 @@ pub fn parse_json_target(
         url,
         headers,
         body,
+        templated_path,
     })
 }
 

@@ -11,36 +11,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use engine::{AttackConfig, AttackOutcome, StopHandle, TargetStream, Targets, TlsOptions};
+use engine::{AttackConfig, RunConfig, RunOutcome, StopHandle, TargetStream, Targets, TlsOptions};
 use record::{ErrorKind, Record, RunTables, SourceSummary, StopReason};
 use server::TestServer;
 use workload::{Pacing, Plan, Schedule, Target};
 
 fn target(url: &str) -> Target {
-    Target {
-        method: "GET".to_owned(),
-        url: url::Url::parse(url).unwrap(),
-        headers: Vec::new(),
-        body: Vec::new(),
-    }
+    Target::get("GET", url::Url::parse(url).unwrap())
 }
 
-fn config(urls: &[String], plan: Plan) -> AttackConfig {
-    AttackConfig {
-        name: "test".to_owned(),
-        targets: Targets::List(urls.iter().map(|u| target(u)).collect()),
-        plan,
-        timeout: Duration::from_secs(5),
-        keepalive: true,
-        redirects: 10,
-        max_in_flight: 1000,
+fn config(urls: &[String], plan: Plan) -> RunConfig {
+    let mut attack = AttackConfig::new("test", urls.iter().map(|u| target(u)).collect(), plan);
+    attack.timeout = Duration::from_secs(5);
+    attack.max_in_flight = 1000;
+    RunConfig {
+        threads: 2,
         initial_connections: 2,
         connections_per_host: 1000,
-        threads: 2,
-        max_body: None,
-        tls: TlsOptions::default(),
-        local_addr: None,
-        unix_socket: None,
+        ..RunConfig::single(attack)
     }
 }
 
@@ -56,7 +44,7 @@ struct Run {
     records: Vec<Record>,
     tables: RunTables,
     summary: SourceSummary,
-    outcome: AttackOutcome,
+    outcome: RunOutcome,
 }
 
 impl Run {
@@ -67,12 +55,12 @@ impl Run {
     }
 }
 
-fn run(config: &AttackConfig) -> Run {
+fn run(config: &RunConfig) -> Run {
     run_with_stop(config, &StopHandle::new())
 }
 
-fn run_with_stop(config: &AttackConfig, stop: &StopHandle) -> Run {
-    let (bytes, outcome) = engine::run_attack(config, Vec::new(), stop).unwrap();
+fn run_with_stop(config: &RunConfig, stop: &StopHandle) -> Run {
+    let (bytes, outcome) = engine::run(config, Vec::new(), stop).unwrap();
     let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
     let mut records = Vec::new();
     let mut batch = Vec::new();
@@ -130,8 +118,8 @@ fn open_model_paces_by_intended_time_and_reuses_connections() {
 fn the_duration_bounds_the_run() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/ok")], open_rate(100.0, u64::MAX));
-    cfg.plan.duration_ns = Some(500_000_000);
-    cfg.plan.max_requests = None;
+    cfg.attacks[0].plan.duration_ns = Some(500_000_000);
+    cfg.attacks[0].plan.max_requests = None;
     let started = Instant::now();
     let run = run(&cfg);
     assert_eq!(run.records.len(), 50, "requests due in [0, 0.5s) at 100/s");
@@ -144,7 +132,10 @@ fn closed_model_keeps_exactly_n_users_busy() {
     let mut cfg = config(
         &[server.url("/slow/5")],
         Plan {
-            pacing: Pacing::Closed { users: 4 },
+            pacing: Pacing::Closed {
+                users: Schedule::constant(4.0),
+                think_ns: 0,
+            },
             duration_ns: None,
             max_requests: Some(60),
         },
@@ -164,7 +155,7 @@ fn closed_model_keeps_exactly_n_users_busy() {
 fn beyond_the_cap_requests_queue_and_their_lag_shows() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/slow/40")], open_rate(100.0, 10));
-    cfg.max_in_flight = 1;
+    cfg.attacks[0].max_in_flight = 1;
     cfg.threads = 1;
     let run = run(&cfg);
     assert_eq!(run.records.len(), 10, "no request is skipped");
@@ -202,8 +193,8 @@ fn every_failure_is_recorded_with_its_kind() {
     let mut urls: Vec<String> = paths.iter().map(|p| server.url(p)).collect();
     urls.push(format!("http://{closed_port}/"));
     let mut cfg = config(&urls, open_rate(100.0, urls.len() as u64));
-    cfg.timeout = Duration::from_millis(500);
-    cfg.keepalive = false;
+    cfg.attacks[0].timeout = Duration::from_millis(500);
+    cfg.attacks[0].keepalive = false;
     let run = run(&cfg);
     let outcome: Vec<(u16, Option<(ErrorKind, String)>)> = run
         .records
@@ -265,7 +256,7 @@ fn redirects_follow_vegeta_rules() {
     ];
     for &(redirects, path, status, error) in cases {
         let mut cfg = config(&[server.url(path)], open_rate(50.0, 1));
-        cfg.redirects = redirects;
+        cfg.attacks[0].redirects = redirects;
         let run = run(&cfg);
         let record = run.records[0];
         assert_eq!(record.status, status, "{redirects} {path}");
@@ -281,7 +272,7 @@ fn redirects_follow_vegeta_rules() {
 fn max_body_reads_only_what_it_must() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/big/1000000")], open_rate(50.0, 2));
-    cfg.max_body = Some(1024);
+    cfg.attacks[0].max_body = Some(1024);
     let limited = run(&cfg);
     for record in &limited.records {
         assert_eq!(record.status, 200);
@@ -291,7 +282,7 @@ fn max_body_reads_only_what_it_must() {
             record.bytes_in
         );
     }
-    cfg.max_body = None;
+    cfg.attacks[0].max_body = None;
     let full = run(&cfg);
     assert!(full.records.iter().all(|r| r.bytes_in > 1_000_000));
 }
@@ -300,7 +291,7 @@ fn max_body_reads_only_what_it_must() {
 fn keepalive_off_opens_a_connection_per_request() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/ok")], open_rate(200.0, 20));
-    cfg.keepalive = false;
+    cfg.attacks[0].keepalive = false;
     cfg.initial_connections = 0;
     let run = run(&cfg);
     assert!(run.records.iter().all(|r| r.status == 200));
@@ -311,8 +302,8 @@ fn keepalive_off_opens_a_connection_per_request() {
 fn stopping_drains_requests_in_flight() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/slow/300")], open_rate(20.0, u64::MAX));
-    cfg.plan.duration_ns = None;
-    cfg.plan.max_requests = None;
+    cfg.attacks[0].plan.duration_ns = None;
+    cfg.attacks[0].plan.max_requests = None;
     let stop = StopHandle::new();
     let stopper = stop.clone();
     std::thread::spawn(move || {
@@ -427,12 +418,12 @@ mod tls {
         std::fs::write(&junk, "not a certificate").unwrap();
         let mut cfg = config(&["https://localhost:1/".to_owned()], open_rate(1.0, 1));
         cfg.tls.root_certs = vec![junk];
-        let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+        let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
             .unwrap_err()
             .to_string();
         assert!(err.contains("junk.pem"), "{err}");
         cfg.tls.root_certs = vec![dir.path().join("missing.pem")];
-        let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+        let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing.pem"), "{err}");
@@ -454,7 +445,7 @@ fn lazy_targets_are_sent_once_each_in_order() {
         .collect();
     let stream: engine::TargetIter = Box::new(urls.clone().into_iter().map(|u| Ok(target(&u))));
     let mut cfg = config(&[], open_rate(1000.0, u64::MAX));
-    cfg.targets = Targets::Stream(TargetStream::new(stream));
+    cfg.attacks[0].targets = Targets::Stream(TargetStream::new(stream));
     let run = run(&cfg);
     assert_eq!(run.records.len(), 50, "the stream's end ends the attack");
     for (k, record) in run.records.iter().enumerate() {
@@ -483,8 +474,8 @@ fn a_bad_lazy_target_stops_the_run_with_its_error() {
         Ok(target(&good)),
     ];
     let mut cfg = config(&[], open_rate(100.0, u64::MAX));
-    cfg.targets = Targets::Stream(TargetStream::new(Box::new(items.into_iter())));
-    let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+    cfg.attacks[0].targets = Targets::Stream(TargetStream::new(Box::new(items.into_iter())));
+    let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
         .unwrap_err()
         .to_string();
     assert!(err.contains("targets.txt:7: unknown method"), "{err}");
@@ -496,8 +487,268 @@ fn unresolvable_hosts_fail_before_the_run() {
         &["http://no-such-host.invalid/".to_owned()],
         open_rate(1.0, 1),
     );
-    let err = engine::run_attack(&cfg, Vec::new(), &StopHandle::new())
+    let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
         .unwrap_err()
         .to_string();
     assert!(err.contains("no-such-host.invalid"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// Load models: schedules, the closed model, scenarios, templates, stop rules.
+
+fn schedule_plan(text: &str) -> Plan {
+    Plan {
+        pacing: Pacing::Open(Schedule::parse(text).unwrap()),
+        duration_ns: None,
+        max_requests: None,
+    }
+}
+
+#[test]
+fn a_ramp_sends_its_integral_and_ends_with_its_schedule() {
+    let server = TestServer::start();
+    let run = run(&config(
+        &[server.url("/ok")],
+        schedule_plan("line(100, 300, 2s)"),
+    ));
+    assert_eq!(
+        run.records.len(),
+        400,
+        "the ramp's integral: (100 + 300) / 2 * 2 s"
+    );
+    let start = run.summary.header.start_unix_ns;
+    let first_second = run
+        .records
+        .iter()
+        .filter(|r| r.intended_unix_ns - start < 1_000_000_000)
+        .count();
+    assert_eq!(first_second, 150, "(100 + 200) / 2 in the first second");
+    assert!(run.records.iter().all(|r| r.status == 200));
+    assert_eq!(run.summary.header.attacks[0].schedule, "line(100, 300, 2s)");
+    assert_eq!(
+        run.summary.header.attacks[0].rate_per_sec, None,
+        "not a constant rate"
+    );
+}
+
+#[test]
+fn closed_users_follow_their_schedule_and_think() {
+    let server = TestServer::start();
+    let users = Schedule::parse("const(2, 2500ms)").unwrap();
+    let plan = Plan {
+        pacing: Pacing::Closed {
+            users,
+            think_ns: 100_000_000,
+        },
+        duration_ns: None,
+        max_requests: None,
+    };
+    let mut cfg = config(&[server.url("/ok")], plan);
+    cfg.initial_connections = 0;
+    let run = run(&cfg);
+    // Two users, each one request per ~100 ms of thinking, for 2.5 seconds.
+    assert!(
+        (42..=54).contains(&run.records.len()),
+        "{} requests",
+        run.records.len()
+    );
+    assert!(server.stats.max_in_flight.load(Ordering::SeqCst) <= 2);
+    let mut by_user_gap: Vec<u64> = run
+        .records
+        .windows(3)
+        .map(|w| w[2].intended_unix_ns - w[0].intended_unix_ns)
+        .collect();
+    by_user_gap.sort_unstable();
+    assert!(
+        by_user_gap[by_user_gap.len() / 2] >= 90_000_000,
+        "a user waits its think time: {by_user_gap:?}"
+    );
+    let stats = &run.summary.stats;
+    assert!(
+        stats
+            .iter()
+            .any(|s| s.attacks.first().is_some_and(|a| a.users == 2)),
+        "users over time are recorded: {stats:?}"
+    );
+    assert_eq!(run.summary.header.attacks[0].concurrency, Some(2));
+}
+
+#[test]
+fn scenarios_run_at_once_and_keep_their_names() {
+    let server = TestServer::start();
+    let fast = AttackConfig::new(
+        "search",
+        vec![target(&server.url("/echo/search"))],
+        Plan {
+            duration_ns: Some(1_000_000_000),
+            ..Plan::constant_rate(200.0)
+        },
+    );
+    let slow = AttackConfig::new(
+        "news",
+        vec![target(&server.url("/echo/news"))],
+        Plan {
+            duration_ns: Some(1_000_000_000),
+            ..Plan::constant_rate(10.0)
+        },
+    );
+    let mut cfg = config(&[], Plan::constant_rate(1.0));
+    cfg.attacks = vec![fast, slow];
+    let run = run(&cfg);
+    let names: Vec<&str> = run
+        .summary
+        .header
+        .attacks
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["search", "news"]);
+    let per_attack = |a: u16| run.records.iter().filter(|r| r.attack == a).count();
+    assert_eq!((per_attack(0), per_attack(1)), (200, 10));
+    for record in &run.records {
+        let url = &run.tables.targets[record.target as usize].url;
+        assert!(
+            url.ends_with(if record.attack == 0 {
+                "/echo/search"
+            } else {
+                "/echo/news"
+            }),
+            "{url}"
+        );
+    }
+    assert_eq!(run.summary.end.as_ref().unwrap().attacks.len(), 2);
+}
+
+#[test]
+fn templates_render_per_request_and_the_seed_repeats_them() {
+    let server = TestServer::start();
+    let targets = workload::parse_http_targets(
+        format!(
+            "GET http://{}/echo/{{{{rand.lower 8}}}}?n={{{{seq}}}}\n",
+            server.addr
+        )
+        .as_bytes(),
+        "targets.txt",
+        &[],
+        b"",
+        &|_| Ok(Vec::new()),
+    )
+    .unwrap();
+    let paths = |seed: u64| {
+        server.stats.paths.lock().unwrap().clear();
+        let mut cfg = config(
+            &[],
+            Plan {
+                max_requests: Some(20),
+                ..Plan::constant_rate(500.0)
+            },
+        );
+        cfg.attacks[0].targets = Targets::List(targets.clone());
+        cfg.seed = seed;
+        let run = run(&cfg);
+        assert_eq!(
+            run.tables.targets[0].url,
+            format!(
+                "http://{}/echo/{{{{rand.lower 8}}}}?n={{{{seq}}}}",
+                server.addr
+            ),
+            "reports name the template"
+        );
+        let mut seen = server.stats.paths.lock().unwrap().clone();
+        seen.sort();
+        seen
+    };
+    let first = paths(42);
+    assert_eq!(first.len(), 20);
+    assert_eq!(
+        first.iter().collect::<std::collections::HashSet<_>>().len(),
+        20,
+        "every request differs: {first:?}"
+    );
+    assert!(
+        first
+            .iter()
+            .all(|p| p.len() == "/echo/abcdefgh?n=".len() + p.rsplit('=').next().unwrap().len())
+    );
+    assert_eq!(paths(42), first, "the same seed sends the same requests");
+    assert_ne!(paths(43), first);
+}
+
+#[test]
+fn a_stop_rule_ends_the_run_and_says_why() {
+    let server = TestServer::start();
+    let mut cfg = config(
+        &[server.url("/status/503")],
+        Plan {
+            duration_ns: Some(20_000_000_000),
+            ..Plan::constant_rate(100.0)
+        },
+    );
+    cfg.stop_rules = vec![workload::StopRule::parse("errors > 50% for 1s").unwrap()];
+    let started = Instant::now();
+    let run = run(&cfg);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped long before the 20 s duration"
+    );
+    assert_eq!(run.outcome.reason, StopReason::StopRule);
+    let fired = run.outcome.fired.clone().unwrap();
+    assert_eq!(fired.rule.kind(), workload::RuleKind::Errors);
+    let end = run.summary.end.unwrap();
+    assert_eq!(end.reason, StopReason::StopRule);
+    assert!(
+        end.detail.starts_with("'errors > 50% for 1s' fired at"),
+        "{}",
+        end.detail
+    );
+}
+
+#[test]
+fn a_rate_rule_needs_an_open_model() {
+    let users = Plan {
+        pacing: Pacing::Closed {
+            users: Schedule::constant(1.0),
+            think_ns: 0,
+        },
+        duration_ns: None,
+        max_requests: Some(1),
+    };
+    let mut cfg = config(&["http://127.0.0.1:1/".to_owned()], users);
+    cfg.stop_rules = vec![workload::StopRule::parse("throughput < 90% of rate for 5s").unwrap()];
+    let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("compares with the asked rate"), "{err}");
+}
+
+#[test]
+fn a_generator_far_behind_keeps_reporting_as_it_goes() {
+    let server = TestServer::start();
+    let mut cfg = config(
+        &[server.url("/ok")],
+        Plan {
+            duration_ns: Some(1_500_000_000),
+            ..Plan::constant_rate(1_000_000.0)
+        },
+    );
+    // Room in flight, few connections: each new request finds a connection freed by
+    // reading answers inside `acquire`, so only the per-pass bound returns to the loop.
+    cfg.connections_per_host = 8;
+    cfg.threads = 1;
+    let run = run(&cfg);
+    let first = run.summary.stats.first().cloned().unwrap();
+    assert!(
+        first.sent > 0 && first.behind > 0,
+        "mid-run samples show progress and the backlog: {first:?}"
+    );
+    let end = run.summary.end.clone().unwrap();
+    assert_eq!(run.records.len() as u64, end.attacks[0].sent);
+    assert!(
+        end.attacks[0].unsent > 0,
+        "the backlog at the end is counted as unsent"
+    );
+    assert!(
+        server.stats.connections.load(Ordering::SeqCst) <= 8,
+        "no connection pile-up"
+    );
 }

@@ -24,6 +24,8 @@ pub struct Stats {
     pub requests: AtomicUsize,
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
+    /// Every path served, in arrival order.
+    pub paths: std::sync::Mutex<Vec<String>>,
 }
 
 /// Anything that reads and writes like a socket (TCP, TLS, Unix).
@@ -103,6 +105,7 @@ pub fn serve(stream: Box<dyn Stream>, stats: &Stats, stop: &AtomicBool) {
             return;
         };
         stats.requests.fetch_add(1, Ordering::SeqCst);
+        stats.paths.lock().unwrap().push(path.clone());
         let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let keep_going = respond(reader.get_mut(), &path, stop);
@@ -144,7 +147,7 @@ fn respond(stream: &mut Box<dyn Stream>, path: &str, stop: &AtomicBool) -> bool 
     let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let result = match parts.as_slice() {
-        ["ok"] => stream.write_all(ok.as_bytes()),
+        ["ok"] | ["echo", ..] => stream.write_all(ok.as_bytes()),
         ["status", code] => {
             let reason = match *code { "404" => " Not Found", "500" => " Internal Server Error", "503" => " Service Unavailable", _ => "" };
             stream.write_all(format!("HTTP/1.1 {code}{reason}\r\nContent-Length: 0\r\n\r\n").as_bytes())

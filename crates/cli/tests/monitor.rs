@@ -1,0 +1,318 @@
+//! `loadlab monitor` from the outside: files that `report` reads alone and merged with
+//! an attack's records, bad specs, Ctrl-C, agent mode between two processes, and a real
+//! PostgreSQL server (`.ci/setup/postgres.sh`). Loopback only; every run is bounded.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use record::{
+    AttackInfo, Compression, LoadModel, Record, RecordWriter, RunEnd, RunHeader, TargetInfo,
+};
+
+fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+fn run(args: &[&str]) -> Output {
+    loadlab().args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+/// A scratch directory removed on drop (the CLI crate has no tempfile dependency).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
+    let path = std::env::temp_dir().join(format!(
+        "loadlab-monitor-test-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&path).unwrap();
+    TempDir(path)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn monitor_file(dir: &TempDir, args: &[&str]) -> String {
+    let path = dir.path().join("run.mon").to_str().unwrap().to_owned();
+    let mut all = vec!["monitor", "-output", &path];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("samples"),
+        "{}",
+        text(&out.stderr)
+    );
+    path
+}
+
+#[test]
+fn a_monitor_file_reports_on_its_own() {
+    let dir = tempdir("own");
+    let me = format!("pid={}", std::process::id());
+    let path = monitor_file(
+        &dir,
+        &[
+            "-duration",
+            "1500ms",
+            "-interval",
+            "250ms",
+            "host",
+            &me,
+            "process=no-such-process-q",
+        ],
+    );
+    let out = run(&["report", &path]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    for want in [
+        "Host CPU      [peak, mean]",
+        "TCP Sockets   [peak estab, peak time_wait]",
+        "Process CPU   [group: peak, mean]               pid ",
+        "Process FDs   [group: peak, limit, peak %]",
+        "Samples       [series, values, gaps]",
+    ] {
+        assert!(report.contains(want), "{want}\n{report}");
+    }
+    assert!(
+        report.contains("WARNING: monitor: process no-such-process-q: "),
+        "{report}"
+    );
+    let json = run(&["report", "-type", "json", &path]);
+    let json = text(&json.stdout);
+    assert!(
+        json.starts_with("{\"loadlab\":{\"resources\":{\"samplers\":["),
+        "{json}"
+    );
+    assert!(json.contains("\"kind\":\"host\""), "{json}");
+}
+
+/// An attack's record file written here: 40 requests over 2 s starting at `start_ns`.
+fn attack_file(dir: &TempDir, start_ns: u64) -> String {
+    let header = RunHeader {
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: start_ns,
+        attacks: vec![AttackInfo {
+            name: "api".to_owned(),
+            model: LoadModel::Open,
+            rate_per_sec: Some(20.0),
+            ..AttackInfo::default()
+        }],
+        targets: vec![TargetInfo {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1:8080/".to_owned(),
+        }],
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    for n in 0..40u64 {
+        writer.push(&Record {
+            seq: n,
+            intended_unix_ns: start_ns + n * 50_000_000,
+            latency_ns: 1_000_000,
+            status: 200,
+            ..Record::default()
+        });
+    }
+    let bytes = writer.finish(&RunEnd::default()).unwrap();
+    let path = dir.path().join("run.llr");
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn report_merges_records_and_samples_on_one_clock() {
+    let dir = tempdir("merge");
+    let start_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mon = monitor_file(&dir, &["-duration", "1s", "-interval", "200ms", "host"]);
+    let llr = attack_file(&dir, start_ns);
+    let out = run(&["report", &llr, &mon]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(
+        report.starts_with("Requests      [total, rate, throughput]         40, "),
+        "{report}"
+    );
+    assert!(report.contains("\nHost CPU      [peak, mean]"), "{report}");
+    let json = text(&run(&["report", "-type", "json", &llr, &mon]).stdout);
+    assert!(
+        json.contains(",\"resources\":{\"samplers\":[{\"kind\":\"host\""),
+        "{json}"
+    );
+}
+
+#[test]
+fn bad_specs_fail_with_the_spec_and_no_password() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["monitor", "disk"],
+            "monitor spec \"disk\": unknown sampler",
+        ),
+        (&["monitor", "process=(x"], "bad regex"),
+        (
+            &["monitor", "postgres=mysql://u:hunter2@127.0.0.1/db"],
+            "u:REDACTED@127.0.0.1",
+        ),
+        (&["monitor", "-interval", "10ms", "host"], "at least 100ms"),
+        (&["monitor", "-interval", "soon", "host"], "-interval"),
+        (&["monitor", "-serve", "nonsense", "host"], "-serve"),
+    ];
+    for (args, want) in rows {
+        let out = run(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+    }
+}
+
+fn interrupt(child: &Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+}
+
+fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the monitor did not stop within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_closes_the_file_cleanly() {
+    let dir = tempdir("ctrlc");
+    let path = dir.path().join("run.mon");
+    let mut child = loadlab()
+        .args([
+            "monitor",
+            "-interval",
+            "200ms",
+            "-output",
+            path.to_str().unwrap(),
+            "host",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(900));
+    interrupt(&child);
+    let status = wait_bounded(&mut child, Duration::from_secs(10));
+    assert!(status.success());
+    let out = run(&["report", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(
+        !text(&out.stderr).contains("cut at byte"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("Host CPU"));
+}
+
+#[test]
+fn an_agent_serves_another_loadlab_process() {
+    let me = std::process::id();
+    let mut agent = loadlab()
+        .args([
+            "monitor",
+            "-serve",
+            "127.0.0.1:0",
+            "-interval",
+            "200ms",
+            &format!("pid={me}"),
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.strip_prefix("loadlab monitor: serving samples on ") {
+            break addr.to_owned();
+        }
+    };
+    let dir = tempdir("agent");
+    let path = monitor_file(
+        &dir,
+        &[
+            "-duration",
+            "1500ms",
+            "-interval",
+            "200ms",
+            &format!("agent={addr}"),
+        ],
+    );
+    interrupt(&agent);
+    wait_bounded(&mut agent, Duration::from_secs(10));
+    let report = text(&run(&["report", &path]).stdout);
+    assert!(
+        report.contains(&format!(
+            "Process CPU   [group: peak, mean]               pid {me}@{addr}: "
+        )),
+        "{report}"
+    );
+}
+
+#[test]
+fn postgres_rows_without_the_password() {
+    let url = match std::env::var("LOADLAB_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var_os("LOADLAB_REQUIRE_POSTGRES").is_some() => {
+            panic!("LOADLAB_REQUIRE_POSTGRES is set but LOADLAB_TEST_POSTGRES_URL is not")
+        }
+        _ => {
+            eprintln!("\n!!! SKIPPED: no PostgreSQL (source .ci/setup/postgres.sh) !!!\n");
+            return;
+        }
+    };
+    let dir = tempdir("pg");
+    let path = monitor_file(
+        &dir,
+        &[
+            "-duration",
+            "1500ms",
+            "-interval",
+            "300ms",
+            &format!("postgres={url}"),
+        ],
+    );
+    let report = text(&run(&["report", &path]).stdout);
+    assert!(
+        report.contains(
+            "Database      [server: peak tx/s, mean, conns]  postgres://loadlab:REDACTED@127.0.0.1:"
+        ),
+        "{report}"
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let password = url.split(':').nth(2).unwrap().split('@').next().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&bytes).contains(password),
+        "the file holds no password"
+    );
+}

@@ -1,0 +1,257 @@
+//! [`AttackState`]: one attack's share of the run inside a worker: the next request
+//! index it owns, when that request is due, its in-flight list, and for the closed
+//! model its users.
+//!
+//! Open model: request k is due at `plan.intended_ns(k)`, a pure function of k.
+//! Closed model: the plan says how many users there should be at any time (a user
+//! schedule); a user sends, waits for the answer, thinks, and sends again. The
+//! intended time of a closed-model request is when its user became ready, so its lag
+//! is the generator's and its latency is the request's own.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::Receiver;
+
+use workload::{Pacing, Plan};
+
+use crate::inflight::InFlightList;
+use crate::lazy::LazyTarget;
+
+/// Where the next request's intended time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The open model's schedule.
+    Schedule,
+    /// A closed-model user that finished thinking.
+    Thinking,
+    /// A closed-model user that joins because the user count rose.
+    NewUser,
+}
+
+pub(crate) struct AttackState {
+    /// The next request index this worker owns (`index, index + stride, ...`).
+    pub next_k: u64,
+    /// No more requests will be dispatched (plan over, or stopping).
+    pub exhausted: bool,
+    /// Dispatch stopped at a cap; wait for a completion, not the clock.
+    pub capped: bool,
+    pub max_in_flight: usize,
+    pub in_flight: InFlightList,
+    pub in_flight_count: usize,
+    /// Closed model: when each thinking user is ready again, in completion order.
+    thinking: VecDeque<u64>,
+    pub lazy: Option<Receiver<LazyTarget>>,
+    /// The next lazy target, taken off the queue but not yet sent.
+    pub lazy_next: Option<LazyTarget>,
+    /// The lazy feeder has not caught up; look again shortly.
+    pub lazy_waiting: bool,
+    pub sent: u64,
+    pub completed: u64,
+}
+
+impl AttackState {
+    pub(crate) fn new(
+        index: usize,
+        max_in_flight: usize,
+        lazy: Option<Receiver<LazyTarget>>,
+    ) -> AttackState {
+        AttackState {
+            next_k: index as u64,
+            exhausted: false,
+            capped: false,
+            max_in_flight,
+            in_flight: InFlightList::default(),
+            in_flight_count: 0,
+            thinking: VecDeque::new(),
+            lazy,
+            lazy_next: None,
+            lazy_waiting: false,
+            sent: 0,
+            completed: 0,
+        }
+    }
+
+    /// The next request's intended time and its source, or `None` when nothing more
+    /// will be due (the attack is then exhausted). The time may lie in the future:
+    /// the caller sleeps until then. Closed-model users that are all busy give `None`
+    /// without exhausting the attack.
+    pub(crate) fn next_due(
+        &mut self,
+        plan: &Plan,
+        now: u64,
+        share: Share,
+    ) -> Option<(u64, Source)> {
+        if self.exhausted {
+            return None;
+        }
+        // Past the end nothing more leaves, even a backlog: it is counted as unsent.
+        if plan.end_ns().is_some_and(|end| now >= end) {
+            return self.exhaust();
+        }
+        match &plan.pacing {
+            Pacing::Open(_) => match plan.intended_ns(self.next_k) {
+                Some(t) => Some((t, Source::Schedule)),
+                None => self.exhaust(),
+            },
+            Pacing::Closed { .. } => {
+                if !plan.allows(self.next_k, now) {
+                    return self.exhaust();
+                }
+                self.next_user(plan, now, share)
+            }
+        }
+    }
+
+    fn next_user(&self, plan: &Plan, now: u64, share: Share) -> Option<(u64, Source)> {
+        if let Some(&ready) = self.thinking.front()
+            && ready <= now
+        {
+            return Some((ready, Source::Thinking));
+        }
+        if self.users() < share.of(plan.users_at(now)) {
+            return Some((now, Source::NewUser));
+        }
+        self.thinking
+            .front()
+            .map(|&ready| (ready, Source::Thinking))
+    }
+
+    /// Records that the request due from `source` was dispatched.
+    pub(crate) fn took(&mut self, source: Source, stride: u64) {
+        self.next_k += stride;
+        self.sent += 1;
+        if source == Source::Thinking {
+            self.thinking.pop_front();
+        }
+    }
+
+    /// Closed model, after a request completed (and left the in-flight count): its
+    /// user thinks and comes back, unless the user count has dropped meanwhile.
+    pub(crate) fn user_finished(&mut self, plan: &Plan, now: u64, share: Share) {
+        let Pacing::Closed { think_ns, .. } = plan.pacing else {
+            return;
+        };
+        if !self.exhausted && self.users() < share.of(plan.users_at(now)) {
+            self.thinking.push_back(now.saturating_add(think_ns));
+        }
+    }
+
+    /// Closed model: users now present (sending or thinking).
+    pub(crate) fn users(&self) -> usize {
+        self.in_flight_count + self.thinking.len()
+    }
+
+    /// When to look again while the user count changes (a ramp of users).
+    pub(crate) fn recheck_ns(&self, plan: &Plan, now: u64) -> Option<u64> {
+        match &plan.pacing {
+            Pacing::Closed { users, .. } if !self.exhausted && users.duration_ns().is_some() => {
+                Some(now + 10_000_000)
+            }
+            _ => None,
+        }
+    }
+
+    fn exhaust(&mut self) -> Option<(u64, Source)> {
+        self.exhausted = true;
+        self.thinking.clear();
+        None
+    }
+}
+
+/// A worker's share of a whole-run quantity split over the workers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Share {
+    pub index: usize,
+    pub workers: usize,
+}
+
+impl Share {
+    /// This worker's part of `total`: the remainder goes to the first workers.
+    pub(crate) fn of(self, total: u64) -> usize {
+        let workers = self.workers as u64;
+        let part = total / workers + u64::from((self.index as u64) < total % workers);
+        usize::try_from(part).unwrap_or(usize::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workload::Schedule;
+
+    const MS: u64 = 1_000_000;
+
+    fn closed(users: &str, think_ms: u64) -> Plan {
+        Plan {
+            pacing: Pacing::Closed {
+                users: Schedule::parse(users).unwrap(),
+                think_ns: think_ms * MS,
+            },
+            duration_ns: None,
+            max_requests: None,
+        }
+    }
+
+    #[test]
+    fn shares_split_totals_without_losing_any() {
+        let parts: Vec<usize> = (0..3)
+            .map(|index| Share { index, workers: 3 }.of(10))
+            .collect();
+        assert_eq!(parts, [4, 3, 3]);
+    }
+
+    #[test]
+    fn closed_users_think_between_requests() {
+        let plan = closed("const(2, 1m)", 100);
+        let share = Share {
+            index: 0,
+            workers: 1,
+        };
+        let mut state = AttackState::new(0, 100, None);
+        // Two users join at once.
+        for _ in 0..2 {
+            let (t, source) = state.next_due(&plan, 0, share).unwrap();
+            assert_eq!((t, source), (0, Source::NewUser));
+            state.took(source, 1);
+            state.in_flight_count += 1;
+        }
+        assert_eq!(state.next_due(&plan, 0, share), None, "both users busy");
+        // One answer comes back at 5 ms: that user is ready again at 105 ms.
+        state.in_flight_count -= 1;
+        state.user_finished(&plan, 5 * MS, share);
+        assert_eq!(
+            state.next_due(&plan, 50 * MS, share),
+            Some((105 * MS, Source::Thinking)),
+            "still thinking"
+        );
+        let (t, source) = state.next_due(&plan, 110 * MS, share).unwrap();
+        assert_eq!(
+            (t, source),
+            (105 * MS, Source::Thinking),
+            "intended = when the user was ready"
+        );
+        state.took(source, 1);
+        assert_eq!(state.users(), 1);
+        assert!(!state.exhausted);
+        assert_eq!(state.next_due(&plan, 61_000 * MS, share), None);
+        assert!(state.exhausted, "the schedule ended");
+    }
+
+    #[test]
+    fn fewer_users_means_users_leave() {
+        let plan = closed("const(2, 1s) const(1, 1s)", 0);
+        let share = Share {
+            index: 0,
+            workers: 1,
+        };
+        let mut state = AttackState::new(0, 100, None);
+        state.in_flight_count = 2;
+        state.in_flight_count -= 1;
+        state.user_finished(&plan, 1500 * MS, share);
+        assert_eq!(
+            state.users(),
+            1,
+            "with one user wanted, the finished one leaves"
+        );
+        assert_eq!(state.recheck_ns(&plan, 0), Some(10 * MS));
+    }
+}

@@ -1,0 +1,427 @@
+//! Starting and finishing a run: check the config, prepare what workers share, start
+//! the workers (and lazy feeders), give them one time zero, collect on a low-priority
+//! thread, and write the end of the record file.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+
+use record::{
+    AttackEnd, AttackInfo, Compression, LoadModel, Record, RecordWriter, RunEnd, RunHeader,
+    StopReason, TargetInfo,
+};
+use workload::{Pacing, Plan};
+
+use crate::attack::Share;
+use crate::clock::Clock;
+use crate::collector::{self, Collector};
+use crate::errors::{ErrorCache, ErrorRegistry};
+use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
+use crate::shared::Shared;
+use crate::watch::RuleWatcher;
+use crate::worker::{AttackSetup, Worker, WorkerReport, WorkerSetup};
+use crate::{EngineError, RunConfig, RunOutcome, StopHandle, Targets};
+
+/// The tables the collector writes into dictionary blocks.
+#[derive(Clone, Copy)]
+pub(crate) struct Registries<'a> {
+    pub errors: &'a ErrorRegistry,
+    pub targets: &'a TargetRegistry,
+}
+
+pub(crate) fn run<W: Write + Send>(
+    config: &RunConfig,
+    out: W,
+    stop: &StopHandle,
+) -> Result<(W, RunOutcome), EngineError> {
+    validate(config)?;
+    raise_open_file_limit();
+    let shared = Arc::new(Shared::prepare(config)?);
+    let threads = thread_count(config);
+    let errors = Arc::new(ErrorRegistry::default());
+    // Lazy targets get ids after every fixed target of every attack.
+    let targets = Arc::new(TargetRegistry::default());
+    targets.prefill(shared.fixed_targets().map(|t| target_info(&t.target)));
+    let feeder_result: FeederResult = Arc::default();
+    let mut queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
+    let (report_tx, report_rx) = sync_channel::<WorkerReport>(threads * 64);
+    let (ready_tx, ready_rx) = channel::<()>();
+    let (mut recycle, mut clock_senders, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    for index in 0..threads {
+        let (recycle_tx, recycle_rx) = sync_channel(4);
+        let (clock_tx, clock_rx) = sync_channel(1);
+        recycle.push(recycle_tx);
+        clock_senders.push(clock_tx);
+        let share = Share {
+            index,
+            workers: threads,
+        };
+        let setup = WorkerSetup {
+            index,
+            workers: threads,
+            clock: Clock::start(),
+            shared: Arc::clone(&shared),
+            attacks: config
+                .attacks
+                .iter()
+                .enumerate()
+                .map(|(a, attack)| AttackSetup {
+                    max_in_flight: share.of(in_flight_cap(&attack.plan, attack.max_in_flight)),
+                    lazy: queues[a].pop(),
+                })
+                .collect(),
+            max_per_host: share.of(config.connections_per_host).max(1),
+            reports: report_tx.clone(),
+            recycled: recycle_rx,
+            stop: stop.clone(),
+            errors: ErrorCache::new(Arc::clone(&errors)),
+        };
+        let (prewarm, ready) = (share.of(config.initial_connections), ready_tx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("loadlab-worker-{index}"))
+                .spawn(move || run_worker(setup, prewarm, ready, &clock_rx))?,
+        );
+    }
+    drop((report_tx, ready_tx));
+    // Every worker has warmed up (or died, dropping its sender): time zero is now.
+    while ready_rx.recv().is_ok() {}
+    let clock = Clock::start();
+    for sender in clock_senders {
+        let _ = sender.send(clock);
+    }
+    let registries = Registries {
+        errors: &errors,
+        targets: &targets,
+    };
+    let result = collect_on_own_thread(config, clock, out, stop, report_rx, recycle, registries);
+    let worker_error = join_workers(handles);
+    let (out, outcome) = result?;
+    if let Some(err) = feeder_result
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    {
+        return Err(err);
+    }
+    match worker_error {
+        Some(err) => Err(EngineError::Io(err)),
+        None => Ok((out, outcome)),
+    }
+}
+
+/// One lazy feeder per streamed attack; `queues[attack]` holds a queue per worker.
+fn start_feeders(
+    config: &RunConfig,
+    threads: usize,
+    registry: &Arc<TargetRegistry>,
+    stop: &StopHandle,
+    result: &FeederResult,
+) -> Result<Vec<Vec<Receiver<LazyTarget>>>, EngineError> {
+    let mut all = Vec::new();
+    for attack in &config.attacks {
+        let queues = match &attack.targets {
+            Targets::List(_) => Vec::new(),
+            Targets::Stream(stream) => {
+                let setup = lazy::FeederSetup {
+                    stream: stream.clone(),
+                    keepalive: attack.keepalive,
+                    unix_socket: config.unix_socket.clone(),
+                    registry: Arc::clone(registry),
+                    stop: stop.clone(),
+                    result: Arc::clone(result),
+                };
+                // Reversed so that `pop` hands worker 0 its queue first.
+                lazy::start_feeder(setup, threads)?
+                    .into_iter()
+                    .rev()
+                    .collect()
+            }
+        };
+        all.push(queues);
+    }
+    Ok(all)
+}
+
+fn run_worker(
+    setup: WorkerSetup,
+    prewarm: usize,
+    ready: Sender<()>,
+    clock: &Receiver<Clock>,
+) -> std::io::Result<()> {
+    let _guard = AbortOnPanic(setup.stop.clone());
+    let mut worker = Worker::new(setup)?;
+    let warmed = worker.prewarm(prewarm);
+    drop(ready);
+    warmed?;
+    let Ok(clock) = clock.recv() else {
+        return Ok(());
+    };
+    worker.set_clock(clock);
+    worker.run()
+}
+
+/// A worker that panics stops the whole run instead of leaving it half-running.
+struct AbortOnPanic(StopHandle);
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort();
+        }
+    }
+}
+
+fn join_workers(
+    handles: Vec<std::thread::JoinHandle<std::io::Result<()>>>,
+) -> Option<std::io::Error> {
+    let mut worker_error = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => worker_error = Some(err),
+            Err(_) => worker_error = Some(std::io::Error::other("a worker thread panicked")),
+        }
+    }
+    worker_error
+}
+
+/// The collector gets its own thread at the lowest priority: on a shared core it must
+/// use the workers' idle time, not preempt a worker that is due to send.
+fn collect_on_own_thread<W: Write + Send>(
+    config: &RunConfig,
+    clock: Clock,
+    out: W,
+    stop: &StopHandle,
+    reports: Receiver<WorkerReport>,
+    recycle: Vec<SyncSender<Vec<Record>>>,
+    registries: Registries<'_>,
+) -> Result<(W, RunOutcome), EngineError> {
+    std::thread::scope(|scope| {
+        let collector = std::thread::Builder::new()
+            .name("loadlab-collector".to_owned())
+            .spawn_scoped(scope, move || {
+                let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+                collect(config, clock, out, stop, &reports, recycle, registries)
+            })?;
+        collector
+            .join()
+            .map_err(|_| EngineError::Io(std::io::Error::other("the collector thread panicked")))?
+    })
+}
+
+fn collect<W: Write>(
+    config: &RunConfig,
+    clock: Clock,
+    out: W,
+    stop: &StopHandle,
+    reports: &Receiver<WorkerReport>,
+    recycle: Vec<SyncSender<Vec<Record>>>,
+    registries: Registries<'_>,
+) -> Result<(W, RunOutcome), EngineError> {
+    // One snapshot for the header and the count: lazy feeders may be adding targets.
+    let known_targets = registries.targets.snapshot();
+    let targets_written = known_targets.len();
+    let writer = RecordWriter::new(
+        out,
+        &header(config, clock, known_targets),
+        Compression::Zstd { level: 3 },
+    )
+    .map_err(EngineError::Record);
+    let writer = writer.inspect_err(|_| stop.abort())?;
+    let threads = recycle.len();
+    let mut collector = Collector {
+        writer,
+        clock,
+        errors_written: 0,
+        targets_written,
+        watermarks: vec![0; threads],
+        counters: vec![Default::default(); threads],
+        attack_counters: vec![Vec::new(); threads],
+        watcher: RuleWatcher::new(&config.stop_rules, clock.start_unix_ns()),
+        plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
+        fired: None,
+        recycle,
+        stop: stop.clone(),
+    };
+    collector.run(reports, registries)?;
+    let end_ns = clock.now_ns();
+    let ends = attack_ends(config, &collector, end_ns);
+    let totals = collector.totals();
+    let fired = collector.fired.take();
+    let reason = match (&fired, stop.is_stopping()) {
+        (Some(_), _) => StopReason::StopRule,
+        (None, true) => StopReason::Interrupted,
+        (None, false) => StopReason::Completed,
+    };
+    let unsent = ends.iter().map(|e| e.unsent).sum();
+    let end = RunEnd {
+        at_unix_ns: clock.unix_ns(end_ns),
+        reason,
+        detail: fired
+            .as_ref()
+            .map(workload::Fired::describe)
+            .unwrap_or_default(),
+        attacks: ends,
+        cpu_ns: collector::process_cpu_ns(),
+        peak_rss_bytes: collector::peak_resident_bytes(),
+    };
+    let out = collector.writer.finish(&end).map_err(EngineError::Record)?;
+    Ok((
+        out,
+        RunOutcome {
+            sent: totals.sent,
+            completed: totals.completed,
+            unsent,
+            reason,
+            fired,
+        },
+    ))
+}
+
+/// Per attack: what the plan asked for up to the end, what left, what never did.
+fn attack_ends<W: Write>(
+    config: &RunConfig,
+    collector: &Collector<W>,
+    end_ns: u64,
+) -> Vec<AttackEnd> {
+    config
+        .attacks
+        .iter()
+        .enumerate()
+        .map(|(a, attack)| {
+            let sent: u64 = collector
+                .attack_counters
+                .iter()
+                .filter_map(|w| w.get(a))
+                .map(|c| c.sent)
+                .sum();
+            let asked = attack.plan.asked_by(end_ns).unwrap_or(sent).max(sent);
+            AttackEnd {
+                asked,
+                sent,
+                unsent: asked - sent,
+                asked_span_ns: asked_span_ns(&attack.plan, asked),
+            }
+        })
+        .collect()
+}
+
+/// From the first to the last intended send the plan asked for.
+fn asked_span_ns(plan: &Plan, asked: u64) -> u64 {
+    asked
+        .checked_sub(1)
+        .and_then(|last| plan.intended_ns(last))
+        .unwrap_or(0)
+}
+
+fn header(config: &RunConfig, clock: Clock, targets: Vec<TargetInfo>) -> RunHeader {
+    RunHeader {
+        tool: format!("loadlab {}", env!("CARGO_PKG_VERSION")),
+        start_unix_ns: clock.start_unix_ns(),
+        attacks: config.attacks.iter().map(attack_info).collect(),
+        targets,
+    }
+}
+
+fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
+    let (model, rate_per_sec, concurrency) = match &attack.plan.pacing {
+        Pacing::Open(schedule) => (
+            LoadModel::Open,
+            constant_rate(schedule),
+            Some(attack.max_in_flight),
+        ),
+        Pacing::Closed { .. } => (LoadModel::Closed, None, Some(attack.plan.max_users())),
+    };
+    AttackInfo {
+        name: attack.name.clone(),
+        model,
+        schedule: attack.plan.describe(),
+        rate_per_sec,
+        concurrency,
+        timeout_ns: u64::try_from(attack.timeout.as_nanos()).unwrap_or(u64::MAX),
+    }
+}
+
+/// The rate of a schedule that is one constant segment (the header's `rate_per_sec`).
+fn constant_rate(schedule: &workload::Schedule) -> Option<f64> {
+    let rate = schedule.value_at(0);
+    (schedule.max_value() == rate && rate > 0.0).then_some(rate)
+}
+
+pub(crate) fn target_info(target: &workload::Target) -> TargetInfo {
+    TargetInfo {
+        method: target.method.clone(),
+        url: target.display_url(),
+    }
+}
+
+fn validate(config: &RunConfig) -> Result<(), EngineError> {
+    let fail = |reason: String| Err(EngineError::Config(reason));
+    if config.attacks.is_empty() {
+        return fail("no attacks".to_owned());
+    }
+    if config.attacks.len() > usize::from(u16::MAX) {
+        return fail("more than 65535 attacks".to_owned());
+    }
+    if config.threads == 0 || config.connections_per_host == 0 {
+        return fail("threads and connections must be at least 1".to_owned());
+    }
+    for attack in &config.attacks {
+        let name = &attack.name;
+        if matches!(&attack.targets, Targets::List(list) if list.is_empty()) {
+            return fail(format!("attack {name:?}: no targets"));
+        }
+        if attack.timeout.is_zero() {
+            return fail(format!("attack {name:?}: timeout must be longer than zero"));
+        }
+        if matches!(attack.plan.pacing, Pacing::Open(_)) && attack.max_in_flight == 0 {
+            return fail(format!("attack {name:?}: max-workers must be at least 1"));
+        }
+    }
+    let has_open = config
+        .attacks
+        .iter()
+        .any(|a| matches!(a.plan.pacing, Pacing::Open(_)));
+    if let Some(rule) = config
+        .stop_rules
+        .iter()
+        .find(|r| r.needs_rate() && !has_open)
+    {
+        return fail(format!(
+            "stop rule '{rule}' compares with the asked rate, but no attack has one (closed model)"
+        ));
+    }
+    Ok(())
+}
+
+/// Requests in flight at most for an attack in the whole run.
+fn in_flight_cap(plan: &Plan, max_in_flight: u64) -> u64 {
+    match plan.pacing {
+        Pacing::Open(_) => max_in_flight,
+        Pacing::Closed { .. } => plan.max_users().max(1),
+    }
+}
+
+/// One thread per core, but no more than there are requests to keep in flight.
+fn thread_count(config: &RunConfig) -> usize {
+    let in_flight: u64 = config
+        .attacks
+        .iter()
+        .map(|a| in_flight_cap(&a.plan, a.max_in_flight))
+        .sum();
+    config
+        .threads
+        .min(usize::try_from(in_flight).unwrap_or(usize::MAX))
+        .max(1)
+}
+
+/// Many connections need many descriptors; ask for the hard limit.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}

@@ -1,0 +1,281 @@
+//! Sending requests off: which are due (each attack's own pacing), which target and
+//! connection each takes, and rendering templated requests into a reused buffer.
+
+use std::sync::Arc;
+
+use record::ErrorKind;
+use workload::RenderContext;
+
+use super::{Pool, Worker};
+use crate::conn::{Conn, InFlight, Phase, RequestBytes, start_connect};
+use crate::errors::Cause;
+use crate::shared::PreparedTarget;
+
+/// Requests one attack may send per pass of the loop. When the generator is behind,
+/// every next request is already due: without a bound the loop would only send, never
+/// read answers, ship records or expire timeouts, and connections would pile up.
+const DISPATCH_BATCH: usize = 64;
+
+/// The next request's target, or why there is none yet.
+enum Pick {
+    Ready {
+        target: u32,
+        target_index: u32,
+        host: usize,
+    },
+    /// The lazy feeder has not caught up; try again shortly.
+    Wait,
+    /// The lazy stream has ended.
+    Done,
+}
+
+impl Worker {
+    /// Sends every request that is due and has a connection to go on.
+    pub(super) fn dispatch_due(&mut self) {
+        for attack in 0..self.attacks.len() {
+            self.dispatch_attack(attack);
+        }
+    }
+
+    fn dispatch_attack(&mut self, attack: usize) {
+        let shared = Arc::clone(&self.shared);
+        let share = self.share();
+        let state = &mut self.attacks[attack];
+        state.capped = false;
+        state.lazy_waiting = false;
+        for _ in 0..DISPATCH_BATCH {
+            let now = self.clock.now_ns();
+            let state = &mut self.attacks[attack];
+            let Some((intended_ns, source)) =
+                state.next_due(&shared.attacks[attack].plan, now, share)
+            else {
+                break;
+            };
+            if intended_ns > now {
+                break;
+            }
+            if state.in_flight_count >= state.max_in_flight {
+                state.capped = true;
+                break;
+            }
+            let (target, target_index, host) = match self.pick_target(attack) {
+                Pick::Ready {
+                    target,
+                    target_index,
+                    host,
+                } => (target, target_index, host),
+                Pick::Wait => {
+                    self.attacks[attack].lazy_waiting = true;
+                    break;
+                }
+                Pick::Done => {
+                    self.attacks[attack].exhausted = true;
+                    break;
+                }
+            };
+            let mut request = self.new_request(attack, target, target_index, intended_ns, now);
+            let acquired = match self.acquire(host) {
+                Ok(Some(slot)) => Ok(slot),
+                // At the host cap: wait for a completion.
+                Ok(None) => {
+                    self.attacks[attack].capped = true;
+                    break;
+                }
+                Err(cause) => Err(cause),
+            };
+            self.attacks[attack].took(source, self.workers as u64);
+            self.counters.sent += 1;
+            let lazy = self.attacks[attack].lazy_next.take();
+            match acquired {
+                Ok(slot) => {
+                    let (bytes, head_only) =
+                        self.request_bytes(slot, &request, lazy.as_ref().map(|l| &l.prepared));
+                    request.lazy = lazy.map(|l| Box::new(l.prepared.target));
+                    self.begin(slot, request, bytes, head_only);
+                }
+                Err(cause) => {
+                    let id = self.errors.cause(cause);
+                    self.push_record(&request, now, 0, id);
+                }
+            }
+        }
+    }
+
+    pub(super) fn new_request(
+        &self,
+        attack: usize,
+        target: u32,
+        target_index: u32,
+        intended_ns: u64,
+        now: u64,
+    ) -> InFlight {
+        InFlight {
+            attack: attack as u16,
+            seq: self.attacks[attack].next_k,
+            target,
+            target_index,
+            intended_ns,
+            dispatched_ns: now,
+            first_byte_ns: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            redirects_left: self.shared.attacks[attack].redirects,
+            hop: None,
+            lazy: None,
+            retried: false,
+        }
+    }
+
+    /// Round-robin over the attack's fixed targets, or the next from its lazy queue.
+    fn pick_target(&mut self, attack: usize) -> Pick {
+        let shared = &self.shared.attacks[attack];
+        let state = &mut self.attacks[attack];
+        let Some(queue) = &state.lazy else {
+            let index = (state.next_k % shared.targets.len() as u64) as u32;
+            return Pick::Ready {
+                target: shared.target_offset + index,
+                target_index: index,
+                host: shared.targets[index as usize].host,
+            };
+        };
+        if state.lazy_next.is_none() {
+            match queue.try_recv() {
+                Ok(mut lazy) => {
+                    if let Some(host) = lazy.new_host.take() {
+                        let local = self.hosts.insert(host);
+                        self.lazy_hosts.resize(
+                            self.lazy_hosts.len().max(lazy.prepared.host + 1),
+                            usize::MAX,
+                        );
+                        self.lazy_hosts[lazy.prepared.host] = local;
+                        self.pools
+                            .resize_with(self.hosts.hosts.len(), Pool::default);
+                    }
+                    state.lazy_next = Some(lazy);
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => return Pick::Wait,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Pick::Done,
+            }
+        }
+        match &state.lazy_next {
+            Some(lazy) => Pick::Ready {
+                target: lazy.id,
+                target_index: u32::MAX,
+                host: self.lazy_hosts[lazy.prepared.host],
+            },
+            None => Pick::Wait,
+        }
+    }
+
+    /// The bytes of `request` on connection `slot`: shared static bytes, or the
+    /// template rendered into the connection's spare buffer.
+    fn request_bytes(
+        &mut self,
+        slot: usize,
+        request: &InFlight,
+        lazy: Option<&PreparedTarget>,
+    ) -> (RequestBytes, bool) {
+        let shared = Arc::clone(&self.shared);
+        let attack = &shared.attacks[request.attack as usize];
+        let prepared = lazy.unwrap_or_else(|| &attack.targets[request.target_index as usize]);
+        let Some(dynamic) = &prepared.dynamic else {
+            return (
+                RequestBytes::Shared(Arc::clone(&prepared.bytes)),
+                prepared.head_only,
+            );
+        };
+        let context = RenderContext {
+            seed: shared.seed ^ u64::from(request.attack),
+            seq: request.seq,
+            data: attack.data.as_deref(),
+        };
+        let mut buffer = self.conns[slot].spare_buffer();
+        dynamic.render(&context, &mut buffer, &mut self.body_scratch);
+        (RequestBytes::Owned(buffer), prepared.head_only)
+    }
+
+    /// A connection for `host`: an idle one, a new one, or `None` at the host cap.
+    pub(super) fn acquire(&mut self, host: usize) -> Result<Option<usize>, Cause> {
+        if let Some(slot) = self.pop_idle(host) {
+            return Ok(Some(slot));
+        }
+        // Responses may be waiting unread: reading them is far cheaper than a new
+        // connection, and without this a short stall makes every connection look busy
+        // and the worker opens connections it never needed.
+        if self.attacks.iter().any(|a| a.in_flight_count > 0)
+            && self.poll(Some(0)).unwrap_or(false)
+            && let Some(slot) = self.pop_idle(host)
+        {
+            return Ok(Some(slot));
+        }
+        if self.pools[host].open >= self.max_per_host {
+            return Ok(None);
+        }
+        self.open_connection(host).map(Some)
+    }
+
+    fn pop_idle(&mut self, host: usize) -> Option<usize> {
+        while let Some(slot) = self.pools[host].idle.pop() {
+            if self.conns[slot as usize].is_idle() {
+                return Some(slot as usize);
+            }
+        }
+        None
+    }
+
+    pub(super) fn open_connection(&mut self, host: usize) -> Result<usize, Cause> {
+        let socket = start_connect(&self.hosts.hosts[host].address, self.shared.local_ip)
+            .map_err(|err| Cause::io(connect_error_kind(&err), "connect", &err))?;
+        let slot = self.free.pop().map_or_else(
+            || {
+                self.conns.push(Conn::new());
+                self.conns.len() - 1
+            },
+            |slot| slot as usize,
+        );
+        let conn = &mut self.conns[slot];
+        let token = (u64::from(conn.generation) << 32) | slot as u64;
+        if let Err(err) = self.poller.add(&socket, token) {
+            self.free.push(slot as u32);
+            return Err(Cause::io(ErrorKind::Io, "epoll", &err));
+        }
+        conn.socket = Some(socket);
+        conn.phase = Phase::Connecting;
+        conn.host = host;
+        self.pools[host].open += 1;
+        self.counters.connections_open += 1;
+        Ok(slot)
+    }
+
+    /// Attaches a request to a connection and writes it if the connection is up.
+    pub(super) fn begin(
+        &mut self,
+        slot: usize,
+        request: InFlight,
+        bytes: RequestBytes,
+        head_only: bool,
+    ) {
+        let attack = request.attack as usize;
+        let shared = &self.shared.attacks[attack];
+        let conn = &mut self.conns[slot];
+        let dispatched_ns = request.dispatched_ns;
+        conn.set_request_bytes(bytes);
+        conn.parser
+            .start(head_only, shared.redirects >= 0, shared.body_limit);
+        conn.request = Some(request);
+        let state = &mut self.attacks[attack];
+        state.in_flight.insert(&mut self.conns, slot, dispatched_ns);
+        state.in_flight_count += 1;
+        if self.conns[slot].phase == Phase::Open {
+            self.write(slot);
+        }
+    }
+}
+
+pub(super) fn connect_error_kind(err: &std::io::Error) -> ErrorKind {
+    match err.kind() {
+        std::io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        std::io::ErrorKind::ConnectionReset => ErrorKind::Reset,
+        _ => ErrorKind::Connect,
+    }
+}

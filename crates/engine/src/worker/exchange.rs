@@ -1,0 +1,332 @@
+//! What happens on a connection: the connect completes, the request goes out, the
+//! response comes back (or does not), and the request ends as a record.
+
+use std::sync::Arc;
+
+use record::{ErrorKind, Record};
+
+use super::Worker;
+use super::dispatch::connect_error_kind;
+use crate::conn::{Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
+use crate::errors::Cause;
+use crate::redirect::{self, Next};
+use crate::response::Feed;
+
+impl Worker {
+    /// The connect finished; true if the connection is now open.
+    pub(super) fn finish_connect(&mut self, slot: usize) -> bool {
+        let conn = &mut self.conns[slot];
+        let failure = match conn.socket.as_ref().map(socket2::Socket::take_error) {
+            Some(Ok(None)) => None,
+            Some(Ok(Some(err)) | Err(err)) => {
+                Some(Cause::io(connect_error_kind(&err), "connect", &err))
+            }
+            None => Some(Cause::new(ErrorKind::Io, "connect: no socket")),
+        };
+        if let Some(cause) = failure {
+            self.fail(slot, cause);
+            return false;
+        }
+        let tls_config = match (&self.shared.tls, &self.hosts.hosts[conn.host].tls_name) {
+            // A redirect from http to https in a run that had no https target.
+            (None, Some(_)) => crate::tls::client_config(&crate::TlsOptions::default()).ok(),
+            (config, _) => config.clone(),
+        };
+        if let (Some(config), Some(name)) = (&tls_config, &self.hosts.hosts[conn.host].tls_name) {
+            match rustls::ClientConnection::new(Arc::clone(config), name.clone()) {
+                Ok(tls) => conn.tls = Some(Box::new(tls)),
+                Err(err) => {
+                    let id = self.errors.text(ErrorKind::Tls, format!("tls: {err}"));
+                    self.fail_with_id(slot, id);
+                    return false;
+                }
+            }
+        }
+        conn.phase = Phase::Open;
+        if conn.request.is_some() {
+            self.write(slot);
+        } else {
+            self.make_idle(slot);
+        }
+        self.conns[slot].phase == Phase::Open
+    }
+
+    pub(super) fn write(&mut self, slot: usize) {
+        if let WriteOutcome::Failed(err) = self.conns[slot].write_some() {
+            let cause = Cause::io(transport_error_kind(&err), "write", &err);
+            self.fail_or_retry(slot, cause);
+        }
+    }
+
+    /// Reads until the socket is drained. Edge-triggered epoll reports new data once,
+    /// so a short read means "drained" unless the peer also closed (`to_end`).
+    pub(super) fn read(&mut self, slot: usize, to_end: bool) {
+        loop {
+            let drained_on_short_read = self.conns[slot].tls.is_none() && !to_end;
+            match self.conns[slot].read_some(&mut self.read_buf) {
+                ReadOutcome::Data(n) => {
+                    let more = self.on_data(slot, n);
+                    let drained = n < self.read_buf.len() && drained_on_short_read;
+                    if (!more && !to_end) || drained || self.conns[slot].phase == Phase::Free {
+                        return;
+                    }
+                }
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Eof => return self.on_eof(slot),
+                ReadOutcome::Failed(err) => {
+                    let cause = Cause::io(transport_error_kind(&err), "read", &err);
+                    return self.fail_or_retry(slot, cause);
+                }
+                ReadOutcome::Tls(err) => {
+                    let id = self.errors.text(ErrorKind::Tls, format!("tls: {err}"));
+                    return self.fail_with_id(slot, id);
+                }
+            }
+        }
+    }
+
+    /// Feeds `n` bytes of `read_buf`; false when the connection needs no more reading.
+    fn on_data(&mut self, slot: usize, n: usize) -> bool {
+        let now = self.clock.now_ns();
+        let conn = &mut self.conns[slot];
+        let Some(request) = conn.request.as_mut() else {
+            // Bytes nobody asked for: the connection cannot be trusted any more.
+            self.close(slot);
+            return false;
+        };
+        if request.first_byte_ns == 0 {
+            request.first_byte_ns = now;
+        }
+        match conn.parser.feed(&self.read_buf[..n]) {
+            Ok(Feed::More) => {
+                request.bytes_in += n as u64;
+                true
+            }
+            Ok(Feed::Done { used }) => {
+                request.bytes_in += used as u64;
+                // Extra bytes, or a full buffer that may hide more: do not reuse.
+                if used < n || n == self.read_buf.len() {
+                    conn.parser.close = true;
+                }
+                self.complete(slot, now);
+                false
+            }
+            Err(err) => {
+                self.fail(slot, Cause::new(ErrorKind::Protocol, err.0));
+                false
+            }
+        }
+    }
+
+    fn on_eof(&mut self, slot: usize) {
+        let conn = &mut self.conns[slot];
+        if conn.request.is_none() {
+            return self.close(slot);
+        }
+        match conn.parser.eof() {
+            Ok(()) => self.complete(slot, self.clock.now_ns()),
+            Err(err) => self.fail_or_retry(slot, Cause::new(ErrorKind::Closed, err.0)),
+        }
+    }
+
+    /// The response is complete: record it (or follow it) and free the connection.
+    fn complete(&mut self, slot: usize, now: u64) {
+        let conn = &mut self.conns[slot];
+        let Some(attack) = conn.request.as_ref().map(|r| r.attack as usize) else {
+            return;
+        };
+        let options = &self.shared.attacks[attack];
+        let status = conn.parser.status;
+        let follow = redirect::is_redirect(status)
+            && options.redirects >= 0
+            && !conn.parser.location.is_empty();
+        let location = if follow {
+            std::mem::take(&mut conn.parser.location)
+        } else {
+            Vec::new()
+        };
+        let error = if (200..400).contains(&status) {
+            0
+        } else {
+            self.errors.status(status, conn.parser.reason())
+        };
+        let reusable = !conn.parser.close && options.keepalive;
+        let Some(request) = self.take_request(slot) else {
+            return;
+        };
+        if reusable {
+            self.conns[slot].reused = true;
+            self.make_idle(slot);
+        } else {
+            self.close(slot);
+        }
+        if follow {
+            self.follow_redirect(request, status, &location, now);
+        } else {
+            self.push_record(&request, now, status, error);
+        }
+    }
+
+    /// Sends the request on to its `Location`, or records why it cannot go.
+    fn follow_redirect(&mut self, mut request: InFlight, status: u16, location: &[u8], now: u64) {
+        let shared = Arc::clone(&self.shared);
+        let options = &shared.attacks[request.attack as usize];
+        if request.redirects_left <= 0 {
+            let id = self.errors.redirect_limit(options.redirects);
+            return self.push_record(&request, now, 0, id);
+        }
+        request.redirects_left -= 1;
+        let base = match request.lazy.as_deref() {
+            Some(target) => target,
+            None => &options.targets[request.target_index as usize].target,
+        };
+        let (url, method) = request
+            .hop
+            .as_ref()
+            .map_or((&base.url, base.method.as_str()), |hop| {
+                (&hop.url, hop.method.as_str())
+            });
+        let (url, method, bytes) =
+            match redirect::next_hop(base, url, method, status, location, options.keepalive) {
+                Next::Follow { url, method, bytes } => (url, method, bytes),
+                Next::Refuse(why) => {
+                    return self.record_cause(&request, now, Cause::new(ErrorKind::Redirect, why));
+                }
+            };
+        let Ok(host) = self.hosts.resolve(&url, shared.unix_socket.as_ref()) else {
+            return self.record_cause(
+                &request,
+                now,
+                Cause::new(
+                    ErrorKind::Redirect,
+                    "redirect: cannot resolve the Location host",
+                ),
+            );
+        };
+        self.pools
+            .resize_with(self.hosts.hosts.len(), super::Pool::default);
+        let head_only = method == "HEAD";
+        request.hop = Some(Box::new(Hop { url, method }));
+        match self.acquire(host) {
+            Ok(Some(slot)) => self.begin(slot, request, RequestBytes::Owned(bytes), head_only),
+            Ok(None) => self.record_cause(
+                &request,
+                now,
+                Cause::new(ErrorKind::Redirect, "redirect: connection limit reached"),
+            ),
+            Err(cause) => self.record_cause(&request, now, cause),
+        }
+    }
+
+    /// A failure after the request went out on a kept-alive connection, before any
+    /// response byte, usually means the server closed the idle connection first:
+    /// send it once more on a new connection, keeping its times (like Go's client).
+    pub(super) fn fail_or_retry(&mut self, slot: usize, cause: Cause) {
+        let conn = &self.conns[slot];
+        let retryable = conn.reused
+            && matches!(
+                cause.kind,
+                ErrorKind::Reset | ErrorKind::Closed | ErrorKind::Io
+            )
+            && conn
+                .request
+                .as_ref()
+                .is_some_and(|r| !r.retried && r.first_byte_ns == 0);
+        if !retryable {
+            return self.fail(slot, cause);
+        }
+        let (host, head_only) = (conn.host, conn.parser.head_only());
+        let Some(mut request) = self.take_request(slot) else {
+            return;
+        };
+        let bytes = self.conns[slot].take_request_bytes();
+        self.close(slot);
+        request.retried = true;
+        let now = self.clock.now_ns();
+        match self.acquire(host) {
+            Ok(Some(new_slot)) => self.begin(new_slot, request, bytes, head_only),
+            Ok(None) => self.record_cause(&request, now, cause),
+            Err(connect) => self.record_cause(&request, now, connect),
+        }
+    }
+
+    pub(super) fn fail(&mut self, slot: usize, cause: Cause) {
+        let id = self.errors.cause(cause);
+        self.fail_with_id(slot, id);
+    }
+
+    fn fail_with_id(&mut self, slot: usize, error: u32) {
+        if let Some(request) = self.take_request(slot) {
+            self.push_record(&request, self.clock.now_ns(), 0, error);
+        }
+        self.close(slot);
+    }
+
+    fn record_cause(&mut self, request: &InFlight, now: u64, cause: Cause) {
+        let id = self.errors.cause(cause);
+        self.push_record(request, now, 0, id);
+    }
+
+    fn take_request(&mut self, slot: usize) -> Option<InFlight> {
+        let mut request = self.conns[slot].request.take()?;
+        let state = &mut self.attacks[request.attack as usize];
+        state.in_flight.remove(&mut self.conns, slot);
+        state.in_flight_count -= 1;
+        request.bytes_out += self.conns[slot].request_len();
+        Some(request)
+    }
+
+    /// The request has ended: one record, and its closed-model user thinks again.
+    pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
+        self.batch.push(Record {
+            attack: request.attack,
+            target: request.target,
+            seq: request.seq,
+            intended_unix_ns: self.clock.unix_ns(request.intended_ns),
+            send_lag_ns: request.dispatched_ns.saturating_sub(request.intended_ns),
+            latency_ns: now.saturating_sub(request.intended_ns),
+            ttfb_ns: if request.first_byte_ns == 0 {
+                0
+            } else {
+                request.first_byte_ns.saturating_sub(request.dispatched_ns)
+            },
+            status,
+            error,
+            bytes_in: request.bytes_in,
+            bytes_out: request.bytes_out,
+        });
+        self.counters.completed += 1;
+        let share = self.share();
+        let attack = request.attack as usize;
+        let state = &mut self.attacks[attack];
+        state.completed += 1;
+        state.user_finished(&self.shared.attacks[attack].plan, now, share);
+    }
+
+    pub(super) fn make_idle(&mut self, slot: usize) {
+        let host = self.conns[slot].host;
+        self.pools[host].idle.push(slot as u32);
+    }
+
+    pub(super) fn close(&mut self, slot: usize) {
+        let conn = &mut self.conns[slot];
+        if conn.phase == Phase::Free {
+            return;
+        }
+        self.pools[conn.host].open -= 1;
+        self.counters.connections_open -= 1;
+        conn.reset();
+        self.free.push(slot as u32);
+    }
+}
+
+fn transport_error_kind(err: &std::io::Error) -> ErrorKind {
+    match err.kind() {
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+            ErrorKind::Reset
+        }
+        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        _ => ErrorKind::Io,
+    }
+}

@@ -1,0 +1,393 @@
+//! [`Worker`]: one event loop on one thread. It owns its connections, its share of
+//! every attack's schedule and its record batch, and talks to the rest of the run only
+//! by sending batches: nothing is locked, formatted or allocated per request.
+//!
+//! - `dispatch.rs`: when requests are due (per attack, open or closed model), which
+//!   target and connection they take, and sending them off.
+//! - `exchange.rs`: what happens on a connection: connect, write, read, complete,
+//!   fail, retry, follow a redirect.
+//! - this file: the loop, readiness events, timeouts, watermarks and batches.
+
+mod dispatch;
+mod exchange;
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use record::Record;
+use rustix::event::epoll::{Event, EventFlags};
+
+use crate::attack::{AttackState, Share};
+use crate::clock::Clock;
+use crate::conn::{Conn, Phase};
+use crate::errors::{Cause, ErrorCache};
+use crate::hosts::HostTable;
+use crate::lazy::LazyTarget;
+use crate::poller::Poller;
+use crate::shared::Shared;
+use crate::stop::StopHandle;
+
+const STOP_TOKEN: u64 = u64::MAX;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+const SHIP_INTERVAL_NS: u64 = 100_000_000;
+const SHIP_RECORDS: usize = 4096;
+
+/// What a worker tells the collector, every ~100 ms and at the end.
+pub(crate) struct WorkerReport {
+    pub worker: usize,
+    pub records: Vec<Record>,
+    /// Every request this worker dispatched before this offset is in this or an
+    /// earlier report.
+    pub watermark_ns: u64,
+    pub counters: Counters,
+    /// Per attack, in attack order.
+    pub attacks: Vec<AttackCounters>,
+    pub done: bool,
+}
+
+/// Running totals of one worker (snapshots, not deltas).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Counters {
+    pub sent: u64,
+    pub completed: u64,
+    pub in_flight: u64,
+    pub connections_open: u64,
+    /// Requests due by now that have not left (the generator is behind).
+    pub behind: u64,
+}
+
+/// One attack's totals in one worker.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AttackCounters {
+    pub sent: u64,
+    pub completed: u64,
+    pub in_flight: u64,
+    /// Closed model: users sending or thinking.
+    pub users: u64,
+}
+
+/// Per host: idle connections (most recently used last) and how many are open.
+#[derive(Default)]
+struct Pool {
+    idle: Vec<u32>,
+    open: usize,
+}
+
+/// One attack's limits and queue in a worker.
+pub(crate) struct AttackSetup {
+    pub max_in_flight: usize,
+    pub lazy: Option<Receiver<LazyTarget>>,
+}
+
+/// Everything a worker starts with.
+pub(crate) struct WorkerSetup {
+    pub index: usize,
+    pub workers: usize,
+    pub clock: Clock,
+    pub shared: Arc<Shared>,
+    pub attacks: Vec<AttackSetup>,
+    pub max_per_host: usize,
+    pub reports: SyncSender<WorkerReport>,
+    pub recycled: Receiver<Vec<Record>>,
+    pub stop: StopHandle,
+    pub errors: ErrorCache,
+}
+
+pub(crate) struct Worker {
+    index: usize,
+    workers: usize,
+    clock: Clock,
+    shared: Arc<Shared>,
+    max_per_host: usize,
+    reports: SyncSender<WorkerReport>,
+    recycled: Receiver<Vec<Record>>,
+    stop: StopHandle,
+    errors: ErrorCache,
+    poller: Poller,
+    _stop_fd: Arc<OwnedFd>,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    /// The shared hosts plus any that redirects or lazy targets lead to.
+    hosts: HostTable,
+    pools: Vec<Pool>,
+    attacks: Vec<AttackState>,
+    /// The lazy feeders' host ids -> this worker's.
+    lazy_hosts: Vec<usize>,
+    batch: Vec<Record>,
+    last_ship_ns: u64,
+    counters: Counters,
+    read_buf: Box<[u8]>,
+    /// Where templated request bodies are rendered before their length is known.
+    body_scratch: Vec<u8>,
+    events: Vec<Event>,
+}
+
+impl Worker {
+    pub(crate) fn new(setup: WorkerSetup) -> std::io::Result<Worker> {
+        let poller = Poller::new()?;
+        let stop_fd = setup.stop.waker()?;
+        poller.add_level_read(stop_fd.as_ref(), STOP_TOKEN)?;
+        let hosts = setup.shared.hosts.clone();
+        let attacks = setup
+            .attacks
+            .into_iter()
+            .map(|a| AttackState::new(setup.index, a.max_in_flight, a.lazy))
+            .collect();
+        Ok(Worker {
+            index: setup.index,
+            workers: setup.workers,
+            clock: setup.clock,
+            shared: setup.shared,
+            max_per_host: setup.max_per_host,
+            reports: setup.reports,
+            recycled: setup.recycled,
+            stop: setup.stop,
+            errors: setup.errors,
+            poller,
+            _stop_fd: stop_fd,
+            conns: Vec::new(),
+            free: Vec::new(),
+            pools: (0..hosts.hosts.len()).map(|_| Pool::default()).collect(),
+            hosts,
+            attacks,
+            lazy_hosts: Vec::new(),
+            batch: Vec::with_capacity(SHIP_RECORDS * 2),
+            last_ship_ns: 0,
+            counters: Counters::default(),
+            read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
+            body_scratch: Vec::new(),
+            events: Vec::with_capacity(1024),
+        })
+    }
+
+    /// Replaces the provisional clock with the run's (set after prewarming).
+    pub(crate) fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    fn share(&self) -> Share {
+        Share {
+            index: self.index,
+            workers: self.workers,
+        }
+    }
+
+    /// Runs until every attack is done and nothing is in flight, or until stopped.
+    pub(crate) fn run(mut self) -> std::io::Result<()> {
+        // Sub-microsecond timer slack, so a 20 µs sleep is not stretched to 70 µs.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+        loop {
+            if self.stop.is_aborting() {
+                break;
+            }
+            if self.stop.is_stopping() {
+                self.attacks.iter_mut().for_each(|a| a.exhausted = true);
+            }
+            self.dispatch_due();
+            let now = self.clock.now_ns();
+            self.expire(now);
+            if self
+                .attacks
+                .iter()
+                .all(|a| a.exhausted && a.in_flight_count == 0)
+            {
+                break;
+            }
+            self.ship(now, false);
+            let wait = self.wait_ns(now);
+            self.poll(wait)?;
+        }
+        self.ship(self.clock.now_ns(), true);
+        Ok(())
+    }
+
+    /// Waits for readiness (at most `timeout_ns`) and handles what is ready.
+    fn poll(&mut self, timeout_ns: Option<u64>) -> std::io::Result<bool> {
+        let mut events = std::mem::take(&mut self.events);
+        let result = self.poller.wait(&mut events, timeout_ns);
+        for event in &events {
+            self.on_event(event.data.u64(), event.flags);
+        }
+        let ready = !events.is_empty();
+        self.events = events;
+        result.map(|()| ready)
+    }
+
+    /// Opens up to `count` connections before time zero and waits (at most two
+    /// seconds) until they are up, so the first requests do not all pay for a connect.
+    pub(crate) fn prewarm(&mut self, count: usize) -> std::io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        // Lazy targets are not known before the run; there is nothing to warm for them.
+        let hosts: Vec<usize> = shared.fixed_targets().map(|t| t.host).collect();
+        for host in hosts
+            .iter()
+            .cycle()
+            .take(count.min(hosts.len() * self.max_per_host))
+        {
+            if self.pools[*host].open < self.max_per_host {
+                let _ = self.open_connection(*host);
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while self.conns.iter().any(|c| c.phase == Phase::Connecting)
+            && std::time::Instant::now() < deadline
+        {
+            self.poll(Some(10_000_000))?;
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, token: u64, flags: EventFlags) {
+        if token == STOP_TOKEN {
+            self.attacks.iter_mut().for_each(|a| a.exhausted = true);
+            return;
+        }
+        let slot = token as u32 as usize;
+        let generation = (token >> 32) as u32;
+        let Some(conn) = self.conns.get(slot) else {
+            return;
+        };
+        if conn.generation != generation || conn.phase == Phase::Free {
+            return;
+        }
+        let connect_done = flags.intersects(EventFlags::OUT | EventFlags::ERR | EventFlags::HUP);
+        if conn.phase == Phase::Connecting && (!connect_done || !self.finish_connect(slot)) {
+            return;
+        }
+        if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR)
+        {
+            // With the peer gone, the end of stream must be read too: no new edge comes.
+            self.read(
+                slot,
+                flags.intersects(EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR),
+            );
+        }
+        if flags.contains(EventFlags::OUT)
+            && self.conns[slot].phase == Phase::Open
+            && self.conns[slot].has_unwritten()
+        {
+            self.write(slot);
+        }
+    }
+
+    /// Fails requests whose timeout has passed (oldest first, attack by attack: each
+    /// attack's list is in dispatch order and shares one timeout).
+    fn expire(&mut self, now: u64) {
+        for attack in 0..self.attacks.len() {
+            let timeout_ns = self.shared.attacks[attack].timeout_ns;
+            while let Some(slot) = self.attacks[attack].in_flight.front() {
+                let Some(request) = self.conns[slot].request.as_ref() else {
+                    break;
+                };
+                if request.dispatched_ns.saturating_add(timeout_ns) > now {
+                    break;
+                }
+                let cause = if self.conns[slot].phase == Phase::Connecting {
+                    Cause::new(record::ErrorKind::ConnectTimeout, "connect timeout")
+                } else {
+                    Cause::new(record::ErrorKind::Timeout, "timeout awaiting response")
+                };
+                self.fail(slot, cause);
+            }
+        }
+    }
+
+    /// How long to sleep: until a request is due, the oldest times out, a user
+    /// schedule may have changed, or the next batch ships.
+    fn wait_ns(&mut self, now: u64) -> Option<u64> {
+        let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
+        let shared = Arc::clone(&self.shared);
+        let share = self.share();
+        for (attack, state) in self.attacks.iter_mut().enumerate() {
+            let plan = &shared.attacks[attack].plan;
+            if !state.capped
+                && let Some((due, _)) = state.next_due(plan, now, share)
+            {
+                // Waiting for the lazy feeder: look again in a millisecond.
+                wake = wake.min(if state.lazy_waiting {
+                    due.max(now + 1_000_000)
+                } else {
+                    due
+                });
+            }
+            if let Some(recheck) = state.recheck_ns(plan, now) {
+                wake = wake.min(recheck);
+            }
+            if let Some(slot) = state.in_flight.front()
+                && let Some(request) = &self.conns[slot].request
+            {
+                wake = wake.min(
+                    request
+                        .dispatched_ns
+                        .saturating_add(shared.attacks[attack].timeout_ns),
+                );
+            }
+        }
+        Some(wake.saturating_sub(now))
+    }
+
+    /// Sends the batch to the collector when it is big or old enough (or at the end).
+    fn ship(&mut self, now: u64, done: bool) {
+        if !done && self.batch.len() < SHIP_RECORDS && now < self.last_ship_ns + SHIP_INTERVAL_NS {
+            return;
+        }
+        self.last_ship_ns = now;
+        let report = self.report(now, done);
+        if self.reports.send(report).is_err() {
+            // The collector is gone (its output failed); stop quietly.
+            self.stop.abort();
+        }
+    }
+
+    fn report(&mut self, now: u64, done: bool) -> WorkerReport {
+        let watermark_ns = self
+            .attacks
+            .iter()
+            .filter_map(|a| a.in_flight.front())
+            .filter_map(|slot| self.conns[slot].request.as_ref())
+            .map(|r| r.dispatched_ns)
+            .fold(now, u64::min);
+        self.counters.in_flight = self.attacks.iter().map(|a| a.in_flight_count as u64).sum();
+        self.counters.behind = (0..self.attacks.len()).map(|a| self.behind(a, now)).sum();
+        let attacks = self
+            .attacks
+            .iter()
+            .map(|a| AttackCounters {
+                sent: a.sent,
+                completed: a.completed,
+                in_flight: a.in_flight_count as u64,
+                users: a.users() as u64,
+            })
+            .collect();
+        let fresh = self
+            .recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(SHIP_RECORDS * 2));
+        let records = std::mem::replace(&mut self.batch, fresh);
+        WorkerReport {
+            worker: self.index,
+            records,
+            watermark_ns,
+            counters: self.counters,
+            attacks,
+            done,
+        }
+    }
+
+    /// Requests of this worker's share of an open-model attack that are due but have
+    /// not left.
+    fn behind(&self, attack: usize, now: u64) -> u64 {
+        let state = &self.attacks[attack];
+        if state.exhausted {
+            return 0;
+        }
+        let Some(due_all) = self.shared.attacks[attack].plan.asked_by(now) else {
+            return 0;
+        };
+        let (stride, index) = (self.workers as u64, self.index as u64);
+        let mine = (due_all + stride - 1 - index) / stride;
+        let sent = (state.next_k - index) / stride;
+        mine.saturating_sub(sent)
+    }
+}

@@ -1,0 +1,388 @@
+//! [`HostSampler`]: the whole machine. CPU busy share (all cores and each core, from
+//! `/proc/stat`), memory, network bytes and packets per interface, TCP sockets by
+//! state, socket totals (`/proc/net/sockstat`), TCP trouble counters (retransmits,
+//! resets, listen overflows), system file descriptors, load average.
+//!
+//! A source that cannot be read is a gap for its series with the reason; the others
+//! are still read.
+
+use std::time::Instant;
+
+use procfs::{Current, CurrentSI, KernelStats, LoadAverage, Meminfo};
+use record::SamplerInfo;
+
+use crate::hub::{Reading, SeriesDef};
+use crate::netstat::{Counters, TCP_COUNTERS, parse_counters};
+use crate::proc_stat::parse_file_nr;
+use crate::rates::{Rate, Rates};
+use crate::runner::{Sampler, Tick};
+use crate::sockstat::{field, parse_sockstat};
+use crate::tcp_states::{STATE_NAMES, count_states};
+
+/// Busy, iowait, steal and total jiffies of one CPU line.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct CpuJiffies {
+    busy: u64,
+    iowait: u64,
+    steal: u64,
+    total: u64,
+}
+
+impl CpuJiffies {
+    fn from(time: &procfs::CpuTime) -> CpuJiffies {
+        let iowait = time.iowait.unwrap_or(0);
+        let steal = time.steal.unwrap_or(0);
+        let idle = time.idle + iowait;
+        let total = time.user
+            + time.nice
+            + time.system
+            + time.idle
+            + iowait
+            + time.irq.unwrap_or(0)
+            + time.softirq.unwrap_or(0)
+            + steal;
+        CpuJiffies {
+            busy: total.saturating_sub(idle),
+            iowait,
+            steal,
+            total,
+        }
+    }
+
+    /// (busy, iowait, steal) percent of the time between `before` and `self`.
+    fn percent_since(&self, before: &CpuJiffies) -> Option<(f64, f64, f64)> {
+        let total = self.total.checked_sub(before.total).filter(|&t| t > 0)? as f64;
+        let share = |now: u64, then: u64| now.saturating_sub(then) as f64 / total * 100.0;
+        Some((
+            share(self.busy, before.busy),
+            share(self.iowait, before.iowait),
+            share(self.steal, before.steal),
+        ))
+    }
+}
+
+/// The per-state socket dump may take this share of one core, averaged.
+const STATE_DUMP_SHARE: f64 = 0.001;
+
+pub(crate) struct HostSampler {
+    info: SamplerInfo,
+    cpus: Option<Vec<CpuJiffies>>,
+    counters: Rates<String>,
+    netstat: Counters,
+    /// When the next per-state dump is due (its cost sets the spacing).
+    next_state_dump: Option<Instant>,
+}
+
+impl HostSampler {
+    pub(crate) fn new(info: SamplerInfo) -> HostSampler {
+        HostSampler {
+            info,
+            cpus: None,
+            counters: Rates::default(),
+            netstat: Counters::new(),
+            next_state_dump: None,
+        }
+    }
+
+    fn cpu(&mut self, reading: &mut Reading) {
+        let stats = match KernelStats::current() {
+            Ok(stats) => stats,
+            Err(err) => return reading.gap(Some(cpu_series("all")), format!("/proc/stat: {err}")),
+        };
+        let now: Vec<CpuJiffies> = std::iter::once(&stats.total)
+            .chain(&stats.cpu_time)
+            .map(CpuJiffies::from)
+            .collect();
+        if let Some(before) = self.cpus.as_ref().filter(|b| b.len() == now.len()) {
+            for (index, (now, before)) in now.iter().zip(before).enumerate() {
+                let label = if index == 0 {
+                    "all".to_owned()
+                } else {
+                    (index - 1).to_string()
+                };
+                let Some((busy, iowait, steal)) = now.percent_since(before) else {
+                    continue;
+                };
+                reading.value(cpu_series(&label), busy);
+                if index == 0 {
+                    reading.value(
+                        SeriesDef::gauge("host.cpu_iowait_percent", "percent").label("cpu", "all"),
+                        iowait,
+                    );
+                    reading.value(
+                        SeriesDef::gauge("host.cpu_steal_percent", "percent").label("cpu", "all"),
+                        steal,
+                    );
+                }
+            }
+        }
+        self.cpus = Some(now);
+    }
+
+    fn memory(reading: &mut Reading) {
+        let memory = match Meminfo::current() {
+            Ok(memory) => memory,
+            Err(err) => {
+                return reading.gap(
+                    Some(SeriesDef::gauge("host.memory_used_bytes", "bytes")),
+                    format!("/proc/meminfo: {err}"),
+                );
+            }
+        };
+        let available = memory.mem_available.unwrap_or(memory.mem_free);
+        reading.value(
+            SeriesDef::gauge("host.memory_total_bytes", "bytes"),
+            memory.mem_total as f64,
+        );
+        reading.value(
+            SeriesDef::gauge("host.memory_available_bytes", "bytes"),
+            available as f64,
+        );
+        reading.value(
+            SeriesDef::gauge("host.memory_used_bytes", "bytes"),
+            memory.mem_total.saturating_sub(available) as f64,
+        );
+        reading.value(
+            SeriesDef::gauge("host.swap_used_bytes", "bytes"),
+            memory.swap_total.saturating_sub(memory.swap_free) as f64,
+        );
+    }
+
+    fn network(&mut self, reading: &mut Reading, at: Instant) {
+        let devices = match procfs::net::dev_status() {
+            Ok(devices) => devices,
+            Err(err) => {
+                return reading.gap(
+                    Some(SeriesDef::rate("host.net_rx_bytes_per_sec", "bytes/s")),
+                    format!("/proc/net/dev: {err}"),
+                );
+            }
+        };
+        let mut names: Vec<&String> = devices.keys().collect();
+        names.sort();
+        for name in names {
+            let device = &devices[name];
+            let counters = [
+                ("host.net_rx_bytes_per_sec", "bytes/s", device.recv_bytes),
+                ("host.net_tx_bytes_per_sec", "bytes/s", device.sent_bytes),
+                ("host.net_rx_packets_per_sec", "1/s", device.recv_packets),
+                ("host.net_tx_packets_per_sec", "1/s", device.sent_packets),
+            ];
+            for (series, unit, value) in counters {
+                let def = SeriesDef::rate(series, unit).label("interface", name);
+                self.rate(reading, def, format!("{series}/{name}"), value as f64, at);
+            }
+        }
+    }
+
+    fn rate(
+        &mut self,
+        reading: &mut Reading,
+        def: SeriesDef,
+        key: String,
+        value: f64,
+        at: Instant,
+    ) {
+        match self.counters.update(key, value, at) {
+            Rate::First => {}
+            Rate::PerSec(rate) => reading.value(def, rate),
+            Rate::Reset { before, now } => reading.gap(Some(def), Rate::reset_reason(before, now)),
+        }
+    }
+
+    /// Socket totals every tick: sockstat, and the kernel's count of established
+    /// connections (`CurrEstab`: established and close_wait; read by `tcp_counters`).
+    fn sockets(&self, reading: &mut Reading) {
+        match std::fs::read_to_string("/proc/net/sockstat") {
+            Ok(text) => {
+                let stat = parse_sockstat(&text);
+                let page = procfs::page_size() as f64;
+                let fields = [
+                    ("host.tcp_time_wait", "TCP", "tw", 1.0, "count"),
+                    ("host.sockets_used", "sockets", "used", 1.0, "count"),
+                    ("host.tcp_orphans", "TCP", "orphan", 1.0, "count"),
+                    ("host.tcp_memory_bytes", "TCP", "mem", page, "bytes"),
+                    ("host.udp_sockets", "UDP", "inuse", 1.0, "count"),
+                ];
+                for (series, protocol, name, scale, unit) in fields {
+                    if let Some(value) = field(&stat, protocol, name) {
+                        reading.value(SeriesDef::gauge(series, unit), value as f64 * scale);
+                    }
+                }
+            }
+            Err(err) => reading.gap(
+                Some(SeriesDef::gauge("host.sockets_used", "count")),
+                format!("/proc/net/sockstat: {err}"),
+            ),
+        }
+        let key = ("Tcp".to_owned(), "CurrEstab".to_owned());
+        if let Some(&established) = self.netstat.get(&key) {
+            reading.value(
+                SeriesDef::gauge("host.tcp_established", "count"),
+                established,
+            );
+        }
+    }
+
+    /// TCP sockets by state, when due: every tick on a small host, less often where
+    /// walking the kernel's tables is expensive (see [`STATE_DUMP_SHARE`]).
+    fn socket_states(&mut self, reading: &mut Reading, now: Instant) {
+        if self.next_state_dump.is_some_and(|due| now < due) {
+            return;
+        }
+        let cpu_before = thread_cpu();
+        match count_states() {
+            Ok(counts) => {
+                for (state, name) in STATE_NAMES.iter().enumerate().skip(1) {
+                    let def = SeriesDef::gauge("host.tcp_sockets", "count").label("state", name);
+                    reading.value(def, counts[state] as f64);
+                }
+            }
+            Err(err) => {
+                let def = SeriesDef::gauge("host.tcp_sockets", "count").label("state", "listen");
+                reading.gap(Some(def), err.to_string());
+            }
+        }
+        let cost = thread_cpu().saturating_sub(cpu_before);
+        self.next_state_dump = Some(now + cost.div_f64(STATE_DUMP_SHARE));
+    }
+
+    fn tcp_counters(&mut self, reading: &mut Reading, at: Instant) {
+        self.netstat.clear();
+        for path in ["/proc/net/snmp", "/proc/net/netstat"] {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                parse_counters(&text, &mut self.netstat);
+            }
+        }
+        for (section, name, series) in TCP_COUNTERS {
+            let key = (section.to_owned(), name.to_owned());
+            if let Some(&value) = self.netstat.get(&key) {
+                self.rate(
+                    reading,
+                    SeriesDef::rate(series, "1/s"),
+                    series.to_owned(),
+                    value,
+                    at,
+                );
+            }
+        }
+    }
+
+    fn descriptors_and_load(reading: &mut Reading) {
+        let file_nr = std::fs::read_to_string("/proc/sys/fs/file-nr");
+        match file_nr.as_deref().ok().and_then(parse_file_nr) {
+            Some((open, max)) => {
+                reading.value(SeriesDef::gauge("host.fds_open", "count"), open as f64);
+                reading.value(SeriesDef::gauge("host.fds_max", "count"), max as f64);
+            }
+            None => reading.gap(
+                Some(SeriesDef::gauge("host.fds_open", "count")),
+                "/proc/sys/fs/file-nr unreadable",
+            ),
+        }
+        if let Ok(load) = LoadAverage::current() {
+            reading.value(SeriesDef::gauge("host.load1", "count"), f64::from(load.one));
+        }
+    }
+}
+
+/// CPU time of the calling thread (user and system).
+fn thread_cpu() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+fn cpu_series(cpu: &str) -> SeriesDef {
+    SeriesDef::gauge("host.cpu_percent", "percent").label("cpu", cpu)
+}
+
+impl Sampler for HostSampler {
+    fn thread_name(&self) -> String {
+        "loadlab-mon-host".to_owned()
+    }
+
+    fn sample(&mut self, tick: &Tick, out: &mut Vec<Reading>) {
+        let mut reading = Reading::new(&self.info, tick.at_unix_ns);
+        self.cpu(&mut reading);
+        HostSampler::memory(&mut reading);
+        self.network(&mut reading, tick.now);
+        self.tcp_counters(&mut reading, tick.now);
+        self.sockets(&mut reading);
+        self.socket_states(&mut reading, tick.now);
+        HostSampler::descriptors_and_load(&mut reading);
+        out.push(reading);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_shares_from_jiffies() {
+        let at = |busy, iowait, steal, total| CpuJiffies {
+            busy,
+            iowait,
+            steal,
+            total,
+        };
+        type Shares = Option<(f64, f64, f64)>;
+        let rows: &[(CpuJiffies, CpuJiffies, Shares)] = &[
+            (at(0, 0, 0, 0), at(50, 10, 5, 100), Some((50.0, 10.0, 5.0))),
+            (
+                at(100, 0, 0, 400),
+                at(300, 0, 0, 600),
+                Some((100.0, 0.0, 0.0)),
+            ),
+            // No time passed, or the counters went backwards: nothing to say.
+            (at(5, 0, 0, 100), at(5, 0, 0, 100), None),
+            (at(5, 0, 0, 100), at(5, 0, 0, 90), None),
+        ];
+        for (before, now, want) in rows {
+            assert_eq!(now.percent_since(before), *want, "{before:?} -> {now:?}");
+        }
+    }
+
+    #[test]
+    fn reads_this_host() {
+        let info = SamplerInfo {
+            kind: "host".to_owned(),
+            name: "host".to_owned(),
+        };
+        let mut sampler = HostSampler::new(info);
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            let now = Instant::now();
+            let tick = Tick { now, at_unix_ns: 1 };
+            sampler.sample(&tick, &mut out);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let second = &out[1];
+        assert!(second.gaps.is_empty(), "{:?}", second.gaps);
+        let names: Vec<&str> = second.values.iter().map(|(d, _)| d.name.as_str()).collect();
+        let first: Vec<&str> = out[0].values.iter().map(|(d, _)| d.name.as_str()).collect();
+        assert!(
+            first.contains(&"host.tcp_sockets"),
+            "states at the first tick: {first:?}"
+        );
+        for want in [
+            "host.cpu_percent",
+            "host.memory_used_bytes",
+            "host.tcp_established",
+            "host.tcp_time_wait",
+            "host.fds_open",
+            "host.net_rx_bytes_per_sec",
+        ] {
+            assert!(names.contains(&want), "{want} in {names:?}");
+        }
+        let all_cpu = second
+            .values
+            .iter()
+            .find(|(d, _)| d.name == "host.cpu_percent" && d.labels["cpu"] == "all")
+            .map(|(_, v)| *v);
+        assert!(
+            all_cpu.is_some_and(|cpu| (0.0..=100.0).contains(&cpu)),
+            "{all_cpu:?}"
+        );
+    }
+}

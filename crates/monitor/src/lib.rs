@@ -1,0 +1,69 @@
+//! The system under test on the same clock as the load: `loadlab monitor` and
+//! `loadlab attack -monitor`.
+//!
+//! - [`MonitorConfig`] / [`SamplerSpec`]: what to sample, parsed from one grammar
+//!   (`host`, `process=NAME_OR_REGEX`, `pid=N`, `prom=URL;...`, `postgres=URL`,
+//!   `agent=HOST:PORT`) shared by both commands.
+//! - [`Monitor::start`] starts one thread per sampler (process groups share one /proc
+//!   scan) on a grid anchored at a [`ClockAnchor`], and returns a [`MonitorHandle`]
+//!   whose receiver yields `record::SampleFrame`s, ready for
+//!   `record::RecordWriter::write_samples`. [`MonitorHandle::stop`] ends it.
+//! - Samplers: host CPU, memory, network, TCP states, fds (`host.rs`, `tcp_states.rs`,
+//!   `sockstat.rs`, `netstat.rs`); process groups (`process.rs`, `process_match.rs`);
+//!   Prometheus endpoints (`prom.rs` over `prom_parse.rs`, `rates.rs`, `http_get.rs`);
+//!   PostgreSQL (`pg.rs`); a remote agent (`agent.rs`).
+//! - [`AgentServer`]: `loadlab monitor -serve`, streaming frames to attack-side clients.
+//!
+//! Faults (a process that is gone, an endpoint that is down, slow or returns garbage, a
+//! login refused, a counter reset) become gaps with a reason, never errors: a monitor
+//! must not disturb the run it watches. Errors are [`MonitorError`]; each names the
+//! spec or address at fault, with passwords redacted ([`redact_url`]).
+
+mod agent;
+mod clock;
+mod histogram;
+mod host;
+mod http_get;
+mod hub;
+mod netstat;
+mod pg;
+mod proc_stat;
+mod process;
+mod process_match;
+mod prom;
+mod prom_parse;
+mod rates;
+mod redact;
+mod runner;
+mod sockstat;
+mod spec;
+mod tcp_states;
+
+pub use agent::AgentServer;
+pub use clock::ClockAnchor;
+pub use redact::redact_url;
+pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
+pub use spec::{
+    MIN_INTERVAL, MonitorConfig, PostgresSpec, ProcessMatch, PromFilters, PromSpec, SamplerSpec,
+};
+
+/// Why a monitor could not start or serve. Messages name the spec or address.
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorError {
+    #[error("monitor spec {spec:?}: {reason}")]
+    Spec { spec: String, reason: String },
+    #[error("monitor: no samplers: give at least one (host, process=NAME, prom=URL, ...)")]
+    NoSamplers,
+    #[error("monitor: could not start the {what} thread")]
+    Thread {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("monitor agent {addr}")]
+    Agent {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,183 @@
+//! [`PostgresSampler`]: connections and transactions per second from
+//! `pg_stat_database`, per database (templates left out).
+//!
+//! - `postgres.connections{database}`: `numbackends`, less the sampler's own
+//!   connection in its database.
+//! - `postgres.transactions_per_sec{database}`: `xact_commit + xact_rollback` per
+//!   second, less the sampler's own query (one transaction per tick in its database).
+//! - `postgres.rollbacks_per_sec{database}`.
+//!
+//! PostgreSQL publishes these counters when a backend's transaction ends, at most about
+//! once a second per backend, so a 1 s series is jumpy while its sum over a run is
+//! exact. A refused login, a server that is down or a query that fails is a gap with
+//! the server's reason; the sampler reconnects on the next tick.
+
+use std::time::{Duration, Instant};
+
+use postgres::{Client, NoTls, SimpleQueryMessage};
+use record::SamplerInfo;
+
+use crate::hub::{Reading, SeriesDef};
+use crate::rates::{Rate, Rates};
+use crate::redact::redact_url;
+use crate::runner::{Sampler, Tick};
+
+const QUERY: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, xact_rollback, \
+                     current_database() FROM pg_stat_database \
+                     WHERE datname IS NOT NULL AND datname NOT IN ('template0', 'template1')";
+
+/// One row of `pg_stat_database`.
+#[derive(Debug, Clone, PartialEq)]
+struct DatabaseRow {
+    name: String,
+    backends: f64,
+    transactions: f64,
+    rollbacks: f64,
+    ours: bool,
+}
+
+pub(crate) struct PostgresSampler {
+    info: SamplerInfo,
+    url: String,
+    timeout: Duration,
+    client: Option<Client>,
+    rates: Rates<(String, &'static str)>,
+    last_at: Option<Instant>,
+}
+
+impl PostgresSampler {
+    pub(crate) fn new(info: SamplerInfo, url: &str, timeout: Duration) -> PostgresSampler {
+        PostgresSampler {
+            info,
+            url: url.to_owned(),
+            timeout,
+            client: None,
+            rates: Rates::default(),
+            last_at: None,
+        }
+    }
+
+    fn connect(&self) -> Result<Client, String> {
+        let mut config: postgres::Config = self
+            .url
+            .parse()
+            .map_err(|err: postgres::Error| describe(&err))?;
+        config.connect_timeout(self.timeout);
+        config.application_name("loadlab monitor");
+        let statement_timeout = self.timeout.as_millis().max(1);
+        config.options(&format!("-c statement_timeout={statement_timeout}"));
+        config.connect(NoTls).map_err(|err| describe(&err))
+    }
+
+    fn query(&mut self) -> Result<Vec<DatabaseRow>, String> {
+        if self.client.is_none() {
+            self.client = Some(self.connect()?);
+        }
+        let Some(client) = self.client.as_mut() else {
+            return Err("not connected".to_owned());
+        };
+        let result = client.simple_query(QUERY);
+        match result {
+            Ok(messages) => messages
+                .iter()
+                .filter_map(|m| match m {
+                    SimpleQueryMessage::Row(row) => Some(row),
+                    _ => None,
+                })
+                .map(parse_row)
+                .collect(),
+            Err(err) => {
+                self.client = None;
+                Err(describe(&err))
+            }
+        }
+    }
+
+    fn read(&mut self, rows: &[DatabaseRow], at: Instant, reading: &mut Reading) {
+        // Our previous query was one transaction in our database during this interval.
+        let elapsed = self
+            .last_at
+            .map(|then| at.saturating_duration_since(then).as_secs_f64());
+        self.last_at = Some(at);
+        let own_per_sec = elapsed.filter(|&s| s > 0.0).map_or(0.0, |s| 1.0 / s);
+        for row in rows {
+            let label = |def: SeriesDef| def.label("database", &row.name);
+            let own_backends = if row.ours { 1.0 } else { 0.0 };
+            let connections = (row.backends - own_backends).max(0.0);
+            reading.value(
+                label(SeriesDef::gauge("postgres.connections", "count")),
+                connections,
+            );
+            let own = if row.ours { own_per_sec } else { 0.0 };
+            let counters = [
+                ("postgres.transactions_per_sec", row.transactions, own),
+                ("postgres.rollbacks_per_sec", row.rollbacks, 0.0),
+            ];
+            for (name, value, own) in counters {
+                let def = label(SeriesDef::rate(name, "1/s"));
+                match self.rates.update((row.name.clone(), name), value, at) {
+                    Rate::First => {}
+                    Rate::PerSec(rate) => reading.value(def, (rate - own).max(0.0)),
+                    Rate::Reset { before, now } => {
+                        reading.gap(Some(def), Rate::reset_reason(before, now));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn parse_row(row: &postgres::SimpleQueryRow) -> Result<DatabaseRow, String> {
+    let number = |index: usize| -> Result<f64, String> {
+        row.get(index)
+            .unwrap_or("0")
+            .parse::<f64>()
+            .map_err(|_| format!("pg_stat_database: column {index} is not a number"))
+    };
+    let name = row.get(0).unwrap_or_default().to_owned();
+    Ok(DatabaseRow {
+        ours: row.get(4) == Some(name.as_str()),
+        name,
+        backends: number(1)?,
+        transactions: number(2)?,
+        rollbacks: number(3)?,
+    })
+}
+
+/// The server's own words for database errors (`password authentication failed for
+/// user "x"`), with any password in the text redacted.
+fn describe(err: &postgres::Error) -> String {
+    let text = match err.as_db_error() {
+        Some(db) if db.code().code().starts_with("28") => {
+            format!("login refused: {}", db.message())
+        }
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            // "error connecting to server" alone says little: add the causes.
+            let mut text = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            text
+        }
+    };
+    redact_url(&text)
+}
+
+impl Sampler for PostgresSampler {
+    fn thread_name(&self) -> String {
+        "loadlab-mon-postgres".to_owned()
+    }
+
+    fn sample(&mut self, tick: &Tick, out: &mut Vec<Reading>) {
+        let mut reading = Reading::new(&self.info, tick.at_unix_ns);
+        match self.query() {
+            Ok(rows) => self.read(&rows, tick.now, &mut reading),
+            Err(reason) => reading.gap(None, reason),
+        }
+        out.push(reading);
+    }
+}

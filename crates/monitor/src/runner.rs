@@ -1,0 +1,356 @@
+//! [`Monitor::start`]: one thread per sampler on a shared tick grid, a hub thread that
+//! turns readings into frames, and a [`MonitorHandle`] to receive them and stop.
+
+use std::net::TcpStream;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use record::{SampleFrame, SamplerInfo};
+
+use crate::MonitorError;
+use crate::agent::AgentClient;
+use crate::clock::ClockAnchor;
+use crate::host::HostSampler;
+use crate::hub::{Hub, Reading, defined_through};
+use crate::pg::PostgresSampler;
+use crate::process::ProcessSampler;
+use crate::prom::PromSampler;
+use crate::spec::{MonitorConfig, ProcessMatch, SamplerSpec};
+
+/// Frames waiting for the consumer; beyond this the hub drops frames (counted) rather
+/// than block samplers. At one frame per sampler per second that is hours of slack.
+const FRAME_QUEUE: usize = 65_536;
+/// How long `stop` waits for a sampler stuck in a slow call before leaving it behind.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// One reading per tick (the agent client streams instead: see `agent.rs`).
+pub(crate) trait Sampler: Send {
+    /// What the thread is called (`loadlab-mon-host`).
+    fn thread_name(&self) -> String;
+    /// Reads once; must return by `tick.deadline` (or close to it).
+    fn sample(&mut self, tick: &Tick, out: &mut Vec<Reading>);
+}
+
+/// The moment a sampler runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tick {
+    pub now: Instant,
+    pub at_unix_ns: u64,
+}
+
+/// Shared by every thread of one monitor: the stop flag and sockets to shut on stop.
+#[derive(Default)]
+pub(crate) struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+    sockets: Mutex<Vec<TcpStream>>,
+}
+
+impl Stop {
+    /// Sleeps until `deadline`; true when the monitor was stopped instead.
+    pub(crate) fn wait_until(&self, deadline: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if *stopped {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stopped = self
+                .wake
+                .wait_timeout(stopped, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A socket to shut down on stop, so a thread blocked reading it wakes up.
+    pub(crate) fn watch_socket(&self, socket: &TcpStream) {
+        if let Ok(clone) = socket.try_clone() {
+            self.sockets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(clone);
+        }
+    }
+
+    fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.wake.notify_all();
+        for socket in self
+            .sockets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// What a monitor delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MonitorStats {
+    /// Frames handed to the receiver.
+    pub frames: u64,
+    pub values: u64,
+    /// Gap entries (each with its reason in the frame).
+    pub gaps: u64,
+    /// Frames dropped because the receiver fell more than `FRAME_QUEUE` frames behind.
+    pub dropped_frames: u64,
+    /// Sampler threads still inside a slow call when `stop` gave up waiting.
+    pub abandoned_threads: u64,
+}
+
+/// What [`MonitorHandle::stop`] returns: the frames not yet received, and the counts.
+#[derive(Debug)]
+pub struct MonitorStopped {
+    pub remaining: Vec<SampleFrame>,
+    pub stats: MonitorStats,
+}
+
+/// Starts monitors.
+pub struct Monitor;
+
+/// A running monitor. Receive frames from [`MonitorHandle::frames`] (each ready for
+/// `RecordWriter::write_samples`, in order), then call [`MonitorHandle::stop`].
+pub struct MonitorHandle {
+    frames: Receiver<SampleFrame>,
+    stop: Arc<Stop>,
+    threads: Vec<(String, JoinHandle<()>)>,
+    hub: Option<JoinHandle<()>>,
+    stats: Arc<Mutex<MonitorStats>>,
+}
+
+impl Monitor {
+    /// Starts sampling every `config.interval` on a grid anchored at `anchor` (pass the
+    /// attack's time zero so samples and records share one clock; `ClockAnchor::now()`
+    /// when standalone). The first reading is taken at once. Threads run at the lowest
+    /// CPU priority so the monitor never competes with the run it watches.
+    pub fn start(
+        config: MonitorConfig,
+        anchor: ClockAnchor,
+    ) -> Result<MonitorHandle, MonitorError> {
+        if config.samplers.is_empty() {
+            return Err(MonitorError::NoSamplers);
+        }
+        let stop = Arc::new(Stop::default());
+        let stats = Arc::new(Mutex::new(MonitorStats::default()));
+        let (readings_tx, readings) = mpsc::channel::<Reading>();
+        let (frames_tx, frames) = mpsc::sync_channel(FRAME_QUEUE);
+        let hub = spawn("loadlab-mon-hub".to_owned(), {
+            let stats = Arc::clone(&stats);
+            move || run_hub(&readings, &frames_tx, &stats)
+        })?;
+        let mut handle = MonitorHandle {
+            frames,
+            stop: Arc::clone(&stop),
+            threads: Vec::new(),
+            hub: Some(hub),
+            stats,
+        };
+        let context = ThreadContext {
+            anchor,
+            interval: config.interval,
+            stop,
+            readings: readings_tx,
+        };
+        for job in jobs(config) {
+            let name = job.thread_name();
+            let context = context.clone();
+            let thread = spawn(name.clone(), move || job.run(&context))?;
+            handle.threads.push((name, thread));
+        }
+        Ok(handle)
+    }
+}
+
+impl MonitorHandle {
+    /// Frames as samplers produce them: the first frames define samplers and series,
+    /// later ones may add more. Never blocks the samplers.
+    pub fn frames(&self) -> &Receiver<SampleFrame> {
+        &self.frames
+    }
+
+    /// Stops every sampler (waiting briefly for one inside a slow call), and returns
+    /// the frames not yet received and the counts.
+    pub fn stop(mut self) -> MonitorStopped {
+        self.stop.stop();
+        let grace_end = Instant::now() + STOP_GRACE;
+        let mut abandoned = 0;
+        for (_, thread) in self.threads.drain(..) {
+            while !thread.is_finished() && Instant::now() < grace_end {
+                thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                abandoned += 1;
+            }
+        }
+        // Abandoned threads still hold a sender; the hub drains what is queued.
+        let mut remaining: Vec<SampleFrame> = Vec::new();
+        if abandoned == 0 {
+            if let Some(hub) = self.hub.take() {
+                let _ = hub.join();
+            }
+        } else {
+            thread::sleep(Duration::from_millis(20));
+        }
+        remaining.extend(self.frames.try_iter());
+        let mut stats = *self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        stats.abandoned_threads = abandoned;
+        MonitorStopped { remaining, stats }
+    }
+}
+
+/// What every sampler thread shares.
+#[derive(Clone)]
+pub(crate) struct ThreadContext {
+    pub anchor: ClockAnchor,
+    pub interval: Duration,
+    pub stop: Arc<Stop>,
+    pub readings: Sender<Reading>,
+}
+
+/// One thread's work.
+enum Job {
+    Ticked(Box<dyn Sampler>),
+    Agent(AgentClient),
+}
+
+impl Job {
+    fn thread_name(&self) -> String {
+        match self {
+            Job::Ticked(sampler) => sampler.thread_name(),
+            Job::Agent(_) => "loadlab-mon-agent".to_owned(),
+        }
+    }
+
+    fn run(self, context: &ThreadContext) {
+        lower_priority();
+        match self {
+            Job::Ticked(sampler) => run_ticked(sampler, context),
+            Job::Agent(client) => client.run(context),
+        }
+    }
+}
+
+/// Samplers by thread: process groups share one /proc scan, the rest get one each.
+fn jobs(config: MonitorConfig) -> Vec<Job> {
+    let timeout = config.interval;
+    let mut groups: Vec<ProcessMatch> = Vec::new();
+    let mut jobs = Vec::new();
+    for spec in config.samplers {
+        let name = spec.name();
+        let info = SamplerInfo {
+            kind: spec.kind().to_owned(),
+            name,
+        };
+        match spec {
+            SamplerSpec::Host => jobs.push(Job::Ticked(Box::new(HostSampler::new(info)))),
+            SamplerSpec::Process(matcher) => groups.push(matcher),
+            SamplerSpec::Prom(prom) => {
+                let timeout = prom.timeout.unwrap_or(timeout).min(timeout);
+                jobs.push(Job::Ticked(Box::new(PromSampler::new(info, prom, timeout))));
+            }
+            SamplerSpec::Postgres(pg) => {
+                let timeout = pg.timeout.unwrap_or(timeout).min(timeout);
+                jobs.push(Job::Ticked(Box::new(PostgresSampler::new(
+                    info, &pg.url, timeout,
+                ))));
+            }
+            SamplerSpec::Agent(addr) => jobs.push(Job::Agent(AgentClient::new(info, addr))),
+        }
+    }
+    if !groups.is_empty() {
+        jobs.push(Job::Ticked(Box::new(ProcessSampler::new(groups))));
+    }
+    jobs
+}
+
+fn run_ticked(mut sampler: Box<dyn Sampler>, context: &ThreadContext) {
+    let ThreadContext {
+        anchor, interval, ..
+    } = *context;
+    // The first reading at once: the tick just passed (threads start a moment after
+    // the anchor), then on the grid.
+    let mut index = anchor
+        .next_tick_index(Instant::now(), interval)
+        .saturating_sub(1);
+    let mut out = Vec::new();
+    loop {
+        if context.stop.wait_until(anchor.tick(index, interval)) {
+            return;
+        }
+        let now = Instant::now();
+        let tick = Tick {
+            now,
+            at_unix_ns: anchor.unix_ns_at(now),
+        };
+        sampler.sample(&tick, &mut out);
+        for reading in out.drain(..) {
+            if context.readings.send(reading).is_err() {
+                return;
+            }
+        }
+        // A sampler that overran its interval skips the ticks it missed.
+        index = anchor
+            .next_tick_index(Instant::now(), interval)
+            .max(index + 1);
+    }
+}
+
+fn run_hub(
+    readings: &Receiver<Reading>,
+    frames: &SyncSender<SampleFrame>,
+    stats: &Mutex<MonitorStats>,
+) {
+    let mut hub = Hub::default();
+    for reading in readings {
+        let frame = hub.frame(reading);
+        let (values, gaps) = (frame.batch.values.len(), frame.batch.gaps.len());
+        let through = defined_through(&frame);
+        let delivered = match frames.try_send(frame) {
+            Ok(()) => true,
+            // The new entries stay pending: the next frame announces them.
+            Err(TrySendError::Full(_)) => false,
+            Err(TrySendError::Disconnected(_)) => return,
+        };
+        let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
+        if delivered {
+            stats.frames += 1;
+            stats.values += values as u64;
+            stats.gaps += gaps as u64;
+        } else {
+            stats.dropped_frames += 1;
+        }
+        drop(stats);
+        if delivered {
+            hub.delivered_through(through);
+        }
+    }
+}
+
+fn spawn(
+    name: String,
+    work: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, MonitorError> {
+    thread::Builder::new()
+        .name(name.clone())
+        .spawn(work)
+        .map_err(|source| MonitorError::Thread { what: name, source })
+}
+
+/// Samplers yield to the load generator and the server on a busy machine.
+fn lower_priority() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+}

@@ -1,0 +1,276 @@
+//! Scales, domains and ticks: linear value axes with 1-2-5 steps, log axes by decade,
+//! the time axis in steps a person counts in (10 s, 1 min, 15 min, ...), and the
+//! "nines" axis of the percentile curve. `page.js` mirrors these rules for zoomed views.
+
+/// How values map onto an axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log,
+}
+
+impl Scale {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Linear => "linear",
+            Scale::Log => "log",
+        }
+    }
+}
+
+/// The values an axis spans. For a log scale both ends are positive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Domain {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Domain {
+    /// Where `value` falls, 0 at `min` and 1 at `max`; values a log scale cannot show
+    /// (zero, negative) sit at the bottom.
+    pub fn fraction(&self, scale: Scale, value: f64) -> f64 {
+        match scale {
+            Scale::Linear => (value - self.min) / (self.max - self.min),
+            Scale::Log => {
+                let value = value.max(self.min);
+                (value.log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
+            }
+        }
+    }
+}
+
+/// Time steps in seconds, from 1 ms to a week.
+const TIME_STEPS_S: [f64; 29] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0,
+    120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0, 43200.0, 86400.0,
+    172_800.0, 604_800.0,
+];
+
+/// Room above the highest value of a linear axis.
+const HEADROOM: f64 = 1.05;
+/// At most this many labelled ticks on an axis.
+const MAX_TICKS: f64 = 10.0;
+
+/// A value domain that holds `values` (non-finite ones are skipped): from zero to a
+/// round number at or above the largest for a linear scale, whole decades for log.
+pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale) -> Domain {
+    let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+    for value in values.filter(|v| v.is_finite()) {
+        if scale == Scale::Log && value <= 0.0 {
+            continue;
+        }
+        (low, high) = (low.min(value), high.max(value));
+    }
+    match scale {
+        Scale::Linear => {
+            // 5% headroom, so the highest value does not run along the frame.
+            let high = if high.is_finite() && high > 0.0 {
+                high * HEADROOM
+            } else {
+                1.0
+            };
+            let min = if low.is_finite() && low < 0.0 {
+                low
+            } else {
+                0.0
+            };
+            let step = nice_step(high - min, 5.0);
+            Domain {
+                min: (min / step).floor() * step,
+                max: (high / step).ceil() * step,
+            }
+        }
+        Scale::Log => {
+            if !high.is_finite() {
+                return Domain {
+                    min: 1.0,
+                    max: 10.0,
+                };
+            }
+            let min = step_at_or_below(low);
+            let mut max = step_at_or_above(high);
+            if max <= min {
+                max = step_at_or_above(min * 1.5);
+            }
+            Domain { min, max }
+        }
+    }
+}
+
+/// The largest of 1, 2, 5 times a power of ten at or below `value` (> 0).
+fn step_at_or_below(value: f64) -> f64 {
+    let decade = 10f64.powf(value.log10().floor());
+    [5.0, 2.0, 1.0]
+        .into_iter()
+        .map(|step| step * decade)
+        .find(|&v| v <= value * (1.0 + 1e-9))
+        .unwrap_or(decade)
+}
+
+/// The smallest of 1, 2, 5 times a power of ten at or above `value` (> 0).
+fn step_at_or_above(value: f64) -> f64 {
+    let decade = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|step| step * decade)
+        .find(|&v| v >= value * (1.0 - 1e-9))
+        .unwrap_or(decade * 10.0)
+}
+
+/// A 1-2-5 step that cuts `span` into about `count` parts.
+pub fn nice_step(span: f64, count: f64) -> f64 {
+    if !(span.is_finite() && span > 0.0) {
+        return 1.0;
+    }
+    let raw = span / count;
+    let power = 10f64.powf(raw.log10().floor());
+    let mantissa = raw / power;
+    let nice = if mantissa <= 1.0 {
+        1.0
+    } else if mantissa <= 2.0 {
+        2.0
+    } else if mantissa <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+/// Ticks every 1-2-5 step inside the domain.
+pub fn linear_ticks(domain: Domain) -> Vec<f64> {
+    let step = nice_step(domain.max - domain.min, 5.0);
+    multiples(domain, step)
+}
+
+/// One tick per decade, and 2x and 5x when the domain spans three decades or less.
+pub fn log_ticks(domain: Domain) -> Vec<f64> {
+    let (first, last) = (
+        domain.min.log10().floor() as i32,
+        domain.max.log10().ceil() as i32,
+    );
+    let minor = last - first <= 3;
+    let mut ticks = Vec::new();
+    for exponent in first..=last {
+        let decade = 10f64.powi(exponent);
+        let steps: &[f64] = if minor { &[1.0, 2.0, 5.0] } else { &[1.0] };
+        for &step in steps {
+            let tick = decade * step;
+            if tick >= domain.min * (1.0 - 1e-9) && tick <= domain.max * (1.0 + 1e-9) {
+                ticks.push(tick);
+            }
+        }
+    }
+    ticks
+}
+
+/// Time ticks (seconds) in the first step of [`TIME_STEPS_S`] that gives at most
+/// [`MAX_TICKS`] of them.
+pub fn time_ticks(domain: Domain) -> Vec<f64> {
+    let span = domain.max - domain.min;
+    let step = TIME_STEPS_S
+        .iter()
+        .copied()
+        .find(|step| span / step <= MAX_TICKS)
+        .unwrap_or_else(|| nice_step(span, MAX_TICKS));
+    multiples(domain, step)
+}
+
+/// Whole nines (0 = 0%, 1 = 90%, 2 = 99%, ...) inside the domain.
+pub fn nines_ticks(domain: Domain) -> Vec<f64> {
+    let step = if domain.max - domain.min > MAX_TICKS {
+        2.0
+    } else {
+        1.0
+    };
+    multiples(domain, step)
+}
+
+/// The percentile a position on the nines axis stands for: 1 -> `90%`, 3 -> `99.9%`.
+pub fn nines_label(nines: f64) -> String {
+    let percent = 100.0 * (1.0 - 10f64.powf(-nines));
+    let whole = nines.round();
+    if (nines - whole).abs() < 1e-9 && whole >= 3.0 {
+        return format!("99.{}%", "9".repeat(whole as usize - 2));
+    }
+    format!(
+        "{}%",
+        crate::format::significant(percent, (nines + 2.0) as i32)
+    )
+}
+
+fn multiples(domain: Domain, step: f64) -> Vec<f64> {
+    let first = (domain.min / step - 1e-9).ceil() as i64;
+    let last = (domain.max / step + 1e-9).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn domain(min: f64, max: f64) -> Domain {
+        Domain { min, max }
+    }
+
+    #[test]
+    fn linear_domains_start_at_zero_and_end_round() {
+        let rows: &[(&[f64], (f64, f64))] = &[
+            (&[3.0, 47.0], (0.0, 50.0)),
+            (&[4.0], (0.0, 5.0)),
+            (&[0.0, 0.0], (0.0, 1.0)),
+            (&[], (0.0, 1.0)),
+            (&[1234.0], (0.0, 1500.0)),
+            (&[f64::NAN, 9.0], (0.0, 10.0)),
+            (&[-3.0, 7.0], (-5.0, 10.0)),
+            (&[2000.0], (0.0, 2500.0)),
+        ];
+        for (values, (min, max)) in rows {
+            let got = value_domain(values.iter().copied(), Scale::Linear);
+            assert_eq!((got.min, got.max), (*min, *max), "{values:?}");
+        }
+    }
+
+    #[test]
+    fn log_domains_end_on_1_2_5_steps() {
+        let rows: &[(&[f64], (f64, f64))] = &[
+            (&[100e3, 30e9], (1e5, 5e10)),
+            (&[230e3, 4.1e6], (2e5, 5e6)),
+            (&[0.0, 5.0], (5.0, 10.0)),
+            (&[10.0], (10.0, 20.0)),
+            (&[], (1.0, 10.0)),
+        ];
+        for (values, (min, max)) in rows {
+            let got = value_domain(values.iter().copied(), Scale::Log);
+            assert!(
+                (got.min / min - 1.0).abs() < 1e-9 && (got.max / max - 1.0).abs() < 1e-9,
+                "{values:?}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ticks() {
+        assert_eq!(
+            linear_ticks(domain(0.0, 50.0)),
+            [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+        );
+        assert_eq!(time_ticks(domain(0.0, 95.0)).len(), 10);
+        assert_eq!(
+            time_ticks(domain(0.0, 120.0)),
+            [0.0, 15.0, 30.0, 45.0, 60.0, 75.0, 90.0, 105.0, 120.0]
+        );
+        assert_eq!(time_ticks(domain(0.0, 1.0)).len(), 11);
+        assert_eq!(
+            log_ticks(domain(1e5, 1e11)),
+            [1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11]
+        );
+        assert_eq!(log_ticks(domain(1.0, 100.0)).len(), 7);
+        assert_eq!(nines_ticks(domain(0.0, 3.5)), [0.0, 1.0, 2.0, 3.0]);
+        let labels: Vec<String> = [0.0, 1.0, 2.0, 3.0, 5.0].map(nines_label).to_vec();
+        assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.999%"]);
+        let position = domain(1.0, 100.0).fraction(Scale::Log, 10.0);
+        assert!((position - 0.5).abs() < 1e-12);
+        assert_eq!(domain(1.0, 100.0).fraction(Scale::Log, 0.0), 0.0);
+    }
+}

@@ -1,0 +1,274 @@
+//! [`read_run`]: one pass over the inputs in send-time order ([`SortedStream`]),
+//! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
+//! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
+//! latency [`Distribution`] (the percentile curve). Memory is bounded by the samplers'
+//! limits and the number of intervals, never by the number of records.
+
+use record::{ErrorKind, LoadModel, Record, RunTables, SourceSummary};
+use report::{
+    Distribution, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report, RunFacts, Scope,
+};
+
+use crate::PlotError;
+use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
+use crate::config::PlotConfig;
+use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
+use crate::stream::SortedStream;
+
+/// Point labels at or above this are error ids (`ERROR_LABEL + id`); below, statuses.
+pub const ERROR_LABEL: u32 = 1 << 20;
+/// Failed requests are rarer and what a reader hunts for: their series keep this many
+/// times more points than the OK ones before they are downsampled.
+pub const ERROR_POINTS_FACTOR: usize = 4;
+
+/// Everything the charts and the summary are drawn from.
+pub struct RunData {
+    /// When the earliest request (by send time) of all inputs was due: x = 0 on every
+    /// time chart.
+    pub origin_unix_ns: u64,
+    /// The report's numbers and extra rows, as `loadlab report` prints them.
+    pub report: Report,
+    pub facts: RunFacts,
+    pub tables: RunTables,
+    pub summaries: Vec<SourceSummary>,
+    /// By merged attack id.
+    pub attacks: Vec<AttackData>,
+    pub rows: Vec<Row>,
+    pub every_ns: u64,
+}
+
+/// One attack's requests.
+pub struct AttackData {
+    pub ok: Sampled,
+    pub failed: Sampled,
+    pub latency: Quantiles,
+    pub requests: u64,
+    pub max_latency_ns: u64,
+    /// The latest intended send time of the attack's requests.
+    pub last_intended_unix_ns: u64,
+    /// Whether the rows' `asked` counts this attack's intended send times.
+    pub counts_intended: bool,
+}
+
+/// Reads every input and gathers what the page needs. Fails when an input cannot be
+/// opened or holds no records.
+pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotError> {
+    let mut stream = SortedStream::open(paths)?;
+    let mut gather = Gather::new(config);
+    let mut batch = Vec::new();
+    while stream.next_batch(&mut batch)? {
+        for record in &batch {
+            gather.add(record, stream.tables());
+        }
+    }
+    let (tables, summaries) = stream.into_parts();
+    if gather.metrics.requests() == 0 {
+        return Err(PlotError::NoRecords {
+            inputs: input_names(paths),
+            detail: why_empty(&summaries),
+        });
+    }
+    Ok(gather.finish(tables, summaries))
+}
+
+fn input_names(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "stdin".to_owned()
+    } else {
+        paths.join(", ")
+    }
+}
+
+/// What the inputs say about why they hold no records.
+fn why_empty(summaries: &[SourceSummary]) -> String {
+    let mut reasons = Vec::new();
+    for summary in summaries {
+        if let Some(torn) = &summary.torn {
+            reasons.push(format!(
+                "{}: cut at byte {} ({})",
+                summary.name, torn.offset, torn.reason
+            ));
+        }
+        if let Some(end) = summary.end.as_ref().filter(|end| !end.detail.is_empty()) {
+            reasons.push(format!("{}: the run ended: {}", summary.name, end.detail));
+        }
+    }
+    if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join("; "))
+    }
+}
+
+struct Gather {
+    threshold: usize,
+    origin_unix_ns: Option<u64>,
+    metrics: Metrics,
+    bins: Bins,
+    attacks: Vec<AttackGather>,
+}
+
+struct AttackGather {
+    ok: PointSampler,
+    failed: PointSampler,
+    latency: Distribution,
+    /// Count intended send times per interval: the asked rate is not a known constant.
+    counts_intended: bool,
+    last_intended_unix_ns: u64,
+}
+
+impl Gather {
+    fn new(config: &PlotConfig) -> Gather {
+        Gather {
+            threshold: config.threshold,
+            origin_unix_ns: None,
+            metrics: Metrics::new(None),
+            bins: Bins::new(config.every_ns),
+            attacks: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, record: &Record, tables: &RunTables) {
+        let sent = record.sent_unix_ns();
+        // The first request's intended time: the schedule's zero, so intervals of
+        // intended (asked) and actual (sent) times line up.
+        let origin = *self
+            .origin_unix_ns
+            .get_or_insert(record.intended_unix_ns.min(sent));
+        self.metrics.add(record);
+        let attack = self.attack(record.attack, tables);
+        let success = record.is_success();
+        let point = Kept {
+            t_ns: sent.saturating_sub(origin),
+            latency_ns: record.latency_ns,
+            label: point_label(record),
+            weight: 1,
+        };
+        if success {
+            attack.ok.add(point);
+        } else {
+            attack.failed.add(point);
+        }
+        attack.latency.add(record.latency_ns);
+        attack.last_intended_unix_ns = attack.last_intended_unix_ns.max(record.intended_unix_ns);
+        let intended_ns = attack
+            .counts_intended
+            .then(|| record.intended_unix_ns.saturating_sub(origin));
+        self.bins.add(&BinnedRequest {
+            sent_ns: point.t_ns,
+            latency_ns: record.latency_ns,
+            send_lag_ns: record.send_lag_ns,
+            status: status_key(record, tables),
+            success,
+            intended_ns,
+        });
+    }
+
+    fn attack(&mut self, id: u16, tables: &RunTables) -> &mut AttackGather {
+        let index = usize::from(id);
+        while self.attacks.len() <= index {
+            let info = tables.attacks.get(self.attacks.len());
+            let counts_intended = info.is_some_and(|info| {
+                info.model == LoadModel::Open && constant_rate(info.rate_per_sec).is_none()
+            });
+            self.attacks.push(AttackGather {
+                ok: PointSampler::new(self.threshold),
+                failed: PointSampler::new(self.threshold * ERROR_POINTS_FACTOR),
+                // Runs may have many attacks: 128 KiB each before the histogram takes over.
+                latency: Distribution::with_exact_limit(GROUP_EXACT_LIMIT),
+                counts_intended,
+                last_intended_unix_ns: 0,
+            });
+        }
+        &mut self.attacks[index]
+    }
+
+    fn finish(self, tables: RunTables, summaries: Vec<SourceSummary>) -> RunData {
+        let facts = RunFacts::from_inputs(&summaries, &tables);
+        let mut report = self.metrics.close(&tables);
+        report.extras = Extras::build(&report, &facts, Scope::Run);
+        let every_ns = self.bins.every_ns();
+        let mut attacks = self.attacks;
+        share_the_ok_grid(&mut attacks);
+        RunData {
+            origin_unix_ns: self.origin_unix_ns.unwrap_or(0),
+            report,
+            facts,
+            tables,
+            summaries,
+            attacks: attacks.into_iter().map(AttackGather::finish).collect(),
+            rows: self.bins.finish(),
+            every_ns,
+        }
+    }
+}
+
+/// Failed requests too many to draw them all are reduced on a grid no finer than the
+/// OK requests', so a red dot stands for as much as a blue one: a 0.5% error rate does
+/// not outweigh the other 99.5% on the scatter. Failed requests that fit their budget
+/// are all drawn.
+fn share_the_ok_grid(attacks: &mut [AttackGather]) {
+    let ok_grid = attacks
+        .iter()
+        .filter_map(|attack| attack.ok.grid_size())
+        .reduce(GridSize::coarsest);
+    if let Some(ok_grid) = ok_grid {
+        for attack in attacks {
+            attack.failed.coarsen_to(ok_grid);
+        }
+    }
+}
+
+impl AttackGather {
+    fn finish(self) -> AttackData {
+        let (requests, max_latency_ns) = (self.latency.count(), self.latency.max());
+        AttackData {
+            ok: self.ok.finish(),
+            failed: self.failed.finish(),
+            latency: self.latency.into_quantiles(),
+            requests,
+            max_latency_ns,
+            last_intended_unix_ns: self.last_intended_unix_ns,
+            counts_intended: self.counts_intended,
+        }
+    }
+}
+
+/// A usable constant rate from a header.
+pub fn constant_rate(rate_per_sec: Option<f64>) -> Option<f64> {
+    rate_per_sec.filter(|rate| rate.is_finite() && *rate > 0.0)
+}
+
+/// What a point is called on hover: its error, else its status.
+fn point_label(record: &Record) -> u32 {
+    if record.error != 0 {
+        ERROR_LABEL.saturating_add(record.error)
+    } else {
+        u32::from(record.status)
+    }
+}
+
+/// HTTP statuses as themselves; transport errors (status 0) by their kind.
+fn status_key(record: &Record, tables: &RunTables) -> StatusKey {
+    if record.status != 0 {
+        return StatusKey::from(record.status);
+    }
+    let kind = tables
+        .error(record.error)
+        .map_or(ErrorKind::Other, |error| error.kind);
+    let index = ErrorKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+    TRANSPORT + index as StatusKey
+}
+
+/// The name of a status key: `200`, or `0 timeout` for a transport error.
+pub fn status_name(key: StatusKey) -> String {
+    if key < TRANSPORT {
+        return key.to_string();
+    }
+    let kind = ErrorKind::ALL
+        .get((key - TRANSPORT) as usize)
+        .copied()
+        .unwrap_or(ErrorKind::Other);
+    format!("0 {}", kind.name().replace('_', " "))
+}

@@ -1,0 +1,321 @@
+//! The run page: one self-contained HTML file that works offline from `file://`. Its
+//! content security policy allows no network fetch at all. At the top: the title, what
+//! was read, any warning, the key figures and the report's text summary (as `loadlab
+//! report` prints it, with the generator's send lag and CPU); then every chart as
+//! inline SVG, readable without script. Our script (`page.js`, with `page.css`) adds
+//! hover values, zoom by drag on the shared time axis and log/linear switches, from
+//! the chart data embedded as JSON (`json.rs`).
+
+use std::fmt::Write as _;
+
+use record::{AttackInfo, InputFormat, LoadModel, SourceSummary};
+use report::{Report, write_text};
+
+use crate::charts::PageCharts;
+use crate::config::PlotConfig;
+use crate::format;
+use crate::gather::RunData;
+use crate::json;
+use crate::model::{Chart, TimeAxis};
+use crate::svg::{self, escape};
+
+const STYLE: &str = include_str!("page.css");
+const SCRIPT: &str = include_str!("page.js");
+/// Runs first, so errors anywhere on the page (our script included) are counted where
+/// a test can read them: `data-plot-errors` on the root element.
+const ERROR_TRAP: &str = "window.plotErrors=[];\
+addEventListener('error',function(e){plotErrors.push(String(e.message||e.type))},true);\
+addEventListener('securitypolicyviolation',function(e){plotErrors.push('blocked '+e.violatedDirective+' '+e.blockedURI)});\
+(function(){var f=console.error;console.error=function(){plotErrors.push(Array.prototype.join.call(arguments,' '));f.apply(console,arguments)}})();";
+/// Nothing may be fetched: no script, style, image, font or connection from anywhere.
+const CONTENT_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+/// The page for a run.
+pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String {
+    let mut out = String::with_capacity(1 << 20);
+    let title = escape(config.page_title());
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_POLICY}\">\n\
+         <title>{title}</title>\n<script>{ERROR_TRAP}</script>\n<style>\n{STYLE}</style>\n\
+         </head>\n<body>\n<main>\n<header>\n<h1>{title}</h1>\n"
+    );
+    run_facts(&mut out, data, &charts.axis);
+    out.push_str("</header>\n");
+    warnings(&mut out, data);
+    key_figures(&mut out, &data.report);
+    summary(&mut out, &data.report);
+    out.push_str(
+        "<p class=\"help\">Hover a chart for values. Drag across a time chart to zoom: every \
+         time chart follows. Double-click or <button type=\"button\" id=\"zoom-out\" \
+         disabled>zoom out</button> to see the whole run.</p>\n",
+    );
+    for chart in &charts.charts {
+        figure(&mut out, chart, &charts.axis);
+    }
+    let _ = write!(
+        out,
+        "<footer>loadlab plot &middot; {} requests &middot; one self-contained file: no \
+         network access, no external script or font</footer>\n</main>\n\
+         <script type=\"application/json\" id=\"plot-data\">{}</script>\n\
+         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+        format::grouped(data.report.requests),
+        json::page_data(&charts.charts, &charts.axis)
+    );
+    out
+}
+
+/// What was read: inputs, time origin and span, attacks, targets.
+fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
+    out.push_str("<dl class=\"facts\">\n");
+    let inputs: Vec<String> = data.summaries.iter().map(input_text).collect();
+    fact(out, "inputs", &inputs.join("; "));
+    let span_ns = data.report.duration_ns.saturating_add(data.report.wait_ns);
+    fact(
+        out,
+        "time",
+        &format!(
+            "t = 0 at {} (the first request due); {} of sending, {} in all",
+            svg::origin_text(axis.origin_unix_ns),
+            span_text(data.report.duration_ns),
+            span_text(span_ns)
+        ),
+    );
+    let attacks: Vec<String> = data
+        .tables
+        .attacks
+        .iter()
+        .zip(&data.attacks)
+        .filter(|(_, gathered)| gathered.requests > 0)
+        .map(|(info, _)| attack_text(info))
+        .collect();
+    if !attacks.is_empty() {
+        fact(out, "attacks", &attacks.join("; "));
+    }
+    let targets = &data.tables.targets;
+    let mut shown: Vec<String> = targets
+        .iter()
+        .take(4)
+        .map(|t| format!("{} {}", t.method, t.url))
+        .collect();
+    if targets.len() > 4 {
+        shown.push(format!("and {} more", targets.len() - 4));
+    }
+    if !shown.is_empty() {
+        fact(out, "targets", &shown.join(", "));
+    }
+    out.push_str("</dl>\n");
+}
+
+/// A span of time, `0s` rather than a bare `0`.
+fn span_text(ns: u64) -> String {
+    if ns == 0 {
+        "0s".to_owned()
+    } else {
+        format::duration_ns(ns as f64)
+    }
+}
+
+fn fact(out: &mut String, name: &str, value: &str) {
+    let _ = writeln!(out, "<dt>{name}</dt><dd>{}</dd>", escape(value));
+}
+
+fn input_text(summary: &SourceSummary) -> String {
+    let format = match summary.format {
+        InputFormat::Binary => "record file",
+        InputFormat::Json => "JSON",
+        InputFormat::VegetaCsv => "vegeta CSV",
+        InputFormat::LoadlabCsv => "CSV",
+    };
+    let tool = if summary.header.tool.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", summary.header.tool)
+    };
+    let cut = if summary.torn.is_some() {
+        ", cut short"
+    } else {
+        ""
+    };
+    format!(
+        "{} ({format}{tool}, {} records{cut})",
+        summary.name,
+        format::grouped(summary.records)
+    )
+}
+
+fn attack_text(info: &AttackInfo) -> String {
+    let name = if info.name.is_empty() {
+        "(unnamed)"
+    } else {
+        &info.name
+    };
+    let model = match info.model {
+        LoadModel::Open => "open model",
+        LoadModel::Closed => "closed model",
+        LoadModel::Unknown => "imported",
+    };
+    let mut text = format!("{name}: {model}");
+    if !info.schedule.is_empty() {
+        let _ = write!(text, ", {}", info.schedule);
+    }
+    if let Some(users) = info.concurrency.filter(|_| info.model == LoadModel::Closed) {
+        let _ = write!(text, ", {users} users");
+    }
+    if info.timeout_ns > 0 {
+        let _ = write!(
+            text,
+            ", timeout {}",
+            format::duration_ns(info.timeout_ns as f64)
+        );
+    }
+    text
+}
+
+/// The report's warnings and the inputs that were cut short, where nobody misses them.
+fn warnings(out: &mut String, data: &RunData) {
+    let mut lines: Vec<String> = data
+        .report
+        .extras
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    lines.extend(
+        report::torn_warnings(&data.summaries)
+            .into_iter()
+            .map(|line| line.trim_start_matches("warning: ").to_owned()),
+    );
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("<section class=\"warnings\" role=\"alert\">\n");
+    for line in lines {
+        let _ = writeln!(out, "<p><strong>Warning:</strong> {}</p>", escape(&line));
+    }
+    out.push_str("</section>\n");
+}
+
+/// The figures a reader looks for first.
+fn key_figures(out: &mut String, report: &Report) {
+    let latencies = &report.latencies;
+    let failed = report.requests - report.successes;
+    let success = report.success_ratio * 100.0;
+    let mut tiles = vec![
+        (
+            "requests",
+            format::grouped(report.requests),
+            format!("{} sending", span_text(report.duration_ns)),
+            "",
+        ),
+        (
+            "achieved",
+            format!("{}/s", format::count(report.rate_per_sec)),
+            report.extras.asked.map_or_else(String::new, |asked| {
+                format!("of {}/s asked", format::count(asked.asked_per_sec))
+            }),
+            if report
+                .extras
+                .asked
+                .is_some_and(|a| a.ratio < report::RATE_RATIO_LIMIT)
+            {
+                "bad"
+            } else {
+                ""
+            },
+        ),
+        (
+            "success",
+            format!("{}%", format::significant(success, 4)),
+            format!("{} OK", format::grouped(report.successes)),
+            if failed > 0 { "bad" } else { "" },
+        ),
+        (
+            "failed",
+            format::grouped(failed),
+            format!("{} distinct errors", report.errors.len()),
+            if failed > 0 { "bad" } else { "" },
+        ),
+    ];
+    for (label, value) in [
+        ("p50", latencies.p50_ns),
+        ("p99", latencies.p99_ns),
+        ("max", latencies.max_ns),
+    ] {
+        tiles.push((
+            label,
+            format::duration_ns(value as f64),
+            "latency".to_owned(),
+            "",
+        ));
+    }
+    if let Some(lag) = &report.extras.send_lag {
+        let behind = lag.p99_ns > report::LAG_P99_LIMIT_NS;
+        tiles.push((
+            "send lag p99",
+            format::duration_ns(lag.p99_ns as f64),
+            "generator".to_owned(),
+            if behind { "bad" } else { "" },
+        ));
+    }
+    if let Some(generator) = &report.extras.generator {
+        tiles.push((
+            "generator CPU",
+            format::duration_ns(generator.cpu_per_request_ns as f64),
+            "per request".to_owned(),
+            "",
+        ));
+    }
+    out.push_str("<section class=\"figures\">\n");
+    for (label, value, note, class) in tiles {
+        let _ = writeln!(
+            out,
+            "<div class=\"figure {class}\"><span class=\"label\">{label}</span>\
+             <span class=\"value\">{}</span><span class=\"note\">{}</span></div>",
+            escape(&value),
+            escape(&note)
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+/// The text report, exactly as `loadlab report` prints it.
+fn summary(out: &mut String, report: &Report) {
+    let mut text = String::new();
+    write_text(&mut text, report);
+    let _ = write!(
+        out,
+        "<details class=\"summary\" open>\n<summary>Report</summary>\n<pre>{}</pre>\n</details>\n",
+        escape(&text)
+    );
+}
+
+fn figure(out: &mut String, chart: &Chart, axis: &TimeAxis) {
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart-box\" id=\"figure-{}\">",
+        chart.id
+    );
+    if chart.toggle {
+        let pressed = |scale: &str| chart.scale.name() == scale;
+        let _ = writeln!(
+            out,
+            "<div class=\"scale\" role=\"group\" aria-label=\"y scale\">\
+             <button type=\"button\" data-chart=\"{id}\" data-scale=\"log\" \
+             aria-pressed=\"{}\">log</button><button type=\"button\" data-chart=\"{id}\" \
+             data-scale=\"linear\" aria-pressed=\"{}\">linear</button></div>",
+            pressed("log"),
+            pressed("linear"),
+            id = chart.id
+        );
+    }
+    out.push_str(&svg::render(chart, axis, None));
+    let _ = write!(
+        out,
+        "<figcaption>{}</figcaption>\n</figure>\n",
+        escape(&chart.caption)
+    );
+}

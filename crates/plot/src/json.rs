@@ -1,0 +1,197 @@
+//! The page's chart data as JSON, for its script: per chart the layout the SVG was
+//! drawn with and every series' points, compact (times to the microsecond, durations
+//! in whole nanoseconds). Strings are escaped so the JSON can sit inside `<script>`.
+
+use std::fmt::Write as _;
+
+use crate::model::{Chart, Series, TimeAxis, Unit, XAxis};
+use crate::svg::{self, Layout};
+
+/// `{"origin_ms":..., "end_s":..., "charts":[...]}`.
+pub fn page_data(charts: &[Chart], time: &TimeAxis) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "{{\"origin_ms\":");
+    push_number(&mut out, time.origin_unix_ns as f64 / 1e6, 3);
+    out.push_str(",\"end_s\":");
+    push_number(&mut out, time.end_s, 6);
+    out.push_str(",\"charts\":[");
+    for (index, chart) in charts.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_chart(&mut out, chart, &svg::layout(chart, time));
+    }
+    out.push_str("]}");
+    out
+}
+
+fn push_chart(out: &mut String, chart: &Chart, layout: &Layout) {
+    let p = layout.plot;
+    out.push_str("{\"id\":");
+    push_string(out, chart.id);
+    out.push_str(",\"x\":");
+    push_string(out, x_axis_name(chart.x_axis));
+    out.push_str(",\"unit\":");
+    push_string(out, chart.unit.name());
+    out.push_str(",\"scale\":");
+    push_string(out, chart.scale.name());
+    let _ = write!(
+        out,
+        ",\"toggle\":{},\"plot\":[{},{},{},{}],\"xd\":[",
+        chart.toggle, p.x, p.y, p.width, p.height
+    );
+    push_number(out, layout.x_domain.min, 6);
+    out.push(',');
+    push_number(out, layout.x_domain.max, 6);
+    out.push_str("],\"labels\":[");
+    for (index, label) in chart.labels.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, label);
+    }
+    out.push_str("],\"series\":[");
+    for (index, series) in chart.series.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_series(out, chart, series);
+    }
+    out.push_str("]}");
+}
+
+fn x_axis_name(x_axis: XAxis) -> &'static str {
+    match x_axis {
+        XAxis::Time => "time",
+        XAxis::Nines => "nines",
+    }
+}
+
+fn push_series(out: &mut String, chart: &Chart, series: &Series) {
+    out.push_str("{\"name\":");
+    push_string(out, &series.name);
+    out.push_str(",\"color\":");
+    push_string(out, series.color);
+    out.push_str(",\"style\":");
+    push_string(out, series.style.name());
+    let _ = write!(out, ",\"emphasis\":{},\"x\":", series.emphasis);
+    let x_decimals = if chart.x_axis == XAxis::Time { 6 } else { 4 };
+    push_numbers(out, &series.x, x_decimals);
+    out.push_str(",\"y\":");
+    push_numbers(out, &series.y, y_decimals(chart.unit));
+    if !series.weights.is_empty() {
+        out.push_str(",\"n\":[");
+        for (index, weight) in series.weights.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{weight}");
+        }
+        out.push(']');
+    }
+    if !series.labels.is_empty() {
+        out.push_str(",\"l\":[");
+        for (index, label) in series.labels.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{label}");
+        }
+        out.push(']');
+    }
+    out.push('}');
+}
+
+fn y_decimals(unit: Unit) -> usize {
+    match unit {
+        Unit::Duration | Unit::Count => 0,
+        Unit::PerSecond => 3,
+        Unit::Percent => 2,
+    }
+}
+
+fn push_numbers(out: &mut String, values: &[f64], decimals: usize) {
+    out.push('[');
+    for (index, &value) in values.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_number(out, value, decimals);
+    }
+    out.push(']');
+}
+
+/// A number to `decimals` places without trailing zeros; `null` for NaN and infinities.
+pub fn push_number(out: &mut String, value: f64, decimals: usize) {
+    if !value.is_finite() {
+        out.push_str("null");
+        return;
+    }
+    let start = out.len();
+    let _ = write!(out, "{value:.decimals$}");
+    if out[start..].contains('.') {
+        let trimmed = out[start..]
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .len();
+        out.truncate(start + trimmed);
+    }
+    if &out[start..] == "-0" {
+        out.truncate(start);
+        out.push('0');
+    }
+}
+
+/// A JSON string that is also safe inside an HTML `<script>` element.
+pub fn push_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_compact() {
+        let rows: &[(f64, usize, &str)] = &[
+            (1.5, 6, "1.5"),
+            (2.0, 6, "2"),
+            (812_345.0, 0, "812345"),
+            (0.000_000_4, 6, "0"),
+            (-0.000_000_4, 6, "0"),
+            (f64::NAN, 3, "null"),
+            (f64::INFINITY, 3, "null"),
+            (123.456_789_9, 6, "123.45679"),
+        ];
+        for &(value, decimals, want) in rows {
+            let mut out = String::new();
+            push_number(&mut out, value, decimals);
+            assert_eq!(out, want, "{value}");
+        }
+    }
+
+    #[test]
+    fn strings_cannot_end_the_script() {
+        let mut out = String::new();
+        push_string(&mut out, "</script><b>\"x\"\\\n\u{1}");
+        assert_eq!(
+            out,
+            "\"\\u003c/script\\u003e\\u003cb\\u003e\\\"x\\\"\\\\\\n\\u0001\""
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! `loadlab plot`: a run at a glance. Reads record files (and vegeta or loadlab
+//! JSON/CSV, any mix) on one time axis from the earliest request, and draws them as one
+//! self-contained offline HTML page or as one SVG or PNG file per chart.
+//!
+//! - [`PlotConfig`] / [`Format`] / [`ChartFiles`]: vegeta's `-title` and `-threshold`,
+//!   our `-every` and `-format`, and where chart files go.
+//! - [`RunPlot::read`] streams the records once in send-time order (merged on a reader
+//!   thread, `stream.rs`; gathered in `gather.rs`) into
+//!   the report's [`report::Metrics`] (the text summary on the page), per-interval
+//!   rows (`bins.rs`: rates asked / sent / successful, status codes, latency and send
+//!   lag percentiles), per-attack latency distributions (the percentile curve) and
+//!   per-series [`PointSampler`]s (the latency scatter), all in bounded memory.
+//! - [`PointSampler`] and [`min_max_rows`] (`downsample.rs`) reduce large runs while
+//!   keeping the extremes: the slowest request of every time column, the highest and
+//!   lowest second of every stretch.
+//! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
+//!   [`TimeAxis`] (or the percentile axis); `charts.rs` builds a run's charts, `svg.rs`
+//!   draws any chart, `png.rs` rasterises that SVG, `html.rs` makes the page with its
+//!   own small script (`page.js`) for hover, zoom by drag and log/linear switches.
+//!
+//! Errors are [`PlotError`]; each names the input, flag or output at fault.
+
+mod asked;
+mod axis;
+mod bins;
+mod charts;
+mod config;
+mod downsample;
+mod format;
+mod gather;
+mod generator;
+mod html;
+mod json;
+mod model;
+mod png;
+mod run;
+mod stream;
+mod svg;
+
+pub use axis::Scale;
+pub use config::{
+    ChartFiles, DEFAULT_EVERY_NS, DEFAULT_THRESHOLD, DEFAULT_TITLE, Format, PlotConfig,
+};
+pub use downsample::{Kept, PointSampler, Sampled, min_max_rows};
+pub use model::{Chart, Series, Style, TimeAxis, Unit, XAxis};
+pub use png::PngRenderer;
+pub use run::RunPlot;
+
+/// Why a plot could not be made. Messages name the input, flag or output.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// An input could not be opened or read (the message names the file).
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error("{inputs}: no records to plot{detail}")]
+    NoRecords { inputs: String, detail: String },
+    #[error("{flag}: {reason}")]
+    Flag { flag: &'static str, reason: String },
+    #[error("writing the page")]
+    Write(#[source] std::io::Error),
+    #[error("writing {path}")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the input reader thread {0}")]
+    Reader(String),
+    #[error("rendering chart {chart} as png: {reason}")]
+    Png { chart: String, reason: String },
+}

@@ -1,0 +1,123 @@
+//! [`RunPlot`]: one run read and turned into charts, ready to be written as a page or
+//! as chart files.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::PlotError;
+use crate::charts::{self, PageCharts};
+use crate::config::{ChartFiles, Format, PlotConfig};
+use crate::gather::{self, RunData};
+use crate::html;
+use crate::model::{Chart, TimeAxis};
+use crate::png::PngRenderer;
+use crate::svg;
+
+/// PNG pixels per SVG unit.
+const PNG_SCALE: f32 = 2.0;
+
+/// A run's charts and summary; see the crate documentation.
+pub struct RunPlot {
+    config: PlotConfig,
+    data: RunData,
+    page: PageCharts,
+}
+
+impl RunPlot {
+    /// Reads `paths` (none or `-` is stdin) in one pass. Fails when an input cannot be
+    /// read at all or when there is no record to draw; a torn input is drawn up to its
+    /// cut (see [`RunPlot::torn_warnings`]).
+    pub fn read(paths: &[String], config: &PlotConfig) -> Result<RunPlot, PlotError> {
+        let data = gather::read_run(paths, config)?;
+        let page = charts::build(&data, config.threshold);
+        Ok(RunPlot {
+            config: config.clone(),
+            data,
+            page,
+        })
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.data.report.requests
+    }
+
+    /// One line per input that stopped at a cut or damaged block.
+    pub fn torn_warnings(&self) -> Vec<String> {
+        report::torn_warnings(&self.data.summaries)
+    }
+
+    pub fn charts(&self) -> &[Chart] {
+        &self.page.charts
+    }
+
+    pub fn time_axis(&self) -> TimeAxis {
+        self.page.axis
+    }
+
+    /// One chart as a standalone SVG document.
+    pub fn chart_svg(&self, chart: &Chart) -> String {
+        svg::render(chart, &self.page.axis, self.config.title.as_deref())
+    }
+
+    /// The self-contained HTML page.
+    pub fn html(&self) -> String {
+        html::page(&self.config, &self.data, &self.page)
+    }
+
+    pub fn write_html(&self, out: &mut dyn Write) -> Result<(), PlotError> {
+        out.write_all(self.html().as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(PlotError::Write)
+    }
+
+    /// Writes one file per chart (`format` is SVG or PNG) and returns their paths.
+    pub fn write_chart_files(
+        &self,
+        files: &ChartFiles,
+        format: Format,
+    ) -> Result<Vec<PathBuf>, PlotError> {
+        let renderer = match format {
+            Format::Html => {
+                return Err(PlotError::Flag {
+                    flag: "-format",
+                    reason: "html is one page, not chart files".to_owned(),
+                });
+            }
+            Format::Svg => None,
+            Format::Png => Some(png_renderer()?),
+        };
+        std::fs::create_dir_all(files.dir()).map_err(|source| PlotError::File {
+            path: files.dir().display().to_string(),
+            source,
+        })?;
+        let mut written = Vec::new();
+        for chart in self.charts() {
+            let svg = self.chart_svg(chart);
+            let bytes = match &renderer {
+                Some(renderer) => renderer.render(&svg, chart.id)?,
+                None => svg.into_bytes(),
+            };
+            let path = files.path(chart.id, format);
+            std::fs::write(&path, bytes).map_err(|source| PlotError::File {
+                path: path.display().to_string(),
+                source,
+            })?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+fn png_renderer() -> Result<PngRenderer, PlotError> {
+    let renderer = PngRenderer::new(PNG_SCALE);
+    if renderer.has_fonts() {
+        Ok(renderer)
+    } else {
+        Err(PlotError::Png {
+            chart: "(all)".to_owned(),
+            reason: "no fonts found on this system, so the charts would have no text; install \
+                     one (Debian: fonts-dejavu-core) or use -format svg"
+                .to_owned(),
+        })
+    }
+}

@@ -1,0 +1,220 @@
+//! The page in a real browser: headless Chromium opens each page from `file://` with
+//! `#selftest` (the page's script redraws every chart under every scale, zooms, hovers,
+//! and reports on `<html>`), must log nothing to the console (our script logs nothing,
+//! so any console line is an error or a blocked fetch), and takes a screenshot that
+//! must show the charts. Screenshots stay in `target/tmp/plot-browser/` to look at.
+//!
+//! Without Chromium the test is skipped with a loud message, unless
+//! `LOADLAB_REQUIRE_BROWSER` is set (CI sets it): then it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plot::{PlotConfig, RunPlot};
+
+use crate::fixture::{self, MS, S};
+
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("LOADLAB_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+/// What a Chromium run printed.
+struct Printed {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs headless Chromium with a fresh profile in `dir` (its output goes to files
+/// there, so a full pipe cannot stall it); kills it past the timeout.
+fn run_chromium(chromium: &Path, dir: &Path, args: &[String]) -> Printed {
+    std::fs::create_dir_all(dir).unwrap();
+    let (stdout, stderr) = (dir.join("stdout"), dir.join("stderr"));
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap_or_else(|err| panic!("{}: {err}", chromium.display()));
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > BROWSER_TIMEOUT {
+            let _ = child.kill();
+            panic!("chromium did not finish in {BROWSER_TIMEOUT:?}: {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let read = |path: PathBuf| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+    Printed {
+        stdout: read(stdout),
+        stderr: read(stderr),
+    }
+}
+
+/// Console lines Chromium logged for the page (our page logs none).
+fn console_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|line| line.contains(":CONSOLE"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The value of attribute `name` on the root `<html>` element of a dumped DOM.
+fn root_attribute(dom: &str, name: &str) -> Option<String> {
+    let start = dom.find("<html")?;
+    let tag = &dom[start..start + dom[start..].find('>')?];
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key)? + key.len();
+    Some(tag[at..at + tag[at..].find('"')?].to_owned())
+}
+
+/// Share of the screenshot's pixels that are not page background or white.
+fn inked_share(png: &[u8]) -> f64 {
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(png).unwrap();
+    let inked = pixmap
+        .pixels()
+        .iter()
+        .filter(|p| {
+            let (r, g, b) = (p.red(), p.green(), p.blue());
+            !((r, g, b) == (255, 255, 255) || (r, g, b) == (0xf3, 0xf4, 0xf6))
+        })
+        .count();
+    inked as f64 / pixmap.pixels().len() as f64
+}
+
+fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join(format!("{name}.html"));
+    std::fs::write(&page, run.html()).unwrap();
+    let url = format!("file://{}", page.display());
+
+    let output = run_chromium(
+        chromium,
+        &dir.path().join("dom"),
+        &["--dump-dom".to_owned(), format!("{url}#selftest")],
+    );
+    let dom = &output.stdout;
+    let attribute = |key: &str| root_attribute(dom, key).unwrap_or_default();
+    assert_eq!(
+        attribute("data-plot"),
+        "ready",
+        "{name}: the script did not finish"
+    );
+    assert_eq!(attribute("data-selftest"), "ok", "{name}");
+    assert_eq!(
+        attribute("data-plot-errors"),
+        "0",
+        "{name}: errors on the page"
+    );
+    assert_eq!(
+        attribute("data-plot-charts"),
+        run.charts().len().to_string(),
+        "{name}"
+    );
+    let drawn = attribute("data-plot-drawn");
+    assert!(
+        drawn
+            .split(',')
+            .all(|n| n.parse::<u32>().is_ok_and(|n| n > 0)),
+        "{name}: a chart drew nothing: {drawn}"
+    );
+    let console = console_lines(&output.stderr);
+    assert!(
+        console.is_empty(),
+        "{name}: console output:\n{}",
+        console.join("\n")
+    );
+
+    let shot = shots.join(format!("{name}.png"));
+    let output = run_chromium(
+        chromium,
+        &dir.path().join("shot"),
+        &[
+            "--window-size=1280,3800".to_owned(),
+            format!("--screenshot={}", shot.display()),
+            url,
+        ],
+    );
+    let console = console_lines(&output.stderr);
+    assert!(
+        console.is_empty(),
+        "{name}: console output:\n{}",
+        console.join("\n")
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|err| panic!("{}: {err}", shot.display()));
+    let inked = inked_share(&png);
+    assert!(
+        inked > 0.04,
+        "{name}: the screenshot is nearly blank ({inked:.3})"
+    );
+    eprintln!("screenshot: {}", shot.display());
+}
+
+fn plot_of(path: &Path) -> RunPlot {
+    RunPlot::read(&[path.display().to_string()], &PlotConfig::default()).unwrap()
+}
+
+#[test]
+fn pages_render_in_chromium_without_errors() {
+    let Some(chromium) = chromium() else {
+        if std::env::var_os("LOADLAB_REQUIRE_BROWSER").is_some() {
+            panic!(
+                "LOADLAB_REQUIRE_BROWSER is set but chromium is not installed \
+                 (.ci/setup/chromium.sh installs it)"
+            );
+        }
+        eprintln!(
+            "\n*** SKIPPED: the browser test needs chromium (apt-get install chromium, or \
+             source .ci/setup/chromium.sh); set LOADLAB_REQUIRE_BROWSER=1 to fail instead ***\n"
+        );
+        return;
+    };
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plot-browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    let (golden, _) = crate::golden::golden_plot(plot::DEFAULT_THRESHOLD);
+    check_page(&chromium, "golden", &golden, &shots);
+
+    let one = fixture::single_attack_run(dir.path(), "one.llr", &[fixture::ok(0, 0, 0, 3 * MS)]);
+    check_page(&chromium, "single-record", &plot_of(&one), &shots);
+
+    let failures: Vec<record::Record> = (0..200)
+        .map(|seq| {
+            let mut r = fixture::ok(
+                0,
+                seq,
+                seq * 20 * MS,
+                if seq % 50 == 0 { 30 * S } else { 120_000 },
+            );
+            (r.status, r.error) = if seq % 50 == 0 { (0, 2) } else { (503, 1) };
+            r
+        })
+        .collect();
+    let failed = fixture::single_attack_run(dir.path(), "failures.llr", &failures);
+    check_page(&chromium, "only-failures", &plot_of(&failed), &shots);
+}

@@ -1,0 +1,306 @@
+//! Scenario files: several named attacks that run at once on one engine.
+//!
+//! ```toml
+//! seed = 42                                  # optional: reproducible templates
+//! stop_when = ["errors > 50% for 5s"]        # optional stop rules for the whole run
+//!
+//! [defaults]                                 # optional: any scenario key but `name`
+//! timeout = "30s"
+//!
+//! [[scenario]]
+//! name = "search"
+//! targets = ["GET http://127.0.0.1:8080/search?q={{rand.lower 50}}"]
+//! rate = "1000/1s"                           # or schedule = "line(1, 1000, 1m)", or concurrency = 100
+//! duration = "5m"
+//!
+//! [[scenario]]
+//! name = "news"
+//! targets = ["GET http://127.0.0.1:8080/news"]
+//! rate = 1
+//! duration = "5m"
+//! ```
+//! Unknown keys are rejected with their line, so a typo never passes silently.
+//! [`ScenarioFile::parse`] checks the shape; turning fields into an attack (reading
+//! targets, parsing schedules) is the caller's, which names the scenario's line.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::WorkloadError;
+
+/// A parsed scenario file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioFile {
+    pub seed: Option<u64>,
+    pub stop_when: Vec<String>,
+    /// Each scenario with `[defaults]` filled in, and the line it starts on.
+    pub scenarios: Vec<(u64, AttackFields)>,
+}
+
+/// One attack's settings, as written (every field optional until merged).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttackFields {
+    pub name: Option<String>,
+    /// Targets in vegeta's http format, one string per target (headers on further lines).
+    pub targets: Option<Vec<String>>,
+    pub targets_file: Option<String>,
+    /// `http` or `json` (for `targets_file`).
+    pub format: Option<String>,
+    pub lazy: Option<bool>,
+    pub rate: Option<TextOrNumber>,
+    pub schedule: Option<String>,
+    pub concurrency: Option<TextOrNumber>,
+    pub think_time: Option<String>,
+    pub duration: Option<String>,
+    pub max_requests: Option<u64>,
+    pub timeout: Option<String>,
+    pub headers: Option<Vec<String>>,
+    pub body_file: Option<String>,
+    /// CSV file for `{{csv.COLUMN}}` placeholders.
+    pub data: Option<String>,
+    /// `sequential` or `random`.
+    pub data_order: Option<String>,
+    pub keepalive: Option<bool>,
+    pub redirects: Option<i32>,
+    pub max_workers: Option<u64>,
+    pub max_body: Option<TextOrNumber>,
+}
+
+/// `rate = 1000` and `rate = "1000/1s"` both work.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum TextOrNumber {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+}
+
+impl TextOrNumber {
+    pub fn text(&self) -> String {
+        match self {
+            TextOrNumber::Text(text) => text.clone(),
+            TextOrNumber::Integer(value) => value.to_string(),
+            TextOrNumber::Float(value) => value.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    seed: Option<u64>,
+    #[serde(default)]
+    stop_when: Vec<String>,
+    #[serde(default)]
+    defaults: Option<Spanned<AttackFields>>,
+    #[serde(default, rename = "scenario")]
+    scenarios: Vec<Spanned<AttackFields>>,
+}
+
+impl ScenarioFile {
+    /// Parses and checks a scenario file's text; errors name `source_name` and the line.
+    pub fn parse(text: &str, source_name: &str) -> Result<ScenarioFile, WorkloadError> {
+        let line_of =
+            |offset: usize| text[..offset.min(text.len())].matches('\n').count() as u64 + 1;
+        let fail = |offset: usize, reason: String| WorkloadError::Target {
+            source_name: source_name.to_owned(),
+            line: line_of(offset),
+            reason,
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|err| {
+            let offset = err.span().map_or(0, |span| span.start);
+            fail(offset, err.message().to_owned())
+        })?;
+        let defaults = raw.defaults.map(|d| (d.span().start, d.into_inner()));
+        if let Some((offset, defaults)) = &defaults
+            && defaults.name.is_some()
+        {
+            return Err(fail(*offset, "[defaults] cannot set a name".to_owned()));
+        }
+        if raw.scenarios.is_empty() {
+            return Err(fail(0, "no [[scenario]] tables".to_owned()));
+        }
+        let defaults = defaults.map(|(_, d)| d).unwrap_or_default();
+        let mut scenarios: Vec<(u64, AttackFields)> = Vec::new();
+        for spanned in raw.scenarios {
+            let offset = spanned.span().start;
+            let fields = merge(spanned.into_inner(), &defaults);
+            check(&fields).map_err(|reason| fail(offset, reason))?;
+            let name = fields.name.clone().unwrap_or_default();
+            if scenarios
+                .iter()
+                .any(|(_, other)| other.name.as_deref() == Some(name.as_str()))
+            {
+                return Err(fail(
+                    offset,
+                    format!("scenario name {name:?} is used twice"),
+                ));
+            }
+            scenarios.push((line_of(offset), fields));
+        }
+        Ok(ScenarioFile {
+            seed: raw.seed,
+            stop_when: raw.stop_when,
+            scenarios,
+        })
+    }
+}
+
+/// A scenario's own values win over `[defaults]`.
+fn merge(own: AttackFields, defaults: &AttackFields) -> AttackFields {
+    let d = defaults.clone();
+    AttackFields {
+        name: own.name,
+        targets: own.targets.or(d.targets),
+        targets_file: own.targets_file.or(d.targets_file),
+        format: own.format.or(d.format),
+        lazy: own.lazy.or(d.lazy),
+        rate: own.rate.or(d.rate),
+        schedule: own.schedule.or(d.schedule),
+        concurrency: own.concurrency.or(d.concurrency),
+        think_time: own.think_time.or(d.think_time),
+        duration: own.duration.or(d.duration),
+        max_requests: own.max_requests.or(d.max_requests),
+        timeout: own.timeout.or(d.timeout),
+        headers: own.headers.or(d.headers),
+        body_file: own.body_file.or(d.body_file),
+        data: own.data.or(d.data),
+        data_order: own.data_order.or(d.data_order),
+        keepalive: own.keepalive.or(d.keepalive),
+        redirects: own.redirects.or(d.redirects),
+        max_workers: own.max_workers.or(d.max_workers),
+        max_body: own.max_body.or(d.max_body),
+    }
+}
+
+/// Combinations that cannot mean anything.
+fn check(fields: &AttackFields) -> Result<(), String> {
+    let name = fields.name.as_deref().ok_or("a scenario needs a name")?;
+    let named = |reason: &str| format!("scenario {name:?}: {reason}");
+    if name.trim().is_empty() {
+        return Err("a scenario needs a non-empty name".to_owned());
+    }
+    match (&fields.targets, &fields.targets_file) {
+        (Some(_), Some(_)) => return Err(named("give targets or targets_file, not both")),
+        (None, None) => return Err(named("needs targets or targets_file")),
+        (Some(targets), None) if targets.is_empty() => return Err(named("targets is empty")),
+        _ => {}
+    }
+    let pacings = [
+        fields.rate.is_some(),
+        fields.schedule.is_some(),
+        fields.concurrency.is_some(),
+    ];
+    if pacings.iter().filter(|&&set| set).count() > 1 {
+        return Err(named("give one of rate, schedule or concurrency"));
+    }
+    if fields.think_time.is_some() && fields.concurrency.is_none() {
+        return Err(named("think_time needs concurrency (the closed model)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INCIDENT: &str = r#"
+seed = 7
+stop_when = ["errors > 50% for 5s"]
+
+[defaults]
+timeout = "30s"
+duration = "5m"
+
+[[scenario]]
+name = "search"
+targets = ["GET http://127.0.0.1:8080/search?q={{rand.lower 50}}"]
+rate = "1000/1s"
+
+[[scenario]]
+name = "news"
+targets = ["GET http://127.0.0.1:8080/news"]
+rate = 1
+timeout = "2s"
+"#;
+
+    #[test]
+    fn reads_scenarios_with_defaults() {
+        let file = ScenarioFile::parse(INCIDENT, "incident.toml").unwrap();
+        assert_eq!(
+            (file.seed, file.stop_when.len(), file.scenarios.len()),
+            (Some(7), 1, 2)
+        );
+        let (line, search) = &file.scenarios[0];
+        assert_eq!(*line, 9, "the line of the scenario's [[scenario]] header");
+        assert_eq!(
+            search.rate.as_ref().map(TextOrNumber::text).as_deref(),
+            Some("1000/1s")
+        );
+        assert_eq!(search.timeout.as_deref(), Some("30s"));
+        let news = &file.scenarios[1].1;
+        assert_eq!(
+            (
+                news.rate.as_ref().map(TextOrNumber::text).as_deref(),
+                news.timeout.as_deref(),
+                news.duration.as_deref()
+            ),
+            (Some("1"), Some("2s"), Some("5m"))
+        );
+    }
+
+    #[test]
+    fn names_the_line_of_mistakes() {
+        let rows: &[(&str, &str)] = &[
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://x/\"]\nrat = 5\n",
+                "incident.toml:4: unknown field `rat`",
+            ),
+            (
+                "[[scenario]]\ntargets = [\"GET http://x/\"]\n",
+                "incident.toml:1: a scenario needs a name",
+            ),
+            ("seed = 1\n", "no [[scenario]] tables"),
+            (
+                "[[scenario]]\nname = \"a\"\n",
+                "scenario \"a\": needs targets or targets_file",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = []\n",
+                "targets is empty",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\ntargets_file = \"t\"\n",
+                "not both",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\nrate = 5\nconcurrency = 3\n",
+                "one of rate, schedule or concurrency",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\nthink_time = \"1s\"\n",
+                "think_time needs concurrency",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\n\n[[scenario]]\nname = \"a\"\ntargets = [\"y\"]\n",
+                "incident.toml:5: scenario name \"a\" is used twice",
+            ),
+            (
+                "[defaults]\nname = \"x\"\n[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\n",
+                "cannot set a name",
+            ),
+            ("[[scenario]\nname = 1\n", "incident.toml:1:"),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\nmax_requests = -1\n",
+                "incident.toml:4:",
+            ),
+        ];
+        for (text, want) in rows {
+            let err = ScenarioFile::parse(text, "incident.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! [`Template`]: a URL path, header value or body with `{{ ... }}` placeholders,
+//! parsed once and rendered per request into a reused buffer (no allocation).
+//!
+//! | placeholder | renders |
+//! |---|---|
+//! | `{{rand.lower 50}}` | 50 random `a-z`; also `rand.upper`, `rand.alpha`, `rand.digits`, `rand.alnum`, `rand.hex` |
+//! | `{{rand.int 1 100}}` | a random integer in `[1, 100]` |
+//! | `{{uuid}}` | a random UUID (version 4) |
+//! | `{{seq}}` | the request's sequence number in its attack |
+//! | `{{pick red green "light blue"}}` | one of the words, at random |
+//! | `{{csv.NAME}}` | column `NAME` of this request's row of the `-data` CSV file |
+//!
+//! Random values are a pure function of (seed, request number, placeholder), so a run
+//! with the same `-seed` sends the same requests whatever the thread count.
+
+use std::io::Write as _;
+
+use crate::data::DataTable;
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Literal(Vec<u8>),
+    Random {
+        charset: &'static [u8],
+        length: usize,
+    },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Uuid,
+    Seq,
+    Pick(Vec<String>),
+    Column(String),
+}
+
+/// What a render needs besides the template.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderContext<'a> {
+    pub seed: u64,
+    /// The request's sequence number in its attack.
+    pub seq: u64,
+    pub data: Option<&'a DataTable>,
+}
+
+const LOWER: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const DIGITS: &[u8] = b"0123456789";
+const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const HEX: &[u8] = b"0123456789abcdef";
+/// Longest random string one placeholder may ask for.
+const MAX_RANDOM_LENGTH: usize = 1 << 20;
+
+impl Template {
+    /// Parses `text`; a text without `{{` is a single literal.
+    pub fn parse(text: &str) -> Result<Template, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                parts.push(Part::Literal(rest.as_bytes()[..open].to_vec()));
+            }
+            let after = &rest[open + 2..];
+            let close = after
+                .find("}}")
+                .ok_or_else(|| format!("template {text:?}: '{{{{' without '}}}}'"))?;
+            parts.push(
+                parse_placeholder(after[..close].trim())
+                    .map_err(|reason| format!("template {text:?}: {reason}"))?,
+            );
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Literal(rest.as_bytes().to_vec()));
+        }
+        Ok(Template { parts })
+    }
+
+    /// True when the text has no placeholders: it renders the same every time.
+    pub fn is_static(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
+    }
+
+    /// The CSV columns the template reads.
+    pub fn columns(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Column(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Appends the rendered text to `out`.
+    pub fn render(&self, context: &RenderContext<'_>, out: &mut Vec<u8>) {
+        for (index, part) in self.parts.iter().enumerate() {
+            let mut rng = Rng::for_request(context.seed, context.seq, index as u64);
+            match part {
+                Part::Literal(bytes) => out.extend_from_slice(bytes),
+                Part::Random { charset, length } => {
+                    out.extend(
+                        (0..*length).map(|_| charset[rng.below(charset.len() as u64) as usize]),
+                    );
+                }
+                Part::Int { min, max } => {
+                    let span = max.abs_diff(*min).saturating_add(1);
+                    let value = min.wrapping_add(rng.below(span) as i64);
+                    let _ = write!(out, "{value}");
+                }
+                Part::Uuid => write_uuid(&mut rng, out),
+                Part::Seq => {
+                    let _ = write!(out, "{}", context.seq);
+                }
+                Part::Pick(words) => {
+                    out.extend_from_slice(words[rng.below(words.len() as u64) as usize].as_bytes());
+                }
+                Part::Column(name) => {
+                    if let Some(data) = context.data {
+                        out.extend_from_slice(
+                            data.value(context.seed, context.seq, name).as_bytes(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn parse_placeholder(body: &str) -> Result<Part, String> {
+    let words = split_words(body)?;
+    let (name, args) = words.split_first().ok_or("an empty '{{}}'")?;
+    let charset = match name.as_str() {
+        "rand.lower" => Some(LOWER),
+        "rand.upper" => Some(UPPER),
+        "rand.alpha" => Some(ALPHA),
+        "rand.digits" => Some(DIGITS),
+        "rand.alnum" => Some(ALNUM),
+        "rand.hex" => Some(HEX),
+        _ => None,
+    };
+    if let Some(charset) = charset {
+        let [length] = args else {
+            return Err(format!("{name} takes a length, like {{{{{name} 50}}}}"));
+        };
+        let length: usize = length
+            .parse()
+            .map_err(|_| format!("{name}: length {length:?} is not a whole number"))?;
+        if length == 0 || length > MAX_RANDOM_LENGTH {
+            return Err(format!(
+                "{name}: length must be between 1 and {MAX_RANDOM_LENGTH}"
+            ));
+        }
+        return Ok(Part::Random { charset, length });
+    }
+    match (name.as_str(), args) {
+        ("rand.int", [min, max]) => {
+            let parse = |v: &str| {
+                v.parse::<i64>()
+                    .map_err(|_| format!("rand.int: {v:?} is not an integer"))
+            };
+            let (min, max) = (parse(min)?, parse(max)?);
+            if min > max {
+                return Err(format!("rand.int: {min} is larger than {max}"));
+            }
+            Ok(Part::Int { min, max })
+        }
+        ("rand.int", _) => Err("rand.int takes a range, like {{rand.int 1 100}}".to_owned()),
+        ("uuid", []) => Ok(Part::Uuid),
+        ("seq", []) => Ok(Part::Seq),
+        ("pick", []) => {
+            Err("pick needs at least one word, like {{pick red green blue}}".to_owned())
+        }
+        ("pick", words) => Ok(Part::Pick(words.to_vec())),
+        (column, []) if column.starts_with("csv.") && column.len() > 4 => {
+            Ok(Part::Column(column[4..].to_owned()))
+        }
+        ("uuid" | "seq", _) => Err(format!("{name} takes no arguments")),
+        _ => Err(format!(
+            "unknown template function {name:?} (want rand.lower N, rand.upper N, rand.alpha N, rand.digits N, \
+             rand.alnum N, rand.hex N, rand.int MIN MAX, uuid, seq, pick WORD..., csv.COLUMN)"
+        )),
+    }
+}
+
+/// Splits on spaces, keeping `"quoted words"` together.
+fn split_words(body: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut rest = body.trim_start();
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').ok_or("a '\"' without its closing '\"'")?;
+            words.push(quoted[..end].to_owned());
+            rest = quoted[end + 1..].trim_start();
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            words.push(rest[..end].to_owned());
+            rest = rest[end..].trim_start();
+        }
+    }
+    Ok(words)
+}
+
+fn write_uuid(rng: &mut Rng, out: &mut Vec<u8>) {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&rng.next().to_le_bytes());
+    bytes[8..].copy_from_slice(&rng.next().to_le_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.push(HEX[usize::from(byte >> 4)]);
+        out.push(HEX[usize::from(byte & 0x0f)]);
+    }
+}
+
+/// SplitMix64: tiny, fast, and good enough to vary requests; seeded per request and
+/// placeholder so values do not depend on which thread sends the request.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn for_request(seed: u64, seq: u64, stream: u64) -> Rng {
+        let mut rng = Rng(seed
+            ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03));
+        rng.next();
+        rng
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `[0, bound)` (Lemire's multiply-shift; the bias is below 2^-32 for
+    /// the bounds templates use).
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(bound.max(1))) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(text: &str, seed: u64, seq: u64) -> String {
+        let mut out = Vec::new();
+        Template::parse(text).unwrap().render(
+            &RenderContext {
+                seed,
+                seq,
+                data: None,
+            },
+            &mut out,
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn renders_each_function() {
+        let text = render(
+            "/search?q={{rand.lower 50}}&n={{rand.int -5 5}}&id={{uuid}}&k={{seq}}&c={{pick red \"light blue\"}}",
+            7,
+            42,
+        );
+        let query: Vec<&str> = text.trim_start_matches("/search?").split('&').collect();
+        let q = query[0].trim_start_matches("q=");
+        assert_eq!(q.len(), 50);
+        assert!(q.bytes().all(|b| b.is_ascii_lowercase()));
+        let n: i64 = query[1].trim_start_matches("n=").parse().unwrap();
+        assert!((-5..=5).contains(&n));
+        let id = query[2].trim_start_matches("id=");
+        assert_eq!((id.len(), &id[14..15]), (36, "4"), "{id}");
+        assert_eq!(query[3], "k=42");
+        assert!(
+            ["c=red", "c=light blue"].contains(&query[4]),
+            "{}",
+            query[4]
+        );
+    }
+
+    #[test]
+    fn the_seed_makes_requests_reproducible() {
+        let text = "{{rand.alnum 16}} {{uuid}} {{rand.int 0 1000000}}";
+        assert_eq!(render(text, 1, 5), render(text, 1, 5));
+        assert_ne!(
+            render(text, 1, 5),
+            render(text, 1, 6),
+            "each request differs"
+        );
+        assert_ne!(render(text, 1, 5), render(text, 2, 5), "each seed differs");
+        let spread: std::collections::HashSet<String> = (0..1000)
+            .map(|k| render("{{rand.int 1 10}}", 3, k))
+            .collect();
+        assert_eq!(spread.len(), 10, "every value of a small range shows up");
+    }
+
+    #[test]
+    fn static_text_stays_static() {
+        let template = Template::parse("/plain/path?x=1").unwrap();
+        assert!(template.is_static());
+        assert!(!Template::parse("/{{seq}}").unwrap().is_static());
+        assert_eq!(render("a{b}c", 0, 0), "a{b}c");
+    }
+
+    #[test]
+    fn names_bad_templates() {
+        let rows: &[(&str, &str)] = &[
+            (
+                "/{{rand.lowr 5}}",
+                "unknown template function \"rand.lowr\"",
+            ),
+            ("/{{rand.lower}}", "rand.lower takes a length"),
+            ("/{{rand.lower x}}", "is not a whole number"),
+            ("/{{rand.lower 0}}", "between 1 and"),
+            ("/{{rand.int 5 1}}", "5 is larger than 1"),
+            ("/{{rand.int 1}}", "takes a range"),
+            ("/{{uuid 4}}", "takes no arguments"),
+            ("/{{pick}}", "needs at least one word"),
+            ("/{{pick \"open}}", "without its closing"),
+            ("/{{seq", "without '}}'"),
+            ("/{{}}", "empty"),
+            ("/{{csv.}}", "unknown template function \"csv.\""),
+        ];
+        for (text, want) in rows {
+            let err = Template::parse(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+            assert!(err.starts_with(&format!("template {text:?}")), "{err}");
+        }
+    }
+}
