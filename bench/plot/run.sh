@@ -8,7 +8,10 @@
 #      the wall time of a screenshot of the page minus that of an empty page (browser
 #      start-up), and the page script's own "ready" time (navigation start to charts
 #      drawn and wired);
-#   4. does the same for `vegeta plot` on the same records, when vegeta is available
+#   4. times it again with a monitor file beside the run (crates/plot/examples/
+#      synth_samples.rs: host with 16 cores, three process groups, PostgreSQL and 300
+#      Prometheus series, one reading a second over the run): the resource charts' cost;
+#   5. does the same for `vegeta plot` on the same records, when vegeta is available
 #      (bench/lib/vegeta.sh), converted with `loadlab encode -to json | vegeta encode`.
 #      vegeta's plot replays results in `seq` order and rejects a timestamp earlier than
 #      the one before it, which send-lag jitter makes common (a request that left 1 ms
@@ -35,9 +38,11 @@ if ! need chromium; then
 fi
 
 echo "== building (release)"
-(cd "$ROOT" && cargo build --release -q -p loadlab && cargo build --release -q -p loadlab-report --example synth_records)
+(cd "$ROOT" && cargo build --release -q -p loadlab && cargo build --release -q -p loadlab-report --example synth_records &&
+    cargo build --release -q -p loadlab-plot --example synth_samples)
 LOADLAB=$ROOT/target/release/loadlab
 SYNTH=$ROOT/target/release/examples/synth_records
+SYNTH_SAMPLES=$ROOT/target/release/examples/synth_samples
 
 RUN=$OUT/run-$RECORDS.llr
 if [ ! -s "$RUN" ] || [ "$SYNTH" -nt "$RUN" ]; then
@@ -90,6 +95,16 @@ L_RSS=$(peak_rss_mb "$LOADLAB" plot -output "$PAGE" "$RUN")
 L_SIZE=$(size_mb "$PAGE")
 "$LOADLAB" plot -format png -output "$OUT/png/" "$RUN" >/dev/null
 
+echo "== timing loadlab plot with a monitor file beside the run"
+MON=$OUT/samples.mon
+"$SYNTH_SAMPLES" "$MON" "$(awk -v r="$RECORDS" 'BEGIN{printf "%d", r/20000 + 30}')" 300 2>/dev/null
+S_PAGE=$OUT/run-$RECORDS-samples.html
+hyperfine -N --warmup 1 --runs 5 --export-json "$OUT/loadlab-samples.json" \
+    --command-name "loadlab plot + samples" "$LOADLAB plot -output $S_PAGE $RUN $MON" >/dev/null
+read -r S_MEAN S_MIN < <(stats "$OUT/loadlab-samples.json")
+S_RSS=$(peak_rss_mb "$LOADLAB" plot -output "$S_PAGE" "$RUN" "$MON")
+S_SIZE=$(size_mb "$S_PAGE")
+
 echo "== loading pages in headless chromium"
 BLANK=$OUT/blank.html
 printf '<!DOCTYPE html><title>blank</title><p>blank</p>\n' >"$BLANK"
@@ -132,6 +147,8 @@ echo "plot over $RECORDS records ($(awk -v s="$SIZE" 'BEGIN{printf "%.0f MB reco
 printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
     "loadlab plot" "$L_MEAN" "$L_MIN" "$L_RSS" "$L_SIZE"
 awk -v p="$L_S" -v b="$B_S" -v r="$L_READY" 'BEGIN{printf "  %-22s %7.3f s to load and render (%.3f s screenshot - %.3f s empty page); script ready at %d ms\n", "loadlab page", p-b, p, b, r}'
+printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
+    "loadlab plot + samples" "$S_MEAN" "$S_MIN" "$S_RSS" "$S_SIZE"
 if [ -n "$VEGETA" ]; then
     printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
         "vegeta plot" "$V_MEAN" "$V_MIN" "$V_RSS" "$V_SIZE"

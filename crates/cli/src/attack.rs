@@ -11,6 +11,7 @@ use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
 use workload::{AttackFields, ScenarioFile, StopRule, Target, TextOrNumber};
 
+use crate::monitor::AttachedMonitor;
 use crate::scenarios::{self, Origin};
 use crate::signals;
 
@@ -45,6 +46,8 @@ use crate::signals;
 ///
 ///   loadlab attack -scenarios=incident.toml -output=incident.llr
 ///
+///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
+///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
 ///
@@ -77,6 +80,14 @@ pub struct AttackArgs {
     /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s" (repeatable)
     #[arg(long, value_name = "RULE")]
     stop_when: Vec<String>,
+    /// Sample the system under test beside the records, on the run's clock: host,
+    /// process=NAME, pid=N, prom=URL, postgres=URL, agent=HOST:PORT (repeatable; see
+    /// `loadlab monitor --help`)
+    #[arg(long, value_name = "SPEC")]
+    monitor: Vec<String>,
+    /// How often -monitor samples
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    monitor_interval: String,
     /// Seed for template placeholders: the same seed sends the same requests
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -152,9 +163,11 @@ pub struct AttackArgs {
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
+    // Flags are checked before any target is read (from a file or stdin).
+    let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
     let config = build_config(args)?;
     let stop = StopHandle::new();
-    signals::stop_on_signals(&stop)?;
+    signals::stop_on_signals(&stop, "waiting for requests in flight")?;
     let out: Box<dyn Write + Send> = match &args.output {
         Some(path) => {
             Box::new(File::create(path).with_context(|| format!("-output {}", path.display()))?)
@@ -169,7 +182,11 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let (_, outcome) = engine::run(&config, out, &stop).map_err(|err| match err.io_error() {
+    let result = engine::run_with_samples(&config, out, &stop, &mut monitor);
+    if let Some(summary) = monitor.summary() {
+        eprintln!("loadlab: monitor: {summary}");
+    }
+    let (_, outcome) = result.map_err(|err| match err.io_error() {
         Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
             anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
         }

@@ -72,7 +72,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         Simulator::start(options, &simulator::demo_recipe()).context("starting the simulator")?;
     let url = format!("http://{}/demo", simulator.local_addr());
     let stop = StopHandle::new();
-    signals::stop_on_signals(&stop)?;
+    signals::stop_on_signals(&stop, "waiting for requests in flight")?;
     let mut out = std::io::stdout().lock();
     introduce(&mut out, &url, &args.rates, step)?;
     let mut steps = Vec::new();

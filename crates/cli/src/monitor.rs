@@ -1,20 +1,20 @@
 //! `loadlab monitor`: sampler specs -> [`monitor::MonitorConfig`] -> [`monitor::Monitor`],
 //! frames written as a record file of samples (and/or served to agent clients).
+//! [`AttachedMonitor`] is the same monitor inside `attack -monitor`.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use engine::StopHandle;
 use monitor::{AgentServer, ClockAnchor, Monitor, MonitorConfig, MonitorHandle, MonitorStats};
 use record::{Compression, RecordError, RecordWriter, RunEnd, RunHeader, SampleFrame, StopReason};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+
+use crate::signals;
 
 /// Sample the system under test: host, processes, Prometheus endpoints, PostgreSQL.
 ///
@@ -36,6 +36,8 @@ use signal_hook::iterator::Signals;
 ///                             gauges as they are, histograms as quantiles
 ///   postgres=URL              pg_stat_database: connections and transactions/s
 ///   agent=HOST:PORT           samples streamed by `loadlab monitor -serve` elsewhere
+///   LABEL:SPEC                any of these, named LABEL in reports and charts
+///                             (app:process=.*gunicorn.*, db:postgres=URL)
 ///
 /// A process that is gone, an endpoint that is down, slow or garbled, a refused login
 /// or a counter reset is recorded as a gap with its reason, never a failure. Passwords
@@ -80,7 +82,8 @@ pub fn run(args: &MonitorArgs) -> anyhow::Result<ExitCode> {
         (None, Some(_)) => None,
         (output, _) => Some(open_output(output.as_deref().unwrap_or("stdout"))?),
     };
-    let stop = stop_on_signals()?;
+    let stop = StopHandle::new();
+    signals::stop_on_signals(&stop, "closing the file")?;
     let anchor = ClockAnchor::now();
     let header = RunHeader {
         tool: format!("loadlab {} monitor", env!("CARGO_PKG_VERSION")),
@@ -97,7 +100,7 @@ pub fn run(args: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let stopped = handle.stop();
     let end = RunEnd {
         at_unix_ns: anchor.unix_ns_at(Instant::now()),
-        reason: if stop.load(Ordering::Relaxed) {
+        reason: if stop.is_stopping() {
             StopReason::Interrupted
         } else {
             StopReason::Completed
@@ -114,15 +117,81 @@ pub fn run(args: &MonitorArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn monitor_config(args: &MonitorArgs) -> anyhow::Result<MonitorConfig> {
-    let interval = units::parse_duration(&args.interval).context("-interval")?;
+    let default = ["host".to_owned()];
+    let specs = if args.specs.is_empty() {
+        &default[..]
+    } else {
+        &args.specs
+    };
+    config_of(specs, &args.interval, "-interval")
+}
+
+fn config_of(specs: &[String], interval: &str, flag: &str) -> anyhow::Result<MonitorConfig> {
+    let interval = units::parse_duration(interval).with_context(|| flag.to_owned())?;
     let mut config = MonitorConfig::new(interval)?;
-    if args.specs.is_empty() {
-        config.add_spec("host")?;
-    }
-    for spec in &args.specs {
+    for spec in specs {
         config.add_spec(spec)?;
     }
     Ok(config)
+}
+
+/// `attack -monitor`: specs checked before the run, sampling started at the run's
+/// time zero, frames handed to the engine, which writes them beside the records.
+/// A monitor that cannot start is a warning: the load run goes on without it.
+pub struct AttachedMonitor {
+    config: Option<MonitorConfig>,
+    handle: Option<MonitorHandle>,
+    stats: Option<MonitorStats>,
+}
+
+impl AttachedMonitor {
+    /// Samples nothing without specs.
+    pub fn new(specs: &[String], interval: &str) -> anyhow::Result<AttachedMonitor> {
+        let config = if specs.is_empty() {
+            None
+        } else {
+            Some(config_of(specs, interval, "-monitor-interval")?)
+        };
+        Ok(AttachedMonitor {
+            config,
+            handle: None,
+            stats: None,
+        })
+    }
+
+    /// What was sampled, once the run is over.
+    pub fn summary(&self) -> Option<String> {
+        self.stats.as_ref().map(summary)
+    }
+}
+
+impl engine::SampleFeed for AttachedMonitor {
+    fn start(&mut self, clock: engine::Clock) {
+        let Some(config) = self.config.take() else {
+            return;
+        };
+        let anchor = ClockAnchor::new(clock.start_instant(), clock.start_unix_ns());
+        match Monitor::start(config, anchor) {
+            Ok(handle) => self.handle = Some(handle),
+            Err(err) => eprintln!("loadlab: -monitor: {err}; the run goes on without it"),
+        }
+    }
+
+    fn ready(&mut self, frames: &mut Vec<SampleFrame>) {
+        if let Some(handle) = &self.handle {
+            frames.extend(handle.frames().try_iter());
+        }
+    }
+
+    fn finish(&mut self, frames: &mut Vec<SampleFrame>) {
+        if let Some(handle) = self.handle.take() {
+            // Frames already received come before the ones `stop` hands back.
+            frames.extend(handle.frames().try_iter());
+            let stopped = handle.stop();
+            frames.extend(stopped.remaining);
+            self.stats = Some(stopped.stats);
+        }
+    }
 }
 
 type Output = BufWriter<Box<dyn Write>>;
@@ -131,12 +200,12 @@ type Output = BufWriter<Box<dyn Write>>;
 /// output error.
 fn pump(
     handle: &MonitorHandle,
-    stop: &AtomicBool,
+    stop: &StopHandle,
     deadline: Option<Instant>,
     server: Option<&AgentServer>,
     mut writer: Option<&mut RecordWriter<Output>>,
 ) -> Result<(), RecordError> {
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+    while !stop.is_stopping() && deadline.is_none_or(|d| Instant::now() < d) {
         match handle.frames().recv_timeout(Duration::from_millis(100)) {
             Ok(frame) => {
                 if let Some(server) = server {
@@ -197,7 +266,7 @@ fn serve(addr: &str) -> anyhow::Result<AgentServer> {
         .with_context(|| format!("-serve {addr:?} is not a HOST:PORT address"))?
         .next()
         .with_context(|| format!("-serve {addr:?} resolves to no address"))?;
-    if !is_loopback(resolved.ip()) {
+    if !resolved.ip().is_loopback() {
         eprintln!("loadlab monitor: warning: serving samples on {resolved} without authentication");
     }
     let server = AgentServer::bind(&resolved.to_string())?;
@@ -206,10 +275,6 @@ fn serve(addr: &str) -> anyhow::Result<AgentServer> {
         server.local_addr()
     );
     Ok(server)
-}
-
-fn is_loopback(ip: IpAddr) -> bool {
-    ip.is_loopback()
 }
 
 fn open_output(path: &str) -> anyhow::Result<Output> {
@@ -223,22 +288,4 @@ fn open_output(path: &str) -> anyhow::Result<Output> {
         Box::new(File::create(path).with_context(|| format!("cannot create -output {path:?}"))?)
     };
     Ok(BufWriter::with_capacity(1 << 16, out))
-}
-
-/// SIGINT and SIGTERM set the flag; a second SIGINT exits at once.
-fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("installing signal handlers")?;
-    let flag = Arc::clone(&stop);
-    std::thread::Builder::new()
-        .name("loadlab-signals".to_owned())
-        .spawn(move || {
-            for signal in signals.forever() {
-                if signal == SIGINT && flag.swap(true, Ordering::Relaxed) {
-                    std::process::exit(130);
-                }
-                flag.store(true, Ordering::Relaxed);
-            }
-        })?;
-    Ok(stop)
 }

@@ -12,8 +12,9 @@ use crate::report::open_output;
 /// What the page shows and how the flags work; shown under the options by
 /// `loadlab plot --help` (the one-line summary is the arguments struct's doc).
 const HELP: &str = "\
-Reads record files from `loadlab attack`, and vegeta or loadlab JSON/CSV results, any
-mix; stdin when no file is given. All inputs share one time axis from the earliest request.
+Reads record files from `loadlab attack`, monitor files from `loadlab monitor`, and vegeta
+or loadlab JSON/CSV results, any mix; stdin when no file is given. All inputs share one
+time axis from the earliest request (or, for monitor files alone, the first sample).
 
 -format html (the default) writes one self-contained page: it fetches nothing, so it opens
 offline from file:// and can be attached or published as is. At the top: the report's text
@@ -24,6 +25,17 @@ successful, status codes per second, the latency distribution as a percentile cu
 the generator's send lag, CPU and queue. Hover shows values; drag across a time chart to
 zoom all of them; latency charts switch between log and linear.
 
+When the inputs hold resource samples (`attack -monitor`, or a `loadlab monitor` file
+given beside the run: `loadlab plot run.llr run.mon`), the system under test's charts
+follow the request charts on the same time axis: CPU (process groups in % of one core,
+the host in % of all its cores), CPU per core, memory (RSS per group, host memory in
+use, in binary units), connections and file descriptors against their limit, TCP
+errors, network traffic, database transactions/s and connections, and every other
+series (Prometheus metrics, ...) in one chart per unit. Each chart draws the 8 series
+with the highest peaks and says how many it left out. Gaps (a process gone, an endpoint
+down) break the lines and are shaded, their reason on hover. The axis grows to show
+samples taken before the first request or after the last.
+
 -format svg|png writes one file per chart, for Markdown reports: -output names a
 directory (one that exists, or a path ending in /) for DIR/latency.png, DIR/rate.png,
 ..., or a file prefix for PREFIX-latency.png, PREFIX-rate.png, ... The files written are
@@ -33,13 +45,16 @@ Large runs are downsampled, keeping the extremes: a latency series with more poi
 -threshold keeps, in each cell of a time x log-latency grid, its slowest request (so the
 slowest request of every column is drawn); failed requests keep 4x as many points and
 are drawn on top. Per-second series longer than -threshold keep each series' lowest and
-highest second of every stretch. Legends and captions say how much is shown.
+highest second of every stretch; resource series longer than 1,500 points (or -threshold,
+when lower) keep each stretch's lowest and highest value and its gaps. Legends and
+captions say how much is shown.
 
 Examples:
   loadlab attack -targets=t.txt -rate=500 -duration=1m | loadlab plot > run.html
   loadlab plot -title='search at 1000/s' run.llr -output run.html
   loadlab plot -format png -output charts/ run.llr
   loadlab plot -format svg -output report/step-64 step-64.llr
+  loadlab plot run.llr run.mon -output run.html        # with `loadlab monitor -output run.mon`
   loadlab plot old-vegeta-results.json > old.html";
 
 /// Plot record files: one self-contained HTML page, or SVG/PNG charts.
@@ -62,7 +77,8 @@ pub struct PlotArgs {
     /// Interval of the per-interval charts (rates, status codes, percentiles)
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     every: String,
-    /// Input files: record files, vegeta/loadlab JSON or CSV ("-" for stdin; default stdin)
+    /// Input files: record files, monitor files, vegeta/loadlab JSON or CSV ("-" for
+    /// stdin; default stdin)
     #[arg(value_name = "FILE")]
     files: Vec<String>,
 }

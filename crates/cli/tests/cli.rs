@@ -96,6 +96,7 @@ impl Drop for TempDir {
 
 fn header() -> RunHeader {
     RunHeader {
+        seed: None,
         tool: "loadlab cli test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {

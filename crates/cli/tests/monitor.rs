@@ -85,7 +85,7 @@ fn a_monitor_file_reports_on_its_own() {
         "Host CPU      [peak, mean]",
         "TCP Sockets   [peak estab, peak time_wait]",
         "Process CPU   [group: peak, mean]               pid ",
-        "Process FDs   [group: peak, limit, peak %]",
+        "Process FDs   [group: peak, limit/proc, max %]",
         "Samples       [series, values, gaps]",
     ] {
         assert!(report.contains(want), "{want}\n{report}");
@@ -106,6 +106,7 @@ fn a_monitor_file_reports_on_its_own() {
 /// An attack's record file written here: 40 requests over 2 s starting at `start_ns`.
 fn attack_file(dir: &TempDir, start_ns: u64) -> String {
     let header = RunHeader {
+        seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: start_ns,
         attacks: vec![AttackInfo {
@@ -315,4 +316,142 @@ fn postgres_rows_without_the_password() {
         !String::from_utf8_lossy(&bytes).contains(password),
         "the file holds no password"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// attack -monitor: samples beside the records, on the run's clock.
+
+/// A simulator on 127.0.0.1, port 0, answering 200 at once.
+fn simulator() -> simulator::Simulator {
+    let recipe =
+        r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": 0}]}"#;
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    simulator::Simulator::start(options, &recipe).unwrap()
+}
+
+fn attack_with(args: &[&str], targets: &str) -> Output {
+    let mut child = loadlab()
+        .arg("attack")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), targets.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn attack_monitor_writes_samples_on_the_run_clock() {
+    let server = simulator();
+    let dir = tempdir("attached");
+    let path = dir.path().join("run.llr");
+    let me = format!("pid={}", std::process::id());
+    let out = attack_with(
+        &[
+            "-rate=100",
+            "-duration=1s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &me,
+            "-monitor-interval",
+            "200ms",
+            "-output",
+            path.to_str().unwrap(),
+        ],
+        &format!("GET http://{}/\n", server.local_addr()),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("loadlab: monitor: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut source = record::open_input(path.to_str().unwrap()).unwrap();
+    let (mut records, mut samples, mut batch) = (0, Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        records += batch.len();
+        source.drain_samples(&mut samples);
+    }
+    source.drain_samples(&mut samples);
+    assert_eq!(records, 100);
+    let start_ns = source.summary().header.start_unix_ns;
+    let end_ns = source.summary().end.as_ref().unwrap().at_unix_ns;
+    // The grid is anchored at the run's time zero: each sampler reads at 0 (as soon
+    // as it starts), 200 ms, 400 ms, ... on the records' clock.
+    let offsets_ms: Vec<u64> = samples
+        .iter()
+        .map(|s| (s.at_unix_ns - start_ns) / 1_000_000)
+        .collect();
+    assert!(offsets_ms.len() >= 8, "{offsets_ms:?}");
+    assert!(
+        offsets_ms.iter().all(|offset_ms| offset_ms % 200 <= 50),
+        "{offsets_ms:?}"
+    );
+    assert!(
+        offsets_ms
+            .iter()
+            .min()
+            .is_some_and(|first_ms| *first_ms < 50),
+        "a reading at time zero: {offsets_ms:?}"
+    );
+    assert!(
+        samples.iter().all(|s| s.at_unix_ns <= end_ns),
+        "no sample after the run's end"
+    );
+    let kinds: Vec<&str> = source
+        .summary()
+        .samples
+        .tables
+        .samplers
+        .iter()
+        .map(|s| s.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["host", "process"]);
+    let report = text(&run(&["report", path.to_str().unwrap()]).stdout);
+    for want in [
+        "\nHost CPU      [peak, mean]",
+        "\nProcess CPU   [group: peak, mean]",
+    ] {
+        assert!(report.contains(want), "{want}\n{report}");
+    }
+}
+
+#[test]
+fn attack_monitor_rejects_bad_specs_before_reading_targets() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["-monitor", "disk"],
+            "monitor spec \"disk\": unknown sampler",
+        ),
+        (
+            &["-monitor", "postgres=mysql://u:hunter2@127.0.0.1/db"],
+            "u:REDACTED@127.0.0.1",
+        ),
+        (
+            &["-monitor", "host", "-monitor-interval", "10ms"],
+            "at least 100ms",
+        ),
+        (
+            &["-monitor", "host", "-monitor-interval", "soon"],
+            "-monitor-interval",
+        ),
+    ];
+    for (args, want) in rows {
+        let mut all = vec!["attack", "-rate=10", "-duration=1s"];
+        all.extend_from_slice(args);
+        // stdin is never read: it is /dev/null and there is no -targets.
+        let out = run(&all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        assert!(!stderr.contains("no targets"), "{stderr}");
+    }
 }

@@ -7,7 +7,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use record::{AttackInfo, Compression, LoadModel, Record, RecordWriter, RunHeader, TargetInfo};
+use record::{
+    AttackInfo, Compression, LoadModel, Record, RecordWriter, RunHeader, SampleBatch, SampleFrame,
+    SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind, TargetInfo,
+};
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
 
@@ -194,4 +197,118 @@ fn a_closed_pipe_is_not_an_error() {
     drop(stdout);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// A monitor file (`loadlab monitor -output run.mon`): the host's CPU and nginx's, one
+/// reading a second from 1 s before the run to 1 s after, nginx gone for 0.5 s.
+fn monitor_file(dir: &Path) -> PathBuf {
+    let path = dir.join("run.mon");
+    let header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS - 1_000_000_000,
+        ..RunHeader::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = RecordWriter::new(file, &header, Compression::Zstd { level: 3 }).unwrap();
+    let series = |sampler, name: &str, label: (&str, &str)| SeriesInfo {
+        sampler,
+        name: name.to_owned(),
+        labels: [(label.0.to_owned(), label.1.to_owned())]
+            .into_iter()
+            .collect(),
+        unit: "percent".to_owned(),
+        kind: SeriesKind::Gauge,
+    };
+    let mut frame = SampleFrame {
+        samplers: vec![
+            SamplerInfo {
+                kind: "host".to_owned(),
+                name: "host".to_owned(),
+            },
+            SamplerInfo {
+                kind: "process".to_owned(),
+                name: "nginx".to_owned(),
+            },
+        ],
+        series: vec![
+            series(0, "host.cpu_percent", ("cpu", "all")),
+            series(1, "process.cpu_percent", ("group", "nginx")),
+        ],
+        ..SampleFrame::default()
+    };
+    for tenth in 0..=40u64 {
+        let at_unix_ns = START_NS - 1_000_000_000 + tenth * 100_000_000;
+        let gone = (15..20).contains(&tenth);
+        frame.batch = SampleBatch {
+            at_unix_ns,
+            values: [(0, 30.0 + tenth as f64)]
+                .into_iter()
+                .chain((!gone).then_some((1, 50.0 + tenth as f64)))
+                .map(|(series, value)| SampleValue { series, value })
+                .collect(),
+            gaps: gone
+                .then(|| SampleGap {
+                    sampler: 1,
+                    series: None,
+                    reason: "no process matches nginx".to_owned(),
+                })
+                .into_iter()
+                .collect(),
+        };
+        writer.write_samples(&frame).unwrap();
+        frame.first_sampler += frame.samplers.len() as u32;
+        frame.first_series += frame.series.len() as u32;
+        frame.samplers.clear();
+        frame.series.clear();
+    }
+    writer.close().unwrap();
+    path
+}
+
+#[test]
+fn plots_a_monitor_file_beside_the_run_and_alone() {
+    let dir = temp_dir("plots_a_monitor_file_beside_the_run_and_alone");
+    let run_path = run_file(&dir);
+    let monitor = monitor_file(&dir);
+    let out = run(
+        &[
+            "plot",
+            run_path.to_str().unwrap(),
+            monitor.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    for want in [
+        "id=\"chart-latency\"",
+        "id=\"chart-cpu\"",
+        "nginx: peak 90%",
+        "no process matches nginx",
+        "Process CPU   [group: peak, mean]",
+    ] {
+        assert!(html.contains(want), "the page lacks {want:?}");
+    }
+
+    // Alone, and as chart files: each resource chart is a file.
+    let charts = dir.join("charts/");
+    for format in ["svg", "png"] {
+        let out = run(
+            &[
+                "plot",
+                "-format",
+                format,
+                "-output",
+                &charts.display().to_string(),
+                monitor.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        let listed: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+        assert_eq!(
+            listed,
+            [charts.join(format!("cpu.{format}")).display().to_string()]
+        );
+    }
 }

@@ -36,4 +36,9 @@ impl Clock {
     pub fn start_unix_ns(&self) -> u64 {
         self.start_unix_ns
     }
+
+    /// Time zero on the monotonic clock, for others who time things on this axis.
+    pub fn start_instant(&self) -> Instant {
+        self.start
+    }
 }

@@ -6,12 +6,13 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
-use record::{AttackStats, GeneratorStats, Record, RecordWriter};
+use record::{AttackStats, GeneratorStats, Record, RecordWriter, SampleFrame};
 use workload::{Fired, Plan};
 
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::launch::Registries;
+use crate::samples::SampleFeed;
 use crate::stop::StopHandle;
 use crate::watch::RuleWatcher;
 use crate::worker::{AttackCounters, Counters, WorkerReport};
@@ -38,14 +39,17 @@ pub(crate) struct Collector<W: Write> {
 }
 
 impl<W: Write> Collector<W> {
-    /// Drains worker reports until every worker has said it is done.
+    /// Drains worker reports until every worker has said it is done, writing samples
+    /// as they come; the feed's last frames follow the last records.
     pub(crate) fn run(
         &mut self,
         reports: &Receiver<WorkerReport>,
         registries: Registries<'_>,
+        samples: &mut dyn SampleFeed,
     ) -> Result<(), EngineError> {
         let mut running = self.watermarks.len();
         let (mut last_flush, mut last_stats) = (0u64, 0u64);
+        let mut frames = Vec::new();
         while running > 0 {
             match reports.recv_timeout(Duration::from_millis(50)) {
                 Ok(report) => {
@@ -55,6 +59,9 @@ impl<W: Write> Collector<W> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            samples.ready(&mut frames);
+            self.write_samples(&mut frames)
+                .inspect_err(|_| self.stop.abort())?;
             let now = self.clock.now_ns();
             if now >= last_flush + FLUSH_INTERVAL_NS || self.writer.pending() >= FLUSH_RECORDS {
                 self.flush(registries).inspect_err(|_| self.stop.abort())?;
@@ -66,7 +73,18 @@ impl<W: Write> Collector<W> {
                 last_stats = now;
             }
         }
-        self.flush(registries)
+        self.flush(registries)?;
+        samples.finish(&mut frames);
+        self.write_samples(&mut frames)
+    }
+
+    fn write_samples(&mut self, frames: &mut Vec<SampleFrame>) -> Result<(), EngineError> {
+        for frame in frames.drain(..) {
+            self.writer
+                .write_samples(&frame)
+                .map_err(EngineError::Record)?;
+        }
+        Ok(())
     }
 
     /// A stop rule that fires drains the run, like Ctrl-C, and is remembered.

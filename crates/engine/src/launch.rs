@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::collector::{self, Collector};
 use crate::errors::{ErrorCache, ErrorRegistry};
 use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
+use crate::samples::SampleFeed;
 use crate::shared::Shared;
 use crate::watch::RuleWatcher;
 use crate::worker::{AttackSetup, Worker, WorkerReport, WorkerSetup};
@@ -33,6 +34,7 @@ pub(crate) fn run<W: Write + Send>(
     config: &RunConfig,
     out: W,
     stop: &StopHandle,
+    samples: &mut dyn SampleFeed,
 ) -> Result<(W, RunOutcome), EngineError> {
     validate(config)?;
     raise_open_file_limit();
@@ -90,11 +92,17 @@ pub(crate) fn run<W: Write + Send>(
     for sender in clock_senders {
         let _ = sender.send(clock);
     }
+    samples.start(clock);
     let registries = Registries {
         errors: &errors,
         targets: &targets,
     };
-    let result = collect_on_own_thread(config, clock, out, stop, report_rx, recycle, registries);
+    let channels = Channels {
+        reports: report_rx,
+        recycle,
+        samples,
+    };
+    let result = collect_on_own_thread(config, clock, out, stop, channels, registries);
     let worker_error = join_workers(handles);
     let (out, outcome) = result?;
     if let Some(err) = feeder_result
@@ -186,6 +194,14 @@ fn join_workers(
     worker_error
 }
 
+/// What flows into the collector: worker reports and samples; and back to the
+/// workers: emptied record vectors.
+struct Channels<'a> {
+    reports: Receiver<WorkerReport>,
+    recycle: Vec<SyncSender<Vec<Record>>>,
+    samples: &'a mut dyn SampleFeed,
+}
+
 /// The collector gets its own thread at the lowest priority: on a shared core it must
 /// use the workers' idle time, not preempt a worker that is due to send.
 fn collect_on_own_thread<W: Write + Send>(
@@ -193,8 +209,7 @@ fn collect_on_own_thread<W: Write + Send>(
     clock: Clock,
     out: W,
     stop: &StopHandle,
-    reports: Receiver<WorkerReport>,
-    recycle: Vec<SyncSender<Vec<Record>>>,
+    channels: Channels<'_>,
     registries: Registries<'_>,
 ) -> Result<(W, RunOutcome), EngineError> {
     std::thread::scope(|scope| {
@@ -202,7 +217,7 @@ fn collect_on_own_thread<W: Write + Send>(
             .name("loadlab-collector".to_owned())
             .spawn_scoped(scope, move || {
                 let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-                collect(config, clock, out, stop, &reports, recycle, registries)
+                collect(config, clock, out, stop, channels, registries)
             })?;
         collector
             .join()
@@ -215,10 +230,14 @@ fn collect<W: Write>(
     clock: Clock,
     out: W,
     stop: &StopHandle,
-    reports: &Receiver<WorkerReport>,
-    recycle: Vec<SyncSender<Vec<Record>>>,
+    channels: Channels<'_>,
     registries: Registries<'_>,
 ) -> Result<(W, RunOutcome), EngineError> {
+    let Channels {
+        reports,
+        recycle,
+        samples,
+    } = channels;
     // One snapshot for the header and the count: lazy feeders may be adding targets.
     let known_targets = registries.targets.snapshot();
     let targets_written = known_targets.len();
@@ -244,7 +263,7 @@ fn collect<W: Write>(
         recycle,
         stop: stop.clone(),
     };
-    collector.run(reports, registries)?;
+    collector.run(&reports, registries, samples)?;
     let end_ns = clock.now_ns();
     let ends = attack_ends(config, &collector, end_ns);
     let totals = collector.totals();
@@ -321,6 +340,7 @@ fn header(config: &RunConfig, clock: Clock, targets: Vec<TargetInfo>) -> RunHead
         start_unix_ns: clock.start_unix_ns(),
         attacks: config.attacks.iter().map(attack_info).collect(),
         targets,
+        seed: Some(config.seed),
     }
 }
 

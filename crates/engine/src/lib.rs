@@ -16,6 +16,9 @@
 //!   are rendered to bytes once, templated ones per request into a reused buffer
 //!   (`render.rs`); responses are parsed incrementally (`response.rs`) and counted.
 //!
+//! - [`run_with_samples`] also writes a [`SampleFeed`]'s frames (the monitor's)
+//!   beside the records, started at the run's time zero.
+//!
 //! Errors that stop a run are [`EngineError`]; errors of single requests are
 //! recorded as [`record::ErrorKind`]s and counted.
 
@@ -32,6 +35,7 @@ mod poller;
 mod redirect;
 mod render;
 mod response;
+mod samples;
 mod shared;
 mod stop;
 mod tls;
@@ -49,6 +53,7 @@ use workload::{DataTable, Fired, Plan, StopRule, Target};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
+pub use samples::SampleFeed;
 pub use stop::StopHandle;
 pub use tls::TlsOptions;
 
@@ -185,5 +190,16 @@ pub fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop)
+    launch::run(config, out, stop, &mut samples::NoSamples)
+}
+
+/// [`run`], with resource samples from `samples` written beside the records on the
+/// run's clock.
+pub fn run_with_samples<W: Write + Send>(
+    config: &RunConfig,
+    out: W,
+    stop: &StopHandle,
+    samples: &mut dyn SampleFeed,
+) -> Result<(W, RunOutcome), EngineError> {
+    launch::run(config, out, stop, samples)
 }

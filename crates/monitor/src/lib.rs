@@ -44,7 +44,8 @@ pub use clock::ClockAnchor;
 pub use redact::redact_url;
 pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
 pub use spec::{
-    MIN_INTERVAL, MonitorConfig, PostgresSpec, ProcessMatch, PromFilters, PromSpec, SamplerSpec,
+    MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch, PromFilters, PromSpec,
+    SamplerSpec,
 };
 
 /// Why a monitor could not start or serve. Messages name the spec or address.

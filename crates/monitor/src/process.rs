@@ -18,7 +18,7 @@ use crate::hub::{Reading, SeriesDef};
 use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat};
 use crate::process_match::{Matcher, ProcEntry, members};
 use crate::runner::{Sampler, Tick};
-use crate::spec::{ProcessMatch, SamplerSpec};
+use crate::spec::ProcessMatch;
 
 /// Soft fd limits are re-read this often (ticks), spread over pids; they rarely change.
 const LIMITS_EVERY: u32 = 30;
@@ -61,21 +61,16 @@ pub(crate) struct ProcessSampler {
 }
 
 impl ProcessSampler {
-    pub(crate) fn new(matchers: Vec<ProcessMatch>) -> ProcessSampler {
+    /// One group per matcher, each announced as its sampler.
+    pub(crate) fn new(matchers: Vec<(ProcessMatch, SamplerInfo)>) -> ProcessSampler {
         let groups = matchers
             .into_iter()
-            .map(|spec| {
-                let name = SamplerSpec::Process(spec.clone()).name();
-                Group {
-                    info: SamplerInfo {
-                        kind: "process".to_owned(),
-                        name,
-                    },
-                    matcher: Matcher::new(&spec).map_err(|err| err.to_string()),
-                    cpu: HashMap::new(),
-                    last_at: None,
-                    sockets_due: 0,
-                }
+            .map(|(spec, info)| Group {
+                info,
+                matcher: Matcher::new(&spec).map_err(|err| err.to_string()),
+                cpu: HashMap::new(),
+                last_at: None,
+                sockets_due: 0,
             })
             .collect();
         ProcessSampler {
@@ -351,11 +346,21 @@ mod tests {
             .spawn()
             .unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let groups = vec![
+        let groups = [
             ProcessMatch::Pid(me),
             ProcessMatch::Name("no-such-process-xyz".into()),
             ProcessMatch::Pid(busy.id()),
-        ];
+        ]
+        .into_iter()
+        .map(|matcher| {
+            let name = crate::spec::SamplerSpec::Process(matcher.clone()).name();
+            let info = SamplerInfo {
+                kind: "process".to_owned(),
+                name,
+            };
+            (matcher, info)
+        })
+        .collect();
         let mut sampler = ProcessSampler::new(groups);
         let mut out = Vec::new();
         let (ran_before, before) = (run_ns(busy.id()), Instant::now());

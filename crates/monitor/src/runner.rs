@@ -17,7 +17,7 @@ use crate::hub::{Hub, Reading, defined_through};
 use crate::pg::PostgresSampler;
 use crate::process::ProcessSampler;
 use crate::prom::PromSampler;
-use crate::spec::{MonitorConfig, ProcessMatch, SamplerSpec};
+use crate::spec::{MonitorConfig, NamedSampler, ProcessMatch, SamplerSpec};
 
 /// Frames waiting for the consumer; beyond this the hub drops frames (counted) rather
 /// than block samplers. At one frame per sampler per second that is hours of slack.
@@ -247,17 +247,16 @@ impl Job {
 /// Samplers by thread: process groups share one /proc scan, the rest get one each.
 fn jobs(config: MonitorConfig) -> Vec<Job> {
     let timeout = config.interval;
-    let mut groups: Vec<ProcessMatch> = Vec::new();
+    let mut groups: Vec<(ProcessMatch, SamplerInfo)> = Vec::new();
     let mut jobs = Vec::new();
-    for spec in config.samplers {
-        let name = spec.name();
+    for NamedSampler { name, spec } in config.samplers {
         let info = SamplerInfo {
             kind: spec.kind().to_owned(),
             name,
         };
         match spec {
             SamplerSpec::Host => jobs.push(Job::Ticked(Box::new(HostSampler::new(info)))),
-            SamplerSpec::Process(matcher) => groups.push(matcher),
+            SamplerSpec::Process(matcher) => groups.push((matcher, info)),
             SamplerSpec::Prom(prom) => {
                 let timeout = prom.timeout.unwrap_or(timeout).min(timeout);
                 jobs.push(Job::Ticked(Box::new(PromSampler::new(info, prom, timeout))));

@@ -10,6 +10,8 @@
 //! prom=URL[;metric=RE][;drop=RE][;label=NAME=RE][;quantiles=0.5,0.99][;timeout=DUR]
 //! postgres=URL[;timeout=DUR]            pg_stat_database: connections, transactions/s
 //! agent=HOST:PORT                       samples streamed by `loadlab monitor -serve`
+//! LABEL:SPEC                            any of the above, named LABEL in reports and
+//!                                       charts (e.g. `app:process=.*gunicorn.*`)
 //! ```
 
 use std::time::Duration;
@@ -97,11 +99,19 @@ impl SamplerSpec {
     }
 }
 
+/// A sampler and the name it goes by in the record file: its `LABEL:` or
+/// [`SamplerSpec::name`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedSampler {
+    pub name: String,
+    pub spec: SamplerSpec,
+}
+
 /// What to sample and how often.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorConfig {
     pub interval: Duration,
-    pub samplers: Vec<SamplerSpec>,
+    pub samplers: Vec<NamedSampler>,
 }
 
 /// The shortest interval accepted: /proc and scrapes are not made for faster polling.
@@ -123,10 +133,27 @@ impl MonitorConfig {
         })
     }
 
-    /// Parses one spec (see the module documentation) and adds it.
+    /// Parses one spec (see the module documentation), with an optional `LABEL:`
+    /// in front, and adds it.
     pub fn add_spec(&mut self, text: &str) -> Result<(), MonitorError> {
-        let spec = MonitorConfig::parse_spec(text)?;
-        self.samplers.push(spec);
+        // A label is what comes before a `:` that precedes the first `=`.
+        let key_end = text.find('=').unwrap_or(text.len());
+        let (label, spec_text) = match text[..key_end].find(':') {
+            Some(colon) => (Some(text[..colon].trim()), &text[colon + 1..]),
+            None => (None, text),
+        };
+        let spec = MonitorConfig::parse_spec(spec_text)?;
+        let name = match label {
+            Some("") => {
+                return Err(MonitorError::Spec {
+                    spec: redact_url(text),
+                    reason: "an empty label before ':'".to_owned(),
+                });
+            }
+            Some(label) => label.to_owned(),
+            None => spec.name(),
+        };
+        self.samplers.push(NamedSampler { name, spec });
         Ok(())
     }
 
@@ -426,6 +453,45 @@ mod tests {
         assert_eq!(spec.name(), "postgres://u:REDACTED@h/db");
         let spec = MonitorConfig::parse_spec("prom=http://a:hunter2@127.0.0.1/m").unwrap();
         assert_eq!(spec.name(), "http://a:REDACTED@127.0.0.1/m");
+    }
+
+    #[test]
+    fn a_label_names_the_sampler() {
+        // (spec, Ok((name, kind)) or Err(part of the message))
+        type Want = Result<(&'static str, &'static str), &'static str>;
+        let rows: &[(&str, Want)] = &[
+            ("app:process=.*gunicorn.*", Ok(("app", "process"))),
+            ("db:postgres=postgres://u:pw@h/db", Ok(("db", "postgres"))),
+            (
+                "edge: prom=http://127.0.0.1:9113/metrics",
+                Ok(("edge", "prom")),
+            ),
+            ("box:host", Ok(("box", "host"))),
+            // A colon after the first `=` belongs to the value.
+            ("agent=127.0.0.1:7070", Ok(("127.0.0.1:7070", "agent"))),
+            ("process=a:b", Ok(("a:b", "process"))),
+            (
+                "postgres=postgres://u:pw@h/db",
+                Ok(("postgres://u:REDACTED@h/db", "postgres")),
+            ),
+            (":process=nginx", Err("an empty label")),
+            ("app:disk", Err("unknown sampler")),
+            ("app:", Err("unknown sampler")),
+        ];
+        for (text, want) in rows {
+            let mut config = MonitorConfig::new(Duration::from_secs(1)).unwrap();
+            let got = config.add_spec(text).map(|()| {
+                let sampler = &config.samplers[0];
+                (sampler.name.clone(), sampler.spec.kind())
+            });
+            match (got, want) {
+                (Ok((name, kind)), Ok((want_name, want_kind))) => {
+                    assert_eq!((name.as_str(), kind), (*want_name, *want_kind), "{text}");
+                }
+                (Err(err), Err(want)) => assert!(err.to_string().contains(want), "{text}: {err}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

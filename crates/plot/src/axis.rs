@@ -1,6 +1,8 @@
 //! Scales, domains and ticks: linear value axes with 1-2-5 steps, log axes by decade,
 //! the time axis in steps a person counts in (10 s, 1 min, 15 min, ...), and the
-//! "nines" axis of the percentile curve. `page.js` mirrors these rules for zoomed views.
+//! "nines" axis of the percentile curve. Byte axes ([`Steps::Binary`]) step by powers
+//! of two of KiB, MiB, GiB instead, so their labels read `512 MiB`, `1 GiB`, not
+//! `477 MiB`. `page.js` mirrors these rules for zoomed views.
 
 /// How values map onto an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +19,17 @@ impl Scale {
         }
     }
 }
+
+/// How a value axis steps: 1-2-5 times a power of ten, or (bytes) a power of two
+/// times a power of 1024.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steps {
+    Decimal,
+    Binary,
+}
+
+/// Byte axes below this step like any other (0, 200 B, 400 B, ...).
+const KIB: f64 = 1024.0;
 
 /// The values an axis spans. For a log scale both ends are positive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,8 +65,9 @@ const HEADROOM: f64 = 1.05;
 const MAX_TICKS: f64 = 10.0;
 
 /// A value domain that holds `values` (non-finite ones are skipped): from zero to a
-/// round number at or above the largest for a linear scale, whole decades for log.
-pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale) -> Domain {
+/// round number at or above the largest for a linear scale, whole decades (powers of
+/// two for [`Steps::Binary`]) for log.
+pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale, steps: Steps) -> Domain {
     let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
     for value in values.filter(|v| v.is_finite()) {
         if scale == Scale::Log && value <= 0.0 {
@@ -74,7 +88,7 @@ pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale) -> Domain {
             } else {
                 0.0
             };
-            let step = nice_step(high - min, 5.0);
+            let step = step_for(high - min, 5.0, steps);
             Domain {
                 min: (min / step).floor() * step,
                 max: (high / step).ceil() * step,
@@ -86,6 +100,13 @@ pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale) -> Domain {
                     min: 1.0,
                     max: 10.0,
                 };
+            }
+            if steps == Steps::Binary {
+                // Headroom as on a linear axis: a limit of exactly 8 GiB would run
+                // along the frame.
+                let min = 2f64.powf(low.log2().floor());
+                let max = 2f64.powf((high * HEADROOM).log2().ceil()).max(min * 2.0);
+                return Domain { min, max };
             }
             let min = step_at_or_below(low);
             let mut max = step_at_or_above(high);
@@ -137,14 +158,38 @@ pub fn nice_step(span: f64, count: f64) -> f64 {
     nice * power
 }
 
-/// Ticks every 1-2-5 step inside the domain.
-pub fn linear_ticks(domain: Domain) -> Vec<f64> {
-    let step = nice_step(domain.max - domain.min, 5.0);
+/// A step of `steps` that cuts `span` into about `count` parts.
+pub fn step_for(span: f64, count: f64, steps: Steps) -> f64 {
+    match steps {
+        Steps::Decimal => nice_step(span, count),
+        Steps::Binary => binary_step(span, count),
+    }
+}
+
+/// A power of two times a power of 1024 that cuts `span` into about `count` parts, at
+/// least as coarse as asked: 300 MiB -> 512 MiB, 600 MiB -> 1 GiB, 3 GiB -> 4 GiB.
+pub fn binary_step(span: f64, count: f64) -> f64 {
+    if !(span.is_finite() && span > 0.0) {
+        return 1.0;
+    }
+    if span < KIB {
+        return nice_step(span, count);
+    }
+    2f64.powf((span / count).log2().ceil())
+}
+
+/// Ticks every step inside the domain.
+pub fn linear_ticks(domain: Domain, steps: Steps) -> Vec<f64> {
+    let step = step_for(domain.max - domain.min, 5.0, steps);
     multiples(domain, step)
 }
 
-/// One tick per decade, and 2x and 5x when the domain spans three decades or less.
-pub fn log_ticks(domain: Domain) -> Vec<f64> {
+/// One tick per decade, and 2x and 5x when the domain spans three decades or less;
+/// for bytes, powers of two, every second or fourth one when there are many.
+pub fn log_ticks(domain: Domain, steps: Steps) -> Vec<f64> {
+    if steps == Steps::Binary {
+        return binary_log_ticks(domain);
+    }
     let (first, last) = (
         domain.min.log10().floor() as i32,
         domain.max.log10().ceil() as i32,
@@ -162,6 +207,23 @@ pub fn log_ticks(domain: Domain) -> Vec<f64> {
         }
     }
     ticks
+}
+
+fn binary_log_ticks(domain: Domain) -> Vec<f64> {
+    let (first, last) = (
+        domain.min.log2().ceil() as i32,
+        domain.max.log2().floor() as i32,
+    );
+    // Every power of two, else every 2nd, 5th, 10th or 20th, so at most 8 are
+    // labelled; each stride divides 10, so 1 KiB, 1 MiB and 1 GiB keep their ticks.
+    let stride = [1, 2, 5, 10, 20]
+        .into_iter()
+        .find(|stride| (last - first) / stride <= 7)
+        .unwrap_or(20);
+    (first..=last)
+        .filter(|exponent| exponent.rem_euclid(stride) == 0)
+        .map(|exponent| 2f64.powi(exponent))
+        .collect()
 }
 
 /// Time ticks (seconds) in the first step of [`TIME_STEPS_S`] that gives at most
@@ -214,6 +276,47 @@ mod tests {
     }
 
     #[test]
+    fn byte_axes_step_by_powers_of_two() {
+        const MIB: f64 = 1024.0 * 1024.0;
+        const GIB: f64 = 1024.0 * MIB;
+        // (values, linear domain max, linear ticks)
+        let rows: &[(&[f64], f64, &[f64])] = &[
+            (&[1.4 * GIB], 1.5 * GIB, &[0.0, 0.5 * GIB, GIB, 1.5 * GIB]),
+            (
+                &[50.0 * MIB],
+                64.0 * MIB,
+                &[0.0, 16.0 * MIB, 32.0 * MIB, 48.0 * MIB, 64.0 * MIB],
+            ),
+            (&[700.0], 800.0, &[0.0, 200.0, 400.0, 600.0, 800.0]),
+            (&[3000.0], 4096.0, &[0.0, 1024.0, 2048.0, 3072.0, 4096.0]),
+        ];
+        for (values, max, ticks) in rows {
+            let got = value_domain(values.iter().copied(), Scale::Linear, Steps::Binary);
+            assert_eq!((got.min, got.max), (0.0, *max), "{values:?}");
+            assert_eq!(linear_ticks(got, Steps::Binary), *ticks, "{values:?}");
+        }
+        let log = value_domain(
+            [3.0 * MIB, 5.0 * GIB].into_iter(),
+            Scale::Log,
+            Steps::Binary,
+        );
+        assert_eq!((log.min, log.max), (2.0 * MIB, 8.0 * GIB));
+        assert_eq!(
+            log_ticks(log, Steps::Binary),
+            [
+                4.0 * MIB,
+                16.0 * MIB,
+                64.0 * MIB,
+                256.0 * MIB,
+                GIB,
+                4.0 * GIB
+            ]
+        );
+        assert_eq!(binary_step(0.0, 5.0), 1.0);
+        assert_eq!(binary_step(3.0 * GIB, 5.0), GIB);
+    }
+
+    #[test]
     fn linear_domains_start_at_zero_and_end_round() {
         let rows: &[(&[f64], (f64, f64))] = &[
             (&[3.0, 47.0], (0.0, 50.0)),
@@ -226,7 +329,7 @@ mod tests {
             (&[2000.0], (0.0, 2500.0)),
         ];
         for (values, (min, max)) in rows {
-            let got = value_domain(values.iter().copied(), Scale::Linear);
+            let got = value_domain(values.iter().copied(), Scale::Linear, Steps::Decimal);
             assert_eq!((got.min, got.max), (*min, *max), "{values:?}");
         }
     }
@@ -241,7 +344,7 @@ mod tests {
             (&[], (1.0, 10.0)),
         ];
         for (values, (min, max)) in rows {
-            let got = value_domain(values.iter().copied(), Scale::Log);
+            let got = value_domain(values.iter().copied(), Scale::Log, Steps::Decimal);
             assert!(
                 (got.min / min - 1.0).abs() < 1e-9 && (got.max / max - 1.0).abs() < 1e-9,
                 "{values:?}: {got:?}"
@@ -252,7 +355,7 @@ mod tests {
     #[test]
     fn ticks() {
         assert_eq!(
-            linear_ticks(domain(0.0, 50.0)),
+            linear_ticks(domain(0.0, 50.0), Steps::Decimal),
             [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
         );
         assert_eq!(time_ticks(domain(0.0, 95.0)).len(), 10);
@@ -262,10 +365,10 @@ mod tests {
         );
         assert_eq!(time_ticks(domain(0.0, 1.0)).len(), 11);
         assert_eq!(
-            log_ticks(domain(1e5, 1e11)),
+            log_ticks(domain(1e5, 1e11), Steps::Decimal),
             [1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11]
         );
-        assert_eq!(log_ticks(domain(1.0, 100.0)).len(), 7);
+        assert_eq!(log_ticks(domain(1.0, 100.0), Steps::Decimal).len(), 7);
         assert_eq!(nines_ticks(domain(0.0, 3.5)), [0.0, 1.0, 2.0, 3.0]);
         let labels: Vec<String> = [0.0, 1.0, 2.0, 3.0, 5.0].map(nines_label).to_vec();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.999%"]);

@@ -1,7 +1,9 @@
 //! The charts of a run page, built from [`RunData`]: latency over time (every request,
 //! sampled), latency percentiles per interval, requests per second asked / sent /
-//! successful, status codes per second, the latency distribution as a percentile
-//! curve, and the generator's own health (send lag, CPU, in flight and behind).
+//! successful, status codes per second, then the system under test's resources when
+//! the inputs hold samples (`resources.rs`: CPU, memory, connections, database, ...),
+//! the latency distribution as a percentile curve, and the generator's own health
+//! (send lag, CPU, in flight and behind). Time charts share one axis.
 
 use std::fmt::Write as _;
 
@@ -15,6 +17,7 @@ use crate::format;
 use crate::gather::{AttackData, ERROR_LABEL, RunData, status_name};
 use crate::generator::{Track, tracks};
 use crate::model::{Chart, Series, Style, TimeAxis, Unit, XAxis};
+use crate::resources;
 
 /// Series colours: OK requests per attack, failed ones per attack.
 const OK_COLORS: [&str; 6] = [
@@ -45,14 +48,23 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
     let rows = dense(&data.rows);
     let tracks = tracks(&data.summaries, data.origin_unix_ns);
     let scale = latency_scale(data);
-    let mut charts = vec![
-        latency_scatter(data, scale),
-        percentiles_over_time(data, &rows, scale, threshold),
-        rates(data, &rows, threshold),
-        statuses(data, &rows, threshold),
-        distribution(data, scale),
-    ];
-    if data.facts.lag_recorded {
+    let requests = data.report.requests > 0;
+    let mut charts = Vec::new();
+    if requests {
+        charts.extend([
+            latency_scatter(data, scale),
+            percentiles_over_time(data, &rows, scale, threshold),
+            rates(data, &rows, threshold),
+            statuses(data, &rows, threshold),
+        ]);
+    }
+    // Right under the request charts, so a latency step and the CPU or connection
+    // count behind it sit one above the other.
+    charts.extend(resources::charts(&data.samples, data.origin_unix_ns));
+    if requests {
+        charts.push(distribution(data, scale));
+    }
+    if requests && data.facts.lag_recorded {
         charts.push(send_lag(data, &rows, threshold));
     }
     if !tracks.is_empty() {
@@ -62,10 +74,13 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
     let rows_end_s = data.rows.last().map_or(0.0, |row| {
         (row.index + 1) as f64 * data.every_ns as f64 / 1e9
     });
+    let (start_s, end_s) = time_extent(&charts);
     PageCharts {
         axis: TimeAxis {
             origin_unix_ns: data.origin_unix_ns,
-            end_s: axis_end_s(&charts).max(rows_end_s),
+            zero: data.zero,
+            start_s,
+            end_s: end_s.max(rows_end_s),
         },
         charts,
     }
@@ -80,14 +95,21 @@ fn latency_scale(data: &RunData) -> Scale {
     }
 }
 
-/// The latest point of any time chart, at least 1 ms.
-fn axis_end_s(charts: &[Chart]) -> f64 {
-    charts
-        .iter()
-        .filter(|chart| chart.x_axis == XAxis::Time)
-        .flat_map(|chart| chart.series.iter().flat_map(|s| s.x.iter().copied()))
+/// The earliest point of any time chart (0, or earlier for resource samples taken
+/// before the first request: the axis grows to show them rather than cut them) and
+/// the latest, at least 1 ms.
+fn time_extent(charts: &[Chart]) -> (f64, f64) {
+    let time_charts = charts.iter().filter(|chart| chart.x_axis == XAxis::Time);
+    let points = time_charts
+        .clone()
+        .flat_map(|chart| chart.series.iter().flat_map(|s| s.x.iter().copied()));
+    let bands = time_charts.flat_map(|chart| chart.bands.iter().flat_map(|b| [b.from_s, b.to_s]));
+    points
+        .chain(bands)
         .filter(|x| x.is_finite())
-        .fold(0.001, f64::max)
+        .fold((0.0, 0.001), |(start, end), x| {
+            (f64::min(start, x), f64::max(end, x))
+        })
 }
 
 fn attack_name(data: &RunData, id: usize) -> String {
@@ -482,6 +504,7 @@ fn distribution(data: &RunData, scale: Scale) -> Chart {
              Percentiles are {exactness}; the curve ends at the slowest request."
         ),
         height: 340.0,
+        bands: Vec::new(),
     }
 }
 

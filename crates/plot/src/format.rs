@@ -1,6 +1,6 @@
 //! How numbers read on axes, legends and in the summary: durations the way Go prints
 //! them (`250µs`, `1.5ms`, `1m30s`) to three significant digits, rates and counts with
-//! `k`/`M` suffixes, percentages. The page's script has the same rules (`page.js`), so
+//! `k`/`M` suffixes, bytes in binary units (`1.5 GiB`), percentages. The page's script has the same rules (`page.js`), so
 //! a zoomed axis reads like the first one.
 
 use crate::model::Unit;
@@ -9,9 +9,33 @@ use crate::model::Unit;
 pub fn value(unit: Unit, value: f64) -> String {
     match unit {
         Unit::Duration => duration_ns(value),
-        Unit::PerSecond | Unit::Count => count(value),
+        Unit::PerSecond | Unit::Count | Unit::Number => count(value),
         Unit::Percent => format!("{}%", significant(value, 3)),
+        Unit::Bytes => bytes(value),
+        // A bare 0 at the foot of the axis, as on the others.
+        Unit::BytesPerSecond if value == 0.0 => "0".to_owned(),
+        Unit::BytesPerSecond => format!("{}/s", bytes(value)),
     }
+}
+
+/// Bytes in binary units to three significant digits: `0`, `512 B`, `1.5 KiB`,
+/// `256 MiB`, `2 GiB`.
+pub fn bytes(value: f64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if !value.is_finite() {
+        return "-".to_owned();
+    }
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    let (mut scaled, mut unit) = (value.abs(), 0);
+    // Just below 1024, so 1023.9 KiB reads 1 MiB, not 1024 KiB.
+    while scaled >= 1023.5 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    let sign = if value < 0.0 { "-" } else { "" };
+    format!("{sign}{} {}", significant(scaled, 3), UNITS[unit])
 }
 
 /// A duration in nanoseconds: `0`, `850ns`, `12.5µs`, `1.5ms`, `2s`, `1m30s`, `2h5m`.
@@ -154,5 +178,26 @@ mod tests {
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(0), "0");
         assert_eq!(value(Unit::Percent, 37.5), "37.5%");
+    }
+
+    #[test]
+    fn bytes_read_in_binary_units() {
+        let rows: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (512.0, "512 B"),
+            (1023.0, "1023 B"),
+            (1536.0, "1.5 KiB"),
+            (1023.9 * 1024.0, "1 MiB"),
+            (256.0 * 1024.0 * 1024.0, "256 MiB"),
+            (1.25 * 1024.0 * 1024.0 * 1024.0, "1.25 GiB"),
+            (-2048.0, "-2 KiB"),
+            (f64::NAN, "-"),
+        ];
+        for &(bytes_value, want) in rows {
+            assert_eq!(bytes(bytes_value), want, "{bytes_value}");
+        }
+        assert_eq!(value(Unit::BytesPerSecond, 3.0 * 1024.0), "3 KiB/s");
+        assert_eq!(value(Unit::BytesPerSecond, 0.0), "0");
+        assert_eq!(value(Unit::Number, 0.25), "0.25");
     }
 }

@@ -1,8 +1,9 @@
 //! [`read_run`]: one pass over the inputs in send-time order ([`SortedStream`]),
 //! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
 //! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
-//! latency [`Distribution`] (the percentile curve). Memory is bounded by the samplers'
-//! limits and the number of intervals, never by the number of records.
+//! latency [`Distribution`] (the percentile curve). Resource samples read beside the
+//! records go to a [`SampleGather`] once per batch, never per record. Memory is bounded
+//! by the samplers' limits and the number of intervals, never by the number of records.
 
 use record::{ErrorKind, LoadModel, Record, RunTables, SourceSummary};
 use report::{
@@ -13,6 +14,8 @@ use crate::PlotError;
 use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
 use crate::config::PlotConfig;
 use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
+use crate::model::TimeZero;
+use crate::samples::{SampleData, SampleGather};
 use crate::stream::SortedStream;
 
 /// Point labels at or above this are error ids (`ERROR_LABEL + id`); below, statuses.
@@ -24,8 +27,9 @@ pub const ERROR_POINTS_FACTOR: usize = 4;
 /// Everything the charts and the summary are drawn from.
 pub struct RunData {
     /// When the earliest request (by send time) of all inputs was due: x = 0 on every
-    /// time chart.
+    /// time chart. Without requests, the first resource sample.
     pub origin_unix_ns: u64,
+    pub zero: TimeZero,
     /// The report's numbers and extra rows, as `loadlab report` prints them.
     pub report: Report,
     pub facts: RunFacts,
@@ -35,6 +39,8 @@ pub struct RunData {
     pub attacks: Vec<AttackData>,
     pub rows: Vec<Row>,
     pub every_ns: u64,
+    /// Resource samples of the system under test (empty when the inputs hold none).
+    pub samples: SampleData,
 }
 
 /// One attack's requests.
@@ -51,24 +57,31 @@ pub struct AttackData {
 }
 
 /// Reads every input and gathers what the page needs. Fails when an input cannot be
-/// opened or holds no records.
+/// opened or holds neither records nor resource samples.
 pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotError> {
     let mut stream = SortedStream::open(paths)?;
     let mut gather = Gather::new(config);
     let mut batch = Vec::new();
+    let mut samples = Vec::new();
     while stream.next_batch(&mut batch)? {
         for record in &batch {
             gather.add(record, stream.tables());
         }
+        let sample_tables = stream.take_samples(&mut samples);
+        gather.samples.add(sample_tables, &samples);
+        samples.clear();
     }
+    let sample_tables = stream.take_samples(&mut samples);
+    gather.samples.add(sample_tables, &samples);
+    let sample_tables = sample_tables.clone();
     let (tables, summaries) = stream.into_parts();
-    if gather.metrics.requests() == 0 {
+    if gather.metrics.requests() == 0 && gather.samples.first_unix_ns().is_none() {
         return Err(PlotError::NoRecords {
             inputs: input_names(paths),
             detail: why_empty(&summaries),
         });
     }
-    Ok(gather.finish(tables, summaries))
+    Ok(gather.finish(tables, summaries, sample_tables))
 }
 
 fn input_names(paths: &[String]) -> String {
@@ -106,6 +119,7 @@ struct Gather {
     metrics: Metrics,
     bins: Bins,
     attacks: Vec<AttackGather>,
+    samples: SampleGather,
 }
 
 struct AttackGather {
@@ -125,6 +139,7 @@ impl Gather {
             metrics: Metrics::new(None),
             bins: Bins::new(config.every_ns),
             attacks: Vec::new(),
+            samples: SampleGather::new(config.threshold),
         }
     }
 
@@ -184,15 +199,28 @@ impl Gather {
         &mut self.attacks[index]
     }
 
-    fn finish(self, tables: RunTables, summaries: Vec<SourceSummary>) -> RunData {
-        let facts = RunFacts::from_inputs(&summaries, &tables);
+    fn finish(
+        self,
+        tables: RunTables,
+        summaries: Vec<SourceSummary>,
+        sample_tables: record::SampleTables,
+    ) -> RunData {
+        let mut facts = RunFacts::from_inputs(&summaries, &tables);
+        let (origin_unix_ns, zero) = match self.origin_unix_ns {
+            Some(origin) => (Some(origin), TimeZero::FirstRequest),
+            None => (self.samples.first_unix_ns(), TimeZero::FirstSample),
+        };
+        let samples = self.samples.finish(sample_tables, self.origin_unix_ns);
+        // The page's report shows the resource rows and warnings as `report` does.
+        facts.resources.clone_from(&samples.summary);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);
         RunData {
-            origin_unix_ns: self.origin_unix_ns.unwrap_or(0),
+            origin_unix_ns: origin_unix_ns.unwrap_or(0),
+            zero,
             report,
             facts,
             tables,
@@ -200,6 +228,7 @@ impl Gather {
             attacks: attacks.into_iter().map(AttackGather::finish).collect(),
             rows: self.bins.finish(),
             every_ns,
+            samples,
         }
     }
 }

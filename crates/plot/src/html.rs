@@ -1,22 +1,25 @@
 //! The run page: one self-contained HTML file that works offline from `file://`. Its
 //! content security policy allows no network fetch at all. At the top: the title, what
 //! was read, any warning, the key figures and the report's text summary (as `loadlab
-//! report` prints it, with the generator's send lag and CPU); then every chart as
-//! inline SVG, readable without script. Our script (`page.js`, with `page.css`) adds
+//! report` prints it, with the generator's send lag and CPU, and the system under
+//! test's resource rows when the inputs hold samples); then every chart as inline SVG,
+//! readable without script. Samples alone (a monitor file) make a page of resource
+//! charts under their summary. Our script (`page.js`, with `page.css`) adds
 //! hover values, zoom by drag on the shared time axis and log/linear switches, from
 //! the chart data embedded as JSON (`json.rs`).
 
 use std::fmt::Write as _;
 
 use record::{AttackInfo, InputFormat, LoadModel, SourceSummary};
-use report::{Report, write_text};
+use report::{Report, ResourceSummary, write_resources_text, write_text};
 
 use crate::charts::PageCharts;
 use crate::config::PlotConfig;
 use crate::format;
 use crate::gather::RunData;
 use crate::json;
-use crate::model::{Chart, TimeAxis};
+use crate::model::{Chart, TimeAxis, TimeZero};
+use crate::samples::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
@@ -46,8 +49,12 @@ pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String 
     run_facts(&mut out, data, &charts.axis);
     out.push_str("</header>\n");
     warnings(&mut out, data);
-    key_figures(&mut out, &data.report);
-    summary(&mut out, &data.report);
+    if data.report.requests > 0 {
+        key_figures(&mut out, &data.report);
+        summary(&mut out, &data.report);
+    } else if let Some(resources) = &data.samples.summary {
+        resources_summary(&mut out, resources);
+    }
     out.push_str(
         "<p class=\"help\">Hover a chart for values. Drag across a time chart to zoom: every \
          time chart follows. Double-click or <button type=\"button\" id=\"zoom-out\" \
@@ -56,13 +63,18 @@ pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String 
     for chart in &charts.charts {
         figure(&mut out, chart, &charts.axis);
     }
+    let counted = if data.report.requests == 0 {
+        let values = data.samples.summary.as_ref().map_or(0, |s| s.values);
+        format!("{} resource samples", format::grouped(values))
+    } else {
+        format!("{} requests", format::grouped(data.report.requests))
+    };
     let _ = write!(
         out,
-        "<footer>loadlab plot &middot; {} requests &middot; one self-contained file: no \
+        "<footer>loadlab plot &middot; {counted} &middot; one self-contained file: no \
          network access, no external script or font</footer>\n</main>\n\
          <script type=\"application/json\" id=\"plot-data\">{}</script>\n\
          <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
-        format::grouped(data.report.requests),
         json::page_data(&charts.charts, &charts.axis)
     );
     out
@@ -74,16 +86,22 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
     let inputs: Vec<String> = data.summaries.iter().map(input_text).collect();
     fact(out, "inputs", &inputs.join("; "));
     let span_ns = data.report.duration_ns.saturating_add(data.report.wait_ns);
-    fact(
-        out,
-        "time",
-        &format!(
+    let time = match axis.zero {
+        TimeZero::FirstRequest => format!(
             "t = 0 at {} (the first request due); {} of sending, {} in all",
             svg::origin_text(axis.origin_unix_ns),
             span_text(data.report.duration_ns),
             span_text(span_ns)
         ),
-    );
+        TimeZero::FirstSample => format!(
+            "t = 0 at {} (the first resource sample); no requests",
+            svg::origin_text(axis.origin_unix_ns)
+        ),
+    };
+    fact(out, "time", &time);
+    if let Some(samples) = samples_text(&data.samples, axis) {
+        fact(out, "samples", &samples);
+    }
     let attacks: Vec<String> = data
         .tables
         .attacks
@@ -108,6 +126,44 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
         fact(out, "targets", &shown.join(", "));
     }
     out.push_str("</dl>\n");
+}
+
+/// Who sampled, how much, and over what time: `host, nginx (13 series, 260 values, 20
+/// gaps) from -2s to 1m5s`.
+fn samples_text(samples: &SampleData, axis: &TimeAxis) -> Option<String> {
+    let summary = samples.summary.as_ref()?;
+    const SHOWN: usize = 6;
+    let samplers = &samples.tables.samplers;
+    let mut names: Vec<String> = samplers
+        .iter()
+        .take(SHOWN)
+        .map(|s| match s.kind.as_str() {
+            "host" | "process" => s.name.clone(),
+            kind => format!("{kind} {}", s.name),
+        })
+        .collect();
+    if samplers.len() > SHOWN {
+        names.push(format!("and {} more", samplers.len() - SHOWN));
+    }
+    let mut text = format!(
+        "{} ({} series, {} values, {} gaps)",
+        names.join(", "),
+        format::grouped(summary.series),
+        format::grouped(summary.values),
+        format::grouped(summary.gaps)
+    );
+    if let (Some(first), Some(last)) = (samples.first_unix_ns, samples.last_unix_ns) {
+        let at = |unix_ns: u64| {
+            let seconds = crate::generator::seconds_between(axis.origin_unix_ns, unix_ns);
+            if seconds == 0.0 {
+                "0s".to_owned()
+            } else {
+                format::time_s(seconds)
+            }
+        };
+        let _ = write!(text, " from t = {} to {}", at(first), at(last));
+    }
+    Some(text)
 }
 
 /// A span of time, `0s` rather than a bare `0`.
@@ -184,6 +240,13 @@ fn warnings(out: &mut String, data: &RunData) {
         .iter()
         .map(ToString::to_string)
         .collect();
+    // The system under test's warnings: a group at 100% of a core, fds near the limit.
+    lines.extend(
+        data.samples
+            .summary
+            .iter()
+            .flat_map(|s| s.warnings.iter().cloned()),
+    );
     lines.extend(
         report::torn_warnings(&data.summaries)
             .into_iter()
@@ -289,6 +352,19 @@ fn summary(out: &mut String, report: &Report) {
     let _ = write!(
         out,
         "<details class=\"summary\" open>\n<summary>Report</summary>\n<pre>{}</pre>\n</details>\n",
+        escape(&text)
+    );
+}
+
+/// For samples alone: the resource rows and warnings as `loadlab report run.mon` prints
+/// them.
+fn resources_summary(out: &mut String, resources: &ResourceSummary) {
+    let mut text = String::new();
+    write_resources_text(&mut text, resources);
+    let _ = write!(
+        out,
+        "<details class=\"summary\" open>\n<summary>Resources</summary>\n<pre>{}</pre>\n\
+         </details>\n",
         escape(&text)
     );
 }

@@ -57,7 +57,25 @@ fn push_chart(out: &mut String, chart: &Chart, layout: &Layout) {
         }
         push_series(out, chart, series);
     }
-    out.push_str("]}");
+    out.push(']');
+    if !chart.bands.is_empty() {
+        // [from_s, to_s, label] per band; the script shades them and names them on hover.
+        out.push_str(",\"bands\":[");
+        for (index, band) in chart.bands.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            push_number(out, band.from_s, 6);
+            out.push(',');
+            push_number(out, band.to_s, 6);
+            out.push(',');
+            push_string(out, &band.label);
+            out.push(']');
+        }
+        out.push(']');
+    }
+    out.push('}');
 }
 
 fn x_axis_name(x_axis: XAxis) -> &'static str {
@@ -104,9 +122,13 @@ fn push_series(out: &mut String, chart: &Chart, series: &Series) {
 
 fn y_decimals(unit: Unit) -> usize {
     match unit {
-        Unit::Duration | Unit::Count => 0,
-        Unit::PerSecond => 3,
+        Unit::Duration | Unit::Bytes | Unit::BytesPerSecond => 0,
+        // Counts are whole, but a load average (a count of runnable tasks) is not;
+        // trailing zeros are trimmed, so whole counts cost nothing.
+        Unit::PerSecond | Unit::Count => 3,
         Unit::Percent => 2,
+        // Ratios and load averages live below 1.
+        Unit::Number => 6,
     }
 }
 

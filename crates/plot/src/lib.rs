@@ -13,6 +13,11 @@
 //! - [`PointSampler`] and [`min_max_rows`] (`downsample.rs`) reduce large runs while
 //!   keeping the extremes: the slowest request of every time column, the highest and
 //!   lowest second of every stretch.
+//! - Resource samples of the system under test (`loadlab monitor`, `attack -monitor`)
+//!   stream by beside the records into a [`SampleGather`] (`samples.rs`: per series a
+//!   bounded [`Trace`] with its gaps), and `resources.rs` draws them on the same time
+//!   axis under the request charts: CPU, memory, connections, TCP errors, network,
+//!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
 //! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
 //!   [`TimeAxis`] (or the percentile axis); `charts.rs` builds a run's charts, `svg.rs`
 //!   draws any chart, `png.rs` rasterises that SVG, `html.rs` makes the page with its
@@ -33,7 +38,9 @@ mod html;
 mod json;
 mod model;
 mod png;
+mod resources;
 mod run;
+mod samples;
 mod stream;
 mod svg;
 
@@ -42,9 +49,11 @@ pub use config::{
     ChartFiles, DEFAULT_EVERY_NS, DEFAULT_THRESHOLD, DEFAULT_TITLE, Format, PlotConfig,
 };
 pub use downsample::{Kept, PointSampler, Sampled, min_max_rows};
-pub use model::{Chart, Series, Style, TimeAxis, Unit, XAxis};
+pub use model::{Band, Chart, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
 pub use png::PngRenderer;
+pub use resources::MAX_SERIES_PER_CHART;
 pub use run::RunPlot;
+pub use samples::{SampleGather, Trace};
 
 /// Why a plot could not be made. Messages name the input, flag or output.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +61,7 @@ pub enum PlotError {
     /// An input could not be opened or read (the message names the file).
     #[error(transparent)]
     Record(#[from] record::RecordError),
-    #[error("{inputs}: no records to plot{detail}")]
+    #[error("{inputs}: no records or resource samples to plot{detail}")]
     NoRecords { inputs: String, detail: String },
     #[error("{flag}: {reason}")]
     Flag { flag: &'static str, reason: String },

@@ -1,9 +1,10 @@
 //! The chart model: what a chart shows, apart from how it is drawn. Every chart is a
 //! [`Chart`] of named [`Series`]; time charts share one x axis (seconds from the first
 //! request, [`TimeAxis`]), so a new time series (host CPU, database transactions/s)
-//! is one more `Chart::time_series(...)` with no change to the renderers.
+//! is one more `Chart::time_series(...)` with no change to the renderers. [`Band`]s
+//! shade stretches of time (a sampler's gaps) behind a chart's series.
 
-use crate::axis::Scale;
+use crate::axis::{Scale, Steps};
 
 /// What the y values are, for axis labels and hover text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,12 @@ pub enum Unit {
     Percent,
     /// A plain count.
     Count,
+    /// Bytes, printed in binary units (KiB, MiB, GiB) on binary steps.
+    Bytes,
+    /// Bytes per second, as [`Unit::Bytes`] with `/s`.
+    BytesPerSecond,
+    /// A plain number that may have a fraction (a ratio, a load average, an unknown unit).
+    Number,
 }
 
 impl Unit {
@@ -25,6 +32,17 @@ impl Unit {
             Unit::PerSecond => "per_second",
             Unit::Percent => "percent",
             Unit::Count => "count",
+            Unit::Bytes => "bytes",
+            Unit::BytesPerSecond => "bytes_per_second",
+            Unit::Number => "number",
+        }
+    }
+
+    /// The steps of the unit's value axis: memory reads best at 256 MiB, 512 MiB, 1 GiB.
+    pub fn steps(self) -> Steps {
+        match self {
+            Unit::Bytes | Unit::BytesPerSecond => Steps::Binary,
+            _ => Steps::Decimal,
         }
     }
 }
@@ -138,6 +156,17 @@ pub struct Chart {
     pub caption: String,
     /// Height of the chart in pixels (width is fixed).
     pub height: f64,
+    /// Stretches of time shaded behind the series (time charts only).
+    pub bands: Vec<Band>,
+}
+
+/// A shaded stretch of a time chart, named on hover: where a sampler had no value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    /// Seconds on the page's time axis.
+    pub from_s: f64,
+    pub to_s: f64,
+    pub label: String,
 }
 
 impl Chart {
@@ -159,6 +188,7 @@ impl Chart {
             labels: Vec::new(),
             caption: String::new(),
             height: 300.0,
+            bands: Vec::new(),
         }
     }
 
@@ -177,8 +207,22 @@ impl Chart {
 /// The time axis every time chart of a page shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimeAxis {
-    /// Wall-clock time of x = 0: when the earliest request of all inputs was due.
+    /// Wall-clock time of x = 0: when the earliest request of all inputs was due (or,
+    /// for resource samples alone, the first sample).
     pub origin_unix_ns: u64,
+    /// What x = 0 is.
+    pub zero: TimeZero,
+    /// The first second with anything on it: 0, or earlier when resource samples
+    /// started before the first request (a monitor started ahead of the attack).
+    pub start_s: f64,
     /// The last second with anything on it.
     pub end_s: f64,
+}
+
+/// What x = 0 on the time axis is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeZero {
+    FirstRequest,
+    /// The inputs hold resource samples and no request.
+    FirstSample,
 }

@@ -1,8 +1,9 @@
 // loadlab plot: the run page's own script. The charts are already drawn (inline SVG from
 // svg.rs); this adds hover values, zoom by drag on the shared time axis (every time chart
-// follows; double-click zooms out) and log/linear switches. It redraws a chart's grid,
-// ticks and marks from the chart data (JSON) by the same rules as format.rs, axis.rs and
-// svg.rs. With #selftest in the URL it exercises all of that once and reports on <html>.
+// follows, resource charts included; double-click zooms out) and log/linear switches. It
+// redraws a chart's grid, ticks, gap bands and marks from the chart data (JSON) by the
+// same rules as format.rs, axis.rs and svg.rs. With #selftest in the URL it exercises all
+// of that once and reports on <html>.
 (function () {
   "use strict";
   var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4;
@@ -56,16 +57,31 @@
     if (m < 1e9) return significant(value / 1e6, 3) + "M";
     return significant(value / 1e9, 3) + "G";
   }
+  var BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+  function bytes(value, digits) {
+    if (!isFinite(value)) return "-";
+    if (value === 0) return "0";
+    var scaled = Math.abs(value), unit = 0;
+    while (scaled >= 1023.5 && unit + 1 < BYTE_UNITS.length) { scaled /= 1024; unit++; }
+    return (value < 0 ? "-" : "") + significant(scaled, digits) + " " + BYTE_UNITS[unit];
+  }
+  function isBinary(unit) { return unit === "bytes" || unit === "bytes_per_second"; }
   function valueText(unit, value) {
     if (unit === "duration") return durationNs(value);
     if (unit === "percent") return significant(value, 3) + "%";
+    if (unit === "bytes") return bytes(value, 3);
+    if (unit === "bytes_per_second") return value === 0 ? "0" : bytes(value, 3) + "/s";
     return count(value);
   }
   function exactText(unit, value) {
     if (unit === "duration") return durationNs(value);
     if (unit === "percent") return significant(value, 4) + "%";
     if (unit === "per_second") return significant(value, 4) + "/s";
-    return String(Math.round(value));
+    if (unit === "bytes") return bytes(value, 4);
+    if (unit === "bytes_per_second") return bytes(value, 4) + "/s";
+    if (unit === "number") return significant(value, 4);
+    // Counts are whole; a load average is a count that is not.
+    return Math.abs(value - Math.round(value)) < 1e-9 ? String(Math.round(value)) : significant(value, 4);
   }
   function ninesLabel(nines) {
     var whole = Math.round(nines);
@@ -86,6 +102,13 @@
     var mantissa = raw / power;
     return (mantissa <= 1 ? 1 : mantissa <= 2 ? 2 : mantissa <= 5 ? 5 : 10) * power;
   }
+  // Bytes step by powers of two (512 MiB, 1 GiB), from 1 KiB up (axis.rs binary_step).
+  function stepFor(span, parts, binary) {
+    if (!binary) return niceStep(span, parts);
+    if (!(isFinite(span) && span > 0)) return 1;
+    if (span < 1024) return niceStep(span, parts);
+    return Math.pow(2, Math.ceil(Math.log2(span / parts)));
+  }
   function stepBelow(value) {
     var decade = Math.pow(10, Math.floor(Math.log10(value)));
     var steps = [5, 2, 1];
@@ -98,7 +121,7 @@
     for (var i = 0; i < steps.length; i++) if (steps[i] * decade >= value * (1 - 1e-9)) return steps[i] * decade;
     return decade * 10;
   }
-  function valueDomain(values, scale) {
+  function valueDomain(values, scale, binary) {
     var low = Infinity, high = -Infinity;
     for (var i = 0; i < values.length; i++) {
       var v = values[i];
@@ -108,13 +131,17 @@
     }
     if (scale === "log") {
       if (!isFinite(high)) return { min: 1, max: 10 };
+      if (binary) {
+        var low2 = Math.pow(2, Math.floor(Math.log2(low)));
+        return { min: low2, max: Math.max(Math.pow(2, Math.ceil(Math.log2(high * 1.05))), low2 * 2) };
+      }
       var min = stepBelow(low), max = stepAbove(high);
       if (max <= min) max = stepAbove(min * 1.5);
       return { min: min, max: max };
     }
     high = isFinite(high) && high > 0 ? high * 1.05 : 1;
     var floor = isFinite(low) && low < 0 ? low : 0;
-    var step = niceStep(high - floor, 5);
+    var step = stepFor(high - floor, 5, binary);
     return { min: Math.floor(floor / step) * step, max: Math.ceil(high / step) * step };
   }
   function multiples(domain, step) {
@@ -123,8 +150,16 @@
     for (var k = first; k <= last; k++) ticks.push(k * step);
     return ticks;
   }
-  function linearTicks(domain) { return multiples(domain, niceStep(domain.max - domain.min, 5)); }
-  function logTicks(domain) {
+  function linearTicks(domain, binary) { return multiples(domain, stepFor(domain.max - domain.min, 5, binary)); }
+  function binaryLogTicks(domain) {
+    var first = Math.ceil(Math.log2(domain.min)), last = Math.floor(Math.log2(domain.max));
+    var strides = [1, 2, 5, 10, 20], stride = 20, ticks = [];
+    for (var i = 0; i < strides.length; i++) if (Math.floor((last - first) / strides[i]) <= 7) { stride = strides[i]; break; }
+    for (var e = first; e <= last; e++) if (((e % stride) + stride) % stride === 0) ticks.push(Math.pow(2, e));
+    return ticks;
+  }
+  function logTicks(domain, binary) {
+    if (binary) return binaryLogTicks(domain);
     var first = Math.floor(Math.log10(domain.min)), last = Math.ceil(Math.log10(domain.max));
     var steps = last - first <= 3 ? [1, 2, 5] : [1], ticks = [];
     for (var e = first; e <= last; e++) {
@@ -184,13 +219,14 @@
       var ys = s.style === "stacked" ? tops[t++] : s.y;
       for (var i = 0; i < ys.length; i++) if (visible(c, s.x[i])) values.push(ys[i]);
     });
-    return valueDomain(values, c.scale);
+    return valueDomain(values, c.scale, isBinary(c.spec.unit));
   }
   function axisTicks(c) {
     var xs = c.spec.x === "time"
       ? timeTicks(c.xd).map(function (t) { return [t, durationNs(t * 1e9)]; })
       : ninesTicks(c.xd).map(function (n) { return [n, ninesLabel(n)]; });
-    var ys = (c.scale === "log" ? logTicks(c.yd) : linearTicks(c.yd))
+    var binary = isBinary(c.spec.unit);
+    var ys = (c.scale === "log" ? logTicks(c.yd, binary) : linearTicks(c.yd, binary))
       .map(function (v) { return [v, valueText(c.spec.unit, v)]; });
     return { xs: xs, ys: ys };
   }
@@ -276,6 +312,15 @@
     }
     return '<path class="series" d="' + d.join("") + '" fill="' + s.color + '" fill-opacity="0.85" stroke="none"/>';
   }
+  // Gap bands (svg.rs bands): where a sampler had no value.
+  function bandsMarkup(c) {
+    var p = c.plot;
+    return (c.spec.bands || []).map(function (b) {
+      var from = xPx(c, b[0]), to = xPx(c, b[1]);
+      return '<rect x="' + Math.min(from, to).toFixed(1) + '" y="' + p.y + '" width="' +
+        Math.max(1, Math.abs(to - from)).toFixed(1) + '" height="' + p.h + '"/>';
+    }).join("");
+  }
   function plotMarkup(c) {
     var tops = stackedTops(c), t = 0, out = [];
     c.spec.series.forEach(function (s) {
@@ -291,6 +336,7 @@
     var ticks = axisTicks(c);
     c.grid.innerHTML = gridMarkup(c, ticks);
     c.ticks.innerHTML = ticksMarkup(c, ticks);
+    if (c.bands) c.bands.innerHTML = bandsMarkup(c);
     c.marks.innerHTML = plotMarkup(c);
     c.svg.setAttribute("data-drawn", drawnSeries(c));
   }
@@ -352,6 +398,9 @@
       lines.push(swatch(s.color) + escapeText(s.name) + ": <b>" + (isValue(y) ? exactText(c.spec.unit, y) : "-") + "</b>");
     });
     if (stacked) lines.push("total: <b>" + exactText(c.spec.unit, total) + "</b>");
+    (c.spec.bands || []).forEach(function (b) {
+      if (x >= b[0] && x <= b[1]) lines.push('<span class="muted">no sample: ' + escapeText(b[2]) + "</span>");
+    });
     return { html: (heading || "") + "<br>" + lines.join("<br>"), x: crossAt };
   }
   function showTip(html, event) {
@@ -437,6 +486,7 @@
       plot: { x: spec.plot[0], y: spec.plot[1], w: spec.plot[2], h: spec.plot[3] },
       baseXd: { min: spec.xd[0], max: spec.xd[1] },
       grid: svg.querySelector("g.grid"), ticks: svg.querySelector("g.ticks"), marks: svg.querySelector("g.plot"),
+      bands: svg.querySelector("g.bands"),
       drag: null
     };
     c.xd = c.baseXd;
@@ -509,8 +559,8 @@
       });
       probe(c);
     });
-    var end = charts.length ? charts[0].baseXd.max : 0;
-    zoomTo(end * 0.25, end * 0.75);
+    var whole = charts.length ? charts[0].baseXd : { min: 0, max: 0 }, span = whole.max - whole.min;
+    zoomTo(whole.min + span * 0.25, whole.min + span * 0.75);
     charts.forEach(function (c) { if (c.spec.x === "time") { check(c, "zoomed"); probe(c); } });
     zoomTo(0, 0);
     charts.forEach(function (c) { check(c, "zoomed out"); });

@@ -1,14 +1,14 @@
 //! Charts as SVG: [`layout`] places a [`Chart`] (plot area, domains, legend) and
 //! [`render`] draws it. The same markup is a standalone `.svg` file, the source of the
-//! PNG, and the page's inline chart, whose script redraws the `grid`, `ticks` and
-//! `plot` groups when the view zooms or changes scale (`page.js` writes the same
+//! PNG, and the page's inline chart, whose script redraws the `grid`, `ticks`, `bands`
+//! and `plot` groups when the view zooms or changes scale (`page.js` writes the same
 //! markup from the same layout).
 
 use std::fmt::Write as _;
 
 use crate::axis::{self, Domain, Scale};
 use crate::format;
-use crate::model::{Chart, Series, Style, TimeAxis, XAxis};
+use crate::model::{Chart, Series, Style, TimeAxis, TimeZero, XAxis};
 
 /// Chart width in pixels.
 pub const WIDTH: f64 = 1100.0;
@@ -22,6 +22,11 @@ const CHAR_WIDTH: f64 = 6.4;
 pub const FONT_FAMILY: &str = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif";
 /// Dot diameter of point series.
 const DOT: f64 = 3.0;
+/// Gap bands: a light red wash, so a break in a line reads as "no value" at a glance.
+pub const BAND_FILL: &str = "#fca5a5";
+pub const BAND_OPACITY: f64 = 0.28;
+/// The legend entry of a chart with gap bands.
+const GAP_LEGEND: &str = "no sample (gap)";
 
 /// A rectangle in chart pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,20 +46,27 @@ pub struct Layout {
     pub y_domain: Domain,
     /// Top-left of each series' legend entry.
     pub legend: Vec<(f64, f64)>,
+    /// Top-left of the gap bands' legend entry, when the chart has bands.
+    pub gap_legend: Option<(f64, f64)>,
 }
 
 /// Places `chart`: the legend wraps under the title, the plot takes the rest.
 pub fn layout(chart: &Chart, time: &TimeAxis) -> Layout {
     let mut legend = Vec::with_capacity(chart.series.len());
     let (mut x, mut y) = (LEFT, TITLE_HEIGHT + 4.0);
-    for series in &chart.series {
-        let width = legend_width(series);
+    let mut place = |width: f64| {
         if x + width > WIDTH - RIGHT && x > LEFT {
             (x, y) = (LEFT, y + LEGEND_ROW);
         }
-        legend.push((x, y));
+        let at = (x, y);
         x += width;
+        at
+    };
+    for series in &chart.series {
+        legend.push(place(legend_width(series)));
     }
+    let gap_legend =
+        (!chart.bands.is_empty()).then(|| place(28.0 + GAP_LEGEND.len() as f64 * CHAR_WIDTH));
     let top = y + LEGEND_ROW + 8.0;
     let height = chart.height.max(top + BOTTOM + 80.0);
     let plot = Rect {
@@ -65,7 +77,7 @@ pub fn layout(chart: &Chart, time: &TimeAxis) -> Layout {
     };
     let x_domain = match chart.x_axis {
         XAxis::Time => Domain {
-            min: 0.0,
+            min: time.start_s,
             max: time.end_s,
         },
         XAxis::Nines => Domain {
@@ -79,6 +91,7 @@ pub fn layout(chart: &Chart, time: &TimeAxis) -> Layout {
         x_domain,
         y_domain: y_domain(chart, chart.scale),
         legend,
+        gap_legend,
     }
 }
 
@@ -104,7 +117,7 @@ pub fn y_domain(chart: &Chart, scale: Scale) -> Domain {
         .filter(|s| s.style != Style::Stacked)
         .flat_map(|s| s.y.iter().copied());
     let sums = stacked_tops(&stacked).into_iter().flatten();
-    axis::value_domain(plain.chain(sums), scale)
+    axis::value_domain(plain.chain(sums), scale, chart.unit.steps())
 }
 
 /// The running sums of stacked series, one vector per series.
@@ -183,14 +196,29 @@ pub fn render(chart: &Chart, time: &TimeAxis, run_title: Option<&str>) -> String
     // Marks stop at the frame's sides (a zoomed view cuts lines there) and may stand a
     // dot's width above and below it, so values on the axis stay whole.
     let p = layout.plot;
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<defs><clipPath id=\"clip-{id}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\
-         </clipPath></defs>\n<g class=\"plot\" clip-path=\"url(#clip-{id})\">",
+         </clipPath></defs>",
         p.x,
         p.y - DOT,
         p.width,
         p.height + 2.0 * DOT,
+        id = chart.id
+    );
+    if !chart.bands.is_empty() {
+        let _ = write!(
+            out,
+            "<g class=\"bands\" clip-path=\"url(#clip-{id})\" fill=\"{BAND_FILL}\" \
+             fill-opacity=\"{BAND_OPACITY}\">",
+            id = chart.id
+        );
+        bands(&mut out, chart, &layout);
+        out.push_str("</g>\n");
+    }
+    let _ = write!(
+        out,
+        "<g class=\"plot\" clip-path=\"url(#clip-{id})\">",
         id = chart.id
     );
     plot(&mut out, chart, &layout, chart.scale);
@@ -247,7 +275,37 @@ fn legend(out: &mut String, chart: &Chart, layout: &Layout) {
             escape(&legend_text(series))
         );
     }
+    if let Some((x, y)) = layout.gap_legend {
+        let _ = write!(
+            out,
+            "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{BAND_FILL}\" \
+             fill-opacity=\"{}\"/><text x=\"{}\" y=\"{}\">{GAP_LEGEND}</text>",
+            y + 1.0,
+            (BAND_OPACITY * 2.0).min(1.0),
+            x + 18.0,
+            y + 10.0
+        );
+    }
     out.push_str("</g>\n");
+}
+
+/// Gap bands: one rectangle per band, the plot's height, at least a pixel wide.
+fn bands(out: &mut String, chart: &Chart, layout: &Layout) {
+    let p = layout.plot;
+    for band in &chart.bands {
+        let (from, to) = (x_px(layout, band.from_s), x_px(layout, band.to_s));
+        if !(from.is_finite() && to.is_finite()) {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"{}\"/>",
+            from.min(to),
+            p.y,
+            (to - from).abs().max(1.0),
+            p.height
+        );
+    }
 }
 
 /// A tick: its value and label.
@@ -265,9 +323,10 @@ pub fn axis_ticks(chart: &Chart, layout: &Layout, scale: Scale) -> (Vec<Tick>, V
             .map(|n| (n, axis::nines_label(n)))
             .collect(),
     };
+    let steps = chart.unit.steps();
     let y_values = match scale {
-        Scale::Linear => axis::linear_ticks(layout.y_domain),
-        Scale::Log => axis::log_ticks(layout.y_domain),
+        Scale::Linear => axis::linear_ticks(layout.y_domain, steps),
+        Scale::Log => axis::log_ticks(layout.y_domain, steps),
     };
     let ys = y_values
         .into_iter()
@@ -331,7 +390,11 @@ fn ticks(out: &mut String, chart: &Chart, layout: &Layout) {
 fn x_label(out: &mut String, chart: &Chart, layout: &Layout, time: &TimeAxis) {
     let text = match chart.x_axis {
         XAxis::Time => format!(
-            "time from the first request (t = 0 at {})",
+            "time from the first {} (t = 0 at {})",
+            match time.zero {
+                TimeZero::FirstRequest => "request",
+                TimeZero::FirstSample => "sample",
+            },
             origin_text(time.origin_unix_ns)
         ),
         XAxis::Nines => "percentile (log scale of 1 / (1 - p))".to_owned(),

@@ -15,6 +15,10 @@ pub struct RunHeader {
     /// Targets known before the first request; later ones come in dictionary blocks.
     #[serde(default)]
     pub targets: Vec<TargetInfo>,
+    /// The seed of the run's templates (`attack -seed`): the same seed sends the same
+    /// requests. Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// One attack (or scenario) in a run.

@@ -187,6 +187,12 @@ impl<R: Read> BinaryReader<R> {
         summary.batches += 1;
         summary.values += batch.values.len() as u64;
         summary.gaps += batch.gaps.len() as u64;
+        // A file of samples only (no attacks) holds no records, so any time is a true
+        // watermark; the latest sample's lets a time-sorted merge read it in step with
+        // the record files instead of whole, up front.
+        if self.summary.header.attacks.is_empty() {
+            self.watermark = Some(self.watermark.unwrap_or(0).max(batch.at_unix_ns));
+        }
         if self.pending_samples.len() >= MAX_PENDING_SAMPLE_BATCHES {
             summary.dropped_batches += 1;
         } else {

@@ -18,6 +18,7 @@ const START_NS: u64 = 1_763_700_000_000_000_000;
 
 fn header() -> RunHeader {
     RunHeader {
+        seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {
@@ -608,12 +609,75 @@ fn a_samples_only_file_streams_in_bounded_steps() {
     source.drain_samples(&mut samples);
     assert_eq!(samples.len(), 2000);
     assert_eq!(most_pending, 1, "streamed batch by batch, not read whole");
+    assert_eq!(source.watermark(), Some(START_NS + 1999 * 1_000_000_000));
     assert_eq!(samples[0].values[0].value, 12.5);
     assert!(
         samples[1..]
             .iter()
             .enumerate()
             .all(|(n, b)| b.values[0].value == (n + 1) as f64)
+    );
+}
+
+/// A monitor file beside a run: the time-sorted merge reads it in step with the
+/// records (its watermark is its latest sample), not whole before the first record.
+#[test]
+fn a_sorted_merge_reads_a_monitor_file_in_step() {
+    let seconds = 600u64;
+    let monitor_header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS,
+        ..RunHeader::default()
+    };
+    let mut monitor = RecordWriter::new(Vec::new(), &monitor_header, Compression::Raw).unwrap();
+    let mut first = sample_frame(0);
+    first.batch.values.truncate(1);
+    monitor.write_samples(&first).unwrap();
+    for n in 1..seconds {
+        monitor
+            .write_samples(&SampleFrame {
+                first_sampler: 1,
+                first_series: 2,
+                batch: SampleBatch {
+                    at_unix_ns: START_NS + n * 1_000_000_000,
+                    values: vec![SampleValue {
+                        series: 0,
+                        value: n as f64,
+                    }],
+                    gaps: Vec::new(),
+                },
+                ..SampleFrame::default()
+            })
+            .unwrap();
+    }
+    let mut run = RecordWriter::new(Vec::new(), &header(), Compression::Raw).unwrap();
+    for n in 0..seconds {
+        let intended_unix_ns = START_NS + n * 1_000_000_000;
+        run.push(&Record {
+            seq: n,
+            intended_unix_ns,
+            ..Record::default()
+        });
+        run.flush_records(Some(intended_unix_ns + 1)).unwrap();
+    }
+    let sources = [
+        ("run.llr", run.close().unwrap()),
+        ("run.mon", monitor.close().unwrap()),
+    ]
+    .map(|(name, bytes)| open_reader(Box::new(Cursor::new(bytes)), name).unwrap());
+    let mut sorted = Inputs::from_sources(sources.into()).sorted();
+    let (mut batch, mut samples, mut most_ahead) = (Vec::new(), Vec::new(), 0i64);
+    let mut records = 0i64;
+    while sorted.next_batch(&mut batch).unwrap() {
+        records += batch.len() as i64;
+        sorted.drain_samples(&mut samples);
+        most_ahead = most_ahead.max(samples.len() as i64 - records);
+    }
+    sorted.drain_samples(&mut samples);
+    assert_eq!((records, samples.len()), (seconds as i64, seconds as usize));
+    assert!(
+        most_ahead < 64,
+        "samples read {most_ahead} seconds ahead of the records"
     );
 }
 

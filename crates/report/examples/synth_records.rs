@@ -49,6 +49,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
         url: url.to_owned(),
     };
     RunHeader {
+        seed: None,
         tool: "synth_records".to_owned(),
         start_unix_ns: START_UNIX_NS,
         attacks: vec![AttackInfo {

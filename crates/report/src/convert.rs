@@ -263,6 +263,11 @@ fn merged_header(summaries: &[SourceSummary], tables: &RunTables, first: &Record
             .map(|merged| declared_attack(summaries, merged))
             .collect(),
         targets: tables.targets.clone(),
+        // One run's seed survives re-encoding; merged runs had several.
+        seed: match summaries {
+            [one] => one.header.seed,
+            _ => None,
+        },
     }
 }
 

@@ -52,7 +52,7 @@ pub use resources::{
     CPU_BUSY_PERCENT, FD_WARN_PERCENT, ResourceSummary, Resources, SUSTAINED_SAMPLES,
     SamplerFigures, Stat,
 };
-pub use text::write_text;
+pub use text::{write_resources_text, write_text};
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
 
 /// Why a report or conversion could not be made. Messages name the input or flag.

@@ -37,7 +37,7 @@ pub fn write_text(out: &mut String, report: &Report) {
 }
 
 /// The resource rows and warnings alone, for inputs without requests.
-pub(crate) fn write_resources_text(out: &mut String, resources: &ResourceSummary) {
+pub fn write_resources_text(out: &mut String, resources: &ResourceSummary) {
     out.push_str(&align(
         &resource_rows(resources),
         &[LABEL_WIDTH, BRACKET_WIDTH],
@@ -112,7 +112,7 @@ fn resource_rows(resources: &ResourceSummary) -> String {
         ) {
             let _ = writeln!(
                 text,
-                "Process FDs\t[group: peak, limit, peak %]\t{name}: {:.0}, {:.0}, {:.2}%",
+                "Process FDs\t[group: peak, limit/proc, max %]\t{name}: {:.0}, {:.0}, {:.2}%",
                 fds.peak, limit.peak, used.peak
             );
         }

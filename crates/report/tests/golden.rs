@@ -42,6 +42,7 @@ fn target(method: &str, url: &str) -> TargetInfo {
 /// requests 45 ms apart). Nothing to warn about.
 fn steady_run() -> Vec<u8> {
     let header = RunHeader {
+        seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![
@@ -154,6 +155,7 @@ fn static_record(n: u64) -> Record {
 /// asked, with send lag growing to 4 ms.
 fn behind_run() -> Vec<u8> {
     let header = RunHeader {
+        seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![attack("flood", LoadModel::Open, Some(1000.0))],

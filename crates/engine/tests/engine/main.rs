@@ -654,6 +654,11 @@ fn templates_render_per_request_and_the_seed_repeats_them() {
             ),
             "reports name the template"
         );
+        assert_eq!(
+            run.summary.header.seed,
+            Some(seed),
+            "the file keeps its seed"
+        );
         let mut seen = server.stats.paths.lock().unwrap().clone();
         seen.sort();
         seen
@@ -751,4 +756,95 @@ fn a_generator_far_behind_keeps_reporting_as_it_goes() {
         server.stats.connections.load(Ordering::SeqCst) <= 8,
         "no connection pile-up"
     );
+}
+
+/// A feed that hands over one frame when the run starts and one when it finishes,
+/// each stamped with the clock the engine gave it.
+#[derive(Default)]
+struct StampFeed {
+    clock: Option<engine::Clock>,
+    started: bool,
+}
+
+impl StampFeed {
+    fn frame(&self, first: bool) -> record::SampleFrame {
+        let clock = self.clock.unwrap();
+        record::SampleFrame {
+            first_sampler: u32::from(!first),
+            first_series: u32::from(!first),
+            samplers: first
+                .then(|| record::SamplerInfo {
+                    kind: "host".to_owned(),
+                    name: "host".to_owned(),
+                })
+                .into_iter()
+                .collect(),
+            series: first
+                .then(|| record::SeriesInfo {
+                    sampler: 0,
+                    name: "host.cpu_percent".to_owned(),
+                    unit: "%".to_owned(),
+                    ..record::SeriesInfo::default()
+                })
+                .into_iter()
+                .collect(),
+            batch: record::SampleBatch {
+                at_unix_ns: clock.unix_ns(clock.now_ns()),
+                values: vec![record::SampleValue {
+                    series: 0,
+                    value: if first { 1.0 } else { 2.0 },
+                }],
+                gaps: Vec::new(),
+            },
+        }
+    }
+}
+
+impl engine::SampleFeed for StampFeed {
+    fn start(&mut self, clock: engine::Clock) {
+        self.clock = Some(clock);
+    }
+
+    fn ready(&mut self, frames: &mut Vec<record::SampleFrame>) {
+        if !self.started {
+            self.started = true;
+            frames.push(self.frame(true));
+        }
+    }
+
+    fn finish(&mut self, frames: &mut Vec<record::SampleFrame>) {
+        frames.push(self.frame(false));
+    }
+}
+
+#[test]
+fn samples_are_written_beside_the_records_on_the_run_clock() {
+    let server = TestServer::start();
+    let cfg = config(&[server.url("/ok")], open_rate(200.0, 40));
+    let mut feed = StampFeed::default();
+    let (bytes, _) =
+        engine::run_with_samples(&cfg, Vec::new(), &StopHandle::new(), &mut feed).unwrap();
+    let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
+    let (mut records, mut samples, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        records.extend_from_slice(&batch);
+        source.drain_samples(&mut samples);
+    }
+    source.drain_samples(&mut samples);
+    let summary = source.summary();
+    let clock = feed.clock.unwrap();
+    assert_eq!(clock.start_unix_ns(), summary.header.start_unix_ns);
+    assert_eq!(records.len(), 40);
+    let values: Vec<f64> = samples.iter().map(|s| s.values[0].value).collect();
+    assert_eq!(values, [1.0, 2.0]);
+    let last_intended = records.iter().map(|r| r.intended_unix_ns).max().unwrap();
+    assert!(
+        samples[0].at_unix_ns < last_intended,
+        "the first frame is written during the run"
+    );
+    assert!(
+        samples[1].at_unix_ns >= last_intended,
+        "the last frame follows the last request"
+    );
+    assert!(samples[1].at_unix_ns <= summary.end.as_ref().unwrap().at_unix_ns);
 }

@@ -74,7 +74,10 @@ fn unreadable_inputs_are_clear_errors_naming_the_file() {
         (&empty, "empty.llr: input is empty"),
         (&garbage, "garbage.bin: not a record file"),
         (&missing, "missing.llr: No such file"),
-        (&no_records, "no-records.llr: no records to plot"),
+        (
+            &no_records,
+            "no-records.llr: no records or resource samples to plot",
+        ),
     ];
     for (path, want) in rows {
         let text = error_text(&[path]);

@@ -150,11 +150,13 @@ fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
     );
 
     let shot = shots.join(format!("{name}.png"));
+    // Tall enough for the whole page: the header, then about 360 px a chart.
+    let height = 900 + 360 * run.charts().len();
     let output = run_chromium(
         chromium,
         &dir.path().join("shot"),
         &[
-            "--window-size=1280,3800".to_owned(),
+            format!("--window-size=1280,{height}"),
             format!("--screenshot={}", shot.display()),
             url,
         ],
@@ -217,4 +219,15 @@ fn pages_render_in_chromium_without_errors() {
         .collect();
     let failed = fixture::single_attack_run(dir.path(), "failures.llr", &failures);
     check_page(&chromium, "only-failures", &plot_of(&failed), &shots);
+
+    // Resource charts under the request charts: samples in the run's file, a monitor
+    // file alone, and a monitor file beside the run (the axis starts before t = 0).
+    let (samples, _) = crate::samples::samples_plot();
+    check_page(&chromium, "samples", &samples, &shots);
+    let monitor = fixture::monitor_file(dir.path());
+    check_page(&chromium, "monitor-only", &plot_of(&monitor), &shots);
+    let run = fixture::golden_run(dir.path());
+    let paths = [run.display().to_string(), monitor.display().to_string()];
+    let beside = RunPlot::read(&paths, &PlotConfig::default()).unwrap();
+    check_page(&chromium, "run-and-monitor", &beside, &shots);
 }

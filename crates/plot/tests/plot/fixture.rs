@@ -1,11 +1,14 @@
 //! Small fixed record files, written the way `attack` writes them: the golden run (two
-//! attacks, a slowdown, 503s, timeouts, stats, an end block) and the bad inputs.
+//! attacks, a slowdown, 503s, timeouts, stats, an end block), the same run with the
+//! system under test's resource samples (`attack -monitor`), a monitor file on its
+//! own (`loadlab monitor -output`), and the bad inputs.
 
 use std::path::{Path, PathBuf};
 
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
-    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
+    RecordWriter, RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo,
+    SeriesInfo, SeriesKind, StopReason, TargetInfo,
 };
 
 pub const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -120,12 +123,28 @@ pub fn golden_records() -> Vec<Record> {
 /// Writes `records` as a record file, with stats every second and an end block when
 /// `end` is given.
 pub fn write_run(path: &Path, header: &RunHeader, records: &[Record], end: Option<&RunEnd>) {
+    write_run_with_samples(path, header, records, end, &[]);
+}
+
+/// [`write_run`], with sample `frames` (in time order) written as the collector writes
+/// them: each second, the frames taken before it, then the records.
+pub fn write_run_with_samples(
+    path: &Path,
+    header: &RunHeader,
+    records: &[Record],
+    end: Option<&RunEnd>,
+    frames: &[SampleFrame],
+) {
     let file = std::fs::File::create(path).unwrap();
     let mut writer = RecordWriter::new(file, header, Compression::Zstd { level: 3 }).unwrap();
     writer.add_errors(0, &errors()).unwrap();
+    let mut frames = frames.iter().peekable();
     let mut second = 1;
     for record in records {
         while record.sent_unix_ns() >= START_NS + second * S {
+            while let Some(frame) = frames.next_if(|f| f.batch.at_unix_ns < START_NS + second * S) {
+                writer.write_samples(frame).unwrap();
+            }
             writer.flush_records(Some(START_NS + second * S)).unwrap();
             writer.write_stats(&stats(second)).unwrap();
             second += 1;
@@ -133,6 +152,9 @@ pub fn write_run(path: &Path, header: &RunHeader, records: &[Record], end: Optio
         writer.push(record);
     }
     writer.flush_records(None).unwrap();
+    for frame in frames {
+        writer.write_samples(frame).unwrap();
+    }
     match end {
         Some(end) => {
             writer.finish(end).unwrap();
@@ -209,4 +231,382 @@ pub fn single_attack_run(dir: &Path, name: &str, records: &[Record]) -> PathBuf 
         Some(&end(&[records.len() as u64], span_ns)),
     );
     path
+}
+
+/// The golden run with the system under test's samples in the same file, as
+/// `attack -monitor` writes them: one reading a second from t = 0 to 13 s.
+pub fn golden_run_with_samples(dir: &Path) -> PathBuf {
+    let path = dir.join("golden-samples.llr");
+    let header = header(vec![attack("search", 40.0), attack("news", 2.0)]);
+    write_run_with_samples(
+        &path,
+        &header,
+        &golden_records(),
+        Some(&end(&[480, 24], 12 * S)),
+        &sut_frames(0..=13),
+    );
+    path
+}
+
+/// A monitor file on its own (`loadlab monitor -output golden.mon`), started 3 s
+/// before the golden run and stopped 4 s after its last request: the host and the
+/// database only, the database refusing the login for two readings.
+#[allow(clippy::field_reassign_with_default)]
+pub fn monitor_file(dir: &Path) -> PathBuf {
+    let path = dir.join("golden.mon");
+    let header = RunHeader {
+        tool: "loadlab monitor".to_owned(),
+        start_unix_ns: START_NS - 3 * S,
+        ..RunHeader::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = RecordWriter::new(file, &header, Compression::Zstd { level: 3 }).unwrap();
+    let samplers = [sampler("host", "host"), sampler("postgres", PG)];
+    let series = [
+        series(0, "host.cpu_percent", &[("cpu", "all")], "percent"),
+        series(0, "host.memory_used_bytes", &[], "bytes"),
+        series(0, "host.tcp_established", &[], "count"),
+        series(
+            1,
+            "postgres.transactions_per_sec",
+            &[("database", "shop")],
+            "1/s",
+        ),
+        series(1, "postgres.connections", &[("database", "shop")], "count"),
+    ];
+    let mut frames = Frames::new(&samplers, &series);
+    for tick in -3i64..=16 {
+        let t = tick as f64;
+        let load = if (0..12).contains(&tick) { 1.0 } else { 0.0 };
+        frames.push(
+            tick,
+            0,
+            &[
+                (0, 8.0 + 40.0 * load),
+                (1, GIB * (1.5 + 0.01 * t)),
+                (2, 4.0 + 80.0 * load),
+            ],
+            &[],
+        );
+        if tick == 5 || tick == 6 {
+            let refused = "login refused: password authentication failed for user \"loadlab\"";
+            frames.push(tick, 1, &[], &[(1, None, refused)]);
+        } else {
+            frames.push(
+                tick,
+                1,
+                &[(3, 2.0 + 38.0 * load), (4, 3.0 + 9.0 * load)],
+                &[],
+            );
+        }
+    }
+    for frame in &frames.frames {
+        writer.write_samples(frame).unwrap();
+    }
+    let mut run_end = RunEnd::default();
+    run_end.at_unix_ns = START_NS + 16 * S;
+    run_end.reason = StopReason::Completed;
+    writer.finish(&run_end).unwrap();
+    path
+}
+
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+pub const MIB: f64 = 1024.0 * 1024.0;
+pub const PG: &str = "postgres://loadlab:REDACTED@127.0.0.1:5432/shop";
+pub const PROM: &str = "http://127.0.0.1:9113/metrics";
+pub const APP_GONE: &str = "no process matches app";
+pub const PROM_DOWN: &str = "connect: Connection refused (os error 111)";
+
+fn sampler(kind: &str, name: &str) -> SamplerInfo {
+    SamplerInfo {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn series(sampler: u32, name: &str, labels: &[(&str, &str)], unit: &str) -> SeriesInfo {
+    let kind = if unit.ends_with("/s") {
+        SeriesKind::Rate
+    } else {
+        SeriesKind::Gauge
+    };
+    SeriesInfo {
+        sampler,
+        name: name.to_owned(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        unit: unit.to_owned(),
+        kind,
+    }
+}
+
+/// Sample frames in time order; the first carries every sampler and series.
+struct Frames {
+    frames: Vec<SampleFrame>,
+    tables: Option<(Vec<SamplerInfo>, Vec<SeriesInfo>)>,
+    /// Samplers and series written so far: where the next frame's entries would start.
+    known: (u32, u32),
+}
+
+impl Frames {
+    fn new(samplers: &[SamplerInfo], series: &[SeriesInfo]) -> Frames {
+        Frames {
+            frames: Vec::new(),
+            tables: Some((samplers.to_vec(), series.to_vec())),
+            known: (0, 0),
+        }
+    }
+
+    /// One sampler's reading `tick` seconds from the run's start (a few ms after the
+    /// tick, each sampler at its own offset, as threads read).
+    fn push(
+        &mut self,
+        tick: i64,
+        sampler: u32,
+        values: &[(u32, f64)],
+        gaps: &[(u32, Option<u32>, &str)],
+    ) {
+        let at_unix_ns = (START_NS as i64 + tick * S as i64) as u64 + u64::from(sampler) * 3 * MS;
+        let (samplers, series) = self.tables.take().unwrap_or_default();
+        let (first_sampler, first_series) = self.known;
+        self.known.0 += samplers.len() as u32;
+        self.known.1 += series.len() as u32;
+        self.frames.push(SampleFrame {
+            first_sampler,
+            samplers,
+            first_series,
+            series,
+            batch: SampleBatch {
+                at_unix_ns,
+                values: values
+                    .iter()
+                    .map(|&(series, value)| SampleValue { series, value })
+                    .collect(),
+                gaps: gaps
+                    .iter()
+                    .map(|&(sampler, series, reason)| SampleGap {
+                        sampler,
+                        series,
+                        reason: reason.to_owned(),
+                    })
+                    .collect(),
+            },
+        });
+    }
+}
+
+/// What the system under test did during the golden run, one reading a second: nginx
+/// climbs to a full core by 6 s (where latency steps up) and its listen queue
+/// overflows from 7 s; the app leaks memory, holds the database pool at its 20
+/// connections from 6 s, and is gone at 10-11 s (restarted); the Prometheus endpoint
+/// refuses connections at 9-10 s; one counter reset at 4 s.
+pub fn sut_frames(ticks: std::ops::RangeInclusive<i64>) -> Vec<SampleFrame> {
+    let samplers = [
+        sampler("host", "host"),
+        sampler("process", "nginx"),
+        sampler("process", "app"),
+        sampler("postgres", PG),
+        sampler("prom", PROM),
+    ];
+    let q = |q: &'static str| [("quantile", q)];
+    let series = [
+        // host: 0..=14
+        series(0, "host.cpu_percent", &[("cpu", "all")], "percent"),
+        series(0, "host.cpu_percent", &[("cpu", "0")], "percent"),
+        series(0, "host.cpu_percent", &[("cpu", "1")], "percent"),
+        series(0, "host.cpu_iowait_percent", &[("cpu", "all")], "percent"),
+        series(0, "host.memory_total_bytes", &[], "bytes"),
+        series(0, "host.memory_available_bytes", &[], "bytes"),
+        series(0, "host.memory_used_bytes", &[], "bytes"),
+        series(0, "host.tcp_established", &[], "count"),
+        series(0, "host.tcp_time_wait", &[], "count"),
+        series(0, "host.tcp_sockets", &[("state", "close_wait")], "count"),
+        series(0, "host.tcp_sockets", &[("state", "established")], "count"),
+        series(0, "host.tcp_retransmits_per_sec", &[], "1/s"),
+        series(0, "host.tcp_listen_overflows_per_sec", &[], "1/s"),
+        series(
+            0,
+            "host.net_rx_bytes_per_sec",
+            &[("interface", "lo")],
+            "bytes/s",
+        ),
+        series(
+            0,
+            "host.net_tx_bytes_per_sec",
+            &[("interface", "lo")],
+            "bytes/s",
+        ),
+        // nginx: 15..=20
+        series(1, "process.cpu_percent", &[("group", "nginx")], "percent"),
+        series(1, "process.rss_bytes", &[("group", "nginx")], "bytes"),
+        series(1, "process.sockets", &[("group", "nginx")], "count"),
+        series(1, "process.fds", &[("group", "nginx")], "count"),
+        series(1, "process.fd_limit", &[("group", "nginx")], "count"),
+        series(1, "process.threads", &[("group", "nginx")], "count"),
+        // app: 21..=25
+        series(2, "process.cpu_percent", &[("group", "app")], "percent"),
+        series(2, "process.rss_bytes", &[("group", "app")], "bytes"),
+        series(2, "process.sockets", &[("group", "app")], "count"),
+        series(2, "process.fds", &[("group", "app")], "count"),
+        series(2, "process.fd_limit", &[("group", "app")], "count"),
+        // postgres: 26..=28
+        series(
+            3,
+            "postgres.transactions_per_sec",
+            &[("database", "shop")],
+            "1/s",
+        ),
+        series(
+            3,
+            "postgres.rollbacks_per_sec",
+            &[("database", "shop")],
+            "1/s",
+        ),
+        series(3, "postgres.connections", &[("database", "shop")], "count"),
+        // prom: 29..=31
+        series(4, "nginx_connections_active", &[], ""),
+        series(4, "http_request_duration_seconds", &q("0.5"), "seconds"),
+        series(4, "http_request_duration_seconds", &q("0.99"), "seconds"),
+        // The fullest process's share of its fd limit: nginx 32, app 33.
+        series(
+            1,
+            "process.fd_use_percent",
+            &[("group", "nginx")],
+            "percent",
+        ),
+        series(2, "process.fd_use_percent", &[("group", "app")], "percent"),
+    ];
+    let mut frames = Frames::new(&samplers, &series);
+    for tick in ticks {
+        let t = tick as f64;
+        let busy = (t / 6.0).min(1.0);
+        let saturated = tick >= 6;
+        let app_gone = tick == 10 || tick == 11;
+        let nginx_cpu = if saturated {
+            97.0 + (tick % 3) as f64
+        } else {
+            20.0 + 75.0 * busy
+        };
+        let app_cpu = if app_gone { 0.0 } else { 40.0 + 100.0 * busy };
+        let established = 20.0
+            + 90.0 * busy
+            + if saturated {
+                (tick % 4) as f64 * 6.0
+            } else {
+                0.0
+            };
+        let used = GIB * (3.1 + 0.04 * t);
+        let mut host = vec![
+            (0, (nginx_cpu + app_cpu) / 2.5 + 4.0),
+            (1, (nginx_cpu + 8.0).min(100.0)),
+            (2, app_cpu / 1.5),
+            (3, 1.0 + (tick % 3) as f64 * 0.5),
+            (4, 8.0 * GIB),
+            (5, 8.0 * GIB - used),
+            (6, used),
+            (7, established),
+            (8, 3.0 + 40.0 * busy * busy),
+            (
+                9,
+                if tick >= 8 {
+                    (tick - 7) as f64 * 2.0
+                } else {
+                    0.0
+                },
+            ),
+            (10, established - 1.0),
+            (
+                12,
+                if tick >= 7 {
+                    5.0 + (tick % 3) as f64 * 4.0
+                } else {
+                    0.0
+                },
+            ),
+            (13, 60.0 * 1024.0 * (0.3 + busy)),
+            (14, 9.0 * 1024.0 * (0.3 + busy)),
+        ];
+        let mut host_gaps = Vec::new();
+        if tick == 4 {
+            host_gaps.push((0, Some(11), "counter reset (150 -> 20)"));
+        } else {
+            host.push((
+                11,
+                if saturated {
+                    3.0 + (tick % 2) as f64 * 4.0
+                } else {
+                    0.0
+                },
+            ));
+        }
+        frames.push(tick, 0, &host, &host_gaps);
+        let nginx_fds = 40.0 + 5.0 * established;
+        frames.push(
+            tick,
+            1,
+            &[
+                (15, nginx_cpu),
+                (16, 48.0 * MIB + t * 0.5 * MIB),
+                (17, nginx_fds - 30.0),
+                (18, nginx_fds),
+                (19, 1024.0),
+                (20, 3.0),
+                (32, nginx_fds / 1024.0 * 100.0),
+            ],
+            &[],
+        );
+        if app_gone {
+            frames.push(tick, 2, &[], &[(2, None, APP_GONE)]);
+        } else {
+            let since_start = if tick >= 12 { t - 12.0 } else { t };
+            frames.push(
+                tick,
+                2,
+                &[
+                    (21, app_cpu),
+                    (22, 300.0 * MIB + since_start * 45.0 * MIB),
+                    (23, 20.0 + 10.0 * busy),
+                    (24, 60.0 + 12.0 * busy),
+                    (25, 1_048_576.0),
+                    (33, (60.0 + 12.0 * busy) / 1_048_576.0 * 100.0),
+                ],
+                &[],
+            );
+        }
+        let pool = (5.0 + 15.0 * busy).round();
+        frames.push(
+            tick,
+            3,
+            &[
+                (26, 38.0 * busy + if tick % 2 == 0 { 3.0 } else { -2.0 }),
+                (
+                    27,
+                    if tick >= 8 {
+                        6.0 + (tick % 3) as f64
+                    } else {
+                        0.0
+                    },
+                ),
+                (28, pool),
+            ],
+            &[],
+        );
+        if tick == 9 || tick == 10 {
+            frames.push(tick, 4, &[], &[(4, None, PROM_DOWN)]);
+        } else {
+            frames.push(
+                tick,
+                4,
+                &[
+                    (29, established - 4.0),
+                    (30, if saturated { 0.045 } else { 0.003 + 0.001 * t }),
+                    (31, if saturated { 0.31 } else { 0.008 + 0.002 * t }),
+                ],
+                &[],
+            );
+        }
+    }
+    frames.frames
 }

@@ -7,3 +7,4 @@ mod bad_input;
 mod browser;
 mod fixture;
 mod golden;
+mod samples;
