@@ -33,7 +33,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--long-seconds", type=int, default=60)
-    parser.add_argument("--rates", default="50000,100000,125000,150000,175000,200000")
+    parser.add_argument("--rates", default="50000,60000,70000,75000,80000,90000,100000,150000")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()

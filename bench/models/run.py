@@ -29,11 +29,32 @@ def shapes(url, seconds):
         ("steps", [f"-schedule=step(10000, 30000, 5000, {seconds / 5}s)"]),
         ("sine", [f"-schedule=sine(20000, 10000, {seconds / 2}s, {seconds}s)"]),
     ]
-    results = [run_loadlab(url, flags, name) for name, flags in rows]
+    ramp_path = os.path.join(OUT, "ramp.llr")
+    results = [run_loadlab(url, flags, name, keep=ramp_path if name == "ramp" else None)
+               for name, flags in rows]
     base = results[0]["cpu_us"]
     for r in results:
         print(f"   {r['tool']:<9} {r['requests']:>8} requests  {r['cpu_us']:6.2f} CPU-µs/request  "
               f"({r['cpu_us'] / base:.2f}x constant)  achieved {r['ratio'] * 100:.2f}%  lag p99 {r['lag_p99_us']:.0f} µs", flush=True)
+    ramp_tracking(ramp_path, seconds)
+
+
+def ramp_tracking(path, seconds):
+    """Per second of the ramp line(10000, 30000, S): requests sent vs the schedule's
+    integral over that second (goal: within 0.5%)."""
+    out = subprocess.run([LOADLAB, "report", "-every=1s", "-type=json", path], check=True,
+                         capture_output=True, text=True).stdout
+    worst = 0.0
+    for line in out.splitlines():
+        row = json.loads(line)
+        if "interval" not in row:
+            continue
+        k = row["interval"]["offset"] / 1e9
+        if row["interval"]["duration"] != 1_000_000_000 or k + 1 > seconds:
+            continue
+        asked = 10000 + 20000 * (k + 0.5) / seconds
+        worst = max(worst, abs(row["requests"] - asked) / asked)
+    print(f"   ramp: worst second {worst * 100:.3f}% off the schedule (goal <= 0.5%)", flush=True)
 
 
 def closed_users(url, seconds):
