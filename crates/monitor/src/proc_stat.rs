@@ -1,5 +1,5 @@
 //! Small `/proc` files parsed by hand, because they are read for every process on
-//! every tick: `/proc/PID/stat`, plus `/proc/sys/fs/file-nr`.
+//! every tick: `/proc/PID/stat` and `/proc/PID/statm`, plus `/proc/sys/fs/file-nr`.
 
 /// The fields of `/proc/PID/stat` the process sampler uses.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -35,6 +35,14 @@ pub(crate) fn parse_pid_stat(text: &str) -> Option<PidStat> {
         start_ticks: number(22)?,
         rss_pages: number(24)?,
     })
+}
+
+/// `/proc/PID/statm`: (resident pages, of which shared: file-backed or shared memory).
+pub(crate) fn parse_statm(text: &str) -> Option<(u64, u64)> {
+    let mut fields = text.split_whitespace().skip(1).map(str::parse::<u64>);
+    let resident = fields.next()?.ok()?;
+    let shared = fields.next()?.ok()?;
+    Some((resident, shared.min(resident)))
 }
 
 /// The soft limit on open files from `/proc/PID/limits` (`Max open files  1024  4096
@@ -106,6 +114,20 @@ mod tests {
         ];
         for (text, want) in rows {
             assert_eq!(&parse_pid_stat(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn parses_statm() {
+        let rows: &[(&str, Option<(u64, u64)>)] = &[
+            ("5000 800 300 10 0 400 0\n", Some((800, 300))),
+            ("1 2 3", Some((2, 2))),
+            ("5000 800", None),
+            ("5000 x 300 10 0 400 0", None),
+            ("", None),
+        ];
+        for (text, want) in rows {
+            assert_eq!(parse_statm(text), *want, "{text:?}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`ProcessSampler`]: process groups (see `process_match.rs`), one shared `/proc` scan
 //! per tick for all groups. Per group: CPU % of one core (over 100 when it uses more
-//! than one), resident memory, threads, processes, open fds against the soft limit, and
-//! sockets.
+//! than one), resident memory (shared pages counted once), threads, processes, open
+//! fds against the soft limit, and sockets.
 //!
 //! Only new pids are read in full (`stat`, `cmdline`); members are re-read each tick.
 //! A group with no process yet (or any more) is a gap "no process matches NAME". A
@@ -15,7 +15,7 @@ use std::time::Instant;
 use record::SamplerInfo;
 
 use crate::hub::{Reading, SeriesDef};
-use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat};
+use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat, parse_statm};
 use crate::process_match::{Matcher, ProcEntry, members};
 use crate::runner::{Sampler, Tick};
 use crate::spec::ProcessMatch;
@@ -42,6 +42,9 @@ struct Group {
 #[derive(Debug, Default)]
 struct Member {
     stat: PidStat,
+    /// Resident pages shared with other processes (file-backed or shared memory); read
+    /// only for groups of more than one process.
+    shared_pages: u64,
     fds: Option<u64>,
     sockets: Option<u64>,
     fd_limit: Option<u64>,
@@ -123,12 +126,15 @@ impl ProcessSampler {
     }
 
     /// A member's figures; `None` when it is gone or a zombie (exited, holding nothing).
-    fn member(&mut self, pid: u32, count_sockets: bool) -> Option<Member> {
+    fn member(&mut self, pid: u32, count_sockets: bool, read_shared: bool) -> Option<Member> {
         let stat = read_stat(pid).filter(|stat| !matches!(stat.state, 'Z' | 'X'))?;
         let mut member = Member {
             stat,
             ..Member::default()
         };
+        if let Some((resident, shared)) = read_shared.then(|| read_statm(pid)).flatten() {
+            (member.stat.rss_pages, member.shared_pages) = (resident, shared);
+        }
         let counted = if count_sockets {
             count_fds(pid).map(|(fds, sockets)| (fds, Some(sockets)))
         } else {
@@ -165,12 +171,13 @@ impl ProcessSampler {
             }
         };
         let count_sockets = self.ticks >= self.groups[index].sockets_due;
+        let read_shared = pids.len() > 1;
         // The members are read from here on: CPU rates use this instant, not the tick's
         // (the /proc scan before it can take milliseconds).
         let read_at = Instant::now();
         let found: Vec<(u32, Member)> = pids
             .into_iter()
-            .filter_map(|pid| Some((pid, self.member(pid, count_sockets)?)))
+            .filter_map(|pid| Some((pid, self.member(pid, count_sockets, read_shared)?)))
             .collect();
         let group = &mut self.groups[index];
         if count_sockets {
@@ -213,7 +220,7 @@ impl ProcessSampler {
         reading.value(series("process.threads", "count"), sum(&|m| m.stat.threads));
         reading.value(
             series("process.rss_bytes", "bytes"),
-            sum(&|m| m.stat.rss_pages) * self.page_bytes,
+            group_rss_pages(&found) as f64 * self.page_bytes,
         );
         fd_values(&mut reading, &found, &series);
         reading
@@ -250,6 +257,22 @@ fn fd_values(
             fds / limit * 100.0,
         );
     }
+}
+
+/// The group's resident memory with shared pages counted once: every member's own
+/// pages plus the largest member's shared ones. Summed RSS would count PostgreSQL's
+/// shared buffers once per backend, gigabytes more than the host has.
+fn group_rss_pages(found: &[(u32, Member)]) -> u64 {
+    let own: u64 = found
+        .iter()
+        .map(|(_, m)| m.stat.rss_pages.saturating_sub(m.shared_pages))
+        .sum();
+    let shared = found.iter().map(|(_, m)| m.shared_pages).max();
+    own + shared.unwrap_or(0)
+}
+
+fn read_statm(pid: u32) -> Option<(u64, u64)> {
+    parse_statm(&std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?)
 }
 
 fn read_stat(pid: u32) -> Option<PidStat> {
@@ -336,6 +359,35 @@ mod tests {
     fn run_ns(pid: u32) -> u64 {
         let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
         text.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn group_memory_counts_shared_pages_once() {
+        let member = |rss_pages, shared_pages| Member {
+            stat: PidStat {
+                rss_pages,
+                ..PidStat::default()
+            },
+            shared_pages,
+            ..Member::default()
+        };
+        let rows: &[(&[(u64, u64)], u64)] = &[
+            (&[], 0),
+            (&[(800, 0)], 800),
+            // A PostgreSQL: a postmaster and backends mapping the same shared buffers.
+            (&[(1000, 900), (950, 900), (920, 900)], 100 + 50 + 20 + 900),
+            // Shared pages each sees differ: the largest set stands for all.
+            (&[(500, 100), (700, 400)], 400 + 300 + 400),
+            // stat and statm read a moment apart: never below zero.
+            (&[(10, 20)], 20),
+        ];
+        for (members, want) in rows {
+            let found: Vec<(u32, Member)> = members
+                .iter()
+                .map(|&(rss, shared)| (1, member(rss, shared)))
+                .collect();
+            assert_eq!(group_rss_pages(&found), *want, "{members:?}");
+        }
     }
 
     #[test]

@@ -675,8 +675,8 @@ fn caption(data: &SampleData, group: Group, drawn: &[&SeriesData]) -> String {
         Group::Memory => {
             if has("process.rss_bytes") {
                 text.push_str(
-                    "Resident memory (RSS) of each process group, summed over its \
-                     processes. ",
+                    "Resident memory (RSS) of each process group: its processes' own \
+                     pages, with pages they share counted once. ",
                 );
             }
             if has("host.memory_used_bytes") {
