@@ -14,15 +14,17 @@ const HELP: &str = "\
 Inputs are detected by their content: record files, vegeta's `encode -to json|csv`
 results, or loadlab's own JSON/CSV; stdin when no file is given. Many inputs are merged
 in send-time order. JSON and CSV keep vegeta's fields (vegeta's tools read our JSON) and
-add send_lag, ttfb and error_kind; -to record writes a record file that every loadlab
-command reads, so old vegeta runs get loadlab's reports. In our JSON and CSV, latency
-counts from the intended send time and timestamp is the actual send time.
+add send_lag, ttfb and error_kind (resource samples are left out); -to record writes a
+record file that every loadlab command reads, samples included, so old vegeta runs get
+loadlab's reports and a run can be merged with its monitor file. In our JSON and CSV,
+latency counts from the intended send time and timestamp is the actual send time.
 
 Examples:
   loadlab encode -to json run.llr > run.json
   loadlab encode -to record vegeta-results.json > old-run.llr
   vegeta encode -to csv results.gob | loadlab encode -to record -output run.llr
   loadlab encode -to csv a.llr b.llr -output merged.csv
+  loadlab encode -to record run.llr server.mon -output run-and-server.llr
   loadlab encode -to json run.llr | vegeta encode -to gob > run.gob";
 
 /// Convert records to and from JSON, CSV and record files; import vegeta results.

@@ -8,7 +8,8 @@ use std::str::FromStr;
 
 use record::{
     AttackEnd, AttackInfo, Compression, CsvEncoder, InputFormat, JsonEncoder, Record, RecordError,
-    RecordWriter, RunEnd, RunHeader, RunTables, SourceSummary, StopReason,
+    RecordWriter, RunEnd, RunHeader, RunTables, SampleBatch, SampleFrame, SampleTables,
+    SourceSummary, StopReason,
 };
 
 use crate::ReportError;
@@ -135,8 +136,9 @@ fn write_csv(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, Repo
 }
 
 /// Writes a record file: the header once the first records (and so every input's
-/// attacks) are known, dictionary entries before the records that use them, and the
-/// inputs' end blocks merged, when they have any.
+/// attacks) are known, dictionary entries before the records that use them, the
+/// inputs' resource samples as they arrive, and the inputs' end blocks merged, when
+/// they have any.
 fn write_records(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, ReportError> {
     let mut batch = Vec::new();
     let first = loop {
@@ -152,11 +154,13 @@ fn write_records(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, 
     let mut records = 0;
     loop {
         writer.write(&batch, stream.tables())?;
+        writer.write_samples(stream)?;
         records += batch.len() as u64;
         if !stream.next_batch(&mut batch)? {
             break;
         }
     }
+    writer.write_samples(stream)?;
     writer.finish(stream.summaries(), stream.tables())?;
     Ok(records)
 }
@@ -167,6 +171,8 @@ struct DictionaryWriter<'a> {
     attacks: usize,
     targets_written: usize,
     errors_written: usize,
+    samplers_written: usize,
+    series_written: usize,
 }
 
 impl<'a> DictionaryWriter<'a> {
@@ -177,6 +183,8 @@ impl<'a> DictionaryWriter<'a> {
             attacks: header.attacks.len(),
             targets_written: header.targets.len(),
             errors_written: 0,
+            samplers_written: 0,
+            series_written: 0,
         })
     }
 
@@ -209,6 +217,29 @@ impl<'a> DictionaryWriter<'a> {
             self.writer.flush_records(watermark)?;
         }
         Ok(())
+    }
+
+    /// Writes the sample batches read since the last call, each after the sampler and
+    /// series entries that are new since the previous frame.
+    fn write_samples(&mut self, stream: &mut RecordStream) -> Result<(), ReportError> {
+        let (batches, tables) = stream.take_samples();
+        for batch in batches {
+            let frame = self.next_frame(tables, batch);
+            self.writer.write_samples(&frame)?;
+        }
+        Ok(())
+    }
+
+    fn next_frame(&mut self, tables: &SampleTables, batch: SampleBatch) -> SampleFrame {
+        let frame = SampleFrame {
+            first_sampler: u32::try_from(self.samplers_written).unwrap_or(u32::MAX),
+            samplers: tables.samplers[self.samplers_written..].to_vec(),
+            first_series: u32::try_from(self.series_written).unwrap_or(u32::MAX),
+            series: tables.series[self.series_written..].to_vec(),
+            batch,
+        };
+        (self.samplers_written, self.series_written) = (tables.samplers.len(), tables.series.len());
+        frame
     }
 
     /// Copies the statistics of a single input and the merged end block; without any

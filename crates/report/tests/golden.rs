@@ -678,3 +678,32 @@ fn golden_resource_reports() {
     );
     assert!(!by_attack.contains("Host CPU"), "{by_attack}");
 }
+
+#[test]
+fn encode_to_record_keeps_the_samples() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.dir.join("run.mon"), monitor_run()).unwrap();
+    let inputs = [fixture.path("steady.llr"), fixture.path("run.mon")];
+    let mut merged = Vec::new();
+    report::run_encode(
+        &inputs,
+        report::EncodeFormat::Record,
+        &mut merged,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    std::fs::write(fixture.dir.join("merged.llr"), merged).unwrap();
+    let text = config(ReportType::Text, None, None);
+    let (apart, _) = fixture.report(&["steady.llr", "run.mon"], &text);
+    let (together, diagnostics) = fixture.report(&["merged.llr"], &text);
+    assert_eq!(diagnostics, "");
+    let resources = |report: &str| -> Vec<String> {
+        report
+            .lines()
+            .skip_while(|line| !line.starts_with("Host CPU"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(resources(&apart).len() > 5, "{apart}");
+    assert_eq!(resources(&together), resources(&apart));
+}
