@@ -82,6 +82,15 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
+    /// A hub whose table starts with `samplers`, in that order.
+    pub(crate) fn with_samplers(samplers: &[SamplerInfo]) -> Hub {
+        let mut hub = Hub::default();
+        for info in samplers {
+            hub.sampler_id(info);
+        }
+        hub
+    }
+
     /// A frame for `reading`, with every table entry the consumer has not yet seen.
     /// Values that are not finite become gaps (charts and sums cannot use them).
     pub(crate) fn frame(&mut self, reading: Reading) -> SampleFrame {
@@ -231,5 +240,18 @@ mod tests {
         tables.extend_from(&again).unwrap();
         tables.extend_from(&fourth).unwrap();
         assert_eq!(&tables, hub.tables());
+    }
+
+    #[test]
+    fn samplers_keep_the_order_they_were_given_in() {
+        let mut hub = Hub::with_samplers(&[sampler("host"), sampler("nginx")]);
+        // nginx's thread reads first: it still gets the second id.
+        let mut reading = Reading::new(&sampler("nginx"), 10);
+        reading.value(SeriesDef::gauge("process.rss_bytes", "bytes"), 1.0);
+        let first = hub.frame(reading);
+        let names: Vec<&str> = first.samplers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["host", "nginx"]);
+        assert_eq!(first.series[0].sampler, 1);
+        assert_eq!(first.batch.values[0].series, 0);
     }
 }

@@ -146,9 +146,12 @@ impl Monitor {
         let stats = Arc::new(Mutex::new(MonitorStats::default()));
         let (readings_tx, readings) = mpsc::channel::<Reading>();
         let (frames_tx, frames) = mpsc::sync_channel(FRAME_QUEUE);
+        let interval = config.interval;
+        let (jobs, spec_order) = jobs(config);
+        let hub = Hub::with_samplers(&spec_order);
         let hub = spawn("loadlab-mon-hub".to_owned(), {
             let stats = Arc::clone(&stats);
-            move || run_hub(&readings, &frames_tx, &stats)
+            move || run_hub(hub, &readings, &frames_tx, &stats)
         })?;
         let mut handle = MonitorHandle {
             frames,
@@ -159,11 +162,11 @@ impl Monitor {
         };
         let context = ThreadContext {
             anchor,
-            interval: config.interval,
+            interval,
             stop,
             readings: readings_tx,
         };
-        for job in jobs(config) {
+        for job in jobs {
             let name = job.thread_name();
             let context = context.clone();
             let thread = spawn(name.clone(), move || job.run(&context))?;
@@ -245,15 +248,22 @@ impl Job {
 }
 
 /// Samplers by thread: process groups share one /proc scan, the rest get one each.
-fn jobs(config: MonitorConfig) -> Vec<Job> {
+/// The sampler threads' jobs, and the samplers in the order of their specs (agents
+/// aside: they announce the remote machine's samplers as those arrive), so the file's
+/// table lists them in that order whichever thread reads first.
+fn jobs(config: MonitorConfig) -> (Vec<Job>, Vec<SamplerInfo>) {
     let timeout = config.interval;
     let mut groups: Vec<(ProcessMatch, SamplerInfo)> = Vec::new();
     let mut jobs = Vec::new();
+    let mut spec_order = Vec::new();
     for NamedSampler { name, spec } in config.samplers {
         let info = SamplerInfo {
             kind: spec.kind().to_owned(),
             name,
         };
+        if !matches!(spec, SamplerSpec::Agent(_)) {
+            spec_order.push(info.clone());
+        }
         match spec {
             SamplerSpec::Host => jobs.push(Job::Ticked(Box::new(HostSampler::new(info)))),
             SamplerSpec::Process(matcher) => groups.push((matcher, info)),
@@ -273,7 +283,7 @@ fn jobs(config: MonitorConfig) -> Vec<Job> {
     if !groups.is_empty() {
         jobs.push(Job::Ticked(Box::new(ProcessSampler::new(groups))));
     }
-    jobs
+    (jobs, spec_order)
 }
 
 fn run_ticked(mut sampler: Box<dyn Sampler>, context: &ThreadContext) {
@@ -309,11 +319,11 @@ fn run_ticked(mut sampler: Box<dyn Sampler>, context: &ThreadContext) {
 }
 
 fn run_hub(
+    mut hub: Hub,
     readings: &Receiver<Reading>,
     frames: &SyncSender<SampleFrame>,
     stats: &Mutex<MonitorStats>,
 ) {
-    let mut hub = Hub::default();
     for reading in readings {
         let frame = hub.frame(reading);
         let (values, gaps) = (frame.batch.values.len(), frame.batch.gaps.len());
