@@ -1095,7 +1095,7 @@ mod tests {
             ),
             ("postgres://loadlab:REDACTED@db:5432/shop", "db:5432/shop"),
             ("postgres://db:5432", "db:5432"),
-            ("nginx@10.0.0.5:7070", "nginx@10.0.0.5:7070"),
+            ("nginx@203.0.113.5:7070", "nginx@203.0.113.5:7070"),
             ("host", "host"),
         ];
         for (name, want) in rows {

@@ -202,12 +202,12 @@ mod tests {
             ("500 Internal Server Error", 500, ErrorKind::Status),
             ("422", 422, ErrorKind::Status),
             (
-                "Get \"http://x\": dial tcp 10.0.0.1:80: connect: connection refused",
+                "Get \"http://x\": dial tcp 203.0.113.1:80: connect: connection refused",
                 0,
                 ErrorKind::Connect,
             ),
             (
-                "Get \"http://x\": dial tcp 10.0.0.1:80: i/o timeout",
+                "Get \"http://x\": dial tcp 203.0.113.1:80: i/o timeout",
                 0,
                 ErrorKind::ConnectTimeout,
             ),
