@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use report::{EncodeFormat, run_encode};
 
-use crate::report::open_output;
+use crate::report::{is_stdout, open_output};
 
 /// What the conversion reads and writes; shown under the options by
 /// `loadlab encode --help` (the one-line summary is the arguments struct's doc).
@@ -44,7 +44,7 @@ pub struct EncodeArgs {
 
 pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     let EncodeArgs { to, output, files } = args;
-    let to_stdout = output == "stdout" || output == "-";
+    let to_stdout = is_stdout(&output);
     if to == EncodeFormat::Record && to_stdout && std::io::stdout().is_terminal() {
         bail!("-to record writes binary data: redirect it to a file or use -output FILE");
     }

@@ -1,10 +1,29 @@
 //! vegeta spells long flags with one dash (`-rate=100`, `-duration 10s`); clap wants two.
 //! We rewrite `-name[=value]` to `--name[=value]` when `name` is a long flag of the
 //! subcommand being run, so both spellings work and nothing else is touched.
+//! [`parse_host_port`] reads the `HOST:PORT` values of `-addr` and `-serve`.
 
 use std::ffi::OsString;
+use std::net::{SocketAddr, ToSocketAddrs};
 
 use clap::Command;
+
+/// A `HOST:PORT` flag value (`-addr`, `-serve`): `:PORT` means 127.0.0.1:PORT; a host
+/// name resolves to its first address.
+pub fn parse_host_port(text: &str) -> Result<SocketAddr, String> {
+    let text = if text.starts_with(':') {
+        format!("127.0.0.1{text}")
+    } else {
+        text.to_owned()
+    };
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    text.to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not a HOST:PORT address ({e})"))?
+        .next()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
 
 /// Returns `args` with single-dash spellings of known long flags turned into double-dash ones.
 pub fn normalize_long_flags(root: &Command, args: Vec<OsString>) -> Vec<OsString> {
@@ -99,6 +118,25 @@ mod tests {
                 )
                 .arg(Arg::new("v").short('v').action(ArgAction::SetTrue)),
         )
+    }
+
+    #[test]
+    fn addresses() {
+        let rows: &[(&str, Result<&str, &str>)] = &[
+            ("127.0.0.1:8080", Ok("127.0.0.1:8080")),
+            (":9000", Ok("127.0.0.1:9000")),
+            ("[::1]:0", Ok("[::1]:0")),
+            ("localhost:1234", Ok(":1234")),
+            ("8080", Err("not a HOST:PORT")),
+            ("127.0.0.1:99999", Err("not a HOST:PORT")),
+        ];
+        for (input, want) in rows {
+            match (parse_host_port(input), want) {
+                (Ok(got), Ok(want)) => assert!(got.to_string().ends_with(want), "{input}: {got}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{input}: {got}"),
+                (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

@@ -2,14 +2,12 @@
 //! frames written as a record file of samples (and/or served to agent clients).
 //! [`AttachedMonitor`] is the same monitor inside `attack -monitor`.
 
-use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use engine::StopHandle;
 use monitor::{AgentServer, ClockAnchor, Monitor, MonitorConfig, MonitorHandle, MonitorStats};
 use record::{Compression, RecordError, RecordWriter, RunEnd, RunHeader, SampleFrame, StopReason};
@@ -256,16 +254,7 @@ fn summary(stats: &MonitorStats) -> String {
 
 /// `-serve`: `:PORT` means loopback; other hosts get a warning (no authentication).
 fn serve(addr: &str) -> anyhow::Result<AgentServer> {
-    let addr = if addr.starts_with(':') {
-        format!("127.0.0.1{addr}")
-    } else {
-        addr.to_owned()
-    };
-    let resolved: SocketAddr = addr
-        .to_socket_addrs()
-        .with_context(|| format!("-serve {addr:?} is not a HOST:PORT address"))?
-        .next()
-        .with_context(|| format!("-serve {addr:?} resolves to no address"))?;
+    let resolved = crate::flags::parse_host_port(addr).map_err(|e| anyhow!("-serve {e}"))?;
     if !resolved.ip().is_loopback() {
         eprintln!("loadlab monitor: warning: serving samples on {resolved} without authentication");
     }
@@ -277,15 +266,10 @@ fn serve(addr: &str) -> anyhow::Result<AgentServer> {
     Ok(server)
 }
 
+/// `report::open_output`, refusing a terminal: the samples are binary.
 fn open_output(path: &str) -> anyhow::Result<Output> {
-    let out: Box<dyn Write> = if path == "stdout" || path == "-" {
-        let stdout = std::io::stdout();
-        if stdout.is_terminal() {
-            bail!("refusing to write binary samples to a terminal: use -output FILE or a pipe");
-        }
-        Box::new(stdout)
-    } else {
-        Box::new(File::create(path).with_context(|| format!("cannot create -output {path:?}"))?)
-    };
-    Ok(BufWriter::with_capacity(1 << 16, out))
+    if crate::report::is_stdout(path) && std::io::stdout().is_terminal() {
+        bail!("refusing to write binary samples to a terminal: use -output FILE or a pipe");
+    }
+    crate::report::open_output(path)
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use plot::{ChartFiles, Format, PlotConfig, RunPlot};
 
-use crate::report::open_output;
+use crate::report::{is_stdout, open_output};
 
 /// What the page shows and how the flags work; shown under the options by
 /// `loadlab plot --help` (the one-line summary is the arguments struct's doc).
@@ -85,7 +85,7 @@ pub struct PlotArgs {
 
 pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     let format: Format = args.format.parse()?;
-    let to_stdout = args.output == "stdout" || args.output == "-";
+    let to_stdout = is_stdout(&args.output);
     if format != Format::Html && to_stdout {
         bail!(
             "-format {}: writes one file per chart: name a directory or a file prefix with \

@@ -80,9 +80,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether an `-output` value names standard output ("stdout" or "-").
+pub fn is_stdout(path: &str) -> bool {
+    path == "stdout" || path == "-"
+}
+
 /// Standard output or a new file, buffered.
 pub fn open_output(path: &str) -> anyhow::Result<BufWriter<Box<dyn Write>>> {
-    let out: Box<dyn Write> = if path == "stdout" || path == "-" {
+    let out: Box<dyn Write> = if is_stdout(path) {
         Box::new(std::io::stdout().lock())
     } else {
         Box::new(File::create(path).with_context(|| format!("cannot create -output {path:?}"))?)

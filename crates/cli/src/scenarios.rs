@@ -260,13 +260,7 @@ fn target_input(
     origin: &Origin,
 ) -> anyhow::Result<(Box<dyn Read + Send>, String)> {
     if let Some(inline) = &fields.targets {
-        let name = match &origin.place {
-            Some(place) => format!(
-                "{place}: scenario {:?}: targets",
-                fields.name.as_deref().unwrap_or_default()
-            ),
-            None => "-targets".to_owned(),
-        };
+        let name = origin.label(fields, "targets");
         return Ok((Box::new(std::io::Cursor::new(inline.join("\n\n"))), name));
     }
     match fields.targets_file.as_deref() {

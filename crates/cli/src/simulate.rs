@@ -1,6 +1,6 @@
 //! `loadlab simulate`: serve an origin_simulator recipe until SIGINT or SIGTERM.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,7 +33,7 @@ pub struct SimulateArgs {
     recipe: Option<PathBuf>,
 
     /// Address to listen on. Loopback by default; `:9000` means 127.0.0.1:9000.
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080", value_parser = parse_addr)]
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080", value_parser = crate::flags::parse_host_port)]
     addr: SocketAddr,
 
     /// Server threads, each with its own listener [default: one per core].
@@ -47,21 +47,6 @@ pub struct SimulateArgs {
     /// Check the recipe (including body files and origins) and exit without serving.
     #[arg(long)]
     check: bool,
-}
-
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    let text = if text.starts_with(':') {
-        format!("127.0.0.1{text}")
-    } else {
-        text.to_owned()
-    };
-    if let Ok(addr) = text.parse() {
-        return Ok(addr);
-    }
-    text.to_socket_addrs()
-        .map_err(|e| format!("{text:?} is not a HOST:PORT address ({e})"))?
-        .next()
-        .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -127,29 +112,5 @@ fn announce(sim: &Simulator, recipe: &Recipe, path: &Option<PathBuf>, threads: u
         eprintln!(
             "  {route}: capacity model, ground truth {rps:.1} req/s (workers / mean service time)"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addresses() {
-        let rows: &[(&str, Result<&str, &str>)] = &[
-            ("127.0.0.1:8080", Ok("127.0.0.1:8080")),
-            (":9000", Ok("127.0.0.1:9000")),
-            ("[::1]:0", Ok("[::1]:0")),
-            ("localhost:1234", Ok(":1234")),
-            ("8080", Err("not a HOST:PORT")),
-            ("127.0.0.1:99999", Err("not a HOST:PORT")),
-        ];
-        for (input, want) in rows {
-            match (parse_addr(input), want) {
-                (Ok(got), Ok(want)) => assert!(got.to_string().ends_with(want), "{input}: {got}"),
-                (Err(got), Err(want)) => assert!(got.contains(want), "{input}: {got}"),
-                (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
-            }
-        }
     }
 }

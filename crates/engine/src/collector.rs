@@ -15,7 +15,7 @@ use crate::launch::Registries;
 use crate::samples::SampleFeed;
 use crate::stop::StopHandle;
 use crate::watch::RuleWatcher;
-use crate::worker::{AttackCounters, Counters, WorkerReport};
+use crate::worker::{Counters, WorkerReport};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;
 const FLUSH_RECORDS: usize = 32_768;
@@ -29,7 +29,7 @@ pub(crate) struct Collector<W: Write> {
     pub watermarks: Vec<u64>,
     pub counters: Vec<Counters>,
     /// Per worker, per attack.
-    pub attack_counters: Vec<Vec<AttackCounters>>,
+    pub attack_counters: Vec<Vec<AttackStats>>,
     pub watcher: RuleWatcher,
     pub plans: Vec<Plan>,
     /// The stop rule that fired, if one did.

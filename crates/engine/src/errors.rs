@@ -74,12 +74,18 @@ impl Cause {
     }
 }
 
+/// How many distinct TLS errors a worker remembers. Some never compare equal (rustls'
+/// `Other`), so the cache is bounded; past it, errors are described every time.
+const TLS_CACHE_ENTRIES: usize = 32;
+
 /// A worker's view of the registry.
 pub(crate) struct ErrorCache {
     registry: Arc<ErrorRegistry>,
     causes: Vec<(Cause, u32)>,
     statuses: Vec<(u16, Box<[u8]>, u32)>,
-    redirect_limit: Option<u32>,
+    tls: Vec<(rustls::Error, u32)>,
+    /// Per `-redirects` limit: attacks may set different ones.
+    redirect_limits: Vec<(i32, u32)>,
 }
 
 impl ErrorCache {
@@ -88,7 +94,8 @@ impl ErrorCache {
             registry,
             causes: Vec::new(),
             statuses: Vec::new(),
-            redirect_limit: None,
+            tls: Vec::new(),
+            redirect_limits: Vec::new(),
         }
     }
 
@@ -105,20 +112,34 @@ impl ErrorCache {
         id
     }
 
-    /// The id of an error whose text varies (TLS alerts, certificate problems).
-    pub(crate) fn text(&mut self, kind: ErrorKind, text: String) -> u32 {
-        self.registry.intern(ErrorEntry { kind, text })
+    /// The id of a TLS error (`tls: ` and rustls' description: alerts, certificate
+    /// problems). A bad certificate fails every connection, so equal errors are
+    /// described once.
+    pub(crate) fn tls(&mut self, err: &rustls::Error) -> u32 {
+        if let Some(&(_, id)) = self.tls.iter().find(|(e, _)| e == err) {
+            return id;
+        }
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::Tls,
+            text: format!("tls: {err}"),
+        });
+        if self.tls.len() < TLS_CACHE_ENTRIES {
+            self.tls.push((err.clone(), id));
+        }
+        id
     }
 
     /// The id of vegeta's `stopped after N redirects`.
     pub(crate) fn redirect_limit(&mut self, limit: i32) -> u32 {
-        let registry = &self.registry;
-        *self.redirect_limit.get_or_insert_with(|| {
-            registry.intern(ErrorEntry {
-                kind: ErrorKind::Redirect,
-                text: format!("stopped after {limit} redirects"),
-            })
-        })
+        if let Some(&(_, id)) = self.redirect_limits.iter().find(|(l, _)| *l == limit) {
+            return id;
+        }
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::Redirect,
+            text: format!("stopped after {limit} redirects"),
+        });
+        self.redirect_limits.push((limit, id));
+        id
     }
 
     /// The id of an unsuccessful status, described by the server's own status line
@@ -181,5 +202,46 @@ mod tests {
         );
         assert_eq!(registry.since(3).len(), 1);
         assert!(registry.since(9).is_empty());
+    }
+
+    #[test]
+    fn each_redirect_limit_has_its_own_text() {
+        let registry = Arc::new(ErrorRegistry::default());
+        let mut cache = ErrorCache::new(Arc::clone(&registry));
+        let ids = [
+            cache.redirect_limit(10),
+            cache.redirect_limit(3),
+            cache.redirect_limit(10),
+        ];
+        assert_eq!(ids, [1, 2, 1]);
+        let texts: Vec<String> = registry.since(0).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            ["stopped after 10 redirects", "stopped after 3 redirects"]
+        );
+    }
+
+    #[test]
+    fn tls_errors_are_described_once_per_worker() {
+        let registry = Arc::new(ErrorRegistry::default());
+        let mut a = ErrorCache::new(Arc::clone(&registry));
+        let mut b = ErrorCache::new(Arc::clone(&registry));
+        let unknown_issuer =
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let ids = [
+            a.tls(&unknown_issuer),
+            a.tls(&unknown_issuer),
+            b.tls(&unknown_issuer),
+            a.tls(&rustls::Error::DecryptError),
+        ];
+        assert_eq!(ids, [1, 1, 1, 2]);
+        assert_eq!(a.tls.len(), 2, "a hit does not add an entry");
+        let entries = registry.since(0);
+        assert!(entries.iter().all(|e| e.kind == ErrorKind::Tls));
+        assert_eq!(entries[0].text, format!("tls: {unknown_issuer}"));
+        assert_eq!(
+            entries[1].text,
+            format!("tls: {}", rustls::Error::DecryptError)
+        );
     }
 }

@@ -7,6 +7,10 @@ use workload::{RenderContext, Target, Template};
 /// The `User-Agent` we send unless the target sets one.
 pub(crate) const USER_AGENT: &str = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
 
+/// The whole `User-Agent` header line, as bytes to copy per request.
+const USER_AGENT_LINE: &[u8] =
+    concat!("User-Agent: loadlab/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
+
 /// Wire bytes of one request.
 pub(crate) fn render_request(target: &Target, keepalive: bool) -> Vec<u8> {
     let url = &target.url;
@@ -112,6 +116,30 @@ mod tests {
     }
 
     #[test]
+    fn a_templated_target_sends_a_binary_body_as_it_is() {
+        let body = b"\xff\x00{{seq}}\xfe";
+        let templated = target("POST", "http://h/p", &[("X-Id", "{{seq}}")], body);
+        let dynamic = DynamicRequest::new(&templated, true).unwrap().unwrap();
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        dynamic.render(
+            &RenderContext {
+                seed: 1,
+                seq: 7,
+                data: None,
+            },
+            &mut out,
+            &mut scratch,
+        );
+        let mut want = format!(
+            "POST /p HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 7\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        want.extend_from_slice(body);
+        assert_eq!(out, want);
+    }
+
+    #[test]
     fn renders_requests() {
         let ua = format!("User-Agent: {USER_AGENT}\r\n");
         let rows: Vec<(Target, bool, String)> = vec![
@@ -172,7 +200,8 @@ impl DynamicRequest {
             .collect::<Result<Vec<_>, _>>()?;
         let body = match std::str::from_utf8(&target.body) {
             Ok(text) => Template::parse(text)?,
-            Err(_) => Template::parse("")?,
+            // Not text, so no placeholders: the bytes go out as they are.
+            Err(_) => Template::literal(&target.body),
         };
         Ok(Some(DynamicRequest {
             method: target.method.clone(),
@@ -205,7 +234,7 @@ impl DynamicRequest {
         out.extend_from_slice(self.host.as_bytes());
         out.extend_from_slice(b"\r\n");
         if self.user_agent {
-            let _ = write!(out, "User-Agent: {USER_AGENT}\r\n");
+            out.extend_from_slice(USER_AGENT_LINE);
         }
         for (name, value) in &self.headers {
             out.extend_from_slice(name.as_bytes());

@@ -80,11 +80,6 @@ impl AgentServer {
         self.local_addr
     }
 
-    /// Connected clients.
-    pub fn clients(&self) -> usize {
-        self.lock().clients.len()
-    }
-
     /// Sends a frame to every client; a client that cannot keep up is dropped.
     pub fn broadcast(&self, frame: &SampleFrame) {
         let mut shared = self.lock();
@@ -350,7 +345,7 @@ impl AgentClient {
 }
 
 /// An error with its causes, `a: b: c`.
-fn chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

@@ -14,7 +14,7 @@ use record::SamplerInfo;
 use crate::hub::{Reading, SeriesDef};
 use crate::netstat::{Counters, TCP_COUNTERS, parse_counters};
 use crate::proc_stat::parse_file_nr;
-use crate::rates::{Rate, Rates};
+use crate::rates::Rates;
 use crate::runner::{Sampler, Tick};
 use crate::sockstat::{field, parse_sockstat};
 use crate::tcp_states::{STATE_NAMES, count_states};
@@ -68,7 +68,6 @@ pub(crate) struct HostSampler {
     info: SamplerInfo,
     cpus: Option<Vec<CpuJiffies>>,
     counters: Rates<String>,
-    netstat: Counters,
     /// When the next per-state dump is due (its cost sets the spacing).
     next_state_dump: Option<Instant>,
 }
@@ -79,7 +78,6 @@ impl HostSampler {
             info,
             cpus: None,
             counters: Rates::default(),
-            netstat: Counters::new(),
             next_state_dump: None,
         }
     }
@@ -170,29 +168,15 @@ impl HostSampler {
             ];
             for (series, unit, value) in counters {
                 let def = SeriesDef::rate(series, unit).label("interface", name);
-                self.rate(reading, def, format!("{series}/{name}"), value as f64, at);
+                let key = format!("{series}/{name}");
+                reading.rate(def, self.counters.update(key, value as f64, at));
             }
         }
     }
 
-    fn rate(
-        &mut self,
-        reading: &mut Reading,
-        def: SeriesDef,
-        key: String,
-        value: f64,
-        at: Instant,
-    ) {
-        match self.counters.update(key, value, at) {
-            Rate::First => {}
-            Rate::PerSec(rate) => reading.value(def, rate),
-            Rate::Reset { before, now } => reading.gap(Some(def), Rate::reset_reason(before, now)),
-        }
-    }
-
     /// Socket totals every tick: sockstat, and the kernel's count of established
-    /// connections (`CurrEstab`: established and close_wait; read by `tcp_counters`).
-    fn sockets(&self, reading: &mut Reading) {
+    /// connections (`CurrEstab`: established and close_wait; as `tcp_counters` read it).
+    fn sockets(reading: &mut Reading, established: Option<f64>) {
         match std::fs::read_to_string("/proc/net/sockstat") {
             Ok(text) => {
                 let stat = parse_sockstat(&text);
@@ -215,8 +199,7 @@ impl HostSampler {
                 format!("/proc/net/sockstat: {err}"),
             ),
         }
-        let key = ("Tcp".to_owned(), "CurrEstab".to_owned());
-        if let Some(&established) = self.netstat.get(&key) {
+        if let Some(established) = established {
             reading.value(
                 SeriesDef::gauge("host.tcp_established", "count"),
                 established,
@@ -247,25 +230,24 @@ impl HostSampler {
         self.next_state_dump = Some(now + cost.div_f64(STATE_DUMP_SHARE));
     }
 
-    fn tcp_counters(&mut self, reading: &mut Reading, at: Instant) {
-        self.netstat.clear();
+    /// The TCP trouble counters as rates; returns `CurrEstab` for [`HostSampler::sockets`].
+    fn tcp_counters(&mut self, reading: &mut Reading, at: Instant) -> Option<f64> {
+        let mut netstat = Counters::new();
         for path in ["/proc/net/snmp", "/proc/net/netstat"] {
             if let Ok(text) = std::fs::read_to_string(path) {
-                parse_counters(&text, &mut self.netstat);
+                parse_counters(&text, &mut netstat);
             }
         }
         for (section, name, series) in TCP_COUNTERS {
             let key = (section.to_owned(), name.to_owned());
-            if let Some(&value) = self.netstat.get(&key) {
-                self.rate(
-                    reading,
-                    SeriesDef::rate(series, "1/s"),
-                    series.to_owned(),
-                    value,
-                    at,
-                );
+            if let Some(&value) = netstat.get(&key) {
+                let rate = self.counters.update(series.to_owned(), value, at);
+                reading.rate(SeriesDef::rate(series, "1/s"), rate);
             }
         }
+        netstat
+            .get(&("Tcp".to_owned(), "CurrEstab".to_owned()))
+            .copied()
     }
 
     fn descriptors_and_load(reading: &mut Reading) {
@@ -306,8 +288,8 @@ impl Sampler for HostSampler {
         self.cpu(&mut reading);
         HostSampler::memory(&mut reading);
         self.network(&mut reading, tick.now);
-        self.tcp_counters(&mut reading, tick.now);
-        self.sockets(&mut reading);
+        let established = self.tcp_counters(&mut reading, tick.now);
+        HostSampler::sockets(&mut reading, established);
         self.socket_states(&mut reading, tick.now);
         HostSampler::descriptors_and_load(&mut reading);
         out.push(reading);

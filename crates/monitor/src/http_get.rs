@@ -174,43 +174,75 @@ fn read_body(
             }
             Ok(body)
         }
-        BodyKind::Chunked => loop {
-            match dechunk(&body) {
-                Ok(Some(decoded)) => return Ok(decoded),
-                Ok(None) if body.len() > MAX_BODY_BYTES + MAX_HEAD_BYTES => return Err(too_large()),
-                Ok(None) => {
-                    if read_more(stream, &mut body, deadline)? == 0 {
-                        return Err("the chunked body was cut short".to_owned());
+        BodyKind::Chunked => {
+            let mut decoder = Dechunker::default();
+            loop {
+                match decoder.decode(&body) {
+                    Ok(Some(decoded)) => return Ok(decoded),
+                    Ok(None) if body.len() > MAX_BODY_BYTES + MAX_HEAD_BYTES => {
+                        return Err(too_large());
                     }
+                    Ok(None) => {
+                        if read_more(stream, &mut body, deadline)? == 0 {
+                            return Err("the chunked body was cut short".to_owned());
+                        }
+                    }
+                    Err(err) => return Err(err),
                 }
-                Err(err) => return Err(err),
             }
-        },
+        }
+    }
+}
+
+/// Decodes a chunked body as it arrives: each call reads only what the previous calls
+/// left, so a large body costs one pass, not one pass per read.
+#[derive(Debug, Default)]
+struct Dechunker {
+    /// Where the next chunk (its size line) starts in the raw bytes.
+    at: usize,
+    /// How far the search for the end of that size line got (so it does not restart).
+    scanned: usize,
+    /// The chunks decoded so far.
+    out: Vec<u8>,
+}
+
+impl Dechunker {
+    /// The decoded body once `raw` (all bytes received so far, a prefix of the next
+    /// call's) holds the whole chunked encoding, `None` if not yet.
+    fn decode(&mut self, raw: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        loop {
+            let from = self.at.max(self.scanned);
+            let Some(found) = raw[from..].windows(2).position(|w| w == b"\r\n") else {
+                // A '\r' at the very end may start the line's "\r\n".
+                self.scanned = raw.len().saturating_sub(1).max(self.at);
+                return Ok(None);
+            };
+            let line_end = from + found;
+            let size_text = String::from_utf8_lossy(&raw[self.at..line_end]);
+            let size_text = size_text.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size_text, 16)
+                .map_err(|_| format!("bad chunk size {size_text:?}"))?;
+            let data = line_end + 2;
+            if size == 0 {
+                return Ok(Some(std::mem::take(&mut self.out)));
+            }
+            // Saturating: an absurd size waits for bytes until the size cap refuses it.
+            if raw.len() < data.saturating_add(size).saturating_add(2) {
+                // The size line is complete: next time, start here again but skip
+                // the search.
+                self.scanned = line_end;
+                return Ok(None);
+            }
+            self.out.extend_from_slice(&raw[data..data + size]);
+            self.at = data + size + 2;
+        }
     }
 }
 
 /// The decoded body once `raw` holds the whole chunked encoding, `None` if not yet.
+#[cfg(test)]
 fn dechunk(raw: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut at = 0;
-    loop {
-        let Some(line_end) = raw[at..].windows(2).position(|w| w == b"\r\n") else {
-            return Ok(None);
-        };
-        let size_text = String::from_utf8_lossy(&raw[at..at + line_end]);
-        let size_text = size_text.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16)
-            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-        at += line_end + 2;
-        if size == 0 {
-            return Ok(Some(out));
-        }
-        if raw.len() < at + size + 2 {
-            return Ok(None);
-        }
-        out.extend_from_slice(&raw[at..at + size]);
-        at += size + 2;
-    }
+    Dechunker::default().decode(raw)
 }
 
 #[cfg(test)]
@@ -277,5 +309,40 @@ mod tests {
                 (got, want) => panic!("got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn decodes_chunks_arriving_in_pieces() {
+        let mut raw = Vec::new();
+        let mut want = Vec::new();
+        for (i, size) in [1usize, 17, 300, 4096, 5].into_iter().enumerate() {
+            let data = vec![b'a' + i as u8; size];
+            raw.extend_from_slice(format!("{size:x};ext=1\r\n").as_bytes());
+            raw.extend_from_slice(&data);
+            raw.extend_from_slice(b"\r\n");
+            want.extend_from_slice(&data);
+        }
+        raw.extend_from_slice(b"0\r\n\r\n");
+        for piece in [1, 2, 3, 7, 64, 1000, raw.len()] {
+            let mut decoder = Dechunker::default();
+            let mut received = Vec::new();
+            let mut got = None;
+            // (Like `dechunk`, the decoder is done at the last chunk's size line.)
+            for part in raw.chunks(piece) {
+                received.extend_from_slice(part);
+                got = decoder.decode(&received).unwrap();
+                if got.is_some() {
+                    break;
+                }
+            }
+            assert_eq!(got.as_deref(), Some(want.as_slice()), "pieces of {piece}");
+        }
+        // A bad size line is found however the bytes arrive.
+        let mut decoder = Dechunker::default();
+        assert_eq!(decoder.decode(b"5\r\nhello\r\nz"), Ok(None));
+        let err = decoder.decode(b"5\r\nhello\r\nzz\r\n").unwrap_err();
+        assert!(err.contains("bad chunk size \"zz\""), "{err}");
+        // An absurd size waits (the caller's size cap ends it) instead of overflowing.
+        assert_eq!(dechunk(b"ffffffffffffffff\r\nab"), Ok(None));
     }
 }

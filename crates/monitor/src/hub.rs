@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::rates::Rate;
+
 use record::{
     SampleBatch, SampleFrame, SampleGap, SampleTables, SampleValue, SamplerInfo, SeriesInfo,
     SeriesKind,
@@ -67,6 +69,16 @@ impl Reading {
 
     pub(crate) fn gap(&mut self, series: Option<SeriesDef>, reason: impl Into<String>) {
         self.gaps.push((series, reason.into()));
+    }
+
+    /// Records a counter's `rate` for `series`: nothing on the first reading, the
+    /// value per second, or a gap saying the counter was reset.
+    pub(crate) fn rate(&mut self, series: SeriesDef, rate: Rate) {
+        match rate {
+            Rate::First => {}
+            Rate::PerSec(value) => self.value(series, value),
+            Rate::Reset { before, now } => self.gap(Some(series), Rate::reset_reason(before, now)),
+        }
     }
 }
 

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use record::SamplerInfo;
 
+use crate::agent::chain;
 use crate::hub::{Reading, SeriesDef};
-use crate::rates::{Rate, Rates};
+use crate::rates::Rates;
 use crate::redact::redact_url;
 use crate::runner::{Sampler, Tick};
 
@@ -115,13 +116,8 @@ impl PostgresSampler {
             ];
             for (name, value, own) in counters {
                 let def = label(SeriesDef::rate(name, "1/s"));
-                match self.rates.update((row.name.clone(), name), value, at) {
-                    Rate::First => {}
-                    Rate::PerSec(rate) => reading.value(def, (rate - own).max(0.0)),
-                    Rate::Reset { before, now } => {
-                        reading.gap(Some(def), Rate::reset_reason(before, now));
-                    }
-                }
+                let rate = self.rates.update((row.name.clone(), name), value, at);
+                reading.rate(def, rate.map(|rate| (rate - own).max(0.0)));
             }
         }
     }
@@ -152,17 +148,8 @@ fn describe(err: &postgres::Error) -> String {
             format!("login refused: {}", db.message())
         }
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => {
-            // "error connecting to server" alone says little: add the causes.
-            let mut text = err.to_string();
-            let mut source = std::error::Error::source(err);
-            while let Some(cause) = source {
-                text.push_str(": ");
-                text.push_str(&cause.to_string());
-                source = cause.source();
-            }
-            text
-        }
+        // "error connecting to server" alone says little: add the causes.
+        None => chain(err),
     };
     redact_url(&text)
 }

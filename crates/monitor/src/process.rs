@@ -117,7 +117,6 @@ impl ProcessSampler {
                     ppid: stat.ppid,
                     comm: stat.comm,
                     cmdline,
-                    start_ticks: stat.start_ticks,
                 };
                 self.processes.insert(pid, entry);
             }
@@ -200,9 +199,7 @@ impl ProcessSampler {
         let mut cpu = HashMap::with_capacity(found.len());
         for (pid, member) in &found {
             let now = (member.stat.start_ticks, member.stat.cpu_ticks);
-            if let Some(&(start, before)) = group.cpu.get(pid).filter(|(start, _)| *start == now.0)
-            {
-                let _ = start;
+            if let Some(&(_, before)) = group.cpu.get(pid).filter(|(start, _)| *start == now.0) {
                 used_ticks += now.1.saturating_sub(before);
             }
             cpu.insert(*pid, now);

@@ -15,7 +15,6 @@ pub(crate) struct ProcEntry {
     pub comm: String,
     /// `argv` joined by spaces; empty for kernel threads and zombies.
     pub cmdline: String,
-    pub start_ticks: u64,
 }
 
 /// The kernel cuts `comm` to 15 bytes.
@@ -92,7 +91,6 @@ mod tests {
             ppid,
             comm: comm.to_owned(),
             cmdline: cmdline.to_owned(),
-            start_ticks: 0,
         }
     }
 

@@ -18,7 +18,7 @@ use crate::histogram::{Buckets, NoQuantile, interval_buckets, quantile};
 use crate::http_get::http_get;
 use crate::hub::{Reading, SeriesDef};
 use crate::prom_parse::{Exposition, MetricType, Sample, parse};
-use crate::rates::{Rate, Rates};
+use crate::rates::Rates;
 use crate::runner::{Sampler, Tick};
 use crate::spec::PromSpec;
 
@@ -139,6 +139,8 @@ impl PromSampler {
                 ),
             }
         }
+        // Like counters, forget histograms and summaries this scrape no longer has.
+        self.previous.retain(|key, _| parts.contains_key(key));
         for ((family, labels), part) in parts {
             self.distribution(&family, &labels, part, at, reading);
         }
@@ -153,14 +155,10 @@ impl PromSampler {
             unit_of(&sample.name, true),
             SeriesKind::Rate,
         );
-        match self
+        let rate = self
             .counters
-            .update((sample.name.clone(), labels), sample.value, at)
-        {
-            Rate::First => {}
-            Rate::PerSec(rate) => reading.value(def, rate),
-            Rate::Reset { before, now } => reading.gap(Some(def), Rate::reset_reason(before, now)),
-        }
+            .update((sample.name.clone(), labels), sample.value, at);
+        reading.rate(def, rate);
     }
 
     /// Histogram quantiles over the interval, or a gap saying why there are none;
@@ -197,16 +195,10 @@ impl PromSampler {
             SeriesKind::Gauge,
         );
         if part.count.is_some() {
-            match self
+            let rate = self
                 .counters
-                .update((format!("{family}_count"), labels.clone()), count, at)
-            {
-                Rate::First => {}
-                Rate::PerSec(rate) => reading.value(count_def, rate),
-                Rate::Reset { before, now } => {
-                    reading.gap(Some(count_def), Rate::reset_reason(before, now));
-                }
-            }
+                .update((format!("{family}_count"), labels.clone()), count, at);
+            reading.rate(count_def, rate);
         }
         let Some((old_buckets, old_count, old_sum)) = before else {
             return;
@@ -456,6 +448,29 @@ mod tests {
                 "lat_seconds{path=/a,quantile=0.99}: histogram reset"
             ]
         );
+    }
+
+    #[test]
+    fn series_that_disappear_are_forgotten() {
+        let histogram = |path: &str| {
+            format!(
+                "# TYPE lat_seconds histogram\nlat_seconds_bucket{{path=\"{path}\",le=\"+Inf\"}} 1\n\
+                 lat_seconds_sum{{path=\"{path}\"}} 1\nlat_seconds_count{{path=\"{path}\"}} 1\n\
+                 # TYPE req_total counter\nreq_total{{path=\"{path}\"}} 1\n"
+            )
+        };
+        let mut sampler = sampler(PromFilters::default());
+        let texts: Vec<String> = ["/a", "/b", "/c"].map(histogram).into();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        scrape(&mut sampler, &texts);
+        let previous: Vec<&str> = sampler
+            .previous
+            .keys()
+            .map(|(_, l)| l["path"].as_str())
+            .collect();
+        assert_eq!(previous, ["/c"]);
+        // req_total and lat_seconds_count of /c.
+        assert_eq!(sampler.counters.len(), 2);
     }
 
     #[test]

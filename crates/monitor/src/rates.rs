@@ -25,6 +25,14 @@ impl Rate {
     pub(crate) fn reset_reason(before: f64, now: f64) -> String {
         format!("counter reset ({before} -> {now})")
     }
+
+    /// The same outcome with `f` applied to a per-second value.
+    pub(crate) fn map(self, f: impl FnOnce(f64) -> f64) -> Rate {
+        match self {
+            Rate::PerSec(rate) => Rate::PerSec(f(rate)),
+            other => other,
+        }
+    }
 }
 
 /// The last reading of each counter, by key.

@@ -125,7 +125,7 @@ pub struct Monitor;
 pub struct MonitorHandle {
     frames: Receiver<SampleFrame>,
     stop: Arc<Stop>,
-    threads: Vec<(String, JoinHandle<()>)>,
+    threads: Vec<JoinHandle<()>>,
     hub: Option<JoinHandle<()>>,
     stats: Arc<Mutex<MonitorStats>>,
 }
@@ -169,8 +169,8 @@ impl Monitor {
         for job in jobs {
             let name = job.thread_name();
             let context = context.clone();
-            let thread = spawn(name.clone(), move || job.run(&context))?;
-            handle.threads.push((name, thread));
+            let thread = spawn(name, move || job.run(&context))?;
+            handle.threads.push(thread);
         }
         Ok(handle)
     }
@@ -189,7 +189,7 @@ impl MonitorHandle {
         self.stop.stop();
         let grace_end = Instant::now() + STOP_GRACE;
         let mut abandoned = 0;
-        for (_, thread) in self.threads.drain(..) {
+        for thread in self.threads.drain(..) {
             while !thread.is_finished() && Instant::now() < grace_end {
                 thread::sleep(Duration::from_millis(5));
             }

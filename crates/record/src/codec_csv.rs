@@ -27,11 +27,64 @@ const VEGETA_COLUMNS: [&str; 12] = [
 ];
 const OUR_EXTRA_COLUMNS: [&str; 3] = ["send_lag", "ttfb", "error_kind"];
 
+/// A column a row is read from: its name (for errors) and its index in the row, if the
+/// input has it.
+#[derive(Debug, Clone, Copy)]
+struct Column {
+    name: &'static str,
+    index: Option<usize>,
+}
+
+/// Where each column `parse_row` reads is, found once from the header.
+#[derive(Debug)]
+struct Layout {
+    /// Columns in the header (vegeta's 12 for headerless input).
+    width: usize,
+    timestamp: Column,
+    code: Column,
+    latency: Column,
+    bytes_out: Column,
+    bytes_in: Column,
+    error: Column,
+    attack: Column,
+    seq: Column,
+    method: Column,
+    url: Column,
+    send_lag: Column,
+    ttfb: Column,
+    error_kind: Column,
+}
+
+impl Layout {
+    /// `columns`: the column names in file order; a name's first occurrence counts.
+    fn new(columns: &[String]) -> Layout {
+        let column = |name: &'static str| Column {
+            name,
+            index: columns.iter().position(|c| c == name),
+        };
+        Layout {
+            width: columns.len(),
+            timestamp: column("timestamp"),
+            code: column("code"),
+            latency: column("latency"),
+            bytes_out: column("bytes_out"),
+            bytes_in: column("bytes_in"),
+            error: column("error"),
+            attack: column("attack"),
+            seq: column("seq"),
+            method: column("method"),
+            url: column("url"),
+            send_lag: column("send_lag"),
+            ttfb: column("ttfb"),
+            error_kind: column("error_kind"),
+        }
+    }
+}
+
 pub(crate) struct CsvSource<R: BufRead> {
     reader: csv::Reader<R>,
     name: String,
-    /// Column names in file order.
-    columns: Vec<String>,
+    layout: Layout,
     interner: Interner,
     summary: SourceSummary,
     row: csv::StringRecord,
@@ -66,7 +119,7 @@ impl<R: BufRead> CsvSource<R> {
         Ok(CsvSource {
             reader,
             name: name.to_owned(),
-            columns,
+            layout: Layout::new(&columns),
             interner: Interner::default(),
             summary: SourceSummary::new(name, format),
             row: csv::StringRecord::new(),
@@ -91,60 +144,56 @@ impl<R: BufRead> CsvSource<R> {
                 ),
             ));
         }
-        if self.summary.format == InputFormat::LoadlabCsv && self.row.len() != self.columns.len() {
+        let layout = &self.layout;
+        if self.summary.format == InputFormat::LoadlabCsv && self.row.len() != layout.width {
             return Err(fail(
                 "(row)",
                 format!(
                     "expected {} columns like the header, found {}",
-                    self.columns.len(),
+                    layout.width,
                     self.row.len()
                 ),
             ));
         }
-        let get = |column: &str| -> &str {
-            self.columns
-                .iter()
-                .position(|c| c == column)
-                .and_then(|i| self.row.get(i))
-                .unwrap_or("")
-        };
-        let number = |column: &'static str| -> Result<u64, RecordError> {
+        let get =
+            |column: Column| -> &str { column.index.and_then(|i| self.row.get(i)).unwrap_or("") };
+        let number = |column: Column| -> Result<u64, RecordError> {
             match get(column) {
                 "" => Ok(0),
                 text => text.parse().map_err(|_| {
                     fail(
-                        column,
+                        column.name,
                         format!("expected a whole number >= 0, found {text:?}"),
                     )
                 }),
             }
         };
-        let error_kind = match get("error_kind") {
+        let error_kind = match get(layout.error_kind) {
             "" => None,
             kind => Some(
                 ErrorKind::from_name(kind)
                     .ok_or_else(|| fail("error_kind", format!("unknown kind {kind:?}")))?,
             ),
         };
-        let timestamp = get("timestamp");
+        let timestamp = get(layout.timestamp);
         let result = ImportedResult {
-            attack: get("attack").to_owned(),
-            seq: match get("seq") {
+            attack: get(layout.attack).to_owned(),
+            seq: match get(layout.seq) {
                 "" => None,
-                _ => Some(number("seq")?),
+                _ => Some(number(layout.seq)?),
             },
-            code: number("code")?
+            code: number(layout.code)?
                 .try_into()
                 .map_err(|_| fail("code", "out of range".to_owned()))?,
             sent_unix_ns: parse_timestamp(timestamp).map_err(|r| fail("timestamp", r))?,
-            latency_ns: number("latency")?,
-            bytes_out: number("bytes_out")?,
-            bytes_in: number("bytes_in")?,
-            error: get("error").to_owned(),
-            method: get("method").to_owned(),
-            url: get("url").to_owned(),
-            send_lag_ns: number("send_lag")?,
-            ttfb_ns: number("ttfb")?,
+            latency_ns: number(layout.latency)?,
+            bytes_out: number(layout.bytes_out)?,
+            bytes_in: number(layout.bytes_in)?,
+            error: get(layout.error).to_owned(),
+            method: get(layout.method).to_owned(),
+            url: get(layout.url).to_owned(),
+            send_lag_ns: number(layout.send_lag)?,
+            ttfb_ns: number(layout.ttfb)?,
             error_kind,
         };
         self.interner
@@ -313,6 +362,39 @@ mod tests {
         }
         let err = read_all("timestamp,code,bogus\n").unwrap_err().to_string();
         assert!(err.contains("field \"bogus\": unknown column"), "{err}");
+    }
+
+    #[test]
+    fn our_csv_reads_columns_by_header_name() {
+        // The sniffer wants `timestamp` first; the rest come in any order, some absent.
+        let text = "timestamp,error_kind,latency,code,seq,url,method,error\n\
+                    1589017970528381465,timeout,7,0,4,http://x/,GET,deadline exceeded\n";
+        let (records, tables) = read_all(text).unwrap();
+        assert_eq!(records.len(), 1);
+        let record = records[0];
+        assert_eq!(
+            (
+                record.intended_unix_ns,
+                record.latency_ns,
+                record.seq,
+                record.status
+            ),
+            (1_589_017_970_528_381_465, 7, 4, 0)
+        );
+        assert_eq!(
+            (record.bytes_in, record.send_lag_ns, record.ttfb_ns),
+            (0, 0, 0)
+        );
+        assert_eq!(tables.targets[0].url, "http://x/");
+        let error = tables.error(record.error).unwrap();
+        assert_eq!(
+            (error.kind, error.text.as_str()),
+            (ErrorKind::Timeout, "deadline exceeded")
+        );
+        let err = read_all("timestamp,latency\n1589017970528381465,-1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("in.csv:2: field \"latency\""), "{err}");
     }
 
     #[test]

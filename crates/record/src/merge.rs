@@ -89,10 +89,6 @@ impl Inputs {
         self.sources.iter().map(|source| source.summary())
     }
 
-    pub fn len(&self) -> usize {
-        self.sources.len()
-    }
-
     /// The merged sampler and series tables as read so far.
     pub fn sample_tables(&self) -> &SampleTables {
         &self.sample_tables
@@ -141,10 +137,6 @@ impl Inputs {
             });
             remap.series.push(id);
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sources.is_empty()
     }
 
     /// The next records in input order (one input after another), with merged ids.

@@ -43,11 +43,6 @@ impl Record {
         self.intended_unix_ns.saturating_add(self.latency_ns)
     }
 
-    /// Latency minus send lag: the time the request spent out of the generator's hands.
-    pub fn service_ns(&self) -> u64 {
-        self.latency_ns.saturating_sub(self.send_lag_ns)
-    }
-
     /// vegeta's success rule: a status in 200..400.
     pub fn is_success(&self) -> bool {
         (200..400).contains(&self.status)

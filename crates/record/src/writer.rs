@@ -29,7 +29,6 @@ pub enum Compression {
 /// what a crash can lose.
 pub struct RecordWriter<W: Write> {
     out: W,
-    compression: Compression,
     compressor: Option<zstd::bulk::Compressor<'static>>,
     pending: Vec<Record>,
     raw: Vec<u8>,
@@ -68,7 +67,6 @@ impl<W: Write> RecordWriter<W> {
         };
         let mut writer = RecordWriter {
             out,
-            compression,
             compressor,
             pending: Vec::new(),
             raw: Vec::new(),
@@ -96,6 +94,26 @@ impl<W: Write> RecordWriter<W> {
     /// Records buffered since the last flush.
     pub fn pending(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Targets in the dictionary so far (the header's included).
+    pub fn targets_written(&self) -> usize {
+        self.targets_written
+    }
+
+    /// Error entries in the dictionary so far.
+    pub fn errors_written(&self) -> usize {
+        self.errors_written
+    }
+
+    /// Samplers written so far (in series blocks).
+    pub fn samplers_written(&self) -> usize {
+        self.samplers_written
+    }
+
+    /// Series written so far (in series blocks).
+    pub fn series_written(&self) -> usize {
+        self.series_written
     }
 
     /// Appends targets to the dictionary; `first_id` must be the number already written.
@@ -280,11 +298,6 @@ impl<W: Write> RecordWriter<W> {
     pub fn close(mut self) -> Result<W, RecordError> {
         self.flush_records(None)?;
         Ok(self.out)
-    }
-
-    /// The compression this writer was made with.
-    pub fn compression(&self) -> Compression {
-        self.compression
     }
 
     fn write_json(&mut self, kind: BlockKind, value: &impl Serialize) -> Result<(), RecordError> {

@@ -75,7 +75,8 @@ pub fn run_encode(
     out: &mut dyn Write,
     diagnostics: &mut dyn Write,
 ) -> Result<EncodeOutcome, ReportError> {
-    let mut stream = RecordStream::open(paths, Order::SendTime)?;
+    // Summaries are read with the first records (the header) and at the end.
+    let mut stream = RecordStream::open(paths, Order::SendTime, false)?;
     let records = match to {
         EncodeFormat::Json => write_json(&mut stream, out)?,
         EncodeFormat::Csv => write_csv(&mut stream, out)?,
@@ -169,10 +170,6 @@ fn write_records(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, 
 struct DictionaryWriter<'a> {
     writer: RecordWriter<&'a mut dyn Write>,
     attacks: usize,
-    targets_written: usize,
-    errors_written: usize,
-    samplers_written: usize,
-    series_written: usize,
 }
 
 impl<'a> DictionaryWriter<'a> {
@@ -181,10 +178,6 @@ impl<'a> DictionaryWriter<'a> {
         Ok(DictionaryWriter {
             writer,
             attacks: header.attacks.len(),
-            targets_written: header.targets.len(),
-            errors_written: 0,
-            samplers_written: 0,
-            series_written: 0,
         })
     }
 
@@ -200,15 +193,14 @@ impl<'a> DictionaryWriter<'a> {
             }
             .into());
         }
-        if tables.targets.len() > self.targets_written {
-            let new = &tables.targets[self.targets_written..];
-            self.writer.add_targets(self.targets_written, new)?;
-            self.targets_written = tables.targets.len();
+        let written = self.writer.targets_written();
+        if tables.targets.len() > written {
+            self.writer
+                .add_targets(written, &tables.targets[written..])?;
         }
-        if tables.errors.len() > self.errors_written {
-            let new = &tables.errors[self.errors_written..];
-            self.writer.add_errors(self.errors_written, new)?;
-            self.errors_written = tables.errors.len();
+        let written = self.writer.errors_written();
+        if tables.errors.len() > written {
+            self.writer.add_errors(written, &tables.errors[written..])?;
         }
         self.writer.extend(batch);
         if self.writer.pending() >= RECORDS_PER_BLOCK {
@@ -230,16 +222,15 @@ impl<'a> DictionaryWriter<'a> {
         Ok(())
     }
 
-    fn next_frame(&mut self, tables: &SampleTables, batch: SampleBatch) -> SampleFrame {
-        let frame = SampleFrame {
-            first_sampler: u32::try_from(self.samplers_written).unwrap_or(u32::MAX),
-            samplers: tables.samplers[self.samplers_written..].to_vec(),
-            first_series: u32::try_from(self.series_written).unwrap_or(u32::MAX),
-            series: tables.series[self.series_written..].to_vec(),
+    fn next_frame(&self, tables: &SampleTables, batch: SampleBatch) -> SampleFrame {
+        let (samplers, series) = (self.writer.samplers_written(), self.writer.series_written());
+        SampleFrame {
+            first_sampler: u32::try_from(samplers).unwrap_or(u32::MAX),
+            samplers: tables.samplers[samplers..].to_vec(),
+            first_series: u32::try_from(series).unwrap_or(u32::MAX),
+            series: tables.series[series..].to_vec(),
             batch,
-        };
-        (self.samplers_written, self.series_written) = (tables.samplers.len(), tables.series.len());
-        frame
+        }
     }
 
     /// Copies the statistics of a single input and the merged end block; without any

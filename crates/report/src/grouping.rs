@@ -147,6 +147,15 @@ impl Groups {
         self.groups.iter().map(|(_, m)| m.requests()).sum()
     }
 
+    /// The earliest send time over every group; `u64::MAX` without records.
+    pub fn earliest_unix_ns(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|(_, m)| m.earliest_unix_ns())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
     /// The groups in their stable order.
     pub fn into_sorted(mut self) -> Vec<(GroupKey, Metrics)> {
         self.groups.sort_by_key(|(key, _)| *key);
@@ -191,6 +200,25 @@ mod tests {
                 .map(|(key, metrics)| (key.0, metrics.requests()))
                 .collect();
             assert_eq!(&got, want, "{by}");
+        }
+    }
+
+    #[test]
+    fn earliest_send_time_spans_the_groups() {
+        let sent = |attack: u16, intended_unix_ns: u64, send_lag_ns: u64| Record {
+            attack,
+            intended_unix_ns,
+            send_lag_ns,
+            ..Record::default()
+        };
+        let records = [sent(1, 50, 5), sent(0, 40, 30), sent(1, 45, 10)];
+        for by in [None, Some(GroupBy::Attack)] {
+            let mut groups = Groups::new(by, Metrics::new(None));
+            assert_eq!(groups.earliest_unix_ns(), u64::MAX);
+            groups.add_all(&[]);
+            assert_eq!(groups.earliest_unix_ns(), u64::MAX);
+            groups.add_all(&records);
+            assert_eq!(groups.earliest_unix_ns(), 55, "{by:?}");
         }
     }
 

@@ -30,7 +30,6 @@ pub struct Metrics {
     first_errors: Vec<Option<(u64, u64)>>,
     /// Requests and send span per attack id.
     attacks: Vec<AttackActivity>,
-    arrivals: u64,
     buckets: Option<BucketCounts>,
 }
 
@@ -55,13 +54,17 @@ impl Metrics {
             status_counts: Vec::new(),
             first_errors: Vec::new(),
             attacks: Vec::new(),
-            arrivals: 0,
             buckets: buckets.map(BucketCounts::new),
         }
     }
 
     pub fn requests(&self) -> u64 {
         self.latency.count()
+    }
+
+    /// The earliest send time added; `u64::MAX` while there is none.
+    pub(crate) fn earliest_unix_ns(&self) -> u64 {
+        self.earliest_unix_ns
     }
 
     pub fn add_all(&mut self, records: &[Record]) {
@@ -73,6 +76,8 @@ impl Metrics {
     #[inline]
     pub fn add(&mut self, record: &Record) {
         let sent = record.sent_unix_ns();
+        // Records added before this one: breaks ties between first errors sent at once.
+        let arrival = self.latency.count();
         self.latency.add(record.latency_ns);
         self.send_lag.add(record.send_lag_ns);
         self.bytes_in = self.bytes_in.saturating_add(record.bytes_in);
@@ -84,12 +89,11 @@ impl Metrics {
         self.count_status(record.status);
         self.count_attack(record.attack, sent);
         if record.error != 0 {
-            self.note_error(record.error, sent);
+            self.note_error(record.error, sent, arrival);
         }
         if let Some(buckets) = &mut self.buckets {
             buckets.add(record.latency_ns);
         }
-        self.arrivals += 1;
     }
 
     #[inline]
@@ -119,12 +123,12 @@ impl Metrics {
         activity.latest_unix_ns = activity.latest_unix_ns.max(sent_unix_ns);
     }
 
-    fn note_error(&mut self, error: u32, sent_unix_ns: u64) {
+    fn note_error(&mut self, error: u32, sent_unix_ns: u64, arrival: u64) {
         let index = error as usize - 1;
         if index >= self.first_errors.len() {
             self.first_errors.resize(index + 1, None);
         }
-        let seen = (sent_unix_ns, self.arrivals);
+        let seen = (sent_unix_ns, arrival);
         let slot = &mut self.first_errors[index];
         if slot.is_none_or(|first| seen < first) {
             *slot = Some(seen);

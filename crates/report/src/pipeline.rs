@@ -44,7 +44,8 @@ pub fn run_report(
     } else {
         Order::Input
     };
-    let mut stream = RecordStream::open(paths, order)?;
+    // Only `-every` rows read the summaries (closed-model users) during the run.
+    let mut stream = RecordStream::open(paths, order, config.every_ns.is_some())?;
     let buckets = match &config.report_type {
         ReportType::Json { buckets } => buckets.clone(),
         ReportType::Hist(buckets) => Some(buckets.clone()),
@@ -59,11 +60,8 @@ pub fn run_report(
     let mut rows = RowPrinter::new(config);
     let mut batch = Vec::new();
     let mut resources = Resources::default();
-    let mut earliest_unix_ns = u64::MAX;
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
-        let first = batch.iter().map(record::Record::sent_unix_ns).min();
-        earliest_unix_ns = earliest_unix_ns.min(first.unwrap_or(u64::MAX));
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
         let (samples, sample_tables) = stream.take_samples();
         resources.add(sample_tables, &samples);
@@ -93,7 +91,7 @@ pub fn run_report(
         });
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
-    facts.resources = resources.close(Some(earliest_unix_ns));
+    facts.resources = resources.close(Some(groups.earliest_unix_ns()));
     let text = render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;

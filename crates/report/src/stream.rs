@@ -1,7 +1,8 @@
 //! [`RecordStream`]: the inputs, merged, read on a second thread so that decoding
 //! (decompression, varints) overlaps aggregation. Batches come back in input order or
 //! in send-time order ([`Order`]); the merged tables travel with the first batch that
-//! needs them, and the inputs' summaries come with the end.
+//! needs them, and the inputs' summaries come with the end (and mid-run only when the
+//! consumer asked for live summaries).
 
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
@@ -29,7 +30,8 @@ enum Message {
         records: Vec<Record>,
         tables: Option<RunTables>,
         /// What the inputs said about themselves so far: with the first batch, and
-        /// again whenever new generator samples arrived (for live per-interval rows).
+        /// again whenever new generator samples arrived, up to the first records and
+        /// then only when live summaries were asked for (per-interval rows).
         summaries: Option<Vec<SourceSummary>>,
         /// Resource samples read since the last message, and the sample tables when
         /// they grew.
@@ -58,8 +60,15 @@ pub struct RecordStream {
 
 impl RecordStream {
     /// Opens `paths` (`-` is stdin; none means stdin). Opening errors (a missing file, an
-    /// empty or unknown input) come back from here.
-    pub fn open(paths: &[String], order: Order) -> Result<RecordStream, ReportError> {
+    /// empty or unknown input) come back from here. With `live_summaries`,
+    /// [`RecordStream::summaries`] keeps up with the generator statistics during the
+    /// run; without, it is refreshed only until the first records arrive and at the end
+    /// (each refresh copies every input's statistics so far).
+    pub fn open(
+        paths: &[String],
+        order: Order,
+        live_summaries: bool,
+    ) -> Result<RecordStream, ReportError> {
         let paths = paths.to_vec();
         let (batch_tx, batches) = sync_channel(BATCHES_IN_FLIGHT);
         let (spare, spare_rx) = channel();
@@ -69,7 +78,8 @@ impl RecordStream {
             .spawn(move || match Inputs::open(&paths) {
                 Ok(inputs) => {
                     if opened_tx.send(None).is_ok() {
-                        read(Reader::new(inputs, order), &batch_tx, &spare_rx);
+                        let reader = Reader::new(inputs, order);
+                        read(reader, live_summaries, &batch_tx, &spare_rx);
                     }
                 }
                 Err(err) => {
@@ -144,7 +154,8 @@ impl RecordStream {
     }
 
     /// What each input said about itself: headers from the first batch on, complete
-    /// (statistics, end, torn tail) once `next_batch` returned false.
+    /// (statistics, end, torn tail) once `next_batch` returned false. Mid-run, statistics
+    /// are current only with live summaries (see [`RecordStream::open`]).
     pub fn summaries(&self) -> &[SourceSummary] {
         &self.summaries
     }
@@ -220,10 +231,18 @@ impl Reader {
 
 /// The reader thread: batches out, spent buffers back, until the end or the consumer
 /// hangs up.
-fn read(mut reader: Reader, batches: &SyncSender<Message>, spare: &Receiver<Vec<Record>>) {
+fn read(
+    mut reader: Reader,
+    live_summaries: bool,
+    batches: &SyncSender<Message>,
+    spare: &Receiver<Vec<Record>>,
+) {
     let mut sent_sizes = (0, 0, 0);
     let mut sent_samples = None;
     let mut sent_sample_sizes = (0, 0);
+    // Summaries mid-run are wanted while no records went out yet (the consumer reads
+    // the headers with the first records), and throughout when live.
+    let mut sent_records = false;
     loop {
         let mut records = spare.try_recv().unwrap_or_default();
         let result = reader.next_batch(&mut records);
@@ -243,10 +262,12 @@ fn read(mut reader: Reader, batches: &SyncSender<Message>, spare: &Receiver<Vec<
                 let changed = std::mem::replace(&mut sent_sizes, sizes) != sizes;
                 let samples = Some(reader.sample_count());
                 let new_samples = std::mem::replace(&mut sent_samples, samples) != samples;
+                let wanted = live_summaries || !sent_records;
+                sent_records |= !records.is_empty();
                 Message::Batch {
                     records,
                     tables: changed.then(|| tables.clone()),
-                    summaries: new_samples.then(|| reader.summaries()),
+                    summaries: (new_samples && wanted).then(|| reader.summaries()),
                     samples: resource_samples,
                     sample_tables: tables_grew.then(|| reader.sample_tables().clone()),
                 }

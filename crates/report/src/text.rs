@@ -204,10 +204,10 @@ fn extra_rows(extras: &Extras) -> String {
     if let Some(generator) = &extras.generator {
         let _ = writeln!(
             text,
-            "Generator\t[cpu, cpu/request, peak rss]\t{}, {}, {:.1} MiB",
+            "Generator\t[cpu, cpu/request, peak rss]\t{}, {}, {}",
             rounded(generator.cpu_ns),
             rounded(generator.cpu_per_request_ns),
-            generator.peak_rss_bytes as f64 / f64::from(1 << 20)
+            mib(generator.peak_rss_bytes as f64)
         );
     }
     if let Some(run) = &extras.run {

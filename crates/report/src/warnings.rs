@@ -3,12 +3,11 @@
 //! [`torn_warnings`]: inputs that stopped at a cut or damaged block.
 
 use std::fmt;
-use std::time::Duration;
 
 use record::SourceSummary;
-use units::{GoDuration, round_for_report};
 
 use crate::extras::{AskedRate, LagStats};
+use crate::text::rounded;
 
 /// Send lag p99 above this means the generator could not keep its schedule.
 pub const LAG_P99_LIMIT_NS: u64 = 1_000_000;
@@ -60,8 +59,8 @@ impl fmt::Display for Warning {
                 f,
                 "the generator fell behind: send lag p99 was {} (> {}); latencies above \
                  include the generator's own delay.",
-                duration(lag_p99_ns),
-                duration(LAG_P99_LIMIT_NS)
+                rounded(lag_p99_ns),
+                rounded(LAG_P99_LIMIT_NS)
             ),
             Warning::RateShort {
                 asked_per_sec,
@@ -87,10 +86,6 @@ impl fmt::Display for Warning {
             ),
         }
     }
-}
-
-fn duration(ns: u64) -> GoDuration {
-    GoDuration(round_for_report(Duration::from_nanos(ns)))
 }
 
 /// One line per input that stopped early: `warning: NAME: cut at byte N (REASON);

@@ -186,11 +186,17 @@ fn path_of(target: &str) -> Range<usize> {
     start..end
 }
 
+/// Whether the comma-separated header `value` lists `token` (ASCII case-insensitive).
+fn lists_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
 fn connection_keeps_alive(value: &[u8], default: bool) -> bool {
-    let value = String::from_utf8_lossy(value).to_ascii_lowercase();
-    if value.split(',').any(|t| t.trim() == "close") {
+    if lists_token(value, b"close") {
         false
-    } else if value.split(',').any(|t| t.trim() == "keep-alive") {
+    } else if lists_token(value, b"keep-alive") {
         true
     } else {
         default
@@ -212,8 +218,9 @@ fn content_length(value: &[u8], framing: Framing) -> Result<Framing, RequestErro
 }
 
 fn transfer_encoding(value: &[u8], framing: Framing) -> Result<Framing, RequestError> {
-    let value = String::from_utf8_lossy(value).to_ascii_lowercase();
-    if value.rsplit(',').next().map(str::trim) != Some("chunked") {
+    // The last coding must be chunked: nothing else is decoded here.
+    let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
+    if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
         return Err(refuse(501, "unsupported transfer-encoding"));
     }
     match framing {
@@ -457,6 +464,51 @@ mod tests {
         );
         let huge = format!("GET / HTTP/1.1\r\nx: {}", "a".repeat(MAX_HEAD_BYTES));
         assert_eq!(parse(&huge).unwrap_err().status, 431);
+    }
+
+    #[test]
+    fn connection_and_transfer_encoding_values() {
+        let rows: &[(&[u8], bool, bool)] = &[
+            (b"close", true, false),
+            (b"keep-alive", false, true),
+            (b"Keep-Alive", false, true),
+            (b" CLOSE ", true, false),
+            (b"\tclose\t", true, false),
+            (b"keep-alive, close", true, false),
+            (b"Upgrade,\tKeep-Alive", false, true),
+            (b"upgrade", true, true),
+            (b"upgrade", false, false),
+            (b"", true, true),
+            (b"closed", true, true),
+            (b"\xffclose", true, true),
+        ];
+        for (value, default, want) in rows {
+            assert_eq!(
+                connection_keeps_alive(value, *default),
+                *want,
+                "{:?} default {default}",
+                String::from_utf8_lossy(value)
+            );
+        }
+        let rows: &[(&[u8], Result<Framing, u16>)] = &[
+            (b"chunked", Ok(Framing::Chunked)),
+            (b"Chunked", Ok(Framing::Chunked)),
+            (b"gzip, CHUNKED ", Ok(Framing::Chunked)),
+            (b"gzip,\tchunked", Ok(Framing::Chunked)),
+            (b"chunked, gzip", Err(501)),
+            (b"gzip", Err(501)),
+            (b"", Err(501)),
+            (b"chunked,", Err(501)),
+            (b"\xffchunked", Err(501)),
+        ];
+        for (value, want) in rows {
+            let got = transfer_encoding(value, Framing::None).map_err(|e| e.status);
+            assert_eq!(got, *want, "{:?}", String::from_utf8_lossy(value));
+        }
+        assert_eq!(
+            transfer_encoding(b"chunked", Framing::Length(1)).map_err(|e| e.status),
+            Err(400)
+        );
     }
 
     #[test]

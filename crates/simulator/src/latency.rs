@@ -157,9 +157,23 @@ impl Latency {
                 p99_ns,
                 max_ns,
             } => {
-                let sigma = (p99_ns as f64 / p50_ns as f64).ln() / Z99;
+                let sigma = lognormal_sigma(p50_ns, p99_ns);
                 let draw = (p50_ns as f64).ln() + sigma * standard_normal(rng);
                 draw.exp().min(max_ns as f64) as u64
+            }
+        }
+    }
+
+    /// The mean, for the ground-truth capacity figure. A normal is taken as symmetric
+    /// (the clamps at 0 and `max` are ignored), as is the log-normal's cap.
+    pub(crate) fn mean_ns(&self) -> f64 {
+        match *self {
+            Latency::Fixed { ns } => ns as f64,
+            Latency::Uniform { min_ns, max_ns } => (min_ns as f64 + max_ns as f64) / 2.0,
+            Latency::Normal { p50_ns, .. } => p50_ns as f64,
+            Latency::LogNormal { p50_ns, p99_ns, .. } => {
+                let sigma = lognormal_sigma(p50_ns, p99_ns);
+                p50_ns as f64 * (sigma * sigma / 2.0).exp()
             }
         }
     }
@@ -192,6 +206,11 @@ pub(crate) fn reject_unknown_keys(value: &Value, allowed: &[&str]) -> Result<(),
         )),
         None => Ok(()),
     }
+}
+
+/// The sigma of the log-normal with median `p50_ns` and 99th percentile `p99_ns`.
+fn lognormal_sigma(p50_ns: u64, p99_ns: u64) -> f64 {
+    (p99_ns as f64 / p50_ns as f64).ln() / Z99
 }
 
 fn nanos(duration: Duration) -> u64 {

@@ -69,13 +69,6 @@ impl SimulatorOptions {
     }
 }
 
-impl Default for SimulatorOptions {
-    /// `127.0.0.1:8080`: loopback unless told otherwise.
-    fn default() -> Self {
-        Self::new(SocketAddr::from(([127, 0, 0, 1], 8080)))
-    }
-}
-
 /// A running simulator. Stops (closing every connection) on [`Simulator::stop`] or drop.
 pub struct Simulator {
     local_addr: SocketAddr,
@@ -117,11 +110,6 @@ impl Simulator {
     /// fetch origins). On error the routes in force are untouched.
     pub fn load_recipe(&self, recipe: &Recipe) -> Result<(), SimulatorError> {
         self.shared.load_recipe(recipe)
-    }
-
-    /// Removes every route, as `/_admin/restart` does.
-    pub fn restart(&self) {
-        self.shared.restart();
     }
 
     /// Stops accepting, closes all connections (requests in flight are not answered)

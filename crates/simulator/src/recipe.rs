@@ -62,9 +62,8 @@ impl Recipe {
             .filter_map(|r| {
                 let capacity = r.capacity.as_ref()?;
                 let stage = r.stages.first()?;
-                let mean_s = stage.mean_latency_ns() / 1e9;
-                let workers = (capacity.workers + capacity.overflow) as f64;
-                (mean_s > 0.0).then(|| (r.route.clone(), workers / mean_s))
+                // A stage answered at once has no finite capacity to report.
+                (stage.mean_latency_ns() > 0.0).then(|| (r.route.clone(), capacity.rps(stage)))
             })
             .collect()
     }
@@ -114,21 +113,9 @@ impl StageSpec {
         let total: f64 = self.outcomes.iter().map(|o| o.weight).sum();
         self.outcomes
             .iter()
-            .map(|o| o.weight * mean_ns(&o.latency))
+            .map(|o| o.weight * o.latency.mean_ns())
             .sum::<f64>()
             / total
-    }
-}
-
-fn mean_ns(latency: &Latency) -> f64 {
-    match *latency {
-        Latency::Fixed { ns } => ns as f64,
-        Latency::Uniform { min_ns, max_ns } => (min_ns as f64 + max_ns as f64) / 2.0,
-        Latency::Normal { p50_ns, .. } => p50_ns as f64,
-        Latency::LogNormal { p50_ns, p99_ns, .. } => {
-            let sigma = (p99_ns as f64 / p50_ns as f64).ln() / 2.326_347_874;
-            p50_ns as f64 * (sigma * sigma / 2.0).exp()
-        }
     }
 }
 
@@ -154,6 +141,14 @@ pub(crate) struct CapacitySpec {
     pub reject_status: u16,
     pub reject_latency: Latency,
     pub overflow_latency: Latency,
+}
+
+impl CapacitySpec {
+    /// Ground-truth capacity while `stage` runs, in requests per second:
+    /// `(workers + overflow) / mean service time` (infinite when the stage answers at once).
+    pub fn rps(&self, stage: &StageSpec) -> f64 {
+        (self.workers + self.overflow) as f64 / (stage.mean_latency_ns() / 1e9)
+    }
 }
 
 /// Parses a recipe (one route object or an array of them). `source_name` names the

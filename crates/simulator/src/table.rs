@@ -169,9 +169,7 @@ pub(crate) fn build_routes(
         .map(|spec| load_payload(&spec.payload, spec.gzip, &spec.field, rng))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.within(&recipe.source_name))?;
-    let mut registry = registry
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut registry = crate::state::lock(registry);
     recipe
         .routes
         .iter()
@@ -241,16 +239,11 @@ fn build_route(
             registry,
             rng,
         ));
-        let workers = (c.workers + c.overflow) as f64;
         Capacity {
             pool: Pool::new(c.workers, c.overflow, c.queue, c.queue_timeout),
             reject: outcomes.len() - 1,
             overflow_latency: c.overflow_latency.clone(),
-            capacity_rps: spec
-                .stages
-                .iter()
-                .map(|s| workers / (s.mean_latency_ns() / 1e9))
-                .collect(),
+            capacity_rps: spec.stages.iter().map(|s| c.rps(s)).collect(),
         }
     });
     Ok(Route {

@@ -107,10 +107,6 @@ impl DataTable {
         Ok(())
     }
 
-    pub fn rows(&self) -> usize {
-        self.rows.len()
-    }
-
     /// Column `name` of request `seq`'s row ("" for an unknown column; checked earlier).
     pub fn value(&self, seed: u64, seq: u64, name: &str) -> &str {
         let row = match self.order {

@@ -1,7 +1,7 @@
 //! What to send and when. Pure data and pure functions; the engine does the I/O.
 //!
 //! - [`Target`]: one request template (method, URL, headers, body), read from vegeta's
-//!   `http` format ([`parse_http_targets`]) or `json` format ([`parse_json_targets`]).
+//!   `http` format ([`parse_http_targets`]) or `json` format ([`JsonTargetReader`]).
 //! - [`Schedule`]: the open model's pacing. [`Schedule::intended_ns`] gives the intended
 //!   send time of the k-th request as a pure function of k, so pacing never drifts and
 //!   a late generator shows its lag instead of silently skipping requests.
@@ -30,7 +30,7 @@ pub use stop_rule::{
 };
 pub use target::{HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
-pub use targets_json::{JsonTargetReader, parse_json_target, parse_json_targets};
+pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use template::{RenderContext, Template};
 
 /// Why targets or a plan were rejected. Messages name the input.

@@ -12,10 +12,8 @@ use std::time::Duration;
 
 use units::GoDuration;
 
-/// More steps than this is a typo, not a plan (and would be slow to search).
-const MAX_SEGMENTS: usize = 100_000;
-
-/// A sequence of segments; the last may be open-ended (a plain `-rate`).
+/// A sequence of segments, never empty; only the last may be open-ended (a plain
+/// `-rate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     segments: Vec<Segment>,
@@ -126,7 +124,8 @@ impl Schedule {
     }
 
     /// Parses Tank-style segments separated by spaces. Errors quote the input and point
-    /// at the offending segment.
+    /// at the offending segment. The parser rejects empty schedules and more than
+    /// 100,000 steps.
     pub fn parse(text: &str) -> Result<Schedule, String> {
         let segments = crate::schedule_parse::parse_segments(text)?
             .into_iter()
@@ -134,16 +133,17 @@ impl Schedule {
                 shape: shape.into(),
                 duration_ns: Some(duration_ns),
             })
-            .collect::<Vec<_>>();
-        if segments.len() > MAX_SEGMENTS {
-            return Err(format!(
-                "invalid schedule {text:?}: more than {MAX_SEGMENTS} steps"
-            ));
-        }
+            .collect();
         Ok(Schedule::from_segments(segments))
     }
 
     fn from_segments(segments: Vec<Segment>) -> Schedule {
+        debug_assert!(
+            segments
+                .split_last()
+                .is_some_and(|(_, init)| init.iter().all(|s| s.duration_ns.is_some())),
+            "a schedule has segments, and only the last may be open-ended"
+        );
         let (mut starts_ns, mut counts_before) = (
             Vec::with_capacity(segments.len()),
             Vec::with_capacity(segments.len()),
@@ -179,9 +179,12 @@ impl Schedule {
             .fold(0.0, f64::max)
     }
 
-    /// The schedule's own length, if it has one.
+    /// The schedule's own length, if it has one: where the last segment ends (only
+    /// the last segment can be open-ended). Called per request, so it does not sum.
     pub fn duration_ns(&self) -> Option<u64> {
-        self.segments.iter().map(|s| s.duration_ns).sum()
+        let (last, start_ns) = self.segments.last().zip(self.starts_ns.last())?;
+        last.duration_ns
+            .map(|duration_ns| start_ns.saturating_add(duration_ns))
     }
 
     /// The value (rate per second, or users) at `t_ns`; 0 after the end.
@@ -439,6 +442,24 @@ mod tests {
                 "second {second}: {count} vs {want}"
             );
         }
+    }
+
+    #[test]
+    fn duration_is_where_the_last_segment_ends() {
+        let rows: &[(&str, u64)] = &[
+            ("const(5, 1s)", S),
+            ("const(5, 1s) const(0, 2s) const(7, 1s)", 4 * S),
+            ("step(8, 64, x2, 1s)", 4 * S),
+            ("line(1, 100, 1m) const(100, 5m)", 360 * S),
+        ];
+        for &(text, want) in rows {
+            assert_eq!(
+                Schedule::parse(text).unwrap().duration_ns(),
+                Some(want),
+                "{text}"
+            );
+        }
+        assert_eq!(Schedule::constant(10.0).duration_ns(), None);
     }
 
     #[test]

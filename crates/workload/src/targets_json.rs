@@ -10,7 +10,9 @@ use crate::WorkloadError;
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
 /// Reads every JSON target line. Unknown keys are rejected so typos do not pass silently.
-pub fn parse_json_targets(
+/// Only the tests read a whole file at once; the run streams with [`JsonTargetReader`].
+#[cfg(test)]
+fn parse_json_targets(
     input: impl BufRead,
     source_name: &str,
     global_headers: &[Header],

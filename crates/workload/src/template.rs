@@ -83,7 +83,19 @@ impl Template {
         Ok(Template { parts })
     }
 
+    /// A template that renders `bytes` as they are (a body that is not UTF-8 has no
+    /// placeholders, but must still be sent).
+    pub fn literal(bytes: &[u8]) -> Template {
+        let parts = if bytes.is_empty() {
+            Vec::new()
+        } else {
+            vec![Part::Literal(bytes.to_vec())]
+        };
+        Template { parts }
+    }
+
     /// True when the text has no placeholders: it renders the same every time.
+    #[cfg(test)]
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }

@@ -38,7 +38,6 @@ impl Worker {
     }
 
     fn dispatch_attack(&mut self, attack: usize) {
-        let shared = Arc::clone(&self.shared);
         let share = self.share();
         let state = &mut self.attacks[attack];
         state.capped = false;
@@ -47,7 +46,7 @@ impl Worker {
             let now = self.clock.now_ns();
             let state = &mut self.attacks[attack];
             let Some((intended_ns, source)) =
-                state.next_due(&shared.attacks[attack].plan, now, share)
+                state.next_due(&self.shared.attacks[attack].plan, now, share)
             else {
                 break;
             };
@@ -175,7 +174,7 @@ impl Worker {
         request: &InFlight,
         lazy: Option<&PreparedTarget>,
     ) -> (RequestBytes, bool) {
-        let shared = Arc::clone(&self.shared);
+        let shared = &self.shared;
         let attack = &shared.attacks[request.attack as usize];
         let prepared = lazy.unwrap_or_else(|| &attack.targets[request.target_index as usize]);
         let Some(dynamic) = &prepared.dynamic else {

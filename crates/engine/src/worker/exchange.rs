@@ -36,7 +36,7 @@ impl Worker {
             match rustls::ClientConnection::new(Arc::clone(config), name.clone()) {
                 Ok(tls) => conn.tls = Some(Box::new(tls)),
                 Err(err) => {
-                    let id = self.errors.text(ErrorKind::Tls, format!("tls: {err}"));
+                    let id = self.errors.tls(&err);
                     self.fail_with_id(slot, id);
                     return false;
                 }
@@ -78,7 +78,7 @@ impl Worker {
                     return self.fail_or_retry(slot, cause);
                 }
                 ReadOutcome::Tls(err) => {
-                    let id = self.errors.text(ErrorKind::Tls, format!("tls: {err}"));
+                    let id = self.errors.tls(&err);
                     return self.fail_with_id(slot, id);
                 }
             }

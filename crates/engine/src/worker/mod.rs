@@ -15,7 +15,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use record::Record;
+use record::{AttackStats, Record};
 use rustix::event::epoll::{Event, EventFlags};
 
 use crate::attack::{AttackState, Share};
@@ -42,7 +42,7 @@ pub(crate) struct WorkerReport {
     pub watermark_ns: u64,
     pub counters: Counters,
     /// Per attack, in attack order.
-    pub attacks: Vec<AttackCounters>,
+    pub attacks: Vec<AttackStats>,
     pub done: bool,
 }
 
@@ -55,16 +55,6 @@ pub(crate) struct Counters {
     pub connections_open: u64,
     /// Requests due by now that have not left (the generator is behind).
     pub behind: u64,
-}
-
-/// One attack's totals in one worker.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct AttackCounters {
-    pub sent: u64,
-    pub completed: u64,
-    pub in_flight: u64,
-    /// Closed model: users sending or thinking.
-    pub users: u64,
 }
 
 /// Per host: idle connections (most recently used last) and how many are open.
@@ -297,8 +287,8 @@ impl Worker {
     /// schedule may have changed, or the next batch ships.
     fn wait_ns(&mut self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
-        let shared = Arc::clone(&self.shared);
         let share = self.share();
+        let shared = &self.shared;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
             if !state.capped
@@ -353,7 +343,7 @@ impl Worker {
         let attacks = self
             .attacks
             .iter()
-            .map(|a| AttackCounters {
+            .map(|a| AttackStats {
                 sent: a.sent,
                 completed: a.completed,
                 in_flight: a.in_flight_count as u64,
