@@ -11,7 +11,11 @@ body; every generator pinned to CPU 0. Figures:
   3. Send lag p99 at 50k req/s.
   4. Peak RSS over a long run at 50k req/s, and record bytes per request.
 
-Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...]
+  0. With --baseline BIN (another loadlab build, e.g. the last release): CPU per request and
+     send lag of both builds at 20k and 50k req/s, alternating, three rounds each, medians
+     and ratios: how a change (a refactor, say) shows "the same figures within noise".
+
+Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...] [--baseline BIN]
 Installs wrk and nginx-light with apt-get when missing; vegeta via bench/lib/vegeta.sh.
 Everything goes to loopback. Output: a table with goals and ratios.
 """
@@ -21,6 +25,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
@@ -34,6 +39,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--long-seconds", type=int, default=60)
     parser.add_argument("--rates", default="50000,60000,70000,75000,80000,90000,100000,150000")
+    parser.add_argument("--baseline", help="another loadlab binary to measure beside this build")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()
@@ -49,6 +55,8 @@ def main():
 
 def run_all(url, args):
     s = args.seconds
+    if args.baseline:
+        against_baseline(url, args.baseline, s)
     print(f"== 1. CPU per request ({s}s each; generators on CPU {GENERATOR_CPU}, nginx on CPU {SERVER_CPU})", flush=True)
     peers = [wrk(url, s), loadlab(url, 20000, s)]
     peers += [p for p in (vegeta(url, 10000, s), hey(url, s)) if p]
@@ -79,6 +87,25 @@ def run_all(url, args):
           f"(goal <= 16), achieved {long['ratio'] * 100:.2f}%, lag p99 {long['lag_p99_us']:.1f} µs")
     os.remove(os.path.join(OUT, "long.llr"))
     connections_10k(args.seconds)
+
+
+def against_baseline(url, baseline, seconds, rounds=3):
+    """This build beside BASELINE, alternating so that drift on the shared machine hits both."""
+    print(f"== 0. this build vs baseline {baseline} ({seconds}s each, {rounds} rounds, medians)", flush=True)
+    for rate in (20000, 50000):
+        runs = {"this build": [], "baseline": []}
+        for _ in range(rounds):
+            runs["this build"].append(loadlab(url, rate, seconds))
+            runs["baseline"].append(loadlab(url, rate, seconds, binary=baseline))
+        median = {name: {key: statistics.median(r[key] for r in rs) for key in ("cpu_us", "lag_p99_us", "ratio")}
+                  for name, rs in runs.items()}
+        for name, m in median.items():
+            print(f"   {rate:>6}/s {name:<11} {m['cpu_us']:6.2f} CPU-µs/request  lag p99 {m['lag_p99_us']:8.1f} µs  "
+                  f"achieved {m['ratio'] * 100:6.2f}%", flush=True)
+        spread = [r["cpu_us"] for rs in runs.values() for r in rs]
+        print(f"   {rate:>6}/s this/baseline CPU per request: "
+              f"{median['this build']['cpu_us'] / median['baseline']['cpu_us']:.3f}x "
+              f"(all rounds {min(spread):.2f}..{max(spread):.2f} µs)", flush=True)
 
 
 def connections_10k(seconds):

@@ -89,20 +89,21 @@ def wrk(url, seconds):
             "cpu_us": cpu / requests * 1e6}
 
 
-def loadlab(url, rate, seconds, keep=None):
+def loadlab(url, rate, seconds, keep=None, binary=LOADLAB):
     """An open-model loadlab run at a constant rate; see run_loadlab."""
-    return run_loadlab(url, [f"-rate={rate}", f"-duration={seconds}s"], f"loadlab open {rate}/s", keep)
+    return run_loadlab(url, [f"-rate={rate}", f"-duration={seconds}s"], f"loadlab open {rate}/s", keep, binary=binary)
 
 
-def run_loadlab(url, flags, label, keep=None, stdin_text=None):
-    """Runs `loadlab attack FLAGS` on one thread pinned to GENERATOR_CPU, with `url` as
-    the target (or `stdin_text`), and summarizes it from `loadlab report -type=json`."""
+def run_loadlab(url, flags, label, keep=None, stdin_text=None, binary=LOADLAB):
+    """Runs `BINARY attack FLAGS` (this build's loadlab unless told otherwise) on one thread
+    pinned to GENERATOR_CPU, with `url` as the target (or `stdin_text`), and summarizes it
+    from this build's `loadlab report -type=json`."""
     path = keep or os.path.join(OUT, "bench-run.llr")
     os.makedirs(OUT, exist_ok=True)
     with tempfile.TemporaryFile() as t:
         t.write((stdin_text if stdin_text is not None else f"GET {url}\n").encode())
         t.seek(0)
-        cpu, rss, wall, _ = measured([LOADLAB, "attack", *flags, "-threads=1", f"-output={path}"], stdin=t)
+        cpu, rss, wall, _ = measured([binary, "attack", *flags, "-threads=1", f"-output={path}"], stdin=t)
     report = json.loads(subprocess.run([LOADLAB, "report", "-type=json", path], check=True,
                                        capture_output=True).stdout)
     extra = report["loadlab"]

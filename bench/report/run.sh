@@ -10,6 +10,8 @@
 # vegeta comes from bench/lib/vegeta.sh (PATH, or built from the Go module proxy).
 #
 # Usage: bench/report/run.sh [RECORDS]   (default 10000000)
+#   BASELINE=/path/to/older/loadlab bench/report/run.sh   also times that build on the same
+#   file in the same run (for a refactor: "the same figures within noise").
 set -euo pipefail
 
 RECORDS=${1:-10000000}
@@ -61,6 +63,11 @@ if [ -n "$VEGETA" ]; then
     V_RSS=$(peak_rss_mb "$VEGETA" report "$GOB")
 fi
 
+if [ -n "${BASELINE:-}" ]; then
+    hyperfine -N --warmup 2 --runs 10 --export-json "$OUT/baseline.json" "$BASELINE report $RUN" >/dev/null
+    read -r B_MEAN B_MIN < <(stats "$OUT/baseline.json")
+fi
+
 SIZE=$(stat -c %s "$RUN")
 echo
 echo "report over $RECORDS records ($(awk -v s="$SIZE" -v n="$RECORDS" 'BEGIN{printf "%.0f MB record file, %.2f bytes/record", s/1e6, s/n}'))"
@@ -72,5 +79,9 @@ if [ -n "$VEGETA" ]; then
     awk -v v="$V_MEAN" -v l="$L_MEAN" -v o="$L1_MEAN" 'BEGIN{printf "  vegeta / loadlab: %.1fx (2 cores), %.1fx (1 core)\n", v/l, v/o}'
 else
     echo "  vegeta: not installed, no peer figure"
+fi
+if [ -n "${BASELINE:-}" ]; then
+    printf '  %-34s %7.3f s mean, %.3f s min\n' "baseline report (text, 2 cores)" "$B_MEAN" "$B_MIN"
+    awk -v b="$B_MEAN" -v l="$L_MEAN" 'BEGIN{printf "  this build / baseline: %.3fx\n", l/b}'
 fi
 awk -v l="$L_MEAN" 'BEGIN{ if (l <= 1.0) print "  goal (<= 1 s): met"; else print "  goal (<= 1 s): MISSED" }'
