@@ -25,7 +25,8 @@ if ! need hyperfine; then
 fi
 
 echo "== building (release)"
-(cd "$ROOT" && cargo build --release -q -p loadlab -p loadlab-report --example synth_records)
+# Two commands: a target filter (--example) limits a build to the targets it names.
+(cd "$ROOT" && cargo build --release -q -p loadlab && cargo build --release -q -p loadlab-report --example synth_records)
 LOADLAB=$ROOT/target/release/loadlab
 SYNTH=$ROOT/target/release/examples/synth_records
 
