@@ -11,10 +11,13 @@
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
 mod data;
+pub mod defaults;
+mod lines;
 mod plan;
 mod scenario;
 mod schedule;
 mod schedule_parse;
+mod settings;
 mod stop_rule;
 mod target;
 mod targets_http;
@@ -22,9 +25,11 @@ mod targets_json;
 mod template;
 
 pub use data::{DataOrder, DataTable};
+pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
+pub use settings::{AttackSettings, Origin, TargetFormat};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };
@@ -60,4 +65,6 @@ pub enum WorkloadError {
     },
     #[error("{0}")]
     Plan(String),
+    #[error("{label}: {reason}")]
+    Field { label: String, reason: String },
 }
