@@ -79,7 +79,9 @@ impl<R: BufRead> Iterator for BoundedLines<R> {
 mod tests {
     use super::*;
 
-    fn lines(input: &[u8]) -> Vec<Result<String, String>> {
+    type Line = Result<String, String>;
+
+    fn lines(input: &[u8]) -> Vec<Line> {
         BoundedLines::new(input)
             .map(|line| {
                 line.map_err(|err| match err {
@@ -95,7 +97,7 @@ mod tests {
         let longest = "x".repeat(MAX_TARGET_BYTES);
         let too_long = "x".repeat(MAX_TARGET_BYTES + 1);
         let ok = |s: &str| Ok(s.to_owned());
-        let rows: Vec<(Vec<u8>, Vec<Result<String, String>>)> = vec![
+        let rows: Vec<(Vec<u8>, Vec<Line>)> = vec![
             (
                 b"a\nb\r\n\nc".to_vec(),
                 vec![ok("a"), ok("b"), ok(""), ok("c")],
@@ -110,10 +112,7 @@ mod tests {
                 format!("{too_long}\n").into_bytes(),
                 vec![Err("too long".to_owned())],
             ),
-            (
-                too_long.clone().into_bytes(),
-                vec![Err("too long".to_owned())],
-            ),
+            (too_long.into_bytes(), vec![Err("too long".to_owned())]),
             (
                 vec![0xff, b'\n'],
                 vec![Err("stream did not contain valid UTF-8".to_owned())],

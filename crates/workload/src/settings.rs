@@ -92,10 +92,15 @@ impl Origin {
         }
     }
 
-    fn error(&self, fields: &AttackFields, field: &str, reason: impl ToString) -> WorkloadError {
+    fn error(
+        &self,
+        fields: &AttackFields,
+        field: &str,
+        reason: impl Into<String>,
+    ) -> WorkloadError {
         WorkloadError::Field {
             label: self.label(fields, field),
-            reason: reason.to_string(),
+            reason: reason.into(),
         }
     }
 }
@@ -155,7 +160,7 @@ impl AttackFields {
             None | Some("-1") => Ok(None),
             Some(text) => parse_size(text)
                 .map(Some)
-                .map_err(|e| origin.error(self, "max_body", e)),
+                .map_err(|e| origin.error(self, "max_body", e.to_string())),
         }
     }
 
@@ -382,7 +387,7 @@ mod tests {
             match (got, want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{fields:?}"),
                 (Err(err), Err(want)) => {
-                    assert!(err.to_string().contains(want), "{fields:?}: {err}")
+                    assert!(err.to_string().contains(want), "{fields:?}: {err}");
                 }
                 (got, want) => panic!("{fields:?}: got {got:?}, want {want:?}"),
             }
