@@ -55,6 +55,7 @@ pub struct HttpTargetReader<'a, R: BufRead> {
 }
 
 impl<'a, R: BufRead> HttpTargetReader<'a, R> {
+    /// A reader of `input`, named `source_name` in errors; see [`parse_http_targets`] for the other arguments.
     pub fn new(
         input: R,
         source_name: &str,

@@ -40,6 +40,7 @@ pub struct JsonTargetReader<R: BufRead> {
 }
 
 impl<R: BufRead> JsonTargetReader<R> {
+    /// A reader of `input`, named `source_name` in errors; `global_headers` come first in each target, `default_body` serves targets without a body.
     pub fn new(
         input: R,
         source_name: &str,
