@@ -49,6 +49,11 @@ use crate::signals;
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
+/// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
+/// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
+/// are refused by name with what to use instead; -http2=false, -h2c=false,
+/// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
+///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
 ///

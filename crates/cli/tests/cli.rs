@@ -822,7 +822,7 @@ fn bad_attack_input_is_named_and_fails() {
 }
 
 #[test]
-fn attack_checks_its_flags_before_reading_targets() {
+fn attack_names_bad_flag_values_and_oversized_targets() {
     let dir = TempDir::new();
     let big_line = format!("GET http://127.0.0.1:1/{}\n", "a".repeat(2 << 20));
     let rows: Vec<(Vec<String>, String, &str)> = vec![
