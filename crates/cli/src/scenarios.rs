@@ -1,7 +1,9 @@
 //! From what the user wrote to [`engine::AttackConfig`]s. Flags and scenario-file
 //! tables are both [`workload::AttackFields`], so there is one path from either to an
 //! attack, and every error names where the value came from: `-rate: ...` for a flag,
-//! `scenarios.toml:12: scenario "search": rate: ...` for a file.
+//! `scenarios.toml:12: scenario "search": rate: ...` for a file. The fields are checked
+//! (and defaults filled in) by [`workload::AttackFields::settings`]; this file does the
+//! I/O: targets, body and data files.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
