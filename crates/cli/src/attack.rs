@@ -9,10 +9,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
-use workload::{AttackFields, ScenarioFile, StopRule, Target, TextOrNumber};
+use units::GoDuration;
+use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
 use crate::monitor::AttachedMonitor;
-use crate::scenarios::{self, Origin};
+use crate::scenarios;
 use crate::signals;
 
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
@@ -48,6 +49,11 @@ use crate::signals;
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
+/// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
+/// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
+/// are refused by name with what to use instead; -http2=false, -h2c=false,
+/// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
+///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
 ///
@@ -56,8 +62,10 @@ use crate::signals;
 /// rule stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag.
 #[derive(clap::Args, Debug)]
 pub struct AttackArgs {
-    /// Requests per time unit: N or N/duration (100, 100/1s, 5/m) [default: 50/1s]; 0 = closed model
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", help = with_default(
+        "Requests per time unit: N or N/duration (100, 100/1s, 5/m); 0 (or infinity) = closed model",
+        defaults::RATE,
+    ))]
     rate: Option<String>,
     /// Open-model schedule, e.g. "line(1, 1000, 1m) const(1000, 5m)", "step(8, 4096, x2, 50s)", "8,16,32@50s"
     #[arg(long, value_name = "SCHEDULE")]
@@ -97,26 +105,36 @@ pub struct AttackArgs {
     /// Which -data row each request uses: sequential or random [default: sequential]
     #[arg(long, value_name = "ORDER")]
     data_order: Option<String>,
-    /// Connections opened before the attack starts (vegeta's initial workers) [default: 10]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = with_default(
+        "Connections opened before the attack starts (vegeta's initial workers)",
+        defaults::INITIAL_CONNECTIONS,
+    ))]
     workers: Option<u64>,
-    /// Requests in flight at most (open model) [default: 10000]; with -rate=0, the users
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = with_default(
+        "Requests in flight at most (open model), at least 1; with -rate=0, the users",
+        defaults::MAX_IN_FLIGHT,
+    ))]
     max_workers: Option<u64>,
     /// Open connections per target host at most
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    #[arg(long, default_value_t = defaults::CONNECTIONS_PER_HOST, value_name = "N")]
     connections: u64,
-    /// Event-loop threads (default: the CPUs this process may run on)
-    #[arg(long, alias = "cpus", value_name = "N")]
+    #[arg(long, alias = "cpus", value_name = "N", help = format!(
+        "Event-loop threads, from 1 to {} x the CPUs this process may run on \
+         [default: the CPUs this process may run on]",
+        defaults::MAX_THREADS_PER_CPU,
+    ))]
     threads: Option<usize>,
-    /// Per-request timeout, connect included [default: 30s]
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", help = with_default(
+        "Per-request timeout, connect included",
+        GoDuration(defaults::TIMEOUT),
+    ))]
     timeout: Option<String>,
-    /// Reuse connections (HTTP keep-alive) [default: true]
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(long, help = with_default("Reuse connections (HTTP keep-alive)", defaults::KEEPALIVE), action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     keepalive: Option<bool>,
-    /// Redirects to follow; -1 follows none and counts 3xx as success [default: 10]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", help = with_default(
+        "Redirects to follow; -1 follows none and counts 3xx as success",
+        defaults::REDIRECTS,
+    ))]
     redirects: Option<i32>,
     /// Request header `Key: Value`, for every target (repeatable)
     #[arg(long, value_name = "HEADER")]
@@ -124,8 +142,11 @@ pub struct AttackArgs {
     /// Request body file for targets without their own
     #[arg(long, value_name = "FILE")]
     body: Option<String>,
-    /// Targets file (default: stdin)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help = format!(
+        "Targets file (default: stdin); a line (and a target's request line and headers) \
+         may take {} MiB at most: bodies belong in @file lines or -body",
+        workload::MAX_TARGET_BYTES >> 20,
+    ))]
     targets: Option<String>,
     /// Targets format: http or json [default: http]
     #[arg(long, value_parser = ["http", "json"])]
@@ -207,6 +228,7 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
     if args.cert.is_some() != args.key.is_some() {
         bail!("-cert and -key go together");
     }
+    check_tls_files(args)?;
     // Flags are checked before any target is read (from a file or stdin).
     let flag_rules = parse_rules(
         args.stop_when
@@ -232,10 +254,8 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         .unwrap_or_else(|| announce_seed(&attacks));
     Ok(RunConfig {
         attacks,
-        threads: args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
-        initial_connections: args.workers.unwrap_or(10),
+        threads: threads(args.threads)?,
+        initial_connections: args.workers.unwrap_or(defaults::INITIAL_CONNECTIONS),
         connections_per_host: args.connections,
         tls: TlsOptions {
             insecure: args.insecure,
@@ -248,6 +268,42 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         seed,
         stop_rules,
     })
+}
+
+/// `text [default: value]`, the way clap shows a default, for flags whose default
+/// lives in [`workload::defaults`] (an `Option` flag, so "not given" stays visible).
+fn with_default(text: &str, value: impl std::fmt::Display) -> String {
+    format!("{text} [default: {value}]")
+}
+
+/// The event-loop threads: at least 1, at most what the machine can use.
+fn threads(asked: Option<usize>) -> anyhow::Result<usize> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let most = cpus * defaults::MAX_THREADS_PER_CPU;
+    match asked {
+        None => Ok(cpus),
+        Some(0) => bail!("-threads: must be at least 1"),
+        Some(n) if n > most => bail!(
+            "-threads: {n} is more than this machine can use: at most {most} ({} x the {cpus} CPUs this process may run on)",
+            defaults::MAX_THREADS_PER_CPU
+        ),
+        Some(n) => Ok(n),
+    }
+}
+
+/// TLS files are read at start, whatever the targets' schemes, so a wrong path shows
+/// before any request rather than at the first https target.
+fn check_tls_files(args: &AttackArgs) -> anyhow::Result<()> {
+    let files = args
+        .root_certs
+        .iter()
+        .map(|path| ("-root-certs", path))
+        .chain(args.cert.iter().map(|path| ("-cert", path)))
+        .chain(args.key.iter().map(|path| ("-key", path)));
+    for (flag, path) in files {
+        File::open(path).with_context(|| format!("{flag} {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Parses rules, naming where each was written.

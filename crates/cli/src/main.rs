@@ -47,7 +47,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let args = flags::normalize_long_flags(&Cli::command(), std::env::args_os().collect());
+    let args = match flags::normalize_long_flags(&Cli::command(), std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(usage) => {
+            // A usage error, as clap's own: exit 2, nothing on stdout.
+            eprintln!("loadlab: {usage}");
+            return ExitCode::from(2);
+        }
+    };
     let matches = Cli::command().get_matches_from(args);
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

@@ -402,6 +402,8 @@ fn bad_input_gets_a_clear_error_and_a_failing_exit() {
             .unwrap(),
     );
     let cut_header = dir.write("cut_header.llr", &run_file(100, 0)[..30]);
+    let cut_preamble = dir.write("cut_preamble.llr", &run_file(100, 0)[..9]);
+    let cut_magic = dir.write("cut_magic.llr", &run_file(100, 0)[..7]);
     let missing = dir.path("missing.llr");
     let rows: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", &missing], "missing.llr: No such file"),
@@ -417,6 +419,14 @@ fn bad_input_gets_a_clear_error_and_a_failing_exit() {
         (
             vec!["report", &cut_header],
             "cut_header.llr: byte 12: header block",
+        ),
+        (
+            vec!["report", &cut_preamble],
+            "cut_preamble.llr: byte 9: truncated in the header",
+        ),
+        (
+            vec!["report", &cut_magic],
+            "cut_magic.llr: not a record file",
         ),
         (vec!["report", &good, &missing], "missing.llr"),
         (vec!["report"], "stdin: input is empty"),
@@ -808,6 +818,113 @@ fn bad_attack_input_is_named_and_fails() {
             output.stdout.is_empty(),
             "no records on a failed start: {flags:?}"
         );
+    }
+}
+
+#[test]
+fn attack_names_bad_flag_values_and_oversized_targets() {
+    let dir = TempDir::new();
+    let big_line = format!("GET http://127.0.0.1:1/{}\n", "a".repeat(2 << 20));
+    let rows: Vec<(Vec<String>, String, &str)> = vec![
+        (
+            vec!["-max-workers=0".into()],
+            String::new(),
+            "-max-workers: must be at least 1",
+        ),
+        (
+            vec!["-rate=inf".into()],
+            String::new(),
+            "-rate: inf (read as 0: no pacing, as in vegeta) runs the closed model",
+        ),
+        (
+            vec!["-root-certs=/nope.pem".into()],
+            String::new(),
+            "-root-certs /nope.pem: No such file",
+        ),
+        (
+            vec!["-threads=100000".into()],
+            String::new(),
+            "-threads: 100000 is more than this machine can use: at most",
+        ),
+        (
+            vec!["-threads=0".into()],
+            String::new(),
+            "-threads: must be at least 1",
+        ),
+        (
+            vec![],
+            big_line,
+            "stdin:1: line is longer than 1048576 bytes",
+        ),
+    ];
+    for (flags, stdin, want) in rows {
+        let mut args = vec!["attack".to_owned(), "-max-requests=1".to_owned()];
+        args.extend(flags);
+        // Targets that would be sent are on a closed port; none of these gets that far.
+        let stdin = if stdin.is_empty() {
+            "GET http://127.0.0.1:1/\n".to_owned()
+        } else {
+            stdin
+        };
+        let output = run(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            Some(stdin.as_bytes()),
+        );
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    drop(dir);
+}
+
+#[test]
+fn vegeta_flags_loadlab_lacks_are_refused_by_name() {
+    let rows: &[(&str, &str)] = &[
+        ("-h2c", "-h2c: HTTP/2 is not supported yet"),
+        ("-http2", "-http2: HTTP/2 is not supported yet"),
+        ("-http2=true", "-http2: HTTP/2 is not supported yet"),
+        (
+            "-chunked",
+            "-chunked: chunked request bodies are not supported",
+        ),
+        ("-dns-ttl=1m", "-dns-ttl is not supported"),
+        ("-resolvers=1.1.1.1", "-resolvers is not supported"),
+        ("-connect-to=a:1:b:2", "-connect-to is not supported"),
+        ("-session-tickets", "-session-tickets is not supported"),
+        (
+            "-prometheus-addr=:8880",
+            "-prometheus-addr is not supported",
+        ),
+        (
+            "-max-connections=5",
+            "-max-connections is not supported: use -connections",
+        ),
+        ("-proxy-header=X:1", "-proxy-header is not supported"),
+        ("-bogus", "unknown flag -bogus"),
+        ("-ratee=5", "unknown flag -ratee; did you mean -rate?"),
+    ];
+    for (flag, want) in rows {
+        let output = run(&["attack", flag], Some(b"GET http://127.0.0.1:1/\n"));
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(want), "{flag}: {err}");
+        assert!(output.stdout.is_empty(), "{flag}: nothing on stdout");
+    }
+}
+
+#[test]
+fn vegeta_flags_asking_for_what_loadlab_does_are_accepted() {
+    let server = simulator(OK_RECIPE);
+    let targets = target_line(&server, "/hello");
+    for flag in ["-http2=false", "-h2c=false", "-chunked=false", "-dns-ttl=0"] {
+        let records = run(
+            &["attack", flag, "-rate=100", "-max-requests=2"],
+            Some(targets.as_bytes()),
+        );
+        assert!(records.status.success(), "{flag}: {}", stderr(&records));
+        let text = ok(&run(&["report"], Some(&records.stdout)));
+        assert_eq!(requests(&text), 2, "{flag}: {text}");
     }
 }
 

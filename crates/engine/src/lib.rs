@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use record::StopReason;
-use workload::{DataTable, Fired, Plan, StopRule, Target};
+use workload::{DataTable, Fired, Plan, StopRule, Target, defaults};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
@@ -83,8 +83,8 @@ impl RunConfig {
         RunConfig {
             attacks: vec![attack],
             threads: 1,
-            initial_connections: 10,
-            connections_per_host: 10_000,
+            initial_connections: defaults::INITIAL_CONNECTIONS,
+            connections_per_host: defaults::CONNECTIONS_PER_HOST,
             tls: TlsOptions::default(),
             local_addr: None,
             unix_socket: None,
@@ -115,17 +115,17 @@ pub struct AttackConfig {
 }
 
 impl AttackConfig {
-    /// An attack on `targets` with vegeta's defaults (30 s timeout, keep-alive, 10
-    /// redirects, 10,000 requests in flight at most).
+    /// An attack on `targets` with the defaults of [`workload::defaults`] (vegeta's:
+    /// 30 s timeout, keep-alive, 10 redirects, 10,000 requests in flight at most).
     pub fn new(name: &str, targets: Vec<Target>, plan: Plan) -> AttackConfig {
         AttackConfig {
             name: name.to_owned(),
             targets: Targets::List(targets),
             plan,
-            timeout: Duration::from_secs(30),
-            keepalive: true,
-            redirects: 10,
-            max_in_flight: 10_000,
+            timeout: defaults::TIMEOUT,
+            keepalive: defaults::KEEPALIVE,
+            redirects: defaults::REDIRECTS,
+            max_in_flight: defaults::MAX_IN_FLIGHT,
             max_body: None,
             data: None,
         }

@@ -65,6 +65,12 @@ impl<R: Read> BinaryReader<R> {
                 source_name: source_name.to_owned(),
             });
         }
+        if got >= MAGIC.len() && preamble[..MAGIC.len()] == MAGIC && got < PREAMBLE_LEN {
+            return Err(corrupt(
+                got as u64,
+                "truncated in the header: the file ends inside its preamble",
+            ));
+        }
         if got < PREAMBLE_LEN || preamble[..8] != MAGIC {
             return Err(RecordError::UnknownFormat {
                 source_name: source_name.to_owned(),

@@ -9,6 +9,8 @@
 //!
 //! Every parser returns a [`UnitsError`] that quotes the input it rejected.
 
+#![warn(missing_docs)]
+
 mod duration;
 mod rate;
 mod size;
@@ -20,10 +22,28 @@ pub use size::parse_size;
 /// Why a duration, rate or size did not parse. Messages quote the offending input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnitsError {
+    /// A duration that Go's `time.ParseDuration` would refuse.
     #[error("invalid duration {input:?}: {reason}")]
-    Duration { input: String, reason: &'static str },
+    Duration {
+        /// The text as given.
+        input: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A rate that is not `N` or `N/duration`.
     #[error("invalid rate {input:?}: {reason}")]
-    Rate { input: String, reason: String },
+    Rate {
+        /// The text as given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A byte size that is not `N` with an optional unit.
     #[error("invalid size {input:?}: {reason}")]
-    Size { input: String, reason: &'static str },
+    Size {
+        /// The text as given.
+        input: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
 }

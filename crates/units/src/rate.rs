@@ -9,7 +9,9 @@ use crate::{UnitsError, parse_duration};
 /// concurrency cap allows" (vegeta's `-rate=0`, the closed model).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
+    /// Requests sent every `per`.
     pub count: f64,
+    /// The period the count is spread over.
     pub per: Duration,
 }
 

@@ -17,6 +17,7 @@ pub enum DataOrder {
 }
 
 impl DataOrder {
+    /// Reads `sequential` or `random`.
     pub fn parse(text: &str) -> Result<DataOrder, String> {
         match text {
             "sequential" => Ok(DataOrder::Sequential),

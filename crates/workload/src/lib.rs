@@ -10,11 +10,16 @@
 //!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
+#![warn(missing_docs)]
+
 mod data;
+pub mod defaults;
+mod lines;
 mod plan;
 mod scenario;
 mod schedule;
 mod schedule_parse;
+mod settings;
 mod stop_rule;
 mod target;
 mod targets_http;
@@ -22,9 +27,11 @@ mod targets_json;
 mod template;
 
 pub use data::{DataOrder, DataTable};
+pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
+pub use settings::{AttackSettings, Origin, TargetFormat};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };
@@ -36,28 +43,53 @@ pub use template::{RenderContext, Template};
 /// Why targets or a plan were rejected. Messages name the input.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
+    /// A target (or scenario table) that cannot be read, with its line.
     #[error("{source_name}:{line}: {reason}")]
     Target {
+        /// The input's name: a file, `stdin` or a flag.
         source_name: String,
+        /// The 1-based line.
         line: u64,
+        /// What is wrong.
         reason: String,
     },
+    /// The input holds no target at all.
     #[error("{source_name}: no targets")]
-    NoTargets { source_name: String },
+    NoTargets {
+        /// The input's name: a file, `stdin` or a flag.
+        source_name: String,
+    },
+    /// An `@path` body line whose file cannot be read.
     #[error("{source_name}:{line}: body file {path:?}")]
     BodyFile {
+        /// The input's name: a file, `stdin` or a flag.
         source_name: String,
+        /// The 1-based line.
         line: u64,
+        /// The body file as written.
         path: String,
+        /// The I/O error underneath.
         #[source]
         source: std::io::Error,
     },
+    /// The input itself failed (I/O, or text that is not UTF-8).
     #[error("reading {source_name}")]
     Read {
+        /// The input's name: a file, `stdin` or a flag.
         source_name: String,
+        /// The I/O error underneath.
         #[source]
         source: std::io::Error,
     },
+    /// A plan that cannot run.
     #[error("{0}")]
     Plan(String),
+    /// An attack field (a flag or a scenario key) with a bad value; `label` names it.
+    #[error("{label}: {reason}")]
+    Field {
+        /// The field as the user wrote it: `-rate`, or `FILE:LINE: scenario "NAME": rate`.
+        label: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
 }

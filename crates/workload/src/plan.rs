@@ -6,11 +6,14 @@ use crate::Schedule;
 /// Open model (requests leave on a clock) or closed model (users wait for answers).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pacing {
+    /// Requests leave on the schedule's clock.
     Open(Schedule),
     /// `users` over time (a schedule of counts); each user sends its next request
     /// `think_ns` after the previous one completes.
     Closed {
+        /// Users over time.
         users: Schedule,
+        /// A user's pause between an answer and its next request, in ns.
         think_ns: u64,
     },
 }
@@ -18,6 +21,7 @@ pub enum Pacing {
 /// Pacing plus the run's bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// Open or closed model.
     pub pacing: Pacing,
     /// Nothing is sent at or after this offset (`-duration`).
     pub duration_ns: Option<u64>,

@@ -31,7 +31,9 @@ use crate::WorkloadError;
 /// A parsed scenario file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioFile {
+    /// Seeds the templates of every scenario (`-seed` wins).
     pub seed: Option<u64>,
+    /// Stop rules for the whole run (`-stop-when` adds to them).
     pub stop_when: Vec<String>,
     /// Each scenario with `[defaults]` filled in, and the line it starts on.
     pub scenarios: Vec<(u64, AttackFields)>,
@@ -41,29 +43,45 @@ pub struct ScenarioFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackFields {
+    /// The attack's name in records and reports (`-name`).
     pub name: Option<String>,
     /// Targets in vegeta's http format, one string per target (headers on further lines).
     pub targets: Option<Vec<String>>,
+    /// A targets file (`-targets`); `-` is stdin.
     pub targets_file: Option<String>,
     /// `http` or `json` (for `targets_file`).
     pub format: Option<String>,
+    /// Read targets as they are needed (`-lazy`).
     pub lazy: Option<bool>,
+    /// Requests per time unit (`-rate`); 0 is the closed model.
     pub rate: Option<TextOrNumber>,
+    /// An open-model schedule (`-schedule`).
     pub schedule: Option<String>,
+    /// Closed model: a user count or a schedule of counts (`-concurrency`).
     pub concurrency: Option<TextOrNumber>,
+    /// Closed model: a user's pause between an answer and its next request.
     pub think_time: Option<String>,
+    /// How long to send (`-duration`).
     pub duration: Option<String>,
+    /// Stop after this many requests (`-max-requests`).
     pub max_requests: Option<u64>,
+    /// Per-request timeout (`-timeout`).
     pub timeout: Option<String>,
+    /// `Key: Value` headers for every target (`-header`).
     pub headers: Option<Vec<String>>,
+    /// Body for targets without their own (`-body`).
     pub body_file: Option<String>,
     /// CSV file for `{{csv.COLUMN}}` placeholders.
     pub data: Option<String>,
     /// `sequential` or `random`.
     pub data_order: Option<String>,
+    /// Reuse connections (`-keepalive`).
     pub keepalive: Option<bool>,
+    /// Redirects to follow; -1 follows none (`-redirects`).
     pub redirects: Option<i32>,
+    /// Requests in flight at most, at least 1 (`-max-workers`).
     pub max_workers: Option<u64>,
+    /// Response body bytes read at most, like `64kb`; -1 = all (`-max-body`).
     pub max_body: Option<TextOrNumber>,
 }
 
@@ -71,12 +89,16 @@ pub struct AttackFields {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum TextOrNumber {
+    /// A string, as in `"1000/1s"`.
     Text(String),
+    /// A TOML integer, as in `1000`.
     Integer(i64),
+    /// A TOML float, as in `0.5`.
     Float(f64),
 }
 
 impl TextOrNumber {
+    /// The value as text, for the parser of its field.
     pub fn text(&self) -> String {
         match self {
             TextOrNumber::Text(text) => text.clone(),

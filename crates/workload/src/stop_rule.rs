@@ -17,9 +17,13 @@ use std::fmt;
 /// What a rule watches; also decides the exit code of a run it stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleKind {
+    /// The share of failed requests (exit code 3).
     Errors,
+    /// A latency figure (exit code 4).
     Latency,
+    /// Throughput against the asked rate (exit code 5).
     Throughput,
+    /// Send lag (exit code 6).
     Lag,
 }
 
@@ -46,12 +50,19 @@ enum Metric {
 /// Which latency figure of a second a rule reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LatencyStat {
+    /// The median.
     P50,
+    /// The 90th percentile.
     P90,
+    /// The 95th percentile.
     P95,
+    /// The 99th percentile.
     P99,
+    /// The 99.9th percentile.
     P999,
+    /// The slowest request.
     Max,
+    /// The arithmetic mean.
     Mean,
 }
 
@@ -86,8 +97,11 @@ pub struct StopRule {
 /// One second of completed requests, as rules see it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SecondStats {
+    /// Requests completed in the second.
     pub requests: u64,
+    /// Of those, the failed ones.
     pub errors: u64,
+    /// Of those, the successful ones.
     pub successes: u64,
     /// Latency figures of the second's requests, in ns.
     pub latency: LatencyFigures,
@@ -98,13 +112,21 @@ pub struct SecondStats {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Latency figures of a set of requests, in nanoseconds.
 pub struct LatencyFigures {
+    /// Median.
     pub p50_ns: u64,
+    /// 90th percentile.
     pub p90_ns: u64,
+    /// 95th percentile.
     pub p95_ns: u64,
+    /// 99th percentile.
     pub p99_ns: u64,
+    /// 99.9th percentile.
     pub p999_ns: u64,
+    /// Slowest.
     pub max_ns: u64,
+    /// Arithmetic mean.
     pub mean_ns: u64,
 }
 
@@ -143,6 +165,7 @@ impl StopRule {
         })
     }
 
+    /// What the rule watches.
     pub fn kind(&self) -> RuleKind {
         match self.metric {
             Metric::Errors => RuleKind::Errors,
@@ -289,6 +312,7 @@ fn parse_threshold(metric: Metric, text: &str) -> Result<Threshold, String> {
 /// Tracks one rule over the run and says when it fires.
 #[derive(Debug, Clone)]
 pub struct RuleWatch {
+    /// The rule watched.
     pub rule: StopRule,
     /// Start of the current streak of seconds in which the rule held.
     streak_start_ns: Option<u64>,
@@ -297,8 +321,11 @@ pub struct RuleWatch {
 /// A rule that fired: which, when (ns from the start), and the value that tripped it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fired {
+    /// The rule that fired.
     pub rule: StopRule,
+    /// When it fired, in ns from the run's start.
     pub at_ns: u64,
+    /// The value that tripped it (a ratio, ns or requests per second).
     pub value: f64,
 }
 
@@ -317,6 +344,7 @@ impl Fired {
 }
 
 impl RuleWatch {
+    /// Watches `rule` from the run's start.
     pub fn new(rule: StopRule) -> RuleWatch {
         RuleWatch {
             rule,

@@ -10,7 +10,9 @@ pub const HTTP_METHODS: [&str; 9] = [
 /// A header as written, name case preserved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// The header name, as written.
     pub name: String,
+    /// The value, trimmed.
     pub value: String,
 }
 
@@ -18,11 +20,13 @@ pub struct Header {
 /// `{{ ... }}` placeholders (see [`crate::Template`]) is rendered per request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The HTTP method, one of [`HTTP_METHODS`].
     pub method: String,
     /// Scheme, host and port (where connections go), with the path when it is static.
     pub url: Url,
     /// Global `-header` values first, then the target's own, in order.
     pub headers: Vec<Header>,
+    /// The request body (may hold placeholders).
     pub body: Vec<u8>,
     /// The path and query as written, when they hold placeholders.
     pub templated_path: Option<String>,

@@ -16,6 +16,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use crate::WorkloadError;
+use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
 /// Reads every target. `global_headers` (from `-header`) come first in each target;
@@ -41,8 +42,10 @@ pub fn parse_http_targets(
 /// Reads targets one at a time (vegeta's `-lazy`), so an endless generated stream
 /// never has to fit in memory.
 pub struct HttpTargetReader<'a, R: BufRead> {
-    lines: std::io::Lines<R>,
+    lines: BoundedLines<R>,
     line_number: u64,
+    /// Bytes of the current target's request line and headers so far.
+    current_bytes: usize,
     source_name: String,
     global_headers: Vec<Header>,
     default_body: Vec<u8>,
@@ -52,6 +55,7 @@ pub struct HttpTargetReader<'a, R: BufRead> {
 }
 
 impl<'a, R: BufRead> HttpTargetReader<'a, R> {
+    /// A reader of `input`, named `source_name` in errors; see [`parse_http_targets`] for the other arguments.
     pub fn new(
         input: R,
         source_name: &str,
@@ -60,8 +64,9 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
         read_body: &'a (dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
     ) -> Self {
         HttpTargetReader {
-            lines: input.lines(),
+            lines: BoundedLines::new(input),
             line_number: 0,
+            current_bytes: 0,
             source_name: source_name.to_owned(),
             global_headers: global_headers.to_vec(),
             default_body: default_body.to_vec(),
@@ -89,7 +94,14 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
         if line.is_empty() {
             return Ok(self.current.take());
         }
-        if starts_with_method(line) || self.current.is_none() {
+        let starts_target = starts_with_method(line) || self.current.is_none();
+        self.current_bytes = line.len() + if starts_target { 0 } else { self.current_bytes };
+        if self.current_bytes > MAX_TARGET_BYTES {
+            return Err(self.fail(format!(
+                "the target's request line and headers are longer than {MAX_TARGET_BYTES} bytes (1 MiB), the most a target may take"
+            )));
+        }
+        if starts_target {
             let target = parse_request_line(line, &self.global_headers, &self.default_body)
                 .map_err(|r| self.fail(r))?;
             return Ok(self.current.replace(target));
@@ -131,7 +143,10 @@ impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
             self.line_number += 1;
             let line = match line {
                 Ok(line) => line,
-                Err(source) => {
+                Err(LineError::TooLong) => {
+                    return Some(Err(self.fail(LineError::too_long_reason())));
+                }
+                Err(LineError::Io(source)) => {
                     self.failed = true;
                     return Some(Err(WorkloadError::Read {
                         source_name: self.source_name.clone(),
@@ -328,6 +343,75 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(": ");
             assert!(chain.contains(want), "{text:?}: {chain}");
+        }
+    }
+
+    #[test]
+    fn refuses_targets_over_the_size_cap() {
+        let url = |len: usize| format!("GET http://x/{}", "a".repeat(len - "GET http://x/".len()));
+        let header = |len: usize| format!("X-A: {}", "b".repeat(len - "X-A: ".len()));
+        let half = MAX_TARGET_BYTES / 2;
+        let rows: Vec<(String, Result<usize, &str>)> = vec![
+            (
+                format!(
+                    "{}
+",
+                    url(MAX_TARGET_BYTES)
+                ),
+                Ok(1),
+            ),
+            (
+                format!(
+                    "{}
+{}
+",
+                    url(half),
+                    header(half)
+                ),
+                Ok(1),
+            ),
+            // Each target has its own allowance.
+            (
+                format!(
+                    "{}
+{}
+
+{}
+",
+                    url(half),
+                    header(half),
+                    url(half)
+                ),
+                Ok(2),
+            ),
+            (
+                format!(
+                    "GET http://x/
+{}
+",
+                    url(MAX_TARGET_BYTES + 1)
+                ),
+                Err("targets.txt:2: line is longer than 1048576 bytes"),
+            ),
+            (
+                format!(
+                    "{}
+{}
+",
+                    url(half),
+                    header(half + 1)
+                ),
+                Err(
+                    "targets.txt:2: the target's request line and headers are longer than 1048576 bytes",
+                ),
+            ),
+        ];
+        for (text, want) in rows {
+            match (parse(&text), want) {
+                (Ok(targets), Ok(count)) => assert_eq!(targets.len(), count),
+                (Err(err), Err(want)) => assert!(err.to_string().contains(want), "{err}"),
+                (got, want) => panic!("got {:?}, want {want:?}", got.map(|t| t.len())),
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::WorkloadError;
+use crate::lines::{BoundedLines, LineError};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
 /// Reads every JSON target line. Unknown keys are rejected so typos do not pass silently.
@@ -30,7 +31,7 @@ fn parse_json_targets(
 
 /// Reads JSON targets one line at a time (vegeta's `-lazy`).
 pub struct JsonTargetReader<R: BufRead> {
-    lines: std::io::Lines<R>,
+    lines: BoundedLines<R>,
     line_number: u64,
     source_name: String,
     global_headers: Vec<Header>,
@@ -39,6 +40,7 @@ pub struct JsonTargetReader<R: BufRead> {
 }
 
 impl<R: BufRead> JsonTargetReader<R> {
+    /// A reader of `input`, named `source_name` in errors; `global_headers` come first in each target, `default_body` serves targets without a body.
     pub fn new(
         input: R,
         source_name: &str,
@@ -46,7 +48,7 @@ impl<R: BufRead> JsonTargetReader<R> {
         default_body: &[u8],
     ) -> Self {
         JsonTargetReader {
-            lines: input.lines(),
+            lines: BoundedLines::new(input),
             line_number: 0,
             source_name: source_name.to_owned(),
             global_headers: global_headers.to_vec(),
@@ -66,9 +68,14 @@ impl<R: BufRead> Iterator for JsonTargetReader<R> {
         for line in self.lines.by_ref() {
             self.line_number += 1;
             let result = match line {
-                Err(source) => Err(WorkloadError::Read {
+                Err(LineError::Io(source)) => Err(WorkloadError::Read {
                     source_name: self.source_name.clone(),
                     source,
+                }),
+                Err(LineError::TooLong) => Err(WorkloadError::Target {
+                    source_name: self.source_name.clone(),
+                    line: self.line_number,
+                    reason: LineError::too_long_reason(),
                 }),
                 Ok(line) if line.trim().is_empty() => continue,
                 Ok(line) => parse_json_target(&line, &self.global_headers, &self.default_body)
@@ -219,5 +226,22 @@ mod tests {
             assert!(err.contains(want), "{line}: {err}");
         }
         assert!(parse("\n").unwrap_err().to_string().contains("no targets"));
+    }
+
+    #[test]
+    fn refuses_lines_over_the_size_cap() {
+        let line = |len: usize| {
+            let head = "{\"method\":\"GET\",\"url\":\"http://x/";
+            format!("{head}{}\"}}\n", "a".repeat(len - head.len() - 2))
+        };
+        let cap = crate::MAX_TARGET_BYTES;
+        assert_eq!(parse(&line(cap)).unwrap().len(), 1);
+        let err = parse(&format!("\n{}", line(cap + 1)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("targets.json:2: line is longer than 1048576 bytes"),
+            "{err}"
+        );
     }
 }

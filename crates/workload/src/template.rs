@@ -43,9 +43,11 @@ enum Part {
 /// What a render needs besides the template.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderContext<'a> {
+    /// The run's seed (`-seed`).
     pub seed: u64,
     /// The request's sequence number in its attack.
     pub seq: u64,
+    /// Rows for `{{csv.COLUMN}}`.
     pub data: Option<&'a DataTable>,
 }
 

@@ -1,0 +1,34 @@
+//! The one set of attack defaults (vegeta's where vegeta has the flag). The engine's
+//! constructors, scenario files and `loadlab attack --help` all read them from here.
+
+use std::time::Duration;
+
+use units::Rate;
+
+/// `-rate` when no rate, schedule or user count is given: 50 requests a second.
+pub const RATE: Rate = Rate {
+    count: 50.0,
+    per: Duration::from_secs(1),
+};
+
+/// `-timeout`: per request, connect included.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `-keepalive`: connections are reused.
+pub const KEEPALIVE: bool = true;
+
+/// `-redirects`: how many redirects a request follows.
+pub const REDIRECTS: i32 = 10;
+
+/// `-max-workers`: requests in flight at most (open model).
+pub const MAX_IN_FLIGHT: u64 = 10_000;
+
+/// `-workers`: connections opened before the attack starts.
+pub const INITIAL_CONNECTIONS: u64 = 10;
+
+/// `-connections`: open connections per target host at most.
+pub const CONNECTIONS_PER_HOST: u64 = 10_000;
+
+/// `-threads` may be at most this many times the CPUs the process may run on: more
+/// event loops than that only add context switches (and file descriptors).
+pub const MAX_THREADS_PER_CPU: usize = 4;

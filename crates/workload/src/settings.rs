@@ -1,0 +1,426 @@
+//! From [`AttackFields`] (flags or a scenario table, as written) to checked
+//! [`AttackSettings`], with the [`defaults`](crate::defaults) filled in. Every error
+//! names where the value came from ([`Origin`]): `-rate: ...` for a flag,
+//! `scenarios.toml:12: scenario "search": rate: ...` for a file. Reading targets and
+//! data files (I/O) is the caller's.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use units::{Rate, parse_duration, parse_size};
+
+use crate::{AttackFields, DataOrder, Header, Pacing, Plan, Schedule, WorkloadError, defaults};
+
+/// Where a set of fields came from, for error messages and relative paths.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// `None` for flags; `Some("scenarios.toml:12")` for a scenario table.
+    pub place: Option<String>,
+    /// Relative paths in a scenario file are relative to the file.
+    pub base_dir: PathBuf,
+}
+
+/// The format of a targets file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TargetFormat {
+    /// vegeta's `http` format (`GET http://...` lines).
+    #[default]
+    Http,
+    /// vegeta's `json` format (one object per line).
+    Json,
+}
+
+/// One attack's settings, checked, with defaults filled in: all but its targets and
+/// data rows, which the caller reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttackSettings {
+    /// The attack's name in records and reports.
+    pub name: String,
+    /// Pacing and bounds.
+    pub plan: Plan,
+    /// Per request, connect included.
+    pub timeout: Duration,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// Redirects to follow; -1 follows none and counts 3xx as success.
+    pub redirects: i32,
+    /// Requests in flight at most (open model).
+    pub max_in_flight: u64,
+    /// Response body bytes read at most; `None` reads them all.
+    pub max_body: Option<u64>,
+    /// Headers added to every target (`-header`, `headers`).
+    pub headers: Vec<Header>,
+    /// How the targets file is written.
+    pub format: TargetFormat,
+    /// Which data row each request uses.
+    pub data_order: DataOrder,
+}
+
+impl Origin {
+    /// The origin of command-line flags.
+    pub fn flags() -> Origin {
+        Origin::default()
+    }
+
+    /// How to name `field` (an [`AttackFields`] field name) in an error.
+    pub fn label(&self, fields: &AttackFields, field: &str) -> String {
+        match &self.place {
+            None => {
+                // The few fields whose flag is spelled differently (vegeta's names).
+                let flag = match field {
+                    "headers" => "header",
+                    "body_file" => "body",
+                    "targets_file" => "targets",
+                    other => other,
+                };
+                format!("-{}", flag.replace('_', "-"))
+            }
+            Some(place) => format!(
+                "{place}: scenario {:?}: {field}",
+                fields.name.as_deref().unwrap_or_default()
+            ),
+        }
+    }
+
+    /// A path as written in the fields, resolved against [`Origin::base_dir`].
+    pub fn path(&self, text: &str) -> PathBuf {
+        let path = Path::new(text);
+        if path.is_absolute() || text == "-" {
+            path.to_owned()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+
+    fn error(
+        &self,
+        fields: &AttackFields,
+        field: &str,
+        reason: impl Into<String>,
+    ) -> WorkloadError {
+        WorkloadError::Field {
+            label: self.label(fields, field),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl AttackFields {
+    /// Checks the fields and fills in the defaults.
+    pub fn settings(&self, origin: &Origin) -> Result<AttackSettings, WorkloadError> {
+        let fail =
+            |field: &str, reason: &dyn ToString| origin.error(self, field, reason.to_string());
+        let duration =
+            optional_duration(self.duration.as_deref()).map_err(|e| fail("duration", &e))?;
+        let timeout = match self.timeout.as_deref() {
+            Some(text) => parse_duration(text).map_err(|e| fail("timeout", &e))?,
+            None => defaults::TIMEOUT,
+        };
+        if timeout.is_zero() {
+            return Err(fail("timeout", &"must be longer than zero"));
+        }
+        if self.max_requests == Some(0) {
+            return Err(fail("max_requests", &"must be at least 1"));
+        }
+        if self.max_workers == Some(0) {
+            return Err(fail(
+                "max_workers",
+                &format!(
+                    "must be at least 1 (leave it out for the default, {} requests in flight at most)",
+                    defaults::MAX_IN_FLIGHT
+                ),
+            ));
+        }
+        Ok(AttackSettings {
+            name: self.name.clone().unwrap_or_default(),
+            plan: Plan {
+                pacing: self.pacing(origin)?,
+                duration_ns: duration.map(|d| d.as_nanos() as u64),
+                max_requests: self.max_requests,
+            },
+            timeout,
+            keepalive: self.keepalive.unwrap_or(defaults::KEEPALIVE),
+            redirects: self.redirects.unwrap_or(defaults::REDIRECTS),
+            max_in_flight: self.max_workers.unwrap_or(defaults::MAX_IN_FLIGHT),
+            max_body: self.max_body(origin)?,
+            headers: self.headers(origin)?,
+            format: self.format(origin)?,
+            data_order: self.data_order(origin)?,
+        })
+    }
+
+    fn max_body(&self, origin: &Origin) -> Result<Option<u64>, WorkloadError> {
+        match self
+            .max_body
+            .as_ref()
+            .map(crate::TextOrNumber::text)
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("-1") => Ok(None),
+            Some(text) => parse_size(text)
+                .map(Some)
+                .map_err(|e| origin.error(self, "max_body", e.to_string())),
+        }
+    }
+
+    fn headers(&self, origin: &Origin) -> Result<Vec<Header>, WorkloadError> {
+        self.headers
+            .iter()
+            .flatten()
+            .map(|text| Header::parse(text).map_err(|reason| origin.error(self, "headers", reason)))
+            .collect()
+    }
+
+    fn format(&self, origin: &Origin) -> Result<TargetFormat, WorkloadError> {
+        match self.format.as_deref() {
+            None | Some("http") => Ok(TargetFormat::Http),
+            Some("json") => Ok(TargetFormat::Json),
+            Some(other) => Err(origin.error(
+                self,
+                "format",
+                format!("unknown format {other:?} (want http or json)"),
+            )),
+        }
+    }
+
+    fn data_order(&self, origin: &Origin) -> Result<DataOrder, WorkloadError> {
+        let Some(text) = self.data_order.as_deref() else {
+            return Ok(DataOrder::default());
+        };
+        let order = DataOrder::parse(text).map_err(|e| origin.error(self, "data_order", e))?;
+        if self.data.is_none() {
+            return Err(origin.error(self, "data_order", "needs a data file"));
+        }
+        Ok(order)
+    }
+
+    /// Open model (a rate or a schedule) or closed model (a user count or schedule).
+    fn pacing(&self, origin: &Origin) -> Result<Pacing, WorkloadError> {
+        let fail =
+            |field: &str, reason: &dyn ToString| origin.error(self, field, reason.to_string());
+        let think_ns = optional_duration(self.think_time.as_deref())
+            .map_err(|e| fail("think_time", &e))?
+            .map_or(0, |d| d.as_nanos() as u64);
+        let concurrency = self.concurrency.as_ref().map(crate::TextOrNumber::text);
+        if self.think_time.is_some() && concurrency.is_none() && !self.rate_is_zero() {
+            return Err(fail(
+                "think_time",
+                &"the think time belongs to the closed model; give -concurrency too",
+            ));
+        }
+        if let Some(schedule) = &self.schedule {
+            if concurrency.is_some() || self.rate.is_some() {
+                return Err(fail(
+                    "schedule",
+                    &"give one of -rate, -schedule or -concurrency",
+                ));
+            }
+            return Ok(Pacing::Open(
+                Schedule::parse(schedule).map_err(|e| fail("schedule", &e))?,
+            ));
+        }
+        let rate_text = self.rate.as_ref().map(crate::TextOrNumber::text);
+        let rate = match rate_text.as_deref() {
+            Some(text) => Rate::parse(text).map_err(|e| fail("rate", &e))?,
+            None => defaults::RATE,
+        };
+        let given = rate_text.as_deref().map(str::trim).unwrap_or_default();
+        let users = match (concurrency, rate.is_unpaced(), self.max_workers) {
+            (Some(users), _, _) if self.rate.is_none() || rate.is_unpaced() => users,
+            (Some(_), _, _) => {
+                return Err(fail(
+                    "concurrency",
+                    &format!(
+                        "-concurrency runs the closed model; it cannot be combined with -rate={given}"
+                    ),
+                ));
+            }
+            (None, true, Some(users)) if users > 0 => users.to_string(),
+            (None, true, _) => return Err(fail("rate", &closed_without_users(given))),
+            (None, false, _) => return Ok(Pacing::Open(Schedule::constant(rate.per_sec()))),
+        };
+        let users = user_schedule(&users).map_err(|e| fail("concurrency", &e))?;
+        Ok(Pacing::Closed { users, think_ns })
+    }
+
+    fn rate_is_zero(&self) -> bool {
+        self.rate
+            .as_ref()
+            .is_some_and(|r| Rate::parse(&r.text()).is_ok_and(|r| r.is_unpaced()))
+    }
+}
+
+/// The rate `given` (`0`, `inf`, `infinity`) asks for the closed model without users.
+fn closed_without_users(given: &str) -> String {
+    // vegeta spells "no pacing" as 0 or infinity; say that `inf` was read so.
+    let meaning = if given.to_ascii_lowercase().starts_with("inf") {
+        " (read as 0: no pacing, as in vegeta)"
+    } else {
+        ""
+    };
+    format!(
+        "{given}{meaning} runs the closed model and needs a user count: give -concurrency=N (or -max-workers=N)"
+    )
+}
+
+fn optional_duration(text: Option<&str>) -> Result<Option<Duration>, units::UnitsError> {
+    Ok(match text {
+        None => None,
+        Some(text) => Some(parse_duration(text)?).filter(|d| !d.is_zero()),
+    })
+}
+
+/// `100` or a schedule of user counts, `line(1, 100, 1m) const(100, 5m)`.
+fn user_schedule(text: &str) -> Result<Schedule, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(users) => Ok(Schedule::constant(users as f64)),
+        Err(_) => Schedule::parse(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TextOrNumber;
+
+    fn text(value: &str) -> Option<TextOrNumber> {
+        Some(TextOrNumber::Text(value.to_owned()))
+    }
+
+    #[test]
+    fn fills_in_the_defaults() {
+        let settings = AttackFields::default().settings(&Origin::flags()).unwrap();
+        assert_eq!(
+            settings.plan.pacing,
+            Pacing::Open(Schedule::constant(defaults::RATE.per_sec()))
+        );
+        assert_eq!(
+            (
+                settings.timeout,
+                settings.keepalive,
+                settings.redirects,
+                settings.max_in_flight
+            ),
+            (
+                defaults::TIMEOUT,
+                defaults::KEEPALIVE,
+                defaults::REDIRECTS,
+                defaults::MAX_IN_FLIGHT
+            )
+        );
+    }
+
+    #[test]
+    fn checks_rates_and_in_flight_caps() {
+        let rows: Vec<(AttackFields, Result<&str, &str>)> = vec![
+            (
+                AttackFields {
+                    max_workers: Some(1),
+                    ..AttackFields::default()
+                },
+                Ok("open"),
+            ),
+            (
+                AttackFields {
+                    rate: text("0"),
+                    max_workers: Some(5),
+                    ..AttackFields::default()
+                },
+                Ok("closed"),
+            ),
+            (
+                AttackFields {
+                    rate: text("inf"),
+                    concurrency: text("5"),
+                    ..AttackFields::default()
+                },
+                Ok("closed"),
+            ),
+            (
+                AttackFields {
+                    max_workers: Some(0),
+                    ..AttackFields::default()
+                },
+                Err("-max-workers: must be at least 1 (leave it out for the default, 10000"),
+            ),
+            (
+                AttackFields {
+                    rate: text("0"),
+                    max_workers: Some(0),
+                    ..AttackFields::default()
+                },
+                Err("-max-workers: must be at least 1"),
+            ),
+            (
+                AttackFields {
+                    rate: text("0"),
+                    ..AttackFields::default()
+                },
+                Err("-rate: 0 runs the closed model and needs a user count"),
+            ),
+            (
+                AttackFields {
+                    rate: text("inf"),
+                    ..AttackFields::default()
+                },
+                Err("-rate: inf (read as 0: no pacing, as in vegeta) runs the closed model"),
+            ),
+            (
+                AttackFields {
+                    rate: text("inf"),
+                    concurrency: text("5"),
+                    ..AttackFields::default()
+                }
+                .clone_with_rate("100"),
+                Err("cannot be combined with -rate=100"),
+            ),
+        ];
+        for (fields, want) in rows {
+            let got = fields
+                .settings(&Origin::flags())
+                .map(|s| match s.plan.pacing {
+                    Pacing::Open(_) => "open",
+                    Pacing::Closed { .. } => "closed",
+                });
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{fields:?}"),
+                (Err(err), Err(want)) => {
+                    assert!(err.to_string().contains(want), "{fields:?}: {err}");
+                }
+                (got, want) => panic!("{fields:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    impl AttackFields {
+        fn clone_with_rate(&self, rate: &str) -> AttackFields {
+            AttackFields {
+                rate: text(rate),
+                ..self.clone()
+            }
+        }
+    }
+
+    #[test]
+    fn flags_and_files_name_their_fields_differently() {
+        let fields = AttackFields {
+            name: Some("search".to_owned()),
+            ..AttackFields::default()
+        };
+        let file = Origin {
+            place: Some("s.toml:3".to_owned()),
+            base_dir: PathBuf::new(),
+        };
+        assert_eq!(Origin::flags().label(&fields, "headers"), "-header");
+        assert_eq!(
+            Origin::flags().label(&fields, "max_workers"),
+            "-max-workers"
+        );
+        assert_eq!(
+            file.label(&fields, "headers"),
+            "s.toml:3: scenario \"search\": headers"
+        );
+    }
+}
