@@ -27,6 +27,11 @@ impl Clock {
         self.start.elapsed().as_nanos() as u64
     }
 
+    /// The offset of `instant` (0 if it came before time zero).
+    pub fn offset_ns(&self, instant: Instant) -> u64 {
+        instant.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
     /// Wall-clock unix nanoseconds of an offset.
     #[inline]
     pub fn unix_ns(&self, offset_ns: u64) -> u64 {

@@ -265,7 +265,11 @@ fn collect<W: Write>(
     };
     collector.run(&reports, registries, samples)?;
     let end_ns = clock.now_ns();
-    let ends = attack_ends(config, &collector, end_ns);
+    // A stop ends what was asked: the requests of the drain were never due.
+    let asked_end_ns = stop
+        .asked_at()
+        .map_or(end_ns, |at| clock.offset_ns(at).min(end_ns));
+    let ends = attack_ends(config, &collector, asked_end_ns);
     let totals = collector.totals();
     let fired = collector.fired.take();
     let reason = match (&fired, stop.is_stopping()) {
@@ -294,11 +298,13 @@ fn collect<W: Write>(
             unsent,
             reason,
             fired,
+            wakeups: totals.wakeups,
         },
     ))
 }
 
-/// Per attack: what the plan asked for up to the end, what left, what never did.
+/// Per attack: what the plan asked for up to `end_ns` (the end, or the stop), what
+/// left, what never did.
 fn attack_ends<W: Write>(
     config: &RunConfig,
     collector: &Collector<W>,

@@ -151,6 +151,9 @@ pub struct RunOutcome {
     pub reason: StopReason,
     /// The stop rule that ended the run, if one did.
     pub fired: Option<Fired>,
+    /// Times the workers' event loops woke from waiting, all workers together: what
+    /// idling costs (a drain with requests in flight should wake rarely).
+    pub wakeups: u64,
 }
 
 /// Why an attack could not run.

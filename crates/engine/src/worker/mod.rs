@@ -55,6 +55,8 @@ pub(crate) struct Counters {
     pub connections_open: u64,
     /// Requests due by now that have not left (the generator is behind).
     pub behind: u64,
+    /// Times the event loop came back from waiting (what an idle worker costs).
+    pub wakeups: u64,
 }
 
 /// Per host: idle connections (most recently used last) and how many are open.
@@ -95,7 +97,9 @@ pub(crate) struct Worker {
     stop: StopHandle,
     errors: ErrorCache,
     poller: Poller,
-    _stop_fd: Arc<OwnedFd>,
+    /// Readable once a stop is asked; read when it fires, or the level-triggered
+    /// registration would wake every wait at once for the rest of the drain.
+    stop_fd: Arc<OwnedFd>,
     conns: Vec<Conn>,
     free: Vec<u32>,
     /// The shared hosts plus any that redirects or lazy targets lead to.
@@ -135,7 +139,7 @@ impl Worker {
             stop: setup.stop,
             errors: setup.errors,
             poller,
-            _stop_fd: stop_fd,
+            stop_fd,
             conns: Vec::new(),
             free: Vec::new(),
             pools: (0..hosts.hosts.len()).map(|_| Pool::default()).collect(),
@@ -187,6 +191,7 @@ impl Worker {
             self.ship(now, false);
             let wait = self.wait_ns(now);
             self.poll(wait)?;
+            self.counters.wakeups += 1;
         }
         self.ship(self.clock.now_ns(), true);
         Ok(())
@@ -230,6 +235,9 @@ impl Worker {
 
     fn on_event(&mut self, token: u64, flags: EventFlags) {
         if token == STOP_TOKEN {
+            // Reset the eventfd's counter: a later `abort` writes (and wakes) again.
+            let mut counter = [0u8; 8];
+            let _ = rustix::io::read(self.stop_fd.as_ref(), &mut counter);
             self.attacks.iter_mut().for_each(|a| a.exhausted = true);
             return;
         }
