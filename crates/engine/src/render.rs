@@ -8,10 +8,8 @@ use std::io::Write as _;
 
 use workload::{RenderContext, Target, Template};
 
-/// The `User-Agent` we send unless the target sets one.
-pub(crate) const USER_AGENT: &str = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
-
-/// The whole `User-Agent` header line, as bytes to copy per request.
+/// The `User-Agent` header line we send unless the target sets one, as bytes to copy
+/// per request.
 const USER_AGENT_LINE: &[u8] =
     concat!("User-Agent: loadlab/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
 
@@ -173,6 +171,8 @@ fn sent_headers(target: &Target) -> impl Iterator<Item = &workload::Header> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const USER_AGENT: &str = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
     use workload::Header;
 
     fn target(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Target {
