@@ -12,9 +12,9 @@ use workload::{Fired, Plan};
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::launch::Registries;
-use crate::samples::SampleFeed;
-use crate::stop::StopHandle;
-use crate::watch::RuleWatcher;
+use crate::sample_feed::SampleFeed;
+use crate::stop_handle::StopHandle;
+use crate::stop_rules::RuleWatcher;
 use crate::worker::{Counters, WorkerReport};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;

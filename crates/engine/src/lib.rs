@@ -7,7 +7,7 @@
 //! - One worker thread per core, each a small epoll loop (`worker/`) in the manner of
 //!   wrk: connections, pacing and timeouts are the worker's own, every attack has its
 //!   share in every worker (`attack.rs`); records leave in batches to the collector
-//!   (`collector.rs`), the only writer, which also judges stop rules (`watch.rs`).
+//!   (`collector.rs`), the only writer, which also judges stop rules (`stop_rules.rs`).
 //! - Open model: request k is due at `plan.intended_ns(k)`; latency counts from that
 //!   instant and the send lag is recorded. When every connection is busy the worker
 //!   opens more up to the caps; beyond them requests wait and their lag shows.
@@ -35,11 +35,11 @@ mod poller;
 mod redirect;
 mod render;
 mod response;
-mod samples;
+mod sample_feed;
 mod shared;
-mod stop;
+mod stop_handle;
+mod stop_rules;
 mod tls;
-mod watch;
 mod worker;
 
 use std::io::Write;
@@ -53,8 +53,8 @@ use workload::{DataTable, Fired, Plan, StopRule, Target};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
-pub use samples::SampleFeed;
-pub use stop::StopHandle;
+pub use sample_feed::SampleFeed;
+pub use stop_handle::StopHandle;
 pub use tls::TlsOptions;
 
 /// A whole run: its attacks and what they share.
@@ -193,7 +193,7 @@ pub fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, &mut samples::NoSamples)
+    launch::run(config, out, stop, &mut sample_feed::NoSamples)
 }
 
 /// [`run`], with resource samples from `samples` written beside the records on the

@@ -38,7 +38,7 @@ impl Worker {
     }
 
     fn dispatch_attack(&mut self, attack: usize) {
-        let share = self.share();
+        let split = self.split();
         let state = &mut self.attacks[attack];
         state.capped = false;
         state.lazy_waiting = false;
@@ -46,7 +46,7 @@ impl Worker {
             let now = self.clock.now_ns();
             let state = &mut self.attacks[attack];
             let Some((intended_ns, source)) =
-                state.next_due(&self.shared.attacks[attack].plan, now, share)
+                state.next_due(&self.shared.attacks[attack].plan, now, split)
             else {
                 break;
             };

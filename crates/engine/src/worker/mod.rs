@@ -18,7 +18,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use record::{AttackStats, Record};
 use rustix::event::epoll::{Event, EventFlags};
 
-use crate::attack::{AttackState, Share};
+use crate::attack::{AttackState, Split};
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase};
 use crate::errors::{Cause, ErrorCache};
@@ -26,7 +26,7 @@ use crate::hosts::HostTable;
 use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::shared::Shared;
-use crate::stop::StopHandle;
+use crate::stop_handle::StopHandle;
 
 const STOP_TOKEN: u64 = u64::MAX;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -160,8 +160,8 @@ impl Worker {
         self.clock = clock;
     }
 
-    fn share(&self) -> Share {
-        Share {
+    fn split(&self) -> Split {
+        Split {
             index: self.index,
             workers: self.workers,
         }
@@ -295,12 +295,12 @@ impl Worker {
     /// schedule may have changed, or the next batch ships.
     fn wait_ns(&mut self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
-        let share = self.share();
+        let split = self.split();
         let shared = &self.shared;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
             if !state.capped
-                && let Some((due, _)) = state.next_due(plan, now, share)
+                && let Some((due, _)) = state.next_due(plan, now, split)
             {
                 // Waiting for the lazy feeder: look again in a millisecond.
                 wake = wake.min(if state.lazy_waiting {
