@@ -1,6 +1,7 @@
 //! [`Worker`]: one event loop on one thread. It owns its connections, its share of
 //! every attack's schedule and its record batch, and talks to the rest of the run only
-//! by sending batches: nothing is locked, formatted or allocated per request.
+//! by sending batches: nothing is locked or allocated per request (a templated request
+//! is formatted into a reused buffer).
 //!
 //! - `dispatch.rs`: when requests are due (per attack, open or closed model), which
 //!   target and connection they take, and sending them off.
