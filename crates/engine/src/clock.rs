@@ -3,6 +3,7 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// The run's time zero, on the monotonic clock and on the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     start: Instant,
@@ -38,6 +39,7 @@ impl Clock {
         self.start_unix_ns + offset_ns
     }
 
+    /// Wall-clock unix nanoseconds of time zero.
     pub fn start_unix_ns(&self) -> u64 {
         self.start_unix_ns
     }

@@ -27,6 +27,7 @@ struct Inner {
 }
 
 impl StopHandle {
+    /// A handle of a run that is not stopping.
     pub fn new() -> StopHandle {
         StopHandle::default()
     }
@@ -41,10 +42,12 @@ impl StopHandle {
         self.raise(ABORTING);
     }
 
+    /// A drain or an abort was asked.
     pub fn is_stopping(&self) -> bool {
         self.inner.level.load(Ordering::Relaxed) != RUNNING
     }
 
+    /// An abort was asked.
     pub fn is_aborting(&self) -> bool {
         self.inner.level.load(Ordering::Relaxed) == ABORTING
     }
