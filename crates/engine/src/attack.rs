@@ -78,7 +78,7 @@ impl AttackState {
         &mut self,
         plan: &Plan,
         now: u64,
-        share: Share,
+        split: Split,
     ) -> Option<(u64, Source)> {
         if self.exhausted {
             return None;
@@ -96,18 +96,18 @@ impl AttackState {
                 if !plan.allows(self.next_k, now) {
                     return self.exhaust();
                 }
-                self.next_user(plan, now, share)
+                self.next_user(plan, now, split)
             }
         }
     }
 
-    fn next_user(&self, plan: &Plan, now: u64, share: Share) -> Option<(u64, Source)> {
+    fn next_user(&self, plan: &Plan, now: u64, split: Split) -> Option<(u64, Source)> {
         if let Some(&ready) = self.thinking.front()
             && ready <= now
         {
             return Some((ready, Source::Thinking));
         }
-        if self.users() < share.of(plan.users_at(now)) {
+        if self.users() < split.of(plan.users_at(now)) {
             return Some((now, Source::NewUser));
         }
         self.thinking
@@ -126,11 +126,11 @@ impl AttackState {
 
     /// Closed model, after a request completed (and left the in-flight count): its
     /// user thinks and comes back, unless the user count has dropped meanwhile.
-    pub(crate) fn user_finished(&mut self, plan: &Plan, now: u64, share: Share) {
+    pub(crate) fn user_finished(&mut self, plan: &Plan, now: u64, split: Split) {
         let Pacing::Closed { think_ns, .. } = plan.pacing else {
             return;
         };
-        if !self.exhausted && self.users() < share.of(plan.users_at(now)) {
+        if !self.exhausted && self.users() < split.of(plan.users_at(now)) {
             self.thinking.push_back(now.saturating_add(think_ns));
         }
     }
@@ -157,14 +157,16 @@ impl AttackState {
     }
 }
 
-/// A worker's share of a whole-run quantity split over the workers.
+/// How a whole-run quantity (requests, users, connections) is split over the
+/// workers, seen from one of them (`index`): not to be confused with [`crate::shared::Shared`],
+/// what all workers read.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Share {
+pub(crate) struct Split {
     pub index: usize,
     pub workers: usize,
 }
 
-impl Share {
+impl Split {
     /// This worker's part of `total`: the remainder goes to the first workers.
     pub(crate) fn of(self, total: u64) -> usize {
         let workers = self.workers as u64;
@@ -194,7 +196,7 @@ mod tests {
     #[test]
     fn shares_split_totals_without_losing_any() {
         let parts: Vec<usize> = (0..3)
-            .map(|index| Share { index, workers: 3 }.of(10))
+            .map(|index| Split { index, workers: 3 }.of(10))
             .collect();
         assert_eq!(parts, [4, 3, 3]);
     }
@@ -202,28 +204,28 @@ mod tests {
     #[test]
     fn closed_users_think_between_requests() {
         let plan = closed("const(2, 1m)", 100);
-        let share = Share {
+        let split = Split {
             index: 0,
             workers: 1,
         };
         let mut state = AttackState::new(0, 100, None);
         // Two users join at once.
         for _ in 0..2 {
-            let (t, source) = state.next_due(&plan, 0, share).unwrap();
+            let (t, source) = state.next_due(&plan, 0, split).unwrap();
             assert_eq!((t, source), (0, Source::NewUser));
             state.took(source, 1);
             state.in_flight_count += 1;
         }
-        assert_eq!(state.next_due(&plan, 0, share), None, "both users busy");
+        assert_eq!(state.next_due(&plan, 0, split), None, "both users busy");
         // One answer comes back at 5 ms: that user is ready again at 105 ms.
         state.in_flight_count -= 1;
-        state.user_finished(&plan, 5 * MS, share);
+        state.user_finished(&plan, 5 * MS, split);
         assert_eq!(
-            state.next_due(&plan, 50 * MS, share),
+            state.next_due(&plan, 50 * MS, split),
             Some((105 * MS, Source::Thinking)),
             "still thinking"
         );
-        let (t, source) = state.next_due(&plan, 110 * MS, share).unwrap();
+        let (t, source) = state.next_due(&plan, 110 * MS, split).unwrap();
         assert_eq!(
             (t, source),
             (105 * MS, Source::Thinking),
@@ -232,21 +234,21 @@ mod tests {
         state.took(source, 1);
         assert_eq!(state.users(), 1);
         assert!(!state.exhausted);
-        assert_eq!(state.next_due(&plan, 61_000 * MS, share), None);
+        assert_eq!(state.next_due(&plan, 61_000 * MS, split), None);
         assert!(state.exhausted, "the schedule ended");
     }
 
     #[test]
     fn fewer_users_means_users_leave() {
         let plan = closed("const(2, 1s) const(1, 1s)", 0);
-        let share = Share {
+        let split = Split {
             index: 0,
             workers: 1,
         };
         let mut state = AttackState::new(0, 100, None);
         state.in_flight_count = 2;
         state.in_flight_count -= 1;
-        state.user_finished(&plan, 1500 * MS, share);
+        state.user_finished(&plan, 1500 * MS, split);
         assert_eq!(
             state.users(),
             1,

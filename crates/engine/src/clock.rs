@@ -3,6 +3,7 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// The run's time zero, on the monotonic clock and on the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     start: Instant,
@@ -27,12 +28,18 @@ impl Clock {
         self.start.elapsed().as_nanos() as u64
     }
 
+    /// The offset of `instant` (0 if it came before time zero).
+    pub fn offset_ns(&self, instant: Instant) -> u64 {
+        instant.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
     /// Wall-clock unix nanoseconds of an offset.
     #[inline]
     pub fn unix_ns(&self, offset_ns: u64) -> u64 {
         self.start_unix_ns + offset_ns
     }
 
+    /// Wall-clock unix nanoseconds of time zero.
     pub fn start_unix_ns(&self) -> u64 {
         self.start_unix_ns
     }

@@ -12,9 +12,9 @@ use workload::{Fired, Plan};
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::launch::Registries;
-use crate::samples::SampleFeed;
-use crate::stop::StopHandle;
-use crate::watch::RuleWatcher;
+use crate::sample_feed::SampleFeed;
+use crate::stop_handle::StopHandle;
+use crate::stop_rules::RuleWatcher;
 use crate::worker::{Counters, WorkerReport};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;
@@ -87,9 +87,10 @@ impl<W: Write> Collector<W> {
         Ok(())
     }
 
-    /// A stop rule that fires drains the run, like Ctrl-C, and is remembered.
+    /// A stop rule that fires drains the run, like Ctrl-C, and is remembered. Once
+    /// stopping, nothing is asked any more, so no rule is judged against it.
     fn judge_rules(&mut self, now: u64) {
-        if self.fired.is_some() || self.watcher.is_empty() {
+        if self.fired.is_some() || self.watcher.is_empty() || self.stop.is_stopping() {
             return;
         }
         let plans: Vec<&Plan> = self.plans.iter().collect();
@@ -189,6 +190,7 @@ impl<W: Write> Collector<W> {
                 sum.in_flight += c.in_flight;
                 sum.connections_open += c.connections_open;
                 sum.behind += c.behind;
+                sum.wakeups += c.wakeups;
                 sum
             })
     }

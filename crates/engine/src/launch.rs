@@ -12,14 +12,14 @@ use record::{
 };
 use workload::{Pacing, Plan};
 
-use crate::attack::Share;
+use crate::attack::Split;
 use crate::clock::Clock;
 use crate::collector::{self, Collector};
 use crate::errors::{ErrorCache, ErrorRegistry};
 use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
-use crate::samples::SampleFeed;
+use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
-use crate::watch::RuleWatcher;
+use crate::stop_rules::RuleWatcher;
 use crate::worker::{AttackSetup, Worker, WorkerReport, WorkerSetup};
 use crate::{EngineError, RunConfig, RunOutcome, StopHandle, Targets};
 
@@ -45,65 +45,21 @@ pub(crate) fn run<W: Write + Send>(
     let targets = Arc::new(TargetRegistry::default());
     targets.prefill(shared.fixed_targets().map(|t| target_info(&t.target)));
     let feeder_result: FeederResult = Arc::default();
-    let mut queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
-    let (report_tx, report_rx) = sync_channel::<WorkerReport>(threads * 64);
-    let (ready_tx, ready_rx) = channel::<()>();
-    let (mut recycle, mut clock_senders, mut handles) = (Vec::new(), Vec::new(), Vec::new());
-    for index in 0..threads {
-        let (recycle_tx, recycle_rx) = sync_channel(4);
-        let (clock_tx, clock_rx) = sync_channel(1);
-        recycle.push(recycle_tx);
-        clock_senders.push(clock_tx);
-        let share = Share {
-            index,
-            workers: threads,
-        };
-        let setup = WorkerSetup {
-            index,
-            workers: threads,
-            clock: Clock::start(),
-            shared: Arc::clone(&shared),
-            attacks: config
-                .attacks
-                .iter()
-                .enumerate()
-                .map(|(a, attack)| AttackSetup {
-                    max_in_flight: share.of(in_flight_cap(&attack.plan, attack.max_in_flight)),
-                    lazy: queues[a].pop(),
-                })
-                .collect(),
-            max_per_host: share.of(config.connections_per_host).max(1),
-            reports: report_tx.clone(),
-            recycled: recycle_rx,
-            stop: stop.clone(),
-            errors: ErrorCache::new(Arc::clone(&errors)),
-        };
-        let (prewarm, ready) = (share.of(config.initial_connections), ready_tx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("loadlab-worker-{index}"))
-                .spawn(move || run_worker(setup, prewarm, ready, &clock_rx))?,
-        );
-    }
-    drop((report_tx, ready_tx));
-    // Every worker has warmed up (or died, dropping its sender): time zero is now.
-    while ready_rx.recv().is_ok() {}
-    let clock = Clock::start();
-    for sender in clock_senders {
-        let _ = sender.send(clock);
-    }
+    let queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
+    let workers = start_workers(config, &shared, threads, queues, stop, &errors)?;
+    let clock = time_zero(&workers.ready, workers.clocks);
     samples.start(clock);
     let registries = Registries {
         errors: &errors,
         targets: &targets,
     };
     let channels = Channels {
-        reports: report_rx,
-        recycle,
+        reports: workers.reports,
+        recycle: workers.recycle,
         samples,
     };
     let result = collect_on_own_thread(config, clock, out, stop, channels, registries);
-    let worker_error = join_workers(handles);
+    let worker_error = join_workers(workers.handles);
     let (out, outcome) = result?;
     if let Some(err) = feeder_result
         .lock()
@@ -116,6 +72,87 @@ pub(crate) fn run<W: Write + Send>(
         Some(err) => Err(EngineError::Io(err)),
         None => Ok((out, outcome)),
     }
+}
+
+/// The started worker threads and the channels to and from them.
+struct Workers {
+    handles: Vec<std::thread::JoinHandle<std::io::Result<()>>>,
+    /// Closed once every worker has warmed up (or died).
+    ready: Receiver<()>,
+    /// One per worker: the run's clock, sent at time zero.
+    clocks: Vec<SyncSender<Clock>>,
+    reports: Receiver<WorkerReport>,
+    /// One per worker: emptied record vectors going back.
+    recycle: Vec<SyncSender<Vec<Record>>>,
+}
+
+/// Starts one worker thread per `threads`, each with its split of every attack's caps
+/// and its queue of each lazy attack; they warm up and wait for time zero.
+fn start_workers(
+    config: &RunConfig,
+    shared: &Arc<Shared>,
+    threads: usize,
+    mut queues: Vec<Vec<Receiver<LazyTarget>>>,
+    stop: &StopHandle,
+    errors: &Arc<ErrorRegistry>,
+) -> Result<Workers, EngineError> {
+    let (report_tx, reports) = sync_channel::<WorkerReport>(threads * 64);
+    let (ready_tx, ready) = channel::<()>();
+    let (mut recycle, mut clocks, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    for index in 0..threads {
+        let (recycle_tx, recycle_rx) = sync_channel(4);
+        let (clock_tx, clock_rx) = sync_channel(1);
+        recycle.push(recycle_tx);
+        clocks.push(clock_tx);
+        let split = Split {
+            index,
+            workers: threads,
+        };
+        let setup = WorkerSetup {
+            index,
+            workers: threads,
+            clock: Clock::start(),
+            shared: Arc::clone(shared),
+            attacks: config
+                .attacks
+                .iter()
+                .zip(&mut queues)
+                .map(|(attack, queues)| AttackSetup {
+                    max_in_flight: split.of(in_flight_cap(&attack.plan, attack.max_in_flight)),
+                    lazy: queues.pop(),
+                })
+                .collect(),
+            max_per_host: split.of(config.connections_per_host).max(1),
+            reports: report_tx.clone(),
+            recycled: recycle_rx,
+            stop: stop.clone(),
+            errors: ErrorCache::new(Arc::clone(errors)),
+        };
+        let (prewarm, ready) = (split.of(config.initial_connections), ready_tx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("loadlab-worker-{index}"))
+                .spawn(move || run_worker(setup, prewarm, ready, &clock_rx))?,
+        );
+    }
+    Ok(Workers {
+        handles,
+        ready,
+        clocks,
+        reports,
+        recycle,
+    })
+}
+
+/// Waits until every worker has warmed up (or died, dropping its sender), then starts
+/// the run's clock and hands it to every worker: time zero is now.
+fn time_zero(ready: &Receiver<()>, clocks: Vec<SyncSender<Clock>>) -> Clock {
+    while ready.recv().is_ok() {}
+    let clock = Clock::start();
+    for sender in clocks {
+        let _ = sender.send(clock);
+    }
+    clock
 }
 
 /// One lazy feeder per streamed attack; `queues[attack]` holds a queue per worker.
@@ -265,7 +302,11 @@ fn collect<W: Write>(
     };
     collector.run(&reports, registries, samples)?;
     let end_ns = clock.now_ns();
-    let ends = attack_ends(config, &collector, end_ns);
+    // A stop ends what was asked: the requests of the drain were never due.
+    let asked_end_ns = stop
+        .asked_at()
+        .map_or(end_ns, |at| clock.offset_ns(at).min(end_ns));
+    let ends = attack_ends(config, &collector, asked_end_ns);
     let totals = collector.totals();
     let fired = collector.fired.take();
     let reason = match (&fired, stop.is_stopping()) {
@@ -294,11 +335,13 @@ fn collect<W: Write>(
             unsent,
             reason,
             fired,
+            wakeups: totals.wakeups,
         },
     ))
 }
 
-/// Per attack: what the plan asked for up to the end, what left, what never did.
+/// Per attack: what the plan asked for up to `end_ns` (the end, or the stop), what
+/// left, what never did.
 fn attack_ends<W: Write>(
     config: &RunConfig,
     collector: &Collector<W>,

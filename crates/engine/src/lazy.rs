@@ -22,6 +22,7 @@ pub type TargetIter = Box<dyn Iterator<Item = Result<Target, WorkloadError>> + S
 pub struct TargetStream(Arc<Mutex<Option<TargetIter>>>);
 
 impl TargetStream {
+    /// A stream over `targets`, read by the run's feeder thread.
     pub fn new(targets: TargetIter) -> TargetStream {
         TargetStream(Arc::new(Mutex::new(Some(targets))))
     }

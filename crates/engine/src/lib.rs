@@ -7,7 +7,7 @@
 //! - One worker thread per core, each a small epoll loop (`worker/`) in the manner of
 //!   wrk: connections, pacing and timeouts are the worker's own, every attack has its
 //!   share in every worker (`attack.rs`); records leave in batches to the collector
-//!   (`collector.rs`), the only writer, which also judges stop rules (`watch.rs`).
+//!   (`collector.rs`), the only writer, which also judges stop rules (`stop_rules.rs`).
 //! - Open model: request k is due at `plan.intended_ns(k)`; latency counts from that
 //!   instant and the send lag is recorded. When every connection is busy the worker
 //!   opens more up to the caps; beyond them requests wait and their lag shows.
@@ -22,6 +22,8 @@
 //! Errors that stop a run are [`EngineError`]; errors of single requests are
 //! recorded as [`record::ErrorKind`]s and counted.
 
+#![warn(missing_docs)]
+
 mod attack;
 mod clock;
 mod collector;
@@ -35,11 +37,11 @@ mod poller;
 mod redirect;
 mod render;
 mod response;
-mod samples;
+mod sample_feed;
 mod shared;
-mod stop;
+mod stop_handle;
+mod stop_rules;
 mod tls;
-mod watch;
 mod worker;
 
 use std::io::Write;
@@ -53,8 +55,8 @@ use workload::{DataTable, Fired, Plan, StopRule, Target, defaults};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
-pub use samples::SampleFeed;
-pub use stop::StopHandle;
+pub use sample_feed::SampleFeed;
+pub use stop_handle::StopHandle;
 pub use tls::TlsOptions;
 
 /// A whole run: its attacks and what they share.
@@ -68,8 +70,11 @@ pub struct RunConfig {
     pub initial_connections: u64,
     /// Open connections per target host at most (vegeta's `-connections`).
     pub connections_per_host: u64,
+    /// How https targets are verified and whom we present as.
     pub tls: TlsOptions,
+    /// The local address connections leave from (vegeta's `-laddr`).
     pub local_addr: Option<IpAddr>,
+    /// Connect every target through this Unix socket (vegeta's `-unix-socket`).
     pub unix_socket: Option<PathBuf>,
     /// Seeds the templates; the same seed sends the same requests.
     pub seed: u64,
@@ -99,10 +104,13 @@ impl RunConfig {
 pub struct AttackConfig {
     /// The attack's name in records and reports.
     pub name: String,
+    /// What to send.
     pub targets: Targets,
+    /// When to send: the pacing (open or closed model) and the bounds.
     pub plan: Plan,
     /// Per request, from dispatch to the last response byte (connect included).
     pub timeout: Duration,
+    /// Reuse connections between requests (else one connection per request).
     pub keepalive: bool,
     /// Redirects to follow; -1 follows none and counts 3xx as success (vegeta).
     pub redirects: i32,
@@ -135,6 +143,7 @@ impl AttackConfig {
 /// The targets of an attack: a list sent round-robin, or a stream read on demand.
 #[derive(Debug, Clone)]
 pub enum Targets {
+    /// Fixed targets, sent in turn.
     List(Vec<Target>),
     /// vegeta's `-lazy`: each target is sent once, in order; the attack ends with
     /// the stream (or its bounds).
@@ -144,31 +153,51 @@ pub enum Targets {
 /// How a run went, for the caller's exit code and summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOutcome {
+    /// Requests that left.
     pub sent: u64,
+    /// Requests that ended with an answer or an error (all of them, unless aborted).
     pub completed: u64,
-    /// Requests that were due but never left (the generator was behind at the end).
+    /// Requests that were due but never left (the generator was behind at the end or
+    /// at the stop).
     pub unsent: u64,
+    /// Why the run ended.
     pub reason: StopReason,
     /// The stop rule that ended the run, if one did.
     pub fired: Option<Fired>,
+    /// Times the workers' event loops woke from waiting, all workers together: what
+    /// idling costs (a drain with requests in flight should wake rarely).
+    pub wakeups: u64,
 }
 
 /// Why an attack could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The run's configuration cannot run (the text says which field).
     #[error("invalid attack: {0}")]
     Config(String),
+    /// A target's host has no address.
     #[error("cannot resolve {host}: {reason}")]
-    Resolve { host: String, reason: String },
-    #[error("tls{}: {reason}", path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
-    Tls {
-        path: Option<PathBuf>,
+    Resolve {
+        /// The host as written in the target.
+        host: String,
+        /// What the resolver said.
         reason: String,
     },
+    /// The TLS configuration could not be built.
+    #[error("tls{}: {reason}", path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
+    Tls {
+        /// The certificate or key file at fault, if one was.
+        path: Option<PathBuf>,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// Writing the record file failed.
     #[error(transparent)]
     Record(record::RecordError),
+    /// A lazily read target was bad.
     #[error(transparent)]
     Targets(workload::WorkloadError),
+    /// A thread, socket or epoll call failed.
     #[error("engine thread")]
     Io(#[from] std::io::Error),
 }
@@ -190,7 +219,7 @@ pub fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, &mut samples::NoSamples)
+    launch::run(config, out, stop, &mut sample_feed::NoSamples)
 }
 
 /// [`run`], with resource samples from `samples` written beside the records on the

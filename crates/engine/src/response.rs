@@ -1,7 +1,9 @@
 //! [`ResponseParser`]: an incremental HTTP/1.1 response parser. Heads go through
 //! `httparse`; bodies are framed by Content-Length, chunked encoding or connection
-//! close, and are counted, never stored. A head split across reads is the only thing
-//! ever copied.
+//! close (chunked through [`wire::ChunkedDecoder`], shared with the monitor), and are
+//! counted, never stored. A head split across reads is the only thing ever copied.
+
+use wire::{ChunkedDecoder, Progress};
 
 /// Why a response could not be parsed. Static text: parsing never allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,22 +31,9 @@ enum State {
 #[derive(Debug, Clone, Copy)]
 enum Framing {
     Length(u64),
-    Chunked(Chunk),
+    /// Decoded by the parser's `chunks`.
+    Chunked,
     UntilClose,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Chunk {
-    Size { value: u64, digits: u8 },
-    Extension { value: u64 },
-    SizeLf { value: u64 },
-    Data(u64),
-    DataCr,
-    DataLf,
-    TrailerStart,
-    Trailer,
-    TrailerLf,
-    FinalLf,
 }
 
 pub(crate) struct ResponseParser {
@@ -62,6 +51,7 @@ pub(crate) struct ResponseParser {
     want_location: bool,
     body_limit: u64,
     body_read: u64,
+    chunks: ChunkedDecoder,
 }
 
 /// What the head said, extracted without holding a borrow of the input.
@@ -89,6 +79,7 @@ impl ResponseParser {
             want_location: false,
             body_limit: u64::MAX,
             body_read: 0,
+            chunks: ChunkedDecoder::new(),
         }
     }
 
@@ -203,10 +194,8 @@ impl ResponseParser {
         self.state = if no_body {
             State::Done
         } else if head.chunked {
-            State::Body(Framing::Chunked(Chunk::Size {
-                value: 0,
-                digits: 0,
-            }))
+            self.chunks = ChunkedDecoder::new();
+            State::Body(Framing::Chunked)
         } else {
             match head.content_length {
                 Some(0) => State::Done,
@@ -245,7 +234,17 @@ impl ResponseParser {
                 self.body_read += data.len() as u64;
                 (data.len(), State::Body(Framing::UntilClose))
             }
-            Framing::Chunked(chunk) => self.feed_chunked(chunk, data)?,
+            Framing::Chunked => {
+                let body_read = &mut self.body_read;
+                let progress = self
+                    .chunks
+                    .feed(data, |bytes| *body_read += bytes.len() as u64)
+                    .map_err(|err| ProtocolError(err.reason()))?;
+                match progress {
+                    Progress::More => (data.len(), State::Body(Framing::Chunked)),
+                    Progress::Done { used } => (used, State::Done),
+                }
+            }
         };
         if self.body_read >= self.body_limit && !matches!(next, State::Done) {
             self.close = true;
@@ -253,85 +252,6 @@ impl ResponseParser {
         }
         Ok((used, next))
     }
-
-    fn feed_chunked(
-        &mut self,
-        mut chunk: Chunk,
-        data: &[u8],
-    ) -> Result<(usize, State), ProtocolError> {
-        let mut at = 0;
-        while at < data.len() {
-            if let Chunk::Data(remaining) = chunk {
-                let take = remaining.min((data.len() - at) as u64);
-                at += take as usize;
-                self.body_read += take;
-                chunk = if take == remaining {
-                    Chunk::DataCr
-                } else {
-                    Chunk::Data(remaining - take)
-                };
-                continue;
-            }
-            let byte = data[at];
-            at += 1;
-            chunk = match next_chunk_state(chunk, byte)? {
-                Some(next) => next,
-                None => return Ok((at, State::Done)),
-            };
-        }
-        Ok((at, State::Body(Framing::Chunked(chunk))))
-    }
-}
-
-/// One byte of chunk framing; `None` when the body (with its trailers) is complete.
-fn next_chunk_state(chunk: Chunk, byte: u8) -> Result<Option<Chunk>, ProtocolError> {
-    let bad = |what| Err(ProtocolError(what));
-    let line_end = |value: u64| {
-        if value == 0 {
-            Chunk::TrailerStart
-        } else {
-            Chunk::Data(value)
-        }
-    };
-    Ok(Some(match (chunk, byte) {
-        (Chunk::Size { value, digits }, _) if byte.is_ascii_hexdigit() => {
-            if digits >= 15 {
-                return bad("chunk size too large");
-            }
-            let digit = (byte as char).to_digit(16).unwrap_or(0) as u64;
-            Chunk::Size {
-                value: value * 16 + digit,
-                digits: digits + 1,
-            }
-        }
-        (Chunk::Size { digits: 0, .. }, _) => return bad("chunk size is not hexadecimal"),
-        (Chunk::Size { value, .. }, b'\r') | (Chunk::Extension { value }, b'\r') => {
-            Chunk::SizeLf { value }
-        }
-        (Chunk::Size { value, .. }, b'\n')
-        | (Chunk::Extension { value }, b'\n')
-        | (Chunk::SizeLf { value }, b'\n') => line_end(value),
-        (Chunk::Size { value, .. }, b';' | b' ' | b'\t') => Chunk::Extension { value },
-        (Chunk::Size { .. }, _) => return bad("bad byte in chunk size"),
-        (Chunk::Extension { value }, _) => Chunk::Extension { value },
-        (Chunk::SizeLf { .. }, _) => return bad("chunk line not ended by CRLF"),
-        (Chunk::DataCr, b'\r') => Chunk::DataLf,
-        (Chunk::DataCr | Chunk::DataLf, b'\n') => Chunk::Size {
-            value: 0,
-            digits: 0,
-        },
-        (Chunk::DataCr, _) => return bad("chunk data longer than its size"),
-        (Chunk::DataLf, _) => return bad("chunk data not ended by CRLF"),
-        // An empty line ends the trailers and the body.
-        (Chunk::TrailerStart, b'\r') => Chunk::FinalLf,
-        (Chunk::TrailerStart | Chunk::FinalLf, b'\n') => return Ok(None),
-        (Chunk::FinalLf, _) => return bad("chunked body not ended by CRLF"),
-        (Chunk::Trailer, b'\r') => Chunk::TrailerLf,
-        (Chunk::Trailer | Chunk::TrailerLf, b'\n') => Chunk::TrailerStart,
-        (Chunk::TrailerStart | Chunk::Trailer, _) => Chunk::Trailer,
-        (Chunk::TrailerLf, _) => return bad("trailer line not ended by CRLF"),
-        (Chunk::Data(_), _) => chunk,
-    }))
 }
 
 /// Parses a complete head, or returns `None` if more bytes are needed.

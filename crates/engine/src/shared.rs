@@ -9,16 +9,21 @@ use rustls::ClientConfig;
 use workload::{DataTable, Plan, Target};
 
 use crate::hosts::HostTable;
-use crate::render::{DynamicRequest, render_request};
+use crate::render::RequestTemplate;
 use crate::{AttackConfig, EngineError, RunConfig, Targets, tls};
 
-/// A target ready to send: static bytes, or a template rendered per request.
+/// A target ready to send.
 pub(crate) struct PreparedTarget {
     pub target: Target,
-    pub bytes: Arc<[u8]>,
-    pub dynamic: Option<Arc<DynamicRequest>>,
+    pub request: PreparedRequest,
     pub host: usize,
     pub head_only: bool,
+}
+
+/// A request's bytes: rendered once, or per request from its template.
+pub(crate) enum PreparedRequest {
+    Static(Arc<[u8]>),
+    Templated(Arc<RequestTemplate>),
 }
 
 impl PreparedTarget {
@@ -27,11 +32,15 @@ impl PreparedTarget {
         keepalive: bool,
         host: usize,
     ) -> Result<PreparedTarget, EngineError> {
-        let dynamic = DynamicRequest::new(&target, keepalive)
+        let template = RequestTemplate::new(&target, keepalive)
             .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        let request = if template.is_templated() {
+            PreparedRequest::Templated(Arc::new(template))
+        } else {
+            PreparedRequest::Static(template.render_once().into())
+        };
         Ok(PreparedTarget {
-            bytes: render_request(&target, keepalive).into(),
-            dynamic: dynamic.map(Arc::new),
+            request,
             host,
             head_only: target.method == "HEAD",
             target,

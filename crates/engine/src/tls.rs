@@ -21,6 +21,7 @@ pub struct TlsOptions {
     pub root_certs: Vec<PathBuf>,
     /// PEM client certificate and key, for mutual TLS.
     pub client_cert: Option<PathBuf>,
+    /// The PEM key of `client_cert`.
     pub client_key: Option<PathBuf>,
 }
 

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
+use wire::{ChunkedDecoder, Progress, WireError};
+
 /// A body larger than this is refused: no exporter serves that much, garbage might.
 pub(crate) const MAX_BODY_BYTES: usize = 32 << 20;
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -194,14 +196,14 @@ fn read_body(
     }
 }
 
-/// Decodes a chunked body as it arrives: each call reads only what the previous calls
-/// left, so a large body costs one pass, not one pass per read.
+/// Decodes a chunked body as it arrives with the engine's decoder
+/// ([`wire::ChunkedDecoder`]): each call feeds only the bytes the previous calls did not,
+/// so a large body costs one pass, not one pass per read.
 #[derive(Debug, Default)]
 struct Dechunker {
-    /// Where the next chunk (its size line) starts in the raw bytes.
-    at: usize,
-    /// How far the search for the end of that size line got (so it does not restart).
-    scanned: usize,
+    decoder: ChunkedDecoder,
+    /// How many bytes of the raw body the decoder has had.
+    fed: usize,
     /// The chunks decoded so far.
     out: Vec<u8>,
 }
@@ -210,33 +212,33 @@ impl Dechunker {
     /// The decoded body once `raw` (all bytes received so far, a prefix of the next
     /// call's) holds the whole chunked encoding, `None` if not yet.
     fn decode(&mut self, raw: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        loop {
-            let from = self.at.max(self.scanned);
-            let Some(found) = raw[from..].windows(2).position(|w| w == b"\r\n") else {
-                // A '\r' at the very end may start the line's "\r\n".
-                self.scanned = raw.len().saturating_sub(1).max(self.at);
-                return Ok(None);
-            };
-            let line_end = from + found;
-            let size_text = String::from_utf8_lossy(&raw[self.at..line_end]);
-            let size_text = size_text.split(';').next().unwrap_or_default().trim();
-            let size = usize::from_str_radix(size_text, 16)
-                .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-            let data = line_end + 2;
-            if size == 0 {
-                return Ok(Some(std::mem::take(&mut self.out)));
-            }
-            // Saturating: an absurd size waits for bytes until the size cap refuses it.
-            if raw.len() < data.saturating_add(size).saturating_add(2) {
-                // The size line is complete: next time, start here again but skip
-                // the search.
-                self.scanned = line_end;
-                return Ok(None);
-            }
-            self.out.extend_from_slice(&raw[data..data + size]);
-            self.at = data + size + 2;
+        let out = &mut self.out;
+        let progress = self
+            .decoder
+            .feed(&raw[self.fed..], |data| out.extend_from_slice(data));
+        self.fed = raw.len();
+        match progress {
+            Ok(Progress::More) => Ok(None),
+            Ok(Progress::Done { .. }) => Ok(Some(std::mem::take(&mut self.out))),
+            Err(WireError::ChunkSize(_)) => Err(format!(
+                "bad chunk size {:?}",
+                size_text(raw, self.decoder.size_line_start())
+            )),
+            Err(err) => Err(err.to_string()),
         }
     }
+}
+
+/// The size of the chunk-size line at `start` of `raw`, without its extensions.
+fn size_text(raw: &[u8], start: u64) -> String {
+    let line = raw
+        .get(usize::try_from(start).unwrap_or(usize::MAX)..)
+        .unwrap_or_default();
+    let end = line
+        .iter()
+        .position(|&b| matches!(b, b'\r' | b'\n' | b';'))
+        .unwrap_or(line.len());
+    String::from_utf8_lossy(&line[..end]).trim().to_owned()
 }
 
 /// The decoded body once `raw` holds the whole chunked encoding, `None` if not yet.
@@ -327,7 +329,7 @@ mod tests {
             let mut decoder = Dechunker::default();
             let mut received = Vec::new();
             let mut got = None;
-            // (Like `dechunk`, the decoder is done at the last chunk's size line.)
+            // (Like `dechunk`, the decoder is done at the empty line after the last chunk.)
             for part in raw.chunks(piece) {
                 received.extend_from_slice(part);
                 got = decoder.decode(&received).unwrap();

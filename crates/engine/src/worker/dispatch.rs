@@ -9,7 +9,7 @@ use workload::RenderContext;
 use super::{Pool, Worker};
 use crate::conn::{Conn, InFlight, Phase, RequestBytes, start_connect};
 use crate::errors::Cause;
-use crate::shared::PreparedTarget;
+use crate::shared::{PreparedRequest, PreparedTarget};
 
 /// Requests one attack may send per pass of the loop. When the generator is behind,
 /// every next request is already due: without a bound the loop would only send, never
@@ -38,7 +38,7 @@ impl Worker {
     }
 
     fn dispatch_attack(&mut self, attack: usize) {
-        let share = self.share();
+        let split = self.split();
         let state = &mut self.attacks[attack];
         state.capped = false;
         state.lazy_waiting = false;
@@ -46,7 +46,7 @@ impl Worker {
             let now = self.clock.now_ns();
             let state = &mut self.attacks[attack];
             let Some((intended_ns, source)) =
-                state.next_due(&self.shared.attacks[attack].plan, now, share)
+                state.next_due(&self.shared.attacks[attack].plan, now, split)
             else {
                 break;
             };
@@ -177,11 +177,11 @@ impl Worker {
         let shared = &self.shared;
         let attack = &shared.attacks[request.attack as usize];
         let prepared = lazy.unwrap_or_else(|| &attack.targets[request.target_index as usize]);
-        let Some(dynamic) = &prepared.dynamic else {
-            return (
-                RequestBytes::Shared(Arc::clone(&prepared.bytes)),
-                prepared.head_only,
-            );
+        let template = match &prepared.request {
+            PreparedRequest::Static(bytes) => {
+                return (RequestBytes::Shared(Arc::clone(bytes)), prepared.head_only);
+            }
+            PreparedRequest::Templated(template) => template,
         };
         let context = RenderContext {
             seed: shared.seed ^ u64::from(request.attack),
@@ -189,7 +189,7 @@ impl Worker {
             data: attack.data.as_deref(),
         };
         let mut buffer = self.conns[slot].spare_buffer();
-        dynamic.render(&context, &mut buffer, &mut self.body_scratch);
+        template.render(&context, &mut buffer, &mut self.body_scratch);
         (RequestBytes::Owned(buffer), prepared.head_only)
     }
 

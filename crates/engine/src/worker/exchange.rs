@@ -296,11 +296,11 @@ impl Worker {
             bytes_out: request.bytes_out,
         });
         self.counters.completed += 1;
-        let share = self.share();
+        let split = self.split();
         let attack = request.attack as usize;
         let state = &mut self.attacks[attack];
         state.completed += 1;
-        state.user_finished(&self.shared.attacks[attack].plan, now, share);
+        state.user_finished(&self.shared.attacks[attack].plan, now, split);
     }
 
     pub(super) fn make_idle(&mut self, slot: usize) {

@@ -1,6 +1,7 @@
 //! [`Worker`]: one event loop on one thread. It owns its connections, its share of
 //! every attack's schedule and its record batch, and talks to the rest of the run only
-//! by sending batches: nothing is locked, formatted or allocated per request.
+//! by sending batches: nothing is locked or allocated per request (a templated request
+//! is formatted into a reused buffer).
 //!
 //! - `dispatch.rs`: when requests are due (per attack, open or closed model), which
 //!   target and connection they take, and sending them off.
@@ -18,7 +19,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use record::{AttackStats, Record};
 use rustix::event::epoll::{Event, EventFlags};
 
-use crate::attack::{AttackState, Share};
+use crate::attack::{AttackState, Split};
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase};
 use crate::errors::{Cause, ErrorCache};
@@ -26,7 +27,7 @@ use crate::hosts::HostTable;
 use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::shared::Shared;
-use crate::stop::StopHandle;
+use crate::stop_handle::StopHandle;
 
 const STOP_TOKEN: u64 = u64::MAX;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -55,6 +56,8 @@ pub(crate) struct Counters {
     pub connections_open: u64,
     /// Requests due by now that have not left (the generator is behind).
     pub behind: u64,
+    /// Times the event loop came back from waiting (what an idle worker costs).
+    pub wakeups: u64,
 }
 
 /// Per host: idle connections (most recently used last) and how many are open.
@@ -95,7 +98,9 @@ pub(crate) struct Worker {
     stop: StopHandle,
     errors: ErrorCache,
     poller: Poller,
-    _stop_fd: Arc<OwnedFd>,
+    /// Readable once a stop is asked; read when it fires, or the level-triggered
+    /// registration would wake every wait at once for the rest of the drain.
+    stop_fd: Arc<OwnedFd>,
     conns: Vec<Conn>,
     free: Vec<u32>,
     /// The shared hosts plus any that redirects or lazy targets lead to.
@@ -135,7 +140,7 @@ impl Worker {
             stop: setup.stop,
             errors: setup.errors,
             poller,
-            _stop_fd: stop_fd,
+            stop_fd,
             conns: Vec::new(),
             free: Vec::new(),
             pools: (0..hosts.hosts.len()).map(|_| Pool::default()).collect(),
@@ -156,8 +161,8 @@ impl Worker {
         self.clock = clock;
     }
 
-    fn share(&self) -> Share {
-        Share {
+    fn split(&self) -> Split {
+        Split {
             index: self.index,
             workers: self.workers,
         }
@@ -187,6 +192,7 @@ impl Worker {
             self.ship(now, false);
             let wait = self.wait_ns(now);
             self.poll(wait)?;
+            self.counters.wakeups += 1;
         }
         self.ship(self.clock.now_ns(), true);
         Ok(())
@@ -230,6 +236,9 @@ impl Worker {
 
     fn on_event(&mut self, token: u64, flags: EventFlags) {
         if token == STOP_TOKEN {
+            // Reset the eventfd's counter: a later `abort` writes (and wakes) again.
+            let mut counter = [0u8; 8];
+            let _ = rustix::io::read(self.stop_fd.as_ref(), &mut counter);
             self.attacks.iter_mut().for_each(|a| a.exhausted = true);
             return;
         }
@@ -287,12 +296,12 @@ impl Worker {
     /// schedule may have changed, or the next batch ships.
     fn wait_ns(&mut self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
-        let share = self.share();
+        let split = self.split();
         let shared = &self.shared;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
             if !state.capped
-                && let Some((due, _)) = state.next_due(plan, now, share)
+                && let Some((due, _)) = state.next_due(plan, now, split)
             {
                 // Waiting for the lazy feeder: look again in a millisecond.
                 wake = wake.min(if state.lazy_waiting {

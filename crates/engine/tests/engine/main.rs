@@ -325,6 +325,58 @@ fn stopping_drains_requests_in_flight() {
     );
 }
 
+/// 20 requests a second to answers that take 1.5 s, drained after 0.4 s: a drain of
+/// about 1.5 s with eight or so requests in flight.
+fn drain_slow_requests() -> Run {
+    let server = TestServer::start();
+    let mut cfg = config(&[server.url("/slow/1500")], open_rate(20.0, u64::MAX));
+    cfg.attacks[0].plan.duration_ns = None;
+    cfg.attacks[0].plan.max_requests = None;
+    let stop = StopHandle::new();
+    let stopper = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        stopper.drain();
+    });
+    let run = run_with_stop(&cfg, &stop);
+    assert_eq!(run.outcome.reason, StopReason::Interrupted);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    run
+}
+
+#[test]
+fn a_drain_sleeps_until_its_requests_answer() {
+    let run = drain_slow_requests();
+    // Waiting, a worker wakes to ship every 100 ms and for each answer: about a
+    // hundred wake-ups in all here. Spinning on the stop event wakes a million times.
+    assert!(
+        run.outcome.wakeups < 2_000,
+        "the workers woke {} times",
+        run.outcome.wakeups
+    );
+}
+
+#[test]
+fn what_was_asked_ends_at_the_stop() {
+    let run = drain_slow_requests();
+    let end = run.summary.end.clone().unwrap();
+    let attack = &end.attacks[0];
+    // At 20/s a 1.5 s drain would count 30 requests as due and never sent.
+    assert!(
+        attack.unsent <= 3,
+        "asked {}, sent {}, unsent {}",
+        attack.asked,
+        attack.sent,
+        attack.unsent
+    );
+    assert_eq!(run.outcome.unsent, attack.unsent);
+    assert!(
+        attack.asked_span_ns < 600_000_000,
+        "asked until the stop, not the end: {} ns",
+        attack.asked_span_ns
+    );
+}
+
 #[test]
 fn unix_sockets_carry_the_same_requests() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,8 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use rustix::event::{EventfdFlags, eventfd};
 
@@ -20,10 +21,13 @@ pub struct StopHandle {
 #[derive(Default)]
 struct Inner {
     level: AtomicU8,
+    /// When the first stop was asked: what the plan asked for ends there.
+    asked_at: OnceLock<Instant>,
     wakers: Mutex<Vec<Arc<OwnedFd>>>,
 }
 
 impl StopHandle {
+    /// A handle of a run that is not stopping.
     pub fn new() -> StopHandle {
         StopHandle::default()
     }
@@ -38,15 +42,23 @@ impl StopHandle {
         self.raise(ABORTING);
     }
 
+    /// A drain or an abort was asked.
     pub fn is_stopping(&self) -> bool {
         self.inner.level.load(Ordering::Relaxed) != RUNNING
     }
 
+    /// An abort was asked.
     pub fn is_aborting(&self) -> bool {
         self.inner.level.load(Ordering::Relaxed) == ABORTING
     }
 
+    /// When the first stop was asked, if one was.
+    pub(crate) fn asked_at(&self) -> Option<Instant> {
+        self.inner.asked_at.get().copied()
+    }
+
     fn raise(&self, level: u8) {
+        self.inner.asked_at.get_or_init(Instant::now);
         self.inner.level.fetch_max(level, Ordering::SeqCst);
         let wakers = self
             .inner
