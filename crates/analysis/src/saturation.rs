@@ -1,0 +1,480 @@
+//! The saturation point of one rising open-model load (field report 003: a ramp from 1 to
+//! 50k req/s, "where does response time start to grow, and throughput stop following?").
+//!
+//! Three signals are read over per-second [`Window`]s, each only when it holds for
+//! [`SaturationConfig::sustain_windows`] windows in a row, so that one noisy second on a
+//! shared machine is not taken for a knee:
+//! - *throughput*: successful responses per second fall short of the offered rate;
+//! - *latency*: the chosen percentile rises well above its level early in the ramp;
+//! - *errors*: the failed share of completions passes a threshold.
+//!
+//! The saturation point is the earliest of the three; each comes with its reason.
+
+use std::fmt::Write as _;
+
+/// One window (usually a second) of a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// Window start, from the run's start.
+    pub start_ns: u64,
+    /// Requests per second the schedule offered in this window.
+    pub offered_per_sec: f64,
+    /// Successful responses per second completed in this window.
+    pub ok_per_sec: f64,
+    /// Failed requests (transport errors, non-success statuses) per second completed in this window.
+    pub failed_per_sec: f64,
+    /// A latency percentile of the requests completed in this window (the caller picks
+    /// which; p99 is usual), in nanoseconds; 0 when nothing completed.
+    pub latency_ns: u64,
+}
+
+/// Thresholds of the three signals. [`Default`] gives the values `report` uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SaturationConfig {
+    /// Throughput more than this share below the offered rate is not following it (0.05).
+    pub shortfall_ratio: f64,
+    /// Latency above this multiple of the early ramp's level has turned (3.0) ...
+    pub latency_factor: f64,
+    /// ... and only when also this far above it, so that microsecond jitter does not count (1 ms).
+    pub latency_floor_ns: u64,
+    /// A failed share of completions above this means errors have started (0.01).
+    pub error_ratio: f64,
+    /// A signal counts only when it holds for this many windows in a row (3).
+    pub sustain_windows: usize,
+    /// The share of the ramp's first windows whose median latency is the early level (0.1, at least 3 windows).
+    pub baseline_share: f64,
+}
+
+impl Default for SaturationConfig {
+    fn default() -> Self {
+        SaturationConfig {
+            shortfall_ratio: 0.05,
+            latency_factor: 3.0,
+            latency_floor_ns: 1_000_000,
+            error_ratio: 0.01,
+            sustain_windows: 3,
+            baseline_share: 0.1,
+        }
+    }
+}
+
+/// Which signal turned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TurnKind {
+    /// Successful throughput stopped following the offered rate.
+    Throughput,
+    /// The failed share of completions passed its threshold.
+    Errors,
+    /// Latency rose well above its early level.
+    Latency,
+}
+
+/// Where one signal turned, with the reason in words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Turn {
+    /// The signal.
+    pub kind: TurnKind,
+    /// Start of the first window of the sustained run, from the run's start.
+    pub start_ns: u64,
+    /// The offered rate in that window, requests per second.
+    pub offered_per_sec: f64,
+    /// One sentence: what was seen, against which threshold, from when.
+    pub reason: String,
+}
+
+/// What one load says about saturation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Finding {
+    /// The load did not rise enough to tell (a constant rate, a closed model, too short).
+    NotARamp {
+        /// Why not.
+        reason: String,
+    },
+    /// Every signal stayed healthy up to the highest offered rate.
+    NoSaturation {
+        /// The highest offered rate, requests per second.
+        up_to_per_sec: f64,
+        /// The highest successful throughput held for `sustain_windows`, per second.
+        peak_ok_per_sec: f64,
+    },
+    /// The load outgrew the system: `point` is the earliest sustained turn.
+    Saturated {
+        /// The earliest turn (ties: throughput, then errors, then latency).
+        point: Turn,
+        /// Every signal that turned, in time order.
+        turns: Vec<Turn>,
+        /// The highest successful throughput held for `sustain_windows`, per second.
+        peak_ok_per_sec: f64,
+    },
+}
+
+impl Finding {
+    /// One or a few lines for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Finding::NotARamp { reason } => format!("no saturation point: {reason}"),
+            Finding::NoSaturation {
+                up_to_per_sec,
+                peak_ok_per_sec,
+            } => format!(
+                "no saturation: throughput, latency and errors held up to {up_to_per_sec:.0}/s offered \
+                 (peak {peak_ok_per_sec:.0}/s successful)"
+            ),
+            Finding::Saturated {
+                point,
+                turns,
+                peak_ok_per_sec,
+            } => {
+                let mut text = format!(
+                    "saturated at {:.0}/s offered (peak {peak_ok_per_sec:.0}/s successful): {}",
+                    point.offered_per_sec, point.reason
+                );
+                for turn in turns.iter().filter(|t| t.kind != point.kind) {
+                    let _ = write!(text, "; {}", turn.reason);
+                }
+                text
+            }
+        }
+    }
+}
+
+/// Reads the saturation point of a rising load from its windows (in time order).
+pub fn find_saturation(windows: &[Window], config: &SaturationConfig) -> Finding {
+    let loaded: Vec<Window> = windows
+        .iter()
+        .copied()
+        .filter(|w| w.offered_per_sec > 0.0)
+        .collect();
+    if let Err(reason) = rising(&loaded, config) {
+        return Finding::NotARamp { reason };
+    }
+    let peak_ok_per_sec = sustained_peak(&loaded, config.sustain_windows);
+    let mut turns: Vec<Turn> = [
+        throughput_turn(&loaded, config),
+        errors_turn(&loaded, config),
+        latency_turn(&loaded, config),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    turns.sort_by_key(|t| (t.start_ns, t.kind));
+    match turns.first().cloned() {
+        Some(point) => Finding::Saturated {
+            point,
+            turns,
+            peak_ok_per_sec,
+        },
+        None => Finding::NoSaturation {
+            up_to_per_sec: loaded.iter().map(|w| w.offered_per_sec).fold(0.0, f64::max),
+            peak_ok_per_sec,
+        },
+    }
+}
+
+/// A load rises when it has enough windows and its last windows offer at least 1.5x its first.
+fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), String> {
+    let needed = 2 * config.sustain_windows.max(1) + 3;
+    if windows.len() < needed {
+        return Err(format!("{} loaded windows, {needed} needed", windows.len()));
+    }
+    let edge = (windows.len() / 10).max(1);
+    let first = mean(windows[..edge].iter().map(|w| w.offered_per_sec));
+    let last = mean(
+        windows[windows.len() - edge..]
+            .iter()
+            .map(|w| w.offered_per_sec),
+    );
+    if last < first * 1.5 {
+        return Err(format!(
+            "the offered rate did not rise (from {first:.0}/s to {last:.0}/s)"
+        ));
+    }
+    Ok(())
+}
+
+/// The first window of the first run of `sustain` windows for which `turned` holds.
+fn first_sustained(
+    windows: &[Window],
+    sustain: usize,
+    turned: impl Fn(&Window) -> bool,
+) -> Option<usize> {
+    let sustain = sustain.max(1);
+    let mut run = 0;
+    for (i, window) in windows.iter().enumerate() {
+        run = if turned(window) { run + 1 } else { 0 };
+        if run == sustain {
+            return Some(i + 1 - sustain);
+        }
+    }
+    None
+}
+
+fn throughput_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
+    let short = |w: &Window| w.ok_per_sec < w.offered_per_sec * (1.0 - config.shortfall_ratio);
+    let i = first_sustained(windows, config.sustain_windows, short)?;
+    let w = windows[i];
+    let reason = format!(
+        "successful throughput {:.0}/s fell more than {:.0}% below the offered {:.0}/s for {} windows from {}",
+        w.ok_per_sec,
+        config.shortfall_ratio * 100.0,
+        w.offered_per_sec,
+        config.sustain_windows,
+        seconds(w.start_ns)
+    );
+    Some(turn(TurnKind::Throughput, w, reason))
+}
+
+fn errors_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
+    let failed_share = |w: &Window| {
+        let done = w.ok_per_sec + w.failed_per_sec;
+        if done > 0.0 {
+            w.failed_per_sec / done
+        } else {
+            0.0
+        }
+    };
+    let i = first_sustained(windows, config.sustain_windows, |w| {
+        failed_share(w) > config.error_ratio
+    })?;
+    let w = windows[i];
+    let reason = format!(
+        "errors reached {:.1}% of completions (threshold {:.1}%) for {} windows from {}",
+        failed_share(&w) * 100.0,
+        config.error_ratio * 100.0,
+        config.sustain_windows,
+        seconds(w.start_ns)
+    );
+    Some(turn(TurnKind::Errors, w, reason))
+}
+
+fn latency_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
+    let answered: Vec<Window> = windows
+        .iter()
+        .copied()
+        .filter(|w| w.ok_per_sec + w.failed_per_sec > 0.0)
+        .collect();
+    let early = ((answered.len() as f64 * config.baseline_share) as usize)
+        .max(3)
+        .min(answered.len());
+    let mut early_latencies: Vec<u64> = answered[..early].iter().map(|w| w.latency_ns).collect();
+    early_latencies.sort_unstable();
+    let baseline_ns = *early_latencies.get(early_latencies.len() / 2)?;
+    let limit_ns = ((baseline_ns as f64 * config.latency_factor) as u64)
+        .max(baseline_ns + config.latency_floor_ns);
+    let i = first_sustained(&answered, config.sustain_windows, |w| {
+        w.latency_ns > limit_ns
+    })?;
+    let w = answered[i];
+    let reason = format!(
+        "latency {} passed {:.0}x the early ramp's {} for {} windows from {}",
+        millis(w.latency_ns),
+        config.latency_factor,
+        millis(baseline_ns),
+        config.sustain_windows,
+        seconds(w.start_ns)
+    );
+    Some(turn(TurnKind::Latency, w, reason))
+}
+
+fn turn(kind: TurnKind, window: Window, reason: String) -> Turn {
+    Turn {
+        kind,
+        start_ns: window.start_ns,
+        offered_per_sec: window.offered_per_sec,
+        reason,
+    }
+}
+
+/// The highest mean successful throughput over `sustain` consecutive windows.
+fn sustained_peak(windows: &[Window], sustain: usize) -> f64 {
+    windows
+        .windows(sustain.max(1).min(windows.len().max(1)))
+        .map(|run| mean(run.iter().map(|w| w.ok_per_sec)))
+        .fold(0.0, f64::max)
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = values.fold((0.0, 0usize), |(sum, count), v| (sum + v, count + 1));
+    if count == 0 { 0.0 } else { sum / count as f64 }
+}
+
+fn seconds(ns: u64) -> String {
+    format!("{:.0}s", ns as f64 / 1e9)
+}
+
+fn millis(ns: u64) -> String {
+    format!("{:.1}ms", ns as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND_NS: u64 = 1_000_000_000;
+
+    /// A ramp of `seconds` windows from `from` to `to` req/s against a server that serves
+    /// at most `capacity` successfully, answers in `base_ms` below it and queues above it
+    /// (latency growing by 50 ms a second), failing the excess when `fails` is set.
+    fn ramp(
+        seconds: u64,
+        from: f64,
+        to: f64,
+        capacity: f64,
+        base_ms: f64,
+        fails: bool,
+    ) -> Vec<Window> {
+        let mut over_s = 0.0;
+        (0..seconds)
+            .map(|s| {
+                let offered = from + (to - from) * s as f64 / (seconds - 1) as f64;
+                let ok = offered.min(capacity);
+                if offered > capacity {
+                    over_s += 1.0;
+                }
+                let failed = if fails { offered - ok } else { 0.0 };
+                let latency_ms = base_ms + 50.0 * over_s;
+                Window {
+                    start_ns: s * SECOND_NS,
+                    offered_per_sec: offered,
+                    ok_per_sec: ok,
+                    failed_per_sec: failed,
+                    latency_ns: (latency_ms * 1e6) as u64,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_knee_of_a_ramp_within_a_window() {
+        // (capacity, fails): the offered rate at the knee is within one window's rise of the capacity.
+        for (capacity, fails) in [
+            (400.0, false),
+            (2500.0, true),
+            (10_000.0, false),
+            (7000.0, true),
+        ] {
+            let windows = ramp(120, 1.0, 12_000.0, capacity, 0.5, fails);
+            let Finding::Saturated {
+                point,
+                peak_ok_per_sec,
+                ..
+            } = find_saturation(&windows, &SaturationConfig::default())
+            else {
+                panic!("capacity {capacity}: not saturated");
+            };
+            let step = 12_000.0 / 119.0;
+            assert!(
+                (point.offered_per_sec - capacity).abs() <= 2.0 * step,
+                "capacity {capacity}: knee at {} ({})",
+                point.offered_per_sec,
+                point.reason
+            );
+            assert!(
+                (peak_ok_per_sec - capacity).abs() < 1.0,
+                "peak {peak_ok_per_sec}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_every_signal_that_turned_with_its_reason() {
+        let windows = ramp(60, 100.0, 6000.0, 3000.0, 2.0, true);
+        let Finding::Saturated { point, turns, .. } =
+            find_saturation(&windows, &SaturationConfig::default())
+        else {
+            panic!("not saturated");
+        };
+        // Past 3000/s the excess fails at once (3.2% at 3100/s) and queues (latency turns in
+        // the same window); the shortfall passes 5% one window later, at 3200/s.
+        let kinds: Vec<(TurnKind, f64)> =
+            turns.iter().map(|t| (t.kind, t.offered_per_sec)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (TurnKind::Errors, 3100.0),
+                (TurnKind::Latency, 3100.0),
+                (TurnKind::Throughput, 3200.0)
+            ]
+        );
+        assert_eq!(point.kind, TurnKind::Errors);
+        assert!(
+            point.reason.contains("errors reached 3.2% of completions"),
+            "{}",
+            point.reason
+        );
+        let text = find_saturation(&windows, &SaturationConfig::default()).describe();
+        assert!(
+            text.starts_with("saturated at 3100/s offered (peak 3000/s successful): errors"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fell more than 5% below the offered 3200/s"),
+            "{text}"
+        );
+        assert!(text.contains("latency "), "{text}");
+    }
+
+    #[test]
+    fn a_ramp_that_never_saturates_says_so() {
+        let windows = ramp(60, 10.0, 1000.0, 1e9, 1.0, false);
+        let finding = find_saturation(&windows, &SaturationConfig::default());
+        assert!(
+            matches!(finding, Finding::NoSaturation { up_to_per_sec, .. } if up_to_per_sec == 1000.0)
+        );
+        assert!(
+            finding.describe().starts_with("no saturation: "),
+            "{}",
+            finding.describe()
+        );
+    }
+
+    #[test]
+    fn one_noisy_second_is_not_a_knee() {
+        let mut windows = ramp(60, 10.0, 1000.0, 1e9, 1.0, false);
+        windows[30].ok_per_sec = 0.0;
+        windows[31].latency_ns = 900_000_000;
+        windows[40].failed_per_sec = 500.0;
+        assert!(matches!(
+            find_saturation(&windows, &SaturationConfig::default()),
+            Finding::NoSaturation { .. }
+        ));
+    }
+
+    #[test]
+    fn microsecond_jitter_under_the_floor_is_not_a_latency_turn() {
+        // 100 µs early, 800 µs later: 8x, but under the 1 ms floor.
+        let mut windows = ramp(60, 10.0, 1000.0, 1e9, 0.1, false);
+        for w in &mut windows[30..] {
+            w.latency_ns = 800_000;
+        }
+        assert!(matches!(
+            find_saturation(&windows, &SaturationConfig::default()),
+            Finding::NoSaturation { .. }
+        ));
+    }
+
+    #[test]
+    fn loads_that_do_not_rise_are_not_ramps() {
+        let flat = ramp(60, 1000.0, 1000.0, 500.0, 1.0, false);
+        let short = ramp(5, 10.0, 1000.0, 500.0, 1.0, false);
+        let idle: Vec<Window> = ramp(60, 10.0, 1000.0, 500.0, 1.0, false)
+            .into_iter()
+            .map(|w| Window {
+                offered_per_sec: 0.0,
+                ..w
+            })
+            .collect();
+        for (name, windows, says) in [
+            ("flat", flat, "did not rise"),
+            ("short", short, "5 loaded windows, 9 needed"),
+            ("closed model", idle, "0 loaded windows"),
+            ("empty", Vec::new(), "0 loaded windows"),
+        ] {
+            let finding = find_saturation(&windows, &SaturationConfig::default());
+            assert!(
+                matches!(&finding, Finding::NotARamp { reason } if reason.contains(says)),
+                "{name}: {finding:?}"
+            );
+        }
+    }
+}
