@@ -21,6 +21,9 @@ mod targets_http;
 mod targets_json;
 mod template;
 
+#[cfg(test)]
+mod proptests;
+
 pub use data::{DataOrder, DataTable};
 pub use plan::{Pacing, Plan};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
