@@ -171,8 +171,88 @@ fn input_bytes() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
+/// A JSON results line (vegeta's keys and ours) with mostly plausible values.
+fn json_line() -> impl Strategy<Value = String> {
+    let key = prop::sample::select(vec![
+        "timestamp",
+        "code",
+        "latency",
+        "bytes_out",
+        "bytes_in",
+        "error",
+        "attack",
+        "seq",
+        "method",
+        "url",
+        "send_lag",
+        "ttfb",
+        "error_kind",
+        "body",
+        "x",
+    ]);
+    let value = prop_oneof![
+        any::<u64>().prop_map(|n| n.to_string()),
+        (-1i64..70_000).prop_map(|n| n.to_string()),
+        any::<u64>().prop_map(|ns| format!("{:?}", crate::format_timestamp(ns))),
+        Just("\"2025-13-40T25:61:61.1234567891+25:00\"".to_owned()),
+        Just("\"1969-12-31T23:59:59Z\"".to_owned()),
+        "\"[ -!#-\\[\\]-~]{0,10}\"",
+        Just("null".to_owned()),
+        Just("1.5".to_owned()),
+        Just("[]".to_owned()),
+    ];
+    // Mostly with the two required keys valid, so lines get to the other fields.
+    let required = prop::option::weighted(0.8, (any::<u64>(), any::<u32>()));
+    (required, prop::collection::vec((key, value), 0..8)).prop_map(|(required, fields)| {
+        let mut fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        if let Some((ns, latency)) = required {
+            let timestamp = crate::format_timestamp(ns);
+            fields.insert(
+                0,
+                format!("\"timestamp\":\"{timestamp}\",\"latency\":{latency}"),
+            );
+        }
+        format!("{{{}}}", fields.join(","))
+    })
+}
+
+/// A CSV results row: vegeta's columns (6, 11 or 12 of them), plus ours sometimes.
+fn csv_row() -> impl Strategy<Value = String> {
+    let cell = prop_oneof![
+        any::<u64>().prop_map(|n| n.to_string()),
+        (0u32..1000).prop_map(|n| n.to_string()),
+        any::<u64>().prop_map(crate::format_timestamp),
+        "[a-zA-Z0-9 =/\"]{0,6}",
+        Just(String::new()),
+    ];
+    prop::collection::vec(cell, 5..16).prop_map(|cells| cells.join(","))
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn proptest_record_json_lines_never_panic(lines in prop::collection::vec(json_line(), 1..6)) {
+        let result = read_all(lines.join("\n").as_bytes());
+        if let Err(err) = result {
+            prop_assert!(err.to_string().starts_with("in.llr"), "names the input: {err}");
+        }
+    }
+
+    #[test]
+    fn proptest_record_csv_rows_never_panic(rows in prop::collection::vec(csv_row(), 1..6), ours in any::<bool>()) {
+        let mut text = if ours { "timestamp,code,latency,bytes_out,bytes_in,error,body,attack,seq,method,url,headers,send_lag,ttfb,error_kind\n".to_owned() } else { String::new() };
+        text += &rows.join("\n");
+        if let Err(err) = read_all(text.as_bytes()) {
+            prop_assert!(err.to_string().starts_with("in.llr"), "names the input: {err}");
+        }
+    }
+
+    #[test]
+    fn proptest_record_timestamp_round_trips(ns in any::<u64>()) {
+        let text = crate::format_timestamp(ns);
+        prop_assert_eq!(crate::import::parse_timestamp(&text), Ok(ns), "{}", text);
+    }
 
     #[test]
     fn proptest_record_arbitrary_bytes_never_panic(bytes in input_bytes()) {
