@@ -30,6 +30,9 @@ mod record;
 mod samples;
 mod writer;
 
+#[cfg(test)]
+mod proptests;
+
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
 pub use format::{FORMAT_VERSION, MAGIC};
