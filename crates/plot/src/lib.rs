@@ -5,7 +5,7 @@
 //! - [`PlotConfig`] / [`Format`] / [`ChartFiles`]: vegeta's `-title` and `-threshold`,
 //!   our `-every` and `-format`, and where chart files go.
 //! - [`RunPlot::read`] streams the records once in send-time order (merged on a reader
-//!   thread, `stream.rs`; gathered in `gather.rs`) into
+//!   thread, [`record::RecordStream`]; gathered in `gather.rs`) into
 //!   the report's [`report::Metrics`] (the text summary on the page), per-interval
 //!   rows (`bins.rs`: rates asked / sent / successful, status codes, latency and send
 //!   lag percentiles), per-attack latency distributions (the percentile curve) and
@@ -41,7 +41,6 @@ mod png;
 mod resources;
 mod run;
 mod samples;
-mod stream;
 mod svg;
 
 pub use axis::Scale;
@@ -73,8 +72,6 @@ pub enum PlotError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the input reader thread {0}")]
-    Reader(String),
     #[error("rendering chart {chart} as png: {reason}")]
     Png { chart: String, reason: String },
 }

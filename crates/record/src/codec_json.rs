@@ -6,10 +6,11 @@ use std::io::{BufRead, Write};
 use serde_json::{Map, Value};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, format_timestamp, parse_timestamp};
+use crate::import::{ImportedResult, Interner, parse_timestamp};
 use crate::input::{InputFormat, RecordSource, SourceSummary};
 use crate::meta::{ErrorKind, RunTables};
 use crate::record::Record;
+use crate::time_format::format_timestamp;
 
 const BATCH: usize = 4096;
 

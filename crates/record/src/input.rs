@@ -12,7 +12,7 @@ use crate::format::MAGIC;
 use crate::meta::{GeneratorStats, RunEnd, RunHeader, RunTables};
 use crate::reader::BinaryReader;
 use crate::record::Record;
-use crate::samples::{SampleBatch, SampleSummary};
+use crate::resource_samples::{SampleBatch, SampleSummary};
 
 /// The formats an input can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,13 +27,14 @@ mod merge;
 mod meta;
 mod reader;
 mod record;
-mod samples;
+mod resource_samples;
+mod stream;
+mod time_format;
 mod writer;
 
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
 pub use format::{FORMAT_VERSION, MAGIC};
-pub use import::format_timestamp;
 pub use input::{InputFormat, RecordSource, SourceSummary, TornTail, open_input, open_reader};
 pub use merge::{Inputs, Sorted};
 pub use meta::{
@@ -42,10 +43,12 @@ pub use meta::{
 };
 pub use reader::BinaryReader;
 pub use record::Record;
-pub use samples::{
+pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
 };
+pub use stream::{ReadOrder, RecordStream, SAMPLE_BATCHES_PER_MESSAGE};
+pub use time_format::format_timestamp;
 pub use writer::{Compression, RecordWriter};
 
 /// Why a record input could not be read or written. Messages name the input.
@@ -85,6 +88,9 @@ pub enum RecordError {
     },
     #[error("writing records")]
     Write(#[source] std::io::Error),
+    /// The background reader of a [`RecordStream`] could not start or died.
+    #[error("the input reader thread {0}")]
+    ReaderThread(String),
 }
 
 impl RecordError {

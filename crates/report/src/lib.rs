@@ -33,7 +33,6 @@ mod json;
 mod metrics;
 mod pipeline;
 mod resources;
-mod stream;
 pub mod tabwriter;
 mod text;
 mod warnings;
@@ -69,6 +68,4 @@ pub enum ReportError {
     Flag { flag: &'static str, reason: String },
     #[error("writing the output")]
     Write(#[source] std::io::Error),
-    #[error("the input reader thread {0}")]
-    ReaderThread(String),
 }
