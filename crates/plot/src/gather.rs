@@ -15,7 +15,7 @@ use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
 use crate::config::PlotConfig;
 use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
 use crate::model::TimeZero;
-use crate::samples::{SampleData, SampleGather};
+use crate::sample_gather::{SampleData, SampleGather};
 
 /// Point labels at or above this are error ids (`ERROR_LABEL + id`); below, statuses.
 pub const ERROR_LABEL: u32 = 1 << 20;

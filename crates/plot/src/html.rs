@@ -19,7 +19,7 @@ use crate::format;
 use crate::gather::RunData;
 use crate::json;
 use crate::model::{Chart, TimeAxis, TimeZero};
-use crate::samples::SampleData;
+use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
@@ -154,7 +154,7 @@ fn samples_text(samples: &SampleData, axis: &TimeAxis) -> Option<String> {
     );
     if let (Some(first), Some(last)) = (samples.first_unix_ns, samples.last_unix_ns) {
         let at = |unix_ns: u64| {
-            let seconds = crate::generator::seconds_between(axis.origin_unix_ns, unix_ns);
+            let seconds = crate::model::x_seconds(axis.origin_unix_ns, unix_ns);
             if seconds == 0.0 {
                 "0s".to_owned()
             } else {

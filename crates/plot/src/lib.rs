@@ -14,7 +14,7 @@
 //!   keeping the extremes: the slowest request of every time column, the highest and
 //!   lowest second of every stretch.
 //! - Resource samples of the system under test (`loadlab monitor`, `attack -monitor`)
-//!   stream by beside the records into a [`SampleGather`] (`samples.rs`: per series a
+//!   stream by beside the records into a [`SampleGather`] (`sample_gather.rs`: per series a
 //!   bounded [`Trace`] with its gaps), and `resources.rs` draws them on the same time
 //!   axis under the request charts: CPU, memory, connections, TCP errors, network,
 //!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
@@ -40,7 +40,7 @@ mod model;
 mod png;
 mod resources;
 mod run;
-mod samples;
+mod sample_gather;
 mod svg;
 
 pub use axis::Scale;
@@ -52,7 +52,7 @@ pub use model::{Band, Chart, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
 pub use png::PngRenderer;
 pub use resources::MAX_SERIES_PER_CHART;
 pub use run::RunPlot;
-pub use samples::{SampleGather, Trace};
+pub use sample_gather::{SampleGather, Trace};
 
 /// Why a plot could not be made. Messages name the input, flag or output.
 #[derive(Debug, thiserror::Error)]

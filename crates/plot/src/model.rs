@@ -219,6 +219,12 @@ pub struct TimeAxis {
     pub end_s: f64,
 }
 
+/// Where `at_unix_ns` sits on a time axis whose x = 0 is `origin_unix_ns`: seconds,
+/// negative when earlier (a monitor started before the first request).
+pub(crate) fn x_seconds(origin_unix_ns: u64, at_unix_ns: u64) -> f64 {
+    (i128::from(at_unix_ns) - i128::from(origin_unix_ns)) as f64 / 1e9
+}
+
 /// What x = 0 on the time axis is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeZero {

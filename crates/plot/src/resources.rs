@@ -22,9 +22,9 @@ use record::{SamplerInfo, SeriesInfo};
 
 use crate::axis::Scale;
 use crate::format;
-use crate::generator::seconds_between;
+use crate::model::x_seconds;
 use crate::model::{Band, Chart, Series, Style, Unit};
-use crate::samples::{GapSpan, MAX_POINTS_PER_SERIES, SampleData, SeriesData};
+use crate::sample_gather::{GapSpan, MAX_POINTS_PER_SERIES, SampleData, SeriesData};
 
 /// The most series one resource chart draws; the rest are counted in its caption.
 pub const MAX_SERIES_PER_CHART: usize = 8;
@@ -574,10 +574,10 @@ fn points(
         if let Some(before) = previous
             && at.saturating_sub(before) > hole_ns
         {
-            x.push(seconds_between(origin_unix_ns, before + (at - before) / 2));
+            x.push(x_seconds(origin_unix_ns, before + (at - before) / 2));
             y.push(f64::NAN);
         }
-        x.push(seconds_between(origin_unix_ns, at));
+        x.push(x_seconds(origin_unix_ns, at));
         y.push(value * factor);
         previous = Some(at);
     }
@@ -819,8 +819,8 @@ fn bands(data: &SampleData, drawn: &[&SeriesData], origin_unix_ns: u64) -> (Vec<
         // A gap stands for the interval around its tick.
         let half_ns = data.step_ns(span.sampler) / 2;
         raw.push((
-            seconds_between(origin_unix_ns, span.first_unix_ns.saturating_sub(half_ns)),
-            seconds_between(origin_unix_ns, span.last_unix_ns.saturating_add(half_ns)),
+            x_seconds(origin_unix_ns, span.first_unix_ns.saturating_sub(half_ns)),
+            x_seconds(origin_unix_ns, span.last_unix_ns.saturating_add(half_ns)),
             label,
         ));
     }
@@ -879,7 +879,7 @@ mod tests {
     use record::{SampleTables, SeriesKind};
 
     use super::*;
-    use crate::samples::Trace;
+    use crate::sample_gather::Trace;
 
     fn sampler(kind: &str, name: &str) -> SamplerInfo {
         SamplerInfo {
