@@ -3,6 +3,7 @@
 //! We read the TCP counters that explain latency: retransmits, resets, and listen
 //! queue overflows (the server did not `accept` fast enough).
 
+use record::ResourceSeries;
 use std::collections::HashMap;
 
 /// `(section, counter) -> value`, e.g. `("TcpExt", "ListenOverflows") -> 3`.
@@ -10,15 +11,31 @@ pub(crate) type Counters = HashMap<(String, String), f64>;
 
 /// The counters loadlab charts: (section, name, series name, unit).
 pub(crate) const TCP_COUNTERS: [(&str, &str, &str); 5] = [
-    ("Tcp", "RetransSegs", "host.tcp_retransmits_per_sec"),
-    ("Tcp", "OutRsts", "host.tcp_resets_sent_per_sec"),
-    ("Tcp", "AttemptFails", "host.tcp_connect_failures_per_sec"),
+    (
+        "Tcp",
+        "RetransSegs",
+        ResourceSeries::HostTcpRetransmitsPerSec.name(),
+    ),
+    (
+        "Tcp",
+        "OutRsts",
+        ResourceSeries::HostTcpResetsSentPerSec.name(),
+    ),
+    (
+        "Tcp",
+        "AttemptFails",
+        ResourceSeries::HostTcpConnectFailuresPerSec.name(),
+    ),
     (
         "TcpExt",
         "ListenOverflows",
-        "host.tcp_listen_overflows_per_sec",
+        ResourceSeries::HostTcpListenOverflowsPerSec.name(),
     ),
-    ("TcpExt", "ListenDrops", "host.tcp_listen_drops_per_sec"),
+    (
+        "TcpExt",
+        "ListenDrops",
+        ResourceSeries::HostTcpListenDropsPerSec.name(),
+    ),
 ];
 
 /// Parses header/value line pairs; pairs whose lengths differ are skipped. Values are

@@ -28,6 +28,7 @@ mod meta;
 mod reader;
 mod record;
 mod resource_samples;
+mod series_names;
 mod stream;
 mod time_format;
 mod writer;
@@ -47,6 +48,7 @@ pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
 };
+pub use series_names::ResourceSeries;
 pub use stream::{ReadOrder, RecordStream, SAMPLE_BATCHES_PER_MESSAGE};
 pub use time_format::format_timestamp;
 pub use writer::{Compression, RecordWriter};

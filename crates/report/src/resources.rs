@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use record::{SampleBatch, SampleTables};
+use record::{ResourceSeries, SampleBatch, SampleTables};
 
 /// CPU at or above this (percent of one core for a group, of the host for the host)
 /// for [`SUSTAINED_SAMPLES`] samples in a row is a saturation warning.
@@ -97,34 +97,63 @@ pub struct Resources {
     first_at_unix_ns: Option<u64>,
 }
 
-/// Which measure a series feeds, and its warning threshold.
+/// Which measure a series feeds, and its warning threshold; `None` for series the
+/// report has no row for (they are still counted, and charted by `plot`).
 fn measure(
     kind: &str,
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Option<(&'static str, Option<f64>)> {
+    use ResourceSeries as S;
     let label = |key: &str| labels.get(key).map(String::as_str);
-    Some(match (kind, name) {
-        ("host", "host.cpu_percent") if label("cpu") == Some("all") => {
-            ("cpu", Some(CPU_BUSY_PERCENT))
-        }
-        ("host", "host.memory_used_bytes") => ("memory_used", None),
-        ("host", "host.memory_total_bytes") => ("memory_total", None),
-        ("host", "host.tcp_established") => ("established", None),
-        ("host", "host.tcp_time_wait") => ("time_wait", None),
-        ("host", "host.fds_open") => ("fds", None),
-        ("host", "host.fds_max") => ("fds_max", None),
-        ("host", "host.tcp_listen_overflows_per_sec") => {
-            ("listen_overflows", Some(f64::MIN_POSITIVE))
-        }
-        ("process", "process.cpu_percent") => ("cpu", Some(CPU_BUSY_PERCENT)),
-        ("process", "process.rss_bytes") => ("rss", None),
-        ("process", "process.fds") => ("fds", None),
-        ("process", "process.fd_limit") => ("fd_limit", None),
-        ("process", "process.fd_use_percent") => ("fd_use", Some(FD_WARN_PERCENT)),
-        ("postgres", "postgres.transactions_per_sec") => ("tx", None),
-        ("postgres", "postgres.connections") => ("connections", None),
-        _ => return None,
+    let series = ResourceSeries::from_name(name)?;
+    // A series counts only from its own kind of sampler (an agent forwards samplers
+    // with their kinds).
+    let wanted_kind = series.name().split('.').next().unwrap_or_default();
+    if kind != wanted_kind {
+        return None;
+    }
+    Some(match series {
+        S::HostCpuPercent if label("cpu") == Some("all") => ("cpu", Some(CPU_BUSY_PERCENT)),
+        S::HostMemoryUsedBytes => ("memory_used", None),
+        S::HostMemoryTotalBytes => ("memory_total", None),
+        S::HostTcpEstablished => ("established", None),
+        S::HostTcpTimeWait => ("time_wait", None),
+        S::HostFdsOpen => ("fds", None),
+        S::HostFdsMax => ("fds_max", None),
+        S::HostTcpListenOverflowsPerSec => ("listen_overflows", Some(f64::MIN_POSITIVE)),
+        S::ProcessCpuPercent => ("cpu", Some(CPU_BUSY_PERCENT)),
+        S::ProcessRssBytes => ("rss", None),
+        S::ProcessFds => ("fds", None),
+        S::ProcessFdLimit => ("fd_limit", None),
+        S::ProcessFdUsePercent => ("fd_use", Some(FD_WARN_PERCENT)),
+        S::PostgresTransactionsPerSec => ("tx", None),
+        S::PostgresConnections => ("connections", None),
+        // No row: per-core CPU, iowait and steal, swap, network, socket details, TCP
+        // error rates other than listen overflows, load, process counts, rollbacks.
+        S::HostCpuPercent
+        | S::HostCpuIowaitPercent
+        | S::HostCpuStealPercent
+        | S::HostMemoryAvailableBytes
+        | S::HostSwapUsedBytes
+        | S::HostNetRxBytesPerSec
+        | S::HostNetTxBytesPerSec
+        | S::HostNetRxPacketsPerSec
+        | S::HostNetTxPacketsPerSec
+        | S::HostTcpSockets
+        | S::HostSocketsUsed
+        | S::HostTcpOrphans
+        | S::HostUdpSockets
+        | S::HostTcpMemoryBytes
+        | S::HostTcpRetransmitsPerSec
+        | S::HostTcpResetsSentPerSec
+        | S::HostTcpConnectFailuresPerSec
+        | S::HostTcpListenDropsPerSec
+        | S::HostLoad1
+        | S::ProcessCount
+        | S::ProcessThreads
+        | S::ProcessSockets
+        | S::PostgresRollbacksPerSec => return None,
     })
 }
 
@@ -290,6 +319,66 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    /// The series names `docs/MONITOR.md` lists in its table of loadlab's samplers.
+    fn documented_series() -> Vec<String> {
+        let doc = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/MONITOR.md"
+        ));
+        let mut names = Vec::new();
+        for line in doc.lines() {
+            let Some(kind) = ["host", "process", "postgres"]
+                .into_iter()
+                .find(|kind| line.starts_with(&format!("| {kind} |")))
+            else {
+                continue;
+            };
+            let cells: Vec<&str> = line.split('|').collect();
+            for name in cells[2].split('`').skip(1).step_by(2) {
+                if name.starts_with(&format!("{kind}.")) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        names
+    }
+
+    /// Every series the doc lists is one the code knows, and feeds the report row it
+    /// should (a renamed series would silently lose its row otherwise).
+    #[test]
+    fn every_documented_series_reaches_its_report_row() {
+        let documented = documented_series();
+        let known: Vec<&str> = ResourceSeries::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            documented, known,
+            "docs/MONITOR.md and ResourceSeries disagree"
+        );
+        let rows = [
+            ("host.cpu_percent", "cpu"),
+            ("host.memory_used_bytes", "memory_used"),
+            ("host.memory_total_bytes", "memory_total"),
+            ("host.tcp_established", "established"),
+            ("host.tcp_time_wait", "time_wait"),
+            ("host.fds_open", "fds"),
+            ("host.fds_max", "fds_max"),
+            ("host.tcp_listen_overflows_per_sec", "listen_overflows"),
+            ("process.cpu_percent", "cpu"),
+            ("process.rss_bytes", "rss"),
+            ("process.fds", "fds"),
+            ("process.fd_limit", "fd_limit"),
+            ("process.fd_use_percent", "fd_use"),
+            ("postgres.transactions_per_sec", "tx"),
+            ("postgres.connections", "connections"),
+        ];
+        let labels: BTreeMap<String, String> = [("cpu".to_owned(), "all".to_owned())].into();
+        for name in &documented {
+            let kind = name.split('.').next().unwrap();
+            let want = rows.iter().find(|(n, _)| n == name).map(|(_, row)| *row);
+            let got = measure(kind, name, &labels).map(|(row, _)| row);
+            assert_eq!(got, want, "{name}");
+        }
+    }
 
     #[test]
     fn stats_track_peaks_and_sustained_stretches() {
