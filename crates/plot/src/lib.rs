@@ -25,6 +25,8 @@
 //!
 //! Errors are [`PlotError`]; each names the input, flag or output at fault.
 
+#![warn(missing_docs)]
+
 mod asked;
 mod axis;
 mod bins;

@@ -186,6 +186,7 @@ pub struct JsonEncoder<W: Write> {
 }
 
 impl<W: Write> JsonEncoder<W> {
+    /// An encoder writing one JSON object per line to `out`.
     pub fn new(out: W) -> Self {
         JsonEncoder {
             out,
@@ -193,6 +194,7 @@ impl<W: Write> JsonEncoder<W> {
         }
     }
 
+    /// Writes one record as a line; `tables` resolves its attack, target and error ids.
     pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
         let line = &mut self.line;
         line.clear();

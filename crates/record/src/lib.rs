@@ -17,6 +17,8 @@
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
 
+#![warn(missing_docs)]
+
 mod codec_csv;
 mod codec_json;
 mod columns;
@@ -56,38 +58,65 @@ pub use writer::{Compression, RecordWriter};
 /// Why a record input could not be read or written. Messages name the input.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The input holds nothing at all.
     #[error("{source_name}: input is empty: no records (did the attack fail before it started?)")]
-    Empty { source_name: String },
+    Empty {
+        /// The input's name (path, or `stdin`).
+        source_name: String,
+    },
+    /// The input is none of the formats we read.
     #[error("{source_name}: not a record file, vegeta/loadlab JSON or CSV: {reason}")]
-    UnknownFormat { source_name: String, reason: String },
+    UnknownFormat {
+        /// The input's name (path, or `stdin`).
+        source_name: String,
+        /// What it looks like instead.
+        reason: String,
+    },
+    /// A record file written by a newer loadlab.
     #[error(
         "{source_name}: record format version {found} is newer than this loadlab reads \
          (up to {supported}); upgrade loadlab"
     )]
     UnsupportedVersion {
+        /// The input's name (path, or `stdin`).
         source_name: String,
+        /// The file's format version.
         found: u16,
+        /// The newest version this build reads ([`FORMAT_VERSION`]).
         supported: u16,
     },
+    /// A record file damaged where it cannot be read past.
     #[error("{source_name}: byte {offset}: {reason}")]
     Corrupt {
+        /// The input's name (path, or `stdin`).
         source_name: String,
+        /// Byte offset of the damage.
         offset: u64,
+        /// What is wrong there.
         reason: String,
     },
+    /// A JSON or CSV line that does not parse.
     #[error("{source_name}:{line}: field {field:?}: {reason}")]
     Parse {
+        /// The input's name (path, or `stdin`).
         source_name: String,
+        /// The line number, from 1.
         line: u64,
+        /// The field at fault.
         field: String,
+        /// What is wrong with it.
         reason: String,
     },
+    /// Reading the input failed.
     #[error("{source_name}")]
     Io {
+        /// The input's name (path, or `stdin`).
         source_name: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// Writing records to the output failed.
     #[error("writing records")]
     Write(#[source] std::io::Error),
     /// The background reader of a [`RecordStream`] could not start or died.

@@ -51,6 +51,7 @@ impl Inputs {
         Ok(Inputs::from_sources(sources))
     }
 
+    /// Merges already opened sources, in the order given.
     pub fn from_sources(sources: Vec<Box<dyn RecordSource>>) -> Inputs {
         let remaps = sources
             .iter()

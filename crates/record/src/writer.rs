@@ -17,8 +17,13 @@ use crate::resource_samples::{self, SAMPLES_BLOCK, SERIES_BLOCK, SampleFrame, Se
 /// independent of the zstd library's exact output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Blocks stored as they are: fastest, largest.
     Raw,
-    Zstd { level: i32 },
+    /// Blocks compressed with zstd at `level` (1 to 22; 3 is a good default).
+    Zstd {
+        /// The zstd level.
+        level: i32,
+    },
 }
 
 /// Writes a run: the header first, then dictionary, record and statistics blocks in

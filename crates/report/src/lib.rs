@@ -21,6 +21,8 @@
 //!
 //! Errors are [`ReportError`]; each names the input or the flag at fault.
 
+#![warn(missing_docs)]
+
 mod config;
 mod convert;
 mod distribution;
