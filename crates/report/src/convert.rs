@@ -59,6 +59,7 @@ impl fmt::Display for EncodeFormat {
 /// What a conversion wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodeOutcome {
+    /// Records written.
     pub records: u64,
     /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
     pub torn_inputs: usize,

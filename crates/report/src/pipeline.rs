@@ -24,6 +24,7 @@ use crate::warnings::torn_warnings;
 /// What a finished report read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReportOutcome {
+    /// Records read.
     pub requests: u64,
     /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
     pub torn_inputs: usize,

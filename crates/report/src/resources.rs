@@ -12,6 +12,7 @@ use record::{ResourceSeries, SampleBatch, SampleTables};
 /// CPU at or above this (percent of one core for a group, of the host for the host)
 /// for [`SUSTAINED_SAMPLES`] samples in a row is a saturation warning.
 pub const CPU_BUSY_PERCENT: f64 = 95.0;
+/// Samples in a row above a threshold that make a warning.
 pub const SUSTAINED_SAMPLES: u32 = 3;
 /// File descriptors at or above this share of their limit are a warning.
 pub const FD_WARN_PERCENT: f64 = 90.0;
@@ -20,9 +21,13 @@ pub const FD_WARN_PERCENT: f64 = 90.0;
 /// [`SUSTAINED_SAMPLES`] samples at or above a threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stat {
+    /// Samples counted.
     pub samples: u64,
+    /// Their sum, in the series' unit.
     pub sum: f64,
+    /// The largest value, in the series' unit.
     pub peak: f64,
+    /// When the largest value was read, unix nanoseconds.
     pub peak_at_unix_ns: u64,
     /// When the value first reached the warning threshold.
     pub first_high_at_unix_ns: Option<u64>,
@@ -59,6 +64,7 @@ impl Stat {
         }
     }
 
+    /// The mean over the samples (0 without any).
     pub fn mean(&self) -> f64 {
         if self.samples == 0 {
             0.0
@@ -71,9 +77,13 @@ impl Stat {
 /// One sampler's figures, by measure name (`cpu`, `rss`, `tx`, ...).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SamplerFigures {
+    /// The sampler's kind (`host`, `process`, `postgres`...).
     pub kind: String,
+    /// The sampler's name (the process group, the URL...).
     pub name: String,
+    /// Figures by measure.
     pub stats: BTreeMap<&'static str, Stat>,
+    /// Gaps the sampler recorded.
     pub gaps: u64,
     /// Distinct gap reasons, the first few.
     pub reasons: Vec<String>,
@@ -82,6 +92,7 @@ pub struct SamplerFigures {
 const MAX_REASONS: usize = 3;
 
 impl SamplerFigures {
+    /// The figures of one measure (`cpu`, `rss`, ...), if the sampler had any.
     pub fn stat(&self, measure: &str) -> Option<&Stat> {
         self.stats.get(measure).filter(|s| s.samples > 0)
     }
@@ -239,10 +250,15 @@ impl Resources {
 /// What the resource samples say about the run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ResourceSummary {
+    /// Figures per sampler.
     pub samplers: Vec<SamplerFigures>,
+    /// Series declared.
     pub series: u64,
+    /// Values read.
     pub values: u64,
+    /// Gaps read.
     pub gaps: u64,
+    /// Plain warnings ("nginx at 100% of one core from 12 s").
     pub warnings: Vec<String>,
 }
 
