@@ -62,18 +62,40 @@ pub enum PlotError {
     /// An input could not be opened or read (the message names the file).
     #[error(transparent)]
     Record(#[from] record::RecordError),
+    /// The inputs hold nothing to draw.
     #[error("{inputs}: no records or resource samples to plot{detail}")]
-    NoRecords { inputs: String, detail: String },
+    NoRecords {
+        /// The inputs' names.
+        inputs: String,
+        /// Why they are empty, when they say (a cut, the run's end).
+        detail: String,
+    },
+    /// A flag's value that cannot be used.
     #[error("{flag}: {reason}")]
-    Flag { flag: &'static str, reason: String },
+    Flag {
+        /// The flag, e.g. `-every`.
+        flag: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// Writing the page failed.
     #[error("writing the page")]
     Write(#[source] std::io::Error),
+    /// Writing a chart file failed.
     #[error("writing {path}")]
     File {
+        /// The chart file.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A chart could not be rasterised.
     #[error("rendering chart {chart} as png: {reason}")]
-    Png { chart: String, reason: String },
+    Png {
+        /// The chart's id.
+        chart: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
