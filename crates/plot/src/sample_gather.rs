@@ -55,7 +55,7 @@ pub struct Trace {
     pub bucket_ns: u64,
     /// The highest value (NaN until a value is seen).
     pub peak: f64,
-    /// Values offered (kept or not).
+    /// Finite values added (gaps not counted), kept or not.
     pub values: u64,
 }
 
