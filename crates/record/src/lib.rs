@@ -1,5 +1,5 @@
 //! The record file: the one contract between `attack` and every reader
-//! (`report`, `plot`, `encode`, `compare`). Only this crate knows the bytes on disk;
+//! (`report`, `plot`, `encode`, and the planned `compare`). Only this crate knows the bytes on disk;
 //! `docs/RECORD_FORMAT.md` specifies them.
 //!
 //! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds).
@@ -9,11 +9,16 @@
 //!   so a crash loses at most the block being built.
 //! - [`open_input`] / [`RecordSource`]: read a record file, or a vegeta or loadlab JSON/CSV
 //!   export, from a file or stdin; [`Inputs`] merges many of them on one set of tables,
-//!   optionally in send-time order.
+//!   optionally in send-time order ([`Sorted`]).
+//! - [`RecordStream`]: what commands read through: [`Inputs`] on a reader thread, in
+//!   input or send-time order ([`ReadOrder`]), records and resource samples in recycled
+//!   batches.
 //! - [`JsonEncoder`] / [`CsvEncoder`]: the `encode` command's outputs.
 //! - [`SampleFrame`], [`SampleBatch`], [`SampleTables`]: resource samples of the system
 //!   under test (`loadlab monitor`), stored in optional blocks beside the records and
-//!   streamed to readers through [`RecordSource::drain_samples`] / [`Inputs::drain_samples`].
+//!   streamed to readers through [`RecordSource::drain_samples`] / [`Inputs::drain_samples`];
+//!   [`ResourceSeries`] names the series loadlab's own samplers write.
+//! - [`format_timestamp`]: unix nanoseconds as RFC 3339, as vegeta prints times.
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
 
