@@ -15,7 +15,7 @@
 //!   lowest second of every stretch.
 //! - Resource samples of the system under test (`loadlab monitor`, `attack -monitor`)
 //!   stream by beside the records into a [`SampleGather`] (`sample_gather.rs`: per series a
-//!   bounded [`Trace`] with its gaps), and `resources.rs` draws them on the same time
+//!   bounded [`Trace`] with its gaps), and `resources/` draws them on the same time
 //!   axis under the request charts: CPU, memory, connections, TCP errors, network,
 //!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
 //! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
