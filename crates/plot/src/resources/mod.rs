@@ -88,14 +88,60 @@ fn chart(
     members: &[&SeriesData],
     origin_unix_ns: u64,
 ) -> Option<Chart> {
+    let (mains, left_out) = main_series(members);
+    if mains.is_empty() {
+        return None;
+    }
+    let (limits, far_limits) = split_limits(data, members, &mains);
+    let mut drawn: Vec<&SeriesData> = mains.iter().copied().chain(limits).collect();
+    drawn.sort_by_key(|s| {
+        let kind = sampler_of(data, s).map_or(4, |sampler| kind_rank(&sampler.kind));
+        (kind, sampler_id(data, s), s.id)
+    });
+    let mut series = drawn_series(data, group, &drawn, origin_unix_ns);
+    if group == Group::FdUse {
+        series.extend(full_limit_line(&series));
+    }
+    let (scale, toggle) = scale(group, &mains);
+    let mut chart =
+        Chart::time_series(group.id(), title(data, group, &drawn), group.unit(), series)
+            .with_scale(scale, toggle);
+    chart.height = CHART_HEIGHT;
+    let (bands, band_note) = bands(data, &drawn, origin_unix_ns);
+    chart.bands = bands;
+    let mut caption = caption(data, group, &drawn);
+    left_out_notes(&mut caption, group, left_out, &far_limits);
+    if drawn.iter().any(|s| s.trace.bucket_ns > 0) {
+        let _ = write!(
+            caption,
+            " Series with more samples than the chart has room for ({}, or -threshold when \
+             lower) keep, in every stretch of time, their lowest and highest value.",
+            format::grouped(MAX_POINTS_PER_SERIES as u64)
+        );
+    }
+    caption.push_str(&band_note);
+    chart.caption = caption;
+    Some(chart)
+}
+
+/// The series a chart draws for their own sake (not limits): those with the highest
+/// peaks, at most [`MAX_SERIES_PER_CHART`], and how many were left out.
+fn main_series<'a>(members: &[&'a SeriesData]) -> (Vec<&'a SeriesData>, usize) {
     let mut mains: Vec<&SeriesData> = members.iter().copied().filter(|s| !s.place.limit).collect();
     mains.sort_by(|a, b| b.trace.peak.total_cmp(&a.trace.peak).then(a.id.cmp(&b.id)));
     let left_out = mains.len().saturating_sub(MAX_SERIES_PER_CHART);
     mains.truncate(MAX_SERIES_PER_CHART);
-    if mains.is_empty() {
-        return None;
-    }
-    // A limit is drawn when its own sampler's use comes near it.
+    (mains, left_out)
+}
+
+/// The group's limits, split into those near their own sampler's use (drawn) and those
+/// far above it (only named in the caption); limits of samplers with nothing drawn are
+/// dropped.
+fn split_limits<'a>(
+    data: &SampleData,
+    members: &[&'a SeriesData],
+    mains: &[&SeriesData],
+) -> (Vec<&'a SeriesData>, Vec<&'a SeriesData>) {
     let (mut limits, mut far_limits) = (Vec::new(), Vec::new());
     for limit in members.iter().copied().filter(|s| s.place.limit) {
         let sampler = sampler_id(data, limit);
@@ -113,16 +159,22 @@ fn chart(
             far_limits.push(limit);
         }
     }
-    let mut drawn: Vec<&SeriesData> = mains.iter().copied().chain(limits).collect();
-    drawn.sort_by_key(|s| {
-        let kind = sampler_of(data, s).map_or(4, |sampler| kind_rank(&sampler.kind));
-        (kind, sampler_id(data, s), s.id)
-    });
-    let names = legend_names(data, group, &drawn);
-    let colors = colors(data, group, &drawn);
+    (limits, far_limits)
+}
+
+/// The drawn series as chart series: legend name with the peak, colour, style and
+/// points in the group's unit.
+fn drawn_series(
+    data: &SampleData,
+    group: Group,
+    drawn: &[&SeriesData],
+    origin_unix_ns: u64,
+) -> Vec<Series> {
+    let names = legend_names(data, group, drawn);
+    let colors = colors(data, group, drawn);
     let factor = group.scale_factor();
     let unit = group.unit();
-    let series: Vec<Series> = drawn
+    drawn
         .iter()
         .zip(names)
         .zip(colors)
@@ -147,18 +199,12 @@ fn chart(
             };
             Series::new(name, color, style).with_points(x, y)
         })
-        .collect();
-    let mut series = series;
-    if group == Group::FdUse {
-        series.extend(full_limit_line(&series));
-    }
-    let (scale, toggle) = scale(group, &mains);
-    let mut chart = Chart::time_series(group.id(), title(data, group, &drawn), unit, series)
-        .with_scale(scale, toggle);
-    chart.height = CHART_HEIGHT;
-    let (bands, band_note) = bands(data, &drawn, origin_unix_ns);
-    chart.bands = bands;
-    let mut caption = caption(data, group, &drawn);
+        .collect()
+}
+
+/// The caption's sentences about what the chart leaves out: series past
+/// [`MAX_SERIES_PER_CHART`] and limits far above the use.
+fn left_out_notes(caption: &mut String, group: Group, left_out: usize, far: &[&SeriesData]) {
     if left_out > 0 {
         let _ = write!(
             caption,
@@ -166,25 +212,14 @@ fn chart(
             MAX_SERIES_PER_CHART + left_out
         );
     }
-    for limit in far_limits {
+    for limit in far {
         let _ = write!(
             caption,
             " {} ({}) is not drawn: far above the use.",
             limit.place.label,
-            legend_value(unit, limit.trace.peak * factor)
+            legend_value(group.unit(), limit.trace.peak * group.scale_factor())
         );
     }
-    if drawn.iter().any(|s| s.trace.bucket_ns > 0) {
-        let _ = write!(
-            caption,
-            " Series with more samples than the chart has room for ({}, or -threshold when \
-             lower) keep, in every stretch of time, their lowest and highest value.",
-            format::grouped(MAX_POINTS_PER_SERIES as u64)
-        );
-    }
-    caption.push_str(&band_note);
-    chart.caption = caption;
-    Some(chart)
 }
 
 /// The limit itself (100%) across the series' span, so the distance to it shows.
