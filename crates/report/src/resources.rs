@@ -336,66 +336,6 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    /// The series names `docs/MONITOR.md` lists in its table of loadlab's samplers.
-    fn documented_series() -> Vec<String> {
-        let doc = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/MONITOR.md"
-        ));
-        let mut names = Vec::new();
-        for line in doc.lines() {
-            let Some(kind) = ["host", "process", "postgres"]
-                .into_iter()
-                .find(|kind| line.starts_with(&format!("| {kind} |")))
-            else {
-                continue;
-            };
-            let cells: Vec<&str> = line.split('|').collect();
-            for name in cells[2].split('`').skip(1).step_by(2) {
-                if name.starts_with(&format!("{kind}.")) {
-                    names.push(name.to_owned());
-                }
-            }
-        }
-        names
-    }
-
-    /// Every series the doc lists is one the code knows, and feeds the report row it
-    /// should (a renamed series would silently lose its row otherwise).
-    #[test]
-    fn every_documented_series_reaches_its_report_row() {
-        let documented = documented_series();
-        let known: Vec<&str> = ResourceSeries::ALL.iter().map(|s| s.name()).collect();
-        assert_eq!(
-            documented, known,
-            "docs/MONITOR.md and ResourceSeries disagree"
-        );
-        let rows = [
-            ("host.cpu_percent", "cpu"),
-            ("host.memory_used_bytes", "memory_used"),
-            ("host.memory_total_bytes", "memory_total"),
-            ("host.tcp_established", "established"),
-            ("host.tcp_time_wait", "time_wait"),
-            ("host.fds_open", "fds"),
-            ("host.fds_max", "fds_max"),
-            ("host.tcp_listen_overflows_per_sec", "listen_overflows"),
-            ("process.cpu_percent", "cpu"),
-            ("process.rss_bytes", "rss"),
-            ("process.fds", "fds"),
-            ("process.fd_limit", "fd_limit"),
-            ("process.fd_use_percent", "fd_use"),
-            ("postgres.transactions_per_sec", "tx"),
-            ("postgres.connections", "connections"),
-        ];
-        let labels: BTreeMap<String, String> = [("cpu".to_owned(), "all".to_owned())].into();
-        for name in &documented {
-            let kind = name.split('.').next().unwrap();
-            let want = rows.iter().find(|(n, _)| n == name).map(|(_, row)| *row);
-            let got = measure(kind, name, &labels).map(|(row, _)| row);
-            assert_eq!(got, want, "{name}");
-        }
-    }
-
     #[test]
     fn stats_track_peaks_and_sustained_stretches() {
         // (values one a second, the sustained stretch's start in s and mean)

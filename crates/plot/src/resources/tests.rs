@@ -52,74 +52,146 @@ fn documented_series() -> Vec<String> {
     names
 }
 
-/// Every series the doc lists is one the code knows and lands on the chart meant
-/// for it (or, on purpose, on none): a renamed series cannot slip into "other".
+/// Every series the doc lists is one the code knows, lands on the chart meant for it
+/// (or, on purpose, on none) and feeds the report row meant for it: a renamed series
+/// cannot slip into "other" or lose its row.
 #[test]
-fn every_documented_series_reaches_its_chart() {
+fn every_documented_series_reaches_its_chart_and_report_row() {
     let documented = documented_series();
     let known: Vec<&str> = ResourceSeries::ALL.iter().map(|s| s.name()).collect();
     assert_eq!(
         documented, known,
         "docs/MONITOR.md and ResourceSeries disagree"
     );
-    // (series, unit, chart id): None where no chart wants it (see `place`).
-    let charts: &[(&str, &str, Option<&str>)] = &[
-        ("host.cpu_percent", "percent", Some("cpu")),
-        ("host.cpu_iowait_percent", "percent", Some("cpu")),
-        ("host.cpu_steal_percent", "percent", Some("cpu")),
-        ("host.memory_total_bytes", "bytes", Some("memory")),
-        ("host.memory_available_bytes", "bytes", None),
-        ("host.memory_used_bytes", "bytes", Some("memory")),
-        ("host.swap_used_bytes", "bytes", Some("memory")),
-        ("host.net_rx_bytes_per_sec", "bytes/s", Some("network")),
-        ("host.net_tx_bytes_per_sec", "bytes/s", Some("network")),
-        ("host.net_rx_packets_per_sec", "1/s", Some("other-per-sec")),
-        ("host.net_tx_packets_per_sec", "1/s", Some("other-per-sec")),
-        ("host.tcp_established", "count", Some("connections")),
-        ("host.tcp_time_wait", "count", Some("connections")),
-        ("host.tcp_sockets", "count", Some("connections")),
-        ("host.sockets_used", "count", Some("other-count")),
-        ("host.tcp_orphans", "count", Some("connections")),
-        ("host.udp_sockets", "count", Some("other-count")),
-        ("host.tcp_memory_bytes", "bytes", Some("other-bytes")),
-        ("host.tcp_retransmits_per_sec", "1/s", Some("tcp-errors")),
-        ("host.tcp_resets_sent_per_sec", "1/s", Some("tcp-errors")),
+    // (series, unit, chart id, report row): None where no chart wants it (see
+    // `place`), or where the report has no row for it.
+    let expected: &[(&str, &str, Option<&str>, Option<&str>)] = &[
+        ("host.cpu_percent", "percent", Some("cpu"), Some("cpu")),
+        ("host.cpu_iowait_percent", "percent", Some("cpu"), None),
+        ("host.cpu_steal_percent", "percent", Some("cpu"), None),
+        (
+            "host.memory_total_bytes",
+            "bytes",
+            Some("memory"),
+            Some("memory_total"),
+        ),
+        ("host.memory_available_bytes", "bytes", None, None),
+        (
+            "host.memory_used_bytes",
+            "bytes",
+            Some("memory"),
+            Some("memory_used"),
+        ),
+        ("host.swap_used_bytes", "bytes", Some("memory"), None),
+        (
+            "host.net_rx_bytes_per_sec",
+            "bytes/s",
+            Some("network"),
+            None,
+        ),
+        (
+            "host.net_tx_bytes_per_sec",
+            "bytes/s",
+            Some("network"),
+            None,
+        ),
+        (
+            "host.net_rx_packets_per_sec",
+            "1/s",
+            Some("other-per-sec"),
+            None,
+        ),
+        (
+            "host.net_tx_packets_per_sec",
+            "1/s",
+            Some("other-per-sec"),
+            None,
+        ),
+        (
+            "host.tcp_established",
+            "count",
+            Some("connections"),
+            Some("established"),
+        ),
+        (
+            "host.tcp_time_wait",
+            "count",
+            Some("connections"),
+            Some("time_wait"),
+        ),
+        ("host.tcp_sockets", "count", Some("connections"), None),
+        ("host.sockets_used", "count", Some("other-count"), None),
+        ("host.tcp_orphans", "count", Some("connections"), None),
+        ("host.udp_sockets", "count", Some("other-count"), None),
+        ("host.tcp_memory_bytes", "bytes", Some("other-bytes"), None),
+        (
+            "host.tcp_retransmits_per_sec",
+            "1/s",
+            Some("tcp-errors"),
+            None,
+        ),
+        (
+            "host.tcp_resets_sent_per_sec",
+            "1/s",
+            Some("tcp-errors"),
+            None,
+        ),
         (
             "host.tcp_connect_failures_per_sec",
             "1/s",
             Some("tcp-errors"),
+            None,
         ),
         (
             "host.tcp_listen_overflows_per_sec",
             "1/s",
             Some("tcp-errors"),
+            Some("listen_overflows"),
         ),
-        ("host.tcp_listen_drops_per_sec", "1/s", Some("tcp-errors")),
-        ("host.fds_open", "count", Some("other-count")),
-        ("host.fds_max", "count", Some("other-count")),
-        ("host.load1", "count", Some("other-count")),
-        ("process.cpu_percent", "percent", Some("cpu")),
-        ("process.rss_bytes", "bytes", Some("memory")),
-        ("process.count", "count", Some("other-count")),
-        ("process.threads", "count", Some("other-count")),
-        ("process.fds", "count", Some("connections")),
-        ("process.sockets", "count", Some("connections")),
-        ("process.fd_limit", "count", None),
-        ("process.fd_use_percent", "percent", Some("fd-use")),
+        (
+            "host.tcp_listen_drops_per_sec",
+            "1/s",
+            Some("tcp-errors"),
+            None,
+        ),
+        ("host.fds_open", "count", Some("other-count"), Some("fds")),
+        (
+            "host.fds_max",
+            "count",
+            Some("other-count"),
+            Some("fds_max"),
+        ),
+        ("host.load1", "count", Some("other-count"), None),
+        ("process.cpu_percent", "percent", Some("cpu"), Some("cpu")),
+        ("process.rss_bytes", "bytes", Some("memory"), Some("rss")),
+        ("process.count", "count", Some("other-count"), None),
+        ("process.threads", "count", Some("other-count"), None),
+        ("process.fds", "count", Some("connections"), Some("fds")),
+        ("process.sockets", "count", Some("connections"), None),
+        ("process.fd_limit", "count", None, Some("fd_limit")),
+        (
+            "process.fd_use_percent",
+            "percent",
+            Some("fd-use"),
+            Some("fd_use"),
+        ),
         (
             "postgres.connections",
             "count",
             Some("database-connections"),
+            Some("connections"),
         ),
         (
             "postgres.transactions_per_sec",
             "1/s",
             Some("database-transactions"),
+            Some("tx"),
         ),
         (
             "postgres.rollbacks_per_sec",
             "1/s",
             Some("database-transactions"),
+            None,
         ),
     ];
     let labels = [
@@ -131,12 +203,36 @@ fn every_documented_series_reaches_its_chart() {
     ];
     for name in &documented {
         let kind = name.split('.').next().unwrap();
-        let Some(&(_, unit, want)) = charts.iter().find(|(n, ..)| n == name) else {
+        let Some(&(_, unit, chart, row)) = expected.iter().find(|(n, ..)| n == name) else {
             panic!("{name}: no chart said for it in this test");
         };
-        let place = place(&sampler(kind, kind), &series(name, &labels, unit));
-        assert_eq!(place.map(|p| p.group.id()), want, "{name}");
+        let one = series(name, &labels, unit);
+        let place = place(&sampler(kind, kind), &one);
+        assert_eq!(place.map(|p| p.group.id()), chart, "{name}");
+        assert_eq!(report_rows(kind, one), row, "{name}");
     }
+}
+
+/// The report rows (measures) one value of `series` from a `kind` sampler feeds.
+fn report_rows(kind: &str, series: SeriesInfo) -> Option<&'static str> {
+    let tables = SampleTables {
+        samplers: vec![sampler(kind, kind)],
+        series: vec![series],
+    };
+    let batch = record::SampleBatch {
+        at_unix_ns: 1,
+        values: vec![record::SampleValue {
+            series: 0,
+            value: 1.0,
+        }],
+        gaps: Vec::new(),
+    };
+    let mut resources = report::Resources::default();
+    resources.add(&tables, &[batch]);
+    let summary = resources.close(None)?;
+    let stats = &summary.samplers.first()?.stats;
+    assert!(stats.len() <= 1, "{stats:?}");
+    stats.keys().next().copied()
 }
 
 #[test]
