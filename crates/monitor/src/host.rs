@@ -18,7 +18,7 @@ use crate::rates::Rates;
 use crate::runner::{Sampler, Tick};
 use crate::sockstat::{field, parse_sockstat};
 use crate::tcp_states::{STATE_NAMES, count_states};
-use record::ResourceSeries;
+use record::ResourceSeries as S;
 
 /// Busy, iowait, steal and total jiffies of one CPU line.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -105,12 +105,12 @@ impl HostSampler {
                 reading.value(cpu_series(&label), busy);
                 if index == 0 {
                     reading.value(
-                        SeriesDef::gauge(ResourceSeries::HostCpuIowaitPercent.name(), "percent")
+                        SeriesDef::gauge(S::HostCpuIowaitPercent.name(), "percent")
                             .label("cpu", "all"),
                         iowait,
                     );
                     reading.value(
-                        SeriesDef::gauge(ResourceSeries::HostCpuStealPercent.name(), "percent")
+                        SeriesDef::gauge(S::HostCpuStealPercent.name(), "percent")
                             .label("cpu", "all"),
                         steal,
                     );
@@ -125,29 +125,26 @@ impl HostSampler {
             Ok(memory) => memory,
             Err(err) => {
                 return reading.gap(
-                    Some(SeriesDef::gauge(
-                        ResourceSeries::HostMemoryUsedBytes.name(),
-                        "bytes",
-                    )),
+                    Some(SeriesDef::gauge(S::HostMemoryUsedBytes.name(), "bytes")),
                     format!("/proc/meminfo: {err}"),
                 );
             }
         };
         let available = memory.mem_available.unwrap_or(memory.mem_free);
         reading.value(
-            SeriesDef::gauge(ResourceSeries::HostMemoryTotalBytes.name(), "bytes"),
+            SeriesDef::gauge(S::HostMemoryTotalBytes.name(), "bytes"),
             memory.mem_total as f64,
         );
         reading.value(
-            SeriesDef::gauge(ResourceSeries::HostMemoryAvailableBytes.name(), "bytes"),
+            SeriesDef::gauge(S::HostMemoryAvailableBytes.name(), "bytes"),
             available as f64,
         );
         reading.value(
-            SeriesDef::gauge(ResourceSeries::HostMemoryUsedBytes.name(), "bytes"),
+            SeriesDef::gauge(S::HostMemoryUsedBytes.name(), "bytes"),
             memory.mem_total.saturating_sub(available) as f64,
         );
         reading.value(
-            SeriesDef::gauge(ResourceSeries::HostSwapUsedBytes.name(), "bytes"),
+            SeriesDef::gauge(S::HostSwapUsedBytes.name(), "bytes"),
             memory.swap_total.saturating_sub(memory.swap_free) as f64,
         );
     }
@@ -157,10 +154,7 @@ impl HostSampler {
             Ok(devices) => devices,
             Err(err) => {
                 return reading.gap(
-                    Some(SeriesDef::rate(
-                        ResourceSeries::HostNetRxBytesPerSec.name(),
-                        "bytes/s",
-                    )),
+                    Some(SeriesDef::rate(S::HostNetRxBytesPerSec.name(), "bytes/s")),
                     format!("/proc/net/dev: {err}"),
                 );
             }
@@ -170,26 +164,10 @@ impl HostSampler {
         for name in names {
             let device = &devices[name];
             let counters = [
-                (
-                    ResourceSeries::HostNetRxBytesPerSec.name(),
-                    "bytes/s",
-                    device.recv_bytes,
-                ),
-                (
-                    ResourceSeries::HostNetTxBytesPerSec.name(),
-                    "bytes/s",
-                    device.sent_bytes,
-                ),
-                (
-                    ResourceSeries::HostNetRxPacketsPerSec.name(),
-                    "1/s",
-                    device.recv_packets,
-                ),
-                (
-                    ResourceSeries::HostNetTxPacketsPerSec.name(),
-                    "1/s",
-                    device.sent_packets,
-                ),
+                (S::HostNetRxBytesPerSec.name(), "bytes/s", device.recv_bytes),
+                (S::HostNetTxBytesPerSec.name(), "bytes/s", device.sent_bytes),
+                (S::HostNetRxPacketsPerSec.name(), "1/s", device.recv_packets),
+                (S::HostNetTxPacketsPerSec.name(), "1/s", device.sent_packets),
             ];
             for (series, unit, value) in counters {
                 let def = SeriesDef::rate(series, unit).label("interface", name);
@@ -207,41 +185,11 @@ impl HostSampler {
                 let stat = parse_sockstat(&text);
                 let page = procfs::page_size() as f64;
                 let fields = [
-                    (
-                        ResourceSeries::HostTcpTimeWait.name(),
-                        "TCP",
-                        "tw",
-                        1.0,
-                        "count",
-                    ),
-                    (
-                        ResourceSeries::HostSocketsUsed.name(),
-                        "sockets",
-                        "used",
-                        1.0,
-                        "count",
-                    ),
-                    (
-                        ResourceSeries::HostTcpOrphans.name(),
-                        "TCP",
-                        "orphan",
-                        1.0,
-                        "count",
-                    ),
-                    (
-                        ResourceSeries::HostTcpMemoryBytes.name(),
-                        "TCP",
-                        "mem",
-                        page,
-                        "bytes",
-                    ),
-                    (
-                        ResourceSeries::HostUdpSockets.name(),
-                        "UDP",
-                        "inuse",
-                        1.0,
-                        "count",
-                    ),
+                    (S::HostTcpTimeWait.name(), "TCP", "tw", 1.0, "count"),
+                    (S::HostSocketsUsed.name(), "sockets", "used", 1.0, "count"),
+                    (S::HostTcpOrphans.name(), "TCP", "orphan", 1.0, "count"),
+                    (S::HostTcpMemoryBytes.name(), "TCP", "mem", page, "bytes"),
+                    (S::HostUdpSockets.name(), "UDP", "inuse", 1.0, "count"),
                 ];
                 for (series, protocol, name, scale, unit) in fields {
                     if let Some(value) = field(&stat, protocol, name) {
@@ -250,16 +198,13 @@ impl HostSampler {
                 }
             }
             Err(err) => reading.gap(
-                Some(SeriesDef::gauge(
-                    ResourceSeries::HostSocketsUsed.name(),
-                    "count",
-                )),
+                Some(SeriesDef::gauge(S::HostSocketsUsed.name(), "count")),
                 format!("/proc/net/sockstat: {err}"),
             ),
         }
         if let Some(established) = established {
             reading.value(
-                SeriesDef::gauge(ResourceSeries::HostTcpEstablished.name(), "count"),
+                SeriesDef::gauge(S::HostTcpEstablished.name(), "count"),
                 established,
             );
         }
@@ -275,14 +220,14 @@ impl HostSampler {
         match count_states() {
             Ok(counts) => {
                 for (state, name) in STATE_NAMES.iter().enumerate().skip(1) {
-                    let def = SeriesDef::gauge(ResourceSeries::HostTcpSockets.name(), "count")
-                        .label("state", name);
+                    let def =
+                        SeriesDef::gauge(S::HostTcpSockets.name(), "count").label("state", name);
                     reading.value(def, counts[state] as f64);
                 }
             }
             Err(err) => {
-                let def = SeriesDef::gauge(ResourceSeries::HostTcpSockets.name(), "count")
-                    .label("state", "listen");
+                let def =
+                    SeriesDef::gauge(S::HostTcpSockets.name(), "count").label("state", "listen");
                 reading.gap(Some(def), err.to_string());
             }
         }
@@ -315,25 +260,19 @@ impl HostSampler {
         match file_nr.as_deref().ok().and_then(parse_file_nr) {
             Some((open, max)) => {
                 reading.value(
-                    SeriesDef::gauge(ResourceSeries::HostFdsOpen.name(), "count"),
+                    SeriesDef::gauge(S::HostFdsOpen.name(), "count"),
                     open as f64,
                 );
-                reading.value(
-                    SeriesDef::gauge(ResourceSeries::HostFdsMax.name(), "count"),
-                    max as f64,
-                );
+                reading.value(SeriesDef::gauge(S::HostFdsMax.name(), "count"), max as f64);
             }
             None => reading.gap(
-                Some(SeriesDef::gauge(
-                    ResourceSeries::HostFdsOpen.name(),
-                    "count",
-                )),
+                Some(SeriesDef::gauge(S::HostFdsOpen.name(), "count")),
                 "/proc/sys/fs/file-nr unreadable",
             ),
         }
         if let Ok(load) = LoadAverage::current() {
             reading.value(
-                SeriesDef::gauge(ResourceSeries::HostLoad1.name(), "count"),
+                SeriesDef::gauge(S::HostLoad1.name(), "count"),
                 f64::from(load.one),
             );
         }
@@ -347,7 +286,7 @@ fn thread_cpu() -> std::time::Duration {
 }
 
 fn cpu_series(cpu: &str) -> SeriesDef {
-    SeriesDef::gauge(ResourceSeries::HostCpuPercent.name(), "percent").label("cpu", cpu)
+    SeriesDef::gauge(S::HostCpuPercent.name(), "percent").label("cpu", cpu)
 }
 
 impl Sampler for HostSampler {

@@ -3,7 +3,7 @@
 //! We read the TCP counters that explain latency: retransmits, resets, and listen
 //! queue overflows (the server did not `accept` fast enough).
 
-use record::ResourceSeries;
+use record::ResourceSeries as S;
 use std::collections::HashMap;
 
 /// `(section, counter) -> value`, e.g. `("TcpExt", "ListenOverflows") -> 3`.
@@ -11,31 +11,19 @@ pub(crate) type Counters = HashMap<(String, String), f64>;
 
 /// The counters loadlab charts: (section, name, series name, unit).
 pub(crate) const TCP_COUNTERS: [(&str, &str, &str); 5] = [
-    (
-        "Tcp",
-        "RetransSegs",
-        ResourceSeries::HostTcpRetransmitsPerSec.name(),
-    ),
-    (
-        "Tcp",
-        "OutRsts",
-        ResourceSeries::HostTcpResetsSentPerSec.name(),
-    ),
+    ("Tcp", "RetransSegs", S::HostTcpRetransmitsPerSec.name()),
+    ("Tcp", "OutRsts", S::HostTcpResetsSentPerSec.name()),
     (
         "Tcp",
         "AttemptFails",
-        ResourceSeries::HostTcpConnectFailuresPerSec.name(),
+        S::HostTcpConnectFailuresPerSec.name(),
     ),
     (
         "TcpExt",
         "ListenOverflows",
-        ResourceSeries::HostTcpListenOverflowsPerSec.name(),
+        S::HostTcpListenOverflowsPerSec.name(),
     ),
-    (
-        "TcpExt",
-        "ListenDrops",
-        ResourceSeries::HostTcpListenDropsPerSec.name(),
-    ),
+    ("TcpExt", "ListenDrops", S::HostTcpListenDropsPerSec.name()),
 ];
 
 /// Parses header/value line pairs; pairs whose lengths differ are skipped. Values are
