@@ -33,7 +33,6 @@ mod process_match;
 mod prom;
 mod prom_parse;
 mod rates;
-mod redact;
 mod runner;
 mod sockstat;
 mod spec;
@@ -41,12 +40,12 @@ mod tcp_states;
 
 pub use agent::AgentServer;
 pub use clock::ClockAnchor;
-pub use redact::redact_url;
 pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
 pub use spec::{
     MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch, PromFilters, PromSpec,
     SamplerSpec,
 };
+pub use units::redact_url;
 
 /// Why a monitor could not start or serve. Messages name the spec or address.
 #[derive(Debug, thiserror::Error)]

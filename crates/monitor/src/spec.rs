@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use crate::MonitorError;
-use crate::redact::redact_url;
+use units::redact_url;
 
 /// Which processes form a group.
 #[derive(Debug, Clone, PartialEq, Eq)]

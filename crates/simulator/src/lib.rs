@@ -130,11 +130,12 @@ impl Simulator {
                 message: format!("{} is not between 1 and 1024", options.threads),
             });
         }
-        let shared = Arc::new(state::Shared::new(&options)?);
+        let addr = options.addr;
+        let shared = Arc::new(state::Shared::new(options)?);
         if !recipe.routes.is_empty() {
             shared.load_recipe(recipe)?;
         }
-        let (local_addr, threads) = server::Threads::start(options.addr, &shared)?;
+        let (local_addr, threads) = server::Threads::start(addr, &shared)?;
         Ok(Simulator {
             local_addr,
             shared,
@@ -175,7 +176,7 @@ pub fn check_recipe(recipe: &Recipe, options: &SimulatorOptions) -> Result<(), S
         threads: 1,
         ..options.clone()
     };
-    let shared = state::Shared::new(&options)?;
+    let shared = state::Shared::new(options)?;
     shared.load_recipe(recipe)
 }
 

@@ -55,13 +55,18 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     /// Shared state for `options`; checks the admin token and the files directory.
-    pub fn new(options: &SimulatorOptions) -> Result<Self, SimulatorError> {
-        let access = crate::admin::Access::new(options.admin_token.as_deref())?;
-        let files_dir = options
-            .files_dir
-            .as_deref()
-            .map(canonical_dir)
-            .transpose()?;
+    pub fn new(options: SimulatorOptions) -> Result<Self, SimulatorError> {
+        let SimulatorOptions {
+            addr: _,
+            threads,
+            seed,
+            admin_token,
+            files_dir,
+            max_body_bytes,
+            max_recipe_memory_bytes,
+        } = options;
+        let access = crate::admin::Access::new(admin_token.as_deref())?;
+        let files_dir = files_dir.as_deref().map(canonical_dir).transpose()?;
         let mut registry = Registry::new();
         let unmatched_label = registry.route_label(crate::metrics::UNMATCHED_ROUTE);
         let unmatched_slot = registry.counter_slot(unmatched_label, "406");
@@ -80,20 +85,18 @@ impl Shared {
             table: Mutex::new(Arc::new(Table::empty())),
             load_lock: Mutex::new(()),
             registry: Mutex::new(registry),
-            threads: (0..options.threads)
-                .map(|_| Arc::new(ThreadStats::new()))
-                .collect(),
+            threads: (0..threads).map(|_| Arc::new(ThreadStats::new())).collect(),
             baseline: Mutex::new(Vec::new()),
             unmatched_slot,
             unmatched_label,
             bad_request_label,
             refusal_slots,
-            seed: options.seed,
+            seed,
             seed_counter: AtomicU64::new(0),
             access,
             files_dir,
-            max_body_bytes: options.max_body_bytes,
-            max_recipe_memory_bytes: options.max_recipe_memory_bytes,
+            max_body_bytes,
+            max_recipe_memory_bytes,
         })
     }
 

@@ -865,7 +865,7 @@ fn posted_recipes_cannot_read_files_outside_the_files_dir() {
     std::fs::write(root.path().join("secret.txt"), "not for you").unwrap();
     std::os::unix::fs::symlink(root.path().join("secret.txt"), files.join("link.html")).unwrap();
     let sim = start_options(SimulatorOptions {
-        files_dir: Some(files.clone()),
+        files_dir: Some(files),
         ..loopback_options()
     });
     let addr = sim.local_addr();
