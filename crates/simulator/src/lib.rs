@@ -21,6 +21,8 @@
 //! number (`state`); counters are per thread (`metrics`); the pool (`pool`) is the one
 //! structure threads share on the request path, and only for capacity-model routes.
 
+#![warn(missing_docs)]
+
 mod admin;
 mod body;
 mod body_file;
