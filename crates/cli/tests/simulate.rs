@@ -60,7 +60,13 @@ fn recipe_files_are_held_to_the_memory_caps() {
         ),
         (
             &["-max-recipe-memory", "1mb"],
-            Err("big.json: recipe[1].body_file: /dev/zero: larger than the 0b"),
+            Err(
+                "big.json: recipe[0].body: the routes in force would hold more than 1mb of bodies (simulate -max-recipe-memory)",
+            ),
+        ),
+        (
+            &["-max-recipe-memory", "1100kb"],
+            Err("big.json: recipe[1].body_file: /dev/zero: larger than the "),
         ),
         (
             &[],

@@ -167,8 +167,13 @@ async fn route(shared: &Arc<Shared>, name: &str, method: Method, body: Vec<u8>) 
         "routes" if read => text(200, routes(shared)),
         "routes_status" if read => text(200, routes_status(shared)),
         "restart" if write => {
-            shared.restart();
-            text(200, "ok!")
+            // Off the request thread: it waits for a load in progress (which may be
+            // fetching an origin) so that the load cannot bring dropped routes back.
+            let shared = Arc::clone(shared);
+            match tokio::task::spawn_blocking(move || shared.restart()).await {
+                Ok(()) => text(200, "ok!"),
+                Err(e) => text(500, format!("restart failed: {e}\n")),
+            }
         }
         "current_count" if read => {
             let snap = snapshot(&shared.threads);

@@ -174,6 +174,14 @@ pub(crate) fn build_routes(
     let mut routes = Vec::with_capacity(recipe.routes.len());
     for spec in &recipe.routes {
         let start = budget.clone();
+        // The route as submitted is kept for `current_recipe`: its literal text counts.
+        let field = if spec.field.is_empty() {
+            "recipe"
+        } else {
+            &spec.field
+        };
+        let json_bytes = spec.json.to_string().len() as u64;
+        budget.charge(field, 0, json_bytes).map_err(within)?;
         let (body, content_type) =
             load_payload(&spec.payload, spec.gzip, &spec.field, access, budget, rng)
                 .map_err(within)?;
@@ -393,7 +401,11 @@ mod tests {
     fn every_body_of_a_route_is_charged() {
         let json = r#"{"route": "/a", "body": "<<1kb>>", "stages": [{"status": {"200": 1, "500": {"weight": 1, "body": "<<2kb>>"}}}]}"#;
         let t = table(json);
-        assert_eq!(t.routes[0].held_bytes, 3 * 1024);
+        let json_bytes = serde_json::from_str::<Value>(json)
+            .unwrap()
+            .to_string()
+            .len() as u64;
+        assert_eq!(t.routes[0].held_bytes, 3 * 1024 + json_bytes);
         let registry = std::sync::Mutex::new(Registry::new());
         let recipe = parse_recipe(json, "t").unwrap();
         let mut tight = Budget::new(1 << 20, 2048, 0);

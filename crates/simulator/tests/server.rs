@@ -995,7 +995,8 @@ fn recipes_are_held_to_the_memory_caps() {
 
     let sim = start_options(SimulatorOptions {
         max_body_bytes: 1024 * 1024,
-        max_recipe_memory_bytes: 2 * 1024 * 1024,
+        // Two 1mb bodies and their routes' JSON (kept for current_recipe) fit.
+        max_recipe_memory_bytes: 2 * 1024 * 1024 + 4096,
         ..loopback_options()
     });
     let addr = sim.local_addr();
@@ -1008,7 +1009,7 @@ fn recipes_are_held_to_the_memory_caps() {
     let third = post(addr, "/_admin/add_recipe", &route("c"));
     assert_eq!(third.status, 400);
     assert!(
-        third.text().contains("add_recipe: body: the routes in force would hold more than 2mb of bodies (simulate -max-recipe-memory)"),
+        third.text().contains("add_recipe: body: the routes in force would hold more than 2052kb of bodies (simulate -max-recipe-memory)"),
         "{}",
         third.text()
     );
