@@ -8,7 +8,7 @@ Every minute the RSS and CPU time of the generator and the simulator are read fr
 Prints a per-minute table and, at the end, each process's first-minute vs last-minute RSS.
 
 Set-up: the simulator on one thread pinned to CPU 1, the generator on CPU 0 (as the other
-benches). Loopback only. The record file (about 12 bytes a request: ~220 MB for the hour)
+benches). Loopback only. The record file (18M records for the hour: some hundreds of MB)
 goes to bench/out/runs/soak.llr and is removed unless --keep.
 
 Usage: bench/soak/run.py [--duration 1h] [--rate 5000] [--stage-every 3m]
