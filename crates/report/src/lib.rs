@@ -35,6 +35,7 @@ mod json;
 mod metrics;
 mod pipeline;
 mod resources;
+mod seconds;
 pub mod tabwriter;
 mod text;
 mod warnings;
