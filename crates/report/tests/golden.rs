@@ -817,3 +817,64 @@ fn saturation_appears_only_for_rising_open_loads() {
     // The capacity is 200/s and the rate rises 10/s a second: the knee within a step.
     assert!((200.0..=210.0).contains(&offered), "{offered}: {json}");
 }
+
+/// 10 s at 50/s, answered in about `latency_ms`, every `fail_every`-th request timing out.
+fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
+    let header = RunHeader {
+        seed: Some(7),
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[ErrorEntry {
+                kind: ErrorKind::Timeout,
+                text: "timeout".to_owned(),
+            }],
+        )
+        .unwrap();
+    for n in 0..500u64 {
+        let failed = n % fail_every == 3;
+        writer.push(&Record {
+            seq: n,
+            intended_unix_ns: START_NS + n * 20 * MS,
+            send_lag_ns: 10 * US + (n % 7) * US,
+            latency_ns: latency_ms * MS * (80 + n * 37 % 41) / 100,
+            status: if failed { 0 } else { 200 },
+            error: u32::from(failed),
+            bytes_in: if failed { 0 } else { 512 },
+            bytes_out: 0,
+            ..Record::default()
+        });
+    }
+    writer.finish(&RunEnd::default()).unwrap()
+}
+
+#[test]
+fn golden_compare() {
+    use report::{CompareFormat, CompareInput, run_compare};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.llr"), compare_run(10, 100)).unwrap();
+    std::fs::write(dir.path().join("b.llr"), compare_run(14, 10)).unwrap();
+    // Names as the user typed them, so the goldens do not hold the temporary folder.
+    let inputs = [
+        CompareInput::RecordFile(dir.path().join("a.llr").to_string_lossy().into_owned()),
+        CompareInput::RecordFile(dir.path().join("b.llr").to_string_lossy().into_owned()),
+    ];
+    let prefix = format!("{}/", dir.path().display());
+    for (name, format) in [
+        ("compare.txt", CompareFormat::Text),
+        ("compare.md", CompareFormat::Markdown),
+        ("compare.json", CompareFormat::Json),
+    ] {
+        let mut out = Vec::new();
+        let regressions = run_compare(&inputs, format, Some(0.05), &mut out).unwrap();
+        let rows: Vec<&str> = regressions.iter().map(|r| r.row.as_str()).collect();
+        assert_eq!(rows, ["throughput", "success", "latency p99"], "{name}");
+        check_golden(name, &String::from_utf8(out).unwrap().replace(&prefix, ""));
+    }
+}
