@@ -220,6 +220,8 @@ const NOISE_NOTE: &str = "\nnoise: 95% block bootstrap of the difference of per-
      (beyond: the interval excludes 0); n/a: a whole-run figure with no per-second samples.\n";
 
 type Sampler = fn(&Seconds) -> Vec<f64>;
+/// A whole-run figure of a report.
+type Figure = fn(&Report) -> f64;
 
 /// Compares every input with the first.
 pub fn compare_runs(runs: &[RunFigures]) -> Comparison {
@@ -261,7 +263,7 @@ pub fn compare_runs(runs: &[RunFigures]) -> Comparison {
         &|r| r.latencies.mean_ns as f64,
         Some(mean),
     );
-    let quantiles: [(&str, fn(&Report) -> f64, Sampler); 4] = [
+    let quantiles: [(&str, Figure, Sampler); 4] = [
         (
             "latency p50",
             |r| r.latencies.p50_ns as f64,
@@ -360,7 +362,7 @@ fn error_row(runs: &[RunFigures], kind: ErrorKind) -> Row {
         Unit::Count,
         Some(Direction::LowerIsBetter),
         values,
-        Some(samples),
+        Some(&samples),
     )
 }
 
@@ -373,8 +375,9 @@ fn build_row(
     samples: Option<Sampler>,
 ) -> Row {
     let values = runs.iter().map(|r| value(&r.report)).collect();
-    let samples = samples.map(|sampler| runs.iter().map(|r| sampler(&r.seconds)).collect());
-    finish_row(name.to_owned(), unit, direction, values, samples)
+    let samples: Option<Vec<Vec<f64>>> =
+        samples.map(|sampler| runs.iter().map(|r| sampler(&r.seconds)).collect());
+    finish_row(name.to_owned(), unit, direction, values, samples.as_deref())
 }
 
 fn finish_row(
@@ -382,7 +385,7 @@ fn finish_row(
     unit: Unit,
     direction: Option<Direction>,
     values: Vec<f64>,
-    samples: Option<Vec<Vec<f64>>>,
+    samples: Option<&[Vec<f64>]>,
 ) -> Row {
     let a = values.first().copied().unwrap_or(0.0);
     let versus = values
@@ -390,9 +393,7 @@ fn finish_row(
         .enumerate()
         .skip(1)
         .map(|(index, &b)| {
-            let noise = samples
-                .as_ref()
-                .and_then(|s| bootstrap(&s[0], &s[index], direction));
+            let noise = samples.and_then(|s| bootstrap(&s[0], &s[index], direction));
             versus(a, b, direction, noise)
         })
         .collect();
