@@ -127,13 +127,16 @@ impl RunFacts {
         facts
     }
 
-    /// `Ok` when every attack is an open-model one (the only load whose offered rate
-    /// follows a schedule, so the only one with a saturation point); else why not.
+    /// `Ok` when some attack is an open-model one (the only load whose offered rate
+    /// follows a schedule, so the only one with a saturation point; closed-model
+    /// attacks beside it are left out of the windows); else why not.
     pub fn open_model(&self) -> Result<(), String> {
-        match model_name(self.attacks.iter().filter_map(|a| a.model)) {
-            "open" => Ok(()),
+        let mut models = self.attacks.iter().filter_map(|a| a.model);
+        if models.clone().any(|m| m == LoadModel::Open) {
+            return Ok(());
+        }
+        match model_name(&mut models) {
             "closed" => Err("a closed-model load: its rate follows the responses".to_owned()),
-            "mixed" => Err("open- and closed-model attacks mixed".to_owned()),
             _ => Err("the load model is not recorded (an imported file)".to_owned()),
         }
     }
@@ -613,7 +616,9 @@ mod tests {
             (&[Open], None),
             (&[Open, Open], None),
             (&[Closed], Some("closed-model")),
-            (&[Open, Closed], Some("mixed")),
+            (&[Open, Closed], None),
+            (&[Closed, Closed], Some("closed-model")),
+            (&[Unknown, Closed], Some("not recorded")),
             (&[Unknown], Some("not recorded")),
             (&[], Some("not recorded")),
         ];

@@ -61,7 +61,7 @@ pub fn run_report(
     let mut rows = RowPrinter::new(config);
     let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut resources = Resources::default();
-    let mut seconds = Seconds::default();
+    let mut seconds = Seconds::open_model_only();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
         seconds.add_all(&batch, stream.tables());

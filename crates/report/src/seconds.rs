@@ -11,7 +11,7 @@
 //! grows once per new second, up to [`MAX_SECONDS`].
 
 use analysis::{Finding, SaturationConfig, Window, find_saturation};
-use record::{ErrorKind, Record, RunTables};
+use record::{ErrorKind, LoadModel, Record, RunTables};
 
 /// Seconds kept (a day); a run spanning more is not cut into windows.
 pub const MAX_SECONDS: usize = 86_400;
@@ -46,10 +46,22 @@ pub struct Seconds {
     latency_counts: Vec<u32>,
     /// The run spans more than [`MAX_SECONDS`]: no windows.
     too_long: bool,
+    /// Only records of open-model attacks count (see [`Seconds::open_model_only`]).
+    open_only: bool,
     failed_kind_totals: [u64; KINDS],
 }
 
 impl Seconds {
+    /// Windows of the open-model attacks alone, for the saturation point: a run that
+    /// ramps and then holds closed-model users (field report 003) has its ramp read
+    /// without the users' requests.
+    pub fn open_model_only() -> Seconds {
+        Seconds {
+            open_only: true,
+            ..Seconds::default()
+        }
+    }
+
     /// Adds a batch; `tables` names the kinds of its errors.
     pub fn add_all(&mut self, records: &[Record], tables: &RunTables) {
         for record in records {
@@ -59,6 +71,14 @@ impl Seconds {
 
     #[inline]
     fn add(&mut self, record: &Record, tables: &RunTables) {
+        if self.open_only
+            && tables
+                .attacks
+                .get(usize::from(record.attack))
+                .is_none_or(|a| a.model != LoadModel::Open)
+        {
+            return;
+        }
         if self.bins.is_empty() && !self.too_long {
             self.base_sec = record.intended_unix_ns / SECOND_NS;
             self.earliest_intended_ns = record.intended_unix_ns;
@@ -377,5 +397,28 @@ mod tests {
                 reason: "a closed-model load".to_owned()
             }
         );
+    }
+
+    #[test]
+    fn open_model_only_leaves_closed_attacks_out() {
+        use record::AttackInfo;
+        let attack = |model| AttackInfo {
+            model,
+            ..AttackInfo::default()
+        };
+        let tables = RunTables {
+            attacks: vec![attack(LoadModel::Open), attack(LoadModel::Closed)],
+            ..RunTables::default()
+        };
+        let closed = Record {
+            attack: 1,
+            ..record(3_000, 1, 200)
+        };
+        let mut seconds = Seconds::open_model_only();
+        seconds.add_all(&[record(0, 1, 200), closed], &tables);
+        assert_eq!(seconds.windows().len(), 1);
+        let mut all = Seconds::default();
+        all.add_all(&[record(0, 1, 200), closed], &tables);
+        assert_eq!(all.windows().len(), 4);
     }
 }
