@@ -25,6 +25,10 @@ pub fn write_text(out: &mut String, report: &Report) {
     if let Some(resources) = &report.extras.resources {
         extras.push_str(&resource_rows(resources));
     }
+    // Below every other extra row: a reader looks for it last, after the run's facts.
+    if let Some(finding) = &report.extras.saturation {
+        saturation_rows(&mut extras, finding);
+    }
     if !extras.is_empty() {
         out.push('\n');
         out.push_str(&align(&extras, &[LABEL_WIDTH, BRACKET_WIDTH]));
@@ -232,9 +236,6 @@ fn extra_rows(extras: &Extras) -> String {
             "Run\t[model, attacks, stop]\t{}, {}, {}",
             run.model, run.attacks, run.stop
         );
-    }
-    if let Some(finding) = &extras.saturation {
-        saturation_rows(&mut text, finding);
     }
     text
 }

@@ -804,6 +804,20 @@ fn saturation_appears_only_for_rising_open_loads() {
         holding.contains("Saturation    [none]                            no saturation: "),
         "{holding}"
     );
+    let (saturating, _) = fixture.report(&["ramp_saturating.llr"], &text);
+    let rows: Vec<&str> = saturating
+        .lines()
+        .filter(|l| l.starts_with("Saturation "))
+        .collect();
+    assert_eq!(rows.len(), 4, "the point and three turns: {saturating}");
+    for line in rows
+        .iter()
+        .chain(holding.lines().filter(|l| l.starts_with("Saturation ")))
+    {
+        let chars: Vec<char> = line.chars().collect();
+        assert_eq!(chars[14], '[', "vegeta's columns: {line}");
+        assert_ne!(chars[48], ' ', "values from column 49: {line}");
+    }
     let (json, _) = fixture.report(
         &["ramp_saturating.llr"],
         &config(ReportType::Json { buckets: None }, None, None),
