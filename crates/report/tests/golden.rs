@@ -812,6 +812,7 @@ fn saturation_appears_only_for_rising_open_loads() {
     assert_eq!(rows.len(), 4, "the point and three turns: {saturating}");
     for line in rows
         .iter()
+        .copied()
         .chain(holding.lines().filter(|l| l.starts_with("Saturation ")))
     {
         let chars: Vec<char> = line.chars().collect();
