@@ -24,7 +24,7 @@ pub mod slo;
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
-pub use slo::{GeneratorHealth, Percentile, Slo, StepSummary, Verdict, judge};
+pub use slo::{GeneratorHealth, Percentile, Slo, StepSummary, Verdict, judge, parse_percentile};
 
 /// What can go wrong turning user input into analysis settings.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -2,59 +2,14 @@
 //! with the generator's own health first, so that a generator that fell behind is never
 //! taken for a saturated server (DESIGN.md section 9).
 
-use std::fmt;
-use std::str::FromStr;
-
 use crate::AnalysisError;
 
-/// A latency statistic an SLO can bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Percentile {
-    /// The median.
-    P50,
-    /// The 90th percentile.
-    P90,
-    /// The 95th percentile.
-    P95,
-    /// The 99th percentile.
-    P99,
-    /// The 99.9th percentile.
-    P999,
-    /// The slowest request.
-    Max,
-    /// The arithmetic mean.
-    Mean,
-}
+/// A latency statistic an SLO can bound: the one set of names stop rules use too.
+pub use workload::LatencyStat as Percentile;
 
-impl FromStr for Percentile {
-    type Err = AnalysisError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ok(match text.trim().to_ascii_lowercase().as_str() {
-            "p50" | "50" | "median" => Percentile::P50,
-            "p90" | "90" => Percentile::P90,
-            "p95" | "95" => Percentile::P95,
-            "p99" | "99" => Percentile::P99,
-            "p99.9" | "p999" | "99.9" => Percentile::P999,
-            "max" => Percentile::Max,
-            "mean" => Percentile::Mean,
-            _ => return Err(AnalysisError::UnknownPercentile(text.to_owned())),
-        })
-    }
-}
-
-impl fmt::Display for Percentile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Percentile::P50 => "p50",
-            Percentile::P90 => "p90",
-            Percentile::P95 => "p95",
-            Percentile::P99 => "p99",
-            Percentile::P999 => "p99.9",
-            Percentile::Max => "max",
-            Percentile::Mean => "mean",
-        })
-    }
+/// Reads a statistic's name (`p50`, `p90`, `p95`, `p99`, `p99.9`, `max`, `mean`; any case).
+pub fn parse_percentile(text: &str) -> Result<Percentile, AnalysisError> {
+    Percentile::from_name(text).ok_or_else(|| AnalysisError::UnknownPercentile(text.to_owned()))
 }
 
 /// What the generator itself must achieve for a step to say anything about the server.
@@ -333,10 +288,10 @@ mod tests {
             ),
             ("", Err(AnalysisError::UnknownPercentile(String::new()))),
         ] {
-            assert_eq!(text.parse::<Percentile>(), want, "{text:?}");
+            assert_eq!(parse_percentile(text), want, "{text:?}");
         }
         for p in [Percentile::P50, Percentile::P999, Percentile::Max] {
-            assert_eq!(p.to_string().parse::<Percentile>(), Ok(p));
+            assert_eq!(parse_percentile(&p.to_string()), Ok(p));
         }
     }
 }

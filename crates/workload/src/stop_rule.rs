@@ -47,8 +47,8 @@ enum Metric {
     Lag,
 }
 
-/// Which latency figure of a second a rule reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A latency statistic: what a stop rule reads of a second, and what a plan's SLO bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LatencyStat {
     /// The median.
     P50,
@@ -239,16 +239,48 @@ fn latency(figures: &LatencyFigures, stat: LatencyStat) -> u64 {
     }
 }
 
+impl LatencyStat {
+    /// Every statistic with the names it is written as (the first is how it prints).
+    const NAMES: [(LatencyStat, &'static [&'static str]); 7] = [
+        (LatencyStat::P50, &["p50", "median"]),
+        (LatencyStat::P90, &["p90"]),
+        (LatencyStat::P95, &["p95"]),
+        (LatencyStat::P99, &["p99"]),
+        (LatencyStat::P999, &["p99.9", "p999"]),
+        (LatencyStat::Max, &["max"]),
+        (LatencyStat::Mean, &["mean"]),
+    ];
+
+    /// The statistic a name stands for (`p99`, `P99.9`, `p999`, `max`, ...), any case.
+    pub fn from_name(name: &str) -> Option<LatencyStat> {
+        let name = name.trim().to_ascii_lowercase();
+        Self::NAMES
+            .iter()
+            .find(|(_, names)| names.contains(&name.as_str()))
+            .map(|(stat, _)| *stat)
+    }
+
+    /// How it prints: `p50`, `p90`, `p95`, `p99`, `p99.9`, `max`, `mean`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(stat, _)| *stat == self)
+            .map_or("?", |(_, names)| names[0])
+    }
+}
+
+impl fmt::Display for LatencyStat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 fn parse_metric(word: &str) -> Result<Metric, String> {
+    if let Some(stat) = LatencyStat::from_name(word) {
+        return Ok(Metric::Latency(stat));
+    }
     Ok(match word {
         "errors" => Metric::Errors,
-        "p50" => Metric::Latency(LatencyStat::P50),
-        "p90" => Metric::Latency(LatencyStat::P90),
-        "p95" => Metric::Latency(LatencyStat::P95),
-        "p99" => Metric::Latency(LatencyStat::P99),
-        "p999" => Metric::Latency(LatencyStat::P999),
-        "max" => Metric::Latency(LatencyStat::Max),
-        "mean" => Metric::Latency(LatencyStat::Mean),
         "throughput" => Metric::Throughput,
         "lag" => Metric::Lag,
         other => {
