@@ -1,0 +1,345 @@
+//! One cell: setup and ready hooks, an attack through [`engine::run`] (a library call)
+//! into `records.llr`, teardown, then the verdict of its window and its `report.txt`.
+//! Whatever fails (a hook, a server that is down, a target that cannot be read) ends up
+//! in the cell's row with its reason; only a run folder that cannot be written stops
+//! the plan.
+
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use analysis::{Verdict, judge};
+use engine::{AttackConfig, RunConfig, StopHandle, Targets, TlsOptions};
+use workload::{AttackFields, Origin, Pacing, Target, TextOrNumber, defaults};
+
+use crate::LabError;
+use crate::cells::{Cell, Offer, substitute};
+use crate::folder::StepRow;
+use crate::hooks::{note, run_hook, wait_ready};
+use crate::plan::{Plan, TargetSource};
+use crate::summarise::{Window, summarise};
+
+/// What the runner learns from one cell.
+pub struct StepResult {
+    /// Its row in `summary.json`.
+    pub row: StepRow,
+    /// Whether Ctrl-C stopped it (its verdict then says nothing).
+    pub interrupted: bool,
+}
+
+/// Runs one cell in `dir` (`steps/NNN-...`), judging it against the plan's SLO.
+pub fn run_cell(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    run_dir: &Path,
+    stop: &StopHandle,
+) -> Result<StepResult, LabError> {
+    std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let variant = &plan.variants[cell.variant];
+    let values = cell.values(plan);
+    let hooks_log = dir.join("hooks.txt");
+    let started = Instant::now();
+    let mut row = StepRow::new(plan, cell, dir, run_dir);
+    let setup = match &variant.setup {
+        Some(command) => run_hook(
+            "setup",
+            &substitute(command, &values),
+            variant.hook_timeout,
+            &hooks_log,
+            stop,
+        ),
+        None => Ok(()),
+    };
+    let ready = setup.and_then(|()| match &variant.ready {
+        Some(ready) => wait_ready(ready, &values, &hooks_log, stop)
+            .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
+        None => Ok(()),
+    });
+    let attack = ready.and_then(|()| attack(plan, cell, dir, stop));
+    if let Some(command) = &variant.teardown
+        && let Err(why) = run_hook(
+            "teardown",
+            &substitute(command, &values),
+            variant.hook_timeout,
+            &hooks_log,
+            stop,
+        )
+    {
+        row.notes.push(why);
+    }
+    row.seconds = started.elapsed().as_secs_f64();
+    let interrupted = stop.is_stopping();
+    match attack {
+        Err(why) => row.set_failed(why),
+        Ok(outcome) if interrupted => {
+            row.verdict = "interrupted".to_owned();
+            row.why = "stopped by Ctrl-C; not judged".to_owned();
+            row.records = Some(outcome.records);
+        }
+        Ok(outcome) => judge_cell(plan, cell, dir, run_dir, &outcome, &mut row)?,
+    }
+    if !row.notes.is_empty() {
+        row.why = format!("{}; {}", row.why, row.notes.join("; "));
+    }
+    Ok(StepResult { row, interrupted })
+}
+
+/// What an attack left behind.
+struct Attacked {
+    records: String,
+    plan: workload::Plan,
+    fired: Option<String>,
+}
+
+fn judge_cell(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    run_dir: &Path,
+    outcome: &Attacked,
+    row: &mut StepRow,
+) -> Result<(), LabError> {
+    let load = &plan.load;
+    let window = Window {
+        start_ns: load.warmup.as_nanos() as u64,
+        end_ns: (load.warmup + measured(plan, cell)).as_nanos() as u64,
+    };
+    let asked = |from: u64, to: u64| {
+        Some(
+            outcome
+                .plan
+                .asked_by(to)?
+                .saturating_sub(outcome.plan.asked_by(from)?),
+        )
+    };
+    let figures = match summarise(&outcome.records, window, &asked) {
+        Ok(figures) => figures,
+        Err(err) => {
+            row.set_failed(format!("cannot read the records: {err}"));
+            return Ok(());
+        }
+    };
+    let mut verdict = judge(&figures.summary, &plan.slo);
+    if let (Some(rule), Verdict::Pass | Verdict::Fail(_)) = (&outcome.fired, &verdict) {
+        let mut reasons = match verdict {
+            Verdict::Fail(reasons) => reasons,
+            _ => Vec::new(),
+        };
+        reasons.insert(0, format!("stopped early: {rule}"));
+        verdict = Verdict::Fail(reasons);
+    }
+    row.fill(&figures.summary, &verdict);
+    write_report(&outcome.records, &dir.join("report.txt"));
+    row.report = Some(relative(&dir.join("report.txt"), run_dir));
+    Ok(())
+}
+
+/// The step's measured length (a schedule's own length when it is one).
+pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
+    match &cell.offer {
+        Offer::Schedule(text) => workload::Schedule::parse(text)
+            .ok()
+            .and_then(|s| s.duration_ns())
+            .map_or(plan.load.step_duration, Duration::from_nanos)
+            .saturating_sub(plan.load.warmup),
+        _ => plan.load.step_duration,
+    }
+}
+
+/// `report.txt` as `loadlab report` prints it; a report that cannot be made is noted
+/// in the file instead (the verdict does not depend on it).
+fn write_report(records: &str, path: &Path) {
+    let Ok(file) = std::fs::File::create(path) else {
+        return;
+    };
+    let mut out = BufWriter::new(file);
+    let result =
+        report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|config| {
+            report::run_report(
+                &[records.to_owned()],
+                &config,
+                &mut out,
+                &mut std::io::sink(),
+            )
+        });
+    if let Err(err) = result {
+        use std::io::Write;
+        let _ = writeln!(out, "no report: {err}");
+    }
+}
+
+pub fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Builds the cell's attack and runs it into `records.llr`.
+fn attack(plan: &Plan, cell: &Cell, dir: &Path, stop: &StopHandle) -> Result<Attacked, String> {
+    let config = run_config(plan, cell)?;
+    let path = dir.join("records.llr");
+    let file = std::fs::File::create(&path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let out = BufWriter::with_capacity(1 << 16, file);
+    let (out, outcome) = engine::run(&config, out, stop).map_err(|e| format!("attack: {e}"))?;
+    out.into_inner()
+        .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
+    Ok(Attacked {
+        records: path.display().to_string(),
+        plan: config.attacks[0].plan.clone(),
+        fired: outcome.fired.map(|f| format!("{f:?}")),
+    })
+}
+
+fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
+    let load = &plan.load;
+    let variant = &plan.variants[cell.variant];
+    let mut fields: AttackFields = load.attack.clone();
+    fields.name = Some(variant.name.clone());
+    match &cell.offer {
+        Offer::Rate(rate) => fields.rate = Some(TextOrNumber::Text(format!("{rate}/1s"))),
+        Offer::Users(users) => fields.concurrency = Some(TextOrNumber::Integer(*users as i64)),
+        Offer::Schedule(schedule) => fields.schedule = Some(schedule.clone()),
+    }
+    if !matches!(cell.offer, Offer::Schedule(_)) {
+        fields.duration = Some(format!(
+            "{}ns",
+            (load.warmup + load.step_duration).as_nanos()
+        ));
+    }
+    let origin = Origin {
+        place: Some(format!("{}:{}", plan.source_name, load.line)),
+        base_dir: plan.base_dir.clone(),
+    };
+    let settings = fields.settings(&origin).map_err(|e| e.to_string())?;
+    if matches!(settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
+        return Err("internal: a rate step ran the closed model".to_owned());
+    }
+    let targets = targets(plan, variant, &settings.headers)?;
+    let attack = AttackConfig {
+        name: settings.name,
+        targets: Targets::List(targets),
+        plan: settings.plan,
+        timeout: settings.timeout,
+        keepalive: settings.keepalive,
+        redirects: settings.redirects,
+        max_in_flight: settings.max_in_flight,
+        max_body: settings.max_body,
+        data: None,
+    };
+    Ok(RunConfig {
+        attacks: vec![attack],
+        threads: load
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        initial_connections: defaults::INITIAL_CONNECTIONS,
+        connections_per_host: load.connections.unwrap_or(defaults::CONNECTIONS_PER_HOST),
+        tls: TlsOptions::default(),
+        local_addr: None,
+        unix_socket: None,
+        seed: load.seed,
+        stop_rules: load.stop_when.clone(),
+    })
+}
+
+/// The variant's targets: its own, or the plan's (rebased onto its base URL).
+fn targets(
+    plan: &Plan,
+    variant: &crate::plan::Variant,
+    headers: &[workload::Header],
+) -> Result<Vec<Target>, String> {
+    let shared = &plan.load.attack;
+    let (text, name) = match &variant.targets {
+        TargetSource::Inline(list) => (
+            list.join("\n\n"),
+            format!(
+                "{}:{}: variant {:?}: targets",
+                plan.source_name, variant.line, variant.name
+            ),
+        ),
+        TargetSource::File(path) => read(&plan.base_dir.join(path))?,
+        TargetSource::Shared | TargetSource::Rebased(_) => {
+            match (&shared.targets, &shared.targets_file) {
+                (Some(list), _) => (
+                    list.join("\n\n"),
+                    format!("{}:{}: load.targets", plan.source_name, plan.load.line),
+                ),
+                (None, Some(file)) => read(&plan.base_dir.join(file))?,
+                (None, None) => return Err(format!("variant {:?} has no targets", variant.name)),
+            }
+        }
+    };
+    let text = match &variant.targets {
+        TargetSource::Rebased(base) => rebase(&text, base),
+        _ => text,
+    };
+    let body = match &shared.body_file {
+        Some(file) => std::fs::read(plan.base_dir.join(file))
+            .map_err(|e| format!("load.body_file {file}: {e}"))?,
+        None => Vec::new(),
+    };
+    workload::parse_http_targets(
+        std::io::Cursor::new(text),
+        &name,
+        headers,
+        &body,
+        &|path: &Path| std::fs::read(path),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn read(path: &PathBuf) -> Result<(String, String), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("targets file {}: {e}", path.display()))?;
+    Ok((text, path.display().to_string()))
+}
+
+/// Replaces the scheme, host and port of every `METHOD URL` line with `base`.
+pub fn rebase(text: &str, base: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let Some((method, url)) = line.split_once(' ') else {
+                return line.to_owned();
+            };
+            let is_request = workload::HTTP_METHODS.contains(&method) && url.contains("://");
+            if !is_request {
+                return line.to_owned();
+            }
+            let after_scheme = url.find("://").map_or(0, |i| i + 3);
+            let path = url[after_scheme..]
+                .find('/')
+                .map_or("", |i| &url[after_scheme + i..]);
+            format!("{method} {base}{path}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebasing_keeps_methods_paths_and_headers() {
+        let rows = [
+            (
+                "GET http://prod.example:8080/v3/info?x=1",
+                "GET http://127.0.0.1:9/v3/info?x=1",
+            ),
+            (
+                "POST https://h/search\nAuthorization: x",
+                "POST http://127.0.0.1:9/search\nAuthorization: x",
+            ),
+            ("GET http://h", "GET http://127.0.0.1:9"),
+            ("X-Note: GET http://h/", "X-Note: GET http://h/"),
+        ];
+        for (text, want) in rows {
+            assert_eq!(rebase(text, "http://127.0.0.1:9"), want, "{text}");
+        }
+    }
+}
