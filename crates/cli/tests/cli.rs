@@ -1253,3 +1253,39 @@ fn bad_scenario_files_name_the_line() {
     }
     let _ = csv;
 }
+
+#[test]
+fn run_refuses_a_bad_plan_naming_its_file_and_line() {
+    let dir = TempDir::new();
+    let typo = dir.write(
+        "typo.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\n[slo]\nsucess = 0.99\n",
+    );
+    let impossible = dir.write(
+        "impossible.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\n[slo]\nsuccess = 2\n",
+    );
+    let missing = dir.path("missing.toml");
+    let rows = [
+        (
+            typo.clone(),
+            format!("{typo}:8: sucess: unknown field `sucess`"),
+        ),
+        (
+            impossible.clone(),
+            format!("{impossible}:8: slo.success: must be between 0 and 1"),
+        ),
+        (missing.clone(), format!("{missing}: No such file")),
+    ];
+    for (plan, want) in rows {
+        let output = run(&["run", &plan, "-output", &dir.path("out")], None);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{plan}: {err}");
+        assert!(err.contains(&want), "{plan}: {err}");
+        assert!(!err.contains("panicked"), "{plan}: {err}");
+    }
+    assert!(
+        !std::path::Path::new(&dir.path("out")).exists(),
+        "no run folder for a bad plan"
+    );
+}
