@@ -53,7 +53,12 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let plan = Plan::read(&args.plan)?;
+    let mut plan = Plan::read(&args.plan)?;
+    // Plans start their stand-ins with `{{loadlab}} simulate ...`: this very binary.
+    if let Ok(exe) = std::env::current_exe() {
+        plan.hook_values
+            .push(("loadlab".to_owned(), exe.display().to_string()));
+    }
     let output = args
         .output
         .clone()

@@ -71,6 +71,7 @@ impl Cell {
         }
         values.push(("repeat".to_owned(), self.repeat.to_string()));
         values.extend(self.params.iter().cloned());
+        values.extend(plan.hook_values.iter().cloned());
         values
     }
 

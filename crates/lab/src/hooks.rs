@@ -23,6 +23,7 @@ pub fn run_hook(
     what: &str,
     command: &str,
     timeout: Duration,
+    cwd: &Path,
     log: &Path,
     stop: &StopHandle,
 ) -> Result<(), String> {
@@ -36,6 +37,11 @@ pub fn run_hook(
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
+        .current_dir(if cwd.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            cwd
+        })
         .stdin(Stdio::null())
         .stdout(Stdio::from(
             out.try_clone().map_err(|e| format!("{what}: {e}"))?,
@@ -79,6 +85,7 @@ pub fn run_hook(
 pub fn wait_ready(
     ready: &Ready,
     values: &[(String, String)],
+    cwd: &Path,
     log: &Path,
     stop: &StopHandle,
 ) -> Result<(), String> {
@@ -98,6 +105,7 @@ pub fn wait_ready(
                 "ready",
                 &crate::cells::substitute(command, values),
                 left,
+                cwd,
                 log,
                 stop,
             ),
@@ -182,7 +190,7 @@ mod tests {
         ];
         for (command, timeout, want) in rows {
             let started = Instant::now();
-            let got = run_hook("setup", command, timeout, &log, &stop);
+            let got = run_hook("setup", command, timeout, Path::new(""), &log, &stop);
             match want {
                 Ok(()) => assert_eq!(got, Ok(()), "{command}"),
                 Err(prefix) => assert!(

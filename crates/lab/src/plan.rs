@@ -60,6 +60,9 @@ pub struct Plan {
     pub search: SearchSettings,
     /// `matrix` mode's axes.
     pub matrix: Matrix,
+    /// Further `{{name}}` values for hooks, set by the caller (the CLI adds `loadlab`,
+    /// its own path, so a plan can start `{{loadlab}} simulate ...`).
+    pub hook_values: Vec<(String, String)>,
 }
 
 /// One system under test.
@@ -397,6 +400,7 @@ impl Plan {
             slo: slo(&spot, raw.slo.as_ref())?,
             search: search(&spot, raw.search.as_ref())?,
             matrix,
+            hook_values: Vec::new(),
         })
     }
 }
@@ -1064,5 +1068,35 @@ max_rate = 100000
             })
             .collect();
         assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
+
+#[cfg(test)]
+mod shipped {
+    use super::*;
+
+    #[test]
+    fn every_shipped_plan_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/plans");
+        let mut modes = Vec::new();
+        for entry in std::fs::read_dir(&dir).expect("examples/plans") {
+            let path = entry.expect("entry").path();
+            let plan = Plan::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            for variant in &plan.variants {
+                if let TargetSource::File(file) = &variant.targets {
+                    assert!(
+                        dir.join(file).is_file(),
+                        "{}: {}",
+                        path.display(),
+                        file.display()
+                    );
+                }
+            }
+            modes.push(plan.mode);
+        }
+        for mode in [Mode::Sweep, Mode::Search, Mode::Matrix] {
+            assert!(modes.contains(&mode), "no shipped {mode:?} plan");
+        }
+        assert!(modes.len() >= 4, "one plan per field report");
     }
 }

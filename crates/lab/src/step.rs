@@ -49,24 +49,27 @@ pub fn run_cell(
             "setup",
             &substitute(command, &values),
             variant.hook_timeout,
+            &plan.base_dir,
             &hooks_log,
             stop,
         ),
         None => Ok(()),
     };
     let ready = setup.and_then(|()| match &variant.ready {
-        Some(ready) => wait_ready(ready, &values, &hooks_log, stop)
+        Some(ready) => wait_ready(ready, &values, &plan.base_dir, &hooks_log, stop)
             .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
         None => Ok(()),
     });
     let attack = ready.and_then(|()| attack(plan, cell, dir, stop));
+    // Teardown runs even after Ctrl-C (it may stop what setup started): its own handle.
     if let Some(command) = &variant.teardown
         && let Err(why) = run_hook(
             "teardown",
             &substitute(command, &values),
             variant.hook_timeout,
+            &plan.base_dir,
             &hooks_log,
-            stop,
+            &StopHandle::new(),
         )
     {
         row.notes.push(why);
