@@ -95,7 +95,8 @@ pub fn run_cell(
 struct Attacked {
     records: String,
     plan: workload::Plan,
-    fired: Option<String>,
+    /// A stop rule that ended the step early: what it said, and when (ns from the start).
+    fired: Option<(String, u64)>,
 }
 
 fn judge_cell(
@@ -107,10 +108,13 @@ fn judge_cell(
     row: &mut StepRow,
 ) -> Result<(), LabError> {
     let load = &plan.load;
-    let window = Window {
-        start_ns: load.warmup.as_nanos() as u64,
-        end_ns: (load.warmup + measured(plan, cell)).as_nanos() as u64,
-    };
+    let start_ns = load.warmup.as_nanos() as u64;
+    let planned_end_ns = (load.warmup + measured(plan, cell)).as_nanos() as u64;
+    // A step a stop rule ended is judged on what it sent, up to the rule's firing.
+    let end_ns = outcome.fired.as_ref().map_or(planned_end_ns, |(_, at_ns)| {
+        (*at_ns).clamp(start_ns + 1, planned_end_ns)
+    });
+    let window = Window { start_ns, end_ns };
     let asked = |from: u64, to: u64| {
         Some(
             outcome
@@ -126,19 +130,30 @@ fn judge_cell(
             return Ok(());
         }
     };
-    let mut verdict = judge(&figures.summary, &plan.slo);
-    if let (Some(rule), Verdict::Pass | Verdict::Fail(_)) = (&outcome.fired, &verdict) {
-        let mut reasons = match verdict {
-            Verdict::Fail(reasons) => reasons,
-            _ => Vec::new(),
-        };
-        reasons.insert(0, format!("stopped early: {rule}"));
-        verdict = Verdict::Fail(reasons);
-    }
+    let verdict = with_stop_rule(
+        judge(&figures.summary, &plan.slo),
+        outcome.fired.as_ref().map(|(rule, _)| rule.as_str()),
+    );
     row.fill(&figures.summary, &verdict);
     write_report(&outcome.records, &dir.join("report.txt"));
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     Ok(())
+}
+
+/// A step a stop rule ended has clearly failed, unless the generator was at fault
+/// (then it stays inconclusive); a rule that fired during the warm-up leaves no window,
+/// and the rule alone is the reason.
+fn with_stop_rule(verdict: Verdict, fired: Option<&str>) -> Verdict {
+    let Some(rule) = fired else { return verdict };
+    let early = format!("stopped early: {rule}");
+    match verdict {
+        Verdict::Pass => Verdict::Fail(vec![early]),
+        Verdict::Fail(reasons) => Verdict::Fail(std::iter::once(early).chain(reasons).collect()),
+        Verdict::Inconclusive(reasons) if reasons == ["no requests were measured"] => {
+            Verdict::Fail(vec![early])
+        }
+        inconclusive => inconclusive,
+    }
 }
 
 /// The step's measured length (a schedule's own length when it is one).
@@ -189,13 +204,39 @@ fn attack(plan: &Plan, cell: &Cell, dir: &Path, stop: &StopHandle) -> Result<Att
     let file = std::fs::File::create(&path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let out = BufWriter::with_capacity(1 << 16, file);
-    let (out, outcome) = engine::run(&config, out, stop).map_err(|e| format!("attack: {e}"))?;
+    let (out, outcome) = run_forwarding_stop(&config, out, stop)?;
     out.into_inner()
         .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
     Ok(Attacked {
         records: path.display().to_string(),
         plan: config.attacks[0].plan.clone(),
-        fired: outcome.fired.map(|f| format!("{f:?}")),
+        fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
+    })
+}
+
+/// [`engine::run`] on a handle of its own: a stop rule that fires drains the handle it
+/// is given, and that must end this step only, not the plan. Ctrl-C on the plan's
+/// handle is forwarded to the step's.
+fn run_forwarding_stop(
+    config: &RunConfig,
+    out: BufWriter<std::fs::File>,
+    stop: &StopHandle,
+) -> Result<(BufWriter<std::fs::File>, engine::RunOutcome), String> {
+    let step_stop = StopHandle::new();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if stop.is_stopping() {
+                    step_stop.drain();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let result = engine::run(config, out, &step_stop).map_err(|e| format!("attack: {e}"));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
     })
 }
 
@@ -326,6 +367,35 @@ pub fn rebase(text: &str, base: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fired_stop_rule_fails_the_step_unless_the_generator_was_at_fault() {
+        let rule = Some("'errors > 50% for 1s' fired at 1s (value 1)");
+        let early = "stopped early: 'errors > 50% for 1s' fired at 1s (value 1)".to_owned();
+        let inconclusive = Verdict::Inconclusive(vec!["generator sent 1/s of 2/s".to_owned()]);
+        let rows = [
+            (Verdict::Pass, None, Verdict::Pass),
+            (Verdict::Pass, rule, Verdict::Fail(vec![early.clone()])),
+            (
+                Verdict::Fail(vec!["success 1% under 99%".to_owned()]),
+                rule,
+                Verdict::Fail(vec![early.clone(), "success 1% under 99%".to_owned()]),
+            ),
+            (
+                Verdict::Inconclusive(vec!["no requests were measured".to_owned()]),
+                rule,
+                Verdict::Fail(vec![early]),
+            ),
+            (inconclusive.clone(), rule, inconclusive),
+        ];
+        for (verdict, fired, want) in rows {
+            assert_eq!(
+                with_stop_rule(verdict.clone(), fired),
+                want,
+                "{verdict:?} {fired:?}"
+            );
+        }
+    }
 
     #[test]
     fn rebasing_keeps_methods_paths_and_headers() {
