@@ -34,6 +34,8 @@ mod inflight;
 mod launch;
 mod lazy;
 mod poller;
+#[cfg(test)]
+mod proptests;
 mod redirect;
 mod render;
 mod response;

@@ -18,6 +18,7 @@ use crate::rates::Rates;
 use crate::runner::{Sampler, Tick};
 use crate::sockstat::{field, parse_sockstat};
 use crate::tcp_states::{STATE_NAMES, count_states};
+use record::ResourceSeries as S;
 
 /// Busy, iowait, steal and total jiffies of one CPU line.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -104,11 +105,13 @@ impl HostSampler {
                 reading.value(cpu_series(&label), busy);
                 if index == 0 {
                     reading.value(
-                        SeriesDef::gauge("host.cpu_iowait_percent", "percent").label("cpu", "all"),
+                        SeriesDef::gauge(S::HostCpuIowaitPercent.name(), "percent")
+                            .label("cpu", "all"),
                         iowait,
                     );
                     reading.value(
-                        SeriesDef::gauge("host.cpu_steal_percent", "percent").label("cpu", "all"),
+                        SeriesDef::gauge(S::HostCpuStealPercent.name(), "percent")
+                            .label("cpu", "all"),
                         steal,
                     );
                 }
@@ -122,26 +125,26 @@ impl HostSampler {
             Ok(memory) => memory,
             Err(err) => {
                 return reading.gap(
-                    Some(SeriesDef::gauge("host.memory_used_bytes", "bytes")),
+                    Some(SeriesDef::gauge(S::HostMemoryUsedBytes.name(), "bytes")),
                     format!("/proc/meminfo: {err}"),
                 );
             }
         };
         let available = memory.mem_available.unwrap_or(memory.mem_free);
         reading.value(
-            SeriesDef::gauge("host.memory_total_bytes", "bytes"),
+            SeriesDef::gauge(S::HostMemoryTotalBytes.name(), "bytes"),
             memory.mem_total as f64,
         );
         reading.value(
-            SeriesDef::gauge("host.memory_available_bytes", "bytes"),
+            SeriesDef::gauge(S::HostMemoryAvailableBytes.name(), "bytes"),
             available as f64,
         );
         reading.value(
-            SeriesDef::gauge("host.memory_used_bytes", "bytes"),
+            SeriesDef::gauge(S::HostMemoryUsedBytes.name(), "bytes"),
             memory.mem_total.saturating_sub(available) as f64,
         );
         reading.value(
-            SeriesDef::gauge("host.swap_used_bytes", "bytes"),
+            SeriesDef::gauge(S::HostSwapUsedBytes.name(), "bytes"),
             memory.swap_total.saturating_sub(memory.swap_free) as f64,
         );
     }
@@ -151,7 +154,7 @@ impl HostSampler {
             Ok(devices) => devices,
             Err(err) => {
                 return reading.gap(
-                    Some(SeriesDef::rate("host.net_rx_bytes_per_sec", "bytes/s")),
+                    Some(SeriesDef::rate(S::HostNetRxBytesPerSec.name(), "bytes/s")),
                     format!("/proc/net/dev: {err}"),
                 );
             }
@@ -161,10 +164,10 @@ impl HostSampler {
         for name in names {
             let device = &devices[name];
             let counters = [
-                ("host.net_rx_bytes_per_sec", "bytes/s", device.recv_bytes),
-                ("host.net_tx_bytes_per_sec", "bytes/s", device.sent_bytes),
-                ("host.net_rx_packets_per_sec", "1/s", device.recv_packets),
-                ("host.net_tx_packets_per_sec", "1/s", device.sent_packets),
+                (S::HostNetRxBytesPerSec.name(), "bytes/s", device.recv_bytes),
+                (S::HostNetTxBytesPerSec.name(), "bytes/s", device.sent_bytes),
+                (S::HostNetRxPacketsPerSec.name(), "1/s", device.recv_packets),
+                (S::HostNetTxPacketsPerSec.name(), "1/s", device.sent_packets),
             ];
             for (series, unit, value) in counters {
                 let def = SeriesDef::rate(series, unit).label("interface", name);
@@ -182,11 +185,11 @@ impl HostSampler {
                 let stat = parse_sockstat(&text);
                 let page = procfs::page_size() as f64;
                 let fields = [
-                    ("host.tcp_time_wait", "TCP", "tw", 1.0, "count"),
-                    ("host.sockets_used", "sockets", "used", 1.0, "count"),
-                    ("host.tcp_orphans", "TCP", "orphan", 1.0, "count"),
-                    ("host.tcp_memory_bytes", "TCP", "mem", page, "bytes"),
-                    ("host.udp_sockets", "UDP", "inuse", 1.0, "count"),
+                    (S::HostTcpTimeWait.name(), "TCP", "tw", 1.0, "count"),
+                    (S::HostSocketsUsed.name(), "sockets", "used", 1.0, "count"),
+                    (S::HostTcpOrphans.name(), "TCP", "orphan", 1.0, "count"),
+                    (S::HostTcpMemoryBytes.name(), "TCP", "mem", page, "bytes"),
+                    (S::HostUdpSockets.name(), "UDP", "inuse", 1.0, "count"),
                 ];
                 for (series, protocol, name, scale, unit) in fields {
                     if let Some(value) = field(&stat, protocol, name) {
@@ -195,13 +198,13 @@ impl HostSampler {
                 }
             }
             Err(err) => reading.gap(
-                Some(SeriesDef::gauge("host.sockets_used", "count")),
+                Some(SeriesDef::gauge(S::HostSocketsUsed.name(), "count")),
                 format!("/proc/net/sockstat: {err}"),
             ),
         }
         if let Some(established) = established {
             reading.value(
-                SeriesDef::gauge("host.tcp_established", "count"),
+                SeriesDef::gauge(S::HostTcpEstablished.name(), "count"),
                 established,
             );
         }
@@ -217,12 +220,14 @@ impl HostSampler {
         match count_states() {
             Ok(counts) => {
                 for (state, name) in STATE_NAMES.iter().enumerate().skip(1) {
-                    let def = SeriesDef::gauge("host.tcp_sockets", "count").label("state", name);
+                    let def =
+                        SeriesDef::gauge(S::HostTcpSockets.name(), "count").label("state", name);
                     reading.value(def, counts[state] as f64);
                 }
             }
             Err(err) => {
-                let def = SeriesDef::gauge("host.tcp_sockets", "count").label("state", "listen");
+                let def =
+                    SeriesDef::gauge(S::HostTcpSockets.name(), "count").label("state", "listen");
                 reading.gap(Some(def), err.to_string());
             }
         }
@@ -254,16 +259,22 @@ impl HostSampler {
         let file_nr = std::fs::read_to_string("/proc/sys/fs/file-nr");
         match file_nr.as_deref().ok().and_then(parse_file_nr) {
             Some((open, max)) => {
-                reading.value(SeriesDef::gauge("host.fds_open", "count"), open as f64);
-                reading.value(SeriesDef::gauge("host.fds_max", "count"), max as f64);
+                reading.value(
+                    SeriesDef::gauge(S::HostFdsOpen.name(), "count"),
+                    open as f64,
+                );
+                reading.value(SeriesDef::gauge(S::HostFdsMax.name(), "count"), max as f64);
             }
             None => reading.gap(
-                Some(SeriesDef::gauge("host.fds_open", "count")),
+                Some(SeriesDef::gauge(S::HostFdsOpen.name(), "count")),
                 "/proc/sys/fs/file-nr unreadable",
             ),
         }
         if let Ok(load) = LoadAverage::current() {
-            reading.value(SeriesDef::gauge("host.load1", "count"), f64::from(load.one));
+            reading.value(
+                SeriesDef::gauge(S::HostLoad1.name(), "count"),
+                f64::from(load.one),
+            );
         }
     }
 }
@@ -275,7 +286,7 @@ fn thread_cpu() -> std::time::Duration {
 }
 
 fn cpu_series(cpu: &str) -> SeriesDef {
-    SeriesDef::gauge("host.cpu_percent", "percent").label("cpu", cpu)
+    SeriesDef::gauge(S::HostCpuPercent.name(), "percent").label("cpu", cpu)
 }
 
 impl Sampler for HostSampler {

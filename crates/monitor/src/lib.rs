@@ -32,6 +32,8 @@ mod process;
 mod process_match;
 mod prom;
 mod prom_parse;
+#[cfg(test)]
+mod proptests;
 mod rates;
 mod redact;
 mod runner;

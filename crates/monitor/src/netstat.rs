@@ -3,6 +3,7 @@
 //! We read the TCP counters that explain latency: retransmits, resets, and listen
 //! queue overflows (the server did not `accept` fast enough).
 
+use record::ResourceSeries as S;
 use std::collections::HashMap;
 
 /// `(section, counter) -> value`, e.g. `("TcpExt", "ListenOverflows") -> 3`.
@@ -10,15 +11,19 @@ pub(crate) type Counters = HashMap<(String, String), f64>;
 
 /// The counters loadlab charts: (section, name, series name, unit).
 pub(crate) const TCP_COUNTERS: [(&str, &str, &str); 5] = [
-    ("Tcp", "RetransSegs", "host.tcp_retransmits_per_sec"),
-    ("Tcp", "OutRsts", "host.tcp_resets_sent_per_sec"),
-    ("Tcp", "AttemptFails", "host.tcp_connect_failures_per_sec"),
+    ("Tcp", "RetransSegs", S::HostTcpRetransmitsPerSec.name()),
+    ("Tcp", "OutRsts", S::HostTcpResetsSentPerSec.name()),
+    (
+        "Tcp",
+        "AttemptFails",
+        S::HostTcpConnectFailuresPerSec.name(),
+    ),
     (
         "TcpExt",
         "ListenOverflows",
-        "host.tcp_listen_overflows_per_sec",
+        S::HostTcpListenOverflowsPerSec.name(),
     ),
-    ("TcpExt", "ListenDrops", "host.tcp_listen_drops_per_sec"),
+    ("TcpExt", "ListenDrops", S::HostTcpListenDropsPerSec.name()),
 ];
 
 /// Parses header/value line pairs; pairs whose lengths differ are skipped. Values are

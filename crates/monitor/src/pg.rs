@@ -22,6 +22,7 @@ use crate::hub::{Reading, SeriesDef};
 use crate::rates::Rates;
 use crate::redact::redact_url;
 use crate::runner::{Sampler, Tick};
+use record::ResourceSeries as S;
 
 const QUERY: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, xact_rollback, \
                      current_database() FROM pg_stat_database \
@@ -106,13 +107,13 @@ impl PostgresSampler {
             let own_backends = if row.ours { 1.0 } else { 0.0 };
             let connections = (row.backends - own_backends).max(0.0);
             reading.value(
-                label(SeriesDef::gauge("postgres.connections", "count")),
+                label(SeriesDef::gauge(S::PostgresConnections.name(), "count")),
                 connections,
             );
             let own = if row.ours { own_per_sec } else { 0.0 };
             let counters = [
-                ("postgres.transactions_per_sec", row.transactions, own),
-                ("postgres.rollbacks_per_sec", row.rollbacks, 0.0),
+                (S::PostgresTransactionsPerSec.name(), row.transactions, own),
+                (S::PostgresRollbacksPerSec.name(), row.rollbacks, 0.0),
             ];
             for (name, value, own) in counters {
                 let def = label(SeriesDef::rate(name, "1/s"));

@@ -19,6 +19,7 @@ use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat, parse_statm};
 use crate::process_match::{Matcher, ProcEntry, members};
 use crate::runner::{Sampler, Tick};
 use crate::spec::ProcessMatch;
+use record::ResourceSeries as S;
 
 /// Soft fd limits are re-read this often (ticks), spread over pids; they rarely change.
 const LIMITS_EVERY: u32 = 30;
@@ -208,15 +209,18 @@ impl ProcessSampler {
             let seconds = read_at.saturating_duration_since(last_at).as_secs_f64();
             if seconds > 0.0 {
                 let percent = used_ticks as f64 / self.ticks_per_sec / seconds * 100.0;
-                reading.value(series("process.cpu_percent", "percent"), percent);
+                reading.value(series(S::ProcessCpuPercent.name(), "percent"), percent);
             }
         }
         (group.cpu, group.last_at) = (cpu, Some(read_at));
         let sum = |f: &dyn Fn(&Member) -> u64| found.iter().map(|(_, m)| f(m)).sum::<u64>() as f64;
-        reading.value(series("process.count", "count"), found.len() as f64);
-        reading.value(series("process.threads", "count"), sum(&|m| m.stat.threads));
+        reading.value(series(S::ProcessCount.name(), "count"), found.len() as f64);
         reading.value(
-            series("process.rss_bytes", "bytes"),
+            series(S::ProcessThreads.name(), "count"),
+            sum(&|m| m.stat.threads),
+        );
+        reading.value(
+            series(S::ProcessRssBytes.name(), "bytes"),
             group_rss_pages(&found) as f64 * self.page_bytes,
         );
         fd_values(&mut reading, &found, &series);
@@ -233,24 +237,24 @@ fn fd_values(
     series: &dyn Fn(&str, &str) -> SeriesDef,
 ) {
     if let Some(error) = found.iter().find_map(|(_, m)| m.fd_error.clone()) {
-        reading.gap(Some(series("process.fds", "count")), error.clone());
-        reading.gap(Some(series("process.sockets", "count")), error);
+        reading.gap(Some(series(S::ProcessFds.name(), "count")), error.clone());
+        reading.gap(Some(series(S::ProcessSockets.name(), "count")), error);
         return;
     }
     let fds: u64 = found.iter().filter_map(|(_, m)| m.fds).sum();
-    reading.value(series("process.fds", "count"), fds as f64);
+    reading.value(series(S::ProcessFds.name(), "count"), fds as f64);
     let sockets: Option<u64> = found.iter().map(|(_, m)| m.sockets).sum();
     if let Some(sockets) = sockets {
-        reading.value(series("process.sockets", "count"), sockets as f64);
+        reading.value(series(S::ProcessSockets.name(), "count"), sockets as f64);
     }
     let busiest = found
         .iter()
         .filter_map(|(_, m)| Some((m.fds? as f64, m.fd_limit.filter(|&l| l > 0)? as f64)))
         .max_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
     if let Some((fds, limit)) = busiest {
-        reading.value(series("process.fd_limit", "count"), limit);
+        reading.value(series(S::ProcessFdLimit.name(), "count"), limit);
         reading.value(
-            series("process.fd_use_percent", "percent"),
+            series(S::ProcessFdUsePercent.name(), "percent"),
             fds / limit * 100.0,
         );
     }

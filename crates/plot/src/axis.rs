@@ -7,11 +7,14 @@
 /// How values map onto an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
+    /// Equal steps for equal differences.
     Linear,
+    /// Equal steps for equal ratios: a slow tail beside fast requests.
     Log,
 }
 
 impl Scale {
+    /// The scale's name on the page (`linear`, `log`).
     pub fn name(self) -> &'static str {
         match self {
             Scale::Linear => "linear",

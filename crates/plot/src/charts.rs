@@ -1,7 +1,7 @@
 //! The charts of a run page, built from [`RunData`]: latency over time (every request,
 //! sampled), latency percentiles per interval, requests per second asked / sent /
 //! successful, status codes per second, then the system under test's resources when
-//! the inputs hold samples (`resources.rs`: CPU, memory, connections, database, ...),
+//! the inputs hold samples (`resources/`: CPU, memory, connections, database, ...),
 //! the latency distribution as a percentile curve, and the generator's own health
 //! (send lag, CPU, in flight and behind). Time charts share one axis.
 

@@ -50,6 +50,7 @@ impl PlotConfig {
         })
     }
 
+    /// `-title`, or the default title.
     pub fn page_title(&self) -> &str {
         self.title.as_deref().unwrap_or(DEFAULT_TITLE)
     }
@@ -77,6 +78,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// The file extension of a chart in this format (`svg`, `png`).
     pub fn extension(self) -> &'static str {
         match self {
             Format::Html => "html",
@@ -111,6 +113,7 @@ pub struct ChartFiles {
 }
 
 impl ChartFiles {
+    /// Chart files for `-output`: in it when it is a directory, else beside it, named after it.
     pub fn new(output: &str) -> ChartFiles {
         let path = Path::new(output);
         if output.ends_with('/') || path.is_dir() {

@@ -18,6 +18,7 @@
 pub struct Kept {
     /// Send time minus the page's time origin.
     pub t_ns: u64,
+    /// The request's latency, nanoseconds.
     pub latency_ns: u64,
     /// What the hover names it by (a status code or an error id; see `gather.rs`).
     pub label: u32,
@@ -81,6 +82,7 @@ impl PointSampler {
     }
 
     #[inline]
+    /// Offers one request; it is kept, or counted in its grid cell.
     pub fn add(&mut self, point: Kept) {
         self.seen += 1;
         if let Some(grid) = &mut self.grid {
@@ -137,6 +139,7 @@ impl PointSampler {
         }
     }
 
+    /// The points kept, with how many were seen.
     pub fn finish(self) -> Sampled {
         let mut points = match self.grid {
             Some(grid) => grid.into_points(),

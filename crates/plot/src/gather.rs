@@ -1,11 +1,11 @@
-//! [`read_run`]: one pass over the inputs in send-time order ([`SortedStream`]),
+//! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]),
 //! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
 //! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
 //! latency [`Distribution`] (the percentile curve). Resource samples read beside the
 //! records go to a [`SampleGather`] once per batch, never per record. Memory is bounded
 //! by the samplers' limits and the number of intervals, never by the number of records.
 
-use record::{ErrorKind, LoadModel, Record, RunTables, SourceSummary};
+use record::{ErrorKind, LoadModel, ReadOrder, Record, RecordStream, RunTables, SourceSummary};
 use report::{
     Distribution, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report, RunFacts, Scope,
 };
@@ -15,8 +15,7 @@ use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
 use crate::config::PlotConfig;
 use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
 use crate::model::TimeZero;
-use crate::samples::{SampleData, SampleGather};
-use crate::stream::SortedStream;
+use crate::sample_gather::{SampleData, SampleGather};
 
 /// Point labels at or above this are error ids (`ERROR_LABEL + id`); below, statuses.
 pub const ERROR_LABEL: u32 = 1 << 20;
@@ -59,7 +58,7 @@ pub struct AttackData {
 /// Reads every input and gathers what the page needs. Fails when an input cannot be
 /// opened or holds neither records nor resource samples.
 pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotError> {
-    let mut stream = SortedStream::open(paths)?;
+    let mut stream = RecordStream::open(paths, ReadOrder::SendTime, false)?;
     let mut gather = Gather::new(config);
     let mut batch = Vec::new();
     let mut samples = Vec::new();

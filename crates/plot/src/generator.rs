@@ -5,6 +5,8 @@
 
 use record::{GeneratorStats, SourceSummary};
 
+use crate::model::x_seconds;
+
 /// One input's samples, oldest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Track {
@@ -46,9 +48,7 @@ fn track(input: &str, start_unix_ns: u64, stats: &[GeneratorStats], origin_unix_
     for sample in samples {
         let elapsed_ns = sample.at_unix_ns.saturating_sub(last_at);
         let cpu_ns = sample.cpu_ns.saturating_sub(last_cpu);
-        track
-            .t_s
-            .push(seconds_between(origin_unix_ns, sample.at_unix_ns));
+        track.t_s.push(x_seconds(origin_unix_ns, sample.at_unix_ns));
         track.cpu_percent.push(if elapsed_ns == 0 {
             f64::NAN
         } else {
@@ -60,11 +60,6 @@ fn track(input: &str, start_unix_ns: u64, stats: &[GeneratorStats], origin_unix_
         (last_at, last_cpu) = (sample.at_unix_ns, sample.cpu_ns);
     }
     track
-}
-
-/// `to - from` in seconds, negative when `to` is earlier.
-pub fn seconds_between(from_unix_ns: u64, to_unix_ns: u64) -> f64 {
-    (i128::from(to_unix_ns) - i128::from(from_unix_ns)) as f64 / 1e9
 }
 
 #[cfg(test)]
@@ -88,6 +83,6 @@ mod tests {
         assert_eq!(track.cpu_percent[..2], [25.0, 50.0]);
         assert!(track.cpu_percent[2].is_nan());
         assert_eq!(track.behind, [0.0, 7.0, 7.0]);
-        assert_eq!(seconds_between(10, 5), -5e-9);
+        assert_eq!(x_seconds(10, 5), -5e-9);
     }
 }

@@ -19,7 +19,7 @@ use crate::format;
 use crate::gather::RunData;
 use crate::json;
 use crate::model::{Chart, TimeAxis, TimeZero};
-use crate::samples::SampleData;
+use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
@@ -154,7 +154,7 @@ fn samples_text(samples: &SampleData, axis: &TimeAxis) -> Option<String> {
     );
     if let (Some(first), Some(last)) = (samples.first_unix_ns, samples.last_unix_ns) {
         let at = |unix_ns: u64| {
-            let seconds = crate::generator::seconds_between(axis.origin_unix_ns, unix_ns);
+            let seconds = crate::model::x_seconds(axis.origin_unix_ns, unix_ns);
             if seconds == 0.0 {
                 "0s".to_owned()
             } else {
@@ -262,12 +262,32 @@ fn warnings(out: &mut String, data: &RunData) {
     out.push_str("</section>\n");
 }
 
+/// One figure tile: label, value, note under it, and its CSS class (`bad` or empty).
+type Tile = (&'static str, String, String, &'static str);
+
 /// The figures a reader looks for first.
 fn key_figures(out: &mut String, report: &Report) {
-    let latencies = &report.latencies;
+    let mut tiles = load_tiles(report);
+    tiles.extend(latency_tiles(report));
+    tiles.extend(generator_tiles(report));
+    out.push_str("<section class=\"figures\">\n");
+    for (label, value, note, class) in tiles {
+        let _ = writeln!(
+            out,
+            "<div class=\"figure {class}\"><span class=\"label\">{label}</span>\
+             <span class=\"value\">{}</span><span class=\"note\">{}</span></div>",
+            escape(&value),
+            escape(&note)
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+/// Requests, achieved rate against the asked one, success and failures.
+fn load_tiles(report: &Report) -> Vec<Tile> {
     let failed = report.requests - report.successes;
     let success = report.success_ratio * 100.0;
-    let mut tiles = vec![
+    vec![
         (
             "requests",
             format::grouped(report.requests),
@@ -302,19 +322,32 @@ fn key_figures(out: &mut String, report: &Report) {
             format!("{} distinct errors", report.errors.len()),
             if failed > 0 { "bad" } else { "" },
         ),
-    ];
-    for (label, value) in [
+    ]
+}
+
+/// Latency p50, p99 and max.
+fn latency_tiles(report: &Report) -> Vec<Tile> {
+    let latencies = &report.latencies;
+    [
         ("p50", latencies.p50_ns),
         ("p99", latencies.p99_ns),
         ("max", latencies.max_ns),
-    ] {
-        tiles.push((
+    ]
+    .into_iter()
+    .map(|(label, value)| {
+        (
             label,
             format::duration_ns(value as f64),
             "latency".to_owned(),
             "",
-        ));
-    }
+        )
+    })
+    .collect()
+}
+
+/// What the generator itself added: send lag and CPU per request, when recorded.
+fn generator_tiles(report: &Report) -> Vec<Tile> {
+    let mut tiles = Vec::new();
     if let Some(lag) = &report.extras.send_lag {
         let behind = lag.p99_ns > report::LAG_P99_LIMIT_NS;
         tiles.push((
@@ -332,17 +365,7 @@ fn key_figures(out: &mut String, report: &Report) {
             "",
         ));
     }
-    out.push_str("<section class=\"figures\">\n");
-    for (label, value, note, class) in tiles {
-        let _ = writeln!(
-            out,
-            "<div class=\"figure {class}\"><span class=\"label\">{label}</span>\
-             <span class=\"value\">{}</span><span class=\"note\">{}</span></div>",
-            escape(&value),
-            escape(&note)
-        );
-    }
-    out.push_str("</section>\n");
+    tiles
 }
 
 /// The text report, exactly as `loadlab report` prints it.

@@ -5,7 +5,7 @@
 //! - [`PlotConfig`] / [`Format`] / [`ChartFiles`]: vegeta's `-title` and `-threshold`,
 //!   our `-every` and `-format`, and where chart files go.
 //! - [`RunPlot::read`] streams the records once in send-time order (merged on a reader
-//!   thread, `stream.rs`; gathered in `gather.rs`) into
+//!   thread, [`record::RecordStream`]; gathered in `gather.rs`) into
 //!   the report's [`report::Metrics`] (the text summary on the page), per-interval
 //!   rows (`bins.rs`: rates asked / sent / successful, status codes, latency and send
 //!   lag percentiles), per-attack latency distributions (the percentile curve) and
@@ -14,8 +14,8 @@
 //!   keeping the extremes: the slowest request of every time column, the highest and
 //!   lowest second of every stretch.
 //! - Resource samples of the system under test (`loadlab monitor`, `attack -monitor`)
-//!   stream by beside the records into a [`SampleGather`] (`samples.rs`: per series a
-//!   bounded [`Trace`] with its gaps), and `resources.rs` draws them on the same time
+//!   stream by beside the records into a [`SampleGather`] (`sample_gather.rs`: per series a
+//!   bounded [`Trace`] with its gaps), and `resources/` draws them on the same time
 //!   axis under the request charts: CPU, memory, connections, TCP errors, network,
 //!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
 //! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
@@ -24,6 +24,8 @@
 //!   own small script (`page.js`) for hover, zoom by drag and log/linear switches.
 //!
 //! Errors are [`PlotError`]; each names the input, flag or output at fault.
+
+#![warn(missing_docs)]
 
 mod asked;
 mod axis;
@@ -40,8 +42,7 @@ mod model;
 mod png;
 mod resources;
 mod run;
-mod samples;
-mod stream;
+mod sample_gather;
 mod svg;
 
 pub use axis::Scale;
@@ -53,7 +54,7 @@ pub use model::{Band, Chart, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
 pub use png::PngRenderer;
 pub use resources::MAX_SERIES_PER_CHART;
 pub use run::RunPlot;
-pub use samples::{SampleGather, Trace};
+pub use sample_gather::{SampleGather, Trace};
 
 /// Why a plot could not be made. Messages name the input, flag or output.
 #[derive(Debug, thiserror::Error)]
@@ -61,20 +62,40 @@ pub enum PlotError {
     /// An input could not be opened or read (the message names the file).
     #[error(transparent)]
     Record(#[from] record::RecordError),
+    /// The inputs hold nothing to draw.
     #[error("{inputs}: no records or resource samples to plot{detail}")]
-    NoRecords { inputs: String, detail: String },
+    NoRecords {
+        /// The inputs' names.
+        inputs: String,
+        /// Why they are empty, when they say (a cut, the run's end).
+        detail: String,
+    },
+    /// A flag's value that cannot be used.
     #[error("{flag}: {reason}")]
-    Flag { flag: &'static str, reason: String },
+    Flag {
+        /// The flag, e.g. `-every`.
+        flag: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// Writing the page failed.
     #[error("writing the page")]
     Write(#[source] std::io::Error),
+    /// Writing a chart file failed.
     #[error("writing {path}")]
     File {
+        /// The chart file.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
-    #[error("the input reader thread {0}")]
-    Reader(String),
+    /// A chart could not be rasterised.
     #[error("rendering chart {chart} as png: {reason}")]
-    Png { chart: String, reason: String },
+    Png {
+        /// The chart's id.
+        chart: String,
+        /// What went wrong.
+        reason: String,
+    },
 }

@@ -26,6 +26,7 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// The unit's name in the page's data.
     pub fn name(self) -> &'static str {
         match self {
             Unit::Duration => "duration",
@@ -53,7 +54,9 @@ pub const SHADES: usize = 4;
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
+    /// A solid line.
     Line,
+    /// A dashed line: a secondary series or a limit.
     Dashed,
     /// One dot per value (the latency scatter).
     Points,
@@ -62,6 +65,7 @@ pub enum Style {
 }
 
 impl Style {
+    /// The style's name in the page's data.
     pub fn name(self) -> &'static str {
         match self {
             Style::Line => "line",
@@ -75,11 +79,15 @@ impl Style {
 /// One named series. `y` is NaN where there is no value (a gap in a line).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    /// The legend entry.
     pub name: String,
+    /// Its colour, a CSS hex colour.
     pub color: &'static str,
+    /// How it is drawn.
     pub style: Style,
     /// Seconds from the first request on time charts; nines on the percentile curve.
     pub x: Vec<f64>,
+    /// Values in the chart's unit, one per `x`.
     pub y: Vec<f64>,
     /// Per point, an index into [`Chart::labels`] naming it on hover; empty if none.
     pub labels: Vec<u32>,
@@ -93,6 +101,7 @@ pub struct Series {
 }
 
 impl Series {
+    /// An empty series.
     pub fn new(name: impl Into<String>, color: &'static str, style: Style) -> Series {
         Series {
             name: name.into(),
@@ -107,6 +116,7 @@ impl Series {
         }
     }
 
+    /// The series with these points (`x` and `y` of the same length).
     pub fn with_points(mut self, x: Vec<f64>, y: Vec<f64>) -> Series {
         (self.x, self.y) = (x, y);
         self
@@ -143,12 +153,17 @@ pub enum XAxis {
 pub struct Chart {
     /// Stable name: the SVG/PNG file name and the page's element id.
     pub id: &'static str,
+    /// The heading over the chart.
     pub title: String,
+    /// Time or percentile axis.
     pub x_axis: XAxis,
+    /// The unit of the value axis.
     pub unit: Unit,
+    /// Linear or log value axis, as first drawn.
     pub scale: Scale,
     /// The page offers a log/linear switch for this chart.
     pub toggle: bool,
+    /// The series, drawn in order.
     pub series: Vec<Series>,
     /// Point labels that [`Series::labels`] index (status codes, error texts).
     pub labels: Vec<String>,
@@ -165,7 +180,9 @@ pub struct Chart {
 pub struct Band {
     /// Seconds on the page's time axis.
     pub from_s: f64,
+    /// Where it ends, seconds on the page's time axis.
     pub to_s: f64,
+    /// What is missing there and why, for the hover.
     pub label: String,
 }
 
@@ -192,6 +209,7 @@ impl Chart {
         }
     }
 
+    /// The chart with `caption` under it.
     pub fn with_caption(mut self, caption: impl Into<String>) -> Chart {
         self.caption = caption.into();
         self
@@ -219,9 +237,16 @@ pub struct TimeAxis {
     pub end_s: f64,
 }
 
+/// Where `at_unix_ns` sits on a time axis whose x = 0 is `origin_unix_ns`: seconds,
+/// negative when earlier (a monitor started before the first request).
+pub(crate) fn x_seconds(origin_unix_ns: u64, at_unix_ns: u64) -> f64 {
+    (i128::from(at_unix_ns) - i128::from(origin_unix_ns)) as f64 / 1e9
+}
+
 /// What x = 0 on the time axis is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeZero {
+    /// The inputs hold requests: x = 0 is when the earliest was due.
     FirstRequest,
     /// The inputs hold resource samples and no request.
     FirstSample,

@@ -18,6 +18,7 @@ pub struct PngRenderer {
 }
 
 impl PngRenderer {
+    /// A renderer at `scale` pixels per SVG unit.
     pub fn new(scale: f32) -> PngRenderer {
         let mut options = Options::default();
         let fonts = options.fontdb_mut();

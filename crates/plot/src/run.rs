@@ -37,6 +37,7 @@ impl RunPlot {
         })
     }
 
+    /// Requests read.
     pub fn requests(&self) -> u64 {
         self.data.report.requests
     }
@@ -46,10 +47,12 @@ impl RunPlot {
         report::torn_warnings(&self.data.summaries)
     }
 
+    /// The charts, in page order.
     pub fn charts(&self) -> &[Chart] {
         &self.page.charts
     }
 
+    /// The time axis every time chart shares.
     pub fn time_axis(&self) -> TimeAxis {
         self.page.axis
     }
@@ -64,6 +67,7 @@ impl RunPlot {
         html::page(&self.config, &self.data, &self.page)
     }
 
+    /// Writes the page to `out`.
     pub fn write_html(&self, out: &mut dyn Write) -> Result<(), PlotError> {
         out.write_all(self.html().as_bytes())
             .and_then(|()| out.flush())

@@ -256,12 +256,14 @@ pub struct CsvEncoder<W: Write> {
 }
 
 impl<W: Write> CsvEncoder<W> {
+    /// Writes the header row (vegeta's 12 columns, then ours) to `out`.
     pub fn new(out: W) -> std::io::Result<Self> {
         let mut writer = csv::WriterBuilder::new().from_writer(out);
         writer.write_record(VEGETA_COLUMNS.iter().chain(OUR_EXTRA_COLUMNS.iter()))?;
         Ok(CsvEncoder { writer })
     }
 
+    /// Writes one record as a row; `tables` resolves its attack, target and error ids.
     pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
         let attack = tables
             .attacks

@@ -6,10 +6,11 @@ use std::io::{BufRead, Write};
 use serde_json::{Map, Value};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, format_timestamp, parse_timestamp};
+use crate::import::{ImportedResult, Interner, parse_timestamp};
 use crate::input::{InputFormat, RecordSource, SourceSummary};
 use crate::meta::{ErrorKind, RunTables};
 use crate::record::Record;
+use crate::time_format::format_timestamp;
 
 const BATCH: usize = 4096;
 
@@ -185,6 +186,7 @@ pub struct JsonEncoder<W: Write> {
 }
 
 impl<W: Write> JsonEncoder<W> {
+    /// An encoder writing one JSON object per line to `out`.
     pub fn new(out: W) -> Self {
         JsonEncoder {
             out,
@@ -192,6 +194,7 @@ impl<W: Write> JsonEncoder<W> {
         }
     }
 
+    /// Writes one record as a line; `tables` resolves its attack, target and error ids.
     pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
         let line = &mut self.line;
         line.clear();

@@ -12,7 +12,7 @@ use crate::format::MAGIC;
 use crate::meta::{GeneratorStats, RunEnd, RunHeader, RunTables};
 use crate::reader::BinaryReader;
 use crate::record::Record;
-use crate::samples::{SampleBatch, SampleSummary};
+use crate::resource_samples::{SampleBatch, SampleSummary};
 
 /// The formats an input can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +49,19 @@ pub trait RecordSource {
 /// Everything an input says besides records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceSummary {
+    /// The path as given (`stdin` for `-`), for messages.
     pub name: String,
+    /// How the input was written.
     pub format: InputFormat,
+    /// The run's header (empty for imports, which have none).
     pub header: RunHeader,
+    /// The generator's statistics read so far, about one a second.
     pub stats: Vec<GeneratorStats>,
+    /// The end block, when the run ended in an orderly way and it was read.
     pub end: Option<RunEnd>,
     /// Set when the input stopped at a cut or damaged block.
     pub torn: Option<TornTail>,
+    /// Records read so far.
     pub records: u64,
     /// Resource samples: tables and counts (the batches stream through
     /// [`RecordSource::drain_samples`]).
@@ -80,8 +86,11 @@ impl SourceSummary {
 /// Where and why a record file stopped early. Everything before `offset` was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
+    /// Byte offset where the damage starts.
     pub offset: u64,
+    /// Bytes from there to the end of the input, not read.
     pub skipped_bytes: u64,
+    /// What was wrong there (a bad checksum, a cut block...).
     pub reason: String,
 }
 

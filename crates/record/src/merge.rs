@@ -5,10 +5,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::RecordError;
-use crate::input::{RecordSource, SourceSummary, open_input};
+use crate::input::{InputFormat, RecordSource, SourceSummary, open_input};
 use crate::meta::{ErrorEntry, RunTables, TargetInfo};
 use crate::record::Record;
-use crate::samples::{SampleBatch, SampleTables, SamplerInfo, SeriesInfo};
+use crate::resource_samples::{SampleBatch, SampleTables, SamplerInfo, SeriesInfo};
 
 /// Several inputs merged onto one set of tables. Attacks with the same name, targets
 /// with the same method and URL, and errors with the same kind and text share an id.
@@ -51,6 +51,7 @@ impl Inputs {
         Ok(Inputs::from_sources(sources))
     }
 
+    /// Merges already opened sources, in the order given.
     pub fn from_sources(sources: Vec<Box<dyn RecordSource>>) -> Inputs {
         let remaps = sources
             .iter()
@@ -204,8 +205,11 @@ impl Inputs {
             remap.errors.push(id);
         }
         // A source with no attacks yet (an empty import) still needs attack 0 and
-        // target 0 to resolve; records can only use ids their source declared.
-        if remap.attacks.is_empty() && self.tables.attacks.is_empty() {
+        // target 0 to resolve; records can only use ids their source declared. A
+        // record file without attacks holds samples only (`loadlab monitor`): it has
+        // no records, and a placeholder would sit before the runs' real attacks.
+        let samples_only = self.sources[index].summary().format == InputFormat::Binary;
+        if remap.attacks.is_empty() && self.tables.attacks.is_empty() && !samples_only {
             self.tables.attacks.push(crate::meta::AttackInfo {
                 model: crate::meta::LoadModel::Unknown,
                 ..crate::meta::AttackInfo::default()
@@ -256,10 +260,17 @@ impl Ord for Pending {
 const SORTED_BATCH: usize = 4096;
 
 impl Sorted {
+    /// The merged inputs behind the order: their tables, summaries and sample tables.
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    /// See [`Inputs::tables`].
     pub fn tables(&self) -> &RunTables {
         self.inputs.tables()
     }
 
+    /// See [`Inputs::summaries`].
     pub fn summaries(&self) -> impl Iterator<Item = &SourceSummary> {
         self.inputs.summaries()
     }
@@ -275,7 +286,9 @@ impl Sorted {
         self.inputs.drain_samples(out);
     }
 
-    /// The next records in send-time order; false once every input is drained.
+    /// The next records in send-time order; false once every input is drained. Like a
+    /// single input, it returns with no records after reading samples alone, so the
+    /// consumer drains them as they come (a monitor file is not read whole first).
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         out.clear();
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -308,6 +321,9 @@ impl Sorted {
             };
             let more = self.inputs.pull(laggard, scratch)?;
             self.exhausted[laggard] = !more;
+            if more && scratch.is_empty() {
+                return Ok(true);
+            }
             for record in scratch.drain(..) {
                 self.arrival += 1;
                 self.heap.push(Reverse(Pending {

@@ -11,6 +11,7 @@ pub struct RunHeader {
     pub tool: String,
     /// Wall-clock unix time of the run's time zero.
     pub start_unix_ns: u64,
+    /// The attacks run at once, in id order.
     pub attacks: Vec<AttackInfo>,
     /// Targets known before the first request; later ones come in dictionary blocks.
     #[serde(default)]
@@ -25,7 +26,9 @@ pub struct RunHeader {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AttackInfo {
+    /// The attack's name (`-name`, or the scenario's); merged inputs match attacks by it.
     pub name: String,
+    /// Open (a rate) or closed (users) model.
     pub model: LoadModel,
     /// The schedule as the user would write it, e.g. `const(500, 10s)` or `users(100)`.
     #[serde(default)]
@@ -37,6 +40,7 @@ pub struct AttackInfo {
     #[serde(default)]
     pub concurrency: Option<u64>,
     #[serde(default)]
+    /// How long a request may take before it fails as a timeout, nanoseconds.
     pub timeout_ns: u64,
 }
 
@@ -46,7 +50,9 @@ pub struct AttackInfo {
 #[serde(rename_all = "snake_case")]
 pub enum LoadModel {
     #[default]
+    /// Requests sent at a scheduled rate, whatever the responses do.
     Open,
+    /// Users that each send, wait for the response and think.
     Closed,
     /// Imported from another tool; the model is not known.
     Unknown,
@@ -54,8 +60,11 @@ pub enum LoadModel {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+/// A target the run sent requests to; records index these.
 pub struct TargetInfo {
+    /// The HTTP method.
     pub method: String,
+    /// The URL as given.
     pub url: String,
 }
 
@@ -63,7 +72,9 @@ pub struct TargetInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorEntry {
+    /// The error's kind, for counting and grouping.
     pub kind: ErrorKind,
+    /// The error's text, as reports print it.
     pub text: String,
 }
 
@@ -97,6 +108,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in id order.
     pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
@@ -116,6 +128,7 @@ impl ErrorKind {
         ErrorKind::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
+    /// The kind's name in reports and exports (`timeout`, `connect`, ...).
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
@@ -137,15 +150,21 @@ impl ErrorKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorStats {
+    /// When the sample was taken, unix nanoseconds.
     pub at_unix_ns: u64,
     /// Process CPU time (user + system) since the run started.
     pub cpu_ns: u64,
+    /// Requests sent so far.
     pub sent: u64,
+    /// Requests completed (with a response or an error) so far.
     pub completed: u64,
+    /// Requests sent and not yet completed.
     pub in_flight: u64,
+    /// Connections open at the time.
     pub connections_open: u64,
     /// Requests the schedule made due that have not left yet.
     pub behind: u64,
+    /// The generator's resident memory, bytes.
     pub rss_bytes: u64,
     /// Per attack, in header order (absent in files with one attack and no users).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -156,8 +175,11 @@ pub struct GeneratorStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AttackStats {
+    /// The attack's requests sent so far.
     pub sent: u64,
+    /// The attack's requests completed so far.
     pub completed: u64,
+    /// The attack's requests sent and not yet completed.
     pub in_flight: u64,
     /// Closed model: users sending or thinking (the concurrency over time).
     #[serde(default)]
@@ -168,18 +190,24 @@ pub struct AttackStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RunEnd {
+    /// When the run ended, unix nanoseconds.
     pub at_unix_ns: u64,
+    /// Why the run ended.
     pub reason: StopReason,
     #[serde(default)]
+    /// More on the reason (the stop rule that held, the error that ended it).
     pub detail: String,
     /// One entry per attack, in header order.
     pub attacks: Vec<AttackEnd>,
+    /// The generator's CPU time (user + system) over the run, nanoseconds.
     pub cpu_ns: u64,
+    /// The generator's peak resident memory, bytes.
     pub peak_rss_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+/// One attack's totals at the end of the run.
 pub struct AttackEnd {
     /// Requests the schedule asked for up to the end.
     pub asked: u64,
@@ -193,6 +221,7 @@ pub struct AttackEnd {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+/// Why a run ended.
 pub enum StopReason {
     /// The schedule, duration or request cap ran out.
     #[default]
@@ -208,8 +237,11 @@ pub enum StopReason {
 /// The dictionaries records index into. Error ids are 1-based (0 means "no error").
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunTables {
+    /// Attacks by id.
     pub attacks: Vec<AttackInfo>,
+    /// Targets by id.
     pub targets: Vec<TargetInfo>,
+    /// Errors by id - 1 (id 0 is "no error").
     pub errors: Vec<ErrorEntry>,
 }
 

@@ -14,7 +14,7 @@ use crate::format::{
 use crate::input::{InputFormat, RecordSource, SourceSummary, TornTail};
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, RunTables, TargetInfo};
 use crate::record::Record;
-use crate::samples::{
+use crate::resource_samples::{
     self, MAX_PENDING_SAMPLE_BATCHES, SAMPLES_BLOCK, SERIES_BLOCK, SampleBatch, SeriesBlock,
 };
 
@@ -187,7 +187,7 @@ impl<R: Read> BinaryReader<R> {
     }
 
     fn apply_samples(&mut self) -> Result<(), Tear> {
-        let batch = samples::decode_batch(&self.payload).map_err(Tear)?;
+        let batch = resource_samples::decode_batch(&self.payload).map_err(Tear)?;
         let summary = &mut self.summary.samples;
         summary.tables.check(&batch).map_err(Tear)?;
         summary.batches += 1;

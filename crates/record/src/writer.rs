@@ -11,14 +11,19 @@ use crate::format::{
 };
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, TargetInfo};
 use crate::record::Record;
-use crate::samples::{self, SAMPLES_BLOCK, SERIES_BLOCK, SampleFrame, SeriesBlockRef};
+use crate::resource_samples::{self, SAMPLES_BLOCK, SERIES_BLOCK, SampleFrame, SeriesBlockRef};
 
 /// How record blocks are compressed. `Raw` exists so the format contract test is
 /// independent of the zstd library's exact output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Blocks stored as they are: fastest, largest.
     Raw,
-    Zstd { level: i32 },
+    /// Blocks compressed with zstd at `level` (1 to 22; 3 is a good default).
+    Zstd {
+        /// The zstd level.
+        level: i32,
+    },
 }
 
 /// Writes a run: the header first, then dictionary, record and statistics blocks in
@@ -276,7 +281,7 @@ impl<W: Write> RecordWriter<W> {
         if batch.values.is_empty() && batch.gaps.is_empty() {
             return Ok(());
         }
-        samples::encode_batch(batch, &mut self.payload);
+        resource_samples::encode_batch(batch, &mut self.payload);
         format::write_block(
             &mut self.out,
             BlockKind::Optional(SAMPLES_BLOCK),

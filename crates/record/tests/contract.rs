@@ -9,9 +9,9 @@ use std::io::Cursor;
 
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
-    Inputs, LoadModel, Record, RecordError, RecordSource, RecordWriter, RunEnd, RunHeader,
-    SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
-    StopReason, TargetInfo, open_reader,
+    Inputs, LoadModel, ReadOrder, Record, RecordError, RecordSource, RecordStream, RecordWriter,
+    RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo,
+    SeriesKind, StopReason, TargetInfo, open_reader,
 };
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -795,8 +795,8 @@ fn samples_merge_across_inputs_by_sampler_and_series() {
     );
 }
 
-#[test]
-fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
+/// A monitor file (no attacks) of `total` sample batches, one value each.
+fn monitor_file(total: u64) -> Vec<u8> {
     let header = RunHeader {
         tool: "loadlab monitor".to_owned(),
         start_unix_ns: START_NS,
@@ -806,7 +806,6 @@ fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
     let mut first = sample_frame(0);
     first.batch.values.truncate(1);
     writer.write_samples(&first).unwrap();
-    let total = record::MAX_PENDING_SAMPLE_BATCHES as u64 + 100;
     for n in 1..total {
         let frame = SampleFrame {
             first_sampler: 1,
@@ -823,7 +822,13 @@ fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
         };
         writer.write_samples(&frame).unwrap();
     }
-    let bytes = writer.close().unwrap();
+    writer.close().unwrap()
+}
+
+#[test]
+fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
+    let total = record::MAX_PENDING_SAMPLE_BATCHES as u64 + 100;
+    let bytes = monitor_file(total);
     let mut source = open_reader(Box::new(Cursor::new(bytes)), "run.mon").unwrap();
     let mut records = Vec::new();
     while source.next_batch(&mut records).unwrap() {}
@@ -833,4 +838,68 @@ fn samples_nobody_drains_are_dropped_and_counted_not_hoarded() {
     let mut samples = Vec::new();
     source.drain_samples(&mut samples);
     assert_eq!(samples.len(), record::MAX_PENDING_SAMPLE_BATCHES);
+}
+
+/// A monitor file alone in the time-sorted merge: it vouches for no request, so the
+/// merge would read it whole before returning; it returns after each samples block
+/// instead, and a consumer that drains as it goes loses nothing.
+#[test]
+fn a_sorted_merge_hands_over_a_monitor_file_alone_as_it_reads() {
+    let total = record::MAX_PENDING_SAMPLE_BATCHES as u64 + 100;
+    let source = open_reader(Box::new(Cursor::new(monitor_file(total))), "run.mon").unwrap();
+    let mut sorted = Inputs::from_sources(vec![source]).sorted();
+    let (mut batch, mut samples) = (Vec::new(), Vec::new());
+    while sorted.next_batch(&mut batch).unwrap() {
+        assert!(batch.is_empty());
+        sorted.drain_samples(&mut samples);
+    }
+    sorted.drain_samples(&mut samples);
+    assert_eq!(samples.len() as u64, total);
+    let summary = &sorted.summaries().next().unwrap().samples;
+    assert_eq!(summary.dropped_batches, 0);
+}
+
+/// The threaded reader every command uses: both orders give every record and sample
+/// once, samplers merged by name whichever file comes first, and the summaries in the
+/// order the paths were given.
+#[test]
+fn a_record_stream_merges_a_run_and_its_monitor_file_in_either_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, records) = write_run_with_samples(Compression::Zstd { level: 1 }, true);
+    let run_path = dir.path().join("run.llr");
+    let monitor_path = dir.path().join("run.mon");
+    std::fs::write(&run_path, run).unwrap();
+    std::fs::write(&monitor_path, monitor_file(1000)).unwrap();
+    let [run_path, monitor_path] = [run_path, monitor_path].map(|p| p.display().to_string());
+    for order in [ReadOrder::Input, ReadOrder::SendTime] {
+        for paths in [
+            [run_path.clone(), monitor_path.clone()],
+            [monitor_path.clone(), run_path.clone()],
+        ] {
+            let mut stream = RecordStream::open(&paths, order, false).unwrap();
+            let (mut batch, mut samples, mut seen) = (Vec::new(), Vec::new(), 0);
+            while stream.next_batch(&mut batch).unwrap() {
+                seen += batch.len();
+                stream.take_samples(&mut samples);
+            }
+            let tables = stream.take_samples(&mut samples).clone();
+            let hosts = tables.samplers.iter().filter(|s| s.name == "host").count();
+            assert_eq!(hosts, 1, "{order:?} {paths:?}: {:?}", tables.samplers);
+            let (run_tables, summaries) = stream.into_parts();
+            assert_eq!(seen, records.len(), "{order:?} {paths:?}");
+            assert_eq!(run_tables.attacks[0].name, "search");
+            let names: Vec<&str> = summaries.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, paths.iter().map(String::as_str).collect::<Vec<_>>());
+            let run_batches = summaries.iter().map(|s| s.samples.batches).sum::<u64>();
+            assert_eq!(samples.len() as u64, run_batches, "{order:?} {paths:?}");
+            for batch in &samples {
+                assert!(tables.check(batch).is_ok(), "merged ids resolve");
+            }
+        }
+    }
+    let missing = [dir.path().join("nope.llr").display().to_string()];
+    let err = RecordStream::open(&missing, ReadOrder::Input, false)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("nope.llr"), "{err}");
 }

@@ -10,7 +10,10 @@ pub enum ReportType {
     /// vegeta's aligned text, then our extra rows and warnings.
     Text,
     /// vegeta's JSON metrics (with `buckets` when given), our extras under `loadlab`.
-    Json { buckets: Option<Buckets> },
+    Json {
+        /// Latency histogram buckets to add, if any.
+        buckets: Option<Buckets>,
+    },
     /// vegeta's latency histogram table.
     Hist(Buckets),
     /// vegeta's HDR percentile plot table.
@@ -49,6 +52,7 @@ impl ReportType {
 /// Everything `run_report` needs besides the inputs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportConfig {
+    /// The layout: text, json, hist or hdrplot.
     pub report_type: ReportType,
     /// Per-interval rows every this many nanoseconds, binned by send time.
     pub every_ns: Option<u64>,

@@ -7,13 +7,12 @@ use std::io::Write;
 use std::str::FromStr;
 
 use record::{
-    AttackEnd, AttackInfo, Compression, CsvEncoder, InputFormat, JsonEncoder, Record, RecordError,
-    RecordWriter, RunEnd, RunHeader, RunTables, SampleBatch, SampleFrame, SampleTables,
-    SourceSummary, StopReason,
+    AttackEnd, AttackInfo, Compression, CsvEncoder, InputFormat, JsonEncoder, ReadOrder, Record,
+    RecordError, RecordStream, RecordWriter, RunEnd, RunHeader, RunTables, SampleBatch,
+    SampleFrame, SampleTables, SourceSummary, StopReason,
 };
 
 use crate::ReportError;
-use crate::stream::{Order, RecordStream};
 use crate::warnings::torn_warnings;
 
 /// What `encode -to` writes.
@@ -60,6 +59,7 @@ impl fmt::Display for EncodeFormat {
 /// What a conversion wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodeOutcome {
+    /// Records written.
     pub records: u64,
     /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
     pub torn_inputs: usize,
@@ -76,7 +76,7 @@ pub fn run_encode(
     diagnostics: &mut dyn Write,
 ) -> Result<EncodeOutcome, ReportError> {
     // Summaries are read with the first records (the header) and at the end.
-    let mut stream = RecordStream::open(paths, Order::SendTime, false)?;
+    let mut stream = RecordStream::open(paths, ReadOrder::SendTime, false)?;
     let records = match to {
         EncodeFormat::Json => write_json(&mut stream, out)?,
         EncodeFormat::Csv => write_csv(&mut stream, out)?,
@@ -214,7 +214,8 @@ impl<'a> DictionaryWriter<'a> {
     /// Writes the sample batches read since the last call, each after the sampler and
     /// series entries that are new since the previous frame.
     fn write_samples(&mut self, stream: &mut RecordStream) -> Result<(), ReportError> {
-        let (batches, tables) = stream.take_samples();
+        let mut batches = Vec::new();
+        let tables = stream.take_samples(&mut batches);
         for batch in batches {
             let frame = self.next_frame(tables, batch);
             self.writer.write_samples(&frame)?;

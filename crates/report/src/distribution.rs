@@ -66,6 +66,7 @@ impl Distribution {
     }
 
     #[inline]
+    /// Adds one value (nanoseconds, for latencies and lag).
     pub fn add(&mut self, value: u64) {
         self.count += 1;
         self.sum += u128::from(value);
@@ -93,6 +94,7 @@ impl Distribution {
         self.store = Store::Histogram(histogram);
     }
 
+    /// Values added.
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -107,6 +109,7 @@ impl Distribution {
         if self.count == 0 { 0 } else { self.min }
     }
 
+    /// The largest value added.
     pub fn max(&self) -> u64 {
         self.max
     }

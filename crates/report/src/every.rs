@@ -46,13 +46,19 @@ struct BinStats {
 /// One closed interval (of one group with `-by`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IntervalRow {
+    /// When the interval starts, unix nanoseconds.
     pub start_unix_ns: u64,
     /// Start minus the earliest send time.
     pub offset_ns: u64,
+    /// The interval's length (`-every`), nanoseconds.
     pub duration_ns: u64,
+    /// The group (`-by`) the row is about, if any.
     pub group: Option<GroupKey>,
+    /// Requests sent in the interval.
     pub requests: u64,
+    /// Requests sent per second.
     pub rate_per_sec: f64,
+    /// Successful requests per second.
     pub throughput_per_sec: f64,
     /// `None` when nothing was sent in the interval.
     pub success_ratio: Option<f64>,
@@ -64,6 +70,7 @@ pub struct IntervalRow {
 }
 
 impl Intervals {
+    /// Intervals of `every_ns` nanoseconds, one row per group when `by` is given.
     pub fn new(every_ns: u64, by: Option<GroupBy>) -> Intervals {
         Intervals {
             every_ns: every_ns.max(1),

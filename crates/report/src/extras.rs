@@ -13,9 +13,13 @@ use crate::warnings::{Warning, assess};
 /// Send lag (actual minus intended send time) of a set of records, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LagStats {
+    /// Mean lag, nanoseconds.
     pub mean_ns: u64,
+    /// Median lag, nanoseconds.
     pub p50_ns: u64,
+    /// 99th percentile lag, nanoseconds.
     pub p99_ns: u64,
+    /// Largest lag, nanoseconds.
     pub max_ns: u64,
 }
 
@@ -65,6 +69,7 @@ impl AttackFacts {
 pub struct GeneratorUse {
     /// Process CPU time (user + system) over the run.
     pub cpu_ns: u64,
+    /// CPU time per request sent, nanoseconds.
     pub cpu_per_request_ns: u64,
     /// The largest peak RSS of any generator process.
     pub peak_rss_bytes: u64,
@@ -77,6 +82,7 @@ pub struct RunFacts {
     pub lag_recorded: bool,
     /// By merged attack id.
     pub attacks: Vec<AttackFacts>,
+    /// The generator's own CPU and memory, when the inputs recorded them.
     pub generator: Option<GeneratorUse>,
     /// How the runs ended, when an input is a record file.
     pub stop: Option<String>,
@@ -211,9 +217,11 @@ pub enum Scope {
 /// The asked rate against what was achieved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AskedRate {
+    /// What the schedules asked for, requests per second, summed over the attacks.
     pub asked_per_sec: f64,
     /// vegeta's rate (requests over the send span), summed over the attacks.
     pub achieved_per_sec: f64,
+    /// Achieved over asked (1 when the rate held).
     pub ratio: f64,
     /// Requests that were due but never left.
     pub unsent: u64,
@@ -224,23 +232,31 @@ pub struct AskedRate {
 pub struct RunShape {
     /// `open`, `closed`, `mixed` or `unknown`.
     pub model: &'static str,
+    /// Attacks in the run.
     pub attacks: usize,
+    /// How the run ended (`completed`, `interrupted`, a stop rule...).
     pub stop: String,
 }
 
 /// The extra rows and warnings of one report; `None` rows have no data in the input.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Extras {
+    /// Send lag row, when the input recorded lag.
     pub send_lag: Option<LagStats>,
+    /// Asked against achieved rate, open model only.
     pub asked: Option<AskedRate>,
+    /// The generator's CPU and memory.
     pub generator: Option<GeneratorUse>,
+    /// The load model and how the run ended.
     pub run: Option<RunShape>,
+    /// What a reader must not miss.
     pub warnings: Vec<Warning>,
     /// Whole-run reports only: the resource summary and its warnings.
     pub resources: Option<ResourceSummary>,
 }
 
 impl Extras {
+    /// The extra rows of `report` for `scope` (the whole run, an attack or a slice).
     pub fn build(report: &Report, facts: &RunFacts, scope: Scope) -> Extras {
         let attacks = scope_attacks(report, facts, scope);
         let send_lag =

@@ -13,12 +13,16 @@ use crate::metrics::Metrics;
 /// What `-by` splits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupBy {
+    /// By attack name.
     Attack,
+    /// By target (method and URL).
     Target,
+    /// By status code.
     Status,
 }
 
 impl GroupBy {
+    /// The flag value that selects this grouping (`attack`, `target`, `status`).
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Attack => "attack",

@@ -55,6 +55,7 @@ impl Buckets {
         Ok(Buckets::new(bounds_ns))
     }
 
+    /// The bucket bounds, nanoseconds.
     pub fn bounds_ns(&self) -> &[u64] {
         &self.bounds_ns
     }
@@ -69,6 +70,7 @@ pub struct BucketCounts {
 }
 
 impl BucketCounts {
+    /// Empty counts over `buckets`.
     pub fn new(buckets: Buckets) -> BucketCounts {
         let counts = vec![0; buckets.bounds_ns.len()];
         BucketCounts {
@@ -79,6 +81,7 @@ impl BucketCounts {
     }
 
     #[inline]
+    /// Counts one latency, nanoseconds.
     pub fn add(&mut self, latency_ns: u64) {
         // bounds[0] is 0, so at least one bound is <= any value.
         let index = self
@@ -90,14 +93,17 @@ impl BucketCounts {
         self.total += 1;
     }
 
+    /// The bucket bounds, nanoseconds.
     pub fn bounds_ns(&self) -> &[u64] {
         &self.buckets.bounds_ns
     }
 
+    /// Latencies counted per bucket.
     pub fn counts(&self) -> &[u64] {
         &self.counts
     }
 
+    /// Latencies counted.
     pub fn total(&self) -> u64 {
         self.total
     }

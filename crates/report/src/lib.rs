@@ -21,6 +21,8 @@
 //!
 //! Errors are [`ReportError`]; each names the input or the flag at fault.
 
+#![warn(missing_docs)]
+
 mod config;
 mod convert;
 mod distribution;
@@ -33,7 +35,6 @@ mod json;
 mod metrics;
 mod pipeline;
 mod resources;
-mod stream;
 pub mod tabwriter;
 mod text;
 mod warnings;
@@ -62,13 +63,25 @@ pub enum ReportError {
     #[error(transparent)]
     Record(#[from] record::RecordError),
     #[error("unknown report type {0:?}: want text, json, hist[BUCKETS] or hdrplot")]
+    /// `-type` names no report we print.
     UnknownType(String),
     #[error("bad buckets {input:?}: {reason}")]
-    Buckets { input: String, reason: String },
+    /// A histogram's buckets that do not parse.
+    Buckets {
+        /// The buckets as given.
+        input: String,
+        /// What is wrong with them.
+        reason: String,
+    },
     #[error("{flag}: {reason}")]
-    Flag { flag: &'static str, reason: String },
+    /// A flag's value that cannot be used.
+    Flag {
+        /// The flag, e.g. `-every`.
+        flag: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
     #[error("writing the output")]
+    /// Writing the report failed (a closed pipe is not reported as one).
     Write(#[source] std::io::Error),
-    #[error("the input reader thread {0}")]
-    ReaderThread(String),
 }

@@ -58,6 +58,7 @@ impl Metrics {
         }
     }
 
+    /// Records added.
     pub fn requests(&self) -> u64 {
         self.latency.count()
     }
@@ -67,6 +68,7 @@ impl Metrics {
         self.earliest_unix_ns
     }
 
+    /// Adds a batch of records.
     pub fn add_all(&mut self, records: &[Record]) {
         for record in records {
             self.add(record);
@@ -74,6 +76,7 @@ impl Metrics {
     }
 
     #[inline]
+    /// Adds one record.
     pub fn add(&mut self, record: &Record) {
         let sent = record.sent_unix_ns();
         // Records added before this one: breaks ties between first errors sent at once.
@@ -220,13 +223,21 @@ fn errors_in_first_order(first: &[Option<(u64, u64)>], tables: &RunTables) -> Ve
 /// vegeta's latency block, in nanoseconds.
 #[derive(Debug, Clone)]
 pub struct LatencyStats {
+    /// Sum of all latencies, nanoseconds.
     pub total_ns: u128,
+    /// Mean latency, nanoseconds.
     pub mean_ns: u64,
+    /// Median latency, nanoseconds.
     pub p50_ns: u64,
+    /// 90th percentile latency, nanoseconds.
     pub p90_ns: u64,
+    /// 95th percentile latency, nanoseconds.
     pub p95_ns: u64,
+    /// 99th percentile latency, nanoseconds.
     pub p99_ns: u64,
+    /// Largest latency, nanoseconds.
     pub max_ns: u64,
+    /// Smallest latency, nanoseconds.
     pub min_ns: u64,
     /// For other percentiles (`hdrplot`).
     pub quantiles: Quantiles,
@@ -254,8 +265,11 @@ impl LatencyStats {
 /// One attack's share of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AttackActivity {
+    /// The attack's requests.
     pub requests: u64,
+    /// Its earliest send time, unix nanoseconds.
     pub earliest_unix_ns: u64,
+    /// Its latest send time, unix nanoseconds.
     pub latest_unix_ns: u64,
 }
 
@@ -273,27 +287,42 @@ impl AttackActivity {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
+/// Bytes in or out: vegeta's total and mean per request.
 pub struct ByteStats {
+    /// Bytes over all requests.
     pub total: u64,
+    /// Bytes per request.
     pub mean: f64,
 }
 
 /// vegeta's metrics for a set of records, plus what our extra rows need.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// Requests counted.
     pub requests: u64,
+    /// Requests with a 2xx or 3xx status and no error.
     pub successes: u64,
+    /// Latency figures, as vegeta prints them.
     pub latencies: LatencyStats,
     /// False when the percentiles come from the histogram (3 significant digits).
     pub latencies_exact: bool,
+    /// Response body bytes.
     pub bytes_in: ByteStats,
+    /// Request body bytes.
     pub bytes_out: ByteStats,
+    /// The earliest send time, unix nanoseconds.
     pub earliest_unix_ns: u64,
+    /// The latest send time, unix nanoseconds.
     pub latest_unix_ns: u64,
+    /// The latest completion (send time plus latency), unix nanoseconds.
     pub end_unix_ns: u64,
+    /// The send span (latest minus earliest send), nanoseconds.
     pub duration_ns: u64,
+    /// The wait after the last send until its response, nanoseconds.
     pub wait_ns: u64,
+    /// Requests over the send span, per second.
     pub rate_per_sec: f64,
+    /// Successes over the span including the wait, per second.
     pub throughput_per_sec: f64,
     /// 0..=1.
     pub success_ratio: f64,
@@ -305,7 +334,9 @@ pub struct Report {
     pub send_lag: LagStats,
     /// Requests and send span per attack id.
     pub attacks: Vec<AttackActivity>,
+    /// Latency histogram counts, for `hist` and `json` with buckets.
     pub buckets: Option<BucketCounts>,
+    /// Our extra rows and warnings.
     pub extras: Extras,
 }
 

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use record::{LoadModel, RecordError, RunTables, SourceSummary};
+use record::{LoadModel, ReadOrder, RecordError, RecordStream, RunTables, SourceSummary};
 
 use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
@@ -17,7 +17,6 @@ use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
 use crate::resources::{ResourceSummary, Resources};
-use crate::stream::{Order, RecordStream};
 use crate::text::write_resources_text;
 use crate::text::write_text;
 use crate::warnings::torn_warnings;
@@ -25,6 +24,7 @@ use crate::warnings::torn_warnings;
 /// What a finished report read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReportOutcome {
+    /// Records read.
     pub requests: u64,
     /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
     pub torn_inputs: usize,
@@ -40,9 +40,9 @@ pub fn run_report(
     diagnostics: &mut dyn Write,
 ) -> Result<ReportOutcome, ReportError> {
     let order = if config.every_ns.is_some() {
-        Order::SendTime
+        ReadOrder::SendTime
     } else {
-        Order::Input
+        ReadOrder::Input
     };
     // Only `-every` rows read the summaries (closed-model users) during the run.
     let mut stream = RecordStream::open(paths, order, config.every_ns.is_some())?;
@@ -58,16 +58,15 @@ pub fn run_report(
     };
     let mut groups = Groups::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
     let mut rows = RowPrinter::new(config);
-    let mut batch = Vec::new();
+    let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut resources = Resources::default();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
-        let (samples, sample_tables) = stream.take_samples();
-        resources.add(sample_tables, &samples);
+        resources.add(stream.take_samples(&mut samples), &samples);
+        samples.clear();
     }
-    let (samples, sample_tables) = stream.take_samples();
-    resources.add(sample_tables, &samples);
+    resources.add(stream.take_samples(&mut samples), &samples);
     rows.finish(stream.tables(), stream.summaries(), out)?;
     let torn = torn_warnings(stream.summaries());
     for line in &torn {

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use record::{SampleBatch, SampleTables};
+use record::{ResourceSeries, SampleBatch, SampleTables};
 
 /// CPU at or above this (percent of one core for a group, of the host for the host)
 /// for [`SUSTAINED_SAMPLES`] samples in a row is a saturation warning.
 pub const CPU_BUSY_PERCENT: f64 = 95.0;
+/// Samples in a row above a threshold that make a warning.
 pub const SUSTAINED_SAMPLES: u32 = 3;
 /// File descriptors at or above this share of their limit are a warning.
 pub const FD_WARN_PERCENT: f64 = 90.0;
@@ -20,9 +21,13 @@ pub const FD_WARN_PERCENT: f64 = 90.0;
 /// [`SUSTAINED_SAMPLES`] samples at or above a threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stat {
+    /// Samples counted.
     pub samples: u64,
+    /// Their sum, in the series' unit.
     pub sum: f64,
+    /// The largest value, in the series' unit.
     pub peak: f64,
+    /// When the largest value was read, unix nanoseconds.
     pub peak_at_unix_ns: u64,
     /// When the value first reached the warning threshold.
     pub first_high_at_unix_ns: Option<u64>,
@@ -59,6 +64,7 @@ impl Stat {
         }
     }
 
+    /// The mean over the samples (0 without any).
     pub fn mean(&self) -> f64 {
         if self.samples == 0 {
             0.0
@@ -71,9 +77,13 @@ impl Stat {
 /// One sampler's figures, by measure name (`cpu`, `rss`, `tx`, ...).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SamplerFigures {
+    /// The sampler's kind (`host`, `process`, `postgres`...).
     pub kind: String,
+    /// The sampler's name (the process group, the URL...).
     pub name: String,
+    /// Figures by measure.
     pub stats: BTreeMap<&'static str, Stat>,
+    /// Gaps the sampler recorded.
     pub gaps: u64,
     /// Distinct gap reasons, the first few.
     pub reasons: Vec<String>,
@@ -82,6 +92,7 @@ pub struct SamplerFigures {
 const MAX_REASONS: usize = 3;
 
 impl SamplerFigures {
+    /// The figures of one measure (`cpu`, `rss`, ...), if the sampler had any.
     pub fn stat(&self, measure: &str) -> Option<&Stat> {
         self.stats.get(measure).filter(|s| s.samples > 0)
     }
@@ -97,34 +108,63 @@ pub struct Resources {
     first_at_unix_ns: Option<u64>,
 }
 
-/// Which measure a series feeds, and its warning threshold.
+/// Which measure a series feeds, and its warning threshold; `None` for series the
+/// report has no row for (they are still counted, and charted by `plot`).
 fn measure(
     kind: &str,
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Option<(&'static str, Option<f64>)> {
+    use ResourceSeries as S;
     let label = |key: &str| labels.get(key).map(String::as_str);
-    Some(match (kind, name) {
-        ("host", "host.cpu_percent") if label("cpu") == Some("all") => {
-            ("cpu", Some(CPU_BUSY_PERCENT))
-        }
-        ("host", "host.memory_used_bytes") => ("memory_used", None),
-        ("host", "host.memory_total_bytes") => ("memory_total", None),
-        ("host", "host.tcp_established") => ("established", None),
-        ("host", "host.tcp_time_wait") => ("time_wait", None),
-        ("host", "host.fds_open") => ("fds", None),
-        ("host", "host.fds_max") => ("fds_max", None),
-        ("host", "host.tcp_listen_overflows_per_sec") => {
-            ("listen_overflows", Some(f64::MIN_POSITIVE))
-        }
-        ("process", "process.cpu_percent") => ("cpu", Some(CPU_BUSY_PERCENT)),
-        ("process", "process.rss_bytes") => ("rss", None),
-        ("process", "process.fds") => ("fds", None),
-        ("process", "process.fd_limit") => ("fd_limit", None),
-        ("process", "process.fd_use_percent") => ("fd_use", Some(FD_WARN_PERCENT)),
-        ("postgres", "postgres.transactions_per_sec") => ("tx", None),
-        ("postgres", "postgres.connections") => ("connections", None),
-        _ => return None,
+    let series = ResourceSeries::from_name(name)?;
+    // A series counts only from its own kind of sampler (an agent forwards samplers
+    // with their kinds).
+    let wanted_kind = series.name().split('.').next().unwrap_or_default();
+    if kind != wanted_kind {
+        return None;
+    }
+    Some(match series {
+        S::HostCpuPercent if label("cpu") == Some("all") => ("cpu", Some(CPU_BUSY_PERCENT)),
+        S::HostMemoryUsedBytes => ("memory_used", None),
+        S::HostMemoryTotalBytes => ("memory_total", None),
+        S::HostTcpEstablished => ("established", None),
+        S::HostTcpTimeWait => ("time_wait", None),
+        S::HostFdsOpen => ("fds", None),
+        S::HostFdsMax => ("fds_max", None),
+        S::HostTcpListenOverflowsPerSec => ("listen_overflows", Some(f64::MIN_POSITIVE)),
+        S::ProcessCpuPercent => ("cpu", Some(CPU_BUSY_PERCENT)),
+        S::ProcessRssBytes => ("rss", None),
+        S::ProcessFds => ("fds", None),
+        S::ProcessFdLimit => ("fd_limit", None),
+        S::ProcessFdUsePercent => ("fd_use", Some(FD_WARN_PERCENT)),
+        S::PostgresTransactionsPerSec => ("tx", None),
+        S::PostgresConnections => ("connections", None),
+        // No row: per-core CPU, iowait and steal, swap, network, socket details, TCP
+        // error rates other than listen overflows, load, process counts, rollbacks.
+        S::HostCpuPercent
+        | S::HostCpuIowaitPercent
+        | S::HostCpuStealPercent
+        | S::HostMemoryAvailableBytes
+        | S::HostSwapUsedBytes
+        | S::HostNetRxBytesPerSec
+        | S::HostNetTxBytesPerSec
+        | S::HostNetRxPacketsPerSec
+        | S::HostNetTxPacketsPerSec
+        | S::HostTcpSockets
+        | S::HostSocketsUsed
+        | S::HostTcpOrphans
+        | S::HostUdpSockets
+        | S::HostTcpMemoryBytes
+        | S::HostTcpRetransmitsPerSec
+        | S::HostTcpResetsSentPerSec
+        | S::HostTcpConnectFailuresPerSec
+        | S::HostTcpListenDropsPerSec
+        | S::HostLoad1
+        | S::ProcessCount
+        | S::ProcessThreads
+        | S::ProcessSockets
+        | S::PostgresRollbacksPerSec => return None,
     })
 }
 
@@ -210,10 +250,15 @@ impl Resources {
 /// What the resource samples say about the run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ResourceSummary {
+    /// Figures per sampler.
     pub samplers: Vec<SamplerFigures>,
+    /// Series declared.
     pub series: u64,
+    /// Values read.
     pub values: u64,
+    /// Gaps read.
     pub gaps: u64,
+    /// Plain warnings ("nginx at 100% of one core from 12 s").
     pub warnings: Vec<String>,
 }
 

@@ -9,7 +9,7 @@ use units::{GoDuration, round_for_report};
 
 use crate::extras::Extras;
 use crate::metrics::Report;
-use crate::resources::ResourceSummary;
+use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::tabwriter::align;
 
 /// Width of vegeta's label column (`Status Codes` + padding).
@@ -56,78 +56,13 @@ fn mib(bytes: f64) -> String {
 fn resource_rows(resources: &ResourceSummary) -> String {
     let mut text = String::new();
     for host in resources.of_kind("host") {
-        if let Some(cpu) = host.stat("cpu") {
-            let _ = writeln!(
-                text,
-                "Host CPU\t[peak, mean]\t{:.2}%, {:.2}%",
-                cpu.peak,
-                cpu.mean()
-            );
-        }
-        if let (Some(used), Some(total)) = (host.stat("memory_used"), host.stat("memory_total")) {
-            let _ = writeln!(
-                text,
-                "Host Memory\t[peak used, total]\t{}, {}",
-                mib(used.peak),
-                mib(total.peak)
-            );
-        }
-        if let Some(established) = host.stat("established") {
-            let time_wait = host.stat("time_wait").map_or(0.0, |s| s.peak);
-            let _ = writeln!(
-                text,
-                "TCP Sockets\t[peak estab, peak time_wait]\t{:.0}, {time_wait:.0}",
-                established.peak
-            );
-        }
-        if let (Some(open), Some(max)) = (host.stat("fds"), host.stat("fds_max")) {
-            let _ = writeln!(
-                text,
-                "Host FDs\t[peak open, max]\t{:.0}, {:.0}",
-                open.peak, max.peak
-            );
-        }
+        host_rows(&mut text, host);
     }
     for group in resources.of_kind("process") {
-        let name = &group.name;
-        if let Some(cpu) = group.stat("cpu") {
-            let _ = writeln!(
-                text,
-                "Process CPU\t[group: peak, mean]\t{name}: {:.2}%, {:.2}%",
-                cpu.peak,
-                cpu.mean()
-            );
-        }
-        if let Some(rss) = group.stat("rss") {
-            let _ = writeln!(
-                text,
-                "Process RSS\t[group: peak]\t{name}: {}",
-                mib(rss.peak)
-            );
-        }
-        if let (Some(fds), Some(limit), Some(used)) = (
-            group.stat("fds"),
-            group.stat("fd_limit"),
-            group.stat("fd_use"),
-        ) {
-            let _ = writeln!(
-                text,
-                "Process FDs\t[group: peak, limit/proc, max %]\t{name}: {:.0}, {:.0}, {:.2}%",
-                fds.peak, limit.peak, used.peak
-            );
-        }
+        process_rows(&mut text, group);
     }
     for db in resources.of_kind("postgres") {
-        if let Some(tx) = db.stat("tx") {
-            let connections = db.stat("connections").map_or(0.0, |s| s.peak);
-            let _ = writeln!(
-                text,
-                "Database\t[server: peak tx/s, mean, conns]\t{}: {:.2}, {:.2}, {connections:.0}",
-                db.name,
-                tx.peak,
-                tx.mean()
-            );
-        }
+        database_rows(&mut text, db);
     }
     let _ = writeln!(
         text,
@@ -135,6 +70,86 @@ fn resource_rows(resources: &ResourceSummary) -> String {
         resources.series, resources.values, resources.gaps
     );
     text
+}
+
+/// The host's rows: CPU, memory, TCP sockets, file descriptors.
+fn host_rows(text: &mut String, host: &SamplerFigures) {
+    if let Some(cpu) = host.stat("cpu") {
+        let _ = writeln!(
+            text,
+            "Host CPU\t[peak, mean]\t{:.2}%, {:.2}%",
+            cpu.peak,
+            cpu.mean()
+        );
+    }
+    if let (Some(used), Some(total)) = (host.stat("memory_used"), host.stat("memory_total")) {
+        let _ = writeln!(
+            text,
+            "Host Memory\t[peak used, total]\t{}, {}",
+            mib(used.peak),
+            mib(total.peak)
+        );
+    }
+    if let Some(established) = host.stat("established") {
+        let time_wait = host.stat("time_wait").map_or(0.0, |s| s.peak);
+        let _ = writeln!(
+            text,
+            "TCP Sockets\t[peak estab, peak time_wait]\t{:.0}, {time_wait:.0}",
+            established.peak
+        );
+    }
+    if let (Some(open), Some(max)) = (host.stat("fds"), host.stat("fds_max")) {
+        let _ = writeln!(
+            text,
+            "Host FDs\t[peak open, max]\t{:.0}, {:.0}",
+            open.peak, max.peak
+        );
+    }
+}
+
+/// A process group's rows: CPU, RSS, file descriptors against the limit.
+fn process_rows(text: &mut String, group: &SamplerFigures) {
+    let name = &group.name;
+    if let Some(cpu) = group.stat("cpu") {
+        let _ = writeln!(
+            text,
+            "Process CPU\t[group: peak, mean]\t{name}: {:.2}%, {:.2}%",
+            cpu.peak,
+            cpu.mean()
+        );
+    }
+    if let Some(rss) = group.stat("rss") {
+        let _ = writeln!(
+            text,
+            "Process RSS\t[group: peak]\t{name}: {}",
+            mib(rss.peak)
+        );
+    }
+    if let (Some(fds), Some(limit), Some(used)) = (
+        group.stat("fds"),
+        group.stat("fd_limit"),
+        group.stat("fd_use"),
+    ) {
+        let _ = writeln!(
+            text,
+            "Process FDs\t[group: peak, limit/proc, max %]\t{name}: {:.0}, {:.0}, {:.2}%",
+            fds.peak, limit.peak, used.peak
+        );
+    }
+}
+
+/// A database's row: transactions per second and connections.
+fn database_rows(text: &mut String, db: &SamplerFigures) {
+    if let Some(tx) = db.stat("tx") {
+        let connections = db.stat("connections").map_or(0.0, |s| s.peak);
+        let _ = writeln!(
+            text,
+            "Database\t[server: peak tx/s, mean, conns]\t{}: {:.2}, {:.2}, {connections:.0}",
+            db.name,
+            tx.peak,
+            tx.mean()
+        );
+    }
 }
 
 fn vegeta_block(report: &Report) -> String {

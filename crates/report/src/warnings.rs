@@ -15,17 +15,27 @@ pub const LAG_P99_LIMIT_NS: u64 = 1_000_000;
 pub const RATE_RATIO_LIMIT: f64 = 0.99;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
+/// Something a reader of the report must not miss: the generator, not the server, shaped the numbers.
 pub enum Warning {
     /// Send lag p99 above [`LAG_P99_LIMIT_NS`].
-    FellBehind { lag_p99_ns: u64 },
+    FellBehind {
+        /// The send lag's 99th percentile, nanoseconds.
+        lag_p99_ns: u64,
+    },
     /// Achieved rate below [`RATE_RATIO_LIMIT`] of the asked rate.
     RateShort {
+        /// What the schedules asked for, requests per second.
         asked_per_sec: f64,
+        /// What was sent, requests per second.
         achieved_per_sec: f64,
+        /// Requests due but never sent.
         unsent: u64,
     },
     /// The rate held, but requests were due and never sent (the run stopped behind).
-    Unsent { unsent: u64 },
+    Unsent {
+        /// Requests due but never sent.
+        unsent: u64,
+    },
 }
 
 /// The warnings the extra rows call for.

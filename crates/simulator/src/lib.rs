@@ -40,6 +40,9 @@ mod state;
 mod table;
 mod units;
 
+#[cfg(test)]
+mod proptests;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

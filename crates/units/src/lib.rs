@@ -15,6 +15,9 @@ mod duration;
 mod rate;
 mod size;
 
+#[cfg(test)]
+mod proptests;
+
 pub use duration::{GoDuration, parse_duration, round_for_report};
 pub use rate::Rate;
 pub use size::parse_size;

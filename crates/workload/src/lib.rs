@@ -26,6 +26,9 @@ mod targets_http;
 mod targets_json;
 mod template;
 
+#[cfg(test)]
+mod proptests;
+
 pub use data::{DataOrder, DataTable};
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};

@@ -234,17 +234,20 @@ impl Schedule {
             .shape
             .time_of(wanted - self.counts_before[index], span_s);
         let offset_ns = (offset_s * 1e9).round() as u64;
+        // Saturating, as `starts_ns` is: segments may add up past u64::MAX ns.
         Some(
-            self.starts_ns[index]
-                + segment
+            self.starts_ns[index].saturating_add(
+                segment
                     .duration_ns
                     .map_or(offset_ns, |d| offset_ns.min(d.saturating_sub(1))),
+            ),
         )
     }
 
     /// How many requests are due at or before `t_ns`.
     pub fn due_by(&self, t_ns: u64) -> u64 {
-        let due = self.count_by(t_ns).floor() as u64 + 1;
+        // Saturating: a huge parsed rate (`const(1e308, 1s)`) must not overflow.
+        let due = (self.count_by(t_ns).floor() as u64).saturating_add(1);
         match self.total_count() {
             Some(total) => due.min(total.ceil() as u64),
             None => due,
@@ -478,6 +481,27 @@ mod tests {
                 "{t}: {}",
                 schedule.value_at(t)
             );
+        }
+    }
+
+    #[test]
+    fn huge_schedules_saturate_instead_of_overflowing() {
+        // (schedule, t_ns for due_by, its count, k for intended_ns, its time)
+        let rows: &[(&str, u64, u64, u64, Option<u64>)] = &[
+            ("const(1e308, 1ns)", 1, u64::MAX, 0, Some(0)),
+            ("const(1e308, 1ns)", u64::MAX, u64::MAX, u64::MAX, Some(0)),
+            (
+                "const(1, 5000000h) const(1, 5000000h)",
+                u64::MAX,
+                36_000_000_000,
+                30_000_000_000,
+                Some(u64::MAX),
+            ),
+        ];
+        for &(text, t_ns, want_due, k, want_ns) in rows {
+            let schedule = Schedule::parse(text).unwrap();
+            assert_eq!(schedule.due_by(t_ns), want_due, "{text} due_by({t_ns})");
+            assert_eq!(schedule.intended_ns(k), want_ns, "{text} intended_ns({k})");
         }
     }
 }

@@ -38,7 +38,9 @@ const GAP_HEAD_LEN: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SamplerInfo {
+    /// The sampler's kind: `host`, `process`, `prom`, `postgres` or `agent`.
     pub kind: String,
+    /// Tells instances of a kind apart (a process pattern, a URL).
     pub name: String,
 }
 
@@ -66,18 +68,22 @@ pub struct SeriesInfo {
     /// e.g. `process.cpu_percent`, `host.tcp_sockets`, or a Prometheus metric name.
     pub name: String,
     #[serde(default)]
+    /// Labels that tell series of one name apart (`cpu`, `group`, `interface`...).
     pub labels: BTreeMap<String, String>,
     /// `percent`, `bytes`, `bytes/s`, `count`, `1/s`, `seconds`, `seconds/s`, `ratio`,
     /// or empty when unknown (an untyped Prometheus gauge).
     #[serde(default)]
     pub unit: String,
+    /// Whether values are levels or per-second rates.
     pub kind: SeriesKind,
 }
 
 /// The samplers and series known so far; ids are positions.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SampleTables {
+    /// Samplers by id.
     pub samplers: Vec<SamplerInfo>,
+    /// Series by id.
     pub series: Vec<SeriesInfo>,
 }
 
@@ -148,6 +154,7 @@ impl SampleTables {
 pub struct SampleValue {
     /// Index into [`SampleTables::series`].
     pub series: u32,
+    /// The value, in the series' unit.
     pub value: f64,
 }
 
@@ -155,8 +162,11 @@ pub struct SampleValue {
 /// (an endpoint that is down may not have announced any series yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleGap {
+    /// The sampler that missed its reading.
     pub sampler: u32,
+    /// The series that has no value, or `None` for all of the sampler's.
     pub series: Option<u32>,
+    /// Why (a process that is gone, a scrape that timed out...).
     pub reason: String,
 }
 
@@ -165,7 +175,9 @@ pub struct SampleGap {
 pub struct SampleBatch {
     /// When the reading was taken, on the run's clock (unix nanoseconds).
     pub at_unix_ns: u64,
+    /// Values read at this instant.
     pub values: Vec<SampleValue>,
+    /// Series or samplers that have no value at this instant, with why.
     pub gaps: Vec<SampleGap>,
 }
 
@@ -173,10 +185,15 @@ pub struct SampleBatch {
 /// that may use them. A frame with no new entries writes only a samples block.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SampleFrame {
+    /// The id of the first sampler in `samplers` (the number already written).
     pub first_sampler: u32,
+    /// Samplers new since the last frame.
     pub samplers: Vec<SamplerInfo>,
+    /// The id of the first series in `series` (the number already written).
     pub first_series: u32,
+    /// Series new since the last frame.
     pub series: Vec<SeriesInfo>,
+    /// The reading itself.
     pub batch: SampleBatch,
 }
 
@@ -217,9 +234,11 @@ impl SeriesBlock {
 /// with the length of the run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SampleSummary {
+    /// Samplers and series the input declared.
     pub tables: SampleTables,
     /// Samples blocks read.
     pub batches: u64,
+    /// Values read.
     pub values: u64,
     /// Gap entries read (a whole-sampler gap counts once).
     pub gaps: u64,

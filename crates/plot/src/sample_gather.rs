@@ -55,10 +55,12 @@ pub struct Trace {
     pub bucket_ns: u64,
     /// The highest value (NaN until a value is seen).
     pub peak: f64,
+    /// Finite values added (gaps not counted), kept or not.
     pub values: u64,
 }
 
 impl Trace {
+    /// An empty trace.
     pub fn new() -> Trace {
         Trace {
             points: Vec::new(),
