@@ -28,26 +28,31 @@ pub struct Figures {
     pub all_records: u64,
 }
 
-/// Reads `path` and sums up its window; `asked` gives the requests the plan made due
-/// between two offsets (open model), `None` for the closed model.
+/// Reads `path` (on [`record::RecordStream`]'s reader thread, in file order: the
+/// window's figures do not depend on order) and sums up its window; `asked` gives the
+/// requests the plan made due between two offsets (open model), `None` for the closed
+/// model.
 pub fn summarise(
     path: &str,
     window: Window,
     asked: &dyn Fn(u64, u64) -> Option<u64>,
 ) -> Result<Figures, LabError> {
-    let mut source = record::open_input(path).map_err(|e| LabError::Folder(e.to_string()))?;
+    let fail = |e: record::RecordError| LabError::Folder(e.to_string());
+    let mut stream =
+        record::RecordStream::open(&[path.to_owned()], record::ReadOrder::Input, false)
+            .map_err(fail)?;
     let mut batch: Vec<Record> = Vec::new();
     let mut acc = Accumulator::default();
-    while source
-        .next_batch(&mut batch)
-        .map_err(|e| LabError::Folder(e.to_string()))?
-    {
-        let start_unix_ns = source.summary().header.start_unix_ns;
+    while stream.next_batch(&mut batch).map_err(fail)? {
+        let start_unix_ns = stream
+            .summaries()
+            .first()
+            .map_or(0, |s| s.header.start_unix_ns);
         for record in &batch {
             acc.all += 1;
             let at_ns = record.intended_unix_ns.saturating_sub(start_unix_ns);
             if (window.start_ns..window.end_ns).contains(&at_ns) {
-                acc.add(record, source.tables());
+                acc.add(record, stream.tables());
             }
         }
     }

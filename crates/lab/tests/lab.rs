@@ -9,6 +9,16 @@ use engine::StopHandle;
 use lab::{Plan, RunOptions, RunSummary, run_plan};
 use simulator::{Simulator, SimulatorOptions, parse_recipe};
 
+/// The tests that send load take turns: on a small shared machine, two at once would
+/// starve each other's generator and turn steps inconclusive.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn simulator(recipe: &str) -> Simulator {
     let recipe = parse_recipe(recipe, "test recipe").expect("recipe");
     let mut options = SimulatorOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -50,6 +60,7 @@ fn verdicts(summary: &RunSummary) -> Vec<(String, String)> {
 
 #[test]
 fn a_sweep_of_two_variants_writes_the_folder_and_judges_each_step() {
+    let _turn = one_at_a_time();
     // "fast" holds 400/s (40 workers x 100 ms), "slow" only 100/s: 200/s splits them.
     let (fast, slow) = (
         simulator(&capacity_recipe(40, 100)),
@@ -164,6 +175,7 @@ max_lag = "50ms"
 
 #[test]
 fn search_finds_a_known_capacity_within_5_percent() {
+    let _turn = one_at_a_time();
     let server = simulator(&queued_recipe(100, 200, 10)); // W/S = 500/s
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = format!(
@@ -179,7 +191,9 @@ cooldown = "100ms"
 
 [slo]
 success = 0.99
-max_lag = "50ms"
+# Generous: the search is judged on the server's 503s, not on a busy test machine.
+max_lag = "200ms"
+achieved = 0.97
 
 [search]
 start = 100
@@ -208,6 +222,7 @@ max_probes = 16
 
 #[test]
 fn sad_paths_fail_their_cell_and_the_plan_goes_on() {
+    let _turn = one_at_a_time();
     let up = simulator(&capacity_recipe(50, 1));
     // A port nothing listens on: bind one, then let it go.
     let down = std::net::TcpListener::bind("127.0.0.1:0")
