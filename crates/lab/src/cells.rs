@@ -266,7 +266,7 @@ mod tests {
         let plan = plan(&text);
         let (a, b) = (cells(&plan), cells(&plan));
         assert_eq!(a, b);
-        let mut unshuffled = plan.clone();
+        let mut unshuffled = plan;
         unshuffled.matrix.shuffle_seed = None;
         let plain = cells(&unshuffled);
         assert_ne!(a, plain);

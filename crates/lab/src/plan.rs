@@ -480,7 +480,7 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
             .iter()
             .map(|rule| {
                 workload::StopRule::parse(rule)
-                    .map_err(|e| spot.err(rules.span().start, "load.stop_when", e.to_string()))
+                    .map_err(|e| spot.err(rules.span().start, "load.stop_when", e))
             })
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
@@ -490,7 +490,7 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
             "load.connections",
             r.connections
                 .as_ref()
-                .map(|c| (c.span().start, *c.get_ref() as u64)),
+                .map(|c| (c.span().start, *c.get_ref())),
         ),
         (
             "load.threads",
@@ -1037,9 +1037,8 @@ max_rate = 100000
             ),
             (
                 "base_url without shared targets",
-                format!(
-                    "mode = \"sweep\"\n[[variant]]\nname = \"a\"\nbase_url = \"http://127.0.0.1:1\"\n[load]\nrates = [1]\n"
-                ),
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\nbase_url = \"http://127.0.0.1:1\"\n[load]\nrates = [1]\n"
+                    .to_owned(),
                 "p.toml:4: variant.base_url:",
             ),
             (
