@@ -172,6 +172,87 @@ pub struct RunSummary {
     pub variants: Vec<VariantResult>,
     /// Per step, in run order.
     pub steps: Vec<StepRow>,
+    /// Matrix: per cell, the median and spread of its repeats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellStats>,
+}
+
+/// A matrix cell over its repeats: the median and the spread (min..max).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellStats {
+    /// The variant's name.
+    pub variant: String,
+    /// Axis values.
+    pub params: BTreeMap<String, String>,
+    /// The rate asked, req/s (open model).
+    pub rate_asked: Option<f64>,
+    /// Repeats judged.
+    pub runs: usize,
+    /// Repeats that passed.
+    pub passed: usize,
+    /// Achieved rate: median, min, max.
+    pub achieved_per_sec: [f64; 3],
+    /// Success share: median, min, max.
+    pub success: [f64; 3],
+    /// p50 ms: median, min, max.
+    pub p50_ms: [f64; 3],
+    /// p99 ms: median, min, max.
+    pub p99_ms: [f64; 3],
+}
+
+/// Median, min and max (the median of an even count is the mean of the middle two).
+fn spread(mut values: Vec<f64>) -> [f64; 3] {
+    if values.is_empty() {
+        return [0.0; 3];
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    [median, values[0], values[n - 1]]
+}
+
+/// Groups judged rows by cell (variant, axis values, rate), in first-seen order.
+pub fn cell_stats(steps: &[StepRow]) -> Vec<CellStats> {
+    let mut cells: Vec<(CellStats, Vec<&StepRow>)> = Vec::new();
+    for row in steps
+        .iter()
+        .filter(|r| matches!(r.verdict.as_str(), "pass" | "fail" | "inconclusive"))
+    {
+        let same = |c: &CellStats| {
+            c.variant == row.variant && c.params == row.params && c.rate_asked == row.rate_asked
+        };
+        match cells.iter_mut().find(|(c, _)| same(c)) {
+            Some((_, rows)) => rows.push(row),
+            None => cells.push((
+                CellStats {
+                    variant: row.variant.clone(),
+                    params: row.params.clone(),
+                    rate_asked: row.rate_asked,
+                    ..CellStats::default()
+                },
+                vec![row],
+            )),
+        }
+    }
+    cells
+        .into_iter()
+        .map(|(mut cell, rows)| {
+            let of = |f: &dyn Fn(&StepRow) -> Option<f64>| {
+                spread(rows.iter().filter_map(|r| f(r)).collect())
+            };
+            cell.runs = rows.len();
+            cell.passed = rows.iter().filter(|r| r.verdict == "pass").count();
+            cell.achieved_per_sec = of(&|r| Some(r.achieved_per_sec));
+            cell.success = of(&|r| Some(r.success));
+            cell.p50_ms = of(&|r| r.p50_ms);
+            cell.p99_ms = of(&|r| r.p99_ms);
+            cell
+        })
+        .collect()
 }
 
 impl RunSummary {
@@ -221,6 +302,9 @@ impl RunSummary {
             }
             md.push('\n');
         }
+        if !self.cells.is_empty() {
+            md.push_str(&self.cells_markdown());
+        }
         let axes: Vec<&String> = self
             .steps
             .iter()
@@ -263,6 +347,50 @@ impl RunSummary {
                 s.why.replace('|', "/"),
             );
         }
+        md
+    }
+}
+
+impl RunSummary {
+    /// A matrix's cells: the median of the repeats with the spread in brackets.
+    fn cells_markdown(&self) -> String {
+        let axes: Vec<&String> = self
+            .cells
+            .iter()
+            .flat_map(|c| c.params.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut md = "Per cell: the median of its repeats [min..max].\n\n| variant |".to_owned();
+        for axis in &axes {
+            let _ = write!(md, " {axis} |");
+        }
+        md.push_str(" offered | runs | passed | achieved/s | success | p50 | p99 |\n|---|");
+        md.push_str(&"---|".repeat(axes.len()));
+        md.push_str("---:|---:|---:|---:|---:|---:|---:|\n");
+        for c in &self.cells {
+            let _ = write!(md, "| {} |", c.variant);
+            for axis in &axes {
+                let _ = write!(md, " {} |", c.params.get(*axis).map_or("", String::as_str));
+            }
+            let offered = c
+                .rate_asked
+                .map_or("-".to_owned(), |r| format!("{}/s", format_rate(r)));
+            let [a, a_lo, a_hi] = c.achieved_per_sec;
+            let [s, s_lo, s_hi] = c.success;
+            let [p50, p50_lo, p50_hi] = c.p50_ms;
+            let [p99, p99_lo, p99_hi] = c.p99_ms;
+            let _ = writeln!(
+                md,
+                " {offered} | {} | {} | {a:.1} [{a_lo:.1}..{a_hi:.1}] | {:.2}% [{:.2}..{:.2}] | {p50:.1}ms [{p50_lo:.1}..{p50_hi:.1}] | {p99:.1}ms [{p99_lo:.1}..{p99_hi:.1}] |",
+                c.runs,
+                c.passed,
+                s * 100.0,
+                s_lo * 100.0,
+                s_hi * 100.0,
+            );
+        }
+        md.push('\n');
         md
     }
 }
@@ -394,6 +522,42 @@ mod tests {
         for (text, want) in rows {
             assert_eq!(redact(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn matrix_cells_have_the_median_and_spread_of_their_repeats() {
+        let row = |rate: f64, replicas: &str, p99: f64, verdict: &str| StepRow {
+            variant: "a".to_owned(),
+            params: [("replicas".to_owned(), replicas.to_owned())].into(),
+            rate_asked: Some(rate),
+            p99_ms: Some(p99),
+            success: 1.0,
+            verdict: verdict.to_owned(),
+            ..StepRow::default()
+        };
+        let steps = [
+            row(100.0, "1", 30.0, "pass"),
+            row(100.0, "2", 5.0, "pass"),
+            row(100.0, "1", 10.0, "fail"),
+            row(100.0, "1", 20.0, "pass"),
+            row(100.0, "1", 1.0, "failed"),
+        ];
+        let cells = cell_stats(&steps);
+        assert_eq!(cells.len(), 2);
+        assert_eq!(
+            (cells[0].runs, cells[0].passed, cells[0].p99_ms),
+            (3, 2, [20.0, 10.0, 30.0])
+        );
+        assert_eq!((cells[1].runs, cells[1].p99_ms), (1, [5.0, 5.0, 5.0]));
+        assert_eq!(spread(vec![4.0, 1.0, 3.0, 2.0]), [2.5, 1.0, 4.0]);
+        let summary = RunSummary {
+            mode: "matrix".to_owned(),
+            cells,
+            ..RunSummary::default()
+        };
+        let md = summary.markdown();
+        assert!(md.contains("| a | 1 | 100/s | 3 | 2 |"), "{md}");
+        assert!(md.contains("20.0ms [10.0..30.0]"), "{md}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod summarise;
 
 use std::path::PathBuf;
 
-pub use folder::{RunSummary, StepRow, VariantResult, redact};
+pub use folder::{CellStats, RunSummary, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
 pub use runner::{RunOptions, run_plan};
 

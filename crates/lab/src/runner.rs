@@ -13,7 +13,7 @@ use engine::StopHandle;
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
-use crate::folder::{RunSummary, StepRow, VariantResult, log_line, redact};
+use crate::folder::{RunSummary, StepRow, VariantResult, cell_stats, log_line, redact};
 use crate::plan::{Mode, Plan};
 use crate::step::run_cell;
 
@@ -104,6 +104,9 @@ pub fn run_plan(
     }
     if run.plan.mode != Mode::Search {
         run.summary.variants = held_by_sweep(plan, &run.summary.steps);
+    }
+    if run.plan.mode == Mode::Matrix {
+        run.summary.cells = cell_stats(&run.summary.steps);
     }
     run.summary.complete = !run.interrupted;
     run.summary.write(dir)?;

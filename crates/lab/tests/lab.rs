@@ -324,3 +324,60 @@ fn a_plan_typo_names_the_file_line_and_field() {
 fn summary_table(summary: &RunSummary) -> String {
     summary.markdown()
 }
+
+#[test]
+fn a_matrix_runs_every_combination_with_its_values_in_the_hooks() {
+    let _turn = one_at_a_time();
+    let server = simulator(&capacity_recipe(50, 1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "matrix"
+[[variant]]
+name = "m"
+targets = ["GET http://{}/"]
+setup = "echo cell {{{{variant}}}} {{{{rate}}}} {{{{pool}}}} {{{{repeat}}}}"
+
+[load]
+step_duration = "300ms"
+
+[slo]
+max_lag = "100ms"
+
+[matrix]
+axes = {{ rate = [20, 40], pool = ["small", "big"] }}
+repeat = 2
+order = "shuffled"
+seed = 3
+"#,
+        server.local_addr()
+    );
+    let summary = run(&plan, dir.path());
+    assert_eq!(summary.steps.len(), 8, "{:#?}", summary.steps);
+    assert!(
+        summary.steps.iter().all(|s| s.verdict == "pass"),
+        "{:#?}",
+        summary.steps
+    );
+    assert_eq!(summary.cells.len(), 4);
+    assert!(
+        summary.cells.iter().all(|c| c.runs == 2 && c.passed == 2),
+        "{:#?}",
+        summary.cells
+    );
+    let hooks = std::fs::read_to_string(
+        dir.path()
+            .join("run")
+            .join(summary.steps[0].hooks.as_deref().expect("hooks")),
+    )
+    .expect("hooks");
+    let step = &summary.steps[0];
+    let want = format!(
+        "cell m {} {} {}",
+        step.rate_asked.map_or(0, |r| r as u64),
+        step.params["pool"],
+        step.repeat
+    );
+    assert!(hooks.contains(&want), "{want}: {hooks}");
+    let md = std::fs::read_to_string(dir.path().join("run/summary.md")).expect("md");
+    assert!(md.contains("the median of its repeats"), "{md}");
+}
