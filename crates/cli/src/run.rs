@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use engine::StopHandle;
-use lab::{Plan, RunOptions, run_plan};
+use lab::{MakeMonitor, MonitorFactory, Plan, RunOptions, run_plan};
 
 use crate::signals;
 
@@ -63,11 +64,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(folder_name(&plan.name)));
+    // Monitor specs are checked before anything runs, then started afresh for each step.
+    crate::monitor::AttachedMonitor::new(&plan.load.monitor, &plan.load.monitor_interval)
+        .with_context(|| format!("{}:{}: load.monitor", plan.source_name, plan.load.line))?;
+    let make: Arc<MakeMonitor> = Arc::new(|specs: &[String], interval: &str| {
+        crate::monitor::AttachedMonitor::new(specs, interval)
+            .map(|m| Box::new(m) as Box<dyn engine::SampleFeed>)
+            .map_err(|e| format!("{e:#}"))
+    });
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "finishing the current step")?;
     let options = RunOptions {
         output: output.clone(),
         resume: args.resume,
+        monitor: Some(MonitorFactory(make)),
     };
     let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())
         .with_context(|| format!("plan {}", args.plan.display()))?;

@@ -1265,8 +1265,13 @@ fn run_refuses_a_bad_plan_naming_its_file_and_line() {
         "impossible.toml",
         b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\n[slo]\nsuccess = 2\n",
     );
+    let monitor = dir.write(
+        "monitor.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\nmonitor = [\"gpu\"]\n",
+    );
     let missing = dir.path("missing.toml");
     let rows = [
+        (monitor.clone(), format!("{monitor}:5: load.monitor: ")),
         (
             typo.clone(),
             format!("{typo}:8: sucess: unknown field `sucess`"),

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 pub use folder::{CellStats, RunSummary, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
-pub use runner::{RunOptions, run_plan};
+pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
 
 /// Why a plan could not be read or run.
 #[derive(Debug, thiserror::Error)]

@@ -149,8 +149,11 @@ pub struct Load {
     pub threads: Option<usize>,
     /// Seeds the targets' templates.
     pub seed: u64,
-    /// Monitor specs attached to every step (as `attack -monitor`).
+    /// Monitor specs attached to every step (as `attack -monitor`); the caller turns
+    /// them into samplers ([`crate::RunOptions::monitor`]).
     pub monitor: Vec<String>,
+    /// How often the monitor samples, as written (`1s` when not given).
+    pub monitor_interval: String,
     /// Stop rules for every step (as `attack -stop-when`): a probe that has clearly
     /// failed ends early.
     pub stop_when: Vec<workload::StopRule>,
@@ -235,6 +238,7 @@ struct RawLoad {
     seed: Option<u64>,
     #[serde(default)]
     monitor: Vec<String>,
+    monitor_interval: Option<Spanned<String>>,
     stop_when: Option<Spanned<Vec<String>>>,
 }
 
@@ -526,6 +530,13 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
         threads: r.threads.as_ref().map(|t| *t.get_ref()),
         seed: r.seed.unwrap_or(0),
         monitor: r.monitor.clone(),
+        monitor_interval: match &r.monitor_interval {
+            Some(text) => {
+                spot.duration(text, "load.monitor_interval")?;
+                text.get_ref().clone()
+            }
+            None => "1s".to_owned(),
+        },
         stop_when,
     })
 }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use analysis::{Next, Outcome, Search};
-use engine::StopHandle;
+use std::sync::Arc;
+
+use engine::{SampleFeed, StopHandle};
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
@@ -18,17 +20,35 @@ use crate::plan::{Mode, Plan};
 use crate::step::run_cell;
 
 /// Where and how to run a plan.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// The run folder.
     pub output: PathBuf,
     /// Continue the run in `output`, skipping the cells its summary holds.
     pub resume: bool,
+    /// Makes the samplers of the plan's `monitor` specs for one step; without it,
+    /// the specs are not sampled.
+    pub monitor: Option<MonitorFactory>,
+}
+
+/// A step's samplers from the plan's `monitor` specs and interval (the CLI's
+/// `attack -monitor`, so this crate needs no monitor of its own).
+#[derive(Clone)]
+pub struct MonitorFactory(pub Arc<MakeMonitor>);
+
+/// See [`MonitorFactory`].
+pub type MakeMonitor = dyn Fn(&[String], &str) -> Result<Box<dyn SampleFeed>, String> + Send + Sync;
+
+impl std::fmt::Debug for MonitorFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MonitorFactory")
+    }
 }
 
 /// The state of a run in progress.
 struct Run<'a> {
     plan: &'a Plan,
+    monitor: Option<&'a MonitorFactory>,
     dir: &'a Path,
     stop: &'a StopHandle,
     progress: &'a mut dyn Write,
@@ -76,6 +96,7 @@ pub fn run_plan(
         .unwrap_or_default();
     let mut run = Run {
         plan,
+        monitor: options.monitor.as_ref(),
         dir,
         stop,
         progress,
@@ -151,7 +172,14 @@ impl Run<'_> {
         }
         let _ = writeln!(self.progress, "loadlab run: step {folder} ...");
         let step_dir = self.dir.join("steps").join(&folder);
-        let result = run_cell(self.plan, cell, &step_dir, self.dir, self.stop)?;
+        let result = run_cell(
+            self.plan,
+            cell,
+            &step_dir,
+            self.dir,
+            self.stop,
+            self.monitor,
+        )?;
         let mut row = result.row;
         row.kind = kind.to_owned();
         self.interrupted |= result.interrupted;

@@ -17,6 +17,7 @@ use crate::cells::{Cell, Offer, substitute};
 use crate::folder::StepRow;
 use crate::hooks::{note, run_hook, wait_ready};
 use crate::plan::{Plan, TargetSource};
+use crate::runner::MonitorFactory;
 use crate::summarise::{Window, summarise};
 
 /// What the runner learns from one cell.
@@ -34,6 +35,7 @@ pub fn run_cell(
     dir: &Path,
     run_dir: &Path,
     stop: &StopHandle,
+    monitor: Option<&MonitorFactory>,
 ) -> Result<StepResult, LabError> {
     std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
         path: dir.to_owned(),
@@ -60,7 +62,7 @@ pub fn run_cell(
             .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
         None => Ok(()),
     });
-    let attack = ready.and_then(|()| attack(plan, cell, dir, stop));
+    let attack = ready.and_then(|()| attack(plan, cell, dir, stop, monitor));
     // Teardown runs even after Ctrl-C (it may stop what setup started): its own handle.
     if let Some(command) = &variant.teardown
         && let Err(why) = run_hook(
@@ -140,6 +142,15 @@ fn judge_cell(
     Ok(())
 }
 
+/// No monitor: nothing sampled.
+struct NoSamples;
+
+impl engine::SampleFeed for NoSamples {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn ready(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+    fn finish(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+}
+
 /// A step a stop rule ended has clearly failed, unless the generator was at fault
 /// (then it stays inconclusive); a rule that fired during the warm-up leaves no window,
 /// and the rule alone is the reason.
@@ -198,13 +209,26 @@ pub fn relative(path: &Path, base: &Path) -> String {
 }
 
 /// Builds the cell's attack and runs it into `records.llr`.
-fn attack(plan: &Plan, cell: &Cell, dir: &Path, stop: &StopHandle) -> Result<Attacked, String> {
+fn attack(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    stop: &StopHandle,
+    monitor: Option<&MonitorFactory>,
+) -> Result<Attacked, String> {
     let config = run_config(plan, cell)?;
+    let mut samples: Box<dyn engine::SampleFeed> = match monitor {
+        Some(factory) if !plan.load.monitor.is_empty() => {
+            (factory.0)(&plan.load.monitor, &plan.load.monitor_interval)
+                .map_err(|e| format!("load.monitor: {e}"))?
+        }
+        _ => Box::new(NoSamples),
+    };
     let path = dir.join("records.llr");
     let file = std::fs::File::create(&path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let out = BufWriter::with_capacity(1 << 16, file);
-    let (out, outcome) = run_forwarding_stop(&config, out, stop)?;
+    let (out, outcome) = run_forwarding_stop(&config, out, stop, samples.as_mut())?;
     out.into_inner()
         .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
     Ok(Attacked {
@@ -221,6 +245,7 @@ fn run_forwarding_stop(
     config: &RunConfig,
     out: BufWriter<std::fs::File>,
     stop: &StopHandle,
+    samples: &mut dyn engine::SampleFeed,
 ) -> Result<(BufWriter<std::fs::File>, engine::RunOutcome), String> {
     let step_stop = StopHandle::new();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -234,7 +259,8 @@ fn run_forwarding_stop(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let result = engine::run(config, out, &step_stop).map_err(|e| format!("attack: {e}"));
+        let result = engine::run_with_samples(config, out, &step_stop, samples)
+            .map_err(|e| format!("attack: {e}"));
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         result
     })

@@ -45,7 +45,7 @@ fn run(plan_text: &str, dir: &Path) -> RunSummary {
     let plan = Plan::parse(plan_text, "test.toml", dir).unwrap_or_else(|e| panic!("{e}"));
     let options = RunOptions {
         output: dir.join("run"),
-        resume: false,
+        ..RunOptions::default()
     };
     run_plan(&plan, &options, &StopHandle::new(), &mut std::io::sink()).expect("the plan runs")
 }
@@ -154,6 +154,7 @@ max_lag = "50ms"
     let options = RunOptions {
         output: run_dir.clone(),
         resume: true,
+        ..RunOptions::default()
     };
     let again =
         run_plan(&plan, &options, &StopHandle::new(), &mut std::io::sink()).expect("resume");
@@ -165,7 +166,7 @@ max_lag = "50ms"
         &plan,
         &RunOptions {
             output: run_dir,
-            resume: false,
+            ..RunOptions::default()
         },
         &StopHandle::new(),
         &mut std::io::sink(),
