@@ -145,17 +145,16 @@ pub fn run_plan(
 impl Run<'_> {
     fn cells(&mut self) -> Result<(), LabError> {
         for cell in cells(self.plan) {
-            let (row, _) = self.step(&cell, self.plan.mode.word())?;
+            self.step(&cell, self.plan.mode.word())?;
             if self.interrupted {
                 break;
             }
-            let _ = row;
         }
         Ok(())
     }
 
-    /// Runs (or, resuming, recalls) one cell; returns its row and whether it ran now.
-    fn step(&mut self, cell: &Cell, kind: &str) -> Result<(StepRow, bool), LabError> {
+    /// Runs (or, resuming, recalls) one cell; returns its row.
+    fn step(&mut self, cell: &Cell, kind: &str) -> Result<StepRow, LabError> {
         let index = self.next_index;
         self.next_index += 1;
         let folder = cell.folder(self.plan, index);
@@ -168,7 +167,7 @@ impl Run<'_> {
                 ),
             )?;
             self.summary.steps.push(row.clone());
-            return Ok((row, false));
+            return Ok(row);
         }
         let _ = writeln!(self.progress, "loadlab run: step {folder} ...");
         let step_dir = self.dir.join("steps").join(&folder);
@@ -197,7 +196,7 @@ impl Run<'_> {
         if !self.interrupted {
             self.cool_down();
         }
-        Ok((row, true))
+        Ok(row)
     }
 
     /// The pause between steps; Ctrl-C cuts it short.
@@ -266,7 +265,7 @@ impl Run<'_> {
                 params: Vec::new(),
                 repeat: 1,
             };
-            let (row, _) = self.step(&cell, kind)?;
+            let row = self.step(&cell, kind)?;
             if self.interrupted {
                 return Ok(finish(
                     "interrupted".to_owned(),
