@@ -79,11 +79,16 @@ pub fn run_cell(
     row.seconds = started.elapsed().as_secs_f64();
     let interrupted = stop.is_stopping();
     match attack {
-        Err(why) => row.set_failed(why),
-        Ok(outcome) if interrupted => {
+        Err(why) => {
+            row.set_failed(why);
+            // A cell whose attack never started has no record file to point at.
+            if !dir.join("records.llr").is_file() {
+                row.records = None;
+            }
+        }
+        Ok(_) if interrupted => {
             row.verdict = "interrupted".to_owned();
             row.why = "stopped by Ctrl-C; not judged".to_owned();
-            row.records = Some(outcome.records);
         }
         Ok(outcome) => judge_cell(plan, cell, dir, run_dir, &outcome, &mut row)?,
     }

@@ -290,6 +290,7 @@ max_lag = "50ms"
         "{}",
         summary.steps[1].why
     );
+    assert_eq!(summary.steps[1].records, None, "no attack, no record file");
     let hooks = std::fs::read_to_string(
         dir.path()
             .join("run")
