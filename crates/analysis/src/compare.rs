@@ -104,9 +104,11 @@ pub fn compare_samples(
     let (diff_low, diff_high) = interval(&a, &b, config);
     let enough = a.len() >= MIN_SAMPLES && b.len() >= MIN_SAMPLES;
     let ratio = (mean_a != 0.0).then(|| mean_b / mean_a);
+    // Both means must be non-zero: 0 errors against some is no factor (the old code
+    // said 0x for lower-is-better figures).
     let improvement = match direction {
-        Direction::HigherIsBetter => ratio,
-        Direction::LowerIsBetter => (mean_b != 0.0).then(|| mean_a / mean_b),
+        Direction::HigherIsBetter => ratio.filter(|_| mean_b != 0.0),
+        Direction::LowerIsBetter => (mean_a != 0.0 && mean_b != 0.0).then(|| mean_a / mean_b),
     };
     Ok(Difference {
         mean_a,
@@ -333,5 +335,17 @@ mod tests {
         )
         .expect("ok");
         assert_eq!((zero.ratio, zero.improvement), (None, None));
+    }
+
+    #[test]
+    fn a_zero_mean_on_either_side_has_no_improvement_factor() {
+        let config = CompareConfig::default();
+        let (zero, some) = ([0.0, 0.0, 0.0], [1.0, 2.0, 3.0]);
+        for direction in [Direction::HigherIsBetter, Direction::LowerIsBetter] {
+            for (a, b) in [(&zero, &some), (&some, &zero)] {
+                let d = compare_samples(a, b, direction, &config).expect("samples");
+                assert_eq!(d.improvement, None, "{direction:?} {a:?} {b:?}: {d:?}");
+            }
+        }
     }
 }

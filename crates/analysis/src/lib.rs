@@ -10,7 +10,7 @@
 //! - [`search`]: the capacity search as a state machine ([`Search`]): exponential
 //!   growth, then bisection to a stated precision, then a confirmation probe.
 //! - [`compare`]: whether a difference between two samples is beyond the noise
-//!   ([`compare_samples`], a seeded block bootstrap of the ratio of means).
+//!   ([`compare_samples`], a seeded block bootstrap of the difference of means).
 //!
 //! Errors are [`AnalysisError`].
 

@@ -6,6 +6,7 @@
 //! [`flags::normalize_long_flags`] before clap sees them.
 
 mod attack;
+mod compare;
 mod demo;
 mod encode;
 mod flags;
@@ -40,6 +41,7 @@ struct Cli {
 enum Command {
     Attack(attack::AttackArgs),
     Report(report::ReportArgs),
+    Compare(compare::CompareArgs),
     Encode(encode::EncodeArgs),
     Demo(demo::DemoArgs),
     Plot(plot::PlotArgs),
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Attack(args) => attack::run(&args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Demo(args) => demo::run(&args),
         Command::Plot(args) => plot::run(&args),

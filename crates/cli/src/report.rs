@@ -16,7 +16,9 @@ merged as one run, in send-time order.
 
 The text and json layouts are vegeta's, with exact percentiles (3 significant digits
 beyond 262144 requests). Below vegeta's rows come loadlab's: send lag, asked vs achieved
-rate, the generator's own CPU, the run's model and stop reason, and a plain WARNING when
+rate, the generator's own CPU, the run's model and stop reason, for a rising open-model
+load its saturation point (where throughput stopped following the offered rate, latency
+turned, errors started; always under \"saturation\" in json), and a plain WARNING when
 the generator fell behind (send lag p99 > 1ms, or achieved rate < 99% of asked), so its
 delay is never mistaken for the server's. Rows without data (vegeta imports) are left out.
 

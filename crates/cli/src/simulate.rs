@@ -19,6 +19,13 @@ POST one to /_admin/add_recipe. Prometheus metrics are at /metrics. loadlab's ex
 (latency distributions, weighted status mixes, failure modes, capacity models) are described \
 in docs/SIMULATOR.md.
 
+Safety: the admin API (/_admin) answers loopback clients only, unless -admin-token is set; then \
+every /_admin request from anywhere must send `authorization: Bearer TOKEN`. Recipes posted \
+to /_admin/add_recipe may not name a body_file, unless -files DIR is given (then only files \
+inside DIR). The recipe file given here may name any file, relative to its own directory. \
+Bodies are capped (-max-body-size each, -max-recipe-memory in all). Binding beyond loopback \
+(-addr 0.0.0.0:8080) prints a warning: anyone who can reach the port can use the simulator.
+
 Examples:
   loadlab simulate examples/recipes/origin_1s_latency.json
   loadlab simulate -addr 127.0.0.1:9000 examples/recipes/flaky_downstream.json
@@ -47,15 +54,36 @@ pub struct SimulateArgs {
     /// Check the recipe (including body files and origins) and exit without serving.
     #[arg(long)]
     check: bool,
+
+    /// Require `authorization: Bearer TOKEN` on every /_admin request, from any peer
+    /// [default: no token; /_admin answers loopback clients only].
+    #[arg(long, value_name = "TOKEN")]
+    admin_token: Option<String>,
+
+    /// Directory whose files recipes posted to /_admin/add_recipe may serve as body_file
+    /// [default: posted recipes may not name files].
+    #[arg(long, value_name = "DIR")]
+    files: Option<PathBuf>,
+
+    /// Largest body one route (or status-mix entry) may hold.
+    #[arg(long, value_name = "SIZE", default_value = "64mb", value_parser = parse_size_flag)]
+    max_body_size: u64,
+
+    /// Largest total of bodies held by all routes in force.
+    #[arg(long, value_name = "SIZE", default_value = "512mb", value_parser = parse_size_flag)]
+    max_recipe_memory: u64,
+}
+
+fn parse_size_flag(text: &str) -> Result<u64, String> {
+    units::parse_size(text).map_err(|e| e.to_string())
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    let options = options(&args);
     let SimulateArgs {
         recipe: path,
-        addr,
-        threads,
-        seed,
         check,
+        ..
     } = args;
     let recipe = match &path {
         Some(path) => simulator::parse_recipe_file(path)?,
@@ -63,7 +91,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         None => Recipe::default(),
     };
     if check {
-        simulator::check_recipe(&recipe)?;
+        simulator::check_recipe(&recipe, &options)?;
         let routes = recipe.routes().count();
         eprintln!(
             "loadlab simulate: {} is valid ({routes} routes)",
@@ -71,15 +99,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let mut options = SimulatorOptions::new(addr);
-    if let Some(threads) = threads {
-        options.threads = usize::from(threads);
-    }
-    options.seed = seed;
     // Installed before the server starts, so an early Ctrl-C still stops it cleanly.
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let threads = options.threads;
+    let exposed = !options.addr.ip().to_canonical().is_loopback();
+    let token = options.admin_token.is_some();
     let sim = Simulator::start(options, &recipe)?;
-    announce(&sim, &recipe, &path, options.threads);
+    announce(&sim, &recipe, &path, threads);
+    if exposed {
+        warn_exposed(sim.local_addr(), token);
+    }
     let signal = signals.forever().next();
     sim.stop();
     let how = signal
@@ -87,6 +116,31 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     eprintln!("loadlab simulate: stopped{how}");
     Ok(ExitCode::SUCCESS)
+}
+
+fn options(args: &SimulateArgs) -> SimulatorOptions {
+    let mut options = SimulatorOptions::new(args.addr);
+    if let Some(threads) = args.threads {
+        options.threads = usize::from(threads);
+    }
+    options.seed = args.seed;
+    options.admin_token.clone_from(&args.admin_token);
+    options.files_dir.clone_from(&args.files);
+    options.max_body_bytes = args.max_body_size;
+    options.max_recipe_memory_bytes = args.max_recipe_memory;
+    options
+}
+
+/// Said loudly: a simulator bound beyond loopback serves anyone who can reach the port.
+fn warn_exposed(addr: SocketAddr, token: bool) {
+    let admin = if token {
+        "the admin API needs the -admin-token from every client"
+    } else {
+        "the admin API answers loopback clients only (set -admin-token to allow others)"
+    };
+    eprintln!("loadlab simulate: WARNING: listening on {addr}, beyond loopback:");
+    eprintln!("  anyone who can reach this port can load it and read its answers;");
+    eprintln!("  {admin}.");
 }
 
 fn display(path: &Option<PathBuf>) -> String {

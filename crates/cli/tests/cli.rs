@@ -1351,3 +1351,110 @@ fn run_interrupted_leaves_an_incomplete_summary() {
         "{help}"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// compare: record files side by side.
+
+/// `run_file`'s 8 s at 1000/s with every latency multiplied by `latency_factor`.
+fn compare_file(latency_factor: u64) -> Vec<u8> {
+    let mut writer = RecordWriter::new(Vec::new(), &header(), Compression::Raw).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[ErrorEntry {
+                kind: ErrorKind::Status,
+                text: "503 Service Unavailable".to_owned(),
+            }],
+        )
+        .unwrap();
+    for n in 0..8_000 {
+        let record = record(n, 0);
+        writer.push(&Record {
+            latency_ns: record.latency_ns * latency_factor,
+            ..record
+        });
+    }
+    writer.finish(&RunEnd::default()).unwrap()
+}
+
+#[test]
+fn compare_two_runs_side_by_side() {
+    let dir = TempDir::new();
+    let a = dir.write("a.llr", &compare_file(1));
+    let b = dir.write("b.llr", &compare_file(1));
+    let text = ok(&run(&["compare", &a, &b], None));
+    assert!(text.contains(&format!("A: {a}\nB: {b}\n")), "{text}");
+    for row in [
+        "throughput",
+        "success",
+        "latency p99",
+        "latency max",
+        "errors status",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(row)), "{row}: {text}");
+    }
+    assert!(
+        !text.lines().any(|l| l.ends_with(" beyond")),
+        "the same run twice: {text}"
+    );
+    let markdown = ok(&run(
+        &["compare", "-format=markdown", "-threshold=5%", &a, &b],
+        None,
+    ));
+    assert!(markdown.contains("| latency p99 |"), "{markdown}");
+    let json = ok(&run(&["compare", "-format", "json", &a, &b], None));
+    assert!(json.starts_with("{\"inputs\":["), "{json}");
+    let help = ok(&run(&["compare", "--help"], None));
+    for word in [
+        "Examples:",
+        "bootstrap",
+        "autocorrelated",
+        "code 7",
+        "--threshold",
+    ] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+}
+
+#[test]
+fn compare_exits_7_on_a_regression_and_names_the_row() {
+    let dir = TempDir::new();
+    let a = dir.write("fast.llr", &compare_file(1));
+    let b = dir.write("slow.llr", &compare_file(3));
+    let output = run(&["compare", "-threshold", "5%", &a, &b], None);
+    assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("regression: latency p99 is ") && message.contains("slow.llr"),
+        "{message}"
+    );
+    assert!(!message.contains("throughput"), "{message}");
+    // The other way round is an improvement; without -threshold nothing fails.
+    ok(&run(&["compare", "-threshold", "5%", &b, &a], None));
+    ok(&run(&["compare", &a, &b], None));
+}
+
+#[test]
+fn compare_names_a_bad_file() {
+    let dir = TempDir::new();
+    let a = dir.write("a.llr", &compare_file(1));
+    let text = dir.write("notes.txt", b"hello world\n");
+    let csv = dir.write("old.csv", VEGETA_CSV.as_bytes());
+    let missing = format!("{}/missing.llr", dir.0.display());
+    for bad in [&text, &csv, &missing] {
+        let output = run(&["compare", &a, bad], None);
+        assert_eq!(output.status.code(), Some(1), "{bad}");
+        let message = stderr(&output);
+        assert!(message.contains(bad.as_str()), "{bad}: {message}");
+        assert!(output.stdout.is_empty(), "{bad}");
+    }
+    let output = run(&["compare", &a, &a, "-threshold", "lots"], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("-threshold"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(&["compare", &a], None);
+    assert_eq!(output.status.code(), Some(2), "one input is a usage error");
+}

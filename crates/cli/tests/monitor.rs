@@ -455,3 +455,59 @@ fn attack_monitor_rejects_bad_specs_before_reading_targets() {
         assert!(!stderr.contains("no targets"), "{stderr}");
     }
 }
+
+/// issue 11 item 5: `-monitor 'prom=http://127.0.0.1:1/metrics?token=s3cr3t'` put the
+/// token in the record file, the report and the page. Neither it nor a target URL's
+/// secret may appear in any of them, nor on stderr.
+#[test]
+fn secrets_in_urls_reach_no_output() {
+    let server = simulator();
+    let dir = tempdir("secrets");
+    let path = dir.path().join("run.llr");
+    let path = path.to_str().unwrap();
+    let prom = format!(
+        "prom=http://scraper:pw-s3cr3t@{}/metrics?token=s3cr3t&job=sim",
+        server.local_addr()
+    );
+    let out = attack_with(
+        &[
+            "-rate=50",
+            "-duration=1s",
+            "-monitor",
+            &prom,
+            "-monitor-interval",
+            "200ms",
+            "-output",
+            path,
+        ],
+        &format!("GET http://{}/x?api_key=s3cr3t\n", server.local_addr()),
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("s3cr3t"), "{stderr}");
+    let mut source = record::open_input(path).unwrap();
+    let mut batch = Vec::new();
+    while source.next_batch(&mut batch).unwrap() {}
+    let summary = format!("{:?}", source.summary());
+    assert!(summary.contains("token=REDACTED&job=sim"), "{summary}");
+    assert!(summary.contains("api_key=REDACTED"), "{summary}");
+    assert!(!summary.contains("s3cr3t"), "{summary}");
+    assert!(!text(&std::fs::read(path).unwrap()).contains("s3cr3t"));
+    let page = dir.path().join("run.html");
+    let outputs = [
+        run(&["report", path]),
+        run(&["report", "-type", "json", path]),
+        run(&["plot", path, "-output", page.to_str().unwrap()]),
+    ];
+    for output in &outputs {
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let all = text(&output.stdout) + &text(&output.stderr);
+        assert!(!all.contains("s3cr3t"), "{all}");
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("token=REDACTED"),
+        "the page names the sampler"
+    );
+    assert!(!html.contains("s3cr3t"));
+}

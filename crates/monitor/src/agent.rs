@@ -76,6 +76,7 @@ impl AgentServer {
         Ok(AgentServer { local_addr, shared })
     }
 
+    /// The address the agent listens on (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }

@@ -8,11 +8,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// record times agree exactly; a standalone monitor anchors at its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClockAnchor {
+    /// The monotonic instant of the anchor.
     pub instant: Instant,
+    /// The unix time, in nanoseconds, that `instant` stands for.
     pub unix_ns: u64,
 }
 
 impl ClockAnchor {
+    /// An anchor pairing `instant` with `unix_ns`.
     pub fn new(instant: Instant, unix_ns: u64) -> ClockAnchor {
         ClockAnchor { instant, unix_ns }
     }

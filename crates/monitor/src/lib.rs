@@ -17,7 +17,9 @@
 //! Faults (a process that is gone, an endpoint that is down, slow or returns garbage, a
 //! login refused, a counter reset) become gaps with a reason, never errors: a monitor
 //! must not disturb the run it watches. Errors are [`MonitorError`]; each names the
-//! spec or address at fault, with passwords redacted ([`redact_url`]).
+//! spec or address at fault, with secrets redacted ([`redact_url`], the one rule in `units::redact`).
+
+#![warn(missing_docs)]
 
 mod agent;
 mod clock;
@@ -35,7 +37,6 @@ mod prom_parse;
 #[cfg(test)]
 mod proptests;
 mod rates;
-mod redact;
 mod runner;
 mod sockstat;
 mod spec;
@@ -43,29 +44,42 @@ mod tcp_states;
 
 pub use agent::AgentServer;
 pub use clock::ClockAnchor;
-pub use redact::redact_url;
 pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
 pub use spec::{
     MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch, PromFilters, PromSpec,
     SamplerSpec,
 };
+pub use units::redact_url;
 
 /// Why a monitor could not start or serve. Messages name the spec or address.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
+    /// A `-monitor` spec that does not parse or cannot be used.
     #[error("monitor spec {spec:?}: {reason}")]
-    Spec { spec: String, reason: String },
+    Spec {
+        /// The spec as given, with its secrets redacted.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A monitor was asked to run with nothing to sample.
     #[error("monitor: no samplers: give at least one (host, process=NAME, prom=URL, ...)")]
     NoSamplers,
+    /// A sampler or the hub could not get its thread.
     #[error("monitor: could not start the {what} thread")]
     Thread {
+        /// Which thread.
         what: String,
+        /// The operating system's reason.
         #[source]
         source: std::io::Error,
     },
+    /// An agent could not listen on, or reach, its address.
     #[error("monitor agent {addr}")]
     Agent {
+        /// The agent's `HOST:PORT`.
         addr: String,
+        /// The socket error.
         #[source]
         source: std::io::Error,
     },

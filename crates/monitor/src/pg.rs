@@ -20,9 +20,9 @@ use record::SamplerInfo;
 use crate::agent::chain;
 use crate::hub::{Reading, SeriesDef};
 use crate::rates::Rates;
-use crate::redact::redact_url;
 use crate::runner::{Sampler, Tick};
 use record::ResourceSeries as S;
+use units::redact_url;
 
 const QUERY: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, xact_rollback, \
                      current_database() FROM pg_stat_database \

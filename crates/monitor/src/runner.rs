@@ -101,6 +101,7 @@ impl Stop {
 pub struct MonitorStats {
     /// Frames handed to the receiver.
     pub frames: u64,
+    /// Values in those frames.
     pub values: u64,
     /// Gap entries (each with its reason in the frame).
     pub gaps: u64,
@@ -113,7 +114,9 @@ pub struct MonitorStats {
 /// What [`MonitorHandle::stop`] returns: the frames not yet received, and the counts.
 #[derive(Debug)]
 pub struct MonitorStopped {
+    /// Frames taken but not yet handed to the receiver, oldest first.
     pub remaining: Vec<SampleFrame>,
+    /// What the monitor delivered in all.
     pub stats: MonitorStats,
 }
 

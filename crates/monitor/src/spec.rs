@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use crate::MonitorError;
-use crate::redact::redact_url;
+use units::redact_url;
 
 /// Which processes form a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +46,7 @@ pub struct PromFilters {
 pub struct PromSpec {
     /// The URL as given (may hold credentials: never print it; see [`SamplerSpec::name`]).
     pub url: String,
+    /// Which metric families and label sets to keep.
     pub filters: PromFilters,
     /// Quantiles computed from histograms, per interval.
     pub quantiles: Vec<f64>,
@@ -58,15 +59,20 @@ pub struct PromSpec {
 pub struct PostgresSpec {
     /// The connection URL as given (may hold a password: never print it).
     pub url: String,
+    /// A query slower than this is a gap; default: the interval.
     pub timeout: Option<Duration>,
 }
 
 /// One sampler, as parsed from a spec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplerSpec {
+    /// The machine's CPU, memory, network and TCP counters, from `/proc`.
     Host,
+    /// A group of processes matched by name, command line or pid.
     Process(ProcessMatch),
+    /// A Prometheus text-format endpoint.
     Prom(PromSpec),
+    /// A PostgreSQL server's statistics views.
     Postgres(PostgresSpec),
     /// `HOST:PORT` of a `loadlab monitor -serve` agent.
     Agent(String),
@@ -103,14 +109,18 @@ impl SamplerSpec {
 /// [`SamplerSpec::name`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamedSampler {
+    /// The name in the record file, reports and charts (secrets redacted).
     pub name: String,
+    /// What to sample.
     pub spec: SamplerSpec,
 }
 
 /// What to sample and how often.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorConfig {
+    /// Time between two readings of every sampler.
     pub interval: Duration,
+    /// The samplers, in the order their tables appear in the file.
     pub samplers: Vec<NamedSampler>,
 }
 

@@ -1,5 +1,5 @@
 //! The record file: the one contract between `attack` and every reader
-//! (`report`, `plot`, `encode`, and the planned `compare`). Only this crate knows the bytes on disk;
+//! (`report`, `plot`, `encode` and `compare`). Only this crate knows the bytes on disk;
 //! `docs/RECORD_FORMAT.md` specifies them.
 //!
 //! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds).

@@ -3,6 +3,7 @@
 //! the rows built from them for one report. Only facts the inputs hold become rows: a
 //! vegeta import has no send lag or CPU, and its report says nothing rather than zeros.
 
+use analysis::Finding;
 use record::{AttackEnd, AttackInfo, InputFormat, LoadModel, RunTables, SourceSummary, StopReason};
 
 use crate::distribution::Distribution;
@@ -88,6 +89,8 @@ pub struct RunFacts {
     pub stop: Option<String>,
     /// The system under test, when the inputs hold resource samples.
     pub resources: Option<ResourceSummary>,
+    /// The saturation point of the whole run (set by the pipeline from its seconds).
+    pub saturation: Option<Finding>,
 }
 
 impl RunFacts {
@@ -122,6 +125,20 @@ impl RunFacts {
         });
         facts.stop = (!stops.is_empty()).then(|| stops.join(" + "));
         facts
+    }
+
+    /// `Ok` when some attack is an open-model one (the only load whose offered rate
+    /// follows a schedule, so the only one with a saturation point; closed-model
+    /// attacks beside it are left out of the windows); else why not.
+    pub fn open_model(&self) -> Result<(), String> {
+        let mut models = self.attacks.iter().filter_map(|a| a.model);
+        if models.clone().any(|m| m == LoadModel::Open) {
+            return Ok(());
+        }
+        match model_name(&mut models) {
+            "closed" => Err("a closed-model load: its rate follows the responses".to_owned()),
+            _ => Err("the load model is not recorded (an imported file)".to_owned()),
+        }
     }
 
     fn merge_attacks(&mut self, summary: &SourceSummary, tables: &RunTables) {
@@ -253,6 +270,8 @@ pub struct Extras {
     pub warnings: Vec<Warning>,
     /// Whole-run reports only: the resource summary and its warnings.
     pub resources: Option<ResourceSummary>,
+    /// Whole-run reports only: where a rising open-model load saturated, or why it says nothing.
+    pub saturation: Option<Finding>,
 }
 
 impl Extras {
@@ -279,6 +298,7 @@ impl Extras {
             generator: facts.generator.filter(|_| whole_run),
             run,
             resources: facts.resources.clone().filter(|_| whole_run),
+            saturation: facts.saturation.clone().filter(|_| whole_run),
         }
     }
 }
@@ -509,6 +529,7 @@ mod tests {
             }),
             stop: Some("completed".to_owned()),
             resources: None,
+            saturation: None,
         };
         // (facts, scope, lag row, asked rate, generator row, run row)
         let rows: Vec<(RunFacts, Scope, bool, Option<f64>, bool, bool)> = vec![
@@ -585,6 +606,38 @@ mod tests {
         ];
         for (models, want) in rows {
             assert_eq!(model_name(models.iter().copied()), *want);
+        }
+    }
+
+    #[test]
+    fn only_open_model_loads_have_a_saturation_point() {
+        use LoadModel::{Closed, Open, Unknown};
+        let rows: &[(&[LoadModel], Option<&str>)] = &[
+            (&[Open], None),
+            (&[Open, Open], None),
+            (&[Closed], Some("closed-model")),
+            (&[Open, Closed], None),
+            (&[Closed, Closed], Some("closed-model")),
+            (&[Unknown, Closed], Some("not recorded")),
+            (&[Unknown], Some("not recorded")),
+            (&[], Some("not recorded")),
+        ];
+        for (models, want) in rows {
+            let facts = RunFacts {
+                attacks: models
+                    .iter()
+                    .map(|&model| AttackFacts {
+                        model: Some(model),
+                        ..AttackFacts::default()
+                    })
+                    .collect(),
+                ..RunFacts::default()
+            };
+            match (facts.open_model(), want) {
+                (Ok(()), None) => {}
+                (Err(reason), Some(want)) => assert!(reason.contains(want), "{reason}"),
+                (got, _) => panic!("{models:?}: {got:?}"),
+            }
         }
     }
 }

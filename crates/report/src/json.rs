@@ -4,12 +4,14 @@
 
 use std::fmt::Write as _;
 
+use analysis::{Finding, Turn};
 use record::format_timestamp;
 
 use crate::extras::Extras;
 use crate::hist::BucketCounts;
 use crate::metrics::Report;
 use crate::resources::{ResourceSummary, SamplerFigures};
+use crate::text::turn_name;
 
 /// Names the group a report covers, for `-by`.
 #[derive(Debug, Clone, Copy)]
@@ -134,6 +136,10 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         push_string(out, &run.stop);
         out.push('}');
     }
+    if let Some(finding) = &extras.saturation {
+        out.push_str(",\"saturation\":");
+        write_saturation(out, finding);
+    }
     if let Some(resources) = &extras.resources {
         out.push_str(",\"resources\":");
         write_resources(out, resources);
@@ -155,6 +161,62 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         push_string(out, &warning);
     }
     out.push_str("]}");
+}
+
+/// `{"finding":"saturated"|"no_saturation"|"not_a_ramp","reason":...}`, with the
+/// point's offered rate (req/s), time offset (ns from the first intended send) and
+/// signal, and every turn, when saturated.
+fn write_saturation(out: &mut String, finding: &Finding) {
+    let kind = match finding {
+        Finding::NotARamp { .. } => "not_a_ramp",
+        Finding::NoSaturation { .. } => "no_saturation",
+        Finding::Saturated { .. } => "saturated",
+    };
+    let _ = write!(out, "{{\"finding\":\"{kind}\",\"reason\":");
+    push_string(out, &finding.describe());
+    match finding {
+        Finding::NotARamp { .. } => {}
+        Finding::NoSaturation {
+            up_to_per_sec,
+            peak_ok_per_sec,
+        } => {
+            out.push_str(",\"up_to_rate\":");
+            push_float(out, *up_to_per_sec);
+            out.push_str(",\"peak_ok_rate\":");
+            push_float(out, *peak_ok_per_sec);
+        }
+        Finding::Saturated {
+            point,
+            turns,
+            peak_ok_per_sec,
+        } => {
+            out.push_str(",\"peak_ok_rate\":");
+            push_float(out, *peak_ok_per_sec);
+            out.push_str(",\"point\":");
+            write_turn(out, point);
+            out.push_str(",\"turns\":[");
+            for (index, turn) in turns.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_turn(out, turn);
+            }
+            out.push(']');
+        }
+    }
+    out.push('}');
+}
+
+fn write_turn(out: &mut String, turn: &Turn) {
+    let _ = write!(
+        out,
+        "{{\"signal\":\"{}\",\"offered_rate\":",
+        turn_name(turn.kind)
+    );
+    push_float(out, turn.offered_per_sec);
+    let _ = write!(out, ",\"at\":{},\"reason\":", turn.start_ns);
+    push_string(out, &turn.reason);
+    out.push('}');
 }
 
 /// One line for inputs without requests: `{"loadlab":{"resources":{...},"warnings":[...]}}`.

@@ -17,12 +17,18 @@
 //!   as a later record arrives, so it works live on a pipe.
 //! - [`EncodeFormat`] / [`run_encode`]: records to JSON, CSV or our record file, in
 //!   send-time order.
+//! - [`Seconds`] cuts a run into one-second windows in bounded memory: the saturation
+//!   point of a rising open-model load ([`analysis::find_saturation`], in every
+//!   whole-run report) and the samples `compare` bootstraps.
+//! - [`run_compare`] / [`compare_runs`]: runs side by side, each row's difference
+//!   against the first, its improvement factor and whether it is beyond the noise.
 //! - [`tabwriter::align`] is Go's `text/tabwriter` as vegeta configures it.
 //!
 //! Errors are [`ReportError`]; each names the input or the flag at fault.
 
 #![warn(missing_docs)]
 
+mod compare;
 mod config;
 mod convert;
 mod distribution;
@@ -35,10 +41,15 @@ mod json;
 mod metrics;
 mod pipeline;
 mod resources;
+mod seconds;
 pub mod tabwriter;
 mod text;
 mod warnings;
 
+pub use compare::{
+    CompareFormat, CompareInput, Comparison, GATED_ROWS, Regression, Row, RunFigures, Unit, Versus,
+    compare_runs, parse_threshold, read_input, run_compare,
+};
 pub use config::{ReportConfig, ReportType};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
 pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles};
@@ -53,6 +64,7 @@ pub use resources::{
     CPU_BUSY_PERCENT, FD_WARN_PERCENT, ResourceSummary, Resources, SUSTAINED_SAMPLES,
     SamplerFigures, Stat,
 };
+pub use seconds::{MAX_SECONDS, Seconds};
 pub use text::{write_resources_text, write_text};
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
 
@@ -80,6 +92,14 @@ pub enum ReportError {
         flag: &'static str,
         /// What is wrong with its value.
         reason: String,
+    },
+    #[error(
+        "{path}: not a record file (compare reads record files from `loadlab attack`; convert others with `loadlab encode -to record`)"
+    )]
+    /// `compare` was given an input that is not a record file.
+    NotARecordFile {
+        /// The input as given.
+        path: String,
     },
     #[error("writing the output")]
     /// Writing the report failed (a closed pipe is not reported as one).

@@ -17,6 +17,7 @@ use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
 use crate::resources::{ResourceSummary, Resources};
+use crate::seconds::Seconds;
 use crate::text::write_resources_text;
 use crate::text::write_text;
 use crate::warnings::torn_warnings;
@@ -60,8 +61,10 @@ pub fn run_report(
     let mut rows = RowPrinter::new(config);
     let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut resources = Resources::default();
+    let mut seconds = Seconds::open_model_only();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
+        seconds.add_all(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
         resources.add(stream.take_samples(&mut samples), &samples);
         samples.clear();
@@ -91,6 +94,7 @@ pub fn run_report(
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
+    facts.saturation = Some(seconds.saturation(facts.open_model()));
     let text = render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;

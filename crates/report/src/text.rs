@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use analysis::{Finding, TurnKind};
 use units::{GoDuration, round_for_report};
 
 use crate::extras::Extras;
@@ -23,6 +24,10 @@ pub fn write_text(out: &mut String, report: &Report) {
     let mut extras = extra_rows(&report.extras);
     if let Some(resources) = &report.extras.resources {
         extras.push_str(&resource_rows(resources));
+    }
+    // Below every other extra row: a reader looks for it last, after the run's facts.
+    if let Some(finding) = &report.extras.saturation {
+        saturation_rows(&mut extras, finding);
     }
     if !extras.is_empty() {
         out.push('\n');
@@ -235,6 +240,48 @@ fn extra_rows(extras: &Extras) -> String {
     text
 }
 
+/// The saturation point of a rising open-model load: one row for the point, one per
+/// signal that turned with its reason; one row saying so when nothing turned; nothing
+/// when the load did not rise (a constant rate, a closed model).
+fn saturation_rows(text: &mut String, finding: &Finding) {
+    match finding {
+        Finding::NotARamp { .. } => {}
+        Finding::NoSaturation { .. } => {
+            let _ = writeln!(text, "Saturation\t[none]\t{}", finding.describe());
+        }
+        Finding::Saturated {
+            point,
+            turns,
+            peak_ok_per_sec,
+        } => {
+            let _ = writeln!(
+                text,
+                "Saturation\t[offered, peak ok, at, signal]\t{:.2}, {peak_ok_per_sec:.2}, {}, {}",
+                point.offered_per_sec,
+                rounded(point.start_ns),
+                turn_name(point.kind)
+            );
+            for turn in turns {
+                let _ = writeln!(
+                    text,
+                    "Saturation\t[{}]\t{}",
+                    turn_name(turn.kind),
+                    turn.reason
+                );
+            }
+        }
+    }
+}
+
+/// A signal's name in reports: `throughput`, `errors` or `latency`.
+pub(crate) fn turn_name(kind: TurnKind) -> &'static str {
+    match kind {
+        TurnKind::Throughput => "throughput",
+        TurnKind::Errors => "errors",
+        TurnKind::Latency => "latency",
+    }
+}
+
 /// A duration as vegeta prints it: rounded to the unit below the largest.
 pub(crate) fn rounded(ns: u64) -> GoDuration {
     GoDuration(round_for_report(Duration::from_nanos(ns)))
@@ -266,6 +313,7 @@ mod tests {
             }),
             warnings: Vec::new(),
             resources: None,
+            saturation: None,
         };
         let rows = extra_rows(&extras);
         assert_eq!(rows.lines().count(), 4);

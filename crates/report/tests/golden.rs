@@ -190,6 +190,66 @@ fn behind_run() -> Vec<u8> {
     writer.finish(&end).unwrap()
 }
 
+/// A ramp of 30 s, the open-model rate rising from 20/s by 10/s each second, against a
+/// server that answers in 2 ms up to `capacity` req/s and, above it, turns the excess
+/// away with 503s while its latency grows 20 ms a second.
+fn ramp_run(capacity: u64) -> Vec<u8> {
+    let header = RunHeader {
+        seed: None,
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![AttackInfo {
+            schedule: "line(20, 310, 30s)".to_owned(),
+            ..attack("ramp", LoadModel::Open, None)
+        }],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[ErrorEntry {
+                kind: ErrorKind::Status,
+                text: "503 Service Unavailable".to_owned(),
+            }],
+        )
+        .unwrap();
+    let mut seq = 0;
+    for second in 0..30u64 {
+        let offered = 20 + 10 * second;
+        let over_s = (offered.saturating_sub(capacity) * 2).min(second);
+        for n in 0..offered {
+            // Of each second's requests, those past the capacity are turned away.
+            let (status, error) = if n < capacity { (200, 0) } else { (503, 1) };
+            writer.push(&Record {
+                seq,
+                intended_unix_ns: START_NS + second * 1_000 * MS + n * 1_000 * MS / offered,
+                send_lag_ns: 20 * US,
+                latency_ns: 2 * MS + over_s * 20 * MS,
+                status,
+                error,
+                bytes_in: 100,
+                ..Record::default()
+            });
+            seq += 1;
+        }
+    }
+    let end = RunEnd {
+        at_unix_ns: START_NS + 30_500 * MS,
+        reason: StopReason::Completed,
+        detail: String::new(),
+        attacks: vec![AttackEnd {
+            asked: seq,
+            sent: seq,
+            unsent: 0,
+            asked_span_ns: 29_990 * MS,
+        }],
+        cpu_ns: 300 * MS,
+        peak_rss_bytes: 20 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
 /// vegeta `encode -to json` lines: no lag, no CPU, no asked rate.
 const VEGETA_JSON: &str = concat!(
     r#"{"attack":"","seq":0,"code":200,"timestamp":"2020-05-09T11:52:50.5+02:00","latency":2315900,"bytes_out":0,"bytes_in":12,"error":"","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#,
@@ -210,6 +270,8 @@ impl Fixture {
         std::fs::write(dir.join("steady.llr"), steady_run()).unwrap();
         std::fs::write(dir.join("behind.llr"), behind_run()).unwrap();
         std::fs::write(dir.join("vegeta.json"), VEGETA_JSON).unwrap();
+        std::fs::write(dir.join("ramp_saturating.llr"), ramp_run(200)).unwrap();
+        std::fs::write(dir.join("ramp_holding.llr"), ramp_run(1_000)).unwrap();
         Fixture { dir }
     }
 
@@ -339,6 +401,26 @@ fn golden_reports() {
             "merged.txt",
             &["steady.llr", "behind.llr"],
             config(ReportType::Text, None, None),
+        ),
+        (
+            "ramp_saturating.txt",
+            &["ramp_saturating.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        (
+            "ramp_saturating.json",
+            &["ramp_saturating.llr"],
+            config(json(), None, None),
+        ),
+        (
+            "ramp_holding.txt",
+            &["ramp_holding.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        (
+            "ramp_holding.json",
+            &["ramp_holding.llr"],
+            config(json(), None, None),
         ),
     ];
     for (name, inputs, config) in rows {
@@ -706,4 +788,108 @@ fn encode_to_record_keeps_the_samples() {
     };
     assert!(resources(&apart).len() > 5, "{apart}");
     assert_eq!(resources(&together), resources(&apart));
+}
+
+/// The saturation rows: only for rising open-model loads, and near the capacity.
+#[test]
+fn saturation_appears_only_for_rising_open_loads() {
+    let fixture = Fixture::new();
+    let text = config(ReportType::Text, None, None);
+    for input in ["steady.llr", "behind.llr", "vegeta.json"] {
+        let (out, _) = fixture.report(&[input], &text);
+        assert!(!out.contains("Saturation"), "{input}: {out}");
+    }
+    let (holding, _) = fixture.report(&["ramp_holding.llr"], &text);
+    assert!(
+        holding.contains("Saturation    [none]                            no saturation: "),
+        "{holding}"
+    );
+    let (saturating, _) = fixture.report(&["ramp_saturating.llr"], &text);
+    let rows: Vec<&str> = saturating
+        .lines()
+        .filter(|l| l.starts_with("Saturation "))
+        .collect();
+    assert_eq!(rows.len(), 4, "the point and three turns: {saturating}");
+    for line in rows
+        .iter()
+        .copied()
+        .chain(holding.lines().filter(|l| l.starts_with("Saturation ")))
+    {
+        let chars: Vec<char> = line.chars().collect();
+        assert_eq!(chars[14], '[', "vegeta's columns: {line}");
+        assert_ne!(chars[48], ' ', "values from column 49: {line}");
+    }
+    let (json, _) = fixture.report(
+        &["ramp_saturating.llr"],
+        &config(ReportType::Json { buckets: None }, None, None),
+    );
+    let offered: f64 = json
+        .split("\"point\":{\"signal\":\"throughput\",\"offered_rate\":")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // The capacity is 200/s and the rate rises 10/s a second: the knee within a step.
+    assert!((200.0..=210.0).contains(&offered), "{offered}: {json}");
+}
+
+/// 10 s at 50/s, answered in about `latency_ms`, every `fail_every`-th request timing out.
+fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
+    let header = RunHeader {
+        seed: Some(7),
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[ErrorEntry {
+                kind: ErrorKind::Timeout,
+                text: "timeout".to_owned(),
+            }],
+        )
+        .unwrap();
+    for n in 0..500u64 {
+        let failed = n % fail_every == 3;
+        writer.push(&Record {
+            seq: n,
+            intended_unix_ns: START_NS + n * 20 * MS,
+            send_lag_ns: 10 * US + (n % 7) * US,
+            latency_ns: latency_ms * MS * (80 + n * 37 % 41) / 100,
+            status: if failed { 0 } else { 200 },
+            error: u32::from(failed),
+            bytes_in: if failed { 0 } else { 512 },
+            bytes_out: 0,
+            ..Record::default()
+        });
+    }
+    writer.finish(&RunEnd::default()).unwrap()
+}
+
+#[test]
+fn golden_compare() {
+    use report::{CompareFormat, CompareInput, run_compare};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.llr"), compare_run(10, 100)).unwrap();
+    std::fs::write(dir.path().join("b.llr"), compare_run(14, 10)).unwrap();
+    // Names as the user typed them, so the goldens do not hold the temporary folder.
+    let inputs = [
+        CompareInput::RecordFile(dir.path().join("a.llr").to_string_lossy().into_owned()),
+        CompareInput::RecordFile(dir.path().join("b.llr").to_string_lossy().into_owned()),
+    ];
+    let prefix = format!("{}/", dir.path().display());
+    for (name, format) in [
+        ("compare.txt", CompareFormat::Text),
+        ("compare.md", CompareFormat::Markdown),
+        ("compare.json", CompareFormat::Json),
+    ] {
+        let mut out = Vec::new();
+        let regressions = run_compare(&inputs, format, Some(0.05), &mut out).unwrap();
+        let rows: Vec<&str> = regressions.iter().map(|r| r.row.as_str()).collect();
+        assert_eq!(rows, ["throughput", "success", "latency p99"], "{name}");
+        check_golden(name, &String::from_utf8(out).unwrap().replace(&prefix, ""));
+    }
 }

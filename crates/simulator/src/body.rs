@@ -10,14 +10,16 @@ use std::io::Write;
 
 use rand::Rng;
 
+use crate::body_file::{FileAccess, read_body_file};
+use crate::budget::Budget;
+use crate::duration_size::parse_size;
 use crate::error::Invalid;
 use crate::recipe::PayloadSpec;
-use crate::units::parse_size;
 
 /// How many pre-compressed sizes stand in for a gzip size range.
 pub(crate) const GZIP_VARIANTS: usize = 16;
 /// Placeholders may not add up to more than this, like every other body.
-const MAX_EXPANDED_BYTES: u64 = crate::units::MAX_SIZE_BYTES;
+const MAX_EXPANDED_BYTES: u64 = crate::duration_size::MAX_SIZE_BYTES;
 
 /// A body ready to serve.
 #[derive(Debug)]
@@ -49,17 +51,18 @@ impl Body {
     }
 }
 
-/// Builds a route's body. Does I/O for `File` and `Origin`; `field` names the route in errors.
 /// Builds a route's body and its default content type (origin_simulator's rule: JSON if
-/// the text starts with `{`, else HTML). Does I/O for `File` and `Origin`; `field` names
-/// the route in errors.
+/// the text starts with `{`, else HTML), charging its memory to `budget`. Does I/O for
+/// `File` (as `access` allows) and `Origin`; `field` names the route in errors.
 pub(crate) fn load_payload(
     spec: &PayloadSpec,
     gzip: bool,
     field: &str,
+    access: FileAccess<'_>,
+    budget: &mut Budget,
     rng: &mut impl Rng,
 ) -> Result<(Body, &'static str), Invalid> {
-    let raw = load_raw(spec, field, rng)?;
+    let raw = load_raw(spec, gzip, field, access, budget, rng)?;
     Ok(match raw {
         Raw::Bytes(bytes) => {
             let content_type = content_type_of(&bytes);
@@ -70,6 +73,18 @@ pub(crate) fn load_payload(
             max_bytes,
         } => (random_body(min_bytes, max_bytes, gzip, rng), "text/html"),
     })
+}
+
+/// A literal body with placeholders, once charged to `budget` under `field`.
+pub(crate) fn expand_charged(
+    text: &str,
+    field: &str,
+    budget: &mut Budget,
+    rng: &mut impl Rng,
+) -> Result<Vec<u8>, Invalid> {
+    let bytes = expanded_len(text);
+    budget.charge(field, bytes, bytes)?;
+    Ok(expand_placeholders(text, rng))
 }
 
 enum Raw {
@@ -86,7 +101,14 @@ pub(crate) fn content_type_of(bytes: &[u8]) -> &'static str {
     }
 }
 
-fn load_raw(spec: &PayloadSpec, field: &str, rng: &mut impl Rng) -> Result<Raw, Invalid> {
+fn load_raw(
+    spec: &PayloadSpec,
+    gzip: bool,
+    field: &str,
+    access: FileAccess<'_>,
+    budget: &mut Budget,
+    rng: &mut impl Rng,
+) -> Result<Raw, Invalid> {
     let at = |key: &str| {
         if field.is_empty() {
             key.to_owned()
@@ -96,23 +118,44 @@ fn load_raw(spec: &PayloadSpec, field: &str, rng: &mut impl Rng) -> Result<Raw, 
     };
     match spec {
         PayloadSpec::Empty => Ok(Raw::Bytes(Vec::new())),
-        PayloadSpec::Body(text) => Ok(Raw::Bytes(expand_placeholders(text, rng))),
-        PayloadSpec::File(path) => std::fs::read(path).map(Raw::Bytes).map_err(|e| {
-            Invalid::new(
-                at("body_file"),
-                format!("cannot read {}: {e}", path.display()),
-            )
-        }),
-        PayloadSpec::Origin(url) => crate::origin::fetch(url)
-            .map(Raw::Bytes)
-            .map_err(|m| Invalid::new(at("origin"), m)),
+        PayloadSpec::Body(text) => expand_charged(text, &at("body"), budget, rng).map(Raw::Bytes),
+        PayloadSpec::File(path) => {
+            let bytes = read_body_file(path, access, budget.room_bytes())
+                .map_err(|m| Invalid::new(at("body_file"), m))?;
+            budget.charge(&at("body_file"), bytes.len() as u64, bytes.len() as u64)?;
+            Ok(Raw::Bytes(bytes))
+        }
+        PayloadSpec::Origin(url) => {
+            let bytes = crate::origin::fetch(url, budget.room_bytes())
+                .map_err(|m| Invalid::new(at("origin"), m))?;
+            budget.charge(&at("origin"), bytes.len() as u64, bytes.len() as u64)?;
+            Ok(Raw::Bytes(bytes))
+        }
         PayloadSpec::Random {
             min_bytes,
             max_bytes,
-        } => Ok(Raw::Random {
-            min_bytes: *min_bytes as usize,
-            max_bytes: *max_bytes as usize,
-        }),
+        } => {
+            budget.charge(
+                &at("random_content"),
+                *max_bytes,
+                random_held_bytes(*min_bytes, *max_bytes, gzip),
+            )?;
+            Ok(Raw::Random {
+                min_bytes: *min_bytes as usize,
+                max_bytes: *max_bytes as usize,
+            })
+        }
+    }
+}
+
+/// Memory a random body holds: its text, or over gzip [`GZIP_VARIANTS`] sizes spread
+/// evenly over the range (compressed, so at most their plain sizes).
+fn random_held_bytes(min_bytes: u64, max_bytes: u64, gzip: bool) -> u64 {
+    if gzip && min_bytes != max_bytes {
+        let variants = GZIP_VARIANTS as u64;
+        variants * min_bytes + (max_bytes - min_bytes) * variants / 2
+    } else {
+        max_bytes
     }
 }
 
@@ -145,6 +188,18 @@ pub(crate) fn check_placeholders(text: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The length of `text` once its placeholders are expanded. Call after
+/// [`check_placeholders`]; an unparsable tag counts as written.
+pub(crate) fn expanded_len(text: &str) -> u64 {
+    let tags: Vec<&str> = placeholders(text).collect();
+    let written: u64 = tags.iter().map(|tag| tag.len() as u64 + 4).sum();
+    let expanded: u64 = tags
+        .iter()
+        .map(|tag| parse_size(tag).unwrap_or(tag.len() as u64 + 4))
+        .sum();
+    text.len() as u64 - written + expanded
 }
 
 /// Replaces each `<<size>>` with that many random characters. Call after
@@ -217,6 +272,91 @@ mod tests {
         SmallRng::seed_from_u64(3)
     }
 
+    fn roomy() -> Budget {
+        Budget::new(1 << 30, 1 << 30, 0)
+    }
+
+    #[test]
+    fn bodies_are_charged_before_they_are_made() {
+        let load = |spec: PayloadSpec, gzip: bool, budget: &mut Budget| {
+            load_payload(
+                &spec,
+                gzip,
+                "recipe[2]",
+                FileAccess::Operator,
+                budget,
+                &mut rng(),
+            )
+            .map(|_| ())
+            .map_err(|e| format!("{}: {}", e.field, e.message))
+        };
+        let body = |text: &str| PayloadSpec::Body(text.to_owned());
+        let random = |min_bytes, max_bytes| PayloadSpec::Random {
+            min_bytes,
+            max_bytes,
+        };
+        type Row = (PayloadSpec, bool, u64, Result<u64, &'static str>);
+        let rows: Vec<Row> = vec![
+            (body("ab<<1kb>>"), false, 4096, Ok(1026)),
+            (
+                body("<<4kb>>x"),
+                false,
+                4096,
+                Err("recipe[2].body: body larger than the 4kb cap on one body"),
+            ),
+            (random(10, 1000), false, 4096, Ok(1000)),
+            (random(1000, 1000), true, 4096, Ok(1000)),
+            (random(0, 1000), true, 4096, Ok(8000)),
+            (
+                random(0, 5000),
+                false,
+                4096,
+                Err("recipe[2].random_content: body larger than the 4kb cap"),
+            ),
+            (
+                PayloadSpec::File("/dev/zero".into()),
+                false,
+                4096,
+                Err("recipe[2].body_file: /dev/zero: larger than the 4kb"),
+            ),
+        ];
+        for (spec, gzip, max_body, want) in rows {
+            let mut budget = Budget::new(max_body, 1 << 20, 0);
+            let start = budget.clone();
+            match (load(spec.clone(), gzip, &mut budget), want) {
+                (Ok(()), Ok(spent)) => assert_eq!(budget.spent_since(&start), spent, "{spec:?}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{spec:?}: {got}"),
+                (got, want) => panic!("{spec:?}: got {got:?}, want {want:?}"),
+            }
+        }
+        let mut nearly_full = Budget::new(4096, 10_000, 9_000);
+        let err = load(body("<<1kb>>"), false, &mut nearly_full).unwrap_err();
+        assert!(
+            err.contains("more than 10000b of bodies (simulate -max-recipe-memory)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn expanded_lengths() {
+        let rows = [
+            ("", 0),
+            ("plain", 5),
+            ("<<1kb>>", 1024),
+            ("a<<10b>>b<<2b>>c", 15),
+            ("<<big>>", 7),
+            ("open <<1kb", 10),
+        ];
+        for (text, want) in rows {
+            assert_eq!(expanded_len(text), want, "{text}");
+            assert_eq!(
+                expand_placeholders(text, &mut rng()).len() as u64,
+                want,
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn placeholders_expand_to_their_size() {
         let rows: &[(&str, Result<usize, &str>)] = &[
@@ -257,6 +397,8 @@ mod tests {
             },
             false,
             "",
+            FileAccess::Operator,
+            &mut roomy(),
             &mut rng(),
         )
         .unwrap();
@@ -275,6 +417,8 @@ mod tests {
             },
             true,
             "",
+            FileAccess::Operator,
+            &mut roomy(),
             &mut rng(),
         )
         .unwrap();
@@ -298,7 +442,15 @@ mod tests {
     #[test]
     fn missing_file_names_the_field() {
         let spec = PayloadSpec::File("/nonexistent/loadlab-body".into());
-        let err = load_payload(&spec, false, "recipe[1]", &mut rng()).unwrap_err();
+        let err = load_payload(
+            &spec,
+            false,
+            "recipe[1]",
+            FileAccess::Operator,
+            &mut roomy(),
+            &mut rng(),
+        )
+        .unwrap_err();
         assert_eq!(err.field, "recipe[1].body_file");
         assert!(
             err.message.contains("/nonexistent/loadlab-body"),

@@ -42,7 +42,8 @@ impl Drop for Spawned {
     }
 }
 
-pub(crate) async fn serve(worker: Rc<Worker>, stream: TcpStream) {
+/// Serves one connection; `peer_is_loopback` decides who may use the admin API.
+pub(crate) async fn serve(worker: Rc<Worker>, stream: TcpStream, peer_is_loopback: bool) {
     worker.stats.connections_delta(1);
     let mut conn = Conn {
         io: ConnIo {
@@ -51,6 +52,7 @@ pub(crate) async fn serve(worker: Rc<Worker>, stream: TcpStream) {
         },
         inbuf: Vec::with_capacity(INITIAL_READ_BYTES),
         continue_sent: false,
+        peer_is_loopback,
     };
     let _ = conn.run(&worker).await;
     worker.stats.connections_delta(-1);
@@ -61,6 +63,7 @@ struct Conn {
     inbuf: Vec<u8>,
     /// Whether `100 Continue` went out for the request being received.
     continue_sent: bool,
+    peer_is_loopback: bool,
 }
 
 impl Conn {
@@ -124,7 +127,12 @@ impl Conn {
             };
             self.continue_sent = false;
             closing = !request.head.keep_alive;
-            let step = dispatch(worker, &self.inbuf[consumed..], &request, arrival);
+            let step = dispatch(
+                worker,
+                &self.inbuf[consumed..],
+                &request,
+                (arrival, self.peer_is_loopback),
+            );
             consumed += request.total_len;
             let alone = pending.is_empty() && consumed == self.inbuf.len();
             pending.push_back(match step {

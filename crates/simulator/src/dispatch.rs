@@ -64,12 +64,13 @@ pub(crate) struct Waiting {
     latency_ns: u64,
 }
 
-/// Routes a request. `buf` is the read buffer the request's ranges point into.
+/// Routes a request. `buf` is the read buffer the request's ranges point into;
+/// `peer_is_loopback` says whether the client connected from this machine.
 pub(crate) fn dispatch(
     worker: &Rc<Worker>,
     buf: &[u8],
     request: &Request,
-    arrival: Instant,
+    (arrival, peer_is_loopback): (Instant, bool),
 ) -> Step {
     let head = &request.head;
     let in_flight = InFlight::new(worker);
@@ -83,6 +84,22 @@ pub(crate) fn dispatch(
     let Ok(path) = std::str::from_utf8(&buf[head.path.clone()]) else {
         return Step::Ready(reply(refusal(worker, 400, "path is not utf-8")));
     };
+    if path.starts_with("/_admin") {
+        let authorization = head.authorization.clone().map(|range| &buf[range]);
+        if let Some((status, text)) = worker
+            .shared
+            .access
+            .refusal(peer_is_loopback, authorization)
+        {
+            let body = format!("{text}\n");
+            let bytes = simple_response(status, "text/plain", body.as_bytes(), !head.keep_alive);
+            return Step::Ready(reply(ReplyKind::Bytes {
+                bytes,
+                close: !head.keep_alive,
+                count: None,
+            }));
+        }
+    }
     if path.starts_with("/_admin") || path == "/metrics" {
         return Step::Admin(crate::admin::AdminRequest::new(
             path,

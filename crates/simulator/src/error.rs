@@ -9,12 +9,21 @@ use std::path::PathBuf;
 pub enum SimulatorError {
     /// The recipe text is not JSON. `detail` carries serde_json's line and column.
     #[error("{source_name}: not valid json: {detail}")]
-    Json { source_name: String, detail: String },
-    /// A field of the recipe is missing, unknown or out of range.
+    Json {
+        /// The recipe file's name, or `add_recipe`.
+        source_name: String,
+        /// serde_json's message.
+        detail: String,
+    },
+    /// A field of the recipe is missing, unknown or out of range, or the recipe is over
+    /// a memory cap, or names a file it may not.
     #[error("{source_name}: {field}: {message}")]
     Recipe {
+        /// The recipe file's name, or `add_recipe`.
         source_name: String,
+        /// The field's path in the recipe (`recipe[1].stages[0].latency`).
         field: String,
+        /// What is wrong with it.
         message: String,
     },
     // The I/O causes below are part of the message, not a `source()`, so that both
@@ -22,13 +31,17 @@ pub enum SimulatorError {
     /// A recipe file could not be read.
     #[error("cannot read recipe {path}: {cause}")]
     RecipeFile {
+        /// The recipe file.
         path: PathBuf,
+        /// Why it could not be read.
         cause: std::io::Error,
     },
     /// The listening socket could not be set up.
     #[error("cannot listen on {addr}: {cause}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// Why it could not be bound.
         cause: std::io::Error,
     },
     /// A worker thread or its runtime could not be started.
@@ -37,7 +50,9 @@ pub enum SimulatorError {
     /// The options passed to [`crate::Simulator::start`] are unusable.
     #[error("simulator option {option}: {message}")]
     Option {
+        /// The option's name, spelled as `loadlab simulate`'s flag (`threads`, `files`).
         option: &'static str,
+        /// What is wrong with it.
         message: String,
     },
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::duration_size::{duration_from_json, parse_size};
 use crate::latency::reject_unknown_keys;
-use crate::units::{duration_from_json, parse_size};
 
 /// One way of misbehaving, with its options resolved to defaults.
 #[derive(Debug, Clone, PartialEq)]

@@ -37,6 +37,8 @@ pub(crate) struct RequestHead {
     pub keep_alive: bool,
     pub framing: Framing,
     pub expect_continue: bool,
+    /// The `authorization` header's value, for the admin API's token check.
+    pub authorization: Option<Range<usize>>,
 }
 
 /// A request we refuse, answered with `status` and then the connection closes.
@@ -80,6 +82,7 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, RequestError
     let mut keep_alive = !http10;
     let mut framing = Framing::None;
     let mut expect_continue = false;
+    let mut authorization = None;
     for header in request.headers.iter() {
         let name = header.name;
         if name.eq_ignore_ascii_case("connection") {
@@ -90,6 +93,9 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, RequestError
             framing = transfer_encoding(header.value, framing)?;
         } else if name.eq_ignore_ascii_case("expect") {
             expect_continue = header.value.eq_ignore_ascii_case(b"100-continue");
+        } else if name.eq_ignore_ascii_case("authorization") {
+            let start = header.value.as_ptr() as usize - buf.as_ptr() as usize;
+            authorization = Some(start..start + header.value.len());
         }
     }
     Ok(Some(RequestHead {
@@ -99,6 +105,7 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, RequestError
         keep_alive,
         framing,
         expect_continue,
+        authorization,
     }))
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::Value;
 
-use crate::units::{MAX_DURATION_NS, duration_from_json, format_duration, parse_duration};
+use crate::duration_size::{MAX_DURATION_NS, duration_from_json, format_duration, parse_duration};
 
 /// The standard normal's 99th percentile: p99 = p50 + Z99 * sigma.
 const Z99: f64 = 2.326_347_874;

@@ -21,11 +21,16 @@
 //! number (`state`); counters are per thread (`metrics`); the pool (`pool`) is the one
 //! structure threads share on the request path, and only for capacity-model routes.
 
+#![warn(missing_docs)]
+
 mod admin;
 mod body;
+mod body_file;
+mod budget;
 mod conn;
 mod date;
 mod dispatch;
+mod duration_size;
 mod error;
 mod failure;
 mod http;
@@ -38,7 +43,6 @@ mod respond;
 mod server;
 mod state;
 mod table;
-mod units;
 
 #[cfg(test)]
 mod proptests;
@@ -49,8 +53,13 @@ use std::sync::Arc;
 pub use error::SimulatorError;
 pub use recipe::{Recipe, parse_recipe, parse_recipe_file};
 
-/// Where and how to serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Default cap on one body a recipe makes the simulator hold (`simulate -max-body-size`).
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap on all bodies of the routes in force (`simulate -max-recipe-memory`).
+pub const DEFAULT_MAX_RECIPE_MEMORY_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Where and how to serve, and what the admin API may do.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SimulatorOptions {
     /// Listening address; port 0 picks a free port (see [`Simulator::local_addr`]).
     pub addr: SocketAddr,
@@ -58,17 +67,52 @@ pub struct SimulatorOptions {
     pub threads: usize,
     /// Seeds the random draws (latencies, mixes, bodies) for reproducible runs.
     pub seed: Option<u64>,
+    /// When set, every `/_admin` request must carry `authorization: Bearer <token>`,
+    /// from any peer. When unset, `/_admin` answers loopback peers only.
+    pub admin_token: Option<String>,
+    /// The one directory whose files recipes posted to `/_admin/add_recipe` may serve
+    /// as `body_file` (paths resolved inside it, no escape by `..` or symlinks). When
+    /// unset, posted recipes may not name files. Recipes handed to [`Simulator::start`]
+    /// or [`Simulator::load_recipe`] come from the operator and are not confined.
+    pub files_dir: Option<std::path::PathBuf>,
+    /// Largest body one route or mix entry may hold, in bytes.
+    pub max_body_bytes: u64,
+    /// Largest total of bodies held by all routes in force, in bytes.
+    pub max_recipe_memory_bytes: u64,
 }
 
 impl SimulatorOptions {
-    /// Options for `addr` with one thread per available core and random seeding.
+    /// Options for `addr` with one thread per available core, random seeding, a
+    /// loopback-only admin API, no files for posted recipes and the default memory caps.
     pub fn new(addr: SocketAddr) -> Self {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
         Self {
             addr,
             threads,
             seed: None,
+            admin_token: None,
+            files_dir: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_recipe_memory_bytes: DEFAULT_MAX_RECIPE_MEMORY_BYTES,
         }
+    }
+}
+
+// By hand, so that printing the options never prints the admin token.
+impl std::fmt::Debug for SimulatorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimulatorOptions")
+            .field("addr", &self.addr)
+            .field("threads", &self.threads)
+            .field("seed", &self.seed)
+            .field(
+                "admin_token",
+                &self.admin_token.as_ref().map(|_| "REDACTED"),
+            )
+            .field("files_dir", &self.files_dir)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_recipe_memory_bytes", &self.max_recipe_memory_bytes)
+            .finish()
     }
 }
 
@@ -91,11 +135,12 @@ impl Simulator {
                 message: format!("{} is not between 1 and 1024", options.threads),
             });
         }
-        let shared = Arc::new(state::Shared::new(options.threads, options.seed));
+        let addr = options.addr;
+        let shared = Arc::new(state::Shared::new(options)?);
         if !recipe.routes.is_empty() {
             shared.load_recipe(recipe)?;
         }
-        let (local_addr, threads) = server::Threads::start(options.addr, &shared)?;
+        let (local_addr, threads) = server::Threads::start(addr, &shared)?;
         Ok(Simulator {
             local_addr,
             shared,
@@ -129,9 +174,14 @@ impl Drop for Simulator {
 }
 
 /// Fully checks a recipe without serving it: reads its body files and fetches its
-/// origins, as [`Simulator::start`] would, and reports the first problem.
-pub fn check_recipe(recipe: &Recipe) -> Result<(), SimulatorError> {
-    let shared = state::Shared::new(1, None);
+/// origins, as [`Simulator::start`] with `options` would (same memory caps), and
+/// reports the first problem.
+pub fn check_recipe(recipe: &Recipe, options: &SimulatorOptions) -> Result<(), SimulatorError> {
+    let options = SimulatorOptions {
+        threads: 1,
+        ..options.clone()
+    };
+    let shared = state::Shared::new(options)?;
     shared.load_recipe(recipe)
 }
 

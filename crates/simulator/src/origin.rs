@@ -8,21 +8,34 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::units::MAX_SIZE_BYTES;
+use crate::duration_size::format_size;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(15);
+/// Room for the status line and headers on top of the body cap.
+const HEAD_ALLOWANCE_BYTES: u64 = 64 * 1024;
 
-/// GETs `url` and returns the body of a 2xx answer.
-pub(crate) fn fetch(url: &str) -> Result<Vec<u8>, String> {
+/// GETs `url` and returns the body of a 2xx answer of at most `max_body_bytes`.
+pub(crate) fn fetch(url: &str, max_body_bytes: u64) -> Result<Vec<u8>, String> {
     if url.starts_with("https://") {
         return Err(format!(
             "{url}: https origins are not fetched; save the page (curl -o page.html {url}) and use \"body_file\""
         ));
     }
     let (host_port, path) = split_url(url)?;
-    let response = get(url, &host_port, &path)?;
-    parse_response(url, &response)
+    let response = get(url, &host_port, &path, max_body_bytes)?;
+    let body = parse_response(url, &response)?;
+    if body.len() as u64 > max_body_bytes {
+        return Err(too_large(url, max_body_bytes));
+    }
+    Ok(body)
+}
+
+fn too_large(url: &str, max_body_bytes: u64) -> String {
+    format!(
+        "{url}: the body is larger than the {} it may hold (simulate -max-body-size, -max-recipe-memory)",
+        format_size(max_body_bytes)
+    )
 }
 
 /// `http://host[:port]/path?q` -> (`host:port`, `/path?q`).
@@ -50,7 +63,7 @@ fn split_url(url: &str) -> Result<(String, String), String> {
     Ok((host_port, path.to_owned()))
 }
 
-fn get(url: &str, host_port: &str, path: &str) -> Result<Vec<u8>, String> {
+fn get(url: &str, host_port: &str, path: &str, max_body_bytes: u64) -> Result<Vec<u8>, String> {
     let addrs: Vec<_> = host_port
         .to_socket_addrs()
         .map_err(|e| format!("{url}: cannot resolve {host_port}: {e}"))?
@@ -58,7 +71,7 @@ fn get(url: &str, host_port: &str, path: &str) -> Result<Vec<u8>, String> {
     let mut last_error = format!("{url}: {host_port} resolves to no address");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(stream) => return exchange(url, stream, host_port, path),
+            Ok(stream) => return exchange(url, stream, (host_port, path), max_body_bytes),
             Err(e) => last_error = format!("{url}: unreachable ({addr}: {e})"),
         }
     }
@@ -68,8 +81,8 @@ fn get(url: &str, host_port: &str, path: &str) -> Result<Vec<u8>, String> {
 fn exchange(
     url: &str,
     mut stream: TcpStream,
-    host_port: &str,
-    path: &str,
+    (host_port, path): (&str, &str),
+    max_body_bytes: u64,
 ) -> Result<Vec<u8>, String> {
     let io = |e: std::io::Error| format!("{url}: {e}");
     stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(io)?;
@@ -80,10 +93,14 @@ fn exchange(
     );
     stream.write_all(request.as_bytes()).map_err(io)?;
     let mut response = Vec::new();
+    let limit_bytes = max_body_bytes.saturating_add(HEAD_ALLOWANCE_BYTES + 1);
     stream
-        .take(MAX_SIZE_BYTES + 64 * 1024)
+        .take(limit_bytes)
         .read_to_end(&mut response)
         .map_err(io)?;
+    if response.len() as u64 >= limit_bytes {
+        return Err(too_large(url, max_body_bytes));
+    }
     Ok(response)
 }
 
@@ -157,9 +174,11 @@ mod tests {
             (b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort", Err("cut short")),
             (b"garbage\r\n\r\n", Err("not an HTTP answer")),
         ];
+        let big = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world");
+        assert!(fetch(&big, 10).unwrap_err().contains("larger than the 10b"));
         for (answer, want) in rows {
             let url = one_shot(answer);
-            match (fetch(&url), want) {
+            match (fetch(&url, 1 << 20), want) {
                 (Ok(got), Ok(want)) => assert_eq!(&got[..], *want),
                 (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
                 (got, want) => panic!("got {got:?}, want {want:?}"),
@@ -175,15 +194,15 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let err = fetch(&format!("http://127.0.0.1:{port}/")).unwrap_err();
+        let err = fetch(&format!("http://127.0.0.1:{port}/"), 1 << 20).unwrap_err();
         assert!(err.contains("unreachable"), "{err}");
         assert!(
-            fetch("https://www.bbc.co.uk/news")
+            fetch("https://www.bbc.co.uk/news", 1 << 20)
                 .unwrap_err()
                 .contains("body_file")
         );
         assert!(
-            fetch("http:///x")
+            fetch("http:///x", 1 << 20)
                 .unwrap_err()
                 .contains("expected http://host")
         );

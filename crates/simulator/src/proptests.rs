@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::{Map, Value, json};
 
-use crate::units::{MAX_DURATION_NS, format_duration, parse_duration};
+use crate::duration_size::{MAX_DURATION_NS, format_duration, parse_duration};
 use crate::{SimulatorError, parse_recipe};
 
 fn config() -> ProptestConfig {

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::duration_size::{duration_from_json, parse_size_range};
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::{Failure, STATUSLESS_MODES};
 use crate::latency::Latency;
-use crate::units::{duration_from_json, parse_size_range};
 
 /// Route-level keys, origin_simulator's first, then ours.
 const ROUTE_KEYS: &[&str] = &[
@@ -46,6 +46,9 @@ pub struct Recipe {
     pub(crate) routes: Vec<RouteSpec>,
     /// Where the recipe came from (file name or `add_recipe`), for build-time errors.
     pub(crate) source_name: String,
+    /// Posted over the admin API by whoever can reach it, not given by the operator:
+    /// its `body_file`s are confined to [`crate::SimulatorOptions::files_dir`].
+    pub(crate) posted: bool,
 }
 
 impl Recipe {
@@ -128,7 +131,14 @@ pub(crate) struct OutcomeSpec {
     pub latency: Latency,
     pub failure: Option<Failure>,
     /// Overrides the route's body for this outcome.
-    pub body: Option<String>,
+    pub body: Option<OutcomeBody>,
+}
+
+/// A mix entry's own `body`, with its path in the recipe for build-time errors.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OutcomeBody {
+    pub field: String,
+    pub text: String,
 }
 
 /// A worker pool in front of the route: the system-under-test model.
@@ -157,6 +167,16 @@ pub fn parse_recipe(json: &str, source_name: &str) -> Result<Recipe, SimulatorEr
     parse_with_base(json, source_name, None)
 }
 
+/// Parses a recipe posted to `/_admin/add_recipe`: its `body_file`s stay as written,
+/// to be resolved inside the operator's files directory when the recipe loads.
+pub(crate) fn parse_posted_recipe(json: &str) -> Result<Recipe, SimulatorError> {
+    let recipe = parse_with_base(json, "add_recipe", None)?;
+    Ok(Recipe {
+        posted: true,
+        ..recipe
+    })
+}
+
 /// Reads and parses a recipe file; a relative `body_file` is resolved against the
 /// file's directory, so a recipe and its bodies can move together.
 pub fn parse_recipe_file(path: &Path) -> Result<Recipe, SimulatorError> {
@@ -180,6 +200,7 @@ fn parse_with_base(
     Ok(Recipe {
         routes,
         source_name: source_name.to_owned(),
+        posted: false,
     })
 }
 
@@ -599,10 +620,12 @@ fn parse_mix_entry(
         .map(|f| f.string("body"))
         .transpose()?
         .flatten()
-        .map(str::to_owned);
-    if let Some(text) = &body {
-        crate::body::check_placeholders(text)
-            .map_err(|m| Invalid::new(format!("{field}.body"), m))?;
+        .map(|text| OutcomeBody {
+            field: format!("{field}.body"),
+            text: text.to_owned(),
+        });
+    if let Some(body) = &body {
+        crate::body::check_placeholders(&body.text).map_err(|m| Invalid::new(&body.field, m))?;
     }
     let status_value = fields.as_ref().and_then(|f| f.get("status"));
     let (status, key_failure) = mix_status(field, key, status_value)?;

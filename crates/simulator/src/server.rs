@@ -164,10 +164,12 @@ async fn accept_loop(
             biased;
             _ = shutdown.changed() => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     // Whole responses go out in one write; Nagle would only delay them.
                     let _ = stream.set_nodelay(true);
-                    tokio::task::spawn_local(crate::conn::serve(Rc::clone(&worker), stream));
+                    // An IPv4 peer on a dual-stack socket shows as ::ffff:127.0.0.1.
+                    let loopback = peer.ip().to_canonical().is_loopback();
+                    tokio::task::spawn_local(crate::conn::serve(Rc::clone(&worker), stream, loopback));
                 }
                 // Out of file descriptors or similar: back off instead of spinning.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,

@@ -7,6 +7,7 @@
 //! path, and no shared reference count is touched per request.
 
 use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,6 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
+use crate::SimulatorOptions;
+use crate::body_file::FileAccess;
+use crate::budget::Budget;
 use crate::error::SimulatorError;
 use crate::metrics::{PoolRow, Registry, StageRow, ThreadStats};
 use crate::recipe::Recipe;
@@ -35,6 +39,12 @@ pub(crate) struct Shared {
     pub refusal_slots: Vec<(u16, usize)>,
     seed: Option<u64>,
     seed_counter: AtomicU64,
+    /// Who may use `/_admin`: see [`crate::admin::Access`].
+    pub access: crate::admin::Access,
+    /// The canonical directory posted recipes may read body files from.
+    files_dir: Option<PathBuf>,
+    max_body_bytes: u64,
+    max_recipe_memory_bytes: u64,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -44,7 +54,19 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(threads: usize, seed: Option<u64>) -> Self {
+    /// Shared state for `options`; checks the admin token and the files directory.
+    pub fn new(options: SimulatorOptions) -> Result<Self, SimulatorError> {
+        let SimulatorOptions {
+            addr: _,
+            threads,
+            seed,
+            admin_token,
+            files_dir,
+            max_body_bytes,
+            max_recipe_memory_bytes,
+        } = options;
+        let access = crate::admin::Access::new(admin_token.as_deref())?;
+        let files_dir = files_dir.as_deref().map(canonical_dir).transpose()?;
         let mut registry = Registry::new();
         let unmatched_label = registry.route_label(crate::metrics::UNMATCHED_ROUTE);
         let unmatched_slot = registry.counter_slot(unmatched_label, "406");
@@ -58,7 +80,7 @@ impl Shared {
                 )
             })
             .collect();
-        Self {
+        Ok(Self {
             generation: AtomicU64::new(0),
             table: Mutex::new(Arc::new(Table::empty())),
             load_lock: Mutex::new(()),
@@ -71,7 +93,11 @@ impl Shared {
             refusal_slots,
             seed,
             seed_counter: AtomicU64::new(0),
-        }
+            access,
+            files_dir,
+            max_body_bytes,
+            max_recipe_memory_bytes,
+        })
     }
 
     /// A random generator for one thread or one load: seeded when the options ask for
@@ -104,11 +130,31 @@ impl Shared {
 
     /// Builds `recipe` (blocking: may read files and fetch origins) and merges it into
     /// the routes in force. On error nothing changes.
+    ///
+    /// Loads run one at a time, building included, so that the memory cap counts what
+    /// the routes kept from the table in force already hold and two loads cannot each
+    /// spend the same room.
     pub fn load_recipe(&self, recipe: &Recipe) -> Result<(), SimulatorError> {
-        let routes = build_routes(recipe, &self.registry, &mut self.rng())?;
         let _serial = lock(&self.load_lock);
-        let merged = self.current().merged(routes);
-        self.install(merged);
+        let current = self.current();
+        let kept_bytes: u64 = current
+            .routes
+            .iter()
+            .filter(|route| !recipe.routes().any(|pattern| pattern == route.pattern))
+            .map(|route| route.held_bytes)
+            .sum();
+        let mut budget = Budget::new(
+            self.max_body_bytes,
+            self.max_recipe_memory_bytes,
+            kept_bytes,
+        );
+        let access = if recipe.posted {
+            FileAccess::Confined(self.files_dir.as_deref())
+        } else {
+            FileAccess::Operator
+        };
+        let routes = build_routes(recipe, &self.registry, access, &mut budget, &mut self.rng())?;
+        self.install(current.merged(routes));
         Ok(())
     }
 
@@ -145,6 +191,21 @@ impl Shared {
         }
         (pools, stages, elapsed_ns as f64 / 1e9)
     }
+}
+
+/// `-files DIR` resolved once, so confinement compares canonical paths.
+fn canonical_dir(dir: &Path) -> Result<PathBuf, SimulatorError> {
+    let option_error = |message: String| SimulatorError::Option {
+        option: "files",
+        message,
+    };
+    let canonical = dir
+        .canonicalize()
+        .map_err(|e| option_error(format!("{}: {e}", dir.display())))?;
+    if !canonical.is_dir() {
+        return Err(option_error(format!("{}: not a directory", dir.display())));
+    }
+    Ok(canonical)
 }
 
 /// A thread's handle on the table in force. Wrapping the `Arc` lets the thread hand out

@@ -13,7 +13,9 @@ use std::time::Instant;
 use rand::Rng;
 use serde_json::Value;
 
-use crate::body::{Body, content_type_of, expand_placeholders, load_payload};
+use crate::body::{Body, content_type_of, expand_charged, load_payload};
+use crate::body_file::FileAccess;
+use crate::budget::Budget;
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::Failure;
 use crate::latency::Latency;
@@ -40,6 +42,8 @@ pub(crate) struct Route {
     pub before_start: usize,
     pub capacity: Option<Capacity>,
     pub json: Value,
+    /// Memory charged for this route's bodies, against the recipe memory cap.
+    pub held_bytes: u64,
 }
 
 pub(crate) struct Capacity {
@@ -156,33 +160,41 @@ impl Stage {
     }
 }
 
-/// Builds every route of `recipe`: loads bodies (file and origin I/O happen here),
-/// renders heads, makes pools and interns metric labels.
+/// Builds every route of `recipe`: loads bodies (file and origin I/O happen here,
+/// within `budget` and as `access` allows), renders heads, makes pools and interns
+/// metric labels.
 pub(crate) fn build_routes(
     recipe: &Recipe,
     registry: &std::sync::Mutex<Registry>,
+    access: FileAccess<'_>,
+    budget: &mut Budget,
     rng: &mut impl Rng,
 ) -> Result<Vec<Arc<Route>>, SimulatorError> {
-    let bodies = recipe
-        .routes
-        .iter()
-        .map(|spec| load_payload(&spec.payload, spec.gzip, &spec.field, rng))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.within(&recipe.source_name))?;
-    let mut registry = crate::state::lock(registry);
-    recipe
-        .routes
-        .iter()
-        .zip(bodies)
-        .map(|(spec, (body, content_type))| {
-            let payload = Payload {
-                body: Arc::new(body),
-                content_type,
-            };
-            build_route(spec, &payload, &mut registry, rng).map(Arc::new)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.within(&recipe.source_name))
+    let within = |e: Invalid| e.within(&recipe.source_name);
+    let mut routes = Vec::with_capacity(recipe.routes.len());
+    for spec in &recipe.routes {
+        let start = budget.clone();
+        // The route as submitted is kept for `current_recipe`: its literal text counts.
+        let field = if spec.field.is_empty() {
+            "recipe"
+        } else {
+            &spec.field
+        };
+        let json_bytes = spec.json.to_string().len() as u64;
+        budget.charge(field, 0, json_bytes).map_err(within)?;
+        let (body, content_type) =
+            load_payload(&spec.payload, spec.gzip, &spec.field, access, budget, rng)
+                .map_err(within)?;
+        let payload = Payload {
+            body: Arc::new(body),
+            content_type,
+        };
+        let mut registry = crate::state::lock(registry);
+        let mut route = build_route(spec, &payload, &mut registry, budget, rng).map_err(within)?;
+        route.held_bytes = budget.spent_since(&start);
+        routes.push(Arc::new(route));
+    }
+    Ok(routes)
 }
 
 struct Payload {
@@ -202,6 +214,7 @@ fn build_route(
     spec: &RouteSpec,
     payload: &Payload,
     registry: &mut Registry,
+    budget: &mut Budget,
     rng: &mut impl Rng,
 ) -> Result<Route, Invalid> {
     let label = registry.route_label(&spec.route);
@@ -221,7 +234,7 @@ fn build_route(
         for outcome in &stage.outcomes {
             running += outcome.weight;
             cumulative.push(running);
-            outcomes.push(maker.make(outcome, registry, rng));
+            outcomes.push(maker.make(outcome, registry, budget, rng)?);
         }
         let description = describe(&stage.outcomes);
         stages.push(Stage {
@@ -232,20 +245,20 @@ fn build_route(
         });
     }
     let before_start = outcomes.len();
-    outcomes.push(maker.make(&plain(406, Latency::ZERO), registry, rng));
-    let capacity = spec.capacity.as_ref().map(|c| {
-        outcomes.push(maker.make(
-            &plain(c.reject_status, c.reject_latency.clone()),
-            registry,
-            rng,
-        ));
-        Capacity {
-            pool: Pool::new(c.workers, c.overflow, c.queue, c.queue_timeout),
-            reject: outcomes.len() - 1,
-            overflow_latency: c.overflow_latency.clone(),
-            capacity_rps: spec.stages.iter().map(|s| c.rps(s)).collect(),
+    outcomes.push(maker.make(&plain(406, Latency::ZERO), registry, budget, rng)?);
+    let capacity = match &spec.capacity {
+        None => None,
+        Some(c) => {
+            let reject = plain(c.reject_status, c.reject_latency.clone());
+            outcomes.push(maker.make(&reject, registry, budget, rng)?);
+            Some(Capacity {
+                pool: Pool::new(c.workers, c.overflow, c.queue, c.queue_timeout),
+                reject: outcomes.len() - 1,
+                overflow_latency: c.overflow_latency.clone(),
+                capacity_rps: spec.stages.iter().map(|s| c.rps(s)).collect(),
+            })
         }
-    });
+    };
     Ok(Route {
         pattern: spec.route.clone(),
         label,
@@ -254,6 +267,7 @@ fn build_route(
         before_start,
         capacity,
         json: spec.json.clone(),
+        held_bytes: 0,
     })
 }
 
@@ -268,38 +282,49 @@ fn plain(status: u16, latency: Latency) -> OutcomeSpec {
 }
 
 impl OutcomeMaker<'_> {
-    fn make(&self, spec: &OutcomeSpec, registry: &mut Registry, rng: &mut impl Rng) -> Outcome {
+    fn make(
+        &self,
+        spec: &OutcomeSpec,
+        registry: &mut Registry,
+        budget: &mut Budget,
+        rng: &mut impl Rng,
+    ) -> Result<Outcome, Invalid> {
         let status_label = match (&spec.failure, spec.status) {
             (Some(failure), 0) => failure.label().to_owned(),
             (_, status) => status.to_string(),
         };
-        let (body, content_type) = self.body_for(spec, rng);
+        let (body, content_type) = self.body_for(spec, budget, rng)?;
         let content_type = (!self.has_content_type).then_some(content_type);
         let head_prefix = if spec.status == 0 {
             Vec::new()
         } else {
             crate::http::head_prefix(spec.status, content_type, &self.spec.headers)
         };
-        Outcome {
+        Ok(Outcome {
             status: spec.status,
             latency: spec.latency.clone(),
             failure: spec.failure.clone(),
             head_prefix,
             body,
             slot: registry.counter_slot(self.label, &status_label),
-        }
+        })
     }
 
     /// The route's payload for 2xx, origin_simulator's short texts for other statuses,
-    /// or the outcome's own `body`.
-    fn body_for(&self, spec: &OutcomeSpec, rng: &mut impl Rng) -> (Arc<Body>, &'static str) {
+    /// or the outcome's own `body` (charged to `budget`; the short texts are not).
+    fn body_for(
+        &self,
+        spec: &OutcomeSpec,
+        budget: &mut Budget,
+        rng: &mut impl Rng,
+    ) -> Result<(Arc<Body>, &'static str), Invalid> {
         let gzip = self.spec.gzip;
-        if let Some(text) = &spec.body {
-            let bytes = expand_placeholders(text, rng);
+        if let Some(own) = &spec.body {
+            let bytes = expand_charged(&own.text, &own.field, budget, rng)?;
             let content_type = content_type_of(&bytes);
-            return (Arc::new(Body::fixed(bytes, gzip)), content_type);
+            return Ok((Arc::new(Body::fixed(bytes, gzip)), content_type));
         }
-        match spec.status {
+        Ok(match spec.status {
             0 | 204 | 304 => (Arc::new(Body::Fixed(Box::default())), "text/html"),
             200..=299 => (Arc::clone(&self.payload.body), self.payload.content_type),
             404 => (
@@ -317,7 +342,7 @@ impl OutcomeMaker<'_> {
                 Arc::new(Body::fixed(format!("Error {status}").into_bytes(), gzip)),
                 "text/html",
             ),
-        }
+        })
     }
 }
 
@@ -354,11 +379,52 @@ mod tests {
     use rand::SeedableRng;
     use rand::rngs::SmallRng;
 
+    fn roomy() -> Budget {
+        Budget::new(1 << 30, 1 << 30, 0)
+    }
+
+    fn build(
+        json: &str,
+        registry: &std::sync::Mutex<Registry>,
+        rng: &mut SmallRng,
+    ) -> Vec<Arc<Route>> {
+        let recipe = parse_recipe(json, "t").unwrap();
+        build_routes(&recipe, registry, FileAccess::Operator, &mut roomy(), rng).unwrap()
+    }
+
     fn table(json: &str) -> Table {
-        let recipe = parse_recipe(json, "test").unwrap();
         let registry = std::sync::Mutex::new(Registry::new());
-        Table::empty()
-            .merged(build_routes(&recipe, &registry, &mut SmallRng::seed_from_u64(1)).unwrap())
+        Table::empty().merged(build(json, &registry, &mut SmallRng::seed_from_u64(1)))
+    }
+
+    #[test]
+    fn every_body_of_a_route_is_charged() {
+        let json = r#"{"route": "/a", "body": "<<1kb>>", "stages": [{"status": {"200": 1, "500": {"weight": 1, "body": "<<2kb>>"}}}]}"#;
+        let t = table(json);
+        let json_bytes = serde_json::from_str::<Value>(json)
+            .unwrap()
+            .to_string()
+            .len() as u64;
+        assert_eq!(t.routes[0].held_bytes, 3 * 1024 + json_bytes);
+        let registry = std::sync::Mutex::new(Registry::new());
+        let recipe = parse_recipe(json, "t").unwrap();
+        let mut tight = Budget::new(1 << 20, 2048, 0);
+        let err = build_routes(
+            &recipe,
+            &registry,
+            FileAccess::Operator,
+            &mut tight,
+            &mut SmallRng::seed_from_u64(1),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.starts_with(
+                "t: stages[0].status.500.body: the routes in force would hold more than 2kb"
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -422,9 +488,7 @@ mod tests {
     fn reloading_replaces_one_route_and_restarts_the_clock() {
         let registry = std::sync::Mutex::new(Registry::new());
         let mut rng = SmallRng::seed_from_u64(1);
-        let build = |json: &str, rng: &mut SmallRng| {
-            build_routes(&parse_recipe(json, "t").unwrap(), &registry, rng).unwrap()
-        };
+        let build = |json: &str, rng: &mut SmallRng| build(json, &registry, rng);
         let first = Table::empty().merged(build(r#"[{"route": "/a", "stages": [{"status": 200}]}, {"route": "/b", "stages": [{"status": 200}]}]"#, &mut rng));
         let second = first.merged(build(
             r#"{"route": "/a", "stages": [{"status": 500}]}"#,

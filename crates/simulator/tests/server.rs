@@ -617,18 +617,22 @@ fn bodies_from_files_and_origins() {
     .unwrap();
     assert_eq!(get(sim.local_addr(), "/file").text(), "<p>from a file</p>");
     assert_eq!(get(sim.local_addr(), "/origin").text(), "from the origin");
-    let missing = post(
-        sim.local_addr(),
-        "/_admin/add_recipe",
-        r#"{"body_file": "/nonexistent/x.html", "stages": [{"status": 200}]}"#,
-    );
-    assert_eq!(missing.status, 400);
+    // A missing file in the operator's own recipe is named. (Recipes posted over the
+    // admin API may not name files at all without -files: see
+    // `posted_recipes_cannot_read_files_outside_the_files_dir`.)
+    let missing = sim
+        .load_recipe(
+            &parse_recipe(
+                r#"{"body_file": "/nonexistent/x.html", "stages": [{"status": 200}]}"#,
+                "add_recipe",
+            )
+            .unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
     assert!(
-        missing
-            .text()
-            .contains("body_file: cannot read /nonexistent/x.html"),
-        "{}",
-        missing.text()
+        missing.contains("body_file: cannot read /nonexistent/x.html"),
+        "{missing}"
     );
     sim.stop();
     upstream.stop();
@@ -806,4 +810,221 @@ fn http10_keepalive_and_ipv6_loopback() {
         assert_eq!(get(sim.local_addr(), "/").status, 201);
         sim.stop();
     }
+}
+
+fn start_options(options: SimulatorOptions) -> Simulator {
+    Simulator::start(
+        SimulatorOptions {
+            threads: 1,
+            seed: Some(42),
+            ..options
+        },
+        &Recipe::default(),
+    )
+    .unwrap()
+}
+
+fn loopback_options() -> SimulatorOptions {
+    SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+}
+
+fn request(addr: SocketAddr, head: &str, body: &str) -> Response {
+    let mut client = Client::connect(addr);
+    let length = body.len();
+    client.send(format!("{head}\r\nhost: t\r\ncontent-length: {length}\r\n\r\n{body}").as_bytes());
+    client.read_response(false).unwrap()
+}
+
+/// issue 11 item 3: `add_recipe` with `"body_file": "/etc/passwd"` then `GET /leak`
+/// served the file.
+#[test]
+fn posted_recipes_cannot_read_files_outside_the_files_dir() {
+    let sim = start_options(loopback_options());
+    let addr = sim.local_addr();
+    let leak = post(
+        addr,
+        "/_admin/add_recipe",
+        r#"{"route": "/leak", "body_file": "/etc/passwd", "stages": [{"status": 200}]}"#,
+    );
+    assert_eq!(leak.status, 400, "{}", leak.text());
+    assert!(
+        leak.text()
+            .contains("add_recipe: body_file: /etc/passwd: recipes posted to /_admin/add_recipe may not name files unless simulate runs with -files DIR"),
+        "{}",
+        leak.text()
+    );
+    let served = get(addr, "/leak");
+    assert_eq!(served.status, 406);
+    assert!(!served.text().contains("root:"));
+    sim.stop();
+
+    let root = tempfile::tempdir().unwrap();
+    let files = root.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("page.html"), "<p>allowed</p>").unwrap();
+    std::fs::write(root.path().join("secret.txt"), "not for you").unwrap();
+    std::os::unix::fs::symlink(root.path().join("secret.txt"), files.join("link.html")).unwrap();
+    let sim = start_options(SimulatorOptions {
+        files_dir: Some(files),
+        ..loopback_options()
+    });
+    let addr = sim.local_addr();
+    let rows = [
+        ("page.html", Ok("<p>allowed</p>")),
+        ("../secret.txt", Err("\"..\" is not allowed")),
+        ("/etc/passwd", Err("outside the -files directory")),
+        ("link.html", Err("outside the -files directory")),
+    ];
+    for (file, want) in rows {
+        let recipe =
+            format!(r#"{{"route": "/f", "body_file": "{file}", "stages": [{{"status": 200}}]}}"#);
+        let answer = post(addr, "/_admin/add_recipe", &recipe);
+        match want {
+            Ok(body) => {
+                assert_eq!(answer.status, 201, "{file}: {}", answer.text());
+                assert_eq!(get(addr, "/f").text(), body);
+            }
+            Err(message) => {
+                assert_eq!(answer.status, 400, "{file}: {}", answer.text());
+                assert!(answer.text().contains(message), "{file}: {}", answer.text());
+                assert!(!answer.text().contains(&*root.path().to_string_lossy()));
+                assert_eq!(get(addr, "/f").text(), "<p>allowed</p>", "{file}");
+            }
+        }
+    }
+    sim.stop();
+}
+
+#[test]
+fn admin_token_is_checked_on_every_admin_request() {
+    let sim = start_options(SimulatorOptions {
+        admin_token: Some("s3cr3t".to_owned()),
+        ..loopback_options()
+    });
+    let addr = sim.local_addr();
+    let recipe = r#"{"route": "/a", "stages": [{"status": 200}]}"#;
+    let rows: &[(&str, &str, u16)] = &[
+        ("GET /_admin/status HTTP/1.1", "", 401),
+        ("POST /_admin/add_recipe HTTP/1.1", recipe, 401),
+        ("GET /_admin/metrics HTTP/1.1", "", 401),
+        (
+            "GET /_admin/restart HTTP/1.1\r\nauthorization: Bearer wrong",
+            "",
+            401,
+        ),
+        (
+            "GET /_admin/status HTTP/1.1\r\nauthorization: Bearer s3cr3t",
+            "",
+            200,
+        ),
+        (
+            "POST /_admin/add_recipe HTTP/1.1\r\nauthorization: Bearer s3cr3t",
+            recipe,
+            201,
+        ),
+        ("GET /metrics HTTP/1.1", "", 200),
+        ("GET /a HTTP/1.1", "", 200),
+    ];
+    for (head, body, want) in rows {
+        let answer = request(addr, head, body);
+        assert_eq!(answer.status, *want, "{head}: {}", answer.text());
+        if *want == 401 {
+            assert!(
+                answer.text().contains("authorization: Bearer"),
+                "{}",
+                answer.text()
+            );
+            assert!(!answer.text().contains("s3cr3t"));
+        }
+    }
+    // Refused requests changed nothing: /a is still the only route.
+    let routes = request(
+        addr,
+        "GET /_admin/routes HTTP/1.1\r\nauthorization: Bearer s3cr3t",
+        "",
+    );
+    assert_eq!(routes.text(), "/a");
+    sim.stop();
+    let bad = Simulator::start(
+        SimulatorOptions {
+            admin_token: Some(String::new()),
+            ..loopback_options()
+        },
+        &Recipe::default(),
+    );
+    assert!(bad.err().unwrap().to_string().contains("admin-token"));
+}
+
+/// issue 11 item 4: `"body_file": "/dev/zero"` read until memory ran out, and eight
+/// routes of `"<<256mb>>"` in one small POST grew the simulator to 2 GiB.
+#[test]
+fn recipes_are_held_to_the_memory_caps() {
+    let sim = start_options(loopback_options());
+    let addr = sim.local_addr();
+    let routes: Vec<String> = (0..8)
+        .map(|i| {
+            format!(r#"{{"route": "/r{i}", "body": "<<256mb>>", "stages": [{{"status": 200}}]}}"#)
+        })
+        .collect();
+    let big = post(
+        addr,
+        "/_admin/add_recipe",
+        &format!("[{}]", routes.join(",")),
+    );
+    assert_eq!(big.status, 400, "{}", big.text());
+    assert!(
+        big.text().contains("add_recipe: recipe[0].body: body larger than the 64mb cap on one body (simulate -max-body-size)"),
+        "{}",
+        big.text()
+    );
+    let zero = sim
+        .load_recipe(
+            &parse_recipe(
+                r#"{"body_file": "/dev/zero", "stages": [{"status": 200}]}"#,
+                "r.json",
+            )
+            .unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        zero.contains("r.json: body_file: /dev/zero: larger than the 64mb"),
+        "{zero}"
+    );
+    sim.stop();
+
+    let sim = start_options(SimulatorOptions {
+        max_body_bytes: 1024 * 1024,
+        // Two 1mb bodies and their routes' JSON (kept for current_recipe) fit.
+        max_recipe_memory_bytes: 2 * 1024 * 1024 + 4096,
+        ..loopback_options()
+    });
+    let addr = sim.local_addr();
+    let route = |name: &str| {
+        format!(r#"{{"route": "/{name}", "body": "<<1mb>>", "stages": [{{"status": 200}}]}}"#)
+    };
+    assert_eq!(post(addr, "/_admin/add_recipe", &route("a")).status, 201);
+    assert_eq!(post(addr, "/_admin/add_recipe", &route("b")).status, 201);
+    // A third megabyte is over the total, counting the routes kept in force.
+    let third = post(addr, "/_admin/add_recipe", &route("c"));
+    assert_eq!(third.status, 400);
+    assert!(
+        third.text().contains("add_recipe: body: the routes in force would hold more than 2052kb of bodies (simulate -max-recipe-memory)"),
+        "{}",
+        third.text()
+    );
+    // Replacing a route frees what it held.
+    assert_eq!(post(addr, "/_admin/add_recipe", &route("a")).status, 201);
+    let mix = r#"{"route": "/b", "stages": [{"status": {"200": 1, "500": {"weight": 1, "body": "<<2mb>>"}}}]}"#;
+    let over = post(addr, "/_admin/add_recipe", mix);
+    assert!(
+        over.text()
+            .contains("stages[0].status.500.body: body larger than the 1mb cap"),
+        "{}",
+        over.text()
+    );
+    let routes = get(addr, "/_admin/routes").text();
+    assert_eq!(routes, "/a\n/b");
+    assert_eq!(get(addr, "/b").body.len(), 1024 * 1024);
+    sim.stop();
 }

@@ -8,11 +8,16 @@
 //! - [`parse_size`] reads byte sizes.
 //!
 //! Every parser returns a [`UnitsError`] that quotes the input it rejected.
+//!
+//! Also the one rule for keeping secrets out of what loadlab echoes ([`redact_url`],
+//! [`redact_header_value`], [`redact_header_line`]; see the `redact` module): it lives
+//! here because every crate that echoes user input already reads it with this crate.
 
 #![warn(missing_docs)]
 
 mod duration;
 mod rate;
+pub mod redact;
 mod size;
 
 #[cfg(test)]
@@ -20,6 +25,7 @@ mod proptests;
 
 pub use duration::{GoDuration, parse_duration, round_for_report};
 pub use rate::Rate;
+pub use redact::{REDACTED, redact_header_line, redact_header_value, redact_url};
 pub use size::parse_size;
 
 /// Why a duration, rate or size did not parse. Messages quote the offending input.

@@ -44,12 +44,15 @@ impl Target {
         }
     }
 
-    /// The URL as written (placeholders included): the target's name in reports.
+    /// The URL as written (placeholders included), with passwords and secret-looking
+    /// query parameters redacted ([`units::redact_url`]): the target's name in record
+    /// files, reports and error texts.
     pub fn display_url(&self) -> String {
-        match &self.templated_path {
+        let written = match &self.templated_path {
             Some(path) => format!("{}{path}", self.url.as_str().trim_end_matches('/')),
             None => self.url.to_string(),
-        }
+        };
+        units::redact_url(&written)
     }
 
     /// True when any part renders differently per request.
@@ -106,7 +109,8 @@ pub(crate) fn check_target_url(text: &str) -> Result<(Url, Option<String>), Stri
     let (base, path) = text.split_at(path_start);
     if base.contains("{{") {
         return Err(format!(
-            "bad URL {text:?}: placeholders are allowed in the path and query, not in the scheme, host or port"
+            "bad URL {:?}: placeholders are allowed in the path and query, not in the scheme, host or port",
+            units::redact_url(text)
         ));
     }
     crate::Template::parse(path)?;
@@ -130,12 +134,15 @@ pub(crate) fn check_body(body: &[u8]) -> Result<(), String> {
 
 /// Parses and checks a URL without placeholders.
 fn check_url(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|err| format!("bad URL {text:?}: {err}"))?;
+    // Errors quote the URL as written, less its secrets.
+    let bad =
+        |reason: &dyn std::fmt::Display| format!("bad URL {:?}: {reason}", units::redact_url(text));
+    let url = Url::parse(text).map_err(|err| bad(&err))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("bad URL {text:?}: scheme must be http or https"));
+        return Err(bad(&"scheme must be http or https"));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("bad URL {text:?}: no host"));
+        return Err(bad(&"no host"));
     }
     Ok(url)
 }

@@ -176,7 +176,12 @@ fn parse_request_line(
     global_headers: &[Header],
     default_body: &[u8],
 ) -> Result<Target, String> {
-    let bad = || format!("bad target {line:?}: want 'METHOD URL'");
+    let bad = || {
+        format!(
+            "bad target {:?}: want 'METHOD URL'",
+            units::redact_url(line)
+        )
+    };
     let (method, url) = line.split_once(char::is_whitespace).ok_or_else(bad)?;
     let url = url.trim();
     // Spaces may only appear inside placeholders (`{{rand.lower 50}}`).
@@ -211,7 +216,10 @@ fn outside_placeholders(text: &str) -> impl Iterator<Item = char> + '_ {
 /// Parses `Key: Value` (also used for `-header` flags).
 pub(crate) fn parse_header_line(line: &str) -> Result<Header, String> {
     let Some((name, value)) = line.split_once(':') else {
-        return Err(format!("bad header {line:?}: want 'Key: Value'"));
+        return Err(format!(
+            "bad header {:?}: want 'Key: Value'",
+            units::redact_header_line(line)
+        ));
     };
     let (name, value) = (name.trim(), value.trim());
     check_header(name, value)?;
@@ -284,6 +292,46 @@ mod tests {
                 value: "Bearer t:k".to_owned()
             }
         );
+    }
+
+    /// issue 11 item 5: secrets in target URLs and header lines stay out of the target's
+    /// name (record files, reports) and out of error texts, but go on the wire.
+    #[test]
+    fn secrets_stay_out_of_names_and_errors() {
+        let targets = parse("GET http://u:pw1@127.0.0.1:8080/a?api_key=s3cr3t&x=1\n").unwrap();
+        assert_eq!(
+            targets[0].display_url(),
+            "http://u:REDACTED@127.0.0.1:8080/a?api_key=REDACTED&x=1"
+        );
+        assert_eq!(targets[0].url.query(), Some("api_key=s3cr3t&x=1"));
+        let templated = parse("GET http://127.0.0.1:8080/a?token=s3cr3t&q={{uuid}}\n").unwrap();
+        assert_eq!(
+            templated[0].display_url(),
+            "http://127.0.0.1:8080/a?token=REDACTED&q={{uuid}}"
+        );
+        let rows = [
+            "GET http://h/?token=s3cr3t x\n",
+            "GET ftp://h/?token=s3cr3t\n",
+            "GET http://u:s3cr3t@/\n",
+            "GET http://{{uuid}}/?token=s3cr3t\n",
+            "GET http://h/\nAuthorization Bearer s3cr3t\n",
+        ];
+        for text in rows {
+            let err = anyhow_like(&parse(text).unwrap_err());
+            assert!(!err.contains("s3cr3t"), "{text:?}: {err}");
+            assert!(err.contains("REDACTED"), "{text:?}: {err}");
+        }
+    }
+
+    /// The error and its causes, as the CLI prints them.
+    fn anyhow_like(err: &WorkloadError) -> String {
+        let mut text = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
     }
 
     #[test]

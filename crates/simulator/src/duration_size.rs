@@ -1,4 +1,4 @@
-//! Durations and sizes as origin_simulator recipes spell them.
+//! Durations and byte sizes as origin_simulator recipes spell them (parsing and printing).
 //!
 //! Durations need a unit (`"100ms"`, `"4s"`); a bare `0` (number or string) is the one
 //! unitless value, as in origin_simulator, because a bare `50` was ambiguous there
@@ -126,6 +126,18 @@ pub(crate) fn parse_size_range(text: &str) -> Result<(u64, u64), String> {
     }
 }
 
+/// Prints a byte count in recipe syntax when exact (`64mb`, `1kb`), else in bytes (`1000b`).
+pub(crate) fn format_size(bytes: u64) -> String {
+    const MB: u64 = 1024 * 1024;
+    if bytes >= MB && bytes.is_multiple_of(MB) {
+        format!("{}mb", bytes / MB)
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{}kb", bytes / 1024)
+    } else {
+        format!("{bytes}b")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +195,20 @@ mod tests {
             );
         }
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn sizes_print_in_recipe_units() {
+        let rows = [
+            (0, "0b"),
+            (1000, "1000b"),
+            (2048, "2kb"),
+            (64 << 20, "64mb"),
+            ((1 << 20) + 1024, "1025kb"),
+        ];
+        for (bytes, want) in rows {
+            assert_eq!(format_size(bytes), want);
+        }
     }
 
     #[test]
