@@ -427,25 +427,26 @@ pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
         .map_err(|source| LabError::Io { path, source })
 }
 
-/// Secret header values (`Authorization`, `Cookie`, `X-Api-Key`, `Proxy-Authorization`)
-/// and URL passwords become `REDACTED`, so a run folder can be shared.
+/// Secret header values (any header whose name [`units::redact::is_secret_name`] flags:
+/// `Authorization`, `Cookie`, `X-Api-Key`, `X-Auth-Token`, ...) and URL passwords and
+/// secret query parameters ([`units::redact_url`]) become `REDACTED`, so a run folder can
+/// be shared. Headers are found as `Name: value` anywhere in the plan's text (inside
+/// TOML strings, where a target's lines are joined by `\n`).
 pub fn redact(text: &str) -> String {
-    const SECRET_HEADERS: [&str; 4] = [
-        "proxy-authorization:",
-        "authorization:",
-        "cookie:",
-        "x-api-key:",
-    ];
     let mut out = String::with_capacity(text.len());
-    let lower = text.to_ascii_lowercase();
     let mut at = 0;
-    while at < text.len() {
-        let next = SECRET_HEADERS
-            .iter()
-            .filter_map(|h| lower[at..].find(h).map(|i| (at + i, h.len())))
-            .min_by_key(|(i, _)| *i);
-        let Some((start, len)) = next else { break };
-        let value_start = start + len;
+    for (colon, _) in text.match_indices(": ") {
+        if colon < at {
+            continue;
+        }
+        let name_start = text[..colon]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .map_or(0, |i| i + 1);
+        let name = &text[name_start..colon];
+        if name.is_empty() || !units::redact::is_secret_name(name) {
+            continue;
+        }
+        let value_start = colon + 2;
         // The value ends at the end of the line, a TOML string's quote or its `\n`.
         let value_end = text[value_start..]
             .find(['"', '\'', '\n'])
@@ -453,41 +454,15 @@ pub fn redact(text: &str) -> String {
             .chain(text[value_start..].find("\\n"))
             .min()
             .map_or(text.len(), |i| value_start + i);
-        out.push_str(&text[at..value_start]);
         if text[value_start..value_end].trim().is_empty() {
-            out.push_str(&text[value_start..value_end]);
-        } else {
-            out.push_str(" REDACTED");
+            continue;
         }
+        out.push_str(&text[at..value_start]);
+        out.push_str(units::REDACTED);
         at = value_end;
     }
     out.push_str(&text[at..]);
-    redact_url_passwords(&out)
-}
-
-/// `scheme://user:password@host` keeps the user and hides the password.
-fn redact_url_passwords(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let authority_end = tail
-            .find(|c: char| c == '/' || c == '"' || c == '\'' || c.is_whitespace())
-            .unwrap_or(tail.len());
-        let authority = &tail[..authority_end];
-        match (authority.rfind('@'), authority.find(':')) {
-            (Some(at), Some(colon)) if colon < at => {
-                out.push_str(&authority[..colon]);
-                out.push_str(":REDACTED");
-                out.push_str(&authority[at..]);
-            }
-            _ => out.push_str(authority),
-        }
-        rest = &tail[authority_end..];
-    }
-    out.push_str(rest);
-    out
+    units::redact_url(&out)
 }
 
 #[cfg(test)]
