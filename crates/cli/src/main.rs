@@ -13,6 +13,7 @@ mod flags;
 mod monitor;
 mod plot;
 mod report;
+mod run;
 mod scenarios;
 mod signals;
 mod simulate;
@@ -46,6 +47,7 @@ enum Command {
     Plot(plot::PlotArgs),
     Monitor(monitor::MonitorArgs),
     Simulate(simulate::SimulateArgs),
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => plot::run(&args),
         Command::Monitor(args) => monitor::run(&args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Run(args) => run::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -1254,6 +1254,104 @@ fn bad_scenario_files_name_the_line() {
     let _ = csv;
 }
 
+#[test]
+fn run_refuses_a_bad_plan_naming_its_file_and_line() {
+    let dir = TempDir::new();
+    let typo = dir.write(
+        "typo.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\n[slo]\nsucess = 0.99\n",
+    );
+    let impossible = dir.write(
+        "impossible.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\n[slo]\nsuccess = 2\n",
+    );
+    let monitor = dir.write(
+        "monitor.toml",
+        b"mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:1/\"]\n[load]\nrates = [1]\nmonitor = [\"gpu\"]\n",
+    );
+    let missing = dir.path("missing.toml");
+    let rows = [
+        (monitor.clone(), format!("{monitor}:5: load.monitor: ")),
+        (
+            typo.clone(),
+            format!("{typo}:8: sucess: unknown field `sucess`"),
+        ),
+        (
+            impossible.clone(),
+            format!("{impossible}:8: slo.success: must be between 0 and 1"),
+        ),
+        (missing.clone(), format!("{missing}: No such file")),
+    ];
+    for (plan, want) in rows {
+        let output = run(&["run", &plan, "-output", &dir.path("out")], None);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{plan}: {err}");
+        assert!(err.contains(&want), "{plan}: {err}");
+        assert!(!err.contains("panicked"), "{plan}: {err}");
+    }
+    assert!(
+        !std::path::Path::new(&dir.path("out")).exists(),
+        "no run folder for a bad plan"
+    );
+}
+
+#[test]
+fn run_interrupted_leaves_an_incomplete_summary() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let plan = dir.write(
+        "plan.toml",
+        format!(
+            "mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://{}/\"]\n\
+             [load]\nrates = [20, 40]\nstep_duration = \"30s\"\n[slo]\nmax_lag = \"100ms\"\n",
+            server.local_addr()
+        )
+        .as_bytes(),
+    );
+    let out = dir.path("out");
+    let child = loadlab()
+        .args(["run", &plan, "-output", &out])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(child.id());
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("-resume"), "{}", stderr(&output));
+    let summary = std::fs::read_to_string(format!("{out}/summary.json")).unwrap();
+    assert!(summary.contains("\"complete\": false"), "{summary}");
+    assert!(
+        summary.contains("\"verdict\": \"interrupted\""),
+        "{summary}"
+    );
+    assert!(
+        stdout(&output).contains("INCOMPLETE"),
+        "{}",
+        stdout(&output)
+    );
+    // A second run without -resume refuses the folder.
+    let refused = run(&["run", &plan, "-output", &out], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("give -resume"),
+        "{}",
+        stderr(&refused)
+    );
+    let help = ok(&run(&["run", "--help"], None));
+    assert!(
+        help.contains("Examples:") && help.contains("--resume"),
+        "{help}"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // compare: record files side by side.
 

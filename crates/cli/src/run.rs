@@ -1,0 +1,114 @@
+//! `loadlab run PLAN`: a plan file -> [`lab::Plan`] -> [`lab::run_plan`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use engine::StopHandle;
+use lab::{MakeMonitor, MonitorFactory, Plan, RunOptions, run_plan};
+
+use crate::signals;
+
+/// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
+///
+/// A plan (TOML) names the systems compared ([[variant]]: targets, setup/ready/teardown
+/// hooks), the load steps ([load]: rates or users, step duration, warm-up, cool-down),
+/// and the SLO that judges each step ([slo]). Each step is a normal attack whose record
+/// file is kept; its verdict comes from its own window (the warm-up is sent but not
+/// judged) and always checks the generator's own health, so a step the generator could
+/// not deliver is "inconclusive", never "the server failed".
+///
+/// Modes: sweep (every variant at every step), search (per variant, the highest rate
+/// that meets the SLO: exponential growth, bisection to a precision, a confirmation
+/// run), matrix (every combination of named axes, repeated).
+///
+/// The run folder is the write-up: plan.toml (secrets REDACTED), log.txt (a line per
+/// step), summary.json, summary.md (tables ready to paste) and steps/NNN-VARIANT-RATE/
+/// with each step's records.llr, report.txt and hooks.txt.
+///
+/// Examples:
+///
+///   loadlab run examples/plans/step_sweep_000.toml
+///
+///   loadlab run examples/plans/capacity_search_003.toml -output runs/search
+///
+///   loadlab run plan.toml -output runs/night -resume
+///
+/// Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
+/// continues without redoing the finished steps.
+///
+/// Exit status: 0 when the plan ran (whatever the verdicts); 1 on a bad plan or an I/O
+/// error; 130 when interrupted.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The run folder [default: runs/PLAN-NAME]
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Continue the run in -output, skipping the steps its summary.json holds
+    #[arg(long)]
+    resume: bool,
+    /// The plan file (TOML)
+    #[arg(value_name = "PLAN")]
+    plan: PathBuf,
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mut plan = Plan::read(&args.plan)?;
+    // Plans start their stand-ins with `{{loadlab}} simulate ...`: this very binary.
+    if let Ok(exe) = std::env::current_exe() {
+        plan.hook_values
+            .push(("loadlab".to_owned(), exe.display().to_string()));
+    }
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs").join(folder_name(&plan.name)));
+    // Monitor specs are checked before anything runs, then started afresh for each step.
+    crate::monitor::AttachedMonitor::new(&plan.load.monitor, &plan.load.monitor_interval)
+        .with_context(|| format!("{}:{}: load.monitor", plan.source_name, plan.load.line))?;
+    let make: Arc<MakeMonitor> = Arc::new(|specs: &[String], interval: &str| {
+        crate::monitor::AttachedMonitor::new(specs, interval)
+            .map(|m| Box::new(m) as Box<dyn engine::SampleFeed>)
+            .map_err(|e| format!("{e:#}"))
+    });
+    let stop = StopHandle::new();
+    signals::stop_on_signals(&stop, "finishing the current step")?;
+    let options = RunOptions {
+        output: output.clone(),
+        resume: args.resume,
+        monitor: Some(MonitorFactory(make)),
+    };
+    let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())
+        .with_context(|| format!("plan {}", args.plan.display()))?;
+    print!("{}", summary.markdown());
+    eprintln!("loadlab run: the run folder is {}", output.display());
+    if summary.complete {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "loadlab run: interrupted; continue with -resume -output {}",
+            output.display()
+        );
+        Ok(ExitCode::from(130))
+    }
+}
+
+/// A plan name fit for a folder.
+fn folder_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "plan".to_owned()
+    } else {
+        name
+    }
+}

@@ -1,0 +1,577 @@
+//! The run folder, which is the write-up:
+//!
+//! ```text
+//! plan.toml            the plan as run, secrets REDACTED
+//! log.txt              a line per step: time, what ran, verdict, why
+//! summary.json         plan, mode, complete flag, per-variant results, per-step rows
+//! summary.md           Markdown tables ready to paste
+//! steps/NNN-VARIANT-RATE/records.llr, report.txt, hooks.txt
+//! ```
+//!
+//! `summary.json` is rewritten after every step, so an interrupted plan leaves a
+//! summary (marked incomplete) that `-resume` continues from.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use analysis::{Percentile, StepSummary, Verdict};
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+use crate::cells::{Cell, format_rate};
+use crate::plan::Plan;
+
+/// One step's row in `summary.json` and `summary.md`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    /// The step's folder under `steps/`, its key for `-resume`.
+    pub step: String,
+    /// The variant's name.
+    pub variant: String,
+    /// Axis values (matrix), hook values aside.
+    pub params: BTreeMap<String, String>,
+    /// `sweep`, `probe`, `confirm` or `matrix`.
+    pub kind: String,
+    /// 1-based run of a repeated cell.
+    pub repeat: u32,
+    /// The rate asked by the plan, requests per second (open model).
+    pub rate_asked: Option<f64>,
+    /// Users (closed model).
+    pub users: Option<u64>,
+    /// The rate the plan made due in the window, per second.
+    pub asked_per_sec: f64,
+    /// The rate sent in the window, per second.
+    pub achieved_per_sec: f64,
+    /// Requests in the window.
+    pub requests: u64,
+    /// Share of the window's requests that succeeded.
+    pub success: f64,
+    /// Latency percentiles of the window, in milliseconds.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile, ms.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile, ms.
+    pub p99_ms: Option<f64>,
+    /// Slowest, ms.
+    pub max_ms: Option<f64>,
+    /// The generator's send lag p99, ms.
+    pub lag_p99_ms: f64,
+    /// Failed requests by kind (HTTP status or transport error kind).
+    pub errors: BTreeMap<String, u64>,
+    /// `pass`, `fail`, `inconclusive`, `failed` (the cell could not run) or `interrupted`.
+    pub verdict: String,
+    /// Every reason.
+    pub why: String,
+    /// The record file, relative to the run folder.
+    pub records: Option<String>,
+    /// The step's report, relative to the run folder.
+    pub report: Option<String>,
+    /// The hooks' output, relative to the run folder, if any hook ran.
+    pub hooks: Option<String>,
+    /// Wall time of the cell, hooks included, seconds.
+    pub seconds: f64,
+    /// Hook problems that did not fail the cell (a teardown).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+impl StepRow {
+    /// An empty row for `cell`, run in `dir`.
+    pub fn new(plan: &Plan, cell: &Cell, dir: &Path, run_dir: &Path) -> StepRow {
+        let variant = &plan.variants[cell.variant];
+        let has_hooks =
+            variant.setup.is_some() || variant.ready.is_some() || variant.teardown.is_some();
+        StepRow {
+            step: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            variant: variant.name.clone(),
+            params: cell.params.iter().cloned().collect(),
+            kind: plan.mode.word().to_owned(),
+            repeat: cell.repeat,
+            rate_asked: cell.offer.rate(),
+            users: match cell.offer {
+                crate::cells::Offer::Users(users) => Some(users),
+                _ => None,
+            },
+            hooks: has_hooks.then(|| crate::step::relative(&dir.join("hooks.txt"), run_dir)),
+            records: Some(crate::step::relative(&dir.join("records.llr"), run_dir)),
+            ..StepRow::default()
+        }
+    }
+
+    /// The cell could not run: no verdict on the server, only the reason.
+    pub fn set_failed(&mut self, why: String) {
+        self.verdict = "failed".to_owned();
+        self.why = why;
+    }
+
+    /// Copies a window's figures and its verdict.
+    pub fn fill(&mut self, summary: &StepSummary, verdict: &Verdict) {
+        let ms = |p: Percentile| {
+            summary
+                .latency_ns
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map(|(_, ns)| *ns as f64 / 1e6)
+        };
+        self.asked_per_sec = summary.asked_per_sec;
+        self.achieved_per_sec = summary.sent_per_sec;
+        self.requests = summary.requests;
+        self.success = summary.success_ratio;
+        self.p50_ms = ms(Percentile::P50);
+        self.p90_ms = ms(Percentile::P90);
+        self.p99_ms = ms(Percentile::P99);
+        self.max_ms = ms(Percentile::Max);
+        self.lag_p99_ms = summary.lag_p99_ns as f64 / 1e6;
+        self.errors = summary.errors_by_kind.iter().cloned().collect();
+        self.verdict = verdict.word().to_owned();
+        self.why = verdict.why();
+    }
+
+    /// How the step's offer reads in a table: `500/s`, `10 users`, `schedule`.
+    fn offer(&self) -> String {
+        match (self.rate_asked, self.users) {
+            (Some(rate), _) => format!("{}/s", format_rate(rate)),
+            (None, Some(users)) => format!("{users} users"),
+            (None, None) => "schedule".to_owned(),
+        }
+    }
+}
+
+/// One variant's answer to the plan's question.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VariantResult {
+    /// The variant's name.
+    pub variant: String,
+    /// The highest rate that met the SLO, requests per second, if any did.
+    pub max_rate_held: Option<f64>,
+    /// How it was found.
+    pub how: String,
+    /// Search: probes run (the confirmation included).
+    pub probes: Option<usize>,
+    /// Search: wall time, seconds.
+    pub seconds: Option<f64>,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The plan's name.
+    pub plan: String,
+    /// The plan file as given.
+    pub plan_file: String,
+    /// `sweep`, `search` or `matrix`.
+    pub mode: String,
+    /// False while running, or when the plan was interrupted.
+    pub complete: bool,
+    /// Per variant, in plan order.
+    pub variants: Vec<VariantResult>,
+    /// Per step, in run order.
+    pub steps: Vec<StepRow>,
+    /// Matrix: per cell, the median and spread of its repeats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellStats>,
+}
+
+/// A matrix cell over its repeats: the median and the spread (min..max).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellStats {
+    /// The variant's name.
+    pub variant: String,
+    /// Axis values.
+    pub params: BTreeMap<String, String>,
+    /// The rate asked, req/s (open model).
+    pub rate_asked: Option<f64>,
+    /// Repeats judged.
+    pub runs: usize,
+    /// Repeats that passed.
+    pub passed: usize,
+    /// Achieved rate: median, min, max.
+    pub achieved_per_sec: [f64; 3],
+    /// Success share: median, min, max.
+    pub success: [f64; 3],
+    /// p50 ms: median, min, max.
+    pub p50_ms: [f64; 3],
+    /// p99 ms: median, min, max.
+    pub p99_ms: [f64; 3],
+}
+
+/// Median, min and max (the median of an even count is the mean of the middle two).
+fn spread(mut values: Vec<f64>) -> [f64; 3] {
+    if values.is_empty() {
+        return [0.0; 3];
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    [median, values[0], values[n - 1]]
+}
+
+/// Groups judged rows by cell (variant, axis values, rate), in first-seen order.
+pub fn cell_stats(steps: &[StepRow]) -> Vec<CellStats> {
+    let mut cells: Vec<(CellStats, Vec<&StepRow>)> = Vec::new();
+    for row in steps
+        .iter()
+        .filter(|r| matches!(r.verdict.as_str(), "pass" | "fail" | "inconclusive"))
+    {
+        let same = |c: &CellStats| {
+            c.variant == row.variant && c.params == row.params && c.rate_asked == row.rate_asked
+        };
+        match cells.iter_mut().find(|(c, _)| same(c)) {
+            Some((_, rows)) => rows.push(row),
+            None => cells.push((
+                CellStats {
+                    variant: row.variant.clone(),
+                    params: row.params.clone(),
+                    rate_asked: row.rate_asked,
+                    ..CellStats::default()
+                },
+                vec![row],
+            )),
+        }
+    }
+    cells
+        .into_iter()
+        .map(|(mut cell, rows)| {
+            let of = |f: &dyn Fn(&StepRow) -> Option<f64>| {
+                spread(rows.iter().filter_map(|r| f(r)).collect())
+            };
+            cell.runs = rows.len();
+            cell.passed = rows.iter().filter(|r| r.verdict == "pass").count();
+            cell.achieved_per_sec = of(&|r| Some(r.achieved_per_sec));
+            cell.success = of(&|r| Some(r.success));
+            cell.p50_ms = of(&|r| r.p50_ms);
+            cell.p99_ms = of(&|r| r.p99_ms);
+            cell
+        })
+        .collect()
+}
+
+impl RunSummary {
+    /// Writes `summary.json` and `summary.md` (whole files, replaced atomically).
+    pub fn write(&self, dir: &Path) -> Result<(), LabError> {
+        let json = serde_json::to_string_pretty(self)
+            .map_err(|e| LabError::Folder(format!("summary.json: {e}")))?;
+        write_atomic(&dir.join("summary.json"), json.as_bytes())?;
+        write_atomic(&dir.join("summary.md"), self.markdown().as_bytes())
+    }
+
+    /// Reads a run folder's `summary.json`, if there is one.
+    pub fn read(dir: &Path) -> Result<Option<RunSummary>, LabError> {
+        let path = dir.join("summary.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| LabError::Folder(format!("{}: {e}", path.display()))),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(LabError::Io { path, source }),
+        }
+    }
+
+    /// Markdown ready to paste: the maximum rate per variant with its improvement
+    /// against the first variant (field report 000), then one row per step (001, 004).
+    pub fn markdown(&self) -> String {
+        let mut md = format!(
+            "# {}\n\nmode: {}{}\n\n",
+            self.plan,
+            self.mode,
+            if self.complete {
+                ""
+            } else {
+                " (INCOMPLETE: interrupted or still running)"
+            }
+        );
+        let baseline = self.variants.first().and_then(|v| v.max_rate_held);
+        if self.mode != "matrix" {
+            md.push_str("| variant | max req/s held | improvement | how |\n|---|---:|---:|---|\n");
+            for v in &self.variants {
+                let held = v.max_rate_held.map_or("none".to_owned(), format_rate);
+                let improvement = match (v.max_rate_held, baseline) {
+                    (Some(held), Some(base)) if base > 0.0 => format!("{:.2}x", held / base),
+                    _ => "-".to_owned(),
+                };
+                let _ = writeln!(md, "| {} | {held} | {improvement} | {} |", v.variant, v.how);
+            }
+            md.push('\n');
+        }
+        if !self.cells.is_empty() {
+            md.push_str(&self.cells_markdown());
+        }
+        let axes: Vec<&String> = self
+            .steps
+            .iter()
+            .flat_map(|s| s.params.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        md.push_str("| step | variant |");
+        for axis in &axes {
+            let _ = write!(md, " {axis} |");
+        }
+        md.push_str(" offered | achieved/s | success | p50 | p90 | p99 | max | errors | verdict | why |\n|---|---|");
+        md.push_str(&"---|".repeat(axes.len()));
+        md.push_str("---:|---:|---:|---:|---:|---:|---:|---|---|---|\n");
+        for s in &self.steps {
+            let _ = write!(md, "| {} | {} |", s.step, s.variant);
+            for axis in &axes {
+                let _ = write!(md, " {} |", s.params.get(*axis).map_or("", String::as_str));
+            }
+            let errors = if s.errors.is_empty() {
+                "-".to_owned()
+            } else {
+                s.errors
+                    .iter()
+                    .map(|(k, n)| format!("{k}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                md,
+                " {} | {:.1} | {:.2}% | {} | {} | {} | {} | {errors} | {} | {} |",
+                s.offer(),
+                s.achieved_per_sec,
+                s.success * 100.0,
+                millis(s.p50_ms),
+                millis(s.p90_ms),
+                millis(s.p99_ms),
+                millis(s.max_ms),
+                s.verdict,
+                s.why.replace('|', "/"),
+            );
+        }
+        md
+    }
+}
+
+impl RunSummary {
+    /// A matrix's cells: the median of the repeats with the spread in brackets.
+    fn cells_markdown(&self) -> String {
+        let axes: Vec<&String> = self
+            .cells
+            .iter()
+            .flat_map(|c| c.params.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut md = "Per cell: the median of its repeats [min..max].\n\n| variant |".to_owned();
+        for axis in &axes {
+            let _ = write!(md, " {axis} |");
+        }
+        md.push_str(" offered | runs | passed | achieved/s | success | p50 | p99 |\n|---|");
+        md.push_str(&"---|".repeat(axes.len()));
+        md.push_str("---:|---:|---:|---:|---:|---:|---:|\n");
+        for c in &self.cells {
+            let _ = write!(md, "| {} |", c.variant);
+            for axis in &axes {
+                let _ = write!(md, " {} |", c.params.get(*axis).map_or("", String::as_str));
+            }
+            let offered = c
+                .rate_asked
+                .map_or("-".to_owned(), |r| format!("{}/s", format_rate(r)));
+            let [a, a_lo, a_hi] = c.achieved_per_sec;
+            let [s, s_lo, s_hi] = c.success;
+            let [p50, p50_lo, p50_hi] = c.p50_ms;
+            let [p99, p99_lo, p99_hi] = c.p99_ms;
+            let _ = writeln!(
+                md,
+                " {offered} | {} | {} | {a:.1} [{a_lo:.1}..{a_hi:.1}] | {:.2}% [{:.2}..{:.2}] | {p50:.1}ms [{p50_lo:.1}..{p50_hi:.1}] | {p99:.1}ms [{p99_lo:.1}..{p99_hi:.1}] |",
+                c.runs,
+                c.passed,
+                s * 100.0,
+                s_lo * 100.0,
+                s_hi * 100.0,
+            );
+        }
+        md.push('\n');
+        md
+    }
+}
+
+fn millis(ms: Option<f64>) -> String {
+    ms.map_or("-".to_owned(), |ms| format!("{ms:.1}ms"))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
+    let tmp = path.with_extension("tmp");
+    let io = |source| LabError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Appends a line to `log.txt`: time, what ran, verdict, why.
+pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
+    let path = dir.join("log.txt");
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|source| LabError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    writeln!(file, "{} {line}", record::format_timestamp(now_ns))
+        .map_err(|source| LabError::Io { path, source })
+}
+
+/// Secret header values (any header whose name [`units::redact::is_secret_name`] flags:
+/// `Authorization`, `Cookie`, `X-Api-Key`, `X-Auth-Token`, ...) and URL passwords and
+/// secret query parameters ([`units::redact_url`]) become `REDACTED`, so a run folder can
+/// be shared. Headers are found as `Name: value` anywhere in the plan's text (inside
+/// TOML strings, where a target's lines are joined by `\n`).
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (colon, _) in text.match_indices(": ") {
+        if colon < at {
+            continue;
+        }
+        let name_start = text[..colon]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .map_or(0, |i| i + 1);
+        let name = &text[name_start..colon];
+        if name.is_empty() || !units::redact::is_secret_name(name) {
+            continue;
+        }
+        let value_start = colon + 2;
+        // The value ends at the end of the line, a TOML string's quote or its `\n`.
+        let value_end = text[value_start..]
+            .find(['"', '\'', '\n'])
+            .into_iter()
+            .chain(text[value_start..].find("\\n"))
+            .min()
+            .map_or(text.len(), |i| value_start + i);
+        if text[value_start..value_end].trim().is_empty() {
+            continue;
+        }
+        out.push_str(&text[at..value_start]);
+        out.push_str(units::REDACTED);
+        at = value_end;
+    }
+    out.push_str(&text[at..]);
+    units::redact_url(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted() {
+        let rows = [
+            (
+                r#"targets = ["GET http://h/\nAuthorization: bearer abc\nX-Trace: 1"]"#,
+                r#"targets = ["GET http://h/\nAuthorization: REDACTED\nX-Trace: 1"]"#,
+            ),
+            (
+                r#"headers = ["Cookie: a=b; c=d"]"#,
+                r#"headers = ["Cookie: REDACTED"]"#,
+            ),
+            ("x-api-key: k\nname = 1", "x-api-key: REDACTED\nname = 1"),
+            (
+                "url = \"postgres://u:pw@127.0.0.1/db\"",
+                "url = \"postgres://u:REDACTED@127.0.0.1/db\"",
+            ),
+            (
+                "plain = \"http://127.0.0.1:8080/\"",
+                "plain = \"http://127.0.0.1:8080/\"",
+            ),
+            (
+                "# an Authorization: header goes here",
+                "# an Authorization: REDACTED",
+            ),
+        ];
+        for (text, want) in rows {
+            assert_eq!(redact(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn matrix_cells_have_the_median_and_spread_of_their_repeats() {
+        let row = |rate: f64, replicas: &str, p99: f64, verdict: &str| StepRow {
+            variant: "a".to_owned(),
+            params: [("replicas".to_owned(), replicas.to_owned())].into(),
+            rate_asked: Some(rate),
+            p99_ms: Some(p99),
+            success: 1.0,
+            verdict: verdict.to_owned(),
+            ..StepRow::default()
+        };
+        let steps = [
+            row(100.0, "1", 30.0, "pass"),
+            row(100.0, "2", 5.0, "pass"),
+            row(100.0, "1", 10.0, "fail"),
+            row(100.0, "1", 20.0, "pass"),
+            row(100.0, "1", 1.0, "failed"),
+        ];
+        let cells = cell_stats(&steps);
+        assert_eq!(cells.len(), 2);
+        assert_eq!(
+            (cells[0].runs, cells[0].passed, cells[0].p99_ms),
+            (3, 2, [20.0, 10.0, 30.0])
+        );
+        assert_eq!((cells[1].runs, cells[1].p99_ms), (1, [5.0, 5.0, 5.0]));
+        assert_eq!(spread(vec![4.0, 1.0, 3.0, 2.0]), [2.5, 1.0, 4.0]);
+        let summary = RunSummary {
+            mode: "matrix".to_owned(),
+            cells,
+            ..RunSummary::default()
+        };
+        let md = summary.markdown();
+        assert!(md.contains("| a | 1 | 100/s | 3 | 2 |"), "{md}");
+        assert!(md.contains("20.0ms [10.0..30.0]"), "{md}");
+    }
+
+    #[test]
+    fn markdown_has_the_improvement_and_step_tables() {
+        let summary = RunSummary {
+            plan: "p".to_owned(),
+            mode: "sweep".to_owned(),
+            complete: true,
+            variants: vec![
+                VariantResult {
+                    variant: "ruby".to_owned(),
+                    max_rate_held: Some(256.0),
+                    how: "sweep".to_owned(),
+                    ..VariantResult::default()
+                },
+                VariantResult {
+                    variant: "go".to_owned(),
+                    max_rate_held: Some(1024.0),
+                    how: "sweep".to_owned(),
+                    ..VariantResult::default()
+                },
+            ],
+            steps: vec![StepRow {
+                step: "000-ruby-256".to_owned(),
+                variant: "ruby".to_owned(),
+                rate_asked: Some(256.0),
+                success: 1.0,
+                p50_ms: Some(1.26),
+                verdict: "pass".to_owned(),
+                ..StepRow::default()
+            }],
+            ..RunSummary::default()
+        };
+        let md = summary.markdown();
+        assert!(md.contains("| ruby | 256 | 1.00x | sweep |"), "{md}");
+        assert!(md.contains("| go | 1024 | 4.00x | sweep |"), "{md}");
+        assert!(
+            md.contains("| 000-ruby-256 | ruby | 256/s | 0.0 | 100.00% | 1.3ms |"),
+            "{md}"
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! Experiments: `loadlab run PLAN`. A plan (a TOML file, [`Plan`]) names the systems
+//! compared (variants), the load steps and the SLO that judges each step; the runner
+//! ([`run_plan`]) turns it into cells, runs each as a normal attack whose record file is
+//! kept, judges each step on its own window (warm-up excluded, the generator's health
+//! always checked, [`analysis::judge`]) and writes a run folder that is the write-up.
+//!
+//! - [`plan`]: the TOML model and its line-precise checks.
+//! - `cells`: a plan's cells (variant x step x axes x repeats) and the `{{name}}`
+//!   substitution of hooks.
+//! - `hooks`: `setup`/`ready`/`teardown` shell commands with a timeout.
+//! - `step`: one cell: hooks, an [`engine::run`] into `records.llr`, its summary.
+//! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window.
+//! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
+//!   `summary.md`).
+//! - `runner`: sweep, search and matrix; `-resume`; an interrupted plan's summary is
+//!   marked incomplete.
+//!
+//! Errors are [`LabError`]; plan errors name the file, line and field.
+
+#![warn(missing_docs)]
+
+mod cells;
+mod folder;
+mod hooks;
+pub mod plan;
+mod runner;
+mod step;
+mod summarise;
+
+use std::path::PathBuf;
+
+pub use folder::{CellStats, RunSummary, StepRow, VariantResult, redact};
+pub use plan::{Mode, Plan};
+pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
+
+/// Why a plan could not be read or run.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// A plan file field with a bad value (or a typo), with its line.
+    #[error("{source_name}:{line}: {field}{}{reason}", if field.is_empty() { "" } else { ": " })]
+    Plan {
+        /// The plan file as given.
+        source_name: String,
+        /// The 1-based line.
+        line: u64,
+        /// The field as the plan spells it, e.g. `slo.success`.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The I/O error underneath.
+        source: std::io::Error,
+    },
+    /// The run folder is in a state the options do not allow.
+    #[error("{0}")]
+    Folder(String),
+}

@@ -1,0 +1,401 @@
+//! [`run_plan`]: a plan's cells in order (sweep, matrix) or one capacity search per
+//! variant ([`analysis::Search`]), each cell judged on its own window, the run folder
+//! rewritten after every step. `-resume` keeps the rows a previous run finished; Ctrl-C
+//! (the caller drains the [`StopHandle`]) stops the current step and leaves the summary
+//! marked incomplete.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use analysis::{Next, Outcome, Search};
+use std::sync::Arc;
+
+use engine::{SampleFeed, StopHandle};
+
+use crate::LabError;
+use crate::cells::{Cell, Offer, cells, format_rate};
+use crate::folder::{RunSummary, StepRow, VariantResult, cell_stats, log_line, redact};
+use crate::plan::{Mode, Plan};
+use crate::step::run_cell;
+
+/// Where and how to run a plan.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The run folder.
+    pub output: PathBuf,
+    /// Continue the run in `output`, skipping the cells its summary holds.
+    pub resume: bool,
+    /// Makes the samplers of the plan's `monitor` specs for one step; without it,
+    /// the specs are not sampled.
+    pub monitor: Option<MonitorFactory>,
+}
+
+/// A step's samplers from the plan's `monitor` specs and interval (the CLI's
+/// `attack -monitor`, so this crate needs no monitor of its own).
+#[derive(Clone)]
+pub struct MonitorFactory(pub Arc<MakeMonitor>);
+
+/// See [`MonitorFactory`].
+pub type MakeMonitor = dyn Fn(&[String], &str) -> Result<Box<dyn SampleFeed>, String> + Send + Sync;
+
+impl std::fmt::Debug for MonitorFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MonitorFactory")
+    }
+}
+
+/// The state of a run in progress.
+struct Run<'a> {
+    plan: &'a Plan,
+    monitor: Option<&'a MonitorFactory>,
+    dir: &'a Path,
+    stop: &'a StopHandle,
+    progress: &'a mut dyn Write,
+    summary: RunSummary,
+    /// Rows of the run being resumed, by step folder.
+    done: Vec<StepRow>,
+    next_index: usize,
+    interrupted: bool,
+}
+
+/// Runs a plan into its run folder, returning the summary written there. Cells that
+/// fail (hooks, a server that is down) are rows with their reason; only a folder that
+/// cannot be written is an error.
+pub fn run_plan(
+    plan: &Plan,
+    options: &RunOptions,
+    stop: &StopHandle,
+    progress: &mut dyn Write,
+) -> Result<RunSummary, LabError> {
+    let dir = options.output.as_path();
+    let previous = RunSummary::read(dir)?;
+    if previous.is_some() && !options.resume {
+        return Err(LabError::Folder(format!(
+            "{} holds a run already: give -resume to continue it, or another -output",
+            dir.display()
+        )));
+    }
+    let steps_dir = dir.join("steps");
+    std::fs::create_dir_all(&steps_dir).map_err(|source| LabError::Io {
+        path: steps_dir,
+        source,
+    })?;
+    let plan_copy = dir.join("plan.toml");
+    std::fs::write(&plan_copy, redact(&plan.text)).map_err(|source| LabError::Io {
+        path: plan_copy,
+        source,
+    })?;
+    let done: Vec<StepRow> = previous
+        .map(|p| {
+            p.steps
+                .into_iter()
+                .filter(|s| s.verdict != "interrupted")
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut run = Run {
+        plan,
+        monitor: options.monitor.as_ref(),
+        dir,
+        stop,
+        progress,
+        summary: RunSummary {
+            plan: plan.name.clone(),
+            plan_file: plan.source_name.clone(),
+            mode: plan.mode.word().to_owned(),
+            ..RunSummary::default()
+        },
+        done,
+        next_index: 0,
+        interrupted: false,
+    };
+    log_line(
+        dir,
+        &format!(
+            "start: plan {:?} ({}), {} variants",
+            plan.name,
+            plan.mode.word(),
+            plan.variants.len()
+        ),
+    )?;
+    match plan.mode {
+        Mode::Sweep | Mode::Matrix => run.cells()?,
+        Mode::Search => run.searches()?,
+    }
+    if run.plan.mode != Mode::Search {
+        run.summary.variants = held_by_sweep(plan, &run.summary.steps);
+    }
+    if run.plan.mode == Mode::Matrix {
+        run.summary.cells = cell_stats(&run.summary.steps);
+    }
+    run.summary.complete = !run.interrupted;
+    run.summary.write(dir)?;
+    log_line(
+        dir,
+        if run.interrupted {
+            "end: interrupted; summary marked incomplete"
+        } else {
+            "end: complete"
+        },
+    )?;
+    Ok(run.summary)
+}
+
+impl Run<'_> {
+    fn cells(&mut self) -> Result<(), LabError> {
+        for cell in cells(self.plan) {
+            self.step(&cell, self.plan.mode.word())?;
+            if self.interrupted {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs (or, resuming, recalls) one cell; returns its row.
+    fn step(&mut self, cell: &Cell, kind: &str) -> Result<StepRow, LabError> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let folder = cell.folder(self.plan, index);
+        if let Some(row) = self.done.iter().find(|r| r.step == folder).cloned() {
+            log_line(
+                self.dir,
+                &format!(
+                    "step {folder}: kept from the resumed run: {}: {}",
+                    row.verdict, row.why
+                ),
+            )?;
+            self.summary.steps.push(row.clone());
+            return Ok(row);
+        }
+        let _ = writeln!(self.progress, "loadlab run: step {folder} ...");
+        let step_dir = self.dir.join("steps").join(&folder);
+        let result = run_cell(
+            self.plan,
+            cell,
+            &step_dir,
+            self.dir,
+            self.stop,
+            self.monitor,
+        )?;
+        let mut row = result.row;
+        row.kind = kind.to_owned();
+        self.interrupted |= result.interrupted;
+        let line = format!(
+            "step {folder} ({}, {}): {}: {}",
+            row.variant,
+            offer_text(&cell.offer),
+            row.verdict,
+            row.why
+        );
+        let _ = writeln!(self.progress, "loadlab run: {line}");
+        log_line(self.dir, &line)?;
+        self.summary.steps.push(row.clone());
+        self.summary.write(self.dir)?;
+        if !self.interrupted {
+            self.cool_down();
+        }
+        Ok(row)
+    }
+
+    /// The pause between steps; Ctrl-C cuts it short.
+    fn cool_down(&mut self) {
+        let until = Instant::now() + self.plan.load.cooldown;
+        while Instant::now() < until && !self.stop.is_stopping() {
+            std::thread::sleep(
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        self.interrupted |= self.stop.is_stopping();
+    }
+
+    fn searches(&mut self) -> Result<(), LabError> {
+        for variant in 0..self.plan.variants.len() {
+            let result = self.search(variant)?;
+            self.summary.variants.push(result);
+            self.summary.write(self.dir)?;
+            if self.interrupted {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One variant's capacity search: probes until [`Search`] is done, the probe budget
+    /// or the wall-time budget is spent, or a probe cannot run.
+    fn search(&mut self, variant: usize) -> Result<VariantResult, LabError> {
+        let settings = self.plan.search;
+        let mut search =
+            Search::new(settings.config).map_err(|e| LabError::Folder(format!("search: {e}")))?;
+        let started = Instant::now();
+        let name = self.plan.variants[variant].name.clone();
+        let finish = |how: String, held: Option<f64>, search: &Search| VariantResult {
+            variant: name.clone(),
+            max_rate_held: held,
+            how,
+            probes: Some(search.probes().len()),
+            seconds: Some(started.elapsed().as_secs_f64()),
+        };
+        loop {
+            let (rate, kind) = match search.next() {
+                Next::Probe(rate) => (rate, "probe"),
+                Next::Confirm(rate) => (rate, "confirm"),
+                done => {
+                    let (how, held) = describe_end(&done, &search, started.elapsed());
+                    return Ok(finish(how, held, &search));
+                }
+            };
+            if let Some(max) = settings.max_time
+                && started.elapsed() >= max
+            {
+                let held = highest_pass(&search);
+                let how = format!(
+                    "stopped: wall-time budget {} spent after {} probes",
+                    units::GoDuration(max),
+                    search.probes().len()
+                );
+                return Ok(finish(how, held, &search));
+            }
+            let cell = Cell {
+                variant,
+                offer: Offer::Rate(rate),
+                params: Vec::new(),
+                repeat: 1,
+            };
+            let row = self.step(&cell, kind)?;
+            if self.interrupted {
+                return Ok(finish(
+                    "interrupted".to_owned(),
+                    highest_pass(&search),
+                    &search,
+                ));
+            }
+            let outcome = match row.verdict.as_str() {
+                "pass" => Outcome::Pass,
+                "fail" => Outcome::Fail,
+                "inconclusive" => Outcome::Inconclusive,
+                _ => {
+                    let how = format!(
+                        "stopped: the probe at {}/s could not run: {}",
+                        format_rate(rate),
+                        row.why
+                    );
+                    return Ok(finish(how, highest_pass(&search), &search));
+                }
+            };
+            search.record(rate, outcome);
+        }
+    }
+}
+
+fn highest_pass(search: &Search) -> Option<f64> {
+    search
+        .probes()
+        .iter()
+        .filter(|p| p.outcome == Outcome::Pass)
+        .map(|p| p.rate_per_sec)
+        .reduce(f64::max)
+}
+
+/// How a search ended, in words, and the rate it found held.
+fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option<f64>) {
+    let probes = search.probes().len();
+    let took = units::round_for_report(took);
+    let rate = |r: f64| format!("{}/s", format_rate(r));
+    match *done {
+        Next::Found { capacity_per_sec } => (
+            format!(
+                "search: found and confirmed in {probes} probes, {}",
+                units::GoDuration(took)
+            ),
+            Some(capacity_per_sec),
+        ),
+        Next::BelowMinimum { failed_per_sec } => (
+            format!(
+                "search: even the minimum rate {} failed",
+                rate(failed_per_sec)
+            ),
+            None,
+        ),
+        Next::AboveMaximum { held_per_sec } => (
+            format!(
+                "search: the maximum rate {} held; the capacity is higher",
+                rate(held_per_sec)
+            ),
+            Some(held_per_sec),
+        ),
+        Next::GeneratorLimited {
+            held_per_sec,
+            inconclusive_per_sec,
+        } => (
+            format!(
+                "search: the generator could not deliver {} (inconclusive); the server held what was delivered",
+                rate(inconclusive_per_sec)
+            ),
+            held_per_sec,
+        ),
+        Next::BudgetSpent {
+            held_per_sec,
+            failed_per_sec,
+        } => (
+            format!(
+                "search: probe budget ({probes}) spent; the capacity is between {} and {}",
+                held_per_sec.map_or("0/s".to_owned(), rate),
+                failed_per_sec.map_or("?".to_owned(), rate)
+            ),
+            held_per_sec,
+        ),
+        Next::Probe(_) | Next::Confirm(_) => {
+            ("search: unfinished".to_owned(), highest_pass(search))
+        }
+    }
+}
+
+fn offer_text(offer: &Offer) -> String {
+    match offer {
+        Offer::Rate(rate) => format!("{}/s", format_rate(*rate)),
+        Offer::Users(users) => format!("{users} users"),
+        Offer::Schedule(schedule) => schedule.clone(),
+    }
+}
+
+/// Per variant, the highest asked rate that passed below the variant's first step that
+/// did not (field report 000's "maximum sustainable rate").
+fn held_by_sweep(plan: &Plan, steps: &[StepRow]) -> Vec<VariantResult> {
+    plan.variants
+        .iter()
+        .map(|variant| {
+            let mut rows: Vec<&StepRow> = steps
+                .iter()
+                .filter(|s| s.variant == variant.name && s.rate_asked.is_some())
+                .collect();
+            rows.sort_by(|a, b| {
+                a.rate_asked
+                    .partial_cmp(&b.rate_asked)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            let first_miss = rows.iter().position(|s| s.verdict != "pass");
+            let held = rows[..first_miss.unwrap_or(rows.len())]
+                .last()
+                .and_then(|s| s.rate_asked);
+            let how = match first_miss.map(|i| rows[i]) {
+                None if rows.is_empty() => "no rate steps".to_owned(),
+                None => "every step passed".to_owned(),
+                Some(miss) => format!(
+                    "highest pass below {}/s ({})",
+                    format_rate(miss.rate_asked.unwrap_or_default()),
+                    miss.verdict
+                ),
+            };
+            VariantResult {
+                variant: variant.name.clone(),
+                max_rate_held: held,
+                how,
+                ..VariantResult::default()
+            }
+        })
+        .collect()
+}

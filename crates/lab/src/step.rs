@@ -1,0 +1,449 @@
+//! One cell: setup and ready hooks, an attack through [`engine::run`] (a library call)
+//! into `records.llr`, teardown, then the verdict of its window and its `report.txt`.
+//! Whatever fails (a hook, a server that is down, a target that cannot be read) ends up
+//! in the cell's row with its reason; only a run folder that cannot be written stops
+//! the plan.
+
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use analysis::{Verdict, judge};
+use engine::{AttackConfig, RunConfig, StopHandle, Targets, TlsOptions};
+use workload::{AttackFields, Origin, Pacing, Target, TextOrNumber, defaults};
+
+use crate::LabError;
+use crate::cells::{Cell, Offer, substitute};
+use crate::folder::StepRow;
+use crate::hooks::{note, run_hook, wait_ready};
+use crate::plan::{Plan, TargetSource};
+use crate::runner::MonitorFactory;
+use crate::summarise::{Window, summarise};
+
+/// What the runner learns from one cell.
+pub struct StepResult {
+    /// Its row in `summary.json`.
+    pub row: StepRow,
+    /// Whether Ctrl-C stopped it (its verdict then says nothing).
+    pub interrupted: bool,
+}
+
+/// Runs one cell in `dir` (`steps/NNN-...`), judging it against the plan's SLO.
+pub fn run_cell(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    run_dir: &Path,
+    stop: &StopHandle,
+    monitor: Option<&MonitorFactory>,
+) -> Result<StepResult, LabError> {
+    std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let variant = &plan.variants[cell.variant];
+    let values = cell.values(plan);
+    let hooks_log = dir.join("hooks.txt");
+    let started = Instant::now();
+    let mut row = StepRow::new(plan, cell, dir, run_dir);
+    let setup = match &variant.setup {
+        Some(command) => run_hook(
+            "setup",
+            &substitute(command, &values),
+            variant.hook_timeout,
+            &plan.base_dir,
+            &hooks_log,
+            stop,
+        ),
+        None => Ok(()),
+    };
+    let ready = setup.and_then(|()| match &variant.ready {
+        Some(ready) => wait_ready(ready, &values, &plan.base_dir, &hooks_log, stop)
+            .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
+        None => Ok(()),
+    });
+    let attack = ready.and_then(|()| attack(plan, cell, dir, stop, monitor));
+    // Teardown runs even after Ctrl-C (it may stop what setup started): its own handle.
+    if let Some(command) = &variant.teardown
+        && let Err(why) = run_hook(
+            "teardown",
+            &substitute(command, &values),
+            variant.hook_timeout,
+            &plan.base_dir,
+            &hooks_log,
+            &StopHandle::new(),
+        )
+    {
+        row.notes.push(why);
+    }
+    row.seconds = started.elapsed().as_secs_f64();
+    let interrupted = stop.is_stopping();
+    match attack {
+        Err(why) => {
+            row.set_failed(why);
+            // A cell whose attack never started has no record file to point at.
+            if !dir.join("records.llr").is_file() {
+                row.records = None;
+            }
+        }
+        Ok(_) if interrupted => {
+            row.verdict = "interrupted".to_owned();
+            row.why = "stopped by Ctrl-C; not judged".to_owned();
+        }
+        Ok(outcome) => judge_cell(plan, cell, dir, run_dir, &outcome, &mut row)?,
+    }
+    if !row.notes.is_empty() {
+        row.why = format!("{}; {}", row.why, row.notes.join("; "));
+    }
+    Ok(StepResult { row, interrupted })
+}
+
+/// What an attack left behind.
+struct Attacked {
+    records: String,
+    plan: workload::Plan,
+    /// A stop rule that ended the step early: what it said, and when (ns from the start).
+    fired: Option<(String, u64)>,
+}
+
+fn judge_cell(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    run_dir: &Path,
+    outcome: &Attacked,
+    row: &mut StepRow,
+) -> Result<(), LabError> {
+    let load = &plan.load;
+    let start_ns = load.warmup.as_nanos() as u64;
+    let planned_end_ns = (load.warmup + measured(plan, cell)).as_nanos() as u64;
+    // A step a stop rule ended is judged on what it sent, up to the rule's firing.
+    let end_ns = outcome.fired.as_ref().map_or(planned_end_ns, |(_, at_ns)| {
+        (*at_ns).clamp(start_ns + 1, planned_end_ns)
+    });
+    let window = Window { start_ns, end_ns };
+    let asked = |from: u64, to: u64| {
+        Some(
+            outcome
+                .plan
+                .asked_by(to)?
+                .saturating_sub(outcome.plan.asked_by(from)?),
+        )
+    };
+    let figures = match summarise(&outcome.records, window, &asked) {
+        Ok(figures) => figures,
+        Err(err) => {
+            row.set_failed(format!("cannot read the records: {err}"));
+            return Ok(());
+        }
+    };
+    let verdict = with_stop_rule(
+        judge(&figures.summary, &plan.slo),
+        outcome.fired.as_ref().map(|(rule, _)| rule.as_str()),
+    );
+    row.fill(&figures.summary, &verdict);
+    write_report(&outcome.records, &dir.join("report.txt"));
+    row.report = Some(relative(&dir.join("report.txt"), run_dir));
+    Ok(())
+}
+
+/// No monitor: nothing sampled.
+struct NoSamples;
+
+impl engine::SampleFeed for NoSamples {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn ready(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+    fn finish(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+}
+
+/// A step a stop rule ended has clearly failed, unless the generator was at fault
+/// (then it stays inconclusive); a rule that fired during the warm-up leaves no window,
+/// and the rule alone is the reason.
+fn with_stop_rule(verdict: Verdict, fired: Option<&str>) -> Verdict {
+    let Some(rule) = fired else { return verdict };
+    let early = format!("stopped early: {rule}");
+    match verdict {
+        Verdict::Pass => Verdict::Fail(vec![early]),
+        Verdict::Fail(reasons) => Verdict::Fail(std::iter::once(early).chain(reasons).collect()),
+        Verdict::Inconclusive(reasons) if reasons == ["no requests were measured"] => {
+            Verdict::Fail(vec![early])
+        }
+        inconclusive => inconclusive,
+    }
+}
+
+/// The step's measured length (a schedule's own length when it is one).
+pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
+    match &cell.offer {
+        Offer::Schedule(text) => workload::Schedule::parse(text)
+            .ok()
+            .and_then(|s| s.duration_ns())
+            .map_or(plan.load.step_duration, Duration::from_nanos)
+            .saturating_sub(plan.load.warmup),
+        _ => plan.load.step_duration,
+    }
+}
+
+/// `report.txt` as `loadlab report` prints it; a report that cannot be made is noted
+/// in the file instead (the verdict does not depend on it).
+fn write_report(records: &str, path: &Path) {
+    let Ok(file) = std::fs::File::create(path) else {
+        return;
+    };
+    let mut out = BufWriter::new(file);
+    let result =
+        report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|config| {
+            report::run_report(
+                &[records.to_owned()],
+                &config,
+                &mut out,
+                &mut std::io::sink(),
+            )
+        });
+    if let Err(err) = result {
+        use std::io::Write;
+        let _ = writeln!(out, "no report: {err}");
+    }
+}
+
+pub fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Builds the cell's attack and runs it into `records.llr`.
+fn attack(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    stop: &StopHandle,
+    monitor: Option<&MonitorFactory>,
+) -> Result<Attacked, String> {
+    let config = run_config(plan, cell)?;
+    let mut samples: Box<dyn engine::SampleFeed> = match monitor {
+        Some(factory) if !plan.load.monitor.is_empty() => {
+            (factory.0)(&plan.load.monitor, &plan.load.monitor_interval)
+                .map_err(|e| format!("load.monitor: {e}"))?
+        }
+        _ => Box::new(NoSamples),
+    };
+    let path = dir.join("records.llr");
+    let file = std::fs::File::create(&path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let out = BufWriter::with_capacity(1 << 16, file);
+    let (out, outcome) = run_forwarding_stop(&config, out, stop, samples.as_mut())?;
+    out.into_inner()
+        .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
+    Ok(Attacked {
+        records: path.display().to_string(),
+        plan: config.attacks[0].plan.clone(),
+        fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
+    })
+}
+
+/// [`engine::run`] on a handle of its own: a stop rule that fires drains the handle it
+/// is given, and that must end this step only, not the plan. Ctrl-C on the plan's
+/// handle is forwarded to the step's.
+fn run_forwarding_stop(
+    config: &RunConfig,
+    out: BufWriter<std::fs::File>,
+    stop: &StopHandle,
+    samples: &mut dyn engine::SampleFeed,
+) -> Result<(BufWriter<std::fs::File>, engine::RunOutcome), String> {
+    let step_stop = StopHandle::new();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if stop.is_stopping() {
+                    step_stop.drain();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let result = engine::run_with_samples(config, out, &step_stop, samples)
+            .map_err(|e| format!("attack: {e}"));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    })
+}
+
+fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
+    let load = &plan.load;
+    let variant = &plan.variants[cell.variant];
+    let mut fields: AttackFields = load.attack.clone();
+    fields.name = Some(variant.name.clone());
+    match &cell.offer {
+        Offer::Rate(rate) => fields.rate = Some(TextOrNumber::Text(format!("{rate}/1s"))),
+        Offer::Users(users) => fields.concurrency = Some(TextOrNumber::Integer(*users as i64)),
+        Offer::Schedule(schedule) => fields.schedule = Some(schedule.clone()),
+    }
+    if !matches!(cell.offer, Offer::Schedule(_)) {
+        fields.duration = Some(format!(
+            "{}ns",
+            (load.warmup + load.step_duration).as_nanos()
+        ));
+    }
+    let origin = Origin {
+        place: Some(format!("{}:{}", plan.source_name, load.line)),
+        base_dir: plan.base_dir.clone(),
+    };
+    let settings = fields.settings(&origin).map_err(|e| e.to_string())?;
+    if matches!(settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
+        return Err("internal: a rate step ran the closed model".to_owned());
+    }
+    let targets = targets(plan, variant, &settings.headers)?;
+    let attack = AttackConfig {
+        name: settings.name,
+        targets: Targets::List(targets),
+        plan: settings.plan,
+        timeout: settings.timeout,
+        keepalive: settings.keepalive,
+        redirects: settings.redirects,
+        max_in_flight: settings.max_in_flight,
+        max_body: settings.max_body,
+        data: None,
+    };
+    Ok(RunConfig {
+        attacks: vec![attack],
+        threads: load
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        initial_connections: defaults::INITIAL_CONNECTIONS,
+        connections_per_host: load.connections.unwrap_or(defaults::CONNECTIONS_PER_HOST),
+        tls: TlsOptions::default(),
+        local_addr: None,
+        unix_socket: None,
+        seed: load.seed,
+        stop_rules: load.stop_when.clone(),
+    })
+}
+
+/// The variant's targets: its own, or the plan's (rebased onto its base URL).
+fn targets(
+    plan: &Plan,
+    variant: &crate::plan::Variant,
+    headers: &[workload::Header],
+) -> Result<Vec<Target>, String> {
+    let shared = &plan.load.attack;
+    let (text, name) = match &variant.targets {
+        TargetSource::Inline(list) => (
+            list.join("\n\n"),
+            format!(
+                "{}:{}: variant {:?}: targets",
+                plan.source_name, variant.line, variant.name
+            ),
+        ),
+        TargetSource::File(path) => read(&plan.base_dir.join(path))?,
+        TargetSource::Shared | TargetSource::Rebased(_) => {
+            match (&shared.targets, &shared.targets_file) {
+                (Some(list), _) => (
+                    list.join("\n\n"),
+                    format!("{}:{}: load.targets", plan.source_name, plan.load.line),
+                ),
+                (None, Some(file)) => read(&plan.base_dir.join(file))?,
+                (None, None) => return Err(format!("variant {:?} has no targets", variant.name)),
+            }
+        }
+    };
+    let text = match &variant.targets {
+        TargetSource::Rebased(base) => rebase(&text, base),
+        _ => text,
+    };
+    let body = match &shared.body_file {
+        Some(file) => std::fs::read(plan.base_dir.join(file))
+            .map_err(|e| format!("load.body_file {file}: {e}"))?,
+        None => Vec::new(),
+    };
+    workload::parse_http_targets(
+        std::io::Cursor::new(text),
+        &name,
+        headers,
+        &body,
+        &|path: &Path| std::fs::read(path),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn read(path: &PathBuf) -> Result<(String, String), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("targets file {}: {e}", path.display()))?;
+    Ok((text, path.display().to_string()))
+}
+
+/// Replaces the scheme, host and port of every `METHOD URL` line with `base`.
+pub fn rebase(text: &str, base: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let Some((method, url)) = line.split_once(' ') else {
+                return line.to_owned();
+            };
+            let is_request = workload::HTTP_METHODS.contains(&method) && url.contains("://");
+            if !is_request {
+                return line.to_owned();
+            }
+            let after_scheme = url.find("://").map_or(0, |i| i + 3);
+            let path = url[after_scheme..]
+                .find('/')
+                .map_or("", |i| &url[after_scheme + i..]);
+            format!("{method} {base}{path}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fired_stop_rule_fails_the_step_unless_the_generator_was_at_fault() {
+        let rule = Some("'errors > 50% for 1s' fired at 1s (value 1)");
+        let early = "stopped early: 'errors > 50% for 1s' fired at 1s (value 1)".to_owned();
+        let inconclusive = Verdict::Inconclusive(vec!["generator sent 1/s of 2/s".to_owned()]);
+        let rows = [
+            (Verdict::Pass, None, Verdict::Pass),
+            (Verdict::Pass, rule, Verdict::Fail(vec![early.clone()])),
+            (
+                Verdict::Fail(vec!["success 1% under 99%".to_owned()]),
+                rule,
+                Verdict::Fail(vec![early.clone(), "success 1% under 99%".to_owned()]),
+            ),
+            (
+                Verdict::Inconclusive(vec!["no requests were measured".to_owned()]),
+                rule,
+                Verdict::Fail(vec![early]),
+            ),
+            (inconclusive.clone(), rule, inconclusive),
+        ];
+        for (verdict, fired, want) in rows {
+            assert_eq!(
+                with_stop_rule(verdict.clone(), fired),
+                want,
+                "{verdict:?} {fired:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rebasing_keeps_methods_paths_and_headers() {
+        let rows = [
+            (
+                "GET http://prod.example:8080/v3/info?x=1",
+                "GET http://127.0.0.1:9/v3/info?x=1",
+            ),
+            (
+                "POST https://h/search\nAuthorization: x",
+                "POST http://127.0.0.1:9/search\nAuthorization: x",
+            ),
+            ("GET http://h", "GET http://127.0.0.1:9"),
+            ("X-Note: GET http://h/", "X-Note: GET http://h/"),
+        ];
+        for (text, want) in rows {
+            assert_eq!(rebase(text, "http://127.0.0.1:9"), want, "{text}");
+        }
+    }
+}

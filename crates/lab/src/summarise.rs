@@ -1,0 +1,196 @@
+//! A step's record file to the figures of its measured window: the records whose
+//! *intended* send time falls after the warm-up and before the step's end. Judging by
+//! intended time keeps a late generator's backlog in the step that caused it.
+
+use std::collections::BTreeMap;
+
+use analysis::{Percentile, StepSummary};
+use record::Record;
+
+use crate::LabError;
+
+/// The measured window, as offsets from the run's time zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// Warm-up end.
+    pub start_ns: u64,
+    /// Step end.
+    pub end_ns: u64,
+}
+
+/// A step's window in figures: what [`analysis::judge`] needs, plus the error counts
+/// by kind (HTTP statuses by their code, transport errors by their kind name).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// For the verdict.
+    pub summary: StepSummary,
+    /// Requests the file holds in all (warm-up included).
+    pub all_records: u64,
+}
+
+/// Reads `path` (on [`record::RecordStream`]'s reader thread, in file order: the
+/// window's figures do not depend on order) and sums up its window; `asked` gives the
+/// requests the plan made due between two offsets (open model), `None` for the closed
+/// model.
+pub fn summarise(
+    path: &str,
+    window: Window,
+    asked: &dyn Fn(u64, u64) -> Option<u64>,
+) -> Result<Figures, LabError> {
+    let fail = |e: record::RecordError| LabError::Folder(e.to_string());
+    let mut stream =
+        record::RecordStream::open(&[path.to_owned()], record::ReadOrder::Input, false)
+            .map_err(fail)?;
+    let mut batch: Vec<Record> = Vec::new();
+    let mut acc = Accumulator::default();
+    while stream.next_batch(&mut batch).map_err(fail)? {
+        let start_unix_ns = stream
+            .summaries()
+            .first()
+            .map_or(0, |s| s.header.start_unix_ns);
+        for record in &batch {
+            acc.all += 1;
+            let at_ns = record.intended_unix_ns.saturating_sub(start_unix_ns);
+            if (window.start_ns..window.end_ns).contains(&at_ns) {
+                acc.add(record, stream.tables());
+            }
+        }
+    }
+    Ok(acc.finish(window, asked(window.start_ns, window.end_ns)))
+}
+
+#[derive(Default)]
+struct Accumulator {
+    all: u64,
+    latencies_ns: Vec<u64>,
+    lags_ns: Vec<u64>,
+    successes: u64,
+    errors: BTreeMap<String, u64>,
+}
+
+impl Accumulator {
+    fn add(&mut self, record: &Record, tables: &record::RunTables) {
+        self.latencies_ns.push(record.latency_ns);
+        self.lags_ns.push(record.send_lag_ns);
+        if record.is_success() && record.error == 0 {
+            self.successes += 1;
+            return;
+        }
+        let kind = match (record.status, tables.error(record.error)) {
+            (status, _) if status != 0 => status.to_string(),
+            (_, Some(entry)) => entry.kind.name().to_owned(),
+            (_, None) => "other".to_owned(),
+        };
+        *self.errors.entry(kind).or_default() += 1;
+    }
+
+    fn finish(mut self, window: Window, asked: Option<u64>) -> Figures {
+        let requests = self.latencies_ns.len() as u64;
+        let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
+        let mut latency_ns: Vec<(Percentile, u64)> = [
+            (Percentile::P50, 0.50),
+            (Percentile::P90, 0.90),
+            (Percentile::P95, 0.95),
+            (Percentile::P99, 0.99),
+            (Percentile::P999, 0.999),
+            (Percentile::Max, 1.0),
+        ]
+        .into_iter()
+        .filter(|_| requests > 0)
+        .map(|(p, q)| (p, quantile(&mut self.latencies_ns, q)))
+        .collect();
+        if requests > 0 {
+            let mean =
+                self.latencies_ns.iter().map(|&l| l as u128).sum::<u128>() / requests as u128;
+            latency_ns.push((Percentile::Mean, mean as u64));
+        }
+        let lag_p99_ns = if requests > 0 {
+            quantile(&mut self.lags_ns, 0.99)
+        } else {
+            0
+        };
+        Figures {
+            summary: StepSummary {
+                asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
+                sent_per_sec: requests as f64 / seconds,
+                requests,
+                success_ratio: if requests > 0 {
+                    self.successes as f64 / requests as f64
+                } else {
+                    0.0
+                },
+                latency_ns,
+                errors_by_kind: self.errors.into_iter().collect(),
+                lag_p99_ns,
+            },
+            all_records: self.all,
+        }
+    }
+}
+
+/// The nearest-rank quantile (exact: every latency of the window is kept).
+fn quantile(values: &mut [u64], q: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
+    *values.select_nth_unstable(rank).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_by_nearest_rank() {
+        let rows: [(&[u64], f64, u64); 5] = [
+            (&[], 0.5, 0),
+            (&[7], 0.99, 7),
+            (&[1, 2, 3, 4], 0.5, 2),
+            (&[4, 3, 2, 1], 1.0, 4),
+            (&[10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 0.9, 90),
+        ];
+        for (values, q, want) in rows {
+            assert_eq!(quantile(&mut values.to_vec(), q), want, "{values:?} {q}");
+        }
+    }
+
+    #[test]
+    fn errors_are_counted_by_status_or_kind() {
+        let tables = record::RunTables {
+            errors: vec![record::ErrorEntry {
+                kind: record::ErrorKind::Timeout,
+                text: "timeout".to_owned(),
+            }],
+            ..record::RunTables::default()
+        };
+        let mut acc = Accumulator::default();
+        for (status, error) in [(200, 0), (503, 1), (503, 1), (0, 1), (302, 0)] {
+            acc.add(
+                &Record {
+                    status,
+                    error,
+                    latency_ns: 1,
+                    ..Record::default()
+                },
+                &tables,
+            );
+        }
+        let figures = acc.finish(
+            Window {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+            },
+            Some(5),
+        );
+        assert_eq!(
+            figures.summary.errors_by_kind,
+            vec![("503".to_owned(), 2), ("timeout".to_owned(), 1)]
+        );
+        assert_eq!(figures.summary.success_ratio, 0.4);
+        assert_eq!(
+            (figures.summary.asked_per_sec, figures.summary.sent_per_sec),
+            (5.0, 5.0)
+        );
+    }
+}
