@@ -60,7 +60,8 @@ pub struct StepRow {
     pub lag_p99_ms: f64,
     /// Failed requests by kind (HTTP status or transport error kind).
     pub errors: BTreeMap<String, u64>,
-    /// `pass`, `fail`, `inconclusive`, `failed` (the cell could not run) or `interrupted`.
+    /// `pass`, `fail`, `inconclusive`, `failed` (the cell could not run), `skipped`
+    /// (`load.stop_after_failures`) or `interrupted`.
     pub verdict: String,
     /// Every reason.
     pub why: String,

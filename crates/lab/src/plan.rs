@@ -139,6 +139,9 @@ pub struct Load {
     pub warmup: Duration,
     /// Pause after each step.
     pub cooldown: Duration,
+    /// Sweep and matrix: once this many steps of a variant (with the same matrix
+    /// values) have not passed, its higher rates are skipped; 0 runs every step.
+    pub stop_after_failures: u32,
     /// Per-attack settings shared by every step (targets, timeout, headers, ...).
     pub attack: AttackFields,
     /// The line of `[load]`, for errors found when a step is built.
@@ -223,6 +226,7 @@ struct RawLoad {
     step_duration: Option<Spanned<String>>,
     warmup: Option<Spanned<String>>,
     cooldown: Option<Spanned<String>>,
+    stop_after_failures: Option<Spanned<u32>>,
     targets: Option<Vec<String>>,
     targets_file: Option<String>,
     timeout: Option<String>,
@@ -350,7 +354,9 @@ impl Plan {
         let raw: RawPlan = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
             let message = err.message().to_owned();
-            let field = field_of(&message).unwrap_or_default();
+            let field = field_of(&message)
+                .or_else(|| key_at(text, offset))
+                .unwrap_or_default();
             spot.err(offset, &field, message)
         })?;
         let mode = match raw.mode.get_ref().as_str() {
@@ -411,9 +417,31 @@ impl Plan {
 
 /// serde names the field in its message (`unknown field \`ratez\``); keep it for the label.
 fn field_of(message: &str) -> Option<String> {
+    if !message.starts_with("unknown field") && !message.starts_with("missing field") {
+        return None;
+    }
     let start = message.find('`')? + 1;
     let end = start + message[start..].find('`')?;
     Some(message[start..end].to_owned())
+}
+
+/// The key written on the line of `offset`, under its table: `load.rates` for a bad
+/// value of `rates = ...` in `[load]` (serde's message names the value, not the key).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next()?;
+    let key = line.split_once('=')?.0.trim().trim_matches('"');
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']'));
+    Some(match table {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    })
 }
 
 fn check_steps(
@@ -432,7 +460,14 @@ fn check_steps(
             "load",
             "search finds a rate: give no users or schedule (the [search] table sets the rates)",
         )),
-        _ => Ok(()),
+        _ => match &raw.get_ref().stop_after_failures {
+            Some(n) if mode == Mode::Search && *n.get_ref() > 0 => Err(spot.err(
+                n.span().start,
+                "load.stop_after_failures",
+                "a search stops by itself at the first failure: give it to sweep or matrix plans",
+            )),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -512,6 +547,7 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
         step_duration,
         warmup: spot.duration_or(r.warmup.as_ref(), "load.warmup", Duration::ZERO)?,
         cooldown: spot.duration_or(r.cooldown.as_ref(), "load.cooldown", Duration::ZERO)?,
+        stop_after_failures: r.stop_after_failures.as_ref().map_or(0, |n| *n.get_ref()),
         attack: AttackFields {
             targets: r.targets.clone(),
             targets_file: r.targets_file.clone(),
@@ -977,7 +1013,7 @@ max_rate = 100000
 
     #[test]
     fn bad_plans_name_the_line_and_field() {
-        let rows: [(&str, String, &str); 16] = [
+        let rows: [(&str, String, &str); 19] = [
             (
                 "typo",
                 format!(
@@ -1063,6 +1099,23 @@ max_rate = 100000
                     "mode = \"search\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\n[search]\nprecision = 2\n"
                 ),
                 "p.toml:7: search.precision: must be between 0 and 1",
+            ),
+            (
+                "stop_after_failures in a search",
+                format!(
+                    "mode = \"search\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nstop_after_failures = 1\n"
+                ),
+                "p.toml:6: load.stop_after_failures: a search stops by itself",
+            ),
+            (
+                "negative stop_after_failures",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}stop_after_failures = -1\n"),
+                "p.toml:7: load.stop_after_failures: invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "a value of the wrong type names its key",
+                format!("mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nrates = \"fast\"\n"),
+                "p.toml:6: load.rates: invalid type: string \"fast\", expected a sequence",
             ),
             (
                 "duplicate variant",

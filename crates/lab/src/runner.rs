@@ -145,12 +145,58 @@ pub fn run_plan(
 impl Run<'_> {
     fn cells(&mut self) -> Result<(), LabError> {
         for cell in cells(self.plan) {
+            if let Some(why) = self.skip_reason(&cell) {
+                self.skip(&cell, why)?;
+                continue;
+            }
             self.step(&cell, self.plan.mode.word())?;
             if self.interrupted {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// With `load.stop_after_failures = N`, why `cell` is not worth running: N steps
+    /// of its variant (with the same matrix values) at a lower offer did not pass, so
+    /// a higher one would only push a saturated server further.
+    fn skip_reason(&self, cell: &Cell) -> Option<String> {
+        let limit = self.plan.load.stop_after_failures;
+        let level = offer_level(&cell.offer)?;
+        let variant = &self.plan.variants[cell.variant].name;
+        let params: std::collections::BTreeMap<String, String> =
+            cell.params.iter().cloned().collect();
+        let below = self
+            .summary
+            .steps
+            .iter()
+            .filter(|row| &row.variant == variant && row.params == params)
+            .filter(|row| !matches!(row.verdict.as_str(), "pass" | "skipped" | "interrupted"))
+            .filter(|row| row_level(row).is_some_and(|l| l < level))
+            .count();
+        (limit > 0 && below >= limit as usize).then(|| {
+            format!(
+                "skipped: {below} lower step(s) did not pass (load.stop_after_failures = {limit})"
+            )
+        })
+    }
+
+    /// Records a skipped cell (keeping the folder numbering of a full run, so that
+    /// `-resume` finds the same names).
+    fn skip(&mut self, cell: &Cell, why: String) -> Result<(), LabError> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let folder = cell.folder(self.plan, index);
+        let mut row = StepRow::new(
+            self.plan,
+            cell,
+            &self.dir.join("steps").join(&folder),
+            self.dir,
+        );
+        (row.verdict, row.why, row.records, row.hooks) = ("skipped".to_owned(), why, None, None);
+        log_line(self.dir, &format!("step {folder}: {}", row.why))?;
+        self.summary.steps.push(row);
+        self.summary.write(self.dir)
     }
 
     /// Runs (or, resuming, recalls) one cell; returns its row.
@@ -352,6 +398,20 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
             ("search: unfinished".to_owned(), highest_pass(search))
         }
     }
+}
+
+/// Where an offer stands on its variant's ladder (a rate, or users); a schedule is a
+/// step of its own.
+fn offer_level(offer: &Offer) -> Option<f64> {
+    match offer {
+        Offer::Rate(rate) => Some(*rate),
+        Offer::Users(users) => Some(*users as f64),
+        Offer::Schedule(_) => None,
+    }
+}
+
+fn row_level(row: &StepRow) -> Option<f64> {
+    row.rate_asked.or(row.users.map(|u| u as f64))
 }
 
 fn offer_text(offer: &Offer) -> String {

@@ -400,3 +400,199 @@ seed = 3
     let md = std::fs::read_to_string(dir.path().join("run/summary.md")).expect("md");
     assert!(md.contains("the median of its repeats"), "{md}");
 }
+
+#[test]
+fn a_sweep_skips_a_variants_higher_rates_once_it_fails() {
+    let _turn = one_at_a_time();
+    let slow = simulator(&capacity_recipe(10, 100)); // W/S = 100/s
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "slow"
+targets = ["GET http://{}/"]
+
+[load]
+rates = [200, 50, 400]
+step_duration = "1s"
+stop_after_failures = 1
+
+[slo]
+max_lag = "1s"
+achieved = 0.9
+"#,
+        slow.local_addr()
+    );
+    let summary = run(&plan, dir.path());
+    // Rates run in the order written: 200 fails, 50 (lower) still runs, 400 is skipped.
+    let rows: Vec<(&str, &str)> = summary
+        .steps
+        .iter()
+        .map(|s| (s.step.as_str(), s.verdict.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("000-slow-200", "fail"),
+            ("001-slow-50", "pass"),
+            ("002-slow-400", "skipped")
+        ],
+        "{:#?}",
+        summary.steps
+    );
+    let skipped = &summary.steps[2];
+    assert!(
+        skipped.why.contains("load.stop_after_failures = 1") && skipped.records.is_none(),
+        "{skipped:?}"
+    );
+    assert!(!dir.path().join("run/steps/002-slow-400").exists());
+    assert_eq!(summary.variants[0].max_rate_held, Some(50.0));
+}
+
+/// Drains `stop` once the run folder's summary holds `rows` judged steps.
+fn interrupt_after(
+    summary_json: std::path::PathBuf,
+    rows: usize,
+    stop: StopHandle,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            let judged = std::fs::read_to_string(&summary_json)
+                .ok()
+                .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
+                .map_or(0, |s| s.steps.len());
+            if judged >= rows {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        stop.drain();
+    })
+}
+
+#[test]
+fn an_interrupted_search_resumes_from_its_finished_probes() {
+    let _turn = one_at_a_time();
+    let server = simulator(&queued_recipe(100, 200, 10)); // W/S = 500/s
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        r#"mode = "search"
+[[variant]]
+name = "pool"
+targets = ["GET http://{}/"]
+
+[load]
+step_duration = "1s"
+warmup = "200ms"
+cooldown = "100ms"
+
+[slo]
+max_lag = "1s"
+achieved = 0.97
+
+[search]
+start = 100
+precision = 0.05
+max_probes = 16
+"#,
+        server.local_addr()
+    );
+    let plan = Plan::parse(&text, "test.toml", dir.path()).expect("plan");
+    let run_dir = dir.path().join("run");
+    let stop = StopHandle::new();
+    let watcher = interrupt_after(run_dir.join("summary.json"), 2, stop.clone());
+    let options = RunOptions {
+        output: run_dir.clone(),
+        ..RunOptions::default()
+    };
+    let first = run_plan(&plan, &options, &stop, &mut std::io::sink()).expect("first run");
+    watcher.join().expect("watcher");
+    assert!(!first.complete, "{first:#?}");
+    // Ctrl-C lands in a probe (its row is `interrupted`) or in a cool-down.
+    let finished = first
+        .steps
+        .iter()
+        .take_while(|s| s.verdict != "interrupted")
+        .count();
+    assert!(first.steps.len() - finished <= 1, "{:#?}", first.steps);
+    assert!(finished >= 2, "{:#?}", first.steps);
+
+    let resumed = RunOptions {
+        resume: true,
+        ..options
+    };
+    let second =
+        run_plan(&plan, &resumed, &StopHandle::new(), &mut std::io::sink()).expect("resume");
+    assert!(second.complete);
+    // The finished probes are replayed from the summary, not sent again.
+    let key = |s: &lab::StepRow| (s.step.clone(), s.verdict.clone(), s.requests);
+    assert_eq!(
+        second.steps[..finished].iter().map(key).collect::<Vec<_>>(),
+        first.steps[..finished].iter().map(key).collect::<Vec<_>>()
+    );
+    let log = std::fs::read_to_string(run_dir.join("log.txt")).expect("log");
+    assert_eq!(
+        log.matches("kept from the resumed run").count(),
+        finished,
+        "{log}"
+    );
+    let found = second.variants[0].max_rate_held.expect("a rate held");
+    assert!((475.0..=525.0).contains(&found), "{:#?}", second.variants);
+}
+
+#[test]
+fn a_full_disk_fails_the_cell_or_the_run_and_keeps_the_summary() {
+    let _turn = one_at_a_time();
+    let server = simulator(&capacity_recipe(50, 1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "a"
+targets = ["GET http://{}/"]
+
+[load]
+rates = [20, 30]
+step_duration = "500ms"
+
+[slo]
+max_lag = "1s"
+achieved = 0.9
+"#,
+        server.local_addr()
+    );
+    // /dev/full answers every write with ENOSPC: the first step's records "fill the disk".
+    let run_dir = dir.path().join("run");
+    let full_step = run_dir.join("steps/000-a-20");
+    std::fs::create_dir_all(&full_step).expect("mkdir");
+    std::os::unix::fs::symlink("/dev/full", full_step.join("records.llr")).expect("symlink");
+    let summary = run(&text, dir.path());
+    let verdicts: Vec<&str> = summary.steps.iter().map(|s| s.verdict.as_str()).collect();
+    assert_eq!(verdicts, ["failed", "pass"], "{:#?}", summary.steps);
+    assert!(
+        summary.steps[0].why.contains("records.llr") && summary.steps[0].why.contains("space"),
+        "{}",
+        summary.steps[0].why
+    );
+
+    // The summary cannot be written: the run stops with the file named, and the
+    // summary already on disk stays whole.
+    let before = std::fs::read_to_string(run_dir.join("summary.json")).expect("summary");
+    std::os::unix::fs::symlink("/dev/full", run_dir.join("summary.tmp")).expect("symlink");
+    let plan = Plan::parse(&text, "test.toml", dir.path()).expect("plan");
+    let options = RunOptions {
+        output: run_dir.clone(),
+        resume: true,
+        ..RunOptions::default()
+    };
+    let err = run_plan(&plan, &options, &StopHandle::new(), &mut std::io::sink())
+        .expect_err("a full disk")
+        .to_string();
+    assert!(
+        err.contains("summary.json") && err.contains("space"),
+        "{err}"
+    );
+    let after = std::fs::read_to_string(run_dir.join("summary.json")).expect("summary");
+    assert_eq!(before, after);
+}
