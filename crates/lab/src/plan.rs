@@ -763,6 +763,13 @@ fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>) -> Result<Slo, LabError> {
     }
     if let Some(lag) = &r.max_lag {
         generator.max_lag_p99_ns = spot.duration(lag, "slo.max_lag")?.as_nanos() as u64;
+        if generator.max_lag_p99_ns == 0 {
+            return Err(spot.err(
+                lag.span().start,
+                "slo.max_lag",
+                "must be longer than zero: every generator sends a little late, so every step would be inconclusive",
+            ));
+        }
     }
     slo.generator = generator;
     Ok(slo)
@@ -1013,7 +1020,7 @@ max_rate = 100000
 
     #[test]
     fn bad_plans_name_the_line_and_field() {
-        let rows: [(&str, String, &str); 19] = [
+        let rows: [(&str, String, &str); 20] = [
             (
                 "typo",
                 format!(
@@ -1116,6 +1123,11 @@ max_rate = 100000
                 "a value of the wrong type names its key",
                 format!("mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nrates = \"fast\"\n"),
                 "p.toml:6: load.rates: invalid type: string \"fast\", expected a sequence",
+            ),
+            (
+                "an impossible generator bound",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\nmax_lag = \"0ms\"\n"),
+                "p.toml:8: slo.max_lag: must be longer than zero",
             ),
             (
                 "duplicate variant",
