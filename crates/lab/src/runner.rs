@@ -128,6 +128,13 @@ pub fn run_plan(
     }
     if run.plan.mode == Mode::Matrix {
         run.summary.cells = cell_stats(&run.summary.steps);
+        run.summary.cells.sort_by(|a, b| {
+            plan_order(plan, a).cmp(&plan_order(plan, b)).then(
+                a.rate_asked
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.rate_asked.unwrap_or(0.0)),
+            )
+        });
     }
     run.summary.complete = !run.interrupted;
     run.summary.write(dir)?;
@@ -398,6 +405,17 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
             ("search: unfinished".to_owned(), highest_pass(search))
         }
     }
+}
+
+/// A matrix cell's place in the plan as written (variant, then each axis value), so a
+/// shuffled run's table still reads in plan order.
+fn plan_order(plan: &Plan, cell: &crate::folder::CellStats) -> Vec<Option<usize>> {
+    let variant = plan.variants.iter().position(|v| v.name == cell.variant);
+    let values = plan.matrix.axes.iter().map(|(axis, values)| {
+        let value = cell.params.get(axis)?;
+        values.iter().position(|v| v == value)
+    });
+    std::iter::once(variant).chain(values).collect()
 }
 
 /// Where an offer stands on its variant's ladder (a rate, or users); a schedule is a

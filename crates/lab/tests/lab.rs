@@ -377,7 +377,21 @@ seed = 3
         "{:#?}",
         summary.steps
     );
-    assert_eq!(summary.cells.len(), 4);
+    // The cells' table reads in plan order, however the run was shuffled.
+    let cells: Vec<(&str, Option<f64>)> = summary
+        .cells
+        .iter()
+        .map(|c| (c.params["pool"].as_str(), c.rate_asked))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("small", Some(20.0)),
+            ("small", Some(40.0)),
+            ("big", Some(20.0)),
+            ("big", Some(40.0))
+        ]
+    );
     assert!(
         summary.cells.iter().all(|c| c.runs == 2 && c.passed == 2),
         "{:#?}",
