@@ -306,7 +306,7 @@ impl<'a> Points<'a> {
         }
         if self.not_judged > 0 {
             parts.push(format!(
-                "{} {} that did not run or was interrupted (no figures)",
+                "{} {} not judged (could not run, or interrupted: no figures)",
                 self.not_judged,
                 plural(self.not_judged, "step", "steps")
             ));
@@ -467,22 +467,17 @@ fn steps_table(summary: &RunSummary) -> String {
             let value = s.params.get(axis).map_or("", String::as_str);
             let _ = write!(out, "<td>{}</td>", escape(value));
         }
+        let _ = write!(
+            out,
+            "<td>{}</td><td class=\"num\">{}</td>",
+            escape(&s.kind),
+            escape(&s.offer())
+        );
+        figures(&mut out, s);
         let _ = writeln!(
             out,
-            "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td>\
-             <td class=\"num\">{:.2}%</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>\
-             <td class=\"verdict {}\">{}</td><td class=\"why\">{}</td>\
+            "<td class=\"verdict {}\">{}</td><td class=\"why\">{}</td>\
              <td class=\"files\">{}</td></tr>",
-            escape(&s.kind),
-            escape(&s.offer()),
-            s.achieved_per_sec,
-            s.success * 100.0,
-            millis(s.p50_ms),
-            millis(s.p90_ms),
-            millis(s.p99_ms),
-            millis(s.max_ms),
-            escape(&errors(s)),
             verdict_class(&s.verdict),
             escape(&s.verdict),
             escape(&s.why),
@@ -491,6 +486,28 @@ fn steps_table(summary: &RunSummary) -> String {
     }
     out.push_str("</table></div>\n");
     out
+}
+
+/// A judged step's figures; a step that was not judged has none to show (its zeros
+/// would read as a server that answered nothing).
+fn figures(out: &mut String, s: &StepRow) {
+    if !JUDGED.contains(&s.verdict.as_str()) {
+        out.push_str(&"<td class=\"num\">-</td>".repeat(6));
+        out.push_str("<td>-</td>");
+        return;
+    }
+    let _ = write!(
+        out,
+        "<td class=\"num\">{:.1}</td><td class=\"num\">{:.2}%</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>",
+        s.achieved_per_sec,
+        s.success * 100.0,
+        millis(s.p50_ms),
+        millis(s.p90_ms),
+        millis(s.p99_ms),
+        millis(s.max_ms),
+        escape(&errors(s)),
+    );
 }
 
 fn errors(step: &StepRow) -> String {
@@ -596,6 +613,33 @@ mod tests {
     }
 
     #[test]
+    fn every_table_row_has_a_cell_per_column() {
+        let mut matrix_row = row("000-a-50-pool-big", "a", Some(50.0), "pass");
+        matrix_row.params = [("pool".to_owned(), "big".to_owned())].into();
+        let summary = RunSummary {
+            mode: "matrix".to_owned(),
+            steps: vec![
+                matrix_row,
+                row("001-a-50", "a", Some(50.0), "failed"),
+                row("002-a-5users", "a", None, "interrupted"),
+            ],
+            cells: crate::folder::cell_stats(&[row("000-a-50", "a", Some(50.0), "pass")]),
+            ..RunSummary::default()
+        };
+        for table in [steps_table(&summary), cells_table(&summary)] {
+            let cells: Vec<usize> = table
+                .split("<tr>")
+                .skip(1)
+                .map(|row| row.matches("<td").count() + row.matches("<th>").count())
+                .collect();
+            assert!(
+                cells.len() > 1 && cells.iter().all(|n| *n == cells[0]),
+                "{cells:?}: {table}"
+            );
+        }
+    }
+
+    #[test]
     fn charts_hold_judged_rate_steps_sorted_by_rate_and_say_what_they_leave_out() {
         let summary = RunSummary {
             steps: vec![
@@ -626,7 +670,7 @@ mod tests {
             left_out.contains("1 judged step without an offered rate"),
             "{left_out}"
         );
-        assert!(left_out.contains("1 step that did not run"), "{left_out}");
+        assert!(left_out.contains("1 step not judged"), "{left_out}");
         let empty = RunSummary::default();
         let none = Points::of(&empty, &[]);
         assert_eq!(none.left_out(), "");
