@@ -6,6 +6,7 @@
 //! then every step's row with its verdict and links to its files. The page is
 //! [`plot::ChartPage`]: the plot page's own style, script and SVG, nothing fetched.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use plot::{Chart, ChartPage, Scale, Series, Style, Unit, escape_html as escape};
@@ -65,8 +66,8 @@ impl RunSummary {
         let points = Points::of(self, &variants);
         let left_out = points.left_out();
         page.chart(throughput_chart(self, &points, &color, &left_out));
-        page.chart(latency_chart(&points, &color, &left_out));
-        page.chart(success_chart(&points, &color, &left_out));
+        page.chart(latency_chart(&points, &left_out));
+        page.chart(success_chart(&points, &left_out));
         page.html(steps_table(self));
         page.footer(format!(
             "loadlab run &middot; {} steps &middot; one self-contained file: no network \
@@ -197,9 +198,7 @@ fn cells_table(summary: &RunSummary) -> String {
 }
 
 /// The axis names of a matrix, sorted.
-fn axes<'a>(
-    params: impl Iterator<Item = &'a std::collections::BTreeMap<String, String>>,
-) -> Vec<String> {
+fn axes<'a>(params: impl Iterator<Item = &'a BTreeMap<String, String>>) -> Vec<String> {
     params
         .flat_map(|p| p.keys().cloned())
         .collect::<std::collections::BTreeSet<_>>()
@@ -207,29 +206,41 @@ fn axes<'a>(
         .collect()
 }
 
-/// The judged steps with an offered rate, per variant, sorted by rate (repeats each
-/// their own point), and what was left out of the charts and why.
+/// The judged steps with an offered rate, one group per variant (per variant and axis
+/// values in a matrix: a line through other pool sizes would draw a knee that is not
+/// there), sorted by rate (repeats each their own point), and what was left out of the
+/// charts and why.
 struct Points<'a> {
-    /// Per variant (in page order): its name and its rows.
-    by_variant: Vec<(&'a str, Vec<&'a StepRow>)>,
+    groups: Vec<Group<'a>>,
     /// Every plotted row's hover label, `step: verdict`; a point's label index is its
     /// place in this list.
     labels: Vec<String>,
-    /// Per variant, each row's index into `labels`.
-    label_ids: Vec<Vec<u32>>,
     /// Judged steps of the closed model (users) or a schedule: no offered rate.
     no_rate: usize,
     /// Steps that did not run or were interrupted: no figures.
     not_judged: usize,
 }
 
+/// One series' steps: a variant's, or a matrix cell's (variant and axis values).
+struct Group<'a> {
+    name: String,
+    color: &'static str,
+    rows: Vec<&'a StepRow>,
+    /// Each row's index into [`Points::labels`].
+    label_ids: Vec<u32>,
+}
+
+/// The axis values of a step outside a matrix.
+static NO_PARAMS: BTreeMap<String, String> = BTreeMap::new();
+
 impl<'a> Points<'a> {
-    fn of(summary: &'a RunSummary, variants: &'a [String]) -> Points<'a> {
+    /// Groups in variant order, so outside a matrix group `i` is variant `i` and has its
+    /// colour (a variant without points keeps its place).
+    fn of(summary: &'a RunSummary, variants: &[String]) -> Points<'a> {
         let judged = |s: &StepRow| JUDGED.contains(&s.verdict.as_str());
         let mut points = Points {
-            by_variant: Vec::new(),
+            groups: Vec::new(),
             labels: Vec::new(),
-            label_ids: Vec::new(),
             no_rate: summary
                 .steps
                 .iter()
@@ -238,59 +249,85 @@ impl<'a> Points<'a> {
             not_judged: summary.steps.iter().filter(|s| !judged(s)).count(),
         };
         for name in variants {
-            let mut rows: Vec<&StepRow> = summary
+            let rows: Vec<&StepRow> = summary
                 .steps
                 .iter()
                 .filter(|s| &s.variant == name && judged(s) && s.rate_asked.is_some())
                 .collect();
-            // Stable: repeats at one rate keep their run order.
-            rows.sort_by(|a, b| {
-                a.rate_asked
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.rate_asked.unwrap_or(0.0))
-            });
-            let ids = rows
-                .iter()
-                .map(|row| {
-                    points.labels.push(format!("{}: {}", row.step, row.verdict));
-                    (points.labels.len() - 1) as u32
-                })
-                .collect();
-            points.by_variant.push((name.as_str(), rows));
-            points.label_ids.push(ids);
+            let mut keys: Vec<&BTreeMap<String, String>> = rows.iter().map(|r| &r.params).collect();
+            keys.sort();
+            keys.dedup();
+            if keys.is_empty() {
+                keys.push(&NO_PARAMS);
+            }
+            for params in keys {
+                let mut group: Vec<&StepRow> = rows
+                    .iter()
+                    .copied()
+                    .filter(|r| &r.params == params)
+                    .collect();
+                // Stable: repeats at one rate keep their run order.
+                group.sort_by(|a, b| {
+                    a.rate_asked
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.rate_asked.unwrap_or(0.0))
+                });
+                points.push(name, params, group);
+            }
         }
         points
     }
 
-    /// One series per variant of `y` against the offered rate, named `name(variant)`.
+    fn push(&mut self, variant: &str, params: &BTreeMap<String, String>, rows: Vec<&'a StepRow>) {
+        let label_ids = rows
+            .iter()
+            .map(|row| {
+                self.labels.push(format!("{}: {}", row.step, row.verdict));
+                (self.labels.len() - 1) as u32
+            })
+            .collect();
+        let name = if params.is_empty() {
+            variant.to_owned()
+        } else {
+            let values: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{variant} ({})", values.join(", "))
+        };
+        self.groups.push(Group {
+            name,
+            color: VARIANT_COLORS[self.groups.len() % VARIANT_COLORS.len()],
+            rows,
+            label_ids,
+        });
+    }
+
+    /// One series per group of `y` against the offered rate, named `name(group)`.
     fn series(
         &self,
         style: Style,
-        color: &dyn Fn(&str) -> &'static str,
         name: &dyn Fn(&str) -> String,
         y: &dyn Fn(&StepRow) -> f64,
     ) -> Vec<Series> {
-        self.by_variant
+        self.groups
             .iter()
-            .zip(&self.label_ids)
-            .filter(|((_, rows), _)| !rows.is_empty())
-            .map(|((variant, rows), ids)| {
-                let mut series = Series::new(name(variant), color(variant), style).with_points(
+            .filter(|group| !group.rows.is_empty())
+            .map(|group| {
+                let rows = &group.rows;
+                let mut series = Series::new(name(&group.name), group.color, style).with_points(
                     rows.iter()
                         .map(|r| r.rate_asked.unwrap_or(f64::NAN))
                         .collect(),
                     rows.iter().map(|r| y(r)).collect(),
                 );
-                series.labels = ids.clone();
+                series.labels = group.label_ids.clone();
                 series
             })
             .collect()
     }
 
     fn max_rate(&self) -> f64 {
-        self.by_variant
+        self.groups
             .iter()
-            .flat_map(|(_, rows)| rows.iter().filter_map(|r| r.rate_asked))
+            .flat_map(|group| group.rows.iter().filter_map(|r| r.rate_asked))
             .fold(0.0, f64::max)
     }
 
@@ -339,12 +376,16 @@ fn throughput_chart(
                 .with_points(vec![0.0, top], vec![0.0, top]),
         );
     }
-    series.extend(
-        points.series(Style::LinePoints, color, &|v| v.to_owned(), &|r| {
-            r.achieved_per_sec * r.success
-        }),
-    );
-    for v in &summary.variants {
+    series.extend(points.series(Style::LinePoints, &|v| v.to_owned(), &|r| {
+        r.achieved_per_sec * r.success
+    }));
+    // A matrix's held rates mix its axis values: its cells table says what held where.
+    let held_rates = if summary.mode == "matrix" {
+        &[][..]
+    } else {
+        &summary.variants[..]
+    };
+    for v in held_rates {
         if let Some(held) = v.max_rate_held.filter(|h| h.is_finite() && *h > 0.0) {
             series.push(
                 Series::new(
@@ -373,19 +414,15 @@ fn throughput_chart(
 }
 
 /// Latency p50 (dashed) and p99 (a dot per step) against the offered rate.
-fn latency_chart(
-    points: &Points<'_>,
-    color: &dyn Fn(&str) -> &'static str,
-    left_out: &str,
-) -> Chart {
+fn latency_chart(points: &Points<'_>, left_out: &str) -> Chart {
     let ns = |ms: Option<f64>| ms.map_or(f64::NAN, |ms| ms * 1e6);
     let mut series = Vec::new();
-    let p50 = points.series(Style::Dashed, color, &|v| format!("{v} p50"), &|r| {
-        ns(r.p50_ms)
-    });
-    let p99 = points.series(Style::LinePoints, color, &|v| format!("{v} p99"), &|r| {
-        ns(r.p99_ms)
-    });
+    let p50 = points.series(Style::Dashed, &|v| format!("{v} p50"), &|r| ns(r.p50_ms));
+    let p99 = points.series(
+        Style::LinePoints,
+        &|v| format!("{v} p99"),
+        &|r| ns(r.p99_ms),
+    );
     for (p50, p99) in p50.into_iter().zip(p99) {
         series.extend([p50, p99]);
     }
@@ -420,14 +457,8 @@ fn latency_chart(
 }
 
 /// Share of the window's requests that succeeded, against the offered rate.
-fn success_chart(
-    points: &Points<'_>,
-    color: &dyn Fn(&str) -> &'static str,
-    left_out: &str,
-) -> Chart {
-    let series = points.series(Style::LinePoints, color, &|v| v.to_owned(), &|r| {
-        r.success * 100.0
-    });
+fn success_chart(points: &Points<'_>, left_out: &str) -> Chart {
+    let series = points.series(Style::LinePoints, &|v| v.to_owned(), &|r| r.success * 100.0);
     let mut chart = Chart::rate_series(
         "success",
         "Success against the offered rate",
@@ -639,6 +670,13 @@ mod tests {
         }
     }
 
+    fn pool(row: StepRow, size: &str) -> StepRow {
+        StepRow {
+            params: [("pool".to_owned(), size.to_owned())].into(),
+            ..row
+        }
+    }
+
     #[test]
     fn charts_hold_judged_rate_steps_sorted_by_rate_and_say_what_they_leave_out() {
         let summary = RunSummary {
@@ -649,25 +687,51 @@ mod tests {
                 row("003-b-10users", "b", None, "pass"),
                 row("004-b-100", "b", Some(100.0), "failed"),
                 row("005-b-100", "b", Some(100.0), "inconclusive"),
+                row("006-c-5users", "c", None, "pass"),
+                pool(row("007-d-50-pool-small", "d", Some(50.0), "pass"), "small"),
+                pool(row("008-d-50-pool-big", "d", Some(50.0), "pass"), "big"),
+                pool(row("009-d-20-pool-small", "d", Some(20.0), "pass"), "small"),
             ],
             ..RunSummary::default()
         };
         let names = variant_names(&summary);
-        assert_eq!(names, ["a", "b"]);
+        assert_eq!(names, ["a", "b", "c", "d"]);
         let points = Points::of(&summary, &names);
-        // (variant, steps drawn in order)
+        // (series, colour, steps drawn in order): a variant without points keeps its
+        // colour's place; a matrix's cells are series of their own.
         let want = [
-            ("a", vec!["001-a-50", "002-a-50-r2", "000-a-200"]),
-            ("b", vec!["005-b-100"]),
+            (
+                "a",
+                VARIANT_COLORS[0],
+                vec!["001-a-50", "002-a-50-r2", "000-a-200"],
+            ),
+            ("b", VARIANT_COLORS[1], vec!["005-b-100"]),
+            ("c", VARIANT_COLORS[2], vec![]),
+            ("d (pool=big)", VARIANT_COLORS[3], vec!["008-d-50-pool-big"]),
+            (
+                "d (pool=small)",
+                VARIANT_COLORS[4],
+                vec!["009-d-20-pool-small", "007-d-50-pool-small"],
+            ),
         ];
-        for ((name, rows), (want_name, want_steps)) in points.by_variant.iter().zip(want) {
-            let steps: Vec<&str> = rows.iter().map(|r| r.step.as_str()).collect();
-            assert_eq!((*name, steps), (want_name, want_steps));
+        assert_eq!(points.groups.len(), want.len());
+        for (group, (name, color, steps)) in points.groups.iter().zip(want) {
+            let got: Vec<&str> = group.rows.iter().map(|r| r.step.as_str()).collect();
+            assert_eq!(
+                (group.name.as_str(), group.color, got),
+                (name, color, steps)
+            );
         }
+        assert_eq!(
+            points
+                .series(Style::Line, &|n| n.to_owned(), &|r| r.success)
+                .len(),
+            4
+        );
         assert_eq!(points.labels[0], "001-a-50: fail");
         let left_out = points.left_out();
         assert!(
-            left_out.contains("1 judged step without an offered rate"),
+            left_out.contains("2 judged steps without an offered rate"),
             "{left_out}"
         );
         assert!(left_out.contains("1 step not judged"), "{left_out}");

@@ -512,6 +512,18 @@ seed = 3
     assert!(hooks.contains(&want), "{want}: {hooks}");
     let md = std::fs::read_to_string(dir.path().join("run/summary.md")).expect("md");
     assert!(md.contains("the median of its repeats"), "{md}");
+    // index.html: the cells, and a series per variant and pool size (a line through
+    // both sizes would draw a knee that is not there).
+    let run_dir = dir.path().join("run");
+    let index = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    assert!(index.contains("<h2>Cells</h2>"), "{index}");
+    for series in ["m (pool=big)", "m (pool=small)"] {
+        assert!(
+            index.contains(&format!("\"name\":\"{series}\"")),
+            "{series}"
+        );
+    }
+    assert_links_exist(&index, &run_dir);
 }
 
 /// A fixed summary with every kind of row: two variants (names that need escaping), rate
