@@ -24,8 +24,9 @@ use crate::signals;
 /// run), matrix (every combination of named axes, repeated).
 ///
 /// The run folder is the write-up: plan.toml (secrets REDACTED), log.txt (a line per
-/// step), summary.json, summary.md (tables ready to paste) and steps/NNN-VARIANT-RATE/
-/// with each step's records.llr, report.txt and hooks.txt.
+/// step), summary.json, summary.md (tables ready to paste), index.html (charts against
+/// the offered rate, the tables, links to every step) and steps/NNN-VARIANT-RATE/ with
+/// each step's records.llr, report.txt, plot.html and hooks.txt.
 ///
 /// Examples:
 ///

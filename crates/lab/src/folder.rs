@@ -5,11 +5,16 @@
 //! log.txt              a line per step: time, what ran, verdict, why
 //! summary.json         plan, mode, complete flag, per-variant results, per-step rows
 //! summary.md           Markdown tables ready to paste
-//! steps/NNN-VARIANT-RATE/records.llr, report.txt, hooks.txt
+//! index.html           the same at a glance: charts against the offered rate, tables,
+//!                      links to every step's files (`index_page.rs`)
+//! steps/NNN-VARIANT-RATE/records.llr, report.txt, plot.html, hooks.txt
 //! ```
 //!
-//! `summary.json` is rewritten after every step, so an interrupted plan leaves a
-//! summary (marked incomplete) that `-resume` continues from.
+//! `summary.json`, `summary.md` and `index.html` are rewritten after every step
+//! ([`RunSummary::write`]), so an interrupted plan leaves a summary (marked incomplete)
+//! that `-resume` continues from, and a page that says INCOMPLETE. `index.html` is made
+//! from the summary's rows alone; each step's `plot.html` (`loadlab plot` of its
+//! records) is made once, when the step is judged (`step.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -71,6 +76,11 @@ pub struct StepRow {
     pub report: Option<String>,
     /// The hooks' output, relative to the run folder, if any hook ran.
     pub hooks: Option<String>,
+    /// The step's plot page (as `loadlab plot` draws it), relative to the run folder;
+    /// `None` when it could not be made (the reason is in `why`) or the step was not
+    /// judged.
+    #[serde(default)]
+    pub plot: Option<String>,
     /// Wall time of the cell, hooks included, seconds.
     pub seconds: f64,
     /// Hook problems that did not fail the cell (a teardown).
@@ -134,7 +144,7 @@ impl StepRow {
     }
 
     /// How the step's offer reads in a table: `500/s`, `10 users`, `schedule`.
-    fn offer(&self) -> String {
+    pub(crate) fn offer(&self) -> String {
         match (self.rate_asked, self.users) {
             (Some(rate), _) => format!("{}/s", format_rate(rate)),
             (None, Some(users)) => format!("{users} users"),
@@ -169,6 +179,9 @@ pub struct RunSummary {
     pub mode: String,
     /// False while running, or when the plan was interrupted.
     pub complete: bool,
+    /// When the plan first started, UTC (a resumed run keeps the first start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
     /// Per variant, in plan order.
     pub variants: Vec<VariantResult>,
     /// Per step, in run order.
@@ -257,12 +270,14 @@ pub fn cell_stats(steps: &[StepRow]) -> Vec<CellStats> {
 }
 
 impl RunSummary {
-    /// Writes `summary.json` and `summary.md` (whole files, replaced atomically).
+    /// Writes `summary.json`, `summary.md` and `index.html` (whole files, replaced
+    /// atomically), so an interrupted plan has all three.
     pub fn write(&self, dir: &Path) -> Result<(), LabError> {
         let json = serde_json::to_string_pretty(self)
             .map_err(|e| LabError::Folder(format!("summary.json: {e}")))?;
         write_atomic(&dir.join("summary.json"), json.as_bytes())?;
-        write_atomic(&dir.join("summary.md"), self.markdown().as_bytes())
+        write_atomic(&dir.join("summary.md"), self.markdown().as_bytes())?;
+        write_atomic(&dir.join("index.html"), self.index_html().as_bytes())
     }
 
     /// Reads a run folder's `summary.json`, if there is one.
@@ -396,7 +411,7 @@ impl RunSummary {
     }
 }
 
-fn millis(ms: Option<f64>) -> String {
+pub(crate) fn millis(ms: Option<f64>) -> String {
     ms.map_or("-".to_owned(), |ms| format!("{ms:.1}ms"))
 }
 
@@ -410,12 +425,25 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
-/// Appends a line to `log.txt`: time, what ran, verdict, why.
-pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
-    let path = dir.join("log.txt");
+/// Now, UTC, to the nanosecond: `2026-11-23T19:03:37.123456789Z`.
+fn now_text() -> String {
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
+    record::format_timestamp(now_ns)
+}
+
+/// Now, UTC, to the second: when a plan started.
+pub fn started_now() -> String {
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    record::format_timestamp(now_s.saturating_mul(1_000_000_000))
+}
+
+/// Appends a line to `log.txt`: time, what ran, verdict, why.
+pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
+    let path = dir.join("log.txt");
     let mut file = std::fs::File::options()
         .create(true)
         .append(true)
@@ -424,8 +452,7 @@ pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
             path: path.clone(),
             source,
         })?;
-    writeln!(file, "{} {line}", record::format_timestamp(now_ns))
-        .map_err(|source| LabError::Io { path, source })
+    writeln!(file, "{} {line}", now_text()).map_err(|source| LabError::Io { path, source })
 }
 
 /// Secret header values (any header whose name [`units::redact::is_secret_name`] flags:

@@ -11,7 +11,8 @@
 //! - `step`: one cell: hooks, an [`engine::run`] into `records.llr`, its summary.
 //! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window.
 //! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
-//!   `summary.md`).
+//!   `summary.md`, `index.html`); `index_page`: `index.html` from the summary's rows,
+//!   drawn with [`plot::ChartPage`]; each step's `plot.html` is [`plot::RunPlot`]'s page.
 //! - `runner`: sweep, search and matrix; `-resume`; an interrupted plan's summary is
 //!   marked incomplete.
 //!
@@ -22,6 +23,7 @@
 mod cells;
 mod folder;
 mod hooks;
+mod index_page;
 pub mod plan;
 mod runner;
 mod step;

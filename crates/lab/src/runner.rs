@@ -15,7 +15,9 @@ use engine::{SampleFeed, StopHandle};
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
-use crate::folder::{RunSummary, StepRow, VariantResult, cell_stats, log_line, redact};
+use crate::folder::{
+    RunSummary, StepRow, VariantResult, cell_stats, log_line, redact, started_now,
+};
 use crate::plan::{Mode, Plan};
 use crate::step::run_cell;
 
@@ -86,6 +88,10 @@ pub fn run_plan(
         path: plan_copy,
         source,
     })?;
+    let started = previous
+        .as_ref()
+        .and_then(|p| p.started.clone())
+        .unwrap_or_else(started_now);
     let done: Vec<StepRow> = previous
         .map(|p| {
             p.steps
@@ -104,6 +110,7 @@ pub fn run_plan(
             plan: plan.name.clone(),
             plan_file: plan.source_name.clone(),
             mode: plan.mode.word().to_owned(),
+            started: Some(started),
             ..RunSummary::default()
         },
         done,

@@ -144,7 +144,30 @@ fn judge_cell(
     row.fill(&figures.summary, &verdict);
     write_report(&outcome.records, &dir.join("report.txt"));
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
+    let title = format!("{}: step {}", plan.name, row.step);
+    match write_plot(&outcome.records, &title, &dir.join("plot.html")) {
+        Ok(()) => row.plot = Some(relative(&dir.join("plot.html"), run_dir)),
+        Err(why) => row.notes.push(why),
+    }
     Ok(())
+}
+
+/// `plot.html` as `loadlab plot` makes it. A plot that cannot be made is the step's
+/// note, not its failure (the verdict does not depend on it), and leaves no file.
+fn write_plot(records: &str, title: &str, path: &Path) -> Result<(), String> {
+    let config = plot::PlotConfig::new(
+        Some(title.to_owned()),
+        plot::DEFAULT_THRESHOLD,
+        plot::DEFAULT_EVERY_NS,
+    )
+    .map_err(|e| format!("no plot: {e}"))?;
+    let html = plot::RunPlot::read(&[records.to_owned()], &config)
+        .map_err(|e| format!("no plot: {e}"))?
+        .html();
+    std::fs::write(path, html).map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        format!("no plot: {}: {e}", path.display())
+    })
 }
 
 /// No monitor: nothing sampled.
@@ -439,6 +462,28 @@ mod tests {
                 want,
                 "{verdict:?} {fired:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_step_whose_records_cannot_be_read_gets_no_plot_and_a_note() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let records = dir.path().join("records.llr");
+        let plot = dir.path().join("plot.html");
+        // Missing, not a record file, empty: each a note naming the file, no page.
+        let rows: [Option<&[u8]>; 3] = [None, Some(b"not a record file\n"), Some(b"")];
+        for content in rows {
+            let _ = std::fs::remove_file(&records);
+            if let Some(bytes) = content {
+                std::fs::write(&records, bytes).expect("write");
+            }
+            let why = write_plot(&records.display().to_string(), "t", &plot)
+                .expect_err("no plot from unreadable records");
+            assert!(
+                why.starts_with("no plot: ") && why.contains("records.llr"),
+                "{content:?}: {why}"
+            );
+            assert!(!plot.exists(), "{content:?}: a plot.html was left");
         }
     }
 

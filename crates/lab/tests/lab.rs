@@ -1,12 +1,15 @@
 //! `lab::run_plan` end to end against the simulator on loopback: a sweep of two
 //! variants, a capacity search that must find a known capacity, and the sad paths
-//! (a server that is down, a hanging setup hook, a plan typo).
+//! (a server that is down, a hanging setup hook, a plan typo, Ctrl-C). The run folder's
+//! `index.html` and each step's `plot.html` are checked on real runs, and `index.html`
+//! of a fixed summary against `tests/golden/index.html` (`UPDATE_GOLDEN=1 cargo test -p
+//! loadlab-lab` rewrites it; review the diff).
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use engine::StopHandle;
-use lab::{Plan, RunOptions, RunSummary, run_plan};
+use lab::{Plan, RunOptions, RunSummary, StepRow, VariantResult, run_plan};
 use simulator::{Simulator, SimulatorOptions, parse_recipe};
 
 /// The tests that send load take turns: on a small shared machine, two at once would
@@ -151,6 +154,27 @@ achieved = 0.9
         std::fs::read_to_string(run_dir.join(summary.steps[0].report.as_deref().expect("report")))
             .expect("report");
     assert!(report.contains("Requests"), "{report}");
+    // index.html: each variant, and a link to every step's plot page, which exists.
+    let index = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    assert!(summary.started.is_some());
+    assert!(index.contains("<dd>complete</dd>"), "{index}");
+    for variant in ["fast", "slow"] {
+        assert!(
+            index.contains(&format!("\"name\":\"{variant}\"")),
+            "{variant}"
+        );
+    }
+    for step in &summary.steps {
+        let plot = step.plot.as_deref().unwrap_or_else(|| panic!("{step:?}"));
+        assert_eq!(plot, format!("steps/{}/plot.html", step.step));
+        let page = std::fs::read_to_string(run_dir.join(plot)).expect("plot.html");
+        assert!(page.contains(&step.step) && page.contains("id=\"chart-latency\""));
+        assert!(
+            index.contains(&format!("<a href=\"{plot}\">plot</a>")),
+            "{plot}"
+        );
+    }
+    assert_links_exist(&index, &run_dir);
 
     // -resume skips every finished cell.
     let plan = Plan::parse(&plan, "test.toml", dir.path()).expect("plan");
@@ -322,6 +346,95 @@ achieved = 0.9
     .expect("hooks.txt");
     assert!(hooks.contains("done up"), "{hooks}");
     assert!(summary.complete);
+    // Every step has its row in index.html; the hung one (no records, no plot) links
+    // only to its hooks, and no link is broken.
+    let run_dir = dir.path().join("run");
+    let index = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    for step in &summary.steps {
+        assert!(
+            index.contains(&format!("<tr><td>{}</td>", step.step)),
+            "{}",
+            step.step
+        );
+    }
+    let hung = &summary.steps[1];
+    assert_eq!((&hung.plot, &hung.report), (&None, &None));
+    let hung_row = index
+        .lines()
+        .find(|l| l.contains(&format!("<td>{}</td>", hung.step)))
+        .expect("the hung step's row");
+    assert!(
+        hung_row.contains("v-failed")
+            && !hung_row.contains(">plot<")
+            && hung_row.contains(">hooks<"),
+        "{hung_row}"
+    );
+    assert_links_exist(&index, &run_dir);
+}
+
+/// Every `href` of a run folder's page names a file in it.
+fn assert_links_exist(html: &str, run_dir: &Path) {
+    let mut links = 0;
+    for piece in html.split("href=\"").skip(1) {
+        let link = &piece[..piece.find('"').expect("a closed href")];
+        let path = percent_decode(link);
+        assert!(run_dir.join(&path).is_file(), "broken link {link}");
+        links += 1;
+    }
+    assert!(links > 0, "no links in {html}");
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' && at + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[at + 1..at + 3]).expect("hex");
+            out.push(u8::from_str_radix(hex, 16).expect("hex"));
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+#[test]
+fn an_interrupted_plan_leaves_an_index_that_says_incomplete() {
+    let _turn = one_at_a_time();
+    let server = simulator(&capacity_recipe(50, 1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "a"
+targets = ["GET http://{}/"]
+
+[load]
+rates = [20, 40]
+step_duration = "2s"
+"#,
+        server.local_addr()
+    );
+    let plan = Plan::parse(&plan, "test.toml", dir.path()).expect("plan");
+    let stop = StopHandle::new();
+    // Ctrl-C before the first step: it is interrupted and the plan ends there.
+    stop.drain();
+    let options = RunOptions {
+        output: dir.path().join("run"),
+        ..RunOptions::default()
+    };
+    let summary = run_plan(&plan, &options, &stop, &mut std::io::sink()).expect("runs");
+    assert!(!summary.complete);
+    assert_eq!(
+        verdicts(&summary),
+        [("000-a-20".to_owned(), "interrupted".to_owned())]
+    );
+    let index = std::fs::read_to_string(dir.path().join("run/index.html")).expect("index.html");
+    assert!(index.contains("<strong>INCOMPLETE:</strong>"), "{index}");
+    assert!(index.contains("1 step not judged"), "{index}");
 }
 
 #[test]
@@ -413,6 +526,204 @@ seed = 3
     assert!(hooks.contains(&want), "{want}: {hooks}");
     let md = std::fs::read_to_string(dir.path().join("run/summary.md")).expect("md");
     assert!(md.contains("the median of its repeats"), "{md}");
+    // index.html: the cells, and a series per variant and pool size (a line through
+    // both sizes would draw a knee that is not there).
+    let run_dir = dir.path().join("run");
+    let index = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    assert!(index.contains("<h2>Cells</h2>"), "{index}");
+    for series in ["m (pool=big)", "m (pool=small)"] {
+        assert!(
+            index.contains(&format!("\"name\":\"{series}\"")),
+            "{series}"
+        );
+    }
+    assert_links_exist(&index, &run_dir);
+}
+
+/// A fixed summary with every kind of row: two variants (names that need escaping), rate
+/// steps out of order, a repeat, a closed-model step, a cell that could not run, a step
+/// whose records could not be read, and one interrupted.
+fn golden_summary() -> RunSummary {
+    let row = |step: &str, variant: &str, rate: Option<f64>, verdict: &str| {
+        let dir = format!("steps/{step}");
+        StepRow {
+            step: step.to_owned(),
+            variant: variant.to_owned(),
+            kind: "sweep".to_owned(),
+            repeat: 1,
+            rate_asked: rate,
+            users: rate.is_none().then_some(8),
+            asked_per_sec: rate.unwrap_or(0.0),
+            achieved_per_sec: rate.unwrap_or(40.0),
+            requests: rate.map_or(400, |r| (r * 10.0) as u64),
+            success: 1.0,
+            p50_ms: Some(1.25),
+            p90_ms: Some(2.5),
+            p99_ms: Some(4.0),
+            max_ms: Some(9.0),
+            verdict: verdict.to_owned(),
+            why: "every SLO met".to_owned(),
+            records: Some(format!("{dir}/records.llr")),
+            report: Some(format!("{dir}/report.txt")),
+            plot: Some(format!("{dir}/plot.html")),
+            seconds: 11.0,
+            ..StepRow::default()
+        }
+    };
+    let ruby = "ruby <1.0>";
+    let go = "go & \"fast\"";
+    let mut saturated = row("003-ruby <1.0>-400", ruby, Some(400.0), "fail");
+    (saturated.achieved_per_sec, saturated.success) = (396.0, 0.62);
+    (saturated.p50_ms, saturated.p99_ms, saturated.max_ms) =
+        (Some(850.0), Some(1900.0), Some(2000.0));
+    saturated.errors = [("503".to_owned(), 1500)].into();
+    saturated.why = "success 62.00% under 99.00%; p99 1.9s over 500ms <limit>".to_owned();
+    let mut repeat = row("001-ruby <1.0>-100-r2", ruby, Some(100.0), "pass");
+    repeat.repeat = 2;
+    repeat.p99_ms = Some(5.0);
+    let not_judged = |row: StepRow| StepRow {
+        achieved_per_sec: 0.0,
+        requests: 0,
+        success: 0.0,
+        p50_ms: None,
+        p90_ms: None,
+        p99_ms: None,
+        max_ms: None,
+        ..row
+    };
+    let mut unreadable = row("005-go & \"fast\"-200", go, Some(200.0), "failed");
+    unreadable.why = "cannot read the records: steps/005/records.llr: not a record file".to_owned();
+    (unreadable.report, unreadable.plot) = (None, None);
+    let mut hung = row("006-go & \"fast\"-400", go, Some(400.0), "failed");
+    hung.why = "setup still running after 300ms".to_owned();
+    (hung.records, hung.report, hung.plot) = (None, None, None);
+    hung.hooks = Some("steps/006-go & \"fast\"-400/hooks.txt".to_owned());
+    let mut stopped = row("008-go & \"fast\"-800", go, Some(800.0), "interrupted");
+    stopped.why = "stopped by Ctrl-C; not judged".to_owned();
+    (stopped.report, stopped.plot) = (None, None);
+    RunSummary {
+        plan: "pool <sizes> & \"overflow\"".to_owned(),
+        plan_file: "plans/pools.toml".to_owned(),
+        mode: "sweep".to_owned(),
+        complete: true,
+        started: Some("2026-11-23T19:00:00Z".to_owned()),
+        variants: vec![
+            VariantResult {
+                variant: ruby.to_owned(),
+                max_rate_held: Some(200.0),
+                how: "highest pass below 400/s (fail)".to_owned(),
+                ..VariantResult::default()
+            },
+            VariantResult {
+                variant: go.to_owned(),
+                max_rate_held: Some(100.0),
+                how: "highest pass below 200/s (failed)".to_owned(),
+                ..VariantResult::default()
+            },
+        ],
+        steps: vec![
+            row("000-ruby <1.0>-100", ruby, Some(100.0), "pass"),
+            repeat,
+            row("002-ruby <1.0>-200", ruby, Some(200.0), "pass"),
+            saturated,
+            row("004-go & \"fast\"-100", go, Some(100.0), "pass"),
+            not_judged(unreadable),
+            not_judged(hung),
+            row("007-go & \"fast\"-8users", go, None, "inconclusive"),
+            not_judged(stopped),
+        ],
+        ..RunSummary::default()
+    }
+}
+
+#[test]
+fn index_page_matches_the_golden_file() {
+    let summary = golden_summary();
+    let html = summary.index_html();
+    check_golden("index.html", &html);
+    // Whatever the golden file holds: text is escaped, the failed rows link to no plot,
+    // the closed-model and unjudged steps are said to be left out of the charts.
+    assert!(!html.contains("ruby <1.0>") && html.contains("ruby &lt;1.0&gt;"));
+    assert!(html.contains("<h1>pool &lt;sizes&gt; &amp; &quot;overflow&quot;</h1>"));
+    assert!(html.contains("p99 1.9s over 500ms &lt;limit&gt;"));
+    assert!(html.contains("href=\"steps/003-ruby%20%3C1.0%3E-400/plot.html\""));
+    for failed in ["005-go", "006-go"] {
+        let line = html
+            .lines()
+            .find(|l| l.contains(&format!("<tr><td>{failed}")))
+            .expect("the failed row");
+        assert!(
+            line.contains("v-failed") && !line.contains(">plot<"),
+            "{line}"
+        );
+    }
+    assert!(
+        html.contains("1 judged step without an offered rate"),
+        "{html}"
+    );
+    assert!(html.contains("3 steps not judged"), "{html}");
+    assert!(html.contains("<dd>complete</dd>") && !html.contains("INCOMPLETE"));
+    let incomplete = RunSummary {
+        complete: false,
+        ..summary
+    };
+    let html = incomplete.index_html();
+    assert!(
+        html.contains("<dd>INCOMPLETE: interrupted or still running</dd>"),
+        "{html}"
+    );
+    // Older summary.json files (no plot, no started) still read.
+    let old = r#"{"plan":"p","plan_file":"p.toml","mode":"sweep","complete":true,"variants":[],
+        "steps":[{"step":"000-a-1","variant":"a","params":{},"kind":"sweep","repeat":1,
+        "rate_asked":1.0,"users":null,"asked_per_sec":1.0,"achieved_per_sec":1.0,"requests":1,
+        "success":1.0,"p50_ms":null,"p90_ms":null,"p99_ms":null,"max_ms":null,"lag_p99_ms":0.0,
+        "errors":{},"verdict":"pass","why":"","records":null,"report":null,"hooks":null,
+        "seconds":1.0}]}"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("summary.json"), old).expect("write");
+    let read = RunSummary::read(dir.path())
+        .expect("reads")
+        .expect("a summary");
+    assert_eq!(
+        (read.steps[0].plot.as_deref(), read.started.as_deref()),
+        (None, None)
+    );
+    assert!(read.index_html().contains("<dd>not recorded</dd>"));
+}
+
+/// Compares `actual` with `tests/golden/NAME`, or rewrites it with UPDATE_GOLDEN=1.
+fn check_golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "{}: {err}; run UPDATE_GOLDEN=1 cargo test -p loadlab-lab",
+            path.display()
+        )
+    });
+    if let Some((line, (want, got))) = expected
+        .lines()
+        .zip(actual.lines())
+        .enumerate()
+        .find(|(_, (want, got))| want != got)
+    {
+        panic!(
+            "{name} differs from the golden file at line {}:\n  want: {want}\n  got:  {got}\n\
+             (UPDATE_GOLDEN=1 cargo test -p loadlab-lab rewrites it; review the diff)",
+            line + 1
+        );
+    }
+    assert_eq!(
+        expected.lines().count(),
+        actual.lines().count(),
+        "{name}: line count differs from the golden file (UPDATE_GOLDEN=1 rewrites it)"
+    );
 }
 
 #[test]

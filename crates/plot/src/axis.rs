@@ -241,6 +241,31 @@ pub fn time_ticks(domain: Domain) -> Vec<f64> {
     multiples(domain, step)
 }
 
+/// Parts of the rate axis: a rate axis is wide (1100 px), and a step sweep's rates read
+/// best on about eight ticks (0, 50, 100, ... or 0, 2k, 4k, ...).
+const RATE_PARTS: f64 = 8.0;
+
+/// The offered-rate axis: from 0 (where the y = x line starts) to a round number at
+/// or above the highest rate; 0..1 when there is none.
+pub fn rate_domain(rates: impl Iterator<Item = f64>) -> Domain {
+    let high = rates
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .fold(0.0, f64::max);
+    if high == 0.0 {
+        return Domain { min: 0.0, max: 1.0 };
+    }
+    let step = nice_step(high * HEADROOM, RATE_PARTS);
+    Domain {
+        min: 0.0,
+        max: (high * HEADROOM / step).ceil() * step,
+    }
+}
+
+/// Ticks of the rate axis: 1-2-5 steps, about eight of them.
+pub fn rate_ticks(domain: Domain) -> Vec<f64> {
+    multiples(domain, nice_step(domain.max - domain.min, RATE_PARTS))
+}
+
 /// Whole nines (0 = 0%, 1 = 90%, 2 = 99%, ...) inside the domain.
 pub fn nines_ticks(domain: Domain) -> Vec<f64> {
     let step = if domain.max - domain.min > MAX_TICKS {
@@ -352,6 +377,67 @@ mod tests {
                 (got.min / min - 1.0).abs() < 1e-9 && (got.max / max - 1.0).abs() < 1e-9,
                 "{values:?}: {got:?}"
             );
+        }
+    }
+
+    #[test]
+    fn rate_axes_start_at_zero_with_about_eight_labelled_ticks() {
+        /// (rates, domain max, ticks, labels)
+        type Row<'a> = (&'a [f64], f64, &'a [f64], &'a [&'a str]);
+        let rows: &[Row<'_>] = &[
+            (
+                &[50.0, 200.0],
+                250.0,
+                &[0.0, 50.0, 100.0, 150.0, 200.0, 250.0],
+                &["0", "50", "100", "150", "200", "250"],
+            ),
+            (
+                &[1000.0, 12_000.0],
+                14_000.0,
+                &[0.0, 2e3, 4e3, 6e3, 8e3, 10e3, 12e3, 14e3],
+                &["0", "2k", "4k", "6k", "8k", "10k", "12k", "14k"],
+            ),
+            (
+                &[3.0],
+                3.5,
+                &[0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
+                &["0", "0.5", "1", "1.5", "2", "2.5", "3", "3.5"],
+            ),
+            (
+                &[1500.0],
+                1600.0,
+                &[
+                    0.0, 200.0, 400.0, 600.0, 800.0, 1000.0, 1200.0, 1400.0, 1600.0,
+                ],
+                &[
+                    "0", "200", "400", "600", "800", "1k", "1.2k", "1.4k", "1.6k",
+                ],
+            ),
+            // Nothing to place, or nothing a rate axis can show: 0..1.
+            (
+                &[],
+                1.0,
+                &[0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+                &["0", "0.2", "0.4", "0.6", "0.8", "1"],
+            ),
+            (
+                &[f64::NAN, -5.0, 0.0],
+                1.0,
+                &[0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+                &["0", "0.2", "0.4", "0.6", "0.8", "1"],
+            ),
+        ];
+        for (rates, max, ticks, labels) in rows {
+            let got = rate_domain(rates.iter().copied());
+            assert_eq!((got.min, got.max), (0.0, *max), "{rates:?}");
+            let got_ticks = rate_ticks(got);
+            assert_eq!(got_ticks.len(), ticks.len(), "{rates:?}: {got_ticks:?}");
+            for (got, want) in got_ticks.iter().zip(ticks.iter()) {
+                assert!((got - want).abs() < 1e-9, "{rates:?}: {got_ticks:?}");
+            }
+            let got_labels: Vec<String> =
+                got_ticks.iter().map(|t| crate::format::count(*t)).collect();
+            assert_eq!(got_labels, *labels, "{rates:?}");
         }
     }
 

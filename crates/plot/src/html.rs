@@ -37,15 +37,8 @@ style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 /// The page for a run.
 pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String {
     let mut out = String::with_capacity(1 << 20);
-    let title = escape(config.page_title());
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_POLICY}\">\n\
-         <title>{title}</title>\n<script>{ERROR_TRAP}</script>\n<style>\n{STYLE}</style>\n\
-         </head>\n<body>\n<main>\n<header>\n<h1>{title}</h1>\n"
-    );
+    open_page(&mut out, config.page_title(), "");
+    let _ = writeln!(out, "<header>\n<h1>{}</h1>", escape(config.page_title()));
     run_facts(&mut out, data, &charts.axis);
     out.push_str("</header>\n");
     warnings(&mut out, data);
@@ -69,15 +62,37 @@ pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String 
     } else {
         format!("{} requests", format::grouped(data.report.requests))
     };
+    let footer = format!(
+        "loadlab plot &middot; {counted} &middot; one self-contained file: no network \
+         access, no external script or font"
+    );
+    close_page(&mut out, &footer, &charts.charts, &charts.axis);
+    out
+}
+
+/// The page's head (title, content policy, error trap, style and `extra_style`) up to
+/// the opening of `<main>`.
+pub(crate) fn open_page(out: &mut String, title: &str, extra_style: &str) {
     let _ = write!(
         out,
-        "<footer>loadlab plot &middot; {counted} &middot; one self-contained file: no \
-         network access, no external script or font</footer>\n</main>\n\
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_POLICY}\">\n\
+         <title>{}</title>\n<script>{ERROR_TRAP}</script>\n<style>\n{STYLE}{extra_style}</style>\n\
+         </head>\n<body>\n<main>\n",
+        escape(title)
+    );
+}
+
+/// The footer (`footer_html`, markup as given), the charts' data and the script.
+pub(crate) fn close_page(out: &mut String, footer_html: &str, charts: &[Chart], axis: &TimeAxis) {
+    let _ = write!(
+        out,
+        "<footer>{footer_html}</footer>\n</main>\n\
          <script type=\"application/json\" id=\"plot-data\">{}</script>\n\
          <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
-        json::page_data(&charts.charts, &charts.axis)
+        json::page_data(charts, axis)
     );
-    out
 }
 
 /// What was read: inputs, time origin and span, attacks, targets.
@@ -392,7 +407,8 @@ fn resources_summary(out: &mut String, resources: &ResourceSummary) {
     );
 }
 
-fn figure(out: &mut String, chart: &Chart, axis: &TimeAxis) {
+/// A chart in its box: log/linear switch, inline SVG, caption.
+pub(crate) fn figure(out: &mut String, chart: &Chart, axis: &TimeAxis) {
     let _ = writeln!(
         out,
         "<figure class=\"chart-box\" id=\"figure-{}\">",

@@ -82,6 +82,7 @@ fn x_axis_name(x_axis: XAxis) -> &'static str {
     match x_axis {
         XAxis::Time => "time",
         XAxis::Nines => "nines",
+        XAxis::Rate => "rate",
     }
 }
 
@@ -93,7 +94,10 @@ fn push_series(out: &mut String, chart: &Chart, series: &Series) {
     out.push_str(",\"style\":");
     push_string(out, series.style.name());
     let _ = write!(out, ",\"emphasis\":{},\"x\":", series.emphasis);
-    let x_decimals = if chart.x_axis == XAxis::Time { 6 } else { 4 };
+    let x_decimals = match chart.x_axis {
+        XAxis::Time => 6,
+        XAxis::Nines | XAxis::Rate => 4,
+    };
     push_numbers(out, &series.x, x_decimals);
     out.push_str(",\"y\":");
     push_numbers(out, &series.y, y_decimals(chart.unit));

@@ -22,6 +22,11 @@
 //!   [`TimeAxis`] (or the percentile axis); `charts.rs` builds a run's charts, `svg.rs`
 //!   draws any chart, `png.rs` rasterises that SVG, `html.rs` makes the page with its
 //!   own small script (`page.js`) for hover, zoom by drag and log/linear switches.
+//! - [`ChartPage`] (`chart_page.rs`): the same self-contained page (style, script,
+//!   content policy) for charts and HTML sections made elsewhere, such as a run
+//!   folder's `index.html` (`lab`): charts over the offered rate ([`XAxis::Rate`],
+//!   [`Chart::rate_series`]) with a dot per step ([`Style::LinePoints`]); text in its
+//!   sections is escaped with [`escape_html`].
 //!
 //! Errors are [`PlotError`]; each names the input, flag or output at fault.
 
@@ -30,6 +35,7 @@
 mod asked;
 mod axis;
 mod bins;
+mod chart_page;
 mod charts;
 mod config;
 mod downsample;
@@ -46,6 +52,7 @@ mod sample_gather;
 mod svg;
 
 pub use axis::Scale;
+pub use chart_page::ChartPage;
 pub use config::{
     ChartFiles, DEFAULT_EVERY_NS, DEFAULT_THRESHOLD, DEFAULT_TITLE, Format, PlotConfig,
 };
@@ -55,6 +62,8 @@ pub use png::PngRenderer;
 pub use resources::MAX_SERIES_PER_CHART;
 pub use run::RunPlot;
 pub use sample_gather::{SampleGather, Trace};
+/// Text for HTML and SVG: `&`, `<`, `>` and both quotes escaped.
+pub use svg::escape as escape_html;
 
 /// Why a plot could not be made. Messages name the input, flag or output.
 #[derive(Debug, thiserror::Error)]

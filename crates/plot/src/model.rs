@@ -62,6 +62,9 @@ pub enum Style {
     Points,
     /// Areas stacked on the series before it (status codes).
     Stacked,
+    /// A line through a dot per value: few values that each stand for a measurement
+    /// (a run folder's steps), so every one shows.
+    LinePoints,
 }
 
 impl Style {
@@ -72,6 +75,7 @@ impl Style {
             Style::Dashed => "dashed",
             Style::Points => "points",
             Style::Stacked => "stacked",
+            Style::LinePoints => "line_points",
         }
     }
 }
@@ -85,7 +89,8 @@ pub struct Series {
     pub color: &'static str,
     /// How it is drawn.
     pub style: Style,
-    /// Seconds from the first request on time charts; nines on the percentile curve.
+    /// Seconds from the first request on time charts; nines on the percentile curve;
+    /// requests per second on rate charts.
     pub x: Vec<f64>,
     /// Values in the chart's unit, one per `x`.
     pub y: Vec<f64>,
@@ -146,6 +151,8 @@ pub enum XAxis {
     Time,
     /// Percentiles on a log scale of 1/(1-p): 0 = 0%, 1 = 90%, 2 = 99%, ...
     Nines,
+    /// The offered rate, requests per second (a run folder's steps), linear from 0.
+    Rate,
 }
 
 /// One chart.
@@ -206,6 +213,20 @@ impl Chart {
             caption: String::new(),
             height: 300.0,
             bands: Vec::new(),
+        }
+    }
+
+    /// A chart over the offered rate (requests per second), e.g. throughput, latency or
+    /// success per step of a run folder.
+    pub fn rate_series(
+        id: &'static str,
+        title: impl Into<String>,
+        unit: Unit,
+        series: Vec<Series>,
+    ) -> Chart {
+        Chart {
+            x_axis: XAxis::Rate,
+            ..Chart::time_series(id, title, unit, series)
         }
     }
 

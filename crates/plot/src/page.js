@@ -6,7 +6,7 @@
 // of that once and reports on <html>.
 (function () {
   "use strict";
-  var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4;
+  var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4, RATE_PARTS = 8, STEP_DOT = 6;
   var TIME_STEPS_S = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15,
     30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
   var root = document.documentElement;
@@ -176,6 +176,7 @@
     return multiples(domain, step === null ? niceStep(span, MAX_TICKS) : step);
   }
   function ninesTicks(domain) { return multiples(domain, domain.max - domain.min > MAX_TICKS ? 2 : 1); }
+  function rateTicks(domain) { return multiples(domain, niceStep(domain.max - domain.min, RATE_PARTS)); }
 
   // ---- drawing (svg.rs) ----
   function fraction(domain, scale, value) {
@@ -224,7 +225,9 @@
   function axisTicks(c) {
     var xs = c.spec.x === "time"
       ? timeTicks(c.xd).map(function (t) { return [t, durationNs(t * 1e9)]; })
-      : ninesTicks(c.xd).map(function (n) { return [n, ninesLabel(n)]; });
+      : c.spec.x === "rate"
+        ? rateTicks(c.xd).map(function (r) { return [r, count(r)]; })
+        : ninesTicks(c.xd).map(function (n) { return [n, ninesLabel(n)]; });
     var binary = isBinary(c.spec.unit);
     var ys = (c.scale === "log" ? logTicks(c.yd, binary) : linearTicks(c.yd, binary))
       .map(function (v) { return [v, valueText(c.spec.unit, v)]; });
@@ -289,6 +292,15 @@
     return '<path class="series" d="' + d.join("") + '" fill="none" stroke="' + s.color +
       '" stroke-width="1.6" stroke-linejoin="round" stroke-linecap="round"' + dash + "/>";
   }
+  // A dot per value on top of a line_points series' line (svg.rs step_dots).
+  function stepDotsPath(c, s) {
+    var d = [];
+    for (var i = 0; i < s.x.length; i++) {
+      if (isValue(s.y[i]) && isValue(s.x[i])) d.push("M" + coord(xPx(c, s.x[i])) + " " + coord(yPx(c, s.y[i])) + "h0");
+    }
+    return '<path class="series" d="' + d.join("") + '" fill="none" stroke="' + s.color +
+      '" stroke-width="' + STEP_DOT + '" stroke-linecap="round"/>';
+  }
   function areaPath(c, s, top, below) {
     var d = [], start = 0;
     function finite(i) { return isFinite(top[i]) && isValue(s.x[i]); }
@@ -326,6 +338,7 @@
     c.spec.series.forEach(function (s) {
       if (s.style === "points") out.push(pointsPath(c, s));
       else if (s.style === "stacked") { out.push(areaPath(c, s, tops[t], t ? tops[t - 1] : null)); t++; }
+      else if (s.style === "line_points") out.push(linePath(c, s) + stepDotsPath(c, s));
       else out.push(linePath(c, s));
     });
     return out.join("");
@@ -367,6 +380,7 @@
   function swatch(color) { return '<span class="swatch" style="background:' + color + '"></span>'; }
   function xHeading(c, x, last) {
     if (c.spec.x === "nines") return last ? "max" : "p" + ninesLabel(x).replace("%", "");
+    if (c.spec.x === "rate") return "offered " + exactText("per_second", x);
     return "t = " + (x === 0 ? "0s" : durationNs(x * 1e9)) + ' <span class="muted">' + wallClock(x) + "</span>";
   }
   function nearestPoint(c, p) {
@@ -384,7 +398,7 @@
     var s = hit.s, i = hit.i, label = s.l ? c.spec.labels[s.l[i]] : "";
     var cell = s.n && s.n[i] > 1
       ? '<br><span class="muted">the slowest of ' + s.n[i].toLocaleString("en-US") + " requests here</span>" : "";
-    return swatch(s.color) + escapeText(s.name) + ": <b>" + durationNs(s.y[i]) + "</b>" +
+    return swatch(s.color) + escapeText(s.name) + ": <b>" + exactText(c.spec.unit, s.y[i]) + "</b>" +
       (label ? " &middot; " + escapeText(label) : "") + "<br>" + xHeading(c, s.x[i], false) + cell;
   }
   function rowTip(c, x) {
@@ -420,7 +434,9 @@
     var p = svgPoint(c, event);
     if (c.drag) { dragTo(c, p); return; }
     if (!inPlot(c, p)) { hideHover(c); return; }
-    if (c.spec.series.some(function (s) { return s.style === "points"; })) {
+    // Points, and rate charts (a dot per step, each series at rates of its own), name
+    // the point under the mouse; other charts, every series at the mouse's x.
+    if (c.spec.x === "rate" || c.spec.series.some(function (s) { return s.style === "points"; })) {
       var hit = nearestPoint(c, p);
       if (!hit) { hideHover(c); return; }
       c.cross.setAttribute("visibility", "hidden");

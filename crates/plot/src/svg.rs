@@ -25,6 +25,10 @@ const DOT: f64 = 3.0;
 /// Gap bands: a light red wash, so a break in a line reads as "no value" at a glance.
 pub const BAND_FILL: &str = "#fca5a5";
 pub const BAND_OPACITY: f64 = 0.28;
+/// What the rate axis shows.
+const RATE_LABEL: &str = "offered rate (requests per second asked)";
+/// Dot diameter of [`Style::LinePoints`]: bigger than a scatter's, each is a step.
+const STEP_DOT: f64 = 6.0;
 /// The legend entry of a chart with gap bands.
 const GAP_LEGEND: &str = "no sample (gap)";
 
@@ -84,6 +88,7 @@ pub fn layout(chart: &Chart, time: &TimeAxis) -> Layout {
             min: 0.0,
             max: max_x(chart).max(0.5),
         },
+        XAxis::Rate => axis::rate_domain(chart.series.iter().flat_map(|s| s.x.iter().copied())),
     };
     Layout {
         height,
@@ -266,6 +271,13 @@ fn legend(out: &mut String, chart: &Chart, layout: &Layout) {
                     ""
                 }
             ),
+            Style::LinePoints => write!(
+                out,
+                "<line x1=\"{x}\" y1=\"{mid}\" x2=\"{}\" y2=\"{mid}\" stroke=\"{color}\" \
+                 stroke-width=\"2\"/><circle cx=\"{}\" cy=\"{mid}\" r=\"3\" fill=\"{color}\"/>",
+                x + 14.0,
+                x + 7.0
+            ),
         };
         let _ = write!(
             out,
@@ -321,6 +333,10 @@ pub fn axis_ticks(chart: &Chart, layout: &Layout, scale: Scale) -> (Vec<Tick>, V
         XAxis::Nines => axis::nines_ticks(layout.x_domain)
             .into_iter()
             .map(|n| (n, axis::nines_label(n)))
+            .collect(),
+        XAxis::Rate => axis::rate_ticks(layout.x_domain)
+            .into_iter()
+            .map(|r| (r, format::count(r)))
             .collect(),
     };
     let steps = chart.unit.steps();
@@ -398,6 +414,7 @@ fn x_label(out: &mut String, chart: &Chart, layout: &Layout, time: &TimeAxis) {
             origin_text(time.origin_unix_ns)
         ),
         XAxis::Nines => "percentile (log scale of 1 / (1 - p))".to_owned(),
+        XAxis::Rate => RATE_LABEL.to_owned(),
     };
     let p = layout.plot;
     let _ = writeln!(
@@ -438,6 +455,10 @@ fn plot(out: &mut String, chart: &Chart, layout: &Layout, scale: Scale) {
         match series.style {
             Style::Points => points(out, series, layout, scale),
             Style::Line | Style::Dashed => line(out, series, layout, scale),
+            Style::LinePoints => {
+                line(out, series, layout, scale);
+                step_dots(out, series, layout, scale);
+            }
             Style::Stacked => {
                 let below = stack.checked_sub(1).map(|i| tops[i].as_slice());
                 area(out, series, &tops[stack], below, layout, scale);
@@ -479,6 +500,23 @@ fn points(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {
             series.color
         );
     }
+}
+
+/// One solid dot per value, on top of the series' line.
+fn step_dots(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {
+    out.push_str("<path class=\"series\" d=\"");
+    for (&x, &y) in series.x.iter().zip(&series.y) {
+        if x.is_finite() && y.is_finite() {
+            out.push('M');
+            push_point(out, x_px(layout, x), y_px(layout, scale, y));
+            out.push_str("h0");
+        }
+    }
+    let _ = write!(
+        out,
+        "\" fill=\"none\" stroke=\"{}\" stroke-width=\"{STEP_DOT}\" stroke-linecap=\"round\"/>",
+        series.color
+    );
 }
 
 fn line(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use plot::{PlotConfig, RunPlot};
+use plot::{Chart, ChartPage, PlotConfig, RunPlot, Series, Style, Unit};
 
 use crate::fixture::{self, MS, S};
 
@@ -107,9 +107,22 @@ fn inked_share(png: &[u8]) -> f64 {
 }
 
 fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
+    check_html(chromium, name, &run.html(), run.charts().len(), 0.04, shots);
+}
+
+/// Opens `html` with `#selftest` and takes a screenshot, `min_inked` of it not
+/// background or white (a run page's summary and figures ink more than charts alone).
+fn check_html(
+    chromium: &Path,
+    name: &str,
+    html: &str,
+    charts: usize,
+    min_inked: f64,
+    shots: &Path,
+) {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join(format!("{name}.html"));
-    std::fs::write(&page, run.html()).unwrap();
+    std::fs::write(&page, html).unwrap();
     let url = format!("file://{}", page.display());
 
     let output = run_chromium(
@@ -130,11 +143,7 @@ fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
         "0",
         "{name}: errors on the page"
     );
-    assert_eq!(
-        attribute("data-plot-charts"),
-        run.charts().len().to_string(),
-        "{name}"
-    );
+    assert_eq!(attribute("data-plot-charts"), charts.to_string(), "{name}");
     let drawn = attribute("data-plot-drawn");
     assert!(
         drawn
@@ -151,7 +160,7 @@ fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
 
     let shot = shots.join(format!("{name}.png"));
     // Tall enough for the whole page: the header, then about 360 px a chart.
-    let height = 900 + 360 * run.charts().len();
+    let height = 900 + 360 * charts;
     let output = run_chromium(
         chromium,
         &dir.path().join("shot"),
@@ -170,7 +179,7 @@ fn check_page(chromium: &Path, name: &str, run: &RunPlot, shots: &Path) {
     let png = std::fs::read(&shot).unwrap_or_else(|err| panic!("{}: {err}", shot.display()));
     let inked = inked_share(&png);
     assert!(
-        inked > 0.04,
+        inked > min_inked,
         "{name}: the screenshot is nearly blank ({inked:.3})"
     );
     eprintln!("screenshot: {}", shot.display());
@@ -230,4 +239,67 @@ fn pages_render_in_chromium_without_errors() {
     let paths = [run.display().to_string(), monitor.display().to_string()];
     let beside = RunPlot::read(&paths, &PlotConfig::default()).unwrap();
     check_page(&chromium, "run-and-monitor", &beside, &shots);
+
+    // A page of charts over the offered rate (a run folder's index.html).
+    let page = rate_page();
+    let html = page.render();
+    check_html(
+        &chromium,
+        "rate-charts",
+        &html,
+        page.charts().len(),
+        0.01,
+        &shots,
+    );
+}
+
+/// Two variants' steps against the offered rate, as `lab` draws a run folder.
+fn rate_page() -> ChartPage {
+    let rates = vec![50.0, 100.0, 200.0, 400.0];
+    let variant = |name: &str, color: &'static str, style: Style, y: Vec<f64>| {
+        Series::new(name, color, style).with_points(rates.clone(), y)
+    };
+    let mut fast = variant(
+        "fast",
+        "#2563eb",
+        Style::LinePoints,
+        vec![50.0, 99.0, 198.0, 260.0],
+    );
+    fast.labels = vec![0, 1, 2, 3];
+    let mut throughput = Chart::rate_series(
+        "throughput",
+        "successful requests per second",
+        Unit::PerSecond,
+        vec![
+            Series::new("offered (y = x)", "#9ca3af", Style::Dashed)
+                .with_points(vec![0.0, 400.0], vec![0.0, 400.0]),
+            fast,
+            variant(
+                "slow",
+                "#ea580c",
+                Style::LinePoints,
+                vec![50.0, 80.0, 81.0, 79.0],
+            ),
+        ],
+    );
+    throughput.labels = ["000 pass", "001 pass", "002 pass", "003 <fail>"]
+        .map(str::to_owned)
+        .to_vec();
+    let latency = Chart::rate_series(
+        "latency",
+        "latency p99",
+        Unit::Duration,
+        vec![variant(
+            "fast p99",
+            "#2563eb",
+            Style::LinePoints,
+            vec![2e6, 3e6, 9e6, f64::NAN],
+        )],
+    )
+    .with_scale(plot::Scale::Log, true);
+    let mut page = ChartPage::new("rate <charts>");
+    page.html("<h1>rate charts</h1>\n")
+        .chart(throughput)
+        .chart(latency);
+    page
 }
