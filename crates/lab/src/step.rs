@@ -151,8 +151,11 @@ fn judge_cell(
 fn judge_step(plan: &Plan, figures: &Figures, scenarios: &mut Vec<ScenarioRow>) -> Verdict {
     let mut verdicts = vec![judge(&figures.summary, &plan.slo)];
     scenarios.clear();
+    // A window with none of the main load's requests (a stop rule fired in the
+    // warm-up) is the main verdict's alone to explain.
+    let judged = figures.summary.requests > 0;
     for (scenario, summary) in plan.load.scenarios.iter().zip(&figures.scenarios) {
-        let verdict = scenario.slo.as_ref().map(|slo| {
+        let verdict = scenario.slo.as_ref().filter(|_| judged).map(|slo| {
             let named = |reasons: Vec<String>| -> Vec<String> {
                 let name = &scenario.name;
                 reasons
