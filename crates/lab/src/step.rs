@@ -538,6 +538,27 @@ mod tests {
     }
 
     #[test]
+    fn a_step_passes_only_if_every_judged_scenario_does() {
+        let fail = |why: &str| Verdict::Fail(vec![why.to_owned()]);
+        let unsure = |why: &str| Verdict::Inconclusive(vec![why.to_owned()]);
+        let rows = [
+            (vec![Verdict::Pass, Verdict::Pass], Verdict::Pass),
+            (vec![Verdict::Pass, fail("news: p99")], fail("news: p99")),
+            (
+                vec![fail("success"), fail("news: p99")],
+                Verdict::Fail(vec!["success".to_owned(), "news: p99".to_owned()]),
+            ),
+            (
+                vec![fail("success"), unsure("news: generator")],
+                Verdict::Inconclusive(vec!["news: generator".to_owned(), "success".to_owned()]),
+            ),
+        ];
+        for (verdicts, want) in rows {
+            assert_eq!(combine(verdicts.clone()), want, "{verdicts:?}");
+        }
+    }
+
+    #[test]
     fn rebasing_keeps_methods_paths_and_headers() {
         let rows = [
             (
