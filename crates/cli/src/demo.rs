@@ -1,58 +1,96 @@
-//! `loadlab demo`: the lab with no set-up. Starts the built-in simulator with a system
-//! under test of known capacity, steps the rate across its knee, and shows where the
-//! knee is next to the simulator's ground truth.
+//! `loadlab demo`: the lab with no set-up, as a small plan. Starts two in-process
+//! simulators modelling field report 001's two worker-pool configurations, searches
+//! each for the highest rate it holds with [`lab::run_plan`] (a real plan, written as
+//! TOML and read by the same parser as `loadlab run`), and prints the summary table
+//! beside the simulators' ground truth.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use engine::{AttackConfig, RunConfig, StopHandle};
-use record::{Inputs, RecordSource};
-use report::{Extras, Metrics, Report, RunFacts, Scope};
-use simulator::{DEMO_CAPACITY_RPS, Simulator, SimulatorOptions};
-use units::GoDuration;
-use workload::{Plan, Target};
+use engine::StopHandle;
+use lab::{Plan, RunOptions, RunSummary, run_plan};
+use simulator::{Simulator, SimulatorOptions};
 
 use crate::signals;
 
-/// The whole lab against the built-in simulator, no set-up.
+/// The lab with no set-up: a capacity search of two worker pools, compared.
 ///
-/// Starts `loadlab simulate` in-process with a system under test of known capacity
-/// (100 workers, 100 ms service time: 1000 req/s), attacks it at rates below and above
-/// that knee, and prints what each step saw, the knee it found, and the full report of
-/// the last step. The records stay on disk for `loadlab report`.
+/// Starts two built-in simulators in-process, modelling the two worker-pool
+/// configurations of field report 001 scaled down (100 ms of service time each):
+///
+///   fixed-pool: 50 workers, no queue, 500 when full (ground truth 500 req/s)
+///
+///   overflow-pool: 25 + 95 overflow workers, a short queue (ground truth 1200 req/s)
+///
+/// Then runs a search plan against both (`loadlab run` with mode = "search"): random
+/// /search queries from 200 req/s doubling until a probe fails, then bisecting to the
+/// precision and confirming, while /news is polled at 2 req/s beside every probe. A
+/// probe passes with 99% success and a p99 within 250 ms. It prints the maximum rate
+/// each pool held, the improvement and the ground truth, and leaves the run folder
+/// (plan.toml, summary.md, summary.json, index.html, each probe's records and report).
+/// About a minute in a release build; Ctrl-C stops after the current probe and still
+/// prints what was found.
 ///
 /// Examples:
 ///
 ///   loadlab demo
 ///
-///   loadlab demo -rates=400,800,1000,1200,1600 -step=3s -output-dir=demo-run
+///   loadlab demo -output demo-run
+///
+///   loadlab demo -step 1s -precision 0.1 -max-probes 8
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Rates to step through, in requests per second
-    #[arg(
-        long,
-        default_value = "500,800,1200,1500",
-        value_delimiter = ',',
-        value_name = "RATES"
-    )]
-    rates: Vec<f64>,
-    /// How long each step lasts
-    #[arg(long, default_value = "2.5s", value_name = "DURATION")]
+    /// Measured time per probe, after a 500ms warm-up
+    #[arg(long, default_value = "1500ms", value_name = "DURATION")]
     step: String,
-    /// Where to keep the record files (default: a new directory under the temp dir)
+    /// Stop bisecting when the lowest failing rate is within this share above the highest passing one
+    #[arg(long, default_value_t = 0.05, value_name = "SHARE")]
+    precision: f64,
+    /// Probes per pool at most, the confirmation included
+    #[arg(long, default_value_t = 12, value_name = "N")]
+    max_probes: usize,
+    /// The run folder [default: a new folder under the temp dir]
     #[arg(long, value_name = "DIR")]
-    output_dir: Option<PathBuf>,
+    output: Option<PathBuf>,
 }
 
-/// What one step saw.
-struct Step {
-    rate_per_sec: f64,
-    report: Report,
-    path: PathBuf,
+/// One simulated pool: its name, what it models, and its recipe.
+struct Pool {
+    name: &'static str,
+    about: &'static str,
+    recipe: &'static str,
+}
+
+/// Field report 001's two configurations, at a twentieth of their size: 1024 fixed
+/// workers became 50, 512 + 4096 overflow became 25 + 95. Capacities of 500 and 1200
+/// req/s keep the generator far from its own limit on two cores, so the search measures
+/// the pools. Every path is served, /news included, by the same pool.
+const POOLS: [Pool; 2] = [
+    Pool {
+        name: "fixed-pool",
+        about: "50 workers x 100 ms, no queue, 500 when full",
+        recipe: r#"{"route": "/*", "body": "<<1kb>>",
+            "stages": [{"at": 0, "status": 200, "latency": "100ms"}],
+            "capacity": {"workers": 50, "overflow": 0, "queue": 0, "reject_status": 500}}"#,
+    },
+    Pool {
+        name: "overflow-pool",
+        about: "25 + 95 overflow workers x 100 ms, a queue of 50 (500 ms), 500 when full",
+        recipe: r#"{"route": "/*", "body": "<<1kb>>",
+            "stages": [{"at": 0, "status": 200, "latency": "100ms"}],
+            "capacity": {"workers": 25, "overflow": 95, "queue": 50, "queue_timeout": "500ms",
+                         "reject_status": 500}}"#,
+    },
+];
+
+/// A started pool and its ground truth.
+struct Running {
+    pool: &'static Pool,
+    simulator: Simulator,
+    truth_per_sec: f64,
 }
 
 pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -60,183 +98,281 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     if step.is_zero() {
         bail!("-step: must be longer than zero");
     }
-    if args.rates.is_empty() || args.rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
-        bail!("-rates: want positive numbers, like 500,800,1200");
+    if !(args.precision > 0.0 && args.precision < 1.0) {
+        bail!(
+            "-precision: want a share between 0 and 1, like 0.05, got {}",
+            args.precision
+        );
     }
-    let dir = output_dir(args.output_dir.as_deref())?;
-    let options = SimulatorOptions {
-        threads: 1,
-        ..SimulatorOptions::new(([127, 0, 0, 1], 0).into())
-    };
-    let simulator =
-        Simulator::start(options, &simulator::demo_recipe()).context("starting the simulator")?;
-    let url = format!("http://{}/demo", simulator.local_addr());
+    if args.max_probes < 2 {
+        bail!(
+            "-max-probes: want at least 2 (a probe and its confirmation), got {}",
+            args.max_probes
+        );
+    }
+    let output = output_dir(args.output.as_deref())?;
+    let running = start_pools()?;
+    let plan_text = plan_text(&running, step, args);
+    let plan = Plan::parse(&plan_text, "loadlab demo (built-in plan)", &output)
+        .context("the demo's plan")?;
     let stop = StopHandle::new();
-    signals::stop_on_signals(&stop, "waiting for requests in flight")?;
+    signals::stop_on_signals(&stop, "finishing the current probe")?;
     let mut out = std::io::stdout().lock();
-    introduce(&mut out, &url, &args.rates, step)?;
-    let mut steps = Vec::new();
-    for &rate in &args.rates {
-        if stop.is_stopping() {
-            break;
-        }
-        let step = run_step(&url, rate, step, &dir, &stop)?;
-        print_step(&mut out, &step)?;
-        steps.push(step);
-    }
-    simulator.stop();
-    conclude(&mut out, &steps, &dir)?;
-    Ok(ExitCode::SUCCESS)
+    introduce(&mut out, &running, step, args)?;
+    let started = Instant::now();
+    let options = RunOptions {
+        output: output.clone(),
+        ..RunOptions::default()
+    };
+    let summary = run_plan(&plan, &options, &stop, &mut Progress::new(&mut out));
+    let truths: Vec<(&str, f64)> = running
+        .into_iter()
+        .map(|r| {
+            r.simulator.stop();
+            (r.pool.name, r.truth_per_sec)
+        })
+        .collect();
+    let summary = summary.context("running the demo's plan")?;
+    conclude(&mut out, &summary, &truths, &output, started.elapsed())?;
+    Ok(if summary.complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(130)
+    })
 }
 
+/// `-output`, which must not hold a run already, or a new folder under the temp dir.
 fn output_dir(wanted: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = match wanted {
         Some(dir) => dir.to_owned(),
-        None => std::env::temp_dir().join(format!("loadlab-demo-{}", std::process::id())),
+        None => {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            std::env::temp_dir().join(format!("loadlab-demo-{}-{now_ms}", std::process::id()))
+        }
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("-output-dir {}", dir.display()))?;
+    if dir.join("summary.json").exists() {
+        bail!(
+            "-output {}: holds a run already; give another folder",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("-output {}", dir.display()))?;
     Ok(dir)
+}
+
+fn start_pools() -> anyhow::Result<Vec<Running>> {
+    POOLS
+        .iter()
+        .map(|pool| {
+            let recipe = simulator::parse_recipe(pool.recipe, pool.name)?;
+            let truth_per_sec = recipe
+                .capacity_rps()
+                .first()
+                .map_or(f64::INFINITY, |(_, rps)| *rps);
+            let options = SimulatorOptions {
+                threads: 1,
+                ..SimulatorOptions::new(([127, 0, 0, 1], 0).into())
+            };
+            let simulator = Simulator::start(options, &recipe)
+                .with_context(|| format!("starting the {} simulator", pool.name))?;
+            Ok(Running {
+                pool,
+                simulator,
+                truth_per_sec,
+            })
+        })
+        .collect()
+}
+
+/// The demo as a plan file: what `loadlab run` would read, ports filled in.
+fn plan_text(running: &[Running], step: Duration, args: &DemoArgs) -> String {
+    let mut text = String::from(
+        "# Written by `loadlab demo`: the simulators' ports were free for that run only.\n\
+         name = \"demo: fixed pool vs overflow pool (field report 001)\"\n\
+         mode = \"search\"\n",
+    );
+    for pool in running {
+        text.push_str(&format!(
+            "\n[[variant]]\nname = \"{}\"\nbase_url = \"http://{}\"\n",
+            pool.pool.name,
+            pool.simulator.local_addr()
+        ));
+    }
+    text.push_str(&format!(
+        r#"
+[load]
+targets = ["GET http://pool/search?q={{{{rand.lower 12}}}}"]
+step_duration = "{step_ns}ns"
+warmup = "500ms"
+cooldown = "250ms"
+timeout = "2s"
+# One event-loop thread: the pool under test has the other core.
+threads = 1
+seed = 1
+# A probe well past the knee is over in a second.
+stop_when = ["errors > 20%"]
+
+[[load.scenario]]
+name = "news"
+targets = ["GET http://pool/news"]
+rate = 2
+
+[slo]
+success = 0.99
+p99 = "250ms"
+max_lag = "25ms"
+
+[search]
+start = 200
+precision = {precision}
+max_probes = {max_probes}
+"#,
+        step_ns = step.as_nanos(),
+        precision = args.precision,
+        max_probes = args.max_probes,
+    ));
+    text
 }
 
 fn introduce(
     out: &mut impl Write,
-    url: &str,
-    rates: &[f64],
+    running: &[Running],
     step: Duration,
+    args: &DemoArgs,
 ) -> std::io::Result<()> {
-    let rates: Vec<String> = rates.iter().map(|r| format!("{r}")).collect();
     writeln!(
         out,
-        "loadlab demo: a capacity run against the built-in simulator\n"
+        "loadlab demo: field report 001's question, answered by a capacity search\n"
     )?;
-    writeln!(out, "  system under test  {url}")?;
-    writeln!(
-        out,
-        "                     100 workers x 100 ms service time, queue of 100, 503 when full"
-    )?;
-    writeln!(
-        out,
-        "  load               open model, {} req/s, {} each\n",
-        rates.join(", "),
-        GoDuration(step)
-    )?;
-    writeln!(
-        out,
-        "  {:<10}{:>10}{:>10}{:>10}{:>10}{:>11}{:>11}  errors",
-        "step", "asked/s", "sent/s", "ok/s", "success", "p50", "p99"
-    )
-}
-
-fn run_step(
-    url: &str,
-    rate_per_sec: f64,
-    step: Duration,
-    dir: &Path,
-    stop: &StopHandle,
-) -> anyhow::Result<Step> {
-    let name = format!("{rate_per_sec}/s");
-    let path = dir.join(format!("step-{rate_per_sec}.llr"));
-    let target = Target::get("GET", url::Url::parse(url)?);
-    let plan = Plan {
-        duration_ns: Some(step.as_nanos() as u64),
-        ..Plan::constant_rate(rate_per_sec)
-    };
-    let mut attack = AttackConfig::new(&name, vec![target], plan);
-    attack.timeout = Duration::from_secs(5);
-    let config = RunConfig::single(attack);
-    let file = BufWriter::new(
-        File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-    );
-    engine::run(&config, file, stop)?;
-    Ok(Step {
-        rate_per_sec,
-        report: summarize(&path)?,
-        path,
-    })
-}
-
-fn summarize(path: &Path) -> anyhow::Result<Report> {
-    let source: Box<dyn RecordSource> = record::open_input(&path.display().to_string())?;
-    let mut inputs = Inputs::from_sources(vec![source]);
-    let mut metrics = Metrics::new(None);
-    let mut batch = Vec::new();
-    while inputs.next_batch(&mut batch)? {
-        metrics.add_all(&batch);
-    }
-    let mut report = metrics.close(inputs.tables());
-    let summaries: Vec<_> = inputs.summaries().cloned().collect();
-    let facts = RunFacts::from_inputs(&summaries, inputs.tables());
-    report.extras = Extras::build(&report, &facts, Scope::Run);
-    Ok(report)
-}
-
-fn print_step(out: &mut impl Write, step: &Step) -> std::io::Result<()> {
-    let report = &step.report;
-    let ok_per_sec = report.successes as f64 / (report.duration_ns.max(1) as f64 / 1e9);
-    let errors = if report.errors.is_empty() {
-        "-".to_owned()
-    } else {
-        report.errors.join("; ")
-    };
-    writeln!(
-        out,
-        "  {:<10}{:>10.1}{:>10.1}{:>10.1}{:>9.2}%{:>11}{:>11}  {errors}",
-        format!("{}/s", step.rate_per_sec),
-        step.rate_per_sec,
-        report.rate_per_sec,
-        ok_per_sec,
-        report.success_ratio * 100.0,
-        GoDuration(units::round_for_report(Duration::from_nanos(
-            report.latencies.p50_ns
-        )))
-        .to_string(),
-        GoDuration(units::round_for_report(Duration::from_nanos(
-            report.latencies.p99_ns
-        )))
-        .to_string(),
-    )
-}
-
-/// Names the knee: the first step whose successful rate fell short of what was asked.
-fn conclude(out: &mut impl Write, steps: &[Step], dir: &Path) -> anyhow::Result<()> {
-    let ok_rate = |s: &Step| s.report.successes as f64 / (s.report.duration_ns.max(1) as f64 / 1e9);
-    let knee = steps
-        .iter()
-        .position(|s| ok_rate(s) < 0.95 * s.rate_per_sec);
-    writeln!(out)?;
-    match knee {
-        Some(index) => {
-            let capacity = steps[index..].iter().map(ok_rate).fold(0.0, f64::max);
-            let below = index
-                .checked_sub(1)
-                .map_or("the first step".to_owned(), |i| {
-                    format!("{}/s", steps[i].rate_per_sec)
-                });
-            writeln!(
-                out,
-                "  The knee: up to {below} every request succeeded; at {}/s only {capacity:.0} req/s succeeded and the rest were refused.\n  Measured capacity ~{capacity:.0} req/s; the simulator's ground truth is {DEMO_CAPACITY_RPS:.0} req/s (100 workers / 100 ms).",
-                steps[index].rate_per_sec
-            )?;
-        }
-        None => writeln!(
-            out,
-            "  No knee in these steps: every rate was served (capacity {DEMO_CAPACITY_RPS:.0} req/s); try higher -rates."
-        )?,
-    }
-    if let Some(last) = steps.last() {
+    for pool in running {
         writeln!(
             out,
-            "\nThe last step in vegeta's layout, with loadlab's extra rows:\n"
+            "  {:<15}http://{}  {}: ground truth {:.0} req/s",
+            pool.pool.name,
+            pool.simulator.local_addr(),
+            pool.pool.about,
+            pool.truth_per_sec
         )?;
-        let mut text = String::new();
-        report::write_text(&mut text, &last.report);
-        write!(out, "{text}")?;
+    }
+    writeln!(
+        out,
+        "  {:<15}GET /search?q=RANDOM from 200 req/s, doubling, then bisecting to {}%; {} per probe after a 500ms warm-up\n  {:<15}/news polled at 2 req/s beside every probe\n  {:<15}99% success and p99 <= 250ms (at most {} probes per pool)\n",
+        "load",
+        args.precision * 100.0,
+        units::GoDuration(step),
+        "",
+        "a probe holds",
+        args.max_probes
+    )
+}
+
+/// `run_plan`'s progress, shortened for the demo: a line per finished probe (its
+/// folder, rate, verdict and why), not the "starting" lines.
+struct Progress<W: Write> {
+    out: W,
+    line: Vec<u8>,
+}
+
+impl<W: Write> Progress<W> {
+    fn new(out: W) -> Self {
+        Progress {
+            out,
+            line: Vec::new(),
+        }
+    }
+
+    fn end_line(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&self.line).into_owned();
+        self.line.clear();
+        let text = text.strip_prefix("loadlab run: ").unwrap_or(&text);
+        if text.ends_with(" ...") {
+            return Ok(());
+        }
+        writeln!(self.out, "  {text}")
+    }
+}
+
+impl<W: Write> Write for Progress<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for &byte in buf {
+            if byte == b'\n' {
+                self.end_line()?;
+            } else {
+                self.line.push(byte);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The table the demo is for: per pool, the rate held against the ground truth.
+fn conclude(
+    out: &mut impl Write,
+    summary: &RunSummary,
+    truths: &[(&str, f64)],
+    dir: &Path,
+    took: Duration,
+) -> std::io::Result<()> {
+    let baseline = summary.variants.first().and_then(|v| v.max_rate_held);
+    writeln!(
+        out,
+        "\n  {:<15}{:>15}{:>13}{:>14}{:>13}{:>8}{:>9}",
+        "pool", "max req/s held", "improvement", "ground truth", "found/truth", "probes", "time"
+    )?;
+    for result in &summary.variants {
+        let truth = truths
+            .iter()
+            .find(|(name, _)| *name == result.variant)
+            .map_or(f64::NAN, |(_, truth)| *truth);
+        let held = result.max_rate_held;
+        let ratio = |a: Option<f64>, b: Option<f64>, unit: &str| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}{unit}", a / b),
+            _ => "-".to_owned(),
+        };
         writeln!(
             out,
-            "\nRecords: {}\n  loadlab report -every=500ms {}\n  loadlab report -by=attack {}/*.llr",
-            dir.display(),
-            last.path.display(),
-            dir.display()
+            "  {:<15}{:>15}{:>13}{:>14.0}{:>13}{:>8}{:>9}",
+            result.variant,
+            held.map_or("none".to_owned(), |h| format!("{h:.0}")),
+            ratio(held, baseline, "x"),
+            truth,
+            held.map_or("-".to_owned(), |h| format!("{:.1}%", h / truth * 100.0)),
+            result.probes.map_or("-".to_owned(), |p| p.to_string()),
+            result
+                .seconds
+                .map_or("-".to_owned(), |s| format!("{s:.1}s")),
+        )?;
+        writeln!(out, "  {:<15}{}", "", result.how)?;
+    }
+    writeln!(
+        out,
+        "\n  (A pool without a queue serves 1-2% under its ground truth: a freed worker idles until\n  the next arrival. See docs/SIMULATOR.md.)"
+    )?;
+    if !summary.complete {
+        writeln!(
+            out,
+            "\n  Interrupted: the table holds what was found so far."
+        )?;
+    }
+    writeln!(
+        out,
+        "\n  Took {}. The run folder is the write-up:\n    {}\n    {}   (tables: per pool, and per probe with the /news poll)\n    {}   (charts)",
+        units::GoDuration(units::round_for_report(took)),
+        dir.display(),
+        dir.join("summary.md").display(),
+        dir.join("index.html").display(),
+    )?;
+    if let Some(records) = summary.steps.first().and_then(|s| s.records.as_deref()) {
+        writeln!(
+            out,
+            "  A probe, /search and /news apart: loadlab report -by=attack {}",
+            dir.join(records).display()
         )?;
     }
     Ok(())

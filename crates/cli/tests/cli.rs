@@ -1353,6 +1353,139 @@ fn run_interrupted_leaves_an_incomplete_summary() {
 }
 
 // ---------------------------------------------------------------------------------
+// demo: a search plan against two in-process simulators.
+
+#[test]
+fn demo_searches_both_pools_and_prints_the_table_beside_the_ground_truth() {
+    let dir = TempDir::new();
+    let out = dir.path("demo");
+    // Short probes and a small budget: the table, not the capacities, is checked here
+    // (the lab's own tests check that a search finds a known capacity).
+    let output = run(
+        &[
+            "demo",
+            "-step",
+            "300ms",
+            "-max-probes",
+            "3",
+            "-output",
+            &out,
+        ],
+        None,
+    );
+    let text = ok(&output);
+    for want in [
+        "fixed-pool",
+        "overflow-pool",
+        "ground truth 500 req/s",
+        "ground truth 1200 req/s",
+        "/news polled at 2 req/s",
+        "max req/s held  improvement  ground truth  found/truth  probes",
+        "000-fixed-pool-200 (fixed-pool, 200/s): ",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(!text.contains(" ..."), "no 'starting' lines: {text}");
+    assert!(
+        text.contains(&format!("{out}/index.html")) && text.contains(&format!("{out}/summary.md")),
+        "{text}"
+    );
+    // Each pool's row: its name, the rate held (or none), then its ground truth.
+    for (pool, truth) in [("fixed-pool", "500"), ("overflow-pool", "1200")] {
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(pool) && !l.contains("http://"))
+            .unwrap_or_else(|| panic!("{pool}: {text}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells.get(3), Some(&truth), "{row}");
+    }
+    let summary = std::fs::read_to_string(format!("{out}/summary.json")).unwrap();
+    assert!(summary.contains("\"complete\": true"), "{summary}");
+    assert_eq!(summary.matches("\"probes\": ").count(), 2, "{summary}");
+    assert!(
+        !summary.contains("\"probes\": 4"),
+        "a budget of 3: {summary}"
+    );
+    // The /news poll ran beside every probe and has figures of its own.
+    assert!(summary.contains("\"name\": \"news\""), "{summary}");
+    let plan = std::fs::read_to_string(format!("{out}/plan.toml")).unwrap();
+    assert!(plan.contains("mode = \"search\""), "{plan}");
+    let md = std::fs::read_to_string(format!("{out}/summary.md")).unwrap();
+    assert!(
+        md.contains("| fixed-pool |") && md.contains("news: "),
+        "{md}"
+    );
+
+    // The folder holds a run now: a second demo into it is refused.
+    let again = run(&["demo", "-output", &out], None);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("holds a run already"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn demo_refuses_bad_flags_and_explains_itself() {
+    let rows = [
+        (vec!["-step", "0s"], "-step: must be longer than zero"),
+        (vec!["-step", "soon"], "-step"),
+        (
+            vec!["-precision", "2"],
+            "-precision: want a share between 0 and 1",
+        ),
+        (vec!["-max-probes", "1"], "-max-probes: want at least 2"),
+    ];
+    for (flags, want) in rows {
+        let args: Vec<&str> = std::iter::once("demo")
+            .chain(flags.iter().copied())
+            .collect();
+        let output = run(&args, None);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{flags:?}: {err}");
+        assert!(err.contains(want), "{flags:?}: {err}");
+        assert!(output.stdout.is_empty(), "{flags:?}");
+    }
+    let help = ok(&run(&["demo", "--help"], None));
+    for want in [
+        "Examples:",
+        "loadlab demo -output",
+        "--max-probes",
+        "--precision",
+        "--step",
+    ] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+}
+
+#[test]
+fn demo_stops_cleanly_on_ctrl_c() {
+    let dir = TempDir::new();
+    let out = dir.path("demo");
+    let child = loadlab()
+        .args(["demo", "-output", &out])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(child.id());
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Interrupted"), "{text}");
+    let summary = std::fs::read_to_string(format!("{out}/summary.json")).unwrap();
+    assert!(summary.contains("\"complete\": false"), "{summary}");
+}
+
+// ---------------------------------------------------------------------------------
 // compare: record files side by side.
 
 /// `run_file`'s 8 s at 1000/s with every latency multiplied by `latency_factor`.

@@ -86,6 +86,76 @@ pub struct StepRow {
     /// Hook problems that did not fail the cell (a teardown).
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Each background scenario's figures in the same window, in plan order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioRow>,
+}
+
+/// A background scenario's figures in one step's window (`[[load.scenario]]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRow {
+    /// The scenario's name.
+    pub name: String,
+    /// Requests in the window.
+    pub requests: u64,
+    /// Share of them that succeeded.
+    pub success: f64,
+    /// Median latency, ms.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile, ms.
+    pub p99_ms: Option<f64>,
+    /// Failed requests by kind (HTTP status or transport error kind).
+    pub errors: BTreeMap<String, u64>,
+    /// Its own verdict when it has an SLO (`pass`, `fail`, `inconclusive`), else none.
+    pub verdict: Option<String>,
+}
+
+impl ScenarioRow {
+    /// A scenario's window, and its verdict if it was judged.
+    pub fn new(name: &str, summary: &StepSummary, verdict: Option<&Verdict>) -> ScenarioRow {
+        ScenarioRow {
+            name: name.to_owned(),
+            requests: summary.requests,
+            success: summary.success_ratio,
+            p50_ms: percentile_ms(summary, Percentile::P50),
+            p99_ms: percentile_ms(summary, Percentile::P99),
+            errors: summary.errors_by_kind.iter().cloned().collect(),
+            verdict: verdict.map(|v| v.word().to_owned()),
+        }
+    }
+
+    /// The compact cell of `summary.md`: `news: 100% ok, p99 1.02s` (and the verdict
+    /// when it failed).
+    fn cell(&self) -> String {
+        let p99 = match self.p99_ms {
+            Some(ms) if ms >= 1000.0 => format!("{:.2}s", ms / 1000.0),
+            Some(ms) => format!("{ms:.1}ms"),
+            None => "-".to_owned(),
+        };
+        let verdict = match self.verdict.as_deref() {
+            None | Some("pass") => String::new(),
+            Some(other) => format!(" ({other})"),
+        };
+        format!(
+            "{}: {}% ok, p99 {p99}{verdict}",
+            self.name,
+            format_share(self.success * 100.0)
+        )
+    }
+}
+
+/// `100`, `99.5`, `33.33`: as short as the share allows.
+fn format_share(percent: f64) -> String {
+    let text = format!("{percent:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+fn percentile_ms(summary: &StepSummary, p: Percentile) -> Option<f64> {
+    summary
+        .latency_ns
+        .iter()
+        .find(|(q, _)| *q == p)
+        .map(|(_, ns)| *ns as f64 / 1e6)
 }
 
 impl StepRow {
@@ -332,9 +402,19 @@ impl RunSummary {
         for axis in &axes {
             let _ = write!(md, " {axis} |");
         }
-        md.push_str(" offered | achieved/s | success | p50 | p90 | p99 | max | errors | verdict | why |\n|---|---|");
+        let scenarios = self.steps.iter().any(|s| !s.scenarios.is_empty());
+        md.push_str(" offered | achieved/s | success | p50 | p90 | p99 | max | errors |");
+        if scenarios {
+            md.push_str(" scenarios |");
+        }
+        md.push_str(" verdict | why |\n|---|---|");
         md.push_str(&"---|".repeat(axes.len()));
-        md.push_str("---:|---:|---:|---:|---:|---:|---:|---|---|---|\n");
+        md.push_str("---:|---:|---:|---:|---:|---:|---:|---|");
+        md.push_str(if scenarios {
+            "---|---|---|\n"
+        } else {
+            "---|---|\n"
+        });
         for s in &self.steps {
             let _ = write!(md, "| {} | {} |", s.step, s.variant);
             for axis in &axes {
@@ -349,9 +429,9 @@ impl RunSummary {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let _ = writeln!(
+            let _ = write!(
                 md,
-                " {} | {:.1} | {:.2}% | {} | {} | {} | {} | {errors} | {} | {} |",
+                " {} | {:.1} | {:.2}% | {} | {} | {} | {} | {errors} |",
                 s.offer(),
                 s.achieved_per_sec,
                 s.success * 100.0,
@@ -359,9 +439,12 @@ impl RunSummary {
                 millis(s.p90_ms),
                 millis(s.p99_ms),
                 millis(s.max_ms),
-                s.verdict,
-                s.why.replace('|', "/"),
             );
+            if scenarios {
+                let cells: Vec<String> = s.scenarios.iter().map(ScenarioRow::cell).collect();
+                let _ = write!(md, " {} |", cells.join("; "));
+            }
+            let _ = writeln!(md, " {} | {} |", s.verdict, s.why.replace('|', "/"));
         }
         md
     }

@@ -31,7 +31,7 @@ mod summarise;
 
 use std::path::PathBuf;
 
-pub use folder::{CellStats, RunSummary, StepRow, VariantResult, redact};
+pub use folder::{CellStats, RunSummary, ScenarioRow, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
 pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
 

@@ -160,6 +160,25 @@ pub struct Load {
     /// Stop rules for every step (as `attack -stop-when`): a probe that has clearly
     /// failed ends early.
     pub stop_when: Vec<workload::StopRule>,
+    /// Background scenarios run beside every step (`[[load.scenario]]`), in plan order.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// A background scenario (`[[load.scenario]]`): run beside every step of every variant
+/// for the step's whole length (warm-up included) at its own fixed rate, as field report
+/// 001 polled `/news` at 1 req/s while `/search` was flooded. Its targets are rebased onto
+/// a variant's `base_url` like the shared ones.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Its name in records (the attack's name), rows and tables.
+    pub name: String,
+    /// The line of its `[[load.scenario]]` table.
+    pub line: u64,
+    /// Its attack's keys (as a `-scenarios` table: name, rate, targets, timeout, ...),
+    /// with `[load]`'s per-attack settings filled in where it gives none.
+    pub attack: AttackFields,
+    /// Its own verdict, if it has an `slo` table: a step passes only if it holds too.
+    pub slo: Option<Slo>,
 }
 
 /// `search` mode's settings.
@@ -244,6 +263,33 @@ struct RawLoad {
     monitor: Vec<String>,
     monitor_interval: Option<Spanned<String>>,
     stop_when: Option<Spanned<Vec<String>>>,
+    #[serde(default, rename = "scenario")]
+    scenarios: Vec<Spanned<RawScenario>>,
+}
+
+/// The keys of an `attack -scenarios` table that mean something beside a step.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    rate: Option<Spanned<TextOrNumber>>,
+    targets: Option<Vec<String>>,
+    targets_file: Option<String>,
+    timeout: Option<Spanned<String>>,
+    keepalive: Option<bool>,
+    headers: Option<Spanned<Vec<String>>>,
+    body_file: Option<String>,
+    max_workers: Option<Spanned<u64>>,
+    redirects: Option<i32>,
+    max_body: Option<TextOrNumber>,
+    slo: Option<Spanned<RawSlo>>,
+    // Keys of a `-scenarios` table that a background scenario cannot take: refused
+    // with the reason rather than as unknown.
+    duration: Option<Spanned<toml::Value>>,
+    schedule: Option<Spanned<toml::Value>>,
+    concurrency: Option<Spanned<toml::Value>>,
+    think_time: Option<Spanned<toml::Value>>,
+    max_requests: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -315,6 +361,15 @@ impl Spot<'_> {
         }
     }
 
+    fn err_at_line(&self, line: u64, field: &str, reason: impl Into<String>) -> LabError {
+        LabError::Plan {
+            source_name: self.source_name.to_owned(),
+            line,
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
     fn duration(&self, value: &Spanned<String>, field: &str) -> Result<Duration, LabError> {
         units::parse_duration(value.get_ref())
             .map_err(|e| self.err(value.span().start, field, e.to_string()))
@@ -371,8 +426,23 @@ impl Plan {
                 ));
             }
         };
-        let load = load(&spot, &raw.load)?;
+        let slo = slo(&spot, raw.slo.as_ref(), "slo")?;
+        let mut load = load(&spot, &raw.load)?;
+        load.scenarios = scenarios(&spot, &raw.load, &load.attack, &slo.generator)?;
         let variants = variants(&spot, raw.variants, &load)?;
+        if let Some((scenario, variant)) = load.scenarios.iter().find_map(|s| {
+            let variant = variants.iter().find(|v| v.name == s.name)?;
+            Some((s, variant))
+        }) {
+            return Err(spot.err_at_line(
+                scenario.line,
+                "load.scenario.name",
+                format!(
+                    "{:?} is the name of the variant on line {}: records name both, so use another",
+                    scenario.name, variant.line
+                ),
+            ));
+        }
         let matrix = match (&raw.matrix, mode) {
             (Some(m), _) => matrix(&spot, m)?,
             (None, Mode::Matrix) => {
@@ -407,7 +477,7 @@ impl Plan {
             text: text.to_owned(),
             variants,
             load,
-            slo: slo(&spot, raw.slo.as_ref())?,
+            slo,
             search: search(&spot, raw.search.as_ref())?,
             matrix,
             hook_values: Vec::new(),
@@ -574,7 +644,202 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
             None => "1s".to_owned(),
         },
         stop_when,
+        scenarios: Vec::new(),
     })
+}
+
+/// `[[load.scenario]]` tables: checked here (names, rate, targets, timeout, headers,
+/// slo) so a typo fails before anything runs; `defaults` are `[load]`'s per-attack
+/// settings, filled in where a scenario gives none (as a `-scenarios` file's `[defaults]`).
+fn scenarios(
+    spot: &Spot<'_>,
+    raw: &Spanned<RawLoad>,
+    defaults: &AttackFields,
+    generator: &GeneratorHealth,
+) -> Result<Vec<Scenario>, LabError> {
+    let mut out: Vec<Scenario> = Vec::new();
+    for spanned in &raw.get_ref().scenarios {
+        let at = spanned.span().start;
+        let r = spanned.get_ref();
+        let name = r.name.get_ref().trim().to_owned();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(spot.err(
+                r.name.span().start,
+                "load.scenario.name",
+                format!("{name:?}: use letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(spot.err(
+                r.name.span().start,
+                "load.scenario.name",
+                format!("{name:?} is used twice"),
+            ));
+        }
+        refuse_step_keys(spot, r)?;
+        let rate = scenario_rate(spot, r, at, &name)?;
+        match (&r.targets, &r.targets_file) {
+            (Some(list), None) if !list.is_empty() => {}
+            (None, Some(_)) => {}
+            (Some(_), Some(_)) => {
+                return Err(spot.err(
+                    at,
+                    "load.scenario.targets",
+                    format!("scenario {name:?}: give targets or targets_file, not both"),
+                ));
+            }
+            _ => {
+                return Err(spot.err(
+                    at,
+                    "load.scenario.targets",
+                    format!("scenario {name:?} has no targets: give targets or targets_file"),
+                ));
+            }
+        }
+        if let Some(timeout) = &r.timeout
+            && spot.duration(timeout, "load.scenario.timeout")?.is_zero()
+        {
+            return Err(spot.err(
+                timeout.span().start,
+                "load.scenario.timeout",
+                "must be longer than zero",
+            ));
+        }
+        if let Some(headers) = &r.headers
+            && let Some(Err(reason)) = headers
+                .get_ref()
+                .iter()
+                .map(|h| workload::Header::parse(h))
+                .find(Result::is_err)
+        {
+            return Err(spot.err(headers.span().start, "load.scenario.headers", reason));
+        }
+        if let Some(workers) = &r.max_workers
+            && *workers.get_ref() == 0
+        {
+            return Err(spot.err(
+                workers.span().start,
+                "load.scenario.max_workers",
+                "must be at least 1",
+            ));
+        }
+        let attack = AttackFields {
+            name: Some(name.clone()),
+            rate: Some(rate),
+            targets: r.targets.clone(),
+            targets_file: r.targets_file.clone(),
+            body_file: r.body_file.clone(),
+            timeout: r
+                .timeout
+                .as_ref()
+                .map(|t| t.get_ref().clone())
+                .or_else(|| defaults.timeout.clone()),
+            keepalive: r.keepalive.or(defaults.keepalive),
+            headers: r
+                .headers
+                .as_ref()
+                .map(|h| h.get_ref().clone())
+                .or_else(|| defaults.headers.clone()),
+            max_workers: r
+                .max_workers
+                .as_ref()
+                .map(|w| *w.get_ref())
+                .or(defaults.max_workers),
+            redirects: r.redirects.or(defaults.redirects),
+            max_body: r.max_body.clone().or_else(|| defaults.max_body.clone()),
+            ..AttackFields::default()
+        };
+        // Whatever is left to check (max_body), as an attack would.
+        attack
+            .settings(&workload::Origin::flags())
+            .map_err(|e| spot.err(at, "load.scenario", format!("scenario {name:?}: {e}")))?;
+        let slo = r
+            .slo
+            .as_ref()
+            .map(|s| scenario_slo(spot, s, generator))
+            .transpose()?;
+        out.push(Scenario {
+            name,
+            line: spot.line(at),
+            attack,
+            slo,
+        });
+    }
+    Ok(out)
+}
+
+/// A background scenario runs for the whole step at its own fixed rate: the keys of a
+/// `-scenarios` table that would say otherwise are refused with that reason.
+fn refuse_step_keys(spot: &Spot<'_>, r: &RawScenario) -> Result<(), LabError> {
+    let keys = [
+        ("duration", &r.duration),
+        ("schedule", &r.schedule),
+        ("concurrency", &r.concurrency),
+        ("think_time", &r.think_time),
+        ("max_requests", &r.max_requests),
+    ];
+    match keys.into_iter().find_map(|(key, v)| Some((key, v.as_ref()?))) {
+        Some((key, value)) => Err(spot.err(
+            value.span().start,
+            &format!("load.scenario.{key}"),
+            "a background scenario runs for each step's whole length at its own fixed `rate`; give no duration, schedule, concurrency, think_time or max_requests",
+        )),
+        None => Ok(()),
+    }
+}
+
+fn scenario_rate(
+    spot: &Spot<'_>,
+    r: &RawScenario,
+    at: usize,
+    name: &str,
+) -> Result<TextOrNumber, LabError> {
+    let Some(rate) = &r.rate else {
+        return Err(spot.err(
+            at,
+            "load.scenario.rate",
+            format!("scenario {name:?} needs a rate (requests per second, like 1 or \"10/1s\")"),
+        ));
+    };
+    let text = rate.get_ref().text();
+    match units::Rate::parse(&text) {
+        Ok(parsed) if !parsed.is_unpaced() && parsed.per_sec() > 0.0 => Ok(rate.get_ref().clone()),
+        Ok(_) => Err(spot.err(
+            rate.span().start,
+            "load.scenario.rate",
+            format!("must be above 0, got {text}: a background scenario runs at a fixed rate"),
+        )),
+        Err(e) => Err(spot.err(rate.span().start, "load.scenario.rate", e.to_string())),
+    }
+}
+
+/// A scenario's own SLO: the fields of `[slo]` but the generator's health, which is
+/// judged once for the whole generator (the plan's `[slo]` bounds apply to it too).
+fn scenario_slo(
+    spot: &Spot<'_>,
+    raw: &Spanned<RawSlo>,
+    generator: &GeneratorHealth,
+) -> Result<Slo, LabError> {
+    let r = raw.get_ref();
+    if let Some(offset) = r
+        .achieved
+        .as_ref()
+        .map(|a| a.span().start)
+        .or(r.max_lag.as_ref().map(|l| l.span().start))
+    {
+        return Err(spot.err(
+            offset,
+            "load.scenario.slo",
+            "the generator's health (achieved, max_lag) is set once, in [slo]",
+        ));
+    }
+    let mut slo = slo(spot, Some(r), "load.scenario.slo")?;
+    slo.generator = *generator;
+    Ok(slo)
 }
 
 fn variants(
@@ -711,7 +976,7 @@ fn ratio(spot: &Spot<'_>, value: &Spanned<f64>, field: &str) -> Result<f64, LabE
     }
 }
 
-fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>) -> Result<Slo, LabError> {
+fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result<Slo, LabError> {
     let Some(r) = raw else {
         return Ok(Slo {
             min_success_ratio: Some(DEFAULT_SUCCESS),
@@ -719,11 +984,9 @@ fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>) -> Result<Slo, LabError> {
         });
     };
     let mut slo = Slo {
-        min_success_ratio: Some(
-            r.success
-                .as_ref()
-                .map_or(Ok(DEFAULT_SUCCESS), |s| ratio(spot, s, "slo.success"))?,
-        ),
+        min_success_ratio: Some(r.success.as_ref().map_or(Ok(DEFAULT_SUCCESS), |s| {
+            ratio(spot, s, &format!("{prefix}.success"))
+        })?),
         ..Slo::default()
     };
     let bounds = [
@@ -737,7 +1000,7 @@ fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>) -> Result<Slo, LabError> {
     ];
     for (percentile, value) in bounds {
         if let Some(value) = value {
-            let field = format!("slo.{percentile}");
+            let field = format!("{prefix}.{percentile}");
             let bound = spot.duration(value, &field)?;
             if bound.is_zero() {
                 return Err(spot.err(value.span().start, &field, "must be longer than zero"));
@@ -750,11 +1013,11 @@ fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>) -> Result<Slo, LabError> {
         let known = record::ErrorKind::from_name(kind).is_some()
             || kind.parse::<u16>().is_ok_and(|s| (100..600).contains(&s));
         if !known {
-            return Err(spot.err(value.span().start, &format!("slo.errors.{kind}"), "want an error kind (timeout, connect, reset, closed, ...) or an HTTP status like \"503\""));
+            return Err(spot.err(value.span().start, &format!("{prefix}.errors.{kind}"), "want an error kind (timeout, connect, reset, closed, ...) or an HTTP status like \"503\""));
         }
         slo.max_error_ratio_by_kind.push((
             kind.clone(),
-            ratio(spot, value, &format!("slo.errors.{kind}"))?,
+            ratio(spot, value, &format!("{prefix}.errors.{kind}"))?,
         ));
     }
     let mut generator = GeneratorHealth::default();
@@ -1133,6 +1396,128 @@ max_rate = 100000
                 "duplicate variant",
                 format!("mode = \"sweep\"\n{VARIANT}{VARIANT}{TARGETS}"),
                 "p.toml:5: variant.name: \"a\" is used twice",
+            ),
+        ];
+        let wrong: Vec<String> = rows
+            .into_iter()
+            .filter_map(|(name, text, want)| match parse(&text) {
+                Err(err) if err.starts_with(want) => None,
+                other => Some(format!("{name}: {other:?}")),
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
+
+#[cfg(test)]
+mod scenario_tests {
+    use super::*;
+
+    const HEAD: &str = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/search\"]\nrates = [10]\ntimeout = \"3s\"\nheaders = [\"X-Run: lab\"]\n";
+
+    fn parse(text: &str) -> Result<Plan, String> {
+        Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn background_scenarios_parse_with_load_defaults_and_their_own_slo() {
+        let text = format!(
+            "{HEAD}[slo]\nmax_lag = \"25ms\"\n[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\nrate = 1\n[load.scenario.slo]\nsuccess = 1.0\np99 = \"1.5s\"\n[[load.scenario]]\nname = \"home\"\ntargets_file = \"home.txt\"\nrate = \"10/1s\"\ntimeout = \"1s\"\n"
+        );
+        let plan = parse(&text).expect("plan with scenarios");
+        let [news, home] = &plan.load.scenarios[..] else {
+            panic!("{:?}", plan.load.scenarios)
+        };
+        assert_eq!((news.name.as_str(), news.line), ("news", 11));
+        assert_eq!(news.attack.name.as_deref(), Some("news"));
+        assert_eq!(
+            news.attack.rate.as_ref().map(TextOrNumber::text).as_deref(),
+            Some("1")
+        );
+        // [load]'s per-attack settings fill in what the scenario leaves out.
+        assert_eq!(news.attack.timeout.as_deref(), Some("3s"));
+        assert_eq!(news.attack.headers, Some(vec!["X-Run: lab".to_owned()]));
+        let slo = news.slo.as_ref().expect("news has an slo");
+        assert_eq!(slo.min_success_ratio, Some(1.0));
+        assert_eq!(slo.max_latency_ns, vec![(Percentile::P99, 1_500_000_000)]);
+        // The generator's health is the plan's.
+        assert_eq!(slo.generator.max_lag_p99_ns, 25_000_000);
+        assert_eq!(home.attack.timeout.as_deref(), Some("1s"));
+        assert_eq!(home.attack.targets_file.as_deref(), Some("home.txt"));
+        assert!(home.slo.is_none());
+        assert!(parse(HEAD).expect("no scenarios").load.scenarios.is_empty());
+    }
+
+    #[test]
+    fn bad_scenarios_name_the_line_and_field() {
+        let news = "[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\n";
+        let rows: [(&str, String, &str); 13] = [
+            (
+                "typo",
+                format!("{HEAD}{news}rate = 1\nrat = 2\n"),
+                "p.toml:13: rat: unknown field `rat`",
+            ),
+            (
+                "no rate",
+                format!("{HEAD}{news}"),
+                "p.toml:9: load.scenario.rate: scenario \"news\" needs a rate",
+            ),
+            (
+                "bad rate",
+                format!("{HEAD}{news}rate = \"fast\"\n"),
+                "p.toml:12: load.scenario.rate:",
+            ),
+            (
+                "zero rate",
+                format!("{HEAD}{news}rate = 0\n"),
+                "p.toml:12: load.scenario.rate: must be above 0",
+            ),
+            (
+                "duplicate name",
+                format!("{HEAD}{news}rate = 1\n{news}rate = 2\n"),
+                "p.toml:14: load.scenario.name: \"news\" is used twice",
+            ),
+            (
+                "named like a variant",
+                format!(
+                    "{HEAD}[[load.scenario]]\nname = \"a\"\ntargets = [\"GET http://h/\"]\nrate = 1\n"
+                ),
+                "p.toml:9: load.scenario.name: \"a\" is the name of the variant on line 2",
+            ),
+            (
+                "no targets",
+                format!("{HEAD}[[load.scenario]]\nname = \"news\"\nrate = 1\n"),
+                "p.toml:9: load.scenario.targets: scenario \"news\" has no targets",
+            ),
+            (
+                "both targets",
+                format!("{HEAD}{news}targets_file = \"t.txt\"\nrate = 1\n"),
+                "p.toml:9: load.scenario.targets: scenario \"news\": give targets or targets_file, not both",
+            ),
+            (
+                "a duration",
+                format!("{HEAD}{news}rate = 1\nduration = \"5m\"\n"),
+                "p.toml:13: load.scenario.duration: a background scenario runs for each step's whole length",
+            ),
+            (
+                "bad timeout",
+                format!("{HEAD}{news}rate = 1\ntimeout = \"soon\"\n"),
+                "p.toml:13: load.scenario.timeout:",
+            ),
+            (
+                "bad header",
+                format!("{HEAD}{news}rate = 1\nheaders = [\"no colon\"]\n"),
+                "p.toml:13: load.scenario.headers:",
+            ),
+            (
+                "slo out of range",
+                format!("{HEAD}{news}rate = 1\nslo = {{ success = 2 }}\n"),
+                "p.toml:13: load.scenario.slo.success: must be between 0 and 1",
+            ),
+            (
+                "generator health per scenario",
+                format!("{HEAD}{news}rate = 1\nslo = {{ max_lag = \"1s\" }}\n"),
+                "p.toml:13: load.scenario.slo: the generator's health (achieved, max_lag) is set once, in [slo]",
             ),
         ];
         let wrong: Vec<String> = rows

@@ -14,11 +14,11 @@ use workload::{AttackFields, Origin, Pacing, Target, TextOrNumber, defaults};
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, substitute};
-use crate::folder::StepRow;
+use crate::folder::{ScenarioRow, StepRow};
 use crate::hooks::{note, run_hook, wait_ready};
-use crate::plan::{Plan, TargetSource};
+use crate::plan::{Plan, Scenario, TargetSource};
 use crate::runner::MonitorFactory;
-use crate::summarise::{Window, summarise};
+use crate::summarise::{Figures, Window, summarise};
 
 /// What the runner learns from one cell.
 pub struct StepResult {
@@ -101,7 +101,8 @@ pub fn run_cell(
 /// What an attack left behind.
 struct Attacked {
     records: String,
-    plan: workload::Plan,
+    /// Each attack's plan: the step's main load, then its background scenarios.
+    plans: Vec<workload::Plan>,
     /// A stop rule that ended the step early: what it said, and when (ns from the start).
     fired: Option<(String, u64)>,
 }
@@ -122,15 +123,11 @@ fn judge_cell(
         (*at_ns).clamp(start_ns + 1, planned_end_ns)
     });
     let window = Window { start_ns, end_ns };
-    let asked = |from: u64, to: u64| {
-        Some(
-            outcome
-                .plan
-                .asked_by(to)?
-                .saturating_sub(outcome.plan.asked_by(from)?),
-        )
+    let asked = |attack: usize, from: u64, to: u64| {
+        let plan = outcome.plans.get(attack)?;
+        Some(plan.asked_by(to)?.saturating_sub(plan.asked_by(from)?))
     };
-    let figures = match summarise(&outcome.records, window, &asked) {
+    let figures = match summarise(&outcome.records, window, outcome.plans.len(), &asked) {
         Ok(figures) => figures,
         Err(err) => {
             row.set_failed(format!("cannot read the records: {err}"));
@@ -138,7 +135,7 @@ fn judge_cell(
         }
     };
     let verdict = with_stop_rule(
-        judge(&figures.summary, &plan.slo),
+        judge_step(plan, &figures, &mut row.scenarios),
         outcome.fired.as_ref().map(|(rule, _)| rule.as_str()),
     );
     row.fill(&figures.summary, &verdict);
@@ -168,6 +165,55 @@ fn write_plot(records: &str, title: &str, path: &Path) -> Result<(), String> {
         let _ = std::fs::remove_file(path);
         format!("no plot: {}: {e}", path.display())
     })
+}
+
+/// The step's verdict: the plan's SLO on its main load, and each background scenario
+/// with an SLO on its own figures (a step passes only if every one holds; one the
+/// generator could not deliver makes it inconclusive). Fills `scenarios` with each
+/// background scenario's figures.
+fn judge_step(plan: &Plan, figures: &Figures, scenarios: &mut Vec<ScenarioRow>) -> Verdict {
+    let mut verdicts = vec![judge(&figures.summary, &plan.slo)];
+    scenarios.clear();
+    // A window with none of the main load's requests (a stop rule fired in the
+    // warm-up) is the main verdict's alone to explain.
+    let judged = figures.summary.requests > 0;
+    for (scenario, summary) in plan.load.scenarios.iter().zip(&figures.scenarios) {
+        let verdict = scenario.slo.as_ref().filter(|_| judged).map(|slo| {
+            let named = |reasons: Vec<String>| -> Vec<String> {
+                let name = &scenario.name;
+                reasons
+                    .into_iter()
+                    .map(|r| format!("{name}: {r}"))
+                    .collect()
+            };
+            match judge(summary, slo) {
+                Verdict::Pass => Verdict::Pass,
+                Verdict::Fail(reasons) => Verdict::Fail(named(reasons)),
+                Verdict::Inconclusive(reasons) => Verdict::Inconclusive(named(reasons)),
+            }
+        });
+        scenarios.push(ScenarioRow::new(&scenario.name, summary, verdict.as_ref()));
+        verdicts.extend(verdict);
+    }
+    combine(verdicts)
+}
+
+/// Inconclusive if any is (with every reason), else fail if any fails, else pass.
+fn combine(verdicts: Vec<Verdict>) -> Verdict {
+    let mut fails = Vec::new();
+    let mut inconclusive = Vec::new();
+    for verdict in verdicts {
+        match verdict {
+            Verdict::Pass => {}
+            Verdict::Fail(reasons) => fails.extend(reasons),
+            Verdict::Inconclusive(reasons) => inconclusive.extend(reasons),
+        }
+    }
+    match (inconclusive.is_empty(), fails.is_empty()) {
+        (false, _) => Verdict::Inconclusive(inconclusive.into_iter().chain(fails).collect()),
+        (true, false) => Verdict::Fail(fails),
+        (true, true) => Verdict::Pass,
+    }
 }
 
 /// No monitor: nothing sampled.
@@ -262,7 +308,7 @@ fn attack(
         .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
     Ok(Attacked {
         records: path.display().to_string(),
-        plan: config.attacks[0].plan.clone(),
+        plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
         fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
     })
 }
@@ -332,20 +378,24 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     if matches!(settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
         return Err("internal: a rate step ran the closed model".to_owned());
     }
-    let targets = targets(plan, variant, &settings.headers)?;
-    let attack = AttackConfig {
-        name: settings.name,
-        targets: Targets::List(targets),
-        plan: settings.plan,
-        timeout: settings.timeout,
-        keepalive: settings.keepalive,
-        redirects: settings.redirects,
-        max_in_flight: settings.max_in_flight,
-        max_body: settings.max_body,
-        data: None,
-    };
+    let (text, name) = shared_targets(plan, variant)?;
+    let targets = parse_targets(
+        plan,
+        variant,
+        &text,
+        &name,
+        load.attack.body_file.as_deref(),
+        &settings.headers,
+    )?;
+    let mut attacks = vec![attack_config(settings, targets)];
+    // Background scenarios run the step's whole length, warm-up included, at their own
+    // rate; they are attacks 1.. in the records, in plan order.
+    let length = load.warmup + measured(plan, cell);
+    for scenario in &load.scenarios {
+        attacks.push(background(plan, variant, scenario, length)?);
+    }
     Ok(RunConfig {
-        attacks: vec![attack],
+        attacks,
         threads: load
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
@@ -359,45 +409,104 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     })
 }
 
-/// The variant's targets: its own, or the plan's (rebased onto its base URL).
-fn targets(
+fn attack_config(settings: workload::AttackSettings, targets: Vec<Target>) -> AttackConfig {
+    AttackConfig {
+        name: settings.name,
+        targets: Targets::List(targets),
+        plan: settings.plan,
+        timeout: settings.timeout,
+        keepalive: settings.keepalive,
+        redirects: settings.redirects,
+        max_in_flight: settings.max_in_flight,
+        max_body: settings.max_body,
+        data: None,
+    }
+}
+
+/// A background scenario's attack for a step lasting `length`.
+fn background(
     plan: &Plan,
     variant: &crate::plan::Variant,
-    headers: &[workload::Header],
-) -> Result<Vec<Target>, String> {
+    scenario: &Scenario,
+    length: Duration,
+) -> Result<AttackConfig, String> {
+    let mut fields = scenario.attack.clone();
+    fields.duration = Some(format!("{}ns", length.as_nanos()));
+    let origin = Origin {
+        place: Some(format!("{}:{}", plan.source_name, scenario.line)),
+        base_dir: plan.base_dir.clone(),
+    };
+    let settings = fields.settings(&origin).map_err(|e| e.to_string())?;
+    let (text, name) = match (&fields.targets, &fields.targets_file) {
+        (Some(list), _) => (
+            list.join("\n\n"),
+            format!(
+                "{}:{}: scenario {:?}: targets",
+                plan.source_name, scenario.line, scenario.name
+            ),
+        ),
+        (None, Some(file)) => read(&plan.base_dir.join(file))?,
+        (None, None) => return Err(format!("scenario {:?} has no targets", scenario.name)),
+    };
+    let targets = parse_targets(
+        plan,
+        variant,
+        &text,
+        &name,
+        fields.body_file.as_deref(),
+        &settings.headers,
+    )?;
+    Ok(attack_config(settings, targets))
+}
+
+/// The variant's targets as text, and their name for errors: its own, or the plan's.
+fn shared_targets(plan: &Plan, variant: &crate::plan::Variant) -> Result<(String, String), String> {
     let shared = &plan.load.attack;
-    let (text, name) = match &variant.targets {
-        TargetSource::Inline(list) => (
+    match &variant.targets {
+        TargetSource::Inline(list) => Ok((
             list.join("\n\n"),
             format!(
                 "{}:{}: variant {:?}: targets",
                 plan.source_name, variant.line, variant.name
             ),
-        ),
-        TargetSource::File(path) => read(&plan.base_dir.join(path))?,
+        )),
+        TargetSource::File(path) => read(&plan.base_dir.join(path)),
         TargetSource::Shared | TargetSource::Rebased(_) => {
             match (&shared.targets, &shared.targets_file) {
-                (Some(list), _) => (
+                (Some(list), _) => Ok((
                     list.join("\n\n"),
                     format!("{}:{}: load.targets", plan.source_name, plan.load.line),
-                ),
-                (None, Some(file)) => read(&plan.base_dir.join(file))?,
-                (None, None) => return Err(format!("variant {:?} has no targets", variant.name)),
+                )),
+                (None, Some(file)) => read(&plan.base_dir.join(file)),
+                (None, None) => Err(format!("variant {:?} has no targets", variant.name)),
             }
         }
-    };
+    }
+}
+
+/// Targets text to targets, rebased onto the variant's base URL when it has one (the
+/// plan's shared targets and every background scenario's alike).
+fn parse_targets(
+    plan: &Plan,
+    variant: &crate::plan::Variant,
+    text: &str,
+    name: &str,
+    body_file: Option<&str>,
+    headers: &[workload::Header],
+) -> Result<Vec<Target>, String> {
     let text = match &variant.targets {
-        TargetSource::Rebased(base) => rebase(&text, base),
-        _ => text,
+        TargetSource::Rebased(base) => rebase(text, base),
+        _ => text.to_owned(),
     };
-    let body = match &shared.body_file {
-        Some(file) => std::fs::read(plan.base_dir.join(file))
-            .map_err(|e| format!("load.body_file {file}: {e}"))?,
+    let body = match body_file {
+        Some(file) => {
+            std::fs::read(plan.base_dir.join(file)).map_err(|e| format!("body_file {file}: {e}"))?
+        }
         None => Vec::new(),
     };
     workload::parse_http_targets(
         std::io::Cursor::new(text),
-        &name,
+        name,
         headers,
         &body,
         &|path: &Path| std::fs::read(path),
@@ -484,6 +593,27 @@ mod tests {
                 "{content:?}: {why}"
             );
             assert!(!plot.exists(), "{content:?}: a plot.html was left");
+        }
+    }
+
+    #[test]
+    fn a_step_passes_only_if_every_judged_scenario_does() {
+        let fail = |why: &str| Verdict::Fail(vec![why.to_owned()]);
+        let unsure = |why: &str| Verdict::Inconclusive(vec![why.to_owned()]);
+        let rows = [
+            (vec![Verdict::Pass, Verdict::Pass], Verdict::Pass),
+            (vec![Verdict::Pass, fail("news: p99")], fail("news: p99")),
+            (
+                vec![fail("success"), fail("news: p99")],
+                Verdict::Fail(vec!["success".to_owned(), "news: p99".to_owned()]),
+            ),
+            (
+                vec![fail("success"), unsure("news: generator")],
+                Verdict::Inconclusive(vec!["news: generator".to_owned(), "success".to_owned()]),
+            ),
+        ];
+        for (verdicts, want) in rows {
+            assert_eq!(combine(verdicts.clone()), want, "{verdicts:?}");
         }
     }
 

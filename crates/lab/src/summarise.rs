@@ -1,6 +1,9 @@
 //! A step's record file to the figures of its measured window: the records whose
 //! *intended* send time falls after the warm-up and before the step's end. Judging by
-//! intended time keeps a late generator's backlog in the step that caused it.
+//! intended time keeps a late generator's backlog in the step that caused it. A step
+//! with background scenarios holds several attacks; each record carries its attack's
+//! index (the step's main load is 0, the scenarios 1.. in plan order), so each attack
+//! gets figures of its own.
 
 use std::collections::BTreeMap;
 
@@ -22,46 +25,61 @@ pub struct Window {
 /// by kind (HTTP statuses by their code, transport errors by their kind name).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figures {
-    /// For the verdict.
+    /// The step's main load (attack 0), for the verdict.
     pub summary: StepSummary,
+    /// Each background scenario's (attacks 1..), in plan order.
+    pub scenarios: Vec<StepSummary>,
     /// Requests the file holds in all (warm-up included).
     pub all_records: u64,
 }
 
 /// Reads `path` (on [`record::RecordStream`]'s reader thread, in file order: the
-/// window's figures do not depend on order) and sums up its window; `asked` gives the
-/// requests the plan made due between two offsets (open model), `None` for the closed
-/// model.
+/// window's figures do not depend on order) and sums up its window for each of its
+/// `attacks`; `asked` gives the requests an attack's plan made due between two offsets
+/// (open model), `None` for the closed model.
 pub fn summarise(
     path: &str,
     window: Window,
-    asked: &dyn Fn(u64, u64) -> Option<u64>,
+    attacks: usize,
+    asked: &dyn Fn(usize, u64, u64) -> Option<u64>,
 ) -> Result<Figures, LabError> {
     let fail = |e: record::RecordError| LabError::Folder(e.to_string());
     let mut stream =
         record::RecordStream::open(&[path.to_owned()], record::ReadOrder::Input, false)
             .map_err(fail)?;
     let mut batch: Vec<Record> = Vec::new();
-    let mut acc = Accumulator::default();
+    let mut accs: Vec<Accumulator> = (0..attacks.max(1))
+        .map(|_| Accumulator::default())
+        .collect();
+    let mut all = 0;
     while stream.next_batch(&mut batch).map_err(fail)? {
         let start_unix_ns = stream
             .summaries()
             .first()
             .map_or(0, |s| s.header.start_unix_ns);
         for record in &batch {
-            acc.all += 1;
+            all += 1;
             let at_ns = record.intended_unix_ns.saturating_sub(start_unix_ns);
-            if (window.start_ns..window.end_ns).contains(&at_ns) {
+            if (window.start_ns..window.end_ns).contains(&at_ns)
+                && let Some(acc) = accs.get_mut(usize::from(record.attack))
+            {
                 acc.add(record, stream.tables());
             }
         }
     }
-    Ok(acc.finish(window, asked(window.start_ns, window.end_ns)))
+    let mut summaries = accs
+        .into_iter()
+        .enumerate()
+        .map(|(attack, acc)| acc.finish(window, asked(attack, window.start_ns, window.end_ns)));
+    Ok(Figures {
+        summary: summaries.next().unwrap_or_default(),
+        scenarios: summaries.collect(),
+        all_records: all,
+    })
 }
 
 #[derive(Default)]
 struct Accumulator {
-    all: u64,
     latencies_ns: Vec<u64>,
     lags_ns: Vec<u64>,
     successes: u64,
@@ -84,7 +102,7 @@ impl Accumulator {
         *self.errors.entry(kind).or_default() += 1;
     }
 
-    fn finish(mut self, window: Window, asked: Option<u64>) -> Figures {
+    fn finish(mut self, window: Window, asked: Option<u64>) -> StepSummary {
         let requests = self.latencies_ns.len() as u64;
         let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
         let mut latency_ns: Vec<(Percentile, u64)> = [
@@ -109,21 +127,18 @@ impl Accumulator {
         } else {
             0
         };
-        Figures {
-            summary: StepSummary {
-                asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
-                sent_per_sec: requests as f64 / seconds,
-                requests,
-                success_ratio: if requests > 0 {
-                    self.successes as f64 / requests as f64
-                } else {
-                    0.0
-                },
-                latency_ns,
-                errors_by_kind: self.errors.into_iter().collect(),
-                lag_p99_ns,
+        StepSummary {
+            asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
+            sent_per_sec: requests as f64 / seconds,
+            requests,
+            success_ratio: if requests > 0 {
+                self.successes as f64 / requests as f64
+            } else {
+                0.0
             },
-            all_records: self.all,
+            latency_ns,
+            errors_by_kind: self.errors.into_iter().collect(),
+            lag_p99_ns,
         }
     }
 }
@@ -176,7 +191,7 @@ mod tests {
                 &tables,
             );
         }
-        let figures = acc.finish(
+        let summary = acc.finish(
             Window {
                 start_ns: 0,
                 end_ns: 1_000_000_000,
@@ -184,13 +199,10 @@ mod tests {
             Some(5),
         );
         assert_eq!(
-            figures.summary.errors_by_kind,
+            summary.errors_by_kind,
             vec![("503".to_owned(), 2), ("timeout".to_owned(), 1)]
         );
-        assert_eq!(figures.summary.success_ratio, 0.4);
-        assert_eq!(
-            (figures.summary.asked_per_sec, figures.summary.sent_per_sec),
-            (5.0, 5.0)
-        );
+        assert_eq!(summary.success_ratio, 0.4);
+        assert_eq!((summary.asked_per_sec, summary.sent_per_sec), (5.0, 5.0));
     }
 }

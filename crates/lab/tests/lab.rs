@@ -921,3 +921,76 @@ achieved = 0.9
     let after = std::fs::read_to_string(run_dir.join("summary.json")).expect("summary");
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_background_scenario_with_its_own_slo_fails_a_step_the_main_load_passes() {
+    let _turn = one_at_a_time();
+    // 001's question: /search is served at once, while the /news poll beside it answers
+    // after 300 ms, over the poll's own p99 bound of 100 ms.
+    let server = simulator(
+        r#"[{"route": "/search", "stages": [{"at": 0, "status": 200, "latency": "1ms"}]},
+            {"route": "/news", "stages": [{"at": 0, "status": 200, "latency": "300ms"}]},
+            {"route": "/home", "stages": [{"at": 0, "status": 200, "latency": "1ms"}]}]"#,
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "pool"
+base_url = "http://{}"
+
+[load]
+targets = ["GET http://placeholder/search?q=x"]
+rates = [50]
+step_duration = "1s"
+warmup = "300ms"
+
+[[load.scenario]]
+name = "news"
+targets = ["GET http://placeholder/news"]
+rate = 10
+slo = {{ success = 0.99, p99 = "100ms" }}
+
+[[load.scenario]]
+name = "home"
+targets = ["GET http://placeholder/home"]
+rate = 20
+
+[slo]
+success = 0.99
+p99 = "100ms"
+max_lag = "1s"
+achieved = 0.9
+"#,
+        server.local_addr()
+    );
+    let summary = run(&plan, dir.path());
+    let step = &summary.steps[0];
+    assert_eq!(step.verdict, "fail", "{step:#?}");
+    assert!(step.why.starts_with("news: p99"), "{}", step.why);
+    // The main load's figures are its own: ~50 fast requests, none of the polls'.
+    assert!((45..=55).contains(&step.requests), "{step:#?}");
+    assert!(step.p99_ms.is_some_and(|ms| ms < 100.0), "{step:#?}");
+    let [news, home] = &step.scenarios[..] else {
+        panic!("{step:#?}")
+    };
+    assert_eq!(
+        (news.name.as_str(), news.verdict.as_deref()),
+        ("news", Some("fail"))
+    );
+    assert!((9..=11).contains(&news.requests), "{news:?}");
+    assert_eq!(news.success, 1.0, "{news:?}");
+    assert!(news.p99_ms.is_some_and(|ms| ms >= 290.0), "{news:?}");
+    // Without an SLO a scenario is measured, not judged.
+    assert_eq!(
+        (home.name.as_str(), home.verdict.as_deref()),
+        ("home", None)
+    );
+    assert!((18..=22).contains(&home.requests), "{home:?}");
+    let md = std::fs::read_to_string(dir.path().join("run/summary.md")).expect("md");
+    assert!(md.contains("| scenarios |"), "{md}");
+    assert!(md.contains("news: 100% ok, p99 3"), "{md}");
+    assert!(md.contains("(fail); home: 100% ok, p99 "), "{md}");
+    let json = std::fs::read_to_string(dir.path().join("run/summary.json")).expect("json");
+    assert!(json.contains("\"scenarios\""), "{json}");
+}

@@ -13,7 +13,6 @@
 //!   plain blocking call (no async runtime needed by the caller) that returns once the
 //!   socket is bound; [`Simulator::stop`] joins the threads.
 //! - [`SimulatorOptions`]: address (port 0 picks a free one) and thread count.
-//! - [`demo_recipe`]: a capacity-model route with a known knee, for `loadlab demo`.
 //!
 //! Inside: one current-thread tokio runtime per thread, each with its own
 //! `SO_REUSEPORT` listener and a hand-written HTTP/1.1 server (`http`, `conn`,
@@ -185,45 +184,9 @@ pub fn check_recipe(recipe: &Recipe, options: &SimulatorOptions) -> Result<(), S
     shared.load_recipe(recipe)
 }
 
-/// The demo's ground truth in requests per second: see [`demo_recipe`].
-pub const DEMO_CAPACITY_RPS: f64 = 1000.0;
-
-/// A system under test with a known knee, for `loadlab demo`.
-///
-/// One route, `/*`, served by a fixed pool of 100 workers, each request holding a worker
-/// for a 100 ms service time. Ground truth: capacity = W / S = 100 / 0.1 s =
-/// **1000 req/s** ([`DEMO_CAPACITY_RPS`]). Below it every request gets 200 after ~100 ms
-/// (within about 1 ms). Above it a queue of 100 fills, so throughput holds at ~1000 req/s,
-/// served latency rises to ~200 ms (100 ms of queueing), and the excess is answered 503 at
-/// once. Rates of 500 and 800 req/s sit below the knee,
-/// 1200 and 1500 above; all are light work for two cores.
-pub fn demo_recipe() -> Recipe {
-    let json = r#"{
-        "route": "/*",
-        "body": "<<1kb>>",
-        "stages": [{"at": 0, "status": 200, "latency": "100ms"}],
-        "capacity": {"workers": 100, "queue": 100, "queue_timeout": "1s", "reject_status": 503}
-    }"#;
-    // The text above is fixed and covered by a test; an empty recipe is the only
-    // non-panicking fallback should that ever change.
-    parse_recipe(json, "demo_recipe").unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demo_recipe_states_its_ground_truth() {
-        let recipe = demo_recipe();
-        assert_eq!(recipe.routes().collect::<Vec<_>>(), ["/*"]);
-        let capacity = recipe.capacity_rps();
-        assert_eq!(capacity.len(), 1);
-        assert!(
-            (capacity[0].1 - DEMO_CAPACITY_RPS).abs() < 1e-6,
-            "{capacity:?}"
-        );
-    }
 
     #[test]
     fn bad_options_are_refused() {
