@@ -851,7 +851,7 @@ max_probes = 16
         run_plan(&plan, &resumed, &StopHandle::new(), &mut std::io::sink()).expect("resume");
     assert!(second.complete);
     // The finished probes are replayed from the summary, not sent again.
-    let key = |s: &lab::StepRow| (s.step.clone(), s.verdict.clone(), s.requests);
+    let key = |s: &StepRow| (s.step.clone(), s.verdict.clone(), s.requests);
     assert_eq!(
         second.steps[..finished].iter().map(key).collect::<Vec<_>>(),
         first.steps[..finished].iter().map(key).collect::<Vec<_>>()
