@@ -12,6 +12,9 @@
 //! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window.
 //! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
 //!   `summary.md`).
+//! - [`compare`]: `loadlab compare` over run folders and per-variant results
+//!   (`DIR#VARIANT`): max rate held and every step figure side by side, the noise from
+//!   the steps' record files.
 //! - `runner`: sweep, search and matrix; `-resume`; an interrupted plan's summary is
 //!   marked incomplete.
 //!
@@ -20,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod cells;
+pub mod compare;
 mod folder;
 mod hooks;
 pub mod plan;
