@@ -36,6 +36,7 @@ use std::path::PathBuf;
 pub use folder::{CellStats, RunSummary, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
 pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
+pub use summarise::{Figures, Window, summarise};
 
 /// Why a plan could not be read or run.
 #[derive(Debug, thiserror::Error)]
