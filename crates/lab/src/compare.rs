@@ -627,17 +627,7 @@ fn step_line(sides: &[Side], matched: &[Option<&StepRow>]) -> StepLine {
             FigureUnit::Count,
             Some(Direction::LowerIsBetter),
             values,
-            |b| {
-                let comparison = noise.as_ref()?.get(b)?.as_ref()?;
-                let name = noise_row.as_deref()?;
-                comparison
-                    .rows
-                    .iter()
-                    .find(|r| r.name == name)?
-                    .versus
-                    .first()?
-                    .noise
-            },
+            |b| versus_noise(b, noise_row.as_deref()),
         ));
     }
     StepLine {
