@@ -1,13 +1,17 @@
-//! `loadlab compare A B [C ...]`: flags -> [`report::CompareInput`]s -> [`report::run_compare`].
+//! `loadlab compare A B [C ...]`: record files -> [`report::run_compare`]; run folders
+//! (`DIR`, `DIR#VARIANT`) -> [`lab::compare::run_compare_folders`].
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use lab::compare::CompareArgs as Inputs;
 use report::{CompareFormat, CompareInput, parse_threshold, run_compare};
 
 /// The exit code when an input regressed beyond `-threshold` and the noise.
 pub const REGRESSION_EXIT: u8 = 7;
+/// The exit code of a usage error, as clap's.
+const USAGE_EXIT: u8 = 2;
 
 /// How compare judges the noise; shown under the options by `loadlab compare --help`.
 const HELP: &str = "\
@@ -27,15 +31,37 @@ cube root of their number. Whole-run figures without per-second samples (request
 totals, max latency, bytes, send lag p99) say n/a. The same inputs always give the
 same intervals.
 
+Run folders of `loadlab run` (docs/PLANS.md) compare the same way:
+  DIR DIR ...         whole runs of a plan (before/after a change): per variant, the
+                      max rate held side by side with the improvement x; per matching
+                      step (same variant, kind, rate or users, axis values, repeat),
+                      every summary.json figure with its differences. A step is beyond
+                      the noise by the bootstrap above over both steps' record files
+                      (their windows, the warm-up left out); without them it is a single
+                      run and says so. A max rate held is one result per side.
+  DIR#VARIANT ...     one variant of a run folder per input, so two variants of one plan
+                      (or of two runs) compare step by step. `#` because a variant is
+                      not a folder of the run (steps are steps/NNN-VARIANT-RATE) and `#`
+                      is the usual \"part of\" mark that paths rarely hold (`:` is in
+                      Windows paths and host:port). A path that exists is never split.
+  DIR                 alone: every variant against the plan's first (its baseline).
+Record files and run folders do not mix.
+
 With -threshold, compare exits with code 7 when an input is worse than A on
-throughput, success or latency p99 by more than the threshold (of A's whole-run value)
-*and* beyond the noise, and names each such row on stderr: a CI gate. Other failures
-(an unreadable input, a file that is not a record file) exit 1.
+throughput, success or latency p99 (run folders: achieved/s, success, p99 of a step)
+by more than the threshold (of A's whole-run value) *and* beyond the noise, or when a
+variant's max rate held is lower than A's by more than the threshold, and names each
+such row on stderr: a CI gate. Other failures (an unreadable input, a file that is not
+a record file, a folder without summary.json) exit 1.
 
 Examples:
   loadlab compare before.llr after.llr
   loadlab compare -format markdown fixed-pool.llr overflow-pool.llr >> write-up.md
   loadlab compare -format json a.llr b.llr c.llr | jq '.rows[] | select(.row == \"latency p99\")'
+  loadlab compare runs/before runs/after
+  loadlab compare runs/001                      # every variant against the first
+  loadlab compare runs/001#fixed-pool runs/001#overflow-pool
+  loadlab compare -threshold 5% runs/main runs/branch || echo regression
   loadlab compare -threshold 5% main.llr branch.llr || echo regression";
 
 /// Compare runs side by side: differences, improvement x, and whether each is beyond the noise.
@@ -52,37 +78,109 @@ pub struct CompareArgs {
     /// Output file ("stdout" or "-" for standard output)
     #[arg(long, default_value = "stdout", value_name = "FILE")]
     output: String,
-    /// Record files: A (the baseline), then B, C, ...
-    #[arg(value_name = "FILE", num_args = 2.., required = true)]
+    /// Record files, or run folders (DIR, or DIR#VARIANT for one variant of a run):
+    /// A (the baseline), then B, C, ...; a single run folder compares its variants
+    #[arg(value_name = "INPUT", num_args = 1.., required = true)]
     files: Vec<String>,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let format = CompareFormat::parse(&args.format)?;
-    let threshold = args.threshold.as_deref().map(parse_threshold).transpose()?;
-    let inputs: Vec<CompareInput> = args
-        .files
-        .into_iter()
-        .map(CompareInput::RecordFile)
+    let CompareArgs {
+        format,
+        threshold: threshold_text,
+        output,
+        files,
+    } = args;
+    let format = CompareFormat::parse(&format)?;
+    let threshold = threshold_text.as_deref().map(parse_threshold).transpose()?;
+    let threshold_text = threshold_text.unwrap_or_default();
+    let inputs = lab::compare::classify(&files)?;
+    let folders = match inputs {
+        Inputs::Folders(folders) => folders,
+        Inputs::RecordFiles(files) if files.len() < 2 => {
+            eprintln!(
+                "loadlab: compare needs at least two record files (a single run folder compares its variants)"
+            );
+            return Ok(ExitCode::from(USAGE_EXIT));
+        }
+        Inputs::RecordFiles(files) => {
+            return compare_records(files, format, threshold, &threshold_text, &output);
+        }
+    };
+    let mut out = crate::report::open_output(&output)?;
+    let regressions = lab::compare::run_compare_folders(&folders, format, threshold, &mut out)?;
+    out.flush().context("writing the comparison")?;
+    let baseline = regressions_baseline(&folders);
+    let found: Vec<String> = regressions
+        .iter()
+        .map(|r| {
+            let why = if r.beyond_noise {
+                " and the noise"
+            } else {
+                "; one result per side, no noise estimate"
+            };
+            format!(
+                "{} is {:.2}% worse in {} than in {baseline} (beyond -threshold {}{why})",
+                r.what,
+                r.worse_by * 100.0,
+                r.input,
+                threshold_text,
+            )
+        })
         .collect();
-    let mut out = crate::report::open_output(&args.output)?;
+    report_regressions(&found)
+}
+
+/// A's name: the first input, or a single folder's first variant.
+fn regressions_baseline(folders: &[lab::compare::FolderInput]) -> String {
+    match folders {
+        [only] if only.variant.is_none() => lab::compare::read_summary(&only.dir)
+            .ok()
+            .and_then(|s| {
+                s.variants
+                    .first()
+                    .map(|v| format!("{}#{}", only.dir.display(), v.variant))
+            })
+            .unwrap_or_else(|| only.name()),
+        _ => folders.first().map(|f| f.name()).unwrap_or_default(),
+    }
+}
+
+fn compare_records(
+    files: Vec<String>,
+    format: CompareFormat,
+    threshold: Option<f64>,
+    threshold_text: &str,
+    output: &str,
+) -> anyhow::Result<ExitCode> {
+    let inputs: Vec<CompareInput> = files.into_iter().map(CompareInput::RecordFile).collect();
+    let mut out = crate::report::open_output(output)?;
     let regressions = run_compare(&inputs, format, threshold, &mut out)?;
     out.flush().context("writing the comparison")?;
-    if regressions.is_empty() {
+    let found: Vec<String> = regressions
+        .iter()
+        .map(|regression| {
+            format!(
+                "{} is {:.2}% worse in {} than in {} (beyond -threshold {} and the noise)",
+                regression.row,
+                regression.worse_by * 100.0,
+                regression.input,
+                inputs[0].name(),
+                threshold_text,
+            )
+        })
+        .collect();
+    report_regressions(&found)
+}
+
+/// Names each regression on stderr: exit 7 when there is one.
+fn report_regressions(found: &[String]) -> anyhow::Result<ExitCode> {
+    if found.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     let mut stderr = std::io::stderr().lock();
-    for regression in &regressions {
-        writeln!(
-            stderr,
-            "loadlab: regression: {} is {:.2}% worse in {} than in {} (beyond -threshold {} and the noise)",
-            regression.row,
-            regression.worse_by * 100.0,
-            regression.input,
-            inputs[0].name(),
-            args.threshold.as_deref().unwrap_or_default(),
-        )
-        .context("writing to stderr")?;
+    for line in found {
+        writeln!(stderr, "loadlab: regression: {line}").context("writing to stderr")?;
     }
     Ok(ExitCode::from(REGRESSION_EXIT))
 }

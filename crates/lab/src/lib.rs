@@ -13,6 +13,9 @@
 //! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
 //!   `summary.md`, `index.html`); `index_page`: `index.html` from the summary's rows,
 //!   drawn with [`plot::ChartPage`]; each step's `plot.html` is [`plot::RunPlot`]'s page.
+//! - [`compare`]: `loadlab compare` over run folders and per-variant results
+//!   (`DIR#VARIANT`): max rate held and every step figure side by side, the noise from
+//!   the steps' record files.
 //! - `runner`: sweep, search and matrix; `-resume`; an interrupted plan's summary is
 //!   marked incomplete.
 //!
@@ -21,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod cells;
+pub mod compare;
 mod folder;
 mod hooks;
 mod index_page;
@@ -34,6 +38,7 @@ use std::path::PathBuf;
 pub use folder::{CellStats, RunSummary, ScenarioRow, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
 pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
+pub use summarise::{Figures, Window, summarise};
 
 /// Why a plan could not be read or run.
 #[derive(Debug, thiserror::Error)]

@@ -4,11 +4,17 @@
 //! with background scenarios holds several attacks; each record carries its attack's
 //! index (the step's main load is 0, the scenarios 1.. in plan order), so each attack
 //! gets figures of its own.
+//!
+//! Latency and send-lag percentiles come from [`report::Distribution`], the report's own:
+//! exact up to [`report::EXACT_LIMIT`] values, then a log-linear histogram (relative error
+//! below 1/1024), nearest rank in both regimes. So a step's `p99` is the `p99` its
+//! `report.txt` prints, and a 10M-record step needs kilobytes, not 160 MB of `Vec`s.
 
 use std::collections::BTreeMap;
 
 use analysis::{Percentile, StepSummary};
 use record::Record;
+use report::Distribution;
 
 use crate::LabError;
 
@@ -80,16 +86,16 @@ pub fn summarise(
 
 #[derive(Default)]
 struct Accumulator {
-    latencies_ns: Vec<u64>,
-    lags_ns: Vec<u64>,
+    latencies_ns: Distribution,
+    lags_ns: Distribution,
     successes: u64,
     errors: BTreeMap<String, u64>,
 }
 
 impl Accumulator {
     fn add(&mut self, record: &Record, tables: &record::RunTables) {
-        self.latencies_ns.push(record.latency_ns);
-        self.lags_ns.push(record.send_lag_ns);
+        self.latencies_ns.add(record.latency_ns);
+        self.lags_ns.add(record.send_lag_ns);
         if record.is_success() && record.error == 0 {
             self.successes += 1;
             return;
@@ -102,9 +108,12 @@ impl Accumulator {
         *self.errors.entry(kind).or_default() += 1;
     }
 
-    fn finish(mut self, window: Window, asked: Option<u64>) -> StepSummary {
-        let requests = self.latencies_ns.len() as u64;
+    fn finish(self, window: Window, asked: Option<u64>) -> StepSummary {
+        let requests = self.latencies_ns.count();
         let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
+        // The exact mean (the report's own truncates a float division).
+        let mean_ns = (self.latencies_ns.sum() / u128::from(requests.max(1))) as u64;
+        let latencies = self.latencies_ns.into_quantiles();
         let mut latency_ns: Vec<(Percentile, u64)> = [
             (Percentile::P50, 0.50),
             (Percentile::P90, 0.90),
@@ -115,18 +124,12 @@ impl Accumulator {
         ]
         .into_iter()
         .filter(|_| requests > 0)
-        .map(|(p, q)| (p, quantile(&mut self.latencies_ns, q)))
+        .map(|(p, q)| (p, latencies.quantile(q)))
         .collect();
         if requests > 0 {
-            let mean =
-                self.latencies_ns.iter().map(|&l| l as u128).sum::<u128>() / requests as u128;
-            latency_ns.push((Percentile::Mean, mean as u64));
+            latency_ns.push((Percentile::Mean, mean_ns));
         }
-        let lag_p99_ns = if requests > 0 {
-            quantile(&mut self.lags_ns, 0.99)
-        } else {
-            0
-        };
+        let lag_p99_ns = self.lags_ns.into_quantiles().quantile(0.99);
         StepSummary {
             asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
             sent_per_sec: requests as f64 / seconds,
@@ -143,18 +146,63 @@ impl Accumulator {
     }
 }
 
-/// The nearest-rank quantile (exact: every latency of the window is kept).
-fn quantile(values: &mut [u64], q: f64) -> u64 {
-    if values.is_empty() {
-        return 0;
-    }
-    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
-    *values.select_nth_unstable(rank).1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window's quantile as [`Accumulator::finish`] takes it.
+    fn quantile(values: &mut [u64], q: f64) -> u64 {
+        let mut distribution = Distribution::new();
+        for &value in values.iter() {
+            distribution.add(value);
+        }
+        distribution.into_quantiles().quantile(q)
+    }
+
+    fn latency_record(latency_ns: u64) -> Record {
+        Record {
+            status: 200,
+            latency_ns,
+            send_lag_ns: latency_ns / 1000,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn big_windows_agree_with_the_report_in_bounded_memory() {
+        // Past the exact limit both switch to the histogram: the step's percentiles are
+        // the report's (the old exact Vec gave the exact rank instead, off by up to 1/1024).
+        let n = report::EXACT_LIMIT as u64 * 2;
+        let latency = |i: u64| 1_000_000 + (i * 7_919) % 50_000_000;
+        let mut acc = Accumulator::default();
+        let mut report_side = report::Metrics::new(None);
+        let tables = record::RunTables::default();
+        for i in 0..n {
+            let record = latency_record(latency(i));
+            acc.add(&record, &tables);
+            report_side.add(&record);
+        }
+        let report_latencies = report_side.close(&tables).latencies;
+        let window = Window {
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+        };
+        let summary = acc.finish(window, None);
+        let got = |p: Percentile| {
+            summary
+                .latency_ns
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map(|(_, ns)| *ns)
+        };
+        assert_eq!(got(Percentile::P50), Some(report_latencies.p50_ns));
+        assert_eq!(got(Percentile::P90), Some(report_latencies.p90_ns));
+        assert_eq!(got(Percentile::P99), Some(report_latencies.p99_ns));
+        assert_eq!(got(Percentile::Max), Some(report_latencies.max_ns));
+        let mean = (0..n).map(|i| u128::from(latency(i))).sum::<u128>() / u128::from(n);
+        assert_eq!(got(Percentile::Mean), Some(mean as u64));
+        assert_eq!(summary.requests, n);
+    }
 
     #[test]
     fn quantiles_by_nearest_rank() {

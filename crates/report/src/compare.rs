@@ -10,8 +10,9 @@
 //! Rows with no per-second sample (request totals, max latency, bytes, send lag p99)
 //! say `n/a`.
 //!
-//! Inputs are [`CompareInput`]s: today one record file per side; a plan folder's
-//! per-variant results will be another variant that yields the same [`RunFigures`].
+//! Inputs are [`CompareInput`]s, one record file per side. Run folders of `loadlab run`
+//! are compared by `lab::compare` (the lab depends on this crate), which builds a
+//! [`RunFigures`] per step window and calls [`compare_runs`] for the noise.
 
 use std::fmt::Write as _;
 
