@@ -145,9 +145,13 @@ fn closed_model_keeps_exactly_n_users_busy() {
     assert_eq!(run.records.len(), 60);
     assert!(run.records.iter().all(|r| r.status == 200));
     assert_eq!(server.stats.max_in_flight.load(Ordering::SeqCst), 4);
+    // A free user sends at once: the typical lag is a wake-up, never a 5 ms request.
+    // (The median, not every request: on a shared CI machine one wake-up may be late.)
+    let mut lags_ns: Vec<u64> = run.records.iter().map(|r| r.send_lag_ns).collect();
+    lags_ns.sort_unstable();
     assert!(
-        run.records.iter().all(|r| r.send_lag_ns < 2_000_000),
-        "closed-model requests leave as soon as a user is free"
+        lags_ns[lags_ns.len() / 2] < 2_000_000 && lags_ns[lags_ns.len() - 1] < 50_000_000,
+        "closed-model requests leave as soon as a user is free: lags {lags_ns:?}"
     );
 }
 
