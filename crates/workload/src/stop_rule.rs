@@ -181,7 +181,6 @@ impl StopRule {
     }
 
     /// How long the condition must hold.
-    #[cfg(test)]
     pub fn for_ns(&self) -> u64 {
         self.for_ns
     }
