@@ -170,7 +170,8 @@ impl Snapshot {
 
     /// `12s/60s`, or `12s` when the run is open-ended.
     pub fn elapsed_text(&self) -> String {
-        let elapsed = self.elapsed_ns / 1_000_000_000;
+        // Rounded: the collector sees time in batches, a little behind the clock.
+        let elapsed = (self.elapsed_ns + 500_000_000) / 1_000_000_000;
         match self.total_ns {
             Some(total) => format!("{elapsed}s/{}s", total.div_ceil(1_000_000_000)),
             None => format!("{elapsed}s"),
@@ -282,7 +283,7 @@ mod tests {
         };
         assert_eq!(
             snapshot.progress_line(),
-            "7s  sent 1234/s  ok -  p99 -  lag p99 -  in flight 0  behind 3"
+            "8s  sent 1234/s  ok -  p99 -  lag p99 -  in flight 0  behind 3"
         );
         assert!(snapshot.view_lines()[0].starts_with("rate/s    asked -  sent 1234"));
     }

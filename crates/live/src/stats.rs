@@ -436,7 +436,7 @@ mod tests {
                 run: (20, Some(1.0)),
                 codes: vec![(200, 20)],
                 errors: Vec::new(),
-                line: "2s/10s  asked 10.0/s  sent 10.0/s  ok -  p99 -  lag p99 -  in flight 1",
+                line: "3s/10s  asked 10.0/s  sent 10.0/s  ok -  p99 -  lag p99 -  in flight 1",
             },
         ];
         for row in rows {
