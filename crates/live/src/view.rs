@@ -124,11 +124,14 @@ impl TerminalView {
         }
     }
 
+    /// Erases the view in one go; the bars then finish out of sight (each would
+    /// otherwise redraw what is left of the block).
     fn clear(self) {
+        let _ = self.multi.clear();
+        self.multi.set_draw_target(ProgressDrawTarget::hidden());
         for line in self.lines.iter().chain(&self.bar) {
             line.finish_and_clear();
         }
-        let _ = self.multi.clear();
     }
 }
 
