@@ -5,10 +5,12 @@ use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
+use live::{LiveStats, View, ViewMode};
 use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
@@ -53,6 +55,12 @@ use crate::signals;
 /// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
 /// are refused by name with what to use instead; -http2=false, -h2c=false,
 /// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
+///
+/// While it runs, attack shows a live view on stderr: when stderr is a terminal, a
+/// progress bar and a few redrawn lines (asked vs sent vs completed rates, success,
+/// latency over the last second and the run, status codes, errors, send lag, in
+/// flight, connections, each stop rule's streak); otherwise one plain progress line
+/// every 5 s. -quiet turns both off. The records are the same either way.
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
@@ -181,6 +189,36 @@ pub struct AttackArgs {
     /// Connect to this Unix socket instead of the targets' hosts
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// No live view on stderr (by default: a redrawn view on a terminal, else a
+    /// progress line every 5 s)
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    quiet: bool,
+}
+
+/// Redraws on a terminal this often: lively, and still cheap for the collector.
+const TERMINAL_REDRAW: Duration = Duration::from_millis(500);
+/// A plain progress line this often, so CI logs stay readable.
+const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// The live view of a run, unless -quiet: the observer the engine feeds and the
+/// thread that shows it.
+fn start_live_view(config: &RunConfig, quiet: bool) -> anyhow::Result<Option<(LiveStats, View)>> {
+    if quiet {
+        return Ok(None);
+    }
+    let stats = LiveStats::new(config.attacks.iter().map(|a| a.plan.clone()).collect());
+    let mode = if std::io::stderr().is_terminal() {
+        ViewMode::Terminal {
+            every: TERMINAL_REDRAW,
+        }
+    } else {
+        ViewMode::Lines {
+            every: PROGRESS_LINE_EVERY,
+            out: Box::new(std::io::stderr()),
+        }
+    };
+    let view = View::start(stats.handle(), mode)?;
+    Ok(Some((stats, view)))
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
@@ -203,7 +241,14 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let result = engine::run_with_samples(&config, out, &stop, &mut monitor);
+    let mut live = start_live_view(&config, args.quiet)?;
+    let result = match &mut live {
+        Some((stats, _)) => engine::run_with_observer(&config, out, &stop, &mut monitor, stats),
+        None => engine::run_with_samples(&config, out, &stop, &mut monitor),
+    };
+    if let Some((_, view)) = live {
+        view.finish();
+    }
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");
     }

@@ -683,6 +683,71 @@ fn attack_pipes_into_report() {
     assert!(json.contains("\"requests\":200,"), "{json}");
 }
 
+/// The number after `label ` in a progress line, e.g. `sent 200/s` -> 200.
+fn progress_figure(line: &str, label: &str) -> f64 {
+    let rest = &line[line.find(label).unwrap() + label.len()..];
+    rest.split(['/', ' ', '%']).next().unwrap().parse().unwrap()
+}
+
+/// The report's `Requests [total, rate, throughput]` rate.
+fn report_rate(text: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with("Requests")).unwrap();
+    line[48..]
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn attack_shows_progress_lines_on_a_piped_stderr_and_none_with_quiet() {
+    let server = simulator(OK_RECIPE);
+    let targets = target_line(&server, "/live");
+    let dir = TempDir::new();
+    // Both at once: each lasts 6 s.
+    let runs: Vec<_> = ["", "-quiet"]
+        .into_iter()
+        .map(|quiet| {
+            let file = dir.path(&format!("run{quiet}.llr"));
+            let (targets, output) = (targets.clone(), format!("-output={file}"));
+            std::thread::spawn(move || {
+                let mut args = vec!["attack", "-rate=200", "-duration=6s", output.as_str()];
+                args.extend((!quiet.is_empty()).then_some(quiet));
+                run(&args, Some(targets.as_bytes()))
+            })
+        })
+        .collect();
+    let outputs: Vec<Output> = runs.into_iter().map(|r| r.join().unwrap()).collect();
+    let (shown, quiet) = (&outputs[0], &outputs[1]);
+    assert_eq!(ok(shown), "", "the view never goes to stdout");
+    assert_eq!(ok(quiet), "");
+    assert_eq!(stderr(quiet), "", "-quiet prints no progress");
+    let lines: Vec<String> = stderr(shown).lines().map(str::to_owned).collect();
+    assert!(!lines.is_empty(), "a progress line after 5 s");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("loadlab attack: ") && l.contains("s/6s  ")),
+        "{lines:?}"
+    );
+    let report = ok(&run(&["report", &dir.path("run.llr")], None));
+    let quiet_report = ok(&run(&["report", &dir.path("run-quiet.llr")], None));
+    assert_eq!(requests(&report), 1200, "{report}");
+    assert_eq!(requests(&quiet_report), 1200, "the view changes no record");
+    let rate = report_rate(&report);
+    for label in ["asked ", "sent "] {
+        let live = progress_figure(&lines[0], label);
+        assert!(
+            (live - rate).abs() <= rate * 0.05,
+            "{label}{live}/s vs the report's {rate}/s: {}",
+            lines[0]
+        );
+    }
+    assert_eq!(progress_figure(&lines[0], "ok "), 100.0, "{}", lines[0]);
+}
+
 #[test]
 fn attack_counts_server_failures_by_kind() {
     let server = simulator(

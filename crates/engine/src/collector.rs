@@ -12,6 +12,7 @@ use workload::{Fired, Plan};
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::launch::Registries;
+use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::stop_handle::StopHandle;
 use crate::stop_rules::RuleWatcher;
@@ -46,6 +47,7 @@ impl<W: Write> Collector<W> {
         reports: &Receiver<WorkerReport>,
         registries: Registries<'_>,
         samples: &mut dyn SampleFeed,
+        observer: &mut dyn RunObserver,
     ) -> Result<(), EngineError> {
         let mut running = self.watermarks.len();
         let (mut last_flush, mut last_stats) = (0u64, 0u64);
@@ -54,6 +56,7 @@ impl<W: Write> Collector<W> {
             match reports.recv_timeout(Duration::from_millis(50)) {
                 Ok(report) => {
                     running -= usize::from(report.done);
+                    observer.records(&report.records);
                     self.take(report);
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -64,16 +67,18 @@ impl<W: Write> Collector<W> {
                 .inspect_err(|_| self.stop.abort())?;
             let now = self.clock.now_ns();
             if now >= last_flush + FLUSH_INTERVAL_NS || self.writer.pending() >= FLUSH_RECORDS {
-                self.flush(registries).inspect_err(|_| self.stop.abort())?;
+                self.flush(registries, observer)
+                    .inspect_err(|_| self.stop.abort())?;
                 last_flush = now;
             }
-            self.judge_rules(now);
+            self.judge_rules(now, observer);
             if now >= last_stats + STATS_INTERVAL_NS {
-                self.write_stats(now).inspect_err(|_| self.stop.abort())?;
+                self.write_stats(now, observer)
+                    .inspect_err(|_| self.stop.abort())?;
                 last_stats = now;
             }
         }
-        self.flush(registries)?;
+        self.flush(registries, observer)?;
         samples.finish(&mut frames);
         self.write_samples(&mut frames)
     }
@@ -89,14 +94,18 @@ impl<W: Write> Collector<W> {
 
     /// A stop rule that fires drains the run, like Ctrl-C, and is remembered. Once
     /// stopping, nothing is asked any more, so no rule is judged against it.
-    fn judge_rules(&mut self, now: u64) {
+    fn judge_rules(&mut self, now: u64, observer: &mut dyn RunObserver) {
         if self.fired.is_some() || self.watcher.is_empty() || self.stop.is_stopping() {
             return;
         }
         let plans: Vec<&Plan> = self.plans.iter().collect();
+        let judged_before = self.watcher.judged_ns();
         if let Some(fired) = self.watcher.judge(now, &plans) {
             self.fired = Some(fired);
             self.stop.drain();
+        }
+        if self.watcher.judged_ns() != judged_before {
+            observer.rules(self.watcher.judged_ns(), self.watcher.watches());
         }
     }
 
@@ -116,7 +125,11 @@ impl<W: Write> Collector<W> {
     }
 
     /// Writes new dictionary entries, then the buffered records with the watermark.
-    fn flush(&mut self, registries: Registries<'_>) -> Result<(), EngineError> {
+    fn flush(
+        &mut self,
+        registries: Registries<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<(), EngineError> {
         let new_targets = registries.targets.since(self.targets_written);
         if !new_targets.is_empty() {
             self.writer
@@ -129,6 +142,7 @@ impl<W: Write> Collector<W> {
             self.writer
                 .add_errors(self.errors_written, &new_errors)
                 .map_err(EngineError::Record)?;
+            observer.errors(self.errors_written, &new_errors);
             self.errors_written += new_errors.len();
         }
         let watermark = self.watermarks.iter().copied().min().unwrap_or(u64::MAX);
@@ -138,7 +152,7 @@ impl<W: Write> Collector<W> {
             .map_err(EngineError::Record)
     }
 
-    fn write_stats(&mut self, now: u64) -> Result<(), EngineError> {
+    fn write_stats(&mut self, now: u64, observer: &mut dyn RunObserver) -> Result<(), EngineError> {
         let total = self.totals();
         let stats = GeneratorStats {
             at_unix_ns: self.clock.unix_ns(now),
@@ -151,7 +165,11 @@ impl<W: Write> Collector<W> {
             rss_bytes: resident_bytes(),
             attacks: self.attack_totals(),
         };
-        self.writer.write_stats(&stats).map_err(EngineError::Record)
+        self.writer
+            .write_stats(&stats)
+            .map_err(EngineError::Record)?;
+        observer.stats(&stats);
+        Ok(())
     }
 
     /// Per attack, summed over workers; empty for a single attack without users, to

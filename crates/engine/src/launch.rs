@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::collector::{self, Collector};
 use crate::errors::{ErrorCache, ErrorRegistry};
 use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
+use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
 use crate::stop_rules::RuleWatcher;
@@ -35,6 +36,7 @@ pub(crate) fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
     samples: &mut dyn SampleFeed,
+    observer: &mut dyn RunObserver,
 ) -> Result<(W, RunOutcome), EngineError> {
     validate(config)?;
     raise_open_file_limit();
@@ -49,6 +51,7 @@ pub(crate) fn run<W: Write + Send>(
     let workers = start_workers(config, &shared, threads, queues, stop, &errors)?;
     let clock = time_zero(&workers.ready, workers.clocks);
     samples.start(clock);
+    observer.start(clock);
     let registries = Registries {
         errors: &errors,
         targets: &targets,
@@ -57,6 +60,7 @@ pub(crate) fn run<W: Write + Send>(
         reports: workers.reports,
         recycle: workers.recycle,
         samples,
+        observer,
     };
     let result = collect_on_own_thread(config, clock, out, stop, channels, registries);
     let worker_error = join_workers(workers.handles);
@@ -237,6 +241,7 @@ struct Channels<'a> {
     reports: Receiver<WorkerReport>,
     recycle: Vec<SyncSender<Vec<Record>>>,
     samples: &'a mut dyn SampleFeed,
+    observer: &'a mut dyn RunObserver,
 }
 
 /// The collector gets its own thread at the lowest priority: on a shared core it must
@@ -274,6 +279,7 @@ fn collect<W: Write>(
         reports,
         recycle,
         samples,
+        observer,
     } = channels;
     // One snapshot for the header and the count: lazy feeders may be adding targets.
     let known_targets = registries.targets.snapshot();
@@ -300,7 +306,8 @@ fn collect<W: Write>(
         recycle,
         stop: stop.clone(),
     };
-    collector.run(&reports, registries, samples)?;
+    collector.run(&reports, registries, samples, observer)?;
+    observer.finish();
     let end_ns = clock.now_ns();
     // A stop ends what was asked: the requests of the drain were never due.
     let asked_end_ns = stop

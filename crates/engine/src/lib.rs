@@ -18,6 +18,8 @@
 //!
 //! - [`run_with_samples`] also writes a [`SampleFeed`]'s frames (the monitor's)
 //!   beside the records, started at the run's time zero.
+//! - [`run_with_observer`] also shows the run to a [`RunObserver`] (a live view) from
+//!   the collector thread, batch by batch; the workers do not know it.
 //!
 //! Errors that stop a run are [`EngineError`]; errors of single requests are
 //! recorded as [`record::ErrorKind`]s and counted.
@@ -33,6 +35,7 @@ mod hosts;
 mod inflight;
 mod launch;
 mod lazy;
+mod observer;
 mod poller;
 #[cfg(test)]
 mod proptests;
@@ -57,6 +60,7 @@ use workload::{DataTable, Fired, Plan, StopRule, Target, defaults};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
+pub use observer::RunObserver;
 pub use sample_feed::SampleFeed;
 pub use stop_handle::StopHandle;
 pub use tls::TlsOptions;
@@ -221,7 +225,13 @@ pub fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, &mut sample_feed::NoSamples)
+    launch::run(
+        config,
+        out,
+        stop,
+        &mut sample_feed::NoSamples,
+        &mut observer::NoObserver,
+    )
 }
 
 /// [`run`], with resource samples from `samples` written beside the records on the
@@ -232,5 +242,17 @@ pub fn run_with_samples<W: Write + Send>(
     stop: &StopHandle,
     samples: &mut dyn SampleFeed,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, samples)
+    launch::run(config, out, stop, samples, &mut observer::NoObserver)
+}
+
+/// [`run_with_samples`], shown to `observer` as it goes (from the collector thread:
+/// each batch of records, each stats sample, new errors, the stop rules' state).
+pub fn run_with_observer<W: Write + Send>(
+    config: &RunConfig,
+    out: W,
+    stop: &StopHandle,
+    samples: &mut dyn SampleFeed,
+    observer: &mut dyn RunObserver,
+) -> Result<(W, RunOutcome), EngineError> {
+    launch::run(config, out, stop, samples, observer)
 }

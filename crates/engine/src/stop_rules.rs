@@ -43,6 +43,16 @@ impl RuleWatcher {
         self.watches.is_empty()
     }
 
+    /// Every rule's watch, for a live view.
+    pub(crate) fn watches(&self) -> &[RuleWatch] {
+        &self.watches
+    }
+
+    /// The end of the last judged second, from the start.
+    pub(crate) fn judged_ns(&self) -> u64 {
+        self.next_second * SECOND_NS
+    }
+
     pub(crate) fn add(&mut self, records: &[Record]) {
         if self.watches.is_empty() {
             return;

@@ -181,7 +181,6 @@ impl StopRule {
     }
 
     /// How long the condition must hold.
-    #[cfg(test)]
     pub fn for_ns(&self) -> u64 {
         self.for_ns
     }
@@ -348,6 +347,8 @@ pub struct RuleWatch {
     pub rule: StopRule,
     /// Start of the current streak of seconds in which the rule held.
     streak_start_ns: Option<u64>,
+    /// The rule's measure in the last second judged (0 when it had none).
+    last_value: f64,
 }
 
 /// A rule that fired: which, when (ns from the start), and the value that tripped it.
@@ -381,12 +382,28 @@ impl RuleWatch {
         RuleWatch {
             rule,
             streak_start_ns: None,
+            last_value: 0.0,
         }
+    }
+
+    /// How long the rule has held, through the end of the last second judged at
+    /// `judged_ns` (0 when the last second broke the streak): a live view's
+    /// "3 of 10 s".
+    pub fn held_ns(&self, judged_ns: u64) -> u64 {
+        self.streak_start_ns
+            .map_or(0, |start| judged_ns.saturating_sub(start))
+    }
+
+    /// The rule's measure in the last second judged (a ratio, ns or requests per
+    /// second, as [`StopRule::format_value`] prints it).
+    pub fn last_value(&self) -> f64 {
+        self.last_value
     }
 
     /// Feeds the second starting at `second_start_ns`; returns the firing, if any.
     pub fn observe(&mut self, second_start_ns: u64, second: &SecondStats) -> Option<Fired> {
         let (value, holds) = self.rule.check(second).unwrap_or((0.0, false));
+        self.last_value = value;
         if !holds {
             self.streak_start_ns = None;
             return None;

@@ -904,3 +904,92 @@ fn samples_are_written_beside_the_records_on_the_run_clock() {
     );
     assert!(samples[1].at_unix_ns <= summary.end.as_ref().unwrap().at_unix_ns);
 }
+
+/// Counts what the collector shows it.
+#[derive(Default)]
+struct CountingObserver {
+    started: bool,
+    records: Vec<Record>,
+    stats: u64,
+    errors: Vec<(usize, ErrorKind)>,
+    rule_calls: Vec<(u64, u64)>,
+    finished: bool,
+}
+
+impl engine::RunObserver for CountingObserver {
+    fn start(&mut self, _clock: engine::Clock) {
+        self.started = true;
+    }
+    fn records(&mut self, records: &[Record]) {
+        self.records.extend_from_slice(records);
+    }
+    fn stats(&mut self, _stats: &record::GeneratorStats) {
+        self.stats += 1;
+    }
+    fn errors(&mut self, first_index: usize, new: &[record::ErrorEntry]) {
+        self.errors.extend(
+            new.iter()
+                .enumerate()
+                .map(|(i, e)| (first_index + i, e.kind)),
+        );
+    }
+    fn rules(&mut self, judged_ns: u64, watches: &[workload::RuleWatch]) {
+        self.rule_calls
+            .push((judged_ns, watches[0].held_ns(judged_ns)));
+    }
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+#[test]
+fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
+    let server = TestServer::start();
+    let urls = [server.url("/ok"), server.url("/status/503")];
+    let mut cfg = config(&urls, open_rate(100.0, 150));
+    cfg.stop_rules = vec![workload::StopRule::parse("errors > 90% for 5s").unwrap()];
+    let mut observer = CountingObserver::default();
+    let (bytes, outcome) = engine::run_with_observer(
+        &cfg,
+        Vec::new(),
+        &StopHandle::new(),
+        &mut NoFeed,
+        &mut observer,
+    )
+    .unwrap();
+    let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
+    let (mut written, mut batch) = (Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        written.extend_from_slice(&batch);
+    }
+    let mut seen = observer.records.clone();
+    seen.sort_by_key(|r| r.seq);
+    written.sort_by_key(|r| r.seq);
+    assert_eq!(
+        seen, written,
+        "the observer sees exactly the records written"
+    );
+    assert_eq!(outcome.completed, 150);
+    assert!(observer.started && observer.finished);
+    assert!(observer.stats >= 1, "a stats sample each second");
+    assert_eq!(
+        observer.errors,
+        [(0, ErrorKind::Status)],
+        "the one error entry, at index 0"
+    );
+    let tables = source.tables();
+    assert_eq!(tables.error(1).map(|e| e.kind), Some(ErrorKind::Status));
+    assert!(
+        observer.rule_calls.first() == Some(&(1_000_000_000, 0)),
+        "the first judged second, half errors: the rule does not hold: {:?}",
+        observer.rule_calls
+    );
+}
+
+struct NoFeed;
+
+impl engine::SampleFeed for NoFeed {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn ready(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+    fn finish(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
+}

@@ -1,0 +1,33 @@
+//! The live view of a run: what `loadlab attack` shows on stderr while it runs.
+//!
+//! - [`LiveStats`] is an [`engine::RunObserver`]: on the engine's collector thread
+//!   (never a worker) it folds each batch of records, each generator stats sample,
+//!   new error entries and the stop rules' state into a [`Snapshot`], and publishes it
+//!   behind a mutex taken once per call, not per request. Latencies go into
+//!   HdrHistograms (3 significant digits), so memory stays flat over hours.
+//! - [`Snapshot`] is plain data: elapsed and planned time, asked vs sent vs completed
+//!   rates over the last second and the run, success, latency p50/p99/max, status
+//!   codes and errors by kind, send lag, in flight, connections, the schedule's target
+//!   and each stop rule's streak. It renders itself as one plain progress line
+//!   ([`Snapshot::progress_line`]) or as the lines of the terminal view
+//!   ([`Snapshot::view_lines`]).
+//! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
+//!   terminal, else a plain line every few seconds, so CI logs stay readable.
+
+#![warn(missing_docs)]
+
+mod snapshot;
+mod stats;
+mod view;
+
+pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
+pub use stats::{LiveHandle, LiveStats};
+pub use view::{View, ViewMode};
+
+/// Why the live view could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The display thread could not be started.
+    #[error("live view thread")]
+    Thread(#[from] std::io::Error),
+}

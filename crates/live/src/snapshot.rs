@@ -1,0 +1,290 @@
+//! [`Snapshot`]: the numbers of a run so far, and how they read on a terminal or in a
+//! log line.
+
+use record::ErrorKind;
+
+const SECOND_NS: f64 = 1e9;
+
+/// The numbers of a run so far, as the live view shows them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Time since the run's time zero, as far as the collector has seen.
+    pub elapsed_ns: u64,
+    /// When the plan ends (the longest attack); `None` when open-ended.
+    pub total_ns: Option<u64>,
+    /// The schedule's asked rate now, all open-model attacks together.
+    pub target_rate_per_sec: Option<f64>,
+    /// The last second: asked and sent over the last stats interval (about a
+    /// second), completions and latencies over the last settled second of
+    /// completions.
+    pub last_second: Window,
+    /// The whole run so far.
+    pub run: Window,
+    /// Completions by status code (0: transport error), ascending.
+    pub status_codes: Vec<(u16, u64)>,
+    /// Failed requests by error kind, most frequent first.
+    pub errors: Vec<(ErrorKind, u64)>,
+    /// Requests sent and not yet answered.
+    pub in_flight: u64,
+    /// Connections open.
+    pub connections_open: u64,
+    /// Requests due that have not left (the generator is behind).
+    pub behind: u64,
+    /// Each stop rule's streak, in the order given.
+    pub rules: Vec<RuleState>,
+    /// The run is over.
+    pub finished: bool,
+}
+
+/// Counts and figures over a span of the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Window {
+    /// How long the rates are over.
+    pub span_ns: u64,
+    /// Requests the schedule asked for (open model only).
+    pub asked: Option<u64>,
+    /// Requests sent.
+    pub sent: u64,
+    /// Requests completed (answered or failed).
+    pub completed: u64,
+    /// Completions with a 2xx or 3xx status.
+    pub successes: u64,
+    /// Latency (from the intended send time) of the completions.
+    pub latency: Latency,
+    /// 99th percentile of the send lag of the completions.
+    pub lag_p99_ns: u64,
+}
+
+/// Latency percentiles, nanoseconds (0 without completions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Latency {
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+}
+
+/// One stop rule's state: "p99 > 2s for 10s: held 3s of 10s".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleState {
+    /// The rule as written.
+    pub rule: String,
+    /// How long it has held, up to the last judged second.
+    pub held_ns: u64,
+    /// How long it must hold to fire.
+    pub for_ns: u64,
+    /// Its measure in the last judged second, formatted as the rule's unit.
+    pub value: String,
+}
+
+impl Window {
+    /// Requests per second of `count` over the window (0 for an empty window).
+    pub fn rate_per_sec(&self, count: u64) -> f64 {
+        if self.span_ns == 0 {
+            return 0.0;
+        }
+        count as f64 * SECOND_NS / self.span_ns as f64
+    }
+
+    /// Successes over completions; `None` without completions.
+    pub fn success_ratio(&self) -> Option<f64> {
+        (self.completed > 0).then(|| self.successes as f64 / self.completed as f64)
+    }
+}
+
+impl Snapshot {
+    /// One plain line for logs:
+    /// `12s/60s  asked 1000/s  sent 1000/s  ok 99.8%  p99 12.3ms  lag p99 312µs  in flight 12`.
+    pub fn progress_line(&self) -> String {
+        let last = &self.last_second;
+        let mut line = self.elapsed_text();
+        if let Some(asked) = last.asked {
+            line += &format!("  asked {}/s", rate_text(last.rate_per_sec(asked)));
+        }
+        line += &format!(
+            "  sent {}/s  ok {}  p99 {}  lag p99 {}  in flight {}",
+            rate_text(last.rate_per_sec(last.sent)),
+            percent_text(last.success_ratio()),
+            latency_text(last, last.latency.p99_ns),
+            latency_text(last, last.lag_p99_ns),
+            self.in_flight,
+        );
+        if self.behind > 0 {
+            line += &format!("  behind {}", self.behind);
+        }
+        line
+    }
+
+    /// The terminal view's text lines (the progress bar is drawn apart): rates,
+    /// latency, success and codes, the generator, one line per stop rule.
+    pub fn view_lines(&self) -> Vec<String> {
+        let (last, run) = (&self.last_second, &self.run);
+        let mut lines = vec![
+            format!(
+                "rate/s    asked {}  sent {}  done {}   run: asked {}  sent {}  done {}",
+                asked_rate_text(last),
+                rate_text(last.rate_per_sec(last.sent)),
+                rate_text(last.rate_per_sec(last.completed)),
+                asked_rate_text(run),
+                rate_text(run.rate_per_sec(run.sent)),
+                rate_text(run.rate_per_sec(run.completed)),
+            ),
+            format!(
+                "latency   1s: p50 {}  p99 {}  max {}   run: p50 {}  p99 {}  max {}",
+                latency_text(last, last.latency.p50_ns),
+                latency_text(last, last.latency.p99_ns),
+                latency_text(last, last.latency.max_ns),
+                latency_text(run, run.latency.p50_ns),
+                latency_text(run, run.latency.p99_ns),
+                latency_text(run, run.latency.max_ns),
+            ),
+            format!(
+                "success   1s: {}  run: {}   codes {}   errors {}",
+                percent_text(last.success_ratio()),
+                percent_text(run.success_ratio()),
+                counts_text(self.status_codes.iter().map(|(c, n)| (c.to_string(), *n))),
+                counts_text(self.errors.iter().map(|(k, n)| (k.name().to_owned(), *n))),
+            ),
+            format!(
+                "generator lag p99 1s: {}  run: {}   in flight {}  connections {}  behind {}",
+                latency_text(last, last.lag_p99_ns),
+                latency_text(run, run.lag_p99_ns),
+                self.in_flight,
+                self.connections_open,
+                self.behind,
+            ),
+        ];
+        lines.extend(self.rules.iter().map(|rule| {
+            format!(
+                "stop rule '{}': held {} of {} (now {})",
+                rule.rule,
+                short_duration(rule.held_ns),
+                short_duration(rule.for_ns),
+                rule.value,
+            )
+        }));
+        lines
+    }
+
+    /// `12s/60s`, or `12s` when the run is open-ended.
+    pub fn elapsed_text(&self) -> String {
+        // Rounded: the collector sees time in batches, a little behind the clock.
+        let elapsed = (self.elapsed_ns + 500_000_000) / 1_000_000_000;
+        match self.total_ns {
+            Some(total) => format!("{elapsed}s/{}s", total.div_ceil(1_000_000_000)),
+            None => format!("{elapsed}s"),
+        }
+    }
+
+    /// The bar's text: elapsed, planned and the schedule's target now.
+    pub fn bar_text(&self) -> String {
+        match self.target_rate_per_sec {
+            Some(rate) => format!("{}  target {}/s", self.elapsed_text(), rate_text(rate)),
+            None => self.elapsed_text(),
+        }
+    }
+}
+
+fn asked_rate_text(window: &Window) -> String {
+    window.asked.map_or_else(
+        || "-".to_owned(),
+        |asked| rate_text(window.rate_per_sec(asked)),
+    )
+}
+
+/// Whole requests per second below 100, else no decimals.
+fn rate_text(rate: f64) -> String {
+    if rate < 100.0 {
+        format!("{rate:.1}")
+    } else {
+        format!("{rate:.0}")
+    }
+}
+
+fn percent_text(ratio: Option<f64>) -> String {
+    ratio.map_or_else(|| "-".to_owned(), |r| format!("{:.1}%", r * 100.0))
+}
+
+/// A latency, or `-` when the window had no completions (0 would read as fast).
+fn latency_text(window: &Window, ns: u64) -> String {
+    if window.completed == 0 {
+        "-".to_owned()
+    } else {
+        short_duration(ns)
+    }
+}
+
+/// `200:1234 503:5`, `-` when empty.
+fn counts_text(counts: impl Iterator<Item = (String, u64)>) -> String {
+    let text: Vec<String> = counts.map(|(name, n)| format!("{name}:{n}")).collect();
+    if text.is_empty() {
+        "-".to_owned()
+    } else {
+        text.join(" ")
+    }
+}
+
+/// A duration in three significant digits at most: `812ns`, `31.2µs`, `12.3ms`, `1.23s`.
+pub fn short_duration(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..1_000 => return format!("{ns}ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "µs"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let decimals = match value {
+        v if v < 10.0 => 2,
+        v if v < 100.0 => 1,
+        _ => 0,
+    };
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_durations_keep_three_digits() {
+        let rows = [
+            (0, "0ns"),
+            (812, "812ns"),
+            (31_250, "31.2µs"),
+            (300_000, "300µs"),
+            (12_345_678, "12.3ms"),
+            (1_000_000_000, "1s"),
+            (1_234_000_000, "1.23s"),
+            (125_000_000_000, "125s"),
+        ];
+        for (ns, text) in rows {
+            assert_eq!(short_duration(ns), text, "{ns}");
+        }
+    }
+
+    #[test]
+    fn an_open_ended_closed_run_shows_no_asked_rate() {
+        let snapshot = Snapshot {
+            elapsed_ns: 7_500_000_000,
+            last_second: Window {
+                span_ns: 1_000_000_000,
+                sent: 1234,
+                ..Window::default()
+            },
+            behind: 3,
+            ..Snapshot::default()
+        };
+        assert_eq!(
+            snapshot.progress_line(),
+            "8s  sent 1234/s  ok -  p99 -  lag p99 -  in flight 0  behind 3"
+        );
+        assert!(snapshot.view_lines()[0].starts_with("rate/s    asked -  sent 1234"));
+    }
+}

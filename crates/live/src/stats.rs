@@ -1,0 +1,522 @@
+//! [`LiveStats`]: the [`engine::RunObserver`] that folds a run into a [`Snapshot`].
+//!
+//! Completions are binned by the second they completed in; a second is settled (its
+//! percentiles taken) once no worker can still report a request that completed in it
+//! (workers ship at least every 100 ms), as the engine's stop rules do. The run's
+//! histograms are read at each settling, about once a second, never per batch.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use engine::{Clock, RunObserver};
+use hdrhistogram::Histogram;
+use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
+use workload::{Plan, RuleWatch};
+
+use crate::snapshot::{Latency, RuleState, Snapshot, Window};
+
+const SECOND_NS: u64 = 1_000_000_000;
+/// A second of completions is settled this long after it ends.
+const SETTLE_NS: u64 = 300_000_000;
+
+/// Where the display thread reads the latest [`Snapshot`].
+#[derive(Debug, Clone, Default)]
+pub struct LiveHandle(Arc<Mutex<Snapshot>>);
+
+impl LiveHandle {
+    /// A copy of the latest snapshot.
+    pub fn snapshot(&self) -> Snapshot {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn publish(&self, snapshot: &Snapshot) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone_from(snapshot);
+    }
+}
+
+/// Latency and lag of a set of completions, in bounded memory (3 significant digits).
+struct Completions {
+    completed: u64,
+    successes: u64,
+    latency: Histogram<u64>,
+    lag: Histogram<u64>,
+}
+
+impl Completions {
+    fn new() -> Completions {
+        let histogram = || Histogram::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"));
+        Completions {
+            completed: 0,
+            successes: 0,
+            latency: histogram(),
+            lag: histogram(),
+        }
+    }
+
+    fn add(&mut self, record: &Record) {
+        self.completed += 1;
+        self.successes += u64::from(record.is_success());
+        record_value(&mut self.latency, record.latency_ns);
+        record_value(&mut self.lag, record.send_lag_ns);
+    }
+
+    /// Fills a window's completion figures.
+    fn fill(&self, window: &mut Window) {
+        window.completed = self.completed;
+        window.successes = self.successes;
+        window.latency = Latency {
+            p50_ns: self.latency.value_at_quantile(0.50),
+            p99_ns: self.latency.value_at_quantile(0.99),
+            max_ns: self.latency.max(),
+        };
+        window.lag_p99_ns = self.lag.value_at_quantile(0.99);
+    }
+}
+
+/// The histograms grow to the largest value as it comes (a few KiB per power of two);
+/// one they cannot hold (beyond what a u64 of ns allows at 3 digits) counts as their top.
+fn record_value(histogram: &mut Histogram<u64>, value: u64) {
+    if histogram.record(value).is_err() {
+        histogram.saturating_record(value);
+    }
+}
+
+/// Folds a run into a [`Snapshot`] on the collector thread; see the module docs.
+pub struct LiveStats {
+    plans: Vec<Plan>,
+    start_unix_ns: u64,
+    /// The latest moment seen (a completion or a stats sample), from time zero.
+    now_ns: u64,
+    /// Completions by second, for seconds not settled yet.
+    bins: BTreeMap<u64, Completions>,
+    /// Seconds before this one are settled; later completions in them count only
+    /// for the run.
+    next_second: u64,
+    run: Completions,
+    status_codes: BTreeMap<u16, u64>,
+    /// Failures by error id - 1, and the kinds of the ids known so far.
+    error_counts: Vec<u64>,
+    error_kinds: Vec<ErrorKind>,
+    /// The previous stats sample: when (from time zero) and requests sent by then.
+    previous_stats: (u64, u64),
+    snapshot: Snapshot,
+    handle: LiveHandle,
+}
+
+impl LiveStats {
+    /// Watches a run of these plans (one per attack, in order).
+    pub fn new(plans: Vec<Plan>) -> LiveStats {
+        let total_ns = plans
+            .iter()
+            .map(Plan::end_ns)
+            .try_fold(0u64, |longest, end| end.map(|end| longest.max(end)));
+        LiveStats {
+            plans,
+            start_unix_ns: 0,
+            now_ns: 0,
+            bins: BTreeMap::new(),
+            next_second: 0,
+            run: Completions::new(),
+            status_codes: BTreeMap::new(),
+            error_counts: Vec::new(),
+            error_kinds: Vec::new(),
+            previous_stats: (0, 0),
+            snapshot: Snapshot {
+                total_ns,
+                ..Snapshot::default()
+            },
+            handle: LiveHandle::default(),
+        }
+    }
+
+    /// Where the display reads the snapshots.
+    pub fn handle(&self) -> LiveHandle {
+        self.handle.clone()
+    }
+
+    /// The snapshot as it stands (what the handle would read).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Requests the plans asked for by `at_ns`; `None` when every attack is closed.
+    fn asked_by(&self, at_ns: u64) -> Option<u64> {
+        self.plans
+            .iter()
+            .filter_map(|plan| plan.asked_by(at_ns))
+            .reduce(|a, b| a + b)
+    }
+
+    fn add(&mut self, record: &Record) {
+        let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
+        self.now_ns = self.now_ns.max(end_ns);
+        self.run.add(record);
+        *self.status_codes.entry(record.status).or_default() += 1;
+        if let Some(index) = (record.error as usize).checked_sub(1) {
+            if self.error_counts.len() <= index {
+                self.error_counts.resize(index + 1, 0);
+            }
+            self.error_counts[index] += 1;
+        }
+        let second = end_ns / SECOND_NS;
+        if second >= self.next_second {
+            self.bins
+                .entry(second)
+                .or_insert_with(Completions::new)
+                .add(record);
+        }
+    }
+
+    /// Settles the seconds that are over by `now_ns` (all of them at the end): the
+    /// last settled one becomes the last second, and the run's percentiles are read
+    /// anew (about once a second, not per batch).
+    fn settle(&mut self, now_ns: u64) {
+        let mut settled = None;
+        while (self.next_second + 1)
+            .saturating_mul(SECOND_NS)
+            .saturating_add(SETTLE_NS)
+            <= now_ns
+        {
+            settled = Some(self.next_second);
+            self.next_second += 1;
+        }
+        let Some(second) = settled else {
+            return;
+        };
+        let later = self.bins.split_off(&(second + 1));
+        let bin = std::mem::replace(&mut self.bins, later).remove(&second);
+        let last = &mut self.snapshot.last_second;
+        // A second without completions has no bin: its figures are zero.
+        last.completed = 0;
+        last.successes = 0;
+        last.latency = Latency::default();
+        last.lag_p99_ns = 0;
+        if let Some(bin) = bin {
+            bin.fill(last);
+        }
+        self.run.fill(&mut self.snapshot.run);
+    }
+
+    /// Counts that change per batch: cheap to refresh each time.
+    fn refresh(&mut self) {
+        let now_ns = self.now_ns;
+        let asked = self.asked_by(now_ns);
+        let snapshot = &mut self.snapshot;
+        snapshot.elapsed_ns = now_ns;
+        snapshot.target_rate_per_sec = self
+            .plans
+            .iter()
+            .filter_map(|plan| plan.rate_at(now_ns))
+            .reduce(|a, b| a + b);
+        let run = &mut snapshot.run;
+        run.span_ns = now_ns;
+        run.asked = asked;
+        run.completed = self.run.completed;
+        run.successes = self.run.successes;
+        run.sent = run.sent.max(run.completed);
+        snapshot.status_codes.clear();
+        snapshot
+            .status_codes
+            .extend(self.status_codes.iter().map(|(code, n)| (*code, *n)));
+        snapshot.errors = errors_by_kind(&self.error_counts, &self.error_kinds);
+    }
+
+    fn publish(&mut self) {
+        self.refresh();
+        self.settle(self.now_ns);
+        self.handle.publish(&self.snapshot);
+    }
+}
+
+/// Failures by kind, most frequent first; ids whose entry has not arrived yet (it
+/// follows within a flush) wait for it.
+fn errors_by_kind(counts: &[u64], kinds: &[ErrorKind]) -> Vec<(ErrorKind, u64)> {
+    let mut by_kind: BTreeMap<ErrorKind, u64> = BTreeMap::new();
+    for (count, kind) in counts.iter().zip(kinds) {
+        if *count > 0 {
+            *by_kind.entry(*kind).or_default() += count;
+        }
+    }
+    let mut errors: Vec<(ErrorKind, u64)> = by_kind.into_iter().collect();
+    errors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    errors
+}
+
+impl RunObserver for LiveStats {
+    fn start(&mut self, clock: Clock) {
+        self.start_unix_ns = clock.start_unix_ns();
+    }
+
+    fn records(&mut self, records: &[Record]) {
+        for record in records {
+            self.add(record);
+        }
+        self.publish();
+    }
+
+    fn stats(&mut self, stats: &GeneratorStats) {
+        let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
+        let (previous_ns, previous_sent) = self.previous_stats;
+        let span_ns = at_ns.saturating_sub(previous_ns);
+        if span_ns > 0 {
+            // Per second, whatever the interval between samples was.
+            let per_second = |count: u64| {
+                u64::try_from(u128::from(count) * u128::from(SECOND_NS) / u128::from(span_ns))
+                    .unwrap_or(u64::MAX)
+            };
+            let asked = self
+                .asked_by(at_ns)
+                .zip(self.asked_by(previous_ns))
+                .map(|(now, before)| per_second(now.saturating_sub(before)));
+            let last = &mut self.snapshot.last_second;
+            last.span_ns = SECOND_NS;
+            last.sent = per_second(stats.sent.saturating_sub(previous_sent));
+            last.asked = asked;
+            self.previous_stats = (at_ns, stats.sent);
+        }
+        let snapshot = &mut self.snapshot;
+        snapshot.run.sent = stats.sent;
+        snapshot.in_flight = stats.in_flight;
+        snapshot.connections_open = stats.connections_open;
+        snapshot.behind = stats.behind;
+        self.now_ns = self.now_ns.max(at_ns);
+        self.publish();
+    }
+
+    fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
+        self.error_kinds.truncate(first_index);
+        self.error_kinds.extend(new.iter().map(|entry| entry.kind));
+    }
+
+    fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
+        self.snapshot.rules = watches
+            .iter()
+            .map(|watch| RuleState {
+                rule: watch.rule.to_string(),
+                held_ns: watch.held_ns(judged_ns),
+                for_ns: watch.rule.for_ns(),
+                value: watch.rule.format_value(watch.last_value()),
+            })
+            .collect();
+        self.handle.publish(&self.snapshot);
+    }
+
+    fn finish(&mut self) {
+        self.snapshot.finished = true;
+        self.refresh();
+        // Every completion is in: settle the second the last one ended in.
+        self.settle(self.now_ns.saturating_add(SECOND_NS + SETTLE_NS));
+        self.handle.publish(&self.snapshot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use workload::{Pacing, Schedule};
+
+    const MS: u64 = 1_000_000;
+
+    /// A request that ended at `end_ms` after `latency_ms`.
+    fn record(end_ms: u64, latency_ms: u64, status: u16, error: u32) -> Record {
+        Record {
+            intended_unix_ns: (end_ms - latency_ms) * MS,
+            latency_ns: latency_ms * MS,
+            send_lag_ns: MS / 10,
+            status,
+            error,
+            ..Record::default()
+        }
+    }
+
+    /// `per_second` requests in each of `seconds`, spread over the second.
+    fn steady(seconds: &[u64], per_second: u64, status: u16, error: u32) -> Vec<Record> {
+        let mut records = Vec::new();
+        for &second in seconds {
+            for i in 0..per_second {
+                records.push(record(
+                    second * 1000 + i * (1000 / per_second) + 20,
+                    10,
+                    status,
+                    error,
+                ));
+            }
+        }
+        records
+    }
+
+    fn stats(at_ms: u64, sent: u64) -> GeneratorStats {
+        GeneratorStats {
+            at_unix_ns: at_ms * MS,
+            cpu_ns: 0,
+            sent,
+            completed: sent,
+            in_flight: 1,
+            connections_open: 2,
+            behind: 0,
+            rss_bytes: 0,
+            attacks: Vec::new(),
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        records: Vec<Record>,
+        error_kinds: Vec<ErrorKind>,
+        /// (at ms, sent by then)
+        stats: Vec<(u64, u64)>,
+        /// (completed, successes, p99 ms) of the last settled second
+        last: (u64, u64, u64),
+        /// completions and success ratio over the run
+        run: (u64, Option<f64>),
+        codes: Vec<(u16, u64)>,
+        errors: Vec<(ErrorKind, u64)>,
+        /// what the progress line holds
+        line: &'static str,
+    }
+
+    fn ten_per_second_for_10s() -> Plan {
+        Plan {
+            pacing: Pacing::Open(Schedule::constant(10.0)),
+            duration_ns: Some(10_000 * MS),
+            max_requests: None,
+        }
+    }
+
+    #[test]
+    fn aggregation_table() {
+        let rows = [
+            Row {
+                name: "no records yet",
+                records: Vec::new(),
+                error_kinds: Vec::new(),
+                stats: Vec::new(),
+                last: (0, 0, 0),
+                run: (0, None),
+                codes: Vec::new(),
+                errors: Vec::new(),
+                line: "0s/10s  sent 0.0/s  ok -  p99 -  lag p99 -  in flight 0",
+            },
+            Row {
+                name: "steady and all fine",
+                records: steady(&[0, 1, 2], 10, 200, 0),
+                error_kinds: Vec::new(),
+                stats: vec![(1000, 10), (2000, 20), (3000, 30), (3400, 34)],
+                last: (10, 10, 10),
+                run: (30, Some(1.0)),
+                codes: vec![(200, 30)],
+                errors: Vec::new(),
+                line: "3s/10s  asked 10.0/s  sent 10.0/s  ok 100.0%  p99 10ms  lag p99 100µs  in flight 1",
+            },
+            Row {
+                name: "all errors",
+                records: steady(&[0, 1], 10, 0, 1),
+                error_kinds: vec![ErrorKind::Timeout],
+                stats: vec![(1000, 10), (2000, 20), (2400, 20)],
+                last: (10, 0, 10),
+                run: (20, Some(0.0)),
+                codes: vec![(0, 20)],
+                errors: vec![(ErrorKind::Timeout, 20)],
+                line: "2s/10s  asked 10.0/s  sent 0.0/s  ok 0.0%  p99 10ms",
+            },
+            Row {
+                name: "a second with no completions",
+                records: steady(&[0, 2], 10, 200, 0),
+                error_kinds: Vec::new(),
+                stats: vec![(1000, 10), (2000, 10), (2400, 14)],
+                last: (0, 0, 0),
+                run: (20, Some(1.0)),
+                codes: vec![(200, 20)],
+                errors: Vec::new(),
+                line: "3s/10s  asked 10.0/s  sent 10.0/s  ok -  p99 -  lag p99 -  in flight 1",
+            },
+        ];
+        for row in rows {
+            let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+            let handle = live.handle();
+            live.start(Clock::start());
+            live.start_unix_ns = 0;
+            live.errors(0, &entries(&row.error_kinds));
+            live.records(&row.records);
+            for (at_ms, sent) in &row.stats {
+                live.stats(&stats(*at_ms, *sent));
+            }
+            let snapshot = handle.snapshot();
+            assert_eq!(&snapshot, live.snapshot(), "{}: published", row.name);
+            let last = &snapshot.last_second;
+            let p99_ms = (last.latency.p99_ns + MS / 2) / MS;
+            assert_eq!(
+                (last.completed, last.successes, p99_ms),
+                row.last,
+                "{}: last second",
+                row.name
+            );
+            assert_eq!(
+                (snapshot.run.completed, snapshot.run.success_ratio()),
+                row.run,
+                "{}: run",
+                row.name
+            );
+            assert_eq!(snapshot.status_codes, row.codes, "{}", row.name);
+            assert_eq!(snapshot.errors, row.errors, "{}", row.name);
+            let line = snapshot.progress_line();
+            assert!(line.starts_with(row.line), "{}: {line}", row.name);
+        }
+    }
+
+    fn entries(kinds: &[ErrorKind]) -> Vec<ErrorEntry> {
+        kinds
+            .iter()
+            .map(|kind| ErrorEntry {
+                kind: *kind,
+                text: kind.name().to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn errors_wait_for_their_entry_and_the_end_settles_everything() {
+        let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+        live.records(&steady(&[0], 4, 0, 2));
+        assert_eq!(live.snapshot().errors, [], "entry 2 not known yet");
+        live.errors(0, &entries(&[ErrorKind::Connect, ErrorKind::Reset]));
+        live.finish();
+        let snapshot = live.snapshot();
+        assert_eq!(snapshot.errors, [(ErrorKind::Reset, 4)]);
+        assert_eq!(
+            snapshot.last_second.completed, 4,
+            "the last second settles at the end"
+        );
+        assert!(snapshot.finished);
+        assert_eq!((snapshot.run.latency.max_ns + MS / 2) / MS, 10);
+    }
+
+    #[test]
+    fn rules_show_their_streak() {
+        let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+        let rule = workload::StopRule::parse("errors > 50% for 10s").unwrap();
+        let mut watch = RuleWatch::new(rule);
+        let bad = workload::SecondStats {
+            requests: 10,
+            errors: 8,
+            ..workload::SecondStats::default()
+        };
+        for second in 0..3 {
+            assert!(watch.observe(second * SECOND_NS, &bad).is_none());
+        }
+        live.rules(3 * SECOND_NS, &[watch]);
+        let lines = live.snapshot().view_lines();
+        assert_eq!(
+            lines.last().unwrap(),
+            "stop rule 'errors > 50% for 10s': held 3s of 10s (now 80.0%)"
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! [`View`]: the display thread. It reads the latest [`crate::Snapshot`] a few times
+//! a second and redraws it on a terminal (indicatif), or writes one plain line every
+//! few seconds elsewhere. It never touches the engine: it only takes the snapshot's
+//! mutex for a copy.
+
+use std::io::Write;
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::{LiveError, LiveHandle, Snapshot};
+
+/// How the view shows itself.
+pub enum ViewMode {
+    /// A redrawn multi-line view on stderr (a terminal), every `every`.
+    Terminal {
+        /// Time between redraws.
+        every: Duration,
+    },
+    /// One plain progress line every `every`, written to `out` (CI logs).
+    Lines {
+        /// Time between lines.
+        every: Duration,
+        /// Where the lines go (stderr, or a buffer in tests).
+        out: Box<dyn Write + Send>,
+    },
+}
+
+/// The running display thread; [`View::finish`] stops it.
+pub struct View {
+    stop: Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl View {
+    /// Starts showing what `handle` publishes.
+    pub fn start(handle: LiveHandle, mode: ViewMode) -> Result<View, LiveError> {
+        let (stop, stopped) = channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("loadlab-live-view".to_owned())
+            .spawn(move || {
+                let every = match &mode {
+                    ViewMode::Terminal { every } | ViewMode::Lines { every, .. } => *every,
+                };
+                let mut display = Display::new(mode);
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    display.show(&handle.snapshot());
+                }
+                display.clear();
+            })?;
+        Ok(View { stop, thread })
+    }
+
+    /// Stops the view and clears the terminal view, so that what follows (the
+    /// summary) reads as it does without it.
+    pub fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+enum Display {
+    Terminal(TerminalView),
+    Lines(Box<dyn Write + Send>),
+}
+
+impl Display {
+    fn new(mode: ViewMode) -> Display {
+        match mode {
+            ViewMode::Terminal { .. } => Display::Terminal(TerminalView::new()),
+            ViewMode::Lines { out, .. } => Display::Lines(out),
+        }
+    }
+
+    fn show(&mut self, snapshot: &Snapshot) {
+        match self {
+            Display::Terminal(view) => view.show(snapshot),
+            Display::Lines(out) => {
+                // A closed stderr must not stop the run: the line is dropped.
+                let _ = writeln!(out, "loadlab attack: {}", snapshot.progress_line());
+            }
+        }
+    }
+
+    fn clear(self) {
+        if let Display::Terminal(view) = self {
+            view.clear();
+        }
+    }
+}
+
+/// A progress bar over the planned time (a spinner when open-ended) and one redrawn
+/// line per [`Snapshot::view_lines`] line, cut to the terminal's width.
+struct TerminalView {
+    multi: MultiProgress,
+    bar: Option<ProgressBar>,
+    lines: Vec<ProgressBar>,
+}
+
+impl TerminalView {
+    fn new() -> TerminalView {
+        TerminalView {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            bar: None,
+            lines: Vec::new(),
+        }
+    }
+
+    fn show(&mut self, snapshot: &Snapshot) {
+        let bar = self
+            .bar
+            .get_or_insert_with(|| self.multi.add(new_bar(snapshot.total_ns)));
+        bar.set_position(snapshot.elapsed_ns / 1_000_000);
+        bar.set_message(snapshot.bar_text());
+        let lines = snapshot.view_lines();
+        while self.lines.len() < lines.len() {
+            let line = ProgressBar::new(1).with_style(line_style());
+            self.lines.push(self.multi.add(line));
+        }
+        for (bar, text) in self.lines.iter().zip(lines) {
+            bar.set_message(text);
+        }
+    }
+
+    /// Erases the view in one go; the bars then finish out of sight (each would
+    /// otherwise redraw what is left of the block).
+    fn clear(self) {
+        let _ = self.multi.clear();
+        self.multi.set_draw_target(ProgressDrawTarget::hidden());
+        for line in self.lines.iter().chain(&self.bar) {
+            line.finish_and_clear();
+        }
+    }
+}
+
+fn new_bar(total_ns: Option<u64>) -> ProgressBar {
+    match total_ns {
+        Some(total_ns) => ProgressBar::new(total_ns / 1_000_000).with_style(
+            ProgressStyle::with_template("{bar:30.cyan/blue} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    }
+}
+
+fn line_style() -> ProgressStyle {
+    ProgressStyle::with_template("{wide_msg}").unwrap_or_else(|_| ProgressStyle::default_bar())
+}
