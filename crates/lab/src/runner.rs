@@ -176,6 +176,9 @@ impl Run<'_> {
     /// a higher one would only push a saturated server further.
     fn skip_reason(&self, cell: &Cell) -> Option<String> {
         let limit = self.plan.load.stop_after_failures;
+        if limit == 0 {
+            return None;
+        }
         let level = offer_level(&cell.offer)?;
         let variant = &self.plan.variants[cell.variant].name;
         let params: std::collections::BTreeMap<String, String> =
@@ -188,7 +191,7 @@ impl Run<'_> {
             .filter(|row| !matches!(row.verdict.as_str(), "pass" | "skipped" | "interrupted"))
             .filter(|row| row_level(row).is_some_and(|l| l < level))
             .count();
-        (limit > 0 && below >= limit as usize).then(|| {
+        (below >= limit as usize).then(|| {
             format!(
                 "skipped: {below} lower step(s) did not pass (load.stop_after_failures = {limit})"
             )
@@ -208,7 +211,9 @@ impl Run<'_> {
             self.dir,
         );
         (row.verdict, row.why, row.records, row.hooks) = ("skipped".to_owned(), why, None, None);
-        log_line(self.dir, &format!("step {folder}: {}", row.why))?;
+        let line = format!("step {folder}: {}", row.why);
+        let _ = writeln!(self.progress, "loadlab run: {line}");
+        log_line(self.dir, &line)?;
         self.summary.steps.push(row);
         self.summary.write(self.dir)
     }
