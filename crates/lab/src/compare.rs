@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use analysis::Direction;
-use record::{ErrorKind, InputFormat, ReadOrder, Record, RecordStream};
-use report::{CompareFormat, Metrics, RunFigures, Seconds, compare_runs};
+use record::ErrorKind;
+use report::{CompareFormat, RunFigures, compare_runs, side_letter};
 use serde::Serialize;
 
 use crate::LabError;
@@ -759,43 +759,11 @@ fn warmup_ns(dir: &Path) -> u64 {
 /// A step's record file, from the warm-up's end, as the report's figures and per-second
 /// windows; None when the window holds no request.
 pub fn window_figures(path: &Path, warmup_ns: u64) -> Result<Option<RunFigures>, LabError> {
-    let name = path.display().to_string();
-    let fail = |e: record::RecordError| LabError::Folder(e.to_string());
-    let mut stream =
-        RecordStream::open(std::slice::from_ref(&name), ReadOrder::Input, false).map_err(fail)?;
-    let mut metrics = Metrics::new(None);
-    let mut seconds = Seconds::default();
-    let mut batch: Vec<Record> = Vec::new();
-    let mut window: Vec<Record> = Vec::new();
-    while stream.next_batch(&mut batch).map_err(fail)? {
-        if stream
-            .summaries()
-            .iter()
-            .any(|s| s.format != InputFormat::Binary)
-        {
-            return Err(LabError::Folder(format!("{name}: not a record file")));
-        }
-        let start_ns = stream
-            .summaries()
-            .first()
-            .map_or(0, |s| s.header.start_unix_ns);
-        window.clear();
-        window.extend(
-            batch
-                .iter()
-                .filter(|r| r.intended_unix_ns.saturating_sub(start_ns) >= warmup_ns),
-        );
-        metrics.add_all(&window);
-        seconds.add_all(&window, stream.tables());
+    match report::read_record_window(&path.display().to_string(), warmup_ns) {
+        Ok(figures) => Ok(Some(figures)),
+        Err(report::ReportError::Record(record::RecordError::Empty { .. })) => Ok(None),
+        Err(err) => Err(LabError::Folder(err.to_string())),
     }
-    if metrics.requests() == 0 {
-        return Ok(None);
-    }
-    Ok(Some(RunFigures {
-        name,
-        report: metrics.close(stream.tables()),
-        seconds,
-    }))
 }
 
 impl FolderComparison {
@@ -1052,14 +1020,6 @@ fn diff_text(unit: FigureUnit, diff: f64) -> String {
         FigureUnit::Count => format!("{diff:+.0}"),
         FigureUnit::PerSec => format!("{diff:+.1}"),
         FigureUnit::Ms => format!("{diff:+.2}ms"),
-    }
-}
-
-/// `A`, `B`, ... then `#27` on.
-fn side_letter(index: usize) -> String {
-    match u8::try_from(index).ok().filter(|i| *i < 26) {
-        Some(i) => char::from(b'A' + i).to_string(),
-        None => format!("#{}", index + 1),
     }
 }
 

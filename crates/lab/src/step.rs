@@ -335,23 +335,10 @@ fn run_forwarding_stop(
             }
         });
         let result = engine::run_with_samples(config, out, &step_stop, samples)
-            .map_err(|e| format!("attack: {}", with_causes(&e)));
+            .map_err(|e| format!("attack: {}", units::error_chain(&e)));
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         result
     })
-}
-
-/// An error and its causes on one line (`writing records: No space left on device`):
-/// a row's reason must say what the disk or the network said.
-fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(inner) = cause {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    text
 }
 
 fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {

@@ -282,10 +282,13 @@ impl AgentClient {
         offset_ns: i128,
         context: &ThreadContext,
     ) -> Result<(), String> {
-        let mut source = BinaryReader::open(stream, &self.addr).map_err(|err| chain(&err))?;
+        let mut source =
+            BinaryReader::open(stream, &self.addr).map_err(|err| units::error_chain(&err))?;
         let (mut records, mut batches) = (Vec::new(), Vec::new());
         loop {
-            let more = source.next_batch(&mut records).map_err(|err| chain(&err))?;
+            let more = source
+                .next_batch(&mut records)
+                .map_err(|err| units::error_chain(&err))?;
             source.drain_samples(&mut batches);
             let tables = &source.summary().samples.tables;
             for batch in batches.drain(..) {
@@ -343,18 +346,6 @@ impl AgentClient {
             Reading::new(&info, at_unix_ns)
         })
     }
-}
-
-/// An error with its causes, `a: b: c`.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn def(info: &record::SeriesInfo) -> SeriesDef {

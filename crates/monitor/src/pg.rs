@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use record::SamplerInfo;
 
-use crate::agent::chain;
 use crate::hub::{Reading, SeriesDef};
 use crate::rates::Rates;
 use crate::runner::{Sampler, Tick};
@@ -150,7 +149,7 @@ fn describe(err: &postgres::Error) -> String {
         }
         Some(db) => format!("{}: {}", db.severity(), db.message()),
         // "error connecting to server" alone says little: add the causes.
-        None => chain(err),
+        None => units::error_chain(err),
     };
     redact_url(&text)
 }

@@ -88,6 +88,12 @@ pub fn read_input(input: &CompareInput) -> Result<RunFigures, ReportError> {
 }
 
 fn read_record_file(path: &str) -> Result<RunFigures, ReportError> {
+    read_record_window(path, 0)
+}
+
+/// A record file's figures and per-second windows, leaving out the requests due in its
+/// first `skip_ns` (a plan step's warm-up): what `compare` bootstraps.
+pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, ReportError> {
     let not_a_record_file = || ReportError::NotARecordFile {
         path: path.to_owned(),
     };
@@ -96,6 +102,7 @@ fn read_record_file(path: &str) -> Result<RunFigures, ReportError> {
     let mut metrics = Metrics::new(None);
     let mut seconds = Seconds::default();
     let mut batch = Vec::new();
+    let mut window = Vec::new();
     while stream.next_batch(&mut batch)? {
         if stream
             .summaries()
@@ -104,8 +111,23 @@ fn read_record_file(path: &str) -> Result<RunFigures, ReportError> {
         {
             return Err(not_a_record_file());
         }
-        metrics.add_all(&batch);
-        seconds.add_all(&batch, stream.tables());
+        let batch = if skip_ns == 0 {
+            &batch
+        } else {
+            let start_ns = stream
+                .summaries()
+                .first()
+                .map_or(0, |s| s.header.start_unix_ns);
+            window.clear();
+            window.extend(
+                batch
+                    .iter()
+                    .filter(|r| r.intended_unix_ns.saturating_sub(start_ns) >= skip_ns),
+            );
+            &window
+        };
+        metrics.add_all(batch);
+        seconds.add_all(batch, stream.tables());
     }
     if stream
         .summaries()
@@ -612,8 +634,8 @@ fn push_optional(out: &mut String, value: Option<f64>) {
     }
 }
 
-/// `B`, `C`, ... for the inputs after A.
-fn side_letter(index: usize) -> String {
+/// A side's letter by its index: `A`, `B`, ... then `#27` on.
+pub fn side_letter(index: usize) -> String {
     match u8::try_from(index).ok().filter(|i| *i < 26) {
         Some(i) => char::from(b'A' + i).to_string(),
         None => format!("#{}", index + 1),

@@ -12,10 +12,12 @@
 //! Also the one rule for keeping secrets out of what loadlab echoes ([`redact_url`],
 //! [`redact_header_value`], [`redact_header_line`]; see the `redact` module): it lives
 //! here because every crate that echoes user input already reads it with this crate.
+//! For the same reason, [`error_chain`]: an error and its causes as one line of text.
 
 #![warn(missing_docs)]
 
 mod duration;
+mod error_chain;
 mod rate;
 pub mod redact;
 mod size;
@@ -24,6 +26,7 @@ mod size;
 mod proptests;
 
 pub use duration::{GoDuration, parse_duration, round_for_report};
+pub use error_chain::error_chain;
 pub use rate::Rate;
 pub use redact::{REDACTED, redact_header_line, redact_header_value, redact_url};
 pub use size::parse_size;

@@ -325,13 +325,7 @@ mod tests {
 
     /// The error and its causes, as the CLI prints them.
     fn anyhow_like(err: &WorkloadError) -> String {
-        let mut text = err.to_string();
-        let mut source = std::error::Error::source(err);
-        while let Some(cause) = source {
-            text.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        text
+        units::error_chain(err)
     }
 
     #[test]
