@@ -11,15 +11,19 @@
 //!   and each stop rule's streak. It renders itself as one plain progress line
 //!   ([`Snapshot::progress_line`]) or as the lines of the terminal view
 //!   ([`Snapshot::view_lines`]).
+//! - [`Server`] is the small loopback HTTP server behind `-dashboard` and
+//!   `-prometheus-addr`: GETs answered by a [`Handler`] from what was published.
 //! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
 //!   terminal, else a plain line every few seconds, so CI logs stay readable.
 
 #![warn(missing_docs)]
 
+mod serve;
 mod snapshot;
 mod stats;
 mod view;
 
+pub use serve::{Handler, Request, Response, Server};
 pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
@@ -30,4 +34,15 @@ pub enum LiveError {
     /// The display thread could not be started.
     #[error("live view thread")]
     Thread(#[from] std::io::Error),
+    /// A server option's address could not be bound (taken, not local, malformed).
+    #[error("{flag} {address}: cannot listen")]
+    Bind {
+        /// The option, as the user wrote it (`-dashboard`, `-prometheus-addr`).
+        flag: String,
+        /// The address given.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
