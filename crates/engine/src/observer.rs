@@ -44,3 +44,78 @@ impl RunObserver for NoObserver {
     fn stats(&mut self, _stats: &GeneratorStats) {}
     fn errors(&mut self, _first_index: usize, _new: &[ErrorEntry]) {}
 }
+
+/// Several observers watching one run (the terminal view, a dashboard, Prometheus),
+/// each called in turn with the same data.
+impl RunObserver for Vec<Box<dyn RunObserver + '_>> {
+    fn start(&mut self, clock: Clock) {
+        self.iter_mut().for_each(|observer| observer.start(clock));
+    }
+    fn records(&mut self, records: &[Record]) {
+        self.iter_mut()
+            .for_each(|observer| observer.records(records));
+    }
+    fn stats(&mut self, stats: &GeneratorStats) {
+        self.iter_mut().for_each(|observer| observer.stats(stats));
+    }
+    fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
+        self.iter_mut()
+            .for_each(|observer| observer.errors(first_index, new));
+    }
+    fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
+        self.iter_mut()
+            .for_each(|observer| observer.rules(judged_ns, watches));
+    }
+    fn finish(&mut self) {
+        self.iter_mut().for_each(|observer| observer.finish());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts what it is handed.
+    #[derive(Default)]
+    struct Tally {
+        records: usize,
+        errors: usize,
+        finished: bool,
+    }
+
+    struct Counting<'a>(&'a mut Tally);
+
+    impl RunObserver for Counting<'_> {
+        fn start(&mut self, _clock: Clock) {}
+        fn records(&mut self, records: &[Record]) {
+            self.0.records += records.len();
+        }
+        fn stats(&mut self, _stats: &GeneratorStats) {}
+        fn errors(&mut self, _first_index: usize, new: &[ErrorEntry]) {
+            self.0.errors += new.len();
+        }
+        fn finish(&mut self) {
+            self.0.finished = true;
+        }
+    }
+
+    #[test]
+    fn every_observer_of_a_fan_out_sees_every_call() {
+        let (mut first, mut second) = (Tally::default(), Tally::default());
+        {
+            let mut observers: Vec<Box<dyn RunObserver + '_>> = vec![
+                Box::new(Counting(&mut first)),
+                Box::new(Counting(&mut second)),
+            ];
+            observers.records(&[Record::default(), Record::default()]);
+            observers.errors(0, &[]);
+            observers.records(&[Record::default()]);
+            observers.finish();
+        }
+        for tally in [first, second] {
+            assert_eq!(tally.records, 3);
+            assert_eq!(tally.errors, 0);
+            assert!(tally.finished);
+        }
+    }
+}
