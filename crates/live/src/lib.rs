@@ -4,7 +4,8 @@
 //!   (never a worker) it folds each batch of records, each generator stats sample,
 //!   new error entries and the stop rules' state into a [`Snapshot`], and publishes it
 //!   behind a mutex taken once per call, not per request. Latencies go into
-//!   HdrHistograms (3 significant digits), so memory stays flat over hours.
+//!   the report's `Distribution` (exact, then 3 significant digits), so memory stays
+//!   flat over hours and the run's figures at the end are the ones `report` prints.
 //! - [`Snapshot`] is plain data: elapsed and planned time, asked vs sent vs completed
 //!   rates over the last second and the run, success, latency p50/p99/max, status
 //!   codes and errors by kind, send lag, in flight, connections, the schedule's target

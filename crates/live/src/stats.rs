@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use engine::{Clock, RunObserver};
-use hdrhistogram::Histogram;
 use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
+use report::Distribution;
 use workload::{Plan, RuleWatch};
 
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
@@ -40,30 +40,30 @@ impl LiveHandle {
     }
 }
 
-/// Latency and lag of a set of completions, in bounded memory (3 significant digits).
+/// Latency and lag of a set of completions, in bounded memory: the report's own
+/// [`Distribution`], so the run's figures at the end are the ones `report` prints.
 struct Completions {
     completed: u64,
     successes: u64,
-    latency: Histogram<u64>,
-    lag: Histogram<u64>,
+    latency: Distribution,
+    lag: Distribution,
 }
 
 impl Completions {
     fn new() -> Completions {
-        let histogram = || Histogram::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"));
         Completions {
             completed: 0,
             successes: 0,
-            latency: histogram(),
-            lag: histogram(),
+            latency: Distribution::new(),
+            lag: Distribution::new(),
         }
     }
 
     fn add(&mut self, record: &Record) {
         self.completed += 1;
         self.successes += u64::from(record.is_success());
-        record_value(&mut self.latency, record.latency_ns);
-        record_value(&mut self.lag, record.send_lag_ns);
+        self.latency.add(record.latency_ns);
+        self.lag.add(record.send_lag_ns);
     }
 
     /// Fills a window's completion figures.
@@ -71,19 +71,11 @@ impl Completions {
         window.completed = self.completed;
         window.successes = self.successes;
         window.latency = Latency {
-            p50_ns: self.latency.value_at_quantile(0.50),
-            p99_ns: self.latency.value_at_quantile(0.99),
+            p50_ns: self.latency.quantile_so_far(0.50),
+            p99_ns: self.latency.quantile_so_far(0.99),
             max_ns: self.latency.max(),
         };
-        window.lag_p99_ns = self.lag.value_at_quantile(0.99);
-    }
-}
-
-/// The histograms grow to the largest value as it comes (a few KiB per power of two);
-/// one they cannot hold (beyond what a u64 of ns allows at 3 digits) counts as their top.
-fn record_value(histogram: &mut Histogram<u64>, value: u64) {
-    if histogram.record(value).is_err() {
-        histogram.saturating_record(value);
+        window.lag_p99_ns = self.lag.quantile_so_far(0.99);
     }
 }
 
@@ -480,6 +472,41 @@ mod tests {
                 text: kind.name().to_owned(),
             })
             .collect()
+    }
+
+    #[test]
+    fn the_run_figures_at_the_end_are_the_reports() {
+        // Both regimes: exact below the report's limit, its histogram beyond.
+        for count in [1_000u64, 300_000] {
+            let records: Vec<Record> = (0..count)
+                .map(|k| Record {
+                    intended_unix_ns: k * 50_000,
+                    latency_ns: 1_000_000 + (k * 7919 % 100_003) * 97,
+                    send_lag_ns: (k * 31 % 1009) * 1000,
+                    status: 200,
+                    ..Record::default()
+                })
+                .collect();
+            let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+            live.start(Clock::start());
+            live.records(&records);
+            live.finish();
+            let mut metrics = report::Metrics::new(None);
+            metrics.add_all(&records);
+            let report = metrics.close(&record::RunTables::default());
+            let run = &live.snapshot().run;
+            assert_eq!(
+                (run.latency.p50_ns, run.latency.p99_ns, run.latency.max_ns),
+                (
+                    report.latencies.p50_ns,
+                    report.latencies.p99_ns,
+                    report.latencies.max_ns
+                ),
+                "{count} records: latency"
+            );
+            assert_eq!(run.lag_p99_ns, report.send_lag.p99_ns, "{count}: lag");
+            assert_eq!(run.completed, report.requests, "{count}: requests");
+        }
     }
 
     #[test]

@@ -127,6 +127,23 @@ impl Distribution {
         matches!(self.store, Store::Exact(_))
     }
 
+    /// The value at quantile `q` of the values so far, without sealing: what
+    /// [`Quantiles::quantile`] would answer now, for a view that keeps adding. In the
+    /// exact regime it selects in a copy (linear time), so ask a few per second, not
+    /// per value.
+    pub fn quantile_so_far(&self, q: f64) -> u64 {
+        let value = match &self.store {
+            Store::Exact(values) if values.is_empty() => return 0,
+            Store::Exact(values) => {
+                let mut copy = values.clone();
+                let rank = nearest_rank(q, copy.len() as u64) as usize;
+                *copy.select_nth_unstable(rank - 1).1
+            }
+            Store::Histogram(histogram) => histogram.quantile(q),
+        };
+        value.clamp(self.min(), self.max)
+    }
+
     /// Seals the values for percentile queries.
     pub fn into_quantiles(self) -> Quantiles {
         let (min, max) = (self.min(), self.max);
@@ -290,6 +307,24 @@ mod tests {
         let rows: &[(f64, u64)] = &[(0.0, 1), (0.5, 5), (0.9, 9), (0.95, 10), (1.0, 10)];
         for &(q, want) in rows {
             assert_eq!(quantiles.quantile(q), want, "q {q}");
+        }
+    }
+
+    #[test]
+    fn quantiles_so_far_match_the_sealed_ones_in_both_regimes() {
+        for (exact_limit, len) in [(1000, 10), (1000, 999), (64, 5000), (64, 0)] {
+            let mut distribution = Distribution::with_exact_limit(exact_limit);
+            for k in 0..len {
+                distribution.add((k * 7919 % 10_007) * 1000);
+            }
+            let sealed = distribution.clone().into_quantiles();
+            for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                assert_eq!(
+                    distribution.quantile_so_far(q),
+                    sealed.quantile(q),
+                    "limit {exact_limit} len {len} q {q}"
+                );
+            }
         }
     }
 
