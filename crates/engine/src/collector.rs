@@ -63,7 +63,7 @@ impl<W: Write> Collector<W> {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             samples.ready(&mut frames);
-            self.write_samples(&mut frames)
+            self.write_samples(&mut frames, observer)
                 .inspect_err(|_| self.stop.abort())?;
             let now = self.clock.now_ns();
             if now >= last_flush + FLUSH_INTERVAL_NS || self.writer.pending() >= FLUSH_RECORDS {
@@ -80,14 +80,19 @@ impl<W: Write> Collector<W> {
         }
         self.flush(registries, observer)?;
         samples.finish(&mut frames);
-        self.write_samples(&mut frames)
+        self.write_samples(&mut frames, observer)
     }
 
-    fn write_samples(&mut self, frames: &mut Vec<SampleFrame>) -> Result<(), EngineError> {
+    fn write_samples(
+        &mut self,
+        frames: &mut Vec<SampleFrame>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<(), EngineError> {
         for frame in frames.drain(..) {
             self.writer
                 .write_samples(&frame)
                 .map_err(EngineError::Record)?;
+            observer.samples(&frame);
         }
         Ok(())
     }

@@ -1,10 +1,10 @@
 //! [`RunObserver`]: what a live view sees of a run while it runs. The collector
 //! thread, never a worker, hands it each batch of records as it takes it, each
-//! generator stats sample as it writes it, new error-table entries, and the stop
-//! rules' state after each judged second. So watching costs the workers nothing, and
+//! generator stats sample and resource-sample frame as it writes it, new error-table
+//! entries, and the stop rules' state after each judged second. So watching costs the workers nothing, and
 //! a run without an observer does what it did before.
 
-use record::{ErrorEntry, GeneratorStats, Record};
+use record::{ErrorEntry, GeneratorStats, Record, SampleFrame};
 use workload::RuleWatch;
 
 use crate::clock::Clock;
@@ -30,6 +30,11 @@ pub trait RunObserver: Send {
     /// were judged; called only when that moment moved on.
     fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
         let _ = (judged_ns, watches);
+    }
+    /// A frame of resource samples (the monitor's) as it is written: new table
+    /// entries continuing the ones before, and one batch of values.
+    fn samples(&mut self, frame: &SampleFrame) {
+        let _ = frame;
     }
     /// The run is over: the last records, stats and errors have been handed over.
     fn finish(&mut self) {}
@@ -65,6 +70,9 @@ impl RunObserver for Vec<Box<dyn RunObserver + '_>> {
     fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
         self.iter_mut()
             .for_each(|observer| observer.rules(judged_ns, watches));
+    }
+    fn samples(&mut self, frame: &SampleFrame) {
+        self.iter_mut().for_each(|observer| observer.samples(frame));
     }
     fn finish(&mut self) {
         self.iter_mut().for_each(|observer| observer.finish());

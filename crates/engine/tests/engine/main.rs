@@ -913,6 +913,7 @@ struct CountingObserver {
     stats: u64,
     errors: Vec<(usize, ErrorKind)>,
     rule_calls: Vec<(u64, u64)>,
+    sample_values: Vec<f64>,
     finished: bool,
 }
 
@@ -937,6 +938,10 @@ impl engine::RunObserver for CountingObserver {
         self.rule_calls
             .push((judged_ns, watches[0].held_ns(judged_ns)));
     }
+    fn samples(&mut self, frame: &record::SampleFrame) {
+        self.sample_values
+            .extend(frame.batch.values.iter().map(|v| v.value));
+    }
     fn finish(&mut self) {
         self.finished = true;
     }
@@ -953,7 +958,7 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
         &cfg,
         Vec::new(),
         &StopHandle::new(),
-        &mut NoFeed,
+        &mut StampFeed::default(),
         &mut observer,
     )
     .unwrap();
@@ -972,6 +977,11 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     assert_eq!(outcome.completed, 150);
     assert!(observer.started && observer.finished);
     assert!(observer.stats >= 1, "a stats sample each second");
+    assert_eq!(
+        observer.sample_values,
+        [1.0, 2.0],
+        "each resource-sample frame as it is written"
+    );
     assert_eq!(
         observer.errors,
         [(0, ErrorKind::Status)],
