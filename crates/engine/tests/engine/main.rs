@@ -995,11 +995,3 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
         observer.rule_calls
     );
 }
-
-struct NoFeed;
-
-impl engine::SampleFeed for NoFeed {
-    fn start(&mut self, _clock: engine::Clock) {}
-    fn ready(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
-    fn finish(&mut self, _frames: &mut Vec<record::SampleFrame>) {}
-}
