@@ -8,8 +8,9 @@
 //!   flat over hours and the run's figures at the end are the ones `report` prints.
 //! - [`Snapshot`] is plain data: elapsed and planned time, asked vs sent vs completed
 //!   rates over the last second and the run, success, latency p50/p99/max, status
-//!   codes and errors by kind, send lag, in flight, connections, the schedule's target
-//!   and each stop rule's streak. It renders itself as one plain progress line
+//!   codes and errors by kind, send lag, in flight, connections, the schedule's
+//!   target, each stop rule's streak and the monitor's headline samples
+//!   (`resources.rs`). It renders itself as one plain progress line
 //!   ([`Snapshot::progress_line`]) or as the lines of the terminal view
 //!   ([`Snapshot::view_lines`]).
 //! - [`Server`] is the small loopback HTTP server behind `-dashboard` and
@@ -19,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod resources;
 mod serve;
 mod snapshot;
 mod stats;

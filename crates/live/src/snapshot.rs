@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub behind: u64,
     /// Each stop rule's streak, in the order given.
     pub rules: Vec<RuleState>,
+    /// The monitor's headline samples, one line per sampler (`-monitor`).
+    pub resources: Vec<String>,
     /// The run is over.
     pub finished: bool,
 }
@@ -156,6 +158,11 @@ impl Snapshot {
                 self.behind,
             ),
         ];
+        lines.extend(
+            self.resources
+                .iter()
+                .map(|line| format!("monitor   {line}")),
+        );
         lines.extend(self.rules.iter().map(|rule| {
             format!(
                 "stop rule '{}': held {} of {} (now {})",

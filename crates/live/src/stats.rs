@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use engine::{Clock, RunObserver};
-use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
+use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, SampleFrame};
 use report::Distribution;
 use workload::{Plan, RuleWatch};
 
+use crate::resources::Headlines;
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -97,6 +98,8 @@ pub struct LiveStats {
     error_kinds: Vec<ErrorKind>,
     /// The previous stats sample: when (from time zero) and requests sent by then.
     previous_stats: (u64, u64),
+    /// The monitor's latest headline samples (`attack -monitor`).
+    headlines: Headlines,
     snapshot: Snapshot,
     handle: LiveHandle,
 }
@@ -119,6 +122,7 @@ impl LiveStats {
             error_counts: Vec::new(),
             error_kinds: Vec::new(),
             previous_stats: (0, 0),
+            headlines: Headlines::default(),
             snapshot: Snapshot {
                 total_ns,
                 ..Snapshot::default()
@@ -296,6 +300,12 @@ impl RunObserver for LiveStats {
                 value: watch.rule.format_value(watch.last_value()),
             })
             .collect();
+        self.handle.publish(&self.snapshot);
+    }
+
+    fn samples(&mut self, frame: &SampleFrame) {
+        self.headlines.add(frame);
+        self.snapshot.resources = self.headlines.lines();
         self.handle.publish(&self.snapshot);
     }
 
