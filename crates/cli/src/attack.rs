@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
-use live::{LiveStats, View, ViewMode};
+use live::{Keys, LiveStats, View, ViewMode};
 use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
@@ -59,8 +59,10 @@ use crate::signals;
 /// While it runs, attack shows a live view on stderr: when stderr is a terminal, a
 /// progress bar and a few redrawn lines (asked vs sent vs completed rates, success,
 /// latency over the last second and the run, status codes, errors, send lag, in
-/// flight, connections, each stop rule's streak); otherwise one plain progress line
-/// every 5 s. -quiet turns both off. The records are the same either way.
+/// flight, connections, each stop rule's streak, -monitor's headline samples);
+/// otherwise one plain progress line every 5 s. -quiet turns both off. The records
+/// are the same either way. On a terminal, `p` pauses the view (the run goes on) and
+/// `q` stops the run as Ctrl-C does.
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
@@ -200,25 +202,53 @@ const TERMINAL_REDRAW: Duration = Duration::from_millis(500);
 /// A plain progress line this often, so CI logs stay readable.
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
 
-/// The live view of a run, unless -quiet: the observer the engine feeds and the
-/// thread that shows it.
-fn start_live_view(config: &RunConfig, quiet: bool) -> anyhow::Result<Option<(LiveStats, View)>> {
-    if quiet {
-        return Ok(None);
+/// The live view of a run, unless -quiet: the observer the engine feeds, the
+/// thread that shows it, and on a terminal its keys (p pauses, q stops as Ctrl-C).
+pub struct LiveView {
+    pub stats: LiveStats,
+    view: View,
+    keys: Option<Keys>,
+}
+
+impl LiveView {
+    pub fn start(
+        config: &RunConfig,
+        stop: &StopHandle,
+        quiet: bool,
+    ) -> anyhow::Result<Option<LiveView>> {
+        if quiet {
+            return Ok(None);
+        }
+        let stats = LiveStats::new(config.attacks.iter().map(|a| a.plan.clone()).collect());
+        let on_terminal = std::io::stderr().is_terminal();
+        let mode = if on_terminal {
+            ViewMode::Terminal {
+                every: TERMINAL_REDRAW,
+                keys: std::io::stdin().is_terminal(),
+            }
+        } else {
+            ViewMode::Lines {
+                every: PROGRESS_LINE_EVERY,
+                out: Box::new(std::io::stderr()),
+            }
+        };
+        let view = View::start(stats.handle(), mode)?;
+        let keys = on_terminal
+            .then(|| {
+                let stop = stop.clone();
+                Keys::start(view.paused(), Box::new(move || stop.drain()))
+            })
+            .flatten();
+        Ok(Some(LiveView { stats, view, keys }))
     }
-    let stats = LiveStats::new(config.attacks.iter().map(|a| a.plan.clone()).collect());
-    let mode = if std::io::stderr().is_terminal() {
-        ViewMode::Terminal {
-            every: TERMINAL_REDRAW,
+
+    /// Stops the view and the keys, giving the terminal back before the summary.
+    pub fn finish(self) {
+        if let Some(keys) = self.keys {
+            keys.finish();
         }
-    } else {
-        ViewMode::Lines {
-            every: PROGRESS_LINE_EVERY,
-            out: Box::new(std::io::stderr()),
-        }
-    };
-    let view = View::start(stats.handle(), mode)?;
-    Ok(Some((stats, view)))
+        self.view.finish();
+    }
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
@@ -241,13 +271,13 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let mut live = start_live_view(&config, args.quiet)?;
+    let mut live = LiveView::start(&config, &stop, args.quiet)?;
     let result = match &mut live {
-        Some((stats, _)) => engine::run_with_observer(&config, out, &stop, &mut monitor, stats),
+        Some(live) => engine::run_with_observer(&config, out, &stop, &mut monitor, &mut live.stats),
         None => engine::run_with_samples(&config, out, &stop, &mut monitor),
     };
-    if let Some((_, view)) = live {
-        view.finish();
+    if let Some(live) = live {
+        live.finish();
     }
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");

@@ -18,6 +18,8 @@ pub fn stop_on_signals(stop: &StopHandle, stopping: &'static str) -> std::io::Re
                     interrupts += 1;
                 }
                 if interrupts >= 2 {
+                    // The live view's keys put the terminal in cbreak mode.
+                    live::restore_terminal();
                     eprintln!("loadlab: interrupted twice; exiting now");
                     std::process::exit(130);
                 }

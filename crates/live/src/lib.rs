@@ -15,17 +15,21 @@
 //!   ([`Snapshot::view_lines`]).
 //! - [`Server`] is the small loopback HTTP server behind `-dashboard` and
 //!   `-prometheus-addr`: GETs answered by a [`Handler`] from what was published.
+//! - [`Keys`] reads the view's keys from the terminal: `p` pauses the view, `q` stops
+//!   the run cleanly (as Ctrl-C does).
 //! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
 //!   terminal, else a plain line every few seconds, so CI logs stay readable.
 
 #![warn(missing_docs)]
 
+mod keys;
 mod resources;
 mod serve;
 mod snapshot;
 mod stats;
 mod view;
 
+pub use keys::{KeyAction, Keys, restore_terminal};
 pub use serve::{Handler, Request, Response, Server};
 pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
 pub use stats::{LiveHandle, LiveStats};

@@ -4,6 +4,8 @@
 //! mutex for a copy.
 
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -18,6 +20,8 @@ pub enum ViewMode {
     Terminal {
         /// Time between redraws.
         every: Duration,
+        /// The keys are read ([`crate::Keys`]): the view says which they are.
+        keys: bool,
     },
     /// One plain progress line every `every`, written to `out` (CI logs).
     Lines {
@@ -32,25 +36,41 @@ pub enum ViewMode {
 pub struct View {
     stop: Sender<()>,
     thread: JoinHandle<()>,
+    paused: Arc<AtomicBool>,
 }
 
 impl View {
     /// Starts showing what `handle` publishes.
     pub fn start(handle: LiveHandle, mode: ViewMode) -> Result<View, LiveError> {
+        let paused = Arc::new(AtomicBool::new(false));
+        let view_paused = Arc::clone(&paused);
         let (stop, stopped) = channel::<()>();
         let thread = std::thread::Builder::new()
             .name("loadlab-live-view".to_owned())
             .spawn(move || {
                 let every = match &mode {
-                    ViewMode::Terminal { every } | ViewMode::Lines { every, .. } => *every,
+                    ViewMode::Terminal { every, .. } | ViewMode::Lines { every, .. } => *every,
                 };
                 let mut display = Display::new(mode);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    display.show(&handle.snapshot());
+                    if view_paused.load(Ordering::Relaxed) {
+                        display.pause();
+                    } else {
+                        display.show(&handle.snapshot());
+                    }
                 }
                 display.clear();
             })?;
-        Ok(View { stop, thread })
+        Ok(View {
+            stop,
+            thread,
+            paused,
+        })
+    }
+
+    /// The flag that pauses the redraw ([`crate::Keys`] flips it); the run goes on.
+    pub fn paused(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.paused)
     }
 
     /// Stops the view and clears the terminal view, so that what follows (the
@@ -69,7 +89,7 @@ enum Display {
 impl Display {
     fn new(mode: ViewMode) -> Display {
         match mode {
-            ViewMode::Terminal { .. } => Display::Terminal(TerminalView::new()),
+            ViewMode::Terminal { keys, .. } => Display::Terminal(TerminalView::new(keys)),
             ViewMode::Lines { out, .. } => Display::Lines(out),
         }
     }
@@ -84,6 +104,14 @@ impl Display {
         }
     }
 
+    /// Paused: the terminal view says so and stops redrawing; lines go on (no
+    /// keys reach a view that is not on a terminal).
+    fn pause(&mut self) {
+        if let Display::Terminal(view) = self {
+            view.pause();
+        }
+    }
+
     fn clear(self) {
         if let Display::Terminal(view) = self {
             view.clear();
@@ -94,14 +122,16 @@ impl Display {
 /// A progress bar over the planned time (a spinner when open-ended) and one redrawn
 /// line per [`Snapshot::view_lines`] line, cut to the terminal's width.
 struct TerminalView {
+    keys: bool,
     multi: MultiProgress,
     bar: Option<ProgressBar>,
     lines: Vec<ProgressBar>,
 }
 
 impl TerminalView {
-    fn new() -> TerminalView {
+    fn new(keys: bool) -> TerminalView {
         TerminalView {
+            keys,
             multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
             bar: None,
             lines: Vec::new(),
@@ -113,7 +143,11 @@ impl TerminalView {
             .bar
             .get_or_insert_with(|| self.multi.add(new_bar(snapshot.total_ns)));
         bar.set_position(snapshot.elapsed_ns / 1_000_000);
-        bar.set_message(snapshot.bar_text());
+        if self.keys {
+            bar.set_message(format!("{}   p: pause  q: stop", snapshot.bar_text()));
+        } else {
+            bar.set_message(snapshot.bar_text());
+        }
         let lines = snapshot.view_lines();
         while self.lines.len() < lines.len() {
             let line = ProgressBar::new(1).with_style(line_style());
@@ -121,6 +155,12 @@ impl TerminalView {
         }
         for (bar, text) in self.lines.iter().zip(lines) {
             bar.set_message(text);
+        }
+    }
+
+    fn pause(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.set_message("paused; the run goes on (p: resume  q: stop)");
         }
     }
 
