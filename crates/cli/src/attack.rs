@@ -5,15 +5,14 @@ use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
-use live::{Keys, LiveStats, View, ViewMode};
 use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
+use crate::live_view::LiveView;
 use crate::monitor::AttachedMonitor;
 use crate::scenarios;
 use crate::signals;
@@ -197,60 +196,6 @@ pub struct AttackArgs {
     quiet: bool,
 }
 
-/// Redraws on a terminal this often: lively, and still cheap for the collector.
-const TERMINAL_REDRAW: Duration = Duration::from_millis(500);
-/// A plain progress line this often, so CI logs stay readable.
-const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
-
-/// The live view of a run, unless -quiet: the observer the engine feeds, the
-/// thread that shows it, and on a terminal its keys (p pauses, q stops as Ctrl-C).
-pub struct LiveView {
-    pub stats: LiveStats,
-    view: View,
-    keys: Option<Keys>,
-}
-
-impl LiveView {
-    pub fn start(
-        config: &RunConfig,
-        stop: &StopHandle,
-        quiet: bool,
-    ) -> anyhow::Result<Option<LiveView>> {
-        if quiet {
-            return Ok(None);
-        }
-        let stats = LiveStats::new(config.attacks.iter().map(|a| a.plan.clone()).collect());
-        let on_terminal = std::io::stderr().is_terminal();
-        let mode = if on_terminal {
-            ViewMode::Terminal {
-                every: TERMINAL_REDRAW,
-                keys: std::io::stdin().is_terminal(),
-            }
-        } else {
-            ViewMode::Lines {
-                every: PROGRESS_LINE_EVERY,
-                out: Box::new(std::io::stderr()),
-            }
-        };
-        let view = View::start(stats.handle(), mode)?;
-        let keys = on_terminal
-            .then(|| {
-                let stop = stop.clone();
-                Keys::start(view.paused(), Box::new(move || stop.drain()))
-            })
-            .flatten();
-        Ok(Some(LiveView { stats, view, keys }))
-    }
-
-    /// Stops the view and the keys, giving the terminal back before the summary.
-    pub fn finish(self) {
-        if let Some(keys) = self.keys {
-            keys.finish();
-        }
-        self.view.finish();
-    }
-}
-
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
@@ -271,7 +216,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let mut live = LiveView::start(&config, &stop, args.quiet)?;
+    let mut live = LiveView::start(&config, &stop, args.quiet, "loadlab attack: ")?;
     let result = match &mut live {
         Some(live) => engine::run_with_observer(&config, out, &stop, &mut monitor, &mut live.stats),
         None => engine::run_with_samples(&config, out, &stop, &mut monitor),

@@ -10,6 +10,7 @@ mod compare;
 mod demo;
 mod encode;
 mod flags;
+mod live_view;
 mod monitor;
 mod plot;
 mod report;

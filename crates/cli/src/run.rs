@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use engine::StopHandle;
-use lab::{MakeMonitor, MonitorFactory, Plan, RunOptions, run_plan};
+use lab::{MakeMonitor, MakeWatch, MonitorFactory, Plan, RunOptions, WatchFactory, run_plan};
 
+use crate::live_view::LiveView;
 use crate::signals;
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
@@ -49,6 +50,11 @@ pub struct RunArgs {
     /// Continue the run in -output, skipping the steps its summary.json holds
     #[arg(long)]
     resume: bool,
+    /// No live view of each step on stderr (by default: a redrawn view on a terminal,
+    /// where p pauses it and q stops the plan as Ctrl-C does; else a progress line
+    /// every 5 s)
+    #[arg(long)]
+    quiet: bool,
     /// The plan file (TOML)
     #[arg(value_name = "PLAN")]
     plan: PathBuf,
@@ -79,6 +85,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         output: output.clone(),
         resume: args.resume,
         monitor: Some(MonitorFactory(make)),
+        watch: (!args.quiet).then(step_view),
     };
     let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())
         .with_context(|| format!("plan {}", args.plan.display()))?;
@@ -112,4 +119,19 @@ fn folder_name(name: &str) -> String {
     } else {
         name
     }
+}
+
+/// Each step's live view; a view that cannot start is a warning, the step goes on.
+fn step_view() -> WatchFactory {
+    let make: Arc<MakeWatch> =
+        Arc::new(
+            |config, stop| match LiveView::start(config, stop, false, "loadlab run: ") {
+                Ok(view) => view.map(LiveView::into_watch),
+                Err(err) => {
+                    eprintln!("loadlab run: no live view: {err:#}");
+                    None
+                }
+            },
+        );
+    WatchFactory(make)
 }

@@ -37,7 +37,9 @@ use std::path::PathBuf;
 
 pub use folder::{CellStats, RunSummary, ScenarioRow, StepRow, VariantResult, redact};
 pub use plan::{Mode, Plan};
-pub use runner::{MakeMonitor, MonitorFactory, RunOptions, run_plan};
+pub use runner::{
+    MakeMonitor, MakeWatch, MonitorFactory, RunOptions, Watch, WatchFactory, run_plan,
+};
 pub use summarise::{Figures, Window, summarise};
 
 /// Why a plan could not be read or run.

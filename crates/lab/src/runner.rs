@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use analysis::{Next, Outcome, Search};
 use std::sync::Arc;
 
-use engine::{SampleFeed, StopHandle};
+use engine::{RunConfig, RunObserver, SampleFeed, StopHandle};
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
@@ -31,6 +31,31 @@ pub struct RunOptions {
     /// Makes the samplers of the plan's `monitor` specs for one step; without it,
     /// the specs are not sampled.
     pub monitor: Option<MonitorFactory>,
+    /// Makes a live view for one step; without it, steps run unwatched.
+    pub watch: Option<WatchFactory>,
+}
+
+/// A step's live view (the CLI's terminal view): called with the step's attack and
+/// the plan's stop handle (a view's quit key stops the plan, as Ctrl-C does), it
+/// returns the observer and what to call once the step is over.
+#[derive(Clone)]
+pub struct WatchFactory(pub Arc<MakeWatch>);
+
+/// See [`WatchFactory`].
+pub type MakeWatch = dyn Fn(&RunConfig, &StopHandle) -> Option<Watch> + Send + Sync;
+
+/// One step's live view: the engine feeds `observer`; `finish` ends the display.
+pub struct Watch {
+    /// Watches the step's run from the collector thread.
+    pub observer: Box<dyn RunObserver>,
+    /// Stops the display once the step's run is over.
+    pub finish: Box<dyn FnOnce()>,
+}
+
+impl std::fmt::Debug for WatchFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WatchFactory")
+    }
 }
 
 /// A step's samplers from the plan's `monitor` specs and interval (the CLI's
@@ -50,7 +75,7 @@ impl std::fmt::Debug for MonitorFactory {
 /// The state of a run in progress.
 struct Run<'a> {
     plan: &'a Plan,
-    monitor: Option<&'a MonitorFactory>,
+    options: &'a RunOptions,
     dir: &'a Path,
     stop: &'a StopHandle,
     progress: &'a mut dyn Write,
@@ -102,7 +127,7 @@ pub fn run_plan(
         .unwrap_or_default();
     let mut run = Run {
         plan,
-        monitor: options.monitor.as_ref(),
+        options,
         dir,
         stop,
         progress,
@@ -242,7 +267,7 @@ impl Run<'_> {
             &step_dir,
             self.dir,
             self.stop,
-            self.monitor,
+            self.options,
         )?;
         let mut row = result.row;
         row.kind = kind.to_owned();

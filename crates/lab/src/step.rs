@@ -17,7 +17,7 @@ use crate::cells::{Cell, Offer, substitute};
 use crate::folder::{ScenarioRow, StepRow};
 use crate::hooks::{note, run_hook, wait_ready};
 use crate::plan::{Plan, Scenario, TargetSource};
-use crate::runner::MonitorFactory;
+use crate::runner::{RunOptions, Watch};
 use crate::summarise::{Figures, Window, summarise};
 
 /// What the runner learns from one cell.
@@ -35,7 +35,7 @@ pub fn run_cell(
     dir: &Path,
     run_dir: &Path,
     stop: &StopHandle,
-    monitor: Option<&MonitorFactory>,
+    options: &RunOptions,
 ) -> Result<StepResult, LabError> {
     std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
         path: dir.to_owned(),
@@ -62,7 +62,7 @@ pub fn run_cell(
             .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
         None => Ok(()),
     });
-    let attack = ready.and_then(|()| attack(plan, cell, dir, stop, monitor));
+    let attack = ready.and_then(|()| attack(plan, cell, dir, stop, options));
     // Teardown runs even after Ctrl-C (it may stop what setup started): its own handle.
     if let Some(command) = &variant.teardown
         && let Err(why) = run_hook(
@@ -288,10 +288,10 @@ fn attack(
     cell: &Cell,
     dir: &Path,
     stop: &StopHandle,
-    monitor: Option<&MonitorFactory>,
+    options: &RunOptions,
 ) -> Result<Attacked, String> {
     let config = run_config(plan, cell)?;
-    let mut samples: Box<dyn engine::SampleFeed> = match monitor {
+    let mut samples: Box<dyn engine::SampleFeed> = match &options.monitor {
         Some(factory) if !plan.load.monitor.is_empty() => {
             (factory.0)(&plan.load.monitor, &plan.load.monitor_interval)
                 .map_err(|e| format!("load.monitor: {e}"))?
@@ -302,7 +302,11 @@ fn attack(
     let file = std::fs::File::create(&path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let out = BufWriter::with_capacity(1 << 16, file);
-    let (out, outcome) = run_forwarding_stop(&config, out, stop, samples.as_mut())
+    let watch = options
+        .watch
+        .as_ref()
+        .and_then(|factory| (factory.0)(&config, stop));
+    let (out, outcome) = run_forwarding_stop(&config, out, stop, samples.as_mut(), watch)
         .map_err(|e| format!("{e} (into {})", path.display()))?;
     out.into_inner()
         .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
@@ -321,6 +325,7 @@ fn run_forwarding_stop(
     out: BufWriter<std::fs::File>,
     stop: &StopHandle,
     samples: &mut dyn engine::SampleFeed,
+    watch: Option<Watch>,
 ) -> Result<(BufWriter<std::fs::File>, engine::RunOutcome), String> {
     let step_stop = StopHandle::new();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -334,8 +339,21 @@ fn run_forwarding_stop(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let result = engine::run_with_samples(config, out, &step_stop, samples)
-            .map_err(|e| format!("attack: {}", units::error_chain(&e)));
+        let result = match watch {
+            Some(mut watch) => {
+                let result = engine::run_with_observer(
+                    config,
+                    out,
+                    &step_stop,
+                    samples,
+                    watch.observer.as_mut(),
+                );
+                (watch.finish)();
+                result
+            }
+            None => engine::run_with_samples(config, out, &step_stop, samples),
+        }
+        .map_err(|e| format!("attack: {}", units::error_chain(&e)));
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         result
     })

@@ -994,3 +994,67 @@ achieved = 0.9
     let json = std::fs::read_to_string(dir.path().join("run/summary.json")).expect("json");
     assert!(json.contains("\"scenarios\""), "{json}");
 }
+
+/// Counts the records a step's watch is shown.
+struct CountingWatch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl engine::RunObserver for CountingWatch {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn records(&mut self, records: &[record::Record]) {
+        self.0
+            .fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn stats(&mut self, _stats: &record::GeneratorStats) {}
+    fn errors(&mut self, _first_index: usize, _new: &[record::ErrorEntry]) {}
+}
+
+#[test]
+fn each_step_is_shown_to_a_watch_that_is_finished_after_it() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let _turn = one_at_a_time();
+    let server = simulator(&capacity_recipe(50, 1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "pool"
+targets = ["GET http://{}/"]
+
+[load]
+rates = [40, 80]
+step_duration = "500ms"
+"#,
+        server.local_addr()
+    );
+    let plan = Plan::parse(&plan, "test.toml", dir.path()).expect("plan");
+    let (seen, finished) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let make: Arc<lab::MakeWatch> = {
+        let (seen, finished) = (Arc::clone(&seen), Arc::clone(&finished));
+        Arc::new(move |_config, _stop| {
+            let finished = Arc::clone(&finished);
+            Some(lab::Watch {
+                observer: Box::new(CountingWatch(Arc::clone(&seen))),
+                finish: Box::new(move || {
+                    finished.fetch_add(1, Ordering::Relaxed);
+                }),
+            })
+        })
+    };
+    let options = RunOptions {
+        output: dir.path().join("run"),
+        watch: Some(lab::WatchFactory(make)),
+        ..RunOptions::default()
+    };
+    let summary =
+        run_plan(&plan, &options, &StopHandle::new(), &mut std::io::sink()).expect("runs");
+    let requests: u64 = summary.steps.iter().map(|s| s.requests).sum();
+    assert_eq!(summary.steps.len(), 2);
+    assert!(requests >= 50, "{requests}");
+    assert_eq!(
+        seen.load(Ordering::Relaxed),
+        requests,
+        "every record of every step"
+    );
+    assert_eq!(finished.load(Ordering::Relaxed), 2, "one finish per step");
+}

@@ -29,6 +29,8 @@ pub enum ViewMode {
         every: Duration,
         /// Where the lines go (stderr, or a buffer in tests).
         out: Box<dyn Write + Send>,
+        /// What each line starts with (`loadlab attack: `).
+        prefix: String,
     },
 }
 
@@ -83,23 +85,23 @@ impl View {
 
 enum Display {
     Terminal(TerminalView),
-    Lines(Box<dyn Write + Send>),
+    Lines(Box<dyn Write + Send>, String),
 }
 
 impl Display {
     fn new(mode: ViewMode) -> Display {
         match mode {
             ViewMode::Terminal { keys, .. } => Display::Terminal(TerminalView::new(keys)),
-            ViewMode::Lines { out, .. } => Display::Lines(out),
+            ViewMode::Lines { out, prefix, .. } => Display::Lines(out, prefix),
         }
     }
 
     fn show(&mut self, snapshot: &Snapshot) {
         match self {
             Display::Terminal(view) => view.show(snapshot),
-            Display::Lines(out) => {
+            Display::Lines(out, prefix) => {
                 // A closed stderr must not stop the run: the line is dropped.
-                let _ = writeln!(out, "loadlab attack: {}", snapshot.progress_line());
+                let _ = writeln!(out, "{prefix}{}", snapshot.progress_line());
             }
         }
     }
