@@ -3,7 +3,7 @@
 //! `docs/RECORD_FORMAT.md` specifies them.
 //!
 //! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds).
-//! - [`RunHeader`], [`AttackInfo`], [`TargetInfo`], [`ErrorEntry`], [`GeneratorStats`],
+//! - [`RunHeader`] (with [`ShardInfo`] for one shard of a run), [`AttackInfo`], [`TargetInfo`], [`ErrorEntry`], [`GeneratorStats`],
 //!   [`RunEnd`]: what a run says about itself besides its records.
 //! - [`RecordWriter`]: streams records to any `Write` in checksummed, compressed blocks,
 //!   so a crash loses at most the block being built.
@@ -50,7 +50,7 @@ pub use input::{InputFormat, RecordSource, SourceSummary, TornTail, open_input, 
 pub use merge::{Inputs, Sorted};
 pub use meta::{
     AttackEnd, AttackInfo, AttackStats, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd,
-    RunHeader, RunTables, StopReason, TargetInfo,
+    RunHeader, RunTables, ShardInfo, StopReason, TargetInfo,
 };
 pub use reader::BinaryReader;
 pub use record::Record;

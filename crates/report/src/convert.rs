@@ -291,6 +291,7 @@ fn merged_header(summaries: &[SourceSummary], tables: &RunTables, first: &Record
             [one] => one.header.seed,
             _ => None,
         },
+        shard: None,
     }
 }
 
