@@ -51,6 +51,8 @@ use crate::signals;
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
+///   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=2026-11-23T22:00:00Z -output=s$i.llr & done; wait; loadlab report s*.llr
+///
 /// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
 /// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
 /// are refused by name with what to use instead; -http2=false, -h2c=false,
