@@ -38,16 +38,14 @@ pub(crate) fn start_clock(start_at_unix_ns: Option<u64>) -> (Clock, i64) {
             .checked_sub(Duration::from_nanos(now_ns - at_ns))
             .unwrap_or(now_instant)
     };
-    // Sleep coarsely, then spin the last stretch: a shard that wakes a scheduler tick
-    // late is a tick out of step with the others.
+    // One precise sleep (1 ns timer slack, not the default 50 µs), no spinning: shards
+    // sharing a core would spin against each other and wake later, not earlier.
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     while let Some(left) = zero.checked_duration_since(Instant::now()) {
-        if left > Duration::from_millis(2) {
-            std::thread::sleep(left - Duration::from_millis(1));
-        } else if left.is_zero() {
+        if left.is_zero() {
             break;
-        } else {
-            std::hint::spin_loop();
         }
+        std::thread::sleep(left);
     }
     let woke_ns = unix_now_ns();
     let skew_ns = i64::try_from(i128::from(woke_ns) - i128::from(at_ns)).unwrap_or(i64::MAX);
