@@ -68,9 +68,12 @@ mod tests {
         summary
     }
 
+    /// Files as (name, index, count, fingerprint), and a part of the error if refused.
+    type Row<'a> = (&'a [(&'a str, u64, u64, &'a str)], Option<&'a str>);
+
     #[test]
     fn only_shards_of_one_run_merge() {
-        let rows: &[(&[(&str, u64, u64, &str)], Option<&str>)] = &[
+        let rows: &[Row<'_>] = &[
             (
                 &[("a", 0, 4, "f"), ("b", 1, 4, "f"), ("c", 3, 4, "f")],
                 None,

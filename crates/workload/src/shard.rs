@@ -90,9 +90,12 @@ impl fmt::Display for Shard {
 mod tests {
     use super::*;
 
+    /// A shard's text, and its (index, count) or a part of the error.
+    type Row<'a> = (&'a str, Result<(u64, u64), &'a str>);
+
     #[test]
     fn parses_good_shards_and_refuses_bad_ones() {
-        let rows: &[(&str, Result<(u64, u64), &str>)] = &[
+        let rows: &[Row<'_>] = &[
             ("0/1", Ok((0, 1))),
             ("3/4", Ok((3, 4))),
             (" 1 / 2 ", Ok((1, 2))),
