@@ -72,8 +72,8 @@ pub(crate) fn shard_info(config: &RunConfig, start_skew_ns: i64) -> Option<Shard
 
 /// A hash of everything the shards of one run must share (FNV-1a, stable across
 /// builds, unlike std's hasher): the seed, the shard count, and per attack its name,
-/// whole-run plan, targets (bodies and header values included), data rows and request
-/// options. Per-process caps (threads, connections, in-flight) may differ by machine
+/// whole-run plan, targets (bodies and header values included), data table (rows and
+/// the path as given) and request options. Per-process caps (threads, connections, in-flight) may differ by machine
 /// and are left out, as are the shard's own index and start time.
 pub fn plan_fingerprint(config: &RunConfig) -> u64 {
     let mut hash = Fnv::default();

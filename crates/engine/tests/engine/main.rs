@@ -1122,3 +1122,35 @@ fn start_at_puts_time_zero_on_the_wall_clock() {
     let err = engine::run(&cfg, Vec::new(), &StopHandle::new()).unwrap_err();
     assert!(err.to_string().contains("in the past"), "{err}");
 }
+
+#[test]
+fn a_closed_model_shard_runs_its_share_of_the_users() {
+    let server = TestServer::start();
+    let mut cfg = config(
+        &[server.url("/slow/5")],
+        Plan {
+            pacing: Pacing::Closed {
+                users: Schedule::constant(5.0),
+                think_ns: 0,
+            },
+            duration_ns: None,
+            max_requests: Some(60),
+            shard: workload::Shard::WHOLE,
+        },
+    )
+    .with_shard(workload::Shard::new(1, 2).unwrap());
+    cfg.initial_connections = 0;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 30, "half of the run's 60 requests");
+    assert!(run.records.iter().all(|r| r.seq % 2 == 1));
+    assert_eq!(
+        server.stats.max_in_flight.load(Ordering::SeqCst),
+        2,
+        "users 1 and 3 of 0..5"
+    );
+    assert_eq!(
+        run.summary.header.attacks[0].concurrency,
+        Some(5),
+        "the header names the whole run's users"
+    );
+}
