@@ -50,6 +50,8 @@ use crate::signals;
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
+///   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=2026-11-23T22:00:00Z -output=s$i.llr & done; wait; loadlab report s*.llr
+///
 /// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
 /// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
 /// are refused by name with what to use instead; -http2=false, -h2c=false,
@@ -190,6 +192,16 @@ pub struct AttackArgs {
     /// Connect to this Unix socket instead of the targets' hosts
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Send shard I of N (0-based): exactly the requests k with k mod N == I of the
+    /// whole run (closed model: the users u with u mod N == I), at the whole run's
+    /// times; run N processes with 0/N .. N-1/N and merge their files with `report`
+    /// (see docs/DISTRIBUTED.md)
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Start at this wall-clock instant (RFC 3339, e.g. 2026-11-23T22:00:00Z, or +30s
+    /// from now), so shards on several machines share one time zero
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     /// No live view on stderr (by default: a redrawn view on a terminal, else a
     /// progress line every 5 s)
     #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
@@ -249,6 +261,13 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         bail!("-cert and -key go together");
     }
     check_tls_files(args)?;
+    let shard = shard(args.shard.as_deref())?;
+    let start_at_unix_ns = args
+        .start_at
+        .as_deref()
+        .map(|text| parse_start_at(text, engine::unix_now_ns()))
+        .transpose()
+        .map_err(|reason| anyhow::anyhow!("-start-at: {reason}"))?;
     // Flags are checked before any target is read (from a file or stdin).
     let flag_rules = parse_rules(
         args.stop_when
@@ -271,7 +290,7 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
     let seed = args
         .seed
         .or(file_seed)
-        .unwrap_or_else(|| announce_seed(&attacks));
+        .unwrap_or_else(|| announce_seed(&attacks, shard));
     Ok(RunConfig {
         attacks,
         threads: threads(args.threads)?,
@@ -287,7 +306,41 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         unix_socket: args.unix_socket.clone(),
         seed,
         stop_rules,
-    })
+        start_at_unix_ns,
+    }
+    .with_shard(shard))
+}
+
+/// `-shard I/N`, or the whole run.
+fn shard(text: Option<&str>) -> anyhow::Result<workload::Shard> {
+    let Some(text) = text else {
+        return Ok(workload::Shard::WHOLE);
+    };
+    workload::Shard::parse(text).map_err(|reason| anyhow::anyhow!("-shard: {reason}"))
+}
+
+/// `-start-at`: an RFC 3339 instant or `+DURATION` from `now_unix_ns`, as unix ns; an
+/// instant more than [`engine::START_AT_TOLERANCE`] in the past is refused.
+fn parse_start_at(text: &str, now_unix_ns: u64) -> Result<u64, String> {
+    let text = text.trim();
+    let at_ns = if let Some(after) = text.strip_prefix('+') {
+        let delay = units::parse_duration(after).map_err(|err| err.to_string())?;
+        now_unix_ns.saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX))
+    } else {
+        let instant: jiff::Timestamp = text.parse().map_err(|err: jiff::Error| {
+            format!("{text:?} is not an RFC 3339 time like 2026-11-23T22:00:00Z or +30s ({err})")
+        })?;
+        u64::try_from(instant.as_nanosecond()).map_err(|_| format!("{text:?} is before 1970"))?
+    };
+    let late_ns = now_unix_ns.saturating_sub(at_ns);
+    if late_ns > u64::try_from(engine::START_AT_TOLERANCE.as_nanos()).unwrap_or(u64::MAX) {
+        return Err(format!(
+            "{text} is {} in the past (now is {}): give every shard the same future instant",
+            GoDuration(std::time::Duration::from_nanos(late_ns)),
+            record::format_timestamp(now_unix_ns)
+        ));
+    }
+    Ok(at_ns)
 }
 
 /// `text [default: value]`, the way clap shows a default, for flags whose default
@@ -429,8 +482,12 @@ fn reject_per_attack_flags(args: &AttackArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Without -seed, templates get a fresh seed; say it so the run can be repeated.
-fn announce_seed(attacks: &[engine::AttackConfig]) -> u64 {
+/// Without -seed, templates get a fresh seed; say it so the run can be repeated. A
+/// shard cannot pick its own: the shards must render one run's requests.
+fn announce_seed(attacks: &[engine::AttackConfig], shard: workload::Shard) -> u64 {
+    if !shard.is_whole() {
+        return 0;
+    }
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -448,6 +505,20 @@ fn announce_seed(attacks: &[engine::AttackConfig]) -> u64 {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn start_at_reads_instants_and_offsets() {
+        let now_ns = 1_795_000_000_000_000_000;
+        assert_eq!(parse_start_at("+30s", now_ns), Ok(now_ns + 30_000_000_000));
+        assert_eq!(
+            parse_start_at("2026-11-23T22:00:00Z", now_ns),
+            Ok(1_795_471_200_000_000_000)
+        );
+        let past = parse_start_at("2026-11-18T08:00:00Z", now_ns).unwrap_err();
+        assert!(past.contains("in the past"), "{past}");
+        // Within the tolerance, a moment ago is still now.
+        assert_eq!(parse_start_at("+0s", now_ns), Ok(now_ns));
+    }
 
     #[derive(Parser)]
     struct Wrapper {
@@ -513,6 +584,27 @@ mod tests {
                 "cannot be combined with -rate=100",
             ),
             (&["--max-requests=0"], "-max-requests"),
+            (
+                &["--shard=3/3"],
+                "-shard: shard 3/3: the index counts from 0",
+            ),
+            (
+                &["--shard=0/0"],
+                "-shard: the shard count must be at least 1",
+            ),
+            (
+                &["--shard=a/b"],
+                "-shard: \"a/b\" is not a shard: write I/N",
+            ),
+            (
+                &["--start-at=yesterday"],
+                "-start-at: \"yesterday\" is not an RFC 3339 time",
+            ),
+            (
+                &["--start-at=2001-01-01T00:00:00Z"],
+                "-start-at: 2001-01-01T00:00:00Z is ",
+            ),
+            (&["--start-at=+x"], "-start-at: "),
         ];
         for (flags, want) in rows {
             let err = config_error(flags);

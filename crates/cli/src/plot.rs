@@ -98,7 +98,7 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     let config = PlotConfig::new(args.title.clone(), args.threshold, every_ns)?;
     crate::signals::outlive_first_interrupt(&args.files)?;
     let run = RunPlot::read(&args.files, &config)?;
-    for warning in run.torn_warnings() {
+    for warning in run.torn_warnings().into_iter().chain(run.shard_warnings()) {
         eprintln!("{warning}");
     }
     if format == Format::Html {

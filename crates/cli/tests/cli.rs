@@ -111,6 +111,7 @@ fn header() -> RunHeader {
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
+        shard: None,
     }
 }
 
@@ -1655,4 +1656,222 @@ fn compare_names_a_bad_file() {
     );
     let output = run(&["compare", &a], None);
     assert_eq!(output.status.code(), Some(2), "one input is a usage error");
+}
+
+/// `attack -shard I/N -start-at AT` (400 requests in all) into `DIR/shard-IofN.llr`,
+/// started now (not waited on).
+fn start_shard(
+    dir: &TempDir,
+    targets: &str,
+    shard: &str,
+    start_at: &str,
+    rate: &str,
+) -> (std::process::Child, String) {
+    let output = dir.path(&format!("shard-{}.llr", shard.replace('/', "of")));
+    let child = loadlab()
+        .args([
+            "attack",
+            &format!("-targets={targets}"),
+            &format!("-rate={rate}"),
+            // A request cap, not -duration: on a loaded machine a shard late for its
+            // last request past the end would count it unsent, and the count is the test.
+            "-max-requests=400",
+            &format!("-shard={shard}"),
+            &format!("-start-at={start_at}"),
+            "-quiet",
+            &format!("-output={output}"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, output)
+}
+
+/// The `seq` of every record of `files`, through `encode -to csv` (vegeta's columns
+/// then ours; seq is the ninth).
+fn seqs(files: &[String]) -> Vec<u64> {
+    let args: Vec<&str> = ["encode", "-to=csv"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let text = ok(&run(&args, None));
+    let mut seqs: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(8).unwrap().parse().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    seqs
+}
+
+#[test]
+fn four_shards_started_together_merge_into_one_machines_run() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let targets = dir.write("targets.txt", target_line(&server, "/hello").as_bytes());
+    let start_at = record::format_timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            + 1_500_000_000,
+    );
+    let shards: Vec<_> = (0..4)
+        .map(|i| start_shard(&dir, &targets, &format!("{i}/4"), &start_at, "400"))
+        .collect();
+    let single = run(
+        &[
+            "attack",
+            &format!("-targets={targets}"),
+            "-rate=400",
+            "-max-requests=400",
+            "-quiet",
+        ],
+        None,
+    );
+    let files: Vec<String> = shards
+        .into_iter()
+        .map(|(child, file)| {
+            ok(&child.wait_with_output().unwrap());
+            file
+        })
+        .collect();
+    let one = ok(&run(&["report"], Some(&single.stdout)));
+    let args: Vec<&str> = std::iter::once("report")
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let merged = run(&args, None);
+    let text = ok(&merged);
+    assert_eq!(requests(&text), 400, "{text}");
+    assert_eq!(requests(&text), requests(&one));
+    let (rate, one_rate) = (report_rate(&text), report_rate(&one));
+    assert!((rate / one_rate - 1.0).abs() < 0.02, "{rate} vs {one_rate}");
+    let asked = |text: &str| {
+        let line = text.lines().find(|l| l.starts_with("Asked Rate")).unwrap();
+        line[48..].split(", ").next().unwrap().to_owned()
+    };
+    assert_eq!(
+        asked(&text),
+        asked(&one),
+        "the shards asked one machine's rate"
+    );
+    assert!(
+        text.contains("Run           [model, attacks, stop]            open, 1, completed"),
+        "{text}"
+    );
+    assert_eq!(
+        seqs(&files),
+        (0..400).collect::<Vec<u64>>(),
+        "each request once"
+    );
+    for (i, file) in files.iter().enumerate() {
+        assert_eq!(
+            requests(&ok(&run(&["report", file], None))),
+            100,
+            "shard {i}"
+        );
+    }
+
+    // A shard left out is named, with its share of the load.
+    let three = run(&["report", &files[0], &files[1], &files[3]], None);
+    assert_eq!(requests(&ok(&three)), 300);
+    assert!(
+        stderr(&three)
+            .contains("warning: shard 2/4 missing: its quarter of the load is not in this report"),
+        "{}",
+        stderr(&three)
+    );
+
+    // A shard of another run (another rate) is refused, naming both files.
+    let (child, other) = start_shard(&dir, &targets, "1/4", "+0s", "300");
+    ok(&child.wait_with_output().unwrap());
+    let mixed = run(&["report", &files[0], &other], None);
+    assert!(!mixed.status.success());
+    let err = stderr(&mixed);
+    assert!(err.contains("are shards of different runs"), "{err}");
+    assert!(err.contains(&files[0]) && err.contains(&other), "{err}");
+    let twice = run(&["plot", &files[1], &files[1]], None);
+    assert!(
+        stderr(&twice).contains("are both shard 1/4"),
+        "{}",
+        stderr(&twice)
+    );
+}
+
+#[test]
+fn bad_shard_and_start_at_flags_are_refused_by_name() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["-shard=3/3"],
+            "-shard: shard 3/3: the index counts from 0",
+        ),
+        (
+            &["-shard=0/0"],
+            "-shard: the shard count must be at least 1",
+        ),
+        (&["-shard=a/b"], "-shard: \"a/b\" is not a shard: write I/N"),
+        (
+            &["-start-at=2020-01-01T00:00:00Z"],
+            "-start-at: 2020-01-01T00:00:00Z is ",
+        ),
+        (
+            &["-start-at=soon"],
+            "-start-at: \"soon\" is not an RFC 3339 time",
+        ),
+    ];
+    for (flags, want) in rows {
+        let args: Vec<&str> = ["attack", "-rate=10", "-duration=1s"]
+            .iter()
+            .chain(flags.iter())
+            .copied()
+            .collect();
+        let output = run(&args, Some(b"GET http://127.0.0.1:9/\n"));
+        assert_eq!(output.status.code(), Some(1), "{flags:?}");
+        assert!(
+            stderr(&output).contains(want),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn shard_flags_apply_to_every_scenario_of_a_file() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let file = dir.write(
+        "two.toml",
+        format!(
+            "[defaults]\nduration = \"1s\"\n\n[[scenario]]\nname = \"a\"\ntargets = [\"GET http://{addr}/a\"]\nrate = 100\n\n[[scenario]]\nname = \"b\"\ntargets = [\"GET http://{addr}/b\"]\nrate = 10\n",
+            addr = server.local_addr()
+        )
+        .as_bytes(),
+    );
+    let output = dir.path("half.llr");
+    let attack = run(
+        &[
+            "attack",
+            "-scenarios",
+            &file,
+            "-shard=1/2",
+            "-quiet",
+            "-output",
+            &output,
+        ],
+        None,
+    );
+    assert!(attack.status.success(), "{}", stderr(&attack));
+    let report = run(&["report", &output], None);
+    assert_eq!(requests(&ok(&report)), 55, "half of 100 + 10");
+    assert!(
+        stderr(&report).contains("warning: shard 0/2 missing: its half of the load"),
+        "{}",
+        stderr(&report)
+    );
+    assert!(
+        seqs(&[output]).iter().all(|k| k % 2 == 1),
+        "run-wide odd indices"
+    );
 }

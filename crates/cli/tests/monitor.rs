@@ -119,6 +119,7 @@ fn attack_file(dir: &TempDir, start_ns: u64) -> String {
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
+        shard: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     for n in 0..40u64 {

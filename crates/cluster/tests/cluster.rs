@@ -228,8 +228,9 @@ fn answer(
         .into_bytes()
     };
     match (method, path) {
-        ("POST", p) if p.split('?').next().is_some_and(|p| p.ends_with("/jobs"))
-            && script == Script::Forbidden =>
+        ("POST", p)
+            if p.split('?').next().is_some_and(|p| p.ends_with("/jobs"))
+                && script == Script::Forbidden =>
         {
             (403, status_json(403, "Forbidden"))
         }

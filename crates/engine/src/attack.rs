@@ -190,6 +190,7 @@ mod tests {
             },
             duration_ns: None,
             max_requests: None,
+            shard: workload::Shard::WHOLE,
         }
     }
 

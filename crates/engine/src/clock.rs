@@ -22,6 +22,15 @@ impl Clock {
         }
     }
 
+    /// Time zero at `start` on the monotonic clock, which is `start_unix_ns` on the
+    /// wall clock (`-start-at`: an instant asked for, not the one observed).
+    pub fn at(start: Instant, start_unix_ns: u64) -> Clock {
+        Clock {
+            start,
+            start_unix_ns,
+        }
+    }
+
     /// Nanoseconds since time zero.
     #[inline]
     pub fn now_ns(&self) -> u64 {

@@ -20,6 +20,7 @@ use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
 use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
+use crate::start;
 use crate::stop_rules::RuleWatcher;
 use crate::worker::{AttackSetup, Worker, WorkerReport, WorkerSetup};
 use crate::{EngineError, RunConfig, RunOutcome, StopHandle, Targets};
@@ -49,7 +50,7 @@ pub(crate) fn run<W: Write + Send>(
     let feeder_result: FeederResult = Arc::default();
     let queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
     let workers = start_workers(config, &shared, threads, queues, stop, &errors)?;
-    let clock = time_zero(&workers.ready, workers.clocks);
+    let (clock, start_skew_ns) = time_zero(&workers.ready, workers.clocks, config);
     samples.start(clock);
     observer.start(clock);
     let registries = Registries {
@@ -62,7 +63,11 @@ pub(crate) fn run<W: Write + Send>(
         samples,
         observer,
     };
-    let result = collect_on_own_thread(config, clock, out, stop, channels, registries);
+    let start = Start {
+        clock,
+        skew_ns: start_skew_ns,
+    };
+    let result = collect_on_own_thread(config, start, out, stop, channels, registries);
     let worker_error = join_workers(workers.handles);
     let (out, outcome) = result?;
     if let Some(err) = feeder_result
@@ -149,14 +154,26 @@ fn start_workers(
 }
 
 /// Waits until every worker has warmed up (or died, dropping its sender), then starts
-/// the run's clock and hands it to every worker: time zero is now.
-fn time_zero(ready: &Receiver<()>, clocks: Vec<SyncSender<Clock>>) -> Clock {
+/// the run's clock and hands it to every worker: time zero is now, or `-start-at`.
+/// Also returns how late time zero came (ns).
+fn time_zero(
+    ready: &Receiver<()>,
+    clocks: Vec<SyncSender<Clock>>,
+    config: &RunConfig,
+) -> (Clock, i64) {
     while ready.recv().is_ok() {}
-    let clock = Clock::start();
+    let (clock, skew_ns) = start::start_clock(config.start_at_unix_ns);
     for sender in clocks {
         let _ = sender.send(clock);
     }
-    clock
+    (clock, skew_ns)
+}
+
+/// Time zero and how late it came (for the header).
+#[derive(Clone, Copy)]
+struct Start {
+    clock: Clock,
+    skew_ns: i64,
 }
 
 /// One lazy feeder per streamed attack; `queues[attack]` holds a queue per worker.
@@ -179,6 +196,7 @@ fn start_feeders(
                     registry: Arc::clone(registry),
                     stop: stop.clone(),
                     result: Arc::clone(result),
+                    shard: attack.plan.shard,
                 };
                 // Reversed so that `pop` hands worker 0 its queue first.
                 lazy::start_feeder(setup, threads)?
@@ -248,7 +266,7 @@ struct Channels<'a> {
 /// use the workers' idle time, not preempt a worker that is due to send.
 fn collect_on_own_thread<W: Write + Send>(
     config: &RunConfig,
-    clock: Clock,
+    start: Start,
     out: W,
     stop: &StopHandle,
     channels: Channels<'_>,
@@ -259,7 +277,7 @@ fn collect_on_own_thread<W: Write + Send>(
             .name("loadlab-collector".to_owned())
             .spawn_scoped(scope, move || {
                 let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-                collect(config, clock, out, stop, channels, registries)
+                collect(config, start, out, stop, channels, registries)
             })?;
         collector
             .join()
@@ -269,7 +287,7 @@ fn collect_on_own_thread<W: Write + Send>(
 
 fn collect<W: Write>(
     config: &RunConfig,
-    clock: Clock,
+    start: Start,
     out: W,
     stop: &StopHandle,
     channels: Channels<'_>,
@@ -281,12 +299,13 @@ fn collect<W: Write>(
         samples,
         observer,
     } = channels;
+    let clock = start.clock;
     // One snapshot for the header and the count: lazy feeders may be adding targets.
     let known_targets = registries.targets.snapshot();
     let targets_written = known_targets.len();
     let writer = RecordWriter::new(
         out,
-        &header(config, clock, known_targets),
+        &header(config, start, known_targets),
         Compression::Zstd { level: 3 },
     )
     .map_err(EngineError::Record);
@@ -384,13 +403,14 @@ fn asked_span_ns(plan: &Plan, asked: u64) -> u64 {
         .unwrap_or(0)
 }
 
-fn header(config: &RunConfig, clock: Clock, targets: Vec<TargetInfo>) -> RunHeader {
+fn header(config: &RunConfig, start: Start, targets: Vec<TargetInfo>) -> RunHeader {
     RunHeader {
         tool: format!("loadlab {}", env!("CARGO_PKG_VERSION")),
-        start_unix_ns: clock.start_unix_ns(),
+        start_unix_ns: start.clock.start_unix_ns(),
         attacks: config.attacks.iter().map(attack_info).collect(),
         targets,
         seed: Some(config.seed),
+        shard: start::shard_info(config, start.skew_ns),
     }
 }
 
@@ -401,7 +421,12 @@ fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
             constant_rate(schedule),
             Some(attack.max_in_flight),
         ),
-        Pacing::Closed { .. } => (LoadModel::Closed, None, Some(attack.plan.max_users())),
+        // The whole run's users: every shard's header describes the same run.
+        Pacing::Closed { .. } => (
+            LoadModel::Closed,
+            None,
+            Some(attack.plan.whole().max_users()),
+        ),
     };
     AttackInfo {
         name: attack.name.clone(),
@@ -447,6 +472,23 @@ fn validate(config: &RunConfig) -> Result<(), EngineError> {
         }
         if matches!(attack.plan.pacing, Pacing::Open(_)) && attack.max_in_flight == 0 {
             return fail(format!("attack {name:?}: max-workers must be at least 1"));
+        }
+    }
+    if config
+        .attacks
+        .iter()
+        .any(|a| a.plan.shard != config.shard())
+    {
+        return fail("every attack of a run must have the same shard".to_owned());
+    }
+    if let Some(at_ns) = config.start_at_unix_ns {
+        let late_ns = start::unix_now_ns().saturating_sub(at_ns);
+        if late_ns > start::START_AT_TOLERANCE.as_nanos() as u64 {
+            return fail(format!(
+                "start-at {} is {:.1}s in the past",
+                record::format_timestamp(at_ns),
+                late_ns as f64 / 1e9
+            ));
         }
     }
     let has_open = config

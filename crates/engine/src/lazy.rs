@@ -88,6 +88,8 @@ pub(crate) struct FeederSetup {
     pub registry: Arc<TargetRegistry>,
     pub stop: StopHandle,
     pub result: FeederResult,
+    /// Which of the stream's targets this process sends.
+    pub shard: workload::Shard,
 }
 
 /// Starts the feeder; returns one queue per worker.
@@ -116,12 +118,18 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
     let mut hosts = HostTable::default();
     let mut known_hosts: Vec<Vec<bool>> = vec![Vec::new(); queues.len()];
     let mut ids: HashMap<TargetInfo, u32> = HashMap::new();
-    let mut count = 0usize;
+    let (mut count, mut owned) = (0usize, 0usize);
+    // A shard takes the stream's targets whose run-wide index is its own: its k-th
+    // request then sends the target one machine's request I + k·N would have.
     for target in targets {
         let target = target.map_err(EngineError::Targets)?;
-        let host = hosts.resolve(&target.url, setup.unix_socket.as_ref())?;
-        let worker = count % queues.len();
         count += 1;
+        if !setup.shard.owns(count as u64 - 1) {
+            continue;
+        }
+        let host = hosts.resolve(&target.url, setup.unix_socket.as_ref())?;
+        let worker = owned % queues.len();
+        owned += 1;
         let seen = &mut known_hosts[worker];
         seen.resize(hosts.hosts.len(), false);
         let new_host =

@@ -21,6 +21,11 @@
 //! - [`run_with_observer`] also shows the run to a [`RunObserver`] (a live view) from
 //!   the collector thread, batch by batch; the workers do not know it.
 //!
+//! - Sharding: [`RunConfig::with_shard`] makes this process send one shard's requests
+//!   (run-wide `seq`, targets and templates as one machine would); `start_at_unix_ns`
+//!   puts time zero at a wall-clock instant (`start.rs`), and the header says which
+//!   shard the file holds ([`plan_fingerprint`], start skew).
+//!
 //! Errors that stop a run are [`EngineError`]; errors of single requests are
 //! recorded as [`record::ErrorKind`]s and counted.
 
@@ -44,6 +49,7 @@ mod render;
 mod response;
 mod sample_feed;
 mod shared;
+mod start;
 mod stop_handle;
 mod stop_rules;
 mod tls;
@@ -56,12 +62,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use record::StopReason;
-use workload::{DataTable, Fired, Plan, StopRule, Target, defaults};
+use workload::{DataTable, Fired, Plan, Shard, StopRule, Target, defaults};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
 pub use observer::RunObserver;
 pub use sample_feed::SampleFeed;
+pub use start::{START_AT_TOLERANCE, plan_fingerprint, unix_now_ns};
 pub use stop_handle::StopHandle;
 pub use tls::TlsOptions;
 
@@ -86,6 +93,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Rules that stop the run by themselves.
     pub stop_rules: Vec<StopRule>,
+    /// Time zero at this wall-clock instant (unix ns, `-start-at`) instead of as soon
+    /// as the workers are warm; shards started with the same instant share a time axis.
+    pub start_at_unix_ns: Option<u64>,
 }
 
 impl RunConfig {
@@ -101,7 +111,24 @@ impl RunConfig {
             unix_socket: None,
             seed: 0,
             stop_rules: Vec::new(),
+            start_at_unix_ns: None,
         }
+    }
+
+    /// The run sent by `shard` of N processes: every attack's plan keeps only its
+    /// share of the requests and users (see [`workload::Plan`]).
+    pub fn with_shard(mut self, shard: Shard) -> RunConfig {
+        for attack in &mut self.attacks {
+            attack.plan.shard = shard;
+        }
+        self
+    }
+
+    /// The shard this process sends (every attack's is the same, checked at start).
+    pub fn shard(&self) -> Shard {
+        self.attacks
+            .first()
+            .map_or(Shard::WHOLE, |attack| attack.plan.shard)
     }
 }
 

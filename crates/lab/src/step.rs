@@ -411,6 +411,7 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
         unix_socket: None,
         seed: load.seed,
         stop_rules: load.stop_when.clone(),
+        start_at_unix_ns: None,
     })
 }
 

@@ -390,6 +390,7 @@ mod tests {
             pacing: Pacing::Open(Schedule::constant(10.0)),
             duration_ns: Some(10_000 * MS),
             max_requests: None,
+            shard: workload::Shard::WHOLE,
         }
     }
 

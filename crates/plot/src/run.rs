@@ -47,6 +47,15 @@ impl RunPlot {
         report::torn_warnings(&self.data.summaries)
     }
 
+    /// One line per shard of a sharded run that is missing, ended early, or started
+    /// further from the others than the latency p50 ([`report::shard_warnings`]).
+    pub fn shard_warnings(&self) -> Vec<String> {
+        report::shard_warnings(
+            &self.data.summaries,
+            Some(self.data.report.latencies.p50_ns),
+        )
+    }
+
     /// The charts, in page order.
     pub fn charts(&self) -> &[Chart] {
         &self.page.charts

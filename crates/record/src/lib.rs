@@ -3,7 +3,7 @@
 //! `docs/RECORD_FORMAT.md` specifies them.
 //!
 //! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds).
-//! - [`RunHeader`], [`AttackInfo`], [`TargetInfo`], [`ErrorEntry`], [`GeneratorStats`],
+//! - [`RunHeader`] (with [`ShardInfo`] for one shard of a run), [`AttackInfo`], [`TargetInfo`], [`ErrorEntry`], [`GeneratorStats`],
 //!   [`RunEnd`]: what a run says about itself besides its records.
 //! - [`RecordWriter`]: streams records to any `Write` in checksummed, compressed blocks,
 //!   so a crash loses at most the block being built.
@@ -18,6 +18,7 @@
 //!   under test (`loadlab monitor`), stored in optional blocks beside the records and
 //!   streamed to readers through [`RecordSource::drain_samples`] / [`Inputs::drain_samples`];
 //!   [`ResourceSeries`] names the series loadlab's own samplers write.
+//! - [`check_shards`]: the shards of one run (`attack -shard`) merge; others are refused.
 //! - [`format_timestamp`]: unix nanoseconds as RFC 3339, as vegeta prints times.
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
@@ -36,6 +37,7 @@ mod reader;
 mod record;
 mod resource_samples;
 mod series_names;
+mod shards;
 mod stream;
 mod time_format;
 mod writer;
@@ -50,7 +52,7 @@ pub use input::{InputFormat, RecordSource, SourceSummary, TornTail, open_input, 
 pub use merge::{Inputs, Sorted};
 pub use meta::{
     AttackEnd, AttackInfo, AttackStats, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd,
-    RunHeader, RunTables, StopReason, TargetInfo,
+    RunHeader, RunTables, ShardInfo, StopReason, TargetInfo,
 };
 pub use reader::BinaryReader;
 pub use record::Record;
@@ -59,6 +61,7 @@ pub use resource_samples::{
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
 };
 pub use series_names::ResourceSeries;
+pub use shards::check_shards;
 pub use stream::{ReadOrder, RecordStream, SAMPLE_BATCHES_PER_MESSAGE};
 pub use time_format::format_timestamp;
 pub use writer::{Compression, RecordWriter};
@@ -127,6 +130,10 @@ pub enum RecordError {
     /// Writing records to the output failed.
     #[error("writing records")]
     Write(#[source] std::io::Error),
+    /// Inputs that are shards of different runs, or one shard twice (see
+    /// [`check_shards`]).
+    #[error("{0}")]
+    Shards(String),
     /// The background reader of a [`RecordStream`] could not start or died.
     #[error("the input reader thread {0}")]
     ReaderThread(String),

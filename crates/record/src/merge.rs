@@ -40,7 +40,8 @@ struct Remap {
 }
 
 impl Inputs {
-    /// Opens each path (`-` is stdin); no paths means stdin.
+    /// Opens each path (`-` is stdin); no paths means stdin. Refuses sharded files
+    /// that are not shards of one run ([`crate::check_shards`]).
     pub fn open(paths: &[String]) -> Result<Inputs, RecordError> {
         let stdin = ["-".to_owned()];
         let paths = if paths.is_empty() { &stdin[..] } else { paths };
@@ -48,6 +49,7 @@ impl Inputs {
             .iter()
             .map(|path| open_input(path))
             .collect::<Result<Vec<_>, _>>()?;
+        crate::shards::check_shards(sources.iter().map(|source| source.summary()))?;
         Ok(Inputs::from_sources(sources))
     }
 

@@ -20,6 +20,35 @@ pub struct RunHeader {
     /// requests. Absent in files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Set when the run is one shard of several (`attack -shard`) or started at a
+    /// wall-clock instant (`-start-at`); absent otherwise, so an unsharded file has the
+    /// bytes it always had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+/// Which part of a sharded run a file holds, and how well its clock lined up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ShardInfo {
+    /// This shard's 0-based index, below `count`.
+    pub index: u64,
+    /// How many shards share the run (1 for a single process started with `-start-at`).
+    pub count: u64,
+    /// The asked time zero (`-start-at`), unix nanoseconds; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_ns: Option<u64>,
+    /// When time zero actually came minus when it was asked, nanoseconds (how late the
+    /// process woke; 0 without `-start-at`).
+    #[serde(default)]
+    pub start_skew_ns: i64,
+    /// A hash (16 hex digits) of everything the shards of one run must share: attacks,
+    /// targets, schedules, bounds, timeouts, seed and the shard count.
+    pub plan_fingerprint: String,
+    /// The kernel's estimate of this machine's clock error, nanoseconds; absent when
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_error_ns: Option<u64>,
 }
 
 /// One attack (or scenario) in a run.

@@ -33,6 +33,7 @@ fn header() -> RunHeader {
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
+        shard: None,
     }
 }
 

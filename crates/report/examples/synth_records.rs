@@ -65,6 +65,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
             target("http://127.0.0.1:8080/search?q=x"),
             target("http://127.0.0.1:8080/item/42"),
         ],
+        shard: None,
     }
 }
 

@@ -13,7 +13,7 @@ use record::{
 };
 
 use crate::ReportError;
-use crate::warnings::torn_warnings;
+use crate::warnings::{shard_warnings, torn_warnings};
 
 /// What `encode -to` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +84,10 @@ pub fn run_encode(
     };
     let torn = torn_warnings(stream.summaries());
     for line in &torn {
+        writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
+    }
+    // No latencies are summarized here, so the start skew has nothing to be judged by.
+    for line in shard_warnings(stream.summaries(), None) {
         writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
     }
     if records == 0 {
@@ -291,6 +295,7 @@ fn merged_header(summaries: &[SourceSummary], tables: &RunTables, first: &Record
             [one] => one.header.seed,
             _ => None,
         },
+        shard: None,
     }
 }
 

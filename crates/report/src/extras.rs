@@ -45,9 +45,32 @@ pub struct AttackFacts {
     pub asked_rate_per_sec: Option<f64>,
     pub unsent: u64,
     unknown_rate: bool,
+    /// Shards of one run (`attack -shard`): their asked requests and longest asked
+    /// span, made one rate at the end. Summing each shard's own rate would count the
+    /// stripe offsets of their spans as extra load.
+    shard_asked: u64,
+    shard_span_ns: u64,
 }
 
 impl AttackFacts {
+    /// A shard's asked requests and span, kept apart until [`AttackFacts::close_shards`].
+    fn merge_shard(&mut self, model: LoadModel, end: &AttackEnd) {
+        self.model = self
+            .model
+            .filter(|&m| m != LoadModel::Unknown)
+            .or(Some(model));
+        self.shard_asked += end.asked;
+        self.shard_span_ns = self.shard_span_ns.max(end.asked_span_ns);
+        self.unsent += end.unsent;
+    }
+
+    fn close_shards(&mut self) {
+        if self.shard_asked >= 2 && self.shard_span_ns > 0 && !self.unknown_rate {
+            let rate = self.shard_asked as f64 / go_seconds(self.shard_span_ns);
+            self.asked_rate_per_sec = Some(self.asked_rate_per_sec.unwrap_or(0.0) + rate);
+        }
+    }
+
     fn merge(&mut self, model: LoadModel, asked_rate_per_sec: Option<f64>, unsent: u64) {
         if self.model.is_none_or(|m| m == LoadModel::Unknown) {
             self.model = Some(model);
@@ -124,6 +147,7 @@ impl RunFacts {
             peak_rss_bytes,
         });
         facts.stop = (!stops.is_empty()).then(|| stops.join(" + "));
+        facts.attacks.iter_mut().for_each(AttackFacts::close_shards);
         facts
     }
 
@@ -148,6 +172,21 @@ impl RunFacts {
                 continue;
             };
             let attack_end = end.and_then(|e| e.attacks.get(index));
+            let shards = summary.header.shard.as_ref().map_or(1, |s| s.count).max(1);
+            if let (Some(facts), true, LoadModel::Open) =
+                (self.attacks.get_mut(id), shards > 1, info.model)
+            {
+                match attack_end {
+                    Some(attack_end) => facts.merge_shard(info.model, attack_end),
+                    // A shard cut short: its share of the header's (whole-run) rate.
+                    None => facts.merge(
+                        info.model,
+                        asked_rate(info, None).map(|rate| rate / shards as f64),
+                        0,
+                    ),
+                }
+                continue;
+            }
             if let Some(facts) = self.attacks.get_mut(id) {
                 facts.merge(
                     info.model,

@@ -66,7 +66,7 @@ pub use resources::{
 };
 pub use seconds::{MAX_SECONDS, Seconds};
 pub use text::{write_resources_text, write_text};
-pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, torn_warnings};
+pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, shard_warnings, torn_warnings};
 
 /// Why a report or conversion could not be made. Messages name the input or flag.
 #[derive(Debug, thiserror::Error)]

@@ -20,7 +20,7 @@ use crate::resources::{ResourceSummary, Resources};
 use crate::seconds::Seconds;
 use crate::text::write_resources_text;
 use crate::text::write_text;
-use crate::warnings::torn_warnings;
+use crate::warnings::{shard_warnings, torn_warnings};
 
 /// What a finished report read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,9 +95,12 @@ pub fn run_report(
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
     facts.saturation = Some(seconds.saturation(facts.open_model()));
-    let text = render_groups(groups, &facts, stream.tables(), &config.report_type);
+    let (text, p50_ns) = render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;
+    for line in shard_warnings(stream.summaries(), p50_ns) {
+        writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
+    }
     Ok(ReportOutcome {
         requests,
         torn_inputs: torn.len(),
@@ -261,11 +264,15 @@ fn render_groups(
     facts: &RunFacts,
     tables: &RunTables,
     report_type: &ReportType,
-) -> String {
+) -> (String, Option<u64>) {
     let by = groups.by();
     let mut text = String::new();
+    // The smallest p50 of the groups: the latency a shard's start skew is judged by.
+    let mut p50_ns: Option<u64> = None;
     for (index, (key, metrics)) in groups.into_sorted().into_iter().enumerate() {
         let mut report = metrics.close(tables);
+        let p50 = report.latencies.p50_ns;
+        p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
         report.extras = Extras::build(&report, facts, scope(by, key));
         let json = matches!(report_type, ReportType::Json { .. });
         if let (Some(by), false) = (by, json) {
@@ -282,7 +289,7 @@ fn render_groups(
         });
         render_one(&mut text, &report, report_type, label);
     }
-    text
+    (text, p50_ns)
 }
 
 fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {

@@ -1,10 +1,12 @@
 //! [`Warning`]: what a reader of a report must not miss, said plainly: the generator
 //! fell behind (its own delay is inside the latencies) or sent less than asked. And
-//! [`torn_warnings`]: inputs that stopped at a cut or damaged block.
+//! [`torn_warnings`]: inputs that stopped at a cut or damaged block. And
+//! [`shard_warnings`]: shards of a sharded run that are missing, ended early, or
+//! started further apart than the latencies measured.
 
 use std::fmt;
 
-use record::SourceSummary;
+use record::{ShardInfo, SourceSummary, StopReason};
 
 use crate::extras::{AskedRate, LagStats};
 use crate::text::rounded;
@@ -114,6 +116,86 @@ pub fn torn_warnings(summaries: &[SourceSummary]) -> Vec<String> {
         .collect()
 }
 
+/// One line per problem with the shards among the inputs (files whose header names a
+/// shard of a run of more than one): a shard missing (its share of the load is not in
+/// the report), a shard that ended early (killed, interrupted or stopped by a rule;
+/// its share after that is missing), and a spread of start skews larger than
+/// `latency_p50_ns` (the report's, when it has one). [`record::check_shards`] has
+/// already refused shards of different runs.
+pub fn shard_warnings(summaries: &[SourceSummary], latency_p50_ns: Option<u64>) -> Vec<String> {
+    let shards: Vec<(&SourceSummary, &ShardInfo)> = summaries
+        .iter()
+        .filter_map(|s| s.header.shard.as_ref().map(|info| (s, info)))
+        .filter(|(_, info)| info.count > 1)
+        .collect();
+    let Some(count) = shards.first().map(|(_, info)| info.count) else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = (0..count)
+        .filter(|&index| !shards.iter().any(|(_, info)| info.index == index))
+        .map(|index| {
+            format!(
+                "warning: shard {index}/{count} missing: its {} of the load is not in this report",
+                share_name(count)
+            )
+        })
+        .collect();
+    lines.extend(
+        shards
+            .iter()
+            .filter_map(|(summary, info)| ended_early(summary, info)),
+    );
+    let skews = shards.iter().map(|(_, info)| info.start_skew_ns);
+    let spread_ns = skews
+        .clone()
+        .max()
+        .unwrap_or(0)
+        .abs_diff(skews.min().unwrap_or(0));
+    if let Some(p50_ns) = latency_p50_ns.filter(|&p50| spread_ns > p50) {
+        lines.push(format!(
+            "warning: the shards started {} apart (start skew), more than the latency p50 \
+             ({}): requests meant to interleave were shifted by more than the latencies \
+             measured; the machines' clock offsets add to that and are not known",
+            rounded(spread_ns),
+            rounded(p50_ns)
+        ));
+    }
+    lines
+}
+
+/// `quarter`, `third`, ... of the load one shard carries.
+fn share_name(count: u64) -> String {
+    match count {
+        2 => "half".to_owned(),
+        3 => "third".to_owned(),
+        4 => "quarter".to_owned(),
+        _ => format!("1/{count} share"),
+    }
+}
+
+fn ended_early(summary: &SourceSummary, info: &ShardInfo) -> Option<String> {
+    let what = match &summary.end {
+        None => "has no end: it was killed or is still running".to_owned(),
+        Some(end) if end.reason == StopReason::Completed => return None,
+        Some(end) => {
+            let reason = match end.reason {
+                StopReason::Interrupted => "interrupted",
+                StopReason::StopRule => "stopped by a rule",
+                StopReason::Failed | StopReason::Completed => "failed",
+            };
+            format!(
+                "ended early ({reason} at {})",
+                record::format_timestamp(end.at_unix_ns)
+            )
+        }
+    };
+    Some(format!(
+        "warning: shard {}/{} ({}) {what}: its share of the load after its last record \
+         is missing from this report",
+        info.index, info.count, summary.name
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +262,66 @@ mod tests {
                 assert!(got.contains(want), "{got}\nwant {want}");
             }
         }
+    }
+
+    fn shard(name: &str, index: u64, skew_ns: i64, end: Option<StopReason>) -> SourceSummary {
+        SourceSummary {
+            name: name.to_owned(),
+            format: record::InputFormat::Binary,
+            header: record::RunHeader {
+                shard: Some(ShardInfo {
+                    index,
+                    count: 4,
+                    start_skew_ns: skew_ns,
+                    ..ShardInfo::default()
+                }),
+                ..record::RunHeader::default()
+            },
+            stats: Vec::new(),
+            end: end.map(|reason| record::RunEnd {
+                reason,
+                ..record::RunEnd::default()
+            }),
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+        }
+    }
+
+    #[test]
+    fn shards_missing_cut_short_or_far_apart_are_named() {
+        let done = Some(StopReason::Completed);
+        let all = [
+            shard("a", 0, 0, done),
+            shard("b", 1, 0, done),
+            shard("c", 2, 0, done),
+            shard("d", 3, 0, done),
+        ];
+        assert!(shard_warnings(&all, Some(1_000_000)).is_empty());
+        assert!(
+            shard_warnings(&[], Some(1)).is_empty(),
+            "unsharded: nothing to say"
+        );
+        let gaps = [
+            shard("a", 0, 0, done),
+            shard("b", 1, 5_000_000, None),
+            shard("d", 3, 0, Some(StopReason::Interrupted)),
+        ];
+        let lines = shard_warnings(&gaps, Some(1_000_000));
+        let want = [
+            "warning: shard 2/4 missing: its quarter of the load is not in this report",
+            "warning: shard 1/4 (b) has no end: it was killed or is still running",
+            "warning: shard 3/4 (d) ended early (interrupted at ",
+            "warning: the shards started 5ms apart (start skew), more than the latency p50 (1ms)",
+        ];
+        assert_eq!(lines.len(), want.len(), "{lines:#?}");
+        for (line, want) in lines.iter().zip(want) {
+            assert!(line.starts_with(want), "{line}\nwant {want}");
+        }
+        assert_eq!(
+            shard_warnings(&gaps, Some(10_000_000)).len(),
+            3,
+            "skew below p50"
+        );
     }
 }

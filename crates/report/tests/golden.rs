@@ -50,6 +50,7 @@ fn steady_run() -> Vec<u8> {
             attack("static", LoadModel::Open, Some(20.0)),
         ],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
+        shard: None,
     };
     let mut writer =
         RecordWriter::new(Vec::new(), &header, Compression::Zstd { level: 3 }).unwrap();
@@ -160,6 +161,7 @@ fn behind_run() -> Vec<u8> {
         start_unix_ns: START_NS,
         attacks: vec![attack("flood", LoadModel::Open, Some(1000.0))],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
+        shard: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     for n in 0..80u64 {
@@ -203,6 +205,7 @@ fn ramp_run(capacity: u64) -> Vec<u8> {
             ..attack("ramp", LoadModel::Open, None)
         }],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
+        shard: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     writer
@@ -841,6 +844,7 @@ fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
         start_unix_ns: START_NS,
         attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
+        shard: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     writer

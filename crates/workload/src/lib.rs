@@ -6,7 +6,7 @@
 //!   send time of the k-th request as a pure function of k, so pacing never drifts and
 //!   a late generator shows its lag instead of silently skipping requests.
 //! - [`Plan`]: a schedule or a closed-model user count, with the run's bounds
-//!   (duration, request cap).
+//!   (duration, request cap), and the [`Shard`] of it this process sends.
 //!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
@@ -20,6 +20,7 @@ mod scenario;
 mod schedule;
 mod schedule_parse;
 mod settings;
+mod shard;
 mod stop_rule;
 mod target;
 mod targets_http;
@@ -35,6 +36,7 @@ pub use plan::{Pacing, Plan};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
 pub use settings::{AttackSettings, Origin, TargetFormat};
+pub use shard::Shard;
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };

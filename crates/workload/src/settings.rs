@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use units::{Rate, parse_duration, parse_size};
 
-use crate::{AttackFields, DataOrder, Header, Pacing, Plan, Schedule, WorkloadError, defaults};
+use crate::{
+    AttackFields, DataOrder, Header, Pacing, Plan, Schedule, Shard, WorkloadError, defaults,
+};
 
 /// Where a set of fields came from, for error messages and relative paths.
 #[derive(Debug, Clone, Default)]
@@ -137,6 +139,7 @@ impl AttackFields {
                 pacing: self.pacing(origin)?,
                 duration_ns: duration.map(|d| d.as_nanos() as u64),
                 max_requests: self.max_requests,
+                shard: Shard::WHOLE,
             },
             timeout,
             keepalive: self.keepalive.unwrap_or(defaults::KEEPALIVE),

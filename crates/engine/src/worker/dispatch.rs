@@ -110,7 +110,10 @@ impl Worker {
     ) -> InFlight {
         InFlight {
             attack: attack as u16,
-            seq: self.attacks[attack].next_k,
+            // The run-wide index: shards record (and render) what one machine would.
+            seq: self.shared.attacks[attack]
+                .plan
+                .global_index(self.attacks[attack].next_k),
             target,
             target_index,
             intended_ns,
@@ -130,7 +133,9 @@ impl Worker {
         let shared = &self.shared.attacks[attack];
         let state = &mut self.attacks[attack];
         let Some(queue) = &state.lazy else {
-            let index = (state.next_k % shared.targets.len() as u64) as u32;
+            // Turns count run-wide indices, so a shard takes the target one machine would.
+            let global = shared.plan.global_index(state.next_k);
+            let index = (global % shared.targets.len() as u64) as u32;
             return Pick::Ready {
                 target: shared.target_offset + index,
                 target_index: index,

@@ -37,6 +37,7 @@ fn open_rate(rate_per_sec: f64, max_requests: u64) -> Plan {
         pacing: Pacing::Open(Schedule::constant(rate_per_sec)),
         duration_ns: Some(20_000_000_000),
         max_requests: Some(max_requests),
+        shard: workload::Shard::WHOLE,
     }
 }
 
@@ -138,6 +139,7 @@ fn closed_model_keeps_exactly_n_users_busy() {
             },
             duration_ns: None,
             max_requests: Some(60),
+            shard: workload::Shard::WHOLE,
         },
     );
     cfg.initial_connections = 0;
@@ -557,6 +559,7 @@ fn schedule_plan(text: &str) -> Plan {
         pacing: Pacing::Open(Schedule::parse(text).unwrap()),
         duration_ns: None,
         max_requests: None,
+        shard: workload::Shard::WHOLE,
     }
 }
 
@@ -598,6 +601,7 @@ fn closed_users_follow_their_schedule_and_think() {
         },
         duration_ns: None,
         max_requests: None,
+        shard: workload::Shard::WHOLE,
     };
     let mut cfg = config(&[server.url("/ok")], plan);
     cfg.initial_connections = 0;
@@ -773,6 +777,7 @@ fn a_rate_rule_needs_an_open_model() {
         },
         duration_ns: None,
         max_requests: Some(1),
+        shard: workload::Shard::WHOLE,
     };
     let mut cfg = config(&["http://127.0.0.1:1/".to_owned()], users);
     cfg.stop_rules = vec![workload::StopRule::parse("throughput < 90% of rate for 5s").unwrap()];
@@ -993,5 +998,161 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
         observer.rule_calls.first() == Some(&(1_000_000_000, 0)),
         "the first judged second, half errors: the rule does not hold: {:?}",
         observer.rule_calls
+    );
+}
+
+/// (seq, target URL, intended offset) of each record, sorted.
+fn requests_of(run: &Run) -> Vec<(u64, String, u64)> {
+    let start = run.summary.header.start_unix_ns;
+    let mut out: Vec<_> = run
+        .records
+        .iter()
+        .map(|r| {
+            let url = run.tables.targets[r.target as usize].url.clone();
+            (r.seq, url, r.intended_unix_ns - start)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn shards_together_send_exactly_what_one_machine_sends() {
+    let server = TestServer::start();
+    let text = format!(
+        "GET http://{0}/echo/{{{{rand.lower 8}}}}?n={{{{seq}}}}\n\nGET http://{0}/a\n\nGET http://{0}/b\n",
+        server.addr
+    );
+    let targets =
+        workload::parse_http_targets(text.as_bytes(), "t.txt", &[], b"", &|_| Ok(Vec::new()))
+            .unwrap();
+    let run_shard = |shard: workload::Shard| {
+        let plan = Plan {
+            max_requests: Some(31),
+            ..Plan::constant_rate(1000.0)
+        };
+        let mut cfg = config(&[], plan).with_shard(shard);
+        cfg.attacks[0].targets = Targets::List(targets.clone());
+        cfg.seed = 7;
+        run(&cfg)
+    };
+    server.stats.paths.lock().unwrap().clear();
+    let whole = run_shard(workload::Shard::WHOLE);
+    let mut whole_paths = std::mem::take(&mut *server.stats.paths.lock().unwrap());
+    whole_paths.sort();
+    assert_eq!(whole.records.len(), 31);
+    assert_eq!(
+        whole.summary.header.shard, None,
+        "an unsharded header is unchanged"
+    );
+    let (mut union, mut fingerprints) = (Vec::new(), Vec::new());
+    for index in 0..3 {
+        let part = run_shard(workload::Shard::new(index, 3).unwrap());
+        let info = part.summary.header.shard.clone().unwrap();
+        assert_eq!((info.index, info.count), (index, 3));
+        fingerprints.push(info.plan_fingerprint);
+        assert!(part.records.iter().all(|r| r.seq % 3 == index), "striped");
+        assert_eq!(
+            part.summary.end.as_ref().unwrap().attacks[0].asked,
+            part.records.len() as u64
+        );
+        union.extend(requests_of(&part));
+    }
+    union.sort();
+    assert_eq!(
+        union,
+        requests_of(&whole),
+        "seq, target and intended time, one for one"
+    );
+    let mut shard_paths = std::mem::take(&mut *server.stats.paths.lock().unwrap());
+    shard_paths.sort();
+    assert_eq!(
+        shard_paths, whole_paths,
+        "templates render as one machine's would"
+    );
+    fingerprints.dedup();
+    assert_eq!(fingerprints.len(), 1, "one run, one fingerprint");
+}
+
+#[test]
+fn a_shard_of_a_lazy_stream_takes_every_nth_target() {
+    let server = TestServer::start();
+    let urls: Vec<String> = (0..20)
+        .map(|i| server.url(&format!("/status/{}", 200 + i)))
+        .collect();
+    let stream: engine::TargetIter = Box::new(urls.clone().into_iter().map(|u| Ok(target(&u))));
+    let mut cfg =
+        config(&[], open_rate(1000.0, u64::MAX)).with_shard(workload::Shard::new(1, 3).unwrap());
+    cfg.attacks[0].targets = Targets::Stream(TargetStream::new(stream));
+    let run = run(&cfg);
+    let sent: Vec<(u64, &str)> = run
+        .records
+        .iter()
+        .map(|r| (r.seq, run.tables.targets[r.target as usize].url.as_str()))
+        .collect();
+    let want: Vec<(u64, &str)> = (1..20)
+        .step_by(3)
+        .map(|k| (k as u64, urls[k].as_str()))
+        .collect();
+    assert_eq!(sent, want);
+}
+
+#[test]
+fn start_at_puts_time_zero_on_the_wall_clock() {
+    let server = TestServer::start();
+    let at_ns = engine::unix_now_ns() + 300_000_000;
+    let mut cfg = config(&[server.url("/ok")], open_rate(100.0, 3));
+    cfg.start_at_unix_ns = Some(at_ns);
+    let run = run(&cfg);
+    assert_eq!(
+        run.summary.header.start_unix_ns, at_ns,
+        "time zero is the asked instant"
+    );
+    let info = run.summary.header.shard.clone().unwrap();
+    assert_eq!(
+        (info.index, info.count, info.start_at_unix_ns),
+        (0, 1, Some(at_ns))
+    );
+    assert!(
+        info.start_skew_ns.unsigned_abs() < 200_000_000,
+        "{}",
+        info.start_skew_ns
+    );
+    assert_eq!(run.records[0].intended_unix_ns, at_ns);
+
+    cfg.start_at_unix_ns = Some(engine::unix_now_ns() - 5_000_000_000);
+    let err = engine::run(&cfg, Vec::new(), &StopHandle::new()).unwrap_err();
+    assert!(err.to_string().contains("in the past"), "{err}");
+}
+
+#[test]
+fn a_closed_model_shard_runs_its_share_of_the_users() {
+    let server = TestServer::start();
+    let mut cfg = config(
+        &[server.url("/slow/5")],
+        Plan {
+            pacing: Pacing::Closed {
+                users: Schedule::constant(5.0),
+                think_ns: 0,
+            },
+            duration_ns: None,
+            max_requests: Some(60),
+            shard: workload::Shard::WHOLE,
+        },
+    )
+    .with_shard(workload::Shard::new(1, 2).unwrap());
+    cfg.initial_connections = 0;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 30, "half of the run's 60 requests");
+    assert!(run.records.iter().all(|r| r.seq % 2 == 1));
+    assert_eq!(
+        server.stats.max_in_flight.load(Ordering::SeqCst),
+        2,
+        "users 1 and 3 of 0..5"
+    );
+    assert_eq!(
+        run.summary.header.attacks[0].concurrency,
+        Some(5),
+        "the header names the whole run's users"
     );
 }
