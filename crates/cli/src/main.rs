@@ -10,6 +10,8 @@ mod compare;
 mod demo;
 mod encode;
 mod flags;
+mod kube;
+mod kube_shard;
 mod live_view;
 mod monitor;
 mod plot;
@@ -49,6 +51,7 @@ enum Command {
     Monitor(monitor::MonitorArgs),
     Simulate(simulate::SimulateArgs),
     Run(run::RunArgs),
+    Kube(kube::KubeArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::Monitor(args) => monitor::run(&args),
         Command::Simulate(args) => simulate::run(args),
         Command::Run(args) => run::run(&args),
+        Command::Kube(args) => kube::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1875,3 +1875,210 @@ fn shard_flags_apply_to_every_scenario_of_a_file() {
         "run-wide odd indices"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// kube shard: what each pod of `loadlab kube run` runs, here on loopback.
+
+/// Starts `loadlab kube shard` and returns it with the address it serves on.
+fn kube_shard(attack: &[&str]) -> (std::process::Child, String) {
+    let mut child = loadlab()
+        .args(["kube", "shard", "-serve", "127.0.0.1:0", "--"])
+        .args(attack)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/records.llr"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    // Keep draining stderr so the shard never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, address)
+}
+
+/// GET `path` from a shard: (status, body).
+fn shard_get(address: &str, path: &str) -> (u16, Vec<u8>) {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let head_end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let status = std::str::from_utf8(&answer[9..12])
+        .unwrap()
+        .parse()
+        .unwrap();
+    (status, answer[head_end + 4..].to_vec())
+}
+
+/// Polls `/ready` until 200, for at most `limit`.
+fn wait_ready(address: &str, limit: Duration) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if shard_get(address, "/ready").0 == 200 {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn kube_shard_serves_its_records_once_over_and_stop_drains_it() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let targets = dir.write("targets.txt", target_line(&server, "/").as_bytes());
+    // A short attack: not ready while it runs, then the file as written, then bye.
+    let output = dir.path("short.llr");
+    let (mut child, address) = kube_shard(&[
+        "-rate",
+        "100",
+        "-max-requests",
+        "30",
+        "-targets",
+        &targets,
+        "-output",
+        &output,
+    ]);
+    assert_eq!(
+        shard_get(&address, "/records.llr").0,
+        503,
+        "not before the end"
+    );
+    assert!(
+        wait_ready(&address, Duration::from_secs(20)),
+        "ready once over"
+    );
+    let (status, body) = shard_get(&address, "/records.llr");
+    assert_eq!(status, 200);
+    assert_eq!(body, std::fs::read(&output).unwrap());
+    assert!(requests(&ok(&run(&["report", &output], None))) == 30);
+    assert_eq!(shard_get(&address, "/bye").0, 200);
+    assert!(child.wait().unwrap().success(), "bye ends the shard");
+
+    // A long attack: /stop drains it, as Ctrl-C would, and its records come back.
+    let output = dir.path("long.llr");
+    let (mut child, address) = kube_shard(&[
+        "-rate",
+        "50",
+        "-duration",
+        "60s",
+        "-targets",
+        &targets,
+        "-output",
+        &output,
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(shard_get(&address, "/stop").0, 200);
+    assert!(
+        wait_ready(&address, Duration::from_secs(20)),
+        "drained, not 60 s"
+    );
+    let sent = requests(&ok(&run(&["report", &output], None)));
+    assert!(
+        (20..=200).contains(&sent),
+        "{sent} requests before the stop"
+    );
+    assert_eq!(shard_get(&address, "/bye").0, 200);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn kube_refuses_bad_jobs_by_name() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &[
+                "kube", "render", "-shards", "2", "-image", "x", "--", "-output", "y",
+            ],
+            "-output after --",
+        ),
+        (
+            &[
+                "kube",
+                "render",
+                "-shards",
+                "2",
+                "-image",
+                "x",
+                "--",
+                "-shard=1/2",
+            ],
+            "-shard after --",
+        ),
+        (
+            &[
+                "kube",
+                "render",
+                "-shards",
+                "2",
+                "-image",
+                "x",
+                "--",
+                "-no-such-flag",
+            ],
+            "attack flags after --",
+        ),
+        (
+            &[
+                "kube", "render", "-shards", "2", "-image", "x", "-name", "Bad_Name",
+            ],
+            "-name \"Bad_Name\"",
+        ),
+        (
+            &[
+                "kube",
+                "render",
+                "-shards",
+                "2",
+                "-image",
+                "x",
+                "-targets",
+                "/no/such/file",
+            ],
+            "-targets /no/such/file",
+        ),
+        (
+            &["kube", "shard", "-serve", "127.0.0.1:0", "--", "-rate", "1"],
+            "need -output",
+        ),
+    ];
+    for (args, want) in rows {
+        let output = run(args, None);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr(&output).contains(want),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let rendered = ok(&run(
+        &[
+            "kube",
+            "render",
+            "-shards",
+            "3",
+            "-image",
+            "reg/loadlab:1",
+            "--",
+            "-rate",
+            "900",
+        ],
+        None,
+    ));
+    let list: serde_json::Value = serde_json::from_str(&rendered).unwrap();
+    let job = &list["items"][0];
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["spec"]["completions"], 3);
+    let args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap();
+    assert!(
+        args.iter().any(|a| a == "$(JOB_COMPLETION_INDEX)/3"),
+        "{args:?}"
+    );
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
 
 use crate::ClusterError;
 use crate::job::{INDEX_ANNOTATION, RECORDS_PORT, RUN_LABEL, ShardJob};
@@ -146,7 +146,11 @@ async fn gather(
             continue;
         };
         if !shard.ready {
-            let why = format!("pod {} ended {} without records", shard.pod, shard.phase);
+            let mut why = format!("pod {} ended {} without records", shard.pod, shard.phase);
+            // The pod's last words say why (a bad flag, an unreachable target).
+            if let Some(last) = last_log_line(client, job, &shard.pod).await {
+                why = format!("{why}: {last}");
+            }
             gathered.missing.push((index, why));
             continue;
         }
@@ -166,6 +170,20 @@ async fn gather(
         }
     }
     Ok(gathered)
+}
+
+/// The last non-empty line a pod logged, if it can be read.
+async fn last_log_line(client: &Client, job: &ShardJob, pod: &str) -> Option<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
+    let params = LogParams {
+        tail_lines: Some(5),
+        ..LogParams::default()
+    };
+    let log = pods.logs(pod, &params).await.ok()?;
+    log.lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .map(str::to_owned)
 }
 
 /// The shards' pods by index (the newest pod of an index wins).
