@@ -13,16 +13,27 @@
 //!   ([`Snapshot::view_lines`]).
 //! - [`Server`] is the small loopback HTTP server behind `-dashboard` and
 //!   `-prometheus-addr`: GETs answered by a [`Handler`] from what was published.
+//! - [`PrometheusStats`] is another observer: vegeta's Prometheus series and ours
+//!   (`loadlab_*`) in bounded memory, read through a [`PrometheusHandle`] by the
+//!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`) and
+//!   by [`RemoteWrite`], the thread behind `-prometheus-remote-write` (protobuf and
+//!   snappy, `remote_write.rs`), which pushes off the collector under a deadline.
 //! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
 //!   terminal, else a plain line every few seconds, so CI logs stay readable.
 
 #![warn(missing_docs)]
 
+mod exposition;
+mod prometheus;
+mod remote_write;
 mod serve;
 mod snapshot;
 mod stats;
 mod view;
 
+pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
+pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
+pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
 pub use serve::{Handler, Request, Response, Server};
 pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
 pub use stats::{LiveHandle, LiveStats};
@@ -44,5 +55,13 @@ pub enum LiveError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// `-prometheus-remote-write` was not a plain http URL.
+    #[error("-prometheus-remote-write {url}: {reason}")]
+    RemoteWriteUrl {
+        /// The URL given (passwords redacted).
+        url: String,
+        /// What is wrong with it.
+        reason: String,
     },
 }
