@@ -114,7 +114,11 @@ mod tests {
             (r#"a"b"#, r#"a\"b"#, r#"a"b"#),
             (r"a\b", r"a\\b", r"a\\b"),
             ("a\nb", r"a\nb", r"a\nb"),
-            ("http://h/p?q=1&x=é", "http://h/p?q=1&x=é", "http://h/p?q=1&x=é"),
+            (
+                "http://h/p?q=1&x=é",
+                "http://h/p?q=1&x=é",
+                "http://h/p?q=1&x=é",
+            ),
             ("", "", ""),
         ];
         for (raw, label, help) in rows {

@@ -192,10 +192,13 @@ impl PrometheusStats {
     /// Watches a run of `config`: its plans, and its fixed targets (in record id
     /// order, as the engine numbers them: each attack's list in turn).
     pub fn new(config: &RunConfig) -> PrometheusStats {
-        let targets = config.attacks.iter().flat_map(|attack| match &attack.targets {
-            Targets::List(list) => list.as_slice(),
-            Targets::Stream(_) => &[],
-        });
+        let targets = config
+            .attacks
+            .iter()
+            .flat_map(|attack| match &attack.targets {
+                Targets::List(list) => list.as_slice(),
+                Targets::Stream(_) => &[],
+            });
         let mut stats = PrometheusStats {
             plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
             target_keys: Vec::new(),
@@ -372,7 +375,8 @@ impl RunObserver for PrometheusStats {
 
     fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
         self.error_kinds.truncate(first_index);
-        self.error_kinds.extend(new.iter().map(|entry| kind_index(entry.kind)));
+        self.error_kinds
+            .extend(new.iter().map(|entry| kind_index(entry.kind)));
         self.settle_fails();
     }
 
@@ -395,6 +399,9 @@ impl RunObserver for PrometheusStats {
         self.publish();
     }
 }
+
+/// A family of one figure per item: name, help, and how to read the figure.
+type Figure<T> = (&'static str, &'static str, fn(&T) -> u64);
 
 fn kind_index(kind: ErrorKind) -> u8 {
     let index = ErrorKind::ALL.iter().position(|k| *k == kind);
@@ -440,7 +447,7 @@ impl Metrics {
             cell.latency
                 .visit(sink, "request_seconds", &mut labels, &LATENCY_LE);
         }
-        let counters: [(&str, &str, fn(&Cell) -> u64); 2] = [
+        let counters: [Figure<Cell>; 2] = [
             (
                 "request_bytes_in",
                 "Bytes received from servers as response to requests",
@@ -553,7 +560,7 @@ impl Metrics {
         if self.rules.is_empty() {
             return;
         }
-        let figures: [(&str, &str, fn(&Rule) -> u64); 2] = [
+        let figures: [Figure<Rule>; 2] = [
             (
                 "loadlab_stop_rule_held_seconds",
                 "How long each stop rule has held so far",
@@ -682,8 +689,8 @@ mod tests {
     fn the_exposition_matches_the_golden_file() {
         let stats = sample_run();
         let got = stats.handle().render_text();
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden/prometheus.txt");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/prometheus.txt");
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, &got).unwrap();
@@ -701,7 +708,8 @@ mod tests {
     fn counts_by_target_status_and_error_kind() {
         let metrics = sample_run().handle().metrics();
         // (method, url, status, count, bytes in, failures by kind)
-        let want: Vec<(&str, &str, u16, u64, u64, Vec<(&str, u64)>)> = vec![
+        type Row<'a> = (&'a str, &'a str, u16, u64, u64, Vec<(&'a str, u64)>);
+        let want: Vec<Row<'_>> = vec![
             ("GET", "http://127.0.0.1:8080/a", 200, 3, 300, vec![]),
             (
                 "GET",
@@ -736,7 +744,11 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(metrics.completed(), 5);
-        assert_eq!((metrics.sent, metrics.asked), (6, Some(41)), "10/s from 0 s to 4 s, both ends");
+        assert_eq!(
+            (metrics.sent, metrics.asked),
+            (6, Some(41)),
+            "10/s from 0 s to 4 s, both ends"
+        );
         assert_eq!(metrics.lag.count, 5);
     }
 
@@ -758,7 +770,11 @@ mod tests {
             let last = u32::try_from(urls.len() - 1).unwrap();
             stats.records(&[record(last, 200, 0, 1), record(0, 200, 0, 1)]);
             let (_, url) = &stats.metrics().keys[stats.metrics().cells[0].key as usize];
-            let want = if folded > 0 { "other" } else { urls[urls.len() - 1] };
+            let want = if folded > 0 {
+                "other"
+            } else {
+                urls[urls.len() - 1]
+            };
             assert_eq!(url, want, "{} urls", urls.len());
         }
     }

@@ -110,7 +110,11 @@ fn check_url(text: &str) -> Result<url::Url, LiveError> {
         url: units::redact_url(text),
         reason: reason.to_owned(),
     };
-    let url = url::Url::parse(text).map_err(|err| bad(&err.to_string()))?;
+    let url = url::Url::parse(text).map_err(|err| {
+        bad(&format!(
+            "{err}; expected http://HOST:PORT/PATH, e.g. http://127.0.0.1:9090/api/v1/write"
+        ))
+    })?;
     if url.scheme() != "http" {
         return Err(bad(
             "only http:// is supported (put a local receiver or proxy in front of an https one)",
@@ -184,7 +188,9 @@ impl Pusher {
     fn push(&mut self) -> Result<(), String> {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
         let timestamp_ms = now_ms.max(self.last_timestamp_ms + 1);
         self.last_timestamp_ms = timestamp_ms;
         let extra = [
@@ -207,19 +213,29 @@ impl Pusher {
             body: &body,
             max_body_bytes: MAX_ANSWER_BYTES,
         };
-        let answer = wire::client::send(&request, Instant::now() + self.options.timeout)
-            .map_err(|err| match err {
-                wire::client::ClientError::TimedOut => {
-                    format!("timed out after {:?}", self.options.timeout)
+        let answer =
+            wire::client::send(&request, Instant::now() + self.options.timeout).map_err(|err| {
+                match err {
+                    wire::client::ClientError::TimedOut => {
+                        format!("timed out after {:?}", self.options.timeout)
+                    }
+                    err => err.to_string(),
                 }
-                err => err.to_string(),
             })?;
         if (200..300).contains(&answer.status) {
             return Ok(());
         }
         let text = String::from_utf8_lossy(&answer.body);
-        let first_line: String = text.lines().next().unwrap_or("").chars().take(200).collect();
-        Err(format!("HTTP {}: {}", answer.status, first_line.trim()).trim_end_matches([':', ' ']).to_owned())
+        let first_line: String = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
+        Err(format!("HTTP {}: {}", answer.status, first_line.trim())
+            .trim_end_matches([':', ' '])
+            .to_owned())
     }
 }
 
@@ -334,5 +350,281 @@ pub(crate) mod proto {
         pub help: String,
         #[prost(string, tag = "5")]
         pub unit: String,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// How a fake receiver answers.
+    #[derive(Clone, Copy)]
+    enum Receiver {
+        Accepts,
+        Fails,
+        Hangs,
+    }
+
+    /// A receiver on loopback: keeps the bodies it was sent (decoded) and the last
+    /// request head; stops with the returned flag.
+    struct Fake {
+        url: String,
+        bodies: Arc<Mutex<Vec<proto::WriteRequest>>>,
+        head: Arc<Mutex<String>>,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl Drop for Fake {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn fake(receiver: Receiver) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let fake = Fake {
+            url: format!("http://{}/api/v1/write", listener.local_addr().unwrap()),
+            bodies: Arc::default(),
+            head: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (bodies, head, stop) = (
+            Arc::clone(&fake.bodies),
+            Arc::clone(&fake.head),
+            Arc::clone(&fake.stop),
+        );
+        std::thread::spawn(move || {
+            // Bounded: at most 10 s of polling, whatever the test does.
+            for _ in 0..1000 {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                match listener.accept() {
+                    Ok((stream, _)) => answer(stream, receiver, &bodies, &head, &stop),
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        fake
+    }
+
+    fn answer(
+        mut stream: TcpStream,
+        receiver: Receiver,
+        bodies: &Mutex<Vec<proto::WriteRequest>>,
+        head: &Mutex<String>,
+        stop: &AtomicBool,
+    ) {
+        stream.set_nonblocking(false).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 8192];
+        let (head_len, length) = loop {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            got.extend_from_slice(&chunk[..n]);
+            if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let text = String::from_utf8_lossy(&got[..at]).to_string();
+                let length: usize = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Content-Length: "))
+                    .map_or(0, |n| n.parse().unwrap());
+                *head.lock().unwrap() = text;
+                break (at + 4, length);
+            }
+        };
+        while got.len() < head_len + length {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            got.extend_from_slice(&chunk[..n]);
+        }
+        match receiver {
+            Receiver::Accepts => {
+                let raw = snap::raw::Decoder::new()
+                    .decompress_vec(&got[head_len..])
+                    .unwrap();
+                bodies
+                    .lock()
+                    .unwrap()
+                    .push(proto::WriteRequest::decode(raw.as_slice()).unwrap());
+                let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+            }
+            Receiver::Fails => {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\n\r\ndisk is full",
+                );
+            }
+            Receiver::Hangs => {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+
+    fn metrics_with_requests() -> PrometheusHandle {
+        let mut stats =
+            crate::PrometheusStats::new(&engine::RunConfig::single(engine::AttackConfig::new(
+                "a",
+                vec![workload::Target::get(
+                    "GET",
+                    url::Url::parse("http://127.0.0.1:1/x").unwrap(),
+                )],
+                workload::Plan {
+                    pacing: workload::Pacing::Open(workload::Schedule::constant(10.0)),
+                    duration_ns: None,
+                    max_requests: None,
+                },
+            )));
+        use engine::RunObserver;
+        stats.records(&[record::Record::default(), record::Record::default()]);
+        stats.finish();
+        stats.handle()
+    }
+
+    type Warnings = Arc<Mutex<Vec<String>>>;
+
+    fn push_for(receiver: &Fake, run: Duration) -> (PushSummary, Vec<String>) {
+        let warnings: Warnings = Arc::default();
+        let sink = Arc::clone(&warnings);
+        let options = RemoteWriteOptions {
+            url: receiver.url.clone(),
+            every: Duration::from_millis(50),
+            timeout: Duration::from_millis(300),
+            run_id: "run-1".to_owned(),
+            job: "loadlab".to_owned(),
+        };
+        let pusher = RemoteWrite::start(
+            options,
+            metrics_with_requests(),
+            Box::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
+        )
+        .unwrap();
+        std::thread::sleep(run);
+        let started = Instant::now();
+        let summary = pusher.finish();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the final push is bounded"
+        );
+        let warnings = warnings.lock().unwrap().clone();
+        (summary, warnings)
+    }
+
+    #[test]
+    fn pushes_the_series_with_the_run_id_and_the_protocol_headers() {
+        let receiver = fake(Receiver::Accepts);
+        let (summary, warnings) = push_for(&receiver, Duration::from_millis(300));
+        assert_eq!(summary.failed, 0, "{summary:?}");
+        assert!(summary.pushes >= 2, "{summary:?}");
+        assert_eq!(warnings, Vec::<String>::new());
+        let head = receiver.head.lock().unwrap().clone();
+        for line in [
+            "POST /api/v1/write HTTP/1.1",
+            "Content-Encoding: snappy",
+            "Content-Type: application/x-protobuf",
+            "X-Prometheus-Remote-Write-Version: 0.1.0",
+        ] {
+            assert!(head.lines().any(|l| l == line), "{line}: {head}");
+        }
+        let bodies = receiver.bodies.lock().unwrap();
+        let last = bodies.last().unwrap();
+        let count = last
+            .timeseries
+            .iter()
+            .find(|series| {
+                series
+                    .labels
+                    .iter()
+                    .any(|l| l.name == "__name__" && l.value == "request_seconds_count")
+            })
+            .unwrap();
+        let names: Vec<&str> = count.labels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["__name__", "job", "method", "run_id", "status", "url"],
+            "sorted by name"
+        );
+        assert!(
+            count
+                .labels
+                .iter()
+                .any(|l| l.name == "run_id" && l.value == "run-1")
+        );
+        assert_eq!(count.samples[0].value, 2.0);
+        let timestamps: Vec<i64> = bodies
+            .iter()
+            .map(|body| body.timeseries[0].samples[0].timestamp)
+            .collect();
+        assert!(timestamps.windows(2).all(|w| w[0] < w[1]), "{timestamps:?}");
+        let families: Vec<&str> = last
+            .metadata
+            .iter()
+            .map(|m| m.metric_family_name.as_str())
+            .collect();
+        assert!(families.contains(&"request_seconds"), "{families:?}");
+    }
+
+    #[test]
+    fn a_failing_receiver_is_warned_about_once_and_counted() {
+        let closed = {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}/api/v1/write", listener.local_addr().unwrap())
+        };
+        let gone = Fake {
+            url: closed,
+            bodies: Arc::default(),
+            head: Arc::default(),
+            stop: Arc::default(),
+        };
+        let rows = [
+            (fake(Receiver::Fails), "HTTP 500: disk is full"),
+            (fake(Receiver::Hangs), "timed out after 300ms"),
+            (gone, "connect: "),
+        ];
+        for (receiver, reason) in rows {
+            let (summary, warnings) = push_for(&receiver, Duration::from_millis(400));
+            assert_eq!(summary.failed, summary.pushes, "{reason}: {summary:?}");
+            assert!(summary.pushes >= 2, "{reason}: {summary:?}");
+            assert!(
+                summary.last_error.as_deref().unwrap().starts_with(reason),
+                "{reason}: {summary:?}"
+            );
+            assert_eq!(warnings.len(), 1, "{reason}: rate-limited: {warnings:?}");
+            assert!(
+                warnings[0].starts_with("-prometheus-remote-write http://127.0.0.1:"),
+                "{warnings:?}"
+            );
+            assert!(warnings[0].contains(reason), "{warnings:?}");
+        }
+    }
+
+    #[test]
+    fn only_plain_http_urls_are_taken() {
+        let rows = [
+            ("https://prom.example/api/v1/write", "only http://"),
+            ("127.0.0.1:9090", "expected http://HOST:PORT/PATH"),
+            ("not a url", "relative URL without a base; expected http://"),
+            ("http://u:secret@/write", "empty host"),
+        ];
+        for (url, want) in rows {
+            let err = check_url(url).err().unwrap().to_string();
+            assert!(err.starts_with("-prometheus-remote-write "), "{url}: {err}");
+            assert!(err.contains(want), "{url}: {err}");
+            assert!(!err.contains("secret"), "{url}: {err}");
+        }
     }
 }
