@@ -15,6 +15,7 @@ use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
 use crate::monitor::AttachedMonitor;
+use crate::prometheus::{PrometheusArgs, PrometheusSetup};
 use crate::scenarios;
 use crate::signals;
 
@@ -52,7 +53,7 @@ use crate::signals;
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
 /// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
-/// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
+/// -resolvers, -session-tickets, -max-connections, -proxy-header)
 /// are refused by name with what to use instead; -http2=false, -h2c=false,
 /// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
 ///
@@ -61,6 +62,13 @@ use crate::signals;
 /// latency over the last second and the run, status codes, errors, send lag, in
 /// flight, connections, each stop rule's streak); otherwise one plain progress line
 /// every 5 s. -quiet turns both off. The records are the same either way.
+///
+/// -prometheus-addr serves the run's metrics for Prometheus (vegeta's names, plus
+/// loadlab_*) until attack exits; -prometheus-remote-write pushes them to a receiver:
+///
+///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
+///
+///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
@@ -193,6 +201,8 @@ pub struct AttackArgs {
     /// progress line every 5 s)
     #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     quiet: bool,
+    #[command(flatten)]
+    prometheus: PrometheusArgs,
 }
 
 /// Redraws on a terminal this often: lively, and still cheap for the collector.
@@ -224,6 +234,7 @@ fn start_live_view(config: &RunConfig, quiet: bool) -> anyhow::Result<Option<(Li
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
+    let prometheus = PrometheusSetup::check(&args.prometheus)?;
     let config = build_config(args)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "waiting for requests in flight")?;
@@ -241,13 +252,18 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let mut live = start_live_view(&config, args.quiet)?;
-    let result = match &mut live {
-        Some((stats, _)) => engine::run_with_observer(&config, out, &stop, &mut monitor, stats),
-        None => engine::run_with_samples(&config, out, &stop, &mut monitor),
-    };
-    if let Some((_, view)) = live {
+    let mut observers: Vec<Box<dyn engine::RunObserver>> = Vec::new();
+    let view = start_live_view(&config, args.quiet)?.map(|(stats, view)| {
+        observers.push(Box::new(stats));
+        view
+    });
+    let prometheus = prometheus.start(&config, &mut observers);
+    let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut observers);
+    if let Some(view) = view {
         view.finish();
+    }
+    if let Some(prometheus) = prometheus {
+        prometheus.finish();
     }
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");

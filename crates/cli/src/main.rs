@@ -12,6 +12,7 @@ mod encode;
 mod flags;
 mod monitor;
 mod plot;
+mod prometheus;
 mod report;
 mod run;
 mod scenarios;

@@ -90,6 +90,12 @@ impl RemoteWrite {
         })
     }
 
+    /// Checks a receiver URL the way [`RemoteWrite::start`] does, so a bad one is
+    /// refused before the run reads its targets.
+    pub fn check_url(url: &str) -> Result<(), LiveError> {
+        check_url(url).map(drop)
+    }
+
     /// Makes the final push (of what was published last) and returns how the
     /// pushes went; takes at most one push timeout.
     pub fn finish(mut self) -> PushSummary {
