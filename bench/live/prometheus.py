@@ -63,6 +63,7 @@ def main():
     args = parser.parse_args()
     benchlib.ensure_packages()
     benchlib.sh("cargo", "build", "--release", "--quiet", cwd=benchlib.ROOT)
+    os.makedirs(benchlib.OUT, exist_ok=True)
     nginx = benchlib.Nginx()
     receiver, receiver_url = start_receiver()
     runs = {"plain": [], "scraped": [], "remote-write": []}
