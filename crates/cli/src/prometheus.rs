@@ -15,7 +15,8 @@ pub struct PrometheusArgs {
     /// Serve the run's metrics at http://ADDR/metrics for Prometheus to scrape
     /// (vegeta's request_seconds, request_bytes_in, request_bytes_out,
     /// request_fail_count and loadlab_* series), e.g. 127.0.0.1:8880; port 0 picks a
-    /// free port, printed on stderr. Served until attack exits. A taken port is a
+    /// free port, printed on stderr; :PORT means 127.0.0.1:PORT. Served until attack
+    /// exits. A taken port is a
     /// warning: the run goes on without it
     #[arg(long, value_name = "ADDR")]
     prometheus_addr: Option<String>,
@@ -126,7 +127,7 @@ fn serve(addr: &str, handle: live::PrometheusHandle) -> Option<Server> {
             "/metrics" => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, handle.render_text()),
             path => live::Response::not_found(path),
         });
-    match Server::start("-prometheus-addr", addr, handler) {
+    match Server::start("-prometheus-addr", &listen_address(addr), handler) {
         Ok(server) => {
             eprintln!(
                 "loadlab: prometheus metrics on http://{}/metrics",
@@ -138,6 +139,15 @@ fn serve(addr: &str, handle: live::PrometheusHandle) -> Option<Server> {
             warn_going_on(&err);
             None
         }
+    }
+}
+
+/// `:8880` (vegeta's spelling, which listens everywhere) means loopback here, as
+/// `simulate -addr` does: metrics stay on this machine unless an address says otherwise.
+fn listen_address(addr: &str) -> String {
+    match addr.strip_prefix(':') {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => addr.to_owned(),
     }
 }
 
@@ -161,6 +171,24 @@ impl Prometheus {
                     summary.last_error.unwrap_or_default()
                 );
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_port_listens_on_loopback() {
+        let rows = [
+            (":8880", "127.0.0.1:8880"),
+            ("127.0.0.1:0", "127.0.0.1:0"),
+            ("[::1]:8880", "[::1]:8880"),
+            ("0.0.0.0:8880", "0.0.0.0:8880"),
+        ];
+        for (given, bound) in rows {
+            assert_eq!(listen_address(given), bound, "{given}");
         }
     }
 }
