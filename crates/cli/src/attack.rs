@@ -14,6 +14,7 @@ use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumbe
 
 use crate::live_view::LiveView;
 use crate::monitor::AttachedMonitor;
+use crate::prometheus::{PrometheusArgs, PrometheusSetup};
 use crate::scenarios;
 use crate::signals;
 
@@ -53,7 +54,7 @@ use crate::signals;
 ///   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=2026-11-23T22:00:00Z -output=s$i.llr & done; wait; loadlab report s*.llr
 ///
 /// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
-/// -resolvers, -session-tickets, -prometheus-addr, -max-connections, -proxy-header)
+/// -resolvers, -session-tickets, -max-connections, -proxy-header)
 /// are refused by name with what to use instead; -http2=false, -h2c=false,
 /// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
 ///
@@ -64,6 +65,13 @@ use crate::signals;
 /// otherwise one plain progress line every 5 s. -quiet turns both off. The records
 /// are the same either way. On a terminal, `p` pauses the view (the run goes on) and
 /// `q` stops the run as Ctrl-C does.
+///
+/// -prometheus-addr serves the run's metrics for Prometheus (vegeta's names, plus
+/// loadlab_*) until attack exits; -prometheus-remote-write pushes them to a receiver:
+///
+///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
+///
+///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
@@ -206,11 +214,14 @@ pub struct AttackArgs {
     /// progress line every 5 s)
     #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     quiet: bool,
+    #[command(flatten)]
+    prometheus: PrometheusArgs,
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
+    let prometheus = PrometheusSetup::check(&args.prometheus)?;
     let config = build_config(args)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "waiting for requests in flight")?;
@@ -228,13 +239,19 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
-    let mut live = LiveView::start(&config, &stop, args.quiet, "loadlab attack: ")?;
-    let result = match &mut live {
-        Some(live) => engine::run_with_observer(&config, out, &stop, &mut monitor, &mut live.stats),
-        None => engine::run_with_samples(&config, out, &stop, &mut monitor),
-    };
-    if let Some(live) = live {
-        live.finish();
+    let mut observers: Vec<Box<dyn engine::RunObserver>> = Vec::new();
+    let view = LiveView::start(&config, &stop, args.quiet, "loadlab attack: ")?.map(|live| {
+        let watch = live.into_watch();
+        observers.push(watch.observer);
+        watch.finish
+    });
+    let prometheus = prometheus.start(&config, &mut observers);
+    let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut observers);
+    if let Some(finish_view) = view {
+        finish_view();
+    }
+    if let Some(prometheus) = prometheus {
+        prometheus.finish();
     }
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");

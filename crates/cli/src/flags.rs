@@ -68,11 +68,6 @@ pub const VEGETA_ONLY: &[(&str, &[&str], &str)] = &[
         "is not supported: TLS sessions are resumed as rustls does by default",
     ),
     (
-        "prometheus-addr",
-        &[],
-        "is not supported: loadlab serves no metrics; watch a run with `loadlab report -every=1s`",
-    ),
-    (
         "max-connections",
         &[],
         "is not supported: use -connections, loadlab's cap on open connections per target host",

@@ -16,7 +16,7 @@ const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
 /// The live view of one run: on a terminal a redrawn view whose keys pause it (`p`)
 /// or stop the run as Ctrl-C does (`q`), else a progress line every 5 s.
 pub struct LiveView {
-    pub stats: LiveStats,
+    stats: LiveStats,
     display: Display,
 }
 
@@ -75,12 +75,8 @@ impl LiveView {
         }))
     }
 
-    /// Stops the view and the keys, giving the terminal back before the summary.
-    pub fn finish(self) {
-        self.display.finish();
-    }
-
-    /// The view as a plan step's watch (`loadlab run`).
+    /// The observer to feed, and what stops the view and the keys (giving the
+    /// terminal back) once the run is over; for `attack` and each step of `run`.
     pub fn into_watch(self) -> lab::Watch {
         let display = self.display;
         lab::Watch {

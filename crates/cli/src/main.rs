@@ -15,6 +15,7 @@ mod kube_shard;
 mod live_view;
 mod monitor;
 mod plot;
+mod prometheus;
 mod report;
 mod run;
 mod scenarios;

@@ -959,10 +959,6 @@ fn vegeta_flags_loadlab_lacks_are_refused_by_name() {
         ("-connect-to=a:1:b:2", "-connect-to is not supported"),
         ("-session-tickets", "-session-tickets is not supported"),
         (
-            "-prometheus-addr=:8880",
-            "-prometheus-addr is not supported",
-        ),
-        (
             "-max-connections=5",
             "-max-connections is not supported: use -connections",
         ),

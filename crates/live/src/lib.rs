@@ -17,19 +17,30 @@
 //!   `-prometheus-addr`: GETs answered by a [`Handler`] from what was published.
 //! - [`Keys`] reads the view's keys from the terminal: `p` pauses the view, `q` stops
 //!   the run cleanly (as Ctrl-C does).
+//! - [`PrometheusStats`] is another observer: vegeta's Prometheus series and ours
+//!   (`loadlab_*`) in bounded memory, read through a [`PrometheusHandle`] by the
+//!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`) and
+//!   by [`RemoteWrite`], the thread behind `-prometheus-remote-write` (protobuf and
+//!   snappy, `remote_write.rs`), which pushes off the collector under a deadline.
 //! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
 //!   terminal, else a plain line every few seconds, so CI logs stay readable.
 
 #![warn(missing_docs)]
 
+mod exposition;
 mod keys;
+mod prometheus;
+mod remote_write;
 mod resources;
 mod serve;
 mod snapshot;
 mod stats;
 mod view;
 
+pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
 pub use keys::{KeyAction, Keys, restore_terminal};
+pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
+pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
 pub use serve::{Handler, Request, Response, Server};
 pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
 pub use stats::{LiveHandle, LiveStats};
@@ -51,5 +62,13 @@ pub enum LiveError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// `-prometheus-remote-write` was not a plain http URL.
+    #[error("-prometheus-remote-write {url}: {reason}")]
+    RemoteWriteUrl {
+        /// The URL given (passwords redacted).
+        url: String,
+        /// What is wrong with it.
+        reason: String,
     },
 }

@@ -1,5 +1,7 @@
 //! HTTP/1.1 wire pieces that more than one of our clients needs, written once:
-//! [`ChunkedDecoder`], an incremental decoder of chunked bodies.
+//! [`ChunkedDecoder`], an incremental decoder of chunked bodies, and [`client`], a
+//! small blocking client with deadlines for the tools around a run (the monitor's
+//! scrapes, Prometheus remote write), never the engine.
 //!
 //! The engine counts body bytes through it on its per-request path and the monitor
 //! collects scraped bodies with it, so it never allocates, copies or formats: it hands
@@ -11,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod chunked;
+pub mod client;
 
 pub use chunked::{ChunkedDecoder, Progress};
 
