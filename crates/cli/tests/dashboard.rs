@@ -215,3 +215,112 @@ fn a_bad_linger_is_named_before_the_run() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("-dashboard-linger: "), "{stderr}");
 }
+
+/// Headless Chromium, when installed (`.ci/setup/chromium.sh`), as the plot crate's
+/// browser test finds it.
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("LOADLAB_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+/// The value of attribute `name` on the root `<html>` element of a dumped DOM.
+fn root_attribute(dom: &str, name: &str) -> String {
+    let start = dom.find("<html").unwrap();
+    let tag = &dom[start..start + dom[start..].find('>').unwrap()];
+    let key = format!(" {name}=\"");
+    tag.find(&key).map_or_else(String::new, |at| {
+        let at = at + key.len();
+        tag[at..at + tag[at..].find('"').unwrap()].to_owned()
+    })
+}
+
+#[test]
+fn the_live_page_runs_in_chromium_without_errors() {
+    let Some(chromium) = chromium() else {
+        if std::env::var_os("LOADLAB_REQUIRE_BROWSER").is_some() {
+            panic!("LOADLAB_REQUIRE_BROWSER is set but chromium is not installed");
+        }
+        eprintln!("\n*** SKIPPED: the live page's browser test needs chromium ***\n");
+        return;
+    };
+    let server = simulator();
+    let dir = temp_dir("chromium");
+    let output = dir.join("run.llr").display().to_string();
+    let (mut child, lines) = attack(
+        &server,
+        &[
+            "-rate=100",
+            "-duration=4s",
+            "-quiet",
+            &format!("-output={output}"),
+            "-dashboard=127.0.0.1:0",
+            "-dashboard-linger=60s",
+        ],
+    );
+    let address = dashboard_address(&lines);
+    wait_for("the first snapshot", || {
+        !get(&address, "/data").1.contains("\"version\":0")
+    });
+    let (stdout, stderr) = (dir.join("stdout"), dir.join("stderr"));
+    let mut browser = Command::new(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("http://{address}/#selftest"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while browser.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(90) {
+            let _ = browser.kill();
+            panic!("chromium did not finish in 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    interrupt(&child);
+    assert!(child.wait().unwrap().success());
+    let dom = std::fs::read_to_string(&stdout).unwrap();
+    assert_eq!(root_attribute(&dom, "data-plot"), "ready", "{dom}");
+    assert_eq!(root_attribute(&dom, "data-selftest"), "ok");
+    assert_eq!(root_attribute(&dom, "data-plot-errors"), "0");
+    let live = root_attribute(&dom, "data-live");
+    assert!(
+        live == "live" || live == "finished",
+        "the live script ran: {live}"
+    );
+    assert!(dom.contains("id=\"live-badge\""));
+    let console: Vec<String> = std::fs::read_to_string(&stderr)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(":CONSOLE"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        console.is_empty(),
+        "console output:\n{}",
+        console.join("\n")
+    );
+    eprintln!(
+        "chromium saw the page at version {} ({live})",
+        root_attribute(&dom, "data-live-version")
+    );
+}

@@ -49,7 +49,8 @@
         if (data.version === state.version) return null;
         return fetch("/", { cache: "no-store" })
           .then(function (answer) { return answer.text(); })
-          .then(swap);
+          // Outside the promise, so a mistake in swapping shows as a page error.
+          .then(function (html) { setTimeout(function () { swap(html); show(); }, 0); });
       })
       .catch(function () { lost = true; })
       .then(function () {
