@@ -80,16 +80,8 @@ impl Dashboard {
     /// The run is over and its output dropped: waits for the final page, then keeps
     /// serving it for `linger` or until Ctrl-C.
     pub fn finish(self, linger: Duration, stop: &StopHandle) {
-        let Dashboard { mut page, server } = self;
-        if let Some(page) = Arc::get_mut(&mut page) {
-            page.finish();
-        } else {
-            // A request holds the page: wait for the final one by polling.
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !page.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        let Dashboard { page, server } = self;
+        page.finish();
         if !linger.is_zero() {
             eprintln!(
                 "loadlab: dashboard: the final page stays on http://{}/ for {} (Ctrl-C to exit)",

@@ -74,7 +74,9 @@ pub(crate) fn add_script(out: &mut String, state: &LiveState) {
 /// The page of a run while it runs; see the module documentation.
 pub struct LivePage {
     shared: Arc<Shared>,
-    decoder: Option<JoinHandle<()>>,
+    /// Taken by [`LivePage::finish`]; behind a lock so the page can be shared with the
+    /// server's handler meanwhile.
+    decoder: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Passes the run's bytes to its output and a copy to the [`LivePage`]; write
@@ -151,7 +153,7 @@ impl LivePage {
         };
         let page = LivePage {
             shared,
-            decoder: Some(decoder),
+            decoder: Mutex::new(Some(decoder)),
         };
         let feed = LiveFeed {
             inner: out,
@@ -214,8 +216,9 @@ impl LivePage {
     }
 
     /// Waits until the final page is published: call after the feed is dropped.
-    pub fn finish(&mut self) {
-        if let Some(decoder) = self.decoder.take() {
+    pub fn finish(&self) {
+        let decoder = lock(&self.decoder).take();
+        if let Some(decoder) = decoder {
             let _ = decoder.join();
         }
     }
@@ -455,7 +458,7 @@ mod tests {
             ..PlotConfig::default()
         };
         let file = std::fs::File::create(&path).expect("create");
-        let (mut page, feed) = LivePage::start(file, &path, &config)
+        let (page, feed) = LivePage::start(file, &path, &config)
             .map_err(|(err, _)| err)
             .expect("start");
         write_run(feed, workers, turns, batch);
@@ -501,7 +504,6 @@ mod tests {
                 .starts_with("{\"version\":0,\"finished\":false,")
         );
         drop(feed);
-        let mut page = page;
         page.finish();
         // Nothing was written: the page says so, and that the run is over.
         assert!(page.is_finished());
@@ -512,7 +514,7 @@ mod tests {
 
     #[test]
     fn pages_are_rendered_once_per_snapshot() {
-        let (mut page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())
+        let (page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())
             .map_err(|(err, _)| err)
             .expect("start");
         write_run(feed, &[worker_records(0, &[1, 2, 3], 5)], &[0], 2);
