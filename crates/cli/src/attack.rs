@@ -12,6 +12,7 @@ use engine::{RunConfig, StopHandle, TlsOptions};
 use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
+use crate::dashboard;
 use crate::live_view::LiveView;
 use crate::monitor::AttachedMonitor;
 use crate::prometheus::{PrometheusArgs, PrometheusSetup};
@@ -72,6 +73,13 @@ use crate::signals;
 ///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
 ///
 ///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
+///
+/// -dashboard 127.0.0.1:8088 serves the run page (the one `loadlab plot` draws) on
+/// loopback while the run goes, redrawn every second in the browser; at the end it is
+/// the page `loadlab plot` draws from the output file. It reads a copy of the records
+/// as they are written into the plot's bounded structures, so memory stays flat over
+/// hours. A port that is taken is a warning: the run goes on. -dashboard-linger keeps
+/// the final page up after the run.
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
 /// and writes what it has; a second Ctrl-C exits at once.
@@ -216,12 +224,42 @@ pub struct AttackArgs {
     quiet: bool,
     #[command(flatten)]
     prometheus: PrometheusArgs,
+    /// Serve the run page (the one `loadlab plot` draws) live at ADDR, updated every
+    /// second: HOST:PORT, or :PORT / PORT for loopback; port 0 picks one [without a
+    /// value: 127.0.0.1:8088]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = dashboard::DEFAULT_ADDRESS)]
+    dashboard: Option<String>,
+    /// After the run, keep serving the final dashboard page this long (Ctrl-C ends it
+    /// sooner); 0s stops with the run, as scripts want
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    dashboard_linger: String,
+}
+
+/// `-dashboard`: the run page served live, fed a copy of the records written to `out`.
+fn start_dashboard(
+    args: &AttackArgs,
+    out: dashboard::Output,
+) -> (dashboard::Output, Option<dashboard::Dashboard>) {
+    let Some(address) = &args.dashboard else {
+        return (out, None);
+    };
+    let name = args
+        .output
+        .as_ref()
+        .map_or_else(|| "stdout".to_owned(), |path| path.display().to_string());
+    dashboard::start(address, &name, out)
+}
+
+fn dashboard_linger(args: &AttackArgs) -> anyhow::Result<std::time::Duration> {
+    units::parse_duration(&args.dashboard_linger)
+        .map_err(|err| anyhow::anyhow!("-dashboard-linger: {err}"))
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
     let prometheus = PrometheusSetup::check(&args.prometheus)?;
+    let linger = dashboard_linger(args)?;
     let config = build_config(args)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "waiting for requests in flight")?;
@@ -239,6 +277,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             Box::new(stdout)
         }
     };
+    let (out, dashboard) = start_dashboard(args, out);
     let mut observers: Vec<Box<dyn engine::RunObserver>> = Vec::new();
     let view = LiveView::start(&config, &stop, args.quiet, "loadlab attack: ")?.map(|live| {
         let watch = live.into_watch();
@@ -247,17 +286,22 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     });
     let prometheus = prometheus.start(&config, &mut observers);
     let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut observers);
+    // The output is dropped here, so the dashboard reads the end of the run.
+    let result = result.map(|(_, outcome)| outcome);
     if let Some(finish_view) = view {
         finish_view();
     }
     if let Some(prometheus) = prometheus {
         prometheus.finish();
     }
+    if let Some(dashboard) = dashboard {
+        dashboard.finish(linger, &stop);
+    }
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");
     }
     // A closed output pipe surfaces as an io::Error in the chain; main treats it as success.
-    let (_, outcome) = result?;
+    let outcome = result?;
     if outcome.unsent > 0 {
         eprintln!(
             "loadlab: the generator fell behind: {} requests were due but never sent; `loadlab report` shows the lag",

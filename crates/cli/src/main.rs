@@ -7,6 +7,7 @@
 
 mod attack;
 mod compare;
+mod dashboard;
 mod demo;
 mod encode;
 mod flags;

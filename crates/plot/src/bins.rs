@@ -35,6 +35,7 @@ pub struct Row {
     pub send_lag_ns: Option<[u64; 2]>,
 }
 
+#[derive(Clone)]
 struct OpenInterval {
     index: u64,
     latency: Distribution,
@@ -42,6 +43,7 @@ struct OpenInterval {
 }
 
 /// The rows; see the module documentation.
+#[derive(Clone)]
 pub struct Bins {
     every_ns: u64,
     /// Sorted by index; only intervals something happened in.

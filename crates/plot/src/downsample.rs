@@ -62,7 +62,7 @@ const ROW_BITS: u32 = 3;
 const ROW_SLOTS: usize = 65 << ROW_BITS;
 
 /// Samples one series of points; see the module documentation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PointSampler {
     limit: usize,
     seen: u64,
@@ -154,7 +154,7 @@ impl PointSampler {
 }
 
 /// One point per (column, row) cell: the slowest.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Grid {
     width_ns: u64,
     row_bits: u32,
@@ -165,7 +165,7 @@ struct Grid {
     slots: Vec<u32>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Column {
     index: u64,
     cells: Vec<(u16, Kept)>,

@@ -5,7 +5,10 @@
 //! records go to a [`SampleGather`] once per batch, never per record. Memory is bounded
 //! by the samplers' limits and the number of intervals, never by the number of records.
 
-use record::{ErrorKind, LoadModel, ReadOrder, Record, RecordStream, RunTables, SourceSummary};
+use record::{
+    ErrorKind, LoadModel, ReadOrder, Record, RecordStream, RunTables, SampleBatch, SampleTables,
+    SourceSummary,
+};
 use report::{
     Distribution, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report, RunFacts, Scope,
 };
@@ -59,31 +62,80 @@ pub struct AttackData {
 /// opened or holds neither records nor resource samples.
 pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotError> {
     let mut stream = RecordStream::open(paths, ReadOrder::SendTime, false)?;
-    let mut gather = Gather::new(config);
+    let mut gather = RunGather::new(config);
     let mut batch = Vec::new();
     let mut samples = Vec::new();
     while stream.next_batch(&mut batch)? {
-        for record in &batch {
-            gather.add(record, stream.tables());
-        }
+        gather.add_records(&batch, stream.tables());
         let sample_tables = stream.take_samples(&mut samples);
-        gather.samples.add(sample_tables, &samples);
+        gather.add_samples(sample_tables, &samples);
         samples.clear();
     }
     let sample_tables = stream.take_samples(&mut samples);
-    gather.samples.add(sample_tables, &samples);
+    gather.add_samples(sample_tables, &samples);
     let sample_tables = sample_tables.clone();
     let (tables, summaries) = stream.into_parts();
-    if gather.metrics.requests() == 0 && gather.samples.first_unix_ns().is_none() {
-        return Err(PlotError::NoRecords {
-            inputs: input_names(paths),
-            detail: why_empty(&summaries),
-        });
-    }
-    Ok(gather.finish(tables, summaries, sample_tables))
+    gather.finish(&input_names(paths), tables, summaries, sample_tables)
 }
 
-fn input_names(paths: &[String]) -> String {
+/// What the page is drawn from, gathered one batch at a time from records in
+/// send-time order ([`record::Sorted`] or [`RecordStream`] with
+/// [`ReadOrder::SendTime`]). `loadlab plot` fills one from its inputs; the live
+/// dashboard fills one as the run's records are written and clones it (bounded: the
+/// samplers' points, one row per interval, the distributions' histograms) to draw the
+/// page so far. Fed the same records in the same order, both draw the same page.
+#[derive(Clone)]
+pub struct RunGather {
+    gather: Gather,
+}
+
+impl RunGather {
+    /// An empty gathering for pages drawn with `config`.
+    pub fn new(config: &PlotConfig) -> RunGather {
+        RunGather {
+            gather: Gather::new(config),
+        }
+    }
+
+    /// Adds records, in send-time order after those added before; `tables` resolves
+    /// their ids (attacks, errors) as of these records.
+    pub fn add_records(&mut self, records: &[Record], tables: &RunTables) {
+        for record in records {
+            self.gather.add(record, tables);
+        }
+    }
+
+    /// Adds resource samples; `tables` names their samplers and series.
+    pub fn add_samples(&mut self, tables: &SampleTables, samples: &[SampleBatch]) {
+        self.gather.samples.add(tables, samples);
+    }
+
+    /// Requests added so far.
+    pub fn requests(&self) -> u64 {
+        self.gather.metrics.requests()
+    }
+
+    /// The page's data, with the inputs' tables and summaries as they stand. Fails
+    /// when nothing was gathered (`inputs` names them in the error).
+    pub(crate) fn finish(
+        self,
+        inputs: &str,
+        tables: RunTables,
+        summaries: Vec<SourceSummary>,
+        sample_tables: SampleTables,
+    ) -> Result<RunData, PlotError> {
+        let gather = self.gather;
+        if gather.metrics.requests() == 0 && gather.samples.first_unix_ns().is_none() {
+            return Err(PlotError::NoRecords {
+                inputs: inputs.to_owned(),
+                detail: why_empty(&summaries),
+            });
+        }
+        Ok(gather.finish(tables, summaries, sample_tables))
+    }
+}
+
+pub(crate) fn input_names(paths: &[String]) -> String {
     if paths.is_empty() {
         "stdin".to_owned()
     } else {
@@ -112,6 +164,7 @@ fn why_empty(summaries: &[SourceSummary]) -> String {
     }
 }
 
+#[derive(Clone)]
 struct Gather {
     threshold: usize,
     origin_unix_ns: Option<u64>,
@@ -121,6 +174,7 @@ struct Gather {
     samples: SampleGather,
 }
 
+#[derive(Clone)]
 struct AttackGather {
     ok: PointSampler,
     failed: PointSampler,
@@ -202,7 +256,7 @@ impl Gather {
         self,
         tables: RunTables,
         summaries: Vec<SourceSummary>,
-        sample_tables: record::SampleTables,
+        sample_tables: SampleTables,
     ) -> RunData {
         let mut facts = RunFacts::from_inputs(&summaries, &tables);
         let (origin_unix_ns, zero) = match self.origin_unix_ns {

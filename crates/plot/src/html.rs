@@ -6,7 +6,9 @@
 //! readable without script. Samples alone (a monitor file) make a page of resource
 //! charts under their summary. Our script (`page.js`, with `page.css`) adds
 //! hover values, zoom by drag on the shared time axis and log/linear switches, from
-//! the chart data embedded as JSON (`json.rs`).
+//! the chart data embedded as JSON (`json.rs`). The live dashboard's copy of the page
+//! (`live_page.rs`) also may fetch from where it came (`connect-src 'self'`), and
+//! carries a second script that polls for updates.
 
 use std::fmt::Write as _;
 
@@ -18,6 +20,7 @@ use crate::config::PlotConfig;
 use crate::format;
 use crate::gather::RunData;
 use crate::json;
+use crate::live_page::{self, LiveState};
 use crate::model::{Chart, TimeAxis, TimeZero};
 use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
@@ -31,13 +34,18 @@ addEventListener('error',function(e){plotErrors.push(String(e.message||e.type))}
 addEventListener('securitypolicyviolation',function(e){plotErrors.push('blocked '+e.violatedDirective+' '+e.blockedURI)});\
 (function(){var f=console.error;console.error=function(){plotErrors.push(Array.prototype.join.call(arguments,' '));f.apply(console,arguments)}})();";
 /// Nothing may be fetched: no script, style, image, font or connection from anywhere.
-const CONTENT_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+pub(crate) const CONTENT_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
 style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
-/// The page for a run.
-pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String {
+/// The page for a run; with `live`, as the dashboard serves it (see [`live_page`]).
+pub fn page(
+    config: &PlotConfig,
+    data: &RunData,
+    charts: &PageCharts,
+    live: Option<&LiveState>,
+) -> String {
     let mut out = String::with_capacity(1 << 20);
-    open_page(&mut out, config.page_title(), "");
+    open_page_with(&mut out, config.page_title(), "", live.is_some());
     let _ = writeln!(out, "<header>\n<h1>{}</h1>", escape(config.page_title()));
     run_facts(&mut out, data, &charts.axis);
     out.push_str("</header>\n");
@@ -67,17 +75,30 @@ pub fn page(config: &PlotConfig, data: &RunData, charts: &PageCharts) -> String 
          access, no external script or font"
     );
     close_page(&mut out, &footer, &charts.charts, &charts.axis);
+    if let Some(state) = live {
+        live_page::add_script(&mut out, state);
+    }
     out
 }
 
 /// The page's head (title, content policy, error trap, style and `extra_style`) up to
 /// the opening of `<main>`.
 pub(crate) fn open_page(out: &mut String, title: &str, extra_style: &str) {
+    open_page_with(out, title, extra_style, false);
+}
+
+/// [`open_page`]; a `live` page may also fetch from where it came (its updates).
+pub(crate) fn open_page_with(out: &mut String, title: &str, extra_style: &str, live: bool) {
+    let policy = if live {
+        live_page::CONTENT_POLICY
+    } else {
+        CONTENT_POLICY
+    };
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_POLICY}\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\">\n\
          <title>{}</title>\n<script>{ERROR_TRAP}</script>\n<style>\n{STYLE}{extra_style}</style>\n\
          </head>\n<body>\n<main>\n",
         escape(title)

@@ -10,6 +10,12 @@
 //!   rows (`bins.rs`: rates asked / sent / successful, status codes, latency and send
 //!   lag percentiles), per-attack latency distributions (the percentile curve) and
 //!   per-series [`PointSampler`]s (the latency scatter), all in bounded memory.
+//!   The gathering itself is [`RunGather`]: fed records in send-time order one batch at a
+//!   time, cloned cheaply (bounded) to draw the page so far.
+//! - [`LivePage`] (`live_page.rs`, with `live.js`): the page while a run goes, for
+//!   `attack -dashboard`. A [`LiveFeed`] copies the record bytes being written to a
+//!   thread that reads them as `plot` reads the file, so the final page is `plot`'s;
+//!   the page polls for newer snapshots (at most one a second) and redraws in place.
 //! - [`PointSampler`] and [`min_max_rows`] (`downsample.rs`) reduce large runs while
 //!   keeping the extremes: the slowest request of every time column, the highest and
 //!   lowest second of every stretch.
@@ -44,6 +50,7 @@ mod gather;
 mod generator;
 mod html;
 mod json;
+mod live_page;
 mod model;
 mod png;
 mod resources;
@@ -57,6 +64,8 @@ pub use config::{
     ChartFiles, DEFAULT_EVERY_NS, DEFAULT_THRESHOLD, DEFAULT_TITLE, Format, PlotConfig,
 };
 pub use downsample::{Kept, PointSampler, Sampled, min_max_rows};
+pub use gather::RunGather;
+pub use live_page::{LiveFeed, LivePage};
 pub use model::{Band, Chart, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
 pub use png::PngRenderer;
 pub use resources::MAX_SERIES_PER_CHART;

@@ -10,7 +10,7 @@
   var TIME_STEPS_S = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15,
     30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
   var root = document.documentElement;
-  var page = JSON.parse(document.getElementById("plot-data").textContent);
+  var page = null; // the chart data (JSON), read by start()
   var charts = [];
   var view = null; // the zoomed time domain, or null for the whole run
   var tip = document.createElement("div");
@@ -532,13 +532,37 @@
     });
   }
 
-  charts = page.charts.map(setUp);
+  // Binds the charts and buttons of the page as it stands; the live dashboard swaps in a
+  // newer page and calls it again (through window.loadlabPlot), so it binds only what is
+  // inside <main> and the chart data.
+  function start() {
+    page = JSON.parse(document.getElementById("plot-data").textContent);
+    charts = page.charts.map(setUp);
+    document.querySelectorAll("button[data-scale]").forEach(function (b) {
+      b.addEventListener("click", function () { setScale(b.getAttribute("data-chart"), b.getAttribute("data-scale")); });
+    });
+    var zoomOut = document.getElementById("zoom-out");
+    if (zoomOut) zoomOut.addEventListener("click", function () { zoomTo(0, 0); });
+  }
+  start();
   window.addEventListener("mouseup", function () { charts.forEach(endDrag); });
-  document.querySelectorAll("button[data-scale]").forEach(function (b) {
-    b.addEventListener("click", function () { setScale(b.getAttribute("data-chart"), b.getAttribute("data-scale")); });
-  });
-  var zoomOut = document.getElementById("zoom-out");
-  if (zoomOut) zoomOut.addEventListener("click", function () { zoomTo(0, 0); });
+  window.loadlabPlot = {
+    // What the reader chose: the zoomed time domain and each chart's scale.
+    state: function () {
+      return { view: view, scales: charts.map(function (c) { return [c.spec.id, c.scale]; }) };
+    },
+    // Binds a swapped-in page and applies what the reader chose on the previous one.
+    restart: function (state) {
+      tip.hidden = true;
+      start();
+      state.scales.forEach(function (s) {
+        var c = charts.filter(function (c) { return c.spec.id === s[0]; })[0];
+        if (c && c.scale !== s[1]) setScale(s[0], s[1]);
+      });
+      if (state.view) zoomTo(state.view.min, state.view.max);
+      root.setAttribute("data-plot-charts", String(charts.length));
+    }
+  };
 
   // ---- self-test (#selftest): every chart redrawn under every view, hover tried ----
   function selfTest() {

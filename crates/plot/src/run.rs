@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use crate::PlotError;
 use crate::charts::{self, PageCharts};
 use crate::config::{ChartFiles, Format, PlotConfig};
-use crate::gather::{self, RunData};
+use record::{RunTables, SampleTables, SourceSummary};
+
+use crate::gather::{self, RunData, RunGather};
 use crate::html;
+use crate::live_page::LiveState;
 use crate::model::{Chart, TimeAxis};
 use crate::png::PngRenderer;
 use crate::svg;
@@ -29,12 +32,31 @@ impl RunPlot {
     /// cut (see [`RunPlot::torn_warnings`]).
     pub fn read(paths: &[String], config: &PlotConfig) -> Result<RunPlot, PlotError> {
         let data = gather::read_run(paths, config)?;
+        Ok(RunPlot::from_data(config, data))
+    }
+
+    /// The plot of what `gathered` holds, with the inputs' tables and summaries as they
+    /// stand (`inputs` names them in the error when nothing was gathered): the page
+    /// [`RunPlot::read`] draws when given the same records in the same order.
+    pub fn from_gather(
+        gathered: RunGather,
+        config: &PlotConfig,
+        inputs: &str,
+        tables: RunTables,
+        summaries: Vec<SourceSummary>,
+        sample_tables: SampleTables,
+    ) -> Result<RunPlot, PlotError> {
+        let data = gathered.finish(inputs, tables, summaries, sample_tables)?;
+        Ok(RunPlot::from_data(config, data))
+    }
+
+    fn from_data(config: &PlotConfig, data: RunData) -> RunPlot {
         let page = charts::build(&data, config.threshold);
-        Ok(RunPlot {
+        RunPlot {
             config: config.clone(),
             data,
             page,
-        })
+        }
     }
 
     /// Requests read.
@@ -73,7 +95,14 @@ impl RunPlot {
 
     /// The self-contained HTML page.
     pub fn html(&self) -> String {
-        html::page(&self.config, &self.data, &self.page)
+        html::page(&self.config, &self.data, &self.page, None)
+    }
+
+    /// The page as the live dashboard serves it: the same page, whose content policy
+    /// also lets it fetch from where it came, with a script that polls for a newer
+    /// version and redraws in place ([`crate::LivePage`]).
+    pub(crate) fn live_html(&self, state: &LiveState) -> String {
+        html::page(&self.config, &self.data, &self.page, Some(state))
     }
 
     /// Writes the page to `out`.

@@ -198,6 +198,7 @@ enum Slot {
 }
 
 /// Gathers sample batches; see the module documentation.
+#[derive(Clone)]
 pub struct SampleGather {
     threshold: usize,
     slots: Vec<Slot>,

@@ -1,0 +1,553 @@
+//! [`LivePage`]: the run page while the run goes, for `loadlab attack -dashboard`.
+//!
+//! The record bytes the run writes pass through a [`LiveFeed`] on their way to the
+//! output, which hands a copy of each block to a decoding thread. That thread reads
+//! them exactly as `loadlab plot` reads the finished file (one binary input merged into
+//! send-time order by its watermarks, [`record::Sorted`]) into a [`RunGather`], so at
+//! the end the page is the one `plot` draws from the file; tables, generator
+//! statistics, resource samples and the end block come along with the bytes. The
+//! engine's collector pays one copy per block written, nothing per record.
+//!
+//! At most once a second the thread publishes a clone of the gathering (bounded: the
+//! samplers' points, a row per interval, histograms). A request renders the newest
+//! published snapshot once and caches the page, so many open tabs cost one render per
+//! second. Records still held back by the watermark (a request in flight holds back
+//! the ones sent after it, up to the timeout) show once it moves on.
+
+use std::io::{Read, Write};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use record::{Inputs, RunTables, SampleTables, SourceSummary, open_reader};
+
+use crate::config::PlotConfig;
+use crate::gather::RunGather;
+use crate::html;
+use crate::model::{TimeAxis, TimeZero};
+use crate::run::RunPlot;
+use crate::svg::escape;
+
+/// The plot page's policy, plus fetching its updates from where it came.
+pub(crate) const CONTENT_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; \
+connect-src 'self'";
+/// The live page's own script: polls `/data`, swaps in the newer page.
+const LIVE_SCRIPT: &str = include_str!("live.js");
+/// A snapshot is published at most this often.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+/// Blocks in flight between the writer and the decoding thread. Blocks are written
+/// about four times a second, so the writer waits only if decoding stalls for a minute.
+const BLOCKS_IN_FLIGHT: usize = 256;
+
+/// What the live page says about itself (embedded as JSON, and served as `/data`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LiveState {
+    pub version: u64,
+    pub finished: bool,
+}
+
+impl LiveState {
+    fn json(&self) -> String {
+        format!(
+            "{{\"version\":{},\"finished\":{}}}",
+            self.version, self.finished
+        )
+    }
+}
+
+/// Appends the live state and script before `</body>`.
+pub(crate) fn add_script(out: &mut String, state: &LiveState) {
+    const END: &str = "</body>\n</html>\n";
+    if out.ends_with(END) {
+        out.truncate(out.len() - END.len());
+    }
+    out.push_str("<script type=\"application/json\" id=\"live-state\">");
+    out.push_str(&state.json());
+    out.push_str("</script>\n<script>\n");
+    out.push_str(LIVE_SCRIPT);
+    out.push_str("</script>\n");
+    out.push_str(END);
+}
+
+/// The page of a run while it runs; see the module documentation.
+pub struct LivePage {
+    shared: Arc<Shared>,
+    /// Taken by [`LivePage::finish`]; behind a lock so the page can be shared with the
+    /// server's handler meanwhile.
+    decoder: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Passes the run's bytes to its output and a copy to the [`LivePage`]; write
+/// errors are the output's alone.
+pub struct LiveFeed<W> {
+    inner: W,
+    blocks: Option<SyncSender<Vec<u8>>>,
+}
+
+struct Shared {
+    config: PlotConfig,
+    name: String,
+    latest: Mutex<Latest>,
+    cache: Mutex<Option<Rendered>>,
+}
+
+struct Latest {
+    version: u64,
+    published_at: Instant,
+    finished: bool,
+    /// Published and not rendered yet.
+    pending: Option<Box<Snapshot>>,
+    /// Why the page stopped following the run, if it did.
+    problem: Option<String>,
+}
+
+struct Snapshot {
+    gather: RunGather,
+    tables: RunTables,
+    summaries: Vec<SourceSummary>,
+    sample_tables: SampleTables,
+}
+
+struct Rendered {
+    html: Arc<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl LivePage {
+    /// Starts following the bytes written through the returned feed, which writes
+    /// them to `out`. `name` is the input's name on the page (the output file as
+    /// `loadlab plot` would be given it). When its thread cannot start, `out` comes
+    /// back with the error.
+    pub fn start<W: Write>(
+        out: W,
+        name: &str,
+        config: &PlotConfig,
+    ) -> Result<(LivePage, LiveFeed<W>), (std::io::Error, W)> {
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            name: name.to_owned(),
+            latest: Mutex::new(Latest {
+                version: 0,
+                published_at: Instant::now(),
+                finished: false,
+                pending: None,
+                problem: None,
+            }),
+            cache: Mutex::new(None),
+        });
+        let (blocks, received) = sync_channel(BLOCKS_IN_FLIGHT);
+        let spawned = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("loadlab-dashboard".to_owned())
+                .spawn(move || follow(received, &shared))
+        };
+        let decoder = match spawned {
+            Ok(decoder) => decoder,
+            Err(err) => return Err((err, out)),
+        };
+        let page = LivePage {
+            shared,
+            decoder: Mutex::new(Some(decoder)),
+        };
+        let feed = LiveFeed {
+            inner: out,
+            blocks: Some(blocks),
+        };
+        Ok((page, feed))
+    }
+
+    /// The page as of the newest snapshot, rendered once per snapshot.
+    pub fn page(&self) -> Arc<String> {
+        let mut cache = lock(&self.shared.cache);
+        let pending = {
+            let mut latest = lock(&self.shared.latest);
+            let (version, finished) = (latest.version, latest.finished);
+            let problem = latest.problem.clone();
+            latest
+                .pending
+                .take()
+                .map(|snapshot| (snapshot, version, finished, problem))
+        };
+        if let Some((snapshot, version, finished, problem)) = pending {
+            let state = LiveState { version, finished };
+            let html = self.shared.render(*snapshot, &state, problem.as_deref());
+            *cache = Some(Rendered {
+                html: Arc::new(html),
+            });
+        }
+        match &*cache {
+            Some(rendered) => Arc::clone(&rendered.html),
+            None => {
+                let latest = lock(&self.shared.latest);
+                let state = LiveState {
+                    version: latest.version,
+                    finished: latest.finished,
+                };
+                let why = latest
+                    .problem
+                    .as_deref()
+                    .unwrap_or("waiting for the first records");
+                Arc::new(waiting_page(&self.shared.config, &state, why))
+            }
+        }
+    }
+
+    /// `/data`: the newest snapshot's version, whether the run is over, and how long
+    /// ago the snapshot was published.
+    pub fn status_json(&self) -> String {
+        let latest = lock(&self.shared.latest);
+        format!(
+            "{{\"version\":{},\"finished\":{},\"age_ms\":{}}}",
+            latest.version,
+            latest.finished,
+            latest.published_at.elapsed().as_millis()
+        )
+    }
+
+    /// Whether the run's bytes are all read (the final page is published).
+    pub fn is_finished(&self) -> bool {
+        lock(&self.shared.latest).finished
+    }
+
+    /// Waits until the final page is published: call after the feed is dropped.
+    pub fn finish(&self) {
+        let decoder = lock(&self.decoder).take();
+        if let Some(decoder) = decoder {
+            let _ = decoder.join();
+        }
+    }
+}
+
+impl Shared {
+    fn publish(&self, snapshot: Snapshot, finished: bool, problem: Option<String>) {
+        let mut latest = lock(&self.latest);
+        latest.version += 1;
+        latest.published_at = Instant::now();
+        latest.finished = finished;
+        latest.pending = Some(Box::new(snapshot));
+        if problem.is_some() {
+            latest.problem = problem;
+        }
+    }
+
+    fn give_up(&self, why: String) {
+        let mut latest = lock(&self.latest);
+        latest.version += 1;
+        latest.published_at = Instant::now();
+        latest.finished = true;
+        latest.problem = Some(why);
+    }
+
+    fn render(&self, snapshot: Snapshot, state: &LiveState, problem: Option<&str>) -> String {
+        let plot = RunPlot::from_gather(
+            snapshot.gather,
+            &self.config,
+            &self.name,
+            snapshot.tables,
+            snapshot.summaries,
+            snapshot.sample_tables,
+        );
+        match plot {
+            Ok(plot) => plot.live_html(state),
+            Err(err) => waiting_page(&self.config, state, problem.unwrap_or(&err.to_string())),
+        }
+    }
+}
+
+/// A page without charts yet, that polls like the run page.
+fn waiting_page(config: &PlotConfig, state: &LiveState, why: &str) -> String {
+    let mut out = String::new();
+    html::open_page_with(&mut out, config.page_title(), "", true);
+    out.push_str(&format!(
+        "<header>\n<h1>{}</h1>\n</header>\n<p>{}</p>\n",
+        escape(config.page_title()),
+        escape(why)
+    ));
+    let axis = TimeAxis {
+        origin_unix_ns: 0,
+        zero: TimeZero::FirstRequest,
+        start_s: 0.0,
+        end_s: 1.0,
+    };
+    html::close_page(&mut out, "loadlab attack -dashboard", &[], &axis);
+    add_script(&mut out, state);
+    out
+}
+
+/// The decoding thread: reads the run's bytes as `plot` reads its file, publishing a
+/// snapshot at most once a second and the final page at the end.
+fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
+    let reader = BlockReader {
+        blocks,
+        block: Vec::new(),
+        at: 0,
+    };
+    let source = match open_reader(Box::new(reader), &shared.name) {
+        Ok(source) => source,
+        Err(err) => return shared.give_up(format!("no records to show: {err}")),
+    };
+    let mut sorted = Inputs::from_sources(vec![source]).sorted();
+    let mut gather = RunGather::new(&shared.config);
+    let (mut batch, mut samples) = (Vec::new(), Vec::new());
+    let mut published = Instant::now();
+    let snapshot = |sorted: &record::Sorted, gather: RunGather| Snapshot {
+        gather,
+        tables: sorted.tables().clone(),
+        summaries: sorted.summaries().cloned().collect(),
+        sample_tables: sorted.sample_tables().clone(),
+    };
+    loop {
+        let more = sorted.next_batch(&mut batch);
+        gather.add_records(&batch, sorted.tables());
+        sorted.drain_samples(&mut samples);
+        gather.add_samples(sorted.sample_tables(), &samples);
+        samples.clear();
+        match more {
+            Ok(true) if published.elapsed() >= PUBLISH_EVERY => {
+                shared.publish(snapshot(&sorted, gather.clone()), false, None);
+                published = Instant::now();
+            }
+            Ok(true) => {}
+            Ok(false) => return shared.publish(snapshot(&sorted, gather), true, None),
+            Err(err) => {
+                let why = format!("the page stopped following the run: {err}");
+                return shared.publish(snapshot(&sorted, gather), true, Some(why));
+            }
+        }
+    }
+}
+
+/// The written blocks as one byte stream; it ends when the feed is dropped.
+struct BlockReader {
+    blocks: Receiver<Vec<u8>>,
+    block: Vec<u8>,
+    at: usize,
+}
+
+impl Read for BlockReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at >= self.block.len() {
+            match self.blocks.recv() {
+                Ok(block) => (self.block, self.at) = (block, 0),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.block.len() - self.at);
+        buf[..n].copy_from_slice(&self.block[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl<W: Write> LiveFeed<W> {
+    /// The output, with the page's copy cut off: the page sees the end of the run.
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+}
+
+impl<W: Write> Write for LiveFeed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        if let Some(blocks) = &self.blocks
+            && blocks.send(buf[..written].to_vec()).is_err()
+        {
+            // The page stopped reading (it says why); the output goes on.
+            self.blocks = None;
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use record::{AttackInfo, Compression, Record, RecordWriter, RunEnd, RunHeader, TargetInfo};
+
+    const START_NS: u64 = 1_700_000_000_000_000_000;
+    const MS: u64 = 1_000_000;
+
+    fn header() -> RunHeader {
+        RunHeader {
+            tool: "loadlab test".to_owned(),
+            start_unix_ns: START_NS,
+            attacks: vec![AttackInfo {
+                name: "a".to_owned(),
+                rate_per_sec: Some(200.0),
+                ..AttackInfo::default()
+            }],
+            targets: vec![TargetInfo {
+                method: "GET".to_owned(),
+                url: "http://127.0.0.1/".to_owned(),
+            }],
+            seed: None,
+            shard: None,
+        }
+    }
+
+    /// One worker's requests, in the order it completes them: sent every `gap_ms`,
+    /// each taking its latency.
+    fn worker_records(worker: u64, latencies_ms: &[u64], gap_ms: u64) -> Vec<Record> {
+        let mut records: Vec<Record> = latencies_ms
+            .iter()
+            .enumerate()
+            .map(|(i, latency_ms)| Record {
+                seq: worker * 1000 + i as u64,
+                intended_unix_ns: START_NS + (i as u64 * gap_ms + worker) * MS,
+                send_lag_ns: worker * 1000,
+                latency_ns: latency_ms * MS + 1,
+                status: if latency_ms % 7 == 0 { 503 } else { 200 },
+                bytes_in: 100,
+                bytes_out: 20,
+                ..Record::default()
+            })
+            .collect();
+        records.sort_by_key(|r| r.sent_unix_ns() + r.latency_ns);
+        records
+    }
+
+    /// Writes the workers' records as the collector does: batches taken in
+    /// `turns` order (a worker's batch is its next `batch` completions), each followed
+    /// by a flush whose watermark is the earliest send time not yet written.
+    fn write_run(out: impl Write, workers: &[Vec<Record>], turns: &[usize], batch: usize) {
+        let mut writer =
+            RecordWriter::new(out, &header(), Compression::Zstd { level: 1 }).expect("header");
+        let mut taken = vec![0; workers.len()];
+        let mut turn = turns.iter().cycle();
+        while taken.iter().zip(workers).any(|(t, w)| *t < w.len()) {
+            // The turn's worker, or the next one with records left.
+            let chosen = *turn.next().expect("cycle");
+            let worker = (0..workers.len())
+                .map(|k| (chosen + k) % workers.len())
+                .find(|&w| taken[w] < workers[w].len())
+                .expect("a worker has records left");
+            let end = (taken[worker] + batch).min(workers[worker].len());
+            writer.extend(&workers[worker][taken[worker]..end]);
+            taken[worker] = end;
+            let watermark = workers
+                .iter()
+                .zip(&taken)
+                .filter_map(|(w, t)| w[*t..].iter().map(Record::sent_unix_ns).min())
+                .min();
+            writer.flush_records(watermark).expect("flush");
+        }
+        writer
+            .finish(&RunEnd {
+                at_unix_ns: START_NS + 60_000 * MS,
+                ..RunEnd::default()
+            })
+            .expect("end");
+    }
+
+    /// The page `plot` draws from the file, and the live page's final one.
+    fn both_pages(workers: &[Vec<Record>], turns: &[usize], batch: usize) -> (String, String) {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("run.llr").display().to_string();
+        let config = PlotConfig {
+            threshold: 50,
+            ..PlotConfig::default()
+        };
+        let file = std::fs::File::create(&path).expect("create");
+        let (page, feed) = LivePage::start(file, &path, &config)
+            .map_err(|(err, _)| err)
+            .expect("start");
+        write_run(feed, workers, turns, batch);
+        page.finish();
+        assert!(page.is_finished());
+        let live = page.page();
+        let plotted = RunPlot::read(std::slice::from_ref(&path), &config)
+            .expect("plot")
+            .html();
+        (live.as_str().to_owned(), plotted)
+    }
+
+    /// The live page without what only the live page has: its policy and script.
+    fn without_live_parts(live: &str) -> String {
+        let start = live.find("<script type=\"application/json\" id=\"live-state\">");
+        let cut = start.map_or(live, |start| &live[..start]);
+        format!("{cut}</body>\n</html>\n").replace(CONTENT_POLICY, html::CONTENT_POLICY)
+    }
+
+    #[test]
+    fn the_final_page_is_the_plot_of_the_file() {
+        let workers = [
+            worker_records(0, &[3, 40, 5, 900, 2, 7, 1200, 4, 6, 8], 3),
+            worker_records(1, &[30, 2, 2, 2, 14, 3000, 2, 9, 2, 2, 2, 2], 2),
+        ];
+        let (live, plotted) = both_pages(&workers, &[0, 1, 1, 0], 3);
+        assert!(live.contains("connect-src 'self'"));
+        assert!(live.contains("\"finished\":true"));
+        assert!(!plotted.contains("connect-src"));
+        assert_eq!(without_live_parts(&live), plotted);
+    }
+
+    #[test]
+    fn before_any_record_the_page_waits_and_polls() {
+        let (page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())
+            .map_err(|(err, _)| err)
+            .expect("start");
+        let html = page.page();
+        assert!(html.contains("waiting for the first records"), "{html}");
+        assert!(html.contains("id=\"live-state\">{\"version\":0,\"finished\":false}"));
+        assert!(
+            page.status_json()
+                .starts_with("{\"version\":0,\"finished\":false,")
+        );
+        drop(feed);
+        page.finish();
+        // Nothing was written: the page says so, and that the run is over.
+        assert!(page.is_finished());
+        let html = page.page();
+        assert!(html.contains("no records to show"), "{html}");
+        assert!(html.contains("\"finished\":true"), "{html}");
+    }
+
+    #[test]
+    fn pages_are_rendered_once_per_snapshot() {
+        let (page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())
+            .map_err(|(err, _)| err)
+            .expect("start");
+        write_run(feed, &[worker_records(0, &[1, 2, 3], 5)], &[0], 2);
+        page.finish();
+        let (first, second) = (page.page(), page.page());
+        assert!(Arc::ptr_eq(&first, &second));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 24,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Whatever order the workers' batches come in, and however they are cut, the
+        /// live page ends as the plot of the file.
+        #[test]
+        fn any_batch_order_ends_as_the_plot(
+            latencies in proptest::collection::vec(
+                proptest::collection::vec(1u64..2000, 1..60), 1..4),
+            turns in proptest::collection::vec(0usize..4, 1..8),
+            batch in 1usize..9,
+            gap_ms in 1u64..40,
+        ) {
+            let workers: Vec<Vec<Record>> = latencies
+                .iter()
+                .enumerate()
+                .map(|(w, l)| worker_records(w as u64, l, gap_ms))
+                .collect();
+            let (live, plotted) = both_pages(&workers, &turns, batch);
+            prop_assert_eq!(without_live_parts(&live), plotted);
+        }
+    }
+}
