@@ -725,7 +725,8 @@ fn attack_shows_progress_lines_on_a_piped_stderr_and_none_with_quiet() {
     assert_eq!(ok(shown), "", "the view never goes to stdout");
     assert_eq!(ok(quiet), "");
     assert_eq!(stderr(quiet), "", "-quiet prints no progress");
-    let lines: Vec<String> = stderr(shown).lines().map(str::to_owned).collect();
+    let mut lines: Vec<String> = stderr(shown).lines().map(str::to_owned).collect();
+    let last = lines.pop().unwrap_or_default();
     assert!(!lines.is_empty(), "a progress line after 5 s");
     assert!(
         lines
@@ -734,6 +735,18 @@ fn attack_shows_progress_lines_on_a_piped_stderr_and_none_with_quiet() {
         "{lines:?}"
     );
     let report = ok(&run(&["report", &dir.path("run.llr")], None));
+    // The line left at the end has the report's own figures, as the report writes them.
+    let latencies: Vec<&str> = report
+        .lines()
+        .find_map(|l| l.strip_prefix("Latencies"))
+        .and_then(|l| l.split("]").nth(1))
+        .map(|l| l.trim().split(", ").collect())
+        .unwrap_or_default();
+    let want = format!(
+        "loadlab attack: done: 1200 requests, ok 100.0%, latency p50 {} p99 {} max {}, lag p99 ",
+        latencies[2], latencies[5], latencies[6]
+    );
+    assert!(last.starts_with(&want), "{last}\nwant {want}\n{report}");
     let quiet_report = ok(&run(&["report", &dir.path("run-quiet.llr")], None));
     assert_eq!(requests(&report), 1200, "{report}");
     assert_eq!(requests(&quiet_report), 1200, "the view changes no record");

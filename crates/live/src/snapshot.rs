@@ -119,6 +119,30 @@ impl Snapshot {
         line
     }
 
+    /// The line left on stderr once the run is over: the whole run's figures,
+    /// latencies written as `report` writes them (`3.224ms`), so they can be checked
+    /// against it: `done: 12000 requests, ok 99.8%, latency p50 3.2ms p99 12.3ms
+    /// max 40.1ms, lag p99 312µs`.
+    pub fn final_line(&self) -> String {
+        let run = &self.run;
+        let report_style = |ns: u64| {
+            units::GoDuration(units::round_for_report(std::time::Duration::from_nanos(ns)))
+                .to_string()
+        };
+        let mut line = format!("done: {} requests", run.completed);
+        if run.completed > 0 {
+            line += &format!(
+                ", ok {}, latency p50 {} p99 {} max {}, lag p99 {}",
+                percent_text(run.success_ratio()),
+                report_style(run.latency.p50_ns),
+                report_style(run.latency.p99_ns),
+                report_style(run.latency.max_ns),
+                report_style(run.lag_p99_ns),
+            );
+        }
+        line
+    }
+
     /// The terminal view's text lines (the progress bar is drawn apart): rates,
     /// latency, success and codes, the generator, one line per stop rule.
     pub fn view_lines(&self) -> Vec<String> {

@@ -62,6 +62,7 @@ impl View {
                     }
                 }
                 display.clear();
+                display.final_line(&handle.snapshot());
             })?;
         Ok(View {
             stop,
@@ -75,8 +76,8 @@ impl View {
         Arc::clone(&self.paused)
     }
 
-    /// Stops the view and clears the terminal view, so that what follows (the
-    /// summary) reads as it does without it.
+    /// Stops the view, clears the terminal view and leaves one line with the whole
+    /// run's figures ([`Snapshot::final_line`]).
     pub fn finish(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
@@ -114,9 +115,22 @@ impl Display {
         }
     }
 
-    fn clear(self) {
+    fn clear(&mut self) {
         if let Display::Terminal(view) = self {
             view.clear();
+        }
+    }
+
+    /// The whole run in one line, where the view was.
+    fn final_line(&mut self, snapshot: &Snapshot) {
+        if !snapshot.finished {
+            return;
+        }
+        match self {
+            Display::Terminal(_) => eprintln!("loadlab: {}", snapshot.final_line()),
+            Display::Lines(out, prefix) => {
+                let _ = writeln!(out, "{prefix}{}", snapshot.final_line());
+            }
         }
     }
 }
@@ -168,7 +182,7 @@ impl TerminalView {
 
     /// Erases the view in one go; the bars then finish out of sight (each would
     /// otherwise redraw what is left of the block).
-    fn clear(self) {
+    fn clear(&mut self) {
         let _ = self.multi.clear();
         self.multi.set_draw_target(ProgressDrawTarget::hidden());
         for line in self.lines.iter().chain(&self.bar) {
