@@ -13,7 +13,7 @@ use units::GoDuration;
 use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
 
 use crate::dashboard;
-use crate::live_view::LiveView;
+use crate::live_view;
 use crate::monitor::AttachedMonitor;
 use crate::prometheus::{PrometheusArgs, PrometheusSetup};
 use crate::scenarios;
@@ -279,8 +279,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     };
     let (out, dashboard) = start_dashboard(args, out);
     let mut observers: Vec<Box<dyn engine::RunObserver>> = Vec::new();
-    let view = LiveView::start(&config, &stop, args.quiet, "loadlab attack: ")?.map(|live| {
-        let watch = live.into_watch();
+    let view = live_view::start(&config, &stop, args.quiet, "loadlab attack: ")?.map(|watch| {
         observers.push(watch.observer);
         watch.finish
     });

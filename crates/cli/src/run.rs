@@ -8,7 +8,7 @@ use anyhow::Context;
 use engine::StopHandle;
 use lab::{MakeMonitor, MakeWatch, MonitorFactory, Plan, RunOptions, WatchFactory, run_plan};
 
-use crate::live_view::LiveView;
+use crate::live_view;
 use crate::signals;
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
@@ -125,8 +125,8 @@ fn folder_name(name: &str) -> String {
 fn step_view() -> WatchFactory {
     let make: Arc<MakeWatch> =
         Arc::new(
-            |config, stop| match LiveView::start(config, stop, false, "loadlab run: ") {
-                Ok(view) => view.map(LiveView::into_watch),
+            |config, stop| match live_view::start(config, stop, false, "loadlab run: ") {
+                Ok(watch) => watch,
                 Err(err) => {
                     eprintln!("loadlab run: no live view: {err:#}");
                     None
