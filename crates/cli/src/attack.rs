@@ -77,8 +77,9 @@ use crate::signals;
 /// -dashboard 127.0.0.1:8088 serves the run page (the one `loadlab plot` draws) on
 /// loopback while the run goes, redrawn every second in the browser; at the end it is
 /// the page `loadlab plot` draws from the output file. It reads a copy of the records
-/// as they are written into the plot's bounded structures, so memory stays flat over
-/// hours. A port that is taken is a warning: the run goes on. -dashboard-linger keeps
+/// as they are written into the plot's structures: memory grows with the run's length
+/// (a row per second, the page up to 4000 points per chart), not with its requests.
+/// A port that is taken is a warning: the run goes on. -dashboard-linger keeps
 /// the final page up after the run.
 ///
 /// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
