@@ -12,7 +12,6 @@ use plot::{LivePage, PlotConfig};
 
 /// `-dashboard` without a value, and the host of `-dashboard :PORT` or `PORT`.
 pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8088";
-const LOOPBACK: &str = "127.0.0.1";
 
 /// The page and its server while the run goes.
 pub struct Dashboard {
@@ -22,18 +21,6 @@ pub struct Dashboard {
 
 /// The run's output, copied to the page when there is one.
 pub type Output = Box<dyn Write + Send>;
-
-/// `:8088` and `8088` mean loopback; anything else is bound as given.
-fn address(given: &str) -> String {
-    let given = given.trim();
-    if let Some(port) = given.strip_prefix(':') {
-        return format!("{LOOPBACK}:{port}");
-    }
-    if !given.is_empty() && given.bytes().all(|b| b.is_ascii_digit()) {
-        return format!("{LOOPBACK}:{given}");
-    }
-    given.to_owned()
-}
 
 /// Starts the page on `given` (the flag's value) for the records written to `out`,
 /// named `name` on the page. On failure, warns and hands `out` back unchanged.
@@ -53,7 +40,7 @@ pub fn start(given: &str, name: &str, out: Output) -> (Output, Option<Dashboard>
         let page = Arc::clone(&page);
         Arc::new(move |request: &Request| answer(&page, request))
     };
-    match Server::start("-dashboard", &address(given), handler) {
+    match Server::start("-dashboard", given, handler) {
         Ok(server) => {
             eprintln!("loadlab: dashboard on http://{}/", server.address());
             (Box::new(feed), Some(Dashboard { page, server }))
@@ -95,24 +82,5 @@ impl Dashboard {
             }
         }
         server.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bare_port_means_loopback() {
-        let rows = [
-            (":8088", "127.0.0.1:8088"),
-            ("9000", "127.0.0.1:9000"),
-            ("0.0.0.0:80", "0.0.0.0:80"),
-            ("[::1]:0", "[::1]:0"),
-            ("nonsense", "nonsense"),
-        ];
-        for (given, want) in rows {
-            assert_eq!(address(given), want, "{given}");
-        }
     }
 }

@@ -127,7 +127,7 @@ fn serve(addr: &str, handle: live::PrometheusHandle) -> Option<Server> {
             "/metrics" => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, handle.render_text()),
             path => live::Response::not_found(path),
         });
-    match Server::start("-prometheus-addr", &listen_address(addr), handler) {
+    match Server::start("-prometheus-addr", addr, handler) {
         Ok(server) => {
             eprintln!(
                 "loadlab: prometheus metrics on http://{}/metrics",
@@ -139,15 +139,6 @@ fn serve(addr: &str, handle: live::PrometheusHandle) -> Option<Server> {
             warn_going_on(&err);
             None
         }
-    }
-}
-
-/// `:8880` (vegeta's spelling, which listens everywhere) means loopback here, as
-/// `simulate -addr` does: metrics stay on this machine unless an address says otherwise.
-fn listen_address(addr: &str) -> String {
-    match addr.strip_prefix(':') {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => addr.to_owned(),
     }
 }
 
@@ -171,24 +162,6 @@ impl Prometheus {
                     summary.last_error.unwrap_or_default()
                 );
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bare_port_listens_on_loopback() {
-        let rows = [
-            (":8880", "127.0.0.1:8880"),
-            ("127.0.0.1:0", "127.0.0.1:0"),
-            ("[::1]:8880", "[::1]:8880"),
-            ("0.0.0.0:8880", "0.0.0.0:8880"),
-        ];
-        for (given, bound) in rows {
-            assert_eq!(listen_address(given), bound, "{given}");
         }
     }
 }

@@ -74,9 +74,12 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `address` and starts answering with `handler`. `flag` names the option
-    /// in the error when the address cannot be bound (taken, not local, refused).
+    /// Binds `address` ([`listen_address`]'s spellings) and starts answering with
+    /// `handler`. `flag` names the option in the error when the address cannot be
+    /// bound (taken, not local, refused).
     pub fn start(flag: &str, address: &str, handler: Handler) -> Result<Server, LiveError> {
+        let address = listen_address(address);
+        let address = address.as_str();
         let bind_error = |source| LiveError::Bind {
             flag: flag.to_owned(),
             address: address.to_owned(),
@@ -121,6 +124,20 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shut_down();
     }
+}
+
+/// `:8088` and `8088` mean loopback (vegeta's `:8880` listens everywhere; metrics and
+/// pages stay on this machine unless an address says otherwise, as `simulate -addr`);
+/// anything else is bound as given.
+pub fn listen_address(given: &str) -> String {
+    let given = given.trim();
+    if let Some(port) = given.strip_prefix(':') {
+        return format!("127.0.0.1:{port}");
+    }
+    if !given.is_empty() && given.bytes().all(|b| b.is_ascii_digit()) {
+        return format!("127.0.0.1:{given}");
+    }
+    given.to_owned()
 }
 
 fn accept_loop(listener: &TcpListener, stopped: &AtomicBool, handler: &Handler) {
@@ -296,6 +313,21 @@ mod tests {
             assert!(answer.trim_end().ends_with(body), "{raw:?}: {answer}");
         }
         server.stop();
+    }
+
+    #[test]
+    fn a_bare_port_means_loopback() {
+        let rows = [
+            (":8088", "127.0.0.1:8088"),
+            ("9000", "127.0.0.1:9000"),
+            ("127.0.0.1:0", "127.0.0.1:0"),
+            ("0.0.0.0:80", "0.0.0.0:80"),
+            ("[::1]:0", "[::1]:0"),
+            ("nonsense", "nonsense"),
+        ];
+        for (given, want) in rows {
+            assert_eq!(listen_address(given), want, "{given}");
+        }
     }
 
     #[test]
