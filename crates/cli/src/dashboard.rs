@@ -57,7 +57,7 @@ pub fn start(given: &str, name: &str, out: Output) -> (Output, Option<Dashboard>
 
 fn answer(page: &LivePage, request: &Request) -> Response {
     match request.path.as_str() {
-        "/" | "/index.html" => Response::ok("text/html; charset=utf-8", page.page().as_bytes()),
+        "/" | "/index.html" => Response::ok("text/html; charset=utf-8", page.page()),
         "/data" => Response::ok("application/json", page.status_json()),
         path => Response::not_found(path),
     }

@@ -101,7 +101,7 @@ fn handler(state: &Arc<ShardState>, output: PathBuf) -> Handler {
                 Err(err) => Response {
                     status: 500,
                     content_type: "text/plain",
-                    body: format!("{}: {err}\n", output.display()).into_bytes(),
+                    body: format!("{}: {err}\n", output.display()).into(),
                 },
             },
             "/stop" => {
@@ -124,7 +124,7 @@ fn not_yet() -> Response {
     Response {
         status: 503,
         content_type: "text/plain",
-        body: b"the attack is still running\n".to_vec(),
+        body: "the attack is still running\n".into(),
     }
 }
 

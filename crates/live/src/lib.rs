@@ -41,7 +41,7 @@ pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
 pub use keys::{KeyAction, Keys, restore_terminal};
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
 pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
-pub use serve::{Handler, Request, Response, Server, listen_address};
+pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};

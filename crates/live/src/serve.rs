@@ -40,12 +40,57 @@ pub struct Response {
     /// The `Content-Type` header.
     pub content_type: &'static str,
     /// The body.
-    pub body: Vec<u8>,
+    pub body: Body,
+}
+
+/// A response body: made for this answer, or shared with other answers. The
+/// dashboard's page is a few MB served once a second to every open tab; sharing it
+/// instead of copying it per connection keeps the process's memory flat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// Made for this answer.
+    Owned(Vec<u8>),
+    /// Shared with other answers (the dashboard's cached page).
+    Shared(Arc<String>),
+}
+
+impl Body {
+    /// The bytes sent.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Body::Owned(bytes) => bytes,
+            Body::Shared(text) => text.as_bytes(),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(bytes: Vec<u8>) -> Body {
+        Body::Owned(bytes)
+    }
+}
+
+impl From<String> for Body {
+    fn from(text: String) -> Body {
+        Body::Owned(text.into_bytes())
+    }
+}
+
+impl From<&str> for Body {
+    fn from(text: &str) -> Body {
+        Body::Owned(text.as_bytes().to_vec())
+    }
+}
+
+impl From<Arc<String>> for Body {
+    fn from(text: Arc<String>) -> Body {
+        Body::Shared(text)
+    }
 }
 
 impl Response {
     /// A 200 answer.
-    pub fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
+    pub fn ok(content_type: &'static str, body: impl Into<Body>) -> Response {
         Response {
             status: 200,
             content_type,
@@ -58,7 +103,7 @@ impl Response {
         Response {
             status: 404,
             content_type: "text/plain; charset=utf-8",
-            body: format!("not found: {path}\n").into_bytes(),
+            body: format!("not found: {path}\n").into(),
         }
     }
 }
@@ -187,11 +232,11 @@ fn answer(mut stream: TcpStream, handler: &Handler) {
         response.status,
         reason(response.status),
         response.content_type,
-        response.body.len()
+        response.body.as_bytes().len()
     );
     let _ = stream
         .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(&response.body));
+        .and_then(|()| stream.write_all(response.body.as_bytes()));
 }
 
 /// The request's head, or the error answer to give instead.
@@ -227,7 +272,7 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Request>, Response> {
                 return Err(Response {
                     status: 405,
                     content_type: "text/plain; charset=utf-8",
-                    body: b"only GET\n".to_vec(),
+                    body: "only GET\n".into(),
                 });
             }
             let target = request.path.unwrap_or("/");
@@ -247,7 +292,7 @@ fn bad_request(why: &str) -> Response {
     Response {
         status: 400,
         content_type: "text/plain; charset=utf-8",
-        body: format!("{why}\n").into_bytes(),
+        body: format!("{why}\n").into(),
     }
 }
 

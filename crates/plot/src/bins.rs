@@ -42,6 +42,50 @@ struct OpenInterval {
     send_lag: Distribution,
 }
 
+impl OpenInterval {
+    /// The row's latency p50, p90, p99 and max, and its send lag p99 and max.
+    fn closing_values(self) -> ([u64; 4], [u64; 2]) {
+        let (max_latency, max_lag) = (self.latency.max(), self.send_lag.max());
+        let latency = self.latency.into_quantiles();
+        let lag = self.send_lag.into_quantiles();
+        (
+            [
+                latency.quantile(0.50),
+                latency.quantile(0.90),
+                latency.quantile(0.99),
+                max_latency,
+            ],
+            [lag.quantile(0.99), max_lag],
+        )
+    }
+}
+
+impl Row {
+    /// Adds a later row of the same coarser interval: counts add up, percentiles and
+    /// maxima keep the highest, so no spike disappears.
+    fn merge(&mut self, other: &Row) {
+        self.sent += other.sent;
+        self.ok_done += other.ok_done;
+        self.asked += other.asked;
+        for &(key, count) in &other.statuses {
+            match self.statuses.iter_mut().find(|(mine, _)| *mine == key) {
+                Some((_, mine)) => *mine += count,
+                None => self.statuses.push((key, count)),
+            }
+        }
+        self.latency_ns = highest(self.latency_ns, other.latency_ns);
+        self.send_lag_ns = highest(self.send_lag_ns, other.send_lag_ns);
+    }
+}
+
+/// Element by element, the higher of two optional arrays.
+fn highest<const N: usize>(a: Option<[u64; N]>, b: Option<[u64; N]>) -> Option<[u64; N]> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(std::array::from_fn(|i| a[i].max(b[i]))),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The rows; see the module documentation.
 #[derive(Clone)]
 pub struct Bins {
@@ -109,18 +153,11 @@ impl Bins {
         let Some(open) = self.open.take() else {
             return;
         };
-        let max_latency = open.latency.max();
-        let max_lag = open.send_lag.max();
-        let latency = open.latency.into_quantiles();
-        let lag = open.send_lag.into_quantiles();
-        let row = self.row(open.index);
-        row.latency_ns = Some([
-            latency.quantile(0.50),
-            latency.quantile(0.90),
-            latency.quantile(0.99),
-            max_latency,
-        ]);
-        row.send_lag_ns = Some([lag.quantile(0.99), max_lag]);
+        let index = open.index;
+        let (latency_ns, send_lag_ns) = open.closing_values();
+        let row = self.row(index);
+        row.latency_ns = Some(latency_ns);
+        row.send_lag_ns = Some(send_lag_ns);
     }
 
     /// The row of interval `index`, made if new. Records come in send-time order, so
@@ -142,6 +179,53 @@ impl Bins {
             position += 1;
         }
         &mut self.rows[position - 1]
+    }
+
+    /// A copy for the live page: the open interval closed, and at most `max_rows` rows.
+    /// Once the run spans more intervals, runs of 2, 4, 8… adjacent ones merge
+    /// ([`Row::merge`]) into one row of that many times the interval, so the copy made
+    /// each second stops growing with the run.
+    pub fn coarse_copy(&self, max_rows: usize) -> Bins {
+        let span = match (self.rows.first(), self.rows.last()) {
+            (Some(first), Some(last)) => last.index - first.index + 1,
+            _ => 0,
+        };
+        let mut factor = 1u64;
+        while span.div_ceil(factor) > max_rows.max(1) as u64 {
+            factor *= 2;
+        }
+        let open = self
+            .open
+            .clone()
+            .map(|open| (open.index, open.closing_values()));
+        let mut rows: Vec<Row> = Vec::with_capacity(self.rows.len().min(max_rows + 1));
+        for row in &self.rows {
+            let closed;
+            let row = match open {
+                Some((index, (latency_ns, send_lag_ns))) if index == row.index => {
+                    closed = Row {
+                        latency_ns: Some(latency_ns),
+                        send_lag_ns: Some(send_lag_ns),
+                        ..row.clone()
+                    };
+                    &closed
+                }
+                _ => row,
+            };
+            let index = row.index / factor;
+            match rows.last_mut() {
+                Some(last) if last.index == index => last.merge(row),
+                _ => rows.push(Row {
+                    index,
+                    ..row.clone()
+                }),
+            }
+        }
+        Bins {
+            every_ns: self.every_ns * factor,
+            rows,
+            open: None,
+        }
     }
 
     /// Closes the last interval and returns the rows in time order.
@@ -253,6 +337,33 @@ mod tests {
             ]
         );
         assert!(dense(&[]).is_empty());
+    }
+
+    #[test]
+    fn coarse_copies_merge_runs_of_intervals_past_the_limit() {
+        let mut bins = Bins::new(S);
+        for second in 0..10 {
+            let status = if second == 7 { 503 } else { 200 };
+            bins.add(&request(second * S, (second + 1) * 1_000, status));
+            bins.add(&request(second * S + 1, 1_000, 200));
+        }
+        // Within the limit, the copy is the rows, the open interval closed.
+        let whole = bins.coarse_copy(10);
+        assert_eq!(whole.every_ns(), S);
+        assert_eq!(whole.finish(), bins.clone().finish());
+        // Ten seconds in at most four rows: 4-second rows (0-3, 4-7, 8-9). A request
+        // is asked for 1 µs before it is sent: the first of each second in the one before.
+        let coarse = bins.coarse_copy(4);
+        assert_eq!(coarse.every_ns(), 4 * S);
+        let rows = coarse.finish();
+        let shape: Vec<(u64, u64, u64)> = rows.iter().map(|r| (r.index, r.sent, r.asked)).collect();
+        assert_eq!(shape, [(0, 8, 10), (1, 8, 8), (2, 4, 2)]);
+        assert_eq!(rows[1].statuses, [(200, 7), (503, 1)]);
+        // The highest of the merged rows, the open (last) interval's included.
+        let max_latency: Vec<Option<u64>> =
+            rows.iter().map(|r| r.latency_ns.map(|l| l[3])).collect();
+        assert_eq!(max_latency, [Some(4_000), Some(8_000), Some(10_000)]);
+        assert_eq!(Bins::new(S).coarse_copy(4).finish(), []);
     }
 
     #[test]

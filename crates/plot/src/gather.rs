@@ -110,6 +110,23 @@ impl RunGather {
         self.gather.samples.add(tables, samples);
     }
 
+    /// A copy to draw a live page from: the same, except that its rows stop growing
+    /// past `max_rows` ([`Bins::coarse_copy`]), so the copy made each second keeps a
+    /// size however long the run.
+    pub fn live_copy(&self, max_rows: usize) -> RunGather {
+        let gather = &self.gather;
+        RunGather {
+            gather: Gather {
+                threshold: gather.threshold,
+                origin_unix_ns: gather.origin_unix_ns,
+                metrics: gather.metrics.clone(),
+                bins: gather.bins.coarse_copy(max_rows),
+                attacks: gather.attacks.clone(),
+                samples: gather.samples.clone(),
+            },
+        }
+    }
+
     /// Requests added so far.
     pub fn requests(&self) -> u64 {
         self.gather.metrics.requests()

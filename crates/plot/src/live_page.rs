@@ -8,10 +8,15 @@
 //! statistics, resource samples and the end block come along with the bytes. The
 //! engine's collector pays one copy per block written, nothing per record.
 //!
-//! At most once a second the thread publishes a clone of the gathering (bounded: the
-//! samplers' points, a row per interval, histograms). A request renders the newest
-//! published snapshot once and caches the page, so many open tabs cost one render per
-//! second. Records still held back by the watermark (a request in flight holds back
+//! At most once a second the thread publishes a copy of the gathering whose size does
+//! not grow with the run's length: the samplers' points and histograms are bounded,
+//! and past [`LIVE_THRESHOLD`] intervals the copy's rows merge adjacent intervals and
+//! its generator statistics are thinned; the page is drawn with at most that many
+//! points per chart. So the process's memory stays flat over an hour's run, and the
+//! final page, drawn from the gathering itself with `-threshold`, is `plot`'s. A
+//! request renders the newest published snapshot once and caches the page, so many
+//! open tabs cost one render per second; the page is shared with the answers, not
+//! copied. Records still held back by the watermark (a request in flight holds back
 //! the ones sent after it, up to the timeout) show once it moves on.
 
 use std::io::{Read, Write};
@@ -36,7 +41,12 @@ connect-src 'self'";
 /// The live page's own script: polls `/data`, swaps in the newer page.
 const LIVE_SCRIPT: &str = include_str!("live.js");
 /// A snapshot is published at most this often.
-const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+const PUBLISH_EVERY: Duration = Duration::from_millis(0);
+/// Points per chart while the run goes (the final page uses `-threshold`). A chart's
+/// plot is about 1000 px wide, so a live page loses nothing the eye can see, and it
+/// stops growing after about 17 minutes: the renders each second then reuse memory
+/// of the same sizes, and the process stays flat however long the run.
+const LIVE_THRESHOLD: usize = 1000;
 /// Blocks in flight between the writer and the decoding thread. Blocks are written
 /// about four times a second, so the writer waits only if decoding stalls for a minute.
 const BLOCKS_IN_FLIGHT: usize = 256;
@@ -245,9 +255,17 @@ impl Shared {
     }
 
     fn render(&self, snapshot: Snapshot, state: &LiveState, problem: Option<&str>) -> String {
+        let config = PlotConfig {
+            threshold: if state.finished {
+                self.config.threshold
+            } else {
+                self.config.threshold.min(LIVE_THRESHOLD)
+            },
+            ..self.config.clone()
+        };
         let plot = RunPlot::from_gather(
             snapshot.gather,
-            &self.config,
+            &config,
             &self.name,
             snapshot.tables,
             snapshot.summaries,
@@ -302,6 +320,12 @@ fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
         summaries: sorted.summaries().cloned().collect(),
         sample_tables: sorted.sample_tables().clone(),
     };
+    let live_snapshot = |sorted: &record::Sorted, gather: &RunGather| Snapshot {
+        gather: gather.live_copy(LIVE_THRESHOLD),
+        tables: sorted.tables().clone(),
+        summaries: sorted.summaries().map(live_summary).collect(),
+        sample_tables: sorted.sample_tables().clone(),
+    };
     loop {
         let more = sorted.next_batch(&mut batch);
         gather.add_records(&batch, sorted.tables());
@@ -310,7 +334,7 @@ fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
         samples.clear();
         match more {
             Ok(true) if published.elapsed() >= PUBLISH_EVERY => {
-                shared.publish(snapshot(&sorted, gather.clone()), false, None);
+                shared.publish(live_snapshot(&sorted, &gather), false, None);
                 published = Instant::now();
             }
             Ok(true) => {}
@@ -320,6 +344,28 @@ fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
                 return shared.publish(snapshot(&sorted, gather), true, Some(why));
             }
         }
+    }
+}
+
+/// An input's summary for a live page: its generator statistics (one a second)
+/// thinned to at most about [`LIVE_THRESHOLD`], the last one kept, so the copy made
+/// each second stops growing with the run.
+fn live_summary(summary: &SourceSummary) -> SourceSummary {
+    let stats = &summary.stats;
+    let step = stats.len().div_ceil(LIVE_THRESHOLD).next_power_of_two();
+    let last = stats.len().saturating_sub(1);
+    SourceSummary {
+        name: summary.name.clone(),
+        format: summary.format,
+        header: summary.header.clone(),
+        stats: (stats.iter().enumerate())
+            .filter(|(at, _)| at % step == 0 || *at == last)
+            .map(|(_, stat)| stat.clone())
+            .collect(),
+        end: summary.end.clone(),
+        torn: summary.torn.clone(),
+        records: summary.records,
+        samples: summary.samples.clone(),
     }
 }
 
@@ -522,6 +568,41 @@ mod tests {
         page.finish();
         let (first, second) = (page.page(), page.page());
         assert!(Arc::ptr_eq(&first, &second));
+    }
+
+    #[test]
+    fn live_summaries_thin_the_generator_statistics_keeping_the_last() {
+        let summary = |count: u64| SourceSummary {
+            name: "run.llr".to_owned(),
+            format: record::InputFormat::Binary,
+            header: header(),
+            stats: (0..count)
+                .map(|at| record::GeneratorStats {
+                    at_unix_ns: at,
+                    ..record::GeneratorStats::default()
+                })
+                .collect(),
+            end: None,
+            torn: None,
+            records: 7,
+            samples: record::SampleSummary::default(),
+        };
+        let times = |s: &SourceSummary| s.stats.iter().map(|s| s.at_unix_ns).collect::<Vec<_>>();
+        // Rows: stats offered, how many a live copy keeps, and its last one.
+        for (count, kept, last) in [
+            (0, 0, None),
+            (3, 3, Some(2)),
+            (1000, 1000, Some(999)),
+            (1001, 501, Some(1000)),
+            (1002, 502, Some(1001)),
+            (3601, 901, Some(3600)),
+        ] {
+            let thinned = live_summary(&summary(count));
+            assert_eq!(thinned.stats.len(), kept, "{count}");
+            assert_eq!(times(&thinned).last().copied(), last, "{count}");
+            assert_eq!(thinned.records, 7);
+        }
+        assert_eq!(times(&live_summary(&summary(10))), times(&summary(10)));
     }
 
     proptest! {
