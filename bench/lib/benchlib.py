@@ -110,6 +110,7 @@ def run_loadlab(url, flags, label, keep=None, stdin_text=None, binary=LOADLAB):
     requests = max(report["requests"], 1)
     result = {"tool": label, "requests": report["requests"], "rate": report["rate"], "wall": wall,
               "asked": extra.get("asked_rate"), "ratio": extra.get("rate_ratio", 0),
+              "lag_p50_us": extra.get("send_lag", {}).get("50th", 0) / 1e3,
               "lag_p99_us": extra.get("send_lag", {}).get("99th", 0) / 1e3, "cpu_us": cpu / requests * 1e6,
               "rss_mib": rss / 1024, "bytes_per_request": os.path.getsize(path) / requests,
               "success": report["success"]}

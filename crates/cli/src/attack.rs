@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use clap::ArgAction;
 use engine::{RunConfig, StopHandle, TlsOptions};
 use units::GoDuration;
@@ -157,6 +157,15 @@ pub struct AttackArgs {
         GoDuration(defaults::TIMEOUT),
     ))]
     timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", help = format!(
+        "How late a worker may wake to send the requests due and read the answers \
+         arrived, so that one wake-up serves several: requests leave at most this late \
+         (the send lag says by how much) and answers are read at most this late; 0 wakes \
+         exactly for each, at a higher CPU cost; at most {} [default: {}]",
+        GoDuration(defaults::MAX_PRECISION),
+        GoDuration(defaults::PRECISION),
+    ))]
+    precision: Option<String>,
     #[arg(long, help = with_default("Reuse connections (HTTP keep-alive)", defaults::KEEPALIVE), action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     keepalive: Option<bool>,
     #[arg(long, allow_negative_numbers = true, value_name = "N", help = with_default(
@@ -329,6 +338,7 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         .map(|text| parse_start_at(text, engine::unix_now_ns()))
         .transpose()
         .map_err(|reason| anyhow::anyhow!("-start-at: {reason}"))?;
+    let precision_ns = precision(args.precision.as_deref())?;
     // Flags are checked before any target is read (from a file or stdin).
     let flag_rules = parse_rules(
         args.stop_when
@@ -368,6 +378,7 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         seed,
         stop_rules,
         start_at_unix_ns,
+        precision_ns,
     }
     .with_shard(shard))
 }
@@ -411,6 +422,21 @@ fn with_default(text: &str, value: impl std::fmt::Display) -> String {
 }
 
 /// The event-loop threads: at least 1, at most what the machine can use.
+/// `-precision`, in nanoseconds.
+fn precision(given: Option<&str>) -> anyhow::Result<u64> {
+    let Some(given) = given else {
+        return Ok(defaults::PRECISION.as_nanos() as u64);
+    };
+    let precision = units::parse_duration(given).map_err(|err| anyhow!("-precision: {err}"))?;
+    if precision > defaults::MAX_PRECISION {
+        bail!(
+            "-precision: {given} is coarser than {}: answers read that late would blur the latencies measured",
+            GoDuration(defaults::MAX_PRECISION)
+        );
+    }
+    Ok(precision.as_nanos() as u64)
+}
+
 fn threads(asked: Option<usize>) -> anyhow::Result<usize> {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let most = cpus * defaults::MAX_THREADS_PER_CPU;
@@ -565,6 +591,31 @@ fn announce_seed(attacks: &[engine::AttackConfig], shard: workload::Shard) -> u6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precision_takes_durations_up_to_its_bound() {
+        // Rows: the flag's value, nanoseconds or the error's start.
+        let rows: [(Option<&str>, Result<u64, &str>); 6] = [
+            (None, Ok(100_000)),
+            (Some("0"), Ok(0)),
+            (Some("250us"), Ok(250_000)),
+            (Some("10ms"), Ok(10_000_000)),
+            (
+                Some("10.001ms"),
+                Err("-precision: 10.001ms is coarser than 10ms"),
+            ),
+            (Some("soon"), Err("-precision: ")),
+        ];
+        for (given, want) in rows {
+            match (precision(given), want) {
+                (Ok(ns), Ok(want)) => assert_eq!(ns, want, "{given:?}"),
+                (Err(err), Err(want)) => {
+                    assert!(err.to_string().starts_with(want), "{given:?}: {err}")
+                }
+                (got, want) => panic!("{given:?}: {got:?}, want {want:?}"),
+            }
+        }
+    }
     use clap::Parser;
 
     #[test]
@@ -633,6 +684,11 @@ mod tests {
                 "-data-order: unknown data order",
             ),
             (&["--data-order=random"], "-data-order: needs a data file"),
+            (
+                &["--precision=20ms"],
+                "-precision: 20ms is coarser than 10ms",
+            ),
+            (&["--precision=fast"], "-precision: "),
             (&["--data=/no/such.csv"], "-data /no/such.csv"),
             (&["--duration=10"], "-duration"),
             (&["--duration=-1s"], "-duration"),

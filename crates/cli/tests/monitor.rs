@@ -120,6 +120,7 @@ fn attack_file(dir: &TempDir, start_ns: u64) -> String {
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
         shard: None,
+        precision_ns: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     for n in 0..40u64 {

@@ -136,6 +136,7 @@ fn start_workers(
             recycled: recycle_rx,
             stop: stop.clone(),
             errors: ErrorCache::new(Arc::clone(errors)),
+            precision_ns: config.precision_ns,
         };
         let (prewarm, ready) = (split.of(config.initial_connections), ready_tx.clone());
         handles.push(
@@ -411,6 +412,7 @@ fn header(config: &RunConfig, start: Start, targets: Vec<TargetInfo>) -> RunHead
         targets,
         seed: Some(config.seed),
         shard: start::shard_info(config, start.skew_ns),
+        precision_ns: Some(config.precision_ns),
     }
 }
 

@@ -96,6 +96,9 @@ pub struct RunConfig {
     /// Time zero at this wall-clock instant (unix ns, `-start-at`) instead of as soon
     /// as the workers are warm; shards started with the same instant share a time axis.
     pub start_at_unix_ns: Option<u64>,
+    /// How late a worker may wake (`-precision`, 0: exactly when each request is due
+    /// and each answer arrives); see `worker::Worker::pause`.
+    pub precision_ns: u64,
 }
 
 impl RunConfig {
@@ -112,6 +115,7 @@ impl RunConfig {
             seed: 0,
             stop_rules: Vec::new(),
             start_at_unix_ns: None,
+            precision_ns: defaults::PRECISION.as_nanos() as u64,
         }
     }
 

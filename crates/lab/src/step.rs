@@ -412,6 +412,7 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
         seed: load.seed,
         stop_rules: load.stop_when.clone(),
         start_at_unix_ns: None,
+        precision_ns: defaults::PRECISION.as_nanos() as u64,
     })
 }
 

@@ -439,6 +439,7 @@ mod tests {
             }],
             seed: None,
             shard: None,
+            precision_ns: None,
         }
     }
 

@@ -25,6 +25,11 @@ pub struct RunHeader {
     /// bytes it always had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// How late the generator's workers could wake to send and read, nanoseconds
+    /// (`attack -precision`; 0: exactly on time). Absent in files written before it
+    /// was recorded, and in imports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_ns: Option<u64>,
 }
 
 /// Which part of a sharded run a file holds, and how well its clock lined up.

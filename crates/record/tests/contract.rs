@@ -34,6 +34,7 @@ fn header() -> RunHeader {
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
         shard: None,
+        precision_ns: None,
     }
 }
 

@@ -66,6 +66,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
             target("http://127.0.0.1:8080/item/42"),
         ],
         shard: None,
+        precision_ns: None,
     }
 }
 

@@ -296,6 +296,7 @@ fn merged_header(summaries: &[SourceSummary], tables: &RunTables, first: &Record
             _ => None,
         },
         shard: None,
+        precision_ns: None,
     }
 }
 

@@ -114,6 +114,8 @@ pub struct RunFacts {
     pub resources: Option<ResourceSummary>,
     /// The saturation point of the whole run (set by the pipeline from its seconds).
     pub saturation: Option<Finding>,
+    /// The coarsest `-precision` the generators ran with, when they recorded it.
+    pub precision_ns: Option<u64>,
 }
 
 impl RunFacts {
@@ -131,6 +133,7 @@ impl RunFacts {
                 continue;
             }
             facts.lag_recorded = true;
+            facts.precision_ns = facts.precision_ns.max(summary.header.precision_ns);
             if let Some((cpu, requests, rss)) = generator_use(summary) {
                 (cpu_ns, sent) = (cpu_ns + cpu, sent + requests);
                 peak_rss_bytes = peak_rss_bytes.max(rss);
@@ -299,6 +302,9 @@ pub struct RunShape {
 pub struct Extras {
     /// Send lag row, when the input recorded lag.
     pub send_lag: Option<LagStats>,
+    /// How late the generator could wake to send and read (`attack -precision`),
+    /// when recorded: the resolution of the send lag and of the latencies.
+    pub precision_ns: Option<u64>,
     /// Asked against achieved rate, open model only.
     pub asked: Option<AskedRate>,
     /// The generator's CPU and memory.
@@ -319,6 +325,7 @@ impl Extras {
         let attacks = scope_attacks(report, facts, scope);
         let send_lag =
             (facts.lag_recorded || report.send_lag.max_ns > 0).then_some(report.send_lag);
+        let precision_ns = send_lag.and(facts.precision_ns);
         let asked = asked_rate_row(report, facts, &attacks);
         let whole_run = scope == Scope::Run;
         let run = facts
@@ -333,6 +340,7 @@ impl Extras {
         Extras {
             warnings: assess(send_lag.as_ref(), asked.as_ref()),
             send_lag,
+            precision_ns,
             asked,
             generator: facts.generator.filter(|_| whole_run),
             run,
@@ -569,6 +577,7 @@ mod tests {
             stop: Some("completed".to_owned()),
             resources: None,
             saturation: None,
+            precision_ns: Some(100_000),
         };
         // (facts, scope, lag row, asked rate, generator row, run row)
         let rows: Vec<(RunFacts, Scope, bool, Option<f64>, bool, bool)> = vec![

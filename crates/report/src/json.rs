@@ -111,6 +111,9 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
             lag.mean_ns, lag.p50_ns, lag.p99_ns, lag.max_ns
         );
     }
+    if let Some(precision_ns) = extras.precision_ns {
+        let _ = write!(out, ",\"precision_ns\":{precision_ns}");
+    }
     if let Some(asked) = &extras.asked {
         out.push_str(",\"asked_rate\":");
         push_float(out, asked.asked_per_sec);

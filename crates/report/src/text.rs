@@ -211,6 +211,13 @@ fn extra_rows(extras: &Extras) -> String {
             rounded(lag.max_ns)
         );
     }
+    if let Some(precision_ns) = extras.precision_ns {
+        let _ = writeln!(
+            text,
+            "Precision\t[wake-up budget]\t{}",
+            rounded(precision_ns)
+        );
+    }
     if let Some(asked) = &extras.asked {
         let _ = writeln!(
             text,
@@ -295,6 +302,7 @@ mod tests {
     fn extra_labels_fit_vegeta_columns() {
         let extras = Extras {
             send_lag: Some(crate::extras::LagStats::default()),
+            precision_ns: Some(100_000),
             asked: Some(crate::extras::AskedRate {
                 asked_per_sec: 1.0,
                 achieved_per_sec: 1.0,
@@ -316,7 +324,7 @@ mod tests {
             saturation: None,
         };
         let rows = extra_rows(&extras);
-        assert_eq!(rows.lines().count(), 4);
+        assert_eq!(rows.lines().count(), 5);
         for line in rows.lines() {
             let cells: Vec<&str> = line.split('\t').collect();
             assert!(cells[0].len() + 2 <= LABEL_WIDTH, "{line}");

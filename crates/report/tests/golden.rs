@@ -51,6 +51,7 @@ fn steady_run() -> Vec<u8> {
         ],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
         shard: None,
+        precision_ns: None,
     };
     let mut writer =
         RecordWriter::new(Vec::new(), &header, Compression::Zstd { level: 3 }).unwrap();
@@ -162,6 +163,7 @@ fn behind_run() -> Vec<u8> {
         attacks: vec![attack("flood", LoadModel::Open, Some(1000.0))],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
         shard: None,
+        precision_ns: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     for n in 0..80u64 {
@@ -206,6 +208,7 @@ fn ramp_run(capacity: u64) -> Vec<u8> {
         }],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
         shard: None,
+        precision_ns: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     writer
@@ -845,6 +848,7 @@ fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
         attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
         targets: vec![target("GET", "http://127.0.0.1:8080/")],
         shard: None,
+        precision_ns: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     writer
