@@ -610,7 +610,7 @@ mod tests {
             match (precision(given), want) {
                 (Ok(ns), Ok(want)) => assert_eq!(ns, want, "{given:?}"),
                 (Err(err), Err(want)) => {
-                    assert!(err.to_string().starts_with(want), "{given:?}: {err}")
+                    assert!(err.to_string().starts_with(want), "{given:?}: {err}");
                 }
                 (got, want) => panic!("{given:?}: {got:?}, want {want:?}"),
             }
