@@ -687,6 +687,38 @@ fn attack_pipes_into_report() {
     assert!(json.contains("\"requests\":200,"), "{json}");
 }
 
+#[test]
+fn attack_records_its_precision_and_report_prints_it() {
+    let server = simulator(OK_RECIPE);
+    let targets = target_line(&server, "/hello");
+    // Rows: the flag, the report's Precision value. 20k req/s: requests are due every
+    // 50 µs, sooner than the default budget, so the worker wakes once per tick.
+    for (flag, shown) in [
+        (None, "100µs"),
+        (Some("-precision=250us"), "250µs"),
+        (Some("-precision=0"), "0s"),
+    ] {
+        let mut args = vec!["attack", "-rate=20000", "-max-requests=2000", "-threads=1"];
+        args.extend(flag);
+        let records = run(&args, Some(targets.as_bytes()));
+        assert!(records.status.success(), "{flag:?}: {}", stderr(&records));
+        let text = ok(&run(&["report"], Some(&records.stdout)));
+        assert_eq!(requests(&text), 2000, "{flag:?}: {text}");
+        assert!(
+            text.contains("Success       [ratio]                           100.00%"),
+            "{flag:?}: {text}"
+        );
+        let row = format!("Precision     [wake-up budget]                  {shown}\n");
+        assert!(text.contains(&row), "{flag:?}: {text}");
+    }
+    let records = run(
+        &["attack", "-rate=100", "-max-requests=5", "-precision=1ms"],
+        Some(targets.as_bytes()),
+    );
+    let json = ok(&run(&["report", "-type=json"], Some(&records.stdout)));
+    assert!(json.contains("\"precision_ns\":1000000"), "{json}");
+}
+
 /// The number after `label ` in a progress line, e.g. `sent 200/s` -> 200.
 fn progress_figure(line: &str, label: &str) -> f64 {
     let rest = &line[line.find(label).unwrap() + label.len()..];
