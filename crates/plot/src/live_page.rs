@@ -41,7 +41,7 @@ connect-src 'self'";
 /// The live page's own script: polls `/data`, swaps in the newer page.
 const LIVE_SCRIPT: &str = include_str!("live.js");
 /// A snapshot is published at most this often.
-const PUBLISH_EVERY: Duration = Duration::from_millis(0);
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// Points per chart while the run goes (the final page uses `-threshold`). A chart's
 /// plot is about 1000 px wide, so a live page loses nothing the eye can see, and it
 /// stops growing after about 17 minutes: the renders each second then reuse memory
