@@ -77,8 +77,9 @@ use crate::signals;
 /// -dashboard 127.0.0.1:8088 serves the run page (the one `loadlab plot` draws) on
 /// loopback while the run goes, redrawn every second in the browser; at the end it is
 /// the page `loadlab plot` draws from the output file. It reads a copy of the records
-/// as they are written into the plot's structures: memory grows with the run's length
-/// (a row per second, the page up to 4000 points per chart), not with its requests.
+/// as they are written into the plot's structures; while the run goes the page keeps
+/// at most 1000 points per chart (older seconds merge), so memory stays flat however
+/// long the run.
 /// A port that is taken is a warning: the run goes on. -dashboard-linger keeps
 /// the final page up after the run.
 ///
