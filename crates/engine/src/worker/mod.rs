@@ -121,6 +121,8 @@ pub(crate) struct Worker {
     precision_ns: u64,
     /// When the loop last woke on its own.
     last_tick_ns: u64,
+    /// Whether the last wait found something ready.
+    last_poll_ready: bool,
 }
 
 impl Worker {
@@ -160,6 +162,7 @@ impl Worker {
             events: Vec::with_capacity(1024),
             precision_ns: setup.precision_ns,
             last_tick_ns: 0,
+            last_poll_ready: false,
         })
     }
 
@@ -239,6 +242,7 @@ impl Worker {
             self.on_event(event.data.u64(), event.flags);
         }
         let ready = !events.is_empty();
+        self.last_poll_ready = ready;
         self.events = events;
         result.map(|()| ready)
     }
@@ -326,15 +330,26 @@ impl Worker {
     }
 
     /// How long to sleep: until a request is due, the oldest times out, a user
-    /// schedule may have changed, or the next batch ships.
+    /// schedule may have changed, or the next batch ships. A worker behind at its caps
+    /// (requests due, waiting for completions) while answers keep coming wakes on the
+    /// next tick, not on the next answer: one wake-up then serves many.
     fn wait_ns(&mut self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
         let split = self.split();
         let shared = &self.shared;
+        let answers_flowing = self.precision_ns > 0 && self.last_poll_ready;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
+            let next_due = if state.capped && !answers_flowing {
+                None
+            } else {
+                state.next_due(plan, now, split)
+            };
+            if state.capped && answers_flowing && next_due.is_some_and(|(due, _)| due <= now) {
+                wake = now;
+            }
             if !state.capped
-                && let Some((due, _)) = state.next_due(plan, now, split)
+                && let Some((due, _)) = next_due
             {
                 // Waiting for the lazy feeder: look again in a millisecond.
                 wake = wake.min(if state.lazy_waiting {
