@@ -54,10 +54,17 @@ use crate::signals;
 ///
 ///   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=2026-11-23T22:00:00Z -output=s$i.llr & done; wait; loadlab report s*.llr
 ///
-/// vegeta flags loadlab lacks (-http2, -h2c, -chunked, -connect-to, -dns-ttl,
-/// -resolvers, -session-tickets, -max-connections, -proxy-header)
-/// are refused by name with what to use instead; -http2=false, -h2c=false,
-/// -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
+///   loadlab attack -targets=t.txt -rate=20000 -duration=1m -h2c -max-streams=100 > h2c.llr
+///
+/// HTTP/2: https targets are offered h2 in ALPN, as vegeta does (-http2=false keeps
+/// to HTTP/1.1); -h2c speaks it to http targets without asking. Streams share one
+/// connection per host until it is at the server's SETTINGS_MAX_CONCURRENT_STREAMS
+/// (or -max-streams); then another opens, up to -connections.
+///
+/// vegeta flags loadlab lacks (-chunked, -connect-to, -dns-ttl, -resolvers,
+/// -session-tickets, -max-connections, -proxy-header) are refused by name with what
+/// to use instead; -chunked=false and -dns-ttl=0 ask for what loadlab does and are
+/// accepted.
 ///
 /// While it runs, attack shows a live view on stderr: when stderr is a terminal, a
 /// progress bar and a few redrawn lines (asked vs sent vs completed rates, success,
@@ -213,6 +220,16 @@ pub struct AttackArgs {
     /// TLS client key (PEM)
     #[arg(long, value_name = "FILE")]
     key: Option<PathBuf>,
+    /// Offer HTTP/2 to https targets (TLS ALPN); false speaks HTTP/1.1 only
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    http2: bool,
+    /// Speak HTTP/2 to http targets without asking (cleartext, prior knowledge)
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    h2c: bool,
+    /// HTTP/2 streams per connection at most, at least 1 [default: the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS]
+    #[arg(long, value_name = "N")]
+    max_streams: Option<u32>,
     /// Local IP address to send from
     #[arg(long, value_name = "IP")]
     laddr: Option<IpAddr>,
@@ -380,6 +397,12 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         stop_rules,
         start_at_unix_ns,
         precision_ns,
+        http2: args.http2,
+        h2c: args.h2c,
+        max_streams: match args.max_streams {
+            Some(0) => bail!("-max-streams: 0 streams would send nothing; at least 1"),
+            given => given.unwrap_or(0),
+        },
     }
     .with_shard(shard))
 }

@@ -4,7 +4,7 @@
 //! error named in full (clap would read `-ratee` as the short flags `-r -a ...` and
 //! complain about `-r`): vegeta's attack flags that loadlab lacks are refused with what
 //! to use instead ([`VEGETA_ONLY`]), a value that asks for what loadlab already does
-//! (`-http2=false`) is accepted, and a typo gets the nearest flag's name.
+//! (`-chunked=false`) is accepted, and a typo gets the nearest flag's name.
 //! [`parse_host_port`] reads the `HOST:PORT` values of `-addr` and `-serve`.
 
 use std::ffi::OsString;
@@ -32,16 +32,6 @@ pub fn parse_host_port(text: &str) -> Result<SocketAddr, String> {
 /// vegeta attack flags loadlab does not implement: the flag, the values that ask for
 /// what loadlab does anyway (accepted and dropped), and what to say otherwise.
 pub const VEGETA_ONLY: &[(&str, &[&str], &str)] = &[
-    (
-        "http2",
-        FALSE,
-        "HTTP/2 is not supported yet: loadlab speaks HTTP/1.1 (-http2=false is accepted)",
-    ),
-    (
-        "h2c",
-        FALSE,
-        "HTTP/2 is not supported yet: loadlab speaks HTTP/1.1 over cleartext and TLS",
-    ),
     (
         "chunked",
         FALSE,
@@ -281,7 +271,7 @@ mod tests {
             (&["attack", "-v"], &["attack", "-v"]),
             // A vegeta flag asking for what loadlab does anyway is dropped.
             (
-                &["attack", "-http2=false", "-rate=1"],
+                &["attack", "-chunked=false", "-rate=1"],
                 &["attack", "--rate=1"],
             ),
             (&["attack", "-dns-ttl=0"], &["attack"]),
@@ -332,16 +322,6 @@ mod tests {
             (
                 &["-rate=5"],
                 "unknown flag -rate; `loadlab -help` lists the commands",
-            ),
-            (&["attack", "-h2c"], "-h2c: HTTP/2 is not supported yet"),
-            (&["attack", "-http2"], "-http2: HTTP/2 is not supported yet"),
-            (
-                &["attack", "-http2=true"],
-                "-http2: HTTP/2 is not supported yet",
-            ),
-            (
-                &["attack", "--http2"],
-                "-http2: HTTP/2 is not supported yet",
             ),
             (
                 &["attack", "-chunked"],

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rustls::ClientConnection;
 use socket2::{Domain, SockAddr, Socket, Type};
 
+use crate::h2::Session;
 use crate::hosts::Address;
 use crate::response::ResponseParser;
 
@@ -30,7 +31,7 @@ pub(crate) enum RequestBytes {
 }
 
 impl RequestBytes {
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             RequestBytes::Shared(bytes) => bytes,
             RequestBytes::Owned(bytes) => bytes,
@@ -99,6 +100,17 @@ pub(crate) struct Conn {
     /// In-flight list links, ordered by dispatch time.
     pub prev: u32,
     pub next: u32,
+    /// An HTTP/2 connection: its session (its streams are other slots).
+    pub h2: Option<Box<Session>>,
+    /// An HTTP/2 stream: the slot of the connection carrying it (else `NO_SLOT`),
+    /// that connection's generation, and the stream's id (0 until sent).
+    pub carrier: u32,
+    pub carrier_generation: u32,
+    pub stream_id: u32,
+    /// An HTTP/2 stream: the bytes its frames took on the wire.
+    pub stream_bytes_out: u64,
+    /// An HTTP/2 connection with frames queued for the next flush.
+    pub flush_queued: bool,
 }
 
 impl Conn {
@@ -116,7 +128,37 @@ impl Conn {
             out_written: 0,
             prev: NO_SLOT,
             next: NO_SLOT,
+            h2: None,
+            carrier: NO_SLOT,
+            carrier_generation: 0,
+            stream_id: 0,
+            stream_bytes_out: 0,
+            flush_queued: false,
         }
+    }
+
+    /// Whether this slot is an HTTP/2 stream (no socket of its own).
+    pub(crate) fn is_stream(&self) -> bool {
+        self.carrier != NO_SLOT
+    }
+
+    /// An HTTP/2 connection's session and the buffer its frames are queued in
+    /// (emptied first if everything in it was written).
+    pub(crate) fn session_and_frames(&mut self) -> Option<(&mut Session, &mut Vec<u8>)> {
+        // A stream's `out` is its request: only a connection's may be touched.
+        self.h2.as_ref()?;
+        if !matches!(self.out, RequestBytes::Owned(_)) {
+            self.out = RequestBytes::Owned(Vec::new());
+            self.out_written = 0;
+        }
+        let RequestBytes::Owned(frames) = &mut self.out else {
+            return None;
+        };
+        if self.out_written == frames.len() {
+            frames.clear();
+            self.out_written = 0;
+        }
+        Some((self.h2.as_deref_mut()?, frames))
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -146,7 +188,11 @@ impl Conn {
         std::mem::replace(&mut self.out, RequestBytes::Owned(Vec::new()))
     }
 
+    /// The request's bytes on the wire (its frames', for an HTTP/2 stream).
     pub(crate) fn request_len(&self) -> u64 {
+        if self.is_stream() {
+            return self.stream_bytes_out;
+        }
         self.out.as_slice().len() as u64
     }
 
@@ -155,14 +201,25 @@ impl Conn {
             || self.tls.as_ref().is_some_and(|tls| tls.wants_write())
     }
 
-    /// Drops the socket (closing it also removes it from epoll).
+    /// Drops the socket (closing it also removes it from epoll), or the stream.
     pub(crate) fn reset(&mut self) {
         self.socket = None;
         self.tls = None;
+        self.h2 = None;
+        self.carrier = NO_SLOT;
+        self.stream_id = 0;
+        self.stream_bytes_out = 0;
+        self.flush_queued = false;
         self.phase = Phase::Free;
         self.reused = false;
         self.generation = self.generation.wrapping_add(1);
         self.out_written = 0;
+        // Nothing unsent may reach the slot's next socket (an HTTP/2 connection's
+        // frames especially); an owned buffer stays for reuse.
+        match &mut self.out {
+            RequestBytes::Owned(buffer) => buffer.clear(),
+            RequestBytes::Shared(_) => self.out = RequestBytes::Owned(Vec::new()),
+        }
     }
 
     /// Writes as much of the request as the socket takes.

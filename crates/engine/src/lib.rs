@@ -15,6 +15,9 @@
 //! - HTTP/1.1 with keep-alive over TCP, Unix sockets and TLS (rustls). Static requests
 //!   are rendered to bytes once, templated ones per request into a reused buffer
 //!   (`render.rs`); responses are parsed incrementally (`response.rs`) and counted.
+//! - HTTP/2 over TLS (ALPN, on by default) and in cleartext with prior knowledge
+//!   (`-h2c`): our own framing on the same event loop (`h2/`), requests re-framed
+//!   from their HTTP/1.1 rendering, streams multiplexed on few connections.
 //!
 //! - [`run_with_samples`] also writes a [`SampleFeed`]'s frames (the monitor's)
 //!   beside the records, started at the run's time zero.
@@ -36,6 +39,7 @@ mod clock;
 mod collector;
 mod conn;
 mod errors;
+mod h2;
 mod hosts;
 mod inflight;
 mod launch;
@@ -99,6 +103,13 @@ pub struct RunConfig {
     /// How late a worker may wake (`-precision`, 0: exactly when each request is due
     /// and each answer arrives); see `worker::Worker::pause`.
     pub precision_ns: u64,
+    /// Offer HTTP/2 to https servers in ALPN (vegeta's `-http2`, on by default).
+    pub http2: bool,
+    /// Speak HTTP/2 to http servers without asking (prior knowledge, `-h2c`).
+    pub h2c: bool,
+    /// HTTP/2 streams per connection at most (`-max-streams`; 0: the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub max_streams: u32,
 }
 
 impl RunConfig {
@@ -116,6 +127,9 @@ impl RunConfig {
             stop_rules: Vec::new(),
             start_at_unix_ns: None,
             precision_ns: defaults::PRECISION.as_nanos() as u64,
+            http2: true,
+            h2c: false,
+            max_streams: 0,
         }
     }
 

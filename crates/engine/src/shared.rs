@@ -65,10 +65,16 @@ pub(crate) struct AttackShared {
 pub(crate) struct Shared {
     pub attacks: Vec<AttackShared>,
     pub hosts: HostTable,
+    /// For HTTP/1.1 connections (ALPN `http/1.1`).
     pub tls: Option<Arc<ClientConfig>>,
+    /// For connections that offer h2 in ALPN (`http2` on).
+    pub tls_h2: Option<Arc<ClientConfig>>,
     pub local_ip: Option<IpAddr>,
     pub unix_socket: Option<PathBuf>,
     pub seed: u64,
+    pub http2: bool,
+    pub h2c: bool,
+    pub max_streams: u32,
 }
 
 impl Shared {
@@ -92,18 +98,26 @@ impl Shared {
             .iter()
             .any(|a| matches!(a.targets, Targets::Stream(_)));
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
-        let tls = if needs_tls {
-            Some(tls::client_config(&config.tls)?)
+        let (tls, tls_h2) = if needs_tls {
+            let h2 = config
+                .http2
+                .then(|| tls::client_config(&config.tls, true))
+                .transpose()?;
+            (Some(tls::client_config(&config.tls, false)?), h2)
         } else {
-            None
+            (None, None)
         };
         Ok(Shared {
             attacks,
             hosts,
             tls,
+            tls_h2,
             local_ip: config.local_addr,
             unix_socket: config.unix_socket.clone(),
             seed: config.seed,
+            http2: config.http2,
+            h2c: config.h2c,
+            max_streams: config.max_streams,
         })
     }
 

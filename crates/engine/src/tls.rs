@@ -25,7 +25,12 @@ pub struct TlsOptions {
     pub client_key: Option<PathBuf>,
 }
 
-pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, EngineError> {
+/// The client configuration for `options`, offering h2 before http/1.1 in ALPN
+/// when `offer_h2`.
+pub(crate) fn client_config(
+    options: &TlsOptions,
+    offer_h2: bool,
+) -> Result<Arc<ClientConfig>, EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -55,7 +60,11 @@ pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, E
             });
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = if offer_h2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     Ok(Arc::new(config))
 }
 

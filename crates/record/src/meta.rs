@@ -136,6 +136,11 @@ pub enum ErrorKind {
     Status,
     /// Any other socket error.
     Io,
+    /// The server reset an HTTP/2 stream (RST_STREAM; a refused stream is retried
+    /// once first).
+    Stream,
+    /// The server's HTTP/2 GOAWAY left the request unprocessed (after one retry).
+    GoAway,
     /// An error imported from another tool, or written by a newer loadlab.
     #[serde(other)]
     Other,
@@ -143,7 +148,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in id order.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Timeout,
@@ -154,6 +159,8 @@ impl ErrorKind {
         ErrorKind::Redirect,
         ErrorKind::Status,
         ErrorKind::Io,
+        ErrorKind::Stream,
+        ErrorKind::GoAway,
         ErrorKind::Other,
     ];
 
@@ -175,6 +182,8 @@ impl ErrorKind {
             ErrorKind::Redirect => "redirect",
             ErrorKind::Status => "status",
             ErrorKind::Io => "io",
+            ErrorKind::Stream => "stream",
+            ErrorKind::GoAway => "goaway",
             ErrorKind::Other => "other",
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use record::ErrorKind;
 use workload::RenderContext;
 
+use super::h2::Proto;
 use super::{Pool, Worker};
 use crate::conn::{Conn, InFlight, Phase, RequestBytes, start_connect};
 use crate::errors::Cause;
@@ -200,6 +201,9 @@ impl Worker {
 
     /// A connection for `host`: an idle one, a new one, or `None` at the host cap.
     pub(super) fn acquire(&mut self, host: usize) -> Result<Option<usize>, Cause> {
+        if self.proto(host) != Proto::Http1 {
+            return self.acquire_stream(host);
+        }
         if let Some(slot) = self.pop_idle(host) {
             return Ok(Some(slot));
         }
@@ -230,13 +234,7 @@ impl Worker {
     pub(super) fn open_connection(&mut self, host: usize) -> Result<usize, Cause> {
         let socket = start_connect(&self.hosts.hosts[host].address, self.shared.local_ip)
             .map_err(|err| Cause::io(connect_error_kind(&err), "connect", &err))?;
-        let slot = self.free.pop().map_or_else(
-            || {
-                self.conns.push(Conn::new());
-                self.conns.len() - 1
-            },
-            |slot| slot as usize,
-        );
+        let slot = self.new_slot();
         let conn = &mut self.conns[slot];
         let token = (u64::from(conn.generation) << 32) | slot as u64;
         if let Err(err) = self.poller.add(&socket, token) {
@@ -248,7 +246,19 @@ impl Worker {
         conn.host = host;
         self.pools[host].open += 1;
         self.counters.connections_open += 1;
+        self.new_session(host, slot);
         Ok(slot)
+    }
+
+    /// A free slot (a new one if none is free).
+    pub(super) fn new_slot(&mut self) -> usize {
+        self.free.pop().map_or_else(
+            || {
+                self.conns.push(Conn::new());
+                self.conns.len() - 1
+            },
+            |slot| slot as usize,
+        )
     }
 
     /// Attaches a request to a connection and writes it if the connection is up.
@@ -270,7 +280,9 @@ impl Worker {
         let state = &mut self.attacks[attack];
         state.in_flight.insert(&mut self.conns, slot, dispatched_ns);
         state.in_flight_count += 1;
-        if self.conns[slot].phase == Phase::Open {
+        if self.conns[slot].is_stream() {
+            self.send_stream(slot);
+        } else if self.conns[slot].phase == Phase::Open {
             self.write(slot);
         }
     }

@@ -7,6 +7,7 @@ use record::{ErrorKind, Record};
 
 use super::Worker;
 use super::dispatch::connect_error_kind;
+use super::h2::Why;
 use crate::conn::{Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
 use crate::errors::Cause;
 use crate::redirect::{self, Next};
@@ -27,9 +28,17 @@ impl Worker {
             self.fail(slot, cause);
             return false;
         }
-        let tls_config = match (&self.shared.tls, &self.hosts.hosts[conn.host].tls_name) {
+        let offer_h2 = conn.h2.is_some();
+        let shared_config = if offer_h2 {
+            &self.shared.tls_h2
+        } else {
+            &self.shared.tls
+        };
+        let tls_config = match (shared_config, &self.hosts.hosts[conn.host].tls_name) {
             // A redirect from http to https in a run that had no https target.
-            (None, Some(_)) => crate::tls::client_config(&crate::TlsOptions::default()).ok(),
+            (None, Some(_)) => {
+                crate::tls::client_config(&crate::TlsOptions::default(), offer_h2).ok()
+            }
             (config, _) => config.clone(),
         };
         if let (Some(config), Some(name)) = (&tls_config, &self.hosts.hosts[conn.host].tls_name) {
@@ -43,7 +52,10 @@ impl Worker {
             }
         }
         conn.phase = Phase::Open;
-        if conn.request.is_some() {
+        if conn.h2.is_some() && conn.tls.is_none() {
+            self.start_session(slot);
+        } else if conn.request.is_some() || conn.h2.is_some() {
+            // An HTTP/2 connection over TLS sends its hello; ALPN decides the rest.
             self.write(slot);
         } else {
             self.make_idle(slot);
@@ -86,7 +98,10 @@ impl Worker {
     }
 
     /// Feeds `n` bytes of `read_buf`; false when the connection needs no more reading.
-    fn on_data(&mut self, slot: usize, n: usize) -> bool {
+    pub(super) fn on_data(&mut self, slot: usize, n: usize) -> bool {
+        if self.conns[slot].h2.is_some() {
+            return self.h2_read(slot, n);
+        }
         let now = self.clock.now_ns();
         let conn = &mut self.conns[slot];
         let Some(request) = conn.request.as_mut() else {
@@ -119,6 +134,10 @@ impl Worker {
     }
 
     fn on_eof(&mut self, slot: usize) {
+        if self.conns[slot].h2.is_some() {
+            let cause = Cause::new(ErrorKind::Closed, "h2: connection closed");
+            return self.fail_carrier(slot, Why::Cause(cause));
+        }
         let conn = &mut self.conns[slot];
         if conn.request.is_none() {
             return self.close(slot);
@@ -130,7 +149,7 @@ impl Worker {
     }
 
     /// The response is complete: record it (or follow it) and free the connection.
-    fn complete(&mut self, slot: usize, now: u64) {
+    pub(super) fn complete(&mut self, slot: usize, now: u64) {
         let conn = &mut self.conns[slot];
         let Some(attack) = conn.request.as_ref().map(|r| r.attack as usize) else {
             return;
@@ -145,16 +164,21 @@ impl Worker {
         } else {
             Vec::new()
         };
-        let error = if (200..400).contains(&status) {
-            0
-        } else {
-            self.errors.status(status, conn.parser.reason())
+        let error = match status {
+            200..400 => 0,
+            // HTTP/2 has no reason phrase; Go's client (vegeta) names the status.
+            _ if conn.is_stream() => self.errors.status(status, canonical_reason(status)),
+            _ => self.errors.status(status, conn.parser.reason()),
         };
         let reusable = !conn.parser.close && options.keepalive;
+        let carrier = conn.is_stream().then_some(conn.carrier as usize);
         let Some(request) = self.take_request(slot) else {
             return;
         };
-        if reusable {
+        if let Some(carrier) = carrier {
+            self.conns[carrier].reused = true;
+            self.end_stream(slot);
+        } else if reusable {
             self.conns[slot].reused = true;
             self.make_idle(slot);
         } else {
@@ -222,6 +246,9 @@ impl Worker {
     /// response byte, usually means the server closed the idle connection first:
     /// send it once more on a new connection, keeping its times (like Go's client).
     pub(super) fn fail_or_retry(&mut self, slot: usize, cause: Cause) {
+        if self.conns[slot].h2.is_some() {
+            return self.fail_carrier(slot, Why::Cause(cause));
+        }
         let conn = &self.conns[slot];
         let retryable = conn.reused
             && matches!(
@@ -235,13 +262,28 @@ impl Worker {
         if !retryable {
             return self.fail(slot, cause);
         }
-        let (host, head_only) = (conn.host, conn.parser.head_only());
+        self.resend(slot, cause, true);
+    }
+
+    /// A request the server refused or never saw (HTTP/2's REFUSED_STREAM and
+    /// GOAWAY) is safe to send again, once.
+    pub(super) fn retry_once(&mut self, slot: usize, cause: Cause) {
+        match &self.conns[slot].request {
+            Some(request) if !request.retried => self.resend(slot, cause, true),
+            _ => self.fail(slot, cause),
+        }
+    }
+
+    /// Sends the request of `slot` once more on another connection, keeping its
+    /// times; records `cause` if no connection takes it.
+    pub(super) fn resend(&mut self, slot: usize, cause: Cause, retry: bool) {
+        let (host, head_only) = (self.conns[slot].host, self.conns[slot].parser.head_only());
         let Some(mut request) = self.take_request(slot) else {
             return;
         };
         let bytes = self.conns[slot].take_request_bytes();
         self.close(slot);
-        request.retried = true;
+        request.retried |= retry;
         let now = self.clock.now_ns();
         match self.acquire(host) {
             Ok(Some(new_slot)) => self.begin(new_slot, request, bytes, head_only),
@@ -255,7 +297,10 @@ impl Worker {
         self.fail_with_id(slot, id);
     }
 
-    fn fail_with_id(&mut self, slot: usize, error: u32) {
+    pub(super) fn fail_with_id(&mut self, slot: usize, error: u32) {
+        if self.conns[slot].h2.is_some() {
+            return self.fail_carrier(slot, Why::Id(error));
+        }
         if let Some(request) = self.take_request(slot) {
             self.push_record(&request, self.clock.now_ns(), 0, error);
         }
@@ -313,6 +358,13 @@ impl Worker {
         if conn.phase == Phase::Free {
             return;
         }
+        if conn.is_stream() {
+            return self.end_stream(slot);
+        }
+        if conn.h2.is_some() {
+            let cause = Cause::new(ErrorKind::Closed, "h2: connection closed");
+            return self.fail_carrier(slot, Why::Cause(cause));
+        }
         self.pools[conn.host].open -= 1;
         self.counters.connections_open -= 1;
         conn.reset();
@@ -329,4 +381,12 @@ fn transport_error_kind(err: &std::io::Error) -> ErrorKind {
         std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Io,
     }
+}
+
+/// The reason phrase HTTP/1.1 would send with `status` (empty if it has none).
+fn canonical_reason(status: u16) -> &'static [u8] {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .map_or(b"", str::as_bytes)
 }

@@ -7,10 +7,12 @@
 //!   target and connection they take, and sending them off.
 //! - `exchange.rs`: what happens on a connection: connect, write, read, complete,
 //!   fail, retry, follow a redirect.
+//! - `h2.rs`: HTTP/2 connections carrying streams, each stream a slot of its own.
 //! - this file: the loop, readiness events, timeouts, watermarks and batches.
 
 mod dispatch;
 mod exchange;
+mod h2;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -60,11 +62,15 @@ pub(crate) struct Counters {
     pub wakeups: u64,
 }
 
-/// Per host: idle connections (most recently used last) and how many are open.
+/// Per host: idle connections (most recently used last), how many are open, and
+/// for HTTP/2 the connections carrying streams.
 #[derive(Default)]
 struct Pool {
     idle: Vec<u32>,
     open: usize,
+    /// Decided on first use ([`Worker::proto`]).
+    proto: Option<h2::Proto>,
+    carriers: Vec<u32>,
 }
 
 /// One attack's limits and queue in a worker.
@@ -123,6 +129,8 @@ pub(crate) struct Worker {
     last_tick_ns: u64,
     /// Whether the last wait found something ready.
     last_poll_ready: bool,
+    /// HTTP/2 connections with frames queued ([`Worker::flush_queued`]).
+    flushes: Vec<u32>,
 }
 
 impl Worker {
@@ -163,6 +171,7 @@ impl Worker {
             precision_ns: setup.precision_ns,
             last_tick_ns: 0,
             last_poll_ready: false,
+            flushes: Vec::new(),
         })
     }
 
@@ -192,6 +201,7 @@ impl Worker {
             self.dispatch_due();
             let now = self.clock.now_ns();
             self.expire(now);
+            self.flush_queued();
             if self
                 .attacks
                 .iter()
@@ -241,6 +251,7 @@ impl Worker {
         for event in &events {
             self.on_event(event.data.u64(), event.flags);
         }
+        self.flush_queued();
         let ready = !events.is_empty();
         self.last_poll_ready = ready;
         self.events = events;
@@ -258,7 +269,12 @@ impl Worker {
             .cycle()
             .take(count.min(hosts.len() * self.max_per_host))
         {
-            if self.pools[*host].open < self.max_per_host {
+            // One HTTP/2 connection carries many streams: others open when it is full.
+            let limit = match self.proto(*host) {
+                h2::Proto::Http1 => self.max_per_host,
+                _ => 1,
+            };
+            if self.pools[*host].open < limit {
                 let _ = self.open_connection(*host);
             }
         }
@@ -298,6 +314,14 @@ impl Worker {
                 slot,
                 flags.intersects(EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR),
             );
+            if self.conns[slot].generation != generation {
+                // Closed while reading; the slot may carry something else by now.
+                return;
+            }
+            // A TLS handshake may end without data: ALPN has said what to speak.
+            if self.conns[slot].h2.is_some() && !self.negotiate(slot) {
+                return;
+            }
         }
         if flags.contains(EventFlags::OUT)
             && self.conns[slot].phase == Phase::Open
@@ -319,7 +343,7 @@ impl Worker {
                 if request.dispatched_ns.saturating_add(timeout_ns) > now {
                     break;
                 }
-                let cause = if self.conns[slot].phase == Phase::Connecting {
+                let cause = if self.connecting(slot) {
                     Cause::new(record::ErrorKind::ConnectTimeout, "connect timeout")
                 } else {
                     Cause::new(record::ErrorKind::Timeout, "timeout awaiting response")

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod h2;
+mod h2_server;
 mod server;
 
 use std::collections::HashMap;
@@ -409,7 +411,7 @@ fn unix_sockets_carry_the_same_requests() {
 mod tls {
     use super::*;
 
-    fn tls_server() -> (TestServer, tempfile::TempDir) {
+    pub(super) fn tls_server() -> (TestServer, tempfile::TempDir) {
         let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ca.pem"), key.cert.pem()).unwrap();

@@ -1,0 +1,487 @@
+//! [`Session`]: the client's side of one HTTP/2 connection, free of I/O. It writes
+//! the frames it wants sent into the caller's buffer and turns the frames read into
+//! [`Event`]s for the worker; SETTINGS, PING and flow control it answers itself.
+//!
+//! Flow control: a load generator counts response bodies and throws them away, so
+//! it has no memory to protect. It offers the largest windows there are (2^31 - 1
+//! for every stream and for the connection) and tops them up once half is used:
+//! the server is never throttled by the client, only by the network.
+
+use std::collections::HashMap;
+
+use super::frame::{self, ConnError, FrameHeader, FrameReader};
+use super::request;
+
+/// Streams a connection carries at once until the server's SETTINGS say how many:
+/// what most servers allow, and the usual client assumption.
+const STREAMS_BEFORE_SETTINGS: u32 = 100;
+/// The HPACK table we let the server's encoder use (the protocol's default).
+const HEADER_TABLE_BYTES: usize = 4096;
+/// Received bytes after which a window is topped up again.
+const WINDOW_TOP_UP_BYTES: u64 = frame::MAX_WINDOW as u64 / 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not up yet (connecting, or TLS has not said which protocol the server
+    /// chose): streams wait in `pending`.
+    Starting,
+    Open,
+    /// The server sent GOAWAY: no new streams; the connection closes when empty.
+    Draining,
+}
+
+/// One stream the server has been sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamEntry {
+    /// The worker's slot for the request.
+    pub slot: u32,
+    /// How much request body the server will take now.
+    send_window: i64,
+    /// Where the unsent rest of the request body starts in its HTTP/1.1 bytes.
+    body_at: usize,
+    /// Where the request body ends (the length of its HTTP/1.1 bytes).
+    body_end: usize,
+    /// Response body bytes read (`-max-body`).
+    pub body_read: u64,
+    /// Received bytes the stream's window has not been topped up for.
+    recv_unacked: u64,
+    /// The server ended or reset the stream: nothing to cancel.
+    pub remote_closed: bool,
+}
+
+/// What a frame meant for the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Handled here (settings, pings, window updates, priorities, unknown frames).
+    Nothing,
+    /// A whole header block: a response head (`status` > 0) or trailers (0).
+    Head {
+        stream: u32,
+        status: u16,
+        end_stream: bool,
+        block_bytes: usize,
+    },
+    /// The server reset a stream.
+    Reset { stream: u32, code: u32 },
+    /// The server will take no new streams; those above `last_stream` it never saw.
+    GoAway { last_stream: u32, code: u32 },
+    /// Request bodies waiting for window may go on.
+    WindowOpened,
+}
+
+pub(crate) struct Session {
+    pub state: State,
+    pub reader: FrameReader,
+    decoder: loona_hpack::Decoder<'static>,
+    /// Streams sent, by id.
+    pub streams: HashMap<u32, StreamEntry>,
+    /// Slots of streams attached before the connection was open, in order.
+    pub pending: Vec<u32>,
+    /// Streams sent or pending: what counts against the server's limit.
+    pub attached: u32,
+    next_stream_id: u32,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub peer_max_streams: u32,
+    peer_initial_window: i64,
+    peer_max_frame: usize,
+    send_window: i64,
+    recv_unacked: u64,
+    /// A header block arriving in CONTINUATION frames: its stream and END_STREAM.
+    continuing: Option<(u32, bool)>,
+    block: Vec<u8>,
+    /// The `location` of the last response head decoded.
+    pub location: Vec<u8>,
+    /// The header block of the request being sent.
+    encoded: Vec<u8>,
+}
+
+impl Session {
+    pub(crate) fn new(state: State) -> Session {
+        let mut decoder = loona_hpack::Decoder::new();
+        decoder.set_max_allowed_table_size(HEADER_TABLE_BYTES);
+        Session {
+            state,
+            reader: FrameReader::new(),
+            decoder,
+            streams: HashMap::new(),
+            pending: Vec::new(),
+            attached: 0,
+            next_stream_id: 1,
+            peer_max_streams: STREAMS_BEFORE_SETTINGS,
+            peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+            peer_max_frame: frame::DEFAULT_MAX_FRAME_BYTES as usize,
+            send_window: i64::from(frame::DEFAULT_WINDOW),
+            recv_unacked: 0,
+            continuing: None,
+            block: Vec::new(),
+            location: Vec::new(),
+            encoded: Vec::new(),
+        }
+    }
+
+    /// Writes the connection preface, our SETTINGS and the connection window's top-up.
+    pub(crate) fn start(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(frame::PREFACE);
+        frame::put_settings(
+            out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, frame::MAX_WINDOW),
+            ],
+        );
+        frame::put_window_update(out, 0, frame::MAX_WINDOW - frame::DEFAULT_WINDOW);
+        self.state = State::Open;
+    }
+
+    /// Whether another stream may be attached, with at most `cap` at once (0: the
+    /// server's limit only).
+    pub(crate) fn has_room(&self, cap: u32) -> bool {
+        let limit = match cap {
+            0 => self.peer_max_streams,
+            cap => cap.min(self.peer_max_streams),
+        };
+        self.state != State::Draining && self.attached < limit
+    }
+
+    /// Sends the HTTP/1.1 request `h1` as a new stream for `slot`: its HEADERS (and
+    /// CONTINUATION) frames and as much of its body as the windows allow. Returns
+    /// the stream id.
+    pub(crate) fn send_request(
+        &mut self,
+        slot: u32,
+        h1: &[u8],
+        https: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, &'static str> {
+        let body_at = request::encode_head(h1, https, &mut self.encoded)?;
+        let id = self.next_stream_id;
+        if id > frame::MAX_WINDOW {
+            self.state = State::Draining;
+            return Err("h2: stream ids used up on this connection");
+        }
+        self.next_stream_id += 2;
+        let end_stream = if body_at == h1.len() {
+            frame::FLAG_END_STREAM
+        } else {
+            0
+        };
+        let mut chunks = self.encoded.chunks(self.peer_max_frame).peekable();
+        let mut kind = frame::HEADERS;
+        let mut flags = end_stream;
+        while let Some(chunk) = chunks.next() {
+            if chunks.peek().is_none() {
+                flags |= frame::FLAG_END_HEADERS;
+            }
+            frame::put_header(out, chunk.len(), kind, flags, id);
+            out.extend_from_slice(chunk);
+            (kind, flags) = (frame::CONTINUATION, 0);
+        }
+        self.streams.insert(
+            id,
+            StreamEntry {
+                slot,
+                send_window: self.peer_initial_window,
+                body_at,
+                body_end: h1.len(),
+                body_read: 0,
+                recv_unacked: 0,
+                remote_closed: false,
+            },
+        );
+        self.send_body(id, h1, out);
+        Ok(id)
+    }
+
+    /// Sends what the windows allow of stream `id`'s body; true when all of it is out.
+    pub(crate) fn send_body(&mut self, id: u32, h1: &[u8], out: &mut Vec<u8>) -> bool {
+        let Some(entry) = self.streams.get_mut(&id) else {
+            return true;
+        };
+        while entry.body_at < h1.len() {
+            let room = self.send_window.min(entry.send_window).max(0) as usize;
+            let len = (h1.len() - entry.body_at)
+                .min(room)
+                .min(self.peer_max_frame);
+            if len == 0 {
+                return false;
+            }
+            let last = entry.body_at + len == h1.len();
+            let flags = if last { frame::FLAG_END_STREAM } else { 0 };
+            frame::put_header(out, len, frame::DATA, flags, id);
+            out.extend_from_slice(&h1[entry.body_at..entry.body_at + len]);
+            entry.body_at += len;
+            entry.send_window -= len as i64;
+            self.send_window -= len as i64;
+        }
+        true
+    }
+
+    /// Streams whose request body is not all out: (id, slot).
+    pub(crate) fn blocked_bodies(&self) -> Vec<(u32, u32)> {
+        self.streams
+            .iter()
+            .filter(|(_, e)| e.body_at < e.body_end)
+            .map(|(id, e)| (*id, e.slot))
+            .collect()
+    }
+
+    /// Accounts `len` DATA bytes for `stream`, topping windows up when due; the
+    /// stream's entry if it is one of ours.
+    pub(crate) fn on_data(
+        &mut self,
+        stream: u32,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<&mut StreamEntry>, ConnError> {
+        if stream == 0 {
+            return Err(ConnError::protocol("h2: DATA on stream 0"));
+        }
+        if self.continuing.is_some() {
+            return Err(ConnError::protocol("h2: DATA inside a header block"));
+        }
+        self.recv_unacked += len as u64;
+        if self.recv_unacked >= WINDOW_TOP_UP_BYTES {
+            frame::put_window_update(out, 0, self.recv_unacked as u32);
+            self.recv_unacked = 0;
+        }
+        let Some(entry) = self.streams.get_mut(&stream) else {
+            return Ok(None);
+        };
+        entry.body_read += len as u64;
+        entry.recv_unacked += len as u64;
+        if entry.recv_unacked >= WINDOW_TOP_UP_BYTES {
+            frame::put_window_update(out, stream, entry.recv_unacked as u32);
+            entry.recv_unacked = 0;
+        }
+        Ok(Some(entry))
+    }
+
+    /// Handles the whole frame `header` whose payload the reader holds.
+    pub(crate) fn on_frame(
+        &mut self,
+        header: FrameHeader,
+        out: &mut Vec<u8>,
+    ) -> Result<Event, ConnError> {
+        let payload = self.reader.take_payload();
+        let event = self.handle(header, &payload, out);
+        self.reader.put_back_payload(payload);
+        event
+    }
+
+    fn handle(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Event, ConnError> {
+        if self.continuing.is_some() && header.kind != frame::CONTINUATION {
+            return Err(ConnError::protocol("h2: header block interrupted"));
+        }
+        let connection_only = matches!(header.kind, frame::SETTINGS | frame::PING | frame::GOAWAY);
+        let stream_only = matches!(
+            header.kind,
+            frame::HEADERS | frame::CONTINUATION | frame::RST_STREAM
+        );
+        if (connection_only && header.stream != 0) || (stream_only && header.stream == 0) {
+            return Err(ConnError::protocol("h2: frame on the wrong stream"));
+        }
+        match header.kind {
+            frame::HEADERS | frame::CONTINUATION => self.on_headers(header, payload),
+            frame::SETTINGS => self.on_settings(header, payload, out),
+            frame::PING => on_ping(header, payload, out),
+            frame::WINDOW_UPDATE => self.on_window_update(header, payload),
+            frame::RST_STREAM => Ok(Event::Reset {
+                stream: header.stream,
+                code: read_u32(payload, 0, 4)?,
+            }),
+            frame::GOAWAY => {
+                let last_stream = read_u32(payload, 0, 8)? & frame::MAX_WINDOW;
+                self.state = State::Draining;
+                Ok(Event::GoAway {
+                    last_stream,
+                    code: read_u32(payload, 4, 8)?,
+                })
+            }
+            frame::PUSH_PROMISE => Err(ConnError::protocol(
+                "h2: PUSH_PROMISE although push is disabled",
+            )),
+            // PRIORITY and frame types this client does not know are ignored.
+            _ => Ok(Event::Nothing),
+        }
+    }
+
+    fn on_headers(&mut self, header: FrameHeader, payload: &[u8]) -> Result<Event, ConnError> {
+        let fragment = frame::header_fragment(&header, payload)?;
+        let (stream, end_stream) = match (header.kind, self.continuing) {
+            (frame::HEADERS, _) => (header.stream, header.has(frame::FLAG_END_STREAM)),
+            (_, Some((stream, end))) if stream == header.stream => (stream, end),
+            _ => return Err(ConnError::protocol("h2: CONTINUATION out of place")),
+        };
+        if !header.has(frame::FLAG_END_HEADERS) {
+            if self.continuing.is_none() {
+                self.block.clear();
+            }
+            self.block.extend_from_slice(fragment);
+            self.continuing = Some((stream, end_stream));
+            return Ok(Event::Nothing);
+        }
+        let block = if self.continuing.take().is_some() {
+            self.block.extend_from_slice(fragment);
+            std::mem::take(&mut self.block)
+        } else {
+            Vec::new()
+        };
+        let whole = if block.is_empty() { fragment } else { &block };
+        let status = self.decode(whole)?;
+        let block_bytes = whole.len();
+        if !block.is_empty() {
+            self.block = block;
+        }
+        Ok(Event::Head {
+            stream,
+            status,
+            end_stream,
+            block_bytes,
+        })
+    }
+
+    /// Decodes a header block (every block, even of streams we dropped, keeps the
+    /// HPACK table in step with the server's); returns `:status` (0 if none).
+    fn decode(&mut self, block: &[u8]) -> Result<u16, ConnError> {
+        let mut status = 0u16;
+        let location = &mut self.location;
+        location.clear();
+        self.decoder
+            .decode_with_cb(block, |name, value| match &*name {
+                b":status" => status = parse_status(&value),
+                b"location" => location.extend_from_slice(&value),
+                _ => {}
+            })
+            .map_err(|_| ConnError {
+                code: frame::COMPRESSION_ERROR,
+                reason: "h2: undecodable header block",
+            })?;
+        Ok(status)
+    }
+
+    fn on_settings(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Event, ConnError> {
+        if header.has(frame::FLAG_ACK) {
+            return Ok(Event::Nothing);
+        }
+        if !payload.len().is_multiple_of(6) {
+            return Err(frame_size("h2: SETTINGS length not a multiple of 6"));
+        }
+        for setting in payload.chunks_exact(6) {
+            let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
+            match u16::from_be_bytes([setting[0], setting[1]]) {
+                frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.peer_max_streams = value,
+                frame::SETTINGS_INITIAL_WINDOW_SIZE => self.set_initial_window(value)?,
+                frame::SETTINGS_MAX_FRAME_SIZE => {
+                    if !(frame::DEFAULT_MAX_FRAME_BYTES..=0xff_ffff).contains(&value) {
+                        return Err(ConnError::protocol(
+                            "h2: SETTINGS_MAX_FRAME_SIZE out of range",
+                        ));
+                    }
+                    self.peer_max_frame = value as usize;
+                }
+                frame::SETTINGS_ENABLE_PUSH if value > 1 => {
+                    return Err(ConnError::protocol("h2: SETTINGS_ENABLE_PUSH not 0 or 1"));
+                }
+                // SETTINGS_HEADER_TABLE_SIZE among them: our encoder never uses the
+                // dynamic table, so its size is moot.
+                _ => {}
+            }
+        }
+        frame::put_settings_ack(out);
+        Ok(Event::WindowOpened)
+    }
+
+    fn set_initial_window(&mut self, value: u32) -> Result<(), ConnError> {
+        if value > frame::MAX_WINDOW {
+            return Err(ConnError {
+                code: frame::FLOW_CONTROL_ERROR,
+                reason: "h2: SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
+            });
+        }
+        let delta = i64::from(value) - self.peer_initial_window;
+        self.peer_initial_window = i64::from(value);
+        for entry in self.streams.values_mut() {
+            entry.send_window += delta;
+        }
+        Ok(())
+    }
+
+    fn on_window_update(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+    ) -> Result<Event, ConnError> {
+        let increment = i64::from(read_u32(payload, 0, 4)? & frame::MAX_WINDOW);
+        let window = if header.stream == 0 {
+            if increment == 0 {
+                return Err(ConnError::protocol("h2: WINDOW_UPDATE of 0"));
+            }
+            &mut self.send_window
+        } else {
+            match self.streams.get_mut(&header.stream) {
+                Some(entry) => &mut entry.send_window,
+                None => return Ok(Event::Nothing),
+            }
+        };
+        *window += increment;
+        if *window > i64::from(frame::MAX_WINDOW) {
+            return Err(ConnError {
+                code: frame::FLOW_CONTROL_ERROR,
+                reason: "h2: window above 2^31-1",
+            });
+        }
+        Ok(Event::WindowOpened)
+    }
+}
+
+fn on_ping(header: FrameHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<Event, ConnError> {
+    if payload.len() != 8 {
+        return Err(frame_size("h2: PING not 8 bytes"));
+    }
+    if !header.has(frame::FLAG_ACK) {
+        frame::put_ping_ack(out, payload);
+    }
+    Ok(Event::Nothing)
+}
+
+fn frame_size(reason: &'static str) -> ConnError {
+    ConnError {
+        code: frame::FRAME_SIZE_ERROR,
+        reason,
+    }
+}
+
+/// The big-endian u32 at `at` of a payload that must be `len` bytes (at least, for
+/// GOAWAY's debug data).
+fn read_u32(payload: &[u8], at: usize, len: usize) -> Result<u32, ConnError> {
+    let exact = len != 8;
+    if payload.len() < len || (exact && payload.len() != len) {
+        return Err(frame_size("h2: control frame of the wrong length"));
+    }
+    Ok(u32::from_be_bytes([
+        payload[at],
+        payload[at + 1],
+        payload[at + 2],
+        payload[at + 3],
+    ]))
+}
+
+/// `:status` as a number; 0 unless it is three digits.
+fn parse_status(value: &[u8]) -> u16 {
+    match value {
+        [a, b, c] if value.iter().all(u8::is_ascii_digit) => {
+            u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
+        }
+        _ => 0,
+    }
+}

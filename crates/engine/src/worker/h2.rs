@@ -1,0 +1,467 @@
+//! HTTP/2 in the worker. A connection slot carries a [`Session`]; each request is a
+//! stream slot of its own, linked to its connection, so the in-flight lists,
+//! timeouts, retries, redirects and records treat it as they treat an HTTP/1.1
+//! request. Frames for a connection are queued and written once per pass of the
+//! loop (`flush_queued`), so one write carries every stream that became due.
+//!
+//! Streams go on the first connection of their host with room (as Go's client):
+//! a new connection opens only when every open one is at the server's (or
+//! `-max-streams`') limit, up to `-connections`. Over TLS the handshake's ALPN
+//! decides: streams attached before it ends wait, and move to HTTP/1.1
+//! connections if the server did not choose h2.
+
+use record::ErrorKind;
+
+use super::Worker;
+use crate::conn::{NO_SLOT, Phase};
+use crate::errors::Cause;
+use crate::h2::frame::{self, ConnError, Piece};
+use crate::h2::{Event, Session, State};
+
+/// Which protocol a host's connections speak, as far as this worker knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Proto {
+    Http1,
+    Http2,
+    /// https with h2 offered in ALPN: each handshake tells.
+    Negotiate,
+}
+
+/// Why a connection's streams fail with it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Why {
+    Cause(Cause),
+    /// An error already interned (TLS errors).
+    Id(u32),
+}
+
+impl Worker {
+    /// The protocol of `host`'s connections (decided on first use).
+    pub(super) fn proto(&mut self, host: usize) -> Proto {
+        if let Some(proto) = self.pools[host].proto {
+            return proto;
+        }
+        let tls = self.hosts.hosts[host].tls_name.is_some();
+        let proto = match (tls, self.shared.http2, self.shared.h2c) {
+            (true, true, _) => Proto::Negotiate,
+            (false, _, true) => Proto::Http2,
+            _ => Proto::Http1,
+        };
+        self.pools[host].proto = Some(proto);
+        proto
+    }
+
+    /// A stream slot on a connection to `host` with room (opened if need be and
+    /// allowed); `None` at the host's connection cap.
+    pub(super) fn acquire_stream(&mut self, host: usize) -> Result<Option<usize>, Cause> {
+        let cap = self.shared.max_streams;
+        let room = self.pools[host].carriers.iter().copied().find(|&carrier| {
+            self.conns[carrier as usize]
+                .h2
+                .as_ref()
+                .is_some_and(|session| session.has_room(cap))
+        });
+        let carrier = match room {
+            Some(carrier) => carrier as usize,
+            None if self.pools[host].open >= self.max_per_host => return Ok(None),
+            None => self.open_connection(host)?,
+        };
+        let slot = self.new_slot();
+        let (generation, reused) = (self.conns[carrier].generation, self.conns[carrier].reused);
+        if let Some(session) = self.conns[carrier].h2.as_mut() {
+            session.attached += 1;
+        }
+        let stream = &mut self.conns[slot];
+        stream.phase = Phase::Open;
+        stream.host = host;
+        stream.carrier = carrier as u32;
+        stream.carrier_generation = generation;
+        stream.reused = reused;
+        Ok(Some(slot))
+    }
+
+    /// Sends a stream's request, or queues it until its connection is up.
+    pub(super) fn send_stream(&mut self, slot: usize) {
+        let carrier = self.conns[slot].carrier as usize;
+        let https = self.hosts.hosts[self.conns[slot].host].tls_name.is_some();
+        let bytes = self.conns[slot].take_request_bytes();
+        let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
+            return;
+        };
+        if session.state == State::Starting {
+            session.pending.push(slot as u32);
+            self.conns[slot].set_request_bytes(bytes);
+            return;
+        }
+        let before = frames.len();
+        let sent = session.send_request(slot as u32, bytes.as_slice(), https, frames);
+        let wire_bytes = (frames.len() - before) as u64;
+        let stream = &mut self.conns[slot];
+        stream.set_request_bytes(bytes);
+        match sent {
+            Ok(id) => {
+                stream.stream_id = id;
+                stream.stream_bytes_out = wire_bytes;
+                self.queue_flush(carrier);
+            }
+            Err(reason) => self.fail(slot, Cause::new(ErrorKind::Protocol, reason)),
+        }
+    }
+
+    /// The connection is up (h2c) or TLS chose h2: preface, then waiting streams.
+    pub(super) fn start_session(&mut self, carrier: usize) {
+        let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
+            return;
+        };
+        session.start(frames);
+        let pending = std::mem::take(&mut session.pending);
+        for slot in &pending {
+            self.send_stream(*slot as usize);
+        }
+        self.queue_flush(carrier);
+    }
+
+    /// After a TLS read: once the handshake is done, speak h2 if the server chose
+    /// it, else turn the connection (and the host) to HTTP/1.1. True while the
+    /// connection still speaks HTTP/2 (or may).
+    pub(super) fn negotiate(&mut self, carrier: usize) -> bool {
+        let conn = &mut self.conns[carrier];
+        let starting = conn.h2.as_ref().is_some_and(|s| s.state == State::Starting);
+        let Some(tls) = conn.tls.as_ref().filter(|_| starting) else {
+            return conn.h2.is_some();
+        };
+        if tls.is_handshaking() {
+            return true;
+        }
+        let host = conn.host;
+        if tls.alpn_protocol() == Some(b"h2") {
+            self.pools[host].proto = Some(Proto::Http2);
+            self.start_session(carrier);
+            return true;
+        }
+        self.pools[host].proto = Some(Proto::Http1);
+        self.pools[host].carriers.retain(|&c| c as usize != carrier);
+        let pending = conn.h2.take().map(|s| s.pending).unwrap_or_default();
+        self.make_idle(carrier);
+        for slot in pending {
+            let cause = Cause::new(ErrorKind::Connect, "h2: no connection for the request");
+            self.resend(slot as usize, cause, false);
+        }
+        false
+    }
+
+    /// `n` bytes of `read_buf` arrived on an HTTP/2 connection; false when it is gone.
+    pub(super) fn h2_read(&mut self, carrier: usize, n: usize) -> bool {
+        if !self.negotiate(carrier) {
+            // Now HTTP/1.1, and these bytes came before any request did.
+            return self.on_data(carrier, n);
+        }
+        let buffer = std::mem::take(&mut self.read_buf);
+        let mut input = &buffer[..n];
+        let now = self.clock.now_ns();
+        // Until the connection is gone (its slot may be a new one's by then).
+        let generation = self.conns[carrier].generation;
+        while self.conns[carrier].generation == generation
+            && let Some((session, frames)) = self.conns[carrier].session_and_frames()
+        {
+            match session.reader.next(&mut input) {
+                Ok(None) => break,
+                Ok(Some(Piece::Data {
+                    stream,
+                    len,
+                    end_stream,
+                })) => self.h2_data(carrier, stream, len, end_stream, now),
+                Ok(Some(Piece::Frame(header))) => match session.on_frame(header, frames) {
+                    Ok(event) => self.h2_event(carrier, event, now),
+                    Err(err) => self.h2_connection_error(carrier, err),
+                },
+                Err(err) => self.h2_connection_error(carrier, err),
+            }
+        }
+        self.read_buf = buffer;
+        let alive = self.conns[carrier].generation == generation;
+        if alive {
+            self.queue_flush(carrier);
+        }
+        alive
+    }
+
+    fn h2_data(&mut self, carrier: usize, stream: u32, len: usize, end_stream: bool, now: u64) {
+        let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
+            return;
+        };
+        let entry = match session.on_data(stream, len, frames) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return,
+            Err(err) => return self.h2_connection_error(carrier, err),
+        };
+        entry.remote_closed |= end_stream;
+        let (slot, body_read) = (entry.slot as usize, entry.body_read);
+        let conn = &mut self.conns[slot];
+        let Some(request) = conn.request.as_mut() else {
+            return;
+        };
+        request.bytes_in += len as u64;
+        if conn.parser.status == 0 {
+            let cause = Cause::new(ErrorKind::Protocol, "h2: DATA before the response head");
+            return self.fail(slot, cause);
+        }
+        let body_limit = self.shared.attacks[request.attack as usize].body_limit;
+        if end_stream || body_read >= body_limit {
+            self.complete(slot, now);
+        }
+    }
+
+    fn h2_event(&mut self, carrier: usize, event: Event, now: u64) {
+        match event {
+            Event::Nothing => {}
+            Event::Head {
+                stream,
+                status,
+                end_stream,
+                block_bytes,
+            } => self.h2_head(carrier, stream, status, end_stream, block_bytes, now),
+            Event::Reset { stream, code } => {
+                let Some(slot) = self.remote_closed(carrier, stream) else {
+                    return;
+                };
+                let cause = Cause::new(ErrorKind::Stream, frame::rst_stream_text(code));
+                if code == frame::REFUSED_STREAM {
+                    self.retry_once(slot, cause);
+                } else {
+                    self.fail(slot, cause);
+                }
+            }
+            Event::GoAway { last_stream, code } => self.h2_goaway(carrier, last_stream, code),
+            Event::WindowOpened => self.send_blocked_bodies(carrier),
+        }
+    }
+
+    /// Marks a stream ended by the server; its slot, if it is one of ours.
+    fn remote_closed(&mut self, carrier: usize, stream: u32) -> Option<usize> {
+        let entry = self.conns[carrier].h2.as_mut()?.streams.get_mut(&stream)?;
+        entry.remote_closed = true;
+        Some(entry.slot as usize)
+    }
+
+    fn h2_head(
+        &mut self,
+        carrier: usize,
+        stream: u32,
+        status: u16,
+        end_stream: bool,
+        block_bytes: usize,
+        now: u64,
+    ) {
+        let Some(session) = self.conns[carrier].h2.as_mut() else {
+            return;
+        };
+        let Some(entry) = session.streams.get_mut(&stream) else {
+            return;
+        };
+        entry.remote_closed |= end_stream;
+        let slot = entry.slot as usize;
+        let mut location = std::mem::take(&mut session.location);
+        let conn = &mut self.conns[slot];
+        let Some(request) = conn.request.as_mut() else {
+            return;
+        };
+        if request.first_byte_ns == 0 {
+            request.first_byte_ns = now;
+        }
+        request.bytes_in += block_bytes as u64;
+        let failure = match status {
+            // Interim heads (100 Continue, 103 Early Hints): the answer is still to come.
+            100..=199 if !end_stream => None,
+            100..=199 => Some("h2: stream ended after an interim head"),
+            0 if conn.parser.status == 0 => Some("h2: response head without :status"),
+            0 if !end_stream => Some("h2: trailers without END_STREAM"),
+            0 => None,
+            status => {
+                conn.parser.status = status;
+                std::mem::swap(&mut conn.parser.location, &mut location);
+                None
+            }
+        };
+        if let Some(session) = self.conns[carrier].h2.as_mut() {
+            location.clear();
+            session.location = location;
+        }
+        match failure {
+            Some(reason) => self.fail(slot, Cause::new(ErrorKind::Protocol, reason)),
+            None if end_stream && !(100..200).contains(&status) => self.complete(slot, now),
+            None => {}
+        }
+    }
+
+    /// The server takes no new streams on this connection: those it never saw go
+    /// once more elsewhere; the rest finish, then the connection closes.
+    fn h2_goaway(&mut self, carrier: usize, last_stream: u32, code: u32) {
+        let host = self.conns[carrier].host;
+        self.pools[host].carriers.retain(|&c| c as usize != carrier);
+        let Some(session) = self.conns[carrier].h2.as_mut() else {
+            return;
+        };
+        let mut unseen: Vec<(u32, u32)> = session
+            .streams
+            .iter_mut()
+            .filter(|(id, _)| **id > last_stream)
+            .map(|(id, entry)| {
+                entry.remote_closed = true;
+                (*id, entry.slot)
+            })
+            .collect();
+        unseen.sort_unstable();
+        let attached = session.attached;
+        for (_, slot) in unseen {
+            self.retry_once(
+                slot as usize,
+                Cause::new(ErrorKind::GoAway, frame::goaway_text(code)),
+            );
+        }
+        if attached == 0 {
+            self.close(carrier);
+        }
+    }
+
+    /// Request bodies that were waiting for window go on as far as it allows.
+    fn send_blocked_bodies(&mut self, carrier: usize) {
+        let Some(session) = self.conns[carrier].h2.as_ref() else {
+            return;
+        };
+        for (id, slot) in session.blocked_bodies() {
+            let slot = slot as usize;
+            let bytes = self.conns[slot].take_request_bytes();
+            if let Some((session, frames)) = self.conns[carrier].session_and_frames() {
+                let before = frames.len();
+                session.send_body(id, bytes.as_slice(), frames);
+                self.conns[slot].stream_bytes_out += (frames.len() - before) as u64;
+            }
+            self.conns[slot].set_request_bytes(bytes);
+        }
+        self.queue_flush(carrier);
+    }
+
+    /// The server broke the protocol: say so in a GOAWAY and fail every stream.
+    fn h2_connection_error(&mut self, carrier: usize, err: ConnError) {
+        if let Some((_, frames)) = self.conns[carrier].session_and_frames() {
+            frame::put_goaway(frames, 0, err.code);
+            let _ = self.conns[carrier].write_some();
+        }
+        self.fail_carrier(
+            carrier,
+            Why::Cause(Cause::new(ErrorKind::Protocol, err.reason)),
+        );
+    }
+
+    /// The connection is gone: its streams fail with it (or go once more, as on a
+    /// kept-alive HTTP/1.1 connection), oldest first, and the socket closes.
+    pub(super) fn fail_carrier(&mut self, carrier: usize, why: Why) {
+        let Some(mut session) = self.conns[carrier].h2.take() else {
+            return;
+        };
+        let host = self.conns[carrier].host;
+        self.pools[host].carriers.retain(|&c| c as usize != carrier);
+        let mut sent: Vec<(u32, u32)> = session
+            .streams
+            .iter()
+            .map(|(id, e)| (*id, e.slot))
+            .collect();
+        sent.sort_unstable();
+        let streams: Vec<u32> = sent
+            .into_iter()
+            .map(|(_, slot)| slot)
+            .chain(session.pending.drain(..))
+            .collect();
+        self.close(carrier);
+        for slot in streams {
+            match why {
+                Why::Cause(cause) => self.fail_or_retry(slot as usize, cause),
+                Why::Id(id) => self.fail_with_id(slot as usize, id),
+            }
+        }
+    }
+
+    /// Frees a stream slot; a stream the server has not ended is cancelled.
+    pub(super) fn end_stream(&mut self, slot: usize) {
+        let stream = &mut self.conns[slot];
+        let (carrier, generation, id) = (
+            stream.carrier as usize,
+            stream.carrier_generation,
+            stream.stream_id,
+        );
+        stream.reset();
+        self.free.push(slot as u32);
+        let Some(conn) = self
+            .conns
+            .get_mut(carrier)
+            .filter(|c| c.generation == generation)
+        else {
+            return;
+        };
+        let Some((session, frames)) = conn.session_and_frames() else {
+            return;
+        };
+        session.attached = session.attached.saturating_sub(1);
+        if id == 0 {
+            session.pending.retain(|&s| s as usize != slot);
+        } else if let Some(entry) = session.streams.remove(&id)
+            && !entry.remote_closed
+        {
+            frame::put_rst_stream(frames, id, frame::CANCEL);
+            self.queue_flush(carrier);
+        }
+        let drained = self.conns[carrier]
+            .h2
+            .as_ref()
+            .is_some_and(|s| s.state == State::Draining && s.attached == 0);
+        if drained {
+            self.close(carrier);
+        }
+    }
+
+    pub(super) fn queue_flush(&mut self, carrier: usize) {
+        let conn = &mut self.conns[carrier];
+        if !conn.flush_queued {
+            conn.flush_queued = true;
+            self.flushes.push(carrier as u32);
+        }
+    }
+
+    /// Writes what HTTP/2 connections queued: one write for all of a pass's frames.
+    pub(super) fn flush_queued(&mut self) {
+        let mut flushes = std::mem::take(&mut self.flushes);
+        for &carrier in &flushes {
+            let conn = &mut self.conns[carrier as usize];
+            if !conn.flush_queued {
+                continue;
+            }
+            conn.flush_queued = false;
+            if conn.phase == Phase::Open && conn.has_unwritten() {
+                self.write(carrier as usize);
+            }
+        }
+        flushes.clear();
+        self.flushes = flushes;
+    }
+
+    /// A connection slot for an HTTP/2 session of `host`, if its protocol is h2.
+    pub(super) fn new_session(&mut self, host: usize, slot: usize) {
+        if self.proto(host) == Proto::Http1 {
+            return;
+        }
+        self.conns[slot].h2 = Some(Box::new(Session::new(State::Starting)));
+        self.pools[host].carriers.push(slot as u32);
+    }
+
+    /// Whether a stream's connection is still connecting (its timeout is then a
+    /// connect timeout).
+    pub(super) fn connecting(&self, slot: usize) -> bool {
+        let conn = &self.conns[slot];
+        let carrier = match conn.carrier {
+            NO_SLOT => conn,
+            carrier => &self.conns[carrier as usize],
+        };
+        carrier.phase == Phase::Connecting
+    }
+}

@@ -1,0 +1,276 @@
+//! HTTP/2: h2c and TLS with ALPN against the `h2` crate's server, and the protocol's
+//! failures (refused streams, GOAWAY, broken frames) against a hand-written one.
+
+use super::h2_server::{H2Options, H2Server, Raw, RawServer};
+use super::*;
+
+fn h2c(urls: &[String], plan: Plan) -> RunConfig {
+    RunConfig {
+        h2c: true,
+        ..config(urls, plan)
+    }
+}
+
+/// Error texts by kind, with their counts.
+fn errors(run: &Run) -> HashMap<(ErrorKind, String), usize> {
+    run.records
+        .iter()
+        .filter_map(|r| run.error_text(r))
+        .fold(HashMap::new(), |mut counts, key| {
+            *counts.entry(key).or_default() += 1;
+            counts
+        })
+}
+
+fn statuses(run: &Run) -> HashMap<u16, usize> {
+    run.records.iter().fold(HashMap::new(), |mut counts, r| {
+        *counts.entry(r.status).or_default() += 1;
+        counts
+    })
+}
+
+#[test]
+fn h2c_streams_share_one_connection_and_are_recorded_like_http1() {
+    let server = H2Server::start(H2Options::default());
+    let run = run(&h2c(&[server.url("/ok")], open_rate(500.0, 200)));
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 200)]),
+        "{:?}",
+        errors(&run)
+    );
+    for record in &run.records {
+        assert!(record.latency_ns >= record.send_lag_ns && record.latency_ns > 0);
+        assert!(record.ttfb_ns > 0 && record.ttfb_ns <= record.latency_ns);
+        assert!(record.bytes_in > 2, "head and body: {}", record.bytes_in);
+        assert!(
+            record.bytes_out > 9,
+            "a HEADERS frame: {}",
+            record.bytes_out
+        );
+    }
+    assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 200);
+    // Two workers, one connection each at most.
+    assert!(server.stats.connections.load(Ordering::SeqCst) <= 2);
+}
+
+#[test]
+fn https_negotiates_h2_by_alpn_unless_told_not_to() {
+    let server = H2Server::start(H2Options {
+        tls: true,
+        ..H2Options::default()
+    });
+    let mut cfg = config(&[server.https_url("/ok")], open_rate(200.0, 20));
+    cfg.tls.insecure = true;
+    let negotiated = run(&cfg);
+    assert_eq!(statuses(&negotiated), HashMap::from([(200, 20)]));
+    assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
+
+    cfg.http2 = false;
+    let refused = run(&cfg);
+    assert_eq!(statuses(&refused), HashMap::from([(200, 20)]));
+    assert_eq!(server.stats.h1_requests.load(Ordering::SeqCst), 20);
+    assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
+}
+
+#[test]
+fn a_tls_server_without_h2_gets_http1() {
+    let (server, _dir) = tls::tls_server();
+    let url = format!("https://localhost:{}/ok", server.addr.port());
+    let mut cfg = config(&[url], open_rate(200.0, 20));
+    cfg.tls.insecure = true;
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 20)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert_eq!(server.stats.requests.load(Ordering::SeqCst), 20);
+}
+
+#[test]
+fn the_stream_limit_opens_more_connections_and_is_never_passed() {
+    let server = H2Server::start(H2Options {
+        max_concurrent_streams: Some(1),
+        ..H2Options::default()
+    });
+    let mut cfg = h2c(&[server.url("/slow/30")], open_rate(400.0, 40));
+    cfg.threads = 1;
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 40)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert_eq!(
+        server.stats.max_concurrent_streams.load(Ordering::SeqCst),
+        1
+    );
+    assert!(server.stats.connections.load(Ordering::SeqCst) > 1);
+
+    let server = H2Server::start(H2Options::default());
+    let mut cfg = h2c(&[server.url("/slow/30")], open_rate(400.0, 40));
+    (cfg.threads, cfg.max_streams) = (1, 3);
+    let run = super::run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 40)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert_eq!(
+        server.stats.max_concurrent_streams.load(Ordering::SeqCst),
+        3
+    );
+}
+
+#[test]
+fn a_stalled_stream_times_out_is_cancelled_and_the_connection_goes_on() {
+    let server = H2Server::start(H2Options::default());
+    let mut cfg = h2c(
+        &[server.url("/stall"), server.url("/ok")],
+        open_rate(100.0, 20),
+    );
+    cfg.threads = 1;
+    cfg.attacks[0].timeout = Duration::from_millis(300);
+    let run = run(&cfg);
+    assert_eq!(statuses(&run), HashMap::from([(200, 10), (0, 10)]));
+    let timeouts = (ErrorKind::Timeout, "timeout awaiting response".to_owned());
+    assert_eq!(errors(&run), HashMap::from([(timeouts, 10)]));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while server.stats.client_resets.load(Ordering::SeqCst) < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(server.stats.client_resets.load(Ordering::SeqCst), 10);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn bodies_larger_than_the_windows_go_whole_both_ways() {
+    let server = H2Server::start(H2Options::default());
+    let mut post = target(&server.url("/echo"));
+    post.method = "POST".to_owned();
+    post.body = vec![b'b'; 200_000];
+    let big = target(&server.url("/big/1000000"));
+    let mut cfg = h2c(&[], open_rate(50.0, 10));
+    cfg.attacks[0].targets = Targets::List(vec![post, big]);
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 10)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert_eq!(server.stats.body_bytes.load(Ordering::SeqCst), 5 * 200_000);
+    for record in &run.records {
+        let (bytes_in, bytes_out) = (record.bytes_in, record.bytes_out);
+        match record.seq % 2 {
+            0 => assert!(bytes_out > 200_000, "{bytes_out}"),
+            _ => assert!(bytes_in > 1_000_000, "{bytes_in}"),
+        }
+    }
+}
+
+#[test]
+fn statuses_redirects_and_resets_over_h2() {
+    let server = H2Server::start(H2Options::default());
+    let urls = [
+        server.url("/status/503"),
+        server.url("/redirect"),
+        server.url("/reset"),
+    ];
+    let run = run(&h2c(&urls, open_rate(150.0, 30)));
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(503, 10), (200, 10), (0, 10)])
+    );
+    let want = HashMap::from([
+        (
+            (ErrorKind::Status, "503 Service Unavailable".to_owned()),
+            10,
+        ),
+        (
+            (ErrorKind::Stream, "rst_stream: internal_error".to_owned()),
+            10,
+        ),
+    ]);
+    assert_eq!(errors(&run), want);
+}
+
+#[test]
+fn closed_model_users_over_h2() {
+    let server = H2Server::start(H2Options::default());
+    let plan = Plan {
+        pacing: Pacing::Closed {
+            users: Schedule::constant(4.0),
+            think_ns: 0,
+        },
+        duration_ns: None,
+        max_requests: Some(40),
+        shard: workload::Shard::WHOLE,
+    };
+    let run = run(&h2c(&[server.url("/slow/5")], plan));
+    assert_eq!(statuses(&run), HashMap::from([(200, 40)]));
+    assert!(server.stats.max_concurrent_streams.load(Ordering::SeqCst) <= 4);
+}
+
+#[test]
+fn refused_streams_go_once_more() {
+    let server = RawServer::start(Raw::RefuseFirst);
+    let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 10));
+    cfg.threads = 1;
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 10)]),
+        "{:?}",
+        errors(&run)
+    );
+
+    let server = RawServer::start(Raw::RefuseAll);
+    let run = super::run(&h2c(&[server.url("/")], open_rate(100.0, 10)));
+    let refused = (ErrorKind::Stream, "rst_stream: refused_stream".to_owned());
+    assert_eq!(errors(&run), HashMap::from([(refused, 10)]));
+}
+
+#[test]
+fn goaway_sends_the_streams_the_server_never_saw_elsewhere() {
+    let server = RawServer::start(Raw::GoAwayAfterFirst);
+    let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 10));
+    cfg.threads = 1;
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 10)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert!(server.connections.load(Ordering::SeqCst) >= 2);
+}
+
+#[test]
+fn broken_servers_are_protocol_errors_never_hangs() {
+    let rows = [
+        (Raw::DataOnStreamZero, "h2: DATA on stream 0"),
+        (Raw::BadHpack, "h2: undecodable header block"),
+        (
+            Raw::Http1,
+            "h2: the server answered in HTTP/1.x (it does not speak h2c)",
+        ),
+    ];
+    for (behaviour, want) in rows {
+        let server = RawServer::start(behaviour);
+        let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 5));
+        cfg.attacks[0].timeout = Duration::from_secs(2);
+        let started = Instant::now();
+        let run = run(&cfg);
+        assert_eq!(
+            errors(&run),
+            HashMap::from([((ErrorKind::Protocol, want.to_owned()), 5)]),
+            "{behaviour:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{behaviour:?}");
+    }
+}
