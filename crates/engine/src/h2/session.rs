@@ -63,6 +63,8 @@ pub(crate) enum Event {
     },
     /// The server reset a stream.
     Reset { stream: u32, code: u32 },
+    /// The server's first SETTINGS: its limits are known, waiting streams may go.
+    Ready,
     /// The server will take no new streams; those above `last_stream` it never saw.
     GoAway { last_stream: u32, code: u32 },
     /// Request bodies waiting for window may go on.
@@ -75,8 +77,10 @@ pub(crate) struct Session {
     decoder: loona_hpack::Decoder<'static>,
     /// Streams sent, by id.
     pub streams: HashMap<u32, StreamEntry>,
-    /// Slots of streams attached before the connection was open, in order.
+    /// Slots of streams attached before the server's SETTINGS came, in order: until
+    /// then its stream limit is unknown, and a stream past it would be refused.
     pub pending: Vec<u32>,
+    settings_seen: bool,
     /// Streams sent or pending: what counts against the server's limit.
     pub attached: u32,
     next_stream_id: u32,
@@ -105,6 +109,7 @@ impl Session {
             decoder,
             streams: HashMap::new(),
             pending: Vec::new(),
+            settings_seen: false,
             attached: 0,
             next_stream_id: 1,
             peer_max_streams: STREAMS_BEFORE_SETTINGS,
@@ -131,6 +136,21 @@ impl Session {
         );
         frame::put_window_update(out, 0, frame::MAX_WINDOW - frame::DEFAULT_WINDOW);
         self.state = State::Open;
+    }
+
+    /// Whether streams must wait: the connection is not up, or the server's limits
+    /// are not known yet.
+    pub(crate) fn waiting(&self) -> bool {
+        self.state == State::Starting || !self.settings_seen
+    }
+
+    /// Whether another stream may be sent now, with at most `cap` at once.
+    pub(crate) fn may_send(&self, cap: u32) -> bool {
+        let limit = match cap {
+            0 => self.peer_max_streams,
+            cap => cap.min(self.peer_max_streams),
+        };
+        self.streams.len() < limit as usize
     }
 
     /// Whether another stream may be attached, with at most `cap` at once (0: the
@@ -398,6 +418,10 @@ impl Session {
             }
         }
         frame::put_settings_ack(out);
+        if !self.settings_seen {
+            self.settings_seen = true;
+            return Ok(Event::Ready);
+        }
         Ok(Event::WindowOpened)
     }
 
@@ -483,5 +507,273 @@ fn parse_status(value: &[u8]) -> u16 {
             u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(kind: u8, flags: u8, stream: u32, len: usize) -> FrameHeader {
+        FrameHeader {
+            len: len as u32,
+            kind,
+            flags,
+            stream,
+        }
+    }
+
+    /// A session with stream 1 sent for slot 7.
+    fn open_session() -> (Session, Vec<u8>) {
+        let mut session = Session::new(State::Starting);
+        let mut out = Vec::new();
+        session.start(&mut out);
+        assert!(session.waiting());
+        let ready = session.handle(header(frame::SETTINGS, 0, 0, 0), &[], &mut out);
+        assert_eq!((ready, session.waiting()), (Ok(Event::Ready), false));
+        let id = session
+            .send_request(7, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", false, &mut out)
+            .unwrap();
+        assert_eq!(id, 1);
+        (session, out)
+    }
+
+    fn handle(
+        session: &mut Session,
+        kind: u8,
+        flags: u8,
+        stream: u32,
+        payload: &[u8],
+    ) -> Result<Event, ConnError> {
+        let mut out = Vec::new();
+        session.handle(
+            header(kind, flags, stream, payload.len()),
+            payload,
+            &mut out,
+        )
+    }
+
+    #[test]
+    fn sad_frames_are_connection_errors_naming_the_fault() {
+        let rows: Vec<(u8, u8, u32, &[u8], &str)> = vec![
+            (frame::SETTINGS, 0, 1, &[], "h2: frame on the wrong stream"),
+            (
+                frame::HEADERS,
+                0x4,
+                0,
+                &[0x88],
+                "h2: frame on the wrong stream",
+            ),
+            (
+                frame::SETTINGS,
+                0,
+                0,
+                &[0, 3, 0],
+                "h2: SETTINGS length not a multiple of 6",
+            ),
+            (
+                frame::SETTINGS,
+                0,
+                0,
+                &[0, 4, 0x80, 0, 0, 0],
+                "h2: SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
+            ),
+            (
+                frame::SETTINGS,
+                0,
+                0,
+                &[0, 5, 0, 0, 0, 1],
+                "h2: SETTINGS_MAX_FRAME_SIZE out of range",
+            ),
+            (
+                frame::SETTINGS,
+                0,
+                0,
+                &[0, 2, 0, 0, 0, 2],
+                "h2: SETTINGS_ENABLE_PUSH not 0 or 1",
+            ),
+            (frame::PING, 0, 0, &[1, 2, 3], "h2: PING not 8 bytes"),
+            (
+                frame::WINDOW_UPDATE,
+                0,
+                0,
+                &[0, 0, 0, 0],
+                "h2: WINDOW_UPDATE of 0",
+            ),
+            (
+                frame::WINDOW_UPDATE,
+                0,
+                0,
+                &[0x7f, 0xff, 0xff, 0xff],
+                "h2: window above 2^31-1",
+            ),
+            (
+                frame::WINDOW_UPDATE,
+                0,
+                0,
+                &[0, 1],
+                "h2: control frame of the wrong length",
+            ),
+            (
+                frame::RST_STREAM,
+                0,
+                1,
+                &[0, 0, 8],
+                "h2: control frame of the wrong length",
+            ),
+            (
+                frame::GOAWAY,
+                0,
+                0,
+                &[0, 0, 0, 1],
+                "h2: control frame of the wrong length",
+            ),
+            (
+                frame::PUSH_PROMISE,
+                0x4,
+                1,
+                &[0, 0, 0, 2, 0x88],
+                "h2: PUSH_PROMISE although push is disabled",
+            ),
+            (
+                frame::CONTINUATION,
+                0x4,
+                1,
+                &[0x88],
+                "h2: CONTINUATION out of place",
+            ),
+            (
+                frame::HEADERS,
+                0x4,
+                1,
+                &[0xff, 0x7f],
+                "h2: undecodable header block",
+            ),
+        ];
+        for (kind, flags, stream, payload, want) in rows {
+            let (mut session, _) = open_session();
+            let got = handle(&mut session, kind, flags, stream, payload);
+            assert_eq!(
+                got.map_err(|e| e.reason),
+                Err(want),
+                "frame {kind} on {stream}"
+            );
+        }
+    }
+
+    #[test]
+    fn heads_arrive_whole_across_continuations_and_a_header_block_is_not_interrupted() {
+        let (mut session, _) = open_session();
+        // :status 302 (literal, indexed name 8), location /next.
+        let block = [
+            &[0x08, 0x03][..],
+            b"302",
+            &[0x00, 0x08],
+            b"location",
+            &[0x05],
+            b"/next",
+        ]
+        .concat();
+        let (first, rest) = block.split_at(4);
+        assert_eq!(
+            handle(&mut session, frame::HEADERS, 0, 1, first),
+            Ok(Event::Nothing)
+        );
+        assert_eq!(
+            handle(&mut session, frame::PING, 0, 0, &[0; 8]).map_err(|e| e.reason),
+            Err("h2: header block interrupted")
+        );
+        let (mut session, _) = open_session();
+        handle(
+            &mut session,
+            frame::HEADERS,
+            frame::FLAG_END_STREAM,
+            1,
+            first,
+        )
+        .unwrap();
+        let head = handle(
+            &mut session,
+            frame::CONTINUATION,
+            frame::FLAG_END_HEADERS,
+            1,
+            rest,
+        );
+        assert_eq!(
+            head,
+            Ok(Event::Head {
+                stream: 1,
+                status: 302,
+                end_stream: true,
+                block_bytes: block.len(),
+            })
+        );
+        assert_eq!(session.location, b"/next");
+    }
+
+    #[test]
+    fn settings_pings_and_windows_are_answered_and_applied() {
+        let (mut session, _) = open_session();
+        let mut out = Vec::new();
+        let settings = [0, 3, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0];
+        let event = session.handle(header(frame::SETTINGS, 0, 0, 12), &settings, &mut out);
+        assert_eq!(event, Ok(Event::WindowOpened));
+        assert_eq!(out, [0, 0, 0, frame::SETTINGS, frame::FLAG_ACK, 0, 0, 0, 0]);
+        assert_eq!(session.peer_max_streams, 1);
+        session.attached = 1; // as the worker counts stream 1
+        assert!(!session.has_room(0), "one stream out of one");
+        session.peer_max_streams = 100;
+        assert!(
+            session.has_room(2) && !session.has_room(1),
+            "-max-streams caps below it"
+        );
+        session.attached = 0;
+        // A zero initial window holds a body back until WINDOW_UPDATE opens it.
+        let mut out = Vec::new();
+        let post = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
+        let id = session.send_request(9, post, false, &mut out).unwrap();
+        assert_eq!(session.blocked_bodies(), vec![(id, 9)]);
+        let update = [0, 0, 0, 5];
+        session
+            .handle(header(frame::WINDOW_UPDATE, 0, id, 4), &update, &mut out)
+            .unwrap();
+        let mut out = Vec::new();
+        assert!(session.send_body(id, post, &mut out));
+        assert_eq!(&out[9..], b"hello");
+        assert!(session.blocked_bodies().is_empty());
+
+        let mut out = Vec::new();
+        session
+            .handle(header(frame::PING, 0, 0, 8), &[9; 8], &mut out)
+            .unwrap();
+        assert_eq!(
+            out,
+            [
+                &[0, 0, 8, frame::PING, frame::FLAG_ACK, 0, 0, 0, 0][..],
+                &[9; 8]
+            ]
+            .concat()
+        );
+    }
+
+    #[test]
+    fn received_data_tops_the_windows_up_and_unknown_streams_are_ignored() {
+        let (mut session, _) = open_session();
+        let mut out = Vec::new();
+        let half = WINDOW_TOP_UP_BYTES as usize;
+        assert!(session.on_data(1, half - 1, &mut out).unwrap().is_some());
+        assert!(out.is_empty());
+        assert!(session.on_data(99, 1, &mut out).unwrap().is_none());
+        // The connection's window is topped up; stream 99 is not ours.
+        assert_eq!(out.len(), 13);
+        assert!(session.on_data(1, 1, &mut out).unwrap().is_some());
+        assert_eq!(out.len(), 26, "stream 1 is topped up too");
+        assert_eq!(
+            session
+                .on_data(0, 1, &mut out)
+                .map(|_| ())
+                .map_err(|e| e.reason),
+            Err("h2: DATA on stream 0")
+        );
     }
 }

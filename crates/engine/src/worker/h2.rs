@@ -88,7 +88,7 @@ impl Worker {
         let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
             return;
         };
-        if session.state == State::Starting {
+        if session.waiting() {
             session.pending.push(slot as u32);
             self.conns[slot].set_request_bytes(bytes);
             return;
@@ -108,17 +108,35 @@ impl Worker {
         }
     }
 
-    /// The connection is up (h2c) or TLS chose h2: preface, then waiting streams.
+    /// The connection is up (h2c) or TLS chose h2: the preface goes; streams wait
+    /// for the server's SETTINGS.
     pub(super) fn start_session(&mut self, carrier: usize) {
         let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
             return;
         };
         session.start(frames);
-        let pending = std::mem::take(&mut session.pending);
-        for slot in &pending {
-            self.send_stream(*slot as usize);
-        }
         self.queue_flush(carrier);
+    }
+
+    /// The server's limits are known: waiting streams go, as many as it takes; the
+    /// rest look for room on other connections.
+    fn send_pending(&mut self, carrier: usize) {
+        let cap = self.shared.max_streams;
+        let Some(session) = self.conns[carrier].h2.as_mut() else {
+            return;
+        };
+        for slot in std::mem::take(&mut session.pending) {
+            let room = self.conns[carrier]
+                .h2
+                .as_ref()
+                .is_some_and(|session| session.may_send(cap));
+            if room {
+                self.send_stream(slot as usize);
+            } else {
+                let cause = Cause::new(ErrorKind::Connect, "h2: no connection for the request");
+                self.resend(slot as usize, cause, false);
+            }
+        }
     }
 
     /// After a TLS read: once the handshake is done, speak h2 if the server chose
@@ -232,6 +250,7 @@ impl Worker {
                     self.fail(slot, cause);
                 }
             }
+            Event::Ready => self.send_pending(carrier),
             Event::GoAway { last_stream, code } => self.h2_goaway(carrier, last_stream, code),
             Event::WindowOpened => self.send_blocked_bodies(carrier),
         }

@@ -274,3 +274,44 @@ fn broken_servers_are_protocol_errors_never_hangs() {
         assert!(started.elapsed() < Duration::from_secs(2), "{behaviour:?}");
     }
 }
+
+#[test]
+fn templates_and_lazy_targets_over_h2() {
+    let server = H2Server::start(H2Options::default());
+    let targets = workload::parse_http_targets(
+        format!(
+            "GET http://{}/t/{{{{rand.lower 8}}}}?n={{{{seq}}}}\n",
+            server.addr
+        )
+        .as_bytes(),
+        "targets.txt",
+        &[],
+        b"",
+        &|_| Ok(Vec::new()),
+    )
+    .unwrap();
+    let mut cfg = h2c(&[], open_rate(500.0, 20));
+    cfg.attacks[0].targets = Targets::List(targets);
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 20)]),
+        "{:?}",
+        errors(&run)
+    );
+    let paths = server.stats.paths.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<_> = paths.iter().collect();
+    assert_eq!((paths.len(), distinct.len()), (20, 20), "{paths:?}");
+
+    let urls: Vec<String> = (0..30).map(|i| server.url(&format!("/t/{i}"))).collect();
+    let stream: engine::TargetIter = Box::new(urls.into_iter().map(|u| Ok(target(&u))));
+    let mut cfg = h2c(&[], open_rate(1000.0, u64::MAX));
+    cfg.attacks[0].targets = Targets::Stream(TargetStream::new(stream));
+    let run = super::run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 30)]),
+        "{:?}",
+        errors(&run)
+    );
+}

@@ -3,7 +3,7 @@
 //! [`H2Server`] is the `h2` crate's server (another implementation than ours):
 //! h2c with prior knowledge or TLS with ALPN (`h2`, and HTTP/1.1 answered by hand
 //! for clients that do not offer h2). Paths: `/ok`, `/slow/MS`, `/stall`,
-//! `/status/NNN`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
+//! `/status/NNN`, `/t/ANY`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
 //! `/big/BYTES`, `/echo` (reads the whole body).
 //!
 //! [`RawServer`] speaks frames by hand, for what a real server would not do on
@@ -29,6 +29,8 @@ pub struct H2Stats {
     pub client_resets: AtomicUsize,
     /// Request body bytes read by `/echo`.
     pub body_bytes: AtomicUsize,
+    /// Every path and query served over h2, in arrival order.
+    pub paths: std::sync::Mutex<Vec<String>>,
 }
 
 pub struct H2Server {
@@ -149,9 +151,15 @@ async fn answer(
     stats: &H2Stats,
 ) {
     let path = request.uri().path().to_owned();
+    let query = request
+        .uri()
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    stats.paths.lock().unwrap().push(format!("{path}{query}"));
     let head = |status: u16| http::Response::builder().status(status).body(()).unwrap();
     let (status, body) = match path.split('/').collect::<Vec<_>>()[1..] {
-        ["ok"] => (200, Bytes::from_static(b"ok")),
+        ["ok"] | ["t", _] => (200, Bytes::from_static(b"ok")),
         ["slow", ms] => {
             tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
             (200, Bytes::from_static(b"slow"))
@@ -318,7 +326,14 @@ fn serve_raw(mut stream: TcpStream, behaviour: Raw) {
         return;
     }
     if behaviour == Raw::Http1 {
+        // Take what the client sent after the preface, answer, and let the answer be
+        // read before closing (else the client may see a reset first).
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let _ = stream.read(&mut [0u8; 4096]);
         let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+        std::thread::sleep(Duration::from_millis(200));
         return;
     }
     let _ = stream.write_all(&frame(SETTINGS, 0, 0, &[]));
