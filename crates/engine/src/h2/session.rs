@@ -8,8 +8,10 @@
 //! the server is never throttled by the client, only by the network.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::frame::{self, ConnError, FrameHeader, FrameReader};
+use super::hpack::HeaderDecoder;
 use super::request;
 
 /// Streams a connection carries at once until the server's SETTINGS say how many:
@@ -19,6 +21,29 @@ const STREAMS_BEFORE_SETTINGS: u32 = 100;
 const HEADER_TABLE_BYTES: usize = 4096;
 /// Received bytes after which a window is topped up again.
 const WINDOW_TOP_UP_BYTES: u64 = frame::MAX_WINDOW as u64 / 2;
+
+/// Streams by id. The ids are ours (odd, in sequence; the server only looks them
+/// up), so a multiplication spreads them as well as SipHash at a fraction of its cost.
+type StreamMap = HashMap<u32, StreamEntry, BuildHasherDefault<StreamIdHasher>>;
+
+#[derive(Default)]
+pub(crate) struct StreamIdHasher(u64);
+
+impl Hasher for StreamIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id >> 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
@@ -74,9 +99,9 @@ pub(crate) enum Event {
 pub(crate) struct Session {
     pub state: State,
     pub reader: FrameReader,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: HeaderDecoder,
     /// Streams sent, by id.
-    pub streams: HashMap<u32, StreamEntry>,
+    pub streams: StreamMap,
     /// Slots of streams attached before the server's SETTINGS came, in order: until
     /// then its stream limit is unknown, and a stream past it would be refused.
     pub pending: Vec<u32>,
@@ -101,13 +126,11 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn new(state: State) -> Session {
-        let mut decoder = loona_hpack::Decoder::new();
-        decoder.set_max_allowed_table_size(HEADER_TABLE_BYTES);
         Session {
             state,
             reader: FrameReader::new(),
-            decoder,
-            streams: HashMap::new(),
+            decoder: HeaderDecoder::new(HEADER_TABLE_BYTES),
+            streams: StreamMap::default(),
             pending: Vec::new(),
             settings_seen: false,
             attached: 0,
@@ -371,15 +394,16 @@ impl Session {
         let mut status = 0u16;
         let location = &mut self.location;
         location.clear();
+        let wanted = |name: &[u8]| name == b":status" || name == b"location";
         self.decoder
-            .decode_with_cb(block, |name, value| match &*name {
-                b":status" => status = parse_status(&value),
-                b"location" => location.extend_from_slice(&value),
+            .decode(block, wanted, |name, value| match name {
+                b":status" => status = parse_status(value),
+                b"location" => location.extend_from_slice(value),
                 _ => {}
             })
-            .map_err(|_| ConnError {
+            .map_err(|reason| ConnError {
                 code: frame::COMPRESSION_ERROR,
-                reason: "h2: undecodable header block",
+                reason,
             })?;
         Ok(status)
     }
@@ -647,7 +671,7 @@ mod tests {
                 0x4,
                 1,
                 &[0xff, 0x7f],
-                "h2: undecodable header block",
+                "hpack: index past the tables",
             ),
         ];
         for (kind, flags, stream, payload, want) in rows {
