@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
-    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Protocol,
+    Record, RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
 };
 use report::{Buckets, GroupBy, ReportConfig, ReportType, run_report};
 
@@ -134,6 +134,7 @@ fn api_record(n: u64) -> Record {
         error,
         bytes_in,
         bytes_out: if n % 2 == 1 { 48 } else { 0 },
+        protocol: Protocol::Http1,
     }
 }
 
@@ -150,6 +151,7 @@ fn static_record(n: u64) -> Record {
         error: 0,
         bytes_in: 90,
         bytes_out: 0,
+        protocol: Protocol::Http1,
     }
 }
 
