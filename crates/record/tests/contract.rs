@@ -327,6 +327,9 @@ fn merges_files_in_send_time_order_on_shared_tables() {
         })
         .count();
     assert_eq!(unavailable, 60);
+    // Each record keeps its protocol through the merge: every 3rd of each file is h2.
+    let h2 = all.iter().filter(|r| r.protocol == Protocol::Http2).count();
+    assert_eq!(h2, 200);
 }
 
 #[test]

@@ -615,6 +615,23 @@ fn protocols_show_only_when_a_run_is_not_pure_http1() {
         by.contains("Protocols     [h2]                              37\n"),
         "{by}"
     );
+    // Merged with an HTTP/1.1 run and converted to one record file, every record keeps
+    // its protocol: 37 h2, 13 + 80 HTTP/1.1.
+    let mut merged = Vec::new();
+    let inputs = [fixture.path("mixed.llr"), fixture.path("behind.llr")];
+    report::run_encode(
+        &inputs,
+        report::EncodeFormat::Record,
+        &mut merged,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    std::fs::write(fixture.dir.join("merged-protocols.llr"), merged).unwrap();
+    let (out, _) = fixture.report(&["merged-protocols.llr"], &text);
+    assert!(
+        out.contains("\nProtocols     [h2, http/1.1]                    37, 93\n"),
+        "{out}"
+    );
 }
 
 #[test]
