@@ -242,7 +242,7 @@ fn report_shows_the_protocol_mix_and_splits_by_protocol() {
     let mixed = dir.write(
         "mixed.llr",
         &run_file_over(200, 0, |n| {
-            if n % 4 == 0 {
+            if n.is_multiple_of(4) {
                 Protocol::Http1
             } else {
                 Protocol::Http2

@@ -484,7 +484,9 @@ mod tests {
 
     #[test]
     fn protocol_mix_reads_as_shares_and_counts() {
-        let rows: &[(&[(Protocol, u64)], &str)] = &[
+        /// The report's counts, and the page's text for them.
+        type Row<'a> = (&'a [(Protocol, u64)], &'a str);
+        let rows: &[Row<'_>] = &[
             (
                 &[(Protocol::Http2, 9_900), (Protocol::Http1, 100)],
                 "h2 99% (9,900), http/1.1 1% (100)",

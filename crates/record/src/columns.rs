@@ -309,7 +309,9 @@ mod tests {
         let protocols = bytes.len() - records.len();
         assert_eq!(&bytes[protocols..], &[0, 1, 1], "one id byte per record");
         let mut out = Vec::new();
-        let rows: &[(&[u8], Result<[Protocol; 3], &str>)] = &[
+        /// The protocol ids written, and the protocols read or the error.
+        type Row<'a> = (&'a [u8], Result<[Protocol; 3], &'a str>);
+        let rows: &[Row<'_>] = &[
             (&[0, 0, 0], Ok([Protocol::Http1; 3])),
             (
                 &[1, 0, 1],

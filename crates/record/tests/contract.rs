@@ -51,7 +51,7 @@ fn record(n: u64) -> Record {
         error: u32::from(n % 10 == 9),
         bytes_in: 180,
         bytes_out: 40,
-        protocol: if n % 3 == 0 {
+        protocol: if n.is_multiple_of(3) {
             Protocol::Http2
         } else {
             Protocol::Http1
@@ -424,7 +424,7 @@ fn the_version_1_golden_file_reads_every_record_as_http1() {
 fn the_protocol_round_trips_and_is_the_last_column() {
     let (bytes, records) = write_run(Compression::Raw);
     assert_eq!(&bytes[8..10], &FORMAT_VERSION.to_le_bytes());
-    assert!(FORMAT_VERSION >= 2, "version 2 added the protocol column");
+    const { assert!(FORMAT_VERSION >= 2, "version 2 added the protocol column") };
     let (read, _) = read_all(&bytes).unwrap();
     assert_eq!(read, records);
     assert!(read.iter().any(|r| r.protocol == Protocol::Http2));

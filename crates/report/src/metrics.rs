@@ -462,7 +462,9 @@ mod tests {
             ..record(0, 1, 200, 0)
         };
         let (h1, h2) = (with(Protocol::Http1), with(Protocol::Http2));
-        let rows: &[(&[Record], &[(Protocol, u64)])] = &[
+        /// Records added, and the counts the report gives.
+        type Row<'a> = (&'a [Record], &'a [(Protocol, u64)]);
+        let rows: &[Row<'_>] = &[
             (&[], &[]),
             (&[h1, h1], &[(Protocol::Http1, 2)]),
             (&[h2], &[(Protocol::Http2, 1)]),

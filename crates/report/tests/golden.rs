@@ -186,9 +186,9 @@ fn mixed_protocol_run() -> Vec<u8> {
             ],
         )
         .unwrap();
-    for n in 0..50 {
+    for n in 0..50u64 {
         writer.push(&Record {
-            protocol: if n % 4 == 0 {
+            protocol: if n.is_multiple_of(4) {
                 Protocol::Http1
             } else {
                 Protocol::Http2

@@ -105,7 +105,7 @@ fn the_page_shows_the_protocol_mix_only_when_not_pure_http1() {
         .into_iter()
         .enumerate()
         .map(|(n, r)| record::Record {
-            protocol: if n % 4 == 0 {
+            protocol: if n.is_multiple_of(4) {
                 record::Protocol::Http1
             } else {
                 record::Protocol::Http2
