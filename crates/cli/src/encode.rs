@@ -14,9 +14,10 @@ const HELP: &str = "\
 Inputs are detected by their content: record files, vegeta's `encode -to json|csv`
 results, or loadlab's own JSON/CSV; stdin when no file is given. Many inputs are merged
 in send-time order. JSON and CSV keep vegeta's fields (vegeta's tools read our JSON) and
-add send_lag, ttfb and error_kind (resource samples are left out); -to record writes a
-record file that every loadlab command reads, samples included, so old vegeta runs get
-loadlab's reports and a run can be merged with its monitor file. In our JSON and CSV,
+add send_lag, ttfb, error_kind and protocol (in JSON only when not http/1.1; resource
+samples are left out); -to record writes a record file that every loadlab command
+reads, samples included, so old vegeta runs get loadlab's reports and a run can be
+merged with its monitor file. In our JSON and CSV,
 latency counts from the intended send time and timestamp is the actual send time.
 
 Examples:

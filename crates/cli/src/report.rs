@@ -21,6 +21,8 @@ load its saturation point (where throughput stopped following the offered rate, 
 turned, errors started; always under \"saturation\" in json), and a plain WARNING when
 the generator fell behind (send lag p99 > 1ms, or achieved rate < 99% of asked), so its
 delay is never mistaken for the server's. Rows without data (vegeta imports) are left out.
+When some requests went over HTTP/2, a Protocols row gives the count per protocol
+(\"protocols\" in json); -by protocol then reports h2 and http/1.1 apart.
 
 Unlike vegeta, latency counts from the *intended* send time (no coordinated omission),
 and -every prints one row per interval instead of cumulative reprints. Single-dash
@@ -31,7 +33,8 @@ Examples:
   loadlab attack -targets=t.txt -rate=500 -duration=1m | loadlab report -every 1s
   loadlab report -type json a.llr b.llr | jq .latencies
   loadlab report -type 'hist[0,1ms,5ms,10ms]' run.llr
-  loadlab report -by status old-vegeta-results.json";
+  loadlab report -by status old-vegeta-results.json
+  loadlab report -by protocol h2-run.llr";
 
 /// Summarize record files: text, JSON, histograms, HDR plots, per-interval rows.
 #[derive(clap::Args, Debug)]
@@ -47,7 +50,7 @@ pub struct ReportArgs {
     /// p50/p90/p99/max), live as the input streams in, then the whole-run report; 0 = off
     #[arg(long, value_name = "DURATION")]
     every: Option<String>,
-    /// One report per group: attack, target or status
+    /// One report per group: attack, target, status or protocol (http/1.1, h2)
     #[arg(long, value_name = "GROUP")]
     by: Option<GroupBy>,
     /// Output file ("stdout" or "-" for standard output)

@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, LoadModel, Record, RecordWriter,
-    RunEnd, RunHeader, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, LoadModel, Protocol, Record,
+    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
 };
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -135,6 +135,11 @@ fn record(n: u64, offset_ns: u64) -> Record {
 
 /// A record file of `count` requests at 1000/s, flushed every 100 records.
 fn run_file(count: u64, offset_ns: u64) -> Vec<u8> {
+    run_file_over(count, offset_ns, |_| Protocol::Http1)
+}
+
+/// [`run_file`], request `n` sent over `protocol(n)`.
+fn run_file_over(count: u64, offset_ns: u64, protocol: fn(u64) -> Protocol) -> Vec<u8> {
     let mut writer =
         RecordWriter::new(Vec::new(), &header(), Compression::Zstd { level: 3 }).unwrap();
     writer
@@ -147,7 +152,10 @@ fn run_file(count: u64, offset_ns: u64) -> Vec<u8> {
         )
         .unwrap();
     for n in 0..count {
-        writer.push(&record(n, offset_ns));
+        writer.push(&Record {
+            protocol: protocol(n),
+            ..record(n, offset_ns)
+        });
         if n % 100 == 99 {
             writer
                 .flush_records(Some(START_NS + offset_ns + (n + 1) * MS))
@@ -225,6 +233,70 @@ fn report_prints_vegeta_text_then_our_rows() {
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(ok(&run(&["report", "-"], Some(&bytes))), out);
     assert_eq!(ok(&run(&["report"], Some(&bytes))), out);
+}
+
+#[test]
+fn report_shows_the_protocol_mix_and_splits_by_protocol() {
+    let dir = TempDir::new();
+    // Every 4th request over HTTP/1.1 (50), the rest over h2 (150).
+    let mixed = dir.write(
+        "mixed.llr",
+        &run_file_over(200, 0, |n| {
+            if n.is_multiple_of(4) {
+                Protocol::Http1
+            } else {
+                Protocol::Http2
+            }
+        }),
+    );
+    let plain = dir.write("plain.llr", &run_file(200, 0));
+    let row = "\nProtocols     [h2, http/1.1]                    150, 50\n";
+    let text = ok(&run(&["report", &mixed], None));
+    assert!(text.contains(row), "{text}");
+    let text = ok(&run(&["report", &plain], None));
+    assert!(
+        !text.contains("Protocols"),
+        "pure HTTP/1.1 stays vegeta's: {text}"
+    );
+    let json = ok(&run(&["report", "-type=json", &mixed], None));
+    assert!(
+        json.contains(",\"protocols\":{\"h2\":150,\"http/1.1\":50}"),
+        "{json}"
+    );
+    // Our exports carry the protocol, so a report of them shows the same mix.
+    for to in ["json", "csv"] {
+        let exported = ok(&run(&["encode", "-to", to, &mixed], None));
+        let again = ok(&run(&["report"], Some(exported.as_bytes())));
+        assert!(again.contains(row), "-to {to}: {again}");
+    }
+    let by = ok(&run(&["report", "-by=protocol", &mixed], None));
+    let titles: Vec<&str> = by.lines().filter(|l| l.starts_with("===")).collect();
+    assert_eq!(
+        titles,
+        ["=== protocol http/1.1 ===", "=== protocol h2 ==="],
+        "{by}"
+    );
+    assert_eq!(requests(&by), 50, "{by}");
+    let by_json = ok(&run(
+        &["report", "-type", "json", "-by", "protocol", &mixed],
+        None,
+    ));
+    let groups: Vec<&str> = by_json.lines().collect();
+    assert_eq!(groups.len(), 2, "{by_json}");
+    assert!(
+        groups[0].contains("\"group\":{\"by\":\"protocol\",\"name\":\"http/1.1\"}"),
+        "{by_json}"
+    );
+    assert!(groups[1].contains("\"requests\":150,"), "{by_json}");
+    let output = run(&["report", "-by=protocols", &mixed], None);
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(
+        err.contains("unknown group \"protocols\": want attack, target, status or protocol"),
+        "{err}"
+    );
+    let help = ok(&run(&["report", "--help"], None));
+    assert!(help.contains("loadlab report -by protocol"), "{help}");
 }
 
 #[test]

@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use record::{AttackInfo, InputFormat, LoadModel, SourceSummary};
+use record::{AttackInfo, InputFormat, LoadModel, Protocol, SourceSummary};
 use report::{Report, ResourceSummary, write_resources_text, write_text};
 
 use crate::charts::PageCharts;
@@ -149,6 +149,10 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
     if !attacks.is_empty() {
         fact(out, "attacks", &attacks.join("; "));
     }
+    // Only when some request did not go over HTTP/1.1, as in the report.
+    if let Some(protocols) = &data.report.extras.protocols {
+        fact(out, "protocols", &protocols_text(protocols));
+    }
     let targets = &data.tables.targets;
     let mut shown: Vec<String> = targets
         .iter()
@@ -162,6 +166,24 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
         fact(out, "targets", &shown.join(", "));
     }
     out.push_str("</dl>\n");
+}
+
+/// The protocol mix: `h2 74% (37), http/1.1 26% (13)`, in the report's (name) order.
+fn protocols_text(protocols: &[(Protocol, u64)]) -> String {
+    let total: u64 = protocols.iter().map(|(_, count)| count).sum();
+    protocols
+        .iter()
+        .map(|&(protocol, count)| {
+            let percent = count as f64 * 100.0 / total.max(1) as f64;
+            format!(
+                "{} {}% ({})",
+                protocol.name(),
+                format::significant(percent, 3),
+                format::grouped(count)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Who sampled, how much, and over what time: `host, nginx (13 series, 260 values, 20
@@ -454,4 +476,34 @@ pub(crate) fn figure(out: &mut String, chart: &Chart, axis: &TimeAxis) {
         "<figcaption>{}</figcaption>\n</figure>\n",
         escape(&chart.caption)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_mix_reads_as_shares_and_counts() {
+        /// The report's counts, and the page's text for them.
+        type Row<'a> = (&'a [(Protocol, u64)], &'a str);
+        let rows: &[Row<'_>] = &[
+            (
+                &[(Protocol::Http2, 9_900), (Protocol::Http1, 100)],
+                "h2 99% (9,900), http/1.1 1% (100)",
+            ),
+            (
+                &[(Protocol::Http2, 37), (Protocol::Http1, 13)],
+                "h2 74% (37), http/1.1 26% (13)",
+            ),
+            (&[(Protocol::Http2, 5)], "h2 100% (5)"),
+            (
+                &[(Protocol::Http2, 2), (Protocol::Http1, 1)],
+                "h2 66.7% (2), http/1.1 33.3% (1)",
+            ),
+            (&[], ""),
+        ];
+        for (protocols, want) in rows {
+            assert_eq!(protocols_text(protocols), *want, "{protocols:?}");
+        }
+    }
 }

@@ -1,11 +1,12 @@
 //! CSV: vegeta's headerless results (6, 11 or 12 columns) and ours, which starts with a
 //! header row, keeps vegeta's 12 columns in vegeta's order and appends `send_lag`,
-//! `ttfb` and `error_kind`.
+//! `ttfb`, `error_kind` and `protocol` (files written before `protocol` existed read
+//! as HTTP/1.1).
 
 use std::io::{BufRead, Write};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, parse_timestamp};
+use crate::import::{ImportedResult, Interner, parse_protocol, parse_timestamp};
 use crate::input::{InputFormat, RecordSource, SourceSummary};
 use crate::meta::{ErrorKind, RunTables};
 use crate::record::Record;
@@ -25,7 +26,7 @@ const VEGETA_COLUMNS: [&str; 12] = [
     "url",
     "headers",
 ];
-const OUR_EXTRA_COLUMNS: [&str; 3] = ["send_lag", "ttfb", "error_kind"];
+const OUR_EXTRA_COLUMNS: [&str; 4] = ["send_lag", "ttfb", "error_kind", "protocol"];
 
 /// A column a row is read from: its name (for errors) and its index in the row, if the
 /// input has it.
@@ -53,6 +54,7 @@ struct Layout {
     send_lag: Column,
     ttfb: Column,
     error_kind: Column,
+    protocol: Column,
 }
 
 impl Layout {
@@ -77,6 +79,7 @@ impl Layout {
             send_lag: column("send_lag"),
             ttfb: column("ttfb"),
             error_kind: column("error_kind"),
+            protocol: column("protocol"),
         }
     }
 }
@@ -195,6 +198,7 @@ impl<R: BufRead> CsvSource<R> {
             send_lag_ns: number(layout.send_lag)?,
             ttfb_ns: number(layout.ttfb)?,
             error_kind,
+            protocol: parse_protocol(get(layout.protocol)).map_err(|r| fail("protocol", r))?,
         };
         self.interner
             .record(result)
@@ -289,6 +293,8 @@ impl<W: Write> CsvEncoder<W> {
             lag.format(record.send_lag_ns),
             ttfb.format(record.ttfb_ns),
             error.map_or("", |e| e.kind.name()),
+            // Unlike the JSON key, a column is in every row: HTTP/1.1 rows say so too.
+            record.protocol.name(),
         ])?;
         Ok(())
     }
@@ -309,6 +315,7 @@ fn itoa_buffers() -> [itoa::Buffer; 8] {
 mod tests {
     use super::*;
     use crate::input::open_reader;
+    use crate::record::Protocol;
 
     fn read_all(text: &str) -> Result<(Vec<Record>, RunTables), RecordError> {
         let mut source = open_reader(Box::new(std::io::Cursor::new(text.to_owned())), "in.csv")?;
@@ -364,6 +371,15 @@ mod tests {
         }
         let err = read_all("timestamp,code,bogus\n").unwrap_err().to_string();
         assert!(err.contains("field \"bogus\": unknown column"), "{err}");
+        let err = read_all(
+            "timestamp,latency,protocol\n1589017970528381465,1,h2\n1589017970528381465,1,spdy\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("in.csv:3: field \"protocol\": unknown protocol \"spdy\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -413,5 +429,40 @@ mod tests {
         assert_eq!(again[0], record);
         assert_eq!(again_tables.attacks[0].name, "with,comma");
         assert_eq!(again_tables.errors, tables.errors);
+    }
+
+    #[test]
+    fn our_csv_carries_the_protocol() {
+        let (records, tables) =
+            read_all("1589017970528381465,200,5,0,12,,,,0,GET,http://x/,\n").unwrap();
+        assert_eq!(
+            records[0].protocol,
+            Protocol::Http1,
+            "vegeta's rows are HTTP/1.1"
+        );
+        let mut encoder = CsvEncoder::new(Vec::new()).unwrap();
+        let written = [
+            records[0],
+            Record {
+                protocol: Protocol::Http2,
+                seq: 1,
+                ..records[0]
+            },
+        ];
+        for record in &written {
+            encoder.write(record, &tables).unwrap();
+        }
+        let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with(",error_kind,protocol"), "{text}");
+        assert!(
+            lines[1].ends_with(",http/1.1") && lines[2].ends_with(",h2"),
+            "{text}"
+        );
+        let (again, _) = read_all(&text).unwrap();
+        assert_eq!(again, written);
+        // Our CSV from before the column: every row HTTP/1.1.
+        let (old, _) = read_all("timestamp,latency\n1589017970528381465,1\n").unwrap();
+        assert_eq!(old[0].protocol, Protocol::Http1);
     }
 }

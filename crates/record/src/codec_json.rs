@@ -1,15 +1,16 @@
 //! JSON lines: vegeta's `encode -to json` results, and ours (the same keys plus
-//! `send_lag`, `ttfb` and `error_kind`), so vegeta tools can read our exports too.
+//! `send_lag`, `ttfb`, `error_kind`, and `protocol` when not HTTP/1.1), so vegeta tools
+//! can read our exports too.
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Map, Value};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, parse_timestamp};
+use crate::import::{ImportedResult, Interner, parse_protocol, parse_timestamp};
 use crate::input::{InputFormat, RecordSource, SourceSummary};
 use crate::meta::{ErrorKind, RunTables};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::time_format::format_timestamp;
 
 const BATCH: usize = 4096;
@@ -98,6 +99,12 @@ impl<R: BufRead> JsonSource<R> {
                         .ok_or_else(|| fail("error_kind", format!("unknown kind {kind:?}")))?,
                 ),
             },
+            protocol: parse_protocol(
+                &fields
+                    .opt_string("protocol")
+                    .map_err(|r| fail("protocol", r))?,
+            )
+            .map_err(|r| fail("protocol", r))?,
         };
         self.interner
             .record(result)
@@ -229,6 +236,11 @@ impl<W: Write> JsonEncoder<W> {
         if let Some(error) = error {
             write!(line, ",\"error_kind\":\"{}\"", error.kind.name())?;
         }
+        // Only when not HTTP/1.1: an HTTP/1.1 run's lines stay as they were before the
+        // field, and a missing `protocol` reads back as HTTP/1.1.
+        if record.protocol != Protocol::Http1 {
+            write!(line, ",\"protocol\":\"{}\"", record.protocol.name())?;
+        }
         line.extend_from_slice(b"}\n");
         self.out.write_all(line)
     }
@@ -312,6 +324,14 @@ mod tests {
                 "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"send_lag\":99999999999999999999}",
                 "send_lag",
             ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"protocol\":\"h3\"}",
+                "field \"protocol\": unknown protocol \"h3\": want one of http/1.1, h2",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"protocol\":2}",
+                "field \"protocol\": expected a string",
+            ),
             ("{\"timestamp\": ", "in.json:1: field \"(line)\": not JSON"),
             ("[1,2]", "expected a JSON object"),
         ];
@@ -335,5 +355,34 @@ mod tests {
         let (again, again_tables) = read_all(std::str::from_utf8(&out).unwrap()).unwrap();
         assert_eq!(again[0], record);
         assert_eq!(again_tables.targets, tables.targets);
+    }
+
+    #[test]
+    fn protocol_is_written_only_when_not_http1_and_reads_back() {
+        let (records, tables) = read_all(VEGETA_LINE).unwrap();
+        assert_eq!(
+            records[0].protocol,
+            Protocol::Http1,
+            "vegeta's lines are HTTP/1.1"
+        );
+        let rows: &[(Protocol, Option<&str>)] = &[
+            (Protocol::Http1, None),
+            (Protocol::Http2, Some(",\"protocol\":\"h2\"}")),
+        ];
+        for &(protocol, suffix) in rows {
+            let record = Record {
+                protocol,
+                ..records[0]
+            };
+            let mut encoder = JsonEncoder::new(Vec::new());
+            encoder.write(&record, &tables).unwrap();
+            let out = String::from_utf8(encoder.finish().unwrap()).unwrap();
+            match suffix {
+                Some(suffix) => assert!(out.trim_end().ends_with(suffix), "{out}"),
+                None => assert!(!out.contains("protocol"), "{out}"),
+            }
+            let (again, _) = read_all(&out).unwrap();
+            assert_eq!(again[0], record, "{protocol}");
+        }
     }
 }

@@ -4,11 +4,15 @@
 //! varints; `seq` and `intended_unix_ns` are zigzag deltas from the previous record.
 //! Columns keep similar numbers together, so small values stay one byte and the
 //! optional zstd pass finds the repetition (status codes, byte counts, targets).
+//! Format version 2 appended the `protocol` column; version 1 blocks end before it.
 
-use crate::record::Record;
+use crate::format::PROTOCOL_SINCE_VERSION;
+use crate::record::{Protocol, Record};
 
-/// Column order on disk. Changing it is a format change.
-const FIELDS: usize = 11;
+/// Columns on disk in the current format. Changing their order is a format change.
+const FIELDS: usize = 12;
+/// Columns in a format version 1 block (no `protocol`).
+const FIELDS_V1: usize = 11;
 
 pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
     out.clear();
@@ -23,6 +27,7 @@ pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
     put_column(out, records, |r| u64::from(r.error));
     put_column(out, records, |r| r.bytes_in);
     put_column(out, records, |r| r.bytes_out);
+    put_column(out, records, |r| u64::from(r.protocol.id()));
 }
 
 fn put_column(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> u64) {
@@ -56,12 +61,20 @@ fn unzigzag(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
 
-/// Decodes `count` records from `bytes` into `out` (cleared first).
-/// Returns a description of the problem when the bytes do not hold them exactly.
-pub(crate) fn decode(bytes: &[u8], count: usize, out: &mut Vec<Record>) -> Result<(), String> {
+/// Decodes `count` records of a file of format `version` from `bytes` into `out`
+/// (cleared first). Returns a description of the problem when the bytes do not hold
+/// them exactly.
+pub(crate) fn decode(
+    bytes: &[u8],
+    count: usize,
+    version: u16,
+    out: &mut Vec<Record>,
+) -> Result<(), String> {
     out.clear();
+    let has_protocol = version >= PROTOCOL_SINCE_VERSION;
+    let fields = if has_protocol { FIELDS } else { FIELDS_V1 };
     // Every varint takes at least one byte, so this bounds the allocation by the input.
-    if count.saturating_mul(FIELDS) > bytes.len() {
+    if count.saturating_mul(fields) > bytes.len() {
         return Err(format!(
             "{count} records cannot fit in {} bytes",
             bytes.len()
@@ -107,6 +120,19 @@ pub(crate) fn decode(bytes: &[u8], count: usize, out: &mut Vec<Record>) -> Resul
         r.bytes_out = v;
         Ok(())
     })?;
+    // Version 1 records keep the default, HTTP/1.1: the only protocol then.
+    if has_protocol {
+        cursor.column(out, |r, v| {
+            r.protocol = Protocol::from_id(v).ok_or_else(|| {
+                format!(
+                    "record seq {}: protocol id {v} is unknown (known: {})",
+                    r.seq,
+                    known_ids()
+                )
+            })?;
+            Ok(())
+        })?;
+    }
     if cursor.at != bytes.len() {
         return Err(format!(
             "{} bytes left over after {count} records",
@@ -114,6 +140,13 @@ pub(crate) fn decode(bytes: &[u8], count: usize, out: &mut Vec<Record>) -> Resul
         ));
     }
     Ok(())
+}
+
+/// `0 = http/1.1, 1 = h2`.
+fn known_ids() -> String {
+    Protocol::ALL
+        .map(|p| format!("{} = {}", p.id(), p.name()))
+        .join(", ")
 }
 
 fn narrow<T: TryFrom<u64>>(value: u64, field: &str) -> Result<T, String> {
@@ -183,6 +216,7 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::FORMAT_VERSION;
 
     fn sample(n: u64) -> Record {
         Record {
@@ -197,8 +231,15 @@ mod tests {
             error: u32::from(n.is_multiple_of(11)),
             bytes_in: 612,
             bytes_out: 38,
+            protocol: if n.is_multiple_of(4) {
+                Protocol::Http1
+            } else {
+                Protocol::Http2
+            },
         }
     }
+
+    const V1: u16 = 1;
 
     #[test]
     fn round_trips_including_extremes() {
@@ -215,13 +256,94 @@ mod tests {
             error: u32::MAX,
             bytes_in: u64::MAX,
             bytes_out: u64::MAX,
+            protocol: Protocol::Http2,
         });
         records.push(Record::default());
         let mut bytes = Vec::new();
         encode(&records, &mut bytes);
         let mut decoded = Vec::new();
-        decode(&bytes, records.len(), &mut decoded).unwrap();
+        decode(&bytes, records.len(), FORMAT_VERSION, &mut decoded).unwrap();
         assert_eq!(decoded, records);
+    }
+
+    /// A version 1 block is the current one without its last column, `protocol`.
+    fn v1_bytes(records: &[Record]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        encode(records, &mut bytes);
+        bytes.truncate(bytes.len() - records.len());
+        bytes
+    }
+
+    #[test]
+    fn version_1_blocks_read_as_http1() {
+        let records: Vec<Record> = (0..100).map(sample).collect();
+        let mut decoded = Vec::new();
+        decode(&v1_bytes(&records), records.len(), V1, &mut decoded).unwrap();
+        let want: Vec<Record> = records
+            .iter()
+            .map(|r| Record {
+                protocol: Protocol::Http1,
+                ..*r
+            })
+            .collect();
+        assert_eq!(decoded, want);
+        // The same bytes read as version 2 lack a column.
+        let err = decode(
+            &v1_bytes(&records),
+            records.len(),
+            FORMAT_VERSION,
+            &mut decoded,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("cannot fit") || err.contains("middle"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_protocol_column_is_last_and_checked() {
+        let records: Vec<Record> = (0..3).map(sample).collect();
+        let mut bytes = Vec::new();
+        encode(&records, &mut bytes);
+        let protocols = bytes.len() - records.len();
+        assert_eq!(&bytes[protocols..], &[0, 1, 1], "one id byte per record");
+        let mut out = Vec::new();
+        /// The protocol ids written, and the protocols read or the error.
+        type Row<'a> = (&'a [u8], Result<[Protocol; 3], &'a str>);
+        let rows: &[Row<'_>] = &[
+            (&[0, 0, 0], Ok([Protocol::Http1; 3])),
+            (
+                &[1, 0, 1],
+                Ok([Protocol::Http2, Protocol::Http1, Protocol::Http2]),
+            ),
+            (
+                &[0, 2, 0],
+                Err("record seq 1: protocol id 2 is unknown (known: 0 = http/1.1, 1 = h2)"),
+            ),
+            (
+                &[0, 0, 0x7f],
+                Err("record seq 2: protocol id 127 is unknown"),
+            ),
+            (
+                &[0x80, 0x02, 0, 0],
+                Err("record seq 0: protocol id 256 is unknown"),
+            ),
+        ];
+        for (ids, want) in rows {
+            let input = [&bytes[..protocols], ids].concat();
+            match (
+                decode(&input, records.len(), FORMAT_VERSION, &mut out),
+                want,
+            ) {
+                (Ok(()), Ok(want)) => {
+                    let got: Vec<Protocol> = out.iter().map(|r| r.protocol).collect();
+                    assert_eq!(got, want, "{ids:?}");
+                }
+                (Err(err), Err(want)) => assert!(err.contains(want), "{ids:?}: {err}"),
+                (got, want) => panic!("{ids:?}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]
@@ -242,7 +364,7 @@ mod tests {
             ),
         ];
         for (input, count, want) in rows {
-            let err = decode(&input, count, &mut out).unwrap_err();
+            let err = decode(&input, count, FORMAT_VERSION, &mut out).unwrap_err();
             assert!(err.contains(want), "{err}");
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::meta::{AttackInfo, ErrorEntry, ErrorKind, LoadModel, RunTables, TargetInfo};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 
 /// The fields of one imported result, as vegeta and our exports name them.
 #[derive(Debug, Default)]
@@ -22,6 +22,8 @@ pub(crate) struct ImportedResult {
     pub send_lag_ns: u64,
     pub ttfb_ns: u64,
     pub error_kind: Option<ErrorKind>,
+    /// Ours only; vegeta's results do not say (they read as HTTP/1.1).
+    pub protocol: Protocol,
 }
 
 /// Builds dictionaries while importing.
@@ -71,6 +73,7 @@ impl Interner {
             error,
             bytes_in: result.bytes_in,
             bytes_out: result.bytes_out,
+            protocol: result.protocol,
         })
     }
 
@@ -138,6 +141,20 @@ impl ErrorKind {
         } else {
             ErrorKind::Other
         }
+    }
+}
+
+/// Parses our exports' `protocol` (a [`Protocol::name`]); empty is HTTP/1.1, as
+/// vegeta's results and our exports before the field.
+pub(crate) fn parse_protocol(text: &str) -> Result<Protocol, String> {
+    match text {
+        "" => Ok(Protocol::Http1),
+        name => Protocol::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown protocol {name:?}: want one of {}",
+                Protocol::known_names()
+            )
+        }),
     }
 }
 

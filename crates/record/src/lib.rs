@@ -2,7 +2,8 @@
 //! (`report`, `plot`, `encode` and `compare`). Only this crate knows the bytes on disk;
 //! `docs/RECORD_FORMAT.md` specifies them.
 //!
-//! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds).
+//! - [`Record`]: one request's outcome, plain data (times in unix nanoseconds), with the
+//!   [`Protocol`] it went over.
 //! - [`RunHeader`] (with [`ShardInfo`] for one shard of a run), [`AttackInfo`], [`TargetInfo`], [`ErrorEntry`], [`GeneratorStats`],
 //!   [`RunEnd`]: what a run says about itself besides its records.
 //! - [`RecordWriter`]: streams records to any `Write` in checksummed, compressed blocks,
@@ -55,7 +56,7 @@ pub use meta::{
     RunHeader, RunTables, ShardInfo, StopReason, TargetInfo,
 };
 pub use reader::BinaryReader;
-pub use record::Record;
+pub use record::{Protocol, Record};
 pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,

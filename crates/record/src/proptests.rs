@@ -12,8 +12,8 @@ use std::io::Cursor;
 use proptest::prelude::*;
 
 use crate::{
-    AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, MAGIC, Record, RecordError,
-    RecordWriter, RunEnd, RunHeader, TargetInfo, open_reader,
+    AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, MAGIC, Protocol, Record,
+    RecordError, RecordWriter, RunEnd, RunHeader, TargetInfo, open_reader,
 };
 
 fn config() -> ProptestConfig {
@@ -55,12 +55,13 @@ fn record() -> impl Strategy<Value = Record> {
             0u32..=1,
             any::<u64>(),
             any::<u64>(),
+            prop::sample::select(Protocol::ALL.to_vec()),
         ),
     )
         .prop_map(
             |(
                 (attack, target, seq, intended_unix_ns, send_lag_ns, latency_ns),
-                (ttfb_ns, status, error, bytes_in, bytes_out),
+                (ttfb_ns, status, error, bytes_in, bytes_out, protocol),
             )| {
                 Record {
                     attack,
@@ -74,6 +75,7 @@ fn record() -> impl Strategy<Value = Record> {
                     error,
                     bytes_in,
                     bytes_out,
+                    protocol,
                 }
             },
         )
@@ -187,6 +189,7 @@ fn json_line() -> impl Strategy<Value = String> {
         "send_lag",
         "ttfb",
         "error_kind",
+        "protocol",
         "body",
         "x",
     ]);
@@ -200,6 +203,7 @@ fn json_line() -> impl Strategy<Value = String> {
         Just("null".to_owned()),
         Just("1.5".to_owned()),
         Just("[]".to_owned()),
+        Just("\"h2\"".to_owned()),
     ];
     // Mostly with the two required keys valid, so lines get to the other fields.
     let required = prop::option::weighted(0.8, (any::<u64>(), any::<u32>()));
@@ -224,8 +228,9 @@ fn csv_row() -> impl Strategy<Value = String> {
         any::<u64>().prop_map(crate::format_timestamp),
         "[a-zA-Z0-9 =/\"]{0,6}",
         Just(String::new()),
+        Just("h2".to_owned()),
     ];
-    prop::collection::vec(cell, 5..16).prop_map(|cells| cells.join(","))
+    prop::collection::vec(cell, 5..17).prop_map(|cells| cells.join(","))
 }
 
 proptest! {
@@ -241,7 +246,7 @@ proptest! {
 
     #[test]
     fn proptest_record_csv_rows_never_panic(rows in prop::collection::vec(csv_row(), 1..6), ours in any::<bool>()) {
-        let mut text = if ours { "timestamp,code,latency,bytes_out,bytes_in,error,body,attack,seq,method,url,headers,send_lag,ttfb,error_kind\n".to_owned() } else { String::new() };
+        let mut text = if ours { "timestamp,code,latency,bytes_out,bytes_in,error,body,attack,seq,method,url,headers,send_lag,ttfb,error_kind,protocol\n".to_owned() } else { String::new() };
         text += &rows.join("\n");
         if let Err(err) = read_all(text.as_bytes()) {
             prop_assert!(err.to_string().starts_with("in.llr"), "names the input: {err}");

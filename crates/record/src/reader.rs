@@ -23,6 +23,8 @@ pub struct BinaryReader<R: Read> {
     input: R,
     summary: SourceSummary,
     tables: RunTables,
+    /// The file's format version: which columns its records blocks hold.
+    version: u16,
     /// Start of the next block to read.
     offset: u64,
     /// Bytes taken from the input so far.
@@ -89,6 +91,7 @@ impl<R: Read> BinaryReader<R> {
             input,
             summary: SourceSummary::new(source_name, InputFormat::Binary),
             tables: RunTables::default(),
+            version,
             offset: PREAMBLE_LEN as u64,
             consumed: PREAMBLE_LEN as u64,
             watermark: None,
@@ -248,7 +251,8 @@ impl<R: Read> BinaryReader<R> {
                 raw.len()
             )));
         }
-        columns::decode(raw, count as usize, out).map_err(Tear)?;
+        columns::decode(raw, count as usize, self.version, out)
+            .map_err(|reason| Tear(format!("records block: {reason}")))?;
         self.check_ids(out)?;
         if watermark != NO_WATERMARK {
             self.watermark = Some(watermark);

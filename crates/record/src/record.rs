@@ -1,4 +1,6 @@
-//! [`Record`]: one request, as plain data.
+//! [`Record`]: one request, as plain data; [`Protocol`]: the HTTP version it went over.
+
+use std::fmt;
 
 /// The outcome of one request. Times are unix nanoseconds (wall clock at the run's time
 /// zero plus a monotonic offset, so differences within a run are monotonic-exact).
@@ -30,6 +32,9 @@ pub struct Record {
     pub bytes_in: u64,
     /// Request bytes written.
     pub bytes_out: u64,
+    /// The HTTP version the request went out over (files of format version 1 predate
+    /// the field: their records read as [`Protocol::Http1`]).
+    pub protocol: Protocol,
 }
 
 impl Record {
@@ -46,5 +51,98 @@ impl Record {
     /// vegeta's success rule: a status in 200..400.
     pub fn is_success(&self) -> bool {
         (200..400).contains(&self.status)
+    }
+}
+
+/// The HTTP version a request went out over. Stored as its [`Protocol::id`]; a new
+/// variant takes the next id and comes with a format version bump, so a reader never
+/// meets an id it does not know in a file of a version it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Protocol {
+    /// HTTP/1.1 (and HTTP/1.0): every record before HTTP/2 existed here.
+    #[default]
+    Http1 = 0,
+    /// HTTP/2, over TLS (ALPN `h2`) or cleartext with prior knowledge (`h2c`).
+    Http2 = 1,
+}
+
+impl Protocol {
+    /// Every protocol, in id order.
+    pub const ALL: [Protocol; 2] = [Protocol::Http1, Protocol::Http2];
+
+    /// The number stored on disk.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The protocol stored as `id`; `None` for an id this build does not know.
+    pub fn from_id(id: u64) -> Option<Protocol> {
+        // A match, not a search of `ALL`: readers call this once per record.
+        match id {
+            0 => Some(Protocol::Http1),
+            1 => Some(Protocol::Http2),
+            _ => None,
+        }
+    }
+
+    /// The name reports and exports use: its ALPN id (`http/1.1`, `h2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
+
+    /// The protocol named `name` ([`Protocol::name`]); `None` for any other text.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The names this build knows, for error messages: `http/1.1, h2`.
+    pub fn known_names() -> String {
+        Protocol::ALL.map(Protocol::name).join(", ")
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_ids_and_names_round_trip() {
+        let rows: &[(u64, Option<Protocol>)] = &[
+            (0, Some(Protocol::Http1)),
+            (1, Some(Protocol::Http2)),
+            (2, None),
+            (u64::from(u8::MAX) + 1, None),
+            (u64::MAX, None),
+        ];
+        for &(id, want) in rows {
+            assert_eq!(Protocol::from_id(id), want, "id {id}");
+        }
+        let names: &[(&str, Option<Protocol>)] = &[
+            ("http/1.1", Some(Protocol::Http1)),
+            ("h2", Some(Protocol::Http2)),
+            ("H2", None),
+            ("h2c", None),
+            ("http/2", None),
+            ("", None),
+        ];
+        for &(name, want) in names {
+            assert_eq!(Protocol::from_name(name), want, "{name:?}");
+        }
+        for protocol in Protocol::ALL {
+            assert_eq!(Protocol::from_id(u64::from(protocol.id())), Some(protocol));
+            assert_eq!(Protocol::from_name(protocol.name()), Some(protocol));
+            assert_eq!(protocol.to_string(), protocol.name());
+        }
+        assert_eq!(Protocol::default(), Protocol::Http1);
+        assert_eq!(Protocol::known_names(), "http/1.1, h2");
     }
 }

@@ -9,9 +9,9 @@ use std::io::Cursor;
 
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
-    Inputs, LoadModel, ReadOrder, Record, RecordError, RecordSource, RecordStream, RecordWriter,
-    RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo,
-    SeriesKind, StopReason, TargetInfo, open_reader,
+    Inputs, LoadModel, Protocol, ReadOrder, Record, RecordError, RecordSource, RecordStream,
+    RecordWriter, RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo,
+    SeriesInfo, SeriesKind, StopReason, TargetInfo, open_reader,
 };
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -51,6 +51,11 @@ fn record(n: u64) -> Record {
         error: u32::from(n % 10 == 9),
         bytes_in: 180,
         bytes_out: 40,
+        protocol: if n.is_multiple_of(3) {
+            Protocol::Http2
+        } else {
+            Protocol::Http1
+        },
     }
 }
 
@@ -322,6 +327,9 @@ fn merges_files_in_send_time_order_on_shared_tables() {
         })
         .count();
     assert_eq!(unavailable, 60);
+    // Each record keeps its protocol through the merge: every 3rd of each file is h2.
+    let h2 = all.iter().filter(|r| r.protocol == Protocol::Http2).count();
+    assert_eq!(h2, 200);
 }
 
 #[test]
@@ -386,6 +394,99 @@ fn every_golden_file_of_older_versions_still_reads() {
         }
     }
     assert!(seen >= 1);
+}
+
+#[test]
+fn the_version_1_golden_file_reads_every_record_as_http1() {
+    for name in ["format_v1.llr", "format_v1_samples.llr"] {
+        let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            &bytes[8..10],
+            &1u16.to_le_bytes(),
+            "{name} is a version 1 file"
+        );
+        let (read, source) = read_all(&bytes).unwrap();
+        // The same run as `write_run` writes today, from before records had a protocol.
+        let want: Vec<Record> = (0..300)
+            .map(|n| Record {
+                protocol: Protocol::Http1,
+                ..record(n)
+            })
+            .collect();
+        assert_eq!(read, want, "{name}");
+        assert_eq!(source.summary().header, header(), "{name}");
+        assert_eq!(source.summary().torn, None, "{name}");
+    }
+}
+
+#[test]
+fn the_protocol_round_trips_and_is_the_last_column() {
+    let (bytes, records) = write_run(Compression::Raw);
+    assert_eq!(&bytes[8..10], &FORMAT_VERSION.to_le_bytes());
+    const { assert!(FORMAT_VERSION >= 2, "version 2 added the protocol column") };
+    let (read, _) = read_all(&bytes).unwrap();
+    assert_eq!(read, records);
+    assert!(read.iter().any(|r| r.protocol == Protocol::Http2));
+    assert!(read.iter().any(|r| r.protocol == Protocol::Http1));
+    // The first records block (records 0..100) ends with their protocol ids.
+    let (_, block) = blocks(&bytes)
+        .into_iter()
+        .find(|(kind, _)| *kind == 3)
+        .unwrap();
+    let ids: Vec<u8> = records[..100].iter().map(|r| r.protocol.id()).collect();
+    assert_eq!(&block[block.len() - 100..], &ids[..]);
+}
+
+/// The first records block of `bytes` (a raw run) with the protocol id of its last
+/// record set to `id`, and its checksum made good again: damage the checksum cannot see.
+fn with_protocol_id(bytes: &[u8], id: u8) -> (Vec<u8>, usize) {
+    let (_, block) = blocks(bytes)
+        .into_iter()
+        .find(|(kind, _)| *kind == 3)
+        .unwrap();
+    let start = block.as_ptr() as usize - bytes.as_ptr() as usize;
+    let end = start + block.len();
+    let mut patched = bytes.to_vec();
+    patched[end - 1] = id;
+    let crc = crc32fast::hash(&patched[start + 9..end]);
+    patched[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
+    (patched, start)
+}
+
+#[test]
+fn an_unknown_protocol_id_stops_the_reader_naming_the_block() {
+    let (bytes, records) = write_run(Compression::Raw);
+    let rows: &[(u8, Result<Protocol, &str>)] = &[
+        (0, Ok(Protocol::Http1)),
+        (1, Ok(Protocol::Http2)),
+        (
+            2,
+            Err(
+                "records block: record seq 99: protocol id 2 is unknown (known: 0 = http/1.1, 1 = h2)",
+            ),
+        ),
+        (0x7f, Err("protocol id 127 is unknown")),
+    ];
+    for &(id, ref want) in rows {
+        let (patched, block_start) = with_protocol_id(&bytes, id);
+        let (read, source) = read_all(&patched).unwrap();
+        match want {
+            Ok(protocol) => {
+                assert_eq!(read.len(), records.len(), "id {id}");
+                assert_eq!(read[99].protocol, *protocol, "id {id}");
+                assert_eq!(source.summary().torn, None, "id {id}");
+            }
+            Err(want) => {
+                assert!(read.is_empty(), "id {id}: nothing past the first block");
+                let summary = source.summary();
+                assert_eq!(summary.name, "run.llr");
+                let torn = summary.torn.clone().expect("the damage is reported");
+                assert_eq!(torn.offset, block_start as u64, "id {id}: names the block");
+                assert!(torn.reason.contains(want), "id {id}: {torn:?}");
+            }
+        }
+    }
 }
 
 /// Frame `n` of a small monitor: frame 0 defines the host sampler and two series,

@@ -11,8 +11,8 @@ use std::io::BufWriter;
 use std::process::ExitCode;
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
-    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Protocol,
+    Record, RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
 };
 
 const START_UNIX_NS: u64 = 1_763_700_000_000_000_000;
@@ -159,6 +159,7 @@ fn synth(seq: u64, gap_ns: u64, rng: &mut SplitMix) -> Record {
             180
         },
         bytes_out: 38,
+        protocol: Protocol::Http1,
     }
 }
 

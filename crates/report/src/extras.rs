@@ -4,7 +4,9 @@
 //! vegeta import has no send lag or CPU, and its report says nothing rather than zeros.
 
 use analysis::Finding;
-use record::{AttackEnd, AttackInfo, InputFormat, LoadModel, RunTables, SourceSummary, StopReason};
+use record::{
+    AttackEnd, AttackInfo, InputFormat, LoadModel, Protocol, RunTables, SourceSummary, StopReason,
+};
 
 use crate::distribution::Distribution;
 use crate::metrics::{AttackActivity, Report, go_seconds};
@@ -311,6 +313,10 @@ pub struct Extras {
     pub generator: Option<GeneratorUse>,
     /// The load model and how the run ended.
     pub run: Option<RunShape>,
+    /// Requests per protocol in name order ([`Report::protocols`]), only when some
+    /// request did not go over HTTP/1.1: a pure HTTP/1.1 report (every vegeta one)
+    /// stays as it was.
+    pub protocols: Option<Vec<(Protocol, u64)>>,
     /// What a reader must not miss.
     pub warnings: Vec<Warning>,
     /// Whole-run reports only: the resource summary and its warnings.
@@ -344,10 +350,20 @@ impl Extras {
             asked,
             generator: facts.generator.filter(|_| whole_run),
             run,
+            protocols: protocol_mix(report),
             resources: facts.resources.clone().filter(|_| whole_run),
             saturation: facts.saturation.clone().filter(|_| whole_run),
         }
     }
+}
+
+/// [`Extras::protocols`].
+fn protocol_mix(report: &Report) -> Option<Vec<(Protocol, u64)>> {
+    report
+        .protocols
+        .iter()
+        .any(|&(protocol, _)| protocol != Protocol::Http1)
+        .then(|| report.protocols.clone())
 }
 
 /// The attack ids a report covers: those with requests or unsent ones.

@@ -1,12 +1,12 @@
-//! `-by attack|target|status`: [`Groups`] splits records into one [`Metrics`] per group,
-//! in a stable order (attacks and targets as the inputs declare them, statuses by
-//! number).
+//! `-by attack|target|status|protocol`: [`Groups`] splits records into one [`Metrics`]
+//! per group, in a stable order (attacks and targets as the inputs declare them,
+//! statuses by number, protocols by id: HTTP/1.1 first).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use record::{Record, RunTables};
+use record::{Protocol, Record, RunTables};
 
 use crate::metrics::Metrics;
 
@@ -19,29 +19,35 @@ pub enum GroupBy {
     Target,
     /// By status code.
     Status,
+    /// By the HTTP version the request went over (a run that mixed HTTP/1.1 and h2).
+    Protocol,
 }
 
 impl GroupBy {
-    /// The flag value that selects this grouping (`attack`, `target`, `status`).
+    /// The flag value that selects this grouping (`attack`, `target`, `status`,
+    /// `protocol`).
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Attack => "attack",
             GroupBy::Target => "target",
             GroupBy::Status => "status",
+            GroupBy::Protocol => "protocol",
         }
     }
 
-    /// The group of a record: its attack id, target id or status code.
+    /// The group of a record: its attack id, target id, status code or protocol id.
     #[inline]
     pub fn key(self, record: &Record) -> GroupKey {
         GroupKey(match self {
             GroupBy::Attack => u32::from(record.attack),
             GroupBy::Target => record.target,
             GroupBy::Status => u32::from(record.status),
+            GroupBy::Protocol => u32::from(record.protocol.id()),
         })
     }
 
-    /// A group's name as people read it: the attack name, `METHOD URL`, or the status.
+    /// A group's name as people read it: the attack name, `METHOD URL`, the status, or
+    /// the protocol (`http/1.1`, `h2`).
     pub fn group_name(self, key: GroupKey, tables: &RunTables) -> String {
         let id = key.0 as usize;
         match self {
@@ -55,6 +61,8 @@ impl GroupBy {
                 .map_or_else(|| format!("#{id}"), |t| format!("{} {}", t.method, t.url)),
             GroupBy::Status if key.0 == 0 => "0 (transport error)".to_owned(),
             GroupBy::Status => key.0.to_string(),
+            GroupBy::Protocol => Protocol::from_id(u64::from(key.0))
+                .map_or_else(|| format!("#{id}"), |p| p.name().to_owned()),
         }
     }
 
@@ -63,7 +71,9 @@ impl GroupBy {
         let name = self.group_name(key, tables);
         match self {
             GroupBy::Attack => format!("=== attack {name:?} ==="),
-            GroupBy::Target | GroupBy::Status => format!("=== {} {name} ===", self.name()),
+            GroupBy::Target | GroupBy::Status | GroupBy::Protocol => {
+                format!("=== {} {name} ===", self.name())
+            }
         }
     }
 }
@@ -76,8 +86,9 @@ impl FromStr for GroupBy {
             "attack" => Ok(GroupBy::Attack),
             "target" => Ok(GroupBy::Target),
             "status" => Ok(GroupBy::Status),
+            "protocol" => Ok(GroupBy::Protocol),
             other => Err(format!(
-                "unknown group {other:?}: want attack, target or status"
+                "unknown group {other:?}: want attack, target, status or protocol"
             )),
         }
     }
@@ -89,7 +100,7 @@ impl fmt::Display for GroupBy {
     }
 }
 
-/// An attack id, target id or status code, by [`GroupBy`].
+/// An attack id, target id, status code or protocol id, by [`GroupBy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupKey(pub u32);
 
@@ -177,6 +188,12 @@ mod tests {
             attack,
             target,
             status,
+            // Every target but 0 went over h2.
+            protocol: if target == 0 {
+                Protocol::Http1
+            } else {
+                Protocol::Http2
+            },
             ..Record::default()
         }
     }
@@ -193,6 +210,7 @@ mod tests {
             (GroupBy::Attack, &[(0, 2), (1, 2)]),
             (GroupBy::Target, &[(0, 2), (1, 1), (2, 1)]),
             (GroupBy::Status, &[(0, 1), (200, 2), (500, 1)]),
+            (GroupBy::Protocol, &[(0, 2), (1, 2)]),
         ];
         for (by, want) in rows {
             let mut groups = Groups::new(Some(*by), Metrics::new(None));
@@ -254,6 +272,9 @@ mod tests {
             (GroupBy::Target, 0, "=== target GET http://x/ ==="),
             (GroupBy::Status, 0, "=== status 0 (transport error) ==="),
             (GroupBy::Status, 503, "=== status 503 ==="),
+            (GroupBy::Protocol, 0, "=== protocol http/1.1 ==="),
+            (GroupBy::Protocol, 1, "=== protocol h2 ==="),
+            (GroupBy::Protocol, 9, "=== protocol #9 ==="),
         ];
         for &(by, key, want) in rows {
             assert_eq!(by.title(GroupKey(key), &tables), want);
@@ -266,5 +287,22 @@ mod tests {
         assert_eq!("status".parse(), Ok(GroupBy::Status));
         let err = "url".parse::<GroupBy>().unwrap_err();
         assert!(err.contains("\"url\""), "{err}");
+        let rows: &[(&str, Result<GroupBy, &str>)] = &[
+            ("protocol", Ok(GroupBy::Protocol)),
+            ("target", Ok(GroupBy::Target)),
+            ("protocols", Err("unknown group \"protocols\"")),
+            ("h2", Err("want attack, target, status or protocol")),
+            ("", Err("unknown group")),
+        ];
+        for (text, want) in rows {
+            match (text.parse::<GroupBy>(), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, *want, "{text}"),
+                (Err(err), Err(want)) => assert!(err.contains(want), "{text}: {err}"),
+                (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
+            }
+            if let Ok(by) = text.parse::<GroupBy>() {
+                assert_eq!(by.name(), *text, "name() is the flag value");
+            }
+        }
     }
 }

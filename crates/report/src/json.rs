@@ -139,6 +139,14 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         push_string(out, &run.stop);
         out.push('}');
     }
+    if let Some(protocols) = &extras.protocols {
+        out.push_str(",\"protocols\":{");
+        for (index, (protocol, count)) in protocols.iter().enumerate() {
+            let comma = if index > 0 { "," } else { "" };
+            let _ = write!(out, "{comma}\"{}\":{count}", protocol.name());
+        }
+        out.push('}');
+    }
     if let Some(finding) = &extras.saturation {
         out.push_str(",\"saturation\":");
         write_saturation(out, finding);

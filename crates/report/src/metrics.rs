@@ -7,7 +7,7 @@
 //! throughput = successes / (attack + wait) seconds; success is a status in 200..400.
 //! Our latency counts from the *intended* send time, so it includes the send lag.
 
-use record::{Record, RunTables};
+use record::{Protocol, Record, RunTables};
 
 use crate::distribution::{Distribution, EXACT_LIMIT, Quantiles};
 use crate::extras::{Extras, LagStats};
@@ -26,6 +26,8 @@ pub struct Metrics {
     successes: u64,
     /// (status, count), in order of first sight; few distinct codes, so a scan is fast.
     status_counts: Vec<(u16, u64)>,
+    /// Requests per [`Protocol::id`].
+    protocol_counts: [u64; Protocol::ALL.len()],
     /// Per error id - 1: the (send time, arrival) of its first record.
     first_errors: Vec<Option<(u64, u64)>>,
     /// Requests and send span per attack id.
@@ -52,6 +54,7 @@ impl Metrics {
             end_unix_ns: 0,
             successes: 0,
             status_counts: Vec::new(),
+            protocol_counts: [0; Protocol::ALL.len()],
             first_errors: Vec::new(),
             attacks: Vec::new(),
             buckets: buckets.map(BucketCounts::new),
@@ -90,6 +93,8 @@ impl Metrics {
         self.end_unix_ns = self.end_unix_ns.max(record.end_unix_ns());
         self.successes += u64::from(record.is_success());
         self.count_status(record.status);
+        // Ids are 0.. in `Protocol::ALL` order, so the id is the index.
+        self.protocol_counts[usize::from(record.protocol.id())] += 1;
         self.count_attack(record.attack, sent);
         if record.error != 0 {
             self.note_error(record.error, sent, arrival);
@@ -177,6 +182,7 @@ impl Metrics {
             throughput_per_sec: throughput,
             success_ratio: self.successes as f64 / requests.max(1) as f64,
             status_codes: status_codes_as_strings(self.status_counts),
+            protocols: protocols_by_name(&self.protocol_counts),
             errors: errors_in_first_order(&self.first_errors, tables),
             latencies,
             latencies_exact: latency_exact,
@@ -201,6 +207,18 @@ fn status_codes_as_strings(counts: Vec<(u16, u64)>) -> Vec<(String, u64)> {
         .collect();
     codes.sort();
     codes
+}
+
+/// The protocols with requests and their counts, in name order (`h2` before
+/// `http/1.1`), as status codes are.
+fn protocols_by_name(counts: &[u64; Protocol::ALL.len()]) -> Vec<(Protocol, u64)> {
+    let mut protocols: Vec<(Protocol, u64)> = Protocol::ALL
+        .into_iter()
+        .zip(counts.iter().copied())
+        .filter(|&(_, count)| count > 0)
+        .collect();
+    protocols.sort_by_key(|(protocol, _)| protocol.name());
+    protocols
 }
 
 /// Error texts in order of first appearance by send time.
@@ -328,6 +346,8 @@ pub struct Report {
     pub success_ratio: f64,
     /// Sorted as strings, as vegeta does.
     pub status_codes: Vec<(String, u64)>,
+    /// Requests per protocol, those with any, in name order.
+    pub protocols: Vec<(Protocol, u64)>,
     /// In order of first appearance (by send time).
     pub errors: Vec<String>,
     /// Send lag of these records, whether or not the input recorded it.
@@ -432,6 +452,32 @@ mod tests {
                 .map(|(code, _)| code)
                 .collect();
             assert_eq!(&got, want);
+        }
+    }
+
+    #[test]
+    fn counts_requests_per_protocol_in_name_order() {
+        let with = |protocol: Protocol| Record {
+            protocol,
+            ..record(0, 1, 200, 0)
+        };
+        let (h1, h2) = (with(Protocol::Http1), with(Protocol::Http2));
+        /// Records added, and the counts the report gives.
+        type Row<'a> = (&'a [Record], &'a [(Protocol, u64)]);
+        let rows: &[Row<'_>] = &[
+            (&[], &[]),
+            (&[h1, h1], &[(Protocol::Http1, 2)]),
+            (&[h2], &[(Protocol::Http2, 1)]),
+            (
+                &[h1, h2, h2, h1, h2],
+                &[(Protocol::Http2, 3), (Protocol::Http1, 2)],
+            ),
+        ];
+        for (records, want) in rows {
+            let mut metrics = Metrics::new(None);
+            metrics.add_all(records);
+            let report = metrics.close(&RunTables::default());
+            assert_eq!(&report.protocols, want);
         }
     }
 

@@ -296,7 +296,7 @@ fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {
     match by {
         None => Scope::Run,
         Some(GroupBy::Attack) => Scope::Attack(u16::try_from(key.0).unwrap_or(u16::MAX)),
-        Some(GroupBy::Target | GroupBy::Status) => Scope::Part,
+        Some(GroupBy::Target | GroupBy::Status | GroupBy::Protocol) => Scope::Part,
     }
 }
 

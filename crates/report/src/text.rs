@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use analysis::{Finding, TurnKind};
+use record::Protocol;
 use units::{GoDuration, round_for_report};
 
 use crate::extras::Extras;
@@ -244,7 +245,23 @@ fn extra_rows(extras: &Extras) -> String {
             run.model, run.attacks, run.stop
         );
     }
+    if let Some(protocols) = &extras.protocols {
+        protocol_row(&mut text, protocols);
+    }
     text
+}
+
+/// `Protocols  [h2, http/1.1]  9900, 100`: names in the brackets, counts after, as
+/// vegeta's rows pair them.
+fn protocol_row(text: &mut String, protocols: &[(Protocol, u64)]) {
+    let names: Vec<&str> = protocols.iter().map(|(p, _)| p.name()).collect();
+    let counts: Vec<String> = protocols.iter().map(|(_, n)| n.to_string()).collect();
+    let _ = writeln!(
+        text,
+        "Protocols\t[{}]\t{}",
+        names.join(", "),
+        counts.join(", ")
+    );
 }
 
 /// The saturation point of a rising open-model load: one row for the point, one per
@@ -319,12 +336,13 @@ mod tests {
                 attacks: 1,
                 stop: "completed".to_owned(),
             }),
+            protocols: Some(Protocol::ALL.iter().map(|&p| (p, 1)).collect()),
             warnings: Vec::new(),
             resources: None,
             saturation: None,
         };
         let rows = extra_rows(&extras);
-        assert_eq!(rows.lines().count(), 5);
+        assert_eq!(rows.lines().count(), 6);
         for line in rows.lines() {
             let cells: Vec<&str> = line.split('\t').collect();
             assert!(cells[0].len() + 2 <= LABEL_WIDTH, "{line}");

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
-    RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Protocol,
+    Record, RecordWriter, RunEnd, RunHeader, StopReason, TargetInfo,
 };
 use report::{Buckets, GroupBy, ReportConfig, ReportType, run_report};
 
@@ -134,6 +134,7 @@ fn api_record(n: u64) -> Record {
         error,
         bytes_in,
         bytes_out: if n % 2 == 1 { 48 } else { 0 },
+        protocol: Protocol::Http1,
     }
 }
 
@@ -150,7 +151,65 @@ fn static_record(n: u64) -> Record {
         error: 0,
         bytes_in: 90,
         bytes_out: 0,
+        protocol: Protocol::Http1,
     }
+}
+
+/// The steady run's "api" attack alone, most of it over h2: every 4th request went
+/// over HTTP/1.1 (13 of 50), the rest over h2 (37).
+fn mixed_protocol_run() -> Vec<u8> {
+    let header = RunHeader {
+        seed: None,
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("api", LoadModel::Open, Some(100.0))],
+        targets: vec![
+            target("GET", "https://127.0.0.1:8443/"),
+            target("POST", "https://127.0.0.1:8443/items"),
+        ],
+        shard: None,
+        precision_ns: None,
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[
+                ErrorEntry {
+                    kind: ErrorKind::Status,
+                    text: "500 Internal Server Error".to_owned(),
+                },
+                ErrorEntry {
+                    kind: ErrorKind::Connect,
+                    text: "dial tcp 127.0.0.1:8443: connect: connection refused".to_owned(),
+                },
+            ],
+        )
+        .unwrap();
+    for n in 0..50u64 {
+        writer.push(&Record {
+            protocol: if n.is_multiple_of(4) {
+                Protocol::Http1
+            } else {
+                Protocol::Http2
+            },
+            ..api_record(n)
+        });
+    }
+    let end = RunEnd {
+        at_unix_ns: START_NS + 600 * MS,
+        reason: StopReason::Completed,
+        detail: String::new(),
+        attacks: vec![AttackEnd {
+            asked: 50,
+            sent: 50,
+            unsent: 0,
+            asked_span_ns: 490 * MS,
+        }],
+        cpu_ns: 4_200 * US,
+        peak_rss_bytes: 12 << 20,
+    };
+    writer.finish(&end).unwrap()
 }
 
 /// A run where the generator fell behind: 80 of 100 asked requests sent at 1000/s
@@ -275,6 +334,7 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap().keep();
         std::fs::write(dir.join("steady.llr"), steady_run()).unwrap();
         std::fs::write(dir.join("behind.llr"), behind_run()).unwrap();
+        std::fs::write(dir.join("mixed.llr"), mixed_protocol_run()).unwrap();
         std::fs::write(dir.join("vegeta.json"), VEGETA_JSON).unwrap();
         std::fs::write(dir.join("ramp_saturating.llr"), ramp_run(200)).unwrap();
         std::fs::write(dir.join("ramp_holding.llr"), ramp_run(1_000)).unwrap();
@@ -428,6 +488,27 @@ fn golden_reports() {
             &["ramp_holding.llr"],
             config(json(), None, None),
         ),
+        (
+            "protocols.txt",
+            &["mixed.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        ("protocols.json", &["mixed.llr"], config(json(), None, None)),
+        (
+            "by_protocol.txt",
+            &["mixed.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Protocol)),
+        ),
+        (
+            "by_protocol.json",
+            &["mixed.llr"],
+            config(json(), None, Some(GroupBy::Protocol)),
+        ),
+        (
+            "every_by_protocol.txt",
+            &["mixed.llr"],
+            config(ReportType::Text, Some(200 * MS), Some(GroupBy::Protocol)),
+        ),
     ];
     for (name, inputs, config) in rows {
         let (out, diagnostics) = fixture.report(inputs, &config);
@@ -479,6 +560,78 @@ fn text_keeps_vegeta_columns() {
         assert_eq!(rows, want_rows, "{input}:\n{out}");
         assert!(out.contains("\nError Set:\n"), "{out}");
     }
+}
+
+/// The protocol mix is a row (and a json key) only when some request did not go over
+/// HTTP/1.1, so vegeta's output is unchanged for every HTTP/1.1 run; the row keeps
+/// vegeta's columns.
+#[test]
+fn protocols_show_only_when_a_run_is_not_pure_http1() {
+    let fixture = Fixture::new();
+    let text = config(ReportType::Text, None, None);
+    let json = config(ReportType::Json { buckets: None }, None, None);
+    let rows: &[(&str, Option<&str>, Option<&str>)] = &[
+        ("steady.llr", None, None),
+        ("behind.llr", None, None),
+        ("vegeta.json", None, None),
+        (
+            "mixed.llr",
+            Some("\nProtocols     [h2, http/1.1]                    37, 13\n"),
+            Some(",\"protocols\":{\"h2\":37,\"http/1.1\":13},"),
+        ),
+    ];
+    for &(input, want_row, want_key) in rows {
+        let (out, _) = fixture.report(&[input], &text);
+        match want_row {
+            Some(row) => assert!(out.contains(row), "{input}:\n{out}"),
+            None => assert!(!out.contains("Protocols"), "{input}:\n{out}"),
+        }
+        let (out, _) = fixture.report(&[input], &json);
+        match want_key {
+            Some(key) => assert!(out.contains(key), "{input}:\n{out}"),
+            None => assert!(!out.contains("protocols"), "{input}:\n{out}"),
+        }
+    }
+    // Each group of -by protocol counts its own requests.
+    let (by, _) = fixture.report(
+        &["mixed.llr"],
+        &config(ReportType::Text, None, Some(GroupBy::Protocol)),
+    );
+    let titles: Vec<&str> = by.lines().filter(|l| l.starts_with("===")).collect();
+    assert_eq!(
+        titles,
+        ["=== protocol http/1.1 ===", "=== protocol h2 ==="],
+        "{by}"
+    );
+    assert!(
+        by.contains("Requests      [total, rate, throughput]         13, "),
+        "{by}"
+    );
+    assert!(
+        by.contains("Requests      [total, rate, throughput]         37, "),
+        "{by}"
+    );
+    assert!(
+        by.contains("Protocols     [h2]                              37\n"),
+        "{by}"
+    );
+    // Merged with an HTTP/1.1 run and converted to one record file, every record keeps
+    // its protocol: 37 h2, 13 + 80 HTTP/1.1.
+    let mut merged = Vec::new();
+    let inputs = [fixture.path("mixed.llr"), fixture.path("behind.llr")];
+    report::run_encode(
+        &inputs,
+        report::EncodeFormat::Record,
+        &mut merged,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    std::fs::write(fixture.dir.join("merged-protocols.llr"), merged).unwrap();
+    let (out, _) = fixture.report(&["merged-protocols.llr"], &text);
+    assert!(
+        out.contains("\nProtocols     [h2, http/1.1]                    37, 93\n"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Record,
-    RecordWriter, RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo,
-    SeriesInfo, SeriesKind, StopReason, TargetInfo,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, Protocol,
+    Record, RecordWriter, RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue,
+    SamplerInfo, SeriesInfo, SeriesKind, StopReason, TargetInfo,
 };
 
 pub const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -91,6 +91,7 @@ pub fn ok(attack: u16, seq: u64, offset_ns: u64, latency_ns: u64) -> Record {
         error: 0,
         bytes_in: 1_200,
         bytes_out: 90,
+        protocol: Protocol::Http1,
     }
 }
 

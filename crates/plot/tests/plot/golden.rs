@@ -90,6 +90,54 @@ fn golden_page_and_charts() {
     }
 }
 
+/// The page names the protocol mix beside the attacks, and the report under it has the
+/// Protocols row, only when some request went over h2: the golden run (all
+/// HTTP/1.1) shows neither.
+#[test]
+fn the_page_shows_the_protocol_mix_only_when_not_pure_http1() {
+    let (golden, _) = golden_plot(plot::DEFAULT_THRESHOLD);
+    let html = golden.html();
+    assert!(!html.contains("<dt>protocols</dt>") && !html.contains("Protocols "));
+
+    let dir = tempfile::tempdir().unwrap();
+    // Every 4th request of the golden run over HTTP/1.1, the rest over h2.
+    let records: Vec<record::Record> = fixture::golden_records()
+        .into_iter()
+        .enumerate()
+        .map(|(n, r)| record::Record {
+            protocol: if n.is_multiple_of(4) {
+                record::Protocol::Http1
+            } else {
+                record::Protocol::Http2
+            },
+            ..r
+        })
+        .collect();
+    let path = dir.path().join("mixed.llr");
+    let header = fixture::header(vec![
+        fixture::attack("search", 40.0),
+        fixture::attack("news", 2.0),
+    ]);
+    fixture::write_run(
+        &path,
+        &header,
+        &records,
+        Some(&fixture::end(&[480, 24], 12 * S)),
+    );
+    let run = RunPlot::read(
+        &[path.display().to_string()],
+        &config(plot::DEFAULT_THRESHOLD),
+    )
+    .unwrap();
+    let html = run.html();
+    assert!(
+        html.contains("<dt>protocols</dt><dd>h2 75% (378), http/1.1 25% (126)</dd>"),
+        "{:.3000}",
+        &html[html.find("<dl").unwrap_or(0)..]
+    );
+    assert!(html.contains("Protocols     [h2, http/1.1]                    378, 126"));
+}
+
 #[test]
 fn golden_downsampled_latency() {
     let (run, dir) = golden_plot(60);
