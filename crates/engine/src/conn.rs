@@ -62,6 +62,8 @@ pub(crate) struct InFlight {
     pub lazy: Option<Box<workload::Target>>,
     /// Already retried once after a kept-alive connection turned out to be closed.
     pub retried: bool,
+    /// What the request went over last (what it would have, until it goes).
+    pub protocol: record::Protocol,
 }
 
 /// Where a followed redirect went.

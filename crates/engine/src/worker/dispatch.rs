@@ -74,6 +74,10 @@ impl Worker {
                 }
             };
             let mut request = self.new_request(attack, target, target_index, intended_ns, now);
+            if self.proto(host) == Proto::Http2 {
+                // A request that never goes (no connection) still says what it asked for.
+                request.protocol = record::Protocol::Http2;
+            }
             let acquired = match self.acquire(host) {
                 Ok(Some(slot)) => Ok(slot),
                 // At the host cap: wait for a completion.
@@ -126,6 +130,7 @@ impl Worker {
             hop: None,
             lazy: None,
             retried: false,
+            protocol: record::Protocol::Http1,
         }
     }
 
@@ -269,6 +274,12 @@ impl Worker {
         bytes: RequestBytes,
         head_only: bool,
     ) {
+        let mut request = request;
+        request.protocol = if self.conns[slot].is_stream() {
+            record::Protocol::Http2
+        } else {
+            record::Protocol::Http1
+        };
         let attack = request.attack as usize;
         let shared = &self.shared.attacks[attack];
         let conn = &mut self.conns[slot];

@@ -339,7 +339,7 @@ impl Worker {
             error,
             bytes_in: request.bytes_in,
             bytes_out: request.bytes_out,
-            protocol: record::Protocol::Http1,
+            protocol: request.protocol,
         });
         self.counters.completed += 1;
         let split = self.split();

@@ -1,6 +1,8 @@
 //! HTTP/2: h2c and TLS with ALPN against the `h2` crate's server, and the protocol's
 //! failures (refused streams, GOAWAY, broken frames) against a hand-written one.
 
+use record::Protocol;
+
 use super::h2_server::{H2Options, H2Server, Raw, RawServer};
 use super::*;
 
@@ -40,6 +42,7 @@ fn h2c_streams_share_one_connection_and_are_recorded_like_http1() {
         errors(&run)
     );
     for record in &run.records {
+        assert_eq!(record.protocol, Protocol::Http2);
         assert!(record.latency_ns >= record.send_lag_ns && record.latency_ns > 0);
         assert!(record.ttfb_ns > 0 && record.ttfb_ns <= record.latency_ns);
         assert!(record.bytes_in > 2, "head and body: {}", record.bytes_in);
@@ -65,11 +68,13 @@ fn https_negotiates_h2_by_alpn_unless_told_not_to() {
     let negotiated = run(&cfg);
     assert_eq!(statuses(&negotiated), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
+    assert!(negotiated.records.iter().all(|r| r.protocol == Protocol::Http2));
 
     cfg.http2 = false;
     let refused = run(&cfg);
     assert_eq!(statuses(&refused), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h1_requests.load(Ordering::SeqCst), 20);
+    assert!(refused.records.iter().all(|r| r.protocol == Protocol::Http1));
     assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
 }
 
