@@ -93,6 +93,7 @@ mod tests {
                     hop: None,
                     lazy: None,
                     retried: false,
+                    protocol: record::Protocol::Http1,
                 });
                 conn
             })

@@ -68,13 +68,23 @@ fn https_negotiates_h2_by_alpn_unless_told_not_to() {
     let negotiated = run(&cfg);
     assert_eq!(statuses(&negotiated), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
-    assert!(negotiated.records.iter().all(|r| r.protocol == Protocol::Http2));
+    assert!(
+        negotiated
+            .records
+            .iter()
+            .all(|r| r.protocol == Protocol::Http2)
+    );
 
     cfg.http2 = false;
     let refused = run(&cfg);
     assert_eq!(statuses(&refused), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h1_requests.load(Ordering::SeqCst), 20);
-    assert!(refused.records.iter().all(|r| r.protocol == Protocol::Http1));
+    assert!(
+        refused
+            .records
+            .iter()
+            .all(|r| r.protocol == Protocol::Http1)
+    );
     assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
 }
 
