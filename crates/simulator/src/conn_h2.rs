@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h2::Reason;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
@@ -32,8 +32,9 @@ pub(crate) const STREAM_WINDOW_BYTES: u32 = 1 << 20;
 pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
 /// Longest a client may take to send its preface and SETTINGS.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest the GOAWAY of an abort may take to leave before the socket closes.
-const ABORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest an aborted connection waits for its last frames to leave, and then for the
+/// client to close its side.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// A DATA frame on stream 0, which RFC 9113 6.1 makes a connection error
 /// (PROTOCOL_ERROR) for every client: the `malformed` failure mode's bytes.
 const GARBAGE_FRAME: &[u8] = b"\x00\x00\x04\x00\x00\x00\x00\x00\x00junk";
@@ -99,12 +100,14 @@ where
                 Some(ConnAction::Abort(reason)) => {
                     conn.abrupt_shutdown(reason);
                     let flush = async { while conn.accept().await.is_some() {} };
-                    let _ = tokio::time::timeout(ABORT_FLUSH_TIMEOUT, flush).await;
+                    let _ = tokio::time::timeout(CLOSE_TIMEOUT, flush).await;
+                    drop(conn);
+                    close_last(io, b"").await;
                     return;
                 }
                 Some(ConnAction::Garbage) => {
                     drop(conn);
-                    write_garbage(io).await;
+                    close_last(io, GARBAGE_FRAME).await;
                     return;
                 }
                 None => {}
@@ -126,15 +129,23 @@ where
     }
 }
 
-/// Writes [`GARBAGE_FRAME`] straight to the socket, behind `h2`'s back, and closes.
-async fn write_garbage<T: AsyncWrite + Unpin>(io: SharedIo<T>) {
+/// Writes `last` straight to the socket (behind `h2`'s back), closes our side, and
+/// reads until the client closes its side too (or [`CLOSE_TIMEOUT`]). Closing a socket
+/// with unread bytes (the client's WINDOW_UPDATEs, say) would send a TCP reset, and the
+/// client could lose the GOAWAY or the garbage before reading them.
+async fn close_last<T: AsyncRead + AsyncWrite + Unpin>(io: SharedIo<T>, last: &[u8]) {
     // The connection (the other owner) is gone, so the stream is ours alone.
     let Ok(cell) = Rc::try_unwrap(io.0) else {
         return;
     };
     let mut stream = cell.into_inner();
-    let _ = stream.write_all(GARBAGE_FRAME).await;
+    let _ = stream.write_all(last).await;
     let _ = stream.shutdown().await;
+    let drain = async {
+        let mut scratch = [0u8; 1024];
+        while matches!(stream.read(&mut scratch).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, drain).await;
 }
 
 /// The connection's byte stream, shared between `h2` and the connection task, so that
