@@ -138,17 +138,16 @@ async fn send_reply(
     let route = &table.routes[route];
     let outcome = &route.outcomes[outcome];
     let body = outcome.body.pick_shared(&mut *worker.rng.borrow_mut());
-    let count = || {
-        let latency_ns = elapsed_ns(arrival);
-        worker
-            .stats
-            .record(outcome.slot, route.label, latency_ns, Protocol::Http2);
+    let _count = CountOnDrop {
+        worker,
+        slot: outcome.slot,
+        route_label: route.label,
+        arrival,
     };
     let head = (outcome.status, &outcome.h2_headers);
     match &outcome.failure {
         None => {
             let _ = send_whole(&mut respond, head, body, reply.head_only);
-            count();
         }
         Some(failure) => {
             let answer = Answer {
@@ -157,8 +156,27 @@ async fn send_reply(
                 body,
                 head_only: reply.head_only,
             };
-            misbehave(answer, failure, control, &count).await;
+            misbehave(answer, failure, control).await;
         }
+    }
+}
+
+/// Counts an answer once it is done with: when the failure mode ends, or when the
+/// connection goes first and drops the stream's task (a stall the client gave up on,
+/// the stream that asked for `close`), as HTTP/1.1 counts those when the client leaves.
+struct CountOnDrop<'a> {
+    worker: &'a Worker,
+    slot: usize,
+    route_label: usize,
+    arrival: Instant,
+}
+
+impl Drop for CountOnDrop<'_> {
+    fn drop(&mut self) {
+        let latency_ns = elapsed_ns(self.arrival);
+        self.worker
+            .stats
+            .record(self.slot, self.route_label, latency_ns, Protocol::Http2);
     }
 }
 
@@ -205,20 +223,13 @@ struct Answer<'a> {
     head_only: bool,
 }
 
-async fn misbehave(
-    mut answer: Answer<'_>,
-    failure: &Failure,
-    control: &ConnControl,
-    count: &dyn Fn(),
-) {
+async fn misbehave(mut answer: Answer<'_>, failure: &Failure, control: &ConnControl) {
     match *failure {
         Failure::Reset => {
             answer.respond.send_reset(Reason::INTERNAL_ERROR);
-            count();
         }
         Failure::RstStream { code } => {
             answer.respond.send_reset(code);
-            count();
         }
         Failure::Close | Failure::Malformed => {
             let action = if *failure == Failure::Close {
@@ -227,7 +238,6 @@ async fn misbehave(
                 ConnAction::Garbage
             };
             control.ask(action);
-            count();
             // Held open until the connection goes, so that dropping it does not send
             // a RST_STREAM (CANCEL) first.
             let _ = tokio::time::timeout(CLOSE_WAIT, until_reset(&mut answer.respond)).await;
@@ -242,7 +252,6 @@ async fn misbehave(
                     }
                 }
             }
-            count();
         }
         Failure::GoAway => {
             let Answer {
@@ -253,19 +262,15 @@ async fn misbehave(
             } = answer;
             let _ = send_whole(&mut respond, head, body, head_only);
             control.ask(ConnAction::Drain);
-            count();
         }
         Failure::Trickle { chunk_bytes, every } => {
-            let _ = trickle(answer, chunk_bytes, every, Some(every)).await;
-            count();
+            let _ = trickle(answer, chunk_bytes, every, true).await;
         }
         Failure::Chunked { chunk_bytes } => {
-            let _ = trickle(answer, chunk_bytes, Duration::ZERO, None).await;
-            count();
+            let _ = trickle(answer, chunk_bytes, Duration::ZERO, false).await;
         }
         Failure::CloseMidBody { after_bytes } => {
             let _ = close_mid_body(answer, after_bytes).await;
-            count();
         }
     }
 }
@@ -275,13 +280,13 @@ async fn until_reset(respond: &mut SendResponse<Bytes>) {
     let _ = std::future::poll_fn(|cx| respond.poll_reset(cx)).await;
 }
 
-/// The body in DATA frames of `chunk_bytes`, `every` apart; with a length announced
-/// (`trickle`, `Some`) or not (`chunked`, `None`).
+/// The body in DATA frames of `chunk_bytes`, `every` apart; with its length announced
+/// (`trickle`) or not (`chunked`).
 async fn trickle(
     answer: Answer<'_>,
     chunk_bytes: usize,
     every: Duration,
-    announced: Option<Duration>,
+    announce_length: bool,
 ) -> Result<(), h2::Error> {
     let Answer {
         mut respond,
@@ -289,7 +294,7 @@ async fn trickle(
         body,
         head_only,
     } = answer;
-    let length = announced.map(|_| body.len());
+    let length = announce_length.then_some(body.len());
     let end = head_only || body.is_empty();
     let mut stream = respond.send_response(response(head, length), end)?;
     if end {

@@ -447,9 +447,33 @@ fn goaway_close_and_malformed_end_the_connection() {
             Some(Reason::PROTOCOL_ERROR)
         );
 
-        // The server itself is fine.
+        // The server itself is fine, and counted each stream that ended a connection.
         let mut client = h2c(addr).await;
         assert_eq!(get(&mut client.send, "/ok").await.unwrap().status, 200);
+        // Counted when each connection's task ends, maybe on the other thread: poll.
+        let lines: Vec<String> = [
+            ("/goaway", "200"),
+            ("/close", "close"),
+            ("/malformed", "malformed"),
+        ]
+        .iter()
+        .map(|(route, status)| {
+            format!("loadlab_sim_requests_total{{route=\"{route}\",status=\"{status}\"}}")
+        })
+        .collect();
+        let started = Instant::now();
+        loop {
+            let metrics = get(&mut client.send, "/metrics").await.unwrap().text();
+            let counts: Vec<u64> = lines.iter().map(|line| metric(&metrics, line)).collect();
+            if counts == [1, 1, 1] {
+                break;
+            }
+            assert!(
+                started.elapsed() < LIMIT,
+                "{lines:?}: {counts:?} in\n{metrics}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     });
     sim.stop();
 }
