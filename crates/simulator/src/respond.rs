@@ -56,12 +56,15 @@ pub(crate) struct ConnIo<S> {
 }
 
 impl<S: Transport> ConnIo<S> {
+    /// Writes the output buffer, and anything written straight to the stream before.
     pub async fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out).await?;
             self.out.clear();
         }
-        Ok(())
+        // TLS may keep back records the socket refused (a full send buffer) even after
+        // `write_all` returned; they leave on flush. TCP's flush is a no-op.
+        self.stream.flush().await
     }
 }
 
@@ -254,6 +257,7 @@ async fn trickle(
             tokio::time::sleep(every).await;
         }
         stream.write_all(piece).await?;
+        stream.flush().await?;
     }
     Ok(())
 }

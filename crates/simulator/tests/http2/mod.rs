@@ -266,6 +266,52 @@ fn tls_negotiates_h2_or_http11_by_alpn() {
     sim.stop();
 }
 
+/// HTTP/1.1 over TLS: a body larger than the socket's buffers, read late, arrives
+/// whole (rustls keeps records a full socket refused until the stream is flushed).
+#[test]
+fn large_bodies_arrive_whole_over_tls() {
+    let sim = start_h2(
+        Some(r#"{"route": "/big", "random_content": "8mb", "stages": [{"status": 200}]}"#),
+        |o| o.tls = Some(Tls::SelfSigned),
+    );
+    let addr = sim.local_addr();
+    let pem = sim.certificate_pem().unwrap().to_owned();
+    block_on(async {
+        for close in ["close", "keep-alive"] {
+            let mut stream = tls(addr, &pem, &[b"http/1.1"]).await;
+            let head =
+                format!("GET /big HTTP/1.1\r\nhost: localhost\r\nconnection: {close}\r\n\r\n");
+            stream.write_all(head.as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let want = 8 * 1024 * 1024;
+            let mut raw = Vec::new();
+            let mut chunk = vec![0u8; 64 * 1024];
+            let read_all = async {
+                loop {
+                    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n");
+                    if head_end.is_some_and(|end| raw.len() >= end + 4 + want) {
+                        return;
+                    }
+                    match stream.read(&mut chunk).await {
+                        Ok(n) if n > 0 => raw.extend_from_slice(&chunk[..n]),
+                        _ => return,
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(LIMIT, read_all).await;
+            let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            assert_eq!(raw.len() - head_end, want, "connection: {close}");
+        }
+        let stream = tls(addr, &pem, &[b"h2"]).await;
+        let mut client = handshake(stream).await;
+        assert_eq!(
+            get(&mut client.send, "/big").await.unwrap().body.len(),
+            8 * 1024 * 1024
+        );
+    });
+    sim.stop();
+}
+
 #[test]
 fn admin_api_stages_and_status_mixes_work_over_h2() {
     let sim = start_h2(None, |_| {});
