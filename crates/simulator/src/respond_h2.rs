@@ -41,7 +41,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 pub(crate) async fn serve_stream(
     worker: Rc<Worker>,
     request: http::Request<RecvStream>,
-    respond: SendResponse<Bytes>,
+    mut respond: SendResponse<Bytes>,
     control: Rc<ConnControl>,
     peer_is_loopback: bool,
 ) {
@@ -59,7 +59,13 @@ pub(crate) async fn serve_stream(
                 peer_is_loopback,
             };
             let step = dispatch(&worker, &incoming);
-            run_step(Rc::clone(&worker), step).await
+            tokio::select! {
+                reply = run_step(Rc::clone(&worker), step) => reply,
+                // The client cancelled the stream (its timeout, say): stop waiting, which
+                // returns a capacity-pool worker at once, as a closed HTTP/1.1
+                // connection does.
+                () = until_reset(&mut respond) => return,
+            }
         }
         Err(BodyError::TooLarge) => {
             let kind = refusal(&worker, 413, "request body too large");

@@ -385,6 +385,38 @@ fn the_capacity_model_holds_over_h2() {
     sim.stop();
 }
 
+/// A stream the client cancels gives its capacity-pool worker back at once.
+#[test]
+fn cancelled_streams_free_their_pool_worker() {
+    let sim = start_h2(
+        Some(
+            r#"{"route": "/busy", "stages": [{"status": 200, "latency": "400ms"}],
+                "capacity": {"workers": 1, "reject_status": 503}}"#,
+        ),
+        |_| {},
+    );
+    let addr = sim.local_addr();
+    block_on(async {
+        let mut client = h2c(addr).await;
+        let request = Request::get("http://localhost/busy").body(()).unwrap();
+        let mut send = client.send.clone().ready().await.unwrap();
+        let (response, _) = send.send_request(request, true).unwrap();
+        // Gives up on it after 100 ms: dropping the response resets the stream (CANCEL).
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), response)
+                .await
+                .is_err()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let answer = get(&mut client.send, "/busy").await.unwrap();
+        assert_eq!(
+            answer.status, 200,
+            "the cancelled stream still held the only worker"
+        );
+    });
+    sim.stop();
+}
+
 #[test]
 fn failure_modes_are_http2_frames() {
     let sim = start_h2(
