@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use simulator::{Recipe, Simulator, SimulatorOptions};
+use simulator::{Recipe, Simulator, SimulatorOptions, Tls};
 
 /// Serve an origin / downstream / system-under-test simulator.
 #[derive(clap::Args)]
 // main.rs's variant doc comment is the `about` line, so the longer text goes in after_help.
 #[command(after_help = "\
 Reads a BBC origin_simulator recipe (one JSON object, or an array with one object per route) \
-and serves it over HTTP/1.1 until SIGINT or SIGTERM. Recipes can be replaced while running: \
+and serves it over HTTP/1.1 and HTTP/2 until SIGINT or SIGTERM: in cleartext, HTTP/1.1 and h2c \
+with prior knowledge share the port; with -tls, ALPN picks h2 or http/1.1. Recipes can be replaced while running: \
 POST one to /_admin/add_recipe. Prometheus metrics are at /metrics. loadlab's extensions \
 (latency distributions, weighted status mixes, failure modes, capacity models) are described \
 in docs/SIMULATOR.md.
@@ -26,14 +27,22 @@ inside DIR). The recipe file given here may name any file, relative to its own d
 Bodies are capped (-max-body-size each, -max-recipe-memory in all). Binding beyond loopback \
 (-addr 0.0.0.0:8080) prints a warning: anyone who can reach the port can use the simulator.
 
+TLS: -tls generates a self-signed certificate for localhost, 127.0.0.1 and ::1 at start \
+(trusted by no one): attack it with -insecure, or write it out with -tls-cert-out=PATH and \
+attack with -root-certs=PATH. -tls-cert and -tls-key serve your own PEM files instead.
+
 Examples:
   loadlab simulate examples/recipes/origin_1s_latency.json
   loadlab simulate -addr 127.0.0.1:9000 examples/recipes/flaky_downstream.json
   loadlab simulate -check examples/recipes/capacity_model.json
   loadlab simulate            # no recipe yet: every path answers 406 until one is posted
+  loadlab simulate -tls -tls-cert-out=sim.pem examples/recipes/failure_modes.json
+  loadlab simulate -max-streams=1 examples/recipes/origin_1s_latency.json
   curl --data-binary @recipe.json http://127.0.0.1:8080/_admin/add_recipe
   curl http://127.0.0.1:8080/_admin/routes_status
-  curl http://127.0.0.1:8080/metrics")]
+  curl http://127.0.0.1:8080/metrics
+  curl --http2-prior-knowledge http://127.0.0.1:8080/     # h2c
+  curl --cacert sim.pem https://localhost:8080/          # with -tls -tls-cert-out=sim.pem")]
 pub struct SimulateArgs {
     /// Recipe file (origin_simulator JSON, with loadlab's extensions).
     #[arg(value_name = "RECIPE.json")]
@@ -72,6 +81,31 @@ pub struct SimulateArgs {
     /// Largest total of bodies held by all routes in force.
     #[arg(long, value_name = "SIZE", default_value = "512mb", value_parser = parse_size_flag)]
     max_recipe_memory: u64,
+
+    /// Serve TLS only, with ALPN h2 and http/1.1, under a self-signed certificate
+    /// generated at start for localhost, 127.0.0.1 and ::1 [default: cleartext
+    /// HTTP/1.1 and h2c].
+    #[arg(long)]
+    tls: bool,
+
+    /// Serve TLS with this certificate chain (PEM, leaf first) instead of a generated
+    /// one; needs -tls-key.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of -tls-cert.
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+
+    /// Write the served certificate (PEM) to FILE, for `attack -root-certs=FILE`.
+    #[arg(long, value_name = "FILE")]
+    tls_cert_out: Option<PathBuf>,
+
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection (1 tests a client
+    /// against the strictest server).
+    #[arg(long, value_name = "N", default_value_t = simulator::DEFAULT_MAX_CONCURRENT_STREAMS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(i32::MAX)))]
+    max_streams: u32,
 }
 
 fn parse_size_flag(text: &str) -> Result<u64, String> {
@@ -79,10 +113,11 @@ fn parse_size_flag(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
-    let options = options(&args);
+    let options = options(&args)?;
     let SimulateArgs {
         recipe: path,
         check,
+        tls_cert_out,
         ..
     } = args;
     let recipe = match &path {
@@ -104,8 +139,18 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let threads = options.threads;
     let exposed = !options.addr.ip().to_canonical().is_loopback();
     let token = options.admin_token.is_some();
+    let served = Served {
+        streams: options.max_concurrent_streams,
+        self_signed: options.tls == Some(Tls::SelfSigned),
+        cert_out: tls_cert_out.clone(),
+    };
     let sim = Simulator::start(options, &recipe)?;
+    if let (Some(out), Some(pem)) = (&tls_cert_out, sim.certificate_pem()) {
+        std::fs::write(out, pem)
+            .with_context(|| format!("cannot write the certificate to {}", out.display()))?;
+    }
     announce(&sim, &recipe, &path, threads);
+    announce_protocols(&sim, &served);
     if exposed {
         warn_exposed(sim.local_addr(), token);
     }
@@ -118,8 +163,10 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(args: &SimulateArgs) -> SimulatorOptions {
+fn options(args: &SimulateArgs) -> anyhow::Result<SimulatorOptions> {
     let mut options = SimulatorOptions::new(args.addr);
+    options.tls = tls(args)?;
+    options.max_concurrent_streams = args.max_streams;
     if let Some(threads) = args.threads {
         options.threads = usize::from(threads);
     }
@@ -128,7 +175,31 @@ fn options(args: &SimulateArgs) -> SimulatorOptions {
     options.files_dir.clone_from(&args.files);
     options.max_body_bytes = args.max_body_size;
     options.max_recipe_memory_bytes = args.max_recipe_memory;
-    options
+    Ok(options)
+}
+
+/// The TLS flags, checked together: a certificate needs its key and the other way
+/// round, and -tls-cert-out needs something to write.
+fn tls(args: &SimulateArgs) -> anyhow::Result<Option<Tls>> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(Tls::PemFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        })),
+        (Some(_), None) => {
+            anyhow::bail!("simulate -tls-cert needs -tls-key (the certificate's private key)")
+        }
+        (None, Some(_)) => {
+            anyhow::bail!("simulate -tls-key needs -tls-cert (the certificate of that key)")
+        }
+        (None, None) if args.tls => Ok(Some(Tls::SelfSigned)),
+        (None, None) if args.tls_cert_out.is_some() => {
+            anyhow::bail!(
+                "simulate -tls-cert-out needs -tls (or -tls-cert and -tls-key): there is no certificate in cleartext"
+            )
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// Said loudly: a simulator bound beyond loopback serves anyone who can reach the port.
@@ -141,6 +212,41 @@ fn warn_exposed(addr: SocketAddr, token: bool) {
     eprintln!("loadlab simulate: WARNING: listening on {addr}, beyond loopback:");
     eprintln!("  anyone who can reach this port can load it and read its answers;");
     eprintln!("  {admin}.");
+}
+
+/// What `announce_protocols` tells about the options, once they went to the simulator.
+struct Served {
+    streams: u32,
+    self_signed: bool,
+    cert_out: Option<PathBuf>,
+}
+
+/// Which protocols are served, and with TLS how a client comes to trust the certificate.
+fn announce_protocols(sim: &Simulator, served: &Served) {
+    let streams = served.streams;
+    let cert_out = served.cert_out.as_deref();
+    if sim.certificate_pem().is_none() {
+        eprintln!(
+            "  http/2:  h2c with prior knowledge on the same port (attack -h2c); {streams} concurrent streams per connection"
+        );
+        return;
+    }
+    eprintln!("  http/2:  h2 or http/1.1 by ALPN; {streams} concurrent streams per connection");
+    let trust = match cert_out {
+        Some(path) => format!(
+            "written to {0}: attack with -root-certs={0} (or -insecure)",
+            path.display()
+        ),
+        None => "attack with -insecure, or write it with -tls-cert-out=PATH and attack with -root-certs=PATH".to_owned(),
+    };
+    if served.self_signed {
+        eprintln!(
+            "  tls:     self-signed certificate for localhost, 127.0.0.1 and ::1, trusted by no one;"
+        );
+        eprintln!("           {trust}");
+    } else if let Some(path) = cert_out {
+        eprintln!("  tls:     certificate written to {}", path.display());
+    }
 }
 
 fn display(path: &Option<PathBuf>) -> String {
@@ -157,11 +263,18 @@ fn announce(sim: &Simulator, recipe: &Recipe, path: &Option<PathBuf>, threads: u
         format!("{} (routes: {})", display(path), routes.join(" "))
     };
     let plural = if threads == 1 { "" } else { "s" };
-    eprintln!("loadlab simulate: serving {what} on http://{addr} with {threads} thread{plural}");
+    let scheme = if sim.certificate_pem().is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!(
-        "  admin:   http://{addr}/_admin/status  (add_recipe, routes_status, current_count, ...)"
+        "loadlab simulate: serving {what} on {scheme}://{addr} with {threads} thread{plural}"
     );
-    eprintln!("  metrics: http://{addr}/metrics");
+    eprintln!(
+        "  admin:   {scheme}://{addr}/_admin/status  (add_recipe, routes_status, current_count, ...)"
+    );
+    eprintln!("  metrics: {scheme}://{addr}/metrics");
     for (route, rps) in recipe.capacity_rps() {
         eprintln!(
             "  {route}: capacity model, ground truth {rps:.1} req/s (workers / mean service time)"

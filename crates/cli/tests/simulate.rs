@@ -158,3 +158,137 @@ fn warns_when_bound_beyond_loopback() {
     assert!(text.contains("beyond loopback"), "{text}");
     assert!(text.contains("-admin-token"), "{text}");
 }
+
+/// issue 14: the TLS and HTTP/2 flags are checked together, and a bad one is named.
+#[test]
+fn bad_tls_and_http2_flags_are_named() {
+    let rows: &[(&[&str], &str)] = &[
+        (&["-tls-key", "k.pem"], "simulate -tls-key needs -tls-cert"),
+        (&["-tls-cert", "c.pem"], "simulate -tls-cert needs -tls-key"),
+        (
+            &["-tls-cert-out", "out.pem"],
+            "simulate -tls-cert-out needs -tls (or -tls-cert and -tls-key)",
+        ),
+        (
+            &[
+                "-tls-cert",
+                "/nonexistent/c.pem",
+                "-tls-key",
+                "/nonexistent/k.pem",
+            ],
+            "tls: cannot read certificate file /nonexistent/c.pem",
+        ),
+        (&["-max-streams", "0"], "0 is not in 1..=2147483647"),
+        (&["-max-streams", "many"], "invalid value 'many'"),
+    ];
+    for (flags, want) in rows {
+        let mut args = vec!["simulate", "-addr", "127.0.0.1:0"];
+        args.extend_from_slice(flags);
+        let output = loadlab(&args);
+        assert!(!output.status.success(), "{flags:?}");
+        assert!(
+            stderr(&output).contains(want),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+    }
+    // -check reads the TLS files too, so a bad one fails before serving.
+    let dir = TempDir::new("tls-check");
+    let recipe = dir.0.join("r.json");
+    std::fs::write(&recipe, r#"{"stages": [{"status": 200}]}"#).unwrap();
+    let junk = dir.0.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let (junk, recipe) = (junk.to_str().unwrap(), recipe.to_str().unwrap());
+    let output = loadlab(&[
+        "simulate",
+        "-check",
+        "-tls-cert",
+        junk,
+        "-tls-key",
+        junk,
+        recipe,
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("junk.pem: no PEM certificate"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Reads `child`'s stderr until a line contains `last` (at most 20 lines or 20 s),
+/// then stops the child.
+fn startup_lines(mut child: std::process::Child, last: &str) -> String {
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    for line in lines {
+        let line = line.unwrap();
+        let done = line.contains(last);
+        seen.push(line);
+        if done || seen.len() > 20 || started.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    seen.join("\n")
+}
+
+/// issue 14: `simulate -tls` says it serves a self-signed certificate and how to
+/// attack it, and `-tls-cert-out` writes that certificate.
+#[test]
+fn tls_says_how_to_trust_its_certificate() {
+    let dir = TempDir::new("tls-out");
+    let out = dir.0.join("sim.pem");
+    let child = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args([
+            "simulate",
+            "-threads",
+            "1",
+            "-addr",
+            "127.0.0.1:0",
+            "-tls",
+            "-max-streams=1",
+        ])
+        .arg(format!("-tls-cert-out={}", out.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = startup_lines(child, "-root-certs=");
+    assert!(text.contains("on https://127.0.0.1:"), "{text}");
+    assert!(
+        text.contains("h2 or http/1.1 by ALPN; 1 concurrent streams"),
+        "{text}"
+    );
+    assert!(
+        text.contains("self-signed certificate for localhost, 127.0.0.1 and ::1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "attack with -root-certs={} (or -insecure)",
+            out.display()
+        )),
+        "{text}"
+    );
+    let pem = std::fs::read_to_string(&out).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+
+    let child = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(["simulate", "-threads", "1", "-addr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = startup_lines(child, "http/2:");
+    assert!(
+        text.contains(
+            "h2c with prior knowledge on the same port (attack -h2c); 250 concurrent streams"
+        ),
+        "{text}"
+    );
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::dispatch::{Reply, ReplyKind};
 use crate::error::SimulatorError;
-use crate::http::{Method, simple_response};
+use crate::http::Method;
 use crate::metrics::{current_count_json, render, snapshot};
 use crate::server::Worker;
 use crate::state::{Shared, lock};
@@ -143,14 +143,11 @@ pub(crate) async fn handle(worker: Rc<Worker>, request: AdminRequest) -> Reply {
         .unwrap_or(&path)
         .trim_start_matches('/');
     let answer = route(&worker.shared, name, method, body).await;
-    let close = !reply.keep_alive;
-    let mut bytes = simple_response(answer.status, answer.content_type, &answer.body, close);
-    if reply.head_only {
-        bytes.truncate(bytes.len() - answer.body.len());
-    }
-    reply.kind = ReplyKind::Bytes {
-        bytes,
-        close,
+    reply.kind = ReplyKind::Simple {
+        status: answer.status,
+        content_type: answer.content_type,
+        body: answer.body,
+        close: false,
         count: None,
     };
     reply

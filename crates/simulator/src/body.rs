@@ -8,6 +8,7 @@
 
 use std::io::Write;
 
+use bytes::Bytes;
 use rand::Rng;
 
 use crate::body_file::{FileAccess, read_body_file};
@@ -21,17 +22,18 @@ pub(crate) const GZIP_VARIANTS: usize = 16;
 /// Placeholders may not add up to more than this, like every other body.
 const MAX_EXPANDED_BYTES: u64 = crate::duration_size::MAX_SIZE_BYTES;
 
-/// A body ready to serve.
+/// A body ready to serve. Held as [`Bytes`] so that HTTP/2 can hand a body (or a
+/// prefix of it) to its frames without copying it per request.
 #[derive(Debug)]
 pub(crate) enum Body {
-    Fixed(Box<[u8]>),
+    Fixed(Bytes),
     /// A prefix of `text` whose length is drawn from `min_bytes..=text.len()`.
     RandomPrefix {
-        text: Box<[u8]>,
+        text: Bytes,
         min_bytes: usize,
     },
     /// One of several bodies, drawn uniformly.
-    Variants(Vec<Box<[u8]>>),
+    Variants(Vec<Bytes>),
 }
 
 impl Body {
@@ -46,8 +48,19 @@ impl Body {
         }
     }
 
+    /// [`Body::pick`] as a shared handle on the same memory (HTTP/2's DATA frames).
+    pub fn pick_shared(&self, rng: &mut impl Rng) -> Bytes {
+        match self {
+            Body::Fixed(bytes) => bytes.clone(),
+            Body::RandomPrefix { text, min_bytes } => {
+                text.slice(..rng.random_range(*min_bytes..=text.len()))
+            }
+            Body::Variants(all) => all[rng.random_range(0..all.len())].clone(),
+        }
+    }
+
     pub fn fixed(bytes: Vec<u8>, gzip: bool) -> Body {
-        Body::Fixed(if gzip { gzip_bytes(&bytes) } else { bytes }.into_boxed_slice())
+        Body::Fixed(Bytes::from(if gzip { gzip_bytes(&bytes) } else { bytes }))
     }
 }
 
@@ -166,13 +179,17 @@ fn random_body(min_bytes: usize, max_bytes: usize, gzip: bool, rng: &mut impl Rn
     }
     if !gzip {
         return Body::RandomPrefix {
-            text: text.into_boxed_slice(),
+            text: Bytes::from(text),
             min_bytes,
         };
     }
     let span = max_bytes - min_bytes;
     let variants = (0..GZIP_VARIANTS)
-        .map(|i| gzip_bytes(&text[..min_bytes + span * i / (GZIP_VARIANTS - 1)]).into_boxed_slice())
+        .map(|i| {
+            Bytes::from(gzip_bytes(
+                &text[..min_bytes + span * i / (GZIP_VARIANTS - 1)],
+            ))
+        })
         .collect();
     Body::Variants(variants)
 }

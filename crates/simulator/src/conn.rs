@@ -10,12 +10,11 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use crate::dispatch::{Reply, Step, bare_reply, dispatch, refusal, wait};
+use crate::dispatch::{Reply, Step, bare_reply, dispatch, refusal, run_step};
 use crate::http::{Next, next_request};
-use crate::respond::{After, ConnIo, write_reply};
+use crate::respond::{After, ConnIo, Transport, write_reply};
 use crate::server::Worker;
 
 /// First read buffer; grows for large heads or bodies, shrinks back when idle.
@@ -42,9 +41,9 @@ impl Drop for Spawned {
     }
 }
 
-/// Serves one connection; `peer_is_loopback` decides who may use the admin API.
-pub(crate) async fn serve(worker: Rc<Worker>, stream: TcpStream, peer_is_loopback: bool) {
-    worker.stats.connections_delta(1);
+/// Serves one HTTP/1.1 connection (plain or TLS); `peer_is_loopback` decides who may
+/// use the admin API. The caller counts the connection.
+pub(crate) async fn serve<S: Transport>(worker: Rc<Worker>, stream: S, peer_is_loopback: bool) {
     let mut conn = Conn {
         io: ConnIo {
             stream,
@@ -55,18 +54,17 @@ pub(crate) async fn serve(worker: Rc<Worker>, stream: TcpStream, peer_is_loopbac
         peer_is_loopback,
     };
     let _ = conn.run(&worker).await;
-    worker.stats.connections_delta(-1);
 }
 
-struct Conn {
-    io: ConnIo,
+struct Conn<S> {
+    io: ConnIo<S>,
     inbuf: Vec<u8>,
     /// Whether `100 Continue` went out for the request being received.
     continue_sent: bool,
     peer_is_loopback: bool,
 }
 
-impl Conn {
+impl<S: Transport> Conn<S> {
     async fn run(&mut self, worker: &Rc<Worker>) -> std::io::Result<()> {
         let mut pending = VecDeque::new();
         loop {
@@ -127,11 +125,10 @@ impl Conn {
             };
             self.continue_sent = false;
             closing = !request.head.keep_alive;
+            let buf = &self.inbuf[consumed..];
             let step = dispatch(
                 worker,
-                &self.inbuf[consumed..],
-                &request,
-                (arrival, self.peer_is_loopback),
+                &request.incoming(buf, arrival, self.peer_is_loopback),
             );
             consumed += request.total_len;
             let alone = pending.is_empty() && consumed == self.inbuf.len();
@@ -169,13 +166,5 @@ impl Conn {
                 .reserve(self.inbuf.capacity().max(INITIAL_READ_BYTES));
         }
         Ok(self.io.stream.read_buf(&mut self.inbuf).await? > 0)
-    }
-}
-
-async fn run_step(worker: Rc<Worker>, step: Step) -> Reply {
-    match step {
-        Step::Ready(reply) => reply,
-        Step::Wait(waiting) => wait(worker, waiting).await,
-        Step::Admin(request) => crate::admin::handle(worker, request).await,
     }
 }

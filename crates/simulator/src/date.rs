@@ -12,6 +12,18 @@ thread_local! {
 
 /// Appends `date: Sun, 06 Nov 1994 08:49:37 GMT\r\n` for the current second.
 pub(crate) fn append_date_header(out: &mut Vec<u8>) {
+    out.extend_from_slice(&current_line());
+}
+
+/// The `date` header's value for HTTP/2 (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub(crate) fn date_value() -> http::HeaderValue {
+    let line = current_line();
+    http::HeaderValue::from_bytes(&line[6..LINE_LEN - 2]).unwrap_or(http::HeaderValue::from_static(
+        "Thu, 01 Jan 1970 00:00:00 GMT",
+    ))
+}
+
+fn current_line() -> [u8; LINE_LEN] {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -20,7 +32,7 @@ pub(crate) fn append_date_header(out: &mut Vec<u8>) {
         line = format_line(now);
         CACHE.set((now, line));
     }
-    out.extend_from_slice(&line);
+    line
 }
 
 fn format_line(unix_secs: u64) -> [u8; LINE_LEN] {

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::http::{Method, Request, simple_response};
+use crate::http::Method;
 use crate::server::Worker;
 use crate::state::LocalTable;
 use crate::table::Table;
@@ -43,12 +43,30 @@ pub(crate) enum ReplyKind {
         route: usize,
         outcome: usize,
     },
-    /// A whole response rendered on the spot (admin, 406 for unmatched paths, refusals).
-    Bytes {
-        bytes: Vec<u8>,
+    /// A small answer made on the spot (admin, 406 for unmatched paths, refusals),
+    /// rendered by the protocol that sends it.
+    Simple {
+        status: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+        /// HTTP/1.1: close the connection after it (a request that did not parse).
         close: bool,
+        /// Metrics slot and route label, when it is counted.
         count: Option<(usize, usize)>,
     },
+}
+
+impl ReplyKind {
+    /// A placeholder filled in later (the admin API's answer).
+    pub fn empty() -> Self {
+        ReplyKind::Simple {
+            status: 500,
+            content_type: "text/plain",
+            body: Vec::new(),
+            close: false,
+            count: None,
+        }
+    }
 }
 
 /// What to do next with a request.
@@ -64,61 +82,66 @@ pub(crate) struct Waiting {
     latency_ns: u64,
 }
 
-/// Routes a request. `buf` is the read buffer the request's ranges point into;
-/// `peer_is_loopback` says whether the client connected from this machine.
-pub(crate) fn dispatch(
-    worker: &Rc<Worker>,
-    buf: &[u8],
-    request: &Request,
-    (arrival, peer_is_loopback): (Instant, bool),
-) -> Step {
-    let head = &request.head;
+/// A request as routing sees it, whichever protocol carried it: HTTP/1.1 borrows it
+/// from the read buffer, HTTP/2 from the stream's head and collected body.
+pub(crate) struct Incoming<'a> {
+    pub method: Method,
+    /// The path, without the query string.
+    pub path: &'a [u8],
+    /// The `authorization` header's value, for the admin API's token check.
+    pub authorization: Option<&'a [u8]>,
+    pub body: &'a [u8],
+    /// HTTP/1.1's keep-alive; always true over HTTP/2, where one answer never closes
+    /// the connection.
+    pub keep_alive: bool,
+    pub arrival: Instant,
+    /// Whether the client connected from this machine (who may use `/_admin`).
+    pub peer_is_loopback: bool,
+}
+
+/// Routes a request: the one decision both protocols share.
+pub(crate) fn dispatch(worker: &Rc<Worker>, request: &Incoming<'_>) -> Step {
     let in_flight = InFlight::new(worker);
     let reply = |kind| Reply {
         kind,
-        arrival,
-        head_only: head.method == Method::Head,
-        keep_alive: head.keep_alive,
+        arrival: request.arrival,
+        head_only: request.method == Method::Head,
+        keep_alive: request.keep_alive,
         _in_flight: in_flight,
     };
-    let Ok(path) = std::str::from_utf8(&buf[head.path.clone()]) else {
+    let Ok(path) = std::str::from_utf8(request.path) else {
         return Step::Ready(reply(refusal(worker, 400, "path is not utf-8")));
     };
-    if path.starts_with("/_admin") {
-        let authorization = head.authorization.clone().map(|range| &buf[range]);
-        if let Some((status, text)) = worker
+    let refused = path.starts_with("/_admin").then(|| {
+        worker
             .shared
             .access
-            .refusal(peer_is_loopback, authorization)
-        {
-            let body = format!("{text}\n");
-            let bytes = simple_response(status, "text/plain", body.as_bytes(), !head.keep_alive);
-            return Step::Ready(reply(ReplyKind::Bytes {
-                bytes,
-                close: !head.keep_alive,
-                count: None,
-            }));
-        }
+            .refusal(request.peer_is_loopback, request.authorization)
+    });
+    if let Some(Some((status, text))) = refused {
+        return Step::Ready(reply(ReplyKind::Simple {
+            status,
+            content_type: "text/plain",
+            body: format!("{text}\n").into_bytes(),
+            close: false,
+            count: None,
+        }));
     }
     if path.starts_with("/_admin") || path == "/metrics" {
         return Step::Admin(crate::admin::AdminRequest::new(
             path,
-            head.method,
-            request.body.bytes(buf),
-            reply(ReplyKind::Bytes {
-                bytes: Vec::new(),
-                close: false,
-                count: None,
-            }),
+            request.method,
+            request.body,
+            reply(ReplyKind::empty()),
         ));
     }
     let table = worker.view.table(&worker.shared);
     let Some(route_index) = table.find(path) else {
-        return Step::Ready(reply(not_set(worker, &table, path, head.keep_alive)));
+        return Step::Ready(reply(not_set(worker, &table, path)));
     };
     let route = &table.routes[route_index];
     let mut rng = worker.rng.borrow_mut();
-    let outcome = match route.stage_at(table.elapsed_ns(arrival)) {
+    let outcome = match route.stage_at(table.elapsed_ns(request.arrival)) {
         Some(stage) => route.stages[stage].pick(&mut *rng),
         None => route.before_start,
     };
@@ -137,9 +160,19 @@ pub(crate) fn dispatch(
     }
 }
 
+/// Takes a request from routing to the reply to send: waits out its latency (and the
+/// capacity pool), or runs the admin API.
+pub(crate) async fn run_step(worker: Rc<Worker>, step: Step) -> Reply {
+    match step {
+        Step::Ready(reply) => reply,
+        Step::Wait(waiting) => wait(worker, waiting).await,
+        Step::Admin(request) => crate::admin::handle(worker, request).await,
+    }
+}
+
 /// Waits out the latency, holding a pool worker for it when the route has a capacity
 /// model. Service time starts once a worker is held, so queueing adds to latency.
-pub(crate) async fn wait(worker: Rc<Worker>, waiting: Waiting) -> Reply {
+async fn wait(worker: Rc<Worker>, waiting: Waiting) -> Reply {
     let Waiting {
         mut reply,
         latency_ns,
@@ -206,7 +239,7 @@ pub(crate) fn bare_reply(worker: &Rc<Worker>, kind: ReplyKind, arrival: Instant)
 }
 
 /// origin_simulator's 406 for a path no route serves.
-fn not_set(worker: &Worker, table: &Table, path: &str, keep_alive: bool) -> ReplyKind {
+fn not_set(worker: &Worker, table: &Table, path: &str) -> ReplyKind {
     let text = if table.routes.is_empty() {
         "Recipe not set, please POST a recipe to /_admin/add_recipe".to_owned()
     } else {
@@ -214,21 +247,23 @@ fn not_set(worker: &Worker, table: &Table, path: &str, keep_alive: bool) -> Repl
             "Recipe not set at {path}, please POST a recipe for this route to /_admin/add_recipe"
         )
     };
-    let bytes = simple_response(406, "text/html", text.as_bytes(), !keep_alive);
-    ReplyKind::Bytes {
-        bytes,
-        close: !keep_alive,
+    ReplyKind::Simple {
+        status: 406,
+        content_type: "text/html",
+        body: text.into_bytes(),
+        close: false,
         count: Some((worker.shared.unmatched_slot, worker.shared.unmatched_label)),
     }
 }
 
-/// A request we will not route (bad HTTP); answered and the connection closed.
+/// A request we will not route (bad HTTP); answered and, over HTTP/1.1, the
+/// connection closed.
 pub(crate) fn refusal(worker: &Worker, status: u16, reason: &str) -> ReplyKind {
-    let body = format!("{reason}\n");
-    let bytes = simple_response(status, "text/plain", body.as_bytes(), true);
     let slot = worker.shared.refusal_slot(status);
-    ReplyKind::Bytes {
-        bytes,
+    ReplyKind::Simple {
+        status,
+        content_type: "text/plain",
+        body: format!("{reason}\n").into_bytes(),
         close: true,
         count: Some((slot, worker.shared.bad_request_label)),
     }

@@ -47,6 +47,10 @@ pub enum SimulatorError {
     /// A worker thread or its runtime could not be started.
     #[error("cannot start simulator thread: {0}")]
     Thread(std::io::Error),
+    /// The TLS certificate or key could not be read, made or used. The message names
+    /// the file.
+    #[error("tls: {0}")]
+    Tls(String),
     /// The options passed to [`crate::Simulator::start`] are unusable.
     #[error("simulator option {option}: {message}")]
     Option {

@@ -1,7 +1,10 @@
 //! Failure modes: what a misbehaving origin does instead of (or while) answering.
 //!
-//! Modes without a status (`reset`, `close`, `stall`, `malformed`) replace the answer;
-//! modes with one (`trickle`, `close_mid_body`, `chunked`) change how the answer is sent.
+//! Modes without a status (`reset`, `close`, `stall`, `malformed`, `rst_stream`)
+//! replace the answer; modes with one (`trickle`, `close_mid_body`, `chunked`,
+//! `goaway`) change how the answer is sent. Each has an HTTP/1.1 and an HTTP/2 form
+//! (`respond`, `respond_h2`; the table is in docs/SIMULATOR.md): `rst_stream` and
+//! `goaway` name the HTTP/2 frames, and do the nearest thing over HTTP/1.1.
 //! A mode is a string (`"reset"`) or an object with options
 //! (`{"mode": "trickle", "chunk": "1kb", "every": "100ms"}`). The recipe's latency is
 //! waited first in every mode, so a reset after `"2s"` is a slow reset.
@@ -30,10 +33,66 @@ pub(crate) enum Failure {
     CloseMidBody { after_bytes: Option<usize> },
     /// Send a valid `transfer-encoding: chunked` body in `chunk_bytes` pieces.
     Chunked { chunk_bytes: usize },
+    /// HTTP/2: reset the stream with `code` (the connection lives on). HTTP/1.1 has no
+    /// streams: a TCP reset, as `reset`.
+    RstStream { code: h2::Reason },
+    /// Answer, then send GOAWAY and finish the streams in flight (a server draining for
+    /// a restart). HTTP/1.1: answer with `connection: close`, then close.
+    GoAway,
 }
 
 /// Names accepted in place of a status code in a status mix.
-pub(crate) const STATUSLESS_MODES: &[&str] = &["reset", "close", "stall", "malformed"];
+pub(crate) const STATUSLESS_MODES: &[&str] =
+    &["reset", "close", "stall", "malformed", "rst_stream"];
+
+/// HTTP/2 error codes by their RFC 9113 names, lowercase (`rst_stream`'s `code`).
+const ERROR_CODES: &[(&str, h2::Reason)] = &[
+    ("no_error", h2::Reason::NO_ERROR),
+    ("protocol_error", h2::Reason::PROTOCOL_ERROR),
+    ("internal_error", h2::Reason::INTERNAL_ERROR),
+    ("flow_control_error", h2::Reason::FLOW_CONTROL_ERROR),
+    ("settings_timeout", h2::Reason::SETTINGS_TIMEOUT),
+    ("stream_closed", h2::Reason::STREAM_CLOSED),
+    ("frame_size_error", h2::Reason::FRAME_SIZE_ERROR),
+    ("refused_stream", h2::Reason::REFUSED_STREAM),
+    ("cancel", h2::Reason::CANCEL),
+    ("compression_error", h2::Reason::COMPRESSION_ERROR),
+    ("connect_error", h2::Reason::CONNECT_ERROR),
+    ("enhance_your_calm", h2::Reason::ENHANCE_YOUR_CALM),
+    ("inadequate_security", h2::Reason::INADEQUATE_SECURITY),
+    ("http_1_1_required", h2::Reason::HTTP_1_1_REQUIRED),
+];
+
+/// An HTTP/2 error code by name (`"refused_stream"`) or number (`7`).
+fn error_code(value: &Value) -> Result<h2::Reason, String> {
+    let names = || {
+        ERROR_CODES
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match value {
+        Value::String(name) => ERROR_CODES
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, reason)| *reason)
+            .ok_or_else(|| {
+                format!(
+                    "code: unknown HTTP/2 error code {name:?}; one of {}",
+                    names()
+                )
+            }),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(h2::Reason::from)
+            .ok_or_else(|| format!("code: {n} is not a 32-bit error code")),
+        other => Err(format!(
+            "code: expected an error code like \"refused_stream\", got {other}"
+        )),
+    }
+}
 
 impl Failure {
     /// Reads `"reset"` or `{"mode": "...", options}`.
@@ -58,9 +117,11 @@ impl Failure {
             "trickle" => &["mode", "chunk", "every"],
             "close_mid_body" => &["mode", "after"],
             "chunked" => &["mode", "chunk"],
+            "rst_stream" => &["mode", "code"],
+            "goaway" => &["mode"],
             other => {
                 return Err(format!(
-                    "unknown failure mode {other:?}; one of reset, close, stall, malformed, trickle, close_mid_body, chunked"
+                    "unknown failure mode {other:?}; one of reset, close, stall, malformed, trickle, close_mid_body, chunked, rst_stream, goaway"
                 ));
             }
         };
@@ -100,9 +161,16 @@ impl Failure {
                     .map(|_| size("after", 0))
                     .transpose()?,
             },
-            _ => Failure::Chunked {
+            "chunked" => Failure::Chunked {
                 chunk_bytes: nonzero(size("chunk", 4096)?, "chunk")?,
             },
+            "rst_stream" => Failure::RstStream {
+                code: match options.get("code") {
+                    None | Some(Value::Null) => h2::Reason::INTERNAL_ERROR,
+                    Some(code) => error_code(code)?,
+                },
+            },
+            _ => Failure::GoAway,
         })
     }
 
@@ -110,7 +178,10 @@ impl Failure {
     pub fn sends_status(&self) -> bool {
         matches!(
             self,
-            Failure::Trickle { .. } | Failure::CloseMidBody { .. } | Failure::Chunked { .. }
+            Failure::Trickle { .. }
+                | Failure::CloseMidBody { .. }
+                | Failure::Chunked { .. }
+                | Failure::GoAway
         )
     }
 
@@ -124,6 +195,8 @@ impl Failure {
             Failure::Trickle { .. } => "trickle",
             Failure::CloseMidBody { .. } => "close_mid_body",
             Failure::Chunked { .. } => "chunked",
+            Failure::RstStream { .. } => "rst_stream",
+            Failure::GoAway => "goaway",
         }
     }
 }
@@ -201,6 +274,41 @@ mod tests {
                 Err("chunk: expected a size"),
             ),
             (json!(3), Err("expected a mode name")),
+            (
+                json!("rst_stream"),
+                Ok(Failure::RstStream {
+                    code: h2::Reason::INTERNAL_ERROR,
+                }),
+            ),
+            (
+                json!({"mode": "rst_stream", "code": "refused_stream"}),
+                Ok(Failure::RstStream {
+                    code: h2::Reason::REFUSED_STREAM,
+                }),
+            ),
+            (
+                json!({"mode": "rst_stream", "code": 8}),
+                Ok(Failure::RstStream {
+                    code: h2::Reason::CANCEL,
+                }),
+            ),
+            (
+                json!({"mode": "rst_stream", "code": "refused"}),
+                Err("code: unknown HTTP/2 error code \"refused\"; one of no_error"),
+            ),
+            (
+                json!({"mode": "rst_stream", "code": -1}),
+                Err("code: -1 is not a 32-bit error code"),
+            ),
+            (
+                json!({"mode": "rst_stream", "code": true}),
+                Err("code: expected an error code"),
+            ),
+            (json!("goaway"), Ok(Failure::GoAway)),
+            (
+                json!({"mode": "goaway", "code": "cancel"}),
+                Err("code: unknown field"),
+            ),
         ];
         for (input, want) in rows {
             match (Failure::from_json(&input), want) {
@@ -214,6 +322,7 @@ mod tests {
     #[test]
     fn status_bearing_modes() {
         assert!(Failure::Chunked { chunk_bytes: 1 }.sends_status());
+        assert!(Failure::GoAway.sends_status());
         assert!(!Failure::Reset.sends_status());
         for name in STATUSLESS_MODES {
             assert!(

@@ -137,6 +137,27 @@ pub(crate) struct Request {
     pub total_len: usize,
 }
 
+impl Request {
+    /// The request as routing sees it; `buf` is the buffer it was parsed from.
+    pub fn incoming<'a>(
+        &'a self,
+        buf: &'a [u8],
+        arrival: std::time::Instant,
+        peer_is_loopback: bool,
+    ) -> crate::dispatch::Incoming<'a> {
+        let head = &self.head;
+        crate::dispatch::Incoming {
+            method: head.method,
+            path: &buf[head.path.clone()],
+            authorization: head.authorization.clone().map(|range| &buf[range]),
+            body: self.body.bytes(buf),
+            keep_alive: head.keep_alive,
+            arrival,
+            peer_is_loopback,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Next {
     Complete(Request),
@@ -354,22 +375,24 @@ fn append_decimal(out: &mut Vec<u8>, mut value: usize) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// A whole small response (admin answers, refusals), rendered in one go.
-pub(crate) fn simple_response(
-    status: u16,
-    content_type: &str,
+/// Appends a whole small response (admin answers, 406s, refusals); for a HEAD request
+/// the head only, with the length the body would have had.
+pub(crate) fn append_simple(
+    out: &mut Vec<u8>,
+    (status, content_type): (u16, &str),
     body: &[u8],
+    head_only: bool,
     close: bool,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(160 + body.len());
+) {
     finish_head(
-        &mut out,
+        out,
         &head_prefix(status, Some(content_type), &[]),
         BodyLength::Bytes(body.len()),
         close,
     );
-    out.extend_from_slice(body);
-    out
+    if !head_only {
+        out.extend_from_slice(body);
+    }
 }
 
 pub(crate) fn reason(status: u16) -> &'static str {

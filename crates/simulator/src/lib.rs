@@ -12,12 +12,18 @@
 //! - [`Simulator`]: a running server that owns its threads. [`Simulator::start`] is a
 //!   plain blocking call (no async runtime needed by the caller) that returns once the
 //!   socket is bound; [`Simulator::stop`] joins the threads.
-//! - [`SimulatorOptions`]: address (port 0 picks a free one) and thread count.
+//! - [`SimulatorOptions`]: address (port 0 picks a free one), thread count, [`Tls`],
+//!   HTTP/2's concurrent-stream limit.
 //!
 //! Inside: one current-thread tokio runtime per thread, each with its own
-//! `SO_REUSEPORT` listener and a hand-written HTTP/1.1 server (`http`, `conn`,
-//! `respond`); recipes become immutable tables (`table`) swapped in by generation
-//! number (`state`); counters are per thread (`metrics`); the pool (`pool`) is the one
+//! `SO_REUSEPORT` listener. Each connection is HTTP/1.1 or HTTP/2, decided once
+//! (`negotiate`: ALPN over TLS (`tls`), a peek for the h2c preface in cleartext).
+//! HTTP/1.1 is served by hand-written code (`http`, `conn`, `respond`), HTTP/2 by the
+//! `h2` crate (`conn_h2`, `respond_h2`); both hand requests to the same routing
+//! (`dispatch`, `admin`), so recipes, stages, the capacity model and the admin API
+//! behave alike, and only the wire form of answers and failure modes differs.
+//! Recipes become immutable tables (`table`) swapped in by generation number
+//! (`state`); counters are per thread (`metrics`); the pool (`pool`) is the one
 //! structure threads share on the request path, and only for capacity-model routes.
 
 #![warn(missing_docs)]
@@ -27,6 +33,7 @@ mod body;
 mod body_file;
 mod budget;
 mod conn;
+mod conn_h2;
 mod date;
 mod dispatch;
 mod duration_size;
@@ -35,13 +42,16 @@ mod failure;
 mod http;
 mod latency;
 mod metrics;
+mod negotiate;
 mod origin;
 mod pool;
 mod recipe;
 mod respond;
+mod respond_h2;
 mod server;
 mod state;
 mod table;
+mod tls;
 
 #[cfg(test)]
 mod proptests;
@@ -56,6 +66,24 @@ pub use recipe::{Recipe, parse_recipe, parse_recipe_file};
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// Default cap on all bodies of the routes in force (`simulate -max-recipe-memory`).
 pub const DEFAULT_MAX_RECIPE_MEMORY_BYTES: u64 = 512 * 1024 * 1024;
+/// Default HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` (`simulate -max-streams`): Go's
+/// net/http server's, between nginx's 128 and h2's unlimited.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 250;
+
+/// Serve TLS (`simulate -tls`), with ALPN `h2` and `http/1.1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tls {
+    /// A self-signed certificate generated at start for `localhost`, `127.0.0.1` and
+    /// `::1`; clients trust it through [`Simulator::certificate_pem`].
+    SelfSigned,
+    /// The operator's certificate chain and private key, PEM files.
+    PemFiles {
+        /// Certificate chain, leaf first.
+        cert: std::path::PathBuf,
+        /// Private key (PKCS#8, PKCS#1 or SEC1).
+        key: std::path::PathBuf,
+    },
+}
 
 /// Where and how to serve, and what the admin API may do.
 #[derive(Clone, PartialEq, Eq)]
@@ -78,6 +106,11 @@ pub struct SimulatorOptions {
     pub max_body_bytes: u64,
     /// Largest total of bodies held by all routes in force, in bytes.
     pub max_recipe_memory_bytes: u64,
+    /// When set, the listener speaks TLS only (HTTP/2 or HTTP/1.1 by ALPN); when unset,
+    /// cleartext HTTP/1.1 and h2c with prior knowledge on the same port.
+    pub tls: Option<Tls>,
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` per connection, at least 1.
+    pub max_concurrent_streams: u32,
 }
 
 impl SimulatorOptions {
@@ -93,6 +126,8 @@ impl SimulatorOptions {
             files_dir: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_recipe_memory_bytes: DEFAULT_MAX_RECIPE_MEMORY_BYTES,
+            tls: None,
+            max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
         }
     }
 }
@@ -111,6 +146,8 @@ impl std::fmt::Debug for SimulatorOptions {
             .field("files_dir", &self.files_dir)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_recipe_memory_bytes", &self.max_recipe_memory_bytes)
+            .field("tls", &self.tls)
+            .field("max_concurrent_streams", &self.max_concurrent_streams)
             .finish()
     }
 }
@@ -150,6 +187,15 @@ impl Simulator {
     /// The bound address (with the real port when started on port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// With TLS, the certificate chain served, PEM: what a client adds to its trusted
+    /// roots (`attack -root-certs`). `None` in cleartext.
+    pub fn certificate_pem(&self) -> Option<&str> {
+        self.shared
+            .tls
+            .as_ref()
+            .map(|tls| tls.certificate_pem.as_str())
     }
 
     /// Adds or replaces routes, as `POST /_admin/add_recipe` does: same-pattern routes
@@ -196,5 +242,14 @@ mod tests {
         };
         let err = Simulator::start(options, &Recipe::default()).err().unwrap();
         assert!(err.to_string().contains("threads"), "{err}");
+        let options = SimulatorOptions {
+            max_concurrent_streams: 0,
+            ..SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+        };
+        let err = Simulator::start(options, &Recipe::default()).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "simulator option max-streams: must be at least 1"
+        );
     }
 }

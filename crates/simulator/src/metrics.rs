@@ -25,9 +25,19 @@ pub(crate) const UNMATCHED_ROUTE: &str = "(none)";
 /// Route label for requests refused before routing (bad HTTP).
 pub(crate) const BAD_REQUEST_ROUTE: &str = "(bad_request)";
 
+/// The protocol a request came over, for `loadlab_sim_protocol_requests_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Http1 = 0,
+    Http2 = 1,
+}
+
+const PROTOCOL_LABELS: [&str; 2] = ["http/1.1", "h2"];
+
 /// One thread's counters. Written only by its thread; read by scrapes.
 pub(crate) struct ThreadStats {
     counters: Box<[AtomicU64]>,
+    by_protocol: [AtomicU64; 2],
     buckets: Box<[AtomicU64]>,
     sum_ns: Box<[AtomicU64]>,
     in_flight: AtomicI64,
@@ -51,6 +61,7 @@ impl ThreadStats {
     pub fn new() -> Self {
         Self {
             counters: zeroed(MAX_COUNTERS),
+            by_protocol: [AtomicU64::new(0), AtomicU64::new(0)],
             buckets: zeroed(MAX_ROUTE_LABELS * BUCKETS),
             sum_ns: zeroed(MAX_ROUTE_LABELS),
             in_flight: AtomicI64::new(0),
@@ -59,8 +70,9 @@ impl ThreadStats {
     }
 
     /// Counts one answered request and its latency (arrival to last byte written).
-    pub fn record(&self, slot: usize, route_label: usize, latency_ns: u64) {
+    pub fn record(&self, slot: usize, route_label: usize, latency_ns: u64, protocol: Protocol) {
         add(&self.counters[slot.min(MAX_COUNTERS - 1)], 1);
+        add(&self.by_protocol[protocol as usize], 1);
         let row = route_label.min(MAX_ROUTE_LABELS - 1);
         let seconds = latency_ns as f64 / 1e9;
         let bucket = BUCKET_BOUNDS_S
@@ -128,6 +140,7 @@ impl Registry {
 /// Sums of every thread's counters at one moment.
 pub(crate) struct Snapshot {
     pub counters: Vec<u64>,
+    by_protocol: [u64; 2],
     buckets: Vec<u64>,
     sum_ns: Vec<u64>,
     pub in_flight: i64,
@@ -137,6 +150,7 @@ pub(crate) struct Snapshot {
 pub(crate) fn snapshot(threads: &[std::sync::Arc<ThreadStats>]) -> Snapshot {
     let mut snap = Snapshot {
         counters: vec![0; MAX_COUNTERS],
+        by_protocol: [0; 2],
         buckets: vec![0; MAX_ROUTE_LABELS * BUCKETS],
         sum_ns: vec![0; MAX_ROUTE_LABELS],
         in_flight: 0,
@@ -144,6 +158,7 @@ pub(crate) fn snapshot(threads: &[std::sync::Arc<ThreadStats>]) -> Snapshot {
     };
     for thread in threads {
         sum_into(&mut snap.counters, &thread.counters);
+        sum_into(&mut snap.by_protocol, &thread.by_protocol);
         sum_into(&mut snap.buckets, &thread.buckets);
         sum_into(&mut snap.sum_ns, &thread.sum_ns);
         snap.in_flight += thread.in_flight.load(Relaxed);
@@ -218,6 +233,18 @@ pub(crate) fn render(
                 snap.counters[slot]
             );
         }
+    }
+    header(
+        &mut out,
+        "loadlab_sim_protocol_requests_total",
+        "counter",
+        "Requests answered, by protocol (http/1.1, or h2 over TLS or h2c).",
+    );
+    for (label, count) in PROTOCOL_LABELS.iter().zip(snap.by_protocol) {
+        let _ = writeln!(
+            out,
+            "loadlab_sim_protocol_requests_total{{protocol=\"{label}\"}} {count}"
+        );
     }
     render_histogram(&mut out, registry, snap);
     gauge(
@@ -400,9 +427,9 @@ mod tests {
         let ok = registry.counter_slot(news, "200");
         let reset = registry.counter_slot(news, "reset");
         let threads = vec![Arc::new(ThreadStats::new()), Arc::new(ThreadStats::new())];
-        threads[0].record(ok, news, 2_000_000);
-        threads[1].record(ok, news, 200_000_000);
-        threads[1].record(reset, news, 0);
+        threads[0].record(ok, news, 2_000_000, Protocol::Http1);
+        threads[1].record(ok, news, 200_000_000, Protocol::Http2);
+        threads[1].record(reset, news, 0, Protocol::Http2);
         threads[0].in_flight_delta(3);
         threads[1].in_flight_delta(-1);
         let snap = snapshot(&threads);
@@ -427,6 +454,8 @@ mod tests {
             "loadlab_sim_in_flight 2",
             "loadlab_sim_stage{route=\"/news\"} 1",
             "loadlab_sim_run_seconds 1.500",
+            "loadlab_sim_protocol_requests_total{protocol=\"http/1.1\"} 1",
+            "loadlab_sim_protocol_requests_total{protocol=\"h2\"} 2",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

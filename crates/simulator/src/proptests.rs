@@ -121,14 +121,20 @@ fn failure() -> BoxedStrategy<Value> {
             "stall",
             "trickle",
             "close_mid_body",
-            "chunked"
+            "chunked",
+            "rst_stream",
+            "goaway"
         ]),
         duration().prop_map(|d| json!({"mode": "stall", "for": d})),
         (size(), duration()).prop_map(|(c, e)| json!({"mode": "trickle", "chunk": c, "every": e})),
         size().prop_map(|a| json!({"mode": "close_mid_body", "after": a})),
         size().prop_map(|c| json!({"mode": "chunked", "chunk": c})),
+        pick(vec![json!("refused_stream"), json!("cancel"), json!(2)])
+            .prop_map(|c| json!({"mode": "rst_stream", "code": c})),
     ];
     let invalid = prop_oneof![
+        pick(vec![json!("refused"), json!(-1), json!(true), json!(1e12)])
+            .prop_map(|c| json!({"mode": "rst_stream", "code": c})),
         strings(&["nope", ""]),
         (strings(&["reset", "stall", "x"]), size())
             .prop_map(|(m, c)| json!({"mode": m, "chunk": c})),
@@ -143,7 +149,7 @@ fn status() -> BoxedStrategy<Value> {
         pick(vec![json!(99), json!(600), json!("200"), json!(-1)]),
     );
     let key = mostly(
-        strings(&["200", "404", "503", "reset", "stall"]),
+        strings(&["200", "404", "503", "reset", "stall", "rst_stream"]),
         strings(&["99", "x", ""]),
     );
     let weight = mostly(

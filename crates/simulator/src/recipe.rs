@@ -388,6 +388,10 @@ fn parse_headers(fields: &Fields<'_>) -> Result<Vec<(String, String)>, Invalid> 
         if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
             return Err(Invalid::new(field, "value holds a line break"));
         }
+        // HTTP/2 sends the same headers, and its encoder refuses control characters.
+        if http::HeaderValue::from_bytes(text.as_bytes()).is_err() {
+            return Err(Invalid::new(field, "value holds a control character"));
+        }
         headers.push((lower, text.to_owned()));
     }
     Ok(headers)
@@ -886,6 +890,7 @@ mod tests {
             (format!(r#"[{{"route": "/a", {stage}}}, {{"route": "/a", {stage}}}]"#), "recipe[1].route: \"/a\" appears twice (also in recipe[0])"),
             (format!(r#"{{"headers": {{"content-length": "5"}}, {stage}}}"#), "headers.content-length: set by the simulator"),
             (format!(r#"{{"headers": {{"x-a": "1\r\nx-b: 2"}}, {stage}}}"#), "headers.x-a: value holds a line break"),
+            (format!(r#"{{"headers": {{"x-a": "1\u0007"}}, {stage}}}"#), "headers.x-a: value holds a control character"),
             (format!(r#"{{"headers": {{"bad name": "1"}}, {stage}}}"#), "headers.bad name: not a valid header name"),
             (format!(r#"{{"headers": {{"x-n": 5}}, {stage}}}"#), "headers.x-n: expected a string value, got a number"),
             (format!(r#"{{"headers": ["x"], {stage}}}"#), "headers: expected an object"),

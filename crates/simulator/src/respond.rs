@@ -1,5 +1,7 @@
-//! Writing replies to the socket, including the failure modes that misbehave on the
-//! wire (reset, close, stall, malformed, trickle, close mid-body, chunked).
+//! Writing HTTP/1.1 replies to the connection, including the failure modes that
+//! misbehave on the wire (reset, close, stall, malformed, trickle, close mid-body,
+//! chunked, and the HTTP/2 modes' nearest HTTP/1.1 forms). HTTP/2's twin is
+//! `respond_h2`.
 //!
 //! Small responses are appended to the connection's output buffer and flushed by the
 //! connection loop, so a pipelined batch goes out in one write; large bodies are written
@@ -8,12 +10,13 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::dispatch::{Reply, ReplyKind};
 use crate::failure::Failure;
-use crate::http::{BodyLength, finish_head};
+use crate::http::{BodyLength, append_simple, finish_head};
+use crate::metrics::Protocol;
 use crate::server::Worker;
 use crate::table::Outcome;
 
@@ -28,37 +31,70 @@ pub(crate) enum After {
     Close,
 }
 
-/// A connection's socket and output buffer.
-pub(crate) struct ConnIo {
-    pub stream: TcpStream,
+/// A byte stream HTTP/1.1 is served over: plain TCP, or TLS over TCP. The TCP socket
+/// underneath is what `reset` aborts.
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Transport for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Transport for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
+
+/// A connection's stream and output buffer.
+pub(crate) struct ConnIo<S> {
+    pub stream: S,
     pub out: Vec<u8>,
 }
 
-impl ConnIo {
+impl<S: Transport> ConnIo<S> {
+    /// Writes the output buffer, and anything written straight to the stream before.
     pub async fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out).await?;
             self.out.clear();
         }
-        Ok(())
+        // TLS may keep back records the socket refused (a full send buffer) even after
+        // `write_all` returned; they leave on flush. TCP's flush is a no-op.
+        self.stream.flush().await
     }
 }
 
 /// Writes (or buffers) one reply and counts it.
-pub(crate) async fn write_reply(
-    io: &mut ConnIo,
+pub(crate) async fn write_reply<S: Transport>(
+    io: &mut ConnIo<S>,
     reply: Reply,
     worker: &Worker,
 ) -> io::Result<After> {
     let (table, route, outcome) = match reply.kind {
-        ReplyKind::Bytes {
-            bytes,
+        ReplyKind::Simple {
+            status,
+            content_type,
+            body,
             close,
             count,
         } => {
-            io.out.extend_from_slice(&bytes);
+            let close = close || !reply.keep_alive;
+            append_simple(
+                &mut io.out,
+                (status, content_type),
+                &body,
+                reply.head_only,
+                close,
+            );
             if let Some((slot, label)) = count {
-                worker.stats.record(slot, label, elapsed_ns(reply.arrival));
+                let latency_ns = elapsed_ns(reply.arrival);
+                worker
+                    .stats
+                    .record(slot, label, latency_ns, Protocol::Http1);
             }
             return Ok(if close || !reply.keep_alive {
                 After::Close
@@ -79,13 +115,14 @@ pub(crate) async fn write_reply(
         None => plain(io, outcome, reply.head_only, close, worker).await?,
         Some(failure) => misbehave(io, outcome, failure, reply.head_only, close, worker).await?,
     };
+    let latency_ns = elapsed_ns(reply.arrival);
     worker
         .stats
-        .record(outcome.slot, route.label, elapsed_ns(reply.arrival));
+        .record(outcome.slot, route.label, latency_ns, Protocol::Http1);
     Ok(after)
 }
 
-fn elapsed_ns(since: Instant) -> u64 {
+pub(crate) fn elapsed_ns(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
 }
 
@@ -93,8 +130,8 @@ fn keep_or_close(close: bool) -> After {
     if close { After::Close } else { After::KeepOpen }
 }
 
-async fn plain(
-    io: &mut ConnIo,
+async fn plain<S: Transport>(
+    io: &mut ConnIo<S>,
     outcome: &Outcome,
     head_only: bool,
     close: bool,
@@ -118,8 +155,8 @@ async fn plain(
     Ok(keep_or_close(close))
 }
 
-async fn misbehave(
-    io: &mut ConnIo,
+async fn misbehave<S: Transport>(
+    io: &mut ConnIo<S>,
     outcome: &Outcome,
     failure: &Failure,
     head_only: bool,
@@ -128,9 +165,10 @@ async fn misbehave(
 ) -> io::Result<After> {
     let body = outcome.body.pick(&mut *worker.rng.borrow_mut());
     match *failure {
-        Failure::Reset => {
+        // No streams in HTTP/1.1: the stream's reset is the connection's.
+        Failure::Reset | Failure::RstStream { .. } => {
             io.flush().await?;
-            crate::server::arm_reset(&io.stream);
+            crate::server::arm_reset(io.stream.tcp());
             Ok(After::Close)
         }
         Failure::Close => {
@@ -175,6 +213,7 @@ async fn misbehave(
             }
             Ok(keep_or_close(close))
         }
+        Failure::GoAway => plain(io, outcome, head_only, true, worker).await,
         Failure::Chunked { chunk_bytes } => {
             finish_head(
                 &mut io.out,
@@ -191,7 +230,7 @@ async fn misbehave(
 }
 
 /// Holds the connection without answering until the client leaves or `limit` passes.
-async fn stall(stream: &mut TcpStream, limit: Option<Duration>) {
+async fn stall(stream: &mut (impl AsyncRead + Unpin), limit: Option<Duration>) {
     let deadline = limit.map(|d| tokio::time::Instant::now() + d);
     let mut scratch = [0u8; 256];
     loop {
@@ -208,7 +247,7 @@ async fn stall(stream: &mut TcpStream, limit: Option<Duration>) {
 }
 
 async fn trickle(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncWrite + Unpin),
     body: &[u8],
     chunk_bytes: usize,
     every: Duration,
@@ -218,6 +257,7 @@ async fn trickle(
             tokio::time::sleep(every).await;
         }
         stream.write_all(piece).await?;
+        stream.flush().await?;
     }
     Ok(())
 }

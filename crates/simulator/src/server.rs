@@ -169,7 +169,7 @@ async fn accept_loop(
                     let _ = stream.set_nodelay(true);
                     // An IPv4 peer on a dual-stack socket shows as ::ffff:127.0.0.1.
                     let loopback = peer.ip().to_canonical().is_loopback();
-                    tokio::task::spawn_local(crate::conn::serve(Rc::clone(&worker), stream, loopback));
+                    tokio::task::spawn_local(crate::negotiate::serve(Rc::clone(&worker), stream, loopback));
                 }
                 // Out of file descriptors or similar: back off instead of spinning.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,

@@ -45,6 +45,10 @@ pub(crate) struct Shared {
     files_dir: Option<PathBuf>,
     max_body_bytes: u64,
     max_recipe_memory_bytes: u64,
+    /// The TLS acceptor and certificate, when serving TLS.
+    pub tls: Option<crate::tls::TlsSetup>,
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub max_concurrent_streams: u32,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -64,7 +68,16 @@ impl Shared {
             files_dir,
             max_body_bytes,
             max_recipe_memory_bytes,
+            tls,
+            max_concurrent_streams,
         } = options;
+        if max_concurrent_streams == 0 {
+            return Err(SimulatorError::Option {
+                option: "max-streams",
+                message: "must be at least 1".to_owned(),
+            });
+        }
+        let tls = tls.as_ref().map(crate::tls::setup).transpose()?;
         let access = crate::admin::Access::new(admin_token.as_deref())?;
         let files_dir = files_dir.as_deref().map(canonical_dir).transpose()?;
         let mut registry = Registry::new();
@@ -97,6 +110,8 @@ impl Shared {
             files_dir,
             max_body_bytes,
             max_recipe_memory_bytes,
+            tls,
+            max_concurrent_streams,
         })
     }
 

@@ -64,19 +64,18 @@ pub(crate) struct Stage {
     pub description: String,
 }
 
-/// One answer, ready to send.
+/// One answer, ready to send over either protocol.
 pub(crate) struct Outcome {
-    /// 0 for failure modes that send no status line. The wire form is in `head_prefix`;
-    /// this copy is for tests and debugging.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "kept beside head_prefix for tests")
-    )]
+    /// 0 for failure modes that send no status line. HTTP/1.1's wire form is in
+    /// `head_prefix`; HTTP/2 sends this with `h2_headers`.
     pub status: u16,
     pub latency: Latency,
     pub failure: Option<Failure>,
-    /// Status line and fixed headers; see [`crate::http::finish_head`].
+    /// HTTP/1.1: status line and fixed headers; see [`crate::http::finish_head`].
     pub head_prefix: Vec<u8>,
+    /// HTTP/2: the same fixed headers (server, content type, the recipe's), less the
+    /// connection-specific ones HTTP/2 forbids; date and length are added per answer.
+    pub h2_headers: http::HeaderMap,
     pub body: Arc<Body>,
     /// Metrics counter slot for (route, status).
     pub slot: usize,
@@ -300,11 +299,13 @@ impl OutcomeMaker<'_> {
         } else {
             crate::http::head_prefix(spec.status, content_type, &self.spec.headers)
         };
+        let h2_headers = h2_headers(content_type, &self.spec.headers);
         Ok(Outcome {
             status: spec.status,
             latency: spec.latency.clone(),
             failure: spec.failure.clone(),
             head_prefix,
+            h2_headers,
             body,
             slot: registry.counter_slot(self.label, &status_label),
         })
@@ -325,7 +326,7 @@ impl OutcomeMaker<'_> {
             return Ok((Arc::new(Body::fixed(bytes, gzip)), content_type));
         }
         Ok(match spec.status {
-            0 | 204 | 304 => (Arc::new(Body::Fixed(Box::default())), "text/html"),
+            0 | 204 | 304 => (Arc::new(Body::Fixed(bytes::Bytes::new())), "text/html"),
             200..=299 => (Arc::clone(&self.payload.body), self.payload.content_type),
             404 => (
                 Arc::new(Body::fixed(b"Not found".to_vec(), gzip)),
@@ -344,6 +345,36 @@ impl OutcomeMaker<'_> {
             ),
         })
     }
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 8.2.2); the recipe may set them for HTTP/1.1.
+const CONNECTION_SPECIFIC: &[&str] = &["keep-alive", "proxy-connection", "upgrade", "te"];
+
+/// The fixed response headers of an outcome, for HTTP/2. The recipe's names and values
+/// were checked when it was parsed (`recipe::parse_headers`).
+pub(crate) fn h2_headers(
+    content_type: Option<&str>,
+    headers: &[(String, String)],
+) -> http::HeaderMap {
+    let mut map = http::HeaderMap::with_capacity(headers.len() + 2);
+    map.insert(
+        http::header::SERVER,
+        http::HeaderValue::from_static("loadlab-simulate"),
+    );
+    if let Some(Ok(value)) = content_type.map(http::HeaderValue::from_str) {
+        map.insert(http::header::CONTENT_TYPE, value);
+    }
+    for (name, value) in headers {
+        if CONNECTION_SPECIFIC.contains(&name.as_str()) {
+            continue;
+        }
+        let name = http::HeaderName::from_bytes(name.as_bytes());
+        let value = http::HeaderValue::from_bytes(value.as_bytes());
+        if let (Ok(name), Ok(value)) = (name, value) {
+            map.append(name, value);
+        }
+    }
+    map
 }
 
 /// `200 100ms`, or for a mix `200:83,500:6,reset:1 0..600ms`.

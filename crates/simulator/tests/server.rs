@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use simulator::{Recipe, Simulator, SimulatorOptions, parse_recipe};
 
+mod http2;
+
 fn start(json: Option<&str>) -> Simulator {
     start_with(json, 2)
 }
@@ -562,6 +564,20 @@ fn failure_modes_misbehave_as_named() {
         200,
         "chunked answers keep the connection"
     );
+
+    // The HTTP/2 modes' HTTP/1.1 forms: a stream reset is the connection's reset, and
+    // GOAWAY is an answer with `connection: close`.
+    let mut rst_stream = Client::connect(addr);
+    rst_stream.send(b"GET /rst_stream HTTP/1.1\r\n\r\n");
+    let (bytes, ended) = rst_stream.read_to_close();
+    assert!(bytes.is_empty());
+    assert_eq!(ended.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    let mut goaway = Client::connect(addr);
+    let response = goaway.get("/goaway");
+    assert_eq!((response.status, response.text().as_str()), (200, "bye"));
+    assert_eq!(response.header("connection"), Some("close"));
+    let (bytes, ended) = goaway.read_to_close();
+    assert!(bytes.is_empty() && ended.is_ok(), "closed after the answer");
     sim.stop();
 }
 
