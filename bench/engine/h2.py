@@ -12,11 +12,12 @@ requests completed), achieved rate, latency p50/p99 where the tool reports them,
            latency only, from when it sent each request (no intended-time correction).
   oha:     `oha --http2 -q R --latency-correction -c1 -p100 -z Ss` (cargo install oha --locked).
 
-Then memory with 1,000 streams in flight on 10 connections: nginx answers /slow after 1 s
-(a `limit_rate`-free `proxy_pass` would need a backend, so this uses loadlab's simulator
-when it speaks h2c, else skips), at 1,000 req/s for --seconds.
+Then memory with 1,000 streams in flight on 10 connections: loadlab's simulator (h2c, on
+CPU 1) answers every request after 1 s, asked 1,000 req/s for --seconds; each tool has
+10 connections of 100 streams (loadlab: -connections=10 -max-streams=100; h2load: -c10
+-m100 --rps=100 per client; oha: -c10 -p100 -q 1000). Peak RSS and requests completed.
 
-Usage: bench/engine/h2.py [--seconds N] [--rounds N] [--rates 20000,50000] [--binary PATH]
+Usage: bench/engine/h2.py [--seconds N] [--rounds N] [--rates 20000,50000] [--binary PATH] [--skip-memory]
 Loopback only; every run is bounded by its duration.
 """
 
@@ -150,12 +151,47 @@ def open_model(urls, args, tools):
                       f"achieved {ours_m['rate'] / peer['rate']:.3f}x", flush=True)
 
 
+SLOW_RECIPE = '{"route": "/*", "body": "hello", "stages": [{"at": 0, "status": 200, "latency": "1s"}]}'
+
+
+def memory(binary, seconds):
+    """Peak RSS with 1,000 streams in flight on 10 connections against a 1 s simulator."""
+    port = free_port()
+    recipe = os.path.join(OUT, "slow-1s.json")
+    with open(recipe, "w") as f:
+        f.write(SLOW_RECIPE)
+    server = subprocess.Popen(["taskset", "-c", SERVER_CPU, binary, "simulate", "-addr", f"127.0.0.1:{port}",
+                               "-threads", "1", recipe], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    url = f"http://127.0.0.1:{port}/slow"
+    rows = {}
+    try:
+        flags = ["-h2c", "-rate=1000", f"-duration={seconds}s", "-workers=10", "-connections=10",
+                 "-max-streams=100", "-timeout=10s"]
+        r = run_loadlab(url, flags, "loadlab", binary=binary)
+        rows["loadlab"] = (r["rss_mib"], r["requests"])
+        _, rss, _, out = measured(["h2load", "-t1", "-c10", "-m100", "--rps=100", "-D", str(seconds), url])
+        done = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", out.decode()).group(1))
+        rows["h2load"] = (rss / 1024, done)
+        if shutil.which("oha"):
+            _, rss, _, out = measured(["oha", "--no-tui", "--output-format", "json", "--http2", "-z", f"{seconds}s",
+                                       "-q", "1000", "-c", "10", "-p", "100", url])
+            rows["oha"] = (rss / 1024, sum(json.loads(out).get("statusCodeDistribution", {}).values()))
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"== memory: 1,000 streams in flight on 10 connections (1 s answers, 1,000 req/s, {seconds}s)", flush=True)
+    for name, (rss_mib, done) in rows.items():
+        print(f"   {name:<8} peak RSS {rss_mib:7.1f} MiB   {done} requests completed", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rates", default="20000,50000")
     parser.add_argument("--binary", help="a loadlab binary (default: build this tree's release)")
+    parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()
@@ -177,6 +213,8 @@ def main():
         open_model(server.urls, args, tools)
     finally:
         server.stop()
+    if not args.skip_memory:
+        memory(binary, args.seconds)
 
 
 if __name__ == "__main__":

@@ -734,6 +734,56 @@ fn target_line(server: &simulator::Simulator, path: &str) -> String {
 }
 
 #[test]
+fn attack_speaks_h2c_and_negotiates_h2_over_tls_with_the_simulator() {
+    let server = simulator(OK_RECIPE);
+    let h2c = run(
+        &["attack", "-h2c", "-rate=200", "-max-requests=50"],
+        Some(target_line(&server, "/hello").as_bytes()),
+    );
+    assert!(h2c.status.success(), "{}", stderr(&h2c));
+    let text = ok(&run(&["report"], Some(&h2c.stdout)));
+    assert!(text.contains("200:50  "), "{text}");
+    assert!(text.contains("Protocols     [h2]"), "{text}");
+
+    let recipe = simulator::parse_recipe(OK_RECIPE, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        tls: Some(simulator::Tls::SelfSigned),
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    let tls = simulator::Simulator::start(options, &recipe).unwrap();
+    let dir = TempDir::new();
+    let roots = dir.write("sim.pem", tls.certificate_pem().unwrap().as_bytes());
+    let targets = format!("GET https://localhost:{}/hello\n", tls.local_addr().port());
+    let root_flag = format!("-root-certs={roots}");
+    for (flag, protocols) in [("-http2=true", "[h2]"), ("-http2=false", "[http/1.1]")] {
+        let records = run(
+            &["attack", flag, &root_flag, "-rate=200", "-max-requests=20"],
+            Some(targets.as_bytes()),
+        );
+        assert!(records.status.success(), "{}", stderr(&records));
+        let text = ok(&run(&["report"], Some(&records.stdout)));
+        assert!(text.contains("200:20  "), "{flag}: {text}");
+        // Pure HTTP/1.1 keeps vegeta's report: no Protocols row at all.
+        assert_eq!(
+            text.contains("Protocols"),
+            protocols == "[h2]",
+            "{flag}: {text}"
+        );
+    }
+    let refused = run(
+        &["attack", "-h2c", "-max-streams=0", "-rate=1"],
+        Some(b"GET http://127.0.0.1:1/\n"),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("-max-streams: 0 streams would send nothing"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
 fn attack_pipes_into_report() {
     let server = simulator(OK_RECIPE);
     let targets = target_line(&server, "/hello");
@@ -1067,9 +1117,6 @@ fn attack_names_bad_flag_values_and_oversized_targets() {
 #[test]
 fn vegeta_flags_loadlab_lacks_are_refused_by_name() {
     let rows: &[(&str, &str)] = &[
-        ("-h2c", "-h2c: HTTP/2 is not supported yet"),
-        ("-http2", "-http2: HTTP/2 is not supported yet"),
-        ("-http2=true", "-http2: HTTP/2 is not supported yet"),
         (
             "-chunked",
             "-chunked: chunked request bodies are not supported",

@@ -148,6 +148,12 @@ pub struct Load {
     pub line: u64,
     /// Open connections per target host at most.
     pub connections: Option<u64>,
+    /// Offer h2 to https targets in ALPN (default on, as `attack -http2`).
+    pub http2: bool,
+    /// HTTP/2 to http targets with prior knowledge (`attack -h2c`).
+    pub h2c: bool,
+    /// HTTP/2 streams per connection at most (`attack -max-streams`).
+    pub max_streams: Option<u32>,
     /// Event-loop threads (default: the CPUs).
     pub threads: Option<usize>,
     /// Seeds the targets' templates.
@@ -257,6 +263,9 @@ struct RawLoad {
     max_body: Option<TextOrNumber>,
     think_time: Option<String>,
     connections: Option<Spanned<u64>>,
+    http2: Option<bool>,
+    h2c: Option<bool>,
+    max_streams: Option<Spanned<u32>>,
     threads: Option<Spanned<usize>>,
     seed: Option<u64>,
     #[serde(default)]
@@ -607,6 +616,12 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
                 .as_ref()
                 .map(|t| (t.span().start, *t.get_ref() as u64)),
         ),
+        (
+            "load.max_streams",
+            r.max_streams
+                .as_ref()
+                .map(|m| (m.span().start, u64::from(*m.get_ref()))),
+        ),
     ] {
         if let Some((offset, 0)) = value {
             return Err(spot.err(offset, field, "must be at least 1"));
@@ -633,6 +648,9 @@ fn load(spot: &Spot<'_>, raw: &Spanned<RawLoad>) -> Result<Load, LabError> {
         },
         line: spot.line(at),
         connections: r.connections.as_ref().map(|c| *c.get_ref()),
+        http2: r.http2.unwrap_or(true),
+        h2c: r.h2c.unwrap_or(false),
+        max_streams: r.max_streams.as_ref().map(|m| *m.get_ref()),
         threads: r.threads.as_ref().map(|t| *t.get_ref()),
         seed: r.seed.unwrap_or(0),
         monitor: r.monitor.clone(),
@@ -1205,6 +1223,8 @@ warmup = "500ms"
 cooldown = "1s"
 timeout = "5s"
 connections = 100
+h2c = true
+max_streams = 50
 stop_when = ["errors > 50% for 1s"]
 
 [slo]
@@ -1235,6 +1255,10 @@ max_rate = 100000
         );
         assert_eq!(plan.variants[1].line, 12);
         assert_eq!(plan.load.warmup, Duration::from_millis(500));
+        assert_eq!(
+            (plan.load.http2, plan.load.h2c, plan.load.max_streams),
+            (true, true, Some(50))
+        );
         assert_eq!(plan.slo.min_success_ratio, Some(0.999));
         assert_eq!(
             plan.slo.max_latency_ns,
@@ -1283,7 +1307,17 @@ max_rate = 100000
 
     #[test]
     fn bad_plans_name_the_line_and_field() {
-        let rows: [(&str, String, &str); 20] = [
+        let rows: [(&str, String, &str); 22] = [
+            (
+                "no streams",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}max_streams = 0\n"),
+                "p.toml:7: load.max_streams: must be at least 1",
+            ),
+            (
+                "h2c not a bool",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}h2c = \"yes\"\n"),
+                "p.toml:7: load.h2c: invalid type: string \"yes\", expected a boolean",
+            ),
             (
                 "typo",
                 format!(

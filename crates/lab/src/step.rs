@@ -413,9 +413,9 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
         stop_rules: load.stop_when.clone(),
         start_at_unix_ns: None,
         precision_ns: defaults::PRECISION.as_nanos() as u64,
-        http2: true,
-        h2c: false,
-        max_streams: 0,
+        http2: load.http2,
+        h2c: load.h2c,
+        max_streams: load.max_streams.unwrap_or(0),
     })
 }
 

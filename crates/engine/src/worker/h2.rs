@@ -86,6 +86,7 @@ impl Worker {
         let https = self.hosts.hosts[self.conns[slot].host].tls_name.is_some();
         let bytes = self.conns[slot].take_request_bytes();
         let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
+            self.conns[slot].set_request_bytes(bytes);
             return;
         };
         if session.waiting() {

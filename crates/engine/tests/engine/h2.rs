@@ -330,3 +330,29 @@ fn templates_and_lazy_targets_over_h2() {
         errors(&run)
     );
 }
+
+#[test]
+fn max_body_cancels_the_stream_once_enough_is_read() {
+    let server = H2Server::start(H2Options::default());
+    let mut cfg = h2c(
+        &[server.url("/big/1000000"), server.url("/ok")],
+        open_rate(50.0, 10),
+    );
+    cfg.attacks[0].max_body = Some(20_000);
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 10)]),
+        "{:?}",
+        errors(&run)
+    );
+    for record in run.records.iter().filter(|r| r.seq % 2 == 0) {
+        // The limit, and at most the DATA frame that crossed it (16 KiB) beyond it.
+        assert!(
+            (20_000..=20_000 + 16_384 + 64).contains(&record.bytes_in),
+            "{}",
+            record.bytes_in
+        );
+    }
+    assert!(server.stats.connections.load(Ordering::SeqCst) <= 2);
+}
