@@ -7,7 +7,8 @@ Per protocol and asked rate (default 20k and 50k req/s), --rounds rounds (defaul
 alternating the tools, medians printed: CPU per request (wait4: user + system over
 requests completed), achieved rate, latency p50/p99 where the tool reports them, peak RSS.
 
-  loadlab: `attack -rate=R -h2c` (or https with -insecure) -threads=1 -workers=1.
+  loadlab: `attack -rate=R -h2c` (or https with -insecure) -threads=1 -workers=1, at its
+           default -precision (100 µs) and at 1 ms (--precision), the peers' timer grain.
   h2load:  `h2load -t1 -c1 -m100 --rps=R -D S` (Debian's nghttp2-client); it reports mean
            latency only, from when it sent each request (no intended-time correction).
   oha:     `oha --http2 -q R --latency-correction -c1 -p100 -z Ss` (cargo install oha --locked).
@@ -17,7 +18,8 @@ CPU 1) answers every request after 1 s, asked 1,000 req/s for --seconds; each to
 10 connections of 100 streams (loadlab: -connections=10 -max-streams=100; h2load: -c10
 -m100 --rps=100 per client; oha: -c10 -p100 -q 1000). Peak RSS and requests completed.
 
-Usage: bench/engine/h2.py [--seconds N] [--rounds N] [--rates 20000,50000] [--binary PATH] [--skip-memory]
+Usage: bench/engine/h2.py [--seconds N] [--rounds N] [--rates 20000,50000] [--precision ,1ms]
+                         [--binary PATH] [--skip-memory]
 Loopback only; every run is bounded by its duration.
 """
 
@@ -80,10 +82,10 @@ http {{
         subprocess.run(["nginx", "-c", os.path.join(self.dir, "nginx.conf"), "-p", self.dir, "-s", "stop"])
 
 
-def ours(binary):
+def ours(binary, precision):
     def run(proto, url, rate, seconds):
         flags = [f"-rate={rate}", f"-duration={seconds}s", "-workers=1",
-                 "-h2c" if proto == "h2c" else "-insecure"]
+                 "-h2c" if proto == "h2c" else "-insecure"] + ([f"-precision={precision}"] if precision else [])
         r = run_loadlab(url, flags, "loadlab", binary=binary, keep=os.path.join(OUT, "h2-run.llr"))
         report = json.loads(subprocess.run([LOADLAB, "report", "-type=json", os.path.join(OUT, "h2-run.llr")],
                                            check=True, capture_output=True).stdout)
@@ -143,12 +145,13 @@ def open_model(urls, args, tools):
                     runs[name].append(tool(proto, url, rate, args.seconds))
             medians = {name: median_of(rs) for name, rs in runs.items()}
             for name, m in medians.items():
-                print(f"   {proto:<5} {rate:>7}  {name:<8} {m['cpu_us']:10.2f} {m['rate']:11.0f} "
+                print(f"   {proto:<5} {rate:>7}  {name:<16} {m['cpu_us']:10.2f} {m['rate']:11.0f} "
                       f"{m['rate'] / rate * 100:8.2f}% {latency(m)} {m['rss_mib']:8.1f}", flush=True)
-            if "h2load" in medians:
-                ours_m, peer = medians["loadlab"], medians["h2load"]
-                print(f"   {proto:<5} {rate:>7}  loadlab / h2load: CPU per request {ours_m['cpu_us'] / peer['cpu_us']:.2f}x, "
-                      f"achieved {ours_m['rate'] / peer['rate']:.3f}x", flush=True)
+            for name, m in medians.items():
+                if name.startswith("loadlab") and "h2load" in medians:
+                    peer = medians["h2load"]
+                    print(f"   {proto:<5} {rate:>7}  {name} / h2load: CPU per request "
+                          f"{m['cpu_us'] / peer['cpu_us']:.2f}x, achieved {m['rate'] / peer['rate']:.3f}x", flush=True)
 
 
 SLOW_RECIPE = '{"route": "/*", "body": "hello", "stages": [{"at": 0, "status": 200, "latency": "1s"}]}'
@@ -192,6 +195,9 @@ def main():
     parser.add_argument("--rates", default="20000,50000")
     parser.add_argument("--binary", help="a loadlab binary (default: build this tree's release)")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--precision", default=",1ms",
+                        help="loadlab -precision values, comma-separated (empty: its default); "
+                             "1ms is h2load's and wrk2's timer granularity")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()
@@ -203,7 +209,10 @@ def main():
         print("== building loadlab (release)", flush=True)
         sh("cargo", "build", "--release", "-q", "-p", "loadlab", cwd=ROOT)
     print(f"== machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
-    tools = {"loadlab": ours(binary), "h2load": h2load}
+    tools = {}
+    for precision in args.precision.split(","):
+        tools[f"loadlab -precision={precision}" if precision else "loadlab"] = ours(binary, precision)
+    tools["h2load"] = h2load
     if shutil.which("oha"):
         tools["oha"] = oha
     else:

@@ -113,6 +113,9 @@ pub(crate) struct Conn {
     pub stream_bytes_out: u64,
     /// An HTTP/2 connection with frames queued for the next flush.
     pub flush_queued: bool,
+    /// TLS: the socket's last read was short, so it is drained until epoll says
+    /// otherwise (edge-triggered: the next data comes with an event, which clears it).
+    pub tls_drained: bool,
 }
 
 impl Conn {
@@ -136,6 +139,7 @@ impl Conn {
             stream_id: 0,
             stream_bytes_out: 0,
             flush_queued: false,
+            tls_drained: false,
         }
     }
 
@@ -275,7 +279,7 @@ impl Conn {
                 }
             };
         };
-        read_tls(tls, socket, buf)
+        read_tls(tls, socket, &mut self.tls_drained, buf)
     }
 }
 
@@ -291,7 +295,28 @@ fn flush_tls(tls: &mut ClientConnection, socket: &Socket) -> WriteOutcome {
     WriteOutcome::Done
 }
 
-fn read_tls(tls: &mut ClientConnection, socket: &Socket, buf: &mut [u8]) -> ReadOutcome {
+/// A socket that remembers whether its last read came back short.
+struct ShortReads<'a> {
+    socket: &'a Socket,
+    short: bool,
+}
+
+impl Read for ShortReads<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (&*self.socket).read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+/// Plaintext from `tls`, reading the socket only while it may hold more: after a
+/// short read it is drained, and asking again would only cost an EAGAIN.
+fn read_tls(
+    tls: &mut ClientConnection,
+    socket: &Socket,
+    drained: &mut bool,
+    buf: &mut [u8],
+) -> ReadOutcome {
     loop {
         match tls.reader().read(buf) {
             Ok(0) => return ReadOutcome::Eof,
@@ -301,9 +326,17 @@ fn read_tls(tls: &mut ClientConnection, socket: &Socket, buf: &mut [u8]) -> Read
             Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return ReadOutcome::Eof,
             Err(err) => return ReadOutcome::Failed(err),
         }
-        match tls.read_tls(&mut &*socket) {
+        if *drained {
+            return ReadOutcome::WouldBlock;
+        }
+        let mut source = ShortReads {
+            socket,
+            short: false,
+        };
+        match tls.read_tls(&mut source) {
             Ok(0) => return ReadOutcome::Eof,
             Ok(_) => {
+                *drained = source.short;
                 if let Err(err) = tls.process_new_packets() {
                     // Send the alert if we can; the connection is done either way.
                     let _ = flush_tls(tls, socket);

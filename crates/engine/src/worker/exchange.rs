@@ -75,6 +75,10 @@ impl Worker {
     pub(super) fn read(&mut self, slot: usize, to_end: bool) {
         loop {
             let drained_on_short_read = self.conns[slot].tls.is_none() && !to_end;
+            if to_end {
+                // Read on to the end of stream, past what looked drained.
+                self.conns[slot].tls_drained = false;
+            }
             match self.conns[slot].read_some(&mut self.read_buf) {
                 ReadOutcome::Data(n) => {
                     let more = self.on_data(slot, n);

@@ -309,6 +309,8 @@ impl Worker {
         }
         if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR)
         {
+            // New data came with this event: a drained TLS socket may hold some again.
+            self.conns[slot].tls_drained = false;
             // With the peer gone, the end of stream must be read too: no new edge comes.
             self.read(
                 slot,

@@ -356,3 +356,16 @@ fn max_body_cancels_the_stream_once_enough_is_read() {
     }
     assert!(server.stats.connections.load(Ordering::SeqCst) <= 2);
 }
+
+#[test]
+fn large_bodies_over_tls_are_read_to_the_end() {
+    let server = H2Server::start(H2Options {
+        tls: true,
+        ..H2Options::default()
+    });
+    let mut cfg = config(&[server.https_url("/big/3000000")], open_rate(20.0, 4));
+    cfg.tls.insecure = true;
+    let run = run(&cfg);
+    assert_eq!(statuses(&run), HashMap::from([(200, 4)]), "{:?}", errors(&run));
+    assert!(run.records.iter().all(|r| r.bytes_in > 3_000_000));
+}
