@@ -32,12 +32,12 @@ TLS: -tls generates a self-signed certificate for localhost, 127.0.0.1 and ::1 a
 attack with -root-certs=PATH. -tls-cert and -tls-key serve your own PEM files instead.
 
 Examples:
-  loadlab simulate examples/recipes/origin_1s_latency.json
+  loadlab simulate examples/recipes/stage_100ms.json
   loadlab simulate -addr 127.0.0.1:9000 examples/recipes/flaky_downstream.json
   loadlab simulate -check examples/recipes/capacity_model.json
   loadlab simulate            # no recipe yet: every path answers 406 until one is posted
   loadlab simulate -tls -tls-cert-out=sim.pem examples/recipes/failure_modes.json
-  loadlab simulate -max-streams=1 examples/recipes/origin_1s_latency.json
+  loadlab simulate -max-streams=1 examples/recipes/stage_100ms.json
   curl --data-binary @recipe.json http://127.0.0.1:8080/_admin/add_recipe
   curl http://127.0.0.1:8080/_admin/routes_status
   curl http://127.0.0.1:8080/metrics
