@@ -366,6 +366,11 @@ fn large_bodies_over_tls_are_read_to_the_end() {
     let mut cfg = config(&[server.https_url("/big/3000000")], open_rate(20.0, 4));
     cfg.tls.insecure = true;
     let run = run(&cfg);
-    assert_eq!(statuses(&run), HashMap::from([(200, 4)]), "{:?}", errors(&run));
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 4)]),
+        "{:?}",
+        errors(&run)
+    );
     assert!(run.records.iter().all(|r| r.bytes_in > 3_000_000));
 }
