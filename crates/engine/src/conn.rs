@@ -216,6 +216,7 @@ impl Conn {
         self.stream_id = 0;
         self.stream_bytes_out = 0;
         self.flush_queued = false;
+        self.tls_drained = false;
         self.phase = Phase::Free;
         self.reused = false;
         self.generation = self.generation.wrapping_add(1);

@@ -270,11 +270,10 @@ impl Worker {
     pub(super) fn begin(
         &mut self,
         slot: usize,
-        request: InFlight,
+        mut request: InFlight,
         bytes: RequestBytes,
         head_only: bool,
     ) {
-        let mut request = request;
         request.protocol = if self.conns[slot].is_stream() {
             record::Protocol::Http2
         } else {
