@@ -256,11 +256,7 @@ fn integer(block: &[u8], at: &mut usize, prefix_bits: u32) -> Result<usize, &'st
 /// A string literal at `block[*at]` (§5.2): its place in the block, or Huffman
 /// decoded into `scratch`.
 fn text(block: &[u8], at: &mut usize, scratch: &mut Vec<u8>) -> Result<Text, &'static str> {
-    let huffman = block.get(*at).ok_or("hpack: string missing")? & 0x80 != 0;
-    let len = integer(block, at, 7)?;
-    let end = at.checked_add(len).filter(|end| *end <= block.len());
-    let end = end.ok_or("hpack: string longer than the block")?;
-    let start = std::mem::replace(at, end);
+    let (huffman, start, end) = string_bounds(block, at)?;
     if !huffman {
         return Ok(Text::Block(start, end));
     }
@@ -276,13 +272,18 @@ fn text(block: &[u8], at: &mut usize, scratch: &mut Vec<u8>) -> Result<Text, &'s
 
 /// Steps over a string literal without decoding it.
 fn skip_text(block: &[u8], at: &mut usize) -> Result<(), &'static str> {
-    block.get(*at).ok_or("hpack: string missing")?;
+    string_bounds(block, at).map(|_| ())
+}
+
+/// A string literal's Huffman flag and place in `block`; `*at` moves past it.
+fn string_bounds(block: &[u8], at: &mut usize) -> Result<(bool, usize, usize), &'static str> {
+    let huffman = block.get(*at).ok_or("hpack: string missing")? & 0x80 != 0;
     let len = integer(block, at, 7)?;
-    *at = at
+    let end = at
         .checked_add(len)
         .filter(|end| *end <= block.len())
         .ok_or("hpack: string longer than the block")?;
-    Ok(())
+    Ok((huffman, std::mem::replace(at, end), end))
 }
 
 fn resolve<'a>(block: &'a [u8], text: Text, scratch: &'a [u8]) -> &'a [u8] {
@@ -295,6 +296,7 @@ fn resolve<'a>(block: &'a [u8], text: Text, scratch: &'a [u8]) -> &'a [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h2::request::put_integer;
 
     type Decoded = Result<Vec<(Vec<u8>, Vec<u8>)>, ()>;
 
@@ -327,21 +329,6 @@ mod tests {
         let flag = if huffman { 0x80 } else { 0 };
         put_integer(out, 7, flag, coded.len());
         out.extend_from_slice(&coded);
-    }
-
-    fn put_integer(out: &mut Vec<u8>, prefix_bits: u32, flags: u8, mut value: usize) {
-        let max = (1usize << prefix_bits) - 1;
-        if value < max {
-            out.push(flags | value as u8);
-            return;
-        }
-        out.push(flags | max as u8);
-        value -= max;
-        while value >= 0x80 {
-            out.push(value as u8 | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub(crate) fn encode_head(
 }
 
 /// An integer with an `prefix_bits`-bit prefix, the first byte's other bits `flags`.
-fn put_integer(out: &mut Vec<u8>, prefix_bits: u32, flags: u8, mut value: usize) {
+pub(super) fn put_integer(out: &mut Vec<u8>, prefix_bits: u32, flags: u8, mut value: usize) {
     let max_prefix = (1usize << prefix_bits) - 1;
     if value < max_prefix {
         out.push(flags | value as u8);

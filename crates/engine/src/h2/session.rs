@@ -169,21 +169,21 @@ impl Session {
 
     /// Whether another stream may be sent now, with at most `cap` at once.
     pub(crate) fn may_send(&self, cap: u32) -> bool {
-        let limit = match cap {
-            0 => self.peer_max_streams,
-            cap => cap.min(self.peer_max_streams),
-        };
-        self.streams.len() < limit as usize
+        self.streams.len() < self.stream_limit(cap) as usize
     }
 
     /// Whether another stream may be attached, with at most `cap` at once (0: the
     /// server's limit only).
     pub(crate) fn has_room(&self, cap: u32) -> bool {
-        let limit = match cap {
+        self.state != State::Draining && self.attached < self.stream_limit(cap)
+    }
+
+    /// Streams at once: the server's limit, or `cap` below it (0: no cap).
+    fn stream_limit(&self, cap: u32) -> u32 {
+        match cap {
             0 => self.peer_max_streams,
             cap => cap.min(self.peer_max_streams),
-        };
-        self.state != State::Draining && self.attached < limit
+        }
     }
 
     /// Sends the HTTP/1.1 request `h1` as a new stream for `slot`: its HEADERS (and
@@ -335,14 +335,18 @@ impl Session {
             frame::WINDOW_UPDATE => self.on_window_update(header, payload),
             frame::RST_STREAM => Ok(Event::Reset {
                 stream: header.stream,
-                code: read_u32(payload, 0, 4)?,
+                code: only_u32(payload)?,
             }),
             frame::GOAWAY => {
-                let last_stream = read_u32(payload, 0, 8)? & frame::MAX_WINDOW;
+                // Last stream and error code, then debug data we do not read.
+                let head = payload
+                    .first_chunk::<8>()
+                    .ok_or(frame_size("h2: control frame of the wrong length"))?;
+                let [s0, s1, s2, s3, c0, c1, c2, c3] = *head;
                 self.state = State::Draining;
                 Ok(Event::GoAway {
-                    last_stream,
-                    code: read_u32(payload, 4, 8)?,
+                    last_stream: u32::from_be_bytes([s0, s1, s2, s3]) & frame::MAX_WINDOW,
+                    code: u32::from_be_bytes([c0, c1, c2, c3]),
                 })
             }
             frame::PUSH_PROMISE => Err(ConnError::protocol(
@@ -469,7 +473,7 @@ impl Session {
         header: FrameHeader,
         payload: &[u8],
     ) -> Result<Event, ConnError> {
-        let increment = i64::from(read_u32(payload, 0, 4)? & frame::MAX_WINDOW);
+        let increment = i64::from(only_u32(payload)? & frame::MAX_WINDOW);
         let window = if header.stream == 0 {
             if increment == 0 {
                 return Err(ConnError::protocol("h2: WINDOW_UPDATE of 0"));
@@ -509,19 +513,12 @@ fn frame_size(reason: &'static str) -> ConnError {
     }
 }
 
-/// The big-endian u32 at `at` of a payload that must be `len` bytes (at least, for
-/// GOAWAY's debug data).
-fn read_u32(payload: &[u8], at: usize, len: usize) -> Result<u32, ConnError> {
-    let exact = len != 8;
-    if payload.len() < len || (exact && payload.len() != len) {
-        return Err(frame_size("h2: control frame of the wrong length"));
-    }
-    Ok(u32::from_be_bytes([
-        payload[at],
-        payload[at + 1],
-        payload[at + 2],
-        payload[at + 3],
-    ]))
+/// The payload of RST_STREAM and WINDOW_UPDATE: exactly one big-endian u32.
+fn only_u32(payload: &[u8]) -> Result<u32, ConnError> {
+    let bytes: [u8; 4] = payload
+        .try_into()
+        .map_err(|_| frame_size("h2: control frame of the wrong length"))?;
+    Ok(u32::from_be_bytes(bytes))
 }
 
 /// `:status` as a number; 0 unless it is three digits.

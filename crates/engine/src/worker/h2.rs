@@ -18,6 +18,13 @@ use crate::errors::Cause;
 use crate::h2::frame::{self, ConnError, Piece};
 use crate::h2::{Event, Session, State};
 
+/// Recorded for a stream moved off its connection when no other takes it.
+const NO_CONNECTION: Cause = Cause {
+    kind: ErrorKind::Connect,
+    operation: "h2: no connection for the request",
+    errno: 0,
+};
+
 /// Which protocol a host's connections speak, as far as this worker knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Proto {
@@ -134,7 +141,7 @@ impl Worker {
             if room {
                 self.send_stream(slot as usize);
             } else {
-                let cause = Cause::new(ErrorKind::Connect, "h2: no connection for the request");
+                let cause = NO_CONNECTION;
                 self.resend(slot as usize, cause, false);
             }
         }
@@ -163,7 +170,7 @@ impl Worker {
         let pending = conn.h2.take().map(|s| s.pending).unwrap_or_default();
         self.make_idle(carrier);
         for slot in pending {
-            let cause = Cause::new(ErrorKind::Connect, "h2: no connection for the request");
+            let cause = NO_CONNECTION;
             self.resend(slot as usize, cause, false);
         }
         false
