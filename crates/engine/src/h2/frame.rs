@@ -6,7 +6,7 @@
 /// What a client sends first on every HTTP/2 connection.
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-const HEADER_BYTES: usize = 9;
+pub(crate) const HEADER_BYTES: usize = 9;
 
 /// The largest frame either side may send until told otherwise (and all we accept).
 pub(crate) const DEFAULT_MAX_FRAME_BYTES: u32 = 16_384;

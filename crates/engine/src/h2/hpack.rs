@@ -1,10 +1,12 @@
 //! [`HeaderDecoder`]: HPACK decoding (RFC 7541) for the client's side of a connection:
 //! the static table, the connection's dynamic table, and Huffman strings (decoded by
 //! `httlib-huffman`'s flattened tables). Fields go to a callback as borrowed slices,
-//! so a steady stream of responses allocates nothing: only a literal the server asks
-//! to index is stored (once per change, e.g. a new `date` each second).
+//! so a steady stream of responses allocates nothing: a literal the server asks to
+//! index is decoded and stored once per change (e.g. a new `date` each second), and
+//! its repeats share that entry.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// RFC 7541 Appendix A.
 const STATIC_TABLE: [(&str, &str); 61] = [
@@ -74,10 +76,20 @@ const STATIC_TABLE: [(&str, &str); 61] = [
 /// What an entry costs in the table beyond its bytes (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
 
-/// One dynamic table entry: name and value in one allocation.
+/// One dynamic table entry: name and value in one allocation, shared by every copy.
+#[derive(Clone)]
 struct Entry {
-    bytes: Box<[u8]>,
+    bytes: Arc<[u8]>,
     name_len: usize,
+}
+
+/// How many recently indexed fields are remembered by their encoded bytes.
+const RECENT_FIELDS: usize = 8;
+
+/// A field the server asked to index, by its bytes in the block, and what they meant.
+struct Recent {
+    encoded: Box<[u8]>,
+    entry: Entry,
 }
 
 impl Entry {
@@ -110,6 +122,8 @@ pub(crate) struct HeaderDecoder {
     allowed_max_size: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    recent: Vec<Recent>,
+    next_recent: usize,
 }
 
 impl HeaderDecoder {
@@ -121,6 +135,8 @@ impl HeaderDecoder {
             allowed_max_size: table_bytes,
             name: Vec::new(),
             value: Vec::new(),
+            recent: Vec::new(),
+            next_recent: 0,
         }
     }
 
@@ -156,40 +172,89 @@ impl HeaderDecoder {
                 self.evict_to(size);
                 continue;
             } else {
-                let indexing = first & 0xc0 == 0x40;
-                let prefix = if indexing { 6 } else { 4 };
-                let index = integer(block, &mut at, prefix)?;
-                let name = match index {
-                    0 => text(block, &mut at, &mut self.name)?,
-                    index => {
-                        let (name, _) = lookup(&self.entries, index)?;
-                        self.name.clear();
-                        self.name.extend_from_slice(name);
-                        Text::Scratch
-                    }
-                };
-                let name = resolve(block, name, &self.name);
-                if !indexing && !wanted(name) {
-                    skip_text(block, &mut at)?;
-                    fields_seen = true;
-                    continue;
-                }
-                let value = text(block, &mut at, &mut self.value)?;
-                let value = resolve(block, value, &self.value);
-                if wanted(name) {
-                    field(name, value);
-                }
-                if indexing {
-                    let bytes = [name, value].concat().into_boxed_slice();
-                    self.insert(Entry {
-                        bytes,
-                        name_len: name.len(),
-                    });
-                }
+                self.literal(block, &mut at, &wanted, &mut field)?;
             }
             fields_seen = true;
         }
         Ok(())
+    }
+
+    /// A literal field (§6.2) at `block[*at]`. One the table must keep, with a name
+    /// of its own or from the static table, is first looked up among the recently
+    /// kept ones by its encoded bytes: servers index the same fields on every response
+    /// (nginx: `server`, `date`, `content-type`, `content-length`), so a repeat costs
+    /// a comparison, not Huffman decoding and an allocation.
+    fn literal(
+        &mut self,
+        block: &[u8],
+        at: &mut usize,
+        wanted: &impl Fn(&[u8]) -> bool,
+        field: &mut impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), &'static str> {
+        let start = *at;
+        let indexing = block[start] & 0xc0 == 0x40;
+        let index = integer(block, at, if indexing { 6 } else { 4 })?;
+        let self_contained = indexing && index <= STATIC_TABLE.len();
+        if self_contained {
+            let mut end = *at;
+            if index == 0 {
+                skip_text(block, &mut end)?;
+            }
+            skip_text(block, &mut end)?;
+            let encoded = &block[start..end];
+            if let Some(recent) = self.recent.iter().find(|r| *r.encoded == *encoded) {
+                let entry = recent.entry.clone();
+                *at = end;
+                if wanted(entry.name()) {
+                    field(entry.name(), entry.value());
+                }
+                self.insert(entry);
+                return Ok(());
+            }
+        }
+        let name = match index {
+            0 => text(block, at, &mut self.name)?,
+            index => {
+                let (name, _) = lookup(&self.entries, index)?;
+                self.name.clear();
+                self.name.extend_from_slice(name);
+                Text::Scratch
+            }
+        };
+        let name = resolve(block, name, &self.name);
+        if !indexing && !wanted(name) {
+            return skip_text(block, at);
+        }
+        let value = text(block, at, &mut self.value)?;
+        let value = resolve(block, value, &self.value);
+        if wanted(name) {
+            field(name, value);
+        }
+        if indexing {
+            let entry = Entry {
+                bytes: [name, value].concat().into(),
+                name_len: name.len(),
+            };
+            if self_contained {
+                self.remember(&block[start..*at], entry.clone());
+            }
+            self.insert(entry);
+        }
+        Ok(())
+    }
+
+    /// Keeps `entry` among the recent ones, in place of the oldest.
+    fn remember(&mut self, encoded: &[u8], entry: Entry) {
+        let recent = Recent {
+            encoded: encoded.into(),
+            entry,
+        };
+        if self.recent.len() < RECENT_FIELDS {
+            self.recent.push(recent);
+        } else {
+            self.recent[self.next_recent] = recent;
+        }
+        self.next_recent = (self.next_recent + 1) % RECENT_FIELDS;
     }
 
     fn insert(&mut self, entry: Entry) {
@@ -371,6 +436,36 @@ mod tests {
         assert_eq!(got, want);
         let (last, rest) = got.split_last().unwrap();
         assert!(rest.iter().all(Result::is_ok) && last.is_err(), "{got:?}");
+    }
+
+    #[test]
+    fn repeated_indexed_fields_share_one_entry_and_decode_the_same() {
+        let mut block = Vec::new();
+        put_integer(&mut block, 6, 0x40, 54);
+        string(&mut block, b"nginx", true);
+        block.push(0x40);
+        string(&mut block, b"x-trace", true);
+        string(&mut block, b"same", false);
+        // By a name from the dynamic table: its meaning moves, so it is not remembered.
+        put_integer(&mut block, 6, 0x40, 63);
+        string(&mut block, b"other", true);
+        block.extend([0x80 | 62, 0x80 | 63, 0x80 | 64]);
+        let blocks = vec![block.clone(), block.clone(), block];
+        let (got, want) = both(&blocks);
+        assert_eq!(got, want);
+        assert!(got.iter().all(Result::is_ok), "{got:?}");
+
+        let mut decoder = HeaderDecoder::new(4096);
+        for block in &blocks[..2] {
+            decoder.decode(block, |_| true, |_, _| {}).unwrap();
+        }
+        let newest = |i: usize| &decoder.entries[i].bytes;
+        // Newest first: the second block's x-trace and server are the first block's.
+        assert!(Arc::ptr_eq(newest(1), newest(4)) && Arc::ptr_eq(newest(2), newest(5)));
+        assert!(
+            !Arc::ptr_eq(newest(0), newest(3)),
+            "indexed by a dynamic name"
+        );
     }
 
     #[test]

@@ -120,8 +120,11 @@ pub(crate) struct Session {
     block: Vec<u8>,
     /// The `location` of the last response head decoded.
     pub location: Vec<u8>,
-    /// The header block of the request being sent.
+    /// The header block of the last request sent, and the HTTP/1.1 head and scheme it
+    /// was encoded from.
     encoded: Vec<u8>,
+    encoded_from: Vec<u8>,
+    encoded_https: bool,
 }
 
 impl Session {
@@ -144,6 +147,8 @@ impl Session {
             block: Vec::new(),
             location: Vec::new(),
             encoded: Vec::new(),
+            encoded_from: Vec::new(),
+            encoded_https: false,
         }
     }
 
@@ -186,6 +191,21 @@ impl Session {
         }
     }
 
+    /// Encodes the head of `h1` into `self.encoded` unless it is the last request's
+    /// head again (a static target's always is: the head ends at its blank line, so
+    /// the same prefix parses the same). Returns where the body starts in `h1`.
+    fn encode_head(&mut self, h1: &[u8], https: bool) -> Result<usize, &'static str> {
+        let same = !self.encoded_from.is_empty() && self.encoded_https == https;
+        if same && h1.starts_with(&self.encoded_from) {
+            return Ok(self.encoded_from.len());
+        }
+        self.encoded_from.clear();
+        let body_at = request::encode_head(h1, https, &mut self.encoded)?;
+        self.encoded_from.extend_from_slice(&h1[..body_at]);
+        self.encoded_https = https;
+        Ok(body_at)
+    }
+
     /// Sends the HTTP/1.1 request `h1` as a new stream for `slot`: its HEADERS (and
     /// CONTINUATION) frames and as much of its body as the windows allow. Returns
     /// the stream id.
@@ -196,7 +216,7 @@ impl Session {
         https: bool,
         out: &mut Vec<u8>,
     ) -> Result<u32, &'static str> {
-        let body_at = request::encode_head(h1, https, &mut self.encoded)?;
+        let body_at = self.encode_head(h1, https)?;
         let id = self.next_stream_id;
         if id > frame::MAX_WINDOW {
             self.state = State::Draining;
@@ -572,6 +592,37 @@ mod tests {
             payload,
             &mut out,
         )
+    }
+
+    #[test]
+    fn a_head_is_encoded_again_only_when_it_or_the_scheme_changes() {
+        let (mut session, _) = open_session();
+        let rows: [(&[u8], bool); 6] = [
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", false),
+            (b"GET /b HTTP/1.1\r\nHost: a\r\n\r\n", false),
+            (b"GET /b HTTP/1.1\r\nHost: a\r\n\r\n", true),
+            (
+                b"GET /b HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
+                true,
+            ),
+            (
+                b"GET /b HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nho",
+                true,
+            ),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", false),
+        ];
+        for (h1, https) in rows {
+            let mut want = Vec::new();
+            let body_at = request::encode_head(h1, https, &mut want).unwrap();
+            let mut out = Vec::new();
+            session.send_request(7, h1, https, &mut out).unwrap();
+            let label = String::from_utf8_lossy(h1);
+            assert_eq!(session.encoded, want, "{label} https={https}");
+            // After the head, the body and only the body went out, in one DATA frame.
+            let data = &out[frame::HEADER_BYTES + want.len()..];
+            let body = data.get(frame::HEADER_BYTES..).unwrap_or_default();
+            assert_eq!(body, &h1[body_at..], "{label}");
+        }
     }
 
     #[test]
