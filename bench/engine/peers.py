@@ -9,6 +9,8 @@ with one thread. Per asked rate (default 20k, 50k, 80k, 100k, 120k req/s) and pe
 (loadlab records it per request; the peers do not report one) and peak RSS. Then the
 closed model at saturation: loadlab with 50 users against wrk with 50 connections.
 
+  loadlab: at its defaults (it opens the connections the open model needs, up to 10,000
+           in flight), and with -max-workers=100, the peers' concurrency.
   wrk2: ../shared/peers/wrk2 (or --wrk2 PATH), `-t1 -c100 -R RATE`; latency from the
         intended time, 1 ms timer.
   oha:  `oha -q RATE --latency-correction -c 100` (cargo install oha --locked), when on PATH.
@@ -49,9 +51,9 @@ def oha(url, rate, seconds):
     return {"rate": requests / seconds, "cpu_us": cpu / max(requests, 1) * 1e6, "rss_mib": rss / 1024}
 
 
-def ours(binary, precision):
+def ours(binary, extra_flags):
     def run(url, rate, seconds):
-        flags = [f"-rate={rate}", f"-duration={seconds}s"] + ([f"-precision={precision}"] if precision else [])
+        flags = [f"-rate={rate}", f"-duration={seconds}s"] + extra_flags
         r = run_loadlab(url, flags, "loadlab", binary=binary)
         return {key: r[key] for key in ("rate", "cpu_us", "rss_mib", "lag_p50_us", "lag_p99_us")}
     return run
@@ -120,7 +122,12 @@ def main():
     print(f"== machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
     tools = {}
     for precision in args.precision.split(",") if args.precision else [""]:
-        tools[f"loadlab -precision={precision}" if precision else "loadlab"] = ours(binary, precision)
+        flags = [f"-precision={precision}"] if precision else []
+        tools[" ".join(["loadlab"] + flags)] = ours(binary, flags)
+    # The peers' concurrency: wrk2 and oha keep PEER_CONNECTIONS connections, where
+    # loadlab by default opens what the open model needs, up to 10,000 in flight.
+    capped = [f"-max-workers={PEER_CONNECTIONS}"]
+    tools[" ".join(["loadlab"] + capped)] = ours(binary, capped)
     if os.access(args.wrk2, os.X_OK):
         tools["wrk2"] = lambda url, rate, s: wrk2(args.wrk2, url, rate, s)
     else:

@@ -108,6 +108,8 @@ pub(crate) struct Session {
     settings_seen: bool,
     /// Streams sent or pending: what counts against the server's limit.
     pub attached: u32,
+    /// Carries one stream and closes after it (`-keepalive=false`).
+    pub single_use: bool,
     next_stream_id: u32,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub peer_max_streams: u32,
@@ -137,6 +139,7 @@ impl Session {
             pending: Vec::new(),
             settings_seen: false,
             attached: 0,
+            single_use: false,
             next_stream_id: 1,
             peer_max_streams: STREAMS_BEFORE_SETTINGS,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
@@ -180,7 +183,7 @@ impl Session {
     /// Whether another stream may be attached, with at most `cap` at once (0: the
     /// server's limit only).
     pub(crate) fn has_room(&self, cap: u32) -> bool {
-        self.state != State::Draining && self.attached < self.stream_limit(cap)
+        self.state != State::Draining && !self.single_use && self.attached < self.stream_limit(cap)
     }
 
     /// Streams at once: the server's limit, or `cap` below it (0: no cap).

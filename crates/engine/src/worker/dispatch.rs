@@ -78,7 +78,8 @@ impl Worker {
                 // A request that never goes (no connection) still says what it asked for.
                 request.protocol = record::Protocol::Http2;
             }
-            let acquired = match self.acquire(host) {
+            let keepalive = self.shared.attacks[attack].keepalive;
+            let acquired = match self.acquire(host, keepalive) {
                 Ok(Some(slot)) => Ok(slot),
                 // At the host cap: wait for a completion.
                 Ok(None) => {
@@ -205,9 +206,11 @@ impl Worker {
     }
 
     /// A connection for `host`: an idle one, a new one, or `None` at the host cap.
-    pub(super) fn acquire(&mut self, host: usize) -> Result<Option<usize>, Cause> {
+    /// Without `keepalive`, an HTTP/2 request gets a connection of its own, closed
+    /// after it (as Go's client); an HTTP/1.1 one asks for `Connection: close`.
+    pub(super) fn acquire(&mut self, host: usize, keepalive: bool) -> Result<Option<usize>, Cause> {
         if self.proto(host) != Proto::Http1 {
-            return self.acquire_stream(host);
+            return self.acquire_stream(host, keepalive);
         }
         if let Some(slot) = self.pop_idle(host) {
             return Ok(Some(slot));

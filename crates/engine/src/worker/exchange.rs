@@ -235,7 +235,7 @@ impl Worker {
             .resize_with(self.hosts.hosts.len(), super::Pool::default);
         let head_only = method == "HEAD";
         request.hop = Some(Box::new(Hop { url, method }));
-        match self.acquire(host) {
+        match self.acquire(host, options.keepalive) {
             Ok(Some(slot)) => self.begin(slot, request, RequestBytes::Owned(bytes), head_only),
             Ok(None) => self.record_cause(
                 &request,
@@ -289,7 +289,8 @@ impl Worker {
         self.close(slot);
         request.retried |= retry;
         let now = self.clock.now_ns();
-        match self.acquire(host) {
+        let keepalive = self.shared.attacks[request.attack as usize].keepalive;
+        match self.acquire(host, keepalive) {
             Ok(Some(new_slot)) => self.begin(new_slot, request, bytes, head_only),
             Ok(None) => self.record_cause(&request, now, cause),
             Err(connect) => self.record_cause(&request, now, connect),

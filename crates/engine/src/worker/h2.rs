@@ -59,14 +59,19 @@ impl Worker {
     }
 
     /// A stream slot on a connection to `host` with room (opened if need be and
-    /// allowed); `None` at the host's connection cap.
-    pub(super) fn acquire_stream(&mut self, host: usize) -> Result<Option<usize>, Cause> {
+    /// allowed); `None` at the host's connection cap. Without `keepalive` the stream
+    /// gets a new connection that carries nothing else.
+    pub(super) fn acquire_stream(
+        &mut self,
+        host: usize,
+        keepalive: bool,
+    ) -> Result<Option<usize>, Cause> {
         let cap = self.shared.max_streams;
         let room = self.pools[host].carriers.iter().copied().find(|&carrier| {
             self.conns[carrier as usize]
                 .h2
                 .as_ref()
-                .is_some_and(|session| session.has_room(cap))
+                .is_some_and(|session| keepalive && session.has_room(cap))
         });
         let carrier = match room {
             Some(carrier) => carrier as usize,
@@ -77,6 +82,7 @@ impl Worker {
         let (generation, reused) = (self.conns[carrier].generation, self.conns[carrier].reused);
         if let Some(session) = self.conns[carrier].h2.as_mut() {
             session.attached += 1;
+            session.single_use |= !keepalive;
         }
         let stream = &mut self.conns[slot];
         stream.phase = Phase::Open;
@@ -441,7 +447,7 @@ impl Worker {
         let drained = self.conns[carrier]
             .h2
             .as_ref()
-            .is_some_and(|s| s.state == State::Draining && s.attached == 0);
+            .is_some_and(|s| (s.state == State::Draining || s.single_use) && s.attached == 0);
         if drained {
             self.close(carrier);
         }

@@ -58,6 +58,28 @@ fn h2c_streams_share_one_connection_and_are_recorded_like_http1() {
 }
 
 #[test]
+fn keepalive_off_gives_each_h2_request_a_connection_of_its_own() {
+    let server = H2Server::start(H2Options::default());
+    let mut cfg = h2c(&[server.url("/ok")], open_rate(200.0, 20));
+    cfg.attacks[0].keepalive = false;
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 20)]),
+        "{:?}",
+        errors(&run)
+    );
+    assert!(run.records.iter().all(|r| r.protocol == Protocol::Http2));
+    // One per request, beside the connections each worker opens at the start.
+    let connections = server.stats.connections.load(Ordering::SeqCst) as u64;
+    let warm = cfg.threads as u64 * cfg.initial_connections;
+    assert!(
+        (20..=20 + warm).contains(&connections),
+        "{connections} connections"
+    );
+}
+
+#[test]
 fn https_negotiates_h2_by_alpn_unless_told_not_to() {
     let server = H2Server::start(H2Options {
         tls: true,
