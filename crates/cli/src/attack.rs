@@ -331,8 +331,14 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // A closed output pipe surfaces as an io::Error in the chain; main treats it as success.
     let outcome = result?;
     if outcome.unsent > 0 {
+        let why = if outcome.capped {
+            " (requests waited at the in-flight cap, -max-workers, or the connections \
+             per host, -connections: at the server's latency the rate asked needs more)"
+        } else {
+            ""
+        };
         eprintln!(
-            "loadlab: the generator fell behind: {} requests were due but never sent; `loadlab report` shows the lag",
+            "loadlab: the generator fell behind: {} requests were due but never sent{why}; `loadlab report` shows the lag",
             outcome.unsent
         );
     }

@@ -214,6 +214,7 @@ impl<W: Write> Collector<W> {
                 sum.connections_open += c.connections_open;
                 sum.behind += c.behind;
                 sum.wakeups += c.wakeups;
+                sum.cap_waits += c.cap_waits;
                 sum
             })
     }

@@ -363,6 +363,7 @@ fn collect<W: Write>(
             reason,
             fired,
             wakeups: totals.wakeups,
+            capped: totals.cap_waits > 0,
         },
     ))
 }

@@ -218,6 +218,10 @@ pub struct RunOutcome {
     /// Times the workers' event loops woke from waiting, all workers together: what
     /// idling costs (a drain with requests in flight should wake rarely).
     pub wakeups: u64,
+    /// Whether a due request ever waited at the in-flight cap (`-max-workers`) or a
+    /// host's connection cap (`-connections`): at the server's latency, the rate
+    /// asked needed more.
+    pub capped: bool,
 }
 
 /// Why an attack could not run.

@@ -56,6 +56,7 @@ impl Worker {
             }
             if state.in_flight_count >= state.max_in_flight {
                 state.capped = true;
+                self.counters.cap_waits += 1;
                 break;
             }
             let (target, target_index, host) = match self.pick_target(attack) {
@@ -84,6 +85,7 @@ impl Worker {
                 // At the host cap: wait for a completion.
                 Ok(None) => {
                     self.attacks[attack].capped = true;
+                    self.counters.cap_waits += 1;
                     break;
                 }
                 Err(cause) => Err(cause),

@@ -60,6 +60,8 @@ pub(crate) struct Counters {
     pub behind: u64,
     /// Times the event loop came back from waiting (what an idle worker costs).
     pub wakeups: u64,
+    /// Times a due request waited at a cap (`max_in_flight`, or the host's connections).
+    pub cap_waits: u64,
 }
 
 /// Per host: idle connections (most recently used last), how many are open, and

@@ -84,6 +84,7 @@ fn open_model_paces_by_intended_time_and_reuses_connections() {
     let server = TestServer::start();
     let run = run(&config(&[server.url("/ok")], open_rate(200.0, 100)));
     assert_eq!(run.records.len(), 100);
+    assert!(!run.outcome.capped, "no request waited at a cap");
     let start = run.records[0].intended_unix_ns;
     for (k, record) in run.records.iter().enumerate() {
         assert_eq!(record.seq, k as u64);
@@ -168,6 +169,10 @@ fn beyond_the_cap_requests_queue_and_their_lag_shows() {
     let run = run(&cfg);
     assert_eq!(run.records.len(), 10, "no request is skipped");
     assert_eq!(server.stats.max_in_flight.load(Ordering::SeqCst), 1);
+    assert!(
+        run.outcome.capped,
+        "the run says requests waited at the cap"
+    );
     let last = run.records.last().unwrap();
     assert!(
         last.send_lag_ns > 200_000_000,
