@@ -67,11 +67,16 @@ impl Worker {
         keepalive: bool,
     ) -> Result<Option<usize>, Cause> {
         let cap = self.shared.max_streams;
-        let room = self.pools[host].carriers.iter().copied().find(|&carrier| {
+        let shared_carriers = if keepalive {
+            &self.pools[host].carriers[..]
+        } else {
+            &[]
+        };
+        let room = shared_carriers.iter().copied().find(|&carrier| {
             self.conns[carrier as usize]
                 .h2
                 .as_ref()
-                .is_some_and(|session| keepalive && session.has_room(cap))
+                .is_some_and(|session| session.has_room(cap))
         });
         let carrier = match room {
             Some(carrier) => carrier as usize,
