@@ -6,17 +6,16 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, bail};
 use clap::ArgAction;
-use engine::{RunConfig, StopHandle, TlsOptions};
+use engine::{AttackConfig, RunConfig, StopHandle};
 use units::GoDuration;
-use workload::{AttackFields, Origin, ScenarioFile, StopRule, Target, TextOrNumber, defaults};
+use workload::{AttackFields, Origin, RunFields, ScenarioFile, Target, TextOrNumber, defaults};
 
 use crate::dashboard;
 use crate::live_view;
 use crate::monitor::AttachedMonitor;
 use crate::prometheus::{PrometheusArgs, PrometheusSetup};
-use crate::scenarios;
 use crate::signals;
 
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
@@ -129,9 +128,11 @@ pub struct AttackArgs {
     /// `loadlab monitor --help`)
     #[arg(long, value_name = "SPEC")]
     monitor: Vec<String>,
-    /// How often -monitor samples
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    monitor_interval: String,
+    #[arg(long, value_name = "DURATION", help = with_default(
+        "How often -monitor samples",
+        GoDuration(defaults::MONITOR_INTERVAL),
+    ))]
+    monitor_interval: Option<String>,
     /// Seed for template placeholders: the same seed sends the same requests
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -151,9 +152,11 @@ pub struct AttackArgs {
         defaults::MAX_IN_FLIGHT,
     ))]
     max_workers: Option<u64>,
-    /// Open connections per target host at most
-    #[arg(long, default_value_t = defaults::CONNECTIONS_PER_HOST, value_name = "N")]
-    connections: u64,
+    #[arg(long, value_name = "N", help = with_default(
+        "Open connections per target host at most",
+        defaults::CONNECTIONS_PER_HOST,
+    ))]
+    connections: Option<u64>,
     #[arg(long, alias = "cpus", value_name = "N", help = format!(
         "Event-loop threads, from 1 to {} x the CPUs this process may run on \
          [default: the CPUs this process may run on]",
@@ -286,10 +289,12 @@ fn dashboard_linger(args: &AttackArgs) -> anyhow::Result<std::time::Duration> {
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
-    let mut monitor = AttachedMonitor::new(&args.monitor, &args.monitor_interval)?;
     let prometheus = PrometheusSetup::check(&args.prometheus)?;
     let linger = dashboard_linger(args)?;
-    let config = build_config(args)?;
+    let (config, shard) = build_config(args)?;
+    let settings = &config.settings;
+    let mut monitor = AttachedMonitor::new(&settings.monitor, settings.monitor_interval)?;
+    let config = add_attacks(args, config, shard)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "waiting for requests in flight")?;
     let out: Box<dyn Write + Send> = match &args.output {
@@ -351,11 +356,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
-    if args.cert.is_some() != args.key.is_some() {
-        bail!("-cert and -key go together");
-    }
-    check_tls_files(args)?;
+/// The run without its attacks: every run-wide flag checked, before any target is
+/// read (from a file or stdin).
+fn build_config(args: &AttackArgs) -> anyhow::Result<(RunConfig, workload::Shard)> {
     let shard = shard(args.shard.as_deref())?;
     let start_at_unix_ns = args
         .start_at
@@ -363,55 +366,54 @@ fn build_config(args: &AttackArgs) -> anyhow::Result<RunConfig> {
         .map(|text| parse_start_at(text, engine::unix_now_ns()))
         .transpose()
         .map_err(|reason| anyhow::anyhow!("-start-at: {reason}"))?;
-    let precision_ns = precision(args.precision.as_deref())?;
-    // Flags are checked before any target is read (from a file or stdin).
-    let flag_rules = parse_rules(
-        args.stop_when
-            .iter()
-            .map(|rule| (rule.clone(), "-stop-when".to_owned())),
-    )?;
-    let (attacks, file_seed, file_rules) = match &args.scenarios {
-        Some(path) => load_scenarios(path, args)?,
-        None => (
-            vec![scenarios::attack_config(
-                &fields_from_flags(args),
-                &Origin::flags(),
-            )?],
-            None,
-            Vec::new(),
-        ),
+    let mut config = RunConfig::from_fields(Vec::new(), &run_fields(args), &Origin::flags())?;
+    config.settings.start_at_unix_ns = start_at_unix_ns;
+    Ok((config, shard))
+}
+
+/// The attacks, from the flags or a scenario file; then the seed and the shard.
+fn add_attacks(
+    args: &AttackArgs,
+    mut config: RunConfig,
+    shard: workload::Shard,
+) -> anyhow::Result<RunConfig> {
+    let file_seed = match &args.scenarios {
+        Some(path) => load_scenarios(path, args, &mut config)?,
+        None => {
+            let fields = fields_from_flags(args);
+            config.attacks = vec![AttackConfig::from_fields(&fields, &Origin::flags())?];
+            None
+        }
     };
-    let mut stop_rules = parse_rules(file_rules.into_iter())?;
-    stop_rules.extend(flag_rules);
-    let seed = args
+    config.settings.seed = args
         .seed
         .or(file_seed)
-        .unwrap_or_else(|| announce_seed(&attacks, shard));
-    Ok(RunConfig {
-        attacks,
-        threads: threads(args.threads)?,
-        initial_connections: args.workers.unwrap_or(defaults::INITIAL_CONNECTIONS),
-        connections_per_host: args.connections,
-        tls: TlsOptions {
-            insecure: args.insecure,
-            root_certs: args.root_certs.clone(),
-            client_cert: args.cert.clone(),
-            client_key: args.key.clone(),
-        },
-        local_addr: args.laddr,
-        unix_socket: args.unix_socket.clone(),
-        seed,
-        stop_rules,
-        start_at_unix_ns,
-        precision_ns,
-        http2: args.http2,
-        h2c: args.h2c,
-        max_streams: match args.max_streams {
-            Some(0) => bail!("-max-streams: 0 streams would send nothing; at least 1"),
-            given => given.unwrap_or(0),
-        },
+        .unwrap_or_else(|| announce_seed(&config.attacks, shard));
+    Ok(config.with_shard(shard))
+}
+
+/// The run-wide flags, in the same shape as a plan's `[load]` keys.
+fn run_fields(args: &AttackArgs) -> RunFields {
+    let paths = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
+    RunFields {
+        threads: args.threads,
+        workers: args.workers,
+        connections: args.connections,
+        seed: args.seed,
+        precision: args.precision.clone(),
+        http2: Some(args.http2),
+        h2c: Some(args.h2c),
+        max_streams: args.max_streams,
+        insecure: Some(args.insecure),
+        root_certs: Some(paths(&args.root_certs)),
+        cert: args.cert.as_ref().map(|p| p.display().to_string()),
+        key: args.key.as_ref().map(|p| p.display().to_string()),
+        laddr: args.laddr,
+        unix_socket: args.unix_socket.as_ref().map(|p| p.display().to_string()),
+        stop_when: Some(args.stop_when.clone()),
+        monitor: Some(args.monitor.clone()),
+        monitor_interval: args.monitor_interval.clone(),
     }
-    .with_shard(shard))
 }
 
 /// `-shard I/N`, or the whole run.
@@ -452,60 +454,6 @@ fn with_default(text: &str, value: impl std::fmt::Display) -> String {
     format!("{text} [default: {value}]")
 }
 
-/// The event-loop threads: at least 1, at most what the machine can use.
-/// `-precision`, in nanoseconds.
-fn precision(given: Option<&str>) -> anyhow::Result<u64> {
-    let Some(given) = given else {
-        return Ok(defaults::PRECISION.as_nanos() as u64);
-    };
-    let precision = units::parse_duration(given).map_err(|err| anyhow!("-precision: {err}"))?;
-    if precision > defaults::MAX_PRECISION {
-        bail!(
-            "-precision: {given} is coarser than {}: answers read that late would blur the latencies measured",
-            GoDuration(defaults::MAX_PRECISION)
-        );
-    }
-    Ok(precision.as_nanos() as u64)
-}
-
-fn threads(asked: Option<usize>) -> anyhow::Result<usize> {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let most = cpus * defaults::MAX_THREADS_PER_CPU;
-    match asked {
-        None => Ok(cpus),
-        Some(0) => bail!("-threads: must be at least 1"),
-        Some(n) if n > most => bail!(
-            "-threads: {n} is more than this machine can use: at most {most} ({} x the {cpus} CPUs this process may run on)",
-            defaults::MAX_THREADS_PER_CPU
-        ),
-        Some(n) => Ok(n),
-    }
-}
-
-/// TLS files are read at start, whatever the targets' schemes, so a wrong path shows
-/// before any request rather than at the first https target.
-fn check_tls_files(args: &AttackArgs) -> anyhow::Result<()> {
-    let files = args
-        .root_certs
-        .iter()
-        .map(|path| ("-root-certs", path))
-        .chain(args.cert.iter().map(|path| ("-cert", path)))
-        .chain(args.key.iter().map(|path| ("-key", path)));
-    for (flag, path) in files {
-        File::open(path).with_context(|| format!("{flag} {}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Parses rules, naming where each was written.
-fn parse_rules(rules: impl Iterator<Item = (String, String)>) -> anyhow::Result<Vec<StopRule>> {
-    rules
-        .map(|(rule, place)| {
-            StopRule::parse(&rule).map_err(|reason| anyhow::anyhow!("{place}: {reason}"))
-        })
-        .collect()
-}
-
 /// The flags of one attack, in the same shape as a scenario-file table.
 fn fields_from_flags(args: &AttackArgs) -> AttackFields {
     AttackFields {
@@ -529,44 +477,38 @@ fn fields_from_flags(args: &AttackArgs) -> AttackFields {
         redirects: args.redirects,
         max_workers: args.max_workers,
         max_body: args.max_body.clone().map(TextOrNumber::Text),
+        base_url: None,
     }
 }
 
-/// Attacks, seed and stop rules (with where each rule was written) from a file.
-type Loaded = (
-    Vec<engine::AttackConfig>,
-    Option<u64>,
-    Vec<(String, String)>,
-);
-
-fn load_scenarios(path: &std::path::Path, args: &AttackArgs) -> anyhow::Result<Loaded> {
+/// The attacks of a scenario file into `config`, its stop rules before the flags';
+/// returns its seed.
+fn load_scenarios(
+    path: &std::path::Path,
+    args: &AttackArgs,
+    config: &mut RunConfig,
+) -> anyhow::Result<Option<u64>> {
     reject_per_attack_flags(args)?;
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("-scenarios {name}"))?;
     let file = ScenarioFile::parse(&text, &name)?;
-    let base_dir = path
-        .parent()
-        .map(std::path::Path::to_owned)
-        .unwrap_or_default();
-    let attacks = file
+    let base_dir = path.parent().unwrap_or(std::path::Path::new(""));
+    let file_rules = RunFields {
+        stop_when: Some(file.stop_when.clone()),
+        ..RunFields::default()
+    }
+    .settings(&Origin::file(format!("{name}: "), base_dir))?
+    .stop_rules;
+    config.settings.stop_rules.splice(0..0, file_rules);
+    config.attacks = file
         .scenarios
         .iter()
         .map(|(line, fields)| {
-            scenarios::attack_config(
-                fields,
-                &Origin {
-                    place: Some(format!("{name}:{line}")),
-                    base_dir: base_dir.clone(),
-                },
-            )
+            let name_of = fields.name.as_deref().unwrap_or_default();
+            AttackConfig::from_fields(fields, &Origin::scenario(&name, *line, name_of, base_dir))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let rules = file
-        .stop_when
-        .iter()
-        .map(|rule| (rule.clone(), format!("{name}: stop_when")))
-        .collect();
-    Ok((attacks, file.seed, rules))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(file.seed)
 }
 
 /// With a scenario file, what to send and when is the file's business.
@@ -602,7 +544,7 @@ fn reject_per_attack_flags(args: &AttackArgs) -> anyhow::Result<()> {
 
 /// Without -seed, templates get a fresh seed; say it so the run can be repeated. A
 /// shard cannot pick its own: the shards must render one run's requests.
-fn announce_seed(attacks: &[engine::AttackConfig], shard: workload::Shard) -> u64 {
+fn announce_seed(attacks: &[AttackConfig], shard: workload::Shard) -> u64 {
     if !shard.is_whole() {
         return 0;
     }
@@ -623,30 +565,6 @@ fn announce_seed(attacks: &[engine::AttackConfig], shard: workload::Shard) -> u6
 mod tests {
     use super::*;
 
-    #[test]
-    fn precision_takes_durations_up_to_its_bound() {
-        // Rows: the flag's value, nanoseconds or the error's start.
-        let rows: [(Option<&str>, Result<u64, &str>); 6] = [
-            (None, Ok(100_000)),
-            (Some("0"), Ok(0)),
-            (Some("250us"), Ok(250_000)),
-            (Some("10ms"), Ok(10_000_000)),
-            (
-                Some("10.001ms"),
-                Err("-precision: 10.001ms is coarser than 10ms"),
-            ),
-            (Some("soon"), Err("-precision: ")),
-        ];
-        for (given, want) in rows {
-            match (precision(given), want) {
-                (Ok(ns), Ok(want)) => assert_eq!(ns, want, "{given:?}"),
-                (Err(err), Err(want)) => {
-                    assert!(err.to_string().starts_with(want), "{given:?}: {err}");
-                }
-                (got, want) => panic!("{given:?}: {got:?}, want {want:?}"),
-            }
-        }
-    }
     use clap::Parser;
 
     #[test]
@@ -673,7 +591,10 @@ mod tests {
         let args = Wrapper::try_parse_from(std::iter::once("attack").chain(flags.iter().copied()))
             .unwrap()
             .args;
-        build_config(&args).unwrap_err().to_string()
+        build_config(&args)
+            .and_then(|(config, shard)| add_attacks(&args, config, shard))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]

@@ -42,7 +42,13 @@ pub fn start(
     if quiet {
         return Ok(None);
     }
-    let stats = LiveStats::new(config.attacks.iter().map(|a| a.plan.clone()).collect());
+    let stats = LiveStats::new(
+        config
+            .attacks
+            .iter()
+            .map(|a| a.settings.plan.clone())
+            .collect(),
+    );
     let on_terminal = std::io::stderr().is_terminal();
     let mode = if on_terminal {
         ViewMode::Terminal {

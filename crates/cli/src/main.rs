@@ -19,7 +19,6 @@ mod plot;
 mod prometheus;
 mod report;
 mod run;
-mod scenarios;
 mod signals;
 mod simulate;
 

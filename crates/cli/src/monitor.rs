@@ -12,6 +12,8 @@ use engine::StopHandle;
 use monitor::{AgentServer, ClockAnchor, Monitor, MonitorConfig, MonitorHandle, MonitorStats};
 use record::{Compression, RecordError, RecordWriter, RunEnd, RunHeader, SampleFrame, StopReason};
 
+use workload::defaults;
+
 use crate::signals;
 
 /// Sample the system under test: host, processes, Prometheus endpoints, PostgreSQL.
@@ -54,9 +56,11 @@ use crate::signals;
 /// Ctrl-C (or SIGTERM) stops it and closes the file cleanly.
 #[derive(clap::Args, Debug)]
 pub struct MonitorArgs {
-    /// Sampling interval (at least 100ms)
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    interval: String,
+    #[arg(long, value_name = "DURATION", help = format!(
+        "Sampling interval (at least 100ms) [default: {}]",
+        units::GoDuration(defaults::MONITOR_INTERVAL),
+    ))]
+    interval: Option<String>,
     /// Stop after this long; 0 = until Ctrl-C
     #[arg(long, default_value = "0", value_name = "DURATION")]
     duration: String,
@@ -121,11 +125,14 @@ fn monitor_config(args: &MonitorArgs) -> anyhow::Result<MonitorConfig> {
     } else {
         &args.specs
     };
-    config_of(specs, &args.interval, "-interval")
+    let interval = match &args.interval {
+        Some(text) => units::parse_duration(text).context("-interval")?,
+        None => defaults::MONITOR_INTERVAL,
+    };
+    config_of(specs, interval)
 }
 
-fn config_of(specs: &[String], interval: &str, flag: &str) -> anyhow::Result<MonitorConfig> {
-    let interval = units::parse_duration(interval).with_context(|| flag.to_owned())?;
+fn config_of(specs: &[String], interval: Duration) -> anyhow::Result<MonitorConfig> {
     let mut config = MonitorConfig::new(interval)?;
     for spec in specs {
         config.add_spec(spec)?;
@@ -144,11 +151,11 @@ pub struct AttachedMonitor {
 
 impl AttachedMonitor {
     /// Samples nothing without specs.
-    pub fn new(specs: &[String], interval: &str) -> anyhow::Result<AttachedMonitor> {
+    pub fn new(specs: &[String], interval: Duration) -> anyhow::Result<AttachedMonitor> {
         let config = if specs.is_empty() {
             None
         } else {
-            Some(config_of(specs, interval, "-monitor-interval")?)
+            Some(config_of(specs, interval)?)
         };
         Ok(AttachedMonitor {
             config,

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use engine::StopHandle;
@@ -72,9 +73,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(folder_name(&plan.name)));
     // Monitor specs are checked before anything runs, then started afresh for each step.
-    crate::monitor::AttachedMonitor::new(&plan.load.monitor, &plan.load.monitor_interval)
+    let settings = &plan.load.settings;
+    crate::monitor::AttachedMonitor::new(&settings.monitor, settings.monitor_interval)
         .with_context(|| format!("{}:{}: load.monitor", plan.source_name, plan.load.line))?;
-    let make: Arc<MakeMonitor> = Arc::new(|specs: &[String], interval: &str| {
+    let make: Arc<MakeMonitor> = Arc::new(|specs: &[String], interval: Duration| {
         crate::monitor::AttachedMonitor::new(specs, interval)
             .map(|m| Box::new(m) as Box<dyn engine::SampleFeed>)
             .map_err(|e| format!("{e:#}"))

@@ -127,18 +127,24 @@ fn start_workers(
                 .iter()
                 .zip(&mut queues)
                 .map(|(attack, queues)| AttackSetup {
-                    max_in_flight: split.of(in_flight_cap(&attack.plan, attack.max_in_flight)),
+                    max_in_flight: split.of(in_flight_cap(
+                        &attack.settings.plan,
+                        attack.settings.max_in_flight,
+                    )),
                     lazy: queues.pop(),
                 })
                 .collect(),
-            max_per_host: split.of(config.connections_per_host).max(1),
+            max_per_host: split.of(config.settings.connections_per_host).max(1),
             reports: report_tx.clone(),
             recycled: recycle_rx,
             stop: stop.clone(),
             errors: ErrorCache::new(Arc::clone(errors)),
-            precision_ns: config.precision_ns,
+            precision_ns: config.settings.precision_ns,
         };
-        let (prewarm, ready) = (split.of(config.initial_connections), ready_tx.clone());
+        let (prewarm, ready) = (
+            split.of(config.settings.initial_connections),
+            ready_tx.clone(),
+        );
         handles.push(
             std::thread::Builder::new()
                 .name(format!("loadlab-worker-{index}"))
@@ -163,7 +169,7 @@ fn time_zero(
     config: &RunConfig,
 ) -> (Clock, i64) {
     while ready.recv().is_ok() {}
-    let (clock, skew_ns) = start::start_clock(config.start_at_unix_ns);
+    let (clock, skew_ns) = start::start_clock(config.settings.start_at_unix_ns);
     for sender in clocks {
         let _ = sender.send(clock);
     }
@@ -192,12 +198,12 @@ fn start_feeders(
             Targets::Stream(stream) => {
                 let setup = lazy::FeederSetup {
                     stream: stream.clone(),
-                    keepalive: attack.keepalive,
-                    unix_socket: config.unix_socket.clone(),
+                    keepalive: attack.settings.keepalive,
+                    unix_socket: config.settings.unix_socket.clone(),
                     registry: Arc::clone(registry),
                     stop: stop.clone(),
                     result: Arc::clone(result),
-                    shard: attack.plan.shard,
+                    shard: attack.settings.plan.shard,
                 };
                 // Reversed so that `pop` hands worker 0 its queue first.
                 lazy::start_feeder(setup, threads)?
@@ -320,8 +326,12 @@ fn collect<W: Write>(
         watermarks: vec![0; threads],
         counters: vec![Default::default(); threads],
         attack_counters: vec![Vec::new(); threads],
-        watcher: RuleWatcher::new(&config.stop_rules, clock.start_unix_ns()),
-        plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
+        watcher: RuleWatcher::new(&config.settings.stop_rules, clock.start_unix_ns()),
+        plans: config
+            .attacks
+            .iter()
+            .map(|a| a.settings.plan.clone())
+            .collect(),
         fired: None,
         recycle,
         stop: stop.clone(),
@@ -386,12 +396,17 @@ fn attack_ends<W: Write>(
                 .filter_map(|w| w.get(a))
                 .map(|c| c.sent)
                 .sum();
-            let asked = attack.plan.asked_by(end_ns).unwrap_or(sent).max(sent);
+            let asked = attack
+                .settings
+                .plan
+                .asked_by(end_ns)
+                .unwrap_or(sent)
+                .max(sent);
             AttackEnd {
                 asked,
                 sent,
                 unsent: asked - sent,
-                asked_span_ns: asked_span_ns(&attack.plan, asked),
+                asked_span_ns: asked_span_ns(&attack.settings.plan, asked),
             }
         })
         .collect()
@@ -411,33 +426,33 @@ fn header(config: &RunConfig, start: Start, targets: Vec<TargetInfo>) -> RunHead
         start_unix_ns: start.clock.start_unix_ns(),
         attacks: config.attacks.iter().map(attack_info).collect(),
         targets,
-        seed: Some(config.seed),
+        seed: Some(config.settings.seed),
         shard: start::shard_info(config, start.skew_ns),
-        precision_ns: Some(config.precision_ns),
+        precision_ns: Some(config.settings.precision_ns),
     }
 }
 
 fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
-    let (model, rate_per_sec, concurrency) = match &attack.plan.pacing {
+    let (model, rate_per_sec, concurrency) = match &attack.settings.plan.pacing {
         Pacing::Open(schedule) => (
             LoadModel::Open,
             constant_rate(schedule),
-            Some(attack.max_in_flight),
+            Some(attack.settings.max_in_flight),
         ),
         // The whole run's users: every shard's header describes the same run.
         Pacing::Closed { .. } => (
             LoadModel::Closed,
             None,
-            Some(attack.plan.whole().max_users()),
+            Some(attack.settings.plan.whole().max_users()),
         ),
     };
     AttackInfo {
-        name: attack.name.clone(),
+        name: attack.settings.name.clone(),
         model,
-        schedule: attack.plan.describe(),
+        schedule: attack.settings.plan.describe(),
         rate_per_sec,
         concurrency,
-        timeout_ns: u64::try_from(attack.timeout.as_nanos()).unwrap_or(u64::MAX),
+        timeout_ns: u64::try_from(attack.settings.timeout.as_nanos()).unwrap_or(u64::MAX),
     }
 }
 
@@ -462,29 +477,31 @@ fn validate(config: &RunConfig) -> Result<(), EngineError> {
     if config.attacks.len() > usize::from(u16::MAX) {
         return fail("more than 65535 attacks".to_owned());
     }
-    if config.threads == 0 || config.connections_per_host == 0 {
+    if config.threads() == 0 || config.settings.connections_per_host == 0 {
         return fail("threads and connections must be at least 1".to_owned());
     }
     for attack in &config.attacks {
-        let name = &attack.name;
+        let name = &attack.settings.name;
         if matches!(&attack.targets, Targets::List(list) if list.is_empty()) {
             return fail(format!("attack {name:?}: no targets"));
         }
-        if attack.timeout.is_zero() {
+        if attack.settings.timeout.is_zero() {
             return fail(format!("attack {name:?}: timeout must be longer than zero"));
         }
-        if matches!(attack.plan.pacing, Pacing::Open(_)) && attack.max_in_flight == 0 {
+        if matches!(attack.settings.plan.pacing, Pacing::Open(_))
+            && attack.settings.max_in_flight == 0
+        {
             return fail(format!("attack {name:?}: max-workers must be at least 1"));
         }
     }
     if config
         .attacks
         .iter()
-        .any(|a| a.plan.shard != config.shard())
+        .any(|a| a.settings.plan.shard != config.shard())
     {
         return fail("every attack of a run must have the same shard".to_owned());
     }
-    if let Some(at_ns) = config.start_at_unix_ns {
+    if let Some(at_ns) = config.settings.start_at_unix_ns {
         let late_ns = start::unix_now_ns().saturating_sub(at_ns);
         if late_ns > start::START_AT_TOLERANCE.as_nanos() as u64 {
             return fail(format!(
@@ -497,8 +514,9 @@ fn validate(config: &RunConfig) -> Result<(), EngineError> {
     let has_open = config
         .attacks
         .iter()
-        .any(|a| matches!(a.plan.pacing, Pacing::Open(_)));
+        .any(|a| matches!(a.settings.plan.pacing, Pacing::Open(_)));
     if let Some(rule) = config
+        .settings
         .stop_rules
         .iter()
         .find(|r| r.needs_rate() && !has_open)
@@ -523,10 +541,10 @@ fn thread_count(config: &RunConfig) -> usize {
     let in_flight: u64 = config
         .attacks
         .iter()
-        .map(|a| in_flight_cap(&a.plan, a.max_in_flight))
+        .map(|a| in_flight_cap(&a.settings.plan, a.settings.max_in_flight))
         .sum();
     config
-        .threads
+        .threads()
         .min(usize::try_from(in_flight).unwrap_or(usize::MAX))
         .max(1)
 }

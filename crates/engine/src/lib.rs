@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod attack;
+mod build;
 mod clock;
 mod collector;
 mod conn;
@@ -60,13 +61,11 @@ mod tls;
 mod worker;
 
 use std::io::Write;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use record::StopReason;
-use workload::{DataTable, Fired, Plan, Shard, StopRule, Target, defaults};
+use workload::{AttackSettings, DataTable, Fired, Plan, RunSettings, Shard, Target};
 
 pub use clock::Clock;
 pub use lazy::{TargetIter, TargetStream};
@@ -74,62 +73,27 @@ pub use observer::RunObserver;
 pub use sample_feed::SampleFeed;
 pub use start::{START_AT_TOLERANCE, plan_fingerprint, unix_now_ns};
 pub use stop_handle::StopHandle;
-pub use tls::TlsOptions;
+pub use workload::TlsOptions;
 
-/// A whole run: its attacks and what they share.
+/// A whole run: its attacks and what they share. Built from what the user wrote by
+/// [`RunConfig::from_fields`] (`build.rs`), or in code from [`RunConfig::single`].
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// One or more attacks (scenarios), all running at once.
     pub attacks: Vec<AttackConfig>,
-    /// Event-loop threads.
-    pub threads: usize,
-    /// Connections opened before time zero (vegeta's `-workers`).
-    pub initial_connections: u64,
-    /// Open connections per target host at most (vegeta's `-connections`).
-    pub connections_per_host: u64,
-    /// How https targets are verified and whom we present as.
-    pub tls: TlsOptions,
-    /// The local address connections leave from (vegeta's `-laddr`).
-    pub local_addr: Option<IpAddr>,
-    /// Connect every target through this Unix socket (vegeta's `-unix-socket`).
-    pub unix_socket: Option<PathBuf>,
-    /// Seeds the templates; the same seed sends the same requests.
-    pub seed: u64,
-    /// Rules that stop the run by themselves.
-    pub stop_rules: Vec<StopRule>,
-    /// Time zero at this wall-clock instant (unix ns, `-start-at`) instead of as soon
-    /// as the workers are warm; shards started with the same instant share a time axis.
-    pub start_at_unix_ns: Option<u64>,
-    /// How late a worker may wake (`-precision`, 0: exactly when each request is due
-    /// and each answer arrives); see `worker::Worker::pause`.
-    pub precision_ns: u64,
-    /// Offer HTTP/2 to https servers in ALPN (vegeta's `-http2`, on by default).
-    pub http2: bool,
-    /// Speak HTTP/2 to http servers without asking (prior knowledge, `-h2c`).
-    pub h2c: bool,
-    /// HTTP/2 streams per connection at most (`-max-streams`; 0: the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS`).
-    pub max_streams: u32,
+    /// What they share: threads, connections, TLS, seed, stop rules, precision, HTTP/2.
+    pub settings: RunSettings,
 }
 
 impl RunConfig {
-    /// A run of one attack with the usual defaults (one thread, no stop rules).
+    /// A run of one attack on one thread, every other setting at its default.
     pub fn single(attack: AttackConfig) -> RunConfig {
         RunConfig {
             attacks: vec![attack],
-            threads: 1,
-            initial_connections: defaults::INITIAL_CONNECTIONS,
-            connections_per_host: defaults::CONNECTIONS_PER_HOST,
-            tls: TlsOptions::default(),
-            local_addr: None,
-            unix_socket: None,
-            seed: 0,
-            stop_rules: Vec::new(),
-            start_at_unix_ns: None,
-            precision_ns: defaults::PRECISION.as_nanos() as u64,
-            http2: true,
-            h2c: false,
-            max_streams: 0,
+            settings: RunSettings {
+                threads: Some(1),
+                ..RunSettings::default()
+            },
         }
     }
 
@@ -137,7 +101,7 @@ impl RunConfig {
     /// share of the requests and users (see [`workload::Plan`]).
     pub fn with_shard(mut self, shard: Shard) -> RunConfig {
         for attack in &mut self.attacks {
-            attack.plan.shard = shard;
+            attack.settings.plan.shard = shard;
         }
         self
     }
@@ -146,29 +110,25 @@ impl RunConfig {
     pub fn shard(&self) -> Shard {
         self.attacks
             .first()
-            .map_or(Shard::WHOLE, |attack| attack.plan.shard)
+            .map_or(Shard::WHOLE, |attack| attack.settings.plan.shard)
+    }
+
+    /// Event-loop threads: as set, else one per CPU the process may run on.
+    pub fn threads(&self) -> usize {
+        self.settings.threads.unwrap_or_else(build::available_cpus)
     }
 }
 
-/// One attack (scenario): its targets, its pacing and its request options.
+/// One attack (scenario): its settings, its targets and its data rows. Built from
+/// what the user wrote by [`AttackConfig::from_fields`], or in code from
+/// [`AttackConfig::new`].
 #[derive(Debug, Clone)]
 pub struct AttackConfig {
-    /// The attack's name in records and reports.
-    pub name: String,
+    /// Its name, pacing, bounds and request options ([`AttackSettings::new`] has the
+    /// defaults).
+    pub settings: AttackSettings,
     /// What to send.
     pub targets: Targets,
-    /// When to send: the pacing (open or closed model) and the bounds.
-    pub plan: Plan,
-    /// Per request, from dispatch to the last response byte (connect included).
-    pub timeout: Duration,
-    /// Reuse connections between requests (else one connection per request).
-    pub keepalive: bool,
-    /// Redirects to follow; -1 follows none and counts 3xx as success (vegeta).
-    pub redirects: i32,
-    /// Open model: requests in flight at most (vegeta's `-max-workers`).
-    pub max_in_flight: u64,
-    /// Read at most this many body bytes per response, then close the connection.
-    pub max_body: Option<u64>,
     /// Rows for `{{csv.COLUMN}}` placeholders.
     pub data: Option<Arc<DataTable>>,
 }
@@ -178,14 +138,8 @@ impl AttackConfig {
     /// 30 s timeout, keep-alive, 10 redirects, 10,000 requests in flight at most).
     pub fn new(name: &str, targets: Vec<Target>, plan: Plan) -> AttackConfig {
         AttackConfig {
-            name: name.to_owned(),
+            settings: AttackSettings::new(name, plan),
             targets: Targets::List(targets),
-            plan,
-            timeout: defaults::TIMEOUT,
-            keepalive: defaults::KEEPALIVE,
-            redirects: defaults::REDIRECTS,
-            max_in_flight: defaults::MAX_IN_FLIGHT,
-            max_body: None,
             data: None,
         }
     }
@@ -249,9 +203,18 @@ pub enum EngineError {
     /// Writing the record file failed.
     #[error(transparent)]
     Record(record::RecordError),
-    /// A lazily read target was bad.
+    /// An attack's or a run's fields, or its targets (read at start or lazily), were bad.
     #[error(transparent)]
     Targets(workload::WorkloadError),
+    /// A file the fields name (targets, body, data, TLS) could not be read.
+    #[error("{what}")]
+    Read {
+        /// The field and the file: `-targets t.txt`.
+        what: String,
+        /// The I/O error underneath.
+        #[source]
+        source: std::io::Error,
+    },
     /// A thread, socket or epoll call failed.
     #[error("engine thread")]
     Io(#[from] std::io::Error),

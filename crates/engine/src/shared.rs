@@ -86,7 +86,7 @@ impl Shared {
             let shared = prepare_attack(
                 attack,
                 &mut hosts,
-                config.unix_socket.as_ref(),
+                config.settings.unix_socket.as_ref(),
                 target_offset,
             )?;
             target_offset += shared.targets.len() as u32;
@@ -100,10 +100,11 @@ impl Shared {
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
         let (tls, tls_h2) = if needs_tls {
             let h2 = config
+                .settings
                 .http2
-                .then(|| tls::client_config(&config.tls, true))
+                .then(|| tls::client_config(&config.settings.tls, true))
                 .transpose()?;
-            (Some(tls::client_config(&config.tls, false)?), h2)
+            (Some(tls::client_config(&config.settings.tls, false)?), h2)
         } else {
             (None, None)
         };
@@ -112,12 +113,12 @@ impl Shared {
             hosts,
             tls,
             tls_h2,
-            local_ip: config.local_addr,
-            unix_socket: config.unix_socket.clone(),
-            seed: config.seed,
-            http2: config.http2,
-            h2c: config.h2c,
-            max_streams: config.max_streams,
+            local_ip: config.settings.local_addr,
+            unix_socket: config.settings.unix_socket.clone(),
+            seed: config.settings.seed,
+            http2: config.settings.http2,
+            h2c: config.settings.h2c,
+            max_streams: config.settings.max_streams,
         })
     }
 
@@ -142,19 +143,19 @@ fn prepare_attack(
         .map(|target| {
             PreparedTarget::new(
                 target.clone(),
-                attack.keepalive,
+                attack.settings.keepalive,
                 hosts.resolve(&target.url, unix_socket)?,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(AttackShared {
-        plan: attack.plan.clone(),
+        plan: attack.settings.plan.clone(),
         targets,
         target_offset,
-        timeout_ns: u64::try_from(attack.timeout.as_nanos()).unwrap_or(u64::MAX),
-        keepalive: attack.keepalive,
-        redirects: attack.redirects,
-        body_limit: attack.max_body.unwrap_or(u64::MAX),
+        timeout_ns: u64::try_from(attack.settings.timeout.as_nanos()).unwrap_or(u64::MAX),
+        keepalive: attack.settings.keepalive,
+        redirects: attack.settings.redirects,
+        body_limit: attack.settings.max_body.unwrap_or(u64::MAX),
         data: attack.data.clone(),
     })
 }

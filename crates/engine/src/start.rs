@@ -55,13 +55,13 @@ pub(crate) fn start_clock(start_at_unix_ns: Option<u64>) -> (Clock, i64) {
 /// What the header says about the shard, when the run is sharded or has `-start-at`.
 pub(crate) fn shard_info(config: &RunConfig, start_skew_ns: i64) -> Option<ShardInfo> {
     let shard = config.shard();
-    if shard.is_whole() && config.start_at_unix_ns.is_none() {
+    if shard.is_whole() && config.settings.start_at_unix_ns.is_none() {
         return None;
     }
     Some(ShardInfo {
         index: shard.index(),
         count: shard.count(),
-        start_at_unix_ns: config.start_at_unix_ns,
+        start_at_unix_ns: config.settings.start_at_unix_ns,
         start_skew_ns,
         plan_fingerprint: format!("{:016x}", plan_fingerprint(config)),
         // rustix has no adjtimex, and reading the kernel's estimate otherwise needs
@@ -77,17 +77,20 @@ pub(crate) fn shard_info(config: &RunConfig, start_skew_ns: i64) -> Option<Shard
 /// and are left out, as are the shard's own index and start time.
 pub fn plan_fingerprint(config: &RunConfig) -> u64 {
     let mut hash = Fnv::default();
-    hash.field(&config.seed.to_le_bytes());
+    hash.field(&config.settings.seed.to_le_bytes());
     hash.field(&config.shard().count().to_le_bytes());
     for attack in &config.attacks {
-        hash.field(attack.name.as_bytes());
-        let whole = attack.plan.whole();
+        hash.field(attack.settings.name.as_bytes());
+        let whole = attack.settings.plan.whole();
         hash.field(format!("{:?}", whole.pacing).as_bytes());
         hash.field(format!("{:?} {:?}", whole.duration_ns, whole.max_requests).as_bytes());
         hash.field(
             format!(
                 "{:?} {} {} {:?}",
-                attack.timeout, attack.keepalive, attack.redirects, attack.max_body
+                attack.settings.timeout,
+                attack.settings.keepalive,
+                attack.settings.redirects,
+                attack.settings.max_body
             )
             .as_bytes(),
         );

@@ -1,4 +1,4 @@
-//! [`TlsOptions`] -> a rustls client configuration (vegeta's `-insecure`,
+//! [`TlsOptions`](workload::TlsOptions) -> a rustls client configuration (vegeta's `-insecure`,
 //! `-root-certs`, `-cert`, `-key`).
 
 use std::path::{Path, PathBuf};
@@ -10,20 +10,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use crate::EngineError;
+use workload::TlsOptions;
 
-/// TLS settings for https targets.
-#[derive(Debug, Clone, Default)]
-pub struct TlsOptions {
-    /// Skip certificate verification.
-    pub insecure: bool,
-    /// PEM files of trusted roots; the system's roots when empty.
-    pub root_certs: Vec<PathBuf>,
-    /// PEM client certificate and key, for mutual TLS.
-    pub client_cert: Option<PathBuf>,
-    /// The PEM key of `client_cert`.
-    pub client_key: Option<PathBuf>,
-}
+use crate::EngineError;
 
 /// The client configuration for `options`, offering h2 before http/1.1 in ALPN
 /// when `offer_h2`.

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::LabError;
 use crate::cells::format_rate;
-use crate::folder::{RunSummary, StepRow};
+use crate::folder::{RunSummary, StepKind, StepRow, StepVerdict};
 
 /// One side: a whole run folder, or one variant of it (`DIR#VARIANT`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -290,13 +290,13 @@ pub struct StepLine {
     /// Axis values.
     pub params: BTreeMap<String, String>,
     /// `sweep`, `probe`, `confirm` or `matrix`.
-    pub kind: String,
+    pub kind: StepKind,
     /// The repeat.
     pub repeat: u32,
     /// Each side's step folder name (None: no matching step).
     pub steps: Vec<Option<String>>,
     /// Each side's verdict.
-    pub verdicts: Vec<Option<String>>,
+    pub verdicts: Vec<Option<StepVerdict>>,
     /// How the noise was judged, or why it was not.
     pub noise: String,
     /// The figures.
@@ -634,13 +634,10 @@ fn step_line(sides: &[Side], matched: &[Option<&StepRow>]) -> StepLine {
         variant: joined_names(matched.iter().flatten().map(|m| m.variant.as_str())),
         offer: offer(a),
         params: a.params.clone(),
-        kind: a.kind.clone(),
+        kind: a.kind,
         repeat: a.repeat,
         steps: matched.iter().map(|m| m.map(|m| m.step.clone())).collect(),
-        verdicts: matched
-            .iter()
-            .map(|m| m.map(|m| m.verdict.clone()))
-            .collect(),
+        verdicts: matched.iter().map(|m| m.map(|m| m.verdict)).collect(),
         noise: noise_note,
         rows,
     }
@@ -837,7 +834,7 @@ impl StepLine {
         for (k, v) in &self.params {
             let _ = write!(title, " {k}={v}");
         }
-        if self.kind != "sweep" && self.kind != "matrix" {
+        if !matches!(self.kind, StepKind::Sweep | StepKind::Matrix) {
             let _ = write!(title, " ({})", self.kind);
         }
         if self.repeat > 1 {
@@ -922,7 +919,10 @@ impl FolderComparison {
         let mut out = format!("\n{}step {}\n\n", layout.heading, step.title());
         let mut table = vec![self.header("figure", true)];
         let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
-        for (label, values) in [("step", &step.steps), ("verdict", &step.verdicts)] {
+        let verdicts: Vec<Option<String>> = (step.verdicts.iter())
+            .map(|v| v.map(|v| v.word().to_owned()))
+            .collect();
+        for (label, values) in [("step", &step.steps), ("verdict", &verdicts)] {
             let mut cells = vec![label.to_owned(), text(&values[0])];
             for value in &values[1..] {
                 cells.push(text(value));
@@ -1044,12 +1044,13 @@ pub fn run_compare_folders(
 mod tests {
     use super::*;
     use crate::folder::VariantResult;
+    use crate::plan::Mode;
 
     fn step(name: &str, variant: &str, rate: f64, p99_ms: f64) -> StepRow {
         StepRow {
             step: name.to_owned(),
             variant: variant.to_owned(),
-            kind: "sweep".to_owned(),
+            kind: StepKind::Sweep,
             repeat: 1,
             rate_asked: Some(rate),
             achieved_per_sec: rate,
@@ -1057,7 +1058,7 @@ mod tests {
             success: 1.0,
             p50_ms: Some(p99_ms / 4.0),
             p99_ms: Some(p99_ms),
-            verdict: "pass".to_owned(),
+            verdict: StepVerdict::Pass,
             ..StepRow::default()
         }
     }
@@ -1072,7 +1073,7 @@ mod tests {
             name: name.to_owned(),
             dir: PathBuf::from(name),
             summary: RunSummary {
-                mode: "sweep".to_owned(),
+                mode: Mode::Sweep,
                 variants: held
                     .iter()
                     .map(|(v, h)| VariantResult {
@@ -1106,7 +1107,7 @@ mod tests {
         let mut repeat2 = step("002-go-100-r2", "go", 100.0, 4.0);
         repeat2.repeat = 2;
         let mut probe = step("003-go-100", "go", 100.0, 4.0);
-        probe.kind = "probe".to_owned();
+        probe.kind = StepKind::Probe;
         let mut replicas = step("004-go-100-replicas-2", "go", 100.0, 4.0);
         replicas
             .params

@@ -26,7 +26,108 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 use crate::cells::{Cell, format_rate};
-use crate::plan::Plan;
+use crate::plan::{Mode, Plan};
+
+/// A step's verdict in `summary.json`: the server's ([`Verdict`]'s word), or why
+/// there is none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepVerdict {
+    /// Every bound held.
+    Pass,
+    /// The generator delivered and a bound did not hold.
+    Fail,
+    /// The generator did not deliver: the step says nothing about the server.
+    Inconclusive,
+    /// The cell could not run (a hook, a server that is down, unreadable targets);
+    /// also a row's state until it is judged.
+    #[default]
+    Failed,
+    /// Not run: `load.stop_after_failures` skipped it.
+    Skipped,
+    /// Ctrl-C stopped it; not judged.
+    Interrupted,
+}
+
+impl StepVerdict {
+    /// The verdict of a judged window.
+    pub fn of(verdict: &Verdict) -> StepVerdict {
+        match verdict {
+            Verdict::Pass => StepVerdict::Pass,
+            Verdict::Fail(_) => StepVerdict::Fail,
+            Verdict::Inconclusive(_) => StepVerdict::Inconclusive,
+        }
+    }
+
+    /// Pass, fail or inconclusive: the step ran and its window was judged.
+    pub fn is_judged(self) -> bool {
+        matches!(
+            self,
+            StepVerdict::Pass | StepVerdict::Fail | StepVerdict::Inconclusive
+        )
+    }
+
+    /// The word in `summary.json`, tables and logs.
+    pub fn word(self) -> &'static str {
+        match self {
+            StepVerdict::Pass => "pass",
+            StepVerdict::Fail => "fail",
+            StepVerdict::Inconclusive => "inconclusive",
+            StepVerdict::Failed => "failed",
+            StepVerdict::Skipped => "skipped",
+            StepVerdict::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for StepVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// What a step was to its plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// A step of a sweep.
+    #[default]
+    Sweep,
+    /// A search's probe.
+    Probe,
+    /// A search's confirmation run at the rate found.
+    Confirm,
+    /// A cell of a matrix.
+    Matrix,
+}
+
+impl StepKind {
+    /// The kind of every step of a plan in `mode` (a search's are probes until one
+    /// confirms).
+    pub fn of(mode: Mode) -> StepKind {
+        match mode {
+            Mode::Sweep => StepKind::Sweep,
+            Mode::Search => StepKind::Probe,
+            Mode::Matrix => StepKind::Matrix,
+        }
+    }
+
+    /// The word in `summary.json` and tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            StepKind::Sweep => "sweep",
+            StepKind::Probe => "probe",
+            StepKind::Confirm => "confirm",
+            StepKind::Matrix => "matrix",
+        }
+    }
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
 
 /// One step's row in `summary.json` and `summary.md`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -37,8 +138,8 @@ pub struct StepRow {
     pub variant: String,
     /// Axis values (matrix), hook values aside.
     pub params: BTreeMap<String, String>,
-    /// `sweep`, `probe`, `confirm` or `matrix`.
-    pub kind: String,
+    /// What the step was to the plan.
+    pub kind: StepKind,
     /// 1-based run of a repeated cell.
     pub repeat: u32,
     /// The rate asked by the plan, requests per second (open model).
@@ -65,9 +166,8 @@ pub struct StepRow {
     pub lag_p99_ms: f64,
     /// Failed requests by kind (HTTP status or transport error kind).
     pub errors: BTreeMap<String, u64>,
-    /// `pass`, `fail`, `inconclusive`, `failed` (the cell could not run), `skipped`
-    /// (`load.stop_after_failures`) or `interrupted`.
-    pub verdict: String,
+    /// The verdict, or why there is none.
+    pub verdict: StepVerdict,
     /// Every reason.
     pub why: String,
     /// The record file, relative to the run folder.
@@ -106,8 +206,8 @@ pub struct ScenarioRow {
     pub p99_ms: Option<f64>,
     /// Failed requests by kind (HTTP status or transport error kind).
     pub errors: BTreeMap<String, u64>,
-    /// Its own verdict when it has an SLO (`pass`, `fail`, `inconclusive`), else none.
-    pub verdict: Option<String>,
+    /// Its own verdict when it has an SLO (pass, fail or inconclusive), else none.
+    pub verdict: Option<StepVerdict>,
 }
 
 impl ScenarioRow {
@@ -120,7 +220,7 @@ impl ScenarioRow {
             p50_ms: percentile_ms(summary, Percentile::P50),
             p99_ms: percentile_ms(summary, Percentile::P99),
             errors: summary.errors_by_kind.iter().cloned().collect(),
-            verdict: verdict.map(|v| v.word().to_owned()),
+            verdict: verdict.map(StepVerdict::of),
         }
     }
 
@@ -132,8 +232,8 @@ impl ScenarioRow {
             Some(ms) => format!("{ms:.1}ms"),
             None => "-".to_owned(),
         };
-        let verdict = match self.verdict.as_deref() {
-            None | Some("pass") => String::new(),
+        let verdict = match self.verdict {
+            None | Some(StepVerdict::Pass) => String::new(),
             Some(other) => format!(" ({other})"),
         };
         format!(
@@ -171,22 +271,22 @@ impl StepRow {
                 .unwrap_or_default(),
             variant: variant.name.clone(),
             params: cell.params.iter().cloned().collect(),
-            kind: plan.mode.word().to_owned(),
+            kind: StepKind::of(plan.mode),
             repeat: cell.repeat,
             rate_asked: cell.offer.rate(),
             users: match cell.offer {
                 crate::cells::Offer::Users(users) => Some(users),
                 _ => None,
             },
-            hooks: has_hooks.then(|| crate::step::relative(&dir.join("hooks.txt"), run_dir)),
-            records: Some(crate::step::relative(&dir.join("records.llr"), run_dir)),
+            hooks: has_hooks.then(|| relative(&dir.join("hooks.txt"), run_dir)),
+            records: Some(relative(&dir.join("records.llr"), run_dir)),
             ..StepRow::default()
         }
     }
 
     /// The cell could not run: no verdict on the server, only the reason.
     pub fn set_failed(&mut self, why: String) {
-        self.verdict = "failed".to_owned();
+        self.verdict = StepVerdict::Failed;
         self.why = why;
     }
 
@@ -209,7 +309,7 @@ impl StepRow {
         self.max_ms = ms(Percentile::Max);
         self.lag_p99_ms = summary.lag_p99_ns as f64 / 1e6;
         self.errors = summary.errors_by_kind.iter().cloned().collect();
-        self.verdict = verdict.word().to_owned();
+        self.verdict = StepVerdict::of(verdict);
         self.why = verdict.why();
     }
 
@@ -221,6 +321,14 @@ impl StepRow {
             (None, None) => "schedule".to_owned(),
         }
     }
+}
+
+/// `path` as the run folder's pages and rows name it: relative to `base`.
+pub fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// One variant's answer to the plan's question.
@@ -245,8 +353,8 @@ pub struct RunSummary {
     pub plan: String,
     /// The plan file as given.
     pub plan_file: String,
-    /// `sweep`, `search` or `matrix`.
-    pub mode: String,
+    /// How the plan chose its steps.
+    pub mode: Mode,
     /// False while running, or when the plan was interrupted.
     pub complete: bool,
     /// When the plan first started, UTC (a resumed run keeps the first start).
@@ -302,10 +410,7 @@ fn spread(mut values: Vec<f64>) -> [f64; 3] {
 /// Groups judged rows by cell (variant, axis values, rate), in first-seen order.
 pub fn cell_stats(steps: &[StepRow]) -> Vec<CellStats> {
     let mut cells: Vec<(CellStats, Vec<&StepRow>)> = Vec::new();
-    for row in steps
-        .iter()
-        .filter(|r| matches!(r.verdict.as_str(), "pass" | "fail" | "inconclusive"))
-    {
+    for row in steps.iter().filter(|r| r.verdict.is_judged()) {
         let same = |c: &CellStats| {
             c.variant == row.variant && c.params == row.params && c.rate_asked == row.rate_asked
         };
@@ -329,7 +434,10 @@ pub fn cell_stats(steps: &[StepRow]) -> Vec<CellStats> {
                 spread(rows.iter().filter_map(|r| f(r)).collect())
             };
             cell.runs = rows.len();
-            cell.passed = rows.iter().filter(|r| r.verdict == "pass").count();
+            cell.passed = rows
+                .iter()
+                .filter(|r| r.verdict == StepVerdict::Pass)
+                .count();
             cell.achieved_per_sec = of(&|r| Some(r.achieved_per_sec));
             cell.success = of(&|r| Some(r.success));
             cell.p50_ms = of(&|r| r.p50_ms);
@@ -376,7 +484,7 @@ impl RunSummary {
             }
         );
         let baseline = self.variants.first().and_then(|v| v.max_rate_held);
-        if self.mode != "matrix" {
+        if self.mode != Mode::Matrix {
             md.push_str("| variant | max req/s held | improvement | how |\n|---|---:|---:|---|\n");
             for v in &self.variants {
                 let held = v.max_rate_held.map_or("none".to_owned(), format_rate);
@@ -612,21 +720,21 @@ mod tests {
 
     #[test]
     fn matrix_cells_have_the_median_and_spread_of_their_repeats() {
-        let row = |rate: f64, replicas: &str, p99: f64, verdict: &str| StepRow {
+        let row = |rate: f64, replicas: &str, p99: f64, verdict: StepVerdict| StepRow {
             variant: "a".to_owned(),
             params: [("replicas".to_owned(), replicas.to_owned())].into(),
             rate_asked: Some(rate),
             p99_ms: Some(p99),
             success: 1.0,
-            verdict: verdict.to_owned(),
+            verdict,
             ..StepRow::default()
         };
         let steps = [
-            row(100.0, "1", 30.0, "pass"),
-            row(100.0, "2", 5.0, "pass"),
-            row(100.0, "1", 10.0, "fail"),
-            row(100.0, "1", 20.0, "pass"),
-            row(100.0, "1", 1.0, "failed"),
+            row(100.0, "1", 30.0, StepVerdict::Pass),
+            row(100.0, "2", 5.0, StepVerdict::Pass),
+            row(100.0, "1", 10.0, StepVerdict::Fail),
+            row(100.0, "1", 20.0, StepVerdict::Pass),
+            row(100.0, "1", 1.0, StepVerdict::Failed),
         ];
         let cells = cell_stats(&steps);
         assert_eq!(cells.len(), 2);
@@ -637,7 +745,7 @@ mod tests {
         assert_eq!((cells[1].runs, cells[1].p99_ms), (1, [5.0, 5.0, 5.0]));
         assert_eq!(spread(vec![4.0, 1.0, 3.0, 2.0]), [2.5, 1.0, 4.0]);
         let summary = RunSummary {
-            mode: "matrix".to_owned(),
+            mode: Mode::Matrix,
             cells,
             ..RunSummary::default()
         };
@@ -650,7 +758,7 @@ mod tests {
     fn markdown_has_the_improvement_and_step_tables() {
         let summary = RunSummary {
             plan: "p".to_owned(),
-            mode: "sweep".to_owned(),
+            mode: Mode::Sweep,
             complete: true,
             variants: vec![
                 VariantResult {
@@ -672,7 +780,7 @@ mod tests {
                 rate_asked: Some(256.0),
                 success: 1.0,
                 p50_ms: Some(1.26),
-                verdict: "pass".to_owned(),
+                verdict: StepVerdict::Pass,
                 ..StepRow::default()
             }],
             ..RunSummary::default()

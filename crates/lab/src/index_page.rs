@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 use plot::{Chart, ChartPage, Scale, Series, Style, Unit, escape_html as escape};
 
 use crate::cells::format_rate;
-use crate::folder::{RunSummary, StepRow, millis};
+use crate::folder::{RunSummary, StepRow, StepVerdict, millis};
+use crate::plan::Mode;
 
 /// One colour per variant, in plan order (then by first appearance).
 const VARIANT_COLORS: [&str; 8] = [
@@ -22,8 +23,6 @@ const VARIANT_COLORS: [&str; 8] = [
 const OFFERED_COLOR: &str = "#9ca3af";
 /// Latency charts start on a log scale when p99 reaches this many times the lowest p50.
 const LOG_SPREAD: f64 = 50.0;
-/// Verdicts judged on the server's window: the only rows with figures to draw.
-const JUDGED: [&str; 3] = ["pass", "fail", "inconclusive"];
 
 /// The index page's own style, after the plot page's.
 const STYLE: &str = "h2 { font-size: 17px; margin: 20px 0 8px; }
@@ -103,7 +102,7 @@ fn header(summary: &RunSummary) -> String {
         let _ = writeln!(out, "<dt>{name}</dt><dd>{}</dd>", escape(value));
     };
     fact("plan file", &summary.plan_file);
-    fact("mode", &summary.mode);
+    fact("mode", summary.mode.word());
     fact("status", status);
     fact(
         "started",
@@ -124,7 +123,7 @@ fn header(summary: &RunSummary) -> String {
 /// Per variant: the maximum rate held, how it was found, and the improvement against
 /// the first variant (as `summary.md`). A matrix has no such answer: its cells say it.
 fn variants_table(summary: &RunSummary, color: &dyn Fn(&str) -> &'static str) -> String {
-    if summary.mode == "matrix" || summary.variants.is_empty() {
+    if summary.mode == Mode::Matrix || summary.variants.is_empty() {
         return String::new();
     }
     let baseline = summary.variants.first().and_then(|v| v.max_rate_held);
@@ -237,7 +236,7 @@ impl<'a> Points<'a> {
     /// Groups in variant order, so outside a matrix group `i` is variant `i` and has its
     /// colour (a variant without points keeps its place).
     fn of(summary: &'a RunSummary, variants: &[String]) -> Points<'a> {
-        let judged = |s: &StepRow| JUDGED.contains(&s.verdict.as_str());
+        let judged = |s: &StepRow| s.verdict.is_judged();
         let mut points = Points {
             groups: Vec::new(),
             labels: Vec::new(),
@@ -380,7 +379,7 @@ fn throughput_chart(
         r.achieved_per_sec * r.success
     }));
     // A matrix's held rates mix its axis values: its cells table says what held where.
-    let held_rates = if summary.mode == "matrix" {
+    let held_rates = if summary.mode == Mode::Matrix {
         &[][..]
     } else {
         &summary.variants[..]
@@ -501,7 +500,7 @@ fn steps_table(summary: &RunSummary) -> String {
         let _ = write!(
             out,
             "<td>{}</td><td class=\"num\">{}</td>",
-            escape(&s.kind),
+            s.kind,
             escape(&s.offer())
         );
         figures(&mut out, s);
@@ -509,8 +508,8 @@ fn steps_table(summary: &RunSummary) -> String {
             out,
             "<td class=\"verdict {}\">{}</td><td class=\"why\">{}</td>\
              <td class=\"files\">{}</td></tr>",
-            verdict_class(&s.verdict),
-            escape(&s.verdict),
+            verdict_class(s.verdict),
+            s.verdict,
             escape(&s.why),
             files(s)
         );
@@ -522,7 +521,7 @@ fn steps_table(summary: &RunSummary) -> String {
 /// A judged step's figures; a step that was not judged has none to show (its zeros
 /// would read as a server that answered nothing).
 fn figures(out: &mut String, s: &StepRow) {
-    if !JUDGED.contains(&s.verdict.as_str()) {
+    if !s.verdict.is_judged() {
         out.push_str(&"<td class=\"num\">-</td>".repeat(6));
         out.push_str("<td>-</td>");
         return;
@@ -552,15 +551,15 @@ fn errors(step: &StepRow) -> String {
         .join(", ")
 }
 
-/// The CSS class of a verdict; anything else (a newer word) is plain grey.
-fn verdict_class(verdict: &str) -> &'static str {
+/// The CSS class of a verdict; a step not run is plain grey.
+fn verdict_class(verdict: StepVerdict) -> &'static str {
     match verdict {
-        "pass" => "v-pass",
-        "fail" => "v-fail",
-        "inconclusive" => "v-inconclusive",
-        "failed" => "v-failed",
-        "interrupted" => "v-interrupted",
-        _ => "v-other",
+        StepVerdict::Pass => "v-pass",
+        StepVerdict::Fail => "v-fail",
+        StepVerdict::Inconclusive => "v-inconclusive",
+        StepVerdict::Failed => "v-failed",
+        StepVerdict::Interrupted => "v-interrupted",
+        StepVerdict::Skipped => "v-other",
     }
 }
 
@@ -616,19 +615,19 @@ mod tests {
     #[test]
     fn verdicts_have_their_colour() {
         let rows = [
-            ("pass", "v-pass"),
-            ("fail", "v-fail"),
-            ("inconclusive", "v-inconclusive"),
-            ("failed", "v-failed"),
-            ("interrupted", "v-interrupted"),
-            ("<script>", "v-other"),
+            (StepVerdict::Pass, "v-pass"),
+            (StepVerdict::Fail, "v-fail"),
+            (StepVerdict::Inconclusive, "v-inconclusive"),
+            (StepVerdict::Failed, "v-failed"),
+            (StepVerdict::Interrupted, "v-interrupted"),
+            (StepVerdict::Skipped, "v-other"),
         ];
         for (verdict, class) in rows {
             assert_eq!(verdict_class(verdict), class, "{verdict}");
         }
     }
 
-    fn row(step: &str, variant: &str, rate: Option<f64>, verdict: &str) -> StepRow {
+    fn row(step: &str, variant: &str, rate: Option<f64>, verdict: StepVerdict) -> StepRow {
         StepRow {
             step: step.to_owned(),
             variant: variant.to_owned(),
@@ -638,23 +637,28 @@ mod tests {
             success: 1.0,
             p50_ms: Some(1.0),
             p99_ms: Some(2.0),
-            verdict: verdict.to_owned(),
+            verdict,
             ..StepRow::default()
         }
     }
 
     #[test]
     fn every_table_row_has_a_cell_per_column() {
-        let mut matrix_row = row("000-a-50-pool-big", "a", Some(50.0), "pass");
+        let mut matrix_row = row("000-a-50-pool-big", "a", Some(50.0), StepVerdict::Pass);
         matrix_row.params = [("pool".to_owned(), "big".to_owned())].into();
         let summary = RunSummary {
-            mode: "matrix".to_owned(),
+            mode: Mode::Matrix,
             steps: vec![
                 matrix_row,
-                row("001-a-50", "a", Some(50.0), "failed"),
-                row("002-a-5users", "a", None, "interrupted"),
+                row("001-a-50", "a", Some(50.0), StepVerdict::Failed),
+                row("002-a-5users", "a", None, StepVerdict::Interrupted),
             ],
-            cells: crate::folder::cell_stats(&[row("000-a-50", "a", Some(50.0), "pass")]),
+            cells: crate::folder::cell_stats(&[row(
+                "000-a-50",
+                "a",
+                Some(50.0),
+                StepVerdict::Pass,
+            )]),
             ..RunSummary::default()
         };
         for table in [steps_table(&summary), cells_table(&summary)] {
@@ -681,16 +685,25 @@ mod tests {
     fn charts_hold_judged_rate_steps_sorted_by_rate_and_say_what_they_leave_out() {
         let summary = RunSummary {
             steps: vec![
-                row("000-a-200", "a", Some(200.0), "pass"),
-                row("001-a-50", "a", Some(50.0), "fail"),
-                row("002-a-50-r2", "a", Some(50.0), "pass"),
-                row("003-b-10users", "b", None, "pass"),
-                row("004-b-100", "b", Some(100.0), "failed"),
-                row("005-b-100", "b", Some(100.0), "inconclusive"),
-                row("006-c-5users", "c", None, "pass"),
-                pool(row("007-d-50-pool-small", "d", Some(50.0), "pass"), "small"),
-                pool(row("008-d-50-pool-big", "d", Some(50.0), "pass"), "big"),
-                pool(row("009-d-20-pool-small", "d", Some(20.0), "pass"), "small"),
+                row("000-a-200", "a", Some(200.0), StepVerdict::Pass),
+                row("001-a-50", "a", Some(50.0), StepVerdict::Fail),
+                row("002-a-50-r2", "a", Some(50.0), StepVerdict::Pass),
+                row("003-b-10users", "b", None, StepVerdict::Pass),
+                row("004-b-100", "b", Some(100.0), StepVerdict::Failed),
+                row("005-b-100", "b", Some(100.0), StepVerdict::Inconclusive),
+                row("006-c-5users", "c", None, StepVerdict::Pass),
+                pool(
+                    row("007-d-50-pool-small", "d", Some(50.0), StepVerdict::Pass),
+                    "small",
+                ),
+                pool(
+                    row("008-d-50-pool-big", "d", Some(50.0), StepVerdict::Pass),
+                    "big",
+                ),
+                pool(
+                    row("009-d-20-pool-small", "d", Some(20.0), StepVerdict::Pass),
+                    "small",
+                ),
             ],
             ..RunSummary::default()
         };

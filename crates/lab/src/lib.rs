@@ -28,6 +28,7 @@ pub mod compare;
 mod folder;
 mod hooks;
 mod index_page;
+mod options;
 pub mod plan;
 mod runner;
 mod step;
@@ -35,11 +36,12 @@ mod summarise;
 
 use std::path::PathBuf;
 
-pub use folder::{CellStats, RunSummary, ScenarioRow, StepRow, VariantResult, redact};
-pub use plan::{Mode, Plan};
-pub use runner::{
-    MakeMonitor, MakeWatch, MonitorFactory, RunOptions, Watch, WatchFactory, run_plan,
+pub use folder::{
+    CellStats, RunSummary, ScenarioRow, StepKind, StepRow, StepVerdict, VariantResult, redact,
 };
+pub use options::{MakeMonitor, MakeWatch, MonitorFactory, RunOptions, Watch, WatchFactory};
+pub use plan::{Mode, Plan};
+pub use runner::run_plan;
 pub use summarise::{Figures, Window, summarise};
 
 /// Why a plan could not be read or run.
@@ -68,4 +70,8 @@ pub enum LabError {
     /// The run folder is in a state the options do not allow.
     #[error("{0}")]
     Folder(String),
+    /// An attack or run field of the plan (as `attack` reads them) with a bad value;
+    /// the message names the plan file, the line and the field.
+    #[error(transparent)]
+    Fields(#[from] workload::WorkloadError),
 }

@@ -5,72 +5,21 @@
 //! marked incomplete.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use analysis::{Next, Outcome, Search};
-use std::sync::Arc;
-
-use engine::{RunConfig, RunObserver, SampleFeed, StopHandle};
+use engine::StopHandle;
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
 use crate::folder::{
-    RunSummary, StepRow, VariantResult, cell_stats, log_line, redact, started_now,
+    RunSummary, StepKind, StepRow, StepVerdict, VariantResult, cell_stats, log_line, redact,
+    started_now,
 };
+use crate::options::RunOptions;
 use crate::plan::{Mode, Plan};
 use crate::step::run_cell;
-
-/// Where and how to run a plan.
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    /// The run folder.
-    pub output: PathBuf,
-    /// Continue the run in `output`, skipping the cells its summary holds.
-    pub resume: bool,
-    /// Makes the samplers of the plan's `monitor` specs for one step; without it,
-    /// the specs are not sampled.
-    pub monitor: Option<MonitorFactory>,
-    /// Makes a live view for one step; without it, steps run unwatched.
-    pub watch: Option<WatchFactory>,
-}
-
-/// A step's live view (the CLI's terminal view): called with the step's attack and
-/// the plan's stop handle (a view's quit key stops the plan, as Ctrl-C does), it
-/// returns the observer and what to call once the step is over.
-#[derive(Clone)]
-pub struct WatchFactory(pub Arc<MakeWatch>);
-
-/// See [`WatchFactory`].
-pub type MakeWatch = dyn Fn(&RunConfig, &StopHandle) -> Option<Watch> + Send + Sync;
-
-/// One step's live view: the engine feeds `observer`; `finish` ends the display.
-pub struct Watch {
-    /// Watches the step's run from the collector thread.
-    pub observer: Box<dyn RunObserver>,
-    /// Stops the display once the step's run is over.
-    pub finish: Box<dyn FnOnce()>,
-}
-
-impl std::fmt::Debug for WatchFactory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WatchFactory")
-    }
-}
-
-/// A step's samplers from the plan's `monitor` specs and interval (the CLI's
-/// `attack -monitor`, so this crate needs no monitor of its own).
-#[derive(Clone)]
-pub struct MonitorFactory(pub Arc<MakeMonitor>);
-
-/// See [`MonitorFactory`].
-pub type MakeMonitor = dyn Fn(&[String], &str) -> Result<Box<dyn SampleFeed>, String> + Send + Sync;
-
-impl std::fmt::Debug for MonitorFactory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MonitorFactory")
-    }
-}
 
 /// The state of a run in progress.
 struct Run<'a> {
@@ -121,7 +70,7 @@ pub fn run_plan(
         .map(|p| {
             p.steps
                 .into_iter()
-                .filter(|s| s.verdict != "interrupted")
+                .filter(|s| s.verdict != StepVerdict::Interrupted)
                 .collect()
         })
         .unwrap_or_default();
@@ -134,7 +83,7 @@ pub fn run_plan(
         summary: RunSummary {
             plan: plan.name.clone(),
             plan_file: plan.source_name.clone(),
-            mode: plan.mode.word().to_owned(),
+            mode: plan.mode,
             started: Some(started),
             ..RunSummary::default()
         },
@@ -188,7 +137,7 @@ impl Run<'_> {
                 self.skip(&cell, why)?;
                 continue;
             }
-            self.step(&cell, self.plan.mode.word())?;
+            self.step(&cell, StepKind::of(self.plan.mode))?;
             if self.interrupted {
                 break;
             }
@@ -213,7 +162,12 @@ impl Run<'_> {
             .steps
             .iter()
             .filter(|row| &row.variant == variant && row.params == params)
-            .filter(|row| !matches!(row.verdict.as_str(), "pass" | "skipped" | "interrupted"))
+            .filter(|row| {
+                !matches!(
+                    row.verdict,
+                    StepVerdict::Pass | StepVerdict::Skipped | StepVerdict::Interrupted
+                )
+            })
             .filter(|row| row_level(row).is_some_and(|l| l < level))
             .count();
         (below >= limit as usize).then(|| {
@@ -235,7 +189,7 @@ impl Run<'_> {
             &self.dir.join("steps").join(&folder),
             self.dir,
         );
-        (row.verdict, row.why, row.records, row.hooks) = ("skipped".to_owned(), why, None, None);
+        (row.verdict, row.why, row.records, row.hooks) = (StepVerdict::Skipped, why, None, None);
         let line = format!("step {folder}: {}", row.why);
         let _ = writeln!(self.progress, "loadlab run: {line}");
         log_line(self.dir, &line)?;
@@ -244,7 +198,7 @@ impl Run<'_> {
     }
 
     /// Runs (or, resuming, recalls) one cell; returns its row.
-    fn step(&mut self, cell: &Cell, kind: &str) -> Result<StepRow, LabError> {
+    fn step(&mut self, cell: &Cell, kind: StepKind) -> Result<StepRow, LabError> {
         let index = self.next_index;
         self.next_index += 1;
         let folder = cell.folder(self.plan, index);
@@ -270,7 +224,7 @@ impl Run<'_> {
             self.options,
         )?;
         let mut row = result.row;
-        row.kind = kind.to_owned();
+        row.kind = kind;
         self.interrupted |= result.interrupted;
         let line = format!(
             "step {folder} ({}, {}): {}: {}",
@@ -331,8 +285,8 @@ impl Run<'_> {
         };
         loop {
             let (rate, kind) = match search.next() {
-                Next::Probe(rate) => (rate, "probe"),
-                Next::Confirm(rate) => (rate, "confirm"),
+                Next::Probe(rate) => (rate, StepKind::Probe),
+                Next::Confirm(rate) => (rate, StepKind::Confirm),
                 done => {
                     let (how, held) = describe_end(&done, &search, started.elapsed());
                     return Ok(finish(how, held, &search));
@@ -363,11 +317,11 @@ impl Run<'_> {
                     &search,
                 ));
             }
-            let outcome = match row.verdict.as_str() {
-                "pass" => Outcome::Pass,
-                "fail" => Outcome::Fail,
-                "inconclusive" => Outcome::Inconclusive,
-                _ => {
+            let outcome = match row.verdict {
+                StepVerdict::Pass => Outcome::Pass,
+                StepVerdict::Fail => Outcome::Fail,
+                StepVerdict::Inconclusive => Outcome::Inconclusive,
+                StepVerdict::Failed | StepVerdict::Skipped | StepVerdict::Interrupted => {
                     let how = format!(
                         "stopped: the probe at {}/s could not run: {}",
                         format_rate(rate),
@@ -492,7 +446,7 @@ fn held_by_sweep(plan: &Plan, steps: &[StepRow]) -> Vec<VariantResult> {
                     .partial_cmp(&b.rate_asked)
                     .unwrap_or(std::cmp::Ordering::Equal)
             });
-            let first_miss = rows.iter().position(|s| s.verdict != "pass");
+            let first_miss = rows.iter().position(|s| s.verdict != StepVerdict::Pass);
             let held = rows[..first_miss.unwrap_or(rows.len())]
                 .last()
                 .and_then(|s| s.rate_asked);

@@ -5,19 +5,19 @@
 //! the plan.
 
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use analysis::{Verdict, judge};
-use engine::{AttackConfig, RunConfig, StopHandle, Targets, TlsOptions};
-use workload::{AttackFields, Origin, Pacing, Target, TextOrNumber, defaults};
+use engine::{AttackConfig, RunConfig, StopHandle};
+use workload::{AttackFields, Origin, Pacing, TextOrNumber};
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, substitute};
-use crate::folder::{ScenarioRow, StepRow};
+use crate::folder::{ScenarioRow, StepRow, StepVerdict, relative};
 use crate::hooks::{note, run_hook, wait_ready};
-use crate::plan::{Plan, Scenario, TargetSource};
-use crate::runner::{RunOptions, Watch};
+use crate::options::{RunOptions, Watch};
+use crate::plan::{Plan, TargetSource, Variant};
 use crate::summarise::{Figures, Window, summarise};
 
 /// What the runner learns from one cell.
@@ -87,7 +87,7 @@ pub fn run_cell(
             }
         }
         Ok(_) if interrupted => {
-            row.verdict = "interrupted".to_owned();
+            row.verdict = StepVerdict::Interrupted;
             row.why = "stopped by Ctrl-C; not judged".to_owned();
         }
         Ok(outcome) => judge_cell(plan, cell, dir, run_dir, &outcome, &mut row)?,
@@ -275,13 +275,6 @@ fn write_report(records: &str, path: &Path) {
     }
 }
 
-pub fn relative(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
 /// Builds the cell's attack and runs it into `records.llr`.
 fn attack(
     plan: &Plan,
@@ -292,8 +285,9 @@ fn attack(
 ) -> Result<Attacked, String> {
     let config = run_config(plan, cell)?;
     let mut samples: Box<dyn engine::SampleFeed> = match &options.monitor {
-        Some(factory) if !plan.load.monitor.is_empty() => {
-            (factory.0)(&plan.load.monitor, &plan.load.monitor_interval)
+        Some(factory) if !plan.load.settings.monitor.is_empty() => {
+            let settings = &plan.load.settings;
+            (factory.0)(&settings.monitor, settings.monitor_interval)
                 .map_err(|e| format!("load.monitor: {e}"))?
         }
         _ => Box::new(NoSamples),
@@ -312,7 +306,11 @@ fn attack(
         .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
     Ok(Attacked {
         records: path.display().to_string(),
-        plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
+        plans: config
+            .attacks
+            .iter()
+            .map(|a| a.settings.plan.clone())
+            .collect(),
         fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
     })
 }
@@ -359,10 +357,12 @@ fn run_forwarding_stop(
     })
 }
 
+/// The cell's run: the plan's `[load]` fields with the step's offer and the variant's
+/// targets, then each background scenario, built as `attack` builds its runs.
 fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     let load = &plan.load;
     let variant = &plan.variants[cell.variant];
-    let mut fields: AttackFields = load.attack.clone();
+    let mut fields = load.attack.clone();
     fields.name = Some(variant.name.clone());
     match &cell.offer {
         Offer::Rate(rate) => fields.rate = Some(TextOrNumber::Text(format!("{rate}/1s"))),
@@ -375,180 +375,49 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
             (load.warmup + load.step_duration).as_nanos()
         ));
     }
-    let origin = Origin {
-        place: Some(format!("{}:{}", plan.source_name, load.line)),
-        base_dir: plan.base_dir.clone(),
-    };
-    let settings = fields.settings(&origin).map_err(|e| e.to_string())?;
-    if matches!(settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
+    let mut origin = load.attack_origin.clone();
+    variant_targets(plan, variant, &mut fields, &mut origin);
+    let main = AttackConfig::from_fields(&fields, &origin).map_err(|e| e.to_string())?;
+    if matches!(main.settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
         return Err("internal: a rate step ran the closed model".to_owned());
     }
-    let (text, name) = shared_targets(plan, variant)?;
-    let targets = parse_targets(
-        plan,
-        variant,
-        &text,
-        &name,
-        load.attack.body_file.as_deref(),
-        &settings.headers,
-    )?;
-    let mut attacks = vec![attack_config(settings, targets)];
+    let mut attacks = vec![main];
     // Background scenarios run the step's whole length, warm-up included, at their own
     // rate; they are attacks 1.. in the records, in plan order.
     let length = load.warmup + measured(plan, cell);
     for scenario in &load.scenarios {
-        attacks.push(background(plan, variant, scenario, length)?);
+        let mut fields = scenario.attack.clone();
+        fields.duration = Some(format!("{}ns", length.as_nanos()));
+        fields.base_url.clone_from(&variant.base_url());
+        let attack =
+            AttackConfig::from_fields(&fields, &scenario.origin).map_err(|e| e.to_string())?;
+        attacks.push(attack);
     }
-    Ok(RunConfig {
-        attacks,
-        threads: load
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
-        initial_connections: defaults::INITIAL_CONNECTIONS,
-        connections_per_host: load.connections.unwrap_or(defaults::CONNECTIONS_PER_HOST),
-        tls: TlsOptions::default(),
-        local_addr: None,
-        unix_socket: None,
-        seed: load.seed,
-        stop_rules: load.stop_when.clone(),
-        start_at_unix_ns: None,
-        precision_ns: defaults::PRECISION.as_nanos() as u64,
-        http2: load.http2,
-        h2c: load.h2c,
-        max_streams: load.max_streams.unwrap_or(0),
-    })
+    RunConfig::from_fields(attacks, &load.run, &load.attack_origin).map_err(|e| e.to_string())
 }
 
-fn attack_config(settings: workload::AttackSettings, targets: Vec<Target>) -> AttackConfig {
-    AttackConfig {
-        name: settings.name,
-        targets: Targets::List(targets),
-        plan: settings.plan,
-        timeout: settings.timeout,
-        keepalive: settings.keepalive,
-        redirects: settings.redirects,
-        max_in_flight: settings.max_in_flight,
-        max_body: settings.max_body,
-        data: None,
-    }
-}
-
-/// A background scenario's attack for a step lasting `length`.
-fn background(
-    plan: &Plan,
-    variant: &crate::plan::Variant,
-    scenario: &Scenario,
-    length: Duration,
-) -> Result<AttackConfig, String> {
-    let mut fields = scenario.attack.clone();
-    fields.duration = Some(format!("{}ns", length.as_nanos()));
-    let origin = Origin {
-        place: Some(format!("{}:{}", plan.source_name, scenario.line)),
-        base_dir: plan.base_dir.clone(),
+/// The variant's own targets, or the plan's (rebased onto its base URL when it has one).
+fn variant_targets(plan: &Plan, variant: &Variant, fields: &mut AttackFields, origin: &mut Origin) {
+    let own = |field: &str| {
+        let label = format!(
+            "{}:{}: variant {:?}: {field}",
+            plan.source_name, variant.line, variant.name
+        );
+        (field.to_owned(), label)
     };
-    let settings = fields.settings(&origin).map_err(|e| e.to_string())?;
-    let (text, name) = match (&fields.targets, &fields.targets_file) {
-        (Some(list), _) => (
-            list.join("\n\n"),
-            format!(
-                "{}:{}: scenario {:?}: targets",
-                plan.source_name, scenario.line, scenario.name
-            ),
-        ),
-        (None, Some(file)) => read(&plan.base_dir.join(file))?,
-        (None, None) => return Err(format!("scenario {:?} has no targets", scenario.name)),
-    };
-    let targets = parse_targets(
-        plan,
-        variant,
-        &text,
-        &name,
-        fields.body_file.as_deref(),
-        &settings.headers,
-    )?;
-    Ok(attack_config(settings, targets))
-}
-
-/// The variant's targets as text, and their name for errors: its own, or the plan's.
-fn shared_targets(plan: &Plan, variant: &crate::plan::Variant) -> Result<(String, String), String> {
-    let shared = &plan.load.attack;
     match &variant.targets {
-        TargetSource::Inline(list) => Ok((
-            list.join("\n\n"),
-            format!(
-                "{}:{}: variant {:?}: targets",
-                plan.source_name, variant.line, variant.name
-            ),
-        )),
-        TargetSource::File(path) => read(&plan.base_dir.join(path)),
-        TargetSource::Shared | TargetSource::Rebased(_) => {
-            match (&shared.targets, &shared.targets_file) {
-                (Some(list), _) => Ok((
-                    list.join("\n\n"),
-                    format!("{}:{}: load.targets", plan.source_name, plan.load.line),
-                )),
-                (None, Some(file)) => read(&plan.base_dir.join(file)),
-                (None, None) => Err(format!("variant {:?} has no targets", variant.name)),
-            }
+        TargetSource::Inline(list) => {
+            (fields.targets, fields.targets_file) = (Some(list.clone()), None);
+            origin.field_labels.extend([own("targets")]);
         }
+        TargetSource::File(path) => {
+            let file = path.display().to_string();
+            (fields.targets, fields.targets_file) = (None, Some(file));
+            origin.field_labels.extend([own("targets_file")]);
+        }
+        TargetSource::Rebased(base) => fields.base_url = Some(base.clone()),
+        TargetSource::Shared => {}
     }
-}
-
-/// Targets text to targets, rebased onto the variant's base URL when it has one (the
-/// plan's shared targets and every background scenario's alike).
-fn parse_targets(
-    plan: &Plan,
-    variant: &crate::plan::Variant,
-    text: &str,
-    name: &str,
-    body_file: Option<&str>,
-    headers: &[workload::Header],
-) -> Result<Vec<Target>, String> {
-    let text = match &variant.targets {
-        TargetSource::Rebased(base) => rebase(text, base),
-        _ => text.to_owned(),
-    };
-    let body = match body_file {
-        Some(file) => {
-            std::fs::read(plan.base_dir.join(file)).map_err(|e| format!("body_file {file}: {e}"))?
-        }
-        None => Vec::new(),
-    };
-    workload::parse_http_targets(
-        std::io::Cursor::new(text),
-        name,
-        headers,
-        &body,
-        &|path: &Path| std::fs::read(path),
-    )
-    .map_err(|e| e.to_string())
-}
-
-fn read(path: &PathBuf) -> Result<(String, String), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("targets file {}: {e}", path.display()))?;
-    Ok((text, path.display().to_string()))
-}
-
-/// Replaces the scheme, host and port of every `METHOD URL` line with `base`.
-pub fn rebase(text: &str, base: &str) -> String {
-    text.lines()
-        .map(|line| {
-            let Some((method, url)) = line.split_once(' ') else {
-                return line.to_owned();
-            };
-            let is_request = workload::HTTP_METHODS.contains(&method) && url.contains("://");
-            if !is_request {
-                return line.to_owned();
-            }
-            let after_scheme = url.find("://").map_or(0, |i| i + 3);
-            let path = url[after_scheme..]
-                .find('/')
-                .map_or("", |i| &url[after_scheme + i..]);
-            format!("{method} {base}{path}")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]
@@ -624,25 +493,6 @@ mod tests {
         ];
         for (verdicts, want) in rows {
             assert_eq!(combine(verdicts.clone()), want, "{verdicts:?}");
-        }
-    }
-
-    #[test]
-    fn rebasing_keeps_methods_paths_and_headers() {
-        let rows = [
-            (
-                "GET http://prod.example:8080/v3/info?x=1",
-                "GET http://127.0.0.1:9/v3/info?x=1",
-            ),
-            (
-                "POST https://h/search\nAuthorization: x",
-                "POST http://127.0.0.1:9/search\nAuthorization: x",
-            ),
-            ("GET http://h", "GET http://127.0.0.1:9"),
-            ("X-Note: GET http://h/", "X-Note: GET http://h/"),
-        ];
-        for (text, want) in rows {
-            assert_eq!(rebase(text, "http://127.0.0.1:9"), want, "{text}");
         }
     }
 }

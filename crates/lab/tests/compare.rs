@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use lab::compare::{FolderInput, run_compare_folders};
-use lab::{RunSummary, StepRow, VariantResult};
+use lab::{Mode, RunSummary, StepKind, StepRow, StepVerdict, VariantResult};
 use report::CompareFormat;
 
 fn variant(name: &str, held: Option<f64>, how: &str) -> VariantResult {
@@ -22,11 +22,18 @@ fn variant(name: &str, held: Option<f64>, how: &str) -> VariantResult {
 }
 
 /// A step at `rate`: `p50_ms` and four times that at p99, `failed` of 1000 answered 503.
-fn step(n: usize, variant: &str, rate: f64, p50_ms: f64, failed: u64, verdict: &str) -> StepRow {
+fn step(
+    n: usize,
+    variant: &str,
+    rate: f64,
+    p50_ms: f64,
+    failed: u64,
+    verdict: StepVerdict,
+) -> StepRow {
     StepRow {
         step: format!("{n:03}-{variant}-{rate}"),
         variant: variant.to_owned(),
-        kind: "sweep".to_owned(),
+        kind: StepKind::Sweep,
         repeat: 1,
         rate_asked: Some(rate),
         asked_per_sec: rate,
@@ -43,7 +50,7 @@ fn step(n: usize, variant: &str, rate: f64, p50_ms: f64, failed: u64, verdict: &
         } else {
             Default::default()
         },
-        verdict: verdict.to_owned(),
+        verdict,
         records: Some(format!("steps/{n:03}-{variant}-{rate}/records.llr")),
         ..StepRow::default()
     }
@@ -54,7 +61,7 @@ fn write(dir: &Path, variants: Vec<VariantResult>, steps: Vec<StepRow>) {
     RunSummary {
         plan: "001-pool-configurations".to_owned(),
         plan_file: "pool_configs_001.toml".to_owned(),
-        mode: "sweep".to_owned(),
+        mode: Mode::Sweep,
         complete: true,
         variants,
         steps,
@@ -80,10 +87,10 @@ fn markdown_of_two_runs_matches_the_golden_file() {
             ),
         ],
         vec![
-            step(0, "fixed-pool", 1000.0, 1002.0, 0, "pass"),
-            step(1, "fixed-pool", 1100.0, 1004.0, 412, "fail"),
-            step(2, "overflow-pool", 1000.0, 1003.0, 0, "pass"),
-            step(3, "overflow-pool", 1100.0, 1005.0, 0, "pass"),
+            step(0, "fixed-pool", 1000.0, 1002.0, 0, StepVerdict::Pass),
+            step(1, "fixed-pool", 1100.0, 1004.0, 412, StepVerdict::Fail),
+            step(2, "overflow-pool", 1000.0, 1003.0, 0, StepVerdict::Pass),
+            step(3, "overflow-pool", 1100.0, 1005.0, 0, StepVerdict::Pass),
         ],
     );
     write(
@@ -97,11 +104,11 @@ fn markdown_of_two_runs_matches_the_golden_file() {
             ),
         ],
         vec![
-            step(0, "fixed-pool", 1000.0, 1001.0, 0, "pass"),
-            step(1, "fixed-pool", 1100.0, 1002.0, 0, "pass"),
-            step(2, "fixed-pool", 1200.0, 1010.0, 97, "fail"),
-            step(3, "overflow-pool", 1000.0, 1003.0, 0, "pass"),
-            step(4, "overflow-pool", 1100.0, 1004.0, 0, "pass"),
+            step(0, "fixed-pool", 1000.0, 1001.0, 0, StepVerdict::Pass),
+            step(1, "fixed-pool", 1100.0, 1002.0, 0, StepVerdict::Pass),
+            step(2, "fixed-pool", 1200.0, 1010.0, 97, StepVerdict::Fail),
+            step(3, "overflow-pool", 1000.0, 1003.0, 0, StepVerdict::Pass),
+            step(4, "overflow-pool", 1100.0, 1004.0, 0, StepVerdict::Pass),
         ],
     );
     let inputs = [&before, &after].map(|dir| FolderInput {

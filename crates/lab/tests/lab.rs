@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use engine::StopHandle;
-use lab::{Plan, RunOptions, RunSummary, StepRow, VariantResult, run_plan};
+use lab::{
+    Mode, Plan, RunOptions, RunSummary, StepKind, StepRow, StepVerdict, VariantResult, run_plan,
+};
 use simulator::{Simulator, SimulatorOptions, parse_recipe};
 
 /// The tests that send load take turns: on a small shared machine, two at once would
@@ -57,7 +59,7 @@ fn verdicts(summary: &RunSummary) -> Vec<(String, String)> {
     summary
         .steps
         .iter()
-        .map(|s| (s.step.clone(), s.verdict.clone()))
+        .map(|s| (s.step.clone(), s.verdict.word().to_owned()))
         .collect()
 }
 
@@ -241,10 +243,7 @@ max_probes = 16
         summary_table(&summary)
     );
     assert!(result.how.contains("confirmed"), "{result:?}");
-    assert_eq!(
-        summary.steps.last().map(|s| s.kind.as_str()),
-        Some("confirm")
-    );
+    assert_eq!(summary.steps.last().map(|s| s.kind.word()), Some("confirm"));
     assert!(summary.complete);
 }
 
@@ -298,7 +297,7 @@ achieved = 0.9
     let rows: Vec<(&str, &str)> = summary
         .steps
         .iter()
-        .map(|s| (s.variant.as_str(), s.verdict.as_str()))
+        .map(|s| (s.variant.as_str(), s.verdict.word()))
         .collect();
     // A server that is down fails its step (or, on a starved generator, leaves it
     // inconclusive); either way the reason says nothing succeeded, and the plan goes on.
@@ -486,7 +485,7 @@ seed = 3
     let summary = run(&plan, dir.path());
     assert_eq!(summary.steps.len(), 8, "{:#?}", summary.steps);
     assert!(
-        summary.steps.iter().all(|s| s.verdict == "pass"),
+        summary.steps.iter().all(|s| s.verdict == StepVerdict::Pass),
         "{:#?}",
         summary.steps
     );
@@ -544,12 +543,12 @@ seed = 3
 /// steps out of order, a repeat, a closed-model step, a cell that could not run, a step
 /// whose records could not be read, and one interrupted.
 fn golden_summary() -> RunSummary {
-    let row = |step: &str, variant: &str, rate: Option<f64>, verdict: &str| {
+    let row = |step: &str, variant: &str, rate: Option<f64>, verdict: StepVerdict| {
         let dir = format!("steps/{step}");
         StepRow {
             step: step.to_owned(),
             variant: variant.to_owned(),
-            kind: "sweep".to_owned(),
+            kind: StepKind::Sweep,
             repeat: 1,
             rate_asked: rate,
             users: rate.is_none().then_some(8),
@@ -561,7 +560,7 @@ fn golden_summary() -> RunSummary {
             p90_ms: Some(2.5),
             p99_ms: Some(4.0),
             max_ms: Some(9.0),
-            verdict: verdict.to_owned(),
+            verdict,
             why: "every SLO met".to_owned(),
             records: Some(format!("{dir}/records.llr")),
             report: Some(format!("{dir}/report.txt")),
@@ -572,13 +571,18 @@ fn golden_summary() -> RunSummary {
     };
     let ruby = "ruby <1.0>";
     let go = "go & \"fast\"";
-    let mut saturated = row("003-ruby <1.0>-400", ruby, Some(400.0), "fail");
+    let mut saturated = row("003-ruby <1.0>-400", ruby, Some(400.0), StepVerdict::Fail);
     (saturated.achieved_per_sec, saturated.success) = (396.0, 0.62);
     (saturated.p50_ms, saturated.p99_ms, saturated.max_ms) =
         (Some(850.0), Some(1900.0), Some(2000.0));
     saturated.errors = [("503".to_owned(), 1500)].into();
     saturated.why = "success 62.00% under 99.00%; p99 1.9s over 500ms <limit>".to_owned();
-    let mut repeat = row("001-ruby <1.0>-100-r2", ruby, Some(100.0), "pass");
+    let mut repeat = row(
+        "001-ruby <1.0>-100-r2",
+        ruby,
+        Some(100.0),
+        StepVerdict::Pass,
+    );
     repeat.repeat = 2;
     repeat.p99_ms = Some(5.0);
     let not_judged = |row: StepRow| StepRow {
@@ -591,20 +595,35 @@ fn golden_summary() -> RunSummary {
         max_ms: None,
         ..row
     };
-    let mut unreadable = row("005-go & \"fast\"-200", go, Some(200.0), "failed");
+    let mut unreadable = row(
+        "005-go & \"fast\"-200",
+        go,
+        Some(200.0),
+        StepVerdict::Failed,
+    );
     unreadable.why = "cannot read the records: steps/005/records.llr: not a record file".to_owned();
     (unreadable.report, unreadable.plot) = (None, None);
-    let mut hung = row("006-go & \"fast\"-400", go, Some(400.0), "failed");
+    let mut hung = row(
+        "006-go & \"fast\"-400",
+        go,
+        Some(400.0),
+        StepVerdict::Failed,
+    );
     hung.why = "setup still running after 300ms".to_owned();
     (hung.records, hung.report, hung.plot) = (None, None, None);
     hung.hooks = Some("steps/006-go & \"fast\"-400/hooks.txt".to_owned());
-    let mut stopped = row("008-go & \"fast\"-800", go, Some(800.0), "interrupted");
+    let mut stopped = row(
+        "008-go & \"fast\"-800",
+        go,
+        Some(800.0),
+        StepVerdict::Interrupted,
+    );
     stopped.why = "stopped by Ctrl-C; not judged".to_owned();
     (stopped.report, stopped.plot) = (None, None);
     RunSummary {
         plan: "pool <sizes> & \"overflow\"".to_owned(),
         plan_file: "plans/pools.toml".to_owned(),
-        mode: "sweep".to_owned(),
+        mode: Mode::Sweep,
         complete: true,
         started: Some("2026-11-23T19:00:00Z".to_owned()),
         variants: vec![
@@ -622,14 +641,19 @@ fn golden_summary() -> RunSummary {
             },
         ],
         steps: vec![
-            row("000-ruby <1.0>-100", ruby, Some(100.0), "pass"),
+            row("000-ruby <1.0>-100", ruby, Some(100.0), StepVerdict::Pass),
             repeat,
-            row("002-ruby <1.0>-200", ruby, Some(200.0), "pass"),
+            row("002-ruby <1.0>-200", ruby, Some(200.0), StepVerdict::Pass),
             saturated,
-            row("004-go & \"fast\"-100", go, Some(100.0), "pass"),
+            row("004-go & \"fast\"-100", go, Some(100.0), StepVerdict::Pass),
             not_judged(unreadable),
             not_judged(hung),
-            row("007-go & \"fast\"-8users", go, None, "inconclusive"),
+            row(
+                "007-go & \"fast\"-8users",
+                go,
+                None,
+                StepVerdict::Inconclusive,
+            ),
             not_judged(stopped),
         ],
         ..RunSummary::default()
@@ -753,7 +777,7 @@ achieved = 0.9
     let rows: Vec<(&str, &str)> = summary
         .steps
         .iter()
-        .map(|s| (s.step.as_str(), s.verdict.as_str()))
+        .map(|s| (s.step.as_str(), s.verdict.word()))
         .collect();
     assert_eq!(
         rows,
@@ -838,7 +862,7 @@ max_probes = 16
     let finished = first
         .steps
         .iter()
-        .take_while(|s| s.verdict != "interrupted")
+        .take_while(|s| s.verdict != StepVerdict::Interrupted)
         .count();
     assert!(first.steps.len() - finished <= 1, "{:#?}", first.steps);
     assert!(finished >= 2, "{:#?}", first.steps);
@@ -851,7 +875,7 @@ max_probes = 16
         run_plan(&plan, &resumed, &StopHandle::new(), &mut std::io::sink()).expect("resume");
     assert!(second.complete);
     // The finished probes are replayed from the summary, not sent again.
-    let key = |s: &StepRow| (s.step.clone(), s.verdict.clone(), s.requests);
+    let key = |s: &StepRow| (s.step.clone(), s.verdict, s.requests);
     assert_eq!(
         second.steps[..finished].iter().map(key).collect::<Vec<_>>(),
         first.steps[..finished].iter().map(key).collect::<Vec<_>>()
@@ -893,7 +917,7 @@ achieved = 0.9
     std::fs::create_dir_all(&full_step).expect("mkdir");
     std::os::unix::fs::symlink("/dev/full", full_step.join("records.llr")).expect("symlink");
     let summary = run(&text, dir.path());
-    let verdicts: Vec<&str> = summary.steps.iter().map(|s| s.verdict.as_str()).collect();
+    let verdicts: Vec<&str> = summary.steps.iter().map(|s| s.verdict.word()).collect();
     assert_eq!(verdicts, ["failed", "pass"], "{:#?}", summary.steps);
     assert!(
         summary.steps[0].why.contains("records.llr") && summary.steps[0].why.contains("space"),
@@ -966,7 +990,7 @@ achieved = 0.9
     );
     let summary = run(&plan, dir.path());
     let step = &summary.steps[0];
-    assert_eq!(step.verdict, "fail", "{step:#?}");
+    assert_eq!(step.verdict, StepVerdict::Fail, "{step:#?}");
     assert!(step.why.starts_with("news: p99"), "{}", step.why);
     // The main load's figures are its own: ~50 fast requests, none of the polls'.
     assert!((45..=55).contains(&step.requests), "{step:#?}");
@@ -975,7 +999,7 @@ achieved = 0.9
         panic!("{step:#?}")
     };
     assert_eq!(
-        (news.name.as_str(), news.verdict.as_deref()),
+        (news.name.as_str(), news.verdict.map(StepVerdict::word)),
         ("news", Some("fail"))
     );
     assert!((9..=11).contains(&news.requests), "{news:?}");
@@ -983,7 +1007,7 @@ achieved = 0.9
     assert!(news.p99_ms.is_some_and(|ms| ms >= 290.0), "{news:?}");
     // Without an SLO a scenario is measured, not judged.
     assert_eq!(
-        (home.name.as_str(), home.verdict.as_deref()),
+        (home.name.as_str(), home.verdict.map(StepVerdict::word)),
         ("home", None)
     );
     assert!((18..=22).contains(&home.requests), "{home:?}");

@@ -200,7 +200,11 @@ impl PrometheusStats {
                 Targets::Stream(_) => &[],
             });
         let mut stats = PrometheusStats {
-            plans: config.attacks.iter().map(|a| a.plan.clone()).collect(),
+            plans: config
+                .attacks
+                .iter()
+                .map(|a| a.settings.plan.clone())
+                .collect(),
             target_keys: Vec::new(),
             unknown_key: None,
             cells_by_key: Vec::new(),

@@ -22,6 +22,12 @@ pub const PRECISION: Duration = Duration::from_micros(100);
 /// `-precision` at most: coarser would blur the latencies it measures.
 pub const MAX_PRECISION: Duration = Duration::from_millis(10);
 
+/// `-http2`: h2 is offered to https servers in ALPN, as vegeta does.
+pub const HTTP2: bool = true;
+
+/// `-monitor-interval`: how often the system under test is sampled.
+pub const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+
 /// `-keepalive`: connections are reused.
 pub const KEEPALIVE: bool = true;
 

@@ -7,6 +7,10 @@
 //!   a late generator shows its lag instead of silently skipping requests.
 //! - [`Plan`]: a schedule or a closed-model user count, with the run's bounds
 //!   (duration, request cap), and the [`Shard`] of it this process sends.
+//! - [`AttackFields`] and [`RunFields`]: an attack's and a run's options as written
+//!   (flags, a scenario table, a plan's `[load]`), checked into [`AttackSettings`] and
+//!   [`RunSettings`] with the one set of [`defaults`]; [`Origin`] names each field
+//!   in errors as the user wrote it.
 //!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
@@ -14,8 +18,10 @@
 
 mod data;
 pub mod defaults;
+mod field_names;
 mod lines;
 mod plan;
+mod run_settings;
 mod scenario;
 mod schedule;
 mod schedule_parse;
@@ -33,6 +39,7 @@ mod proptests;
 pub use data::{DataOrder, DataTable};
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
+pub use run_settings::{RunFields, RunSettings, TlsOptions};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
 pub use settings::{AttackSettings, Origin, TargetFormat};

@@ -83,6 +83,10 @@ pub struct AttackFields {
     pub max_workers: Option<u64>,
     /// Response body bytes read at most, like `64kb`; -1 = all (`-max-body`).
     pub max_body: Option<TextOrNumber>,
+    /// Every target's scheme, host and port replaced by this `scheme://host:port`
+    /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
+    #[serde(skip)]
+    pub base_url: Option<String>,
 }
 
 /// `rate = 1000` and `rate = "1000/1s"` both work.
@@ -147,7 +151,7 @@ impl ScenarioFile {
         let mut scenarios: Vec<(u64, AttackFields)> = Vec::new();
         for spanned in raw.scenarios {
             let offset = spanned.span().start;
-            let fields = merge(spanned.into_inner(), &defaults);
+            let fields = spanned.into_inner().or(&defaults);
             check(&fields).map_err(|reason| fail(offset, reason))?;
             let name = fields.name.clone().unwrap_or_default();
             if scenarios
@@ -169,30 +173,34 @@ impl ScenarioFile {
     }
 }
 
-/// A scenario's own values win over `[defaults]`.
-fn merge(own: AttackFields, defaults: &AttackFields) -> AttackFields {
-    let d = defaults.clone();
-    AttackFields {
-        name: own.name,
-        targets: own.targets.or(d.targets),
-        targets_file: own.targets_file.or(d.targets_file),
-        format: own.format.or(d.format),
-        lazy: own.lazy.or(d.lazy),
-        rate: own.rate.or(d.rate),
-        schedule: own.schedule.or(d.schedule),
-        concurrency: own.concurrency.or(d.concurrency),
-        think_time: own.think_time.or(d.think_time),
-        duration: own.duration.or(d.duration),
-        max_requests: own.max_requests.or(d.max_requests),
-        timeout: own.timeout.or(d.timeout),
-        headers: own.headers.or(d.headers),
-        body_file: own.body_file.or(d.body_file),
-        data: own.data.or(d.data),
-        data_order: own.data_order.or(d.data_order),
-        keepalive: own.keepalive.or(d.keepalive),
-        redirects: own.redirects.or(d.redirects),
-        max_workers: own.max_workers.or(d.max_workers),
-        max_body: own.max_body.or(d.max_body),
+impl AttackFields {
+    /// These fields, with `defaults`' filled in where these give none (the name and
+    /// the base URL are never defaults).
+    pub fn or(self, defaults: &AttackFields) -> AttackFields {
+        let d = defaults.clone();
+        AttackFields {
+            name: self.name,
+            targets: self.targets.or(d.targets),
+            targets_file: self.targets_file.or(d.targets_file),
+            format: self.format.or(d.format),
+            lazy: self.lazy.or(d.lazy),
+            rate: self.rate.or(d.rate),
+            schedule: self.schedule.or(d.schedule),
+            concurrency: self.concurrency.or(d.concurrency),
+            think_time: self.think_time.or(d.think_time),
+            duration: self.duration.or(d.duration),
+            max_requests: self.max_requests.or(d.max_requests),
+            timeout: self.timeout.or(d.timeout),
+            headers: self.headers.or(d.headers),
+            body_file: self.body_file.or(d.body_file),
+            data: self.data.or(d.data),
+            data_order: self.data_order.or(d.data_order),
+            keepalive: self.keepalive.or(d.keepalive),
+            redirects: self.redirects.or(d.redirects),
+            max_workers: self.max_workers.or(d.max_workers),
+            max_body: self.max_body.or(d.max_body),
+            base_url: self.base_url,
+        }
     }
 }
 

@@ -4,10 +4,12 @@
 //! `scenarios.toml:12: scenario "search": rate: ...` for a file. Reading targets and
 //! data files (I/O) is the caller's.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use units::{Rate, parse_duration, parse_size};
+use url::Url;
 
 use crate::{
     AttackFields, DataOrder, Header, Pacing, Plan, Schedule, Shard, WorkloadError, defaults,
@@ -16,10 +18,14 @@ use crate::{
 /// Where a set of fields came from, for error messages and relative paths.
 #[derive(Debug, Clone, Default)]
 pub struct Origin {
-    /// `None` for flags; `Some("scenarios.toml:12")` for a scenario table.
+    /// `None` for flags; for a file, what comes before the field's name:
+    /// `scenarios.toml:12: scenario "search": ` or `plan.toml:20: load.`.
     pub place: Option<String>,
-    /// Relative paths in a scenario file are relative to the file.
+    /// Relative paths in a file are relative to the file.
     pub base_dir: PathBuf,
+    /// Fields written somewhere else than `place` says (a plan key on its own line, a
+    /// variant's own targets): their whole label.
+    pub field_labels: BTreeMap<String, String>,
 }
 
 /// The format of a targets file.
@@ -56,6 +62,9 @@ pub struct AttackSettings {
     pub format: TargetFormat,
     /// Which data row each request uses.
     pub data_order: DataOrder,
+    /// Every target's scheme, host and port replaced by this URL's (a plan variant's
+    /// `base_url`); paths, queries and headers are kept.
+    pub base_url: Option<Url>,
 }
 
 impl Origin {
@@ -64,8 +73,28 @@ impl Origin {
         Origin::default()
     }
 
-    /// How to name `field` (an [`AttackFields`] field name) in an error.
-    pub fn label(&self, fields: &AttackFields, field: &str) -> String {
+    /// The origin of a table in a file: `place` is what comes before each field's
+    /// name (`s.toml:12: scenario "search": `), paths are relative to `base_dir`.
+    pub fn file(place: String, base_dir: &Path) -> Origin {
+        Origin {
+            place: Some(place),
+            base_dir: base_dir.to_owned(),
+            field_labels: BTreeMap::new(),
+        }
+    }
+
+    /// The origin of a scenario table (`[[scenario]]`, `[[load.scenario]]`) named
+    /// `name` on `line` of `file`.
+    pub fn scenario(file: &str, line: u64, name: &str, base_dir: &Path) -> Origin {
+        Origin::file(format!("{file}:{line}: scenario {name:?}: "), base_dir)
+    }
+
+    /// How to name `field` (an [`AttackFields`] or [`crate::RunFields`] field name)
+    /// in an error.
+    pub fn label(&self, field: &str) -> String {
+        if let Some(label) = self.field_labels.get(field) {
+            return label.clone();
+        }
         match &self.place {
             None => {
                 // The few fields whose flag is spelled differently (vegeta's names).
@@ -77,10 +106,7 @@ impl Origin {
                 };
                 format!("-{}", flag.replace('_', "-"))
             }
-            Some(place) => format!(
-                "{place}: scenario {:?}: {field}",
-                fields.name.as_deref().unwrap_or_default()
-            ),
+            Some(place) => format!("{place}{field}"),
         }
     }
 
@@ -94,15 +120,31 @@ impl Origin {
         }
     }
 
-    fn error(
-        &self,
-        fields: &AttackFields,
-        field: &str,
-        reason: impl Into<String>,
-    ) -> WorkloadError {
+    /// The error for a bad value of `field`.
+    pub fn error(&self, field: &str, reason: impl Into<String>) -> WorkloadError {
         WorkloadError::Field {
-            label: self.label(fields, field),
+            label: self.label(field),
             reason: reason.into(),
+        }
+    }
+}
+
+impl AttackSettings {
+    /// An attack named `name` sending along `plan`, with every other setting at its
+    /// default ([`defaults`]).
+    pub fn new(name: &str, plan: Plan) -> AttackSettings {
+        AttackSettings {
+            name: name.to_owned(),
+            plan,
+            timeout: defaults::TIMEOUT,
+            keepalive: defaults::KEEPALIVE,
+            redirects: defaults::REDIRECTS,
+            max_in_flight: defaults::MAX_IN_FLIGHT,
+            max_body: None,
+            headers: Vec::new(),
+            format: TargetFormat::default(),
+            data_order: DataOrder::default(),
+            base_url: None,
         }
     }
 }
@@ -110,8 +152,7 @@ impl Origin {
 impl AttackFields {
     /// Checks the fields and fills in the defaults.
     pub fn settings(&self, origin: &Origin) -> Result<AttackSettings, WorkloadError> {
-        let fail =
-            |field: &str, reason: &dyn ToString| origin.error(self, field, reason.to_string());
+        let fail = |field: &str, reason: &dyn ToString| origin.error(field, reason.to_string());
         let duration =
             optional_duration(self.duration.as_deref()).map_err(|e| fail("duration", &e))?;
         let timeout = match self.timeout.as_deref() {
@@ -149,7 +190,27 @@ impl AttackFields {
             headers: self.headers(origin)?,
             format: self.format(origin)?,
             data_order: self.data_order(origin)?,
+            base_url: self.base_url(origin)?,
         })
+    }
+
+    fn base_url(&self, origin: &Origin) -> Result<Option<Url>, WorkloadError> {
+        let Some(text) = self.base_url.as_deref() else {
+            return Ok(None);
+        };
+        let text = text.trim_end_matches('/');
+        let fail = || {
+            origin.error(
+                "base_url",
+                format!("{text:?}: want scheme://host:port, like http://127.0.0.1:8080"),
+            )
+        };
+        let url = Url::parse(text).map_err(|_| fail())?;
+        let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+        if !matches!(url.scheme(), "http" | "https") || !url.has_host() || !bare {
+            return Err(fail());
+        }
+        Ok(Some(url))
     }
 
     fn max_body(&self, origin: &Origin) -> Result<Option<u64>, WorkloadError> {
@@ -163,7 +224,7 @@ impl AttackFields {
             None | Some("-1") => Ok(None),
             Some(text) => parse_size(text)
                 .map(Some)
-                .map_err(|e| origin.error(self, "max_body", e.to_string())),
+                .map_err(|e| origin.error("max_body", e.to_string())),
         }
     }
 
@@ -171,7 +232,7 @@ impl AttackFields {
         self.headers
             .iter()
             .flatten()
-            .map(|text| Header::parse(text).map_err(|reason| origin.error(self, "headers", reason)))
+            .map(|text| Header::parse(text).map_err(|reason| origin.error("headers", reason)))
             .collect()
     }
 
@@ -180,7 +241,6 @@ impl AttackFields {
             None | Some("http") => Ok(TargetFormat::Http),
             Some("json") => Ok(TargetFormat::Json),
             Some(other) => Err(origin.error(
-                self,
                 "format",
                 format!("unknown format {other:?} (want http or json)"),
             )),
@@ -191,17 +251,16 @@ impl AttackFields {
         let Some(text) = self.data_order.as_deref() else {
             return Ok(DataOrder::default());
         };
-        let order = DataOrder::parse(text).map_err(|e| origin.error(self, "data_order", e))?;
+        let order = DataOrder::parse(text).map_err(|e| origin.error("data_order", e))?;
         if self.data.is_none() {
-            return Err(origin.error(self, "data_order", "needs a data file"));
+            return Err(origin.error("data_order", "needs a data file"));
         }
         Ok(order)
     }
 
     /// Open model (a rate or a schedule) or closed model (a user count or schedule).
     fn pacing(&self, origin: &Origin) -> Result<Pacing, WorkloadError> {
-        let fail =
-            |field: &str, reason: &dyn ToString| origin.error(self, field, reason.to_string());
+        let fail = |field: &str, reason: &dyn ToString| origin.error(field, reason.to_string());
         let think_ns = optional_duration(self.think_time.as_deref())
             .map_err(|e| fail("think_time", &e))?
             .map_or(0, |d| d.as_nanos() as u64);
@@ -408,22 +467,19 @@ mod tests {
 
     #[test]
     fn flags_and_files_name_their_fields_differently() {
-        let fields = AttackFields {
-            name: Some("search".to_owned()),
-            ..AttackFields::default()
-        };
-        let file = Origin {
-            place: Some("s.toml:3".to_owned()),
-            base_dir: PathBuf::new(),
-        };
-        assert_eq!(Origin::flags().label(&fields, "headers"), "-header");
+        let file = Origin::scenario("s.toml", 3, "search", Path::new(""));
+        assert_eq!(Origin::flags().label("headers"), "-header");
+        assert_eq!(Origin::flags().label("max_workers"), "-max-workers");
         assert_eq!(
-            Origin::flags().label(&fields, "max_workers"),
-            "-max-workers"
-        );
-        assert_eq!(
-            file.label(&fields, "headers"),
+            file.label("headers"),
             "s.toml:3: scenario \"search\": headers"
         );
+        let mut plan = Origin::file("plan.toml:20: load.".to_owned(), Path::new(""));
+        plan.field_labels.insert(
+            "timeout".to_owned(),
+            "plan.toml:24: load.timeout".to_owned(),
+        );
+        assert_eq!(plan.label("headers"), "plan.toml:20: load.headers");
+        assert_eq!(plan.label("timeout"), "plan.toml:24: load.timeout");
     }
 }

@@ -75,6 +75,17 @@ impl Target {
             .collect()
     }
 
+    /// The same request sent to `base`'s scheme, host and port (a plan variant's
+    /// `base_url`): path, query, headers and body kept.
+    pub fn rebased(mut self, base: &Url) -> Target {
+        let origin = &base[..url::Position::BeforePath];
+        let path = &self.url[url::Position::BeforePath..];
+        if let Ok(url) = Url::parse(&format!("{origin}{path}")) {
+            self.url = url;
+        }
+        self
+    }
+
     /// The `Host` header the user set, if any (it overrides the URL's host on the wire).
     pub fn host_override(&self) -> Option<&str> {
         self.headers
@@ -160,4 +171,40 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
         crate::Template::parse(value).map_err(|r| format!("header {name:?}: {r}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebasing_keeps_methods_paths_queries_and_templates() {
+        let base = Url::parse("http://127.0.0.1:9").unwrap();
+        let rows = [
+            (
+                "https://prod.example:8080/v3/info?x=1",
+                "http://127.0.0.1:9/v3/info?x=1",
+            ),
+            ("http://h", "http://127.0.0.1:9/"),
+            ("http://h//double/slash", "http://127.0.0.1:9//double/slash"),
+            (
+                "http://h:8080/search?q={{rand.lower 5}}",
+                "http://127.0.0.1:9/search?q={{rand.lower 5}}",
+            ),
+        ];
+        for (url, want) in rows {
+            let (parsed, templated_path) = check_target_url(url).unwrap();
+            let target = Target {
+                templated_path,
+                ..Target::get("POST", parsed)
+            }
+            .rebased(&base);
+            assert_eq!(target.method, "POST");
+            let shown = match &target.templated_path {
+                Some(path) => format!("{}{path}", target.url.as_str().trim_end_matches('/')),
+                None => target.url.to_string(),
+            };
+            assert_eq!(shown, want, "{url}");
+        }
+    }
 }

@@ -7,10 +7,9 @@ use super::h2_server::{H2Options, H2Server, Raw, RawServer};
 use super::*;
 
 fn h2c(urls: &[String], plan: Plan) -> RunConfig {
-    RunConfig {
-        h2c: true,
-        ..config(urls, plan)
-    }
+    let mut config = config(urls, plan);
+    config.settings.h2c = true;
+    config
 }
 
 /// Error texts by kind, with their counts.
@@ -61,7 +60,7 @@ fn h2c_streams_share_one_connection_and_are_recorded_like_http1() {
 fn keepalive_off_gives_each_h2_request_a_connection_of_its_own() {
     let server = H2Server::start(H2Options::default());
     let mut cfg = h2c(&[server.url("/ok")], open_rate(200.0, 20));
-    cfg.attacks[0].keepalive = false;
+    cfg.attacks[0].settings.keepalive = false;
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -72,7 +71,7 @@ fn keepalive_off_gives_each_h2_request_a_connection_of_its_own() {
     assert!(run.records.iter().all(|r| r.protocol == Protocol::Http2));
     // One per request, beside the connections each worker opens at the start.
     let connections = server.stats.connections.load(Ordering::SeqCst) as u64;
-    let warm = cfg.threads as u64 * cfg.initial_connections;
+    let warm = cfg.threads() as u64 * cfg.settings.initial_connections;
     assert!(
         (20..=20 + warm).contains(&connections),
         "{connections} connections"
@@ -86,7 +85,7 @@ fn https_negotiates_h2_by_alpn_unless_told_not_to() {
         ..H2Options::default()
     });
     let mut cfg = config(&[server.https_url("/ok")], open_rate(200.0, 20));
-    cfg.tls.insecure = true;
+    cfg.settings.tls.insecure = true;
     let negotiated = run(&cfg);
     assert_eq!(statuses(&negotiated), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h2_requests.load(Ordering::SeqCst), 20);
@@ -97,7 +96,7 @@ fn https_negotiates_h2_by_alpn_unless_told_not_to() {
             .all(|r| r.protocol == Protocol::Http2)
     );
 
-    cfg.http2 = false;
+    cfg.settings.http2 = false;
     let refused = run(&cfg);
     assert_eq!(statuses(&refused), HashMap::from([(200, 20)]));
     assert_eq!(server.stats.h1_requests.load(Ordering::SeqCst), 20);
@@ -115,7 +114,7 @@ fn a_tls_server_without_h2_gets_http1() {
     let (server, _dir) = tls::tls_server();
     let url = format!("https://localhost:{}/ok", server.addr.port());
     let mut cfg = config(&[url], open_rate(200.0, 20));
-    cfg.tls.insecure = true;
+    cfg.settings.tls.insecure = true;
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -133,7 +132,7 @@ fn the_stream_limit_opens_more_connections_and_is_never_passed() {
         ..H2Options::default()
     });
     let mut cfg = h2c(&[server.url("/slow/30")], open_rate(400.0, 40));
-    cfg.threads = 1;
+    cfg.settings.threads = Some(1);
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -149,7 +148,7 @@ fn the_stream_limit_opens_more_connections_and_is_never_passed() {
 
     let server = H2Server::start(H2Options::default());
     let mut cfg = h2c(&[server.url("/slow/30")], open_rate(400.0, 40));
-    (cfg.threads, cfg.max_streams) = (1, 3);
+    (cfg.settings.threads, cfg.settings.max_streams) = (Some(1), 3);
     let run = super::run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -170,8 +169,8 @@ fn a_stalled_stream_times_out_is_cancelled_and_the_connection_goes_on() {
         &[server.url("/stall"), server.url("/ok")],
         open_rate(100.0, 20),
     );
-    cfg.threads = 1;
-    cfg.attacks[0].timeout = Duration::from_millis(300);
+    cfg.settings.threads = Some(1);
+    cfg.attacks[0].settings.timeout = Duration::from_millis(300);
     let run = run(&cfg);
     assert_eq!(statuses(&run), HashMap::from([(200, 10), (0, 10)]));
     let timeouts = (ErrorKind::Timeout, "timeout awaiting response".to_owned());
@@ -257,7 +256,7 @@ fn closed_model_users_over_h2() {
 fn refused_streams_go_once_more() {
     let server = RawServer::start(Raw::RefuseFirst);
     let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 10));
-    cfg.threads = 1;
+    cfg.settings.threads = Some(1);
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -276,7 +275,7 @@ fn refused_streams_go_once_more() {
 fn goaway_sends_the_streams_the_server_never_saw_elsewhere() {
     let server = RawServer::start(Raw::GoAwayAfterFirst);
     let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 10));
-    cfg.threads = 1;
+    cfg.settings.threads = Some(1);
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -300,7 +299,7 @@ fn broken_servers_are_protocol_errors_never_hangs() {
     for (behaviour, want) in rows {
         let server = RawServer::start(behaviour);
         let mut cfg = h2c(&[server.url("/")], open_rate(100.0, 5));
-        cfg.attacks[0].timeout = Duration::from_secs(2);
+        cfg.attacks[0].settings.timeout = Duration::from_secs(2);
         let started = Instant::now();
         let run = run(&cfg);
         assert_eq!(
@@ -360,7 +359,7 @@ fn max_body_cancels_the_stream_once_enough_is_read() {
         &[server.url("/big/1000000"), server.url("/ok")],
         open_rate(50.0, 10),
     );
-    cfg.attacks[0].max_body = Some(20_000);
+    cfg.attacks[0].settings.max_body = Some(20_000);
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),
@@ -386,7 +385,7 @@ fn large_bodies_over_tls_are_read_to_the_end() {
         ..H2Options::default()
     });
     let mut cfg = config(&[server.https_url("/big/3000000")], open_rate(20.0, 4));
-    cfg.tls.insecure = true;
+    cfg.settings.tls.insecure = true;
     let run = run(&cfg);
     assert_eq!(
         statuses(&run),

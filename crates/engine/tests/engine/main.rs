@@ -24,14 +24,13 @@ fn target(url: &str) -> Target {
 
 fn config(urls: &[String], plan: Plan) -> RunConfig {
     let mut attack = AttackConfig::new("test", urls.iter().map(|u| target(u)).collect(), plan);
-    attack.timeout = Duration::from_secs(5);
-    attack.max_in_flight = 1000;
-    RunConfig {
-        threads: 2,
-        initial_connections: 2,
-        connections_per_host: 1000,
-        ..RunConfig::single(attack)
-    }
+    attack.settings.timeout = Duration::from_secs(5);
+    attack.settings.max_in_flight = 1000;
+    let mut config = RunConfig::single(attack);
+    config.settings.threads = Some(2);
+    config.settings.initial_connections = 2;
+    config.settings.connections_per_host = 1000;
+    config
 }
 
 fn open_rate(rate_per_sec: f64, max_requests: u64) -> Plan {
@@ -122,8 +121,8 @@ fn open_model_paces_by_intended_time_and_reuses_connections() {
 fn the_duration_bounds_the_run() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/ok")], open_rate(100.0, u64::MAX));
-    cfg.attacks[0].plan.duration_ns = Some(500_000_000);
-    cfg.attacks[0].plan.max_requests = None;
+    cfg.attacks[0].settings.plan.duration_ns = Some(500_000_000);
+    cfg.attacks[0].settings.plan.max_requests = None;
     let started = Instant::now();
     let run = run(&cfg);
     assert_eq!(run.records.len(), 50, "requests due in [0, 0.5s) at 100/s");
@@ -145,7 +144,7 @@ fn closed_model_keeps_exactly_n_users_busy() {
             shard: workload::Shard::WHOLE,
         },
     );
-    cfg.initial_connections = 0;
+    cfg.settings.initial_connections = 0;
     let run = run(&cfg);
     assert_eq!(run.records.len(), 60);
     assert!(run.records.iter().all(|r| r.status == 200));
@@ -164,8 +163,8 @@ fn closed_model_keeps_exactly_n_users_busy() {
 fn beyond_the_cap_requests_queue_and_their_lag_shows() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/slow/40")], open_rate(100.0, 10));
-    cfg.attacks[0].max_in_flight = 1;
-    cfg.threads = 1;
+    cfg.attacks[0].settings.max_in_flight = 1;
+    cfg.settings.threads = Some(1);
     let run = run(&cfg);
     assert_eq!(run.records.len(), 10, "no request is skipped");
     assert_eq!(server.stats.max_in_flight.load(Ordering::SeqCst), 1);
@@ -206,8 +205,8 @@ fn every_failure_is_recorded_with_its_kind() {
     let mut urls: Vec<String> = paths.iter().map(|p| server.url(p)).collect();
     urls.push(format!("http://{closed_port}/"));
     let mut cfg = config(&urls, open_rate(100.0, urls.len() as u64));
-    cfg.attacks[0].timeout = Duration::from_millis(500);
-    cfg.attacks[0].keepalive = false;
+    cfg.attacks[0].settings.timeout = Duration::from_millis(500);
+    cfg.attacks[0].settings.keepalive = false;
     let run = run(&cfg);
     let outcome: Vec<(u16, Option<(ErrorKind, String)>)> = run
         .records
@@ -269,7 +268,7 @@ fn redirects_follow_vegeta_rules() {
     ];
     for &(redirects, path, status, error) in cases {
         let mut cfg = config(&[server.url(path)], open_rate(50.0, 1));
-        cfg.attacks[0].redirects = redirects;
+        cfg.attacks[0].settings.redirects = redirects;
         let run = run(&cfg);
         let record = run.records[0];
         assert_eq!(record.status, status, "{redirects} {path}");
@@ -285,7 +284,7 @@ fn redirects_follow_vegeta_rules() {
 fn max_body_reads_only_what_it_must() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/big/1000000")], open_rate(50.0, 2));
-    cfg.attacks[0].max_body = Some(1024);
+    cfg.attacks[0].settings.max_body = Some(1024);
     let limited = run(&cfg);
     for record in &limited.records {
         assert_eq!(record.status, 200);
@@ -295,7 +294,7 @@ fn max_body_reads_only_what_it_must() {
             record.bytes_in
         );
     }
-    cfg.attacks[0].max_body = None;
+    cfg.attacks[0].settings.max_body = None;
     let full = run(&cfg);
     assert!(full.records.iter().all(|r| r.bytes_in > 1_000_000));
 }
@@ -304,8 +303,8 @@ fn max_body_reads_only_what_it_must() {
 fn keepalive_off_opens_a_connection_per_request() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/ok")], open_rate(200.0, 20));
-    cfg.attacks[0].keepalive = false;
-    cfg.initial_connections = 0;
+    cfg.attacks[0].settings.keepalive = false;
+    cfg.settings.initial_connections = 0;
     let run = run(&cfg);
     assert!(run.records.iter().all(|r| r.status == 200));
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 20);
@@ -315,8 +314,8 @@ fn keepalive_off_opens_a_connection_per_request() {
 fn stopping_drains_requests_in_flight() {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/slow/300")], open_rate(20.0, u64::MAX));
-    cfg.attacks[0].plan.duration_ns = None;
-    cfg.attacks[0].plan.max_requests = None;
+    cfg.attacks[0].settings.plan.duration_ns = None;
+    cfg.attacks[0].settings.plan.max_requests = None;
     let stop = StopHandle::new();
     let stopper = stop.clone();
     std::thread::spawn(move || {
@@ -343,8 +342,8 @@ fn stopping_drains_requests_in_flight() {
 fn drain_slow_requests() -> Run {
     let server = TestServer::start();
     let mut cfg = config(&[server.url("/slow/1500")], open_rate(20.0, u64::MAX));
-    cfg.attacks[0].plan.duration_ns = None;
-    cfg.attacks[0].plan.max_requests = None;
+    cfg.attacks[0].settings.plan.duration_ns = None;
+    cfg.attacks[0].settings.plan.max_requests = None;
     let stop = StopHandle::new();
     let stopper = stop.clone();
     std::thread::spawn(move || {
@@ -407,7 +406,7 @@ fn unix_sockets_carry_the_same_requests() {
         });
     }
     let mut cfg = config(&["http://unix.test/ok".to_owned()], open_rate(100.0, 10));
-    cfg.unix_socket = Some(path);
+    cfg.settings.unix_socket = Some(path);
     let run = run(&cfg);
     assert_eq!(run.records.iter().filter(|r| r.status == 200).count(), 10);
     assert_eq!(stats.requests.load(Ordering::SeqCst), 10);
@@ -443,7 +442,7 @@ mod tls {
         let (server, dir) = tls_server();
         let url = format!("https://localhost:{}/ok", server.addr.port());
         let mut cfg = config(&[url], open_rate(100.0, 10));
-        cfg.tls.root_certs = vec![dir.path().join("ca.pem")];
+        cfg.settings.tls.root_certs = vec![dir.path().join("ca.pem")];
         let trusted = run(&cfg);
         assert!(
             trusted.records.iter().all(|r| r.status == 200),
@@ -455,14 +454,14 @@ mod tls {
                 .collect::<Vec<_>>()
         );
 
-        cfg.tls = TlsOptions {
+        cfg.settings.tls = TlsOptions {
             insecure: true,
             ..TlsOptions::default()
         };
         let insecure = run(&cfg);
         assert!(insecure.records.iter().all(|r| r.status == 200));
 
-        cfg.tls = TlsOptions::default();
+        cfg.settings.tls = TlsOptions::default();
         let untrusted = run(&cfg);
         let errors: HashMap<String, usize> = untrusted
             .records
@@ -482,12 +481,12 @@ mod tls {
         let junk = dir.path().join("junk.pem");
         std::fs::write(&junk, "not a certificate").unwrap();
         let mut cfg = config(&["https://localhost:1/".to_owned()], open_rate(1.0, 1));
-        cfg.tls.root_certs = vec![junk];
+        cfg.settings.tls.root_certs = vec![junk];
         let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
             .unwrap_err()
             .to_string();
         assert!(err.contains("junk.pem"), "{err}");
-        cfg.tls.root_certs = vec![dir.path().join("missing.pem")];
+        cfg.settings.tls.root_certs = vec![dir.path().join("missing.pem")];
         let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
             .unwrap_err()
             .to_string();
@@ -611,7 +610,7 @@ fn closed_users_follow_their_schedule_and_think() {
         shard: workload::Shard::WHOLE,
     };
     let mut cfg = config(&[server.url("/ok")], plan);
-    cfg.initial_connections = 0;
+    cfg.settings.initial_connections = 0;
     let run = run(&cfg);
     // Two users, each one request per ~100 ms of thinking, for 2.5 seconds.
     assert!(
@@ -711,7 +710,7 @@ fn templates_render_per_request_and_the_seed_repeats_them() {
             },
         );
         cfg.attacks[0].targets = Targets::List(targets.clone());
-        cfg.seed = seed;
+        cfg.settings.seed = seed;
         let run = run(&cfg);
         assert_eq!(
             run.tables.targets[0].url,
@@ -756,7 +755,7 @@ fn a_stop_rule_ends_the_run_and_says_why() {
             ..Plan::constant_rate(100.0)
         },
     );
-    cfg.stop_rules = vec![workload::StopRule::parse("errors > 50% for 1s").unwrap()];
+    cfg.settings.stop_rules = vec![workload::StopRule::parse("errors > 50% for 1s").unwrap()];
     let started = Instant::now();
     let run = run(&cfg);
     assert!(
@@ -787,7 +786,8 @@ fn a_rate_rule_needs_an_open_model() {
         shard: workload::Shard::WHOLE,
     };
     let mut cfg = config(&["http://127.0.0.1:1/".to_owned()], users);
-    cfg.stop_rules = vec![workload::StopRule::parse("throughput < 90% of rate for 5s").unwrap()];
+    cfg.settings.stop_rules =
+        vec![workload::StopRule::parse("throughput < 90% of rate for 5s").unwrap()];
     let err = engine::run(&cfg, Vec::new(), &StopHandle::new())
         .unwrap_err()
         .to_string();
@@ -806,8 +806,8 @@ fn a_generator_far_behind_keeps_reporting_as_it_goes() {
     );
     // Room in flight, few connections: each new request finds a connection freed by
     // reading answers inside `acquire`, so only the per-pass bound returns to the loop.
-    cfg.connections_per_host = 8;
-    cfg.threads = 1;
+    cfg.settings.connections_per_host = 8;
+    cfg.settings.threads = Some(1);
     let run = run(&cfg);
     let first = run.summary.stats.first().cloned().unwrap();
     assert!(
@@ -964,7 +964,7 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     let server = TestServer::start();
     let urls = [server.url("/ok"), server.url("/status/503")];
     let mut cfg = config(&urls, open_rate(100.0, 150));
-    cfg.stop_rules = vec![workload::StopRule::parse("errors > 90% for 5s").unwrap()];
+    cfg.settings.stop_rules = vec![workload::StopRule::parse("errors > 90% for 5s").unwrap()];
     let mut observer = CountingObserver::default();
     let (bytes, outcome) = engine::run_with_observer(
         &cfg,
@@ -1040,7 +1040,7 @@ fn shards_together_send_exactly_what_one_machine_sends() {
         };
         let mut cfg = config(&[], plan).with_shard(shard);
         cfg.attacks[0].targets = Targets::List(targets.clone());
-        cfg.seed = 7;
+        cfg.settings.seed = 7;
         run(&cfg)
     };
     server.stats.paths.lock().unwrap().clear();
@@ -1109,7 +1109,7 @@ fn start_at_puts_time_zero_on_the_wall_clock() {
     let server = TestServer::start();
     let at_ns = engine::unix_now_ns() + 300_000_000;
     let mut cfg = config(&[server.url("/ok")], open_rate(100.0, 3));
-    cfg.start_at_unix_ns = Some(at_ns);
+    cfg.settings.start_at_unix_ns = Some(at_ns);
     let run = run(&cfg);
     assert_eq!(
         run.summary.header.start_unix_ns, at_ns,
@@ -1127,7 +1127,7 @@ fn start_at_puts_time_zero_on_the_wall_clock() {
     );
     assert_eq!(run.records[0].intended_unix_ns, at_ns);
 
-    cfg.start_at_unix_ns = Some(engine::unix_now_ns() - 5_000_000_000);
+    cfg.settings.start_at_unix_ns = Some(engine::unix_now_ns() - 5_000_000_000);
     let err = engine::run(&cfg, Vec::new(), &StopHandle::new()).unwrap_err();
     assert!(err.to_string().contains("in the past"), "{err}");
 }
@@ -1148,7 +1148,7 @@ fn a_closed_model_shard_runs_its_share_of_the_users() {
         },
     )
     .with_shard(workload::Shard::new(1, 2).unwrap());
-    cfg.initial_connections = 0;
+    cfg.settings.initial_connections = 0;
     let run = run(&cfg);
     assert_eq!(run.records.len(), 30, "half of the run's 60 requests");
     assert!(run.records.iter().all(|r| r.seq % 2 == 1));

@@ -1,0 +1,252 @@
+//! From what the user wrote to a run: the one way to build one, for `attack`'s flags,
+//! scenario files and plans alike. [`AttackConfig::from_fields`] checks an attack's
+//! fields ([`workload::AttackFields::settings`]) and reads what they name: the
+//! targets (a file, stdin, inline text; http or json format; all at once or, with
+//! `lazy`, as they are needed), the body file and the data file.
+//! [`RunConfig::from_fields`] checks the run-wide fields and what only this machine
+//! can say (the TLS files exist, the threads fit the CPUs). Every error names the
+//! field as its [`Origin`] spells it.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use workload::{
+    AttackFields, AttackSettings, DataTable, HttpTargetReader, JsonTargetReader, Origin, RunFields,
+    Target, TargetFormat, WorkloadError, defaults,
+};
+
+use crate::{AttackConfig, EngineError, RunConfig, TargetIter, TargetStream, Targets};
+
+impl AttackConfig {
+    /// One attack from its fields: checked, defaults filled in, targets and data read
+    /// (or, with `lazy`, opened).
+    pub fn from_fields(
+        fields: &AttackFields,
+        origin: &Origin,
+    ) -> Result<AttackConfig, EngineError> {
+        let settings = fields.settings(origin).map_err(EngineError::Targets)?;
+        let data = data_table(fields, &settings, origin)?;
+        let targets = targets(fields, &settings, origin, data.as_deref())?;
+        Ok(AttackConfig {
+            settings,
+            targets,
+            data,
+        })
+    }
+}
+
+impl RunConfig {
+    /// A run of `attacks` with the run-wide `fields` checked and defaults filled in.
+    pub fn from_fields(
+        attacks: Vec<AttackConfig>,
+        fields: &RunFields,
+        origin: &Origin,
+    ) -> Result<RunConfig, EngineError> {
+        let settings = fields.settings(origin).map_err(EngineError::Targets)?;
+        if let Some(threads) = settings.threads {
+            check_threads(threads, available_cpus())
+                .map_err(|reason| EngineError::Targets(origin.error("threads", reason)))?;
+        }
+        // Read at start, whatever the targets' schemes, so a wrong path shows before any
+        // request rather than at the first https target.
+        let tls = &settings.tls;
+        let files = (tls.root_certs.iter().map(|path| ("root_certs", path)))
+            .chain(tls.client_cert.iter().map(|path| ("cert", path)))
+            .chain(tls.client_key.iter().map(|path| ("key", path)));
+        for (field, path) in files {
+            File::open(path).map_err(|source| EngineError::Read {
+                what: format!("{} {}", origin.label(field), path.display()),
+                source,
+            })?;
+        }
+        Ok(RunConfig { attacks, settings })
+    }
+}
+
+/// The CPUs this process may run on (its affinity and quota), at least 1.
+pub(crate) fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Event-loop threads may be at most [`defaults::MAX_THREADS_PER_CPU`] per CPU.
+fn check_threads(threads: usize, cpus: usize) -> Result<(), String> {
+    let most = cpus * defaults::MAX_THREADS_PER_CPU;
+    if threads > most {
+        return Err(format!(
+            "{threads} is more than this machine can use: at most {most} ({} x the {cpus} CPUs this process may run on)",
+            defaults::MAX_THREADS_PER_CPU
+        ));
+    }
+    Ok(())
+}
+
+fn data_table(
+    fields: &AttackFields,
+    settings: &AttackSettings,
+    origin: &Origin,
+) -> Result<Option<Arc<DataTable>>, EngineError> {
+    let Some(file) = &fields.data else {
+        return Ok(None);
+    };
+    let path = origin.path(file);
+    let input = File::open(&path).map_err(|source| EngineError::Read {
+        what: format!("{} {}", origin.label("data"), path.display()),
+        source,
+    })?;
+    let table = DataTable::read(input, &path.display().to_string(), settings.data_order)
+        .map_err(EngineError::Targets)?;
+    Ok(Some(Arc::new(table)))
+}
+
+/// A fixed list, or a stream with `lazy`. Inline targets (scenario files, plans) are
+/// vegeta http-format text, one target per string.
+fn targets(
+    fields: &AttackFields,
+    settings: &AttackSettings,
+    origin: &Origin,
+    data: Option<&DataTable>,
+) -> Result<Targets, EngineError> {
+    let body = match &fields.body_file {
+        Some(file) => std::fs::read(origin.path(file)).map_err(|source| EngineError::Read {
+            what: format!("{} {file}", origin.label("body_file")),
+            source,
+        })?,
+        None => Vec::new(),
+    };
+    let (input, name) = target_input(fields, origin)?;
+    let input = BufReader::new(input);
+    let headers = &settings.headers;
+    let stream: TargetIter = match settings.format {
+        TargetFormat::Http => Box::new(HttpTargetReader::new(
+            input,
+            &name,
+            headers,
+            &body,
+            &read_body_file,
+        )),
+        TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
+    };
+    let stream: TargetIter = match settings.base_url.clone() {
+        Some(base) => Box::new(stream.map(move |target| Ok(target?.rebased(&base)))),
+        None => stream,
+    };
+    if fields.lazy == Some(true) {
+        return Ok(Targets::Stream(TargetStream::new(stream)));
+    }
+    let list = stream
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(EngineError::Targets)?;
+    if list.is_empty() {
+        return Err(EngineError::Targets(WorkloadError::NoTargets {
+            source_name: name,
+        }));
+    }
+    check_columns(&list, data, &name).map_err(EngineError::Targets)?;
+    Ok(Targets::List(list))
+}
+
+/// The reader and name of the targets: inline text, a file, or stdin.
+fn target_input(
+    fields: &AttackFields,
+    origin: &Origin,
+) -> Result<(Box<dyn Read + Send>, String), EngineError> {
+    if let Some(inline) = &fields.targets {
+        let name = origin.label("targets");
+        return Ok((Box::new(std::io::Cursor::new(inline.join("\n\n"))), name));
+    }
+    match fields.targets_file.as_deref() {
+        None | Some("-") => Ok((Box::new(std::io::stdin()), "stdin".to_owned())),
+        Some(file) => {
+            let path = origin.path(file);
+            let file = File::open(&path).map_err(|source| EngineError::Read {
+                what: format!("{} {}", origin.label("targets_file"), path.display()),
+                source,
+            })?;
+            Ok((Box::new(file), path.display().to_string()))
+        }
+    }
+}
+
+/// Every `{{csv.COLUMN}}` must name a column of the data file.
+fn check_columns(
+    targets: &[Target],
+    data: Option<&DataTable>,
+    source: &str,
+) -> Result<(), WorkloadError> {
+    let columns: Vec<String> = targets.iter().flat_map(Target::template_columns).collect();
+    match (columns.first(), data) {
+        (None, _) => Ok(()),
+        (Some(column), None) => Err(WorkloadError::Plan(format!(
+            "{source}: a target reads {{{{csv.{column}}}}} but no -data file was given"
+        ))),
+        (Some(_), Some(data)) => data.check_columns(columns.iter().map(String::as_str)),
+    }
+}
+
+/// `@path` body lines are read relative to the working directory, as in vegeta.
+fn read_body_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workload::ScenarioFile;
+
+    #[test]
+    fn every_shipped_scenario_file_builds() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = ScenarioFile::parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            let run = RunFields {
+                stop_when: Some(file.stop_when.clone()),
+                ..RunFields::default()
+            };
+            let attacks = file
+                .scenarios
+                .iter()
+                .map(|(line, fields)| {
+                    let scenario = fields.name.as_deref().unwrap_or_default();
+                    let origin = Origin::scenario(&name, *line, scenario, &dir);
+                    AttackConfig::from_fields(fields, &origin)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap_or_else(|e| panic!("{e}"));
+            RunConfig::from_fields(attacks, &run, &Origin::file(format!("{name}: "), &dir))
+                .unwrap_or_else(|e| panic!("{e}"));
+            files += 1;
+        }
+        assert!(
+            files >= 4,
+            "the four field reports' shapes ship as scenario files"
+        );
+    }
+
+    #[test]
+    fn threads_fit_the_cpus() {
+        let rows = [
+            (1, 1, Ok(())),
+            (4, 1, Ok(())),
+            (
+                5,
+                1,
+                Err("5 is more than this machine can use: at most 4 (4 x the 1 CPUs"),
+            ),
+            (8, 2, Ok(())),
+            (9, 2, Err("9 is more than this machine can use: at most 8")),
+        ];
+        for (threads, cpus, want) in rows {
+            match (check_threads(threads, cpus), want) {
+                (Ok(()), Ok(())) => {}
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{threads}/{cpus}: {err}"),
+                (got, want) => panic!("{threads}/{cpus}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `[slo]` (and a background scenario's `slo`): the bounds that judge a step.
+
+use analysis::{GeneratorHealth, Percentile, Slo};
+use toml::Spanned;
+
+use super::syntax::{RawSlo, Spot};
+use crate::LabError;
+
+/// The default success bound: a step where more than 1% fail does not pass.
+pub const DEFAULT_SUCCESS: f64 = 0.99;
+
+fn ratio(spot: &Spot<'_>, value: &Spanned<f64>, field: &str) -> Result<f64, LabError> {
+    let v = *value.get_ref();
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(spot.err(
+            value.span().start,
+            field,
+            format!("must be between 0 and 1 (a share, 0.99 = 99%), got {v}"),
+        ))
+    }
+}
+
+pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result<Slo, LabError> {
+    let Some(r) = raw else {
+        return Ok(Slo {
+            min_success_ratio: Some(DEFAULT_SUCCESS),
+            ..Slo::default()
+        });
+    };
+    let mut slo = Slo {
+        min_success_ratio: Some(r.success.as_ref().map_or(Ok(DEFAULT_SUCCESS), |s| {
+            ratio(spot, s, &format!("{prefix}.success"))
+        })?),
+        ..Slo::default()
+    };
+    let bounds = [
+        (Percentile::P50, &r.p50),
+        (Percentile::P90, &r.p90),
+        (Percentile::P95, &r.p95),
+        (Percentile::P99, &r.p99),
+        (Percentile::P999, &r.p999),
+        (Percentile::Max, &r.max),
+        (Percentile::Mean, &r.mean),
+    ];
+    for (percentile, value) in bounds {
+        if let Some(value) = value {
+            let field = format!("{prefix}.{percentile}");
+            let bound = spot.duration(value, &field)?;
+            if bound.is_zero() {
+                return Err(spot.err(value.span().start, &field, "must be longer than zero"));
+            }
+            slo.max_latency_ns
+                .push((percentile, bound.as_nanos() as u64));
+        }
+    }
+    for (kind, value) in &r.errors {
+        let known = record::ErrorKind::from_name(kind).is_some()
+            || kind.parse::<u16>().is_ok_and(|s| (100..600).contains(&s));
+        if !known {
+            return Err(spot.err(value.span().start, &format!("{prefix}.errors.{kind}"), "want an error kind (timeout, connect, reset, closed, ...) or an HTTP status like \"503\""));
+        }
+        slo.max_error_ratio_by_kind.push((
+            kind.clone(),
+            ratio(spot, value, &format!("{prefix}.errors.{kind}"))?,
+        ));
+    }
+    let mut generator = GeneratorHealth::default();
+    if let Some(achieved) = &r.achieved {
+        generator.min_achieved_ratio = ratio(spot, achieved, "slo.achieved")?;
+    }
+    if let Some(lag) = &r.max_lag {
+        generator.max_lag_p99_ns = spot.duration(lag, "slo.max_lag")?.as_nanos() as u64;
+        if generator.max_lag_p99_ns == 0 {
+            return Err(spot.err(
+                lag.span().start,
+                "slo.max_lag",
+                "must be longer than zero: every generator sends a little late, so every step would be inconclusive",
+            ));
+        }
+    }
+    slo.generator = generator;
+    Ok(slo)
+}

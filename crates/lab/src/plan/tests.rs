@@ -1,0 +1,467 @@
+//! Whole plans, parsed: the good ones give the model expected, the bad ones name the
+//! file, the line and the field.
+
+mod plans {
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use analysis::Percentile;
+
+    use crate::plan::*;
+
+    const TARGETS: &str = "[load]\ntargets = [\"GET http://127.0.0.1:1/\"]\nrates = [10]\n";
+    const VARIANT: &str = "[[variant]]\nname = \"a\"\n";
+
+    fn parse(text: &str) -> Result<Plan, String> {
+        Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn good_plans() {
+        let full = r#"name = "full"
+mode = "search"
+
+[[variant]]
+name = "go"
+base_url = "http://127.0.0.1:8081"
+setup = "echo {{variant}}"
+ready = { url = "http://127.0.0.1:8081/health", timeout = "5s", interval = "100ms" }
+teardown = "true"
+hook_timeout = "10s"
+
+[[variant]]
+name = "ruby"
+targets_file = "ruby.txt"
+
+[load]
+targets = ["GET http://example:1/v3/info\nAuthorization: bearer x"]
+step_duration = "2s"
+warmup = "500ms"
+cooldown = "1s"
+timeout = "5s"
+connections = 100
+h2c = true
+max_streams = 50
+stop_when = ["errors > 50% for 1s"]
+
+[slo]
+success = 0.999
+p99 = "250ms"
+"p99.9" = "1s"
+errors = { timeout = 0.001, "503" = 0.0 }
+achieved = 0.98
+max_lag = "5ms"
+
+[search]
+start = 50
+growth = 3
+precision = 0.05
+max_probes = 12
+max_time = "5m"
+max_rate = 100000
+"#;
+        let plan = parse(full).expect("full plan");
+        assert_eq!((plan.name.as_str(), plan.mode), ("full", Mode::Search));
+        assert_eq!(
+            plan.variants[0].targets,
+            TargetSource::Rebased("http://127.0.0.1:8081".to_owned())
+        );
+        assert_eq!(
+            plan.variants[1].targets,
+            TargetSource::File(PathBuf::from("ruby.txt"))
+        );
+        assert_eq!(plan.variants[1].line, 12);
+        assert_eq!(plan.load.warmup, Duration::from_millis(500));
+        assert_eq!(plan.load.attack.timeout.as_deref(), Some("5s"));
+        assert_eq!(
+            (
+                plan.load.settings.http2,
+                plan.load.settings.h2c,
+                plan.load.settings.max_streams
+            ),
+            (true, true, 50)
+        );
+        assert_eq!(plan.slo.min_success_ratio, Some(0.999));
+        assert_eq!(
+            plan.slo.max_latency_ns,
+            vec![
+                (Percentile::P99, 250_000_000),
+                (Percentile::P999, 1_000_000_000)
+            ]
+        );
+        assert_eq!(plan.slo.max_error_ratio_by_kind.len(), 2);
+        assert_eq!(plan.slo.generator.max_lag_p99_ns, 5_000_000);
+        assert_eq!(
+            (
+                plan.search.config.start_per_sec,
+                plan.search.config.max_probes
+            ),
+            (50.0, 12)
+        );
+        assert_eq!(plan.search.max_time, Some(Duration::from_secs(300)));
+
+        let gains = format!(
+            "mode = \"sweep\"\n{VARIANT}{TARGETS}data = \"users.csv\"\ndata_order = \"random\"\nformat = \"http\"\nlazy = false\nprecision = \"1ms\"\nworkers = 5\ninsecure = true\nmonitor = [\"host\"]\nmonitor_interval = \"500ms\"\n"
+        );
+        let plan = parse(&gains).expect("a plan takes what attack takes");
+        assert_eq!(plan.load.attack.data.as_deref(), Some("users.csv"));
+        let settings = &plan.load.settings;
+        assert_eq!(
+            (
+                settings.precision_ns,
+                settings.initial_connections,
+                settings.tls.insecure
+            ),
+            (1_000_000, 5, true)
+        );
+        assert_eq!(
+            (settings.monitor.clone(), settings.monitor_interval),
+            (vec!["host".to_owned()], Duration::from_millis(500))
+        );
+
+        let rows: [(&str, String); 4] = [
+            (
+                "sweep of users",
+                format!(
+                    "mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nusers = [1, 10]\n"
+                ),
+            ),
+            (
+                "ramp schedule",
+                format!(
+                    "mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nschedule = \"line(1, 100, 10s)\"\n"
+                ),
+            ),
+            (
+                "matrix",
+                format!(
+                    "mode = \"matrix\"\n{VARIANT}{TARGETS}[matrix]\naxes = {{ replicas = [1, 2] }}\nrepeat = 3\norder = \"shuffled\"\nseed = 4\n"
+                ),
+            ),
+            ("defaults", format!("mode = \"sweep\"\n{VARIANT}{TARGETS}")),
+        ];
+        for (name, text) in rows {
+            let plan = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(plan.slo.min_success_ratio, Some(DEFAULT_SUCCESS), "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_plans_name_the_line_and_field() {
+        let rows: [(&str, String, &str); 26] = [
+            (
+                "no streams",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}max_streams = 0\n"),
+                "p.toml:7: load.max_streams: 0 streams would send nothing; at least 1",
+            ),
+            (
+                "h2c not a bool",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}h2c = \"yes\"\n"),
+                "p.toml:7: load.h2c: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                "typo",
+                format!(
+                    "mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nratez = [1]\n"
+                ),
+                "p.toml:6: ratez: unknown field `ratez`",
+            ),
+            (
+                "unknown mode",
+                format!("mode = \"soak\"\n{VARIANT}{TARGETS}"),
+                "p.toml:1: mode: unknown mode \"soak\"",
+            ),
+            (
+                "missing mode",
+                format!("{VARIANT}{TARGETS}"),
+                "p.toml:1: mode: missing field `mode`",
+            ),
+            (
+                "success > 1",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\nsuccess = 1.5\n"),
+                "p.toml:8: slo.success: must be between 0 and 1",
+            ),
+            (
+                "negative error share",
+                format!(
+                    "mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\nerrors = {{ timeout = -0.1 }}\n"
+                ),
+                "p.toml:8: slo.errors.timeout: must be between 0 and 1",
+            ),
+            (
+                "unknown error kind",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\nerrors = {{ oops = 0.1 }}\n"),
+                "p.toml:8: slo.errors.oops: want an error kind",
+            ),
+            (
+                "bad latency",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\np99 = \"fast\"\n"),
+                "p.toml:8: slo.p99:",
+            ),
+            (
+                "negative rate",
+                format!(
+                    "mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nrates = [10, -5]\n"
+                ),
+                "p.toml:6: load.rates: every rate must be above 0, got -5",
+            ),
+            (
+                "empty axis",
+                format!(
+                    "mode = \"matrix\"\n{VARIANT}{TARGETS}[matrix]\naxes = {{ replicas = [] }}\n"
+                ),
+                "p.toml:8: matrix.axes.replicas: an empty axis makes no cells",
+            ),
+            (
+                "no axes",
+                format!("mode = \"matrix\"\n{VARIANT}{TARGETS}[matrix]\naxes = {{}}\n"),
+                "p.toml:8: matrix.axes: no axes",
+            ),
+            (
+                "matrix without table",
+                format!("mode = \"matrix\"\n{VARIANT}{TARGETS}"),
+                "p.toml:1: matrix:",
+            ),
+            (
+                "missing targets",
+                format!("mode = \"sweep\"\n{VARIANT}[load]\nrates = [1]\n"),
+                "p.toml:2: variant.targets: variant \"a\" has no targets",
+            ),
+            (
+                "base_url without shared targets",
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\nbase_url = \"http://127.0.0.1:1\"\n[load]\nrates = [1]\n"
+                    .to_owned(),
+                "p.toml:4: variant.base_url:",
+            ),
+            (
+                "no variants",
+                format!("mode = \"sweep\"\n{TARGETS}"),
+                "p.toml:1: variant: no [[variant]] tables",
+            ),
+            (
+                "bad search",
+                format!(
+                    "mode = \"search\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\n[search]\nprecision = 2\n"
+                ),
+                "p.toml:7: search.precision: must be between 0 and 1",
+            ),
+            (
+                "stop_after_failures in a search",
+                format!(
+                    "mode = \"search\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nstop_after_failures = 1\n"
+                ),
+                "p.toml:6: load.stop_after_failures: a search stops by itself",
+            ),
+            (
+                "negative stop_after_failures",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}stop_after_failures = -1\n"),
+                "p.toml:7: load.stop_after_failures: invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "a value of the wrong type names its key",
+                format!("mode = \"sweep\"\n{VARIANT}[load]\ntargets = [\"GET http://h/\"]\nrates = \"fast\"\n"),
+                "p.toml:6: load.rates: invalid type: string \"fast\", expected a sequence",
+            ),
+            (
+                "an impossible generator bound",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}[slo]\nmax_lag = \"0ms\"\n"),
+                "p.toml:8: slo.max_lag: must be longer than zero",
+            ),
+            (
+                "duplicate variant",
+                format!("mode = \"sweep\"\n{VARIANT}{VARIANT}{TARGETS}"),
+                "p.toml:5: variant.name: \"a\" is used twice",
+            ),
+            (
+                "a step's own key",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}rate = 5\n"),
+                "p.toml:7: load.rate: give the steps' rates as rates = [...]",
+            ),
+            (
+                "no threads",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}threads = 0\n"),
+                "p.toml:7: load.threads: must be at least 1",
+            ),
+            (
+                "an attack key checked as attack checks it",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}data_order = \"random\"\n"),
+                "p.toml:7: load.data_order: needs a data file",
+            ),
+            (
+                "think time in an open-model sweep",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}think_time = \"1s\"\n"),
+                "p.toml:7: load.think_time: the think time belongs to the closed model",
+            ),
+        ];
+        let wrong: Vec<String> = rows
+            .into_iter()
+            .filter_map(|(name, text, want)| match parse(&text) {
+                Err(err) if err.starts_with(want) => None,
+                other => Some(format!("{name}: {other:?}")),
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
+
+mod scenarios {
+    use std::path::Path;
+
+    use analysis::Percentile;
+    use workload::TextOrNumber;
+
+    use crate::plan::*;
+
+    const HEAD: &str = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/search\"]\nrates = [10]\ntimeout = \"3s\"\nheaders = [\"X-Run: lab\"]\n";
+
+    fn parse(text: &str) -> Result<Plan, String> {
+        Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn background_scenarios_parse_with_load_defaults_and_their_own_slo() {
+        let text = format!(
+            "{HEAD}[slo]\nmax_lag = \"25ms\"\n[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\nrate = 1\n[load.scenario.slo]\nsuccess = 1.0\np99 = \"1.5s\"\n[[load.scenario]]\nname = \"home\"\ntargets_file = \"home.txt\"\nrate = \"10/1s\"\ntimeout = \"1s\"\n"
+        );
+        let plan = parse(&text).expect("plan with scenarios");
+        let [news, home] = &plan.load.scenarios[..] else {
+            panic!("{:?}", plan.load.scenarios)
+        };
+        assert_eq!((news.name.as_str(), news.line), ("news", 11));
+        assert_eq!(news.attack.name.as_deref(), Some("news"));
+        assert_eq!(
+            news.attack.rate.as_ref().map(TextOrNumber::text).as_deref(),
+            Some("1")
+        );
+        // [load]'s per-attack settings fill in what the scenario leaves out.
+        assert_eq!(news.attack.timeout.as_deref(), Some("3s"));
+        assert_eq!(news.attack.headers, Some(vec!["X-Run: lab".to_owned()]));
+        let slo = news.slo.as_ref().expect("news has an slo");
+        assert_eq!(slo.min_success_ratio, Some(1.0));
+        assert_eq!(slo.max_latency_ns, vec![(Percentile::P99, 1_500_000_000)]);
+        // The generator's health is the plan's.
+        assert_eq!(slo.generator.max_lag_p99_ns, 25_000_000);
+        assert_eq!(home.attack.timeout.as_deref(), Some("1s"));
+        assert_eq!(home.attack.targets_file.as_deref(), Some("home.txt"));
+        assert!(home.slo.is_none());
+        assert!(parse(HEAD).expect("no scenarios").load.scenarios.is_empty());
+    }
+
+    #[test]
+    fn bad_scenarios_name_the_line_and_field() {
+        let news = "[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\n";
+        let rows: [(&str, String, &str); 14] = [
+            (
+                "typo",
+                format!("{HEAD}{news}rate = 1\nrat = 2\n"),
+                "p.toml:13: rat: unknown field `rat`",
+            ),
+            (
+                "no rate",
+                format!("{HEAD}{news}"),
+                "p.toml:9: load.scenario.rate: scenario \"news\" needs a rate",
+            ),
+            (
+                "bad rate",
+                format!("{HEAD}{news}rate = \"fast\"\n"),
+                "p.toml:12: load.scenario.rate:",
+            ),
+            (
+                "zero rate",
+                format!("{HEAD}{news}rate = 0\n"),
+                "p.toml:12: load.scenario.rate: must be above 0",
+            ),
+            (
+                "duplicate name",
+                format!("{HEAD}{news}rate = 1\n{news}rate = 2\n"),
+                "p.toml:14: load.scenario.name: \"news\" is used twice",
+            ),
+            (
+                "named like a variant",
+                format!(
+                    "{HEAD}[[load.scenario]]\nname = \"a\"\ntargets = [\"GET http://h/\"]\nrate = 1\n"
+                ),
+                "p.toml:9: load.scenario.name: \"a\" is the name of the variant on line 2",
+            ),
+            (
+                "no targets",
+                format!("{HEAD}[[load.scenario]]\nname = \"news\"\nrate = 1\n"),
+                "p.toml:9: load.scenario.targets: scenario \"news\" has no targets",
+            ),
+            (
+                "both targets",
+                format!("{HEAD}{news}targets_file = \"t.txt\"\nrate = 1\n"),
+                "p.toml:9: load.scenario.targets: scenario \"news\": give targets or targets_file, not both",
+            ),
+            (
+                "a duration",
+                format!("{HEAD}{news}rate = 1\nduration = \"5m\"\n"),
+                "p.toml:13: load.scenario.duration: a background scenario runs for each step's whole length",
+            ),
+            (
+                "bad timeout",
+                format!("{HEAD}{news}rate = 1\ntimeout = \"soon\"\n"),
+                "p.toml:13: load.scenario.timeout:",
+            ),
+            (
+                "bad header",
+                format!("{HEAD}{news}rate = 1\nheaders = [\"no colon\"]\n"),
+                "p.toml:13: load.scenario.headers:",
+            ),
+            (
+                "slo out of range",
+                format!("{HEAD}{news}rate = 1\nslo = {{ success = 2 }}\n"),
+                "p.toml:13: load.scenario.slo.success: must be between 0 and 1",
+            ),
+            (
+                "a run-wide key",
+                format!("{HEAD}{news}rate = 1\nthreads = 2\n"),
+                "p.toml:13: load.scenario.threads: a run-wide key: set it once, in [load]",
+            ),
+            (
+                "generator health per scenario",
+                format!("{HEAD}{news}rate = 1\nslo = {{ max_lag = \"1s\" }}\n"),
+                "p.toml:13: load.scenario.slo: the generator's health (achieved, max_lag) is set once, in [slo]",
+            ),
+        ];
+        let wrong: Vec<String> = rows
+            .into_iter()
+            .filter_map(|(name, text, want)| match parse(&text) {
+                Err(err) if err.starts_with(want) => None,
+                other => Some(format!("{name}: {other:?}")),
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
+
+mod shipped {
+    use std::path::Path;
+
+    use crate::plan::*;
+
+    #[test]
+    fn every_shipped_plan_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/plans");
+        let mut modes = Vec::new();
+        for entry in std::fs::read_dir(&dir).expect("examples/plans") {
+            let path = entry.expect("entry").path();
+            let plan = Plan::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            for variant in &plan.variants {
+                if let TargetSource::File(file) = &variant.targets {
+                    assert!(
+                        dir.join(file).is_file(),
+                        "{}: {}",
+                        path.display(),
+                        file.display()
+                    );
+                }
+            }
+            modes.push(plan.mode);
+        }
+        for mode in [Mode::Sweep, Mode::Search, Mode::Matrix] {
+            assert!(modes.contains(&mode), "no shipped {mode:?} plan");
+        }
+        assert!(modes.len() >= 4, "one plan per field report");
+    }
+}
