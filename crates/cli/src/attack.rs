@@ -1,7 +1,7 @@
 //! `loadlab attack`: flags (or a scenario file) -> [`engine::RunConfig`] -> [`engine::run`].
 
 use std::fs::File;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,11 +12,10 @@ use engine::{AttackConfig, RunConfig, StopHandle};
 use units::GoDuration;
 use workload::{AttackFields, Origin, RunFields, ScenarioFile, Target, TextOrNumber, defaults};
 
-use crate::dashboard;
-use crate::live_view;
+use crate::dashboard::Output;
 use crate::monitor::AttachedMonitor;
-use crate::prometheus::{PrometheusArgs, PrometheusSetup};
 use crate::signals;
+use crate::watch::{WatchArgs, Watchers};
 
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
 ///
@@ -250,56 +249,23 @@ pub struct AttackArgs {
     /// from now), so shards on several machines share one time zero
     #[arg(long, value_name = "TIME")]
     start_at: Option<String>,
-    /// No live view on stderr (by default: a redrawn view on a terminal, else a
-    /// progress line every 5 s)
-    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    quiet: bool,
     #[command(flatten)]
-    prometheus: PrometheusArgs,
-    /// Serve the run page (the one `loadlab plot` draws) live at ADDR, updated every
-    /// second: HOST:PORT, or :PORT / PORT for loopback; port 0 picks one [without a
-    /// value: 127.0.0.1:8088]
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = dashboard::DEFAULT_ADDRESS)]
-    dashboard: Option<String>,
-    /// After the run, keep serving the final dashboard page this long (Ctrl-C ends it
-    /// sooner); 0s stops with the run, as scripts want
-    #[arg(long, default_value = "0s", value_name = "DURATION")]
-    dashboard_linger: String,
-}
-
-/// `-dashboard`: the run page served live, fed a copy of the records written to `out`.
-fn start_dashboard(
-    args: &AttackArgs,
-    out: dashboard::Output,
-) -> (dashboard::Output, Option<dashboard::Dashboard>) {
-    let Some(address) = &args.dashboard else {
-        return (out, None);
-    };
-    let name = args
-        .output
-        .as_ref()
-        .map_or_else(|| "stdout".to_owned(), |path| path.display().to_string());
-    dashboard::start(address, &name, out)
-}
-
-fn dashboard_linger(args: &AttackArgs) -> anyhow::Result<std::time::Duration> {
-    units::parse_duration(&args.dashboard_linger)
-        .map_err(|err| anyhow::anyhow!("-dashboard-linger: {err}"))
+    watch: WatchArgs,
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
-    let prometheus = PrometheusSetup::check(&args.prometheus)?;
-    let linger = dashboard_linger(args)?;
+    let watch_flags = args.watch.check()?;
     let (config, shard) = build_config(args)?;
     let settings = &config.settings;
     let mut monitor = AttachedMonitor::new(&settings.monitor, settings.monitor_interval)?;
     let config = add_attacks(args, config, shard)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "waiting for requests in flight")?;
-    let out: Box<dyn Write + Send> = match &args.output {
+    let (out, name): (Output, String) = match &args.output {
         Some(path) => {
-            Box::new(File::create(path).with_context(|| format!("-output {}", path.display()))?)
+            let file = File::create(path).with_context(|| format!("-output {}", path.display()))?;
+            (Box::new(file), path.display().to_string())
         }
         None => {
             let stdout = std::io::stdout();
@@ -308,33 +274,34 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
                     "loadlab: writing binary records to a terminal; pipe them into `loadlab report` or use -output"
                 );
             }
-            Box::new(stdout)
+            (Box::new(stdout), "stdout".to_owned())
         }
     };
-    let (out, dashboard) = start_dashboard(args, out);
-    let mut observers: Vec<Box<dyn engine::RunObserver>> = Vec::new();
-    let view = live_view::start(&config, &stop, args.quiet, "loadlab attack: ")?.map(|watch| {
-        observers.push(watch.observer);
-        watch.finish
-    });
-    let prometheus = prometheus.start(&config, &mut observers);
-    let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut observers);
-    // The output is dropped here, so the dashboard reads the end of the run.
-    let result = result.map(|(_, outcome)| outcome);
-    if let Some(finish_view) = view {
-        finish_view();
-    }
-    if let Some(prometheus) = prometheus {
-        prometheus.finish();
-    }
-    if let Some(dashboard) = dashboard {
-        dashboard.finish(linger, &stop);
-    }
+    let watchers = Watchers::start(&args.watch, watch_flags, "loadlab attack: ");
+    let (out, mut watch) = watchers.watch(&config, &stop, out, &name);
+    let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut watch.observers);
+    // Whatever attack has to say goes to stderr before its output closes.
+    watch.finish_view(result.is_ok());
     if let Some(summary) = monitor.summary() {
         eprintln!("loadlab: monitor: {summary}");
     }
+    if let Ok((_, outcome)) = &result {
+        say_how_it_ended(outcome);
+    }
+    // The output is dropped here, so the dashboard reads the end of the run.
+    let result = result.map(|(_, outcome)| outcome);
+    watch.finish_page();
+    watchers.finish(&stop);
     // A closed output pipe surfaces as an io::Error in the chain; main treats it as success.
     let outcome = result?;
+    Ok(match outcome.fired {
+        Some(fired) => ExitCode::from(fired.rule.kind().exit_code()),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// Requests left unsent and the stop rule that ended the run, if any.
+fn say_how_it_ended(outcome: &engine::RunOutcome) {
     if outcome.unsent > 0 {
         let why = if outcome.capped {
             " (requests waited at the in-flight cap, -max-workers, or the connections \
@@ -347,13 +314,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
             outcome.unsent
         );
     }
-    Ok(match outcome.fired {
-        Some(fired) => {
-            eprintln!("loadlab: stop rule {}", fired.describe());
-            ExitCode::from(fired.rule.kind().exit_code())
-        }
-        None => ExitCode::SUCCESS,
-    })
+    if let Some(fired) = &outcome.fired {
+        eprintln!("loadlab: stop rule {}", fired.describe());
+    }
 }
 
 /// The run without its attacks: every run-wide flag checked, before any target is

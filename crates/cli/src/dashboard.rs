@@ -1,9 +1,12 @@
-//! `attack -dashboard ADDR`: the run page served live on loopback ([`plot::LivePage`]
-//! behind a [`live::Server`]). A port that cannot be bound is a warning naming the
-//! flag; the run goes on without the page, its records untouched.
+//! `-dashboard ADDR` (`attack` and `run`): the run page served live on loopback
+//! ([`plot::LivePage`] behind a [`live::Server`]). The server starts once; each run
+//! (`attack`'s, each step of a plan) gets a page of its own, fed a copy of the records
+//! written to its output, and the address shows the newest. A port that cannot be
+//! bound is a warning naming the flag; the runs go on without the page, their records
+//! untouched.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use engine::StopHandle;
@@ -13,66 +16,90 @@ use plot::{LivePage, PlotConfig};
 /// `-dashboard` without a value, and the host of `-dashboard :PORT` or `PORT`.
 pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8088";
 
-/// The page and its server while the run goes.
-pub struct Dashboard {
-    page: Arc<LivePage>,
-    server: Server,
-}
-
 /// The run's output, copied to the page when there is one.
 pub type Output = Box<dyn Write + Send>;
 
-/// Starts the page on `given` (the flag's value) for the records written to `out`,
-/// named `name` on the page. On failure, warns and hands `out` back unchanged.
-pub fn start(given: &str, name: &str, out: Output) -> (Output, Option<Dashboard>) {
-    let config = PlotConfig::default();
-    let (page, feed) = match LivePage::start(out, name, &config) {
-        Ok(started) => started,
-        Err((err, out)) => {
-            eprintln!(
-                "loadlab: warning: -dashboard: cannot start the page ({err}); the run goes on without it"
-            );
-            return (out, None);
-        }
-    };
-    let page = Arc::new(page);
+/// The server, and the page of the newest run it shows.
+pub struct Dashboard {
+    current: Current,
+    server: Server,
+}
+
+type Current = Arc<Mutex<Option<Arc<LivePage>>>>;
+
+/// Starts the server on `given` (the flag's value); on failure, warns and returns
+/// `None`.
+pub fn start(given: &str) -> Option<Dashboard> {
+    let current: Current = Arc::default();
     let handler: Handler = {
-        let page = Arc::clone(&page);
-        Arc::new(move |request: &Request| answer(&page, request))
+        let current = Arc::clone(&current);
+        Arc::new(move |request: &Request| {
+            let page = current
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            answer(page.as_deref(), request)
+        })
     };
     match Server::start("-dashboard", given, handler) {
         Ok(server) => {
             eprintln!("loadlab: dashboard on http://{}/", server.address());
-            (Box::new(feed), Some(Dashboard { page, server }))
+            Some(Dashboard { current, server })
         }
         Err(err) => {
             eprintln!(
                 "loadlab: warning: {}; the run goes on without the dashboard",
                 units::error_chain(&err)
             );
-            (Box::new(feed.into_inner()), None)
+            None
         }
     }
 }
 
-fn answer(page: &LivePage, request: &Request) -> Response {
-    match request.path.as_str() {
-        "/" | "/index.html" => Response::ok("text/html; charset=utf-8", page.page()),
-        "/data" => Response::ok("application/json", page.status_json()),
-        path => Response::not_found(path),
+fn answer(page: Option<&LivePage>, request: &Request) -> Response {
+    match (request.path.as_str(), page) {
+        ("/" | "/index.html", Some(page)) => Response::ok("text/html; charset=utf-8", page.page()),
+        ("/data", Some(page)) => Response::ok("application/json", page.status_json()),
+        ("/" | "/index.html", None) => Response::ok(
+            "text/plain; charset=utf-8",
+            "loadlab: no run has started yet; reload in a moment\n",
+        ),
+        (path, _) => Response::not_found(path),
     }
 }
 
+/// One run's page; [`RunPage::finish`] once the run's output is closed.
+pub struct RunPage(Arc<LivePage>);
+
 impl Dashboard {
-    /// The run is over and its output dropped: waits for the final page, then keeps
-    /// serving it for `linger` or until Ctrl-C.
+    /// A page for the run writing to `out` (named `name` on the page, as `loadlab
+    /// plot` would be given the file), shown from now on; `out` comes back wrapped so
+    /// the page reads what is written. A page that cannot start is a warning.
+    pub fn watch(&self, out: Output, name: &str) -> (Output, Option<RunPage>) {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let after = current.as_ref().map_or(0, |page| page.version());
+        match LivePage::start_after(out, name, &PlotConfig::default(), after) {
+            Ok((page, feed)) => {
+                let page = Arc::new(page);
+                *current = Some(Arc::clone(&page));
+                (Box::new(feed), Some(RunPage(page)))
+            }
+            Err((err, out)) => {
+                eprintln!(
+                    "loadlab: warning: -dashboard: cannot start the page ({err}); the run goes on without it"
+                );
+                (out, None)
+            }
+        }
+    }
+
+    /// After the last run: keeps serving its final page for `linger` or until
+    /// Ctrl-C, then stops.
     pub fn finish(self, linger: Duration, stop: &StopHandle) {
-        let Dashboard { page, server } = self;
-        page.finish();
         if !linger.is_zero() {
             eprintln!(
                 "loadlab: dashboard: the final page stays on http://{}/ for {} (Ctrl-C to exit)",
-                server.address(),
+                self.server.address(),
                 units::GoDuration(linger)
             );
             let deadline = Instant::now() + linger;
@@ -81,6 +108,13 @@ impl Dashboard {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        server.stop();
+        self.server.stop();
+    }
+}
+
+impl RunPage {
+    /// The run is over and its output dropped: waits for the final page.
+    pub fn finish(self) {
+        self.0.finish();
     }
 }

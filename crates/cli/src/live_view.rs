@@ -20,12 +20,13 @@ struct Display {
 }
 
 impl Display {
-    /// Stops the keys (giving the terminal back) and the view, before the summary.
-    fn finish(self) {
+    /// Stops the keys (giving the terminal back) and the view, before the summary;
+    /// a run that `completed` leaves its final line.
+    fn finish(self, completed: bool) {
         if let Some(keys) = self.keys {
             keys.finish();
         }
-        self.view.finish();
+        self.view.finish(completed);
     }
 }
 
@@ -72,6 +73,6 @@ pub fn start(
     let display = Display { view, keys };
     Ok(Some(lab::Watch {
         observer: Box::new(stats),
-        finish: Box::new(move || display.finish()),
+        finish: Box::new(move |completed| display.finish(completed)),
     }))
 }

@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod signals;
 mod simulate;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -1,8 +1,11 @@
-//! `attack -prometheus-addr` and `-prometheus-remote-write`: the run's metrics for
-//! Prometheus, scraped from a loopback `/metrics` page or pushed with remote write.
+//! `-prometheus-addr` and `-prometheus-remote-write` (`attack` and `run`): the run's
+//! metrics for Prometheus, scraped from a loopback `/metrics` page or pushed with
+//! remote write. The server starts once and serves the newest run's (each step of a
+//! plan in turn: its counters start again, as a restarted exporter's do).
 //! Either one failing (a taken port, a receiver that is down) is a warning on stderr:
 //! the run and its records go on.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -40,10 +43,18 @@ pub struct PrometheusSetup {
     push: Option<RemoteWriteOptions>,
 }
 
-/// What serves and pushes during the run; [`Prometheus::finish`] after it.
+/// What serves the newest run's metrics (from the first run to exit) and pushes each
+/// run's; [`Prometheus::watch`] for each run.
 pub struct Prometheus {
-    /// Kept until attack exits: dropping it stops serving.
+    /// Kept until exit: dropping it stops serving.
     _server: Option<Server>,
+    /// The newest run's metrics, which `/metrics` serves.
+    current: Arc<Mutex<Option<live::PrometheusHandle>>>,
+    push: Option<RemoteWriteOptions>,
+}
+
+/// One run's pushes; [`PrometheusRun::finish`] after it.
+pub struct PrometheusRun {
     push: Option<(RemoteWrite, String)>,
 }
 
@@ -83,15 +94,30 @@ impl PrometheusSetup {
         })
     }
 
-    /// Starts the observer (added to `observers`), the server and the push thread.
-    pub fn start(
-        self,
-        config: &RunConfig,
-        observers: &mut Vec<Box<dyn RunObserver>>,
-    ) -> Option<Prometheus> {
+    /// Starts the server, if one is asked for; nothing when neither flag is given.
+    pub fn start(self) -> Option<Prometheus> {
         if self.addr.is_none() && self.push.is_none() {
             return None;
         }
+        let current = Arc::default();
+        Some(Prometheus {
+            _server: self
+                .addr
+                .and_then(|addr| serve(&addr, Arc::clone(&current))),
+            current,
+            push: self.push,
+        })
+    }
+}
+
+impl Prometheus {
+    /// The observer of one run (added to `observers`), served from now on and pushed
+    /// by a thread of its own.
+    pub fn watch(
+        &self,
+        config: &RunConfig,
+        observers: &mut Vec<Box<dyn RunObserver>>,
+    ) -> PrometheusRun {
         let stats = PrometheusStats::new(config);
         if stats.folded_targets() > 0 {
             eprintln!(
@@ -102,8 +128,8 @@ impl PrometheusSetup {
         }
         let handle = stats.handle();
         observers.push(Box::new(stats));
-        let server = self.addr.and_then(|addr| serve(&addr, handle.clone()));
-        let push = self.push.and_then(|options| {
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle.clone());
+        let push = self.push.clone().and_then(|options| {
             let shown = units::redact_url(&options.url);
             let warn = Box::new(|line: &str| eprintln!("loadlab: {line}"));
             match RemoteWrite::start(options, handle, warn) {
@@ -114,19 +140,25 @@ impl PrometheusSetup {
                 }
             }
         });
-        Some(Prometheus {
-            _server: server,
-            push,
-        })
+        PrometheusRun { push }
     }
 }
 
-fn serve(addr: &str, handle: live::PrometheusHandle) -> Option<Server> {
-    let handler: live::Handler =
-        std::sync::Arc::new(move |request: &live::Request| match request.path.as_str() {
-            "/metrics" => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, handle.render_text()),
-            path => live::Response::not_found(path),
-        });
+fn serve(addr: &str, current: Arc<Mutex<Option<live::PrometheusHandle>>>) -> Option<Server> {
+    let handler: live::Handler = Arc::new(move |request: &live::Request| {
+        let handle = current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match (request.path.as_str(), handle) {
+            ("/metrics", Some(handle)) => {
+                live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, handle.render_text())
+            }
+            // Up, with nothing to say yet (a plan before its first step).
+            ("/metrics", None) => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, String::new()),
+            (path, _) => live::Response::not_found(path),
+        }
+    });
     match Server::start("-prometheus-addr", addr, handler) {
         Ok(server) => {
             eprintln!(
@@ -149,7 +181,7 @@ fn warn_going_on(err: &dyn std::error::Error) {
     );
 }
 
-impl Prometheus {
+impl PrometheusRun {
     /// After the run: the final push, and how the pushes went if any failed.
     pub fn finish(self) {
         if let Some((push, url)) = self.push {

@@ -9,8 +9,8 @@ use anyhow::Context;
 use engine::StopHandle;
 use lab::{MakeMonitor, MakeWatch, MonitorFactory, Plan, RunOptions, WatchFactory, run_plan};
 
-use crate::live_view;
 use crate::signals;
+use crate::watch::{WatchArgs, Watchers};
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
 ///
@@ -38,6 +38,12 @@ use crate::signals;
 ///
 ///   loadlab run plan.toml -output runs/night -resume
 ///
+///   loadlab run plan.toml -dashboard=:8088 -prometheus-addr=127.0.0.1:8880
+///
+/// Each step is watched as `loadlab attack` watches its run: the live view on stderr
+/// (-quiet for none), -dashboard (the step running, at one address for the whole plan),
+/// -prometheus-addr and -prometheus-remote-write (the step running's series).
+///
 /// Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
 /// continues without redoing the finished steps.
 ///
@@ -51,17 +57,15 @@ pub struct RunArgs {
     /// Continue the run in -output, skipping the steps its summary.json holds
     #[arg(long)]
     resume: bool,
-    /// No live view of each step on stderr (by default: a redrawn view on a terminal,
-    /// where p pauses it and q stops the plan as Ctrl-C does; else a progress line
-    /// every 5 s)
-    #[arg(long)]
-    quiet: bool,
+    #[command(flatten)]
+    watch: WatchArgs,
     /// The plan file (TOML)
     #[arg(value_name = "PLAN")]
     plan: PathBuf,
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let watch_flags = args.watch.check()?;
     let mut plan = Plan::read(&args.plan)?;
     // Plans start their stand-ins with `{{loadlab}} simulate ...`: this very binary.
     if let Ok(exe) = std::env::current_exe() {
@@ -83,14 +87,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     });
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "finishing the current step")?;
+    let watchers = Arc::new(Watchers::start(&args.watch, watch_flags, "loadlab run: "));
     let options = RunOptions {
         output: output.clone(),
         resume: args.resume,
         monitor: Some(MonitorFactory(make)),
-        watch: (!args.quiet).then(step_view),
+        watch: Some(step_watch(Arc::clone(&watchers))),
     };
     let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())
-        .with_context(|| format!("plan {}", args.plan.display()))?;
+        .with_context(|| format!("plan {}", args.plan.display()));
+    drop(options);
+    if let Some(watchers) = Arc::into_inner(watchers) {
+        watchers.finish(&stop);
+    }
+    let summary = summary?;
     print!("{}", summary.markdown());
     eprintln!("loadlab run: the run folder is {}", output.display());
     if summary.complete {
@@ -123,17 +133,11 @@ fn folder_name(name: &str) -> String {
     }
 }
 
-/// Each step's live view; a view that cannot start is a warning, the step goes on.
-fn step_view() -> WatchFactory {
-    let make: Arc<MakeWatch> =
-        Arc::new(
-            |config, stop| match live_view::start(config, stop, false, "loadlab run: ") {
-                Ok(watch) => watch,
-                Err(err) => {
-                    eprintln!("loadlab run: no live view: {err:#}");
-                    None
-                }
-            },
-        );
+/// What watches each step: the live view, Prometheus and the dashboard, as `attack`'s.
+fn step_watch(watchers: Arc<Watchers>) -> WatchFactory {
+    let make: Arc<MakeWatch> = Arc::new(move |config, stop, out, name| {
+        let (out, watch) = watchers.watch(config, stop, out, name);
+        (out, Some(watch.into_step_watch()))
+    });
     WatchFactory(make)
 }

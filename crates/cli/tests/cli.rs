@@ -810,6 +810,40 @@ fn attack_pipes_into_report() {
 }
 
 #[test]
+fn an_attack_that_fails_on_its_targets_says_only_why() {
+    let server = simulator(OK_RECIPE);
+    let good = target_line(&server, "/hello");
+    let rows: [(&str, Vec<u8>, &str); 2] = [
+        (
+            "a bad second target, read lazily",
+            format!("{good}\nBOGUS http://127.0.0.1:1/\n").into_bytes(),
+            "stdin:3: unknown method \"BOGUS\"",
+        ),
+        (
+            "binary garbage, read lazily",
+            vec![0xff, 0xfe, 0x00, 0x9c, 0x80, b'\n', 0xc3],
+            "reading stdin: stream did not contain valid UTF-8",
+        ),
+    ];
+    for (name, input, want) in rows {
+        let output = run(
+            &["attack", "-lazy", "-rate=50", "-duration=2s"],
+            Some(&input),
+        );
+        let said = stderr(&output);
+        assert!(!output.status.success(), "{name}: {said}");
+        // No "done: 0 requests" as if it had run: the error is the only word.
+        assert!(!said.contains("done:"), "{name}: {said:?}");
+        let last = said.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("loadlab: ") && last.contains(want),
+            "{name}: {said:?}"
+        );
+        assert!(said.ends_with('\n'), "{name}: {said:?}");
+    }
+}
+
+#[test]
 fn attack_records_its_precision_and_report_prints_it() {
     let server = simulator(OK_RECIPE);
     let targets = target_line(&server, "/hello");
@@ -1517,6 +1551,9 @@ fn run_refuses_a_bad_plan_naming_its_file_and_line() {
         assert_eq!(output.status.code(), Some(1), "{plan}: {err}");
         assert!(err.contains(&want), "{plan}: {err}");
         assert!(!err.contains("panicked"), "{plan}: {err}");
+        // One line, each cause said once.
+        assert_eq!(err.lines().count(), 1, "{plan}: {err}");
+        assert!(err.matches("No such file").count() <= 1, "{plan}: {err}");
     }
     assert!(
         !std::path::Path::new(&dir.path("out")).exists(),

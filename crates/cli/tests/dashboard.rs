@@ -168,6 +168,77 @@ fn the_page_is_live_during_the_run_and_plot_s_page_at_the_end() {
 }
 
 #[test]
+fn a_plan_s_dashboard_and_metrics_follow_each_step() {
+    let server = simulator();
+    let dir = temp_dir("plan");
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "mode = \"sweep\"\n[[variant]]\nname = \"sim\"\n[load]\ntargets = [\"GET http://{}/step\"]\nrates = [50, 100]\nstep_duration = \"2s\"\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    let mut child = loadlab()
+        .args([
+            "run",
+            "-quiet",
+            "-dashboard=127.0.0.1:0",
+            "-prometheus-addr=127.0.0.1:0",
+        ])
+        .arg("-dashboard-linger=60s")
+        .arg(format!("-output={}", dir.join("run").display()))
+        .arg(&plan)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, received) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let metrics = received.recv_timeout(Duration::from_secs(20)).unwrap();
+    let metrics = metrics
+        .strip_prefix("loadlab: prometheus metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{metrics}"))
+        .to_owned();
+    let address = dashboard_address(&received);
+    // Each step's page in turn at the one address, its versions counting on.
+    let mut versions = Vec::new();
+    for step in ["000-sim-50", "001-sim-100"] {
+        wait_for(step, || get(&address, "/").1.contains(step));
+        let version = get(&address, "/data").1;
+        versions.push(version);
+        let (status, scraped) = get(&metrics, "/metrics");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert!(scraped.contains("/step"), "{scraped}");
+    }
+    wait_for("the last step's final page", || {
+        get(&address, "/data").1.contains("\"finished\":true")
+            && get(&address, "/").1.contains("001-sim-100")
+    });
+    interrupt(&child);
+    assert!(child.wait().unwrap().success());
+    let version = |data: &str| -> u64 {
+        let rest = data.split("\"version\":").nth(1).unwrap();
+        rest[..rest.find(',').unwrap()].parse().unwrap()
+    };
+    assert!(
+        version(&versions[1]) > version(&versions[0]),
+        "a browser on the address moves on: {versions:?}"
+    );
+    let summary = std::fs::read_to_string(dir.join("run/summary.json")).unwrap();
+    assert!(summary.contains("\"complete\": true"), "{summary}");
+}
+
+#[test]
 fn a_taken_or_bad_address_is_a_warning_and_the_run_goes_on() {
     let server = simulator();
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();

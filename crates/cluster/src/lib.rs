@@ -29,13 +29,13 @@ pub use kube::Client;
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// An API call failed (no rights, no such namespace, unreachable).
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}: {cause}")]
     Api {
         /// What was being done.
         what: &'static str,
-        /// The client's error (the API server's status when it answered).
-        #[source]
-        source: kube::Error,
+        /// The client's error (the API server's status when it answered), said in the
+        /// message (not a `source`, so a chain of causes does not say it twice).
+        cause: kube::Error,
     },
     /// A request could not be built or was refused by a shard.
     #[error("{0}")]
@@ -56,7 +56,10 @@ pub enum ClusterError {
 
 impl ClusterError {
     fn api(what: &'static str, source: kube::Error) -> ClusterError {
-        ClusterError::Api { what, source }
+        ClusterError::Api {
+            what,
+            cause: source,
+        }
     }
 }
 

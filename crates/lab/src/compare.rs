@@ -128,7 +128,7 @@ pub fn read_summary(dir: &Path) -> Result<RunSummary, LabError> {
         } else {
             LabError::Io {
                 path: path.clone(),
-                source,
+                cause: source,
             }
         }
     })?;

@@ -466,7 +466,7 @@ impl RunSummary {
                 .map(Some)
                 .map_err(|e| LabError::Folder(format!("{}: {e}", path.display()))),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(LabError::Io { path, source }),
+            Err(cause) => Err(LabError::Io { path, cause }),
         }
     }
 
@@ -608,9 +608,9 @@ pub(crate) fn millis(ms: Option<f64>) -> String {
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
     let tmp = path.with_extension("tmp");
-    let io = |source| LabError::Io {
+    let io = |cause| LabError::Io {
         path: path.to_owned(),
-        source,
+        cause,
     };
     std::fs::write(&tmp, bytes).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
@@ -639,11 +639,11 @@ pub fn log_line(dir: &Path, line: &str) -> Result<(), LabError> {
         .create(true)
         .append(true)
         .open(&path)
-        .map_err(|source| LabError::Io {
+        .map_err(|cause| LabError::Io {
             path: path.clone(),
-            source,
+            cause,
         })?;
-    writeln!(file, "{} {line}", now_text()).map_err(|source| LabError::Io { path, source })
+    writeln!(file, "{} {line}", now_text()).map_err(|cause| LabError::Io { path, cause })
 }
 
 /// Secret header values (any header whose name [`units::redact::is_secret_name`] flags:

@@ -39,7 +39,9 @@ use std::path::PathBuf;
 pub use folder::{
     CellStats, RunSummary, ScenarioRow, StepKind, StepRow, StepVerdict, VariantResult, redact,
 };
-pub use options::{MakeMonitor, MakeWatch, MonitorFactory, RunOptions, Watch, WatchFactory};
+pub use options::{
+    MakeMonitor, MakeWatch, MonitorFactory, RunOptions, StepOutput, Watch, WatchFactory,
+};
 pub use plan::{Mode, Plan};
 pub use runner::run_plan;
 pub use summarise::{Figures, Window, summarise};
@@ -60,12 +62,13 @@ pub enum LabError {
         reason: String,
     },
     /// A file or folder could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
-        /// The I/O error underneath.
-        source: std::io::Error,
+        /// The I/O error underneath, said in the message (not a `source`, so a
+        /// chain of causes does not say it twice).
+        cause: std::io::Error,
     },
     /// The run folder is in a state the options do not allow.
     #[error("{0}")]
@@ -74,4 +77,21 @@ pub enum LabError {
     /// the message names the plan file, the line and the field.
     #[error(transparent)]
     Fields(#[from] workload::WorkloadError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_is_said_once_in_a_chain_of_causes() {
+        let err = LabError::Io {
+            path: PathBuf::from("/runs/night/summary.json"),
+            cause: std::io::Error::other("disk full"),
+        };
+        assert_eq!(
+            units::error_chain(&err),
+            "/runs/night/summary.json: disk full"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! CLI's monitor, live view, dashboard and Prometheus), so this crate needs none of
 //! them.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,25 +19,32 @@ pub struct RunOptions {
     /// Makes the samplers of the plan's `monitor` specs for one step; without it,
     /// the specs are not sampled.
     pub monitor: Option<MonitorFactory>,
-    /// Makes a live view for one step; without it, steps run unwatched.
+    /// Makes what watches one step (`attack`'s watchers: its live view, Prometheus,
+    /// its dashboard); without it, steps run unwatched.
     pub watch: Option<WatchFactory>,
 }
 
-/// A step's live view (the CLI's terminal view): called with the step's attack and
-/// the plan's stop handle (a view's quit key stops the plan, as Ctrl-C does), it
-/// returns the observer and what to call once the step is over.
+/// Where a step's records go: its `records.llr`, or a writer that also hands a copy
+/// to whatever reads them live (a dashboard).
+pub type StepOutput = Box<dyn Write + Send>;
+
+/// What watches one step: called with the step's run, the plan's stop handle (a
+/// view's quit key stops the plan, as Ctrl-C does), the step's record output and its
+/// name (the record file), it returns the output to write to and the watch.
 #[derive(Clone)]
 pub struct WatchFactory(pub Arc<MakeWatch>);
 
 /// See [`WatchFactory`].
-pub type MakeWatch = dyn Fn(&RunConfig, &StopHandle) -> Option<Watch> + Send + Sync;
+pub type MakeWatch =
+    dyn Fn(&RunConfig, &StopHandle, StepOutput, &str) -> (StepOutput, Option<Watch>) + Send + Sync;
 
-/// One step's live view: the engine feeds `observer`; `finish` ends the display.
+/// One step's watch: the engine feeds `observer`; `finish` ends it.
 pub struct Watch {
     /// Watches the step's run from the collector thread.
     pub observer: Box<dyn RunObserver>,
-    /// Stops the display once the step's run is over.
-    pub finish: Box<dyn FnOnce()>,
+    /// Called once the step's run is over and its output closed, with whether the run
+    /// completed (a failed one leaves no summary line).
+    pub finish: Box<dyn FnOnce(bool)>,
 }
 
 impl std::fmt::Debug for WatchFactory {

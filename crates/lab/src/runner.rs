@@ -53,14 +53,14 @@ pub fn run_plan(
         )));
     }
     let steps_dir = dir.join("steps");
-    std::fs::create_dir_all(&steps_dir).map_err(|source| LabError::Io {
+    std::fs::create_dir_all(&steps_dir).map_err(|cause| LabError::Io {
         path: steps_dir,
-        source,
+        cause,
     })?;
     let plan_copy = dir.join("plan.toml");
-    std::fs::write(&plan_copy, redact(&plan.text)).map_err(|source| LabError::Io {
+    std::fs::write(&plan_copy, redact(&plan.text)).map_err(|cause| LabError::Io {
         path: plan_copy,
-        source,
+        cause,
     })?;
     let started = previous
         .as_ref()

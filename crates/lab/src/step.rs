@@ -4,7 +4,7 @@
 //! in the cell's row with its reason; only a run folder that cannot be written stops
 //! the plan.
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use crate::LabError;
 use crate::cells::{Cell, Offer, substitute};
 use crate::folder::{ScenarioRow, StepRow, StepVerdict, relative};
 use crate::hooks::{note, run_hook, wait_ready};
-use crate::options::{RunOptions, Watch};
+use crate::options::{RunOptions, StepOutput};
 use crate::plan::{Plan, TargetSource, Variant};
 use crate::summarise::{Figures, Window, summarise};
 
@@ -37,9 +37,9 @@ pub fn run_cell(
     stop: &StopHandle,
     options: &RunOptions,
 ) -> Result<StepResult, LabError> {
-    std::fs::create_dir_all(dir).map_err(|source| LabError::Io {
+    std::fs::create_dir_all(dir).map_err(|cause| LabError::Io {
         path: dir.to_owned(),
-        source,
+        cause,
     })?;
     let variant = &plan.variants[cell.variant];
     let values = cell.values(plan);
@@ -295,15 +295,33 @@ fn attack(
     let path = dir.join("records.llr");
     let file = std::fs::File::create(&path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let out = BufWriter::with_capacity(1 << 16, file);
-    let watch = options
-        .watch
-        .as_ref()
-        .and_then(|factory| (factory.0)(&config, stop));
-    let (out, outcome) = run_forwarding_stop(&config, out, stop, samples.as_mut(), watch)
-        .map_err(|e| format!("{e} (into {})", path.display()))?;
-    out.into_inner()
-        .map_err(|e| format!("writing {}: {}", path.display(), e.error()))?;
+    let out: StepOutput = Box::new(BufWriter::with_capacity(1 << 16, file));
+    let (out, watch) = match &options.watch {
+        Some(factory) => (factory.0)(&config, stop, out, &path.display().to_string()),
+        None => (out, None),
+    };
+    let (mut observer, finish) = match watch {
+        Some(watch) => (Some(watch.observer), Some(watch.finish)),
+        None => (None, None),
+    };
+    let result = run_forwarding_stop(
+        &config,
+        out,
+        stop,
+        samples.as_mut(),
+        observer.as_deref_mut(),
+    )
+    .map_err(|e| format!("{e} (into {})", path.display()))
+    .and_then(|(mut out, outcome)| {
+        out.flush()
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        Ok(outcome)
+    });
+    // The output is closed here: a dashboard reads the end of the step.
+    if let Some(finish) = finish {
+        finish(result.is_ok());
+    }
+    let outcome = result?;
     Ok(Attacked {
         records: path.display().to_string(),
         plans: config
@@ -320,11 +338,11 @@ fn attack(
 /// handle is forwarded to the step's.
 fn run_forwarding_stop(
     config: &RunConfig,
-    out: BufWriter<std::fs::File>,
+    out: StepOutput,
     stop: &StopHandle,
     samples: &mut dyn engine::SampleFeed,
-    watch: Option<Watch>,
-) -> Result<(BufWriter<std::fs::File>, engine::RunOutcome), String> {
+    observer: Option<&mut (dyn engine::RunObserver + 'static)>,
+) -> Result<(StepOutput, engine::RunOutcome), String> {
     let step_stop = StopHandle::new();
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -337,18 +355,8 @@ fn run_forwarding_stop(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let result = match watch {
-            Some(mut watch) => {
-                let result = engine::run_with_observer(
-                    config,
-                    out,
-                    &step_stop,
-                    samples,
-                    watch.observer.as_mut(),
-                );
-                (watch.finish)();
-                result
-            }
+        let result = match observer {
+            Some(observer) => engine::run_with_observer(config, out, &step_stop, samples, observer),
             None => engine::run_with_samples(config, out, &step_stop, samples),
         }
         .map_err(|e| format!("attack: {}", units::error_chain(&e)));

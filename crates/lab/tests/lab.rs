@@ -1055,14 +1055,15 @@ step_duration = "500ms"
     let (seen, finished) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let make: Arc<lab::MakeWatch> = {
         let (seen, finished) = (Arc::clone(&seen), Arc::clone(&finished));
-        Arc::new(move |_config, _stop| {
+        Arc::new(move |_config, _stop, out, _name| {
             let finished = Arc::clone(&finished);
-            Some(lab::Watch {
+            let watch = lab::Watch {
                 observer: Box::new(CountingWatch(Arc::clone(&seen))),
-                finish: Box::new(move || {
+                finish: Box::new(move |_completed| {
                     finished.fetch_add(1, Ordering::Relaxed);
                 }),
-            })
+            };
+            (out, Some(watch))
         })
     };
     let options = RunOptions {

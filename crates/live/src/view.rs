@@ -36,7 +36,8 @@ pub enum ViewMode {
 
 /// The running display thread; [`View::finish`] stops it.
 pub struct View {
-    stop: Sender<()>,
+    /// Sent once: whether the run completed (then the view leaves its final line).
+    stop: Sender<bool>,
     thread: JoinHandle<()>,
     paused: Arc<AtomicBool>,
 }
@@ -46,7 +47,7 @@ impl View {
     pub fn start(handle: LiveHandle, mode: ViewMode) -> Result<View, LiveError> {
         let paused = Arc::new(AtomicBool::new(false));
         let view_paused = Arc::clone(&paused);
-        let (stop, stopped) = channel::<()>();
+        let (stop, stopped) = channel::<bool>();
         let thread = std::thread::Builder::new()
             .name("loadlab-live-view".to_owned())
             .spawn(move || {
@@ -54,15 +55,22 @@ impl View {
                     ViewMode::Terminal { every, .. } | ViewMode::Lines { every, .. } => *every,
                 };
                 let mut display = Display::new(mode);
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                let completed = loop {
+                    match stopped.recv_timeout(every) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Ok(completed) => break completed,
+                        Err(RecvTimeoutError::Disconnected) => break false,
+                    }
                     if view_paused.load(Ordering::Relaxed) {
                         display.pause();
                     } else {
                         display.show(&handle.snapshot());
                     }
-                }
+                };
                 display.clear();
-                display.final_line(&handle.snapshot());
+                if completed {
+                    display.final_line(&handle.snapshot());
+                }
             })?;
         Ok(View {
             stop,
@@ -76,10 +84,11 @@ impl View {
         Arc::clone(&self.paused)
     }
 
-    /// Stops the view, clears the terminal view and leaves one line with the whole
-    /// run's figures ([`Snapshot::final_line`]).
-    pub fn finish(self) {
-        let _ = self.stop.send(());
+    /// Stops the view and clears the terminal view; a run that `completed` leaves one
+    /// line with its figures ([`Snapshot::final_line`]), one that failed (its targets,
+    /// its output) leaves nothing, so that its error is the last word.
+    pub fn finish(self, completed: bool) {
+        let _ = self.stop.send(completed);
         let _ = self.thread.join();
     }
 }

@@ -6,6 +6,9 @@
 (function () {
   "use strict";
   var POLL_MS = 1000;
+  // A finished page keeps asking, more slowly: a plan's dashboard moves on to its next
+  // step's page at the same address.
+  var FINISHED_POLL_MS = 5000;
   var root = document.documentElement;
   var state = JSON.parse(document.getElementById("live-state").textContent);
   var publishedAt = Date.now(), lost = false;
@@ -55,11 +58,11 @@
       .catch(function () { lost = true; })
       .then(function () {
         show();
-        if (!state.finished) setTimeout(poll, POLL_MS);
+        setTimeout(poll, state.finished ? FINISHED_POLL_MS : POLL_MS);
       });
   }
 
   show();
   setInterval(show, POLL_MS);
-  if (!state.finished) poll();
+  poll();
 })();

@@ -138,11 +138,23 @@ impl LivePage {
         name: &str,
         config: &PlotConfig,
     ) -> Result<(LivePage, LiveFeed<W>), (std::io::Error, W)> {
+        LivePage::start_after(out, name, config, 0)
+    }
+
+    /// [`LivePage::start`], its versions counting on from `version` (the last of the
+    /// page before it), so that a browser following one address moves on from one
+    /// run's page to the next (each step of a plan).
+    pub fn start_after<W: Write>(
+        out: W,
+        name: &str,
+        config: &PlotConfig,
+        version: u64,
+    ) -> Result<(LivePage, LiveFeed<W>), (std::io::Error, W)> {
         let shared = Arc::new(Shared {
             config: config.clone(),
             name: name.to_owned(),
             latest: Mutex::new(Latest {
-                version: 0,
+                version,
                 published_at: Instant::now(),
                 finished: false,
                 pending: None,
@@ -218,6 +230,11 @@ impl LivePage {
             latest.finished,
             latest.published_at.elapsed().as_millis()
         )
+    }
+
+    /// The newest snapshot's version.
+    pub fn version(&self) -> u64 {
+        lock(&self.shared.latest).version
     }
 
     /// Whether the run's bytes are all read (the final page is published).

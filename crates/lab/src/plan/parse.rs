@@ -16,9 +16,9 @@ use crate::LabError;
 impl Plan {
     /// Reads and checks a plan file.
     pub fn read(path: &Path) -> Result<Plan, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io {
+        let text = std::fs::read_to_string(path).map_err(|cause| LabError::Io {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         let base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
         let mut plan = Plan::parse(&text, &path.display().to_string(), &base_dir)?;
