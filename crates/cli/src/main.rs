@@ -5,6 +5,10 @@
 //! library call. vegeta's single-dash long flags (`-rate=100`) are accepted by
 //! [`flags::normalize_long_flags`] before clap sees them.
 
+// Doc comments here are `--help` text, where `[;metric=RE]` and `[[variant]]` are what
+// the user types, not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod attack;
 mod compare;
 mod dashboard;

@@ -111,7 +111,7 @@ impl RunGather {
     }
 
     /// A copy to draw a live page from: the same, except that its rows stop growing
-    /// past `max_rows` ([`Bins::coarse_copy`]), so the copy made each second keeps a
+    /// past `max_rows` (`Bins::coarse_copy`), so the copy made each second keeps a
     /// size however long the run.
     pub fn live_copy(&self, max_rows: usize) -> RunGather {
         let gather = &self.gather;

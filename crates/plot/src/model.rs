@@ -127,7 +127,7 @@ impl Series {
         self
     }
 
-    /// The shade class (0 lightest to [`SHADES`] - 1 darkest) of point `index`: the
+    /// The shade class (0 lightest to `SHADES` - 1 darkest) of point `index`: the
     /// log of its weight against the heaviest point's. Unweighted points are darkest.
     pub fn shade(&self, index: usize, max_weight: u64) -> usize {
         let weight = self.weights.get(index).copied().unwrap_or(1);
