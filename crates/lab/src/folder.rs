@@ -313,6 +313,19 @@ impl StepRow {
         self.why = verdict.why();
     }
 
+    /// The window's figures as the tables print them: achieved/s, success, p50, p90,
+    /// p99 and max.
+    pub(crate) fn figure_texts(&self) -> [String; 6] {
+        [
+            format!("{:.1}", self.achieved_per_sec),
+            format!("{:.2}%", self.success * 100.0),
+            millis(self.p50_ms),
+            millis(self.p90_ms),
+            millis(self.p99_ms),
+            millis(self.max_ms),
+        ]
+    }
+
     /// How the step's offer reads in a table: `500/s`, `10 users`, `schedule`.
     pub(crate) fn offer(&self) -> String {
         match (self.rate_asked, self.users) {
@@ -539,14 +552,9 @@ impl RunSummary {
             };
             let _ = write!(
                 md,
-                " {} | {:.1} | {:.2}% | {} | {} | {} | {} | {errors} |",
+                " {} | {} | {errors} |",
                 s.offer(),
-                s.achieved_per_sec,
-                s.success * 100.0,
-                millis(s.p50_ms),
-                millis(s.p90_ms),
-                millis(s.p99_ms),
-                millis(s.max_ms),
+                s.figure_texts().join(" | ")
             );
             if scenarios {
                 let cells: Vec<String> = s.scenarios.iter().map(ScenarioRow::cell).collect();

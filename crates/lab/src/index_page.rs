@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use plot::{Chart, ChartPage, Scale, Series, Style, Unit, escape_html as escape};
 
 use crate::cells::format_rate;
-use crate::folder::{RunSummary, StepRow, StepVerdict, millis};
+use crate::folder::{RunSummary, StepRow, StepVerdict};
 use crate::plan::Mode;
 
 /// One colour per variant, in plan order (then by first appearance).
@@ -526,18 +526,10 @@ fn figures(out: &mut String, s: &StepRow) {
         out.push_str("<td>-</td>");
         return;
     }
-    let _ = write!(
-        out,
-        "<td class=\"num\">{:.1}</td><td class=\"num\">{:.2}%</td><td class=\"num\">{}</td>\
-         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>",
-        s.achieved_per_sec,
-        s.success * 100.0,
-        millis(s.p50_ms),
-        millis(s.p90_ms),
-        millis(s.p99_ms),
-        millis(s.max_ms),
-        escape(&errors(s)),
-    );
+    for text in s.figure_texts() {
+        let _ = write!(out, "<td class=\"num\">{text}</td>");
+    }
+    let _ = write!(out, "<td>{}</td>", escape(&errors(s)));
 }
 
 fn errors(step: &StepRow) -> String {

@@ -1,20 +1,37 @@
 //! Whole plans, parsed: the good ones give the model expected, the bad ones name the
 //! file, the line and the field.
 
+use std::path::Path;
+
+use crate::plan::Plan;
+
+fn parse(text: &str) -> Result<Plan, String> {
+    Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
+}
+
+/// Rows of (name, plan text, the start of the error it must fail with).
+fn assert_each_fails<const N: usize>(rows: [(&str, String, &str); N]) {
+    let wrong: Vec<String> = rows
+        .into_iter()
+        .filter_map(|(name, text, want)| match parse(&text) {
+            Err(err) if err.starts_with(want) => None,
+            other => Some(format!("{name}: {other:?}")),
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 mod plans {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
     use std::time::Duration;
 
     use analysis::Percentile;
 
+    use super::{assert_each_fails, parse};
     use crate::plan::*;
 
     const TARGETS: &str = "[load]\ntargets = [\"GET http://127.0.0.1:1/\"]\nrates = [10]\n";
     const VARIANT: &str = "[[variant]]\nname = \"a\"\n";
-
-    fn parse(text: &str) -> Result<Plan, String> {
-        Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
-    }
 
     #[test]
     fn good_plans() {
@@ -293,30 +310,17 @@ max_rate = 100000
                 "p.toml:7: load.think_time: the think time belongs to the closed model",
             ),
         ];
-        let wrong: Vec<String> = rows
-            .into_iter()
-            .filter_map(|(name, text, want)| match parse(&text) {
-                Err(err) if err.starts_with(want) => None,
-                other => Some(format!("{name}: {other:?}")),
-            })
-            .collect();
-        assert!(wrong.is_empty(), "{wrong:#?}");
+        assert_each_fails(rows);
     }
 }
 
 mod scenarios {
-    use std::path::Path;
-
     use analysis::Percentile;
     use workload::TextOrNumber;
 
-    use crate::plan::*;
+    use super::{assert_each_fails, parse};
 
     const HEAD: &str = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/search\"]\nrates = [10]\ntimeout = \"3s\"\nheaders = [\"X-Run: lab\"]\n";
-
-    fn parse(text: &str) -> Result<Plan, String> {
-        Plan::parse(text, "p.toml", Path::new("/plans")).map_err(|e| e.to_string())
-    }
 
     #[test]
     fn background_scenarios_parse_with_load_defaults_and_their_own_slo() {
@@ -424,14 +428,7 @@ mod scenarios {
                 "p.toml:13: load.scenario.slo: the generator's health (achieved, max_lag) is set once, in [slo]",
             ),
         ];
-        let wrong: Vec<String> = rows
-            .into_iter()
-            .filter_map(|(name, text, want)| match parse(&text) {
-                Err(err) if err.starts_with(want) => None,
-                other => Some(format!("{name}: {other:?}")),
-            })
-            .collect();
-        assert!(wrong.is_empty(), "{wrong:#?}");
+        assert_each_fails(rows);
     }
 }
 
