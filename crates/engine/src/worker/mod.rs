@@ -30,39 +30,12 @@ use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::shared::Shared;
 use crate::stop_handle::StopHandle;
+use crate::worker_report::{Counters, WorkerReport};
 
 const STOP_TOKEN: u64 = u64::MAX;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 const SHIP_INTERVAL_NS: u64 = 100_000_000;
 const SHIP_RECORDS: usize = 4096;
-
-/// What a worker tells the collector, every ~100 ms and at the end.
-pub(crate) struct WorkerReport {
-    pub worker: usize,
-    pub records: Vec<Record>,
-    /// Every request this worker dispatched before this offset is in this or an
-    /// earlier report.
-    pub watermark_ns: u64,
-    pub counters: Counters,
-    /// Per attack, in attack order.
-    pub attacks: Vec<AttackStats>,
-    pub done: bool,
-}
-
-/// Running totals of one worker (snapshots, not deltas).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Counters {
-    pub sent: u64,
-    pub completed: u64,
-    pub in_flight: u64,
-    pub connections_open: u64,
-    /// Requests due by now that have not left (the generator is behind).
-    pub behind: u64,
-    /// Times the event loop came back from waiting (what an idle worker costs).
-    pub wakeups: u64,
-    /// Times a due request waited at a cap (`max_in_flight`, or the host's connections).
-    pub cap_waits: u64,
-}
 
 /// Per host: idle connections (most recently used last), how many are open, and
 /// for HTTP/2 the connections carrying streams.
