@@ -5,14 +5,19 @@
 //!
 //! - `dispatch.rs`: when requests are due (per attack, open or closed model), which
 //!   target and connection they take, and sending them off.
-//! - `exchange.rs`: what happens on a connection: connect, write, read, complete,
-//!   fail, retry, follow a redirect.
+//! - `exchange.rs`: what happens on a connection, whatever it speaks: connect,
+//!   write, read, complete, fail, retry, follow a redirect, close.
+//! - `protocol.rs`: the seam: each event that depends on the protocol is one
+//!   exhaustive `match` there, handing it to the protocol's module:
+//! - `h1.rs`: HTTP/1.1 connections, one request at a time, and their idle pool;
 //! - `h2.rs`: HTTP/2 connections carrying streams, each stream a slot of its own.
 //! - this file: the loop, readiness events, timeouts, watermarks and batches.
 
 mod dispatch;
 mod exchange;
+mod h1;
 mod h2;
+mod protocol;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -44,7 +49,7 @@ struct Pool {
     idle: Vec<u32>,
     open: usize,
     /// Decided on first use ([`Worker::proto`]).
-    proto: Option<h2::Proto>,
+    proto: Option<protocol::Proto>,
     carriers: Vec<u32>,
 }
 
@@ -243,12 +248,7 @@ impl Worker {
             .cycle()
             .take(count.min(hosts.len() * self.max_per_host))
         {
-            // One HTTP/2 connection carries many streams: others open when it is full.
-            let limit = match self.proto(*host) {
-                h2::Proto::Http1 => self.max_per_host,
-                _ => 1,
-            };
-            if self.pools[*host].open < limit {
+            if self.pools[*host].open < self.prewarm_cap(*host) {
                 let _ = self.open_connection(*host);
             }
         }
@@ -295,7 +295,7 @@ impl Worker {
                 return;
             }
             // A TLS handshake may end without data: ALPN has said what to speak.
-            if self.conns[slot].h2.is_some() && !self.negotiate(slot) {
+            if !self.negotiated(slot) {
                 return;
             }
         }
