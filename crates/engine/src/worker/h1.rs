@@ -54,7 +54,9 @@ impl Worker {
     }
 
     /// Feeds `n` bytes of `read_buf` to the response parser; false when the
-    /// connection needs no more reading.
+    /// connection needs no more reading. Out of line, as each protocol's read path:
+    /// inlined through the seam into the event loop it makes the loop's code worse.
+    #[inline(never)]
     pub(super) fn h1_read(&mut self, slot: usize, n: usize) -> bool {
         let now = self.clock.now_ns();
         let conn = &mut self.conns[slot];

@@ -141,7 +141,9 @@ impl Worker {
     }
 
     /// The transport failed: a connection's requests fail (or go once more, as on a
-    /// kept-alive connection the server had closed).
+    /// kept-alive connection the server had closed). Failures stay out of the code of
+    /// the paths that meet them (a write, a read).
+    #[inline(never)]
     pub(super) fn fail_or_retry(&mut self, slot: usize, cause: Cause) {
         match self.conns[slot].wire {
             Wire::H2Conn { .. } => self.fail_carrier(slot, Why::Cause(cause)),
@@ -151,6 +153,7 @@ impl Worker {
 
     /// The request of `slot` (every request, on an HTTP/2 connection) fails with an
     /// interned error.
+    #[inline(never)]
     pub(super) fn fail_with_id(&mut self, slot: usize, error: u32) {
         match self.conns[slot].wire {
             Wire::H2Conn { .. } => self.fail_carrier(slot, Why::Id(error)),
