@@ -11,16 +11,24 @@ use workload::{Fired, Plan};
 
 use crate::EngineError;
 use crate::clock::Clock;
-use crate::launch::Registries;
+use crate::errors::ErrorRegistry;
 use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::stop_handle::StopHandle;
 use crate::stop_rules::RuleWatcher;
-use crate::worker::{Counters, WorkerReport};
+use crate::target_registry::TargetRegistry;
+use crate::worker_report::{Counters, WorkerReport};
 
 const FLUSH_INTERVAL_NS: u64 = 250_000_000;
 const FLUSH_RECORDS: usize = 32_768;
 const STATS_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// The tables the collector writes into dictionary blocks.
+#[derive(Clone, Copy)]
+pub(crate) struct Registries<'a> {
+    pub errors: &'a ErrorRegistry,
+    pub targets: &'a TargetRegistry,
+}
 
 pub(crate) struct Collector<W: Write> {
     pub writer: RecordWriter<W>,

@@ -1,6 +1,6 @@
-//! [`Conn`]: one connection slot: its socket (plain or TLS), the request it carries,
-//! and the parser for its response. A slot is reused for new sockets; `generation`
-//! tells a stale readiness event from a live one.
+//! [`Conn`]: one connection slot: its socket (plain or TLS), what it speaks
+//! ([`Wire`]), the request it carries, and the parser for its response. A slot is
+//! reused for new sockets; `generation` tells a stale readiness event from a live one.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -72,6 +72,34 @@ pub(crate) struct Hop {
     pub method: String,
 }
 
+/// What a slot speaks. Every exhaustive `match` on it is in `worker/protocol.rs`, so
+/// a new protocol is a new variant there and a module beside `worker/h1.rs` and
+/// `worker/h2.rs`, and the compiler names each place it must answer.
+pub(crate) enum Wire {
+    /// An HTTP/1.1 connection, one request at a time; also what a free slot is, and a
+    /// connection whose HTTP/2 session has ended (ALPN chose HTTP/1.1, or it closes).
+    Http1,
+    /// An HTTP/2 connection: its session (its streams are other slots), and whether
+    /// it has frames queued for the next flush.
+    H2Conn {
+        session: Box<Session>,
+        flush_queued: bool,
+    },
+    /// An HTTP/2 stream: a request of its own, without a socket.
+    H2Stream(StreamLink),
+}
+
+/// An HTTP/2 stream's link to the connection carrying it.
+pub(crate) struct StreamLink {
+    /// The connection's slot and its generation then.
+    pub carrier: u32,
+    pub carrier_generation: u32,
+    /// The stream's id (0 until sent).
+    pub id: u32,
+    /// The bytes its frames took on the wire.
+    pub bytes_out: u64,
+}
+
 pub(crate) enum ReadOutcome {
     Data(usize),
     WouldBlock,
@@ -102,17 +130,7 @@ pub(crate) struct Conn {
     /// In-flight list links, ordered by dispatch time.
     pub prev: u32,
     pub next: u32,
-    /// An HTTP/2 connection: its session (its streams are other slots).
-    pub h2: Option<Box<Session>>,
-    /// An HTTP/2 stream: the slot of the connection carrying it (else `NO_SLOT`),
-    /// that connection's generation, and the stream's id (0 until sent).
-    pub carrier: u32,
-    pub carrier_generation: u32,
-    pub stream_id: u32,
-    /// An HTTP/2 stream: the bytes its frames took on the wire.
-    pub stream_bytes_out: u64,
-    /// An HTTP/2 connection with frames queued for the next flush.
-    pub flush_queued: bool,
+    pub wire: Wire,
     /// TLS: the socket's last read was short, so it is drained until epoll says
     /// otherwise (edge-triggered: the next data comes with an event, which clears it).
     pub tls_drained: bool,
@@ -133,26 +151,59 @@ impl Conn {
             out_written: 0,
             prev: NO_SLOT,
             next: NO_SLOT,
-            h2: None,
-            carrier: NO_SLOT,
-            carrier_generation: 0,
-            stream_id: 0,
-            stream_bytes_out: 0,
-            flush_queued: false,
+            wire: Wire::Http1,
             tls_drained: false,
         }
     }
 
-    /// Whether this slot is an HTTP/2 stream (no socket of its own).
-    pub(crate) fn is_stream(&self) -> bool {
-        self.carrier != NO_SLOT
+    /// An HTTP/2 connection's session.
+    pub(crate) fn session(&self) -> Option<&Session> {
+        match &self.wire {
+            Wire::H2Conn { session, .. } => Some(session),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
+        match &mut self.wire {
+            Wire::H2Conn { session, .. } => Some(session),
+            _ => None,
+        }
+    }
+
+    /// Ends an HTTP/2 connection's session (the socket speaks HTTP/1.1 or closes).
+    pub(crate) fn take_session(&mut self) -> Option<Box<Session>> {
+        match std::mem::replace(&mut self.wire, Wire::Http1) {
+            Wire::H2Conn { session, .. } => Some(session),
+            other => {
+                self.wire = other;
+                None
+            }
+        }
+    }
+
+    /// An HTTP/2 stream's link to its connection.
+    pub(crate) fn stream(&self) -> Option<&StreamLink> {
+        match &self.wire {
+            Wire::H2Stream(link) => Some(link),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn stream_mut(&mut self) -> Option<&mut StreamLink> {
+        match &mut self.wire {
+            Wire::H2Stream(link) => Some(link),
+            _ => None,
+        }
     }
 
     /// An HTTP/2 connection's session and the buffer its frames are queued in
     /// (emptied first if everything in it was written).
     pub(crate) fn session_and_frames(&mut self) -> Option<(&mut Session, &mut Vec<u8>)> {
         // A stream's `out` is its request: only a connection's may be touched.
-        self.h2.as_ref()?;
+        let Wire::H2Conn { session, .. } = &mut self.wire else {
+            return None;
+        };
         if !matches!(self.out, RequestBytes::Owned(_)) {
             self.out = RequestBytes::Owned(Vec::new());
             self.out_written = 0;
@@ -164,7 +215,7 @@ impl Conn {
             frames.clear();
             self.out_written = 0;
         }
-        Some((self.h2.as_deref_mut()?, frames))
+        Some((session, frames))
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -194,11 +245,8 @@ impl Conn {
         std::mem::replace(&mut self.out, RequestBytes::Owned(Vec::new()))
     }
 
-    /// The request's bytes on the wire (its frames', for an HTTP/2 stream).
-    pub(crate) fn request_len(&self) -> u64 {
-        if self.is_stream() {
-            return self.stream_bytes_out;
-        }
+    /// The length of the request bytes the slot holds.
+    pub(crate) fn request_bytes_len(&self) -> u64 {
         self.out.as_slice().len() as u64
     }
 
@@ -211,11 +259,7 @@ impl Conn {
     pub(crate) fn reset(&mut self) {
         self.socket = None;
         self.tls = None;
-        self.h2 = None;
-        self.carrier = NO_SLOT;
-        self.stream_id = 0;
-        self.stream_bytes_out = 0;
-        self.flush_queued = false;
+        self.wire = Wire::Http1;
         self.tls_drained = false;
         self.phase = Phase::Free;
         self.reused = false;

@@ -14,25 +14,23 @@ use workload::{Pacing, Plan};
 
 use crate::attack::Split;
 use crate::clock::Clock;
-use crate::collector::{self, Collector};
+use crate::collector::{self, Collector, Registries};
 use crate::errors::{ErrorCache, ErrorRegistry};
-use crate::lazy::{self, FeederResult, LazyTarget, TargetRegistry};
+use crate::lazy::{self, FeederResult, LazyTarget};
 use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
 use crate::start;
 use crate::stop_rules::RuleWatcher;
-use crate::worker::{AttackSetup, Worker, WorkerReport, WorkerSetup};
+use crate::target_registry::{TargetRegistry, target_info};
+use crate::worker::{AttackSetup, Worker, WorkerSetup};
+use crate::worker_report::WorkerReport;
 use crate::{EngineError, RunConfig, RunOutcome, StopHandle, Targets};
 
-/// The tables the collector writes into dictionary blocks.
-#[derive(Clone, Copy)]
-pub(crate) struct Registries<'a> {
-    pub errors: &'a ErrorRegistry,
-    pub targets: &'a TargetRegistry,
-}
-
-pub(crate) fn run<W: Write + Send>(
+/// [`run_with_samples`](crate::run_with_samples), shown to `observer` as it goes (from
+/// the collector thread: each batch of records, each stats sample, new errors, the
+/// stop rules' state).
+pub fn run_with_observer<W: Write + Send>(
     config: &RunConfig,
     out: W,
     stop: &StopHandle,
@@ -67,7 +65,8 @@ pub(crate) fn run<W: Write + Send>(
         clock,
         skew_ns: start_skew_ns,
     };
-    let result = collect_on_own_thread(config, start, out, stop, channels, registries);
+    let result =
+        collect_on_own_thread(move || collect(config, start, out, stop, channels, registries));
     let worker_error = join_workers(workers.handles);
     let (out, outcome) = result?;
     if let Some(err) = feeder_result
@@ -272,19 +271,14 @@ struct Channels<'a> {
 /// The collector gets its own thread at the lowest priority: on a shared core it must
 /// use the workers' idle time, not preempt a worker that is due to send.
 fn collect_on_own_thread<W: Write + Send>(
-    config: &RunConfig,
-    start: Start,
-    out: W,
-    stop: &StopHandle,
-    channels: Channels<'_>,
-    registries: Registries<'_>,
+    collect: impl FnOnce() -> Result<(W, RunOutcome), EngineError> + Send,
 ) -> Result<(W, RunOutcome), EngineError> {
     std::thread::scope(|scope| {
         let collector = std::thread::Builder::new()
             .name("loadlab-collector".to_owned())
             .spawn_scoped(scope, move || {
                 let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-                collect(config, start, out, stop, channels, registries)
+                collect()
             })?;
         collector
             .join()
@@ -460,13 +454,6 @@ fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
 fn constant_rate(schedule: &workload::Schedule) -> Option<f64> {
     let rate = schedule.value_at(0);
     (schedule.max_value() == rate && rate > 0.0).then_some(rate)
-}
-
-pub(crate) fn target_info(target: &workload::Target) -> TargetInfo {
-    TargetInfo {
-        method: target.method.clone(),
-        url: target.display_url(),
-    }
 }
 
 fn validate(config: &RunConfig) -> Result<(), EngineError> {

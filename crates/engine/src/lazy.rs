@@ -12,6 +12,7 @@ use workload::{Target, WorkloadError};
 
 use crate::hosts::{Host, HostTable};
 use crate::shared::PreparedTarget;
+use crate::target_registry::{TargetRegistry, target_info};
 use crate::{EngineError, StopHandle};
 
 /// A boxed target iterator the engine reads from (once).
@@ -46,36 +47,6 @@ pub(crate) struct LazyTarget {
     pub prepared: PreparedTarget,
     /// The host itself, the first time this worker sees it.
     pub new_host: Option<Host>,
-}
-
-/// The run's target table: every attack's fixed targets first, then the lazily read
-/// ones as they are discovered. The collector copies new entries into dictionary
-/// blocks; the lock is taken once per distinct target, never per request.
-#[derive(Default)]
-pub(crate) struct TargetRegistry {
-    pub targets: Mutex<Vec<TargetInfo>>,
-}
-
-impl TargetRegistry {
-    pub(crate) fn prefill(&self, targets: impl Iterator<Item = TargetInfo>) {
-        self.lock().extend(targets);
-    }
-
-    pub(crate) fn snapshot(&self) -> Vec<TargetInfo> {
-        self.lock().clone()
-    }
-
-    /// Entries from position `from` on.
-    pub(crate) fn since(&self, from: usize) -> Vec<TargetInfo> {
-        self.lock()
-            .get(from..)
-            .map(<[TargetInfo]>::to_vec)
-            .unwrap_or_default()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TargetInfo>> {
-        self.targets.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// What the feeder leaves behind: the error that stopped it, if any.
@@ -168,10 +139,6 @@ fn send(queue: &SyncSender<LazyTarget>, mut item: LazyTarget, stop: &StopHandle)
 }
 
 fn intern(ids: &mut HashMap<TargetInfo, u32>, registry: &TargetRegistry, target: &Target) -> u32 {
-    let info = crate::launch::target_info(target);
-    *ids.entry(info).or_insert_with_key(|info| {
-        let mut targets = registry.lock();
-        targets.push(info.clone());
-        (targets.len() - 1) as u32
-    })
+    *ids.entry(target_info(target))
+        .or_insert_with_key(|info| registry.push(info.clone()))
 }

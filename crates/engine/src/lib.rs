@@ -57,8 +57,10 @@ mod shared;
 mod start;
 mod stop_handle;
 mod stop_rules;
+mod target_registry;
 mod tls;
 mod worker;
+mod worker_report;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -68,6 +70,7 @@ use record::StopReason;
 use workload::{AttackSettings, DataTable, Fired, Plan, RunSettings, Shard, Target};
 
 pub use clock::Clock;
+pub use launch::run_with_observer;
 pub use lazy::{TargetIter, TargetStream};
 pub use observer::RunObserver;
 pub use sample_feed::SampleFeed;
@@ -237,13 +240,7 @@ pub fn run<W: Write + Send>(
     out: W,
     stop: &StopHandle,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(
-        config,
-        out,
-        stop,
-        &mut sample_feed::NoSamples,
-        &mut observer::NoObserver,
-    )
+    run_with_samples(config, out, stop, &mut sample_feed::NoSamples)
 }
 
 /// [`run`], with resource samples from `samples` written beside the records on the
@@ -254,17 +251,5 @@ pub fn run_with_samples<W: Write + Send>(
     stop: &StopHandle,
     samples: &mut dyn SampleFeed,
 ) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, samples, &mut observer::NoObserver)
-}
-
-/// [`run_with_samples`], shown to `observer` as it goes (from the collector thread:
-/// each batch of records, each stats sample, new errors, the stop rules' state).
-pub fn run_with_observer<W: Write + Send>(
-    config: &RunConfig,
-    out: W,
-    stop: &StopHandle,
-    samples: &mut dyn SampleFeed,
-    observer: &mut dyn RunObserver,
-) -> Result<(W, RunOutcome), EngineError> {
-    launch::run(config, out, stop, samples, observer)
+    run_with_observer(config, out, stop, samples, &mut observer::NoObserver)
 }

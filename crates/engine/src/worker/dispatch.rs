@@ -6,7 +6,7 @@ use std::sync::Arc;
 use record::ErrorKind;
 use workload::RenderContext;
 
-use super::h2::Proto;
+use super::protocol::record_protocol;
 use super::{Pool, Worker};
 use crate::conn::{Conn, InFlight, Phase, RequestBytes, start_connect};
 use crate::errors::Cause;
@@ -75,10 +75,7 @@ impl Worker {
                 }
             };
             let mut request = self.new_request(attack, target, target_index, intended_ns, now);
-            if self.proto(host) == Proto::Http2 {
-                // A request that never goes (no connection) still says what it asked for.
-                request.protocol = record::Protocol::Http2;
-            }
+            request.protocol = self.asked_protocol(host);
             let keepalive = self.shared.attacks[attack].keepalive;
             let acquired = match self.acquire(host, keepalive) {
                 Ok(Some(slot)) => Ok(slot),
@@ -207,40 +204,6 @@ impl Worker {
         (RequestBytes::Owned(buffer), prepared.head_only)
     }
 
-    /// A connection for `host`: an idle one, a new one, or `None` at the host cap.
-    /// Without `keepalive`, an HTTP/2 request gets a connection of its own, closed
-    /// after it (as Go's client); an HTTP/1.1 one asks for `Connection: close`.
-    pub(super) fn acquire(&mut self, host: usize, keepalive: bool) -> Result<Option<usize>, Cause> {
-        if self.proto(host) != Proto::Http1 {
-            return self.acquire_stream(host, keepalive);
-        }
-        if let Some(slot) = self.pop_idle(host) {
-            return Ok(Some(slot));
-        }
-        // Responses may be waiting unread: reading them is far cheaper than a new
-        // connection, and without this a short stall makes every connection look busy
-        // and the worker opens connections it never needed.
-        if self.attacks.iter().any(|a| a.in_flight_count > 0)
-            && self.poll(Some(0)).unwrap_or(false)
-            && let Some(slot) = self.pop_idle(host)
-        {
-            return Ok(Some(slot));
-        }
-        if self.pools[host].open >= self.max_per_host {
-            return Ok(None);
-        }
-        self.open_connection(host).map(Some)
-    }
-
-    fn pop_idle(&mut self, host: usize) -> Option<usize> {
-        while let Some(slot) = self.pools[host].idle.pop() {
-            if self.conns[slot as usize].is_idle() {
-                return Some(slot as usize);
-            }
-        }
-        None
-    }
-
     pub(super) fn open_connection(&mut self, host: usize) -> Result<usize, Cause> {
         let socket = start_connect(&self.hosts.hosts[host].address, self.shared.local_ip)
             .map_err(|err| Cause::io(connect_error_kind(&err), "connect", &err))?;
@@ -256,7 +219,7 @@ impl Worker {
         conn.host = host;
         self.pools[host].open += 1;
         self.counters.connections_open += 1;
-        self.new_session(host, slot);
+        self.attach_protocol(host, slot);
         Ok(slot)
     }
 
@@ -279,11 +242,7 @@ impl Worker {
         bytes: RequestBytes,
         head_only: bool,
     ) {
-        request.protocol = if self.conns[slot].is_stream() {
-            record::Protocol::Http2
-        } else {
-            record::Protocol::Http1
-        };
+        request.protocol = record_protocol(&self.conns[slot]);
         let attack = request.attack as usize;
         let shared = &self.shared.attacks[attack];
         let conn = &mut self.conns[slot];
@@ -295,11 +254,7 @@ impl Worker {
         let state = &mut self.attacks[attack];
         state.in_flight.insert(&mut self.conns, slot, dispatched_ns);
         state.in_flight_count += 1;
-        if self.conns[slot].is_stream() {
-            self.send_stream(slot);
-        } else if self.conns[slot].phase == Phase::Open {
-            self.write(slot);
-        }
+        self.send(slot);
     }
 }
 

@@ -1,5 +1,7 @@
-//! What happens on a connection: the connect completes, the request goes out, the
-//! response comes back (or does not), and the request ends as a record.
+//! What happens on a connection, whatever it speaks: the connect completes, the
+//! request goes out, the response comes back (or does not), and the request ends as
+//! a record: followed to its `Location`, sent once more, or failed. What differs by
+//! protocol goes through `protocol.rs`.
 
 use std::sync::Arc;
 
@@ -7,11 +9,10 @@ use record::{ErrorKind, Record};
 
 use super::Worker;
 use super::dispatch::connect_error_kind;
-use super::h2::Why;
+use super::protocol::{offers_h2, reason_phrase, request_len};
 use crate::conn::{Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
 use crate::errors::Cause;
 use crate::redirect::{self, Next};
-use crate::response::Feed;
 
 impl Worker {
     /// The connect finished; true if the connection is now open.
@@ -28,7 +29,7 @@ impl Worker {
             self.fail(slot, cause);
             return false;
         }
-        let offer_h2 = conn.h2.is_some();
+        let offer_h2 = offers_h2(conn);
         let shared_config = if offer_h2 {
             &self.shared.tls_h2
         } else {
@@ -52,14 +53,7 @@ impl Worker {
             }
         }
         conn.phase = Phase::Open;
-        if conn.h2.is_some() && conn.tls.is_none() {
-            self.start_session(slot);
-        } else if conn.request.is_some() || conn.h2.is_some() {
-            // An HTTP/2 connection over TLS sends its hello; ALPN decides the rest.
-            self.write(slot);
-        } else {
-            self.make_idle(slot);
-        }
+        self.opened(slot);
         self.conns[slot].phase == Phase::Open
     }
 
@@ -101,57 +95,6 @@ impl Worker {
         }
     }
 
-    /// Feeds `n` bytes of `read_buf`; false when the connection needs no more reading.
-    pub(super) fn on_data(&mut self, slot: usize, n: usize) -> bool {
-        if self.conns[slot].h2.is_some() {
-            return self.h2_read(slot, n);
-        }
-        let now = self.clock.now_ns();
-        let conn = &mut self.conns[slot];
-        let Some(request) = conn.request.as_mut() else {
-            // Bytes nobody asked for: the connection cannot be trusted any more.
-            self.close(slot);
-            return false;
-        };
-        if request.first_byte_ns == 0 {
-            request.first_byte_ns = now;
-        }
-        match conn.parser.feed(&self.read_buf[..n]) {
-            Ok(Feed::More) => {
-                request.bytes_in += n as u64;
-                true
-            }
-            Ok(Feed::Done { used }) => {
-                request.bytes_in += used as u64;
-                // Extra bytes, or a full buffer that may hide more: do not reuse.
-                if used < n || n == self.read_buf.len() {
-                    conn.parser.close = true;
-                }
-                self.complete(slot, now);
-                false
-            }
-            Err(err) => {
-                self.fail(slot, Cause::new(ErrorKind::Protocol, err.0));
-                false
-            }
-        }
-    }
-
-    fn on_eof(&mut self, slot: usize) {
-        if self.conns[slot].h2.is_some() {
-            let cause = Cause::new(ErrorKind::Closed, "h2: connection closed");
-            return self.fail_carrier(slot, Why::Cause(cause));
-        }
-        let conn = &mut self.conns[slot];
-        if conn.request.is_none() {
-            return self.close(slot);
-        }
-        match conn.parser.eof() {
-            Ok(()) => self.complete(slot, self.clock.now_ns()),
-            Err(err) => self.fail_or_retry(slot, Cause::new(ErrorKind::Closed, err.0)),
-        }
-    }
-
     /// The response is complete: record it (or follow it) and free the connection.
     pub(super) fn complete(&mut self, slot: usize, now: u64) {
         let conn = &mut self.conns[slot];
@@ -170,24 +113,13 @@ impl Worker {
         };
         let error = match status {
             200..400 => 0,
-            // HTTP/2 has no reason phrase; Go's client (vegeta) names the status.
-            _ if conn.is_stream() => self.errors.status(status, canonical_reason(status)),
-            _ => self.errors.status(status, conn.parser.reason()),
+            _ => self.errors.status(status, reason_phrase(conn, status)),
         };
         let reusable = !conn.parser.close && options.keepalive;
-        let carrier = conn.is_stream().then_some(conn.carrier as usize);
         let Some(request) = self.take_request(slot) else {
             return;
         };
-        if let Some(carrier) = carrier {
-            self.conns[carrier].reused = true;
-            self.end_stream(slot);
-        } else if reusable {
-            self.conns[slot].reused = true;
-            self.make_idle(slot);
-        } else {
-            self.close(slot);
-        }
+        self.released(slot, reusable);
         if follow {
             self.follow_redirect(request, status, &location, now);
         } else {
@@ -249,10 +181,7 @@ impl Worker {
     /// A failure after the request went out on a kept-alive connection, before any
     /// response byte, usually means the server closed the idle connection first:
     /// send it once more on a new connection, keeping its times (like Go's client).
-    pub(super) fn fail_or_retry(&mut self, slot: usize, cause: Cause) {
-        if self.conns[slot].h2.is_some() {
-            return self.fail_carrier(slot, Why::Cause(cause));
-        }
+    pub(super) fn retry_if_stale(&mut self, slot: usize, cause: Cause) {
         let conn = &self.conns[slot];
         let retryable = conn.reused
             && matches!(
@@ -302,10 +231,8 @@ impl Worker {
         self.fail_with_id(slot, id);
     }
 
-    pub(super) fn fail_with_id(&mut self, slot: usize, error: u32) {
-        if self.conns[slot].h2.is_some() {
-            return self.fail_carrier(slot, Why::Id(error));
-        }
+    /// The request of `slot` ends with `error`, and its connection (or stream) closes.
+    pub(super) fn record_failure(&mut self, slot: usize, error: u32) {
         if let Some(request) = self.take_request(slot) {
             self.push_record(&request, self.clock.now_ns(), 0, error);
         }
@@ -322,7 +249,7 @@ impl Worker {
         let state = &mut self.attacks[request.attack as usize];
         state.in_flight.remove(&mut self.conns, slot);
         state.in_flight_count -= 1;
-        request.bytes_out += self.conns[slot].request_len();
+        request.bytes_out += request_len(&self.conns[slot]);
         Some(request)
     }
 
@@ -354,23 +281,9 @@ impl Worker {
         state.user_finished(&self.shared.attacks[attack].plan, now, split);
     }
 
-    pub(super) fn make_idle(&mut self, slot: usize) {
-        let host = self.conns[slot].host;
-        self.pools[host].idle.push(slot as u32);
-    }
-
-    pub(super) fn close(&mut self, slot: usize) {
+    /// Closes the socket of `slot` (closing removes it from epoll) and frees the slot.
+    pub(super) fn close_socket(&mut self, slot: usize) {
         let conn = &mut self.conns[slot];
-        if conn.phase == Phase::Free {
-            return;
-        }
-        if conn.is_stream() {
-            return self.end_stream(slot);
-        }
-        if conn.h2.is_some() {
-            let cause = Cause::new(ErrorKind::Closed, "h2: connection closed");
-            return self.fail_carrier(slot, Why::Cause(cause));
-        }
         self.pools[conn.host].open -= 1;
         self.counters.connections_open -= 1;
         conn.reset();
@@ -387,12 +300,4 @@ fn transport_error_kind(err: &std::io::Error) -> ErrorKind {
         std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Io,
     }
-}
-
-/// The reason phrase HTTP/1.1 would send with `status` (empty if it has none).
-fn canonical_reason(status: u16) -> &'static [u8] {
-    http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|code| code.canonical_reason())
-        .map_or(b"", str::as_bytes)
 }

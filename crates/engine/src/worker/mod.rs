@@ -5,14 +5,19 @@
 //!
 //! - `dispatch.rs`: when requests are due (per attack, open or closed model), which
 //!   target and connection they take, and sending them off.
-//! - `exchange.rs`: what happens on a connection: connect, write, read, complete,
-//!   fail, retry, follow a redirect.
+//! - `exchange.rs`: what happens on a connection, whatever it speaks: connect,
+//!   write, read, complete, fail, retry, follow a redirect, close.
+//! - `protocol.rs`: the seam: each event that depends on the protocol is one
+//!   exhaustive `match` there, handing it to the protocol's module:
+//! - `h1.rs`: HTTP/1.1 connections, one request at a time, and their idle pool;
 //! - `h2.rs`: HTTP/2 connections carrying streams, each stream a slot of its own.
 //! - this file: the loop, readiness events, timeouts, watermarks and batches.
 
 mod dispatch;
 mod exchange;
+mod h1;
 mod h2;
+mod protocol;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -30,39 +35,12 @@ use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::shared::Shared;
 use crate::stop_handle::StopHandle;
+use crate::worker_report::{Counters, WorkerReport};
 
 const STOP_TOKEN: u64 = u64::MAX;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 const SHIP_INTERVAL_NS: u64 = 100_000_000;
 const SHIP_RECORDS: usize = 4096;
-
-/// What a worker tells the collector, every ~100 ms and at the end.
-pub(crate) struct WorkerReport {
-    pub worker: usize,
-    pub records: Vec<Record>,
-    /// Every request this worker dispatched before this offset is in this or an
-    /// earlier report.
-    pub watermark_ns: u64,
-    pub counters: Counters,
-    /// Per attack, in attack order.
-    pub attacks: Vec<AttackStats>,
-    pub done: bool,
-}
-
-/// Running totals of one worker (snapshots, not deltas).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Counters {
-    pub sent: u64,
-    pub completed: u64,
-    pub in_flight: u64,
-    pub connections_open: u64,
-    /// Requests due by now that have not left (the generator is behind).
-    pub behind: u64,
-    /// Times the event loop came back from waiting (what an idle worker costs).
-    pub wakeups: u64,
-    /// Times a due request waited at a cap (`max_in_flight`, or the host's connections).
-    pub cap_waits: u64,
-}
 
 /// Per host: idle connections (most recently used last), how many are open, and
 /// for HTTP/2 the connections carrying streams.
@@ -71,7 +49,7 @@ struct Pool {
     idle: Vec<u32>,
     open: usize,
     /// Decided on first use ([`Worker::proto`]).
-    proto: Option<h2::Proto>,
+    proto: Option<protocol::Proto>,
     carriers: Vec<u32>,
 }
 
@@ -270,12 +248,7 @@ impl Worker {
             .cycle()
             .take(count.min(hosts.len() * self.max_per_host))
         {
-            // One HTTP/2 connection carries many streams: others open when it is full.
-            let limit = match self.proto(*host) {
-                h2::Proto::Http1 => self.max_per_host,
-                _ => 1,
-            };
-            if self.pools[*host].open < limit {
+            if self.pools[*host].open < self.prewarm_cap(*host) {
                 let _ = self.open_connection(*host);
             }
         }
@@ -322,7 +295,7 @@ impl Worker {
                 return;
             }
             // A TLS handshake may end without data: ALPN has said what to speak.
-            if self.conns[slot].h2.is_some() && !self.negotiate(slot) {
+            if !self.negotiated(slot) {
                 return;
             }
         }
