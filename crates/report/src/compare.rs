@@ -160,17 +160,21 @@ pub enum Unit {
     Ratio,
     /// Nanoseconds, printed as a duration.
     Nanos,
+    /// Milliseconds (a run folder's step rows).
+    Millis,
     /// Bytes.
     Bytes,
 }
 
 impl Unit {
-    fn json_name(self) -> &'static str {
+    /// The unit's name in JSON output.
+    pub fn json_name(self) -> &'static str {
         match self {
             Unit::Count => "count",
             Unit::PerSec => "1/s",
             Unit::Ratio => "ratio",
             Unit::Nanos => "ns",
+            Unit::Millis => "ms",
             Unit::Bytes => "bytes",
         }
     }
@@ -179,8 +183,9 @@ impl Unit {
 /// One side against A on one row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Versus {
-    /// This side's value minus A's.
-    pub diff: f64,
+    /// This side's value minus A's; None when either has no value (a run folder's side
+    /// without the step).
+    pub diff: Option<f64>,
     /// `diff` over A's value (None when A's is 0).
     pub relative: Option<f64>,
     /// How many times better than A (>1: better); None for rows with no better side or a 0.
@@ -190,6 +195,35 @@ pub struct Versus {
 }
 
 impl Versus {
+    /// B against A, which way is better given by `direction`; `noise` is the
+    /// bootstrap's verdict when there was one.
+    pub fn of(
+        a: Option<f64>,
+        b: Option<f64>,
+        direction: Option<Direction>,
+        noise: Option<Difference>,
+    ) -> Versus {
+        let ratio = |top: f64, bottom: f64| (bottom != 0.0 && top != 0.0).then(|| top / bottom);
+        let (diff, relative, improvement) = match (a, b) {
+            (Some(a), Some(b)) => (
+                Some(b - a),
+                (a != 0.0).then(|| (b - a) / a),
+                match direction {
+                    Some(Direction::HigherIsBetter) => ratio(b, a),
+                    Some(Direction::LowerIsBetter) => ratio(a, b),
+                    None => None,
+                },
+            ),
+            _ => (None, None, None),
+        };
+        Versus {
+            diff,
+            relative,
+            improvement,
+            noise,
+        }
+    }
+
     /// `beyond`, `within` or `n/a`.
     pub fn noise_word(&self) -> &'static str {
         match self.noise {
@@ -200,7 +234,8 @@ impl Versus {
     }
 }
 
-/// One report row across every input.
+/// One row across every input: the model of every comparison, of record files here and
+/// of run folders' steps in `lab::compare`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// e.g. `throughput`, `latency p99`, `errors timeout`.
@@ -209,10 +244,99 @@ pub struct Row {
     pub unit: Unit,
     /// Which way is better; None for rows that are neither (requests, bytes).
     pub direction: Option<Direction>,
-    /// The whole-run value of each input, A first.
-    pub values: Vec<f64>,
+    /// The value of each input, A first (None: the input has none).
+    pub values: Vec<Option<f64>>,
     /// Each other input against A.
     pub versus: Vec<Versus>,
+}
+
+impl Row {
+    /// A row of `values`, A first, each other against A; `noise(b)` is input b's
+    /// (1-based) bootstrap on this row, if any.
+    pub fn new(
+        name: String,
+        unit: Unit,
+        direction: Option<Direction>,
+        values: Vec<Option<f64>>,
+        noise: impl Fn(usize) -> Option<Difference>,
+    ) -> Row {
+        let versus = (1..values.len())
+            .map(|b| Versus::of(values[0], values[b], direction, noise(b)))
+            .collect();
+        Row {
+            name,
+            unit,
+            direction,
+            values,
+            versus,
+        }
+    }
+
+    /// `higher` or `lower` (is better), as JSON says it.
+    pub fn better_word(&self) -> Option<&'static str> {
+        self.direction.map(|d| match d {
+            Direction::HigherIsBetter => "higher",
+            Direction::LowerIsBetter => "lower",
+        })
+    }
+
+    /// The inputs (1-based) worse than A by more than `threshold` (a share: 0.05 = 5%)
+    /// of A's value *and* beyond the noise, with how much worse as a share of A's.
+    pub fn regressions(&self, threshold: f64) -> Vec<(usize, f64)> {
+        let (Some(direction), Some(a)) = (self.direction, self.values[0].filter(|a| *a != 0.0))
+        else {
+            return Vec::new();
+        };
+        self.versus
+            .iter()
+            .enumerate()
+            .filter_map(|(index, versus)| {
+                let diff = versus.diff?;
+                let worse = match direction {
+                    Direction::HigherIsBetter => -diff,
+                    Direction::LowerIsBetter => diff,
+                };
+                let beyond = versus.noise.is_some_and(|d| d.beyond_noise);
+                (beyond && worse > threshold * a.abs()).then_some((index + 1, worse / a.abs()))
+            })
+            .collect()
+    }
+}
+
+impl serde::Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.json_name())
+    }
+}
+
+/// As `-format json` writes a row: `row`, `unit`, `better`, `values`, `versus`.
+impl serde::Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut row = serializer.serialize_struct("Row", 5)?;
+        row.serialize_field("row", &self.name)?;
+        row.serialize_field("unit", &self.unit)?;
+        row.serialize_field("better", &self.better_word())?;
+        row.serialize_field("values", &self.values)?;
+        row.serialize_field("versus", &self.versus)?;
+        row.end()
+    }
+}
+
+/// `diff`, `relative`, `improvement`, `noise` (the word) and the bootstrap's
+/// `interval` of the difference.
+impl serde::Serialize for Versus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut versus = serializer.serialize_struct("Versus", 5)?;
+        versus.serialize_field("diff", &self.diff)?;
+        versus.serialize_field("relative", &self.relative)?;
+        versus.serialize_field("improvement", &self.improvement)?;
+        versus.serialize_field("noise", self.noise_word())?;
+        let interval = self.noise.map(|d| [d.diff_low, d.diff_high]);
+        versus.serialize_field("interval", &interval)?;
+        versus.end()
+    }
 }
 
 /// The rows a regression is judged on: throughput, success and p99 latency.
@@ -375,7 +499,7 @@ fn error_row(runs: &[RunFigures], kind: ErrorKind) -> Row {
             .find(|(k, _)| *k == kind)
             .map_or(0.0, |(_, n)| *n as f64)
     };
-    let values: Vec<f64> = runs.iter().map(count).collect();
+    let values: Vec<Option<f64>> = runs.iter().map(|run| Some(count(run))).collect();
     let samples: Vec<Vec<f64>> = runs
         .iter()
         .map(|r| r.seconds.failed_per_sec(kind))
@@ -397,7 +521,7 @@ fn build_row(
     value: &dyn Fn(&Report) -> f64,
     samples: Option<Sampler>,
 ) -> Row {
-    let values = runs.iter().map(|r| value(&r.report)).collect();
+    let values = runs.iter().map(|r| Some(value(&r.report))).collect();
     let samples: Option<Vec<Vec<f64>>> =
         samples.map(|sampler| runs.iter().map(|r| sampler(&r.seconds)).collect());
     finish_row(name.to_owned(), unit, direction, values, samples.as_deref())
@@ -407,26 +531,12 @@ fn finish_row(
     name: String,
     unit: Unit,
     direction: Option<Direction>,
-    values: Vec<f64>,
+    values: Vec<Option<f64>>,
     samples: Option<&[Vec<f64>]>,
 ) -> Row {
-    let a = values.first().copied().unwrap_or(0.0);
-    let versus = values
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(index, &b)| {
-            let noise = samples.and_then(|s| bootstrap(&s[0], &s[index], direction));
-            versus(a, b, direction, noise)
-        })
-        .collect();
-    Row {
-        name,
-        unit,
-        direction,
-        values,
-        versus,
-    }
+    Row::new(name, unit, direction, values, |b| {
+        samples.and_then(|s| bootstrap(&s[0], &s[b], direction))
+    })
 }
 
 fn bootstrap(a: &[f64], b: &[f64], direction: Option<Direction>) -> Option<Difference> {
@@ -443,49 +553,23 @@ fn bootstrap(a: &[f64], b: &[f64], direction: Option<Direction>) -> Option<Diffe
     .ok()
 }
 
-fn versus(a: f64, b: f64, direction: Option<Direction>, noise: Option<Difference>) -> Versus {
-    let ratio = |top: f64, bottom: f64| (bottom != 0.0 && top != 0.0).then(|| top / bottom);
-    Versus {
-        diff: b - a,
-        relative: (a != 0.0).then(|| (b - a) / a),
-        improvement: match direction {
-            Some(Direction::HigherIsBetter) => ratio(b, a),
-            Some(Direction::LowerIsBetter) => ratio(a, b),
-            None => None,
-        },
-        noise,
-    }
-}
-
 impl Comparison {
     /// The gated rows ([`GATED_ROWS`]) on which an input is worse than A by more than
     /// `threshold` (a share: 0.05 = 5%) of A's whole-run value *and* beyond the noise.
     pub fn regressions(&self, threshold: f64) -> Vec<Regression> {
-        let mut found = Vec::new();
-        for row in self
-            .rows
+        self.rows
             .iter()
             .filter(|r| GATED_ROWS.contains(&r.name.as_str()))
-        {
-            let (Some(direction), Some(&a)) = (row.direction, row.values.first()) else {
-                continue;
-            };
-            for (index, versus) in row.versus.iter().enumerate() {
-                let worse = match direction {
-                    Direction::HigherIsBetter => -versus.diff,
-                    Direction::LowerIsBetter => versus.diff,
-                };
-                let beyond = versus.noise.is_some_and(|d| d.beyond_noise);
-                if beyond && a != 0.0 && worse > threshold * a.abs() {
-                    found.push(Regression {
+            .flat_map(|row| {
+                row.regressions(threshold)
+                    .into_iter()
+                    .map(|(input, worse_by)| Regression {
                         row: row.name.clone(),
-                        input: self.inputs[index + 1].clone(),
-                        worse_by: worse / a.abs(),
-                    });
-                }
-            }
-        }
-        found
+                        input: self.inputs[input].clone(),
+                        worse_by,
+                    })
+            })
+            .collect()
     }
 
     /// The comparison in `format`.
@@ -522,7 +606,11 @@ impl Comparison {
             let mut cells = vec![row.name.clone(), value_text(row.unit, row.values[0])];
             for (versus, &value) in row.versus.iter().zip(&row.values[1..]) {
                 cells.push(value_text(row.unit, value));
-                cells.push(diff_text(row.unit, versus.diff));
+                cells.push(
+                    versus
+                        .diff
+                        .map_or("n/a".to_owned(), |d| diff_text(row.unit, d)),
+                );
                 cells.push(
                     versus
                         .relative
@@ -588,17 +676,16 @@ fn json_row(out: &mut String, row: &Row) {
     out.push_str("{\"row\":");
     push_string(out, &row.name);
     let _ = write!(out, ",\"unit\":\"{}\",\"better\":", row.unit.json_name());
-    out.push_str(match row.direction {
-        Some(Direction::HigherIsBetter) => "\"higher\"",
-        Some(Direction::LowerIsBetter) => "\"lower\"",
-        None => "null",
-    });
+    match row.better_word() {
+        Some(word) => push_string(out, word),
+        None => out.push_str("null"),
+    }
     out.push_str(",\"values\":[");
     for (index, value) in row.values.iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
-        push_float(out, *value);
+        push_value(out, *value);
     }
     out.push_str("],\"versus\":[");
     for (index, versus) in row.versus.iter().enumerate() {
@@ -606,7 +693,7 @@ fn json_row(out: &mut String, row: &Row) {
             out.push(',');
         }
         out.push_str("{\"diff\":");
-        push_float(out, versus.diff);
+        push_value(out, versus.diff);
         out.push_str(",\"relative\":");
         push_optional(out, versus.relative);
         out.push_str(",\"improvement\":");
@@ -627,6 +714,14 @@ fn json_row(out: &mut String, row: &Row) {
     out.push_str("]}");
 }
 
+/// A value (non-finite ones as 0, as every figure of the JSON report), or null.
+fn push_value(out: &mut String, value: Option<f64>) {
+    match value {
+        Some(value) => push_float(out, value),
+        None => out.push_str("null"),
+    }
+}
+
 fn push_optional(out: &mut String, value: Option<f64>) {
     match value {
         Some(value) if value.is_finite() => push_float(out, value),
@@ -642,12 +737,16 @@ pub fn side_letter(index: usize) -> String {
     }
 }
 
-fn value_text(unit: Unit, value: f64) -> String {
+fn value_text(unit: Unit, value: Option<f64>) -> String {
+    let Some(value) = value else {
+        return "n/a".to_owned();
+    };
     match unit {
         Unit::Count | Unit::Bytes => format!("{value:.0}"),
         Unit::PerSec => format!("{value:.2}"),
         Unit::Ratio => format!("{:.2}%", value * 100.0),
         Unit::Nanos => rounded(value.max(0.0) as u64).to_string(),
+        Unit::Millis => rounded((value.max(0.0) * 1e6) as u64).to_string(),
     }
 }
 
@@ -656,7 +755,7 @@ fn diff_text(unit: Unit, diff: f64) -> String {
     match unit {
         Unit::Ratio => format!("{:+.2}pp", diff * 100.0),
         Unit::Nanos => format!("{sign}{}", rounded(diff.abs() as u64)),
-        _ => format!("{sign}{}", value_text(unit, diff.abs())),
+        _ => format!("{sign}{}", value_text(unit, Some(diff.abs()))),
     }
 }
 
