@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use crate::WorkloadError;
-use crate::template::Rng;
+use crate::rng::Rng;
 
 /// Which row a request uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

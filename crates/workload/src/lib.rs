@@ -21,6 +21,7 @@ pub mod defaults;
 mod field_names;
 mod lines;
 mod plan;
+mod rng;
 mod run_settings;
 mod scenario;
 mod schedule;

@@ -123,18 +123,16 @@ impl Schedule {
         }])
     }
 
-    /// Parses Tank-style segments separated by spaces. Errors quote the input and point
-    /// at the offending segment. The parser rejects empty schedules and more than
-    /// 100,000 steps.
-    pub fn parse(text: &str) -> Result<Schedule, String> {
-        let segments = crate::schedule_parse::parse_segments(text)?
+    /// The schedule of parsed segments, each with its duration.
+    pub(crate) fn from_parsed(segments: Vec<(ParsedShape, u64)>) -> Schedule {
+        let segments = segments
             .into_iter()
             .map(|(shape, duration_ns)| Segment {
                 shape: shape.into(),
                 duration_ns: Some(duration_ns),
             })
             .collect();
-        Ok(Schedule::from_segments(segments))
+        Schedule::from_segments(segments)
     }
 
     fn from_segments(segments: Vec<Segment>) -> Schedule {
@@ -394,16 +392,7 @@ mod tests {
     #[test]
     fn a_ramp_tracks_its_integral_second_by_second() {
         let schedule = Schedule::parse("line(100, 10000, 10s)").unwrap();
-        let counts = per_second(&schedule, 10);
-        for (second, &count) in counts.iter().enumerate() {
-            let want =
-                schedule.count_by((second as u64 + 1) * S) - schedule.count_by(second as u64 * S);
-            assert!(
-                (count as f64 - want).abs() <= 1.0,
-                "second {second}: {count} vs {want}"
-            );
-            assert!((count as f64 - want).abs() / want < 0.005, "within 0.5%");
-        }
+        assert_tracks_integral(&schedule, &per_second(&schedule, 10), Some(0.005));
         assert_eq!(schedule.duration_ns(), Some(10 * S));
         assert_eq!(
             schedule.intended_ns(50_501),
@@ -437,12 +426,20 @@ mod tests {
             counts[0] > 1000 && counts[2] < 1000,
             "rises first, then falls: {counts:?}"
         );
+        assert_tracks_integral(&schedule, &counts, None);
+    }
+
+    /// Each second's count is within one request of the schedule's integral over that
+    /// second, and within `share` of it when given.
+    fn assert_tracks_integral(schedule: &Schedule, counts: &[u64], share: Option<f64>) {
         for (second, &count) in counts.iter().enumerate() {
             let want =
                 schedule.count_by((second as u64 + 1) * S) - schedule.count_by(second as u64 * S);
+            let off = (count as f64 - want).abs();
+            assert!(off <= 1.0, "second {second}: {count} vs {want}");
             assert!(
-                (count as f64 - want).abs() <= 1.0,
-                "second {second}: {count} vs {want}"
+                share.is_none_or(|share| off / want < share),
+                "within {share:?}"
             );
         }
     }

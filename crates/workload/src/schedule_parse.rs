@@ -7,12 +7,21 @@
 //! ```
 //! Numbers are plain (`1000`, `0.5`); durations need a unit (`30s`, `10m`, `1h30m`).
 
-use crate::schedule::ParsedShape;
+use crate::schedule::{ParsedShape, Schedule};
 
 /// Steps expand to one segment each; this many is already a typo.
 const MAX_STEPS: usize = 100_000;
 
-pub(crate) fn parse_segments(text: &str) -> Result<Vec<(ParsedShape, u64)>, String> {
+impl Schedule {
+    /// Parses Tank-style segments separated by spaces. Errors quote the input and point
+    /// at the offending segment. The parser rejects empty schedules and more than
+    /// 100,000 steps.
+    pub fn parse(text: &str) -> Result<Schedule, String> {
+        Ok(Schedule::from_parsed(parse_segments(text)?))
+    }
+}
+
+fn parse_segments(text: &str) -> Result<Vec<(ParsedShape, u64)>, String> {
     let mut rest = text.trim();
     if rest.is_empty() {
         return Err(format!("invalid schedule {text:?}: empty"));

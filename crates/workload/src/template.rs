@@ -16,6 +16,7 @@
 use std::io::Write as _;
 
 use crate::data::DataTable;
+use crate::rng::Rng;
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,34 +232,6 @@ fn write_uuid(rng: &mut Rng, out: &mut Vec<u8>) {
         }
         out.push(HEX[usize::from(byte >> 4)]);
         out.push(HEX[usize::from(byte & 0x0f)]);
-    }
-}
-
-/// SplitMix64: tiny, fast, and good enough to vary requests; seeded per request and
-/// placeholder so values do not depend on which thread sends the request.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn for_request(seed: u64, seq: u64, stream: u64) -> Rng {
-        let mut rng = Rng(seed
-            ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03));
-        rng.next();
-        rng
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A value in `[0, bound)` (Lemire's multiply-shift; the bias is below 2^-32 for
-    /// the bounds templates use).
-    pub(crate) fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound.max(1))) >> 64) as u64
     }
 }
 
