@@ -6,13 +6,11 @@
 use std::io::{BufRead, Write};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, parse_protocol, parse_timestamp};
-use crate::input::{InputFormat, RecordSource, SourceSummary};
+use crate::import::{ImportSource, ImportedResult, Rows, parse_protocol, parse_timestamp};
 use crate::meta::{ErrorKind, RunTables};
 use crate::record::Record;
-
-const BATCH: usize = 4096;
-const VEGETA_COLUMNS: [&str; 12] = [
+use crate::source::InputFormat;
+pub(crate) const VEGETA_COLUMNS: [&str; 12] = [
     "timestamp",
     "code",
     "latency",
@@ -26,7 +24,7 @@ const VEGETA_COLUMNS: [&str; 12] = [
     "url",
     "headers",
 ];
-const OUR_EXTRA_COLUMNS: [&str; 4] = ["send_lag", "ttfb", "error_kind", "protocol"];
+pub(crate) const OUR_EXTRA_COLUMNS: [&str; 4] = ["send_lag", "ttfb", "error_kind", "protocol"];
 
 /// A column a row is read from: its name (for errors) and its index in the row, if the
 /// input has it.
@@ -84,18 +82,21 @@ impl Layout {
     }
 }
 
-pub(crate) struct CsvSource<R: BufRead> {
+/// Reads CSV results into records.
+pub(crate) type CsvSource<R> = ImportSource<CsvRows<R>>;
+
+/// CSV rows, one result each.
+pub(crate) struct CsvRows<R: BufRead> {
     reader: csv::Reader<R>,
     name: String,
+    /// Vegeta's (headerless) or ours.
+    format: InputFormat,
     layout: Layout,
-    interner: Interner,
-    summary: SourceSummary,
     row: csv::StringRecord,
-    done: bool,
 }
 
 impl<R: BufRead> CsvSource<R> {
-    pub(crate) fn new(input: R, name: &str, format: InputFormat) -> Result<Self, RecordError> {
+    pub(crate) fn open(input: R, name: &str, format: InputFormat) -> Result<Self, RecordError> {
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -119,26 +120,45 @@ impl<R: BufRead> CsvSource<R> {
                 });
             }
         }
-        Ok(CsvSource {
+        let rows = CsvRows {
             reader,
             name: name.to_owned(),
+            format,
             layout: Layout::new(&columns),
-            interner: Interner::default(),
-            summary: SourceSummary::new(name, format),
             row: csv::StringRecord::new(),
-            done: false,
-        })
+        };
+        Ok(ImportSource::new(rows, name, format))
+    }
+}
+
+impl<R: BufRead> Rows for CsvRows<R> {
+    fn next_result(&mut self) -> Result<Option<ImportedResult>, RecordError> {
+        loop {
+            let more = (self.reader.read_record(&mut self.row))
+                .map_err(|err| csv_error(&self.name, &err))?;
+            if !more {
+                return Ok(None);
+            }
+            if !(self.row.len() == 1 && self.row[0].is_empty()) {
+                return self.parse_row().map(Some);
+            }
+        }
     }
 
-    fn parse_row(&mut self) -> Result<Record, RecordError> {
-        let line = self.row.position().map_or(0, csv::Position::line);
-        let fail = |field: &str, reason: String| RecordError::Parse {
+    fn row_error(&self, field: &str, reason: String) -> RecordError {
+        RecordError::Parse {
             source_name: self.name.clone(),
-            line,
+            line: self.row.position().map_or(0, csv::Position::line),
             field: field.to_owned(),
             reason,
-        };
-        if self.summary.format == InputFormat::VegetaCsv && ![6, 11, 12].contains(&self.row.len()) {
+        }
+    }
+}
+
+impl<R: BufRead> CsvRows<R> {
+    fn parse_row(&self) -> Result<ImportedResult, RecordError> {
+        let fail = |field: &str, reason: String| self.row_error(field, reason);
+        if self.format == InputFormat::VegetaCsv && ![6, 11, 12].contains(&self.row.len()) {
             return Err(fail(
                 "(row)",
                 format!(
@@ -148,7 +168,7 @@ impl<R: BufRead> CsvSource<R> {
             ));
         }
         let layout = &self.layout;
-        if self.summary.format == InputFormat::LoadlabCsv && self.row.len() != layout.width {
+        if self.format == InputFormat::LoadlabCsv && self.row.len() != layout.width {
             return Err(fail(
                 "(row)",
                 format!(
@@ -200,9 +220,7 @@ impl<R: BufRead> CsvSource<R> {
             error_kind,
             protocol: parse_protocol(get(layout.protocol)).map_err(|r| fail("protocol", r))?,
         };
-        self.interner
-            .record(result)
-            .map_err(|(field, reason)| fail(field, reason))
+        Ok(result)
     }
 }
 
@@ -213,44 +231,6 @@ fn csv_error(name: &str, err: &csv::Error) -> RecordError {
         line,
         field: "(row)".to_owned(),
         reason: err.to_string(),
-    }
-}
-
-impl<R: BufRead> RecordSource for CsvSource<R> {
-    fn tables(&self) -> &RunTables {
-        &self.interner.tables
-    }
-
-    fn summary(&self) -> &SourceSummary {
-        &self.summary
-    }
-
-    fn watermark(&self) -> Option<u64> {
-        None
-    }
-
-    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
-        out.clear();
-        while !self.done && out.len() < BATCH {
-            let more = self
-                .reader
-                .read_record(&mut self.row)
-                .map_err(|err| csv_error(&self.name, &err))?;
-            if !more {
-                self.done = true;
-                break;
-            }
-            if self.row.len() == 1 && self.row[0].is_empty() {
-                continue;
-            }
-            out.push(self.parse_row()?);
-        }
-        self.summary.records += out.len() as u64;
-        self.summary
-            .header
-            .attacks
-            .clone_from(&self.interner.tables.attacks);
-        Ok(!out.is_empty() || !self.done)
     }
 }
 

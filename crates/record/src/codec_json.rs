@@ -7,45 +7,64 @@ use std::io::{BufRead, Write};
 use serde_json::{Map, Value};
 
 use crate::RecordError;
-use crate::import::{ImportedResult, Interner, parse_protocol, parse_timestamp};
-use crate::input::{InputFormat, RecordSource, SourceSummary};
+use crate::import::{ImportSource, ImportedResult, Rows, parse_protocol, parse_timestamp};
 use crate::meta::{ErrorKind, RunTables};
 use crate::record::{Protocol, Record};
+use crate::source::InputFormat;
 use crate::time_format::format_timestamp;
 
-const BATCH: usize = 4096;
-
 /// Reads JSON lines into records.
-pub(crate) struct JsonSource<R: BufRead> {
+pub(crate) type JsonSource<R> = ImportSource<JsonRows<R>>;
+
+/// JSON lines, one result each.
+pub(crate) struct JsonRows<R: BufRead> {
     input: R,
     name: String,
-    interner: Interner,
-    summary: SourceSummary,
     line: u64,
     text: String,
-    done: bool,
 }
 
 impl<R: BufRead> JsonSource<R> {
-    pub(crate) fn new(input: R, name: &str) -> Self {
-        JsonSource {
+    pub(crate) fn open(input: R, name: &str) -> Self {
+        let rows = JsonRows {
             input,
             name: name.to_owned(),
-            interner: Interner::default(),
-            summary: SourceSummary::new(name, InputFormat::Json),
             line: 0,
             text: String::new(),
-            done: false,
+        };
+        ImportSource::new(rows, name, InputFormat::Json)
+    }
+}
+
+impl<R: BufRead> Rows for JsonRows<R> {
+    fn next_result(&mut self) -> Result<Option<ImportedResult>, RecordError> {
+        loop {
+            self.text.clear();
+            let read = (self.input.read_line(&mut self.text))
+                .map_err(|err| RecordError::io(&self.name, err))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if !self.text.trim().is_empty() {
+                return self.parse_line().map(Some);
+            }
         }
     }
 
-    fn parse_line(&mut self) -> Result<Record, RecordError> {
-        let fail = |field: &str, reason: String| RecordError::Parse {
+    fn row_error(&self, field: &str, reason: String) -> RecordError {
+        RecordError::Parse {
             source_name: self.name.clone(),
             line: self.line,
             field: field.to_owned(),
             reason,
-        };
+        }
+    }
+}
+
+impl<R: BufRead> JsonRows<R> {
+    fn parse_line(&self) -> Result<ImportedResult, RecordError> {
+        let fail = |field: &str, reason: String| self.row_error(field, reason);
         let value: Value = serde_json::from_str(&self.text)
             .map_err(|err| fail("(line)", format!("not JSON: {err}")))?;
         let Value::Object(object) = value else {
@@ -106,9 +125,7 @@ impl<R: BufRead> JsonSource<R> {
             )
             .map_err(|r| fail("protocol", r))?,
         };
-        self.interner
-            .record(result)
-            .map_err(|(field, reason)| fail(field, reason))
+        Ok(result)
     }
 }
 
@@ -143,46 +160,6 @@ impl Fields<'_> {
                 .ok_or_else(|| format!("expected a whole number >= 0, found {n}")),
             Some(other) => Err(format!("expected a number, found {other}")),
         }
-    }
-}
-
-impl<R: BufRead> RecordSource for JsonSource<R> {
-    fn tables(&self) -> &RunTables {
-        &self.interner.tables
-    }
-
-    fn summary(&self) -> &SourceSummary {
-        &self.summary
-    }
-
-    fn watermark(&self) -> Option<u64> {
-        None
-    }
-
-    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
-        out.clear();
-        while !self.done && out.len() < BATCH {
-            self.text.clear();
-            let read = self
-                .input
-                .read_line(&mut self.text)
-                .map_err(|err| RecordError::io(&self.name, err))?;
-            if read == 0 {
-                self.done = true;
-                break;
-            }
-            self.line += 1;
-            if self.text.trim().is_empty() {
-                continue;
-            }
-            out.push(self.parse_line()?);
-        }
-        self.summary.records += out.len() as u64;
-        self.summary
-            .header
-            .attacks
-            .clone_from(&self.interner.tables.attacks);
-        Ok(!out.is_empty() || !self.done)
     }
 }
 

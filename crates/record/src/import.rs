@@ -1,10 +1,78 @@
-//! Shared by the JSON and CSV sources: one imported line -> a [`Record`] plus
-//! dictionary entries interned on first sight.
+//! Shared by the JSON and CSV sources: [`ImportSource`] reads a text input row by row
+//! ([`Rows`], each codec's), and one imported row becomes a [`Record`] plus dictionary
+//! entries interned on first sight.
 
 use std::collections::HashMap;
 
+use crate::RecordError;
 use crate::meta::{AttackInfo, ErrorEntry, ErrorKind, LoadModel, RunTables, TargetInfo};
 use crate::record::{Protocol, Record};
+use crate::source::{InputFormat, RecordSource, SourceSummary};
+
+const BATCH: usize = 4096;
+
+/// A text input's rows, as one codec reads them.
+pub(crate) trait Rows {
+    /// The next row's result (blank rows skipped), or None at the end of the input;
+    /// `Err` names the row and the field.
+    fn next_result(&mut self) -> Result<Option<ImportedResult>, RecordError>;
+
+    /// The error for `field` of the row just read (a value the dictionaries refused).
+    fn row_error(&self, field: &str, reason: String) -> RecordError;
+}
+
+/// A JSON or CSV input as a [`RecordSource`]: its rows, and the dictionaries and
+/// summary they build.
+pub(crate) struct ImportSource<R: Rows> {
+    rows: R,
+    interner: Interner,
+    summary: SourceSummary,
+    done: bool,
+}
+
+impl<R: Rows> ImportSource<R> {
+    pub(crate) fn new(rows: R, name: &str, format: InputFormat) -> ImportSource<R> {
+        ImportSource {
+            rows,
+            interner: Interner::default(),
+            summary: SourceSummary::new(name, format),
+            done: false,
+        }
+    }
+}
+
+impl<R: Rows> RecordSource for ImportSource<R> {
+    fn tables(&self) -> &RunTables {
+        &self.interner.tables
+    }
+
+    fn summary(&self) -> &SourceSummary {
+        &self.summary
+    }
+
+    fn watermark(&self) -> Option<u64> {
+        None
+    }
+
+    fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        out.clear();
+        while !self.done && out.len() < BATCH {
+            let Some(result) = self.rows.next_result()? else {
+                self.done = true;
+                break;
+            };
+            let record = (self.interner.record(result))
+                .map_err(|(field, reason)| self.rows.row_error(field, reason))?;
+            out.push(record);
+        }
+        self.summary.records += out.len() as u64;
+        self.summary
+            .header
+            .attacks
+            .clone_from(&self.interner.tables.attacks);
+        Ok(!out.is_empty() || !self.done)
+    }
+}
 
 /// The fields of one imported result, as vegeta and our exports name them.
 #[derive(Debug, Default)]

@@ -39,6 +39,7 @@ mod record;
 mod resource_samples;
 mod series_names;
 mod shards;
+mod source;
 mod stream;
 mod time_format;
 mod writer;
@@ -49,7 +50,7 @@ mod proptests;
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
 pub use format::{FORMAT_VERSION, MAGIC};
-pub use input::{InputFormat, RecordSource, SourceSummary, TornTail, open_input, open_reader};
+pub use input::{open_input, open_reader};
 pub use merge::{Inputs, Sorted};
 pub use meta::{
     AttackEnd, AttackInfo, AttackStats, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd,
@@ -63,6 +64,7 @@ pub use resource_samples::{
 };
 pub use series_names::ResourceSeries;
 pub use shards::check_shards;
+pub use source::{InputFormat, RecordSource, SourceSummary, TornTail};
 pub use stream::{ReadOrder, RecordStream, SAMPLE_BATCHES_PER_MESSAGE};
 pub use time_format::format_timestamp;
 pub use writer::{Compression, RecordWriter};

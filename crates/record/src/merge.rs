@@ -5,10 +5,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::RecordError;
-use crate::input::{InputFormat, RecordSource, SourceSummary, open_input};
+use crate::input::open_input;
 use crate::meta::{ErrorEntry, RunTables, TargetInfo};
 use crate::record::Record;
 use crate::resource_samples::{SampleBatch, SampleTables, SamplerInfo, SeriesInfo};
+use crate::source::{InputFormat, RecordSource, SourceSummary};
 
 /// Several inputs merged onto one set of tables. Attacks with the same name, targets
 /// with the same method and URL, and errors with the same kind and text share an id.

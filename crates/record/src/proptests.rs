@@ -11,6 +11,7 @@ use std::io::Cursor;
 
 use proptest::prelude::*;
 
+use crate::codec_csv::{OUR_EXTRA_COLUMNS, VEGETA_COLUMNS};
 use crate::{
     AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, MAGIC, Protocol, Record,
     RecordError, RecordWriter, RunEnd, RunHeader, TargetInfo, open_reader,
@@ -175,24 +176,12 @@ fn input_bytes() -> impl Strategy<Value = Vec<u8>> {
 
 /// A JSON results line (vegeta's keys and ours) with mostly plausible values.
 fn json_line() -> impl Strategy<Value = String> {
-    let key = prop::sample::select(vec![
-        "timestamp",
-        "code",
-        "latency",
-        "bytes_out",
-        "bytes_in",
-        "error",
-        "attack",
-        "seq",
-        "method",
-        "url",
-        "send_lag",
-        "ttfb",
-        "error_kind",
-        "protocol",
-        "body",
-        "x",
-    ]);
+    // Every column name is a key (vegeta's and ours), and one no reader knows.
+    let mut keys: Vec<&str> = (VEGETA_COLUMNS.iter().chain(&OUR_EXTRA_COLUMNS))
+        .copied()
+        .collect();
+    keys.push("x");
+    let key = prop::sample::select(keys);
     let value = prop_oneof![
         any::<u64>().prop_map(|n| n.to_string()),
         (-1i64..70_000).prop_map(|n| n.to_string()),

@@ -11,12 +11,12 @@ use crate::format::{
     BLOCK_HEAD_LEN, BlockKind, CODEC_RAW, CODEC_ZSTD, FORMAT_VERSION, MAGIC, MAX_PAYLOAD_LEN,
     MAX_RECORDS_PER_BLOCK, NO_WATERMARK, PREAMBLE_LEN, RECORDS_HEAD_LEN,
 };
-use crate::input::{InputFormat, RecordSource, SourceSummary, TornTail};
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, RunTables, TargetInfo};
 use crate::record::Record;
 use crate::resource_samples::{
     self, MAX_PENDING_SAMPLE_BATCHES, SAMPLES_BLOCK, SERIES_BLOCK, SampleBatch, SeriesBlock,
 };
+use crate::source::{InputFormat, RecordSource, SourceSummary, TornTail};
 
 /// Reads loadlab's binary record format from any `Read` (a file or a pipe).
 pub struct BinaryReader<R: Read> {

@@ -4,7 +4,7 @@
 //! shard twice, would silently add up to a load nobody asked for.
 
 use crate::RecordError;
-use crate::input::SourceSummary;
+use crate::source::SourceSummary;
 
 /// Refuses sharded inputs (header `shard` with a count above 1) that are not shards
 /// of one run, naming the files. Unsharded inputs are not checked: several runs may
@@ -54,8 +54,8 @@ pub fn check_shards<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::InputFormat;
     use crate::meta::ShardInfo;
+    use crate::source::InputFormat;
 
     fn file(name: &str, index: u64, count: u64, fingerprint: &str) -> SourceSummary {
         let mut summary = SourceSummary::new(name, InputFormat::Binary);

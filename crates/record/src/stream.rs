@@ -16,11 +16,11 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
 
 use crate::RecordError;
-use crate::input::SourceSummary;
 use crate::merge::{Inputs, Sorted};
 use crate::meta::RunTables;
 use crate::record::Record;
 use crate::resource_samples::{SampleBatch, SampleTables};
+use crate::source::SourceSummary;
 
 /// The order records come in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
