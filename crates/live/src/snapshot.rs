@@ -125,10 +125,7 @@ impl Snapshot {
     /// max 40.1ms, lag p99 312µs`.
     pub fn final_line(&self) -> String {
         let run = &self.run;
-        let report_style = |ns: u64| {
-            units::GoDuration(units::round_for_report(std::time::Duration::from_nanos(ns)))
-                .to_string()
-        };
+        let report_style = |ns: u64| units::GoDuration::report_ns(ns).to_string();
         let mut line = format!("done: {} requests", run.completed);
         if run.completed > 0 {
             line += &format!(

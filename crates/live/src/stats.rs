@@ -518,9 +518,7 @@ mod tests {
             assert_eq!(run.lag_p99_ns, report.send_lag.p99_ns, "{count}: lag");
             assert_eq!(run.completed, report.requests, "{count}: requests");
             // The line left at the end writes them as `report` does.
-            let as_report = |ns: u64| {
-                units::GoDuration(units::round_for_report(std::time::Duration::from_nanos(ns)))
-            };
+            let as_report = |ns: u64| units::GoDuration::report_ns(ns);
             let line = live.snapshot().final_line();
             let want = format!(
                 "done: {count} requests, ok 100.0%, latency p50 {} p99 {} max {}",

@@ -20,12 +20,13 @@ use analysis::compare::block_len_for;
 use analysis::{CompareConfig, Difference, Direction, compare_samples};
 use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 
+use units::GoDuration;
+
 use crate::ReportError;
 use crate::json::{push_float, push_string};
 use crate::metrics::{Metrics, Report};
 use crate::seconds::Seconds;
 use crate::tabwriter::align;
-use crate::text::rounded;
 
 /// One side of a comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -745,8 +746,8 @@ fn value_text(unit: Unit, value: Option<f64>) -> String {
         Unit::Count | Unit::Bytes => format!("{value:.0}"),
         Unit::PerSec => format!("{value:.2}"),
         Unit::Ratio => format!("{:.2}%", value * 100.0),
-        Unit::Nanos => rounded(value.max(0.0) as u64).to_string(),
-        Unit::Millis => rounded((value.max(0.0) * 1e6) as u64).to_string(),
+        Unit::Nanos => GoDuration::report_ns(value.max(0.0) as u64).to_string(),
+        Unit::Millis => GoDuration::report_ns((value.max(0.0) * 1e6) as u64).to_string(),
     }
 }
 
@@ -754,7 +755,7 @@ fn diff_text(unit: Unit, diff: f64) -> String {
     let sign = if diff < 0.0 { "-" } else { "+" };
     match unit {
         Unit::Ratio => format!("{:+.2}pp", diff * 100.0),
-        Unit::Nanos => format!("{sign}{}", rounded(diff.abs() as u64)),
+        Unit::Nanos => format!("{sign}{}", GoDuration::report_ns(diff.abs() as u64)),
         _ => format!("{sign}{}", value_text(unit, Some(diff.abs()))),
     }
 }

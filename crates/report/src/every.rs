@@ -19,7 +19,6 @@ use crate::distribution::Distribution;
 use crate::grouping::{GroupBy, GroupKey};
 use crate::json::{push_float, push_string};
 use crate::metrics::go_seconds;
-use crate::text::rounded;
 
 /// Longest run of empty intervals printed as rows.
 pub const MAX_EMPTY_ROWS: u64 = 1000;
@@ -223,7 +222,7 @@ pub fn text_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> S
             .map_or_else(|| "-".to_owned(), |s| format!("{:.2}%", s * 100.0)),
     ];
     match row.latency_ns {
-        Some(latencies) => cells.extend(latencies.map(|ns| rounded(ns).to_string())),
+        Some(latencies) => cells.extend(latencies.map(|ns| GoDuration::report_ns(ns).to_string())),
         None => cells.extend(["-", "-", "-", "-"].map(str::to_owned)),
     }
     if let Some(users) = row.users {

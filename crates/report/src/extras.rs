@@ -8,36 +8,10 @@ use record::{
     AttackEnd, AttackInfo, InputFormat, LoadModel, Protocol, RunTables, SourceSummary, StopReason,
 };
 
-use crate::distribution::Distribution;
+use crate::extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 use crate::metrics::{AttackActivity, Report, go_seconds};
 use crate::resources::ResourceSummary;
-use crate::warnings::{Warning, assess};
-
-/// Send lag (actual minus intended send time) of a set of records, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LagStats {
-    /// Mean lag, nanoseconds.
-    pub mean_ns: u64,
-    /// Median lag, nanoseconds.
-    pub p50_ns: u64,
-    /// 99th percentile lag, nanoseconds.
-    pub p99_ns: u64,
-    /// Largest lag, nanoseconds.
-    pub max_ns: u64,
-}
-
-impl LagStats {
-    pub(crate) fn from_distribution(distribution: Distribution) -> LagStats {
-        let (mean_ns, max_ns) = (distribution.mean(), distribution.max());
-        let quantiles = distribution.into_quantiles();
-        LagStats {
-            mean_ns,
-            p50_ns: quantiles.quantile(0.50),
-            p99_ns: quantiles.quantile(0.99),
-            max_ns,
-        }
-    }
-}
+use crate::warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning};
 
 /// What one attack (merged across inputs by name) asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -88,17 +62,6 @@ impl AttackFacts {
         }
         self.unsent += unsent;
     }
-}
-
-/// The generator's own resource use, summed over the inputs that recorded it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GeneratorUse {
-    /// Process CPU time (user + system) over the run.
-    pub cpu_ns: u64,
-    /// CPU time per request sent, nanoseconds.
-    pub cpu_per_request_ns: u64,
-    /// The largest peak RSS of any generator process.
-    pub peak_rss_bytes: u64,
 }
 
 /// What the inputs say about the run besides their records.
@@ -275,56 +238,6 @@ pub enum Scope {
     Part,
 }
 
-/// The asked rate against what was achieved.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AskedRate {
-    /// What the schedules asked for, requests per second, summed over the attacks.
-    pub asked_per_sec: f64,
-    /// vegeta's rate (requests over the send span), summed over the attacks.
-    pub achieved_per_sec: f64,
-    /// Achieved over asked (1 when the rate held).
-    pub ratio: f64,
-    /// Requests that were due but never left.
-    pub unsent: u64,
-}
-
-/// The load model, how many attacks and how the run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunShape {
-    /// `open`, `closed`, `mixed` or `unknown`.
-    pub model: &'static str,
-    /// Attacks in the run.
-    pub attacks: usize,
-    /// How the run ended (`completed`, `interrupted`, a stop rule...).
-    pub stop: String,
-}
-
-/// The extra rows and warnings of one report; `None` rows have no data in the input.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Extras {
-    /// Send lag row, when the input recorded lag.
-    pub send_lag: Option<LagStats>,
-    /// How late the generator could wake to send and read (`attack -precision`),
-    /// when recorded: the resolution of the send lag and of the latencies.
-    pub precision_ns: Option<u64>,
-    /// Asked against achieved rate, open model only.
-    pub asked: Option<AskedRate>,
-    /// The generator's CPU and memory.
-    pub generator: Option<GeneratorUse>,
-    /// The load model and how the run ended.
-    pub run: Option<RunShape>,
-    /// Requests per protocol in name order ([`Report::protocols`]), only when some
-    /// request did not go over HTTP/1.1: a pure HTTP/1.1 report (every vegeta one)
-    /// stays as it was.
-    pub protocols: Option<Vec<(Protocol, u64)>>,
-    /// What a reader must not miss.
-    pub warnings: Vec<Warning>,
-    /// Whole-run reports only: the resource summary and its warnings.
-    pub resources: Option<ResourceSummary>,
-    /// Whole-run reports only: where a rising open-model load saturated, or why it says nothing.
-    pub saturation: Option<Finding>,
-}
-
 impl Extras {
     /// The extra rows of `report` for `scope` (the whole run, an attack or a slice).
     pub fn build(report: &Report, facts: &RunFacts, scope: Scope) -> Extras {
@@ -355,6 +268,30 @@ impl Extras {
             saturation: facts.saturation.clone().filter(|_| whole_run),
         }
     }
+}
+
+/// The warnings the extra rows call for.
+fn assess(send_lag: Option<&LagStats>, asked: Option<&AskedRate>) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if let Some(lag) = send_lag.filter(|lag| lag.p99_ns > LAG_P99_LIMIT_NS) {
+        warnings.push(Warning::FellBehind {
+            lag_p99_ns: lag.p99_ns,
+        });
+    }
+    if let Some(asked) = asked {
+        if asked.ratio < RATE_RATIO_LIMIT {
+            warnings.push(Warning::RateShort {
+                asked_per_sec: asked.asked_per_sec,
+                achieved_per_sec: asked.achieved_per_sec,
+                unsent: asked.unsent,
+            });
+        } else if asked.unsent > 0 {
+            warnings.push(Warning::Unsent {
+                unsent: asked.unsent,
+            });
+        }
+    }
+    warnings
 }
 
 /// [`Extras::protocols`].
@@ -423,6 +360,71 @@ fn model_name(models: impl Iterator<Item = LoadModel>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lag(p99_ns: u64) -> LagStats {
+        LagStats {
+            p99_ns,
+            ..LagStats::default()
+        }
+    }
+
+    fn asked(asked_per_sec: f64, achieved_per_sec: f64, unsent: u64) -> AskedRate {
+        AskedRate {
+            asked_per_sec,
+            achieved_per_sec,
+            ratio: achieved_per_sec / asked_per_sec,
+            unsent,
+        }
+    }
+
+    #[test]
+    fn warns_only_past_the_limits() {
+        let rows: &[(Option<LagStats>, Option<AskedRate>, &[&str])] = &[
+            (None, None, &[]),
+            (Some(lag(1_000_000)), Some(asked(100.0, 99.0, 0)), &[]),
+            (
+                Some(lag(3_200_000)),
+                None,
+                &[
+                    "the generator fell behind: send lag p99 was 3.2ms (> 1ms); latencies \
+                   above include the generator's own delay.",
+                ],
+            ),
+            (
+                None,
+                Some(asked(1000.0, 912.4, 0)),
+                &[
+                    "the generator sent 912.40 req/s of the 1000.00 asked (91.24% < 99%); \
+                   the server saw less load than asked.",
+                ],
+            ),
+            (
+                Some(lag(2_000_001)),
+                Some(asked(1000.0, 500.0, 7)),
+                &[
+                    "send lag p99 was 2ms",
+                    "(50.00% < 99%); the server saw less load than asked. 7 requests were \
+                     due but never sent.",
+                ],
+            ),
+            (
+                None,
+                Some(asked(100.0, 100.0, 3)),
+                &["3 requests were due but never sent"],
+            ),
+        ];
+        for (lag, asked, want) in rows {
+            let got: Vec<String> = assess(lag.as_ref(), asked.as_ref())
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (got, want) in got.iter().zip(want.iter()) {
+                assert!(got.contains(want), "{got}\nwant {want}");
+            }
+        }
+    }
+
     use record::{GeneratorStats, RunEnd, RunHeader, TornTail};
 
     fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use analysis::{Finding, Turn};
 use record::format_timestamp;
 
-use crate::extras::Extras;
+use crate::extra_rows::Extras;
 use crate::hist::BucketCounts;
 use crate::metrics::Report;
 use crate::resources::{ResourceSummary, SamplerFigures};

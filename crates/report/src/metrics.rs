@@ -10,7 +10,7 @@
 use record::{Protocol, Record, RunTables};
 
 use crate::distribution::{Distribution, EXACT_LIMIT, Quantiles};
-use crate::extras::{Extras, LagStats};
+use crate::extra_rows::{Extras, LagStats};
 use crate::hist::{BucketCounts, Buckets};
 
 /// Aggregates records; [`Metrics::close`] turns them into a [`Report`].

@@ -3,13 +3,12 @@
 //! then plain warnings.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use analysis::{Finding, TurnKind};
 use record::Protocol;
-use units::{GoDuration, round_for_report};
+use units::GoDuration;
 
-use crate::extras::Extras;
+use crate::extra_rows::Extras;
 use crate::metrics::Report;
 use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::tabwriter::align;
@@ -173,16 +172,16 @@ fn vegeta_block(report: &Report) -> String {
         report.requests,
         report.rate_per_sec,
         report.throughput_per_sec,
-        rounded(report.duration_ns.saturating_add(report.wait_ns)),
-        rounded(report.duration_ns),
-        rounded(report.wait_ns),
-        rounded(l.min_ns),
-        rounded(l.mean_ns),
-        rounded(l.p50_ns),
-        rounded(l.p90_ns),
-        rounded(l.p95_ns),
-        rounded(l.p99_ns),
-        rounded(l.max_ns),
+        GoDuration::report_ns(report.duration_ns.saturating_add(report.wait_ns)),
+        GoDuration::report_ns(report.duration_ns),
+        GoDuration::report_ns(report.wait_ns),
+        GoDuration::report_ns(l.min_ns),
+        GoDuration::report_ns(l.mean_ns),
+        GoDuration::report_ns(l.p50_ns),
+        GoDuration::report_ns(l.p90_ns),
+        GoDuration::report_ns(l.p95_ns),
+        GoDuration::report_ns(l.p99_ns),
+        GoDuration::report_ns(l.max_ns),
         report.bytes_in.total,
         report.bytes_in.mean,
         report.bytes_out.total,
@@ -206,17 +205,17 @@ fn extra_rows(extras: &Extras) -> String {
         let _ = writeln!(
             text,
             "Send Lag\t[mean, 50, 99, max]\t{}, {}, {}, {}",
-            rounded(lag.mean_ns),
-            rounded(lag.p50_ns),
-            rounded(lag.p99_ns),
-            rounded(lag.max_ns)
+            GoDuration::report_ns(lag.mean_ns),
+            GoDuration::report_ns(lag.p50_ns),
+            GoDuration::report_ns(lag.p99_ns),
+            GoDuration::report_ns(lag.max_ns)
         );
     }
     if let Some(precision_ns) = extras.precision_ns {
         let _ = writeln!(
             text,
             "Precision\t[wake-up budget]\t{}",
-            rounded(precision_ns)
+            GoDuration::report_ns(precision_ns)
         );
     }
     if let Some(asked) = &extras.asked {
@@ -233,8 +232,8 @@ fn extra_rows(extras: &Extras) -> String {
         let _ = writeln!(
             text,
             "Generator\t[cpu, cpu/request, peak rss]\t{}, {}, {}",
-            rounded(generator.cpu_ns),
-            rounded(generator.cpu_per_request_ns),
+            GoDuration::report_ns(generator.cpu_ns),
+            GoDuration::report_ns(generator.cpu_per_request_ns),
             mib(generator.peak_rss_bytes as f64)
         );
     }
@@ -282,7 +281,7 @@ fn saturation_rows(text: &mut String, finding: &Finding) {
                 text,
                 "Saturation\t[offered, peak ok, at, signal]\t{:.2}, {peak_ok_per_sec:.2}, {}, {}",
                 point.offered_per_sec,
-                rounded(point.start_ns),
+                GoDuration::report_ns(point.start_ns),
                 turn_name(point.kind)
             );
             for turn in turns {
@@ -306,11 +305,6 @@ pub(crate) fn turn_name(kind: TurnKind) -> &'static str {
     }
 }
 
-/// A duration as vegeta prints it: rounded to the unit below the largest.
-pub(crate) fn rounded(ns: u64) -> GoDuration {
-    GoDuration(round_for_report(Duration::from_nanos(ns)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,20 +312,20 @@ mod tests {
     #[test]
     fn extra_labels_fit_vegeta_columns() {
         let extras = Extras {
-            send_lag: Some(crate::extras::LagStats::default()),
+            send_lag: Some(crate::extra_rows::LagStats::default()),
             precision_ns: Some(100_000),
-            asked: Some(crate::extras::AskedRate {
+            asked: Some(crate::extra_rows::AskedRate {
                 asked_per_sec: 1.0,
                 achieved_per_sec: 1.0,
                 ratio: 1.0,
                 unsent: 0,
             }),
-            generator: Some(crate::extras::GeneratorUse {
+            generator: Some(crate::extra_rows::GeneratorUse {
                 cpu_ns: 0,
                 cpu_per_request_ns: 0,
                 peak_rss_bytes: 0,
             }),
-            run: Some(crate::extras::RunShape {
+            run: Some(crate::extra_rows::RunShape {
                 model: "open",
                 attacks: 1,
                 stop: "completed".to_owned(),

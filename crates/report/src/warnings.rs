@@ -8,8 +8,7 @@ use std::fmt;
 
 use record::{ShardInfo, SourceSummary, StopReason};
 
-use crate::extras::{AskedRate, LagStats};
-use crate::text::rounded;
+use units::GoDuration;
 
 /// Send lag p99 above this means the generator could not keep its schedule.
 pub const LAG_P99_LIMIT_NS: u64 = 1_000_000;
@@ -40,30 +39,6 @@ pub enum Warning {
     },
 }
 
-/// The warnings the extra rows call for.
-pub(crate) fn assess(send_lag: Option<&LagStats>, asked: Option<&AskedRate>) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    if let Some(lag) = send_lag.filter(|lag| lag.p99_ns > LAG_P99_LIMIT_NS) {
-        warnings.push(Warning::FellBehind {
-            lag_p99_ns: lag.p99_ns,
-        });
-    }
-    if let Some(asked) = asked {
-        if asked.ratio < RATE_RATIO_LIMIT {
-            warnings.push(Warning::RateShort {
-                asked_per_sec: asked.asked_per_sec,
-                achieved_per_sec: asked.achieved_per_sec,
-                unsent: asked.unsent,
-            });
-        } else if asked.unsent > 0 {
-            warnings.push(Warning::Unsent {
-                unsent: asked.unsent,
-            });
-        }
-    }
-    warnings
-}
-
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -71,8 +46,8 @@ impl fmt::Display for Warning {
                 f,
                 "the generator fell behind: send lag p99 was {} (> {}); latencies above \
                  include the generator's own delay.",
-                rounded(lag_p99_ns),
-                rounded(LAG_P99_LIMIT_NS)
+                GoDuration::report_ns(lag_p99_ns),
+                GoDuration::report_ns(LAG_P99_LIMIT_NS)
             ),
             Warning::RateShort {
                 asked_per_sec,
@@ -156,8 +131,8 @@ pub fn shard_warnings(summaries: &[SourceSummary], latency_p50_ns: Option<u64>) 
             "warning: the shards started {} apart (start skew), more than the latency p50 \
              ({}): requests meant to interleave were shifted by more than the latencies \
              measured; the machines' clock offsets add to that and are not known",
-            rounded(spread_ns),
-            rounded(p50_ns)
+            GoDuration::report_ns(spread_ns),
+            GoDuration::report_ns(p50_ns)
         ));
     }
     lines
@@ -199,70 +174,6 @@ fn ended_early(summary: &SourceSummary, info: &ShardInfo) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lag(p99_ns: u64) -> LagStats {
-        LagStats {
-            p99_ns,
-            ..LagStats::default()
-        }
-    }
-
-    fn asked(asked_per_sec: f64, achieved_per_sec: f64, unsent: u64) -> AskedRate {
-        AskedRate {
-            asked_per_sec,
-            achieved_per_sec,
-            ratio: achieved_per_sec / asked_per_sec,
-            unsent,
-        }
-    }
-
-    #[test]
-    fn warns_only_past_the_limits() {
-        let rows: &[(Option<LagStats>, Option<AskedRate>, &[&str])] = &[
-            (None, None, &[]),
-            (Some(lag(1_000_000)), Some(asked(100.0, 99.0, 0)), &[]),
-            (
-                Some(lag(3_200_000)),
-                None,
-                &[
-                    "the generator fell behind: send lag p99 was 3.2ms (> 1ms); latencies \
-                   above include the generator's own delay.",
-                ],
-            ),
-            (
-                None,
-                Some(asked(1000.0, 912.4, 0)),
-                &[
-                    "the generator sent 912.40 req/s of the 1000.00 asked (91.24% < 99%); \
-                   the server saw less load than asked.",
-                ],
-            ),
-            (
-                Some(lag(2_000_001)),
-                Some(asked(1000.0, 500.0, 7)),
-                &[
-                    "send lag p99 was 2ms",
-                    "(50.00% < 99%); the server saw less load than asked. 7 requests were \
-                     due but never sent.",
-                ],
-            ),
-            (
-                None,
-                Some(asked(100.0, 100.0, 3)),
-                &["3 requests were due but never sent"],
-            ),
-        ];
-        for (lag, asked, want) in rows {
-            let got: Vec<String> = assess(lag.as_ref(), asked.as_ref())
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            assert_eq!(got.len(), want.len(), "{got:?}");
-            for (got, want) in got.iter().zip(want.iter()) {
-                assert!(got.contains(want), "{got}\nwant {want}");
-            }
-        }
-    }
 
     fn shard(name: &str, index: u64, skew_ns: i64, end: Option<StopReason>) -> SourceSummary {
         SourceSummary {

@@ -93,6 +93,14 @@ fn parse_component(text: &str) -> Result<(u128, usize), &'static str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GoDuration(pub Duration);
 
+impl GoDuration {
+    /// `ns` as vegeta's report prints a duration: rounded to the unit below the
+    /// largest ([`round_for_report`]), `1.117304s` as `1.117s`.
+    pub fn report_ns(ns: u64) -> GoDuration {
+        GoDuration(round_for_report(Duration::from_nanos(ns)))
+    }
+}
+
 impl fmt::Display for GoDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0.as_nanos();
