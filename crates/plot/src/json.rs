@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use report::{push_json_string as push_string, push_json_strings as push_strings};
+
 use crate::model::{Chart, Series, TimeAxis, Unit, XAxis};
 use crate::svg::{self, Layout};
 
@@ -44,12 +46,7 @@ fn push_chart(out: &mut String, chart: &Chart, layout: &Layout) {
     out.push(',');
     push_number(out, layout.x_domain.max, 6);
     out.push_str("],\"labels\":[");
-    for (index, label) in chart.labels.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_string(out, label);
-    }
+    push_strings(out, &chart.labels);
     out.push_str("],\"series\":[");
     for (index, series) in chart.series.iter().enumerate() {
         if index > 0 {
@@ -166,26 +163,6 @@ pub fn push_number(out: &mut String, value: f64, decimals: usize) {
         out.truncate(start);
         out.push('0');
     }
-}
-
-/// A JSON string that is also safe inside an HTML `<script>` element.
-pub fn push_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

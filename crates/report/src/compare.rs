@@ -23,7 +23,7 @@ use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 use units::GoDuration;
 
 use crate::ReportError;
-use crate::json::{push_float, push_string};
+use crate::json::{push_float, push_string, push_strings};
 use crate::metrics::{Metrics, Report};
 use crate::seconds::Seconds;
 use crate::tabwriter::align;
@@ -371,110 +371,138 @@ type Sampler = fn(&Seconds) -> Vec<f64>;
 /// A whole-run figure of a report.
 type Figure = fn(&Report) -> f64;
 
+/// A row of every comparison: its name, unit, better direction, whole-run figure and,
+/// for the noise test, its per-second samples (None: a whole-run figure only).
+struct RowSpec {
+    name: &'static str,
+    unit: Unit,
+    direction: Option<Direction>,
+    value: Figure,
+    samples: Option<Sampler>,
+}
+
+/// The rows of a comparison, in report order (the error kinds seen follow).
+const ROWS: [RowSpec; 14] = {
+    use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
+    const fn row(
+        name: &'static str,
+        unit: Unit,
+        direction: Option<Direction>,
+        value: Figure,
+        samples: Option<Sampler>,
+    ) -> RowSpec {
+        RowSpec {
+            name,
+            unit,
+            direction,
+            value,
+            samples,
+        }
+    }
+    [
+        row("requests", Unit::Count, None, |r| r.requests as f64, None),
+        row(
+            "rate",
+            Unit::PerSec,
+            Some(Higher),
+            |r| r.rate_per_sec,
+            Some(Seconds::offered),
+        ),
+        row(
+            "throughput",
+            Unit::PerSec,
+            Some(Higher),
+            |r| r.throughput_per_sec,
+            Some(Seconds::ok),
+        ),
+        row(
+            "success",
+            Unit::Ratio,
+            Some(Higher),
+            |r| r.success_ratio,
+            Some(Seconds::success_ratio),
+        ),
+        row(
+            "latency mean",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.mean_ns as f64,
+            Some(Seconds::latency_mean_ns),
+        ),
+        row(
+            "latency p50",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.p50_ns as f64,
+            Some(|s| s.latency_quantile_ns(0.50)),
+        ),
+        row(
+            "latency p90",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.p90_ns as f64,
+            Some(|s| s.latency_quantile_ns(0.90)),
+        ),
+        row(
+            "latency p95",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.p95_ns as f64,
+            Some(|s| s.latency_quantile_ns(0.95)),
+        ),
+        row(
+            "latency p99",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.p99_ns as f64,
+            Some(|s| s.latency_quantile_ns(0.99)),
+        ),
+        row(
+            "latency max",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.latencies.max_ns as f64,
+            None,
+        ),
+        row(
+            "bytes in",
+            Unit::Bytes,
+            None,
+            |r| r.bytes_in.total as f64,
+            None,
+        ),
+        row(
+            "bytes out",
+            Unit::Bytes,
+            None,
+            |r| r.bytes_out.total as f64,
+            None,
+        ),
+        row(
+            "send lag mean",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.send_lag.mean_ns as f64,
+            Some(Seconds::lag_mean_ns),
+        ),
+        row(
+            "send lag p99",
+            Unit::Nanos,
+            Some(Lower),
+            |r| r.send_lag.p99_ns as f64,
+            None,
+        ),
+    ]
+};
+
 /// Compares every input with the first.
 pub fn compare_runs(runs: &[RunFigures]) -> Comparison {
-    let mut rows = Vec::new();
-    let mut row = |name: &str, unit, direction, value: &dyn Fn(&Report) -> f64, samples| {
-        rows.push(build_row(runs, name, unit, direction, value, samples));
-    };
-    use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
-    row("requests", Unit::Count, None, &|r| r.requests as f64, None);
-    let offered: Sampler = Seconds::offered;
-    let ok: Sampler = Seconds::ok;
-    let success: Sampler = Seconds::success_ratio;
-    let mean: Sampler = Seconds::latency_mean_ns;
-    row(
-        "rate",
-        Unit::PerSec,
-        Some(Higher),
-        &|r| r.rate_per_sec,
-        Some(offered),
+    let mut rows: Vec<Row> = ROWS.iter().map(|spec| build_row(runs, spec)).collect();
+    rows.extend(
+        error_kinds(runs)
+            .into_iter()
+            .map(|kind| error_row(runs, kind)),
     );
-    row(
-        "throughput",
-        Unit::PerSec,
-        Some(Higher),
-        &|r| r.throughput_per_sec,
-        Some(ok),
-    );
-    row(
-        "success",
-        Unit::Ratio,
-        Some(Higher),
-        &|r| r.success_ratio,
-        Some(success),
-    );
-    row(
-        "latency mean",
-        Unit::Nanos,
-        Some(Lower),
-        &|r| r.latencies.mean_ns as f64,
-        Some(mean),
-    );
-    let quantiles: [(&str, Figure, Sampler); 4] = [
-        (
-            "latency p50",
-            |r| r.latencies.p50_ns as f64,
-            |s| s.latency_quantile_ns(0.50),
-        ),
-        (
-            "latency p90",
-            |r| r.latencies.p90_ns as f64,
-            |s| s.latency_quantile_ns(0.90),
-        ),
-        (
-            "latency p95",
-            |r| r.latencies.p95_ns as f64,
-            |s| s.latency_quantile_ns(0.95),
-        ),
-        (
-            "latency p99",
-            |r| r.latencies.p99_ns as f64,
-            |s| s.latency_quantile_ns(0.99),
-        ),
-    ];
-    for (name, value, samples) in quantiles {
-        row(name, Unit::Nanos, Some(Lower), &value, Some(samples));
-    }
-    row(
-        "latency max",
-        Unit::Nanos,
-        Some(Lower),
-        &|r| r.latencies.max_ns as f64,
-        None,
-    );
-    row(
-        "bytes in",
-        Unit::Bytes,
-        None,
-        &|r| r.bytes_in.total as f64,
-        None,
-    );
-    row(
-        "bytes out",
-        Unit::Bytes,
-        None,
-        &|r| r.bytes_out.total as f64,
-        None,
-    );
-    let lag: Sampler = Seconds::lag_mean_ns;
-    row(
-        "send lag mean",
-        Unit::Nanos,
-        Some(Lower),
-        &|r| r.send_lag.mean_ns as f64,
-        Some(lag),
-    );
-    row(
-        "send lag p99",
-        Unit::Nanos,
-        Some(Lower),
-        &|r| r.send_lag.p99_ns as f64,
-        None,
-    );
-    for kind in error_kinds(runs) {
-        rows.push(error_row(runs, kind));
-    }
     Comparison {
         inputs: runs.iter().map(|r| r.name.clone()).collect(),
         rows,
@@ -514,18 +542,12 @@ fn error_row(runs: &[RunFigures], kind: ErrorKind) -> Row {
     )
 }
 
-fn build_row(
-    runs: &[RunFigures],
-    name: &str,
-    unit: Unit,
-    direction: Option<Direction>,
-    value: &dyn Fn(&Report) -> f64,
-    samples: Option<Sampler>,
-) -> Row {
-    let values = runs.iter().map(|r| Some(value(&r.report))).collect();
+fn build_row(runs: &[RunFigures], spec: &RowSpec) -> Row {
+    let values = runs.iter().map(|r| Some((spec.value)(&r.report))).collect();
     let samples: Option<Vec<Vec<f64>>> =
-        samples.map(|sampler| runs.iter().map(|r| sampler(&r.seconds)).collect());
-    finish_row(name.to_owned(), unit, direction, values, samples.as_deref())
+        (spec.samples).map(|sampler| runs.iter().map(|r| sampler(&r.seconds)).collect());
+    let name = spec.name.to_owned();
+    finish_row(name, spec.unit, spec.direction, values, samples.as_deref())
 }
 
 fn finish_row(
@@ -655,12 +677,7 @@ impl Comparison {
 
     fn json(&self) -> String {
         let mut out = String::from("{\"inputs\":[");
-        for (index, name) in self.inputs.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            push_string(&mut out, name);
-        }
+        push_strings(&mut out, &self.inputs);
         out.push_str("],\"noise\":\"block bootstrap, 95%, per-second windows\",\"rows\":[");
         for (index, row) in self.rows.iter().enumerate() {
             if index > 0 {

@@ -106,37 +106,35 @@ pub fn run_encode(
 
 fn write_json(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, ReportError> {
     let mut encoder = JsonEncoder::new(&mut *out);
-    let mut batch = Vec::new();
-    let mut records = 0;
-    while stream.next_batch(&mut batch)? {
-        for record in &batch {
-            encoder
-                .write(record, stream.tables())
-                .map_err(ReportError::Write)?;
-        }
-        records += batch.len() as u64;
-    }
+    let records = write_each(stream, |record, tables| encoder.write(record, tables))?;
     encoder.finish().map_err(ReportError::Write)?;
     Ok(records)
 }
 
 fn write_csv(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, ReportError> {
     let mut encoder = CsvEncoder::new(&mut *out).map_err(ReportError::Write)?;
-    let mut batch = Vec::new();
-    let mut records = 0;
-    while stream.next_batch(&mut batch)? {
-        for record in &batch {
-            encoder
-                .write(record, stream.tables())
-                .map_err(ReportError::Write)?;
-        }
-        records += batch.len() as u64;
-    }
+    let records = write_each(stream, |record, tables| encoder.write(record, tables))?;
     encoder
         .finish()
         .map_err(ReportError::Write)?
         .flush()
         .map_err(ReportError::Write)?;
+    Ok(records)
+}
+
+/// Hands every record of `stream` to `write`; returns how many there were.
+fn write_each(
+    stream: &mut RecordStream,
+    mut write: impl FnMut(&Record, &RunTables) -> std::io::Result<()>,
+) -> Result<u64, ReportError> {
+    let mut batch = Vec::new();
+    let mut records = 0;
+    while stream.next_batch(&mut batch)? {
+        for record in &batch {
+            write(record, stream.tables()).map_err(ReportError::Write)?;
+        }
+        records += batch.len() as u64;
+    }
     Ok(records)
 }
 

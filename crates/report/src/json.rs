@@ -66,12 +66,7 @@ pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_
         let _ = write!(out, "{comma}\"{code}\":{count}");
     }
     out.push_str("},\"errors\":[");
-    for (index, error) in report.errors.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_string(out, error);
-    }
+    push_strings(out, report.errors.iter());
     out.push_str("],\"loadlab\":");
     write_extras(out, &report.extras, report.latencies_exact, group);
     out.push_str("}\n");
@@ -165,12 +160,7 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         .iter()
         .map(ToString::to_string)
         .chain(resource_warnings);
-    for (index, warning) in warnings.enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_string(out, &warning);
-    }
+    push_strings(out, warnings);
     out.push_str("]}");
 }
 
@@ -235,12 +225,7 @@ pub(crate) fn write_resources_json(out: &mut String, resources: &ResourceSummary
     out.push_str("{\"loadlab\":{\"resources\":");
     write_resources(out, resources);
     out.push_str(",\"warnings\":[");
-    for (index, warning) in resources.warnings.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_string(out, warning);
-    }
+    push_strings(out, resources.warnings.iter());
     out.push_str("]}}\n");
 }
 
@@ -268,12 +253,7 @@ fn write_sampler(out: &mut String, figures: &SamplerFigures) {
     out.push_str(",\"name\":");
     push_string(out, &figures.name);
     let _ = write!(out, ",\"gaps\":{},\"gap_reasons\":[", figures.gaps);
-    for (index, reason) in figures.reasons.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_string(out, reason);
-    }
+    push_strings(out, figures.reasons.iter());
     out.push(']');
     for (name, stat) in figures.stats.iter().filter(|(_, s)| s.samples > 0) {
         let _ = write!(out, ",\"{name}\":{{\"peak\":");
@@ -311,9 +291,20 @@ pub(crate) fn push_float(out: &mut String, value: f64) {
     }
 }
 
+/// Strings separated by commas (the inside of a JSON array), each as [`push_string`]
+/// writes it.
+pub fn push_strings<S: AsRef<str>>(out: &mut String, items: impl IntoIterator<Item = S>) {
+    for (index, item) in items.into_iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        push_string(out, item.as_ref());
+    }
+}
+
 /// A string as Go's `encoding/json` writes it with HTML escaping on (the default):
 /// `<`, `>`, `&`, U+2028 and U+2029 become `\uXXXX`, control characters are escaped.
-pub(crate) fn push_string(out: &mut String, text: &str) {
+pub fn push_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
         match c {

@@ -60,6 +60,7 @@ pub use extras::{RunFacts, Scope};
 pub use grouping::{GroupBy, GroupKey};
 pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
+pub use json::{push_string as push_json_string, push_strings as push_json_strings};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
 pub use pipeline::{ReportOutcome, run_report};
 pub use resources::{
