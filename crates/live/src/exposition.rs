@@ -7,35 +7,18 @@
 
 use std::fmt::Write;
 
+use crate::latest::Latest;
 use crate::prometheus::Metrics;
+use crate::sink::{Kind, Sink};
 
 /// The content type of a scrape answer.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A metric family's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Counter,
-    Gauge,
-    Histogram,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-            Kind::Histogram => "histogram",
-        }
+impl Latest<Metrics> {
+    /// The latest metrics in the Prometheus text format 0.0.4.
+    pub fn render_text(&self) -> String {
+        render_text(&self.get())
     }
-}
-
-/// Receives series family by family: a [`Sink::family`], then its samples.
-pub(crate) trait Sink {
-    /// A new family starts.
-    fn family(&mut self, name: &str, kind: Kind, help: &str);
-    /// One series: `name` + `suffix` (`_bucket`, `_sum`, `_count` or nothing).
-    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, String)], value: f64);
 }
 
 /// Every series of `metrics` in the text format.

@@ -29,16 +29,19 @@
 
 mod exposition;
 mod keys;
+mod latest;
 mod prometheus;
 mod remote_write;
 mod resources;
 mod serve;
+mod sink;
 mod snapshot;
 mod stats;
 mod view;
 
 pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
 pub use keys::{KeyAction, Keys, restore_terminal};
+pub use latest::Latest;
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
 pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};

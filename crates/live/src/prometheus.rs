@@ -11,14 +11,14 @@
 //! string is formatted and nothing is allocated once a cell exists. Label values are
 //! formatted when a scrape or a push reads the copy.
 
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use engine::{Clock, RunConfig, RunObserver, Targets};
 use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
 use workload::{Plan, RuleWatch};
 
-use crate::exposition::{Kind, Sink};
+use crate::latest::Latest;
+use crate::sink::{Kind, Sink};
 
 /// At most this many distinct (method, url) pairs keep their own labels; the rest
 /// count under url="other", so a targets file of thousands of URLs cannot make
@@ -144,28 +144,12 @@ pub struct Metrics {
 }
 
 /// Where the scrape handler and the remote-write thread read the latest [`Metrics`].
-#[derive(Debug, Clone, Default)]
-pub struct PrometheusHandle(Arc<Mutex<Metrics>>);
+pub type PrometheusHandle = Latest<Metrics>;
 
-impl PrometheusHandle {
+impl Latest<Metrics> {
     /// A copy of the latest metrics (the lock is held for the copy only).
     pub fn metrics(&self) -> Metrics {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The latest metrics in the Prometheus text format 0.0.4.
-    pub fn render_text(&self) -> String {
-        crate::exposition::render_text(&self.metrics())
-    }
-
-    fn publish(&self, metrics: &Metrics) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone_from(metrics);
+        self.get()
     }
 }
 

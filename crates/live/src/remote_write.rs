@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use prost::Message;
 
 use crate::LiveError;
-use crate::exposition::{Kind, Sink};
 use crate::prometheus::{Metrics, PrometheusHandle};
+use crate::sink::{Kind, Sink};
 
 /// After the first failed push, failures are summed up at most this often.
 pub const WARN_EVERY: Duration = Duration::from_secs(30);

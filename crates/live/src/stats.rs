@@ -6,13 +6,13 @@
 //! histograms are read at each settling, about once a second, never per batch.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use engine::{Clock, RunObserver};
 use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, SampleFrame};
 use report::Distribution;
 use workload::{Plan, RuleWatch};
 
+use crate::latest::Latest;
 use crate::resources::Headlines;
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
 
@@ -21,23 +21,12 @@ const SECOND_NS: u64 = 1_000_000_000;
 const SETTLE_NS: u64 = 300_000_000;
 
 /// Where the display thread reads the latest [`Snapshot`].
-#[derive(Debug, Clone, Default)]
-pub struct LiveHandle(Arc<Mutex<Snapshot>>);
+pub type LiveHandle = Latest<Snapshot>;
 
-impl LiveHandle {
+impl Latest<Snapshot> {
     /// A copy of the latest snapshot.
     pub fn snapshot(&self) -> Snapshot {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn publish(&self, snapshot: &Snapshot) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone_from(snapshot);
+        self.get()
     }
 }
 

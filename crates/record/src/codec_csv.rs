@@ -294,17 +294,10 @@ fn itoa_buffers() -> [itoa::Buffer; 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::open_reader;
     use crate::record::Protocol;
 
     fn read_all(text: &str) -> Result<(Vec<Record>, RunTables), RecordError> {
-        let mut source = open_reader(Box::new(std::io::Cursor::new(text.to_owned())), "in.csv")?;
-        let mut all = Vec::new();
-        let mut batch = Vec::new();
-        while source.next_batch(&mut batch)? {
-            all.extend_from_slice(&batch);
-        }
-        Ok((all, source.tables().clone()))
+        crate::input::read_text(text, "in.csv")
     }
 
     #[test]

@@ -237,18 +237,11 @@ fn json_string(out: &mut Vec<u8>, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::open_reader;
 
     const VEGETA_LINE: &str = r#"{"attack":"","seq":0,"code":200,"timestamp":"2020-05-09T11:52:50.528381465+02:00","latency":2315900,"bytes_out":0,"bytes_in":12,"error":"","body":"SGVsbG8sIFdvcmxkIQ==","method":"GET","url":"http://localhost:8080/","headers":{"Content-Type":["text/plain"]}}"#;
 
     fn read_all(text: &str) -> Result<(Vec<Record>, RunTables), RecordError> {
-        let mut source = open_reader(Box::new(std::io::Cursor::new(text.to_owned())), "in.json")?;
-        let mut all = Vec::new();
-        let mut batch = Vec::new();
-        while source.next_batch(&mut batch)? {
-            all.extend_from_slice(&batch);
-        }
-        Ok((all, source.tables().clone()))
+        crate::input::read_text(text, "in.json")
     }
 
     #[test]

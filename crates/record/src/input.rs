@@ -78,3 +78,19 @@ fn sniff(input: &mut BufReader<Box<dyn Read>>, name: &str) -> Result<InputFormat
         }),
     }
 }
+
+/// Every record of `text` (read as `name`) and the tables they index: what the codecs'
+/// tests compare.
+#[cfg(test)]
+pub(crate) fn read_text(
+    text: &str,
+    name: &str,
+) -> Result<(Vec<crate::Record>, crate::RunTables), RecordError> {
+    let mut source = open_reader(Box::new(std::io::Cursor::new(text.to_owned())), name)?;
+    let mut all = Vec::new();
+    let mut batch = Vec::new();
+    while source.next_batch(&mut batch)? {
+        all.extend_from_slice(&batch);
+    }
+    Ok((all, source.tables().clone()))
+}

@@ -1,0 +1,30 @@
+//! [`Sink`]: what receives a run's Prometheus series family by family, and [`Kind`],
+//! a family's type. [`crate::Metrics`] hands every series to one; the text exposition
+//! (`exposition.rs`) and the remote-write push (`remote_write.rs`) are the two, so both
+//! always carry the same series.
+
+/// A metric family's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// Receives series family by family: a [`Sink::family`], then its samples.
+pub(crate) trait Sink {
+    /// A new family starts.
+    fn family(&mut self, name: &str, kind: Kind, help: &str);
+    /// One series: `name` + `suffix` (`_bucket`, `_sum`, `_count` or nothing).
+    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, String)], value: f64);
+}
