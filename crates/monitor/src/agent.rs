@@ -30,7 +30,7 @@ use record::{
 use crate::MonitorError;
 use crate::clock::system_unix_ns;
 use crate::hub::{Reading, SeriesDef};
-use crate::runner::ThreadContext;
+use crate::sampler::ThreadContext;
 
 const HELLO: &str = "LOADLAB-MONITOR 1";
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);

@@ -15,7 +15,7 @@ use crate::hub::{Reading, SeriesDef};
 use crate::netstat::{Counters, TCP_COUNTERS, parse_counters};
 use crate::proc_stat::parse_file_nr;
 use crate::rates::Rates;
-use crate::runner::{Sampler, Tick};
+use crate::sampler::{Sampler, Tick};
 use crate::sockstat::{field, parse_sockstat};
 use crate::tcp_states::{STATE_NAMES, count_states};
 use record::ResourceSeries as S;

@@ -38,6 +38,7 @@ mod prom_parse;
 mod proptests;
 mod rates;
 mod runner;
+mod sampler;
 mod sockstat;
 mod spec;
 mod tcp_states;

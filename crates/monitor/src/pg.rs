@@ -19,7 +19,7 @@ use record::SamplerInfo;
 
 use crate::hub::{Reading, SeriesDef};
 use crate::rates::Rates;
-use crate::runner::{Sampler, Tick};
+use crate::sampler::{Sampler, Tick};
 use record::ResourceSeries as S;
 use units::redact_url;
 

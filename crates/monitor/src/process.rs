@@ -17,7 +17,7 @@ use record::SamplerInfo;
 use crate::hub::{Reading, SeriesDef};
 use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat, parse_statm};
 use crate::process_match::{Matcher, ProcEntry, members};
-use crate::runner::{Sampler, Tick};
+use crate::sampler::{Sampler, Tick};
 use crate::spec::ProcessMatch;
 use record::ResourceSeries as S;
 

@@ -19,7 +19,7 @@ use crate::http_get::http_get;
 use crate::hub::{Reading, SeriesDef};
 use crate::prom_parse::{Exposition, MetricType, Sample, parse};
 use crate::rates::Rates;
-use crate::runner::{Sampler, Tick};
+use crate::sampler::{Sampler, Tick};
 use crate::spec::PromSpec;
 
 type LabelSet = BTreeMap<String, String>;

@@ -1,9 +1,8 @@
 //! [`Monitor::start`]: one thread per sampler on a shared tick grid, a hub thread that
 //! turns readings into frames, and a [`MonitorHandle`] to receive them and stop.
 
-use std::net::TcpStream;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use crate::hub::{Hub, Reading, defined_through};
 use crate::pg::PostgresSampler;
 use crate::process::ProcessSampler;
 use crate::prom::PromSampler;
+use crate::sampler::{Sampler, Stop, ThreadContext, Tick};
 use crate::spec::{MonitorConfig, NamedSampler, ProcessMatch, SamplerSpec};
 
 /// Frames waiting for the consumer; beyond this the hub drops frames (counted) rather
@@ -24,77 +24,6 @@ use crate::spec::{MonitorConfig, NamedSampler, ProcessMatch, SamplerSpec};
 const FRAME_QUEUE: usize = 65_536;
 /// How long `stop` waits for a sampler stuck in a slow call before leaving it behind.
 const STOP_GRACE: Duration = Duration::from_millis(500);
-
-/// One reading per tick (the agent client streams instead: see `agent.rs`).
-pub(crate) trait Sampler: Send {
-    /// What the thread is called (`loadlab-mon-host`).
-    fn thread_name(&self) -> String;
-    /// Reads once; must return by `tick.deadline` (or close to it).
-    fn sample(&mut self, tick: &Tick, out: &mut Vec<Reading>);
-}
-
-/// The moment a sampler runs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Tick {
-    pub now: Instant,
-    pub at_unix_ns: u64,
-}
-
-/// Shared by every thread of one monitor: the stop flag and sockets to shut on stop.
-#[derive(Default)]
-pub(crate) struct Stop {
-    stopped: Mutex<bool>,
-    wake: Condvar,
-    sockets: Mutex<Vec<TcpStream>>,
-}
-
-impl Stop {
-    /// Sleeps until `deadline`; true when the monitor was stopped instead.
-    pub(crate) fn wait_until(&self, deadline: Instant) -> bool {
-        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if *stopped {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            stopped = self
-                .wake
-                .wait_timeout(stopped, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A socket to shut down on stop, so a thread blocked reading it wakes up.
-    pub(crate) fn watch_socket(&self, socket: &TcpStream) {
-        if let Ok(clone) = socket.try_clone() {
-            self.sockets
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(clone);
-        }
-    }
-
-    fn stop(&self) {
-        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.wake.notify_all();
-        for socket in self
-            .sockets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
-            let _ = socket.shutdown(std::net::Shutdown::Both);
-        }
-    }
-}
 
 /// What a monitor delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -216,15 +145,6 @@ impl MonitorHandle {
         stats.abandoned_threads = abandoned;
         MonitorStopped { remaining, stats }
     }
-}
-
-/// What every sampler thread shares.
-#[derive(Clone)]
-pub(crate) struct ThreadContext {
-    pub anchor: ClockAnchor,
-    pub interval: Duration,
-    pub stop: Arc<Stop>,
-    pub readings: Sender<Reading>,
 }
 
 /// One thread's work.
