@@ -3,21 +3,6 @@
 //! `k`/`M` suffixes, bytes in binary units (`1.5 GiB`), percentages. The page's script has the same rules (`page.js`), so
 //! a zoomed axis reads like the first one.
 
-use crate::model::Unit;
-
-/// `value` in `unit`, short enough for a tick label.
-pub fn value(unit: Unit, value: f64) -> String {
-    match unit {
-        Unit::Duration => duration_ns(value),
-        Unit::PerSecond | Unit::Count | Unit::Number => count(value),
-        Unit::Percent => format!("{}%", significant(value, 3)),
-        Unit::Bytes => bytes(value),
-        // A bare 0 at the foot of the axis, as on the others.
-        Unit::BytesPerSecond if value == 0.0 => "0".to_owned(),
-        Unit::BytesPerSecond => format!("{}/s", bytes(value)),
-    }
-}
-
 /// Bytes in binary units to three significant digits: `0`, `512 B`, `1.5 KiB`,
 /// `256 MiB`, `2 GiB`.
 pub fn bytes(value: f64) -> String {
@@ -177,7 +162,7 @@ mod tests {
         assert_eq!(grouped(9_950_000), "9,950,000");
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(0), "0");
-        assert_eq!(value(Unit::Percent, 37.5), "37.5%");
+        assert_eq!(crate::model::Unit::Percent.label(37.5), "37.5%");
     }
 
     #[test]
@@ -196,8 +181,11 @@ mod tests {
         for &(bytes_value, want) in rows {
             assert_eq!(bytes(bytes_value), want, "{bytes_value}");
         }
-        assert_eq!(value(Unit::BytesPerSecond, 3.0 * 1024.0), "3 KiB/s");
-        assert_eq!(value(Unit::BytesPerSecond, 0.0), "0");
-        assert_eq!(value(Unit::Number, 0.25), "0.25");
+        assert_eq!(
+            crate::model::Unit::BytesPerSecond.label(3.0 * 1024.0),
+            "3 KiB/s"
+        );
+        assert_eq!(crate::model::Unit::BytesPerSecond.label(0.0), "0");
+        assert_eq!(crate::model::Unit::Number.label(0.25), "0.25");
     }
 }

@@ -20,7 +20,7 @@ use crate::config::PlotConfig;
 use crate::format;
 use crate::gather::RunData;
 use crate::json;
-use crate::live_page::{self, LiveState};
+use crate::live_script::{self, LiveState};
 use crate::model::{Chart, TimeAxis, TimeZero};
 use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
@@ -76,7 +76,7 @@ pub fn page(
     );
     close_page(&mut out, &footer, &charts.charts, &charts.axis);
     if let Some(state) = live {
-        live_page::add_script(&mut out, state);
+        live_script::add_script(&mut out, state);
     }
     out
 }
@@ -90,7 +90,7 @@ pub(crate) fn open_page(out: &mut String, title: &str, extra_style: &str) {
 /// [`open_page`]; a `live` page may also fetch from where it came (its updates).
 pub(crate) fn open_page_with(out: &mut String, title: &str, extra_style: &str, live: bool) {
     let policy = if live {
-        live_page::CONTENT_POLICY
+        live_script::CONTENT_POLICY
     } else {
         CONTENT_POLICY
     };

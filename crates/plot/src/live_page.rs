@@ -30,16 +30,11 @@ use record::{Inputs, RunTables, SampleTables, SourceSummary, open_reader};
 use crate::config::PlotConfig;
 use crate::gather::RunGather;
 use crate::html;
+use crate::live_script::{LiveState, add_script};
 use crate::model::{TimeAxis, TimeZero};
 use crate::run::RunPlot;
 use crate::svg::escape;
 
-/// The plot page's policy, plus fetching its updates from where it came.
-pub(crate) const CONTENT_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
-style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; \
-connect-src 'self'";
-/// The live page's own script: polls `/data`, swaps in the newer page.
-const LIVE_SCRIPT: &str = include_str!("live.js");
 /// A snapshot is published at most this often.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// Points per chart while the run goes (the final page uses `-threshold`). A chart's
@@ -50,36 +45,6 @@ const LIVE_THRESHOLD: usize = 1000;
 /// Blocks in flight between the writer and the decoding thread. Blocks are written
 /// about four times a second, so the writer waits only if decoding stalls for a minute.
 const BLOCKS_IN_FLIGHT: usize = 256;
-
-/// What the live page says about itself (embedded as JSON, and served as `/data`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LiveState {
-    pub version: u64,
-    pub finished: bool,
-}
-
-impl LiveState {
-    fn json(&self) -> String {
-        format!(
-            "{{\"version\":{},\"finished\":{}}}",
-            self.version, self.finished
-        )
-    }
-}
-
-/// Appends the live state and script before `</body>`.
-pub(crate) fn add_script(out: &mut String, state: &LiveState) {
-    const END: &str = "</body>\n</html>\n";
-    if out.ends_with(END) {
-        out.truncate(out.len() - END.len());
-    }
-    out.push_str("<script type=\"application/json\" id=\"live-state\">");
-    out.push_str(&state.json());
-    out.push_str("</script>\n<script>\n");
-    out.push_str(LIVE_SCRIPT);
-    out.push_str("</script>\n");
-    out.push_str(END);
-}
 
 /// The page of a run while it runs; see the module documentation.
 pub struct LivePage {
@@ -540,7 +505,8 @@ mod tests {
     fn without_live_parts(live: &str) -> String {
         let start = live.find("<script type=\"application/json\" id=\"live-state\">");
         let cut = start.map_or(live, |start| &live[..start]);
-        format!("{cut}</body>\n</html>\n").replace(CONTENT_POLICY, html::CONTENT_POLICY)
+        format!("{cut}</body>\n</html>\n")
+            .replace(crate::live_script::CONTENT_POLICY, html::CONTENT_POLICY)
     }
 
     #[test]

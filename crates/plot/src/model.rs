@@ -5,6 +5,7 @@
 //! shade stretches of time (a sampler's gaps) behind a chart's series.
 
 use crate::axis::{Scale, Steps};
+use crate::format;
 
 /// What the y values are, for axis labels and hover text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,19 @@ impl Unit {
             Unit::Bytes => "bytes",
             Unit::BytesPerSecond => "bytes_per_second",
             Unit::Number => "number",
+        }
+    }
+
+    /// `value` in this unit, short enough for a tick label.
+    pub fn label(self, value: f64) -> String {
+        match self {
+            Unit::Duration => format::duration_ns(value),
+            Unit::PerSecond | Unit::Count | Unit::Number => format::count(value),
+            Unit::Percent => format!("{}%", format::significant(value, 3)),
+            Unit::Bytes => format::bytes(value),
+            // A bare 0 at the foot of the axis, as on the others.
+            Unit::BytesPerSecond if value == 0.0 => "0".to_owned(),
+            Unit::BytesPerSecond => format!("{}/s", format::bytes(value)),
         }
     }
 

@@ -11,7 +11,7 @@ use record::{RunTables, SampleTables, SourceSummary};
 
 use crate::gather::{self, RunData, RunGather};
 use crate::html;
-use crate::live_page::LiveState;
+use crate::live_script::LiveState;
 use crate::model::{Chart, TimeAxis};
 use crate::png::PngRenderer;
 use crate::svg;

@@ -1,7 +1,7 @@
 //! [`SampleGather`]: the resource samples of the system under test (`loadlab monitor`,
 //! `attack -monitor`), gathered as they stream by beside the records, in bounded memory.
 //!
-//! - Each series that has a chart to go to ([`resources::place`]) keeps a [`Trace`] of
+//! - Each series that has a chart to go to ([`place::place`](crate::place::place)) keeps a [`Trace`] of
 //!   `(unix ns, value)` points, NaN where a gap names it (or its whole sampler), so its
 //!   line breaks there. A trace longer than its budget ([`MAX_POINTS_PER_SERIES`], or
 //!   `-threshold` when lower) keeps, per stretch of time, its lowest and highest value
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use record::{SampleBatch, SampleTables};
 use report::{ResourceSummary, Resources};
 
-use crate::resources::{self, Place};
+use crate::place::{self, Place};
 
 /// Points all traces keep together, about: 16 MiB of `(u64, f64)`.
 pub const POINTS_BUDGET: usize = 1 << 20;
@@ -375,7 +375,7 @@ impl SampleGather {
     fn first_sight(&mut self, tables: &SampleTables, series: u32) -> Slot {
         let place = tables.series.get(series as usize).and_then(|info| {
             let sampler = tables.samplers.get(info.sampler as usize)?;
-            resources::place(sampler, info)
+            place::place(sampler, info)
         });
         let Some(place) = place else {
             return Slot::Skipped;

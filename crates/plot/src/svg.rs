@@ -346,7 +346,7 @@ pub fn axis_ticks(chart: &Chart, layout: &Layout, scale: Scale) -> (Vec<Tick>, V
     };
     let ys = y_values
         .into_iter()
-        .map(|v| (v, format::value(chart.unit, v)))
+        .map(|v| (v, chart.unit.label(v)))
         .collect();
     (xs, ys)
 }

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use record::ResourceSeries;
 
-use super::{Group, OtherUnit, sampler_of, series_name};
+use super::{sampler_of, series_name};
 use crate::format;
+use crate::place::{Group, OtherUnit};
 use crate::sample_gather::{SampleData, SeriesData};
 
 /// What a chart shows, saying only what it draws.

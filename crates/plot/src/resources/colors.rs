@@ -1,7 +1,8 @@
 //! The colours of resource series: process groups keep theirs on every chart, host-wide
 //! series are darker and warmer, limits gray.
 
-use super::{Group, sampler_id, sampler_of};
+use super::{sampler_id, sampler_of};
+use crate::place::Group;
 use crate::sample_gather::{SampleData, SeriesData};
 
 /// Process groups keep their colour on every chart.

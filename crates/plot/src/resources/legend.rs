@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use record::SamplerInfo;
 
-use super::{Group, sampler_id, sampler_of};
+use super::{sampler_id, sampler_of};
 use crate::format;
 use crate::model::Unit;
+use crate::place::Group;
 use crate::sample_gather::{SampleData, SeriesData};
 
 /// Legend entries longer than this (Prometheus names with many labels) are cut.
@@ -62,7 +63,7 @@ pub(super) fn legend_value(unit: Unit, value: f64) -> String {
     if unit == Unit::Count && value.fract() == 0.0 && (0.0..1e15).contains(&value) {
         format::grouped(value as u64)
     } else {
-        format::value(unit, value)
+        unit.label(value)
     }
 }
 

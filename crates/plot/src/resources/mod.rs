@@ -21,7 +21,6 @@ mod bands;
 mod caption;
 mod colors;
 mod legend;
-mod place;
 #[cfg(test)]
 mod tests;
 
@@ -35,11 +34,11 @@ use crate::format;
 use crate::model::{Chart, Series, Style, Unit, x_seconds};
 use crate::sample_gather::{MAX_POINTS_PER_SERIES, SampleData, SeriesData};
 
+use crate::place::Group;
 use bands::bands;
 use caption::caption;
 use colors::{LIMIT_COLOR, colors};
 use legend::{kind_rank, legend_names, legend_value};
-pub use place::{Group, OtherUnit, Place, place};
 
 /// The most series one resource chart draws; the rest are counted in its caption.
 pub const MAX_SERIES_PER_CHART: usize = 8;

@@ -6,6 +6,7 @@ use record::{ResourceSeries, SampleTables, SeriesInfo, SeriesKind};
 
 use super::legend::{cut, short_name};
 use super::*;
+use crate::place::{Place, place};
 use crate::sample_gather::{GapSpan, Trace};
 
 fn sampler(kind: &str, name: &str) -> SamplerInfo {
