@@ -85,7 +85,7 @@ pub struct Extras {
     pub generator: Option<GeneratorUse>,
     /// The load model and how the run ended.
     pub run: Option<RunShape>,
-    /// Requests per protocol in name order ([`Report::protocols`]), only when some
+    /// Requests per protocol in name order ([`Report::protocols`](crate::Report::protocols)), only when some
     /// request did not go over HTTP/1.1: a pure HTTP/1.1 report (every vegeta one)
     /// stays as it was.
     pub protocols: Option<Vec<(Protocol, u64)>>,
