@@ -7,6 +7,7 @@
 //! because compressing per request would make the simulator the bottleneck.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use rand::Rng;
@@ -15,7 +16,23 @@ use crate::body_file::{FileAccess, read_body_file};
 use crate::budget::Budget;
 use crate::duration_size::parse_size;
 use crate::error::Invalid;
-use crate::recipe::PayloadSpec;
+
+/// Where a route's body comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PayloadSpec {
+    Empty,
+    /// Literal text; `<<256kb>>` placeholders become random text at load.
+    Body(String),
+    /// Random text whose length is drawn per request from the inclusive range.
+    Random {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+    /// A file read at load, resolved against the recipe file's directory.
+    File(PathBuf),
+    /// An `http://` URL fetched once at load.
+    Origin(String),
+}
 
 /// How many pre-compressed sizes stand in for a gzip size range.
 pub(crate) const GZIP_VARIANTS: usize = 16;

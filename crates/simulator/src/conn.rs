@@ -12,10 +12,11 @@ use std::time::Instant;
 use tokio::io::AsyncReadExt;
 use tokio::task::JoinHandle;
 
-use crate::dispatch::{Reply, Step, bare_reply, dispatch, refusal, run_step};
+use crate::dispatch::{Step, bare_reply, dispatch, refusal, run_step};
 use crate::http::{Next, next_request};
+use crate::reply::Reply;
 use crate::respond::{After, ConnIo, Transport, write_reply};
-use crate::server::Worker;
+use crate::worker::Worker;
 
 /// First read buffer; grows for large heads or bodies, shrinks back when idle.
 const INITIAL_READ_BYTES: usize = 2048;

@@ -10,7 +10,7 @@
 //! for a WINDOW_UPDATE. Response bodies are paced by the client's windows, which only
 //! the client can widen.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -18,12 +18,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use h2::Reason;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::server::Worker;
+use crate::respond_h2::{ConnAction, ConnControl};
+use crate::worker::Worker;
 
 /// Receive window per stream: 1 MiB, 16 times the RFC's default, so an upload
 /// (`add_recipe`, a POST under test) streams without stopping for WINDOW_UPDATEs.
@@ -38,35 +37,6 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// A DATA frame on stream 0, which RFC 9113 6.1 makes a connection error
 /// (PROTOCOL_ERROR) for every client: the `malformed` failure mode's bytes.
 const GARBAGE_FRAME: &[u8] = b"\x00\x00\x04\x00\x00\x00\x00\x00\x00junk";
-
-/// What a stream's failure mode asks of its whole connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ConnAction {
-    /// GOAWAY (NO_ERROR), finish the streams in flight, then close: `goaway`.
-    Drain,
-    /// GOAWAY with this code and close at once; streams in flight get no answer: `close`.
-    Abort(Reason),
-    /// Bytes that are not a valid frame, then close: `malformed`.
-    Garbage,
-}
-
-/// How stream tasks reach their connection task.
-#[derive(Default)]
-pub(crate) struct ConnControl {
-    action: Cell<Option<ConnAction>>,
-    notify: Notify,
-}
-
-impl ConnControl {
-    /// Asks the connection task to act. A drain never replaces an abort or garbage
-    /// already asked for: the harsher action wins.
-    pub fn ask(&self, action: ConnAction) {
-        if action != ConnAction::Drain || self.action.get().is_none() {
-            self.action.set(Some(action));
-        }
-        self.notify.notify_one();
-    }
-}
 
 /// The settings every HTTP/2 connection gets.
 fn builder(max_concurrent_streams: u32) -> h2::server::Builder {
@@ -95,7 +65,7 @@ where
     loop {
         tokio::select! {
             biased;
-            () = control.notify.notified() => match control.action.take() {
+            action = control.asked() => match action {
                 Some(ConnAction::Drain) => conn.graceful_shutdown(),
                 Some(ConnAction::Abort(reason)) => {
                     conn.abrupt_shutdown(reason);
@@ -201,29 +171,6 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for SharedIo<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn harsher_actions_are_not_replaced_by_a_drain() {
-        let rows: &[(&[ConnAction], Option<ConnAction>)] = &[
-            (&[ConnAction::Drain], Some(ConnAction::Drain)),
-            (
-                &[ConnAction::Garbage, ConnAction::Drain],
-                Some(ConnAction::Garbage),
-            ),
-            (
-                &[ConnAction::Drain, ConnAction::Abort(Reason::NO_ERROR)],
-                Some(ConnAction::Abort(Reason::NO_ERROR)),
-            ),
-            (&[], None),
-        ];
-        for (asks, want) in rows {
-            let control = ConnControl::default();
-            for ask in *asks {
-                control.ask(*ask);
-            }
-            assert_eq!(control.action.take(), *want, "{asks:?}");
-        }
-    }
 
     #[test]
     fn the_garbage_is_a_data_frame_on_stream_zero() {

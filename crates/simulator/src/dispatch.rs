@@ -6,68 +6,10 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::http::Method;
-use crate::server::Worker;
-use crate::state::LocalTable;
+use crate::http::{Incoming, Method};
+use crate::reply::{InFlight, Reply, ReplyKind};
 use crate::table::Table;
-
-/// Counts a request in flight from dispatch until its reply is written or dropped.
-pub(crate) struct InFlight(Rc<Worker>);
-
-impl InFlight {
-    pub fn new(worker: &Rc<Worker>) -> Self {
-        worker.stats.in_flight_delta(1);
-        Self(Rc::clone(worker))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.stats.in_flight_delta(-1);
-    }
-}
-
-/// An answer ready to write.
-pub(crate) struct Reply {
-    pub kind: ReplyKind,
-    pub arrival: Instant,
-    pub head_only: bool,
-    pub keep_alive: bool,
-    pub _in_flight: InFlight,
-}
-
-pub(crate) enum ReplyKind {
-    /// One of a route's pre-built outcomes.
-    Outcome {
-        table: Rc<LocalTable>,
-        route: usize,
-        outcome: usize,
-    },
-    /// A small answer made on the spot (admin, 406 for unmatched paths, refusals),
-    /// rendered by the protocol that sends it.
-    Simple {
-        status: u16,
-        content_type: &'static str,
-        body: Vec<u8>,
-        /// HTTP/1.1: close the connection after it (a request that did not parse).
-        close: bool,
-        /// Metrics slot and route label, when it is counted.
-        count: Option<(usize, usize)>,
-    },
-}
-
-impl ReplyKind {
-    /// A placeholder filled in later (the admin API's answer).
-    pub fn empty() -> Self {
-        ReplyKind::Simple {
-            status: 500,
-            content_type: "text/plain",
-            body: Vec::new(),
-            close: false,
-            count: None,
-        }
-    }
-}
+use crate::worker::Worker;
 
 /// What to do next with a request.
 pub(crate) enum Step {
@@ -80,23 +22,6 @@ pub(crate) enum Step {
 pub(crate) struct Waiting {
     reply: Reply,
     latency_ns: u64,
-}
-
-/// A request as routing sees it, whichever protocol carried it: HTTP/1.1 borrows it
-/// from the read buffer, HTTP/2 from the stream's head and collected body.
-pub(crate) struct Incoming<'a> {
-    pub method: Method,
-    /// The path, without the query string.
-    pub path: &'a [u8],
-    /// The `authorization` header's value, for the admin API's token check.
-    pub authorization: Option<&'a [u8]>,
-    pub body: &'a [u8],
-    /// HTTP/1.1's keep-alive; always true over HTTP/2, where one answer never closes
-    /// the connection.
-    pub keep_alive: bool,
-    pub arrival: Instant,
-    /// Whether the client connected from this machine (who may use `/_admin`).
-    pub peer_is_loopback: bool,
 }
 
 /// Routes a request: the one decision both protocols share.

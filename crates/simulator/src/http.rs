@@ -6,6 +6,24 @@
 //! appended by [`finish_head`] with no allocation.
 
 use std::ops::Range;
+use std::time::Instant;
+
+/// A request as routing sees it, whichever protocol carried it: HTTP/1.1 borrows it
+/// from the read buffer, HTTP/2 from the stream's head and collected body.
+pub(crate) struct Incoming<'a> {
+    pub method: Method,
+    /// The path, without the query string.
+    pub path: &'a [u8],
+    /// The `authorization` header's value, for the admin API's token check.
+    pub authorization: Option<&'a [u8]>,
+    pub body: &'a [u8],
+    /// HTTP/1.1's keep-alive; always true over HTTP/2, where one answer never closes
+    /// the connection.
+    pub keep_alive: bool,
+    pub arrival: Instant,
+    /// Whether the client connected from this machine (who may use `/_admin`).
+    pub peer_is_loopback: bool,
+}
 
 /// Longest request head we buffer before answering 431.
 pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -142,11 +160,11 @@ impl Request {
     pub fn incoming<'a>(
         &'a self,
         buf: &'a [u8],
-        arrival: std::time::Instant,
+        arrival: Instant,
         peer_is_loopback: bool,
-    ) -> crate::dispatch::Incoming<'a> {
+    ) -> Incoming<'a> {
         let head = &self.head;
-        crate::dispatch::Incoming {
+        Incoming {
             method: head.method,
             path: &buf[head.path.clone()],
             authorization: head.authorization.clone().map(|range| &buf[range]),

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod admin;
 mod body;
 mod body_file;
@@ -46,12 +47,14 @@ mod negotiate;
 mod origin;
 mod pool;
 mod recipe;
+mod reply;
 mod respond;
 mod respond_h2;
 mod server;
 mod state;
 mod table;
 mod tls;
+mod worker;
 
 #[cfg(test)]
 mod proptests;

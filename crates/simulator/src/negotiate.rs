@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use crate::server::Worker;
+use crate::worker::Worker;
 
 /// What an HTTP/2 client with prior knowledge sends first (RFC 9113 3.4).
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -216,7 +216,7 @@ impl Pool {
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // Nothing under this lock can panic halfway; a poisoned lock is still consistent.
-        crate::state::lock(&self.queue)
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub fn stats(&self) -> PoolStats {

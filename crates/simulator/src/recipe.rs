@@ -5,11 +5,12 @@
 //! Fetching an `origin` and reading a `body_file` happen later, in [`crate::body`],
 //! so a recipe can be checked without side effects.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::body::PayloadSpec;
 use crate::duration_size::{duration_from_json, parse_size_range};
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::{Failure, STATUSLESS_MODES};
@@ -85,23 +86,6 @@ pub(crate) struct RouteSpec {
     pub capacity: Option<CapacitySpec>,
     /// The route as submitted, echoed by `current_recipe`.
     pub json: Value,
-}
-
-/// Where a route's body comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PayloadSpec {
-    Empty,
-    /// Literal text; `<<256kb>>` placeholders become random text at load.
-    Body(String),
-    /// Random text whose length is drawn per request from the inclusive range.
-    Random {
-        min_bytes: u64,
-        max_bytes: u64,
-    },
-    /// A file read at load, resolved against the recipe file's directory.
-    File(PathBuf),
-    /// An `http://` URL fetched once at load.
-    Origin(String),
 }
 
 #[derive(Debug, Clone)]

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::dispatch::{Reply, ReplyKind};
 use crate::failure::Failure;
 use crate::http::{BodyLength, append_simple, finish_head};
 use crate::metrics::Protocol;
-use crate::server::Worker;
+use crate::reply::{Reply, ReplyKind};
 use crate::table::Outcome;
+use crate::worker::Worker;
 
 /// Bodies up to this size are copied into the output buffer; larger ones are written
 /// from where they live.
@@ -168,7 +168,7 @@ async fn misbehave<S: Transport>(
         // No streams in HTTP/1.1: the stream's reset is the connection's.
         Failure::Reset | Failure::RstStream { .. } => {
             io.flush().await?;
-            crate::server::arm_reset(io.stream.tcp());
+            crate::worker::arm_reset(io.stream.tcp());
             Ok(After::Close)
         }
         Failure::Close => {

@@ -14,6 +14,7 @@
 //! | `close_mid_body` | the full content-length, `after` bytes, RST_STREAM (INTERNAL_ERROR) |
 //! | `chunked` | no content-length; DATA frames of `chunk` bytes |
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -22,14 +23,50 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, DATE, SERVER};
 use http::{HeaderMap, HeaderValue, StatusCode};
+use tokio::sync::Notify;
 
-use crate::conn_h2::{ConnAction, ConnControl};
-use crate::dispatch::{Incoming, Reply, ReplyKind, bare_reply, dispatch, refusal, run_step};
+use crate::dispatch::{bare_reply, dispatch, refusal, run_step};
 use crate::failure::Failure;
-use crate::http::{MAX_BODY_BYTES, Method};
+use crate::http::{Incoming, MAX_BODY_BYTES, Method};
 use crate::metrics::Protocol;
+use crate::reply::{Reply, ReplyKind};
 use crate::respond::elapsed_ns;
-use crate::server::Worker;
+use crate::worker::Worker;
+
+/// What a stream's failure mode asks of its whole connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnAction {
+    /// GOAWAY (NO_ERROR), finish the streams in flight, then close: `goaway`.
+    Drain,
+    /// GOAWAY with this code and close at once; streams in flight get no answer: `close`.
+    Abort(Reason),
+    /// Bytes that are not a valid frame, then close: `malformed`.
+    Garbage,
+}
+
+/// How stream tasks reach their connection task.
+#[derive(Default)]
+pub(crate) struct ConnControl {
+    action: Cell<Option<ConnAction>>,
+    notify: Notify,
+}
+
+impl ConnControl {
+    /// Asks the connection task to act. A drain never replaces an abort or garbage
+    /// already asked for: the harsher action wins.
+    pub fn ask(&self, action: ConnAction) {
+        if action != ConnAction::Drain || self.action.get().is_none() {
+            self.action.set(Some(action));
+        }
+        self.notify.notify_one();
+    }
+
+    /// What was asked, once the connection task is woken (None: nothing left to do).
+    pub async fn asked(&self) -> Option<ConnAction> {
+        self.notify.notified().await;
+        self.action.take()
+    }
+}
 
 /// How long `close_mid_body` lets its partial body leave before the RST_STREAM, which
 /// would otherwise discard DATA still queued in `h2`.
@@ -334,4 +371,32 @@ async fn close_mid_body(answer: Answer<'_>, after_bytes: Option<usize>) -> Resul
     tokio::time::sleep(MID_BODY_PAUSE).await;
     stream.send_reset(Reason::INTERNAL_ERROR);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harsher_actions_are_not_replaced_by_a_drain() {
+        let rows: &[(&[ConnAction], Option<ConnAction>)] = &[
+            (&[ConnAction::Drain], Some(ConnAction::Drain)),
+            (
+                &[ConnAction::Garbage, ConnAction::Drain],
+                Some(ConnAction::Garbage),
+            ),
+            (
+                &[ConnAction::Drain, ConnAction::Abort(Reason::NO_ERROR)],
+                Some(ConnAction::Abort(Reason::NO_ERROR)),
+            ),
+            (&[], None),
+        ];
+        for (asks, want) in rows {
+            let control = ConnControl::default();
+            for ask in *asks {
+                control.ask(*ask);
+            }
+            assert_eq!(control.action.take(), *want, "{asks:?}");
+        }
+    }
 }

@@ -9,24 +9,15 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use rand::rngs::SmallRng;
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
 use crate::error::SimulatorError;
-use crate::metrics::ThreadStats;
 use crate::state::{LocalView, Shared};
+use crate::worker::Worker;
 
 /// Pending connections the kernel may hold per listener; load tools open thousands at once.
 const LISTEN_BACKLOG: i32 = 4096;
-
-/// Everything one server thread owns. Shared with its connection tasks through `Rc`.
-pub(crate) struct Worker {
-    pub shared: Arc<Shared>,
-    pub stats: Arc<ThreadStats>,
-    pub view: LocalView,
-    pub rng: RefCell<SmallRng>,
-}
 
 /// Running threads and the means to stop them.
 pub(crate) struct Threads {
@@ -176,9 +167,4 @@ async fn accept_loop(
             },
         }
     }
-}
-
-/// Makes the next close of `stream` send a TCP reset instead of a FIN.
-pub(crate) fn arm_reset(stream: &tokio::net::TcpStream) {
-    let _ = SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));
 }

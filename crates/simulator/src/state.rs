@@ -39,8 +39,8 @@ pub(crate) struct Shared {
     pub refusal_slots: Vec<(u16, usize)>,
     seed: Option<u64>,
     seed_counter: AtomicU64,
-    /// Who may use `/_admin`: see [`crate::admin::Access`].
-    pub access: crate::admin::Access,
+    /// Who may use `/_admin`: see [`crate::access::Access`].
+    pub access: crate::access::Access,
     /// The canonical directory posted recipes may read body files from.
     files_dir: Option<PathBuf>,
     max_body_bytes: u64,
@@ -78,7 +78,7 @@ impl Shared {
             });
         }
         let tls = tls.as_ref().map(crate::tls::setup).transpose()?;
-        let access = crate::admin::Access::new(admin_token.as_deref())?;
+        let access = crate::access::Access::new(admin_token.as_deref())?;
         let files_dir = files_dir.as_deref().map(canonical_dir).transpose()?;
         let mut registry = Registry::new();
         let unmatched_label = registry.route_label(crate::metrics::UNMATCHED_ROUTE);

@@ -7,7 +7,7 @@
 //! recipe: the old stages cannot fire later, because nothing was scheduled.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use rand::Rng;
@@ -188,7 +188,7 @@ pub(crate) fn build_routes(
             body: Arc::new(body),
             content_type,
         };
-        let mut registry = crate::state::lock(registry);
+        let mut registry = registry.lock().unwrap_or_else(PoisonError::into_inner);
         let mut route = build_route(spec, &payload, &mut registry, budget, rng).map_err(within)?;
         route.held_bytes = budget.spent_since(&start);
         routes.push(Arc::new(route));
