@@ -660,17 +660,7 @@ mod tests {
             behind: 0,
             ..GeneratorStats::default()
         });
-        let rule = workload::StopRule::parse("errors > 50% for 10s").unwrap();
-        let mut watch = RuleWatch::new(rule);
-        let bad = workload::SecondStats {
-            requests: 10,
-            errors: 8,
-            ..workload::SecondStats::default()
-        };
-        for second in 0..2 {
-            assert!(watch.observe(second * 1_000 * MS, &bad).is_none());
-        }
-        stats.rules(2_000 * MS, &[watch]);
+        stats.rules(2_000 * MS, &[crate::stats::failing_for(2)]);
         stats
     }
 

@@ -307,6 +307,22 @@ impl RunObserver for LiveStats {
     }
 }
 
+/// The watch of `errors > 50% for 10s` after `seconds` seconds at 80% errors (tests).
+#[cfg(test)]
+pub(crate) fn failing_for(seconds: u64) -> RuleWatch {
+    let rule = workload::StopRule::parse("errors > 50% for 10s").expect("a rule");
+    let mut watch = RuleWatch::new(rule);
+    let bad = workload::SecondStats {
+        requests: 10,
+        errors: 8,
+        ..workload::SecondStats::default()
+    };
+    for second in 0..seconds {
+        assert!(watch.observe(second * SECOND_NS, &bad).is_none());
+    }
+    watch
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -539,17 +555,7 @@ mod tests {
     #[test]
     fn rules_show_their_streak() {
         let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
-        let rule = workload::StopRule::parse("errors > 50% for 10s").unwrap();
-        let mut watch = RuleWatch::new(rule);
-        let bad = workload::SecondStats {
-            requests: 10,
-            errors: 8,
-            ..workload::SecondStats::default()
-        };
-        for second in 0..3 {
-            assert!(watch.observe(second * SECOND_NS, &bad).is_none());
-        }
-        live.rules(3 * SECOND_NS, &[watch]);
+        live.rules(3 * SECOND_NS, &[failing_for(3)]);
         let lines = live.snapshot().view_lines();
         assert_eq!(
             lines.last().unwrap(),

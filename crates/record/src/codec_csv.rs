@@ -249,12 +249,7 @@ impl<W: Write> CsvEncoder<W> {
 
     /// Writes one record as a row; `tables` resolves its attack, target and error ids.
     pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
-        let attack = tables
-            .attacks
-            .get(usize::from(record.attack))
-            .map_or("", |a| a.name.as_str());
-        let target = tables.targets.get(record.target as usize);
-        let error = tables.error(record.error);
+        let (attack, target, error) = tables.names_of(record);
         let mut numbers = itoa_buffers();
         let [sent, status, latency, bytes_out, bytes_in, seq, lag, ttfb] = &mut numbers;
         self.writer.write_record([

@@ -182,12 +182,7 @@ impl<W: Write> JsonEncoder<W> {
     pub fn write(&mut self, record: &Record, tables: &RunTables) -> std::io::Result<()> {
         let line = &mut self.line;
         line.clear();
-        let attack = tables
-            .attacks
-            .get(usize::from(record.attack))
-            .map_or("", |a| a.name.as_str());
-        let target = tables.targets.get(record.target as usize);
-        let error = tables.error(record.error);
+        let (attack, target, error) = tables.names_of(record);
         line.extend_from_slice(b"{\"attack\":");
         json_string(line, attack);
         write!(

@@ -1,6 +1,7 @@
 //! What a run says about itself besides its records: header, dictionaries, generator
 //! statistics and the end-of-run summary. Stored as JSON inside checksummed blocks.
 
+use crate::record::Record;
 use serde::{Deserialize, Serialize};
 
 /// Written once, first: who wrote the file and what the run is.
@@ -294,5 +295,16 @@ impl RunTables {
         (id as usize)
             .checked_sub(1)
             .and_then(|index| self.errors.get(index))
+    }
+
+    /// What a record's ids name: its attack's name (empty when unknown), its target and
+    /// its error entry.
+    pub fn names_of(&self, record: &Record) -> (&str, Option<&TargetInfo>, Option<&ErrorEntry>) {
+        let attack = self
+            .attacks
+            .get(usize::from(record.attack))
+            .map_or("", |a| a.name.as_str());
+        let target = self.targets.get(record.target as usize);
+        (attack, target, self.error(record.error))
     }
 }

@@ -92,17 +92,40 @@ pub(crate) fn load_payload(
     budget: &mut Budget,
     rng: &mut impl Rng,
 ) -> Result<(Body, &'static str), Invalid> {
-    let raw = load_raw(spec, gzip, field, access, budget, rng)?;
-    Ok(match raw {
-        Raw::Bytes(bytes) => {
-            let content_type = content_type_of(&bytes);
-            (Body::fixed(bytes, gzip), content_type)
+    let at = |key: &str| {
+        if field.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{field}.{key}")
         }
-        Raw::Random {
+    };
+    let bytes = match spec {
+        PayloadSpec::Empty => Vec::new(),
+        PayloadSpec::Body(text) => expand_charged(text, &at("body"), budget, rng)?,
+        PayloadSpec::File(path) => {
+            let bytes = read_body_file(path, access, budget.room_bytes())
+                .map_err(|m| Invalid::new(at("body_file"), m))?;
+            budget.charge(&at("body_file"), bytes.len() as u64, bytes.len() as u64)?;
+            bytes
+        }
+        PayloadSpec::Origin(url) => {
+            let bytes = crate::origin::fetch(url, budget.room_bytes())
+                .map_err(|m| Invalid::new(at("origin"), m))?;
+            budget.charge(&at("origin"), bytes.len() as u64, bytes.len() as u64)?;
+            bytes
+        }
+        &PayloadSpec::Random {
             min_bytes,
             max_bytes,
-        } => (random_body(min_bytes, max_bytes, gzip, rng), "text/html"),
-    })
+        } => {
+            let held = random_held_bytes(min_bytes, max_bytes, gzip);
+            budget.charge(&at("random_content"), max_bytes, held)?;
+            let body = random_body(min_bytes as usize, max_bytes as usize, gzip, rng);
+            return Ok((body, "text/html"));
+        }
+    };
+    let content_type = content_type_of(&bytes);
+    Ok((Body::fixed(bytes, gzip), content_type))
 }
 
 /// A literal body with placeholders, once charged to `budget` under `field`.
@@ -117,64 +140,12 @@ pub(crate) fn expand_charged(
     Ok(expand_placeholders(text, rng))
 }
 
-enum Raw {
-    Bytes(Vec<u8>),
-    Random { min_bytes: usize, max_bytes: usize },
-}
-
 /// origin_simulator's content-type guess for a body.
 pub(crate) fn content_type_of(bytes: &[u8]) -> &'static str {
     if bytes.first() == Some(&b'{') {
         "application/json"
     } else {
         "text/html"
-    }
-}
-
-fn load_raw(
-    spec: &PayloadSpec,
-    gzip: bool,
-    field: &str,
-    access: FileAccess<'_>,
-    budget: &mut Budget,
-    rng: &mut impl Rng,
-) -> Result<Raw, Invalid> {
-    let at = |key: &str| {
-        if field.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{field}.{key}")
-        }
-    };
-    match spec {
-        PayloadSpec::Empty => Ok(Raw::Bytes(Vec::new())),
-        PayloadSpec::Body(text) => expand_charged(text, &at("body"), budget, rng).map(Raw::Bytes),
-        PayloadSpec::File(path) => {
-            let bytes = read_body_file(path, access, budget.room_bytes())
-                .map_err(|m| Invalid::new(at("body_file"), m))?;
-            budget.charge(&at("body_file"), bytes.len() as u64, bytes.len() as u64)?;
-            Ok(Raw::Bytes(bytes))
-        }
-        PayloadSpec::Origin(url) => {
-            let bytes = crate::origin::fetch(url, budget.room_bytes())
-                .map_err(|m| Invalid::new(at("origin"), m))?;
-            budget.charge(&at("origin"), bytes.len() as u64, bytes.len() as u64)?;
-            Ok(Raw::Bytes(bytes))
-        }
-        PayloadSpec::Random {
-            min_bytes,
-            max_bytes,
-        } => {
-            budget.charge(
-                &at("random_content"),
-                *max_bytes,
-                random_held_bytes(*min_bytes, *max_bytes, gzip),
-            )?;
-            Ok(Raw::Random {
-                min_bytes: *min_bytes as usize,
-                max_bytes: *max_bytes as usize,
-            })
-        }
     }
 }
 

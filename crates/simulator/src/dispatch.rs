@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::http::{Incoming, Method};
-use crate::reply::{InFlight, Reply, ReplyKind};
+use crate::reply::{InFlight, Reply, ReplyKind, RouteAnswer};
 use crate::table::Table;
 use crate::worker::Worker;
 
@@ -73,11 +73,11 @@ pub(crate) fn dispatch(worker: &Rc<Worker>, request: &Incoming<'_>) -> Step {
     let latency_ns = route.outcomes[outcome].latency.sample_ns(&mut *rng);
     let queued = route.capacity.is_some();
     drop(rng);
-    let reply = reply(ReplyKind::Outcome {
+    let reply = reply(ReplyKind::Outcome(RouteAnswer {
         table,
         route: route_index,
         outcome,
-    });
+    }));
     if latency_ns == 0 && !queued {
         Step::Ready(reply)
     } else {
@@ -102,10 +102,10 @@ async fn wait(worker: Rc<Worker>, waiting: Waiting) -> Reply {
         mut reply,
         latency_ns,
     } = waiting;
-    let ReplyKind::Outcome { table, route, .. } = &reply.kind else {
+    let ReplyKind::Outcome(answer) = &reply.kind else {
         return reply;
     };
-    let (table, route_index) = (Rc::clone(table), *route);
+    let (table, route_index) = (Rc::clone(&answer.table), answer.route);
     let route = &table.routes[route_index];
     let Some(capacity) = &route.capacity else {
         sleep_until_aimed(reply.arrival, latency_ns).await;
@@ -128,11 +128,11 @@ async fn wait(worker: Rc<Worker>, waiting: Waiting) -> Reply {
                 .latency
                 .sample_ns(&mut *worker.rng.borrow_mut());
             sleep_until_aimed(Instant::now(), delay_ns).await;
-            reply.kind = ReplyKind::Outcome {
+            reply.kind = ReplyKind::Outcome(RouteAnswer {
                 table: Rc::clone(&table),
                 route: route_index,
                 outcome: capacity.reject,
-            };
+            });
         }
     }
     reply

@@ -5,6 +5,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::state::LocalTable;
+use crate::table::{Outcome, Route};
 use crate::worker::Worker;
 
 /// Counts a request in flight from dispatch until its reply is written or dropped.
@@ -34,11 +35,7 @@ pub(crate) struct Reply {
 
 pub(crate) enum ReplyKind {
     /// One of a route's pre-built outcomes.
-    Outcome {
-        table: Rc<LocalTable>,
-        route: usize,
-        outcome: usize,
-    },
+    Outcome(RouteAnswer),
     /// A small answer made on the spot (admin, 406 for unmatched paths, refusals),
     /// rendered by the protocol that sends it.
     Simple {
@@ -50,6 +47,25 @@ pub(crate) enum ReplyKind {
         /// Metrics slot and route label, when it is counted.
         count: Option<(usize, usize)>,
     },
+}
+
+/// A route's pre-built outcome, in the table the request was routed with.
+pub(crate) struct RouteAnswer {
+    pub table: Rc<LocalTable>,
+    pub route: usize,
+    pub outcome: usize,
+}
+
+impl RouteAnswer {
+    /// The route answered.
+    pub fn route(&self) -> &Route {
+        &self.table.routes[self.route]
+    }
+
+    /// The outcome drawn.
+    pub fn outcome(&self) -> &Outcome {
+        &self.route().outcomes[self.outcome]
+    }
 }
 
 impl ReplyKind {

@@ -74,7 +74,7 @@ pub(crate) async fn write_reply<S: Transport>(
     reply: Reply,
     worker: &Worker,
 ) -> io::Result<After> {
-    let (table, route, outcome) = match reply.kind {
+    let answer = match reply.kind {
         ReplyKind::Simple {
             status,
             content_type,
@@ -102,14 +102,9 @@ pub(crate) async fn write_reply<S: Transport>(
                 After::KeepOpen
             });
         }
-        ReplyKind::Outcome {
-            table,
-            route,
-            outcome,
-        } => (table, route, outcome),
+        ReplyKind::Outcome(answer) => answer,
     };
-    let route = &table.routes[route];
-    let outcome = &route.outcomes[outcome];
+    let (route, outcome) = (answer.route(), answer.outcome());
     let close = !reply.keep_alive;
     let after = match &outcome.failure {
         None => plain(io, outcome, reply.head_only, close, worker).await?,

@@ -151,7 +151,7 @@ async fn send_reply(
     control: &ConnControl,
 ) {
     let arrival = reply.arrival;
-    let (table, route, outcome) = match reply.kind {
+    let answer = match reply.kind {
         ReplyKind::Simple {
             status,
             content_type,
@@ -172,14 +172,9 @@ async fn send_reply(
             }
             return;
         }
-        ReplyKind::Outcome {
-            table,
-            route,
-            outcome,
-        } => (table, route, outcome),
+        ReplyKind::Outcome(answer) => answer,
     };
-    let route = &table.routes[route];
-    let outcome = &route.outcomes[outcome];
+    let (route, outcome) = (answer.route(), answer.outcome());
     let body = outcome.body.pick_shared(&mut *worker.rng.borrow_mut());
     let _count = CountOnDrop {
         worker,
@@ -266,6 +261,13 @@ struct Answer<'a> {
     head_only: bool,
 }
 
+impl Answer<'_> {
+    /// The whole answer at once, as a stream without a failure mode gets it.
+    fn send_whole(mut self) -> Result<(), h2::Error> {
+        send_whole(&mut self.respond, self.head, self.body, self.head_only)
+    }
+}
+
 async fn misbehave(mut answer: Answer<'_>, failure: &Failure, control: &ConnControl) {
     match *failure {
         Failure::Reset => {
@@ -297,13 +299,7 @@ async fn misbehave(mut answer: Answer<'_>, failure: &Failure, control: &ConnCont
             }
         }
         Failure::GoAway => {
-            let Answer {
-                mut respond,
-                head,
-                body,
-                head_only,
-            } = answer;
-            let _ = send_whole(&mut respond, head, body, head_only);
+            let _ = answer.send_whole();
             control.ask(ConnAction::Drain);
         }
         Failure::Trickle { chunk_bytes, every } => {
