@@ -28,12 +28,12 @@ const LOG_SPREAD: f64 = 50.0;
 const STYLE: &str = "h2 { font-size: 17px; margin: 20px 0 8px; }
 .table-wrap { overflow-x: auto; margin: 0 0 14px; }
 table.rows { border-collapse: collapse; background: #fff; font-size: 13px; }
-table.rows th, table.rows td { border: 1px solid #e5e7eb; padding: 3px 7px; text-align: left;
+table.rows th, table.rows td { border: 1px solid #e5e7eb; padding: 3px 5px; text-align: left;
   vertical-align: top; }
 table.rows th { background: #f9fafb; color: #374151; font-weight: 600; white-space: nowrap; }
 table.rows td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.rows td.why { min-width: 16em; color: #374151; }
-table.rows td.files a { margin-right: 6px; }
+table.rows td.why { min-width: 10em; color: #374151; }
+table.rows td.files a { display: block; white-space: nowrap; }
 .verdict { font-weight: 600; white-space: nowrap; }
 .v-pass { background: #dcfce7; color: #166534; }
 .v-fail { background: #fee2e2; color: #991b1b; }
@@ -461,7 +461,7 @@ fn success_chart(points: &Points<'_>, left_out: &str) -> Chart {
     let mut chart = Chart::rate_series(
         "success",
         "Success against the offered rate",
-        Unit::Percent,
+        Unit::Share,
         series,
     )
     .with_caption(format!(

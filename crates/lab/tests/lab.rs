@@ -660,6 +660,70 @@ fn golden_summary() -> RunSummary {
     }
 }
 
+/// Headless Chromium, when installed (`.ci/setup/chromium.sh`), as the plot crate's
+/// browser test finds it.
+fn chromium() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("LOADLAB_CHROMIUM") {
+        return Some(path.into());
+    }
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|path| path.exists())
+}
+
+#[test]
+fn the_steps_table_fits_the_page_at_1400_px() {
+    let Some(chromium) = chromium() else {
+        assert!(
+            std::env::var_os("LOADLAB_REQUIRE_BROWSER").is_none(),
+            "LOADLAB_REQUIRE_BROWSER is set but chromium is not installed"
+        );
+        eprintln!("\n*** SKIPPED: the plan page's layout test needs chromium ***\n");
+        return;
+    };
+    // The page measures itself once laid out: how far the steps table runs past its box.
+    let probe = "<script>addEventListener('load', function () { \
+        var wrap = document.getElementById('steps').parentElement; \
+        document.documentElement.setAttribute('data-overflow', \
+        String(wrap.scrollWidth - wrap.clientWidth)); });</script>\n</body>";
+    let page = golden_summary().index_html().replace("</body>", probe);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.html");
+    std::fs::write(&path, page).unwrap();
+    let output = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=2000",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("file://{}", path.display()))
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let overflow = dom
+        .split("data-overflow=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the page did not measure itself: {dom:.300}"));
+    assert_eq!(
+        overflow, "0",
+        "the steps table runs {overflow} px past its box"
+    );
+}
+
 #[test]
 fn index_page_matches_the_golden_file() {
     let summary = golden_summary();

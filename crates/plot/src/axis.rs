@@ -121,6 +121,23 @@ pub fn value_domain(values: impl Iterator<Item = f64>, scale: Scale, steps: Step
     }
 }
 
+/// A linear `domain` of `values` that never go above `ceiling` (a share's 100%) ends
+/// there: the headroom and the rounding must not draw room for what cannot be.
+pub fn capped(domain: Domain, scale: Scale, values: &[f64], ceiling: f64) -> Domain {
+    let within = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .all(|&v| v <= ceiling);
+    if scale == Scale::Linear && within && domain.max > ceiling {
+        Domain {
+            max: ceiling,
+            ..domain
+        }
+    } else {
+        domain
+    }
+}
+
 /// The largest of 1, 2, 5 times a power of ten at or below `value` (> 0).
 fn step_at_or_below(value: f64) -> f64 {
     let decade = 10f64.powf(value.log10().floor());
@@ -298,6 +315,28 @@ fn multiples(domain: Domain, step: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_axis_ends_at_its_hundred_percent() {
+        // (values, scale, the domain's top)
+        let rows: [(&[f64], Scale, f64); 5] = [
+            (&[100.0, 100.0, 62.0], Scale::Linear, 100.0),
+            (&[12.5], Scale::Linear, 15.0),
+            (&[100.3, 40.0], Scale::Linear, 150.0),
+            (&[100.0, f64::NAN], Scale::Linear, 100.0),
+            (&[1.0, 100.0], Scale::Log, 100.0),
+        ];
+        for (values, scale, want) in rows {
+            let domain = value_domain(values.iter().copied(), scale, Steps::Decimal);
+            let got = capped(domain, scale, values, 100.0);
+            assert_eq!(got.max, want, "{values:?} {scale:?}");
+        }
+        let unbounded = value_domain([100.0].into_iter(), Scale::Linear, Steps::Decimal);
+        assert_eq!(
+            unbounded.max, 150.0,
+            "without the cap, the headroom rounds up"
+        );
+    }
 
     fn domain(min: f64, max: f64) -> Domain {
         Domain { min, max }

@@ -127,7 +127,7 @@ fn y_decimals(unit: Unit) -> usize {
         // Counts are whole, but a load average (a count of runnable tasks) is not;
         // trailing zeros are trimmed, so whole counts cost nothing.
         Unit::PerSecond | Unit::Count => 3,
-        Unit::Percent => 2,
+        Unit::Percent | Unit::Share => 2,
         // Ratios and load averages live below 1.
         Unit::Number => 6,
     }

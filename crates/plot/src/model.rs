@@ -14,8 +14,10 @@ pub enum Unit {
     Duration,
     /// Events per second.
     PerSecond,
-    /// 0..100.
+    /// 0..100, and beyond on several cores (a process's CPU).
     Percent,
+    /// A share of a whole, 0..100: never more (a step's success).
+    Share,
     /// A plain count.
     Count,
     /// Bytes, printed in binary units (KiB, MiB, GiB) on binary steps.
@@ -33,6 +35,7 @@ impl Unit {
             Unit::Duration => "duration",
             Unit::PerSecond => "per_second",
             Unit::Percent => "percent",
+            Unit::Share => "share",
             Unit::Count => "count",
             Unit::Bytes => "bytes",
             Unit::BytesPerSecond => "bytes_per_second",
@@ -45,11 +48,19 @@ impl Unit {
         match self {
             Unit::Duration => format::duration_ns(value),
             Unit::PerSecond | Unit::Count | Unit::Number => format::count(value),
-            Unit::Percent => format!("{}%", format::significant(value, 3)),
+            Unit::Percent | Unit::Share => format!("{}%", format::significant(value, 3)),
             Unit::Bytes => format::bytes(value),
             // A bare 0 at the foot of the axis, as on the others.
             Unit::BytesPerSecond if value == 0.0 => "0".to_owned(),
             Unit::BytesPerSecond => format!("{}/s", format::bytes(value)),
+        }
+    }
+
+    /// The most a value can be, when the unit has a most: a share's 100%.
+    pub fn ceiling(self) -> Option<f64> {
+        match self {
+            Unit::Share => Some(100.0),
+            _ => None,
         }
     }
 

@@ -68,14 +68,14 @@
   function isBinary(unit) { return unit === "bytes" || unit === "bytes_per_second"; }
   function valueText(unit, value) {
     if (unit === "duration") return durationNs(value);
-    if (unit === "percent") return significant(value, 3) + "%";
+    if (unit === "percent" || unit === "share") return significant(value, 3) + "%";
     if (unit === "bytes") return bytes(value, 3);
     if (unit === "bytes_per_second") return value === 0 ? "0" : bytes(value, 3) + "/s";
     return count(value);
   }
   function exactText(unit, value) {
     if (unit === "duration") return durationNs(value);
-    if (unit === "percent") return significant(value, 4) + "%";
+    if (unit === "percent" || unit === "share") return significant(value, 4) + "%";
     if (unit === "per_second") return significant(value, 4) + "/s";
     if (unit === "bytes") return bytes(value, 4);
     if (unit === "bytes_per_second") return bytes(value, 4) + "/s";
@@ -220,7 +220,11 @@
       var ys = s.style === "stacked" ? tops[t++] : s.y;
       for (var i = 0; i < ys.length; i++) if (visible(c, s.x[i])) values.push(ys[i]);
     });
-    return valueDomain(values, c.scale, isBinary(c.spec.unit));
+    var domain = valueDomain(values, c.scale, isBinary(c.spec.unit));
+    // A share ends at 100% (as axis::capped): no room drawn for what cannot be.
+    var within = values.every(function (v) { return v === null || !isFinite(v) || v <= 100; });
+    if (c.spec.unit === "share" && c.scale !== "log" && within && domain.max > 100) domain.max = 100;
+    return domain;
   }
   function axisTicks(c) {
     var xs = c.spec.x === "time"

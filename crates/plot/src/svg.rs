@@ -122,7 +122,12 @@ pub fn y_domain(chart: &Chart, scale: Scale) -> Domain {
         .filter(|s| s.style != Style::Stacked)
         .flat_map(|s| s.y.iter().copied());
     let sums = stacked_tops(&stacked).into_iter().flatten();
-    axis::value_domain(plain.chain(sums), scale, chart.unit.steps())
+    let values: Vec<f64> = plain.chain(sums).collect();
+    let domain = axis::value_domain(values.iter().copied(), scale, chart.unit.steps());
+    match chart.unit.ceiling() {
+        Some(ceiling) => axis::capped(domain, scale, &values, ceiling),
+        None => domain,
+    }
 }
 
 /// The running sums of stacked series, one vector per series.
