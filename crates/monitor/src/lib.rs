@@ -13,6 +13,9 @@
 //!   Prometheus endpoints (`prom.rs` over `prom_parse.rs`, `rates.rs`, `http_get.rs`);
 //!   PostgreSQL (`pg.rs`); a remote agent (`agent.rs`).
 //! - [`AgentServer`]: `loadlab monitor -serve`, streaming frames to attack-side clients.
+//! - What a sampler thread is given and must do (`sampler.rs`: the trait, its tick, the
+//!   stop every thread watches) is imported by each sampler; `runner.rs` starts and
+//!   drives them.
 //!
 //! Faults (a process that is gone, an endpoint that is down, slow or returns garbage, a
 //! login refused, a counter reset) become gaps with a reason, never errors: a monitor

@@ -25,6 +25,14 @@
 //! Recipes become immutable tables (`table`) swapped in by generation number
 //! (`state`); counters are per thread (`metrics`); the pool (`pool`) is the one
 //! structure threads share on the request path, and only for capacity-model routes.
+//!
+//! The modules in layers, each using only the ones before it: the recipe's pieces
+//! (`duration_size`, `latency`, `failure`, `body_file`, `origin`, `body`, `recipe`);
+//! what is served (`table`, `pool`, `metrics`, `state`, `access`); a thread's state
+//! (`worker`) and the answer model (`reply`, with the request as routing sees it in
+//! `http`); deciding answers (`admin`, `dispatch`); writing them (`respond`,
+//! `respond_h2`); connections (`conn`, `conn_h2`, `negotiate`); the listeners
+//! (`server`).
 
 #![warn(missing_docs)]
 
