@@ -316,80 +316,87 @@ fn render_histogram(out: &mut String, registry: &Registry, snap: &Snapshot) {
     }
 }
 
+/// The pool families of `/metrics`, in order: name, type and help; their values per
+/// route are [`pool_values`], in the same order.
+const POOL_FAMILIES: [(&str, &str, &str); 7] = [
+    (
+        "loadlab_sim_pool_workers",
+        "gauge",
+        "Size of the fixed worker pool.",
+    ),
+    (
+        "loadlab_sim_pool_busy",
+        "gauge",
+        "Fixed-pool workers serving a request.",
+    ),
+    (
+        "loadlab_sim_pool_overflow_busy",
+        "gauge",
+        "Overflow workers serving a request.",
+    ),
+    (
+        "loadlab_sim_pool_queued",
+        "gauge",
+        "Requests waiting for a worker.",
+    ),
+    (
+        "loadlab_sim_pool_rejected_total",
+        "counter",
+        "Requests turned away: pool and queue full on arrival.",
+    ),
+    (
+        "loadlab_sim_pool_capacity_rps",
+        "gauge",
+        "Ground-truth capacity of the stage in force: (workers + overflow) / mean service time.",
+    ),
+    (
+        "loadlab_sim_pool_timeouts_total",
+        "counter",
+        "Requests that queued and gave up after queue_timeout.",
+    ),
+];
+
+/// A pool figure as exposed: a count, or a rate to three decimals.
+enum PoolValue {
+    Count(u64),
+    Rate(f64),
+}
+
+impl std::fmt::Display for PoolValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PoolValue::Count(count) => write!(f, "{count}"),
+            PoolValue::Rate(rate) => write!(f, "{rate:.3}"),
+        }
+    }
+}
+
+/// One route's values of [`POOL_FAMILIES`].
+fn pool_values(pool: &PoolRow) -> [PoolValue; 7] {
+    let s = &pool.stats;
+    [
+        PoolValue::Count(s.workers as u64),
+        PoolValue::Count(s.busy as u64),
+        PoolValue::Count(s.overflow_busy as u64),
+        PoolValue::Count(s.queued as u64),
+        PoolValue::Count(s.rejected_full),
+        PoolValue::Rate(pool.capacity_rps),
+        PoolValue::Count(s.rejected_timeout),
+    ]
+}
+
 fn render_pools(out: &mut String, pools: &[PoolRow]) {
-    type Field = fn(&crate::pool::PoolStats) -> u64;
-    let rows: [(&str, &str, &str, Field); 5] = [
-        (
-            "loadlab_sim_pool_workers",
-            "gauge",
-            "Size of the fixed worker pool.",
-            |s| s.workers as u64,
-        ),
-        (
-            "loadlab_sim_pool_busy",
-            "gauge",
-            "Fixed-pool workers serving a request.",
-            |s| s.busy as u64,
-        ),
-        (
-            "loadlab_sim_pool_overflow_busy",
-            "gauge",
-            "Overflow workers serving a request.",
-            |s| s.overflow_busy as u64,
-        ),
-        (
-            "loadlab_sim_pool_queued",
-            "gauge",
-            "Requests waiting for a worker.",
-            |s| s.queued as u64,
-        ),
-        (
-            "loadlab_sim_pool_rejected_total",
-            "counter",
-            "Requests turned away: pool and queue full on arrival.",
-            |s| s.rejected_full,
-        ),
-    ];
-    for (name, kind, help, field) in rows {
+    let values: Vec<[PoolValue; 7]> = pools.iter().map(pool_values).collect();
+    for (family, (name, kind, help)) in POOL_FAMILIES.iter().enumerate() {
         header(out, name, kind, help);
-        for pool in pools {
+        for (pool, values) in pools.iter().zip(&values) {
             let _ = writeln!(
                 out,
                 "{name}{{route=\"{}\"}} {}",
                 escape(&pool.route),
-                field(&pool.stats)
+                values[family]
             );
         }
-    }
-    let name = "loadlab_sim_pool_capacity_rps";
-    header(
-        out,
-        name,
-        "gauge",
-        "Ground-truth capacity of the stage in force: (workers + overflow) / mean service time.",
-    );
-    for pool in pools {
-        let _ = writeln!(
-            out,
-            "{name}{{route=\"{}\"}} {:.3}",
-            escape(&pool.route),
-            pool.capacity_rps
-        );
-    }
-    let name = "loadlab_sim_pool_timeouts_total";
-    header(
-        out,
-        name,
-        "counter",
-        "Requests that queued and gave up after queue_timeout.",
-    );
-    for pool in pools {
-        let _ = writeln!(
-            out,
-            "{name}{{route=\"{}\"}} {}",
-            escape(&pool.route),
-            pool.stats.rejected_timeout
-        );
     }
 }
 
@@ -471,6 +478,41 @@ mod tests {
             json(current_count_json(&registry, &snap, &snap.counters)),
             serde_json::json!({"total_requests": 0})
         );
+    }
+
+    #[test]
+    fn pool_families_in_order() {
+        let pools = [PoolRow {
+            route: "/a".into(),
+            stats: crate::pool::PoolStats {
+                workers: 4,
+                busy: 3,
+                overflow_busy: 1,
+                queued: 2,
+                rejected_full: 5,
+                rejected_timeout: 6,
+            },
+            capacity_rps: 80.0,
+        }];
+        let mut out = String::new();
+        render_pools(&mut out, &pools);
+        let samples: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "loadlab_sim_pool_workers{route=\"/a\"} 4",
+                "loadlab_sim_pool_busy{route=\"/a\"} 3",
+                "loadlab_sim_pool_overflow_busy{route=\"/a\"} 1",
+                "loadlab_sim_pool_queued{route=\"/a\"} 2",
+                "loadlab_sim_pool_rejected_total{route=\"/a\"} 5",
+                "loadlab_sim_pool_capacity_rps{route=\"/a\"} 80.000",
+                "loadlab_sim_pool_timeouts_total{route=\"/a\"} 6",
+            ]
+        );
+        assert_eq!(out.lines().count(), 7 * 3, "HELP and TYPE per family");
+        assert!(out.contains(
+            "# HELP loadlab_sim_pool_timeouts_total Requests that queued and gave up after queue_timeout.\n# TYPE loadlab_sim_pool_timeouts_total counter\n"
+        ));
     }
 
     #[test]
