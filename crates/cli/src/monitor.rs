@@ -16,7 +16,7 @@ use workload::defaults;
 
 use crate::signals;
 
-/// Sample the system under test: host, processes, Prometheus endpoints, PostgreSQL.
+/// Sample the system under test: host, processes, Prometheus endpoints, PostgreSQL
 ///
 /// Writes a record file of resource samples (no requests), on the same unix-ns time
 /// axis as `loadlab attack`'s records: `loadlab report run.llr run.mon` and `loadlab
@@ -55,6 +55,8 @@ use crate::signals;
 ///
 /// Ctrl-C (or SIGTERM) stops it and closes the file cleanly.
 #[derive(clap::Args, Debug)]
+// The samplers' table keeps its lines; clap would reflow it into one paragraph.
+#[command(verbatim_doc_comment)]
 pub struct MonitorArgs {
     #[arg(long, value_name = "DURATION", help = format!(
         "Sampling interval (at least 100ms) [default: {}]",

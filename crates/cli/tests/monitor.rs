@@ -348,6 +348,56 @@ fn attack_with(args: &[&str], targets: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `attack -monitor ... | report` on one terminal: attack says its last lines before
+/// its output closes, so they never land after (or inside) the report's text.
+#[test]
+fn attack_speaks_before_report_in_a_pipeline_sharing_one_terminal() {
+    let server = simulator();
+    let dir = tempdir("pipeline");
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(&targets, format!("GET http://{}/\n", server.local_addr())).unwrap();
+    let terminal = std::fs::File::create(dir.path().join("terminal")).unwrap();
+    let mut attack = loadlab()
+        .args([
+            "attack",
+            "-rate=50",
+            "-duration=1s",
+            "-quiet",
+            "-monitor",
+            "host",
+        ])
+        .args([
+            "-monitor-interval",
+            "1s",
+            "-targets",
+            targets.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(terminal.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let report = loadlab()
+        .arg("report")
+        .stdin(attack.stdout.take().unwrap())
+        .stdout(terminal.try_clone().unwrap())
+        .stderr(terminal)
+        .status()
+        .unwrap();
+    assert!(attack.wait().unwrap().success());
+    assert!(report.success());
+    let screen = std::fs::read_to_string(dir.path().join("terminal")).unwrap();
+    let lines: Vec<&str> = screen.lines().collect();
+    let monitor_line = lines
+        .iter()
+        .position(|line| line.starts_with("loadlab: monitor: "));
+    let report_line = lines.iter().position(|line| line.starts_with("Requests "));
+    assert!(
+        monitor_line.is_some() && monitor_line < report_line,
+        "attack spoke after the report:\n{screen}"
+    );
+}
+
 #[test]
 fn attack_monitor_writes_samples_on_the_run_clock() {
     let server = simulator();
@@ -512,4 +562,26 @@ fn secrets_in_urls_reach_no_output() {
         "the page names the sampler"
     );
     assert!(!html.contains("s3cr3t"));
+}
+
+/// The samplers' table in the help keeps one sampler per line (clap reflows plain
+/// doc comments into one paragraph).
+#[test]
+fn monitor_help_lists_one_sampler_per_line() {
+    let out = run(&["monitor", "--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for sampler in [
+        "host ",
+        "process=NAME ",
+        "pid=N ",
+        "postgres=URL ",
+        "agent=HOST:PORT ",
+    ] {
+        assert!(
+            help.lines()
+                .any(|line| line.trim_start().starts_with(sampler)),
+            "no line starts with {sampler:?}:\n{help}"
+        );
+    }
 }
