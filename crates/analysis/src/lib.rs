@@ -9,6 +9,9 @@
 //!   could not deliver is [`Verdict::Inconclusive`], never a server failure.
 //! - [`search`]: the capacity search as a state machine ([`Search`]): exponential
 //!   growth, then bisection to a stated precision, then a confirmation probe.
+//! - [`diagnosis`]: what ran out first: the resources watched beside a run, each
+//!   against its own limit, lined up with the run's knee and the generator's health
+//!   ([`diagnose`] gives a [`Diagnosis`]).
 //! - [`compare`]: whether a difference between two samples is beyond the noise
 //!   ([`compare_samples`], a seeded block bootstrap of the difference of means).
 //!
@@ -17,11 +20,13 @@
 #![warn(missing_docs)]
 
 pub mod compare;
+pub mod diagnosis;
 pub mod saturation;
 pub mod search;
 pub mod slo;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
+pub use diagnosis::{Diagnosis, GeneratorState, Knee, Watched, diagnose};
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{GeneratorHealth, Percentile, Slo, StepSummary, Verdict, judge, parse_percentile};

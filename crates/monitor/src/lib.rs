@@ -26,6 +26,7 @@
 
 mod agent;
 mod clock;
+mod cpu_allowance;
 mod histogram;
 mod host;
 mod http_get;

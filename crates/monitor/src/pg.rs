@@ -24,7 +24,7 @@ use record::ResourceSeries as S;
 use units::redact_url;
 
 const QUERY: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, xact_rollback, \
-                     current_database() FROM pg_stat_database \
+                     current_database(), current_setting('max_connections') FROM pg_stat_database \
                      WHERE datname IS NOT NULL AND datname NOT IN ('template0', 'template1')";
 
 /// One row of `pg_stat_database`.
@@ -35,6 +35,8 @@ struct DatabaseRow {
     transactions: f64,
     rollbacks: f64,
     ours: bool,
+    /// The server's `max_connections` (the same on every row).
+    max_connections: f64,
 }
 
 pub(crate) struct PostgresSampler {
@@ -120,6 +122,12 @@ impl PostgresSampler {
                 reading.rate(def, rate.map(|rate| (rate - own).max(0.0)));
             }
         }
+        if let Some(row) = rows.first() {
+            reading.value(
+                SeriesDef::gauge(S::PostgresMaxConnections.name(), "count"),
+                row.max_connections,
+            );
+        }
     }
 }
 
@@ -137,6 +145,7 @@ fn parse_row(row: &postgres::SimpleQueryRow) -> Result<DatabaseRow, String> {
         backends: number(1)?,
         transactions: number(2)?,
         rollbacks: number(3)?,
+        max_connections: number(5)?,
     })
 }
 

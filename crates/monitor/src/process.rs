@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use record::SamplerInfo;
 
+use crate::cpu_allowance::CpuAllowance;
 use crate::hub::{Reading, SeriesDef};
 use crate::proc_stat::{PidStat, parse_fd_limit, parse_pid_stat, parse_statm};
 use crate::process_match::{Matcher, ProcEntry, members};
@@ -48,14 +49,30 @@ struct Member {
     shared_pages: u64,
     fds: Option<u64>,
     sockets: Option<u64>,
-    fd_limit: Option<u64>,
+    limits: Limits,
     fd_error: Option<String>,
+}
+
+/// What a member may use, re-read every [`LIMITS_EVERY`] ticks.
+#[derive(Debug, Default, Clone)]
+struct Limits {
+    fd: Option<u64>,
+    cpu: Option<CpuAllowance>,
+}
+
+impl Limits {
+    fn read(pid: u32) -> Limits {
+        Limits {
+            fd: read_fd_limit(pid),
+            cpu: CpuAllowance::read(pid),
+        }
+    }
 }
 
 pub(crate) struct ProcessSampler {
     groups: Vec<Group>,
     processes: HashMap<u32, ProcEntry>,
-    limits: HashMap<u32, (u64, Option<u64>)>,
+    limits: HashMap<u32, (u64, Limits)>,
     ticks: u32,
     ticks_per_sec: f64,
     page_bytes: f64,
@@ -149,13 +166,13 @@ impl ProcessSampler {
             .limits
             .get(&pid)
             .filter(|(s, _)| *s == start)
-            .map(|(_, l)| *l);
-        member.fd_limit = match cached {
-            Some(limit) if !self.ticks.wrapping_add(pid).is_multiple_of(LIMITS_EVERY) => limit,
+            .map(|(_, l)| l.clone());
+        member.limits = match cached {
+            Some(limits) if !self.ticks.wrapping_add(pid).is_multiple_of(LIMITS_EVERY) => limits,
             _ => {
-                let limit = read_fd_limit(pid);
-                self.limits.insert(pid, (start, limit));
-                limit
+                let limits = Limits::read(pid);
+                self.limits.insert(pid, (start, limits.clone()));
+                limits
             }
         };
         Some(member)
@@ -213,6 +230,10 @@ impl ProcessSampler {
             }
         }
         (group.cpu, group.last_at) = (cpu, Some(read_at));
+        let allowances = found.iter().filter_map(|(_, m)| m.limits.cpu.as_ref());
+        if let Some(percent) = CpuAllowance::group_percent(allowances) {
+            reading.value(series(S::ProcessCpuLimitPercent.name(), "percent"), percent);
+        }
         let sum = |f: &dyn Fn(&Member) -> u64| found.iter().map(|(_, m)| f(m)).sum::<u64>() as f64;
         reading.value(series(S::ProcessCount.name(), "count"), found.len() as f64);
         reading.value(
@@ -249,7 +270,7 @@ fn fd_values(
     }
     let busiest = found
         .iter()
-        .filter_map(|(_, m)| Some((m.fds? as f64, m.fd_limit.filter(|&l| l > 0)? as f64)))
+        .filter_map(|(_, m)| Some((m.fds? as f64, m.limits.fd.filter(|&l| l > 0)? as f64)))
         .max_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
     if let Some((fds, limit)) = busiest {
         reading.value(series(S::ProcessFdLimit.name(), "count"), limit);

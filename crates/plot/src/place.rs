@@ -210,6 +210,7 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
             S::HostFdsMax.name().to_owned(),
         ),
         S::ProcessCpuPercent => line(Group::Cpu, group),
+        S::ProcessCpuLimitPercent => ceiling(Group::Cpu, format!("{group} allowance")),
         S::ProcessRssBytes => line(Group::Memory, group),
         S::ProcessSockets => line(Group::Connections, &format!("{group} sockets")),
         S::ProcessFds => dashed(Group::Connections, &format!("{group} fds")),
@@ -226,6 +227,7 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
             dashed(Group::DbTransactions, &format!("{database} rollbacks"))
         }
         S::PostgresConnections => line(Group::DbConnections, database),
+        S::PostgresMaxConnections => ceiling(Group::DbConnections, "max_connections".to_owned()),
         // Charted as what they are: counts without a chart of their own.
         S::HostLoad1
         | S::HostSocketsUsed

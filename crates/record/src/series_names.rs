@@ -64,6 +64,7 @@ resource_series! {
     HostFdsMax = "host.fds_max": "The host's file descriptor limit, count.",
     HostLoad1 = "host.load1": "Load average over one minute.",
     ProcessCpuPercent = "process.cpu_percent": "A process group's CPU, percent of one core (above 100 on several).",
+    ProcessCpuLimitPercent = "process.cpu_limit_percent": "The CPU a group may use, percent of one core: the CPUs its members' affinity allows, capped by their cgroup's quota.",
     ProcessRssBytes = "process.rss_bytes": "A process group's resident memory, shared pages counted once, bytes.",
     ProcessCount = "process.count": "Processes in the group, count.",
     ProcessThreads = "process.threads": "Threads of the group, count.",
@@ -72,6 +73,7 @@ resource_series! {
     ProcessFdLimit = "process.fd_limit": "The soft fd limit of the member closest to it, count.",
     ProcessFdUsePercent = "process.fd_use_percent": "That member's use of its fd limit, percent.",
     PostgresConnections = "postgres.connections": "Backends of a `database`, less the sampler's own, count.",
+    PostgresMaxConnections = "postgres.max_connections": "The server's `max_connections`, count.",
     PostgresTransactionsPerSec = "postgres.transactions_per_sec": "Commits and rollbacks of a `database` per second, less the sampler's own.",
     PostgresRollbacksPerSec = "postgres.rollbacks_per_sec": "Rollbacks of a `database` per second.",
 }

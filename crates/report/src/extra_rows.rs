@@ -95,4 +95,6 @@ pub struct Extras {
     pub resources: Option<ResourceSummary>,
     /// Whole-run reports only: where a rising open-model load saturated, or why it says nothing.
     pub saturation: Option<Finding>,
+    /// Whole-run reports only: what ran out first, when the run has samples or a knee.
+    pub diagnosis: Option<analysis::Diagnosis>,
 }

@@ -11,6 +11,7 @@ use record::{
 use crate::extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 use crate::metrics::{AttackActivity, Report, go_seconds};
 use crate::resources::ResourceSummary;
+use crate::run_diagnosis::run_diagnosis;
 use crate::warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning};
 
 /// What one attack (merged across inputs by name) asked for.
@@ -81,6 +82,14 @@ pub struct RunFacts {
     pub saturation: Option<Finding>,
     /// The coarsest `-precision` the generators ran with, when they recorded it.
     pub precision_ns: Option<u64>,
+    /// The run's first intended send, unix ns (set by the pipeline).
+    pub start_unix_ns: Option<u64>,
+    /// Each watched resource against its limit (set by the pipeline from the samples).
+    pub watched: Option<Vec<analysis::Watched>>,
+    /// The most requests in flight at once, summed over the inputs' generator stats.
+    pub in_flight_peak: u64,
+    /// The open-model attacks' in-flight caps, summed; `None` without one.
+    pub in_flight_cap: Option<u64>,
 }
 
 impl RunFacts {
@@ -98,6 +107,8 @@ impl RunFacts {
                 continue;
             }
             facts.lag_recorded = true;
+            facts.in_flight_peak += summary.stats.iter().map(|s| s.in_flight).max().unwrap_or(0);
+            facts.in_flight_cap = open_model_cap(summary, facts.in_flight_cap);
             facts.precision_ns = facts.precision_ns.max(summary.header.precision_ns);
             if let Some((cpu, requests, rss)) = generator_use(summary) {
                 (cpu_ns, sent) = (cpu_ns + cpu, sent + requests);
@@ -164,6 +175,17 @@ impl RunFacts {
             }
         }
     }
+}
+
+/// `cap` plus the in-flight caps of the input's open-model attacks.
+fn open_model_cap(summary: &SourceSummary, cap: Option<u64>) -> Option<u64> {
+    summary
+        .header
+        .attacks
+        .iter()
+        .filter(|attack| attack.model == LoadModel::Open)
+        .filter_map(|attack| attack.concurrency)
+        .fold(cap, |sum, each| Some(sum.unwrap_or(0) + each))
 }
 
 /// A record file from `attack` (not one `encode` made from an import, whose attacks'
@@ -256,8 +278,10 @@ impl Extras {
                 attacks: attacks.len(),
                 stop: stop.clone(),
             });
+        let warnings = assess(send_lag.as_ref(), asked.as_ref());
         Extras {
-            warnings: assess(send_lag.as_ref(), asked.as_ref()),
+            diagnosis: run_diagnosis(facts, &warnings).filter(|_| whole_run),
+            warnings,
             send_lag,
             precision_ns,
             asked,
@@ -596,6 +620,7 @@ mod tests {
             resources: None,
             saturation: None,
             precision_ns: Some(100_000),
+            ..RunFacts::default()
         };
         // (facts, scope, lag row, asked rate, generator row, run row)
         let rows: Vec<(RunFacts, Scope, bool, Option<f64>, bool, bool)> = vec![

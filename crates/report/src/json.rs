@@ -150,6 +150,10 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         out.push_str(",\"resources\":");
         write_resources(out, resources);
     }
+    if let Some(diagnosis) = &extras.diagnosis {
+        out.push_str(",\"diagnosis\":");
+        write_diagnosis(out, diagnosis);
+    }
     out.push_str(",\"warnings\":[");
     let resource_warnings = extras
         .resources
@@ -162,6 +166,73 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         .chain(resource_warnings);
     push_strings(out, warnings);
     out.push_str("]}");
+}
+
+/// `{"verdict":..., "lines":[...], "knee":{...}|null, "findings":[...], "held":[...]}`:
+/// the sentences of the text report and their evidence as numbers (times in ns from
+/// the run's start).
+fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
+    let _ = write!(
+        out,
+        "{{\"verdict\":\"{}\",\"lines\":[",
+        diagnosis.verdict_name()
+    );
+    push_strings(out, diagnosis.lines());
+    out.push_str("],\"knee\":");
+    match &diagnosis.knee {
+        Some(knee) => {
+            let _ = write!(out, "{{\"at_ns\":{},\"offered_rate\":", knee.at_ns);
+            push_float(out, knee.offered_per_sec);
+            out.push_str(",\"peak_ok_rate\":");
+            push_float(out, knee.peak_ok_per_sec);
+            out.push('}');
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"findings\":[");
+    for (index, finding) in diagnosis.findings.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_watched(out, &finding.watched);
+        let _ = write!(
+            out,
+            ",\"at_ns\":{},\"timing\":\"{}\",\"value\":",
+            finding.crossing.at_ns,
+            finding.timing.name()
+        );
+        push_float(out, finding.crossing.value);
+        out.push('}');
+    }
+    out.push_str("],\"held\":[");
+    for (index, watched) in diagnosis.held.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_watched(out, watched);
+        out.push('}');
+    }
+    out.push_str("]}");
+}
+
+/// A watched resource's fields, its object left open for the caller's.
+fn write_watched(out: &mut String, watched: &analysis::Watched) {
+    out.push_str("{\"name\":");
+    push_string(out, &watched.name);
+    let _ = write!(
+        out,
+        ",\"resource\":\"{}\",\"series\":",
+        watched.resource.name()
+    );
+    push_string(out, &watched.series);
+    let _ = write!(out, ",\"unit\":\"{}\",\"limit\":", watched.unit);
+    match watched.limit {
+        Some(limit) => push_float(out, limit),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"peak\":");
+    push_float(out, watched.peak);
+    let _ = write!(out, ",\"peak_at_ns\":{}", watched.peak_at_ns);
 }
 
 /// `{"finding":"saturated"|"no_saturation"|"not_a_ramp","reason":...}`, with the

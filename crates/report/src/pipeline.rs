@@ -17,6 +17,7 @@ use crate::hist::write_hist;
 use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
+use crate::pressure::Pressures;
 use crate::resources::{ResourceSummary, Resources};
 use crate::seconds::Seconds;
 use crate::text::write_resources_text;
@@ -62,15 +63,20 @@ pub fn run_report(
     let mut rows = RowPrinter::new(config);
     let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut resources = Resources::default();
+    let mut pressures = Pressures::default();
     let mut seconds = Seconds::open_model_only();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
         seconds.add_all(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
-        resources.add(stream.take_samples(&mut samples), &samples);
+        let tables = stream.take_samples(&mut samples);
+        resources.add(tables, &samples);
+        pressures.add(tables, &samples);
         samples.clear();
     }
-    resources.add(stream.take_samples(&mut samples), &samples);
+    let tables = stream.take_samples(&mut samples);
+    resources.add(tables, &samples);
+    pressures.add(tables, &samples);
     rows.finish(stream.tables(), stream.summaries(), out)?;
     let torn = torn_warnings(stream.summaries());
     for line in &torn {
@@ -95,6 +101,10 @@ pub fn run_report(
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
+    facts.start_unix_ns = Some(groups.earliest_unix_ns());
+    if facts.resources.is_some() {
+        facts.watched = Some(pressures.close(groups.earliest_unix_ns()));
+    }
     facts.saturation = Some(seconds.saturation(facts.open_model()));
     let (text, p50_ns) = render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;

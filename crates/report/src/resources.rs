@@ -38,7 +38,7 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn add(&mut self, at_unix_ns: u64, value: f64, threshold: Option<f64>) {
+    pub(crate) fn add(&mut self, at_unix_ns: u64, value: f64, threshold: Option<f64>) {
         if self.samples == 0 || value > self.peak {
             (self.peak, self.peak_at_unix_ns) = (value, at_unix_ns);
         }
@@ -164,6 +164,8 @@ fn measure(
         | S::ProcessCount
         | S::ProcessThreads
         | S::ProcessSockets
+        | S::ProcessCpuLimitPercent
+        | S::PostgresMaxConnections
         | S::PostgresRollbacksPerSec => return None,
     })
 }

@@ -33,6 +33,13 @@ pub fn write_text(out: &mut String, report: &Report) {
         out.push('\n');
         out.push_str(&align(&extras, &[LABEL_WIDTH, BRACKET_WIDTH]));
     }
+    if let Some(diagnosis) = &report.extras.diagnosis {
+        // Sentences, not columns: a reader pastes them into a write-up.
+        out.push_str("Diagnosis:\n");
+        for line in diagnosis.lines() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }
@@ -334,6 +341,7 @@ mod tests {
             warnings: Vec::new(),
             resources: None,
             saturation: None,
+            diagnosis: None,
         };
         let rows = extra_rows(&extras);
         assert_eq!(rows.lines().count(), 6);

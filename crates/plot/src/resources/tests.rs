@@ -170,6 +170,13 @@ fn every_documented_series_reaches_its_chart_and_report_row() {
         ("process.fds", "count", Some("connections"), Some("fds")),
         ("process.sockets", "count", Some("connections"), None),
         ("process.fd_limit", "count", None, Some("fd_limit")),
+        ("process.cpu_limit_percent", "percent", Some("cpu"), None),
+        (
+            "postgres.max_connections",
+            "count",
+            Some("database-connections"),
+            None,
+        ),
         (
             "process.fd_use_percent",
             "percent",

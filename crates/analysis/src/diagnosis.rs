@@ -1,0 +1,722 @@
+//! What ran out first: [`diagnose`] lines up the resources watched beside a run
+//! ([`Watched`], each with its own limit and the first time it came close to it) with the
+//! run's knee ([`Knee`], where the load stopped being served) and the generator's health
+//! ([`GeneratorState`]), and says in a [`Diagnosis`] which limit was reached first, what
+//! followed, what never got close, and when the answer lies elsewhere:
+//!
+//! - the generator fell behind its schedule: the verdict is about the generator, never
+//!   about the server ([`Verdict::GeneratorRanOut`]);
+//! - a watched resource reached its limit at or before the knee: it is the first limit
+//!   ([`Verdict::FirstLimit`]), the others that reached theirs later follow it;
+//! - none did: the limit lies in something not watched, a downstream or a lock
+//!   ([`Verdict::NothingWatchedRanOut`]), and each watched resource's headroom is said;
+//! - no knee and no limit reached: the system held ([`Verdict::Held`]).
+//!
+//! Each [`Finding`] carries its evidence (series, value, limit, when, and where that
+//! falls against the knee). The rules and thresholds are in `docs/DIAGNOSIS.md`.
+
+use std::fmt::Write as _;
+
+/// A crossing this close to the knee (either side) is *at* the knee: the monitor samples
+/// every second and the knee is read over whole seconds.
+pub const AT_KNEE_TOLERANCE_NS: u64 = 2_000_000_000;
+
+/// What kind of limit a watched resource has; it decides the wording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    /// A process group's CPU against what it may use (its affinity, its quota).
+    CpuAllowance,
+    /// A process group held at one core while it may use more: one thread's ceiling.
+    OneCore,
+    /// The host's CPU, all cores.
+    HostCpu,
+    /// One core busy while the host as a whole is not.
+    OneCoreOfHost,
+    /// CPU time taken by the hypervisor.
+    Steal,
+    /// CPU waiting for disk.
+    Iowait,
+    /// File descriptors against their limit.
+    Fds,
+    /// Memory against the host's.
+    Memory,
+    /// Swap in use.
+    Swap,
+    /// Connections dropped at a full listen queue (an event: any sustained rate counts).
+    ListenQueue,
+    /// TCP trouble: retransmits, resets, failed connects (events).
+    TcpErrors,
+    /// A pool or queue gauge against its size.
+    Pool,
+    /// Database connections against the server's maximum.
+    DbConnections,
+    /// A log pattern (errors the system under test wrote).
+    Log,
+}
+
+impl Resource {
+    /// The kind's name in JSON: `cpu_allowance`, `fds`, `pool`...
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::CpuAllowance => "cpu_allowance",
+            Resource::OneCore => "one_core",
+            Resource::HostCpu => "host_cpu",
+            Resource::OneCoreOfHost => "busiest_core",
+            Resource::Steal => "steal",
+            Resource::Iowait => "iowait",
+            Resource::Fds => "fds",
+            Resource::Memory => "memory",
+            Resource::Swap => "swap",
+            Resource::ListenQueue => "listen_queue",
+            Resource::TcpErrors => "tcp_errors",
+            Resource::Pool => "pool",
+            Resource::DbConnections => "db_connections",
+            Resource::Log => "log",
+        }
+    }
+}
+
+/// The first sustained stretch at or above a resource's threshold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Crossing {
+    /// When the stretch began, from the run's start.
+    pub at_ns: u64,
+    /// The mean over the stretch, in the resource's unit.
+    pub value: f64,
+}
+
+/// One resource watched beside the run, as the samples showed it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Watched {
+    /// Who, in words a reader knows: `app`, `host`, `pid 4242`, `pool_busy_workers`.
+    pub name: String,
+    /// What kind of limit.
+    pub resource: Resource,
+    /// The series the evidence comes from, as stored (`process.fd_use_percent`).
+    pub series: String,
+    /// The limit in `unit` (100 for one core in percent, the fd limit, the pool size);
+    /// `None` for events, whose limit is "none at all".
+    pub limit: Option<f64>,
+    /// The unit of `peak`, `limit` and the crossing's value: `%`, `fds`, `/s`, `bytes`.
+    pub unit: &'static str,
+    /// The largest value seen.
+    pub peak: f64,
+    /// When, from the run's start.
+    pub peak_at_ns: u64,
+    /// The first sustained stretch at the threshold, if it came that close.
+    pub crossed: Option<Crossing>,
+}
+
+impl Watched {
+    /// The peak as a share of the limit, in percent (`None` for events).
+    pub fn peak_percent(&self) -> Option<f64> {
+        self.limit
+            .filter(|limit| *limit > 0.0)
+            .map(|limit| self.peak / limit * 100.0)
+    }
+}
+
+/// Where the load stopped being served: the saturation point of a ramp.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knee {
+    /// From the run's start.
+    pub at_ns: u64,
+    /// The offered rate there, per second.
+    pub offered_per_sec: f64,
+    /// The highest successful throughput held, per second.
+    pub peak_ok_per_sec: f64,
+    /// Which signal turned first, in words ("p99 latency rose to 12 ms").
+    pub signal: String,
+}
+
+/// Whether the generator kept its schedule; `fell_behind` says how it did not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GeneratorState {
+    /// Why the generator's figures cannot be trusted ("send lag p99 8.2 ms"), if so.
+    pub fell_behind: Option<String>,
+}
+
+/// How a finding's crossing falls against the knee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// More than [`AT_KNEE_TOLERANCE_NS`] before.
+    Before,
+    /// Within it.
+    AtKnee,
+    /// More than it after: a consequence more likely than a cause.
+    After,
+    /// The run has no knee to compare with.
+    NoKnee,
+}
+
+impl Timing {
+    /// The timing's name in JSON: `before`, `at_knee`, `after`, `no_knee`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Before => "before",
+            Timing::AtKnee => "at_knee",
+            Timing::After => "after",
+            Timing::NoKnee => "no_knee",
+        }
+    }
+}
+
+/// One resource that reached its threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The resource.
+    pub watched: Watched,
+    /// Its crossing (copied out of `watched` for the reader's convenience).
+    pub crossing: Crossing,
+    /// Against the knee.
+    pub timing: Timing,
+}
+
+/// The answer in one word, with its subject.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// The generator fell behind: nothing can be said about the server.
+    GeneratorRanOut {
+        /// How it fell behind.
+        reason: String,
+    },
+    /// The first watched resource to reach its limit, at or before the knee (or the
+    /// first at all when there is no knee).
+    FirstLimit {
+        /// Index into [`Diagnosis::findings`].
+        finding: usize,
+    },
+    /// The load stopped being served, but no watched resource reached its limit first.
+    NothingWatchedRanOut,
+    /// No knee, and nothing watched reached its limit.
+    Held,
+    /// Nothing was watched and there is no knee: nothing to say.
+    NotJudged {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What ran out first, with its evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnosis {
+    /// When the run started (unix ns), for wall-clock times in the sentences; the
+    /// caller sets it when it knows.
+    pub start_unix_ns: Option<u64>,
+    /// The run's knee, if it has one.
+    pub knee: Option<Knee>,
+    /// The answer.
+    pub verdict: Verdict,
+    /// Resources that reached their thresholds, in the order they did.
+    pub findings: Vec<Finding>,
+    /// Resources that never did, with their peaks (headroom), closest first.
+    pub held: Vec<Watched>,
+}
+
+/// Judges one run; see the module documentation.
+pub fn diagnose(knee: Option<Knee>, generator: &GeneratorState, watched: &[Watched]) -> Diagnosis {
+    let mut findings: Vec<Finding> = watched
+        .iter()
+        .filter_map(|w| {
+            let crossing = w.crossed?;
+            Some(Finding {
+                watched: w.clone(),
+                crossing,
+                timing: timing(knee.as_ref(), crossing.at_ns),
+            })
+        })
+        .collect();
+    findings.sort_by(|a, b| {
+        (a.crossing.at_ns, a.watched.resource).cmp(&(b.crossing.at_ns, b.watched.resource))
+    });
+    let mut held: Vec<Watched> = watched
+        .iter()
+        .filter(|w| w.crossed.is_none())
+        .cloned()
+        .collect();
+    held.sort_by(|a, b| {
+        let share = |w: &Watched| w.peak_percent().unwrap_or(0.0);
+        share(b).total_cmp(&share(a))
+    });
+    let first = findings
+        .iter()
+        .position(|f| matches!(f.timing, Timing::Before | Timing::AtKnee | Timing::NoKnee));
+    let verdict = match (&generator.fell_behind, first, &knee) {
+        (Some(reason), _, _) => Verdict::GeneratorRanOut {
+            reason: reason.clone(),
+        },
+        (None, Some(finding), _) => Verdict::FirstLimit { finding },
+        (None, None, Some(_)) => Verdict::NothingWatchedRanOut,
+        (None, None, None) if watched.is_empty() => Verdict::NotJudged {
+            reason: "nothing was monitored and the load has no knee".to_owned(),
+        },
+        (None, None, None) => Verdict::Held,
+    };
+    Diagnosis {
+        start_unix_ns: None,
+        knee,
+        verdict,
+        findings,
+        held,
+    }
+}
+
+fn timing(knee: Option<&Knee>, at_ns: u64) -> Timing {
+    let Some(knee) = knee else {
+        return Timing::NoKnee;
+    };
+    if at_ns + AT_KNEE_TOLERANCE_NS < knee.at_ns {
+        Timing::Before
+    } else if at_ns > knee.at_ns + AT_KNEE_TOLERANCE_NS {
+        Timing::After
+    } else {
+        Timing::AtKnee
+    }
+}
+
+impl Diagnosis {
+    /// The verdict's name in JSON: `first_limit`, `generator`, `nothing_watched`,
+    /// `held`, `not_judged`.
+    pub fn verdict_name(&self) -> &'static str {
+        match self.verdict {
+            Verdict::GeneratorRanOut { .. } => "generator",
+            Verdict::FirstLimit { .. } => "first_limit",
+            Verdict::NothingWatchedRanOut => "nothing_watched",
+            Verdict::Held => "held",
+            Verdict::NotJudged { .. } => "not_judged",
+        }
+    }
+
+    /// The answer as sentences a reader can paste into a write-up, one per line: the
+    /// verdict first, then each finding in time order, then the headroom of the rest.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![self.headline()];
+        for (index, finding) in self.findings.iter().enumerate() {
+            if matches!(self.verdict, Verdict::FirstLimit { finding } if finding == index) {
+                continue;
+            }
+            lines.push(format!(
+                "then: {}",
+                finding.describe(self.knee.as_ref(), self.start_unix_ns)
+            ));
+        }
+        if !self.held.is_empty() {
+            let held: Vec<String> = self.held.iter().map(headroom).collect();
+            lines.push(format!("never close: {}", held.join("; ")));
+        }
+        lines
+    }
+
+    /// The verdict in one sentence.
+    pub fn headline(&self) -> String {
+        let knee = self.knee.as_ref();
+        match &self.verdict {
+            Verdict::GeneratorRanOut { reason } => format!(
+                "the generator ran out ({reason}): this run says nothing about the server; \
+                 give the generator more CPU or less load"
+            ),
+            Verdict::FirstLimit { finding } => {
+                let finding = &self.findings[*finding];
+                match knee {
+                    Some(knee) => format!(
+                        "{}: first limit {}",
+                        knee_words(knee),
+                        finding.describe(Some(knee), self.start_unix_ns)
+                    ),
+                    None => format!("first limit {}", finding.describe(None, self.start_unix_ns)),
+                }
+            }
+            Verdict::NothingWatchedRanOut => {
+                let knee = knee.map(knee_words).unwrap_or_default();
+                format!(
+                    "{knee}: nothing monitored reached its limit; the limit lies in something \
+                     not watched (a downstream, a lock, a pool without a gauge)"
+                )
+            }
+            Verdict::Held => "no knee, and nothing monitored reached its limit".to_owned(),
+            Verdict::NotJudged { reason } => format!("not judged: {reason}"),
+        }
+    }
+}
+
+fn knee_words(knee: &Knee) -> String {
+    format!(
+        "max {:.0} req/s held; the knee at {:.0}/s offered, {} ({})",
+        knee.peak_ok_per_sec,
+        knee.offered_per_sec,
+        seconds(knee.at_ns),
+        knee.signal
+    )
+}
+
+impl Finding {
+    /// One sentence: who did what against which limit, when (from the run's start, and
+    /// on the wall clock when `start_unix_ns` is known), against the knee, the evidence,
+    /// and what it means.
+    pub fn describe(&self, knee: Option<&Knee>, start_unix_ns: Option<u64>) -> String {
+        let w = &self.watched;
+        let (what, meaning) = what(w, self.crossing.value);
+        let mut text = format!("{} {what} from {}", w.name, seconds(self.crossing.at_ns));
+        if let Some(start) = start_unix_ns {
+            let _ = write!(text, " ({})", wall_clock(start + self.crossing.at_ns));
+        }
+        match (self.timing, knee) {
+            (Timing::Before, Some(knee)) => {
+                let ahead = knee.at_ns - self.crossing.at_ns;
+                let _ = write!(text, ", {} before the knee", seconds(ahead));
+            }
+            (Timing::AtKnee, _) => text.push_str(", at the knee"),
+            (Timing::After, Some(knee)) => {
+                let behind = self.crossing.at_ns - knee.at_ns;
+                let _ = write!(text, ", {} after the knee", seconds(behind));
+            }
+            _ => {}
+        }
+        let _ = write!(
+            text,
+            " (peak {} at {}; {}){meaning}",
+            value(w.peak, w.unit),
+            seconds(w.peak_at_ns),
+            w.series
+        );
+        text
+    }
+}
+
+/// What the resource did, in its own words, and what that means (after a `; `), if
+/// it needs saying.
+fn what(w: &Watched, at: f64) -> (String, &'static str) {
+    let limit = w.limit.map(|l| value(l, w.unit)).unwrap_or_default();
+    let percent = |at: f64| value(at, "%");
+    match w.resource {
+        Resource::CpuAllowance => (
+            format!("CPU at {} of one core, its allowance {limit}", percent(at)),
+            "; its affinity or quota, not the host, set the ceiling",
+        ),
+        Resource::OneCore => (
+            format!(
+                "held at {} of one core while it may use {limit}",
+                percent(at)
+            ),
+            "; one thread's ceiling (a single-threaded server, a global lock)",
+        ),
+        Resource::HostCpu => (format!("CPU at {} of the host", percent(at)), ""),
+        Resource::OneCoreOfHost => (
+            format!(
+                "busiest core at {} while the host as a whole was not",
+                percent(at)
+            ),
+            "; one busy thread or interrupt handling",
+        ),
+        Resource::Steal => (
+            format!("CPU steal at {}", percent(at)),
+            "; the hypervisor took it",
+        ),
+        Resource::Iowait => (
+            format!("iowait at {}", percent(at)),
+            "; CPU waited for disk",
+        ),
+        Resource::Fds => (
+            format!(
+                "fds at {} of their limit ({limit})",
+                percent(share(at, w.limit))
+            ),
+            "; beyond it accept() fails with \"too many open files\"",
+        ),
+        Resource::Memory => (
+            format!("memory at {} of {limit}", percent(share(at, w.limit))),
+            "",
+        ),
+        Resource::Swap => (format!("swapping ({} in swap)", value(at, w.unit)), ""),
+        Resource::ListenQueue => (
+            format!(
+                "listen queue overflowing, {} connections dropped",
+                value(at, "/s")
+            ),
+            "; the server did not accept connections fast enough",
+        ),
+        Resource::TcpErrors => (format!("TCP connects failing at {}", value(at, "/s")), ""),
+        Resource::Pool => (
+            format!("at {} of its size ({limit})", percent(share(at, w.limit))),
+            "; requests beyond it wait in a queue",
+        ),
+        Resource::DbConnections => (
+            format!(
+                "connections at {} of max_connections ({limit})",
+                percent(share(at, w.limit))
+            ),
+            "; more are refused",
+        ),
+        Resource::Log => (format!("log lines at {}", value(at, "/s")), ""),
+    }
+}
+
+/// `14:03:07Z`: the time of day (UTC) of a unix instant.
+fn wall_clock(unix_ns: u64) -> String {
+    let of_day = unix_ns / 1_000_000_000 % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
+
+fn share(value: f64, limit: Option<f64>) -> f64 {
+    match limit {
+        Some(limit) if limit > 0.0 => value / limit * 100.0,
+        _ => 0.0,
+    }
+}
+
+/// A watched resource that stayed under its threshold: `app fds peak 12% of 1024 fds`,
+/// `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`.
+fn headroom(w: &Watched) -> String {
+    let noun = noun(w.resource);
+    let name = &w.name;
+    match (w.resource, w.peak_percent(), w.limit) {
+        (Resource::CpuAllowance, Some(percent), Some(limit)) => format!(
+            "{name} CPU peak {} of one core, {percent:.0}% of its allowance {}",
+            value(w.peak, "%"),
+            value(limit, "%")
+        ),
+        (Resource::HostCpu | Resource::OneCoreOfHost, Some(percent), _) => {
+            format!("{name} {noun} peak {percent:.0}%")
+        }
+        (_, Some(percent), Some(limit)) => {
+            format!(
+                "{name} {noun} peak {percent:.0}% of {}",
+                value(limit, w.unit)
+            )
+        }
+        _ if w.peak > 0.0 => format!("{name} {noun} peak {}", value(w.peak, w.unit)),
+        _ => format!("{name} {noun} none"),
+    }
+}
+
+fn noun(resource: Resource) -> &'static str {
+    match resource {
+        Resource::CpuAllowance | Resource::OneCore | Resource::HostCpu => "CPU",
+        Resource::OneCoreOfHost => "busiest core",
+        Resource::Steal => "steal",
+        Resource::Iowait => "iowait",
+        Resource::Fds => "fds",
+        Resource::Memory => "memory",
+        Resource::Swap => "swap",
+        Resource::ListenQueue => "listen overflows",
+        Resource::TcpErrors => "TCP errors",
+        Resource::Pool => "use",
+        Resource::DbConnections => "connections",
+        Resource::Log => "lines",
+    }
+}
+
+/// A value in its unit: `97%`, `256 fds`, `12.5/s`, `1.2 GiB`.
+fn value(value: f64, unit: &str) -> String {
+    match unit {
+        "%" => format!("{value:.0}%"),
+        "/s" if value < 10.0 => format!("{value:.1}/s"),
+        "/s" => format!("{value:.0}/s"),
+        "bytes" => format!("{:.1} MiB", value / (1024.0 * 1024.0)),
+        "" => format!("{value:.0}"),
+        unit => format!("{value:.0} {unit}"),
+    }
+}
+
+/// An offset from the run's start, to a tenth of a second.
+fn seconds(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn watched(
+        name: &str,
+        resource: Resource,
+        limit: f64,
+        peak: f64,
+        crossed_s: Option<u64>,
+    ) -> Watched {
+        Watched {
+            name: name.to_owned(),
+            resource,
+            series: "test.series".to_owned(),
+            limit: Some(limit),
+            unit: if resource == Resource::Fds {
+                "fds"
+            } else {
+                "%"
+            },
+            peak,
+            peak_at_ns: 30 * S,
+            crossed: crossed_s.map(|at| Crossing {
+                at_ns: at * S,
+                value: peak,
+            }),
+        }
+    }
+
+    fn knee_at(seconds: u64) -> Knee {
+        Knee {
+            at_ns: seconds * S,
+            offered_per_sec: 1000.0,
+            peak_ok_per_sec: 950.0,
+            signal: "p99 latency rose".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_first_limit_is_the_earliest_crossing_at_or_before_the_knee() {
+        // (case, knee at, crossings of [cpu, fds], verdict: which resource or none)
+        type Case<'a> = (&'a str, Option<u64>, [Option<u64>; 2], Option<&'a str>);
+        let cases: &[Case<'_>] = &[
+            (
+                "cpu before fds",
+                Some(20),
+                [Some(10), Some(19)],
+                Some("cpu"),
+            ),
+            ("fds before cpu", Some(20), [Some(21), Some(9)], Some("fds")),
+            (
+                "cpu at the knee, fds after",
+                Some(20),
+                [Some(22), Some(40)],
+                Some("cpu"),
+            ),
+            (
+                "both long after: a consequence",
+                Some(20),
+                [Some(30), Some(35)],
+                None,
+            ),
+            ("no crossing", Some(20), [None, None], None),
+            (
+                "no knee: the first crossing",
+                None,
+                [Some(12), Some(5)],
+                Some("fds"),
+            ),
+        ];
+        for (case, knee, [cpu, fds], want) in cases {
+            let resources = [
+                watched("cpu", Resource::CpuAllowance, 100.0, 99.0, *cpu),
+                watched("fds", Resource::Fds, 256.0, 250.0, *fds),
+            ];
+            let diagnosis = diagnose(knee.map(knee_at), &GeneratorState::default(), &resources);
+            let got = match &diagnosis.verdict {
+                Verdict::FirstLimit { finding } => {
+                    Some(diagnosis.findings[*finding].watched.name.as_str())
+                }
+                _ => None,
+            };
+            assert_eq!(got, *want, "{case}: {:?}", diagnosis.verdict);
+            let times: Vec<u64> = diagnosis
+                .findings
+                .iter()
+                .map(|f| f.crossing.at_ns)
+                .collect();
+            assert!(times.is_sorted(), "{case}: findings in time order");
+        }
+    }
+
+    #[test]
+    fn verdicts_without_a_first_limit() {
+        let cpu = watched("app", Resource::CpuAllowance, 100.0, 40.0, None);
+        let behind = GeneratorState {
+            fell_behind: Some("send lag p99 8.0 ms".to_owned()),
+        };
+        type Case<'a> = (
+            &'a str,
+            Option<Knee>,
+            &'a GeneratorState,
+            &'a [Watched],
+            &'a str,
+        );
+        let cases: &[Case<'_>] = &[
+            (
+                "generator",
+                Some(knee_at(20)),
+                &behind,
+                std::slice::from_ref(&cpu),
+                "the generator ran out (send lag p99 8.0 ms)",
+            ),
+            (
+                "nothing watched",
+                Some(knee_at(20)),
+                &GeneratorState::default(),
+                std::slice::from_ref(&cpu),
+                "nothing monitored reached its limit",
+            ),
+            (
+                "held",
+                None,
+                &GeneratorState::default(),
+                std::slice::from_ref(&cpu),
+                "no knee, and nothing monitored",
+            ),
+            (
+                "not judged",
+                None,
+                &GeneratorState::default(),
+                &[],
+                "not judged: nothing was monitored",
+            ),
+        ];
+        for (case, knee, generator, resources, want) in cases {
+            let diagnosis = diagnose(knee.clone(), generator, resources);
+            assert!(
+                diagnosis.headline().contains(want),
+                "{case}: {}",
+                diagnosis.headline()
+            );
+        }
+    }
+
+    #[test]
+    fn a_generator_that_fell_behind_hides_the_server_findings_from_the_verdict() {
+        let fds = watched("nginx", Resource::Fds, 256.0, 250.0, Some(5));
+        let behind = GeneratorState {
+            fell_behind: Some("send lag p99 8.0 ms".to_owned()),
+        };
+        let diagnosis = diagnose(Some(knee_at(10)), &behind, &[fds]);
+        assert!(matches!(diagnosis.verdict, Verdict::GeneratorRanOut { .. }));
+        assert!(
+            !diagnosis.headline().contains("nginx"),
+            "{}",
+            diagnosis.headline()
+        );
+    }
+
+    #[test]
+    fn lines_say_the_limit_its_evidence_and_the_headroom_of_the_rest() {
+        let resources = [
+            watched("nginx", Resource::Fds, 256.0, 251.0, Some(9)),
+            watched("nginx", Resource::CpuAllowance, 200.0, 150.0, None),
+            watched("host", Resource::HostCpu, 100.0, 60.0, None),
+            watched("app", Resource::OneCore, 200.0, 99.0, Some(25)),
+        ];
+        let mut diagnosis = diagnose(Some(knee_at(10)), &GeneratorState::default(), &resources);
+        assert_eq!(
+            diagnosis.lines(),
+            [
+                "max 950 req/s held; the knee at 1000/s offered, 10.0 s (p99 latency rose): first limit \
+                 nginx fds at 98% of their limit (256 fds) from 9.0 s, at the knee (peak 251 fds at 30.0 s; \
+                 test.series); beyond it accept() fails with \"too many open files\"",
+                "then: app held at 99% of one core while it may use 200% from 25.0 s, 15.0 s after the knee \
+                 (peak 99% at 30.0 s; test.series); one thread's ceiling (a single-threaded server, a global lock)",
+                "never close: nginx CPU peak 150% of one core, 75% of its allowance 200%; host CPU peak 60%",
+            ]
+        );
+        // 2026-11-25T14:00:00Z: each time also on the wall clock.
+        diagnosis.start_unix_ns = Some(1_795_615_200 * S);
+        assert!(
+            diagnosis.lines()[0].contains("from 9.0 s (14:00:09Z), at the knee"),
+            "{:?}",
+            diagnosis.lines()
+        );
+    }
+}

@@ -1,0 +1,737 @@
+//! [`Pressures`]: every watched resource against its own limit, read from the resource
+//! samples as they stream by (a few numbers per resource), closed into the
+//! [`analysis::Watched`] list that [`analysis::diagnose`] judges.
+//!
+//! Which series are a resource and which its limit: a process group's CPU against its
+//! allowance (`process.cpu_limit_percent`: its affinity and quota) and against one core;
+//! the host's CPU, its busiest core, iowait and steal; fds against the process's or the
+//! host's limit; memory against the host's; listen-queue overflows and failed connects
+//! (events: any sustained rate counts); PostgreSQL connections against
+//! `max_connections`; and Prometheus gauges paired by name as a pool's use and size
+//! (`..._busy`/`..._active` beside `..._workers`/`..._size`/`..._max`). Thresholds are
+//! the constants below; `docs/DIAGNOSIS.md` explains each.
+
+use std::collections::BTreeMap;
+
+use analysis::diagnosis::{Crossing, Resource, Watched};
+use record::{ResourceSeries, SampleBatch, SampleTables, SeriesKind};
+
+use crate::resources::Stat;
+
+/// A share of a limit at or above this (percent) is close to it: CPU of an allowance,
+/// fds, memory, connections, a pool.
+pub const NEAR_LIMIT_PERCENT: f64 = 90.0;
+/// The host's CPU (all cores) at or above this is busy.
+pub const HOST_CPU_BUSY_PERCENT: f64 = 95.0;
+/// One core at or above this while the host is not: pegged.
+pub const CORE_PEGGED_PERCENT: f64 = 95.0;
+/// A process group at or above this share of one core, and never above
+/// [`ONE_CORE_MAX_PERCENT`], while it may use two cores or more: one thread's ceiling.
+pub const ONE_CORE_PERCENT: f64 = 90.0;
+/// See [`ONE_CORE_PERCENT`].
+pub const ONE_CORE_MAX_PERCENT: f64 = 115.0;
+/// CPU steal at or above this share of the host.
+pub const STEAL_PERCENT: f64 = 10.0;
+/// iowait at or above this share of the host.
+pub const IOWAIT_PERCENT: f64 = 20.0;
+/// Events (listen overflows, failed connects) at or above this rate per second.
+pub const EVENTS_PER_SEC: f64 = 1.0;
+
+/// What a series stands for in a resource's pressure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Role {
+    ProcessCpu,
+    ProcessCpuLimit,
+    ProcessFdUse,
+    ProcessFdLimit,
+    HostCpu,
+    HostCore,
+    HostIowait,
+    HostSteal,
+    HostMemoryUsed,
+    HostMemoryTotal,
+    HostFds,
+    HostFdsMax,
+    ListenOverflows,
+    ConnectFailures,
+    DbConnections,
+    DbMaxConnections,
+    PoolUse(u32),
+    PoolSize(u32),
+}
+
+/// One resource's pressure, by sampler and kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Measure {
+    CpuAllowance,
+    OneCore,
+    HostCpu,
+    BusiestCore,
+    Iowait,
+    Steal,
+    ProcessFds,
+    HostFds,
+    Memory,
+    ListenQueue,
+    ConnectFailures,
+    DbConnections,
+    Pool(u32),
+}
+
+/// One reading of a measure: its value in its own unit, its limit (`None` for events
+/// and plain percentages), and the share of that limit its threshold applies to.
+struct Reading {
+    measure: Measure,
+    value: f64,
+    limit: Option<f64>,
+    share: f64,
+    threshold: f64,
+}
+
+/// The running figures of one measure.
+#[derive(Debug, Clone, Default)]
+struct Track {
+    share: Stat,
+    peak: f64,
+    peak_at_unix_ns: u64,
+    limit: Option<f64>,
+}
+
+/// Aggregates sample batches into each resource's pressure; see the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Pressures {
+    /// By series id: its sampler and role.
+    roles: Vec<Option<(u32, Role)>>,
+    /// Pool gauges by sampler and their name with its role word blanked, so the use and
+    /// size of one pool find each other whichever comes first.
+    pools: BTreeMap<(u32, String), u32>,
+    /// By pool id: the use gauge's name and labels as a reader sees them.
+    pool_names: Vec<String>,
+    tracks: BTreeMap<(u32, Measure), Track>,
+    /// By sampler id: its kind and name.
+    samplers: Vec<(String, String)>,
+}
+
+impl Pressures {
+    /// Adds batches whose ids index `tables` (the merged tables as read so far).
+    pub fn add(&mut self, tables: &SampleTables, batches: &[SampleBatch]) {
+        while self.samplers.len() < tables.samplers.len() {
+            let info = &tables.samplers[self.samplers.len()];
+            self.samplers.push((info.kind.clone(), info.name.clone()));
+        }
+        while self.roles.len() < tables.series.len() {
+            let role = self.role_of(tables, self.roles.len());
+            self.roles.push(role);
+        }
+        for batch in batches {
+            self.add_batch(batch);
+        }
+    }
+
+    fn role_of(&mut self, tables: &SampleTables, series: usize) -> Option<(u32, Role)> {
+        use ResourceSeries as S;
+        let info = &tables.series[series];
+        let kind = tables.samplers.get(info.sampler as usize)?.kind.as_str();
+        if kind == "prom" {
+            let role = self.pool_role(info.sampler, &info.name, &info.labels, info.kind)?;
+            return Some((info.sampler, role));
+        }
+        let series = ResourceSeries::from_name(&info.name)?;
+        // A series counts only from its own kind of sampler (an agent forwards samplers
+        // with their kinds).
+        if !series.name().starts_with(kind) {
+            return None;
+        }
+        let cpu = info.labels.get("cpu").map(String::as_str);
+        let role = match series {
+            S::ProcessCpuPercent => Role::ProcessCpu,
+            S::ProcessCpuLimitPercent => Role::ProcessCpuLimit,
+            S::ProcessFdUsePercent => Role::ProcessFdUse,
+            S::ProcessFdLimit => Role::ProcessFdLimit,
+            S::HostCpuPercent if cpu == Some("all") => Role::HostCpu,
+            S::HostCpuPercent => Role::HostCore,
+            S::HostCpuIowaitPercent => Role::HostIowait,
+            S::HostCpuStealPercent => Role::HostSteal,
+            S::HostMemoryUsedBytes => Role::HostMemoryUsed,
+            S::HostMemoryTotalBytes => Role::HostMemoryTotal,
+            S::HostFdsOpen => Role::HostFds,
+            S::HostFdsMax => Role::HostFdsMax,
+            S::HostTcpListenOverflowsPerSec => Role::ListenOverflows,
+            S::HostTcpConnectFailuresPerSec => Role::ConnectFailures,
+            S::PostgresConnections => Role::DbConnections,
+            S::PostgresMaxConnections => Role::DbMaxConnections,
+            _ => return None,
+        };
+        Some((info.sampler, role))
+    }
+
+    /// A Prometheus gauge whose name has a use word (`busy`, `active`, `in_use`...) or
+    /// a size word (`workers`, `size`, `max`...) where its partner has the other.
+    fn pool_role(
+        &mut self,
+        sampler: u32,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        kind: SeriesKind,
+    ) -> Option<Role> {
+        if kind != SeriesKind::Gauge {
+            return None;
+        }
+        let (blanked, is_use) = pool_word(name)?;
+        let key = (sampler, format!("{blanked}{labels:?}"));
+        let next = u32::try_from(self.pool_names.len()).ok()?;
+        let pool = *self.pools.entry(key).or_insert(next);
+        if pool == next {
+            self.pool_names.push(String::new());
+        }
+        if is_use {
+            self.pool_names[pool as usize] = display_series(name, labels);
+            Some(Role::PoolUse(pool))
+        } else {
+            Some(Role::PoolSize(pool))
+        }
+    }
+
+    fn add_batch(&mut self, batch: &SampleBatch) {
+        // Values of one batch by sampler and role: summed (databases of one server),
+        // except per-core CPU, whose busiest core counts.
+        let mut values: BTreeMap<(u32, Role), f64> = BTreeMap::new();
+        for value in &batch.values {
+            let Some(Some((sampler, role))) = self.roles.get(value.series as usize).copied() else {
+                continue;
+            };
+            let slot = values.entry((sampler, role)).or_insert(0.0);
+            *slot = match role {
+                Role::HostCore => slot.max(value.value),
+                _ => *slot + value.value,
+            };
+        }
+        let mut samplers: Vec<u32> = values.keys().map(|(sampler, _)| *sampler).collect();
+        samplers.dedup();
+        for sampler in samplers {
+            let get = |role: Role| values.get(&(sampler, role)).copied();
+            let pools = values.keys().filter_map(|&(s, role)| match role {
+                Role::PoolUse(pool) if s == sampler => Some(pool),
+                _ => None,
+            });
+            for reading in readings(&get, pools) {
+                let track = self.tracks.entry((sampler, reading.measure)).or_default();
+                track.add(batch.at_unix_ns, &reading);
+            }
+        }
+    }
+
+    /// Each watched resource, with times from `start_unix_ns` (the run's start).
+    pub fn close(&self, start_unix_ns: u64) -> Vec<Watched> {
+        let core_busy = |sampler: u32| {
+            self.tracks
+                .get(&(sampler, Measure::HostCpu))
+                .is_some_and(|t| t.share.sustained.is_some())
+        };
+        self.tracks
+            .iter()
+            .filter(|((sampler, measure), track)| match measure {
+                // Below its threshold, the group's allowance says its headroom.
+                Measure::OneCore => track.share.sustained.is_some() && track.one_thread_ceiling(),
+                // A busy host explains its busiest core.
+                Measure::BusiestCore => !core_busy(*sampler),
+                _ => true,
+            })
+            .map(|(&(sampler, measure), track)| {
+                self.watched(sampler, measure, track, start_unix_ns)
+            })
+            .collect()
+    }
+
+    fn watched(&self, sampler: u32, measure: Measure, track: &Track, start: u64) -> Watched {
+        let (resource, series, unit) = describe(measure);
+        let (kind, name) = &self.samplers[sampler as usize];
+        let name = match (measure, kind.as_str()) {
+            (Measure::Pool(pool), _) => self.pool_names[pool as usize].clone(),
+            (_, "host") => "host".to_owned(),
+            _ => name.clone(),
+        };
+        let crossed = track.share.sustained.map(|(at, mean)| Crossing {
+            at_ns: at.saturating_sub(start),
+            value: match (measure, track.limit) {
+                (Measure::OneCore, _) | (_, None) => mean,
+                (_, Some(limit)) => mean / 100.0 * limit,
+            },
+        });
+        Watched {
+            name,
+            resource,
+            series: series.to_owned(),
+            limit: match measure {
+                Measure::HostCpu | Measure::BusiestCore => Some(100.0),
+                _ => track.limit,
+            },
+            unit,
+            peak: track.peak,
+            peak_at_ns: track.peak_at_unix_ns.saturating_sub(start),
+            crossed,
+        }
+    }
+}
+
+impl Track {
+    fn add(&mut self, at_unix_ns: u64, reading: &Reading) {
+        if self.share.samples == 0 || reading.value > self.peak {
+            (self.peak, self.peak_at_unix_ns) = (reading.value, at_unix_ns);
+        }
+        if let Some(limit) = reading.limit {
+            self.limit = Some(self.limit.map_or(limit, |l| l.max(limit)));
+        }
+        self.share
+            .add(at_unix_ns, reading.share, Some(reading.threshold));
+    }
+
+    /// Held at one core (never far beyond it) while allowed two or more.
+    fn one_thread_ceiling(&self) -> bool {
+        self.peak <= ONE_CORE_MAX_PERCENT && self.limit.is_some_and(|limit| limit >= 200.0)
+    }
+}
+
+/// The readings one sampler's values of one batch make.
+fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>) -> Vec<Reading> {
+    let mut out = Vec::new();
+    let mut push = |measure, value: f64, limit: Option<f64>, share: f64, threshold| {
+        out.push(Reading {
+            measure,
+            value,
+            limit,
+            share,
+            threshold,
+        });
+    };
+    let mut of_limit = |measure, value: Option<f64>, limit: Option<f64>| {
+        if let (Some(value), Some(limit)) = (value, limit.filter(|l| *l > 0.0)) {
+            push(
+                measure,
+                value,
+                Some(limit),
+                value / limit * 100.0,
+                NEAR_LIMIT_PERCENT,
+            );
+        }
+    };
+    of_limit(
+        Measure::CpuAllowance,
+        get(Role::ProcessCpu),
+        get(Role::ProcessCpuLimit),
+    );
+    of_limit(
+        Measure::Memory,
+        get(Role::HostMemoryUsed),
+        get(Role::HostMemoryTotal),
+    );
+    of_limit(Measure::HostFds, get(Role::HostFds), get(Role::HostFdsMax));
+    of_limit(
+        Measure::DbConnections,
+        get(Role::DbConnections),
+        get(Role::DbMaxConnections),
+    );
+    for pool in pools {
+        of_limit(
+            Measure::Pool(pool),
+            get(Role::PoolUse(pool)),
+            get(Role::PoolSize(pool)),
+        );
+    }
+    if let (Some(percent), Some(limit)) = (get(Role::ProcessFdUse), get(Role::ProcessFdLimit)) {
+        push(
+            Measure::ProcessFds,
+            percent / 100.0 * limit,
+            Some(limit),
+            percent,
+            NEAR_LIMIT_PERCENT,
+        );
+    }
+    let mut plain = |measure, role, limit, threshold| {
+        if let Some(value) = get(role) {
+            push(measure, value, limit, value, threshold);
+        }
+    };
+    plain(
+        Measure::OneCore,
+        Role::ProcessCpu,
+        get(Role::ProcessCpuLimit),
+        ONE_CORE_PERCENT,
+    );
+    plain(Measure::HostCpu, Role::HostCpu, None, HOST_CPU_BUSY_PERCENT);
+    plain(
+        Measure::BusiestCore,
+        Role::HostCore,
+        None,
+        CORE_PEGGED_PERCENT,
+    );
+    plain(Measure::Iowait, Role::HostIowait, None, IOWAIT_PERCENT);
+    plain(Measure::Steal, Role::HostSteal, None, STEAL_PERCENT);
+    plain(
+        Measure::ListenQueue,
+        Role::ListenOverflows,
+        None,
+        EVENTS_PER_SEC,
+    );
+    plain(
+        Measure::ConnectFailures,
+        Role::ConnectFailures,
+        None,
+        EVENTS_PER_SEC,
+    );
+    out
+}
+
+/// The kind of limit, the evidence's series and the unit of a measure.
+fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
+    use ResourceSeries as S;
+    match measure {
+        Measure::CpuAllowance => (
+            Resource::CpuAllowance,
+            "process.cpu_percent / process.cpu_limit_percent",
+            "%",
+        ),
+        Measure::OneCore => (Resource::OneCore, S::ProcessCpuPercent.name(), "%"),
+        Measure::HostCpu => (Resource::HostCpu, "host.cpu_percent{cpu=all}", "%"),
+        Measure::BusiestCore => (Resource::OneCoreOfHost, "host.cpu_percent{cpu=N}", "%"),
+        Measure::Iowait => (Resource::Iowait, S::HostCpuIowaitPercent.name(), "%"),
+        Measure::Steal => (Resource::Steal, S::HostCpuStealPercent.name(), "%"),
+        Measure::ProcessFds => (
+            Resource::Fds,
+            "process.fd_use_percent / process.fd_limit",
+            "fds",
+        ),
+        Measure::HostFds => (Resource::Fds, "host.fds_open / host.fds_max", "fds"),
+        Measure::Memory => (
+            Resource::Memory,
+            "host.memory_used_bytes / host.memory_total_bytes",
+            "bytes",
+        ),
+        Measure::ListenQueue => (
+            Resource::ListenQueue,
+            S::HostTcpListenOverflowsPerSec.name(),
+            "/s",
+        ),
+        Measure::ConnectFailures => (
+            Resource::TcpErrors,
+            S::HostTcpConnectFailuresPerSec.name(),
+            "/s",
+        ),
+        Measure::DbConnections => (
+            Resource::DbConnections,
+            "postgres.connections / postgres.max_connections",
+            "connections",
+        ),
+        Measure::Pool(_) => (Resource::Pool, "a Prometheus gauge beside its size", ""),
+    }
+}
+
+/// Words that make a gauge a pool's use or its size.
+const USE_WORDS: &[&str] = &["busy", "active", "inuse", "used", "running", "occupied"];
+const SIZE_WORDS: &[&str] = &["workers", "size", "max", "limit", "capacity", "maximum"];
+
+/// The name with its one use or size word blanked, and whether it is a use word;
+/// `in_use` counts as one word.
+fn pool_word(name: &str) -> Option<(String, bool)> {
+    let joined = name.replace("in_use", "inuse");
+    let words: Vec<&str> = joined.split('_').collect();
+    let mut found = None;
+    for (index, word) in words.iter().enumerate() {
+        let role = if USE_WORDS.contains(word) {
+            true
+        } else if SIZE_WORDS.contains(word) {
+            false
+        } else {
+            continue;
+        };
+        if found.is_some() {
+            return None; // two role words: not a simple pair
+        }
+        found = Some((index, role));
+    }
+    let (index, is_use) = found?;
+    let mut blanked = words;
+    blanked[index] = "*";
+    Some((blanked.join("_"), is_use))
+}
+
+/// `name{key=value,...}` as a reader writes a series.
+fn display_series(name: &str, labels: &BTreeMap<String, String>) -> String {
+    if labels.is_empty() {
+        return name.to_owned();
+    }
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::{SampleValue, SamplerInfo, SeriesInfo};
+
+    const S: u64 = 1_000_000_000;
+
+    /// A series: its sampler, name, labels and kind.
+    type Series<'a> = (u32, &'a str, &'a [(&'a str, &'a str)], SeriesKind);
+
+    /// Tables of samplers (kind, name) and series.
+    fn tables(samplers: &[(&str, &str)], series: &[Series<'_>]) -> SampleTables {
+        SampleTables {
+            samplers: samplers
+                .iter()
+                .map(|(kind, name)| SamplerInfo {
+                    kind: (*kind).to_owned(),
+                    name: (*name).to_owned(),
+                })
+                .collect(),
+            series: series
+                .iter()
+                .map(|(sampler, name, labels, kind)| SeriesInfo {
+                    sampler: *sampler,
+                    name: (*name).to_owned(),
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                    unit: String::new(),
+                    kind: *kind,
+                })
+                .collect(),
+        }
+    }
+
+    /// One batch per second; `rows[t]` holds each series' value at second `t`.
+    fn watched(tables: &SampleTables, rows: &[&[f64]]) -> Vec<Watched> {
+        let batches: Vec<SampleBatch> = rows
+            .iter()
+            .enumerate()
+            .map(|(t, values)| SampleBatch {
+                at_unix_ns: (100 + t as u64) * S,
+                values: values
+                    .iter()
+                    .enumerate()
+                    .map(|(series, &value)| SampleValue {
+                        series: series as u32,
+                        value,
+                    })
+                    .collect(),
+                gaps: Vec::new(),
+            })
+            .collect();
+        let mut pressures = Pressures::default();
+        pressures.add(tables, &batches);
+        pressures.close(100 * S)
+    }
+
+    fn find(watched: &[Watched], resource: Resource) -> Option<&Watched> {
+        watched.iter().find(|w| w.resource == resource)
+    }
+
+    const G: SeriesKind = SeriesKind::Gauge;
+
+    #[test]
+    fn a_process_group_against_one_core_and_its_allowance() {
+        let tables = tables(
+            &[("process", "app")],
+            &[
+                (0, "process.cpu_percent", &[("group", "app")], G),
+                (0, "process.cpu_limit_percent", &[("group", "app")], G),
+            ],
+        );
+        // (case, cpu % of one core per second, allowance, one thread's ceiling?, allowance crossed at)
+        type Case<'a> = (&'a str, &'a [f64], f64, bool, Option<u64>);
+        let cases: &[Case<'_>] = &[
+            (
+                "held at one core of two",
+                &[50.0, 98.0, 99.0, 100.0, 99.0],
+                200.0,
+                true,
+                None,
+            ),
+            (
+                "at its one-core allowance",
+                &[50.0, 98.0, 99.0, 100.0, 99.0],
+                100.0,
+                false,
+                Some(1),
+            ),
+            (
+                "past one core: not one thread",
+                &[98.0, 99.0, 100.0, 150.0, 190.0],
+                200.0,
+                false,
+                None,
+            ),
+            (
+                "two cores of two",
+                &[100.0, 185.0, 190.0, 195.0, 190.0],
+                200.0,
+                false,
+                Some(1),
+            ),
+            (
+                "a blip is not a stretch",
+                &[50.0, 99.0, 50.0, 99.0, 50.0],
+                200.0,
+                false,
+                None,
+            ),
+        ];
+        for (case, cpu, allowance, one_thread, crossed) in cases {
+            let rows: Vec<Vec<f64>> = cpu.iter().map(|&c| vec![c, *allowance]).collect();
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            let got = watched(&tables, &rows);
+            let one_core = find(&got, Resource::OneCore);
+            assert_eq!(one_core.is_some(), *one_thread, "{case}: {got:?}");
+            if let Some(one_core) = one_core {
+                assert_eq!(one_core.crossed.unwrap().at_ns, S, "{case}");
+            }
+            let allowance_watch = find(&got, Resource::CpuAllowance).unwrap();
+            assert_eq!(
+                allowance_watch.crossed.map(|c| c.at_ns / S),
+                *crossed,
+                "{case}"
+            );
+            assert_eq!(allowance_watch.limit, Some(*allowance), "{case}");
+        }
+    }
+
+    #[test]
+    fn fds_memory_and_events_cross_where_they_near_their_limits() {
+        let tables = tables(
+            &[("process", "nginx"), ("host", "host")],
+            &[
+                (0, "process.fd_use_percent", &[("group", "nginx")], G),
+                (0, "process.fd_limit", &[("group", "nginx")], G),
+                (1, "host.memory_used_bytes", &[], G),
+                (1, "host.memory_total_bytes", &[], G),
+                (
+                    1,
+                    "host.tcp_listen_overflows_per_sec",
+                    &[],
+                    SeriesKind::Rate,
+                ),
+            ],
+        );
+        let rows: &[&[f64]] = &[
+            &[10.0, 256.0, 10.0, 100.0, 0.0],
+            &[60.0, 256.0, 50.0, 100.0, 0.0],
+            &[92.0, 256.0, 50.0, 100.0, 0.0],
+            &[99.0, 256.0, 91.0, 100.0, 40.0],
+            &[100.0, 256.0, 92.0, 100.0, 80.0],
+            &[100.0, 256.0, 93.0, 100.0, 90.0],
+        ];
+        let got = watched(&tables, rows);
+        let fds = find(&got, Resource::Fds).unwrap();
+        assert_eq!(
+            (fds.crossed.unwrap().at_ns, fds.limit, fds.peak),
+            (2 * S, Some(256.0), 256.0)
+        );
+        assert!(
+            (fds.crossed.unwrap().value - 0.9775 * 256.0).abs() < 1e-6,
+            "{fds:?}"
+        );
+        let memory = find(&got, Resource::Memory).unwrap();
+        assert_eq!(memory.crossed.unwrap().at_ns, 3 * S);
+        let overflows = find(&got, Resource::ListenQueue).unwrap();
+        assert_eq!(
+            (overflows.crossed.unwrap().at_ns, overflows.limit),
+            (3 * S, None)
+        );
+    }
+
+    #[test]
+    fn a_busy_host_explains_its_busiest_core() {
+        let tables = tables(
+            &[("host", "host")],
+            &[
+                (0, "host.cpu_percent", &[("cpu", "all")], G),
+                (0, "host.cpu_percent", &[("cpu", "0")], G),
+                (0, "host.cpu_percent", &[("cpu", "1")], G),
+            ],
+        );
+        // (case, [all, core 0, core 1] per second, busiest core listed?)
+        let cases: &[(&str, [f64; 3], bool)] = &[
+            ("one core pegged, host half idle", [50.0, 99.0, 2.0], true),
+            ("the whole host busy", [98.0, 99.0, 97.0], false),
+        ];
+        for (case, row, listed) in cases {
+            let rows = vec![row.as_slice(); 4];
+            let got = watched(&tables, &rows);
+            assert_eq!(
+                find(&got, Resource::OneCoreOfHost).is_some(),
+                *listed,
+                "{case}: {got:?}"
+            );
+            let host = find(&got, Resource::HostCpu).unwrap();
+            assert_eq!(host.crossed.is_some(), !listed, "{case}");
+        }
+    }
+
+    #[test]
+    fn pool_gauges_pair_by_name_and_labels() {
+        let route = |r: &'static str| -> &'static [(&'static str, &'static str)] {
+            if r == "a" {
+                &[("route", "/a")]
+            } else {
+                &[("route", "/b")]
+            }
+        };
+        let tables = tables(
+            &[("prom", "http://127.0.0.1:9/metrics")],
+            &[
+                (0, "app_pool_busy", route("a"), G),
+                (0, "app_pool_workers", route("a"), G),
+                (0, "app_pool_busy", route("b"), G),
+                (0, "app_pool_workers", route("b"), G),
+                (0, "app_requests_busy", &[], SeriesKind::Rate),
+                (0, "process_max_fds", &[], G),
+            ],
+        );
+        let rows = vec![[50.0, 50.0, 3.0, 50.0, 9.0, 1024.0].as_slice(); 4];
+        let got = watched(&tables, &rows);
+        let pools: Vec<(&str, Option<u64>)> = got
+            .iter()
+            .filter(|w| w.resource == Resource::Pool)
+            .map(|w| (w.name.as_str(), w.crossed.map(|c| c.at_ns)))
+            .collect();
+        assert_eq!(
+            pools,
+            [
+                ("app_pool_busy{route=/a}", Some(0)),
+                ("app_pool_busy{route=/b}", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn pool_words_are_one_use_or_size_word() {
+        let cases: &[(&str, Option<(&str, bool)>)] = &[
+            ("loadlab_sim_pool_busy", Some(("loadlab_sim_pool_*", true))),
+            (
+                "loadlab_sim_pool_workers",
+                Some(("loadlab_sim_pool_*", false)),
+            ),
+            (
+                "hikaricp_connections_active",
+                Some(("hikaricp_connections_*", true)),
+            ),
+            (
+                "hikaricp_connections_max",
+                Some(("hikaricp_connections_*", false)),
+            ),
+            (
+                "go_sql_in_use_connections",
+                Some(("go_sql_*_connections", true)),
+            ),
+            ("puma_busy_threads", Some(("puma_*_threads", true))),
+            ("puma_max_threads", Some(("puma_*_threads", false))),
+            ("http_requests_total", None),
+            ("pool_busy_max", None),
+        ];
+        for (name, want) in cases {
+            let got = pool_word(name);
+            assert_eq!(got.as_ref().map(|(n, u)| (n.as_str(), *u)), *want, "{name}");
+        }
+    }
+}
