@@ -189,6 +189,10 @@ pub struct StepRow {
     /// Each background scenario's figures in the same window, in plan order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioRow>,
+    /// What ran out first in the step, as its `report.txt` says it (the verdict, then
+    /// what followed and what held); empty when the step was not monitored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<String>,
 }
 
 /// A background scenario's figures in one step's window (`[[load.scenario]]`).
@@ -483,6 +487,34 @@ impl RunSummary {
         }
     }
 
+    /// Per variant with a diagnosis: (variant, step, its lines) of the first step it did
+    /// not pass (the lowest rate), else of its highest passing step: the step where its
+    /// limit shows.
+    pub fn ran_out_first(&self) -> Vec<(&str, &str, &[String])> {
+        let mut names: Vec<&str> = self.variants.iter().map(|v| v.variant.as_str()).collect();
+        if names.is_empty() {
+            names = self.steps.iter().map(|s| s.variant.as_str()).collect();
+            names.dedup();
+        }
+        names
+            .into_iter()
+            .filter_map(|variant| {
+                let steps = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.variant == variant && !s.diagnosis.is_empty());
+                let rate = |s: &&StepRow| s.rate_asked.unwrap_or(0.0);
+                let first_miss = steps
+                    .clone()
+                    .filter(|s| s.verdict != StepVerdict::Pass)
+                    .min_by(|a, b| rate(a).total_cmp(&rate(b)));
+                let step =
+                    first_miss.or_else(|| steps.max_by(|a, b| rate(a).total_cmp(&rate(b))))?;
+                Some((variant, step.step.as_str(), step.diagnosis.as_slice()))
+            })
+            .collect()
+    }
+
     /// Markdown ready to paste: the maximum rate per variant with its improvement
     /// against the first variant (field report 000), then one row per step (001, 004).
     pub fn markdown(&self) -> String {
@@ -511,6 +543,14 @@ impl RunSummary {
         }
         if !self.cells.is_empty() {
             md.push_str(&self.cells_markdown());
+        }
+        let ran_out = self.ran_out_first();
+        if !ran_out.is_empty() {
+            md.push_str("## What ran out first\n\n");
+            for (variant, step, lines) in ran_out {
+                let _ = writeln!(md, "- **{variant}**, step {step}: {}", lines.join("\n  - "));
+            }
+            md.push('\n');
         }
         let axes: Vec<&String> = self
             .steps

@@ -55,6 +55,7 @@ impl RunSummary {
         page.style(STYLE);
         page.html(header(self));
         page.html(variants_table(self, &color));
+        page.html(ran_out_list(self));
         if !self.cells.is_empty() {
             page.html(cells_table(self));
         }
@@ -152,6 +153,29 @@ fn variants_table(summary: &RunSummary, color: &dyn Fn(&str) -> &'static str) ->
         );
     }
     out.push_str("</table></div>\n");
+    out
+}
+
+/// Per variant, what ran out first (as `summary.md`): the sentences of its step's report.
+fn ran_out_list(summary: &RunSummary) -> String {
+    let ran_out = summary.ran_out_first();
+    if ran_out.is_empty() {
+        return String::new();
+    }
+    let mut out = "<h2>What ran out first</h2>\n<ul class=\"diagnosis\">\n".to_owned();
+    for (variant, step, lines) in ran_out {
+        let _ = write!(
+            out,
+            "<li><b>{}</b>, step {}:",
+            escape(variant),
+            escape(step)
+        );
+        for line in lines {
+            let _ = write!(out, "<br>{}", escape(line));
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
     out
 }
 

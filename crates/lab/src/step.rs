@@ -139,7 +139,7 @@ fn judge_cell(
         outcome.fired.as_ref().map(|(rule, _)| rule.as_str()),
     );
     row.fill(&figures.summary, &verdict);
-    write_report(&outcome.records, &dir.join("report.txt"));
+    row.diagnosis = write_report(&outcome.records, &dir.join("report.txt"));
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
     match write_plot(&outcome.records, &title, &dir.join("plot.html")) {
@@ -254,10 +254,10 @@ pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
 }
 
 /// `report.txt` as `loadlab report` prints it; a report that cannot be made is noted
-/// in the file instead (the verdict does not depend on it).
-fn write_report(records: &str, path: &Path) {
+/// in the file instead (the verdict does not depend on it). Returns its diagnosis.
+fn write_report(records: &str, path: &Path) -> Vec<String> {
     let Ok(file) = std::fs::File::create(path) else {
-        return;
+        return Vec::new();
     };
     let mut out = BufWriter::new(file);
     let result =
@@ -269,9 +269,13 @@ fn write_report(records: &str, path: &Path) {
                 &mut std::io::sink(),
             )
         });
-    if let Err(err) = result {
-        use std::io::Write;
-        let _ = writeln!(out, "no report: {err}");
+    match result {
+        Ok(outcome) => outcome.diagnosis.map(|d| d.lines()).unwrap_or_default(),
+        Err(err) => {
+            use std::io::Write;
+            let _ = writeln!(out, "no report: {err}");
+            Vec::new()
+        }
     }
 }
 

