@@ -205,6 +205,9 @@ pub struct Diagnosis {
     pub start_unix_ns: Option<u64>,
     /// The run's knee, if it has one.
     pub knee: Option<Knee>,
+    /// Without a knee: how a load that did not rise was not served ("16.8% of the
+    /// requests failed"), if it was not.
+    pub trouble: Option<String>,
     /// The answer.
     pub verdict: Verdict,
     /// Resources that reached their thresholds, in the order they did.
@@ -213,8 +216,14 @@ pub struct Diagnosis {
     pub held: Vec<Watched>,
 }
 
-/// Judges one run; see the module documentation.
-pub fn diagnose(knee: Option<Knee>, generator: &GeneratorState, watched: &[Watched]) -> Diagnosis {
+/// Judges one run; see the module documentation. `trouble` says how a load without a
+/// knee was not served, if it was not.
+pub fn diagnose(
+    knee: Option<Knee>,
+    trouble: Option<String>,
+    generator: &GeneratorState,
+    watched: &[Watched],
+) -> Diagnosis {
     let mut findings: Vec<Finding> = watched
         .iter()
         .filter_map(|w| {
@@ -241,20 +250,22 @@ pub fn diagnose(knee: Option<Knee>, generator: &GeneratorState, watched: &[Watch
     let first = findings
         .iter()
         .position(|f| matches!(f.timing, Timing::Before | Timing::AtKnee | Timing::NoKnee));
-    let verdict = match (&generator.fell_behind, first, &knee) {
+    let struggled = knee.is_some() || trouble.is_some();
+    let verdict = match (&generator.fell_behind, first, struggled) {
         (Some(reason), _, _) => Verdict::GeneratorRanOut {
             reason: reason.clone(),
         },
         (None, Some(finding), _) => Verdict::FirstLimit { finding },
-        (None, None, Some(_)) => Verdict::NothingWatchedRanOut,
-        (None, None, None) if watched.is_empty() => Verdict::NotJudged {
+        (None, None, true) => Verdict::NothingWatchedRanOut,
+        (None, None, false) if watched.is_empty() => Verdict::NotJudged {
             reason: "nothing was monitored and the load has no knee".to_owned(),
         },
-        (None, None, None) => Verdict::Held,
+        (None, None, false) => Verdict::Held,
     };
     Diagnosis {
         start_unix_ns: None,
         knee,
+        trouble,
         verdict,
         findings,
         held,
@@ -302,7 +313,7 @@ impl Diagnosis {
         }
         if !self.held.is_empty() {
             let held: Vec<String> = self.held.iter().map(headroom).collect();
-            lines.push(format!("never close: {}", held.join("; ")));
+            lines.push(format!("held (peak of each): {}", held.join("; ")));
         }
         lines
     }
@@ -327,9 +338,12 @@ impl Diagnosis {
                 }
             }
             Verdict::NothingWatchedRanOut => {
-                let knee = knee.map(knee_words).unwrap_or_default();
+                let what = knee
+                    .map(knee_words)
+                    .or_else(|| self.trouble.clone())
+                    .unwrap_or_default();
                 format!(
-                    "{knee}: nothing monitored reached its limit; the limit lies in something \
+                    "{what}: nothing monitored reached its limit; the limit lies in something \
                      not watched (a downstream, a lock, a pool without a gauge)"
                 )
             }
@@ -606,7 +620,12 @@ mod tests {
                 watched("cpu", Resource::CpuAllowance, 100.0, 99.0, *cpu),
                 watched("fds", Resource::Fds, 256.0, 250.0, *fds),
             ];
-            let diagnosis = diagnose(knee.map(knee_at), &GeneratorState::default(), &resources);
+            let diagnosis = diagnose(
+                knee.map(knee_at),
+                None,
+                &GeneratorState::default(),
+                &resources,
+            );
             let got = match &diagnosis.verdict {
                 Verdict::FirstLimit { finding } => {
                     Some(diagnosis.findings[*finding].watched.name.as_str())
@@ -629,9 +648,13 @@ mod tests {
         let behind = GeneratorState {
             fell_behind: Some("send lag p99 8.0 ms".to_owned()),
         };
+        let fine = GeneratorState::default();
+        let failed = || Some("16.8% of the requests failed".to_owned());
+        let only_cpu = std::slice::from_ref(&cpu);
         type Case<'a> = (
             &'a str,
             Option<Knee>,
+            Option<String>,
             &'a GeneratorState,
             &'a [Watched],
             &'a str,
@@ -640,34 +663,46 @@ mod tests {
             (
                 "generator",
                 Some(knee_at(20)),
+                None,
                 &behind,
-                std::slice::from_ref(&cpu),
+                only_cpu,
                 "the generator ran out (send lag p99 8.0 ms)",
             ),
             (
                 "nothing watched",
                 Some(knee_at(20)),
-                &GeneratorState::default(),
-                std::slice::from_ref(&cpu),
+                None,
+                &fine,
+                only_cpu,
                 "nothing monitored reached its limit",
+            ),
+            (
+                "a constant load that failed",
+                None,
+                failed(),
+                &fine,
+                only_cpu,
+                "16.8% of the requests failed: nothing monitored reached",
             ),
             (
                 "held",
                 None,
-                &GeneratorState::default(),
-                std::slice::from_ref(&cpu),
+                None,
+                &fine,
+                only_cpu,
                 "no knee, and nothing monitored",
             ),
             (
                 "not judged",
                 None,
-                &GeneratorState::default(),
+                None,
+                &fine,
                 &[],
                 "not judged: nothing was monitored",
             ),
         ];
-        for (case, knee, generator, resources, want) in cases {
-            let diagnosis = diagnose(knee.clone(), generator, resources);
+        for (case, knee, trouble, generator, resources, want) in cases {
+            let diagnosis = diagnose(knee.clone(), trouble.clone(), generator, resources);
             assert!(
                 diagnosis.headline().contains(want),
                 "{case}: {}",
@@ -682,7 +717,7 @@ mod tests {
         let behind = GeneratorState {
             fell_behind: Some("send lag p99 8.0 ms".to_owned()),
         };
-        let diagnosis = diagnose(Some(knee_at(10)), &behind, &[fds]);
+        let diagnosis = diagnose(Some(knee_at(10)), None, &behind, &[fds]);
         assert!(matches!(diagnosis.verdict, Verdict::GeneratorRanOut { .. }));
         assert!(
             !diagnosis.headline().contains("nginx"),
@@ -699,7 +734,12 @@ mod tests {
             watched("host", Resource::HostCpu, 100.0, 60.0, None),
             watched("app", Resource::OneCore, 200.0, 99.0, Some(25)),
         ];
-        let mut diagnosis = diagnose(Some(knee_at(10)), &GeneratorState::default(), &resources);
+        let mut diagnosis = diagnose(
+            Some(knee_at(10)),
+            None,
+            &GeneratorState::default(),
+            &resources,
+        );
         assert_eq!(
             diagnosis.lines(),
             [
@@ -708,7 +748,7 @@ mod tests {
                  test.series); beyond it accept() fails with \"too many open files\"",
                 "then: app held at 99% of one core while it may use 200% from 25.0 s, 15.0 s after the knee \
                  (peak 99% at 30.0 s; test.series); one thread's ceiling (a single-threaded server, a global lock)",
-                "never close: nginx CPU peak 150% of one core, 75% of its allowance 200%; host CPU peak 60%",
+                "held (peak of each): nginx CPU peak 150% of one core, 75% of its allowance 200%; host CPU peak 60%",
             ]
         );
         // 2026-11-25T14:00:00Z: each time also on the wall clock.

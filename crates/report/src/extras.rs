@@ -280,7 +280,7 @@ impl Extras {
             });
         let warnings = assess(send_lag.as_ref(), asked.as_ref());
         Extras {
-            diagnosis: run_diagnosis(facts, &warnings).filter(|_| whole_run),
+            diagnosis: run_diagnosis(report, facts, &warnings).filter(|_| whole_run),
             warnings,
             send_lag,
             precision_ns,

@@ -317,91 +317,82 @@ impl Track {
 /// The readings one sampler's values of one batch make.
 fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>) -> Vec<Reading> {
     let mut out = Vec::new();
-    let mut push = |measure, value: f64, limit: Option<f64>, share: f64, threshold| {
-        out.push(Reading {
-            measure,
-            value,
-            limit,
-            share,
-            threshold,
-        });
-    };
-    let mut of_limit = |measure, value: Option<f64>, limit: Option<f64>| {
-        if let (Some(value), Some(limit)) = (value, limit.filter(|l| *l > 0.0)) {
-            push(
-                measure,
-                value,
-                Some(limit),
-                value / limit * 100.0,
-                NEAR_LIMIT_PERCENT,
-            );
-        }
-    };
-    of_limit(
-        Measure::CpuAllowance,
-        get(Role::ProcessCpu),
-        get(Role::ProcessCpuLimit),
-    );
-    of_limit(
-        Measure::Memory,
-        get(Role::HostMemoryUsed),
-        get(Role::HostMemoryTotal),
-    );
-    of_limit(Measure::HostFds, get(Role::HostFds), get(Role::HostFdsMax));
-    of_limit(
-        Measure::DbConnections,
-        get(Role::DbConnections),
-        get(Role::DbMaxConnections),
-    );
+    match (get(Role::ProcessCpu), get(Role::ProcessCpuLimit)) {
+        // A file from before the allowance was sampled: watched, never judged.
+        (Some(cpu), None) => out.push(Reading::plain(Measure::CpuAllowance, cpu, f64::INFINITY)),
+        (cpu, limit) => out.extend(Reading::of_limit(Measure::CpuAllowance, cpu, limit)),
+    }
+    let limited = [
+        (Measure::Memory, Role::HostMemoryUsed, Role::HostMemoryTotal),
+        (Measure::HostFds, Role::HostFds, Role::HostFdsMax),
+        (
+            Measure::DbConnections,
+            Role::DbConnections,
+            Role::DbMaxConnections,
+        ),
+    ];
+    for (measure, value, limit) in limited {
+        out.extend(Reading::of_limit(measure, get(value), get(limit)));
+    }
     for pool in pools {
-        of_limit(
-            Measure::Pool(pool),
-            get(Role::PoolUse(pool)),
-            get(Role::PoolSize(pool)),
-        );
+        let (value, size) = (get(Role::PoolUse(pool)), get(Role::PoolSize(pool)));
+        out.extend(Reading::of_limit(Measure::Pool(pool), value, size));
     }
     if let (Some(percent), Some(limit)) = (get(Role::ProcessFdUse), get(Role::ProcessFdLimit)) {
-        push(
-            Measure::ProcessFds,
-            percent / 100.0 * limit,
-            Some(limit),
-            percent,
-            NEAR_LIMIT_PERCENT,
-        );
+        out.push(Reading {
+            measure: Measure::ProcessFds,
+            value: percent / 100.0 * limit,
+            limit: Some(limit),
+            share: percent,
+            threshold: NEAR_LIMIT_PERCENT,
+        });
     }
-    let mut plain = |measure, role, limit, threshold| {
-        if let Some(value) = get(role) {
-            push(measure, value, limit, value, threshold);
-        }
-    };
-    plain(
-        Measure::OneCore,
-        Role::ProcessCpu,
-        get(Role::ProcessCpuLimit),
-        ONE_CORE_PERCENT,
-    );
-    plain(Measure::HostCpu, Role::HostCpu, None, HOST_CPU_BUSY_PERCENT);
-    plain(
-        Measure::BusiestCore,
-        Role::HostCore,
-        None,
-        CORE_PEGGED_PERCENT,
-    );
-    plain(Measure::Iowait, Role::HostIowait, None, IOWAIT_PERCENT);
-    plain(Measure::Steal, Role::HostSteal, None, STEAL_PERCENT);
-    plain(
-        Measure::ListenQueue,
-        Role::ListenOverflows,
-        None,
-        EVENTS_PER_SEC,
-    );
-    plain(
-        Measure::ConnectFailures,
-        Role::ConnectFailures,
-        None,
-        EVENTS_PER_SEC,
-    );
+    if let Some(cpu) = get(Role::ProcessCpu) {
+        let mut one_core = Reading::plain(Measure::OneCore, cpu, ONE_CORE_PERCENT);
+        one_core.limit = get(Role::ProcessCpuLimit);
+        out.push(one_core);
+    }
+    let plain = [
+        (Measure::HostCpu, Role::HostCpu, HOST_CPU_BUSY_PERCENT),
+        (Measure::BusiestCore, Role::HostCore, CORE_PEGGED_PERCENT),
+        (Measure::Iowait, Role::HostIowait, IOWAIT_PERCENT),
+        (Measure::Steal, Role::HostSteal, STEAL_PERCENT),
+        (Measure::ListenQueue, Role::ListenOverflows, EVENTS_PER_SEC),
+        (
+            Measure::ConnectFailures,
+            Role::ConnectFailures,
+            EVENTS_PER_SEC,
+        ),
+    ];
+    for (measure, role, threshold) in plain {
+        out.extend(get(role).map(|value| Reading::plain(measure, value, threshold)));
+    }
     out
+}
+
+impl Reading {
+    /// A value judged as itself (a percentage, an event rate).
+    fn plain(measure: Measure, value: f64, threshold: f64) -> Reading {
+        Reading {
+            measure,
+            value,
+            limit: None,
+            share: value,
+            threshold,
+        }
+    }
+
+    /// A value judged as its share of a limit, when both were read.
+    fn of_limit(measure: Measure, value: Option<f64>, limit: Option<f64>) -> Option<Reading> {
+        let (value, limit) = (value?, limit.filter(|l| *l > 0.0)?);
+        Some(Reading {
+            measure,
+            value,
+            limit: Some(limit),
+            share: value / limit * 100.0,
+            threshold: NEAR_LIMIT_PERCENT,
+        })
+    }
 }
 
 /// The kind of limit, the evidence's series and the unit of a measure.

@@ -7,15 +7,19 @@ use analysis::{Finding, diagnose};
 use units::GoDuration;
 
 use crate::extras::RunFacts;
+use crate::metrics::Report;
 use crate::text::turn_name;
 use crate::warnings::Warning;
+
+/// A load without a knee whose success ratio is below this was not served.
+const SUCCESS_RATIO: f64 = 0.99;
 
 /// In-flight requests at this share of the cap mean the server held them back: the lag
 /// that follows is the server's, not the generator's.
 const CAP_SHARE: f64 = 0.9;
 
 /// The run's diagnosis, when there is something to judge: resource samples, or a knee.
-pub fn run_diagnosis(facts: &RunFacts, warnings: &[Warning]) -> Option<Diagnosis> {
+pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) -> Option<Diagnosis> {
     let knee = match &facts.saturation {
         Some(Finding::Saturated {
             point,
@@ -35,8 +39,14 @@ pub fn run_diagnosis(facts: &RunFacts, warnings: &[Warning]) -> Option<Diagnosis
     let generator = GeneratorState {
         fell_behind: fell_behind(facts, warnings),
     };
+    let trouble = (knee.is_none() && report.success_ratio < SUCCESS_RATIO).then(|| {
+        format!(
+            "{:.1}% of the requests failed",
+            (1.0 - report.success_ratio) * 100.0
+        )
+    });
     let watched = facts.watched.as_deref().unwrap_or_default();
-    let mut diagnosis = diagnose(knee, &generator, watched);
+    let mut diagnosis = diagnose(knee, trouble, &generator, watched);
     diagnosis.start_unix_ns = facts.start_unix_ns;
     Some(diagnosis)
 }
