@@ -131,7 +131,7 @@ fn bytes_text(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use record::{SampleBatch, SampleGap, SampleValue, SamplerInfo, SeriesInfo};
+    use record::{SampleBatch, SampleGap, SamplerInfo, SeriesInfo};
 
     fn series(sampler: u32, name: &str, unit: &str, labels: &[(&str, &str)]) -> SeriesInfo {
         SeriesInfo {
@@ -174,18 +174,7 @@ mod tests {
                 series(2, "postgres.connections", "count", &[("database", "a")]),
                 series(2, "postgres.connections", "count", &[("database", "b")]),
             ],
-            batch: SampleBatch {
-                at_unix_ns: 1,
-                values: [43.25, 99.0, 1e6, 125_829_120.0, 12.0, 57.0, 3.0, 4.0]
-                    .iter()
-                    .enumerate()
-                    .map(|(series, &value)| SampleValue {
-                        series: series as u32,
-                        value,
-                    })
-                    .collect(),
-                gaps: Vec::new(),
-            },
+            batch: SampleBatch::dense(1, &[43.25, 99.0, 1e6, 125_829_120.0, 12.0, 57.0, 3.0, 4.0]),
         }
     }
 

@@ -181,6 +181,21 @@ pub struct SampleBatch {
     pub gaps: Vec<SampleGap>,
 }
 
+impl SampleBatch {
+    /// A batch with a value for every series in id order (`values[i]` is series `i`'s)
+    /// and no gaps: how tests and fixtures write one.
+    pub fn dense(at_unix_ns: u64, values: &[f64]) -> SampleBatch {
+        SampleBatch {
+            at_unix_ns,
+            values: (0u32..)
+                .zip(values)
+                .map(|(series, &value)| SampleValue { series, value })
+                .collect(),
+            gaps: Vec::new(),
+        }
+    }
+}
+
 /// New table entries (continuing at `first_sampler` / `first_series`) and one batch
 /// that may use them. A frame with no new entries writes only a samples block.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -480,7 +480,7 @@ fn display_series(name: &str, labels: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use record::{SampleValue, SamplerInfo, SeriesInfo};
+    use record::{SamplerInfo, SeriesInfo};
 
     const S: u64 = 1_000_000_000;
 
@@ -515,21 +515,9 @@ mod tests {
 
     /// One batch per second; `rows[t]` holds each series' value at second `t`.
     fn watched(tables: &SampleTables, rows: &[&[f64]]) -> Vec<Watched> {
-        let batches: Vec<SampleBatch> = rows
-            .iter()
-            .enumerate()
-            .map(|(t, values)| SampleBatch {
-                at_unix_ns: (100 + t as u64) * S,
-                values: values
-                    .iter()
-                    .enumerate()
-                    .map(|(series, &value)| SampleValue {
-                        series: series as u32,
-                        value,
-                    })
-                    .collect(),
-                gaps: Vec::new(),
-            })
+        let batches: Vec<SampleBatch> = (0..)
+            .zip(rows)
+            .map(|(t, values)| SampleBatch::dense((100 + t) * S, values))
             .collect();
         let mut pressures = Pressures::default();
         pressures.add(tables, &batches);

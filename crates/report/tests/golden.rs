@@ -773,9 +773,7 @@ fn bad_inputs_name_the_file() {
 /// its fds at 96% of the limit at 15 s, PostgreSQL with two databases, and a scrape
 /// endpoint that was down throughout.
 fn monitor_run() -> Vec<u8> {
-    use record::{
-        SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
-    };
+    use record::{SampleBatch, SampleFrame, SampleGap, SamplerInfo, SeriesInfo, SeriesKind};
     let sampler = |kind: &str, name: &str| SamplerInfo {
         kind: kind.to_owned(),
         name: name.to_owned(),
@@ -845,20 +843,12 @@ fn monitor_run() -> Vec<u8> {
             12.0,
         ];
         frame.batch = SampleBatch {
-            at_unix_ns,
-            values: values
-                .iter()
-                .enumerate()
-                .map(|(series, &value)| SampleValue {
-                    series: series as u32,
-                    value,
-                })
-                .collect(),
             gaps: vec![SampleGap {
                 sampler: 3,
                 series: None,
                 reason: "connect: Connection refused (os error 111)".to_owned(),
             }],
+            ..SampleBatch::dense(at_unix_ns, &values)
         };
         writer.write_samples(&frame).unwrap();
         frame.first_sampler += frame.samplers.len() as u32;
