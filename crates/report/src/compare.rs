@@ -23,8 +23,10 @@ use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 use units::GoDuration;
 
 use crate::ReportError;
+use crate::config::ReportConfig;
 use crate::json::{push_float, push_string, push_strings};
 use crate::metrics::{Metrics, Report};
+use crate::pipeline::run_report;
 use crate::seconds::Seconds;
 use crate::tabwriter::align;
 
@@ -810,8 +812,47 @@ pub fn run_compare(
     let comparison = compare_runs(&runs);
     out.write_all(comparison.render(format).as_bytes())
         .map_err(ReportError::Write)?;
+    if format != CompareFormat::Json {
+        let block = ran_out_first(inputs, format)?;
+        out.write_all(block.as_bytes())
+            .map_err(ReportError::Write)?;
+    }
     out.flush().map_err(ReportError::Write)?;
     Ok(threshold.map_or_else(Vec::new, |t| comparison.regressions(t)))
+}
+
+/// Each input's diagnosis headline ("A ran out of one core, B of its pool"), read by
+/// the report's own pipeline (a second pass over each file); empty when no input has
+/// one (no samples and no knee).
+fn ran_out_first(inputs: &[CompareInput], format: CompareFormat) -> Result<String, ReportError> {
+    let config = ReportConfig::new(crate::ReportType::Text, None, None)?;
+    let mut lines = Vec::new();
+    for input in inputs {
+        let CompareInput::RecordFile(path) = input;
+        let outcome = run_report(
+            std::slice::from_ref(path),
+            &config,
+            &mut std::io::sink(),
+            &mut std::io::sink(),
+        )?;
+        if let Some(diagnosis) = outcome.diagnosis {
+            lines.push((input.name(), diagnosis.headline()));
+        }
+    }
+    if lines.is_empty() {
+        return Ok(String::new());
+    }
+    let mut block = match format {
+        CompareFormat::Markdown => "\n**What ran out first**\n\n".to_owned(),
+        _ => "\nWhat ran out first:\n".to_owned(),
+    };
+    for (name, headline) in lines {
+        let _ = match format {
+            CompareFormat::Markdown => writeln!(block, "- `{name}`: {headline}"),
+            _ => writeln!(block, "{name}: {headline}"),
+        };
+    }
+    Ok(block)
 }
 
 #[cfg(test)]

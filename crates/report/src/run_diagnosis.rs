@@ -37,7 +37,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
         return None;
     }
     let generator = GeneratorState {
-        fell_behind: fell_behind(facts, warnings),
+        fell_behind: fell_behind(report, facts, warnings),
     };
     let trouble = (knee.is_none() && report.success_ratio < SUCCESS_RATIO).then(|| {
         format!(
@@ -51,9 +51,12 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
     Some(diagnosis)
 }
 
-/// Why the generator, not the server, shaped the run: its send lag or rate fell short
-/// while requests in flight stayed below the cap (at the cap, the server held them).
-fn fell_behind(facts: &RunFacts, warnings: &[Warning]) -> Option<String> {
+/// Why the generator, not the server, shaped the run: it sent less than asked, or its
+/// send lag p99 passed 1 ms ([`crate::LAG_P99_LIMIT_NS`]) and the answers' median
+/// latency, so the slow part of the latencies is mostly its own delay; either while requests in flight stayed below
+/// the cap (at the cap, the server held them back). A lag of a few milliseconds beside
+/// answers of fifty is noted by the warnings, not a verdict.
+fn fell_behind(report: &Report, facts: &RunFacts, warnings: &[Warning]) -> Option<String> {
     let at_cap = facts
         .in_flight_cap
         .is_some_and(|cap| cap > 0 && facts.in_flight_peak as f64 >= CAP_SHARE * cap as f64);
@@ -61,10 +64,15 @@ fn fell_behind(facts: &RunFacts, warnings: &[Warning]) -> Option<String> {
         return None;
     }
     warnings.iter().find_map(|warning| match *warning {
-        Warning::FellBehind { lag_p99_ns } => Some(format!(
-            "send lag p99 {} while requests in flight stayed under the cap",
-            GoDuration::report_ns(lag_p99_ns)
-        )),
+        Warning::FellBehind { lag_p99_ns }
+            if lag_p99_ns >= report.latencies.p50_ns =>
+        {
+            Some(format!(
+                "send lag p99 {} against a median latency of {}, with requests in flight under the cap",
+                GoDuration::report_ns(lag_p99_ns),
+                GoDuration::report_ns(report.latencies.p50_ns)
+            ))
+        }
         Warning::RateShort {
             asked_per_sec,
             achieved_per_sec,
@@ -72,6 +80,6 @@ fn fell_behind(facts: &RunFacts, warnings: &[Warning]) -> Option<String> {
         } => Some(format!(
             "it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked"
         )),
-        Warning::Unsent { .. } => None,
+        _ => None,
     })
 }

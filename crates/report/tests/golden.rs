@@ -1045,3 +1045,34 @@ fn golden_compare() {
         check_golden(name, &String::from_utf8(out).unwrap().replace(&prefix, ""));
     }
 }
+
+/// Text and Markdown comparisons end with each run's diagnosis, when it has one (a
+/// knee here; resource samples elsewhere); JSON stays as it was.
+#[test]
+fn compare_says_what_ran_out_first_in_each_run_that_can_tell() {
+    use report::{CompareFormat, CompareInput, run_compare};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("steady.llr"), compare_run(10, 100)).unwrap();
+    std::fs::write(dir.path().join("ramp.llr"), ramp_run(200)).unwrap();
+    let inputs = ["steady.llr", "ramp.llr"]
+        .map(|name| CompareInput::RecordFile(dir.path().join(name).to_string_lossy().into_owned()));
+    let prefix = format!("{}/", dir.path().display());
+    let compare = |format| {
+        let mut out = Vec::new();
+        run_compare(&inputs, format, None, &mut out).unwrap();
+        String::from_utf8(out).unwrap().replace(&prefix, "")
+    };
+    let text = compare(CompareFormat::Text);
+    let block = text.split("\nWhat ran out first:\n").nth(1).expect(&text);
+    assert_eq!(
+        block,
+        "ramp.llr: max 201 req/s held; the knee at 210/s offered, 19.0 s (throughput turned \
+         first): nothing monitored reached its limit; the limit lies in something not watched \
+         (a downstream, a lock, a pool without a gauge)\n"
+    );
+    assert!(
+        compare(CompareFormat::Markdown)
+            .contains("\n**What ran out first**\n\n- `ramp.llr`: max 201 req/s held;")
+    );
+    assert!(!compare(CompareFormat::Json).contains("ran out"));
+}

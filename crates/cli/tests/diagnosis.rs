@@ -1,0 +1,413 @@
+//! The diagnosis from the outside: stand-ins with a planted bottleneck, each loaded
+//! past its knee by `loadlab attack -monitor`, then `loadlab report -type=json`, whose
+//! `diagnosis` must name the planted limit first and nothing that is not there:
+//! a pool (the simulator's, over Prometheus), one nginx worker on one core (one thread's
+//! ceiling), nginx confined to one core by its affinity (its allowance), nginx under a
+//! low fd limit, and a generator starved beside a CPU hog.
+//!
+//! nginx comes from Debian (`.ci/setup/nginx.sh`); without it these tests skip, unless
+//! LOADLAB_REQUIRE_NGINX is set. Loopback only; every run is bounded. The stand-ins
+//! need the machine's cores to themselves, so they run one at a time.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+/// One stand-in at a time: each plants a CPU or fd limit and measures against it.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+/// A scratch directory removed on drop.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
+    let path = std::env::temp_dir().join(format!(
+        "loadlab-diagnosis-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(path.join("html")).unwrap();
+    std::fs::create_dir_all(path.join("logs")).unwrap();
+    TempDir(path)
+}
+
+/// A port free right now (nginx cannot report the port it was given for `:0`).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Attacks `target` with `args`, writes the records in `dir`, and returns the report's
+/// `diagnosis` object (and the whole report, for the failure message).
+fn diagnose(
+    dir: &Path,
+    target: &str,
+    args: &[&str],
+    wrapper: &[&str],
+) -> (serde_json::Value, String) {
+    let records = dir.join("run.llr");
+    let targets = dir.join("targets.txt");
+    std::fs::write(&targets, format!("GET {target}\nAccept-Encoding: gzip\n")).unwrap();
+    let mut command = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut command = Command::new(program);
+            command.args(rest).arg(env!("CARGO_BIN_EXE_loadlab"));
+            command
+        }
+        None => loadlab(),
+    };
+    let out = command
+        .arg("attack")
+        .args(["-quiet", "-targets", targets.to_str().unwrap()])
+        .args(["-output", records.to_str().unwrap()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "attack: {stderr}");
+    let report = loadlab()
+        .args(["report", "-type=json", records.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let text = loadlab()
+        .args(["report", records.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    (json["loadlab"]["diagnosis"].clone(), text)
+}
+
+/// The first limit's resource kind and name, or the verdict when there is none.
+fn first_limit(diagnosis: &serde_json::Value) -> (String, String) {
+    let verdict = diagnosis["verdict"].as_str().unwrap_or("none").to_owned();
+    if verdict != "first_limit" {
+        return (verdict, String::new());
+    }
+    let first = &diagnosis["findings"][0];
+    (
+        first["resource"].as_str().unwrap().to_owned(),
+        first["name"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn a_pool_at_its_size_is_the_first_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 10 workers x 50 ms = 200 req/s, the pool exposed on the simulator's /metrics.
+    let recipe = r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "50ms"}],
+        "capacity": {"workers": 10, "overflow": 0, "queue": 5, "queue_timeout": "1s", "reject_status": 503}}"#;
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    let server = simulator::Simulator::start(options, &recipe).unwrap();
+    let addr = server.local_addr();
+    let dir = tempdir("pool");
+    let prom = format!("app:prom=http://{addr}/metrics;metric=loadlab_sim_pool_.*");
+    let (diagnosis, text) = diagnose(
+        &dir.0,
+        &format!("http://{addr}/"),
+        &[
+            "-schedule",
+            "line(40, 400, 10s)",
+            "-monitor",
+            "host",
+            "-monitor",
+            &prom,
+        ],
+        &[],
+    );
+    let (resource, name) = first_limit(&diagnosis);
+    assert_eq!(resource, "pool", "{text}");
+    assert!(name.contains("loadlab_sim_pool_busy"), "{text}");
+    assert_eq!(diagnosis["findings"][0]["limit"], 10.0, "{text}");
+}
+
+/// An nginx started on 127.0.0.1 from `conf` (with `PORT` and `UPSTREAM` filled in),
+/// optionally under a wrapper (`taskset -c 0`); stopped on drop.
+struct Nginx {
+    dir: TempDir,
+    port: u16,
+}
+
+impl Nginx {
+    fn start(name: &str, conf: &str, wrapper: &[&str]) -> Option<Nginx> {
+        let binary = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
+            .into_iter()
+            .find(|path| Path::new(path).exists());
+        let Some(binary) = binary else {
+            assert!(
+                std::env::var_os("LOADLAB_REQUIRE_NGINX").is_none(),
+                "LOADLAB_REQUIRE_NGINX is set but nginx is not installed"
+            );
+            eprintln!("skipped: nginx is not installed (.ci/setup/nginx.sh)");
+            return None;
+        };
+        let dir = tempdir(name);
+        let port = free_port();
+        std::fs::write(dir.0.join("html/index.html"), page()).unwrap();
+        let conf = conf.replace("PORT", &port.to_string());
+        std::fs::write(dir.0.join("nginx.conf"), conf).unwrap();
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        let prefix = format!("{}/", dir.0.display());
+        let status = command
+            .args(["-p", &prefix, "-c", "nginx.conf", "-e", "stderr"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "nginx did not start");
+        let nginx = Nginx { dir, port };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && nginx.pid().is_some() {
+                return Some(nginx);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("nginx did not listen on {port}");
+    }
+
+    fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.0.join("nginx.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/index.html", self.port)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// 70 KB of words in a pseudo-random order: gzip at level 9 works hard on it (about a
+/// millisecond of CPU per answer), so one core runs out at a few hundred answers a second.
+fn page() -> String {
+    let words = [
+        "load", "lab", "capacity", "knee", "queue", "pool", "core", "thread", "limit", "socket",
+    ];
+    let mut state = 1u64;
+    let mut text = String::new();
+    for _ in 0..12_000 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        text.push_str(words[(state >> 33) as usize % words.len()]);
+        text.push(' ');
+    }
+    text
+}
+
+const GZIP_CONF: &str = "worker_processes WORKERS;
+pid nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    gzip on;
+    gzip_comp_level 9;
+    gzip_min_length 0;
+    gzip_types text/plain;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:PORT;
+        location / { root html; }
+    }
+}
+";
+
+#[test]
+fn one_nginx_worker_is_one_thread_s_ceiling() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = GZIP_CONF.replace("WORKERS", "1");
+    let Some(nginx) = Nginx::start("one-core", &conf, &[]) else {
+        return;
+    };
+    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
+    let (diagnosis, text) = diagnose(
+        &nginx.dir.0,
+        &nginx.url(),
+        &[
+            "-schedule",
+            "line(5, 300, 12s)",
+            "-timeout",
+            "2s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &pid,
+        ],
+        &[],
+    );
+    assert_eq!(
+        first_limit(&diagnosis),
+        ("one_core".to_owned(), "nginx".to_owned()),
+        "{text}"
+    );
+}
+
+#[test]
+fn nginx_pinned_to_one_core_reaches_its_allowance() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = GZIP_CONF.replace("WORKERS", "2");
+    let Some(nginx) = Nginx::start("allowance", &conf, &["taskset", "-c", "0"]) else {
+        return;
+    };
+    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
+    // The generator on the other core, so the two do not share the planted one.
+    let (diagnosis, text) = diagnose(
+        &nginx.dir.0,
+        &nginx.url(),
+        &[
+            "-schedule",
+            "line(5, 300, 12s)",
+            "-timeout",
+            "2s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &pid,
+        ],
+        &["taskset", "-c", "1"],
+    );
+    assert_eq!(
+        first_limit(&diagnosis),
+        ("cpu_allowance".to_owned(), "nginx".to_owned()),
+        "{text}"
+    );
+    assert_eq!(diagnosis["findings"][0]["limit"], 100.0, "{text}");
+}
+
+#[test]
+fn nginx_under_a_low_fd_limit_runs_out_of_fds() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Each request holds two fds (the client's and the upstream's) for 100 ms.
+    let recipe = r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "100ms"}]}"#;
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    let origin = simulator::Simulator::start(options, &recipe).unwrap();
+    let conf = format!(
+        "worker_processes 1;
+worker_rlimit_nofile 128;
+pid nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    server {{
+        listen 127.0.0.1:PORT;
+        location / {{ proxy_pass http://{}; }}
+    }}
+}}
+",
+        origin.local_addr()
+    );
+    let Some(nginx) = Nginx::start("fds", &conf, &[]) else {
+        return;
+    };
+    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
+    let (diagnosis, text) = diagnose(
+        &nginx.dir.0,
+        &nginx.url(),
+        &[
+            "-schedule",
+            "line(50, 1500, 10s)",
+            "-timeout",
+            "2s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &pid,
+        ],
+        &[],
+    );
+    assert_eq!(
+        first_limit(&diagnosis),
+        ("fds".to_owned(), "nginx".to_owned()),
+        "{text}"
+    );
+    assert_eq!(diagnosis["findings"][0]["limit"], 128.0, "{text}");
+}
+
+#[test]
+fn a_generator_starved_beside_a_cpu_hog_is_the_verdict() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let recipe =
+        r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": 0}]}"#;
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    let server = simulator::Simulator::start(options, &recipe).unwrap();
+    // Two busy loops on core 0 beside the generator, for as long as the run (and no
+    // longer: each stops by itself).
+    let hogs: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("taskset")
+                .args([
+                    "-c",
+                    "0",
+                    "timeout",
+                    "20",
+                    "sh",
+                    "-c",
+                    "while :; do :; done",
+                ])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let dir = tempdir("starved");
+    let (diagnosis, text) = diagnose(
+        &dir.0,
+        &format!("http://{}/", server.local_addr()),
+        &["-rate", "4000", "-duration", "6s", "-monitor", "host"],
+        &["taskset", "-c", "0"],
+    );
+    for mut hog in hogs {
+        // TERM, which `timeout` passes on to its loop (KILL would orphan the loop).
+        let _ = Command::new("kill").arg(hog.id().to_string()).status();
+        let _ = hog.wait();
+    }
+    assert_eq!(diagnosis["verdict"], "generator", "{text}");
+    let lines = diagnosis["lines"].to_string();
+    assert!(lines.contains("says nothing about the server"), "{text}");
+}
