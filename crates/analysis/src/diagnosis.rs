@@ -50,8 +50,12 @@ pub enum Resource {
     Pool,
     /// Database connections against the server's maximum.
     DbConnections,
-    /// A log pattern (errors the system under test wrote).
+    /// Log lines that name a resource running out (`too many open files`, `out of
+    /// memory`, a user's pattern): a limit in the system's own words.
     Log,
+    /// Log lines that are symptoms (timeouts, 5xx, refused connections, panics): listed
+    /// in time order, never the first limit.
+    LogSymptom,
 }
 
 impl Resource {
@@ -72,6 +76,7 @@ impl Resource {
             Resource::Pool => "pool",
             Resource::DbConnections => "db_connections",
             Resource::Log => "log",
+            Resource::LogSymptom => "log_symptom",
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Watched {
     pub peak_at_ns: u64,
     /// The first sustained stretch at the threshold, if it came that close.
     pub crossed: Option<Crossing>,
+    /// The first line that made it a finding, for a log.
+    pub example: Option<String>,
 }
 
 impl Watched {
@@ -235,9 +242,18 @@ pub fn diagnose(
             })
         })
         .collect();
-    findings.sort_by(|a, b| {
-        (a.crossing.at_ns, a.watched.resource).cmp(&(b.crossing.at_ns, b.watched.resource))
-    });
+    // In time order; within one second (the samplers' resolution), a measured
+    // resource before the log lines that say the same (fds before "too many open files").
+    let key = |f: &Finding| {
+        let is_log = matches!(f.watched.resource, Resource::Log | Resource::LogSymptom);
+        (
+            f.crossing.at_ns / 1_000_000_000,
+            is_log,
+            f.crossing.at_ns,
+            f.watched.resource,
+        )
+    };
+    findings.sort_by_key(key);
     let mut held: Vec<Watched> = watched
         .iter()
         .filter(|w| w.crossed.is_none())
@@ -247,9 +263,10 @@ pub fn diagnose(
         let share = |w: &Watched| w.peak_percent().unwrap_or(0.0);
         share(b).total_cmp(&share(a))
     });
-    let first = findings
-        .iter()
-        .position(|f| matches!(f.timing, Timing::Before | Timing::AtKnee | Timing::NoKnee));
+    let first = findings.iter().position(|f| {
+        f.watched.resource != Resource::LogSymptom
+            && matches!(f.timing, Timing::Before | Timing::AtKnee | Timing::NoKnee)
+    });
     let struggled = knee.is_some() || trouble.is_some();
     let verdict = match (&generator.fell_behind, first, struggled) {
         (Some(reason), _, _) => Verdict::GeneratorRanOut {
@@ -302,14 +319,19 @@ impl Diagnosis {
     /// verdict first, then each finding in time order, then the headroom of the rest.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![self.headline()];
+        let first = match self.verdict {
+            Verdict::FirstLimit { finding } => Some(finding),
+            _ => None,
+        };
         for (index, finding) in self.findings.iter().enumerate() {
-            if matches!(self.verdict, Verdict::FirstLimit { finding } if finding == index) {
-                continue;
-            }
-            lines.push(format!(
-                "then: {}",
-                finding.describe(self.knee.as_ref(), self.start_unix_ns)
-            ));
+            // Symptoms (log lines of timeouts) may come before the first limit.
+            let when = match first {
+                Some(first) if index == first => continue,
+                Some(first) if index < first => "before it",
+                _ => "then",
+            };
+            let text = finding.describe(self.knee.as_ref(), self.start_unix_ns);
+            lines.push(format!("{when}: {text}"));
         }
         if !self.held.is_empty() {
             let held: Vec<String> = self.held.iter().map(headroom).collect();
@@ -393,6 +415,9 @@ impl Finding {
             seconds(w.peak_at_ns),
             w.series
         );
+        if let Some(line) = &w.example {
+            let _ = write!(text, "; first line: {line:?}");
+        }
         text
     }
 }
@@ -461,7 +486,9 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
             ),
             "; more are refused",
         ),
-        Resource::Log => (format!("log lines at {}", value(at, "/s")), ""),
+        Resource::Log | Resource::LogSymptom => {
+            (format!("wrote matching lines, {}", value(at, "/s")), "")
+        }
     }
 }
 
@@ -521,7 +548,7 @@ fn noun(resource: Resource) -> &'static str {
         Resource::TcpErrors => "TCP errors",
         Resource::Pool => "use",
         Resource::DbConnections => "connections",
-        Resource::Log => "lines",
+        Resource::Log | Resource::LogSymptom => "lines",
     }
 }
 
@@ -571,6 +598,7 @@ mod tests {
                 at_ns: at * S,
                 value: peak,
             }),
+            example: None,
         }
     }
 
@@ -709,6 +737,45 @@ mod tests {
                 diagnosis.headline()
             );
         }
+    }
+
+    #[test]
+    fn log_lines_quote_their_first_line_and_symptoms_never_come_first() {
+        let log = |resource, crossed_s, example: &str| Watched {
+            name: "nginx log (too_many_open_files)".to_owned(),
+            unit: "/s",
+            limit: None,
+            example: Some(example.to_owned()),
+            ..watched("log", resource, 1.0, 40.0, Some(crossed_s))
+        };
+        let timeouts = log(Resource::LogSymptom, 5, "upstream timed out");
+        let fds = log(
+            Resource::Log,
+            9,
+            "accept4() failed (24: Too many open files)",
+        );
+        let diagnosis = diagnose(
+            Some(knee_at(10)),
+            None,
+            &GeneratorState::default(),
+            &[timeouts, fds],
+        );
+        let Verdict::FirstLimit { finding } = diagnosis.verdict else {
+            panic!("{:?}", diagnosis.verdict);
+        };
+        assert_eq!(diagnosis.findings[finding].watched.resource, Resource::Log);
+        assert!(
+            diagnosis
+                .headline()
+                .ends_with("; first line: \"accept4() failed (24: Too many open files)\""),
+            "{}",
+            diagnosis.headline()
+        );
+        assert!(
+            diagnosis.lines()[1].starts_with("before it: nginx log"),
+            "{:?}",
+            diagnosis.lines()
+        );
     }
 
     #[test]

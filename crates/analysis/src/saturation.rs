@@ -192,16 +192,12 @@ fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The first window of the first run of `sustain` windows for which `turned` holds.
-fn first_sustained(
-    windows: &[Window],
-    sustain: usize,
-    turned: impl Fn(&Window) -> bool,
-) -> Option<usize> {
+/// The first index of the first run of `sustain` `true`s.
+fn first_sustained_index(turned: &[bool], sustain: usize) -> Option<usize> {
     let sustain = sustain.max(1);
     let mut run = 0;
-    for (i, window) in windows.iter().enumerate() {
-        run = if turned(window) { run + 1 } else { 0 };
+    for (i, &turned) in turned.iter().enumerate() {
+        run = if turned { run + 1 } else { 0 };
         if run == sustain {
             return Some(i + 1 - sustain);
         }
@@ -209,9 +205,38 @@ fn first_sustained(
     None
 }
 
+/// The first window of the first run of `sustain` windows for which `turned` holds.
+fn first_sustained(
+    windows: &[Window],
+    sustain: usize,
+    turned: impl Fn(&Window) -> bool,
+) -> Option<usize> {
+    let turned: Vec<bool> = windows.iter().map(turned).collect();
+    first_sustained_index(&turned, sustain)
+}
+
+/// Throughput falls short when the successful answers of a window are well below what
+/// was sent one answer-time earlier: completions count by completion time, so on a
+/// steep ramp against a 100 ms server each window completes part of the previous
+/// window's (lower) offered rate, and that is not a shortfall.
 fn throughput_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
-    let short = |w: &Window| w.ok_per_sec < w.offered_per_sec * (1.0 - config.shortfall_ratio);
-    let i = first_sustained(windows, config.sustain_windows, short)?;
+    let answer_s = early_latency_ns(windows, config).map_or(0.0, |ns| (ns as f64 / 1e9).min(1.0));
+    let expected: Vec<f64> = (0..windows.len())
+        .map(|i| {
+            let before = if i == 0 {
+                0.0
+            } else {
+                windows[i - 1].offered_per_sec
+            };
+            windows[i].offered_per_sec * (1.0 - answer_s) + before * answer_s
+        })
+        .collect();
+    let short: Vec<bool> = windows
+        .iter()
+        .zip(&expected)
+        .map(|(w, expected)| w.ok_per_sec < expected * (1.0 - config.shortfall_ratio))
+        .collect();
+    let i = first_sustained_index(&short, config.sustain_windows)?;
     let w = windows[i];
     let reason = format!(
         "successful throughput {:.0}/s fell more than {:.0}% below the offered {:.0}/s for {} windows from {}",
@@ -247,18 +272,28 @@ fn errors_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
     Some(turn(TurnKind::Errors, w, reason))
 }
 
+/// The median latency of the early ramp's answered windows: the level latency turns from.
+fn early_latency_ns(windows: &[Window], config: &SaturationConfig) -> Option<u64> {
+    let answered: Vec<u64> = windows
+        .iter()
+        .filter(|w| w.ok_per_sec + w.failed_per_sec > 0.0)
+        .map(|w| w.latency_ns)
+        .collect();
+    let early = ((answered.len() as f64 * config.baseline_share) as usize)
+        .max(3)
+        .min(answered.len());
+    let mut early_latencies = answered[..early].to_vec();
+    early_latencies.sort_unstable();
+    early_latencies.get(early_latencies.len() / 2).copied()
+}
+
 fn latency_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
     let answered: Vec<Window> = windows
         .iter()
         .copied()
         .filter(|w| w.ok_per_sec + w.failed_per_sec > 0.0)
         .collect();
-    let early = ((answered.len() as f64 * config.baseline_share) as usize)
-        .max(3)
-        .min(answered.len());
-    let mut early_latencies: Vec<u64> = answered[..early].iter().map(|w| w.latency_ns).collect();
-    early_latencies.sort_unstable();
-    let baseline_ns = *early_latencies.get(early_latencies.len() / 2)?;
+    let baseline_ns = early_latency_ns(windows, config)?;
     let limit_ns = ((baseline_ns as f64 * config.latency_factor) as u64)
         .max(baseline_ns + config.latency_floor_ns);
     let i = first_sustained(&answered, config.sustain_windows, |w| {
@@ -342,6 +377,30 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// A steep ramp against a 200 ms server that keeps up: each second completes a
+    /// fifth of the previous second's (lower) rate, which is not a shortfall.
+    #[test]
+    fn answers_that_take_a_fifth_of_a_second_are_not_a_shortfall_on_a_steep_ramp() {
+        let windows: Vec<Window> = (0..12u64)
+            .map(|i| {
+                let offered = 50.0 + 145.0 * i as f64;
+                let before = if i == 0 { 0.0 } else { offered - 145.0 };
+                Window {
+                    start_ns: i * SECOND_NS,
+                    offered_per_sec: offered,
+                    ok_per_sec: 0.8 * offered + 0.2 * before,
+                    failed_per_sec: 0.0,
+                    latency_ns: 200_000_000,
+                }
+            })
+            .collect();
+        let finding = find_saturation(&windows, &SaturationConfig::default());
+        assert!(
+            matches!(finding, Finding::NoSaturation { .. }),
+            "{finding:?}"
+        );
     }
 
     #[test]

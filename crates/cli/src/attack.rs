@@ -123,8 +123,9 @@ pub struct AttackArgs {
     #[arg(long, value_name = "RULE")]
     stop_when: Vec<String>,
     /// Sample the system under test beside the records, on the run's clock: host,
-    /// process=NAME, pid=N, prom=URL, postgres=URL, agent=HOST:PORT (repeatable; see
-    /// `loadlab monitor --help`)
+    /// process=NAME, pid=N, prom=URL, postgres=URL, agent=HOST:PORT, log=PATH,
+    /// logcmd=COMMAND (repeatable; see `loadlab monitor --help`). `report` then says what
+    /// ran out first (docs/DIAGNOSIS.md)
     #[arg(long, value_name = "SPEC")]
     monitor: Vec<String>,
     #[arg(long, value_name = "DURATION", help = with_default(

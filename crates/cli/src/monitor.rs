@@ -36,6 +36,14 @@ use crate::signals;
 ///                             gauges as they are, histograms as quantiles
 ///   postgres=URL              pg_stat_database: connections and transactions/s
 ///   agent=HOST:PORT           samples streamed by `loadlab monitor -serve` elsewhere
+///   log=PATH[;pattern=NAME=RE]
+///                             a log file followed from its end (rotated or truncated:
+///                             from the top again): lines/s by pattern (too many open
+///                             files, out of memory, connection refused, timeouts, 5xx,
+///                             panics, and yours), the first lines of each kept
+///   logcmd=COMMAND[;pattern=NAME=RE]
+///                             the same over a command's output: `journalctl -f -u app`,
+///                             `kubectl logs -f POD`, `docker logs -f NAME`
 ///   LABEL:SPEC                any of these, named LABEL in reports and charts
 ///                             (app:process=.*gunicorn.*, db:postgres=URL)
 ///
@@ -50,6 +58,8 @@ use crate::signals;
 ///   loadlab monitor -interval 500ms -duration 1m "prom=http://127.0.0.1:9113/metrics;metric=nginx_.*" > nginx.mon
 ///
 ///   loadlab monitor -serve 127.0.0.1:7070 host process=app      (on the machine under test)
+///
+///   loadlab attack -targets=t.txt -rate=2000 -duration=1m -monitor process=nginx -monitor nginx:log=/var/log/nginx/error.log > run.llr
 ///
 ///   loadlab report run.llr run.mon
 ///

@@ -180,7 +180,8 @@ impl Nginx {
         };
         let prefix = format!("{}/", dir.0.display());
         let status = command
-            .args(["-p", &prefix, "-c", "nginx.conf", "-e", "stderr"])
+            .args(["-p", &prefix, "-c", "nginx.conf"])
+            .args(["-e", &format!("{prefix}error.log")])
             .status()
             .unwrap();
         assert!(status.success(), "nginx did not start");
@@ -343,6 +344,7 @@ http {{
         return;
     };
     let pid = format!("nginx:pid={}", nginx.pid().unwrap());
+    let log = format!("nginx:log={}", nginx.dir.0.join("error.log").display());
     let (diagnosis, text) = diagnose(
         &nginx.dir.0,
         &nginx.url(),
@@ -355,6 +357,8 @@ http {{
             "host",
             "-monitor",
             &pid,
+            "-monitor",
+            &log,
         ],
         &[],
     );
@@ -363,6 +367,14 @@ http {{
         ("fds".to_owned(), "nginx".to_owned()),
         "{text}"
     );
+    // nginx's own words on the same timeline, quoted with their first line.
+    let findings = diagnosis["findings"].as_array().unwrap();
+    let said = findings
+        .iter()
+        .find(|f| f["resource"] == "log")
+        .expect(&text);
+    assert_eq!(said["name"], "nginx log (too_many_open_files)", "{text}");
+    assert!(text.contains("Too many open files"), "{text}");
     assert_eq!(diagnosis["findings"][0]["limit"], 128.0, "{text}");
 }
 

@@ -31,6 +31,7 @@ mod histogram;
 mod host;
 mod http_get;
 mod hub;
+mod log;
 mod netstat;
 mod pg;
 mod proc_stat;
@@ -51,8 +52,8 @@ pub use agent::AgentServer;
 pub use clock::ClockAnchor;
 pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
 pub use spec::{
-    MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch, PromFilters, PromSpec,
-    SamplerSpec,
+    LogSource, LogSpec, MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch,
+    PromFilters, PromSpec, SamplerSpec,
 };
 pub use units::redact_url;
 

@@ -13,6 +13,7 @@ use crate::agent::AgentClient;
 use crate::clock::ClockAnchor;
 use crate::host::HostSampler;
 use crate::hub::{Hub, Reading, defined_through};
+use crate::log::LogSampler;
 use crate::pg::PostgresSampler;
 use crate::process::ProcessSampler;
 use crate::prom::PromSampler;
@@ -201,6 +202,7 @@ fn jobs(config: MonitorConfig) -> (Vec<Job>, Vec<SamplerInfo>) {
                 ))));
             }
             SamplerSpec::Agent(addr) => jobs.push(Job::Agent(AgentClient::new(info, addr))),
+            SamplerSpec::Log(log) => jobs.push(Job::Ticked(Box::new(LogSampler::new(info, &log)))),
         }
     }
     if !groups.is_empty() {

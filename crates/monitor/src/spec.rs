@@ -10,6 +10,9 @@
 //! prom=URL[;metric=RE][;drop=RE][;label=NAME=RE][;quantiles=0.5,0.99][;timeout=DUR]
 //! postgres=URL[;timeout=DUR]            pg_stat_database: connections, transactions/s
 //! agent=HOST:PORT                       samples streamed by `loadlab monitor -serve`
+//! log=PATH[;pattern=NAME=RE]            a log file followed from its end (rotation and
+//!                                       truncation followed), lines/s by pattern
+//! logcmd=COMMAND[;pattern=NAME=RE]      a command's output (`journalctl -f -u app`)
 //! LABEL:SPEC                            any of the above, named LABEL in reports and
 //!                                       charts (e.g. `app:process=.*gunicorn.*`)
 //! ```
@@ -63,6 +66,24 @@ pub struct PostgresSpec {
     pub timeout: Option<Duration>,
 }
 
+/// Where a log sampler's lines come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogSource {
+    /// A file, followed from its end.
+    File(String),
+    /// `sh -c COMMAND`'s stdout and stderr.
+    Command(String),
+}
+
+/// A log followed beside the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSpec {
+    /// The file or command.
+    pub source: LogSource,
+    /// The user's patterns (name, regex), counted beside the defaults.
+    pub patterns: Vec<(String, String)>,
+}
+
 /// One sampler, as parsed from a spec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplerSpec {
@@ -76,6 +97,8 @@ pub enum SamplerSpec {
     Postgres(PostgresSpec),
     /// `HOST:PORT` of a `loadlab monitor -serve` agent.
     Agent(String),
+    /// A log file or a command's output, lines per second by pattern.
+    Log(LogSpec),
 }
 
 impl SamplerSpec {
@@ -87,6 +110,7 @@ impl SamplerSpec {
             SamplerSpec::Prom(_) => "prom",
             SamplerSpec::Postgres(_) => "postgres",
             SamplerSpec::Agent(_) => "agent",
+            SamplerSpec::Log(_) => "log",
         }
     }
 
@@ -101,6 +125,10 @@ impl SamplerSpec {
             SamplerSpec::Prom(prom) => redact_url(&prom.url),
             SamplerSpec::Postgres(pg) => redact_url(&pg.url),
             SamplerSpec::Agent(addr) => addr.clone(),
+            SamplerSpec::Log(LogSpec {
+                source: LogSource::File(path) | LogSource::Command(path),
+                ..
+            }) => path.clone(),
         }
     }
 }
@@ -206,9 +234,13 @@ impl MonitorConfig {
                 needs_value(value)?;
                 parse_agent(value).map_err(|reason| fail(&reason))
             }
+            "log" | "logcmd" => {
+                needs_value(value)?;
+                parse_log(key.trim(), value).map_err(|reason| fail(&reason))
+            }
             _ => Err(fail(
                 "unknown sampler: want host, process=NAME_OR_REGEX, pid=N, prom=URL, \
-                 postgres=URL or agent=HOST:PORT",
+                 postgres=URL, agent=HOST:PORT, log=PATH or logcmd=COMMAND",
             )),
         }
     }
@@ -311,6 +343,30 @@ fn parse_postgres(value: &str) -> Result<SamplerSpec, String> {
         url: url.to_owned(),
         timeout: options,
     }))
+}
+
+/// `log=PATH` or `logcmd=COMMAND`, each with `;pattern=NAME=RE` options. A command's
+/// own `;` would be read as an option only when followed by `pattern=`.
+fn parse_log(key: &str, value: &str) -> Result<SamplerSpec, String> {
+    let mut parts = value.split(";pattern=");
+    let target = parts.next().unwrap_or_default().trim();
+    if target.is_empty() {
+        return Err(format!("{key}= needs a value"));
+    }
+    let mut patterns = Vec::new();
+    for part in parts {
+        let (name, pattern) = part
+            .split_once('=')
+            .filter(|(name, _)| !name.is_empty())
+            .ok_or_else(|| format!("pattern={part} needs pattern=NAME=REGEX"))?;
+        regex::bytes::Regex::new(pattern).map_err(|err| format!("bad regex {pattern:?}: {err}"))?;
+        patterns.push((name.to_owned(), pattern.to_owned()));
+    }
+    let source = match key {
+        "log" => LogSource::File(target.to_owned()),
+        _ => LogSource::Command(target.to_owned()),
+    };
+    Ok(SamplerSpec::Log(LogSpec { source, patterns }))
 }
 
 fn parse_agent(value: &str) -> Result<SamplerSpec, String> {
@@ -438,6 +494,23 @@ mod tests {
             ),
             ("agent=127.0.0.1", Err("HOST:PORT")),
             ("agent=:0", Err("port from 1 to 65535")),
+            (
+                "log=/var/log/nginx/error.log",
+                Ok(SamplerSpec::Log(LogSpec {
+                    source: LogSource::File("/var/log/nginx/error.log".into()),
+                    patterns: Vec::new(),
+                })),
+            ),
+            (
+                "logcmd=journalctl -f -u app; true;pattern=pool=pool exhausted",
+                Ok(SamplerSpec::Log(LogSpec {
+                    source: LogSource::Command("journalctl -f -u app; true".into()),
+                    patterns: vec![("pool".into(), "pool exhausted".into())],
+                })),
+            ),
+            ("log=", Err("log= needs a value")),
+            ("log=app.log;pattern=x", Err("needs pattern=NAME=REGEX")),
+            ("log=app.log;pattern=x=(", Err("bad regex")),
             ("disk", Err("unknown sampler")),
         ];
         for (text, want) in rows {

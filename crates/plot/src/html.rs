@@ -441,7 +441,7 @@ fn summary(out: &mut String, report: &Report) {
 /// them.
 fn resources_summary(out: &mut String, resources: &ResourceSummary) {
     let mut text = String::new();
-    write_resources_text(&mut text, resources);
+    write_resources_text(&mut text, resources, None);
     let _ = write!(
         out,
         "<details class=\"summary\" open>\n<summary>Resources</summary>\n<pre>{}</pre>\n\

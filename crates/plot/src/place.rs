@@ -227,6 +227,15 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
             dashed(Group::DbTransactions, &format!("{database} rollbacks"))
         }
         S::PostgresConnections => line(Group::DbConnections, database),
+        // Lines per second by pattern; `all` would dwarf the errors a reader looks for.
+        S::LogLinesPerSec => match label("pattern") {
+            Some("all") | None => None,
+            Some(pattern) => line(
+                Group::Other(OtherUnit::from_unit(&series.unit)),
+                &format!("{} log: {pattern}", sampler.name),
+            ),
+        },
+        S::LogExample => None,
         S::PostgresMaxConnections => ceiling(Group::DbConnections, "max_connections".to_owned()),
         // Charted as what they are: counts without a chart of their own.
         S::HostLoad1

@@ -72,6 +72,8 @@ resource_series! {
     ProcessSockets = "process.sockets": "File descriptors of the group that are sockets, count.",
     ProcessFdLimit = "process.fd_limit": "The soft fd limit of the member closest to it, count.",
     ProcessFdUsePercent = "process.fd_use_percent": "That member's use of its fd limit, percent.",
+    LogLinesPerSec = "log.lines_per_sec": "Lines a followed log or command wrote per second, per `pattern` (`all` for every line).",
+    LogExample = "log.example": "A distinct line matching `pattern` (its text in `line`), 1 when first seen; the first few per pattern.",
     PostgresConnections = "postgres.connections": "Backends of a `database`, less the sampler's own, count.",
     PostgresMaxConnections = "postgres.max_connections": "The server's `max_connections`, count.",
     PostgresTransactionsPerSec = "postgres.transactions_per_sec": "Commits and rollbacks of a `database` per second, less the sampler's own.",

@@ -292,9 +292,17 @@ fn write_turn(out: &mut String, turn: &Turn) {
 }
 
 /// One line for inputs without requests: `{"loadlab":{"resources":{...},"warnings":[...]}}`.
-pub(crate) fn write_resources_json(out: &mut String, resources: &ResourceSummary) {
+pub(crate) fn write_resources_json(
+    out: &mut String,
+    resources: &ResourceSummary,
+    diagnosis: Option<&analysis::Diagnosis>,
+) {
     out.push_str("{\"loadlab\":{\"resources\":");
     write_resources(out, resources);
+    if let Some(diagnosis) = diagnosis {
+        out.push_str(",\"diagnosis\":");
+        write_diagnosis(out, diagnosis);
+    }
     out.push_str(",\"warnings\":[");
     push_strings(out, resources.warnings.iter());
     out.push_str("]}}\n");

@@ -87,14 +87,20 @@ pub fn run_report(
     }
     let requests = groups.requests();
     if requests == 0 {
-        // A monitor file alone: its resource summary is the report.
+        // A monitor file alone: its resource summary (and what reached its limit) is
+        // the report.
+        let first_sample_ns = resources.first_at_unix_ns();
         let Some(summary) = resources.close(None) else {
             return Err(RecordError::Empty {
                 source_name: input_names(paths),
             }
             .into());
         };
-        let text = render_resources_only(&summary, &config.report_type);
+        let watched = pressures.close(first_sample_ns.unwrap_or(0));
+        let generator = analysis::GeneratorState::default();
+        let mut diagnosis = analysis::diagnose(None, None, &generator, &watched);
+        diagnosis.start_unix_ns = first_sample_ns;
+        let text = render_resources_only(&summary, &diagnosis, &config.report_type);
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
         out.flush().map_err(ReportError::Write)?;
         return Ok(ReportOutcome {
@@ -266,11 +272,15 @@ fn users_at(summaries: &[SourceSummary], unix_ns: u64, attack: Option<usize>) ->
 }
 
 /// The resource summary of inputs without requests (`loadlab monitor` files).
-fn render_resources_only(summary: &ResourceSummary, report_type: &ReportType) -> String {
+fn render_resources_only(
+    summary: &ResourceSummary,
+    diagnosis: &analysis::Diagnosis,
+    report_type: &ReportType,
+) -> String {
     let mut text = String::new();
     match report_type {
-        ReportType::Json { .. } => write_resources_json(&mut text, summary),
-        _ => write_resources_text(&mut text, summary),
+        ReportType::Json { .. } => write_resources_json(&mut text, summary, Some(diagnosis)),
+        _ => write_resources_text(&mut text, summary, Some(diagnosis)),
     }
     text
 }

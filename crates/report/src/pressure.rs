@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use analysis::diagnosis::{Crossing, Resource, Watched};
 use record::{ResourceSeries, SampleBatch, SampleTables, SeriesKind};
 
-use crate::resources::Stat;
+use crate::resources::{SUSTAINED_SAMPLES, Stat};
 
 /// A share of a limit at or above this (percent) is close to it: CPU of an allowance,
 /// fds, memory, connections, a pool.
@@ -58,6 +58,7 @@ enum Role {
     DbMaxConnections,
     PoolUse(u32),
     PoolSize(u32),
+    LogLines(u32),
 }
 
 /// One resource's pressure, by sampler and kind.
@@ -76,16 +77,19 @@ enum Measure {
     ConnectFailures,
     DbConnections,
     Pool(u32),
+    Log(u32),
 }
 
 /// One reading of a measure: its value in its own unit, its limit (`None` for events
-/// and plain percentages), and the share of that limit its threshold applies to.
+/// and plain percentages), the share of that limit its threshold applies to, and how
+/// many readings in a row at the threshold make a crossing.
 struct Reading {
     measure: Measure,
     value: f64,
     limit: Option<f64>,
     share: f64,
     threshold: f64,
+    sustain: u32,
 }
 
 /// The running figures of one measure.
@@ -116,6 +120,9 @@ pub struct Pressures {
     pools: BTreeMap<(u32, String), u32>,
     /// By pool id: its gauges' names.
     pool_names: Vec<PoolNames>,
+    /// Log patterns by sampler and name, and by id: the name and its first line.
+    logs: BTreeMap<(u32, String), u32>,
+    log_patterns: Vec<(String, Option<String>)>,
     tracks: BTreeMap<(u32, Measure), Track>,
     /// By sampler id: its kind and name.
     samplers: Vec<(String, String)>,
@@ -144,6 +151,9 @@ impl Pressures {
         if kind == "prom" {
             let role = self.pool_role(info.sampler, &info.name, &info.labels, info.kind)?;
             return Some((info.sampler, role));
+        }
+        if kind == "log" {
+            return self.log_role(info.sampler, &info.name, &info.labels);
         }
         let series = ResourceSeries::from_name(&info.name)?;
         // A series counts only from its own kind of sampler (an agent forwards samplers
@@ -204,6 +214,34 @@ impl Pressures {
         }
     }
 
+    /// A log's lines per second of one pattern (not `all`); an example line is noted as
+    /// its pattern's first when it is the first declared (the monitor declares an
+    /// example when it first sees it).
+    fn log_role(
+        &mut self,
+        sampler: u32,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<(u32, Role)> {
+        let pattern = labels.get("pattern").filter(|p| *p != "all")?;
+        let next = u32::try_from(self.log_patterns.len()).ok()?;
+        let id = *self.logs.entry((sampler, pattern.clone())).or_insert(next);
+        if id == next {
+            self.log_patterns.push((pattern.clone(), None));
+        }
+        match ResourceSeries::from_name(name)? {
+            ResourceSeries::LogLinesPerSec => Some((sampler, Role::LogLines(id))),
+            ResourceSeries::LogExample => {
+                let line = labels.get("line").cloned();
+                self.log_patterns[id as usize]
+                    .1
+                    .get_or_insert_with(|| line.unwrap_or_default());
+                None
+            }
+            _ => None,
+        }
+    }
+
     fn add_batch(&mut self, batch: &SampleBatch) {
         // Values of one batch by sampler and role: summed (databases of one server),
         // except per-core CPU, whose busiest core counts.
@@ -226,7 +264,13 @@ impl Pressures {
                 Role::PoolUse(pool) if s == sampler => Some(pool),
                 _ => None,
             });
-            for reading in readings(&get, pools) {
+            let logs = values.iter().filter_map(|(&(s, role), &value)| match role {
+                Role::LogLines(id) if s == sampler => Some(Reading::event(Measure::Log(id), value)),
+                _ => None,
+            });
+            let mut readings = readings(&get, pools);
+            readings.extend(logs);
+            for reading in readings {
                 let track = self.tracks.entry((sampler, reading.measure)).or_default();
                 track.add(batch.at_unix_ns, &reading);
             }
@@ -247,6 +291,8 @@ impl Pressures {
                 Measure::OneCore => track.share.sustained.is_some() && track.one_thread_ceiling(),
                 // A busy host explains its busiest core.
                 Measure::BusiestCore => !core_busy(*sampler),
+                // A pattern that never matched says nothing (the log's other lines do).
+                Measure::Log(_) => track.peak > 0.0,
                 _ => true,
             })
             .map(|(&(sampler, measure), track)| {
@@ -256,9 +302,23 @@ impl Pressures {
     }
 
     fn watched(&self, sampler: u32, measure: Measure, track: &Track, start: u64) -> Watched {
-        let (resource, series, unit) = describe(measure);
+        let (mut resource, series, unit) = describe(measure);
         let (kind, name) = &self.samplers[sampler as usize];
+        let mut example = None;
         let (name, series) = match (measure, kind.as_str()) {
+            (Measure::Log(id), _) => {
+                let (pattern, first_line) = &self.log_patterns[id as usize];
+                if !LIMIT_PATTERNS.contains(&pattern.as_str())
+                    && DEFAULT_SYMPTOMS.contains(&pattern.as_str())
+                {
+                    resource = Resource::LogSymptom;
+                }
+                example.clone_from(first_line);
+                (
+                    format!("{name} log ({pattern})"),
+                    format!("log.lines_per_sec{{pattern={pattern}}}"),
+                )
+            }
             (Measure::Pool(pool), _) => {
                 let names = &self.pool_names[pool as usize];
                 // A labelled endpoint (`app:prom=URL`) names its pools; a bare URL
@@ -292,6 +352,7 @@ impl Pressures {
             peak: track.peak,
             peak_at_ns: track.peak_at_unix_ns.saturating_sub(start),
             crossed,
+            example,
         }
     }
 }
@@ -304,8 +365,14 @@ impl Track {
         if let Some(limit) = reading.limit {
             self.limit = Some(self.limit.map_or(limit, |l| l.max(limit)));
         }
+        let Reading {
+            share,
+            threshold,
+            sustain,
+            ..
+        } = *reading;
         self.share
-            .add(at_unix_ns, reading.share, Some(reading.threshold));
+            .add_sustained(at_unix_ns, share, threshold, sustain);
     }
 
     /// Held at one core (never far beyond it) while allowed two or more.
@@ -345,6 +412,7 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             limit: Some(limit),
             share: percent,
             threshold: NEAR_LIMIT_PERCENT,
+            sustain: SUSTAINED_SAMPLES,
         });
     }
     if let Some(cpu) = get(Role::ProcessCpu) {
@@ -379,6 +447,15 @@ impl Reading {
             limit: None,
             share: value,
             threshold,
+            sustain: SUSTAINED_SAMPLES,
+        }
+    }
+
+    /// Log lines: any at all count, from the first second they appear.
+    fn event(measure: Measure, value: f64) -> Reading {
+        Reading {
+            sustain: 1,
+            ..Reading::plain(measure, value, f64::MIN_POSITIVE)
         }
     }
 
@@ -391,6 +468,7 @@ impl Reading {
             limit: Some(limit),
             share: value / limit * 100.0,
             threshold: NEAR_LIMIT_PERCENT,
+            sustain: SUSTAINED_SAMPLES,
         })
     }
 }
@@ -436,8 +514,15 @@ fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
             "connections",
         ),
         Measure::Pool(_) => (Resource::Pool, "", ""),
+        Measure::Log(_) => (Resource::Log, "", "/s"),
     }
 }
+
+/// The monitor's default log patterns that name a resource running out: a limit in the
+/// system's own words. A user's patterns count as such too.
+const LIMIT_PATTERNS: &[&str] = &["too_many_open_files", "out_of_memory"];
+/// The default patterns that are symptoms: listed, never the first limit.
+const DEFAULT_SYMPTOMS: &[&str] = &["connection_refused", "timeout", "5xx", "panic"];
 
 /// Words that make a gauge a pool's use or its size.
 const USE_WORDS: &[&str] = &["busy", "active", "inuse", "used", "running", "occupied"];

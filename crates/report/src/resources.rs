@@ -39,12 +39,30 @@ pub struct Stat {
 
 impl Stat {
     pub(crate) fn add(&mut self, at_unix_ns: u64, value: f64, threshold: Option<f64>) {
+        match threshold {
+            Some(threshold) => self.add_sustained(at_unix_ns, value, threshold, SUSTAINED_SAMPLES),
+            None => self.count(at_unix_ns, value),
+        }
+    }
+
+    fn count(&mut self, at_unix_ns: u64, value: f64) {
         if self.samples == 0 || value > self.peak {
             (self.peak, self.peak_at_unix_ns) = (value, at_unix_ns);
         }
         self.samples += 1;
         self.sum += value;
-        let Some(threshold) = threshold else { return };
+    }
+
+    /// Counts `value`, and tracks the first stretch of `sustain` samples in a row at or
+    /// above `threshold`.
+    pub(crate) fn add_sustained(
+        &mut self,
+        at_unix_ns: u64,
+        value: f64,
+        threshold: f64,
+        sustain: u32,
+    ) {
+        self.count(at_unix_ns, value);
         if value < threshold {
             self.run = (0, 0, 0.0);
             self.sustained_open = false;
@@ -55,7 +73,7 @@ impl Stat {
         let start = if len == 0 { at_unix_ns } else { start };
         self.run = (start, len + 1, sum + value);
         match &mut self.sustained {
-            None if len + 1 >= SUSTAINED_SAMPLES => {
+            None if len + 1 >= sustain => {
                 self.sustained = Some((start, (sum + value) / f64::from(len + 1)));
                 self.sustained_open = true;
             }
@@ -165,6 +183,8 @@ fn measure(
         | S::ProcessThreads
         | S::ProcessSockets
         | S::ProcessCpuLimitPercent
+        | S::LogLinesPerSec
+        | S::LogExample
         | S::PostgresMaxConnections
         | S::PostgresRollbacksPerSec => return None,
     })
@@ -225,6 +245,11 @@ impl Resources {
                 }
             }
         }
+    }
+
+    /// When the first sample was read, unix ns.
+    pub fn first_at_unix_ns(&self) -> Option<u64> {
+        self.first_at_unix_ns
     }
 
     /// The summary, with times in warnings relative to `start_unix_ns` (the run's first

@@ -34,11 +34,7 @@ pub fn write_text(out: &mut String, report: &Report) {
         out.push_str(&align(&extras, &[LABEL_WIDTH, BRACKET_WIDTH]));
     }
     if let Some(diagnosis) = &report.extras.diagnosis {
-        // Sentences, not columns: a reader pastes them into a write-up.
-        out.push_str("Diagnosis:\n");
-        for line in diagnosis.lines() {
-            let _ = writeln!(out, "{line}");
-        }
+        write_diagnosis(out, diagnosis);
     }
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
@@ -48,12 +44,27 @@ pub fn write_text(out: &mut String, report: &Report) {
     }
 }
 
-/// The resource rows and warnings alone, for inputs without requests.
-pub fn write_resources_text(out: &mut String, resources: &ResourceSummary) {
+/// The diagnosis block: sentences, not columns, as a reader pastes them.
+fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
+    out.push_str("Diagnosis:\n");
+    for line in diagnosis.lines() {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// The resource rows, the diagnosis and warnings alone, for inputs without requests.
+pub fn write_resources_text(
+    out: &mut String,
+    resources: &ResourceSummary,
+    diagnosis: Option<&analysis::Diagnosis>,
+) {
     out.push_str(&align(
         &resource_rows(resources),
         &[LABEL_WIDTH, BRACKET_WIDTH],
     ));
+    if let Some(diagnosis) = diagnosis {
+        write_diagnosis(out, diagnosis);
+    }
     for warning in &resources.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }

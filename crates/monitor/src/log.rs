@@ -1,0 +1,588 @@
+//! [`LogSampler`]: the system under test's own words on the run's timeline. It follows a
+//! log file (`log=PATH`, from its end, as `tail -F`: a file rotated or truncated under
+//! it is followed again from its start) or a command's output (`logcmd=COMMAND`, e.g.
+//! `journalctl -f -u app`, `kubectl logs -f POD`, `docker logs -f NAME`), and counts
+//! lines per second by pattern: the usual suspects ([`DEFAULT_PATTERNS`]: too many open
+//! files, out of memory, connection refused, timeouts, 5xx statuses, panics) and a
+//! user's `;pattern=NAME=REGEX`. The first few distinct lines of each pattern are kept
+//! as examples (`log.example{pattern,line}`, value 1 when first seen), so a report can
+//! quote `accept4() failed (24: Too many open files)` with its time.
+//!
+//! Lines are bytes: binary garbage is counted, never fatal. A line longer than
+//! [`MAX_LINE_BYTES`] is cut there; a tick reads at most [`MAX_READ_BYTES`] of a file
+//! (the rest waits for the next tick), so a flood cannot stall the monitor.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use record::ResourceSeries as S;
+use record::SamplerInfo;
+use regex::bytes::Regex;
+
+use crate::hub::{Reading, SeriesDef};
+use crate::sampler::{Sampler, Tick};
+use crate::spec::{LogSource, LogSpec};
+
+/// Patterns every log sampler counts: (name, regex).
+pub const DEFAULT_PATTERNS: &[(&str, &str)] = &[
+    ("too_many_open_files", r"(?i)too many open files"),
+    (
+        "out_of_memory",
+        r"(?i)out of memory|oom-kill|cannot allocate memory",
+    ),
+    ("connection_refused", r"(?i)connection refused"),
+    ("timeout", r"(?i)timed? ?out\b"),
+    ("5xx", r#"(?:^|[\s"])5\d\d(?:[\s"]|$)"#),
+    ("panic", r"(?i)\bpanic|exception|traceback|\bfatal\b"),
+];
+/// A line is cut here (a stack trace on one line, binary garbage without newlines).
+pub const MAX_LINE_BYTES: usize = 8 * 1024;
+/// A file is read at most this much per tick.
+pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+/// Distinct example lines kept per pattern.
+const EXAMPLES_PER_PATTERN: usize = 3;
+/// An example line is quoted up to this many characters.
+const EXAMPLE_CHARS: usize = 200;
+
+/// Lines counted since the last tick, and examples not yet reported.
+#[derive(Debug, Default)]
+struct Counts {
+    all: u64,
+    by_pattern: Vec<u64>,
+    new_examples: Vec<(usize, String)>,
+    examples_seen: Vec<Vec<String>>,
+    /// Why the source stopped (a command that exited), once it has.
+    ended: Option<String>,
+}
+
+/// Counts lines by pattern; shared by the tick and a command's reader threads.
+struct Matcher {
+    patterns: Vec<(String, Regex)>,
+    counts: Mutex<Counts>,
+}
+
+impl Matcher {
+    fn count(&self, line: &[u8]) {
+        let line = &line[..line.len().min(MAX_LINE_BYTES)];
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.all += 1;
+        for (index, (_, regex)) in self.patterns.iter().enumerate() {
+            if !regex.is_match(line) {
+                continue;
+            }
+            counts.by_pattern[index] += 1;
+            let text: String = String::from_utf8_lossy(line)
+                .trim_end()
+                .chars()
+                .take(EXAMPLE_CHARS)
+                .collect();
+            let seen = &mut counts.examples_seen[index];
+            if seen.len() < EXAMPLES_PER_PATTERN && !seen.contains(&text) {
+                seen.push(text.clone());
+                counts.new_examples.push((index, text));
+            }
+        }
+    }
+
+    fn take(&self) -> Counts {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        Counts {
+            all: std::mem::take(&mut counts.all),
+            by_pattern: counts.by_pattern.iter_mut().map(std::mem::take).collect(),
+            new_examples: std::mem::take(&mut counts.new_examples),
+            examples_seen: Vec::new(),
+            ended: counts.ended.clone(),
+        }
+    }
+}
+
+/// Where lines come from.
+enum Follow {
+    File(FileFollower),
+    Command(Child),
+}
+
+pub(crate) struct LogSampler {
+    info: SamplerInfo,
+    matcher: Arc<Matcher>,
+    follow: Follow,
+    last_at: Option<Instant>,
+}
+
+impl LogSampler {
+    /// Starts following (a command is spawned here; a file is opened at its end).
+    pub(crate) fn new(info: SamplerInfo, spec: &LogSpec) -> LogSampler {
+        let mut patterns: Vec<(String, Regex)> = DEFAULT_PATTERNS
+            .iter()
+            .filter_map(|(name, re)| Some(((*name).to_owned(), Regex::new(re).ok()?)))
+            .collect();
+        // The spec's patterns were checked when it was parsed.
+        patterns.extend(
+            spec.patterns
+                .iter()
+                .filter_map(|(name, re)| Some((name.clone(), Regex::new(re).ok()?))),
+        );
+        let counts = Counts {
+            by_pattern: vec![0; patterns.len()],
+            examples_seen: vec![Vec::new(); patterns.len()],
+            ..Counts::default()
+        };
+        let matcher = Arc::new(Matcher {
+            patterns,
+            counts: Mutex::new(counts),
+        });
+        let follow = match &spec.source {
+            LogSource::File(path) => Follow::File(FileFollower::at_end(path)),
+            LogSource::Command(command) => match spawn(command, &matcher) {
+                Ok(child) => Follow::Command(child),
+                Err(reason) => {
+                    matcher
+                        .counts
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .ended = Some(reason);
+                    Follow::File(FileFollower::nothing())
+                }
+            },
+        };
+        LogSampler {
+            info,
+            matcher,
+            follow,
+            last_at: None,
+        }
+    }
+
+    fn write(&mut self, counts: &Counts, at: Instant, reading: &mut Reading) {
+        let elapsed = self
+            .last_at
+            .map(|then| at.saturating_duration_since(then).as_secs_f64());
+        self.last_at = Some(at);
+        let Some(seconds) = elapsed.filter(|s| *s > 0.0) else {
+            return; // the first tick only starts the clock
+        };
+        let rate = |pattern: &str| {
+            SeriesDef::rate(S::LogLinesPerSec.name(), "1/s").label("pattern", pattern)
+        };
+        reading.value(rate("all"), counts.all as f64 / seconds);
+        for ((name, _), count) in self.matcher.patterns.iter().zip(&counts.by_pattern) {
+            reading.value(rate(name), *count as f64 / seconds);
+        }
+        for (index, line) in &counts.new_examples {
+            let def = SeriesDef::gauge(S::LogExample.name(), "count")
+                .label("pattern", &self.matcher.patterns[*index].0)
+                .label("line", line);
+            reading.value(def, 1.0);
+        }
+    }
+}
+
+impl Drop for LogSampler {
+    fn drop(&mut self) {
+        if let Follow::Command(child) = &mut self.follow {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Sampler for LogSampler {
+    fn thread_name(&self) -> String {
+        "loadlab-mon-log".to_owned()
+    }
+
+    fn sample(&mut self, tick: &Tick, out: &mut Vec<Reading>) {
+        let mut reading = Reading::new(&self.info, tick.at_unix_ns);
+        match &mut self.follow {
+            Follow::File(file) => {
+                if let Err(reason) = file.read_new(&self.matcher) {
+                    reading.gap(None, reason);
+                }
+            }
+            Follow::Command(child) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut counts = self
+                        .matcher
+                        .counts
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    counts
+                        .ended
+                        .get_or_insert_with(|| format!("the command ended ({status})"));
+                }
+            }
+        }
+        let counts = self.matcher.take();
+        self.write(&counts, tick.now, &mut reading);
+        if let Some(reason) = counts.ended {
+            reading.gap(None, reason);
+        }
+        out.push(reading);
+    }
+}
+
+/// `sh -c COMMAND` with its stdout and stderr read line by line on two threads.
+fn spawn(command: &str, matcher: &Arc<Matcher>) -> Result<Child, String> {
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run the log command: {err}"))?;
+    let streams: [Option<Box<dyn Read + Send>>; 2] = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ];
+    for stream in streams.into_iter().flatten() {
+        let matcher = Arc::clone(matcher);
+        let spawned = std::thread::Builder::new()
+            .name("loadlab-mon-logcmd".to_owned())
+            .spawn(move || read_lines(BufReader::new(stream), &matcher));
+        if let Err(err) = spawned {
+            let _ = child.kill();
+            return Err(format!("cannot start a reader thread: {err}"));
+        }
+    }
+    Ok(child)
+}
+
+/// Counts each line until the stream ends; a line longer than the cap is cut, its rest
+/// skipped, without holding more than the cap.
+fn read_lines(mut reader: impl BufRead, matcher: &Matcher) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_capped_line(&mut reader, &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => matcher.count(&line),
+        }
+    }
+}
+
+/// One line (without its newline) into `line`, at most [`MAX_LINE_BYTES`] kept;
+/// returns the bytes consumed (0 at the end).
+fn read_capped_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(end) => (&buffer[..end], Some(end + 1)),
+            None => (buffer, None),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = done.unwrap_or(buffer.len());
+        reader.consume(used);
+        consumed += used;
+        if done.is_some() {
+            return Ok(consumed);
+        }
+    }
+}
+
+/// A file followed from where it was at the start: new lines only, again from the top
+/// when it is replaced (rotated) or shrinks (truncated).
+struct FileFollower {
+    path: String,
+    /// (device, inode) of the file being read, and the offset read up to: the end of
+    /// the last complete line.
+    identity: Option<(u64, u64)>,
+    offset: u64,
+}
+
+impl FileFollower {
+    fn at_end(path: &str) -> FileFollower {
+        let metadata = std::fs::metadata(path).ok();
+        FileFollower {
+            path: path.to_owned(),
+            identity: metadata.as_ref().map(|m| (m.dev(), m.ino())),
+            offset: metadata.map_or(0, |m| m.len()),
+        }
+    }
+
+    fn nothing() -> FileFollower {
+        FileFollower {
+            path: String::new(),
+            identity: None,
+            offset: 0,
+        }
+    }
+
+    /// Counts the lines completed since the last call (a line still being written waits
+    /// for its newline, unless it is already longer than [`MAX_LINE_BYTES`]).
+    fn read_new(&mut self, matcher: &Matcher) -> Result<(), String> {
+        if self.path.is_empty() {
+            return Ok(());
+        }
+        let fail = |err: std::io::Error| format!("{}: {err}", self.path);
+        let metadata = std::fs::metadata(&self.path).map_err(fail)?;
+        let identity = (metadata.dev(), metadata.ino());
+        if self.identity != Some(identity) || metadata.len() < self.offset {
+            // Rotated (a new file) or truncated: its lines are all new.
+            (self.identity, self.offset) = (Some(identity), 0);
+        }
+        if metadata.len() == self.offset {
+            return Ok(());
+        }
+        let mut file = std::fs::File::open(&self.path).map_err(fail)?;
+        file.seek(SeekFrom::Start(self.offset)).map_err(fail)?;
+        let mut chunk = Vec::new();
+        file.take(MAX_READ_BYTES)
+            .read_to_end(&mut chunk)
+            .map_err(fail)?;
+        let complete = match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(last) => last + 1,
+            None if chunk.len() >= MAX_LINE_BYTES => chunk.len(),
+            None => 0,
+        };
+        let lines = chunk[..complete]
+            .strip_suffix(b"\n")
+            .unwrap_or(&chunk[..complete]);
+        if complete > 0 {
+            lines
+                .split(|&b| b == b'\n')
+                .for_each(|line| matcher.count(line));
+        }
+        self.offset += complete as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matcher(patterns: &[(&str, &str)]) -> Matcher {
+        Matcher {
+            patterns: patterns
+                .iter()
+                .map(|(name, re)| ((*name).to_owned(), Regex::new(re).unwrap()))
+                .collect(),
+            counts: Mutex::new(Counts {
+                by_pattern: vec![0; patterns.len()],
+                examples_seen: vec![Vec::new(); patterns.len()],
+                ..Counts::default()
+            }),
+        }
+    }
+
+    fn defaults() -> Matcher {
+        matcher(DEFAULT_PATTERNS)
+    }
+
+    /// (all lines, lines per default pattern by name)
+    fn counted(matcher: &Matcher) -> (u64, Vec<(String, u64)>) {
+        let counts = matcher.take();
+        let by_name = matcher
+            .patterns
+            .iter()
+            .zip(counts.by_pattern)
+            .filter(|(_, n)| *n > 0)
+            .map(|((name, _), n)| (name.clone(), n))
+            .collect();
+        (counts.all, by_name)
+    }
+
+    #[test]
+    fn default_patterns_match_the_usual_suspects() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (
+                "2026/11/25 [crit] accept4() failed (24: Too many open files)",
+                Some("too_many_open_files"),
+            ),
+            (
+                "kernel: Out of memory: Killed process 4242 (app)",
+                Some("out_of_memory"),
+            ),
+            (
+                "dial tcp 10.0.0.1:5432: connect: connection refused",
+                Some("connection_refused"),
+            ),
+            (
+                "upstream timed out (110: Connection timed out)",
+                Some("timeout"),
+            ),
+            (
+                "127.0.0.1 - - [25/Nov/2026] \"GET / HTTP/1.1\" 503 12 \"-\"",
+                Some("5xx"),
+            ),
+            ("thread 'main' panicked at src/main.rs:3", Some("panic")),
+            ("Traceback (most recent call last):", Some("panic")),
+            ("127.0.0.1 - - \"GET /5030 HTTP/1.1\" 200 5031", None),
+            ("all is well", None),
+        ];
+        for (line, want) in cases {
+            let matcher = defaults();
+            matcher.count(line.as_bytes());
+            let (all, by_name) = counted(&matcher);
+            assert_eq!(all, 1, "{line}");
+            let names: Vec<&str> = by_name.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names.first().copied(), *want, "{line}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn examples_are_the_first_few_distinct_lines() {
+        let matcher = matcher(&[("err", "ERR")]);
+        for line in ["ERR a", "ERR a", "ERR b", "ERR c", "ERR d", "fine"] {
+            matcher.count(line.as_bytes());
+        }
+        let counts = matcher.take();
+        let examples: Vec<&str> = counts
+            .new_examples
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .collect();
+        assert_eq!(examples, ["ERR a", "ERR b", "ERR c"]);
+        assert_eq!((counts.all, counts.by_pattern[0]), (6, 5));
+        // Taken once: the next tick reports only what is new.
+        matcher.count(b"ERR e");
+        assert!(matcher.take().new_examples.is_empty());
+    }
+
+    #[test]
+    fn a_file_is_followed_through_appends_partial_lines_rotation_and_truncation() {
+        let dir = std::env::temp_dir().join(format!("loadlab-log-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("app.log");
+        let path_text = path.to_str().unwrap().to_owned();
+        std::fs::write(&path, "old line: too many open files\n").unwrap();
+        let matcher = defaults();
+        let mut follower = FileFollower::at_end(&path_text);
+        let append = |text: &[u8]| {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            file.write_all(text).unwrap();
+        };
+        // (what happens, then (lines counted, of which too_many_open_files))
+        let mut step = |what: &str, act: &dyn Fn(), want: (u64, u64)| {
+            act();
+            let _ = follower.read_new(&matcher);
+            let counts = matcher.take();
+            assert_eq!((counts.all, counts.by_pattern[0]), want, "{what}");
+        };
+        step("nothing new: the old line is not counted", &|| {}, (0, 0));
+        step(
+            "two lines appended",
+            &|| append(b"a\nToo many open files\n"),
+            (2, 1),
+        );
+        step(
+            "half a line waits for its end",
+            &|| append(b"too many open"),
+            (0, 0),
+        );
+        step("its end arrives", &|| append(b" files\n"), (1, 1));
+        step(
+            "binary garbage is a line like any",
+            &|| append(b"\x00\xff\xfe\n"),
+            (1, 0),
+        );
+        step(
+            "rotated: the new file is read from its start",
+            &|| {
+                std::fs::rename(&path, dir.join("app.log.1")).unwrap();
+                std::fs::write(&path, "new file\ntoo many open files\n").unwrap();
+            },
+            (2, 1),
+        );
+        step(
+            "truncated: read again from the start",
+            &|| {
+                std::fs::write(&path, "").unwrap();
+                append(b"x\n");
+            },
+            (1, 0),
+        );
+        let long = vec![b'z'; MAX_LINE_BYTES * 2];
+        step(
+            "a line with no end in sight is cut and counted",
+            &|| append(&long),
+            (1, 0),
+        );
+        std::fs::remove_file(&path).unwrap();
+        let gone = follower.read_new(&matcher);
+        assert!(gone.is_err_and(|reason| reason.contains("app.log")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_long_line_is_cut_at_the_cap_and_its_rest_skipped() {
+        let mut text = vec![b'a'; MAX_LINE_BYTES + 100];
+        text.extend_from_slice(b"\nnext\n");
+        let mut reader = BufReader::with_capacity(64, text.as_slice());
+        let mut line = Vec::new();
+        let consumed = read_capped_line(&mut reader, &mut line).unwrap();
+        assert_eq!(
+            (line.len(), consumed),
+            (MAX_LINE_BYTES, MAX_LINE_BYTES + 101)
+        );
+        line.clear();
+        read_capped_line(&mut reader, &mut line).unwrap();
+        assert_eq!(line, b"next");
+    }
+
+    #[test]
+    fn a_command_s_lines_are_counted_and_its_end_is_a_gap() {
+        let info = SamplerInfo {
+            kind: "log".to_owned(),
+            name: "app".to_owned(),
+        };
+        let spec = LogSpec {
+            source: LogSource::Command(
+                "echo 'too many open files'; echo 'boom: out of memory' >&2; exit 3".to_owned(),
+            ),
+            patterns: vec![("boom".to_owned(), "boom".to_owned())],
+        };
+        let mut sampler = LogSampler::new(info, &spec);
+        let tick = |seconds: u64| Tick {
+            now: Instant::now(),
+            at_unix_ns: seconds * 1_000_000_000,
+        };
+        let mut out = Vec::new();
+        sampler.sample(&tick(0), &mut out);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        sampler.sample(&tick(1), &mut out);
+        let last = out.last().unwrap();
+        let value = |pattern: &str| {
+            last.values
+                .iter()
+                .find(|(def, _)| {
+                    def.name == S::LogLinesPerSec.name() && def.labels["pattern"] == pattern
+                })
+                .map(|(_, v)| *v)
+        };
+        assert!(value("all").unwrap() > 0.0, "{last:?}");
+        for pattern in ["too_many_open_files", "out_of_memory", "boom"] {
+            assert!(value(pattern).unwrap() > 0.0, "{pattern}: {last:?}");
+        }
+        let examples = last
+            .values
+            .iter()
+            .filter(|(def, _)| def.name == S::LogExample.name())
+            .count();
+        assert_eq!(examples, 3, "{last:?}");
+        assert!(
+            last.gaps
+                .iter()
+                .any(|(_, reason)| reason.contains("the command ended")),
+            "{last:?}"
+        );
+    }
+}
