@@ -37,7 +37,7 @@ fn documented_series() -> Vec<String> {
     ));
     let mut names = Vec::new();
     for line in doc.lines() {
-        let Some(kind) = ["host", "process", "postgres"]
+        let Some(kind) = ["host", "process", "log", "postgres"]
             .into_iter()
             .find(|kind| line.starts_with(&format!("| {kind} |")))
         else {
