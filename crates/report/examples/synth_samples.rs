@@ -59,7 +59,12 @@ fn tables() -> (Vec<SamplerInfo>, Vec<SeriesInfo>) {
         series(0, "host.memory_total_bytes", &[], gauge),
         series(0, "host.fds_open", &[], gauge),
         series(0, "host.fds_max", &[], gauge),
-        series(0, "host.tcp_listen_overflows_per_sec", &[], SeriesKind::Rate),
+        series(
+            0,
+            "host.tcp_listen_overflows_per_sec",
+            &[],
+            SeriesKind::Rate,
+        ),
         series(1, "process.cpu_percent", &[("group", "app")], gauge),
         series(1, "process.cpu_limit_percent", &[("group", "app")], gauge),
         series(1, "process.fd_use_percent", &[("group", "app")], gauge),
@@ -88,7 +93,7 @@ fn write(path: &str, seconds: u64) -> Result<(), String> {
         start_unix_ns: START_UNIX_NS,
         ..RunHeader::default()
     };
-    let mut writer = RecordWriter::new(BufWriter::new(file), &header, Compression::Zstd)
+    let mut writer = RecordWriter::new(BufWriter::new(file), &header, Compression::Raw)
         .map_err(|e| e.to_string())?;
     let (samplers, series) = tables();
     let mut frame = SampleFrame {
@@ -121,6 +126,8 @@ fn write(path: &str, seconds: u64) -> Result<(), String> {
         frame.samplers.clear();
         frame.series.clear();
     }
-    writer.finish(&RunEnd::default()).map_err(|e| e.to_string())?;
+    writer
+        .finish(&RunEnd::default())
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
