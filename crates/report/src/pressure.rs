@@ -34,6 +34,9 @@ pub const ONE_CORE_MAX_PERCENT: f64 = 115.0;
 pub const STEAL_PERCENT: f64 = 10.0;
 /// iowait at or above this share of the host.
 pub const IOWAIT_PERCENT: f64 = 20.0;
+/// Samples in a row at a threshold that count when they last to the end of the samples
+/// (fewer than the usual three: the run was cut short there).
+pub const TRAILING_SAMPLES: u32 = 2;
 /// Events (listen overflows, failed connects) at or above this rate per second.
 pub const EVENTS_PER_SEC: f64 = 1.0;
 
@@ -282,13 +285,13 @@ impl Pressures {
         let core_busy = |sampler: u32| {
             self.tracks
                 .get(&(sampler, Measure::HostCpu))
-                .is_some_and(|t| t.share.sustained.is_some())
+                .is_some_and(|t| t.crossing().is_some())
         };
         self.tracks
             .iter()
             .filter(|((sampler, measure), track)| match measure {
                 // Below its threshold, the group's allowance says its headroom.
-                Measure::OneCore => track.share.sustained.is_some() && track.one_thread_ceiling(),
+                Measure::OneCore => track.crossing().is_some() && track.one_thread_ceiling(),
                 // A busy host explains its busiest core.
                 Measure::BusiestCore => !core_busy(*sampler),
                 // A pattern that never matched says nothing (the log's other lines do).
@@ -333,7 +336,7 @@ impl Pressures {
             (_, "host") => ("host".to_owned(), series.to_owned()),
             _ => (name.clone(), series.to_owned()),
         };
-        let crossed = track.share.sustained.map(|(at, mean)| Crossing {
+        let crossed = track.crossing().map(|(at, mean)| Crossing {
             at_ns: at.saturating_sub(start),
             value: match (measure, track.limit) {
                 (Measure::OneCore, _) | (_, None) => mean,
@@ -373,6 +376,12 @@ impl Track {
         } = *reading;
         self.share
             .add_sustained(at_unix_ns, share, threshold, sustain);
+    }
+
+    /// Its first sustained stretch at the threshold, or two samples or more at it that
+    /// lasted to the end of the samples (a step a stop rule cut short).
+    fn crossing(&self) -> Option<(u64, f64)> {
+        self.share.crossing(TRAILING_SAMPLES)
     }
 
     /// Held at one core (never far beyond it) while allowed two or more.
@@ -724,6 +733,30 @@ mod tests {
             (overflows.crossed.unwrap().at_ns, overflows.limit),
             (3 * S, None)
         );
+    }
+
+    #[test]
+    fn a_run_cut_short_at_its_limit_crosses_with_two_samples() {
+        let tables = tables(
+            &[("prom", "app")],
+            &[
+                (0, "app_pool_busy", &[], G),
+                (0, "app_pool_workers", &[], G),
+            ],
+        );
+        // (case, busy per second of a pool of 16, crossed at)
+        let cases: &[(&str, &[f64], Option<u64>)] = &[
+            ("two at the end", &[8.0, 16.0, 16.0], Some(1)),
+            ("one at the end", &[8.0, 8.0, 16.0], None),
+            ("two, then below", &[16.0, 16.0, 8.0], None),
+        ];
+        for (case, busy, want) in cases {
+            let rows: Vec<Vec<f64>> = busy.iter().map(|&b| vec![b, 16.0]).collect();
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            let got = watched(&tables, &rows);
+            let pool = find(&got, Resource::Pool).unwrap();
+            assert_eq!(pool.crossed.map(|c| c.at_ns / S), *want, "{case}");
+        }
     }
 
     #[test]

@@ -82,6 +82,15 @@ impl Stat {
         }
     }
 
+    /// The first sustained stretch, else a stretch of at least `trailing` samples at
+    /// the threshold that lasted to the last sample: a run cut short (a stop rule, a
+    /// short step) that ended at its limit.
+    pub(crate) fn crossing(&self, trailing: u32) -> Option<(u64, f64)> {
+        let (start, len, sum) = self.run;
+        self.sustained
+            .or_else(|| (len >= trailing.max(1)).then(|| (start, sum / f64::from(len))))
+    }
+
     /// The mean over the samples (0 without any).
     pub fn mean(&self) -> f64 {
         if self.samples == 0 {
