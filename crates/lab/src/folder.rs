@@ -493,8 +493,12 @@ impl RunSummary {
     pub fn ran_out_first(&self) -> Vec<(&str, &str, &[String])> {
         let mut names: Vec<&str> = self.variants.iter().map(|v| v.variant.as_str()).collect();
         if names.is_empty() {
-            names = self.steps.iter().map(|s| s.variant.as_str()).collect();
-            names.dedup();
+            // A matrix: the variants in the order their first steps ran.
+            for step in &self.steps {
+                if !names.contains(&step.variant.as_str()) {
+                    names.push(&step.variant);
+                }
+            }
         }
         names
             .into_iter()

@@ -280,7 +280,9 @@ impl Extras {
             });
         let warnings = assess(send_lag.as_ref(), asked.as_ref());
         Extras {
-            diagnosis: run_diagnosis(report, facts, &warnings).filter(|_| whole_run),
+            diagnosis: whole_run
+                .then(|| run_diagnosis(report, facts, &warnings))
+                .flatten(),
             warnings,
             send_lag,
             precision_ns,

@@ -8,8 +8,10 @@
 //! host's limit; memory against the host's; listen-queue overflows and failed connects
 //! (events: any sustained rate counts); PostgreSQL connections against
 //! `max_connections`; and Prometheus gauges paired by name as a pool's use and size
-//! (`..._busy`/`..._active` beside `..._workers`/`..._size`/`..._max`). Thresholds are
-//! the constants below; `docs/DIAGNOSIS.md` explains each.
+//! (`..._busy`/`..._active` beside `..._workers`/`..._size`/`..._max`); and a followed
+//! log's lines by pattern (any line counts, from its first second), quoted with the
+//! first line the monitor kept. Thresholds are the constants below;
+//! `docs/DIAGNOSIS.md` explains each.
 
 use std::collections::BTreeMap;
 

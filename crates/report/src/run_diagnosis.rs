@@ -36,50 +36,141 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
     if knee.is_none() && facts.watched.is_none() {
         return None;
     }
-    let generator = GeneratorState {
-        fell_behind: fell_behind(report, facts, warnings),
-    };
     let trouble = (knee.is_none() && report.success_ratio < SUCCESS_RATIO).then(|| {
         format!(
             "{:.1}% of the requests failed",
             (1.0 - report.success_ratio) * 100.0
         )
     });
+    let served_badly = knee.is_some() || trouble.is_some();
+    let generator = GeneratorState {
+        fell_behind: fell_behind(report, facts, warnings, served_badly),
+    };
     let watched = facts.watched.as_deref().unwrap_or_default();
     let mut diagnosis = diagnose(knee, trouble, &generator, watched);
     diagnosis.start_unix_ns = facts.start_unix_ns;
     Some(diagnosis)
 }
 
-/// Why the generator, not the server, shaped the run: it sent less than asked, or its
-/// send lag p99 passed 1 ms ([`crate::LAG_P99_LIMIT_NS`]) and the answers' median
-/// latency, so the slow part of the latencies is mostly its own delay; either while requests in flight stayed below
-/// the cap (at the cap, the server held them back). A lag of a few milliseconds beside
-/// answers of fifty is noted by the warnings, not a verdict.
-fn fell_behind(report: &Report, facts: &RunFacts, warnings: &[Warning]) -> Option<String> {
-    let at_cap = facts
-        .in_flight_cap
-        .is_some_and(|cap| cap > 0 && facts.in_flight_peak as f64 >= CAP_SHARE * cap as f64);
+/// Why the generator, not the server, shaped the run. Below its in-flight cap: it sent
+/// less than asked, or its send lag p99 passed 1 ms ([`crate::LAG_P99_LIMIT_NS`]) and the
+/// answers' median latency (the slow part of the latencies is mostly its own delay); a
+/// lag of a few milliseconds beside answers of fifty is a warning, not a verdict. At the
+/// cap it waited on the answers: the server's doing when they slowed or failed
+/// (`served_badly`), the cap's when they kept their pace (rate x latency needs more).
+fn fell_behind(
+    report: &Report,
+    facts: &RunFacts,
+    warnings: &[Warning],
+    served_badly: bool,
+) -> Option<String> {
+    let cap = facts.in_flight_cap.filter(|&cap| cap > 0);
+    let at_cap = cap.is_some_and(|cap| facts.in_flight_peak as f64 >= CAP_SHARE * cap as f64);
+    let behind = warnings.iter().find(|warning| match **warning {
+        Warning::FellBehind { lag_p99_ns } => at_cap || lag_p99_ns >= report.latencies.p50_ns,
+        Warning::RateShort { .. } => true,
+        Warning::Unsent { .. } => false,
+    })?;
     if at_cap {
-        return None;
+        return (!served_badly).then(|| {
+            format!(
+                "requests in flight reached its cap (-max-workers {}) while the answers kept \
+                 their pace: the rate asked needs more in flight",
+                cap.unwrap_or_default()
+            )
+        });
     }
-    warnings.iter().find_map(|warning| match *warning {
-        Warning::FellBehind { lag_p99_ns }
-            if lag_p99_ns >= report.latencies.p50_ns =>
-        {
-            Some(format!(
-                "send lag p99 {} against a median latency of {}, with requests in flight under the cap",
-                GoDuration::report_ns(lag_p99_ns),
-                GoDuration::report_ns(report.latencies.p50_ns)
-            ))
-        }
+    Some(match *behind {
+        Warning::FellBehind { lag_p99_ns } => format!(
+            "send lag p99 {} against a median latency of {}, with requests in flight under the cap",
+            GoDuration::report_ns(lag_p99_ns),
+            GoDuration::report_ns(report.latencies.p50_ns)
+        ),
         Warning::RateShort {
             asked_per_sec,
             achieved_per_sec,
             ..
-        } => Some(format!(
-            "it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked"
-        )),
-        _ => None,
+        } => format!("it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked"),
+        Warning::Unsent { unsent } => format!("{unsent} requests were never sent"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+    use record::RunTables;
+
+    #[test]
+    fn the_generator_ran_out_only_when_its_own_delay_shaped_the_run() {
+        let mut report = Metrics::new(None).close(&RunTables::default());
+        let lag = |ms: u64| Warning::FellBehind {
+            lag_p99_ns: ms * 1_000_000,
+        };
+        let short = Warning::RateShort {
+            asked_per_sec: 4000.0,
+            achieved_per_sec: 3000.0,
+            unsent: 10,
+        };
+        // (case, median latency ms, in flight at peak of a cap of 100, warnings,
+        //  served badly, the reason's start or None)
+        type Case<'a> = (&'a str, u64, u64, Vec<Warning>, bool, Option<&'a str>);
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "3 ms of lag beside 50 ms answers",
+                50,
+                10,
+                vec![lag(3)],
+                false,
+                None,
+            ),
+            (
+                "7 ms of lag beside 0 ms answers",
+                0,
+                10,
+                vec![lag(7)],
+                false,
+                Some("send lag p99 7ms"),
+            ),
+            (
+                "sent less than asked",
+                50,
+                10,
+                vec![short],
+                false,
+                Some("it sent 3000 req/s"),
+            ),
+            (
+                "at the cap, answers on pace",
+                100,
+                100,
+                vec![lag(30)],
+                false,
+                Some("requests in flight reached its cap"),
+            ),
+            (
+                "at the cap, the server slowed",
+                100,
+                100,
+                vec![lag(30)],
+                true,
+                None,
+            ),
+            ("no warning", 0, 10, vec![], false, None),
+        ];
+        for (case, p50_ms, in_flight, warnings, served_badly, want) in cases {
+            report.latencies.p50_ns = p50_ms * 1_000_000;
+            let facts = RunFacts {
+                in_flight_peak: in_flight,
+                in_flight_cap: Some(100),
+                ..RunFacts::default()
+            };
+            let got = fell_behind(&report, &facts, &warnings, served_badly);
+            match (got, want) {
+                (None, None) => {}
+                (Some(got), Some(want)) => assert!(got.starts_with(want), "{case}: {got}"),
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 }
