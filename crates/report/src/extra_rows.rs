@@ -95,6 +95,7 @@ pub struct Extras {
     pub resources: Option<ResourceSummary>,
     /// Whole-run reports only: where a rising open-model load saturated, or why it says nothing.
     pub saturation: Option<Finding>,
-    /// Whole-run reports only: what ran out first, when the run has samples or a knee.
+    /// Whole-run reports only: what ran out first, when the run has samples or a knee
+    /// (set by the pipeline, `run_diagnosis.rs`).
     pub diagnosis: Option<analysis::Diagnosis>,
 }

@@ -11,7 +11,6 @@ use record::{
 use crate::extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 use crate::metrics::{AttackActivity, Report, go_seconds};
 use crate::resources::ResourceSummary;
-use crate::run_diagnosis::run_diagnosis;
 use crate::warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning};
 
 /// What one attack (merged across inputs by name) asked for.
@@ -280,9 +279,7 @@ impl Extras {
             });
         let warnings = assess(send_lag.as_ref(), asked.as_ref());
         Extras {
-            diagnosis: whole_run
-                .then(|| run_diagnosis(report, facts, &warnings))
-                .flatten(),
+            diagnosis: None,
             warnings,
             send_lag,
             precision_ns,

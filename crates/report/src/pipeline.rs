@@ -19,6 +19,7 @@ use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
 use crate::pressure::Pressures;
 use crate::resources::{ResourceSummary, Resources};
+use crate::run_diagnosis::run_diagnosis;
 use crate::seconds::Seconds;
 use crate::text::write_resources_text;
 use crate::text::write_text;
@@ -301,7 +302,11 @@ fn render_groups(
         let mut report = metrics.close(tables);
         let p50 = report.latencies.p50_ns;
         p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
-        report.extras = Extras::build(&report, facts, scope(by, key));
+        let scope = scope(by, key);
+        report.extras = Extras::build(&report, facts, scope);
+        if scope == Scope::Run {
+            report.extras.diagnosis = run_diagnosis(&report, facts, &report.extras.warnings);
+        }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
         if let (Some(by), false) = (by, json) {
