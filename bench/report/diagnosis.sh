@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the diagnosis costs `report` (issue 24: "a 10M-record run with an hour of 1 s
 # samples adds under 0.5 s"). Writes 10M records (crates/report/examples/synth_records.rs)
-# and an hour of 1 s samples from a host with 8 cores, a process group and a Prometheus
-# pool (crates/report/examples/synth_samples.rs), then times, in the same run,
+# and an hour of 1 s samples from a host with 16 cores and two interfaces, three process
+# groups, PostgreSQL and 300 Prometheus series (crates/plot/examples/synth_samples.rs,
+# the plot bench's), then times, in the same run,
 # `loadlab report RECORDS` against `loadlab report RECORDS SAMPLES` (the resource rows,
 # the pressures and the diagnosis) and prints the difference.
 #
@@ -19,7 +20,8 @@ command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install 
 
 echo "== building (release)"
 (cd "$ROOT" && cargo build --release -q -p loadlab \
-    && cargo build --release -q -p loadlab-report --example synth_records --example synth_samples)
+    && cargo build --release -q -p loadlab-report --example synth_records \
+    && cargo build --release -q -p loadlab-plot --example synth_samples)
 LOADLAB=$ROOT/target/release/loadlab
 RUN=$OUT/run-$RECORDS.llr
 MON=$OUT/samples-$SECONDS_OF_SAMPLES.mon

@@ -206,6 +206,31 @@ impl Nginx {
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/index.html", self.port)
     }
+
+    /// A ramp of `schedule` against it (under `wrapper`, e.g. `taskset -c 1`), watched
+    /// with the host, its processes and `more` monitors; the report's diagnosis.
+    fn diagnose(
+        &self,
+        schedule: &str,
+        more: &[String],
+        wrapper: &[&str],
+    ) -> (serde_json::Value, String) {
+        let pid = format!("nginx:pid={}", self.pid().unwrap());
+        let mut args = vec![
+            "-schedule",
+            schedule,
+            "-timeout",
+            "2s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &pid,
+        ];
+        for spec in more {
+            args.extend(["-monitor", spec.as_str()]);
+        }
+        diagnose(&self.dir.0, &self.url(), &args, wrapper)
+    }
 }
 
 impl Drop for Nginx {
@@ -259,22 +284,7 @@ fn one_nginx_worker_is_one_thread_s_ceiling() {
     let Some(nginx) = Nginx::start("one-core", &conf, &[]) else {
         return;
     };
-    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
-    let (diagnosis, text) = diagnose(
-        &nginx.dir.0,
-        &nginx.url(),
-        &[
-            "-schedule",
-            "line(5, 300, 12s)",
-            "-timeout",
-            "2s",
-            "-monitor",
-            "host",
-            "-monitor",
-            &pid,
-        ],
-        &[],
-    );
+    let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &[]);
     assert_eq!(
         first_limit(&diagnosis),
         ("one_core".to_owned(), "nginx".to_owned()),
@@ -289,23 +299,8 @@ fn nginx_pinned_to_one_core_reaches_its_allowance() {
     let Some(nginx) = Nginx::start("allowance", &conf, &["taskset", "-c", "0"]) else {
         return;
     };
-    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
     // The generator on the other core, so the two do not share the planted one.
-    let (diagnosis, text) = diagnose(
-        &nginx.dir.0,
-        &nginx.url(),
-        &[
-            "-schedule",
-            "line(5, 300, 12s)",
-            "-timeout",
-            "2s",
-            "-monitor",
-            "host",
-            "-monitor",
-            &pid,
-        ],
-        &["taskset", "-c", "1"],
-    );
+    let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &["taskset", "-c", "1"]);
     assert_eq!(
         first_limit(&diagnosis),
         ("cpu_allowance".to_owned(), "nginx".to_owned()),
@@ -343,25 +338,8 @@ http {{
     let Some(nginx) = Nginx::start("fds", &conf, &[]) else {
         return;
     };
-    let pid = format!("nginx:pid={}", nginx.pid().unwrap());
     let log = format!("nginx:log={}", nginx.dir.0.join("error.log").display());
-    let (diagnosis, text) = diagnose(
-        &nginx.dir.0,
-        &nginx.url(),
-        &[
-            "-schedule",
-            "line(50, 1500, 10s)",
-            "-timeout",
-            "2s",
-            "-monitor",
-            "host",
-            "-monitor",
-            &pid,
-            "-monitor",
-            &log,
-        ],
-        &[],
-    );
+    let (diagnosis, text) = nginx.diagnose("line(50, 1500, 10s)", &[log], &[]);
     assert_eq!(
         first_limit(&diagnosis),
         ("fds".to_owned(), "nginx".to_owned()),
