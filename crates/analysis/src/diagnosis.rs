@@ -139,7 +139,8 @@ pub struct Knee {
 /// Whether the generator kept its schedule; `fell_behind` says how it did not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GeneratorState {
-    /// Why the generator's figures cannot be trusted ("send lag p99 8.2 ms"), if so.
+    /// Why the generator's figures cannot be trusted, and what to change ("send lag p99
+    /// 8.2 ms ...; give it more CPU or less load"), if so.
     pub fell_behind: Option<String>,
 }
 
@@ -344,10 +345,9 @@ impl Diagnosis {
     pub fn headline(&self) -> String {
         let knee = self.knee.as_ref();
         match &self.verdict {
-            Verdict::GeneratorRanOut { reason } => format!(
-                "the generator ran out ({reason}): this run says nothing about the server; \
-                 give the generator more CPU or less load"
-            ),
+            Verdict::GeneratorRanOut { reason } => {
+                format!("the generator ran out ({reason}): this run says nothing about the server")
+            }
             Verdict::FirstLimit { finding } => {
                 let finding = &self.findings[*finding];
                 match knee {

@@ -75,14 +75,15 @@ fn fell_behind(
         return (!served_badly).then(|| {
             format!(
                 "requests in flight reached its cap (-max-workers {}) while the answers kept \
-                 their pace: the rate asked needs more in flight",
+                 their pace: the rate asked needs more in flight; raise -max-workers",
                 cap.unwrap_or_default()
             )
         });
     }
     Some(match *behind {
         Warning::FellBehind { lag_p99_ns } => format!(
-            "send lag p99 {} against a median latency of {}, with requests in flight under the cap",
+            "send lag p99 {} against a median latency of {}, with requests in flight under \
+             the cap; give it more CPU or less load",
             GoDuration::report_ns(lag_p99_ns),
             GoDuration::report_ns(report.latencies.p50_ns)
         ),
@@ -90,7 +91,10 @@ fn fell_behind(
             asked_per_sec,
             achieved_per_sec,
             ..
-        } => format!("it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked"),
+        } => format!(
+            "it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked; give it more \
+             CPU or less load"
+        ),
         Warning::Unsent { unsent } => format!("{unsent} requests were never sent"),
     })
 }
