@@ -17,6 +17,9 @@
 
 use std::fmt::Write as _;
 
+/// The name the host's own resources go by ([`Watched::name`]).
+pub const HOST: &str = "host";
+
 /// A crossing this close to the knee (either side) is *at* the knee: the monitor samples
 /// every second and the knee is read over whole seconds.
 pub const AT_KNEE_TOLERANCE_NS: u64 = 2_000_000_000;
@@ -42,6 +45,8 @@ pub enum Resource {
     Memory,
     /// Swap in use.
     Swap,
+    /// TIME_WAIT sockets against the ephemeral port range.
+    EphemeralPorts,
     /// Connections dropped at a full listen queue (an event: any sustained rate counts).
     ListenQueue,
     /// TCP trouble: retransmits, resets, failed connects (events).
@@ -71,6 +76,7 @@ impl Resource {
             Resource::Fds => "fds",
             Resource::Memory => "memory",
             Resource::Swap => "swap",
+            Resource::EphemeralPorts => "ephemeral_ports",
             Resource::ListenQueue => "listen_queue",
             Resource::TcpErrors => "tcp_errors",
             Resource::Pool => "pool",
@@ -243,16 +249,19 @@ pub fn diagnose(
             })
         })
         .collect();
-    // In time order; within one second (the samplers' resolution), a measured
-    // resource before the log lines that say the same (fds before "too many open files").
+    // In time order; within one second (the samplers' resolution) the one that names
+    // who ran out first: a process's or a pool's resource, then the host's (its busiest
+    // core is that process's core), then the log lines that say the same.
     let key = |f: &Finding| {
-        let is_log = matches!(f.watched.resource, Resource::Log | Resource::LogSymptom);
-        (
-            f.crossing.at_ns / 1_000_000_000,
-            is_log,
-            f.crossing.at_ns,
-            f.watched.resource,
-        )
+        let who = match f.watched.resource {
+            Resource::Log | Resource::LogSymptom => 2,
+            _ if f.watched.name == HOST => 1,
+            _ => 0,
+        };
+        // Samplers read on one grid of whole seconds, each a few ms apart: the
+        // nearest second is their tick.
+        let tick = (f.crossing.at_ns + 500_000_000) / 1_000_000_000;
+        (tick, who, f.crossing.at_ns, f.watched.resource)
     };
     findings.sort_by_key(key);
     let mut held: Vec<Watched> = watched
@@ -467,6 +476,13 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
             "",
         ),
         Resource::Swap => (format!("swapping ({} in swap)", value(at, w.unit)), ""),
+        Resource::EphemeralPorts => (
+            format!(
+                "TIME_WAIT sockets at {} of the ephemeral port range ({limit})",
+                percent(share(at, w.limit))
+            ),
+            "; new connections from this host fail (EADDRNOTAVAIL) once it is used up",
+        ),
         Resource::ListenQueue => (
             format!(
                 "listen queue overflowing, {} connections dropped",
@@ -544,6 +560,7 @@ fn noun(resource: Resource) -> &'static str {
         Resource::Fds => "fds",
         Resource::Memory => "memory",
         Resource::Swap => "swap",
+        Resource::EphemeralPorts => "TIME_WAIT",
         Resource::ListenQueue => "listen overflows",
         Resource::TcpErrors => "TCP errors",
         Resource::Pool => "use",
@@ -668,6 +685,27 @@ mod tests {
                 .collect();
             assert!(times.is_sorted(), "{case}: findings in time order");
         }
+    }
+
+    #[test]
+    fn within_one_second_the_process_comes_before_the_host_core_it_fills() {
+        let mut core = watched(HOST, Resource::OneCoreOfHost, 100.0, 100.0, Some(4));
+        let nginx = watched("nginx", Resource::OneCore, 200.0, 100.0, Some(4));
+        // The host sampler read a few milliseconds before the process sampler.
+        core.crossed = Some(Crossing {
+            at_ns: 4 * S - 3_000_000,
+            value: 100.0,
+        });
+        let diagnosis = diagnose(
+            Some(knee_at(4)),
+            None,
+            &GeneratorState::default(),
+            &[core, nginx],
+        );
+        let Verdict::FirstLimit { finding } = diagnosis.verdict else {
+            panic!("{:?}", diagnosis.verdict);
+        };
+        assert_eq!(diagnosis.findings[finding].watched.name, "nginx");
     }
 
     #[test]

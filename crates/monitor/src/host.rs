@@ -270,6 +270,13 @@ impl HostSampler {
                 "/proc/sys/fs/file-nr unreadable",
             ),
         }
+        let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
+        if let Some(ports) = range.as_deref().ok().and_then(parse_port_range) {
+            reading.value(
+                SeriesDef::gauge(S::HostEphemeralPorts.name(), "count"),
+                ports as f64,
+            );
+        }
         if let Ok(load) = LoadAverage::current() {
             reading.value(
                 SeriesDef::gauge(S::HostLoad1.name(), "count"),
@@ -277,6 +284,13 @@ impl HostSampler {
             );
         }
     }
+}
+
+/// `ip_local_port_range` ("32768\t60999"): how many ports it holds.
+fn parse_port_range(text: &str) -> Option<u64> {
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    let (low, high) = (fields.next()?.ok()?, fields.next()?.ok()?);
+    (high >= low).then(|| high - low + 1)
 }
 
 /// CPU time of the calling thread (user and system).
@@ -310,6 +324,21 @@ impl Sampler for HostSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ephemeral_range_counts_its_ports() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("32768\t60999\n", Some(28_232)),
+            ("1024 65535", Some(64_512)),
+            ("5000 5000", Some(1)),
+            ("60999 32768", None),
+            ("", None),
+            ("a b", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_port_range(text), *want, "{text:?}");
+        }
+    }
 
     #[test]
     fn cpu_shares_from_jiffies() {

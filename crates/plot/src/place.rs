@@ -193,6 +193,7 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
         S::HostMemoryAvailableBytes => None,
         S::HostTcpEstablished => line(Group::Connections, "established"),
         S::HostTcpTimeWait => line(Group::Connections, "time_wait"),
+        S::HostEphemeralPorts => ceiling(Group::Connections, "ephemeral ports".to_owned()),
         S::HostTcpSockets => match label("state") {
             Some("established" | "time_wait" | "listen") | None => None,
             Some(state) => line(Group::Connections, state),

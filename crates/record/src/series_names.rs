@@ -63,6 +63,7 @@ resource_series! {
     HostFdsOpen = "host.fds_open": "File descriptors open on the host, count.",
     HostFdsMax = "host.fds_max": "The host's file descriptor limit, count.",
     HostLoad1 = "host.load1": "Load average over one minute.",
+    HostEphemeralPorts = "host.ephemeral_ports": "Ports in the host's ephemeral range (`ip_local_port_range`), count: what TIME_WAIT sockets use up.",
     ProcessCpuPercent = "process.cpu_percent": "A process group's CPU, percent of one core (above 100 on several).",
     ProcessCpuLimitPercent = "process.cpu_limit_percent": "The CPU a group may use, percent of one core: the CPUs its members' affinity allows, capped by their cgroup's quota.",
     ProcessRssBytes = "process.rss_bytes": "A process group's resident memory, shared pages counted once, bytes.",

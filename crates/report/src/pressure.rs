@@ -5,7 +5,8 @@
 //! Which series are a resource and which its limit: a process group's CPU against its
 //! allowance (`process.cpu_limit_percent`: its affinity and quota) and against one core;
 //! the host's CPU, its busiest core, iowait and steal; fds against the process's or the
-//! host's limit; memory against the host's; listen-queue overflows and failed connects
+//! host's limit; memory against the host's; TIME_WAIT sockets against the ephemeral
+//! port range; listen-queue overflows and failed connects
 //! (events: any sustained rate counts); PostgreSQL connections against
 //! `max_connections`; and Prometheus gauges paired by name as a pool's use and size
 //! (`..._busy`/`..._active` beside `..._workers`/`..._size`/`..._max`); and a followed
@@ -57,6 +58,8 @@ enum Role {
     HostMemoryTotal,
     HostFds,
     HostFdsMax,
+    TimeWait,
+    EphemeralPorts,
     ListenOverflows,
     ConnectFailures,
     DbConnections,
@@ -78,6 +81,7 @@ enum Measure {
     ProcessFds,
     HostFds,
     Memory,
+    EphemeralPorts,
     ListenQueue,
     ConnectFailures,
     DbConnections,
@@ -180,6 +184,8 @@ impl Pressures {
             S::HostMemoryTotalBytes => Role::HostMemoryTotal,
             S::HostFdsOpen => Role::HostFds,
             S::HostFdsMax => Role::HostFdsMax,
+            S::HostTcpTimeWait => Role::TimeWait,
+            S::HostEphemeralPorts => Role::EphemeralPorts,
             S::HostTcpListenOverflowsPerSec => Role::ListenOverflows,
             S::HostTcpConnectFailuresPerSec => Role::ConnectFailures,
             S::PostgresConnections => Role::DbConnections,
@@ -335,7 +341,7 @@ impl Pressures {
                 };
                 (shown, format!("{} / {}", names.use_name, names.size_name))
             }
-            (_, "host") => ("host".to_owned(), series.to_owned()),
+            (_, "host") => (analysis::diagnosis::HOST.to_owned(), series.to_owned()),
             _ => (name.clone(), series.to_owned()),
         };
         let crossed = track.crossing().map(|(at, mean)| Crossing {
@@ -403,6 +409,11 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
     let limited = [
         (Measure::Memory, Role::HostMemoryUsed, Role::HostMemoryTotal),
         (Measure::HostFds, Role::HostFds, Role::HostFdsMax),
+        (
+            Measure::EphemeralPorts,
+            Role::TimeWait,
+            Role::EphemeralPorts,
+        ),
         (
             Measure::DbConnections,
             Role::DbConnections,
@@ -504,6 +515,11 @@ fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
             "fds",
         ),
         Measure::HostFds => (Resource::Fds, "host.fds_open / host.fds_max", "fds"),
+        Measure::EphemeralPorts => (
+            Resource::EphemeralPorts,
+            "host.tcp_time_wait / host.ephemeral_ports",
+            "ports",
+        ),
         Measure::Memory => (
             Resource::Memory,
             "host.memory_used_bytes / host.memory_total_bytes",

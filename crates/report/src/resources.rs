@@ -188,6 +188,7 @@ fn measure(
         | S::HostTcpConnectFailuresPerSec
         | S::HostTcpListenDropsPerSec
         | S::HostLoad1
+        | S::HostEphemeralPorts
         | S::ProcessCount
         | S::ProcessThreads
         | S::ProcessSockets

@@ -171,6 +171,7 @@ fn every_documented_series_reaches_its_chart_and_report_row() {
         ("process.sockets", "count", Some("connections"), None),
         ("process.fd_limit", "count", None, Some("fd_limit")),
         ("process.cpu_limit_percent", "percent", Some("cpu"), None),
+        ("host.ephemeral_ports", "count", Some("connections"), None),
         ("log.lines_per_sec", "1/s", None, None),
         ("log.example", "count", None, None),
         (
