@@ -836,11 +836,17 @@ fn ran_out_first(inputs: &[CompareInput], format: CompareFormat) -> Result<Strin
             &mut std::io::sink(),
         )?;
         if let Some(diagnosis) = outcome.diagnosis {
-            lines.push((input.name(), diagnosis.headline()));
+            lines.push((input.name().to_owned(), diagnosis.headline()));
         }
     }
+    Ok(ran_out_block(format, &lines))
+}
+
+/// "What ran out first": one line per (name, sentence), as text or Markdown; empty
+/// without lines. Run folders' comparisons (`lab`) print theirs with it too.
+pub fn ran_out_block(format: CompareFormat, lines: &[(String, String)]) -> String {
     if lines.is_empty() {
-        return Ok(String::new());
+        return String::new();
     }
     let mut block = match format {
         CompareFormat::Markdown => "\n**What ran out first**\n\n".to_owned(),
@@ -852,7 +858,7 @@ fn ran_out_first(inputs: &[CompareInput], format: CompareFormat) -> Result<Strin
             _ => writeln!(block, "{name}: {headline}"),
         };
     }
-    Ok(block)
+    block
 }
 
 #[cfg(test)]

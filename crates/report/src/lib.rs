@@ -51,7 +51,8 @@ mod warnings;
 
 pub use compare::{
     CompareFormat, CompareInput, Comparison, GATED_ROWS, Regression, Row, RunFigures, Unit, Versus,
-    compare_runs, parse_threshold, read_input, read_record_window, run_compare, side_letter,
+    compare_runs, parse_threshold, ran_out_block, read_input, read_record_window, run_compare,
+    side_letter,
 };
 pub use config::{ReportConfig, ReportType};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};

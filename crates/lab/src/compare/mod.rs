@@ -56,6 +56,35 @@ pub fn run_compare_folders(
     let write = |err: std::io::Error| LabError::Folder(format!("writing the comparison: {err}"));
     out.write_all(comparison.render(format).as_bytes())
         .map_err(write)?;
+    if format != CompareFormat::Json {
+        let block = report::ran_out_block(format, &ran_out_first(&sides));
+        out.write_all(block.as_bytes()).map_err(write)?;
+    }
     out.flush().map_err(write)?;
     Ok(threshold.map_or_else(Vec::new, |t| comparison.regressions(t)))
+}
+
+/// Each side's variants with what ran out first in their steps (`summary.md`'s), by
+/// `DIR#VARIANT`: the first sentence of the step's diagnosis, with its step.
+fn ran_out_first(sides: &[Side]) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for side in sides {
+        for (variant, step, diagnosis) in side.summary.ran_out_first() {
+            if side
+                .variant
+                .as_deref()
+                .is_some_and(|picked| picked != variant)
+            {
+                continue;
+            }
+            let name = match side.variant {
+                Some(_) => side.name.clone(),
+                None => format!("{}#{variant}", side.name),
+            };
+            if let Some(headline) = diagnosis.first() {
+                lines.push((name, format!("step {step}: {headline}")));
+            }
+        }
+    }
+    lines
 }

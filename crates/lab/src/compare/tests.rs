@@ -352,3 +352,47 @@ fn bad_summaries_name_the_file_and_line() {
     let err = sides(&[one, picked]).unwrap_err().to_string();
     assert!(err.contains("not both"), "{err}");
 }
+
+/// Each side says what ran out first in the step where its variant's limit shows: the
+/// lowest rate that did not pass, else its highest; a picked variant only.
+#[test]
+fn each_side_says_what_ran_out_first_where_its_limit_shows() {
+    let diagnosed = |name: &str, variant: &str, rate: f64, verdict, line: &str| StepRow {
+        verdict,
+        diagnosis: vec![line.to_owned(), "held (peak of each): ...".to_owned()],
+        ..step(name, variant, rate, 4.0)
+    };
+    let steps = vec![
+        diagnosed("000-go-100", "go", 100.0, StepVerdict::Pass, "held"),
+        diagnosed("001-go-400", "go", 400.0, StepVerdict::Fail, "pool at 400"),
+        diagnosed("002-go-200", "go", 200.0, StepVerdict::Fail, "pool at 200"),
+        diagnosed(
+            "003-ruby-100",
+            "ruby",
+            100.0,
+            StepVerdict::Pass,
+            "nothing ran out",
+        ),
+        step("004-php-100", "php", 100.0, 4.0),
+    ];
+    let held = [("go", None), ("ruby", Some(100.0)), ("php", Some(100.0))];
+    let whole = side("a", None, &held, steps.clone());
+    assert_eq!(
+        ran_out_first(&[whole]),
+        [
+            ("a#go".to_owned(), "step 002-go-200: pool at 200".to_owned()),
+            (
+                "a#ruby".to_owned(),
+                "step 003-ruby-100: nothing ran out".to_owned()
+            ),
+        ]
+    );
+    let picked = side("b#ruby", Some("ruby"), &held, steps);
+    assert_eq!(
+        ran_out_first(&[picked]),
+        [(
+            "b#ruby".to_owned(),
+            "step 003-ruby-100: nothing ran out".to_owned()
+        )]
+    );
+}
