@@ -103,6 +103,8 @@ impl Matcher {
 enum Follow {
     File(FileFollower),
     Command(Child),
+    /// A command that could not start: a gap every tick says why.
+    Nothing,
 }
 
 pub(crate) struct LogSampler {
@@ -144,7 +146,7 @@ impl LogSampler {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .ended = Some(reason);
-                    Follow::File(FileFollower::nothing())
+                    Follow::Nothing
                 }
             },
         };
@@ -214,6 +216,7 @@ impl Sampler for LogSampler {
                         .get_or_insert_with(|| format!("the command ended ({status})"));
                 }
             }
+            Follow::Nothing => {}
         }
         let counts = self.matcher.take();
         self.write(&counts, tick.now, &mut reading);
@@ -313,20 +316,9 @@ impl FileFollower {
         }
     }
 
-    fn nothing() -> FileFollower {
-        FileFollower {
-            path: String::new(),
-            identity: None,
-            offset: 0,
-        }
-    }
-
     /// Counts the lines completed since the last call (a line still being written waits
     /// for its newline, unless it is already longer than [`MAX_LINE_BYTES`]).
     fn read_new(&mut self, matcher: &Matcher) -> Result<(), String> {
-        if self.path.is_empty() {
-            return Ok(());
-        }
         let fail = |err: std::io::Error| format!("{}: {err}", self.path);
         let metadata = std::fs::metadata(&self.path).map_err(fail)?;
         let identity = (metadata.dev(), metadata.ino());
