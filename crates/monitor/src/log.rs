@@ -400,7 +400,7 @@ mod tests {
                 Some("out_of_memory"),
             ),
             (
-                "dial tcp 10.0.0.1:5432: connect: connection refused",
+                "dial tcp 127.0.0.1:5432: connect: connection refused",
                 Some("connection_refused"),
             ),
             (

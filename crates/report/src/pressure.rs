@@ -22,10 +22,11 @@ use record::{ResourceSeries, SampleBatch, SampleTables, SeriesKind};
 use crate::resources::{SUSTAINED_SAMPLES, Stat};
 
 /// A share of a limit at or above this (percent) is close to it: CPU of an allowance,
-/// fds, memory, connections, a pool.
-pub const NEAR_LIMIT_PERCENT: f64 = 90.0;
-/// The host's CPU (all cores) at or above this is busy.
-pub const HOST_CPU_BUSY_PERCENT: f64 = 95.0;
+/// fds (the resource rows' fd warning uses the same), memory, connections, a pool.
+pub const NEAR_LIMIT_PERCENT: f64 = crate::resources::FD_WARN_PERCENT;
+/// The host's CPU (all cores) at or above this is busy: the resource rows' own
+/// threshold, so the warning and the diagnosis agree.
+pub const HOST_CPU_BUSY_PERCENT: f64 = crate::resources::CPU_BUSY_PERCENT;
 /// One core at or above this while the host is not: pegged.
 pub const CORE_PEGGED_PERCENT: f64 = 95.0;
 /// A process group at or above this share of one core, and never above
