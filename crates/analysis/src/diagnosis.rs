@@ -43,18 +43,27 @@ pub enum Resource {
     Fds,
     /// Memory against the host's.
     Memory,
-    /// Swap in use.
+    /// Memory written out to swap.
     Swap,
+    /// Network bytes against the interface's link speed.
+    Network,
     /// TIME_WAIT sockets against the ephemeral port range.
     EphemeralPorts,
     /// Connections dropped at a full listen queue (an event: any sustained rate counts).
     ListenQueue,
-    /// TCP trouble: retransmits, resets, failed connects (events).
+    /// Failed TCP connects (events).
     TcpErrors,
+    /// Retransmitted TCP segments, as a share of those sent: packets lost.
+    Retransmits,
+    /// TCP resets sent (events): a symptom, listed in time order, never the first limit.
+    TcpResets,
     /// A pool or queue gauge against its size.
     Pool,
     /// Database connections against the server's maximum.
     DbConnections,
+    /// The database connections an app opened, busy in a statement or a transaction
+    /// against their number: its pool is full.
+    DbBusy,
     /// Log lines that name a resource running out (`too many open files`, `out of
     /// memory`, a user's pattern): a limit in the system's own words.
     Log,
@@ -76,14 +85,30 @@ impl Resource {
             Resource::Fds => "fds",
             Resource::Memory => "memory",
             Resource::Swap => "swap",
+            Resource::Network => "network",
             Resource::EphemeralPorts => "ephemeral_ports",
             Resource::ListenQueue => "listen_queue",
             Resource::TcpErrors => "tcp_errors",
+            Resource::Retransmits => "retransmits",
+            Resource::TcpResets => "tcp_resets",
             Resource::Pool => "pool",
             Resource::DbConnections => "db_connections",
+            Resource::DbBusy => "db_busy",
             Resource::Log => "log",
             Resource::LogSymptom => "log_symptom",
         }
+    }
+
+    /// Whether it only follows trouble (timeouts, resets): listed in time order, never
+    /// the first limit.
+    pub fn is_symptom(self) -> bool {
+        matches!(self, Resource::LogSymptom | Resource::TcpResets)
+    }
+
+    /// Whether it is the host's own (the order within one tick: who ran out before the
+    /// host it runs on).
+    fn is_the_hosts(self, name: &str) -> bool {
+        name == HOST || self == Resource::Network
     }
 }
 
@@ -118,6 +143,9 @@ pub struct Watched {
     pub crossed: Option<Crossing>,
     /// The first line that made it a finding, for a log.
     pub example: Option<String>,
+    /// More evidence in words, said after the meaning ("transactions peaked at
+    /// 212/s").
+    pub note: Option<String>,
 }
 
 impl Watched {
@@ -228,6 +256,12 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// Resources that never did, with their peaks (headroom), closest first.
     pub held: Vec<Watched>,
+    /// Without a knee: why the load has none ("no saturation point: the rate is
+    /// constant"), when the caller knows.
+    pub no_knee: Option<String>,
+    /// What could not be judged, and why ("db: 12 readings missing from 3.0 s: login
+    /// refused"): said, never guessed around.
+    pub unjudged: Vec<String>,
 }
 
 /// Judges one run; see the module documentation. `trouble` says how a load without a
@@ -255,7 +289,7 @@ pub fn diagnose(
     let key = |f: &Finding| {
         let who = match f.watched.resource {
             Resource::Log | Resource::LogSymptom => 2,
-            _ if f.watched.name == HOST => 1,
+            resource if resource.is_the_hosts(&f.watched.name) => 1,
             _ => 0,
         };
         // Samplers read on one grid of whole seconds, each a few ms apart: the
@@ -274,7 +308,7 @@ pub fn diagnose(
         share(b).total_cmp(&share(a))
     });
     let first = findings.iter().position(|f| {
-        f.watched.resource != Resource::LogSymptom
+        !f.watched.resource.is_symptom()
             && matches!(f.timing, Timing::Before | Timing::AtKnee | Timing::NoKnee)
     });
     let struggled = knee.is_some() || trouble.is_some();
@@ -296,6 +330,8 @@ pub fn diagnose(
         verdict,
         findings,
         held,
+        no_knee: None,
+        unjudged: Vec::new(),
     }
 }
 
@@ -347,6 +383,9 @@ impl Diagnosis {
             let held: Vec<String> = self.held.iter().map(headroom).collect();
             lines.push(format!("held (peak of each): {}", held.join("; ")));
         }
+        for what in &self.unjudged {
+            lines.push(format!("not judged: {what}"));
+        }
         lines
     }
 
@@ -365,7 +404,13 @@ impl Diagnosis {
                         knee_words(knee),
                         finding.describe(Some(knee), self.start_unix_ns)
                     ),
-                    None => format!("first limit {}", finding.describe(None, self.start_unix_ns)),
+                    None => {
+                        let text = finding.describe(None, self.start_unix_ns);
+                        match &self.trouble {
+                            Some(trouble) => format!("{trouble}: first limit {text}"),
+                            None => format!("first limit {text}"),
+                        }
+                    }
                 }
             }
             Verdict::NothingWatchedRanOut => {
@@ -378,7 +423,10 @@ impl Diagnosis {
                      not watched (a downstream, a lock, a pool without a gauge)"
                 )
             }
-            Verdict::Held => "no knee, and nothing monitored reached its limit".to_owned(),
+            Verdict::Held => match &self.no_knee {
+                Some(why) => format!("{why}; nothing monitored reached its limit"),
+                None => "no knee, and nothing monitored reached its limit".to_owned(),
+            },
             Verdict::NotJudged { reason } => format!("not judged: {reason}"),
         }
     }
@@ -424,6 +472,9 @@ impl Finding {
             seconds(w.peak_at_ns),
             w.series
         );
+        if let Some(note) = &w.note {
+            let _ = write!(text, "; {note}");
+        }
         if let Some(line) = &w.example {
             let _ = write!(text, "; first line: {line:?}");
         }
@@ -442,10 +493,16 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
             "; its affinity or quota, not the host, set the ceiling",
         ),
         Resource::OneCore => (
-            format!(
-                "held at {} of one core while it may use {limit}",
-                percent(at)
-            ),
+            match w.limit {
+                Some(_) => format!(
+                    "held at {} of one core while it may use {limit}",
+                    percent(at)
+                ),
+                None => format!(
+                    "held at {} of one core (its allowance was not sampled)",
+                    percent(at)
+                ),
+            },
             "; one thread's ceiling (a single-threaded server, a global lock)",
         ),
         Resource::HostCpu => (format!("CPU at {} of the host", percent(at)), ""),
@@ -473,9 +530,19 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
         ),
         Resource::Memory => (
             format!("memory at {} of {limit}", percent(share(at, w.limit))),
-            "",
+            "; past it the kernel reclaims and swaps, then kills (OOM)",
         ),
-        Resource::Swap => (format!("swapping ({} in swap)", value(at, w.unit)), ""),
+        Resource::Swap => (
+            format!("swapping out {}", value(at, w.unit)),
+            "; memory ran short and pages went to disk",
+        ),
+        Resource::Network => (
+            format!(
+                "network at {} of its link speed ({limit})",
+                percent(share(at, w.limit))
+            ),
+            "; the link, not the server, set the ceiling",
+        ),
         Resource::EphemeralPorts => (
             format!(
                 "TIME_WAIT sockets at {} of the ephemeral port range ({limit})",
@@ -491,6 +558,14 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
             "; the server did not accept connections fast enough",
         ),
         Resource::TcpErrors => (format!("TCP connects failing at {}", value(at, "/s")), ""),
+        Resource::Retransmits => (
+            format!("TCP retransmitting {} of the segments it sent", percent(at)),
+            "; packets were lost (a full queue or link, or a drop on the way)",
+        ),
+        Resource::TcpResets => (
+            format!("sending TCP resets, {}", value(at, "/s")),
+            "; connections were refused or cut",
+        ),
         Resource::Pool => (
             format!("at {} of its size ({limit})", percent(share(at, w.limit))),
             "; requests beyond it wait in a queue",
@@ -501,6 +576,16 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
                 percent(share(at, w.limit))
             ),
             "; more are refused",
+        ),
+        Resource::DbBusy => (
+            format!(
+                "connections busy {} of the time ({at:.2} of {:.0} open)",
+                percent(share(at, w.limit)),
+                w.limit.unwrap_or_default()
+            ),
+            "; every connection it was given was in use, so transactions could not go \
+             faster: the app's pool (its number of connections), not the server, set the \
+             ceiling",
         ),
         Resource::Log | Resource::LogSymptom => {
             (format!("wrote matching lines, {}", value(at, "/s")), "")
@@ -559,12 +644,16 @@ fn noun(resource: Resource) -> &'static str {
         Resource::Iowait => "iowait",
         Resource::Fds => "fds",
         Resource::Memory => "memory",
-        Resource::Swap => "swap",
+        Resource::Swap => "swap out",
+        Resource::Network => "network",
         Resource::EphemeralPorts => "TIME_WAIT",
         Resource::ListenQueue => "listen overflows",
         Resource::TcpErrors => "TCP errors",
+        Resource::Retransmits => "retransmits",
+        Resource::TcpResets => "resets sent",
         Resource::Pool => "use",
         Resource::DbConnections => "connections",
+        Resource::DbBusy => "busy connections",
         Resource::Log | Resource::LogSymptom => "lines",
     }
 }
@@ -576,6 +665,8 @@ fn value(value: f64, unit: &str) -> String {
         "/s" if value < 10.0 => format!("{value:.1}/s"),
         "/s" => format!("{value:.0}/s"),
         "bytes" => format!("{:.1} MiB", value / (1024.0 * 1024.0)),
+        "bytes/s" => format!("{:.1} MiB/s", value / (1024.0 * 1024.0)),
+        "connections busy" => format!("{value:.2} {unit}"),
         "" => format!("{value:.0}"),
         unit => format!("{value:.0} {unit}"),
     }
@@ -616,6 +707,7 @@ mod tests {
                 value: peak,
             }),
             example: None,
+            note: None,
         }
     }
 
@@ -813,6 +905,50 @@ mod tests {
             diagnosis.lines()[1].starts_with("before it: nginx log"),
             "{:?}",
             diagnosis.lines()
+        );
+    }
+
+    #[test]
+    fn resets_follow_and_a_busy_db_pool_leads_with_its_transactions() {
+        let resets = Watched {
+            unit: "/s",
+            limit: None,
+            ..watched(HOST, Resource::TcpResets, 1.0, 30.0, Some(4))
+        };
+        let busy = Watched {
+            unit: "connections busy",
+            note: Some("transactions peaked at 212/s".to_owned()),
+            ..watched("db", Resource::DbBusy, 1.0, 0.98, Some(8))
+        };
+        let link = Watched {
+            name: "host eth0".to_owned(),
+            unit: "bytes/s",
+            ..watched("host eth0", Resource::Network, 125e6, 40e6, None)
+        };
+        let diagnosis = diagnose(
+            Some(knee_at(9)),
+            None,
+            &GeneratorState::default(),
+            &[resets, busy, link],
+        );
+        let Verdict::FirstLimit { finding } = diagnosis.verdict else {
+            panic!("{:?}", diagnosis.verdict);
+        };
+        assert_eq!(finding, 1, "{:?}", diagnosis.lines());
+        let headline = diagnosis.headline();
+        assert!(
+            headline.contains("db connections busy 98% of the time (0.98 of 1 open)")
+                && headline.ends_with("; transactions peaked at 212/s"),
+            "{headline}"
+        );
+        let lines = diagnosis.lines();
+        assert!(
+            lines[1].starts_with("before it: host sending TCP resets, 30/s"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].contains("host eth0 network peak 32% of 119.2 MiB/s"),
+            "{lines:?}"
         );
     }
 

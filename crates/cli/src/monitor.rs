@@ -32,9 +32,12 @@ use crate::signals;
 ///   process=REGEX             ... whose command line matches REGEX
 ///   pid=N                     process N and its children
 ///   prom=URL[;metric=RE][;drop=RE][;label=NAME=RE][;quantiles=0.5,0.99][;timeout=DUR]
-///                             a Prometheus /metrics endpoint: counters as rates,
-///                             gauges as they are, histograms as quantiles
-///   postgres=URL              pg_stat_database: connections and transactions/s
+///       [;max=GAUGE=LIMIT]    a Prometheus /metrics endpoint: counters as rates,
+///                             gauges as they are, histograms as quantiles; max= gives
+///                             a gauge its maximum (a number or another gauge), so the
+///                             diagnosis judges a queue or pool it cannot pair by name
+///   postgres=URL              pg_stat_database: connections, transactions/s, and the
+///                             connections busy (PostgreSQL 14 on)
 ///   agent=HOST:PORT           samples streamed by `loadlab monitor -serve` elsewhere
 ///   log=PATH[;pattern=NAME=RE]
 ///                             a log file followed from its end (rotated or truncated:

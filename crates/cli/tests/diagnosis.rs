@@ -401,3 +401,125 @@ fn a_generator_starved_beside_a_cpu_hog_is_the_verdict() {
     let lines = diagnosis["lines"].to_string();
     assert!(lines.contains("says nothing about the server"), "{text}");
 }
+
+/// gunicorn serving `examples/apps/one_connection.py` (a pool of one PostgreSQL
+/// connection) on 127.0.0.1, against the test server of `.ci/setup/postgres.sh`;
+/// stopped on drop.
+struct Gunicorn {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Gunicorn {
+    fn start() -> Option<Gunicorn> {
+        let required = std::env::var_os("LOADLAB_REQUIRE_GUNICORN").is_some();
+        let url = std::env::var("LOADLAB_TEST_POSTGRES_URL").ok();
+        let installed = Command::new("gunicorn")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        let Some(url) = url.filter(|_| installed) else {
+            assert!(
+                !required,
+                "LOADLAB_REQUIRE_GUNICORN is set but gunicorn or LOADLAB_TEST_POSTGRES_URL \
+                 is missing (source .ci/setup/postgres.sh and .ci/setup/gunicorn.sh)"
+            );
+            eprintln!("skipped: no gunicorn or PostgreSQL (.ci/setup/gunicorn.sh, postgres.sh)");
+            return None;
+        };
+        let apps = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/apps");
+        let port = free_port();
+        let child = Command::new("gunicorn")
+            .args(["-k", "gthread", "--threads", "16", "-w", "1"])
+            .args(["-b", &format!("127.0.0.1:{port}")])
+            .arg("--chdir")
+            .arg(&apps)
+            .arg("one_connection:app")
+            .env("DATABASE_URL", url)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut gunicorn = Gunicorn { child, port };
+        for _ in 0..200 {
+            if Self::healthy(port) {
+                return Some(gunicorn);
+            }
+            assert!(
+                gunicorn.child.try_wait().unwrap().is_none(),
+                "gunicorn exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("gunicorn did not answer on {port}");
+    }
+
+    /// Whether `/health` answers 200 (the app has loaded and seeded its table).
+    fn healthy(port: u16) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        let mut answer = String::new();
+        stream.write_all(request.as_bytes()).is_ok()
+            && stream.read_to_string(&mut answer).is_ok()
+            && answer.starts_with("HTTP/1.1 200")
+    }
+}
+
+impl Drop for Gunicorn {
+    fn drop(&mut self) {
+        // TERM: gunicorn stops its worker and exits.
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_app_with_one_database_connection_runs_out_of_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(app) = Gunicorn::start() else {
+        return;
+    };
+    let url = std::env::var("LOADLAB_TEST_POSTGRES_URL").unwrap();
+    let dir = tempdir("db-pool");
+    let db = format!("db:postgres={url}");
+    let gunicorn = format!("app:pid={}", app.child.id());
+    // Each request holds the one connection ~4.5 ms: ~220 req/s.
+    let (diagnosis, text) = diagnose(
+        &dir.0,
+        &format!("http://127.0.0.1:{}/item/7", app.port),
+        &[
+            "-schedule",
+            "line(40, 450, 12s)",
+            "-timeout",
+            "2s",
+            "-monitor",
+            "host",
+            "-monitor",
+            &db,
+            "-monitor",
+            &gunicorn,
+        ],
+        &[],
+    );
+    assert_eq!(
+        first_limit(&diagnosis),
+        ("db_busy".to_owned(), "db".to_owned()),
+        "{text}"
+    );
+    assert_eq!(diagnosis["findings"][0]["limit"], 1.0, "{text}");
+    assert!(text.contains("transactions peaked at"), "{text}");
+    // Nothing else is named at or before the knee: not the host, not max_connections.
+    let early: Vec<&str> = diagnosis["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["timing"] != "after")
+        .filter_map(|f| f["resource"].as_str())
+        .collect();
+    assert_eq!(early, ["db_busy"], "{text}");
+}

@@ -76,39 +76,12 @@ pub(crate) fn parse_cpu_list(list: &str) -> Option<BTreeSet<u32>> {
 
 /// The quota in cores of the cgroup a `/proc/PID/cgroup` text names, v2 first.
 fn read_quota(cgroup: &str) -> Option<f64> {
-    let (version, path) = cgroup_cpu_path(cgroup)?;
+    let (version, path) = crate::cgroup::controller_dir(cgroup, "cpu", "cpu.max")?;
     let read = |file: &str| std::fs::read_to_string(format!("{path}/{file}")).ok();
     match version {
         2 => parse_cpu_max(&read("cpu.max")?),
         _ => parse_cfs(&read("cpu.cfs_quota_us")?, &read("cpu.cfs_period_us")?),
     }
-}
-
-/// Where the cpu controller of a `/proc/PID/cgroup` text lives: (2, the v2 directory)
-/// from its `0::` line, else (1, the v1 `cpu` controller's directory).
-fn cgroup_cpu_path(cgroup: &str) -> Option<(u8, String)> {
-    let mut v1 = None;
-    for line in cgroup.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if controllers.split(',').any(|c| c == "cpu") {
-            v1 = Some((1, format!("/sys/fs/cgroup/{controllers}{path}")));
-        } else if controllers.is_empty() {
-            // A hybrid host mounts v2 beside v1 (under `unified`); its file exists only
-            // where the cpu controller is enabled.
-            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
-                let dir = format!("{root}{path}");
-                if std::path::Path::new(&format!("{dir}/cpu.max")).exists() {
-                    return Some((2, dir));
-                }
-            }
-        }
-    }
-    v1
 }
 
 /// `cpu.max`: `QUOTA PERIOD` in µs, or `max PERIOD` for none.

@@ -149,6 +149,21 @@ impl HostSampler {
         );
     }
 
+    /// Pages written to swap, as bytes per second: swap *in use* can be old news, swap
+    /// being written is memory running short now.
+    fn swapping(&mut self, reading: &mut Reading, at: Instant) {
+        let series = S::HostSwapOutBytesPerSec.name();
+        let def = SeriesDef::rate(series, "bytes/s");
+        match procfs::vmstat() {
+            Ok(counters) => {
+                let pages = counters.get("pswpout").copied().unwrap_or(0);
+                let bytes = pages as f64 * procfs::page_size() as f64;
+                reading.rate(def, self.counters.update(series.to_owned(), bytes, at));
+            }
+            Err(err) => reading.gap(Some(def), format!("/proc/vmstat: {err}")),
+        }
+    }
+
     fn network(&mut self, reading: &mut Reading, at: Instant) {
         let devices = match procfs::net::dev_status() {
             Ok(devices) => devices,
@@ -173,6 +188,10 @@ impl HostSampler {
                 let def = SeriesDef::rate(series, unit).label("interface", name);
                 let key = format!("{series}/{name}");
                 reading.rate(def, self.counters.update(key, value as f64, at));
+            }
+            if let Some(speed) = link_speed_bytes_per_sec(name) {
+                let def = SeriesDef::gauge(S::HostNetSpeedBytesPerSec.name(), "bytes/s");
+                reading.value(def.label("interface", name), speed);
             }
         }
     }
@@ -299,6 +318,18 @@ fn thread_cpu() -> std::time::Duration {
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
+/// An interface's link speed in bytes per second, from the Mb/s its driver states;
+/// none for loopback and for virtual links that state none (`-1`) or fail to read.
+fn link_speed_bytes_per_sec(interface: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/speed")).ok()?;
+    parse_link_speed(&text)
+}
+
+fn parse_link_speed(text: &str) -> Option<f64> {
+    let megabits: f64 = text.trim().parse().ok()?;
+    (megabits > 0.0).then_some(megabits * 1e6 / 8.0)
+}
+
 fn cpu_series(cpu: &str) -> SeriesDef {
     SeriesDef::gauge(S::HostCpuPercent.name(), "percent").label("cpu", cpu)
 }
@@ -312,6 +343,7 @@ impl Sampler for HostSampler {
         let mut reading = Reading::new(&self.info, tick.at_unix_ns);
         self.cpu(&mut reading);
         HostSampler::memory(&mut reading);
+        self.swapping(&mut reading, tick.now);
         self.network(&mut reading, tick.now);
         let established = self.tcp_counters(&mut reading, tick.now);
         HostSampler::sockets(&mut reading, established);
@@ -324,6 +356,21 @@ impl Sampler for HostSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_speeds_read_in_bytes_per_sec() {
+        let cases: &[(&str, Option<f64>)] = &[
+            ("1000\n", Some(125e6)),
+            ("10000", Some(1.25e9)),
+            ("-1\n", None),
+            ("0", None),
+            ("", None),
+            ("fast", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_link_speed(text), *want, "{text:?}");
+        }
+    }
 
     #[test]
     fn the_ephemeral_range_counts_its_ports() {

@@ -9,7 +9,9 @@
 //!   whose receiver yields `record::SampleFrame`s, ready for
 //!   `record::RecordWriter::write_samples`. [`MonitorHandle::stop`] ends it.
 //! - Samplers: host CPU, memory, network, TCP states, fds (`host.rs`, `tcp_states.rs`,
-//!   `sockstat.rs`, `netstat.rs`); process groups (`process.rs`, `process_match.rs`);
+//!   `sockstat.rs`, `netstat.rs`); process groups (`process.rs`, `process_match.rs`,
+//!   and the limits their cgroups and affinity set: `cgroup.rs`, `cpu_allowance.rs`);
+//!   logs (`log.rs`);
 //!   Prometheus endpoints (`prom.rs` over `prom_parse.rs`, `rates.rs`, `http_get.rs`);
 //!   PostgreSQL (`pg.rs`); a remote agent (`agent.rs`).
 //! - [`AgentServer`]: `loadlab monitor -serve`, streaming frames to attack-side clients.
@@ -25,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod cgroup;
 mod clock;
 mod cpu_allowance;
 mod histogram;
@@ -52,8 +55,8 @@ pub use agent::AgentServer;
 pub use clock::ClockAnchor;
 pub use runner::{Monitor, MonitorHandle, MonitorStats, MonitorStopped};
 pub use spec::{
-    LogSource, LogSpec, MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec, ProcessMatch,
-    PromFilters, PromSpec, SamplerSpec,
+    LimitOf, LogSource, LogSpec, MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec,
+    ProcessMatch, PromFilters, PromLimit, PromSpec, SamplerSpec,
 };
 pub use units::redact_url;
 

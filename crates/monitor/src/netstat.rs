@@ -1,7 +1,8 @@
 //! `/proc/net/snmp` and `/proc/net/netstat`: kernel protocol counters as pairs of lines,
 //! a header and its values (`Tcp: ActiveOpens PassiveOpens ...` then `Tcp: 12 30 ...`).
-//! We read the TCP counters that explain latency: retransmits, resets, and listen
-//! queue overflows (the server did not `accept` fast enough).
+//! We read the TCP counters that explain latency: retransmits (and the segments sent
+//! they are a share of), resets, and listen queue overflows (the server did not
+//! `accept` fast enough).
 
 use record::ResourceSeries as S;
 use std::collections::HashMap;
@@ -10,7 +11,8 @@ use std::collections::HashMap;
 pub(crate) type Counters = HashMap<(String, String), f64>;
 
 /// The counters loadlab charts: (section, name, series name, unit).
-pub(crate) const TCP_COUNTERS: [(&str, &str, &str); 5] = [
+pub(crate) const TCP_COUNTERS: [(&str, &str, &str); 6] = [
+    ("Tcp", "OutSegs", S::HostTcpSegmentsSentPerSec.name()),
     ("Tcp", "RetransSegs", S::HostTcpRetransmitsPerSec.name()),
     ("Tcp", "OutRsts", S::HostTcpResetsSentPerSec.name()),
     (

@@ -6,6 +6,11 @@
 //! - `postgres.transactions_per_sec{database}`: `xact_commit + xact_rollback` per
 //!   second, less the sampler's own query (one transaction per tick in its database).
 //! - `postgres.rollbacks_per_sec{database}`.
+//! - `postgres.busy_connections{database}`: seconds its backends spent in a statement or
+//!   inside a transaction per second (`active_time + idle_in_transaction_time`,
+//!   PostgreSQL 14 and later): how many connections were in use on average. Beside
+//!   `postgres.connections` it says whether the connections an app opened were all busy
+//!   (its pool is the limit) while the transactions per second stopped growing.
 //!
 //! PostgreSQL publishes these counters when a backend's transaction ends, at most about
 //! once a second per backend, so a 1 s series is jumpy while its sum over a run is
@@ -24,8 +29,17 @@ use record::ResourceSeries as S;
 use units::redact_url;
 
 const QUERY: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, xact_rollback, \
-                     current_database(), current_setting('max_connections') FROM pg_stat_database \
+                     current_database(), current_setting('max_connections'), NULL FROM pg_stat_database \
                      WHERE datname IS NOT NULL AND datname NOT IN ('template0', 'template1')";
+
+/// The same with the time in use, which PostgreSQL 14 added to `pg_stat_database`.
+const QUERY_WITH_BUSY_TIME: &str = "SELECT datname, numbackends, xact_commit + xact_rollback, \
+                     xact_rollback, current_database(), current_setting('max_connections'), \
+                     active_time + idle_in_transaction_time FROM pg_stat_database \
+                     WHERE datname IS NOT NULL AND datname NOT IN ('template0', 'template1')";
+
+/// The first server version whose `pg_stat_database` has `active_time`.
+const BUSY_TIME_SINCE_VERSION: u32 = 140_000;
 
 /// One row of `pg_stat_database`.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +51,9 @@ struct DatabaseRow {
     ours: bool,
     /// The server's `max_connections` (the same on every row).
     max_connections: f64,
+    /// Milliseconds its backends spent in a statement or a transaction, when the
+    /// server keeps them.
+    busy_ms: Option<f64>,
 }
 
 pub(crate) struct PostgresSampler {
@@ -44,6 +61,8 @@ pub(crate) struct PostgresSampler {
     url: String,
     timeout: Duration,
     client: Option<Client>,
+    /// The query this server answers (chosen by its version on connecting).
+    query: &'static str,
     rates: Rates<(String, &'static str)>,
     last_at: Option<Instant>,
 }
@@ -55,6 +74,7 @@ impl PostgresSampler {
             url: url.to_owned(),
             timeout,
             client: None,
+            query: QUERY,
             rates: Rates::default(),
             last_at: None,
         }
@@ -72,14 +92,33 @@ impl PostgresSampler {
         config.connect(NoTls).map_err(|err| describe(&err))
     }
 
+    /// The query for the server `client` talks to: with the time in use from 14 on.
+    fn query_for(client: &mut Client) -> &'static str {
+        let version = client
+            .simple_query("SHOW server_version_num")
+            .ok()
+            .and_then(|messages| {
+                messages.iter().find_map(|m| match m {
+                    SimpleQueryMessage::Row(row) => row.get(0)?.parse::<u32>().ok(),
+                    _ => None,
+                })
+            });
+        match version {
+            Some(version) if version >= BUSY_TIME_SINCE_VERSION => QUERY_WITH_BUSY_TIME,
+            _ => QUERY,
+        }
+    }
+
     fn query(&mut self) -> Result<Vec<DatabaseRow>, String> {
         if self.client.is_none() {
-            self.client = Some(self.connect()?);
+            let mut client = self.connect()?;
+            self.query = Self::query_for(&mut client);
+            self.client = Some(client);
         }
         let Some(client) = self.client.as_mut() else {
             return Err("not connected".to_owned());
         };
-        let result = client.simple_query(QUERY);
+        let result = client.simple_query(self.query);
         match result {
             Ok(messages) => messages
                 .iter()
@@ -121,6 +160,16 @@ impl PostgresSampler {
                 let rate = self.rates.update((row.name.clone(), name), value, at);
                 reading.rate(def, rate.map(|rate| (rate - own).max(0.0)));
             }
+            if let Some(busy_ms) = row.busy_ms {
+                // Seconds in use per second: the connections busy on average. Our own
+                // query's millisecond a tick is left in.
+                let name = S::PostgresBusyConnections.name();
+                let def = label(SeriesDef::rate(name, "count"));
+                let busy = self
+                    .rates
+                    .update((row.name.clone(), name), busy_ms / 1e3, at);
+                reading.rate(def, busy);
+            }
         }
         if let Some(row) = rows.first() {
             reading.value(
@@ -146,6 +195,7 @@ fn parse_row(row: &postgres::SimpleQueryRow) -> Result<DatabaseRow, String> {
         transactions: number(2)?,
         rollbacks: number(3)?,
         max_connections: number(5)?,
+        busy_ms: row.get(6).map(|_| number(6)).transpose()?,
     })
 }
 

@@ -58,6 +58,7 @@ struct Member {
 struct Limits {
     fd: Option<u64>,
     cpu: Option<CpuAllowance>,
+    memory: Option<u64>,
 }
 
 impl Limits {
@@ -65,6 +66,7 @@ impl Limits {
         Limits {
             fd: read_fd_limit(pid),
             cpu: CpuAllowance::read(pid),
+            memory: crate::cgroup::read_memory_limit(pid),
         }
     }
 }
@@ -244,6 +246,11 @@ impl ProcessSampler {
             series(S::ProcessRssBytes.name(), "bytes"),
             group_rss_pages(&found) as f64 * self.page_bytes,
         );
+        let memory_limits = found.iter().map(|(_, m)| m.limits.memory);
+        if let Some(limit) = crate::cgroup::group_memory_limit(memory_limits) {
+            let def = series(S::ProcessMemoryLimitBytes.name(), "bytes");
+            reading.value(def, limit as f64);
+        }
         fd_values(&mut reading, &found, &series);
         reading
     }

@@ -20,9 +20,17 @@ use crate::hub::{Reading, SeriesDef};
 use crate::prom_parse::{Exposition, MetricType, Sample, parse};
 use crate::rates::Rates;
 use crate::sampler::{Sampler, Tick};
-use crate::spec::PromSpec;
+use crate::spec::{LimitOf, PromLimit, PromSpec};
+use record::PROM_LIMIT_SUFFIX;
 
 type LabelSet = BTreeMap<String, String>;
+
+impl PromLimit {
+    /// Whether `name` is the hinted gauge or the gauge that is its maximum.
+    fn names(&self, name: &str) -> bool {
+        self.gauge == name || matches!(&self.limit, LimitOf::Gauge(other) if other == name)
+    }
+}
 
 /// Compiled filters (anchored).
 struct Filters {
@@ -82,6 +90,8 @@ pub(crate) struct PromSampler {
     filters: Result<Arc<Filters>, String>,
     quantiles: Vec<f64>,
     timeout: Duration,
+    /// The user's `max=` hints.
+    limits: Vec<PromLimit>,
     counters: Rates<(String, LabelSet)>,
     /// Previous buckets, count and sum of each histogram / summary series.
     previous: HashMap<(String, LabelSet), (Buckets, f64, f64)>,
@@ -97,6 +107,7 @@ impl PromSampler {
                 .map_err(|err| err.to_string()),
             quantiles: spec.quantiles,
             timeout,
+            limits: spec.limits,
             counters: Rates::default(),
             previous: HashMap::new(),
         }
@@ -111,6 +122,7 @@ impl PromSampler {
     ) -> Result<(), String> {
         let filters = self.filters.clone()?;
         let mut parts: BTreeMap<(String, LabelSet), Parts> = BTreeMap::new();
+        let mut gauges: Vec<(&str, LabelSet, f64)> = Vec::new();
         for sample in &exposition.samples {
             let (family, kind, suffix) = family_of(&sample.name, &exposition.types);
             if !filters.keeps_family(family) {
@@ -128,17 +140,23 @@ impl PromSampler {
                     add_part(entry, suffix, le.as_deref(), sample.value)?;
                 }
                 (MetricType::Counter, _) => self.counter(sample, labels, at, reading),
-                _ => reading.value(
-                    series(
-                        &sample.name,
-                        labels,
-                        unit_of(&sample.name, false),
-                        SeriesKind::Gauge,
-                    ),
-                    sample.value,
-                ),
+                _ => {
+                    if self.limits.iter().any(|l| l.names(&sample.name)) {
+                        gauges.push((&sample.name, labels.clone(), sample.value));
+                    }
+                    reading.value(
+                        series(
+                            &sample.name,
+                            labels,
+                            unit_of(&sample.name, false),
+                            SeriesKind::Gauge,
+                        ),
+                        sample.value,
+                    );
+                }
             }
         }
+        self.hinted_limits(&gauges, reading);
         // Like counters, forget histograms and summaries this scrape no longer has.
         self.previous.retain(|key, _| parts.contains_key(key));
         for ((family, labels), part) in parts {
@@ -146,6 +164,36 @@ impl PromSampler {
         }
         self.counters.forget_older_than(at);
         Ok(())
+    }
+
+    /// Each hinted gauge's maximum, as the gauge `NAME:max` with its labels (a colon
+    /// name, as Prometheus recording rules use, so it meets no scraped metric): a
+    /// constant, or the other gauge with the same labels, else the one without labels.
+    fn hinted_limits(&self, gauges: &[(&str, LabelSet, f64)], reading: &mut Reading) {
+        for hint in &self.limits {
+            for (_, labels, _) in gauges.iter().filter(|(name, ..)| *name == hint.gauge) {
+                let limit = match &hint.limit {
+                    LimitOf::Value(value) => Some(*value),
+                    LimitOf::Gauge(other) => {
+                        let of = |want: &LabelSet| {
+                            gauges
+                                .iter()
+                                .find(|(name, l, _)| name == other && l == want)
+                                .map(|(.., value)| *value)
+                        };
+                        of(labels).or_else(|| of(&LabelSet::new()))
+                    }
+                };
+                if let Some(limit) = limit {
+                    let name = format!("{}{PROM_LIMIT_SUFFIX}", hint.gauge);
+                    let unit = unit_of(&hint.gauge, false);
+                    reading.value(
+                        series(&name, labels.clone(), unit, SeriesKind::Gauge),
+                        limit,
+                    );
+                }
+            }
+        }
     }
 
     fn counter(&mut self, sample: &Sample, labels: LabelSet, at: Instant, reading: &mut Reading) {
@@ -341,6 +389,7 @@ mod tests {
             filters,
             quantiles: vec![0.5, 0.99],
             timeout: None,
+            limits: Vec::new(),
         };
         let info = SamplerInfo {
             kind: "prom".to_owned(),
@@ -382,6 +431,44 @@ mod tests {
                 lines
             })
             .collect()
+    }
+
+    #[test]
+    fn hinted_maxima_ride_beside_their_gauges() {
+        let mut sampler = sampler(PromFilters::default());
+        sampler.limits = vec![
+            PromLimit {
+                gauge: "queue_length".to_owned(),
+                limit: LimitOf::Value(500.0),
+            },
+            PromLimit {
+                gauge: "pool_busy".to_owned(),
+                limit: LimitOf::Gauge("pool_configured".to_owned()),
+            },
+            PromLimit {
+                gauge: "absent".to_owned(),
+                limit: LimitOf::Value(1.0),
+            },
+        ];
+        let text = "queue_length 450\npool_busy{pool=\"a\"} 5\npool_busy{pool=\"b\"} 2\n\
+                    pool_configured{pool=\"b\"} 4\npool_configured 8\n";
+        let got = scrape(&mut sampler, &[text]);
+        for want in [
+            "queue_length:max{}=500",
+            "pool_busy:max{pool=a}=8",
+            "pool_busy:max{pool=b}=4",
+        ] {
+            assert!(
+                got[0].iter().any(|line| line == want),
+                "{want}: {:?}",
+                got[0]
+            );
+        }
+        assert!(
+            !got[0].iter().any(|line| line.starts_with("absent")),
+            "{:?}",
+            got[0]
+        );
     }
 
     #[test]

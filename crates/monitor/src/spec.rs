@@ -8,6 +8,8 @@
 //! process=REGEX                         ... whose command line matches REGEX
 //! pid=N                                 process N and its children
 //! prom=URL[;metric=RE][;drop=RE][;label=NAME=RE][;quantiles=0.5,0.99][;timeout=DUR]
+//!          [;max=GAUGE=LIMIT]           LIMIT (a number or another gauge) is GAUGE's
+//!                                       maximum: a queue or pool the diagnosis judges
 //! postgres=URL[;timeout=DUR]            pg_stat_database: connections, transactions/s
 //! agent=HOST:PORT                       samples streamed by `loadlab monitor -serve`
 //! log=PATH[;pattern=NAME=RE]            a log file followed from its end (rotation and
@@ -55,6 +57,28 @@ pub struct PromSpec {
     pub quantiles: Vec<f64>,
     /// A scrape slower than this is a gap; default: the interval.
     pub timeout: Option<Duration>,
+    /// Gauges whose maximum the user gave (`max=GAUGE=LIMIT`): a queue length, a pool
+    /// whose names the diagnosis cannot pair by itself.
+    pub limits: Vec<PromLimit>,
+}
+
+/// `max=GAUGE=LIMIT`: a gauge and its maximum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromLimit {
+    /// The gauge's name.
+    pub gauge: String,
+    /// Its maximum.
+    pub limit: LimitOf,
+}
+
+/// Where a gauge's maximum comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LimitOf {
+    /// A constant (`max=queue_length=500`).
+    Value(f64),
+    /// Another gauge of the same endpoint, with the same labels or none
+    /// (`max=pool_busy=pool_configured`).
+    Gauge(String),
 }
 
 /// One PostgreSQL server.
@@ -267,6 +291,7 @@ fn parse_prom(value: &str) -> Result<SamplerSpec, String> {
         filters: PromFilters::default(),
         quantiles: DEFAULT_QUANTILES.to_vec(),
         timeout: None,
+        limits: Vec::new(),
     };
     for part in parts.map(str::trim).filter(|p| !p.is_empty()) {
         let (option, arg) = part
@@ -285,15 +310,48 @@ fn parse_prom(value: &str) -> Result<SamplerSpec, String> {
             }
             "quantiles" => spec.quantiles = parse_quantiles(arg)?,
             "timeout" => spec.timeout = Some(parse_timeout(arg)?),
+            "max" => spec.limits.push(parse_limit(arg)?),
             _ => {
                 return Err(format!(
-                    "unknown option {option:?}: want metric=, drop=, label=, quantiles= or \
-                     timeout="
+                    "unknown option {option:?}: want metric=, drop=, label=, quantiles=, \
+                     timeout= or max="
                 ));
             }
         }
     }
     Ok(SamplerSpec::Prom(spec))
+}
+
+/// `GAUGE=LIMIT`: LIMIT a positive number or a metric name.
+fn parse_limit(arg: &str) -> Result<PromLimit, String> {
+    let (gauge, limit) = arg
+        .split_once('=')
+        .filter(|(gauge, limit)| !gauge.is_empty() && !limit.is_empty())
+        .ok_or_else(|| format!("max={arg} needs max=GAUGE=NUMBER or max=GAUGE=OTHER_GAUGE"))?;
+    let metric_name = |name: &str| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    if !metric_name(gauge) {
+        return Err(format!("max={arg}: {gauge:?} is not a metric name"));
+    }
+    let limit = match limit.parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => LimitOf::Value(value),
+        Ok(_) => return Err(format!("max={arg}: the maximum must be above 0")),
+        Err(_) if metric_name(limit) => LimitOf::Gauge(limit.to_owned()),
+        Err(_) => {
+            return Err(format!(
+                "max={arg}: {limit:?} is neither a number nor a metric name"
+            ));
+        }
+    };
+    Ok(PromLimit {
+        gauge: gauge.to_owned(),
+        limit,
+    })
 }
 
 fn check_http_url(url: &str) -> Result<(), String> {
@@ -394,6 +452,7 @@ mod tests {
             filters,
             quantiles: quantiles.to_vec(),
             timeout: timeout_ms.map(Duration::from_millis),
+            limits: Vec::new(),
         })
     }
 
@@ -469,6 +528,40 @@ mod tests {
             (
                 "prom=http://127.0.0.1/m;label=code",
                 Err("label=NAME=REGEX"),
+            ),
+            (
+                "prom=http://127.0.0.1:9113/metrics;max=app_queue_length=500;max=app_pool_busy=app_pool_configured",
+                Ok(SamplerSpec::Prom(PromSpec {
+                    limits: vec![
+                        PromLimit {
+                            gauge: "app_queue_length".into(),
+                            limit: LimitOf::Value(500.0),
+                        },
+                        PromLimit {
+                            gauge: "app_pool_busy".into(),
+                            limit: LimitOf::Gauge("app_pool_configured".into()),
+                        },
+                    ],
+                    ..PromSpec {
+                        url: metrics.into(),
+                        filters: PromFilters::default(),
+                        quantiles: DEFAULT_QUANTILES.to_vec(),
+                        timeout: None,
+                        limits: Vec::new(),
+                    }
+                })),
+            ),
+            ("prom=http://127.0.0.1/m;max=queue", Err("max=GAUGE=NUMBER")),
+            (
+                "prom=http://127.0.0.1/m;max=queue=",
+                Err("max=GAUGE=NUMBER"),
+            ),
+            ("prom=http://127.0.0.1/m;max=queue=0", Err("above 0")),
+            ("prom=http://127.0.0.1/m;max=queue=-5", Err("above 0")),
+            ("prom=http://127.0.0.1/m;max=9q=5", Err("not a metric name")),
+            (
+                "prom=http://127.0.0.1/m;max=queue=lots of",
+                Err("neither a number nor a metric name"),
             ),
             (
                 "postgres=postgres://u:pw@127.0.0.1:5432/db",

@@ -201,6 +201,14 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
         S::HostTcpOrphans => line(Group::Connections, "orphans"),
         S::HostNetRxBytesPerSec => line(Group::Network, &format!("{interface} rx")),
         S::HostNetTxBytesPerSec => dashed(Group::Network, &format!("{interface} tx")),
+        S::HostNetSpeedBytesPerSec => ceiling(Group::Network, format!("{interface} speed")),
+        S::HostSwapOutBytesPerSec => line(
+            Group::Other(OtherUnit::from_unit(&series.unit)),
+            "host swap out",
+        ),
+        // Sent segments dwarf the errors the chart is for; retransmits are judged
+        // against them in the diagnosis.
+        S::HostTcpSegmentsSentPerSec => None,
         S::HostTcpRetransmitsPerSec => line(Group::TcpErrors, "retransmits"),
         S::HostTcpResetsSentPerSec => line(Group::TcpErrors, "resets sent"),
         S::HostTcpConnectFailuresPerSec => line(Group::TcpErrors, "connect failures"),
@@ -213,6 +221,7 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
         S::ProcessCpuPercent => line(Group::Cpu, group),
         S::ProcessCpuLimitPercent => ceiling(Group::Cpu, format!("{group} allowance")),
         S::ProcessRssBytes => line(Group::Memory, group),
+        S::ProcessMemoryLimitBytes => ceiling(Group::Memory, format!("{group} limit")),
         S::ProcessSockets => line(Group::Connections, &format!("{group} sockets")),
         S::ProcessFds => dashed(Group::Connections, &format!("{group} fds")),
         // Each process has its own limit; the use percent says how near the fullest is.
@@ -228,6 +237,7 @@ pub fn place(sampler: &SamplerInfo, series: &SeriesInfo) -> Option<Place> {
             dashed(Group::DbTransactions, &format!("{database} rollbacks"))
         }
         S::PostgresConnections => line(Group::DbConnections, database),
+        S::PostgresBusyConnections => dashed(Group::DbConnections, &format!("{database} busy")),
         // Lines per second by pattern; `all` would dwarf the errors a reader looks for.
         S::LogLinesPerSec => match label("pattern") {
             Some("all") | None => None,

@@ -62,7 +62,7 @@ pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
 };
-pub use series_names::ResourceSeries;
+pub use series_names::{PROM_LIMIT_SUFFIX, ResourceSeries};
 pub use shards::check_shards;
 pub use source::{InputFormat, RecordSource, SourceSummary, TornTail};
 pub use stream::{ReadOrder, RecordStream, SAMPLE_BATCHES_PER_MESSAGE};

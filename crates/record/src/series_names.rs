@@ -2,7 +2,14 @@
 //! (`host.`, `process.`, `postgres.`), defined once for the monitor that writes them and
 //! the report and plot that read them, so a renamed series cannot silently fall out of
 //! a chart or a report row. `docs/MONITOR.md` lists them with their labels and units.
-//! Prometheus series keep the names they are scraped with (no dots), and are not here.
+//! Prometheus series keep the names they are scraped with (no dots), and are not here,
+//! except for the maximum a user gives a gauge (`prom=URL;max=GAUGE=LIMIT`), written as
+//! `GAUGE` + [`PROM_LIMIT_SUFFIX`].
+
+/// The suffix of the series that carries a scraped gauge's maximum as a user hinted it:
+/// `app_queue_length:max` (a colon name, as Prometheus recording rules use, so it meets
+/// no scraped metric).
+pub const PROM_LIMIT_SUFFIX: &str = ":max";
 
 macro_rules! resource_series {
     ($($variant:ident = $name:literal: $doc:literal,)*) => {
@@ -44,10 +51,12 @@ resource_series! {
     HostMemoryAvailableBytes = "host.memory_available_bytes": "Memory available without swapping, bytes.",
     HostMemoryUsedBytes = "host.memory_used_bytes": "Memory in use (total - available), bytes.",
     HostSwapUsedBytes = "host.swap_used_bytes": "Swap in use, bytes.",
+    HostSwapOutBytesPerSec = "host.swap_out_bytes_per_sec": "Memory written out to swap per second (`pswpout` pages), bytes/s.",
     HostNetRxBytesPerSec = "host.net_rx_bytes_per_sec": "Bytes received per second, per `interface`.",
     HostNetTxBytesPerSec = "host.net_tx_bytes_per_sec": "Bytes sent per second, per `interface`.",
     HostNetRxPacketsPerSec = "host.net_rx_packets_per_sec": "Packets received per second, per `interface`.",
     HostNetTxPacketsPerSec = "host.net_tx_packets_per_sec": "Packets sent per second, per `interface`.",
+    HostNetSpeedBytesPerSec = "host.net_speed_bytes_per_sec": "An `interface`'s link speed as its driver states it (`/sys/class/net/IF/speed`), bytes/s; none for loopback and links that state none.",
     HostTcpEstablished = "host.tcp_established": "TCP connections established or in close_wait (the kernel's `CurrEstab`), count.",
     HostTcpTimeWait = "host.tcp_time_wait": "TCP sockets in time_wait, count.",
     HostTcpSockets = "host.tcp_sockets": "TCP sockets counted one by one, per `state`, count.",
@@ -55,6 +64,7 @@ resource_series! {
     HostTcpOrphans = "host.tcp_orphans": "TCP sockets no process holds any more, count.",
     HostUdpSockets = "host.udp_sockets": "UDP sockets in use, count.",
     HostTcpMemoryBytes = "host.tcp_memory_bytes": "Memory the kernel holds for TCP buffers, bytes.",
+    HostTcpSegmentsSentPerSec = "host.tcp_segments_sent_per_sec": "TCP segments sent per second (`OutSegs`), what retransmits are a share of.",
     HostTcpRetransmitsPerSec = "host.tcp_retransmits_per_sec": "TCP segments retransmitted per second.",
     HostTcpResetsSentPerSec = "host.tcp_resets_sent_per_sec": "TCP resets sent per second.",
     HostTcpConnectFailuresPerSec = "host.tcp_connect_failures_per_sec": "Failed TCP connection attempts per second.",
@@ -67,6 +77,7 @@ resource_series! {
     ProcessCpuPercent = "process.cpu_percent": "A process group's CPU, percent of one core (above 100 on several).",
     ProcessCpuLimitPercent = "process.cpu_limit_percent": "The CPU a group may use, percent of one core: the CPUs its members' affinity allows, capped by their cgroup's quota.",
     ProcessRssBytes = "process.rss_bytes": "A process group's resident memory, shared pages counted once, bytes.",
+    ProcessMemoryLimitBytes = "process.memory_limit_bytes": "The memory limit of the group's cgroup (`memory.max`, `memory.limit_in_bytes`), bytes; none when unlimited.",
     ProcessCount = "process.count": "Processes in the group, count.",
     ProcessThreads = "process.threads": "Threads of the group, count.",
     ProcessFds = "process.fds": "File descriptors the group holds, count.",
@@ -79,6 +90,7 @@ resource_series! {
     PostgresMaxConnections = "postgres.max_connections": "The server's `max_connections`, count.",
     PostgresTransactionsPerSec = "postgres.transactions_per_sec": "Commits and rollbacks of a `database` per second, less the sampler's own.",
     PostgresRollbacksPerSec = "postgres.rollbacks_per_sec": "Rollbacks of a `database` per second.",
+    PostgresBusyConnections = "postgres.busy_connections": "Connections of a `database` in a statement or a transaction, on average over the interval (`active_time + idle_in_transaction_time` per second; PostgreSQL 14 on), count.",
 }
 
 #[cfg(test)]

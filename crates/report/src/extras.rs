@@ -85,6 +85,8 @@ pub struct RunFacts {
     pub start_unix_ns: Option<u64>,
     /// Each watched resource against its limit (set by the pipeline from the samples).
     pub watched: Option<Vec<analysis::Watched>>,
+    /// What the samples leave unjudged, and why (set by the pipeline with `watched`).
+    pub unjudged: Vec<String>,
     /// The most requests in flight at once, summed over the inputs' generator stats.
     pub in_flight_peak: u64,
     /// The open-model attacks' in-flight caps, summed; `None` without one.

@@ -212,6 +212,8 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
         write_watched(out, watched);
         out.push('}');
     }
+    out.push_str("],\"unjudged\":[");
+    push_strings(out, &diagnosis.unjudged);
     out.push_str("]}");
 }
 
@@ -233,6 +235,12 @@ fn write_watched(out: &mut String, watched: &analysis::Watched) {
     out.push_str(",\"peak\":");
     push_float(out, watched.peak);
     let _ = write!(out, ",\"peak_at_ns\":{}", watched.peak_at_ns);
+    for (key, text) in [("note", &watched.note), ("example", &watched.example)] {
+        if let Some(text) = text {
+            let _ = write!(out, ",\"{key}\":");
+            push_string(out, text);
+        }
+    }
 }
 
 /// `{"finding":"saturated"|"no_saturation"|"not_a_ramp","reason":...}`, with the

@@ -44,6 +44,7 @@ mod pipeline;
 mod pressure;
 mod resources;
 mod run_diagnosis;
+mod sampler_health;
 mod seconds;
 pub mod tabwriter;
 mod text;

@@ -101,6 +101,7 @@ pub fn run_report(
         let generator = analysis::GeneratorState::default();
         let mut diagnosis = analysis::diagnose(None, None, &generator, &watched);
         diagnosis.start_unix_ns = first_sample_ns;
+        diagnosis.unjudged = pressures.unjudged(first_sample_ns.unwrap_or(0));
         let text = render_resources_only(&summary, &diagnosis, &config.report_type);
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
         out.flush().map_err(ReportError::Write)?;
@@ -115,6 +116,7 @@ pub fn run_report(
     facts.start_unix_ns = Some(groups.earliest_unix_ns());
     if facts.resources.is_some() {
         facts.watched = Some(pressures.close(groups.earliest_unix_ns()));
+        facts.unjudged = pressures.unjudged(groups.earliest_unix_ns());
     }
     facts.saturation = Some(seconds.saturation(facts.open_model()));
     let (text, p50_ns, diagnosis) =

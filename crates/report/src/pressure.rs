@@ -17,9 +17,10 @@
 use std::collections::BTreeMap;
 
 use analysis::diagnosis::{Crossing, Resource, Watched};
-use record::{ResourceSeries, SampleBatch, SampleTables, SeriesKind};
+use record::{PROM_LIMIT_SUFFIX, ResourceSeries, SampleBatch, SampleTables, SeriesKind};
 
 use crate::resources::{SUSTAINED_SAMPLES, Stat};
+use crate::sampler_health::SamplerHealth;
 
 /// A share of a limit at or above this (percent) is close to it: CPU of an allowance,
 /// fds (the resource rows' fd warning uses the same), memory, connections, a pool.
@@ -43,6 +44,13 @@ pub const IOWAIT_PERCENT: f64 = 20.0;
 pub const TRAILING_SAMPLES: u32 = 2;
 /// Events (listen overflows, failed connects) at or above this rate per second.
 pub const EVENTS_PER_SEC: f64 = 1.0;
+/// Memory written to swap at or above this rate (bytes per second): memory ran short.
+pub const SWAP_OUT_BYTES_PER_SEC: f64 = 1024.0 * 1024.0;
+/// Retransmitted segments at or above this share (percent) of those sent: packets lost.
+pub const RETRANSMIT_PERCENT: f64 = 1.0;
+/// Fewer retransmits than this per second are never judged, whatever their share: a
+/// quiet host's one lost segment is not a limit.
+pub const RETRANSMITS_MIN_PER_SEC: f64 = 10.0;
 
 /// What a series stands for in a resource's pressure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,12 +59,21 @@ enum Role {
     ProcessCpuLimit,
     ProcessFdUse,
     ProcessFdLimit,
+    ProcessRss,
+    ProcessMemoryLimit,
     HostCpu,
     HostCore,
     HostIowait,
     HostSteal,
     HostMemoryUsed,
     HostMemoryTotal,
+    SwapOut,
+    NetRx(u32),
+    NetTx(u32),
+    NetSpeed(u32),
+    SegmentsSent,
+    Retransmits,
+    ResetsSent,
     HostFds,
     HostFdsMax,
     TimeWait,
@@ -65,6 +82,8 @@ enum Role {
     ConnectFailures,
     DbConnections,
     DbMaxConnections,
+    DbBusy,
+    DbTransactions,
     PoolUse(u32),
     PoolSize(u32),
     LogLines(u32),
@@ -82,10 +101,19 @@ enum Measure {
     ProcessFds,
     HostFds,
     Memory,
+    ProcessMemory,
+    Swap,
+    Network(u32),
     EphemeralPorts,
     ListenQueue,
     ConnectFailures,
+    Retransmits,
+    Resets,
     DbConnections,
+    DbBusy,
+    /// Tracked for the busy connections' evidence, never judged itself: transactions
+    /// flatten whatever the limit is, as the requests served do.
+    DbTransactions,
     Pool(u32),
     Log(u32),
 }
@@ -125,6 +153,10 @@ struct PoolNames {
 pub struct Pressures {
     /// By series id: its sampler and role.
     roles: Vec<Option<(u32, Role)>>,
+    /// By series id: its sampler.
+    series_samplers: Vec<u32>,
+    /// By sampler id: its readings as a series in time.
+    health: Vec<SamplerHealth>,
     /// Pool gauges by sampler and their name with its role word blanked, so the use and
     /// size of one pool find each other whichever comes first.
     pools: BTreeMap<(u32, String), u32>,
@@ -133,6 +165,9 @@ pub struct Pressures {
     /// Log patterns by sampler and name, and by id: the name and its first line.
     logs: BTreeMap<(u32, String), u32>,
     log_patterns: Vec<(String, Option<String>)>,
+    /// Network interfaces by sampler and name, and by id: the name.
+    interfaces: BTreeMap<(u32, String), u32>,
+    interface_names: Vec<String>,
     tracks: BTreeMap<(u32, Measure), Track>,
     /// By sampler id: its kind and name.
     samplers: Vec<(String, String)>,
@@ -148,7 +183,11 @@ impl Pressures {
         while self.roles.len() < tables.series.len() {
             let role = self.role_of(tables, self.roles.len());
             self.roles.push(role);
+            self.series_samplers
+                .push(tables.series[self.series_samplers.len()].sampler);
         }
+        self.health
+            .resize_with(self.samplers.len(), SamplerHealth::default);
         for batch in batches {
             self.add_batch(batch);
         }
@@ -159,6 +198,9 @@ impl Pressures {
         let info = &tables.series[series];
         let kind = tables.samplers.get(info.sampler as usize)?.kind.as_str();
         if kind == "prom" {
+            if let Some(gauge) = info.name.strip_suffix(PROM_LIMIT_SUFFIX) {
+                return self.hinted_pool(tables, series, gauge);
+            }
             let role = self.pool_role(info.sampler, &info.name, &info.labels, info.kind)?;
             return Some((info.sampler, role));
         }
@@ -177,12 +219,27 @@ impl Pressures {
             S::ProcessCpuLimitPercent => Role::ProcessCpuLimit,
             S::ProcessFdUsePercent => Role::ProcessFdUse,
             S::ProcessFdLimit => Role::ProcessFdLimit,
+            S::ProcessRssBytes => Role::ProcessRss,
+            S::ProcessMemoryLimitBytes => Role::ProcessMemoryLimit,
             S::HostCpuPercent if cpu == Some("all") => Role::HostCpu,
             S::HostCpuPercent => Role::HostCore,
             S::HostCpuIowaitPercent => Role::HostIowait,
             S::HostCpuStealPercent => Role::HostSteal,
             S::HostMemoryUsedBytes => Role::HostMemoryUsed,
             S::HostMemoryTotalBytes => Role::HostMemoryTotal,
+            S::HostSwapOutBytesPerSec => Role::SwapOut,
+            S::HostNetRxBytesPerSec | S::HostNetTxBytesPerSec | S::HostNetSpeedBytesPerSec => {
+                let interface = info.labels.get("interface")?;
+                let id = self.interface(info.sampler, interface)?;
+                match series {
+                    S::HostNetRxBytesPerSec => Role::NetRx(id),
+                    S::HostNetTxBytesPerSec => Role::NetTx(id),
+                    _ => Role::NetSpeed(id),
+                }
+            }
+            S::HostTcpSegmentsSentPerSec => Role::SegmentsSent,
+            S::HostTcpRetransmitsPerSec => Role::Retransmits,
+            S::HostTcpResetsSentPerSec => Role::ResetsSent,
             S::HostFdsOpen => Role::HostFds,
             S::HostFdsMax => Role::HostFdsMax,
             S::HostTcpTimeWait => Role::TimeWait,
@@ -191,9 +248,47 @@ impl Pressures {
             S::HostTcpConnectFailuresPerSec => Role::ConnectFailures,
             S::PostgresConnections => Role::DbConnections,
             S::PostgresMaxConnections => Role::DbMaxConnections,
+            S::PostgresBusyConnections => Role::DbBusy,
+            S::PostgresTransactionsPerSec => Role::DbTransactions,
             _ => return None,
         };
         Some((info.sampler, role))
+    }
+
+    /// An interface's id, given on first sight.
+    fn interface(&mut self, sampler: u32, name: &str) -> Option<u32> {
+        let next = u32::try_from(self.interface_names.len()).ok()?;
+        let id = *self
+            .interfaces
+            .entry((sampler, name.to_owned()))
+            .or_insert(next);
+        if id == next {
+            self.interface_names.push(name.to_owned());
+        }
+        Some(id)
+    }
+
+    /// A gauge's maximum as the user hinted it (`max=GAUGE=LIMIT`): the pool's size,
+    /// and the gauge itself (written before it, by name and labels) its use, whatever
+    /// its name says.
+    fn hinted_pool(
+        &mut self,
+        tables: &SampleTables,
+        series: usize,
+        gauge: &str,
+    ) -> Option<(u32, Role)> {
+        let info = &tables.series[series];
+        let use_id = tables.series[..series].iter().position(|s| {
+            s.sampler == info.sampler && s.name == gauge && s.labels == info.labels
+        })?;
+        let next = u32::try_from(self.pool_names.len()).ok()?;
+        self.pool_names.push(PoolNames {
+            shown: display_series(gauge, &info.labels),
+            use_name: gauge.to_owned(),
+            size_name: info.name.clone(),
+        });
+        self.roles[use_id] = Some((info.sampler, Role::PoolUse(next)));
+        Some((info.sampler, Role::PoolSize(next)))
     }
 
     /// A Prometheus gauge whose name has a use word (`busy`, `active`, `in_use`...) or
@@ -254,7 +349,40 @@ impl Pressures {
         }
     }
 
+    /// Counts the batch's reading for its sampler; a jump back or a silence ends every
+    /// stretch its tracks were in.
+    fn check_continuity(&mut self, batch: &SampleBatch) {
+        let whole_gap = batch.gaps.iter().find(|gap| gap.series.is_none());
+        let sampler = whole_gap.map(|gap| gap.sampler).or_else(|| {
+            let series = batch.values.first().map(|v| v.series as usize)?;
+            self.series_samplers.get(series).copied()
+        });
+        let Some(health) = sampler.and_then(|s| self.health.get_mut(s as usize)) else {
+            return;
+        };
+        let reason = whole_gap.map(|gap| gap.reason.as_str());
+        if !health.add(batch.at_unix_ns, reason) {
+            for (_, track) in self
+                .tracks
+                .iter_mut()
+                .filter(|((s, _), _)| Some(*s) == sampler)
+            {
+                track.share.break_run();
+            }
+        }
+    }
+
+    /// What could not be judged for each sampler, with times from `start_unix_ns`.
+    pub fn unjudged(&self, start_unix_ns: u64) -> Vec<String> {
+        self.health
+            .iter()
+            .zip(&self.samplers)
+            .flat_map(|(health, (_, name))| health.unjudged(name, start_unix_ns))
+            .collect()
+    }
+
     fn add_batch(&mut self, batch: &SampleBatch) {
+        self.check_continuity(batch);
         // Values of one batch by sampler and role: summed (databases of one server),
         // except per-core CPU, whose busiest core counts.
         let mut values: BTreeMap<(u32, Role), f64> = BTreeMap::new();
@@ -276,12 +404,17 @@ impl Pressures {
                 Role::PoolUse(pool) if s == sampler => Some(pool),
                 _ => None,
             });
+            let links = values.keys().filter_map(|&(s, role)| match role {
+                Role::NetSpeed(id) if s == sampler => Some(id),
+                _ => None,
+            });
             let logs = values.iter().filter_map(|(&(s, role), &value)| match role {
                 Role::LogLines(id) if s == sampler => Some(Reading::event(Measure::Log(id), value)),
                 _ => None,
             });
             let mut readings = readings(&get, pools);
             readings.extend(logs);
+            readings.extend(links.filter_map(|id| network(&get, id)));
             for reading in readings {
                 let track = self.tracks.entry((sampler, reading.measure)).or_default();
                 track.add(batch.at_unix_ns, &reading);
@@ -305,6 +438,7 @@ impl Pressures {
                 Measure::BusiestCore => !core_busy(*sampler),
                 // A pattern that never matched says nothing (the log's other lines do).
                 Measure::Log(_) => track.peak > 0.0,
+                Measure::DbTransactions => false,
                 _ => true,
             })
             .map(|(&(sampler, measure), track)| {
@@ -329,6 +463,16 @@ impl Pressures {
                 (
                     format!("{name} log ({pattern})"),
                     format!("log.lines_per_sec{{pattern={pattern}}}"),
+                )
+            }
+            (Measure::Network(id), _) => {
+                let interface = &self.interface_names[id as usize];
+                (
+                    format!("{} {interface}", analysis::diagnosis::HOST),
+                    format!(
+                        "host.net_rx_bytes_per_sec, host.net_tx_bytes_per_sec / \
+                         host.net_speed_bytes_per_sec{{interface={interface}}}"
+                    ),
                 )
             }
             (Measure::Pool(pool), _) => {
@@ -365,6 +509,18 @@ impl Pressures {
             peak_at_ns: track.peak_at_unix_ns.saturating_sub(start),
             crossed,
             example,
+            note: self.note(sampler, measure),
+        }
+    }
+
+    /// More evidence for a measure, from its sampler's other tracks.
+    fn note(&self, sampler: u32, measure: Measure) -> Option<String> {
+        match measure {
+            Measure::DbBusy => {
+                let transactions = self.tracks.get(&(sampler, Measure::DbTransactions))?;
+                Some(format!("transactions peaked at {:.0}/s", transactions.peak))
+            }
+            _ => None,
         }
     }
 }
@@ -393,9 +549,10 @@ impl Track {
         self.share.crossing(TRAILING_SAMPLES)
     }
 
-    /// Held at one core (never far beyond it) while allowed two or more.
+    /// Held at one core (never far beyond it) while allowed two or more, or while its
+    /// allowance is not known (a file from before loadlab sampled it).
     fn one_thread_ceiling(&self) -> bool {
-        self.peak <= ONE_CORE_MAX_PERCENT && self.limit.is_some_and(|limit| limit >= 200.0)
+        self.peak <= ONE_CORE_MAX_PERCENT && self.limit.is_none_or(|limit| limit >= 200.0)
     }
 }
 
@@ -420,6 +577,12 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             Role::DbConnections,
             Role::DbMaxConnections,
         ),
+        (Measure::DbBusy, Role::DbBusy, Role::DbConnections),
+        (
+            Measure::ProcessMemory,
+            Role::ProcessRss,
+            Role::ProcessMemoryLimit,
+        ),
     ];
     for (measure, value, limit) in limited {
         out.extend(Reading::of_limit(measure, get(value), get(limit)));
@@ -438,6 +601,25 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             sustain: SUSTAINED_SAMPLES,
         });
     }
+    if let (Some(retransmits), Some(sent)) = (get(Role::Retransmits), get(Role::SegmentsSent)) {
+        let percent = if retransmits >= RETRANSMITS_MIN_PER_SEC && sent > 0.0 {
+            retransmits / sent * 100.0
+        } else {
+            0.0
+        };
+        out.push(Reading::plain(
+            Measure::Retransmits,
+            percent,
+            RETRANSMIT_PERCENT,
+        ));
+    }
+    if let Some(transactions) = get(Role::DbTransactions) {
+        out.push(Reading::plain(
+            Measure::DbTransactions,
+            transactions,
+            f64::INFINITY,
+        ));
+    }
     if let Some(cpu) = get(Role::ProcessCpu) {
         let mut one_core = Reading::plain(Measure::OneCore, cpu, ONE_CORE_PERCENT);
         one_core.limit = get(Role::ProcessCpuLimit);
@@ -454,11 +636,22 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             Role::ConnectFailures,
             EVENTS_PER_SEC,
         ),
+        (Measure::Resets, Role::ResetsSent, EVENTS_PER_SEC),
+        (Measure::Swap, Role::SwapOut, SWAP_OUT_BYTES_PER_SEC),
     ];
     for (measure, role, threshold) in plain {
         out.extend(get(role).map(|value| Reading::plain(measure, value, threshold)));
     }
     out
+}
+
+/// An interface's busier direction against its link speed.
+fn network(get: &dyn Fn(Role) -> Option<f64>, id: u32) -> Option<Reading> {
+    let busier = match (get(Role::NetRx(id)), get(Role::NetTx(id))) {
+        (None, None) => return None,
+        (rx, tx) => rx.unwrap_or(0.0).max(tx.unwrap_or(0.0)),
+    };
+    Reading::of_limit(Measure::Network(id), Some(busier), get(Role::NetSpeed(id)))
 }
 
 impl Reading {
@@ -526,6 +719,19 @@ fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
             "host.memory_used_bytes / host.memory_total_bytes",
             "bytes",
         ),
+        Measure::ProcessMemory => (
+            Resource::Memory,
+            "process.rss_bytes / process.memory_limit_bytes",
+            "bytes",
+        ),
+        Measure::Swap => (Resource::Swap, S::HostSwapOutBytesPerSec.name(), "bytes/s"),
+        Measure::Network(_) => (Resource::Network, "", "bytes/s"),
+        Measure::Retransmits => (
+            Resource::Retransmits,
+            "host.tcp_retransmits_per_sec / host.tcp_segments_sent_per_sec",
+            "%",
+        ),
+        Measure::Resets => (Resource::TcpResets, S::HostTcpResetsSentPerSec.name(), "/s"),
         Measure::ListenQueue => (
             Resource::ListenQueue,
             S::HostTcpListenOverflowsPerSec.name(),
@@ -540,6 +746,16 @@ fn describe(measure: Measure) -> (Resource, &'static str, &'static str) {
             Resource::DbConnections,
             "postgres.connections / postgres.max_connections",
             "connections",
+        ),
+        Measure::DbBusy => (
+            Resource::DbBusy,
+            "postgres.busy_connections / postgres.connections",
+            "connections busy",
+        ),
+        Measure::DbTransactions => (
+            Resource::DbConnections,
+            S::PostgresTransactionsPerSec.name(),
+            "/s",
         ),
         Measure::Pool(_) => (Resource::Pool, "", ""),
         Measure::Log(_) => (Resource::Log, "", "/s"),
@@ -755,6 +971,171 @@ mod tests {
     }
 
     #[test]
+    fn swap_links_retransmits_resets_db_and_cgroup_memory_cross_at_their_own_limits() {
+        const R: SeriesKind = SeriesKind::Rate;
+        type Case<'a> = (
+            &'a str,
+            (&'a str, &'a str),
+            Vec<Series<'a>>,
+            Vec<Vec<f64>>,
+            Resource,
+            Option<u64>,
+        );
+        let eth0: &[(&str, &str)] = &[("interface", "eth0")];
+        let db: &[(&str, &str)] = &[("database", "shop")];
+        let ramp = |values: &[[f64; 2]]| values.iter().map(|v| v.to_vec()).collect::<Vec<_>>();
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "swapping out 2 MiB/s from the 2nd second",
+                ("host", "host"),
+                vec![(0, "host.swap_out_bytes_per_sec", &[], R)],
+                vec![vec![0.0], vec![0.0], vec![2e6], vec![3e6], vec![2e6]],
+                Resource::Swap,
+                Some(2),
+            ),
+            (
+                "a few pages a second is no limit",
+                ("host", "host"),
+                vec![(0, "host.swap_out_bytes_per_sec", &[], R)],
+                vec![vec![8192.0]; 5],
+                Resource::Swap,
+                None,
+            ),
+            (
+                "tx at 95% of a 1 Gb/s link",
+                ("host", "host"),
+                vec![
+                    (0, "host.net_rx_bytes_per_sec", eth0, R),
+                    (0, "host.net_tx_bytes_per_sec", eth0, R),
+                    (0, "host.net_speed_bytes_per_sec", eth0, G),
+                ],
+                vec![
+                    vec![1e6, 50e6, 125e6],
+                    vec![1e6, 119e6, 125e6],
+                    vec![1e6, 120e6, 125e6],
+                    vec![1e6, 121e6, 125e6],
+                ],
+                Resource::Network,
+                Some(1),
+            ),
+            (
+                "retransmitting 5% of 1000 segments/s",
+                ("host", "host"),
+                vec![
+                    (0, "host.tcp_retransmits_per_sec", &[], R),
+                    (0, "host.tcp_segments_sent_per_sec", &[], R),
+                ],
+                ramp(&[[0.0, 1e3], [50.0, 1e3], [50.0, 1e3], [60.0, 1e3]]),
+                Resource::Retransmits,
+                Some(1),
+            ),
+            (
+                "3 retransmits of 100 segments is under the floor",
+                ("host", "host"),
+                vec![
+                    (0, "host.tcp_retransmits_per_sec", &[], R),
+                    (0, "host.tcp_segments_sent_per_sec", &[], R),
+                ],
+                ramp(&[[3.0, 100.0]; 4]),
+                Resource::Retransmits,
+                None,
+            ),
+            (
+                "resets sent, 20/s",
+                ("host", "host"),
+                vec![(0, "host.tcp_resets_sent_per_sec", &[], R)],
+                vec![vec![0.0], vec![20.0], vec![20.0], vec![20.0]],
+                Resource::TcpResets,
+                Some(1),
+            ),
+            (
+                "one connection busy 97% of the time",
+                ("postgres", "db"),
+                vec![
+                    (0, "postgres.busy_connections", db, R),
+                    (0, "postgres.connections", db, G),
+                    (0, "postgres.transactions_per_sec", db, R),
+                ],
+                vec![
+                    vec![0.3, 1.0, 60.0],
+                    vec![0.95, 1.0, 200.0],
+                    vec![0.97, 1.0, 212.0],
+                    vec![0.98, 1.0, 210.0],
+                ],
+                Resource::DbBusy,
+                Some(1),
+            ),
+            (
+                "ten connections a third busy",
+                ("postgres", "db"),
+                vec![
+                    (0, "postgres.busy_connections", db, R),
+                    (0, "postgres.connections", db, G),
+                ],
+                ramp(&[[3.3, 10.0]; 4]),
+                Resource::DbBusy,
+                None,
+            ),
+            (
+                "rss at 95% of its cgroup's 256 MiB",
+                ("process", "app"),
+                vec![
+                    (0, "process.rss_bytes", &[("group", "app")], G),
+                    (0, "process.memory_limit_bytes", &[("group", "app")], G),
+                ],
+                ramp(&[
+                    [100e6, 268e6],
+                    [255e6, 268e6],
+                    [256e6, 268e6],
+                    [257e6, 268e6],
+                ]),
+                Resource::Memory,
+                Some(1),
+            ),
+        ];
+        for (case, sampler, series, rows, resource, crossed_s) in cases {
+            let tables = tables(&[sampler], &series);
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            let got = watched(&tables, &rows);
+            let found = find(&got, resource).unwrap_or_else(|| panic!("{case}: {got:?}"));
+            let at = found.crossed.map(|c| c.at_ns / S);
+            assert_eq!(at, crossed_s, "{case}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn busy_db_connections_say_the_transactions_and_links_name_their_interface() {
+        let db: &[(&str, &str)] = &[("database", "shop")];
+        let tables = tables(
+            &[("postgres", "db"), ("host", "host")],
+            &[
+                (0, "postgres.busy_connections", db, SeriesKind::Rate),
+                (0, "postgres.connections", db, G),
+                (0, "postgres.transactions_per_sec", db, SeriesKind::Rate),
+                (
+                    1,
+                    "host.net_rx_bytes_per_sec",
+                    &[("interface", "eth1")],
+                    SeriesKind::Rate,
+                ),
+                (
+                    1,
+                    "host.net_speed_bytes_per_sec",
+                    &[("interface", "eth1")],
+                    G,
+                ),
+            ],
+        );
+        let row: &[f64] = &[1.0, 1.0, 212.0, 5e6, 125e6];
+        let got = watched(&tables, &[row; 4]);
+        let busy = find(&got, Resource::DbBusy).unwrap();
+        assert_eq!(busy.note.as_deref(), Some("transactions peaked at 212/s"));
+        assert!(find(&got, Resource::DbConnections).is_none(), "{got:?}");
+        let link = find(&got, Resource::Network).unwrap();
+        assert_eq!((link.name.as_str(), link.limit), ("host eth1", Some(125e6)));
+    }
+
+    #[test]
     fn a_run_cut_short_at_its_limit_crosses_with_two_samples() {
         let tables = tables(
             &[("prom", "app")],
@@ -838,6 +1219,53 @@ mod tests {
             [
                 ("app_pool_busy{route=/a}", Some(0)),
                 ("app_pool_busy{route=/b}", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hinted_maximum_makes_any_gauge_a_pool() {
+        let tables = tables(
+            &[("prom", "app")],
+            &[
+                (0, "app_queue_length", &[], G),
+                (0, "app_queue_length:max", &[], G),
+                (0, "app_pool_busy", &[], G),
+                (0, "app_pool_size", &[], G),
+                (0, "app_pool_busy:max", &[], G),
+                (0, "orphan:max", &[], G),
+            ],
+        );
+        let row: &[f64] = &[480.0, 500.0, 3.0, 3.0, 10.0, 1.0];
+        let got = watched(&tables, &[row; 4]);
+        let pools: Vec<(&str, &str, Option<f64>, bool)> = got
+            .iter()
+            .filter(|w| w.resource == Resource::Pool)
+            .map(|w| {
+                (
+                    w.name.as_str(),
+                    w.series.as_str(),
+                    w.limit,
+                    w.crossed.is_some(),
+                )
+            })
+            .collect();
+        // The hint outranks the names: the busy gauge's maximum is 10, not its `size`.
+        assert_eq!(
+            pools,
+            [
+                (
+                    "app app_queue_length",
+                    "app_queue_length / app_queue_length:max",
+                    Some(500.0),
+                    true
+                ),
+                (
+                    "app app_pool_busy",
+                    "app_pool_busy / app_pool_busy:max",
+                    Some(10.0),
+                    false
+                ),
             ]
         );
     }

@@ -82,6 +82,13 @@ impl Stat {
         }
     }
 
+    /// Ends the stretch in progress: the samples that follow do not continue it (a
+    /// clock jump, a silence).
+    pub(crate) fn break_run(&mut self) {
+        self.run = (0, 0, 0.0);
+        self.sustained_open = false;
+    }
+
     /// The first sustained stretch, else a stretch of at least `trailing` samples at
     /// the threshold that lasted to the last sample: a run cut short (a stop rule, a
     /// short step) that ended at its limit.
@@ -174,6 +181,9 @@ fn measure(
         | S::HostCpuStealPercent
         | S::HostMemoryAvailableBytes
         | S::HostSwapUsedBytes
+        | S::HostSwapOutBytesPerSec
+        | S::HostNetSpeedBytesPerSec
+        | S::HostTcpSegmentsSentPerSec
         | S::HostNetRxBytesPerSec
         | S::HostNetTxBytesPerSec
         | S::HostNetRxPacketsPerSec
@@ -193,9 +203,11 @@ fn measure(
         | S::ProcessThreads
         | S::ProcessSockets
         | S::ProcessCpuLimitPercent
+        | S::ProcessMemoryLimitBytes
         | S::LogLinesPerSec
         | S::LogExample
         | S::PostgresMaxConnections
+        | S::PostgresBusyConnections
         | S::PostgresRollbacksPerSec => return None,
     })
 }

@@ -47,8 +47,16 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
         fell_behind: fell_behind(report, facts, warnings, served_badly),
     };
     let watched = facts.watched.as_deref().unwrap_or_default();
+    let no_knee = match &facts.saturation {
+        Some(finding @ (Finding::NotARamp { .. } | Finding::NoSaturation { .. })) => {
+            Some(finding.describe())
+        }
+        _ => None,
+    };
     let mut diagnosis = diagnose(knee, trouble, &generator, watched);
     diagnosis.start_unix_ns = facts.start_unix_ns;
+    diagnosis.no_knee = no_knee;
+    diagnosis.unjudged.clone_from(&facts.unjudged);
     Some(diagnosis)
 }
 

@@ -39,8 +39,11 @@ pub fn write_text(out: &mut String, report: &Report) {
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }
-    for warning in report.extras.resources.iter().flat_map(|r| &r.warnings) {
-        let _ = writeln!(out, "WARNING: {warning}");
+    // A diagnosis says what the resource warnings would, with its evidence and order.
+    if report.extras.diagnosis.is_none() {
+        for warning in report.extras.resources.iter().flat_map(|r| &r.warnings) {
+            let _ = writeln!(out, "WARNING: {warning}");
+        }
     }
 }
 
@@ -62,11 +65,13 @@ pub fn write_resources_text(
         &resource_rows(resources),
         &[LABEL_WIDTH, BRACKET_WIDTH],
     ));
-    if let Some(diagnosis) = diagnosis {
-        write_diagnosis(out, diagnosis);
-    }
-    for warning in &resources.warnings {
-        let _ = writeln!(out, "WARNING: {warning}");
+    match diagnosis {
+        Some(diagnosis) => write_diagnosis(out, diagnosis),
+        None => {
+            for warning in &resources.warnings {
+                let _ = writeln!(out, "WARNING: {warning}");
+            }
+        }
     }
 }
 
