@@ -428,6 +428,10 @@ fn postgres_connections_and_transactions_per_second() {
                 client.simple_query("SELECT 1").unwrap();
                 thread::sleep(Duration::from_millis(8));
             }
+            // One connection busy for a second, in a transaction.
+            clients[0]
+                .batch_execute("BEGIN; SELECT pg_sleep(1.0); COMMIT")
+                .unwrap();
             thread::sleep(Duration::from_millis(700));
             // Closing flushes each backend's statistics.
             drop(clients);
@@ -449,6 +453,18 @@ fn postgres_connections_and_transactions_per_second() {
     assert!(
         (total - want).abs() <= 12.0,
         "transactions summed over the run: {total:.1}, want {want}: {rates:?}"
+    );
+    // Busy connections summed over the run: the second in pg_sleep, the 240 short
+    // transactions and the sampler's own queries (a few milliseconds each).
+    let busy = run.values_where("loadlab", "postgres.busy_connections", ours);
+    let (mut busy_seconds, mut previous) = (0.0, connections[0].0);
+    for &(at, connections) in &busy {
+        busy_seconds += connections * (at - previous) as f64 / 1e9;
+        previous = at;
+    }
+    assert!(
+        (0.95..2.0).contains(&busy_seconds),
+        "busy seconds summed over the run: {busy_seconds:.2}: {busy:?}"
     );
     assert!(
         run.tables
