@@ -122,6 +122,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let options = RunOptions {
         output: output.clone(),
+        monitor: Some(crate::monitor::plan_monitors()),
         ..RunOptions::default()
     };
     let summary = run_plan(&plan, &options, &stop, &mut Progress::new(&mut out));
@@ -195,9 +196,10 @@ fn plan_text(running: &[Running], step: Duration, args: &DemoArgs) -> String {
     );
     for pool in running {
         text.push_str(&format!(
-            "\n[[variant]]\nname = \"{}\"\nbase_url = \"http://{}\"\n",
+            "\n[[variant]]\nname = \"{}\"\nbase_url = \"http://{addr}\"\n\
+             monitor = [\"pool:prom=http://{addr}/metrics;metric=loadlab_sim_pool_.*\"]\n",
             pool.pool.name,
-            pool.simulator.local_addr()
+            addr = pool.simulator.local_addr()
         ));
     }
     text.push_str(&format!(
@@ -213,6 +215,9 @@ threads = 1
 seed = 1
 # A probe well past the knee is over in a second.
 stop_when = ["errors > 20%"]
+# The host, and each pool over its /metrics (the variants'): what ran out first.
+monitor = ["host"]
+monitor_interval = "250ms"
 
 [[load.scenario]]
 name = "news"
@@ -349,6 +354,21 @@ fn conclude(
                 .map_or("-".to_owned(), |s| format!("{s:.1}s")),
         )?;
         writeln!(out, "  {:<15}{}", "", result.how)?;
+    }
+    let ran_out = summary.ran_out_first();
+    if !ran_out.is_empty() {
+        writeln!(
+            out,
+            "\n  What ran out first, at each pool's first probe that failed:"
+        )?;
+        for (variant, step, lines) in ran_out {
+            let headline = lines.first().map_or("", String::as_str);
+            writeln!(out, "  {variant} (probe {step}): {headline}")?;
+            // What followed; the headroom of the rest is in the probe's report.txt.
+            for line in lines.iter().filter(|l| l.starts_with("then: ")) {
+                writeln!(out, "    {line}")?;
+            }
+        }
     }
     writeln!(
         out,

@@ -155,6 +155,18 @@ fn config_of(specs: &[String], interval: Duration) -> anyhow::Result<MonitorConf
     Ok(config)
 }
 
+/// What a plan's steps sample: each step's `monitor` specs attached afresh, as
+/// `attack -monitor` attaches them.
+pub fn plan_monitors() -> lab::MonitorFactory {
+    let make: std::sync::Arc<lab::MakeMonitor> =
+        std::sync::Arc::new(|specs: &[String], interval: Duration| {
+            AttachedMonitor::new(specs, interval)
+                .map(|m| Box::new(m) as Box<dyn engine::SampleFeed>)
+                .map_err(|e| format!("{e:#}"))
+        });
+    lab::MonitorFactory(make)
+}
+
 /// `attack -monitor`: specs checked before the run, sampling started at the run's
 /// time zero, frames handed to the engine, which writes them beside the records.
 /// A monitor that cannot start is a warning: the load run goes on without it.

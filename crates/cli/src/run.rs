@@ -3,11 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use engine::StopHandle;
-use lab::{MakeMonitor, MakeWatch, MonitorFactory, Plan, RunOptions, WatchFactory, run_plan};
+use lab::{MakeWatch, Plan, RunOptions, WatchFactory, run_plan};
 
 use crate::signals;
 use crate::watch::{WatchArgs, Watchers};
@@ -80,18 +79,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let settings = &plan.load.settings;
     crate::monitor::AttachedMonitor::new(&settings.monitor, settings.monitor_interval)
         .with_context(|| format!("{}:{}: load.monitor", plan.source_name, plan.load.line))?;
-    let make: Arc<MakeMonitor> = Arc::new(|specs: &[String], interval: Duration| {
-        crate::monitor::AttachedMonitor::new(specs, interval)
-            .map(|m| Box::new(m) as Box<dyn engine::SampleFeed>)
-            .map_err(|e| format!("{e:#}"))
-    });
+    for variant in plan.variants.iter().filter(|v| !v.monitor.is_empty()) {
+        crate::monitor::AttachedMonitor::new(&variant.monitor, settings.monitor_interval)
+            .with_context(|| format!("{}:{}: variant.monitor", plan.source_name, variant.line))?;
+    }
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "finishing the current step")?;
     let watchers = Arc::new(Watchers::start(&args.watch, watch_flags, "loadlab run: "));
     let options = RunOptions {
         output: output.clone(),
         resume: args.resume,
-        monitor: Some(MonitorFactory(make)),
+        monitor: Some(crate::monitor::plan_monitors()),
         watch: Some(step_watch(Arc::clone(&watchers))),
     };
     let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())

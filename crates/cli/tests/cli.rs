@@ -1676,6 +1676,17 @@ fn demo_searches_both_pools_and_prints_the_table_beside_the_ground_truth() {
     assert!(summary.contains("\"name\": \"news\""), "{summary}");
     let plan = std::fs::read_to_string(format!("{out}/plan.toml")).unwrap();
     assert!(plan.contains("mode = \"search\""), "{plan}");
+    // Each pool watched over its own /metrics: the fixed pool's failing probe says so.
+    assert_eq!(
+        plan.matches("monitor = [\"pool:prom=http://").count(),
+        2,
+        "{plan}"
+    );
+    assert!(
+        text.contains("What ran out first") && text.contains("fixed-pool (probe "),
+        "{text}"
+    );
+    assert!(text.contains("loadlab_sim_pool_busy"), "{text}");
     let md = std::fs::read_to_string(format!("{out}/summary.md")).unwrap();
     assert!(
         md.contains("| fixed-pool |") && md.contains("news: "),

@@ -288,12 +288,17 @@ fn attack(
     options: &RunOptions,
 ) -> Result<Attacked, String> {
     let config = run_config(plan, cell)?;
+    let settings = &plan.load.settings;
+    let variant = &plan.variants[cell.variant];
+    let specs: Vec<String> = settings
+        .monitor
+        .iter()
+        .chain(&variant.monitor)
+        .cloned()
+        .collect();
     let mut samples: Box<dyn engine::SampleFeed> = match &options.monitor {
-        Some(factory) if !plan.load.settings.monitor.is_empty() => {
-            let settings = &plan.load.settings;
-            (factory.0)(&settings.monitor, settings.monitor_interval)
-                .map_err(|e| format!("load.monitor: {e}"))?
-        }
+        Some(factory) if !specs.is_empty() => (factory.0)(&specs, settings.monitor_interval)
+            .map_err(|e| format!("load.monitor, variant.monitor: {e}"))?,
         _ => Box::new(NoSamples),
     };
     let path = dir.join("records.llr");

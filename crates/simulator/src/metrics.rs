@@ -318,7 +318,7 @@ fn render_histogram(out: &mut String, registry: &Registry, snap: &Snapshot) {
 
 /// The pool families of `/metrics`, in order: name, type and help; their values per
 /// route are [`pool_values`], in the same order.
-const POOL_FAMILIES: [(&str, &str, &str); 7] = [
+const POOL_FAMILIES: [(&str, &str, &str); 8] = [
     (
         "loadlab_sim_pool_workers",
         "gauge",
@@ -328,6 +328,11 @@ const POOL_FAMILIES: [(&str, &str, &str); 7] = [
         "loadlab_sim_pool_busy",
         "gauge",
         "Fixed-pool workers serving a request.",
+    ),
+    (
+        "loadlab_sim_pool_overflow_workers",
+        "gauge",
+        "Size of the overflow pool (workers started past the fixed pool when it is full).",
     ),
     (
         "loadlab_sim_pool_overflow_busy",
@@ -372,11 +377,12 @@ impl std::fmt::Display for PoolValue {
 }
 
 /// One route's values of [`POOL_FAMILIES`].
-fn pool_values(pool: &PoolRow) -> [PoolValue; 7] {
+fn pool_values(pool: &PoolRow) -> [PoolValue; 8] {
     let s = &pool.stats;
     [
         PoolValue::Count(s.workers as u64),
         PoolValue::Count(s.busy as u64),
+        PoolValue::Count(s.overflow_workers as u64),
         PoolValue::Count(s.overflow_busy as u64),
         PoolValue::Count(s.queued as u64),
         PoolValue::Count(s.rejected_full),
@@ -386,7 +392,7 @@ fn pool_values(pool: &PoolRow) -> [PoolValue; 7] {
 }
 
 fn render_pools(out: &mut String, pools: &[PoolRow]) {
-    let values: Vec<[PoolValue; 7]> = pools.iter().map(pool_values).collect();
+    let values: Vec<[PoolValue; 8]> = pools.iter().map(pool_values).collect();
     for (family, (name, kind, help)) in POOL_FAMILIES.iter().enumerate() {
         header(out, name, kind, help);
         for (pool, values) in pools.iter().zip(&values) {
@@ -487,6 +493,7 @@ mod tests {
             stats: crate::pool::PoolStats {
                 workers: 4,
                 busy: 3,
+                overflow_workers: 2,
                 overflow_busy: 1,
                 queued: 2,
                 rejected_full: 5,
@@ -502,6 +509,7 @@ mod tests {
             [
                 "loadlab_sim_pool_workers{route=\"/a\"} 4",
                 "loadlab_sim_pool_busy{route=\"/a\"} 3",
+                "loadlab_sim_pool_overflow_workers{route=\"/a\"} 2",
                 "loadlab_sim_pool_overflow_busy{route=\"/a\"} 1",
                 "loadlab_sim_pool_queued{route=\"/a\"} 2",
                 "loadlab_sim_pool_rejected_total{route=\"/a\"} 5",
@@ -509,7 +517,7 @@ mod tests {
                 "loadlab_sim_pool_timeouts_total{route=\"/a\"} 6",
             ]
         );
-        assert_eq!(out.lines().count(), 7 * 3, "HELP and TYPE per family");
+        assert_eq!(out.lines().count(), 8 * 3, "HELP and TYPE per family");
         assert!(out.contains(
             "# HELP loadlab_sim_pool_timeouts_total Requests that queued and gave up after queue_timeout.\n# TYPE loadlab_sim_pool_timeouts_total counter\n"
         ));

@@ -65,6 +65,8 @@ pub(crate) struct Permit<'a> {
 pub(crate) struct PoolStats {
     pub workers: usize,
     pub busy: usize,
+    /// Overflow workers: the pool's size beyond `workers`.
+    pub overflow_workers: usize,
     pub overflow_busy: usize,
     pub queued: usize,
     pub rejected_full: u64,
@@ -224,6 +226,7 @@ impl Pool {
         PoolStats {
             workers: self.workers,
             busy: busy.min(self.workers),
+            overflow_workers: self.limit - self.workers,
             overflow_busy: busy.saturating_sub(self.workers),
             queued: self.waiting.load(SeqCst),
             rejected_full: self.rejected_full.load(SeqCst),

@@ -82,6 +82,9 @@ pub struct Variant {
     pub teardown: Option<String>,
     /// A hook running longer than this fails its cell.
     pub hook_timeout: Duration,
+    /// Monitor specs for its cells only, after `[load] monitor`: its own server's
+    /// process or `/metrics`, which the other variants do not have.
+    pub monitor: Vec<String>,
 }
 
 impl Variant {

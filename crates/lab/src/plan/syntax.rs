@@ -36,6 +36,7 @@ pub(super) struct RawVariant {
     pub ready: Option<Spanned<RawReady>>,
     pub teardown: Option<String>,
     pub hook_timeout: Option<Spanned<String>>,
+    pub monitor: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]

@@ -136,6 +136,17 @@ max_rate = 100000
             (vec!["host".to_owned()], Duration::from_millis(500))
         );
 
+        let own = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\ntargets = [\"GET http://h/\"]\nmonitor = [\"app:prom=http://127.0.0.1:9/metrics\"]\n[[variant]]\nname = \"b\"\ntargets = [\"GET http://h/\"]\n[load]\nrates = [1]\n";
+        let plan = parse(own).expect("a variant's own monitor");
+        let monitors: Vec<&[String]> = plan.variants.iter().map(|v| v.monitor.as_slice()).collect();
+        assert_eq!(
+            monitors,
+            [
+                &["app:prom=http://127.0.0.1:9/metrics".to_owned()][..],
+                &[][..]
+            ]
+        );
+
         let rows: [(&str, String); 4] = [
             (
                 "sweep of users",

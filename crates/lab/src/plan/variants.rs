@@ -94,6 +94,7 @@ pub(super) fn variants(
                 "variant.hook_timeout",
                 DEFAULT_HOOK_TIMEOUT,
             )?,
+            monitor: v.monitor.unwrap_or_default(),
         });
     }
     Ok(out)
