@@ -3,10 +3,12 @@
 //! `diagnosis` must name the planted limit first and nothing that is not there:
 //! a pool (the simulator's, over Prometheus), one nginx worker on one core (one thread's
 //! ceiling), nginx confined to one core by its affinity (its allowance), nginx under a
-//! low fd limit, and a generator starved beside a CPU hog.
+//! low fd limit, a generator starved beside a CPU hog, and an app (gunicorn) whose
+//! PostgreSQL pool holds one connection.
 //!
-//! nginx comes from Debian (`.ci/setup/nginx.sh`); without it these tests skip, unless
-//! LOADLAB_REQUIRE_NGINX is set. Loopback only; every run is bounded. The stand-ins
+//! nginx, gunicorn and PostgreSQL come from Debian (`.ci/setup/nginx.sh`,
+//! `gunicorn.sh`, `postgres.sh`); without them these tests skip, unless
+//! LOADLAB_REQUIRE_NGINX / LOADLAB_REQUIRE_GUNICORN is set. Loopback only; every run is bounded. The stand-ins
 //! need the machine's cores to themselves, so they run one at a time.
 
 #![allow(clippy::unwrap_used)]
@@ -98,6 +100,31 @@ fn diagnose(
     (json["loadlab"]["diagnosis"].clone(), text)
 }
 
+/// The resource kinds found at or before the knee, in order: what the diagnosis blames.
+/// Each stand-in checks them against what it planted, so a bottleneck that is not
+/// there fails the test; `bench/diagnosis/ground_truth.sh` collects the line it prints.
+fn blamed(test: &str, diagnosis: &serde_json::Value, allowed: &[&str], text: &str) {
+    let early: Vec<&str> = diagnosis["findings"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| f["timing"] != "after")
+        .filter_map(|f| f["resource"].as_str())
+        .collect();
+    eprintln!(
+        "ground truth: {test}: verdict {} first {:?} at or before the knee {early:?}",
+        diagnosis["verdict"],
+        first_limit(diagnosis)
+    );
+    for resource in &early {
+        assert!(
+            allowed.contains(resource),
+            "{resource} is not planted: {text}"
+        );
+    }
+}
+
 /// The first limit's resource kind and name, or the verdict when there is none.
 fn first_limit(diagnosis: &serde_json::Value) -> (String, String) {
     let verdict = diagnosis["verdict"].as_str().unwrap_or("none").to_owned();
@@ -140,6 +167,7 @@ fn a_pool_at_its_size_is_the_first_limit() {
         &[],
     );
     let (resource, name) = first_limit(&diagnosis);
+    blamed("pool", &diagnosis, &["pool"], &text);
     assert_eq!(resource, "pool", "{text}");
     assert!(name.contains("loadlab_sim_pool_busy"), "{text}");
     assert_eq!(diagnosis["findings"][0]["limit"], 10.0, "{text}");
@@ -285,6 +313,8 @@ fn one_nginx_worker_is_one_thread_s_ceiling() {
         return;
     };
     let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &[]);
+    // The host's busiest core is nginx's own core.
+    blamed("one_core", &diagnosis, &["one_core", "busiest_core"], &text);
     assert_eq!(
         first_limit(&diagnosis),
         ("one_core".to_owned(), "nginx".to_owned()),
@@ -301,6 +331,12 @@ fn nginx_pinned_to_one_core_reaches_its_allowance() {
     };
     // The generator on the other core, so the two do not share the planted one.
     let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &["taskset", "-c", "1"]);
+    blamed(
+        "cpu_allowance",
+        &diagnosis,
+        &["cpu_allowance", "busiest_core"],
+        &text,
+    );
     assert_eq!(
         first_limit(&diagnosis),
         ("cpu_allowance".to_owned(), "nginx".to_owned()),
@@ -340,6 +376,13 @@ http {{
     };
     let log = format!("nginx:log={}", nginx.dir.0.join("error.log").display());
     let (diagnosis, text) = nginx.diagnose("line(50, 1500, 10s)", &[log], &[]);
+    // nginx's own words for it, and the symptoms that follow at once.
+    blamed(
+        "fds",
+        &diagnosis,
+        &["fds", "log", "log_symptom", "tcp_resets"],
+        &text,
+    );
     assert_eq!(
         first_limit(&diagnosis),
         ("fds".to_owned(), "nginx".to_owned()),
@@ -397,6 +440,7 @@ fn a_generator_starved_beside_a_cpu_hog_is_the_verdict() {
         let _ = Command::new("kill").arg(hog.id().to_string()).status();
         let _ = hog.wait();
     }
+    eprintln!("ground truth: generator: verdict {}", diagnosis["verdict"]);
     assert_eq!(diagnosis["verdict"], "generator", "{text}");
     let lines = diagnosis["lines"].to_string();
     assert!(lines.contains("says nothing about the server"), "{text}");
@@ -506,6 +550,8 @@ fn an_app_with_one_database_connection_runs_out_of_it() {
         ],
         &[],
     );
+    // Nothing else is named at or before the knee: not the host, not max_connections.
+    blamed("db_busy", &diagnosis, &["db_busy"], &text);
     assert_eq!(
         first_limit(&diagnosis),
         ("db_busy".to_owned(), "db".to_owned()),
@@ -513,13 +559,4 @@ fn an_app_with_one_database_connection_runs_out_of_it() {
     );
     assert_eq!(diagnosis["findings"][0]["limit"], 1.0, "{text}");
     assert!(text.contains("transactions peaked at"), "{text}");
-    // Nothing else is named at or before the knee: not the host, not max_connections.
-    let early: Vec<&str> = diagnosis["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["timing"] != "after")
-        .filter_map(|f| f["resource"].as_str())
-        .collect();
-    assert_eq!(early, ["db_busy"], "{text}");
 }
