@@ -538,7 +538,7 @@ fn an_app_with_one_database_connection_runs_out_of_it() {
         &format!("http://127.0.0.1:{}/item/7", app.port),
         &[
             "-schedule",
-            "line(40, 450, 12s)",
+            "line(20, 320, 12s)",
             "-timeout",
             "2s",
             "-monitor",

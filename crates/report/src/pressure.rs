@@ -44,6 +44,12 @@ pub const IOWAIT_PERCENT: f64 = 20.0;
 pub const TRAILING_SAMPLES: u32 = 2;
 /// Events (listen overflows, failed connects) at or above this rate per second.
 pub const EVENTS_PER_SEC: f64 = 1.0;
+/// An app's database connections busy at or above this share of the time: its pool
+/// is full. Lower than [`NEAR_LIMIT_PERCENT`] because the server sees a connection
+/// idle while the app hands it from one request to the next (back to its pool, to the
+/// next thread): a pool that is never free reads 85-95% busy from the server's side,
+/// less where the app's own work per transaction is long.
+pub const DB_BUSY_PERCENT: f64 = 75.0;
 /// Memory written to swap at or above this rate (bytes per second): memory ran short.
 pub const SWAP_OUT_BYTES_PER_SEC: f64 = 1024.0 * 1024.0;
 /// Retransmitted segments at or above this share (percent) of those sent: packets lost.
@@ -577,7 +583,6 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             Role::DbConnections,
             Role::DbMaxConnections,
         ),
-        (Measure::DbBusy, Role::DbBusy, Role::DbConnections),
         (
             Measure::ProcessMemory,
             Role::ProcessRss,
@@ -600,6 +605,12 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             threshold: NEAR_LIMIT_PERCENT,
             sustain: SUSTAINED_SAMPLES,
         });
+    }
+    if let Some(mut busy) =
+        Reading::of_limit(Measure::DbBusy, get(Role::DbBusy), get(Role::DbConnections))
+    {
+        busy.threshold = DB_BUSY_PERCENT;
+        out.push(busy);
     }
     if let (Some(retransmits), Some(sent)) = (get(Role::Retransmits), get(Role::SegmentsSent)) {
         let percent = if retransmits >= RETRANSMITS_MIN_PER_SEC && sent > 0.0 {
