@@ -149,6 +149,15 @@ pub struct Watched {
 }
 
 impl Watched {
+    /// Who and what in a few words, for a chart's label: `nginx fds`, `host CPU`,
+    /// `host listen overflows`; a log by its name alone (`nginx log (timeout)`).
+    pub fn short_name(&self) -> String {
+        match self.resource {
+            Resource::Log | Resource::LogSymptom => self.name.clone(),
+            resource => format!("{} {}", self.name, noun(resource)),
+        }
+    }
+
     /// The peak as a share of the limit, in percent (`None` for events).
     pub fn peak_percent(&self) -> Option<f64> {
         self.limit
@@ -365,19 +374,12 @@ impl Diagnosis {
     /// verdict first, then each finding in time order, then the headroom of the rest.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![self.headline()];
-        let first = match self.verdict {
-            Verdict::FirstLimit { finding } => Some(finding),
-            _ => None,
-        };
-        for (index, finding) in self.findings.iter().enumerate() {
-            // Symptoms (log lines of timeouts) may come before the first limit.
-            let when = match first {
-                Some(first) if index == first => continue,
-                Some(first) if index < first => "before it",
-                _ => "then",
-            };
-            let text = finding.describe(self.knee.as_ref(), self.start_unix_ns);
-            lines.push(format!("{when}: {text}"));
+        let first = self.first_limit();
+        for index in 0..self.findings.len() {
+            // The first limit is the headline's.
+            if first != Some(index) {
+                lines.push(self.finding_line(index));
+            }
         }
         if !self.held.is_empty() {
             let held: Vec<String> = self.held.iter().map(headroom).collect();
@@ -387,6 +389,28 @@ impl Diagnosis {
             lines.push(format!("not judged: {what}"));
         }
         lines
+    }
+
+    /// Finding `index` in the words of [`Diagnosis::lines`]: `first limit ...` for the
+    /// verdict's (the headline's tail), `before it: ...` for a symptom ahead of it,
+    /// `then: ...` for the rest. A chart names a finding's moment with it.
+    pub fn finding_line(&self, index: usize) -> String {
+        let first = self.first_limit();
+        let text = self.findings[index].describe(self.knee.as_ref(), self.start_unix_ns);
+        // Symptoms (log lines of timeouts) may come before the first limit.
+        match first {
+            Some(first) if index == first => format!("first limit {text}"),
+            Some(first) if index < first => format!("before it: {text}"),
+            _ => format!("then: {text}"),
+        }
+    }
+
+    /// The index of the first limit in [`Diagnosis::findings`], when the verdict names one.
+    pub fn first_limit(&self) -> Option<usize> {
+        match self.verdict {
+            Verdict::FirstLimit { finding } => Some(finding),
+            _ => None,
+        }
     }
 
     /// The verdict in one sentence.
@@ -429,6 +453,14 @@ impl Diagnosis {
             },
             Verdict::NotJudged { reason } => format!("not judged: {reason}"),
         }
+    }
+}
+
+impl Knee {
+    /// The knee in the headline's words: `max 4699 req/s held; the knee at 5084/s
+    /// offered, 11.7 s (throughput turned first)`.
+    pub fn describe(&self) -> String {
+        knee_words(self)
     }
 }
 
@@ -999,5 +1031,56 @@ mod tests {
             "{:?}",
             diagnosis.lines()
         );
+    }
+
+    #[test]
+    fn each_finding_has_its_line_and_a_short_name_for_a_chart() {
+        let resources = [
+            watched("nginx", Resource::Fds, 256.0, 251.0, Some(9)),
+            watched(HOST, Resource::ListenQueue, 1.0, 40.0, Some(25)),
+            watched(
+                "nginx log (timeout)",
+                Resource::LogSymptom,
+                1.0,
+                3.0,
+                Some(4),
+            ),
+        ];
+        let diagnosis = diagnose(
+            Some(knee_at(10)),
+            None,
+            &GeneratorState::default(),
+            &resources,
+        );
+        // (finding's name, its line's start, its short name)
+        let rows = [
+            (
+                "nginx log (timeout)",
+                "before it: nginx log",
+                "nginx log (timeout)",
+            ),
+            ("nginx", "first limit nginx fds at 98%", "nginx fds"),
+            (HOST, "then: host listen queue", "host listen overflows"),
+        ];
+        assert_eq!(diagnosis.findings.len(), rows.len());
+        for (index, (name, line, short)) in rows.into_iter().enumerate() {
+            let finding = &diagnosis.findings[index];
+            assert_eq!(finding.watched.name, name);
+            let got = diagnosis.finding_line(index);
+            assert!(got.starts_with(line), "{got}");
+            assert_eq!(finding.watched.short_name(), short);
+        }
+        // The same words as the lines: the headline ends with the first limit's, the
+        // others are lines of their own.
+        let lines = diagnosis.lines();
+        let first = diagnosis.finding_line(1);
+        assert!(lines[0].ends_with(&first), "{lines:?}");
+        assert_eq!(lines[1], diagnosis.finding_line(0));
+        assert_eq!(lines[2], diagnosis.finding_line(2));
+        let knee = diagnosis.knee.as_ref().map(Knee::describe);
+        assert!(knee.is_some_and(|knee| lines[0].starts_with(&knee)));
+        let held = diagnose(None, None, &GeneratorState::default(), &resources[..1]);
+        assert_eq!(held.first_limit(), Some(0));
+        assert!(held.finding_line(0).starts_with("first limit nginx fds"));
     }
 }

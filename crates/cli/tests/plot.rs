@@ -312,3 +312,206 @@ fn plots_a_monitor_file_beside_the_run_and_alone() {
         );
     }
 }
+
+/// A ramp (20/s up by 20/s each second for 20 s) against a server that answers 200 a
+/// second and 503s the rest, with the samples `attack -monitor` would write each
+/// second: nginx's fds at 95% of their limit from 7 s, 3 s before the knee (10 s),
+/// and its log writing timeouts from 14 s, its first line quoting markup.
+fn ramp_with_samples(dir: &Path) -> PathBuf {
+    let path = dir.join("ramp.llr");
+    let header = RunHeader {
+        start_unix_ns: START_NS,
+        attacks: vec![AttackInfo {
+            name: "ramp".to_owned(),
+            model: LoadModel::Open,
+            schedule: "line(20, 400, 20s)".to_owned(),
+            ..AttackInfo::default()
+        }],
+        targets: vec![TargetInfo {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1:8080/".to_owned(),
+        }],
+        ..RunHeader::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = RecordWriter::new(file, &header, Compression::Zstd { level: 3 }).unwrap();
+    let mut frames = ramp_frames().into_iter().peekable();
+    let mut seq = 0;
+    for second in 0..20u64 {
+        let offered = 20 + 20 * second;
+        for n in 0..offered {
+            let failed = n >= 200;
+            writer.push(&Record {
+                seq,
+                intended_unix_ns: START_NS + second * 1_000_000_000 + n * 1_000_000_000 / offered,
+                send_lag_ns: 20_000,
+                latency_ns: if failed { 300_000 } else { 2_000_000 },
+                status: if failed { 503 } else { 200 },
+                bytes_in: 100,
+                ..Record::default()
+            });
+            seq += 1;
+        }
+        let next_second = START_NS + (second + 1) * 1_000_000_000;
+        writer.flush_records(Some(next_second)).unwrap();
+        while let Some(frame) = frames.next_if(|f| f.batch.at_unix_ns < next_second) {
+            writer.write_samples(&frame).unwrap();
+        }
+    }
+    writer.flush_records(None).unwrap();
+    for frame in frames {
+        writer.write_samples(&frame).unwrap();
+    }
+    writer.close().unwrap();
+    path
+}
+
+/// One frame a second per sampler (host, nginx's process, nginx's log), the first
+/// carrying the tables.
+fn ramp_frames() -> Vec<SampleFrame> {
+    let series = |sampler: u32, name: &str, labels: &[(&str, &str)]| SeriesInfo {
+        sampler,
+        name: name.to_owned(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        unit: String::new(),
+        kind: SeriesKind::Gauge,
+    };
+    let sampler = |kind: &str| SamplerInfo {
+        kind: kind.to_owned(),
+        name: if kind == "host" { "host" } else { "nginx" }.to_owned(),
+    };
+    let timeout = [("pattern", "timeout")];
+    let mut first = Some((
+        vec![sampler("host"), sampler("process"), sampler("log")],
+        vec![
+            series(0, "host.cpu_percent", &[("cpu", "all")]),
+            series(1, "process.fd_use_percent", &[("group", "nginx")]),
+            series(1, "process.fd_limit", &[("group", "nginx")]),
+            series(2, "log.lines_per_sec", &timeout),
+            series(
+                2,
+                "log.example",
+                &[
+                    ("pattern", "timeout"),
+                    ("line", "timed out <script>x</script>"),
+                ],
+            ),
+        ],
+    ));
+    let mut frames = Vec::new();
+    for tick in 0..=21u64 {
+        let fds = if tick >= 7 { 95.0 } else { 40.0 };
+        let lines = if tick >= 14 { 5.0 } else { 0.0 };
+        let mut log = vec![(3, lines)];
+        if tick == 14 {
+            log.push((4, 1.0));
+        }
+        let readings = [vec![(0, 30.0)], vec![(1, fds), (2, 1024.0)], log];
+        for (offset_ms, values) in (0u64..).map(|s| s * 3).zip(readings) {
+            let (samplers, series) = first.take().unwrap_or_default();
+            let first_sampler = if samplers.is_empty() { 3 } else { 0 };
+            let first_series = if series.is_empty() { 5 } else { 0 };
+            frames.push(SampleFrame {
+                first_sampler,
+                samplers,
+                first_series,
+                series,
+                batch: SampleBatch {
+                    at_unix_ns: START_NS + tick * 1_000_000_000 + offset_ms * 1_000_000,
+                    values: values
+                        .into_iter()
+                        .map(|(series, value)| SampleValue { series, value })
+                        .collect(),
+                    gaps: Vec::new(),
+                },
+            });
+        }
+    }
+    frames
+}
+
+/// The page's diagnosis panel as a reader sees it: each line, tags gone and entities
+/// read back.
+fn panel_lines(html: &str) -> Vec<String> {
+    let Some(start) = html.find("<section class=\"diagnosis") else {
+        return Vec::new();
+    };
+    let panel = &html[start..start + html[start..].find("</section>").unwrap()];
+    let strip = |line: &str| {
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in line.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        text.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    panel
+        .lines()
+        .filter(|line| line.starts_with("<p class=\"headline\">") || line.starts_with("<li>"))
+        .map(strip)
+        .collect()
+}
+
+#[test]
+fn the_page_s_diagnosis_says_what_report_says() {
+    let dir = temp_dir("the_page_s_diagnosis_says_what_report_says");
+    let file = ramp_with_samples(&dir);
+    let out = run(&["report", file.to_str().unwrap()], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    let reported: Vec<String> = report
+        .lines()
+        .skip_while(|line| *line != "Diagnosis:")
+        .skip(1)
+        .take_while(|line| !line.starts_with("WARNING: "))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        reported[0].contains("first limit nginx fds") && reported.len() == 3,
+        "{report}"
+    );
+
+    let out = run(&["plot", file.to_str().unwrap()], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    assert_eq!(panel_lines(&html), reported);
+    assert!(!html.contains("<script>x</script>"), "a log line as markup");
+    for marker in ["knee", "first_limit", "finding"] {
+        assert!(
+            html.contains(&format!("<g class=\"marker {marker}\">")),
+            "no {marker} marker"
+        );
+    }
+
+    // Chart files carry the markers too.
+    let charts = dir.join("charts/");
+    for format in ["svg", "png"] {
+        let out = run(
+            &[
+                "plot",
+                "-format",
+                format,
+                "-output",
+                &charts.display().to_string(),
+                file.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+    }
+    let cpu = std::fs::read_to_string(charts.join("cpu.svg")).unwrap();
+    assert!(cpu.contains("<g class=\"marker knee\"><title>the knee: max 200 req/s held"));
+    assert!(std::fs::metadata(charts.join("cpu.png")).unwrap().len() > 1000);
+}

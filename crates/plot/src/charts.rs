@@ -3,7 +3,8 @@
 //! successful, status codes per second, then the system under test's resources when
 //! the inputs hold samples (`resources/`: CPU, memory, connections, database, ...),
 //! the latency distribution as a percentile curve, and the generator's own health
-//! (send lag, CPU, in flight and behind). Time charts share one axis.
+//! (send lag, CPU, in flight and behind). Time charts share one axis, and carry the
+//! diagnosis's knee and findings as markers (`markers.rs`).
 
 use std::fmt::Write as _;
 
@@ -16,6 +17,7 @@ use crate::downsample::{Sampled, min_max_rows};
 use crate::format;
 use crate::gather::{AttackData, ERROR_LABEL, RunData, status_name};
 use crate::generator::{Track, tracks};
+use crate::markers::diagnosis_markers;
 use crate::model::{Chart, Series, Style, TimeAxis, Unit, XAxis};
 use crate::resources;
 
@@ -71,6 +73,7 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
         charts.push(generator_cpu(&tracks, threshold));
         charts.push(generator_queue(&tracks, threshold));
     }
+    mark_the_diagnosis(&mut charts, data);
     let rows_end_s = data.rows.last().map_or(0.0, |row| {
         (row.index + 1) as f64 * data.every_ns as f64 / 1e9
     });
@@ -83,6 +86,17 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
             end_s: end_s.max(rows_end_s),
         },
         charts,
+    }
+}
+
+/// The knee and each finding of the run's diagnosis, on every time chart.
+fn mark_the_diagnosis(charts: &mut [Chart], data: &RunData) {
+    let Some(diagnosis) = &data.report.extras.diagnosis else {
+        return;
+    };
+    let markers = diagnosis_markers(diagnosis, data.origin_unix_ns);
+    for chart in charts.iter_mut().filter(|c| c.x_axis == XAxis::Time) {
+        chart.markers.clone_from(&markers);
     }
 }
 
@@ -505,6 +519,7 @@ fn distribution(data: &RunData, scale: Scale) -> Chart {
         ),
         height: 340.0,
         bands: Vec::new(),
+        markers: Vec::new(),
     }
 }
 

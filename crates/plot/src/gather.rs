@@ -2,15 +2,19 @@
 //! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
 //! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
 //! latency [`Distribution`] (the percentile curve). Resource samples read beside the
-//! records go to a [`SampleGather`] once per batch, never per record. Memory is bounded
-//! by the samplers' limits and the number of intervals, never by the number of records.
+//! records go to a [`SampleGather`] once per batch, never per record. The diagnosis's
+//! [`Evidence`] (seconds for the knee, watched resources against their limits) takes
+//! each batch of records and samples whole, as `loadlab report` feeds it, and the page
+//! is judged as `report` judges it ([`report::diagnose_run`]). Memory is bounded by the
+//! samplers' limits and the number of intervals, never by the number of records.
 
 use record::{
     ErrorKind, LoadModel, ReadOrder, Record, RecordStream, RunTables, SampleBatch, SampleTables,
     SourceSummary,
 };
 use report::{
-    Distribution, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report, RunFacts, Scope,
+    ClosedEvidence, Distribution, Evidence, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report,
+    RunFacts, Scope,
 };
 
 use crate::PlotError;
@@ -103,15 +107,18 @@ impl RunGather {
         for record in records {
             self.gather.add(record, tables);
         }
+        self.gather.judging.add_records(records, tables);
     }
 
     /// Adds resource samples; `tables` names their samplers and series.
     pub fn add_samples(&mut self, tables: &SampleTables, samples: &[SampleBatch]) {
         self.gather.samples.add(tables, samples);
+        self.gather.judging.add_samples(tables, samples);
     }
 
     /// A copy to draw a live page from: the same, except that its rows stop growing
-    /// past `max_rows` (`Bins::coarse_copy`), so the copy made each second keeps a
+    /// past `max_rows` (`Bins::coarse_copy`) and its diagnosis's evidence is closed
+    /// (its per-second windows are not copied), so the copy made each second keeps a
     /// size however long the run.
     pub fn live_copy(&self, max_rows: usize) -> RunGather {
         let gather = &self.gather;
@@ -123,6 +130,7 @@ impl RunGather {
                 bins: gather.bins.coarse_copy(max_rows),
                 attacks: gather.attacks.clone(),
                 samples: gather.samples.clone(),
+                judging: Judging::Closed(gather.judging.close()),
             },
         }
     }
@@ -189,6 +197,36 @@ struct Gather {
     bins: Bins,
     attacks: Vec<AttackGather>,
     samples: SampleGather,
+    judging: Judging,
+}
+
+/// The diagnosis's evidence: gathered as the records go by, or closed in a live copy,
+/// which is drawn and never fed.
+#[derive(Clone)]
+enum Judging {
+    Gathering(Box<Evidence>),
+    Closed(ClosedEvidence),
+}
+
+impl Judging {
+    fn add_records(&mut self, records: &[Record], tables: &RunTables) {
+        if let Judging::Gathering(evidence) = self {
+            evidence.add_records(records, tables);
+        }
+    }
+
+    fn add_samples(&mut self, tables: &SampleTables, samples: &[SampleBatch]) {
+        if let Judging::Gathering(evidence) = self {
+            evidence.add_samples(tables, samples);
+        }
+    }
+
+    fn close(&self) -> ClosedEvidence {
+        match self {
+            Judging::Gathering(evidence) => evidence.close(),
+            Judging::Closed(closed) => closed.clone(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -210,6 +248,7 @@ impl Gather {
             bins: Bins::new(config.every_ns),
             attacks: Vec::new(),
             samples: SampleGather::new(config.threshold),
+            judging: Judging::Gathering(Box::default()),
         }
     }
 
@@ -281,10 +320,13 @@ impl Gather {
             None => (self.samples.first_unix_ns(), TimeZero::FirstSample),
         };
         let samples = self.samples.finish(sample_tables, self.origin_unix_ns);
-        // The page's report shows the resource rows and warnings as `report` does.
+        // The page's report shows the resource rows and warnings as `report` does, and
+        // its diagnosis, from the same evidence judged the same way.
         facts.resources.clone_from(&samples.summary);
+        self.judging.close().fill(&mut facts);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
+        report.extras.diagnosis = report::diagnose_run(&report, &facts);
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);

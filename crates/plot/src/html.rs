@@ -1,9 +1,10 @@
 //! The run page: one self-contained HTML file that works offline from `file://`. Its
 //! content security policy allows no network fetch at all. At the top: the title, what
-//! was read, any warning, the key figures and the report's text summary (as `loadlab
-//! report` prints it, with the generator's send lag and CPU, and the system under
-//! test's resource rows when the inputs hold samples); then every chart as inline SVG,
-//! readable without script. Samples alone (a monitor file) make a page of resource
+//! was read, any warning, the key figures, the diagnosis (what ran out first, in
+//! `loadlab report`'s sentences, when the run has a knee or samples) and the report's
+//! text summary (as `loadlab report` prints it, with the generator's send lag and CPU,
+//! and the system under test's resource rows when the inputs hold samples); then every
+//! chart as inline SVG, readable without script, the diagnosis marked on its time axis. Samples alone (a monitor file) make a page of resource
 //! charts under their summary. Our script (`page.js`, with `page.css`) adds
 //! hover values, zoom by drag on the shared time axis and log/linear switches, from
 //! the chart data embedded as JSON (`json.rs`). The live dashboard's copy of the page
@@ -12,6 +13,7 @@
 
 use std::fmt::Write as _;
 
+use analysis::Diagnosis;
 use record::{AttackInfo, InputFormat, LoadModel, Protocol, SourceSummary};
 use report::{Report, ResourceSummary, write_resources_text, write_text};
 
@@ -52,9 +54,16 @@ pub fn page(
     warnings(&mut out, data);
     if data.report.requests > 0 {
         key_figures(&mut out, &data.report);
+    }
+    let diagnosis = data.report.extras.diagnosis.as_ref();
+    if let Some(diagnosis) = diagnosis {
+        let marked = charts.charts.iter().any(|c| !c.markers.is_empty());
+        diagnosis_panel(&mut out, diagnosis, marked);
+    }
+    if data.report.requests > 0 {
         summary(&mut out, &data.report);
     } else if let Some(resources) = &data.samples.summary {
-        resources_summary(&mut out, resources);
+        resources_summary(&mut out, resources, diagnosis);
     }
     out.push_str(
         "<p class=\"help\">Hover a chart for values. Drag across a time chart to zoom: every \
@@ -298,13 +307,16 @@ fn warnings(out: &mut String, data: &RunData) {
         .iter()
         .map(ToString::to_string)
         .collect();
-    // The system under test's warnings: a group at 100% of a core, fds near the limit.
-    lines.extend(
-        data.samples
-            .summary
-            .iter()
-            .flat_map(|s| s.warnings.iter().cloned()),
-    );
+    // The system under test's warnings (a group at 100% of a core, fds near the
+    // limit), unless the diagnosis panel says it with its evidence, as `report` does.
+    if data.report.extras.diagnosis.is_none() {
+        lines.extend(
+            data.samples
+                .summary
+                .iter()
+                .flat_map(|s| s.warnings.iter().cloned()),
+        );
+    }
     lines.extend(
         report::torn_warnings(&data.summaries)
             .into_iter()
@@ -437,17 +449,74 @@ fn summary(out: &mut String, report: &Report) {
     );
 }
 
-/// For samples alone: the resource rows and warnings as `loadlab report run.mon` prints
-/// them.
-fn resources_summary(out: &mut String, resources: &ResourceSummary) {
+/// For samples alone: the resource rows, diagnosis and warnings as `loadlab report
+/// run.mon` prints them.
+fn resources_summary(out: &mut String, resources: &ResourceSummary, diagnosis: Option<&Diagnosis>) {
     let mut text = String::new();
-    write_resources_text(&mut text, resources, None);
+    write_resources_text(&mut text, resources, diagnosis);
     let _ = write!(
         out,
         "<details class=\"summary\" open>\n<summary>Resources</summary>\n<pre>{}</pre>\n\
          </details>\n",
         escape(&text)
     );
+}
+
+/// What ran out first, in `loadlab report`'s own sentences ([`Diagnosis::lines`]): the
+/// verdict's line emphasised, then each other finding's, then the headroom of the rest.
+/// `marked` says the time charts carry its markers.
+fn diagnosis_panel(out: &mut String, diagnosis: &Diagnosis, marked: bool) {
+    let lines = diagnosis.lines();
+    let Some((headline, rest)) = lines.split_first() else {
+        return;
+    };
+    let verdict = diagnosis.verdict_name();
+    let _ = write!(
+        out,
+        "<section class=\"diagnosis {verdict}\" aria-labelledby=\"diagnosis-title\">\n\
+         <h2 id=\"diagnosis-title\">Diagnosis <span class=\"verdict\">{}</span></h2>\n\
+         <p class=\"headline\">{}</p>\n",
+        verdict_words(verdict),
+        escape(headline)
+    );
+    if !rest.is_empty() {
+        out.push_str("<ul>\n");
+        for line in rest {
+            let _ = writeln!(out, "<li>{}</li>", lead_in_bold(line));
+        }
+        out.push_str("</ul>\n");
+    }
+    if marked {
+        out.push_str(
+            "<p class=\"note\">Dashed lines on the time charts mark the knee and where each \
+             resource reached its limit; hover one for its sentence.</p>\n",
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+/// The verdict in a few words, for the panel's tag.
+fn verdict_words(verdict: &str) -> &'static str {
+    match verdict {
+        "first_limit" => "limit reached",
+        "generator" => "the generator ran out",
+        "nothing_watched" => "nothing watched ran out",
+        "held" => "held",
+        _ => "not judged",
+    }
+}
+
+/// A line escaped, its lead-in (`then:`, `before it:`, `held (peak of each):`) in bold.
+fn lead_in_bold(line: &str) -> String {
+    const LEAD_INS: [&str; 3] = ["then: ", "before it: ", "held (peak of each): "];
+    match LEAD_INS.iter().find(|lead| line.starts_with(**lead)) {
+        Some(lead) => format!(
+            "<b>{}</b> {}",
+            escape(lead.trim_end()),
+            escape(&line[lead.len()..])
+        ),
+        None => escape(line),
+    }
 }
 
 /// A chart in its box: log/linear switch, inline SVG, caption.
@@ -481,6 +550,122 @@ pub(crate) fn figure(out: &mut String, chart: &Chart, axis: &TimeAxis) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use analysis::diagnosis::{Crossing, GeneratorState, Knee, Resource, Watched};
+
+    const S: u64 = 1_000_000_000;
+
+    fn fds(crossed_s: Option<u64>, example: Option<&str>) -> Watched {
+        Watched {
+            name: "nginx".to_owned(),
+            resource: if example.is_some() {
+                Resource::LogSymptom
+            } else {
+                Resource::Fds
+            },
+            series: "process.fd_use_percent / process.fd_limit".to_owned(),
+            limit: Some(1024.0),
+            unit: "fds",
+            peak: 1000.0,
+            peak_at_ns: 9 * S,
+            crossed: crossed_s.map(|at| Crossing {
+                at_ns: at * S,
+                value: 990.0,
+            }),
+            example: example.map(str::to_owned),
+            note: None,
+        }
+    }
+
+    fn knee() -> Knee {
+        Knee {
+            at_ns: 10 * S,
+            offered_per_sec: 220.0,
+            peak_ok_per_sec: 200.0,
+            signal: "errors turned first".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_panel_says_the_diagnosis_lines_escaped() {
+        let script = "timed out <script>alert(1)</script>";
+        // (case, knee?, watched, marked, the panel's class, its lines' starts, what it
+        //  must hold, what it must not)
+        type Case<'a> = (
+            &'a str,
+            bool,
+            Vec<Watched>,
+            bool,
+            &'a str,
+            Vec<&'a str>,
+            &'a [&'a str],
+            &'a [&'a str],
+        );
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "the knee only",
+                true,
+                vec![],
+                true,
+                "nothing_watched",
+                vec!["<p class=\"headline\">max 200 req/s held; the knee at 220/s offered, 10.0 s"],
+                &["Dashed lines on the time charts"],
+                &["<ul>"],
+            ),
+            (
+                "a limit before the knee, a log after it quoting markup",
+                true,
+                vec![fds(Some(7), None), fds(Some(14), Some(script))],
+                true,
+                "first_limit",
+                vec![
+                    "<p class=\"headline\">max 200 req/s held; the knee at 220/s offered, 10.0 s (errors turned first): first limit nginx fds",
+                    "<li><b>then:</b> nginx wrote matching lines, 990/s from 14.0 s",
+                ],
+                &[
+                    "&lt;script&gt;alert(1)&lt;/script&gt;",
+                    "<span class=\"verdict\">limit reached</span>",
+                ],
+                &["<script>alert"],
+            ),
+            (
+                "held: the headroom line, no markers to speak of",
+                false,
+                vec![fds(None, None)],
+                false,
+                "held",
+                vec![
+                    "<p class=\"headline\">no knee, and nothing monitored reached its limit</p>",
+                    "<li><b>held (peak of each):</b> nginx fds peak 98% of 1024 fds</li>",
+                ],
+                &[],
+                &["Dashed lines"],
+            ),
+        ];
+        for (case, with_knee, watched, marked, class, starts, holds, lacks) in cases {
+            let knee = with_knee.then(knee);
+            let mut diagnosis =
+                analysis::diagnose(knee, None, &GeneratorState::default(), &watched);
+            diagnosis.start_unix_ns = None;
+            let mut out = String::new();
+            diagnosis_panel(&mut out, &diagnosis, marked);
+            let section = format!("<section class=\"diagnosis {class}\"");
+            assert!(out.starts_with(&section), "{case}: {out}");
+            let lines: Vec<&str> = out
+                .lines()
+                .filter(|l| l.starts_with("<p class=\"headline\">") || l.starts_with("<li>"))
+                .collect();
+            assert_eq!(lines.len(), diagnosis.lines().len(), "{case}: {out}");
+            for (line, start) in lines.iter().zip(&starts) {
+                assert!(line.starts_with(start), "{case}: {line}");
+            }
+            for text in holds {
+                assert!(out.contains(text), "{case}: no {text} in {out}");
+            }
+            for text in lacks {
+                assert!(!out.contains(text), "{case}: {text} in {out}");
+            }
+        }
+    }
 
     #[test]
     fn protocol_mix_reads_as_shares_and_counts() {

@@ -72,6 +72,27 @@ fn push_chart(out: &mut String, chart: &Chart, layout: &Layout) {
         }
         out.push(']');
     }
+    if !chart.markers.is_empty() {
+        // [at_s, label, title, kind, colour] per marker; the script draws them on every view.
+        out.push_str(",\"markers\":[");
+        for (index, marker) in chart.markers.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            push_number(out, marker.at_s, 6);
+            out.push(',');
+            push_string(out, &marker.label);
+            out.push(',');
+            push_string(out, &marker.title);
+            out.push(',');
+            push_string(out, marker.kind.name());
+            out.push(',');
+            push_string(out, marker.kind.color());
+            out.push(']');
+        }
+        out.push(']');
+    }
     out.push('}');
 }
 

@@ -24,6 +24,10 @@
 //!   bounded [`Trace`] with its gaps), and `resources/` draws them on the same time
 //!   axis under the request charts: CPU, memory, connections, TCP errors, network,
 //!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
+//! - The run's diagnosis (what ran out first): a [`report::Evidence`] takes each batch
+//!   of records and samples in the same pass, and the page is judged as `loadlab report`
+//!   judges it ([`report::diagnose_run`]): a panel on top says its lines, and every time
+//!   chart marks the knee and each finding ([`Marker`], `markers.rs`).
 //! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
 //!   [`TimeAxis`] (or the percentile axis); `charts.rs` builds a run's charts, `svg.rs`
 //!   draws any chart, `png.rs` rasterises that SVG, `html.rs` makes the page with its
@@ -52,6 +56,7 @@ mod html;
 mod json;
 mod live_page;
 mod live_script;
+mod markers;
 mod model;
 mod place;
 mod png;
@@ -68,7 +73,7 @@ pub use config::{
 pub use downsample::{Kept, PointSampler, Sampled, min_max_rows};
 pub use gather::RunGather;
 pub use live_page::{LiveFeed, LivePage};
-pub use model::{Band, Chart, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
+pub use model::{Band, Chart, Marker, MarkerKind, Series, Style, TimeAxis, TimeZero, Unit, XAxis};
 pub use png::PngRenderer;
 pub use resources::MAX_SERIES_PER_CHART;
 pub use run::RunPlot;

@@ -522,6 +522,97 @@ mod tests {
         assert_eq!(without_live_parts(&live), plotted);
     }
 
+    /// A ramp from 20/s up by 20/s each second for 20 s against a server that answers
+    /// 200 a second and 503s the rest (the knee at 10 s), in send-time order.
+    fn ramp() -> Vec<Record> {
+        let mut records = Vec::new();
+        for second in 0..20u64 {
+            let offered = 20 + 20 * second;
+            for n in 0..offered {
+                records.push(Record {
+                    seq: records.len() as u64,
+                    intended_unix_ns: START_NS + second * 1000 * MS + n * 1000 * MS / offered,
+                    send_lag_ns: 20_000,
+                    latency_ns: if n < 200 { 2 * MS } else { MS / 4 },
+                    status: if n < 200 { 200 } else { 503 },
+                    ..Record::default()
+                });
+            }
+        }
+        records
+    }
+
+    #[test]
+    fn the_live_page_shows_the_diagnosis_once_there_is_a_knee() {
+        let config = PlotConfig::default();
+        let header = RunHeader {
+            attacks: vec![AttackInfo {
+                model: record::LoadModel::Open,
+                ..header().attacks[0].clone()
+            }],
+            ..header()
+        };
+        let tables = RunTables {
+            attacks: header.attacks.clone(),
+            ..RunTables::default()
+        };
+        let summary = SourceSummary {
+            name: "run.llr".to_owned(),
+            format: record::InputFormat::Binary,
+            header,
+            stats: Vec::new(),
+            end: None,
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+        };
+        let page = |gather: RunGather| {
+            RunPlot::from_gather(
+                gather,
+                &config,
+                "run.llr",
+                tables.clone(),
+                vec![summary.clone()],
+                SampleTables::default(),
+            )
+            .expect("plot")
+            .live_html(&LiveState {
+                version: 1,
+                finished: false,
+            })
+        };
+        let records = ramp();
+        let mut gather = RunGather::new(&config);
+        let mut fed = 0;
+        // (seconds of the ramp fed, whether the page has the panel and the knee marker)
+        for (seconds, judged) in [(0, false), (5, false), (20, true)] {
+            let end = START_NS + seconds * 1000 * MS;
+            let more = records[fed..].partition_point(|r| r.intended_unix_ns < end);
+            gather.add_records(&records[fed..fed + more], &tables);
+            fed += more;
+            if fed == 0 {
+                continue;
+            }
+            let live = page(gather.live_copy(LIVE_THRESHOLD));
+            let panel = live.contains("<section class=\"diagnosis nothing_watched\"");
+            assert_eq!(panel, judged, "{seconds} s");
+            assert_eq!(
+                live.contains("<g class=\"marker knee\">"),
+                judged,
+                "{seconds} s"
+            );
+            // The copy, its evidence closed, says what the gathering itself says.
+            let full = page(gather.clone());
+            let headline = |html: &str| {
+                html.lines()
+                    .find(|l| l.starts_with("<p class=\"headline\">"))
+                    .map(str::to_owned)
+            };
+            assert_eq!(headline(&live), headline(&full), "{seconds} s");
+        }
+        assert_eq!(fed, records.len());
+    }
+
     #[test]
     fn before_any_record_the_page_waits_and_polls() {
         let (page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())

@@ -205,6 +205,9 @@ pub struct Chart {
     pub height: f64,
     /// Stretches of time shaded behind the series (time charts only).
     pub bands: Vec<Band>,
+    /// Moments marked across the plot, in time order (time charts only): the
+    /// diagnosis's knee and findings.
+    pub markers: Vec<Marker>,
 }
 
 /// A shaded stretch of a time chart, named on hover: where a sampler had no value.
@@ -238,6 +241,7 @@ impl Chart {
             caption: String::new(),
             height: 300.0,
             bands: Vec::new(),
+            markers: Vec::new(),
         }
     }
 
@@ -265,6 +269,51 @@ impl Chart {
     pub fn with_scale(mut self, scale: Scale, toggle: bool) -> Chart {
         (self.scale, self.toggle) = (scale, toggle);
         self
+    }
+}
+
+/// A moment marked on a time chart by a dashed line across the plot with a short
+/// label, named in full on hover: where the run's knee or a diagnosis finding falls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Seconds on the page's time axis.
+    pub at_s: f64,
+    /// A few words on the chart: `knee`, `nginx fds`.
+    pub label: String,
+    /// The whole sentence, for the hover (the diagnosis's own words).
+    pub title: String,
+    /// What it marks, which sets its colour.
+    pub kind: MarkerKind,
+}
+
+/// What a [`Marker`] marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// Where the load stopped being served.
+    Knee,
+    /// The resource that ran out first.
+    FirstLimit,
+    /// Another resource that reached its limit (before or after).
+    Finding,
+}
+
+impl MarkerKind {
+    /// The kind's name in the page's data and its CSS class.
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkerKind::Knee => "knee",
+            MarkerKind::FirstLimit => "first_limit",
+            MarkerKind::Finding => "finding",
+        }
+    }
+
+    /// Its colour: dark for the knee, a warm red for the first limit, amber after.
+    pub fn color(self) -> &'static str {
+        match self {
+            MarkerKind::Knee => "#111827",
+            MarkerKind::FirstLimit => "#b91c1c",
+            MarkerKind::Finding => "#b45309",
+        }
     }
 }
 

@@ -1,12 +1,16 @@
 // loadlab plot: the run page's own script. The charts are already drawn (inline SVG from
 // svg.rs); this adds hover values, zoom by drag on the shared time axis (every time chart
 // follows, resource charts included; double-click zooms out) and log/linear switches. It
-// redraws a chart's grid, ticks, gap bands and marks from the chart data (JSON) by the
-// same rules as format.rs, axis.rs and svg.rs. With #selftest in the URL it exercises all
-// of that once and reports on <html>.
+// redraws a chart's grid, ticks, gap bands, marks and diagnosis markers from the chart
+// data (JSON) by the same rules as format.rs, axis.rs and svg.rs; hovering a marker names
+// it in the diagnosis's words. With #selftest in the URL it exercises all of that once
+// and reports on <html>.
 (function () {
   "use strict";
   var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4, RATE_PARTS = 8, STEP_DOT = 6;
+  // Marker labels (svg.rs marker_places): rows, row height, bold glyph width, gaps; and
+  // how near the mouse must be to a marker's line to name it.
+  var MARKER_ROWS = 3, MARKER_ROW_PX = 13, MARKER_CHAR_WIDTH = 6.8, MARKER_GAP_PX = 4, MARKER_HOVER_PX = 6;
   var TIME_STEPS_S = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15,
     30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
   var root = document.documentElement;
@@ -337,6 +341,41 @@
         Math.max(1, Math.abs(to - from)).toFixed(1) + '" height="' + p.h + '"/>';
     }).join("");
   }
+  // Diagnosis markers (svg.rs markers): [at_s, label, title, kind, colour] each; labels
+  // take the first row where they do not touch the one before, else the row freed first.
+  function markerPlaces(c) {
+    var p = c.plot, ends = [], places = [];
+    for (var r = 0; r < MARKER_ROWS; r++) ends.push(-Infinity);
+    (c.spec.markers || []).forEach(function (m) {
+      if (!(m[0] >= c.xd.min && m[0] <= c.xd.max)) return;
+      var x = xPx(c, m[0]), width = MARKER_GAP_PX + m[1].length * MARKER_CHAR_WIDTH;
+      var end = x + width > p.x + p.w, from = end ? x - width : x, row = -1;
+      for (var k = 0; k < MARKER_ROWS; k++) if (ends[k] + MARKER_GAP_PX <= from) { row = k; break; }
+      if (row < 0) { row = 0; for (k = 1; k < MARKER_ROWS; k++) if (ends[k] < ends[row]) row = k; }
+      ends[row] = end ? x : x + width;
+      places.push({ m: m, x: x, row: row, end: end });
+    });
+    return places;
+  }
+  function markersMarkup(c) {
+    var p = c.plot;
+    return markerPlaces(c).map(function (k) {
+      var m = k.m, x = k.x.toFixed(1), labelX = (k.end ? k.x - MARKER_GAP_PX : k.x + MARKER_GAP_PX).toFixed(1);
+      return '<g class="marker ' + m[3] + '"><title>' + escapeText(m[2]) + "</title>" +
+        '<line x1="' + x + '" y1="' + p.y + '" x2="' + x + '" y2="' + (p.y + p.h) + '" stroke="' + m[4] +
+        '" stroke-width="1.5" stroke-dasharray="5 3"/>' +
+        '<text x="' + labelX + '" y="' + (p.y + 11 + k.row * MARKER_ROW_PX).toFixed(1) + '" text-anchor="' +
+        (k.end ? "end" : "start") + '" fill="' + m[4] + '" stroke="#ffffff" stroke-width="3" paint-order="stroke">' +
+        escapeText(m[1]) + "</text></g>";
+    }).join("");
+  }
+  // The markers whose line is within a few pixels of the mouse, in the diagnosis's words.
+  function markerNotes(c, px) {
+    return markerPlaces(c).filter(function (k) { return Math.abs(k.x - px) <= MARKER_HOVER_PX; })
+      .map(function (k) {
+        return '<div class="note">' + swatch(k.m[4]) + "<b>" + escapeText(k.m[1]) + "</b>: " + escapeText(k.m[2]) + "</div>";
+      }).join("");
+  }
   function plotMarkup(c) {
     var tops = stackedTops(c), t = 0, out = [];
     c.spec.series.forEach(function (s) {
@@ -355,6 +394,7 @@
     c.ticks.innerHTML = ticksMarkup(c, ticks);
     if (c.bands) c.bands.innerHTML = bandsMarkup(c);
     c.marks.innerHTML = plotMarkup(c);
+    if (c.markers) c.markers.innerHTML = markersMarkup(c);
     c.svg.setAttribute("data-drawn", drawnSeries(c));
   }
   function drawnSeries(c) {
@@ -438,17 +478,23 @@
     var p = svgPoint(c, event);
     if (c.drag) { dragTo(c, p); return; }
     if (!inPlot(c, p)) { hideHover(c); return; }
+    var notes = markerNotes(c, p.x);
     // Points, and rate charts (a dot per step, each series at rates of its own), name
-    // the point under the mouse; other charts, every series at the mouse's x.
+    // the point under the mouse; other charts, every series at the mouse's x. A marker
+    // near the mouse is named under either.
     if (c.spec.x === "rate" || c.spec.series.some(function (s) { return s.style === "points"; })) {
       var hit = nearestPoint(c, p);
-      if (!hit) { hideHover(c); return; }
       c.cross.setAttribute("visibility", "hidden");
+      if (!hit) {
+        c.dot.setAttribute("visibility", "hidden");
+        if (notes) showTip(notes, event); else hideHover(c);
+        return;
+      }
       c.dot.setAttribute("cx", xPx(c, hit.s.x[hit.i]));
       c.dot.setAttribute("cy", yPx(c, hit.s.y[hit.i]));
       c.dot.setAttribute("stroke", hit.s.color);
       c.dot.setAttribute("visibility", "visible");
-      showTip(pointTip(c, hit), event);
+      showTip(pointTip(c, hit) + notes, event);
       return;
     }
     var row = rowTip(c, xValue(c, p.x));
@@ -457,7 +503,7 @@
     c.cross.setAttribute("x1", x);
     c.cross.setAttribute("x2", x);
     c.cross.setAttribute("visibility", "visible");
-    showTip(row.html, event);
+    showTip(row.html + notes, event);
   }
 
   // ---- zoom ----
@@ -506,7 +552,7 @@
       plot: { x: spec.plot[0], y: spec.plot[1], w: spec.plot[2], h: spec.plot[3] },
       baseXd: { min: spec.xd[0], max: spec.xd[1] },
       grid: svg.querySelector("g.grid"), ticks: svg.querySelector("g.ticks"), marks: svg.querySelector("g.plot"),
-      bands: svg.querySelector("g.bands"),
+      bands: svg.querySelector("g.bands"), markers: svg.querySelector("g.markers"),
       drag: null
     };
     c.xd = c.baseXd;
@@ -576,6 +622,19 @@
       if (markup.indexOf("NaN") >= 0 || markup.indexOf("Infinity") >= 0) problems.push(c.spec.id + " " + what + ": NaN in markup");
       if (drawnSeries(c) === 0 && hasVisibleData(c)) problems.push(c.spec.id + " " + what + ": nothing drawn");
       if (c.ticks.querySelectorAll("text").length < 2) problems.push(c.spec.id + " " + what + ": no ticks");
+      var placed = markerPlaces(c).length, drawn = c.markers ? c.markers.querySelectorAll("line").length : 0;
+      if (placed !== drawn) problems.push(c.spec.id + " " + what + ": " + drawn + " of " + placed + " markers drawn");
+    }
+    // The mouse on a marker's line, halfway down the plot, names it.
+    function probeMarker(c) {
+      var place = markerPlaces(c)[0];
+      if (!place) return;
+      var box = c.svg.getBoundingClientRect();
+      var clientX = box.left + place.x * box.width / c.width;
+      var clientY = box.top + (c.plot.y + c.plot.h / 2) * box.height / c.height;
+      c.svg.dispatchEvent(new MouseEvent("mousemove", { clientX: clientX, clientY: clientY, bubbles: true }));
+      if (tip.hidden || tip.textContent.indexOf(place.m[2]) < 0) problems.push(c.spec.id + ": hovering marker " + place.m[1] + " does not name it");
+      hideHover(c);
     }
     // Lines are drawn whole (the frame clips them); dots only inside the view.
     function hasVisibleData(c) {
@@ -602,10 +661,11 @@
         check(c, scale);
       });
       probe(c);
+      probeMarker(c);
     });
     var whole = charts.length ? charts[0].baseXd : { min: 0, max: 0 }, span = whole.max - whole.min;
     zoomTo(whole.min + span * 0.25, whole.min + span * 0.75);
-    charts.forEach(function (c) { if (c.spec.x === "time") { check(c, "zoomed"); probe(c); } });
+    charts.forEach(function (c) { if (c.spec.x === "time") { check(c, "zoomed"); probe(c); probeMarker(c); } });
     zoomTo(0, 0);
     charts.forEach(function (c) { check(c, "zoomed out"); });
     return problems;
@@ -618,6 +678,10 @@
   }
   root.setAttribute("data-plot-charts", String(charts.length));
   root.setAttribute("data-plot-drawn", charts.map(function (c) { return c.svg.getAttribute("data-drawn"); }).join(","));
+  // Diagnosis markers drawn, over all charts (each marker on each time chart).
+  root.setAttribute("data-plot-markers", String(charts.reduce(function (n, c) {
+    return n + (c.markers ? c.markers.querySelectorAll("line").length : 0);
+  }, 0)));
   root.setAttribute("data-plot-ready-ms", String(Math.round(performance.now())));
   root.setAttribute("data-plot", "ready");
   // Errors after this point (in handlers) are counted too.

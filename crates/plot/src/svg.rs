@@ -1,14 +1,14 @@
 //! Charts as SVG: [`layout`] places a [`Chart`] (plot area, domains, legend) and
 //! [`render`] draws it. The same markup is a standalone `.svg` file, the source of the
-//! PNG, and the page's inline chart, whose script redraws the `grid`, `ticks`, `bands`
-//! and `plot` groups when the view zooms or changes scale (`page.js` writes the same
-//! markup from the same layout).
+//! PNG, and the page's inline chart, whose script redraws the `grid`, `ticks`, `bands`,
+//! `plot` and `markers` groups when the view zooms or changes scale (`page.js` writes
+//! the same markup from the same layout).
 
 use std::fmt::Write as _;
 
 use crate::axis::{self, Domain, Scale};
 use crate::format;
-use crate::model::{Chart, Series, Style, TimeAxis, TimeZero, XAxis};
+use crate::model::{Chart, Marker, Series, Style, TimeAxis, TimeZero, XAxis};
 
 /// Chart width in pixels.
 pub const WIDTH: f64 = 1100.0;
@@ -31,6 +31,14 @@ const RATE_LABEL: &str = "offered rate (requests per second asked)";
 const STEP_DOT: f64 = 6.0;
 /// The legend entry of a chart with gap bands.
 const GAP_LEGEND: &str = "no sample (gap)";
+/// Rows of marker labels at the top of the plot: labels that would overlap step down.
+pub const MARKER_ROWS: usize = 3;
+/// Height of a row of marker labels.
+const MARKER_ROW_PX: f64 = 13.0;
+/// Average glyph width of a marker's bold label.
+const MARKER_CHAR_WIDTH: f64 = 6.8;
+/// Between a marker's line and its label, and between two labels in a row.
+const MARKER_GAP_PX: f64 = 4.0;
 
 /// A rectangle in chart pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -232,10 +240,16 @@ pub fn render(chart: &Chart, time: &TimeAxis, run_title: Option<&str>) -> String
         id = chart.id
     );
     plot(&mut out, chart, &layout, chart.scale);
-    let _ = write!(
+    out.push_str("</g>\n");
+    if !chart.markers.is_empty() {
+        out.push_str("<g class=\"markers\" font-weight=\"bold\">");
+        markers(&mut out, chart, &layout);
+        out.push_str("</g>\n");
+    }
+    let _ = writeln!(
         out,
-        "</g>\n<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" \
-         stroke=\"#9ca3af\"/>\n",
+        "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" \
+         stroke=\"#9ca3af\"/>",
         p.x, p.y, p.width, p.height
     );
     if chart.series.iter().all(Series::is_blank) {
@@ -321,6 +335,86 @@ fn bands(out: &mut String, chart: &Chart, layout: &Layout) {
             p.y,
             (to - from).abs().max(1.0),
             p.height
+        );
+    }
+}
+
+/// Where a marker goes: its line's x in pixels, its label's row, and whether the label
+/// ends at the line (it would stick out past the plot's right side otherwise).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MarkerPlace {
+    /// Index into the chart's markers.
+    pub index: usize,
+    /// The line's x, chart pixels.
+    pub x_px: f64,
+    /// The label's row, 0 at the top of the plot.
+    pub row: usize,
+    /// The label ends at the line rather than starting there.
+    pub end_anchor: bool,
+}
+
+/// The markers inside the x domain, each label in the first of [`MARKER_ROWS`] rows
+/// where it does not touch the label before it (else the row that frees up first).
+/// `page.js` places them by the same rule when the view zooms.
+pub fn marker_places(markers: &[Marker], layout: &Layout) -> Vec<MarkerPlace> {
+    let p = layout.plot;
+    let domain = layout.x_domain;
+    let mut row_ends = [f64::NEG_INFINITY; MARKER_ROWS];
+    let mut places = Vec::new();
+    for (index, marker) in markers.iter().enumerate() {
+        if !(marker.at_s >= domain.min && marker.at_s <= domain.max) {
+            continue;
+        }
+        let x_px = x_px(layout, marker.at_s);
+        let width = MARKER_GAP_PX + marker.label.chars().count() as f64 * MARKER_CHAR_WIDTH;
+        let end_anchor = x_px + width > p.x + p.width;
+        let (from, to) = if end_anchor {
+            (x_px - width, x_px)
+        } else {
+            (x_px, x_px + width)
+        };
+        let free = (0..MARKER_ROWS).find(|&row| row_ends[row] + MARKER_GAP_PX <= from);
+        let row = free.unwrap_or_else(|| {
+            (0..MARKER_ROWS)
+                .min_by(|&a, &b| row_ends[a].total_cmp(&row_ends[b]))
+                .unwrap_or(0)
+        });
+        row_ends[row] = to;
+        places.push(MarkerPlace {
+            index,
+            x_px,
+            row,
+            end_anchor,
+        });
+    }
+    places
+}
+
+/// Each marker: a dashed line across the plot and its label at the top (white-edged,
+/// so it reads over the series), named in full by its `<title>` on hover.
+fn markers(out: &mut String, chart: &Chart, layout: &Layout) {
+    let p = layout.plot;
+    for place in marker_places(&chart.markers, layout) {
+        let marker = &chart.markers[place.index];
+        let (x, color) = (place.x_px, marker.kind.color());
+        let (label_x, anchor) = if place.end_anchor {
+            (x - MARKER_GAP_PX, "end")
+        } else {
+            (x + MARKER_GAP_PX, "start")
+        };
+        let _ = write!(
+            out,
+            "<g class=\"marker {kind}\"><title>{title}</title>\
+             <line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"{color}\" \
+             stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\
+             <text x=\"{label_x:.1}\" y=\"{y:.1}\" text-anchor=\"{anchor}\" fill=\"{color}\" \
+             stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">{label}</text></g>",
+            kind = marker.kind.name(),
+            title = escape(&marker.title),
+            top = p.y,
+            bottom = p.y + p.height,
+            y = p.y + 11.0 + place.row as f64 * MARKER_ROW_PX,
+            label = escape(&marker.label),
         );
     }
 }
@@ -641,6 +735,94 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Marker, MarkerKind, Unit};
+
+    fn marker(at_s: f64, label: &str) -> Marker {
+        Marker {
+            at_s,
+            label: label.to_owned(),
+            title: format!("then: {label} <b>ran out</b>"),
+            kind: MarkerKind::Finding,
+        }
+    }
+
+    /// A time chart over 0..100 s whose plot is 1010 px wide (10.1 px a second).
+    fn chart_with(markers: Vec<Marker>) -> (Chart, TimeAxis) {
+        let series = Series::new("cpu", "#2563eb", Style::Line)
+            .with_points(vec![0.0, 100.0], vec![1.0, 2.0]);
+        let mut chart = Chart::time_series("cpu", "CPU", Unit::Percent, vec![series]);
+        chart.markers = markers;
+        let axis = TimeAxis {
+            origin_unix_ns: 0,
+            zero: TimeZero::FirstRequest,
+            start_s: 0.0,
+            end_s: 100.0,
+        };
+        (chart, axis)
+    }
+
+    #[test]
+    fn marker_labels_step_down_a_row_rather_than_overlap() {
+        // (case, markers (at, label), each placed one's (row, ends at its line))
+        type Case<'a> = (&'a str, Vec<(f64, &'a str)>, Vec<(usize, bool)>);
+        let cases: Vec<Case<'_>> = vec![
+            ("none", vec![], vec![]),
+            (
+                "apart: one row",
+                vec![(10.0, "knee"), (50.0, "nginx fds")],
+                vec![(0, false), (0, false)],
+            ),
+            (
+                "close: each a row down, the fourth where a row frees first",
+                vec![
+                    (10.0, "knee"),
+                    (11.0, "nginx fds"),
+                    (12.0, "host CPU"),
+                    (13.0, "log"),
+                ],
+                vec![(0, false), (1, false), (2, false), (0, false)],
+            ),
+            (
+                "close but short enough",
+                vec![(10.0, "a"), (12.0, "b")],
+                vec![(0, false), (0, false)],
+            ),
+            (
+                "at the right edge: the label ends at its line",
+                vec![(99.0, "nginx fds")],
+                vec![(0, true)],
+            ),
+            (
+                "outside the view: not drawn",
+                vec![(-1.0, "early"), (101.0, "late"), (f64::NAN, "none")],
+                vec![],
+            ),
+        ];
+        for (case, at, want) in cases {
+            let markers = at
+                .iter()
+                .map(|&(at_s, label)| marker(at_s, label))
+                .collect();
+            let (chart, axis) = chart_with(markers);
+            let layout = layout(&chart, &axis);
+            let places = marker_places(&chart.markers, &layout);
+            let got: Vec<(usize, bool)> = places.iter().map(|p| (p.row, p.end_anchor)).collect();
+            assert_eq!(got, want, "{case}");
+            let svg = render(&chart, &axis, None);
+            assert_eq!(
+                svg.matches("<g class=\"marker finding\">").count(),
+                want.len(),
+                "{case}"
+            );
+            assert_eq!(
+                svg.contains("class=\"markers\""),
+                !chart.markers.is_empty(),
+                "{case}"
+            );
+            // Titles are text, never markup.
+            assert!(!svg.contains("<b>"), "{case}");
+        }
+    }
 
     #[test]
     fn coordinates_are_short() {

@@ -20,6 +20,10 @@
 //! - [`Seconds`] cuts a run into one-second windows in bounded memory: the saturation
 //!   point of a rising open-model load ([`analysis::find_saturation`], in every
 //!   whole-run report) and the samples `compare` bootstraps.
+//! - [`Evidence`] gathers what the diagnosis ("what ran out first") reads in the same
+//!   pass (the seconds, each watched resource against its limit);
+//!   [`ClosedEvidence::fill`] puts it in the [`RunFacts`] and [`diagnose_run`] judges
+//!   them: `report` and `plot` both call these, so they say the same.
 //! - [`run_compare`] / [`compare_runs`]: runs side by side, each row's difference
 //!   against the first, its improvement factor and whether it is beyond the noise.
 //! - [`tabwriter::align`] is Go's `text/tabwriter` as vegeta configures it.
@@ -33,6 +37,7 @@ mod config;
 mod convert;
 mod distribution;
 mod every;
+mod evidence;
 mod extra_rows;
 mod extras;
 mod grouping;
@@ -59,6 +64,7 @@ pub use config::{ReportConfig, ReportType};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
 pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles};
 pub use every::{IntervalRow, Intervals};
+pub use evidence::{ClosedEvidence, Evidence, diagnose_run};
 pub use extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 pub use extras::{RunFacts, Scope};
 pub use grouping::{GroupBy, GroupKey};

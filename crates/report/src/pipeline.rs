@@ -9,6 +9,7 @@ use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
+use crate::evidence::{Evidence, diagnose_run};
 use crate::extra_rows::Extras;
 use crate::extras::{RunFacts, Scope};
 use crate::grouping::{GroupBy, GroupKey, Groups};
@@ -17,10 +18,7 @@ use crate::hist::write_hist;
 use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
-use crate::pressure::Pressures;
 use crate::resources::{ResourceSummary, Resources};
-use crate::run_diagnosis::run_diagnosis;
-use crate::seconds::Seconds;
 use crate::text::write_resources_text;
 use crate::text::write_text;
 use crate::warnings::{shard_warnings, torn_warnings};
@@ -67,20 +65,19 @@ pub fn run_report(
     let mut rows = RowPrinter::new(config);
     let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut resources = Resources::default();
-    let mut pressures = Pressures::default();
-    let mut seconds = Seconds::open_model_only();
+    let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch);
-        seconds.add_all(&batch, stream.tables());
+        evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
         let tables = stream.take_samples(&mut samples);
         resources.add(tables, &samples);
-        pressures.add(tables, &samples);
+        evidence.add_samples(tables, &samples);
         samples.clear();
     }
     let tables = stream.take_samples(&mut samples);
     resources.add(tables, &samples);
-    pressures.add(tables, &samples);
+    evidence.add_samples(tables, &samples);
     rows.finish(stream.tables(), stream.summaries(), out)?;
     let torn = torn_warnings(stream.summaries());
     for line in &torn {
@@ -90,18 +87,13 @@ pub fn run_report(
     if requests == 0 {
         // A monitor file alone: its resource summary (and what reached its limit) is
         // the report.
-        let first_sample_ns = resources.first_at_unix_ns();
         let Some(summary) = resources.close(None) else {
             return Err(RecordError::Empty {
                 source_name: input_names(paths),
             }
             .into());
         };
-        let watched = pressures.close(first_sample_ns.unwrap_or(0));
-        let generator = analysis::GeneratorState::default();
-        let mut diagnosis = analysis::diagnose(None, None, &generator, &watched);
-        diagnosis.start_unix_ns = first_sample_ns;
-        diagnosis.unjudged = pressures.unjudged(first_sample_ns.unwrap_or(0));
+        let diagnosis = evidence.close().diagnose_samples();
         let text = render_resources_only(&summary, &diagnosis, &config.report_type);
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
         out.flush().map_err(ReportError::Write)?;
@@ -113,12 +105,7 @@ pub fn run_report(
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
-    facts.start_unix_ns = Some(groups.earliest_unix_ns());
-    if facts.resources.is_some() {
-        facts.watched = Some(pressures.close(groups.earliest_unix_ns()));
-        facts.unjudged = pressures.unjudged(groups.earliest_unix_ns());
-    }
-    facts.saturation = Some(seconds.saturation(facts.open_model()));
+    evidence.close().fill(&mut facts);
     let (text, p50_ns, diagnosis) =
         render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
@@ -307,7 +294,7 @@ fn render_groups(
         let scope = scope(by, key);
         report.extras = Extras::build(&report, facts, scope);
         if scope == Scope::Run {
-            report.extras.diagnosis = run_diagnosis(&report, facts, &report.extras.warnings);
+            report.extras.diagnosis = diagnose_run(&report, facts);
         }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });

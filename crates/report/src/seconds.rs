@@ -40,7 +40,10 @@ struct Bin {
 pub struct Seconds {
     /// Unix second of `bins[0]`.
     base_sec: u64,
-    earliest_intended_ns: u64,
+    /// The run's first intended send (closed-model requests too), which the windows'
+    /// times count from: the diagnosis's other times count from it as well, so its
+    /// knee and its crossings share one origin.
+    start_unix_ns: Option<u64>,
     bins: Vec<Bin>,
     /// `BUCKETS` latency counts per bin, by completion second.
     latency_counts: Vec<u32>,
@@ -71,6 +74,8 @@ impl Seconds {
 
     #[inline]
     fn add(&mut self, record: &Record, tables: &RunTables) {
+        let intended = record.intended_unix_ns;
+        self.start_unix_ns = Some(self.start_unix_ns.map_or(intended, |s| s.min(intended)));
         if self.open_only
             && tables
                 .attacks
@@ -81,9 +86,7 @@ impl Seconds {
         }
         if self.bins.is_empty() && !self.too_long {
             self.base_sec = record.intended_unix_ns / SECOND_NS;
-            self.earliest_intended_ns = record.intended_unix_ns;
         }
-        self.earliest_intended_ns = self.earliest_intended_ns.min(record.intended_unix_ns);
         let Some(sent) = self.bin_index(record.intended_unix_ns) else {
             return;
         };
@@ -151,6 +154,11 @@ impl Seconds {
         self.base_sec -= seconds as u64;
     }
 
+    /// The run's first intended send, unix ns: what the windows' times count from.
+    pub fn start_unix_ns(&self) -> Option<u64> {
+        self.start_unix_ns
+    }
+
     /// The windows [`find_saturation`] reads: p99 latency, from the run's first intended send.
     pub fn windows(&self) -> Vec<Window> {
         (0..self.bins.len())
@@ -158,7 +166,7 @@ impl Seconds {
                 let bin = &self.bins[i];
                 Window {
                     start_ns: ((self.base_sec + i as u64) * SECOND_NS)
-                        .saturating_sub(self.earliest_intended_ns),
+                        .saturating_sub(self.start_unix_ns.unwrap_or(0)),
                     offered_per_sec: f64::from(bin.offered),
                     ok_per_sec: f64::from(bin.ok),
                     failed_per_sec: f64::from(bin.failed),

@@ -85,6 +85,26 @@ fn every_documented_series_reaches_its_chart_and_report_row() {
         ),
         ("host.swap_used_bytes", "bytes", Some("memory"), None),
         (
+            "host.swap_out_bytes_per_sec",
+            "bytes/s",
+            Some("other-bytes-per-sec"),
+            None,
+        ),
+        (
+            "host.net_speed_bytes_per_sec",
+            "bytes/s",
+            Some("network"),
+            None,
+        ),
+        ("host.tcp_segments_sent_per_sec", "1/s", None, None),
+        ("process.memory_limit_bytes", "bytes", Some("memory"), None),
+        (
+            "postgres.busy_connections",
+            "count",
+            Some("database-connections"),
+            None,
+        ),
+        (
             "host.net_rx_bytes_per_sec",
             "bytes/s",
             Some("network"),

@@ -240,6 +240,11 @@ fn pages_render_in_chromium_without_errors() {
     let beside = RunPlot::read(&paths, &PlotConfig::default()).unwrap();
     check_page(&chromium, "run-and-monitor", &beside, &shots);
 
+    // The diagnosis: its panel above the charts, its markers on every time chart.
+    let ramp = plot_of(&fixture::ramp_run(dir.path(), true));
+    check_page(&chromium, "diagnosis", &ramp, &shots);
+    check_diagnosis_layout(&chromium, &ramp, &shots);
+
     // A page of charts over the offered rate (a run folder's index.html).
     let page = rate_page();
     let html = page.render();
@@ -251,6 +256,62 @@ fn pages_render_in_chromium_without_errors() {
         0.01,
         &shots,
     );
+}
+
+/// Measures the diagnosis panel once the page is drawn: whether it fits its box and the
+/// window (nothing to scroll sideways), and whether it ends above the first chart.
+const LAYOUT_PROBE: &str = "<script>(function () {
+  var root = document.documentElement, panel = document.querySelector('section.diagnosis');
+  var chart = document.querySelector('figure.chart-box');
+  var fits = !!panel && panel.scrollWidth <= panel.clientWidth && root.scrollWidth <= window.innerWidth;
+  var above = !!panel && !!chart && panel.getBoundingClientRect().bottom <= chart.getBoundingClientRect().top;
+  root.setAttribute('data-test-panel', fits && above ? 'fits' : 'fits ' + fits + ', above the charts ' + above);
+})();</script>";
+
+/// The diagnosis panel at 1400 px and in a narrow window: it fits, above the charts,
+/// and every time chart draws its markers (three each: a limit, the knee, a symptom).
+fn check_diagnosis_layout(chromium: &Path, run: &RunPlot, shots: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("diagnosis-layout.html");
+    let html = run
+        .html()
+        .replace("</body>", &format!("{LAYOUT_PROBE}</body>"));
+    std::fs::write(&page, html).unwrap();
+    let url = format!("file://{}", page.display());
+    let time_charts = run
+        .charts()
+        .iter()
+        .filter(|c| c.x_axis == plot::XAxis::Time)
+        .count();
+    for width in [1400, 420] {
+        let output = run_chromium(
+            chromium,
+            &dir.path().join(format!("dom-{width}")),
+            &[
+                format!("--window-size={width},1000"),
+                "--dump-dom".to_owned(),
+                url.clone(),
+            ],
+        );
+        let attribute = |key: &str| root_attribute(&output.stdout, key).unwrap_or_default();
+        assert_eq!(attribute("data-test-panel"), "fits", "at {width} px");
+        assert_eq!(
+            attribute("data-plot-markers"),
+            (3 * time_charts).to_string(),
+            "at {width} px"
+        );
+        let shot = shots.join(format!("diagnosis-{width}.png"));
+        run_chromium(
+            chromium,
+            &dir.path().join(format!("shot-{width}")),
+            &[
+                format!("--window-size={width},1600"),
+                format!("--screenshot={}", shot.display()),
+                url.clone(),
+            ],
+        );
+        eprintln!("screenshot: {}", shot.display());
+    }
 }
 
 /// Two variants' steps against the offered rate, as `lab` draws a run folder.

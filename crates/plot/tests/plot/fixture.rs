@@ -611,3 +611,93 @@ pub fn sut_frames(ticks: std::ops::RangeInclusive<i64>) -> Vec<SampleFrame> {
     }
     frames.frames
 }
+
+/// The seconds of [`ramp_records`].
+pub const RAMP_SECONDS: u64 = 20;
+/// The first line nginx's log quotes in [`ramp_run`]: markup a page must escape.
+pub const SCRIPT_LINE: &str = "upstream timed out <script>alert(1)</script> while reading";
+
+/// A ramp against a server that answers 200 a second and 503s the rest: 20/s, up by
+/// 20/s each second for [`RAMP_SECONDS`] s. Past 200/s the failures pass 1%: the knee
+/// is at 10 s, where 220/s are offered.
+pub fn ramp_records() -> Vec<Record> {
+    let mut records = Vec::new();
+    for second in 0..RAMP_SECONDS {
+        let offered = 20 + 20 * second;
+        for n in 0..offered {
+            let seq = records.len() as u64;
+            let mut record = ok(0, seq, second * S + n * S / offered, 2 * MS);
+            if n >= 200 {
+                (record.status, record.error, record.latency_ns) = (503, 1, 300_000);
+            }
+            records.push(record);
+        }
+    }
+    records.sort_by_key(Record::sent_unix_ns);
+    records
+}
+
+/// [`ramp_records`] as a record file; `watched`, with samples one a second: the host's
+/// CPU at 30%, nginx's fds at 95% of their limit from 7 s (3 s before the knee: the
+/// first limit), and its log writing timeouts from 14 s (after the knee), its first
+/// line [`SCRIPT_LINE`].
+#[allow(clippy::field_reassign_with_default)]
+pub fn ramp_run(dir: &Path, watched: bool) -> PathBuf {
+    let path = dir.join(if watched {
+        "ramp-watched.llr"
+    } else {
+        "ramp.llr"
+    });
+    let mut ramp = attack("ramp", 20.0);
+    ramp.schedule = format!("line(20, {}, {RAMP_SECONDS}s)", 20 * RAMP_SECONDS);
+    ramp.rate_per_sec = None;
+    let records = ramp_records();
+    let frames = if watched { ramp_frames() } else { Vec::new() };
+    write_run_with_samples(
+        &path,
+        &header(vec![ramp]),
+        &records,
+        Some(&end(&[records.len() as u64], RAMP_SECONDS * S)),
+        &frames,
+    );
+    path
+}
+
+fn ramp_frames() -> Vec<SampleFrame> {
+    let samplers = [
+        sampler("host", "host"),
+        sampler("process", "nginx"),
+        sampler("log", "nginx"),
+    ];
+    let timeout = [("pattern", "timeout")];
+    let series = [
+        series(0, "host.cpu_percent", &[("cpu", "all")], "percent"),
+        series(
+            1,
+            "process.fd_use_percent",
+            &[("group", "nginx")],
+            "percent",
+        ),
+        series(1, "process.fd_limit", &[("group", "nginx")], "count"),
+        series(2, "log.lines_per_sec", &timeout, "1/s"),
+        series(
+            2,
+            "log.example",
+            &[("pattern", "timeout"), ("line", SCRIPT_LINE)],
+            "count",
+        ),
+    ];
+    let mut frames = Frames::new(&samplers, &series);
+    for tick in 0..=RAMP_SECONDS as i64 + 1 {
+        frames.push(tick, 0, &[(0, 30.0)], &[]);
+        let fds = if tick >= 7 { 95.0 } else { 40.0 };
+        frames.push(tick, 1, &[(1, fds), (2, 1024.0)], &[]);
+        let lines = if tick >= 14 { 5.0 } else { 0.0 };
+        let mut log = vec![(3, lines)];
+        if tick == 14 {
+            log.push((4, 1.0));
+        }
+        frames.push(tick, 2, &log, &[]);
+    }
+    frames.frames
+}

@@ -1,10 +1,11 @@
 //! `loadlab plot` end to end at the library level: golden page and charts for a fixed
-//! run, bad inputs, and the page in headless Chromium.
+//! run, bad inputs, the diagnosis on the page, and the page in headless Chromium.
 
 #![allow(clippy::unwrap_used)]
 
 mod bad_input;
 mod browser;
+mod diagnosis;
 mod fixture;
 mod golden;
 mod samples;

@@ -1,0 +1,315 @@
+//! [`Evidence`]: what the diagnosis reads, gathered in the one pass over a run's records
+//! and resource samples (its [`Seconds`] for the knee, its [`Pressures`] for the watched
+//! resources), then [`Evidence::close`]d into [`ClosedEvidence`], which fills the
+//! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
+//! they say the same sentences for the same inputs.
+
+use analysis::diagnosis::{Diagnosis, GeneratorState, Watched};
+use analysis::{Finding, diagnose};
+use record::{Record, RunTables, SampleBatch, SampleTables};
+
+use crate::extras::RunFacts;
+use crate::metrics::Report;
+use crate::pressure::Pressures;
+use crate::run_diagnosis::run_diagnosis;
+use crate::seconds::Seconds;
+
+/// The diagnosis's inputs as they stream by; see the module documentation. Adding
+/// records neither allocates nor formats (the seconds grow once per new second);
+/// memory is bounded by [`crate::MAX_SECONDS`] and the number of watched resources.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    seconds: Seconds,
+    pressures: Pressures,
+    first_sample_unix_ns: Option<u64>,
+}
+
+impl Default for Evidence {
+    fn default() -> Evidence {
+        Evidence::new()
+    }
+}
+
+impl Evidence {
+    /// Nothing gathered yet. The knee is read from the open-model attacks alone
+    /// ([`Seconds::open_model_only`]).
+    pub fn new() -> Evidence {
+        Evidence {
+            seconds: Seconds::open_model_only(),
+            pressures: Pressures::default(),
+            first_sample_unix_ns: None,
+        }
+    }
+
+    /// Adds a batch of records; `tables` resolves their attacks and errors.
+    pub fn add_records(&mut self, records: &[Record], tables: &RunTables) {
+        self.seconds.add_all(records, tables);
+    }
+
+    /// Adds resource sample batches whose ids index `tables` (as read so far).
+    pub fn add_samples(&mut self, tables: &SampleTables, batches: &[SampleBatch]) {
+        if let Some(first) = batches.iter().map(|b| b.at_unix_ns).min() {
+            let earliest = self.first_sample_unix_ns.map_or(first, |f| f.min(first));
+            self.first_sample_unix_ns = Some(earliest);
+        }
+        self.pressures.add(tables, batches);
+    }
+
+    /// What the evidence says so far: its size does not grow with the run's length (a
+    /// live page closes a copy each second rather than cloning the seconds).
+    pub fn close(&self) -> ClosedEvidence {
+        // The run's first intended send; a monitor file alone starts at its first sample.
+        let start_unix_ns = self.seconds.start_unix_ns().or(self.first_sample_unix_ns);
+        ClosedEvidence {
+            ramp: self.seconds.saturation(Ok(())),
+            start_unix_ns,
+            watched: self.pressures.close(start_unix_ns.unwrap_or(0)),
+            unjudged: self.pressures.unjudged(start_unix_ns.unwrap_or(0)),
+        }
+    }
+}
+
+/// [`Evidence`] closed: the knee as if the load were an open-model one (the facts say
+/// whether it is), the run's start, and each watched resource against its limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedEvidence {
+    ramp: Finding,
+    start_unix_ns: Option<u64>,
+    watched: Vec<Watched>,
+    unjudged: Vec<String>,
+}
+
+impl ClosedEvidence {
+    /// Sets `facts.saturation`, `facts.start_unix_ns` and, when the run has resource
+    /// samples (`facts.resources` set first), `facts.watched` and `facts.unjudged`.
+    pub fn fill(self, facts: &mut RunFacts) {
+        facts.saturation = Some(match facts.open_model() {
+            Ok(()) => self.ramp,
+            Err(reason) => Finding::NotARamp { reason },
+        });
+        facts.start_unix_ns = self.start_unix_ns;
+        if facts.resources.is_some() {
+            facts.watched = Some(self.watched);
+            facts.unjudged = self.unjudged;
+        }
+    }
+
+    /// The diagnosis of samples alone (a monitor file, no requests).
+    pub fn diagnose_samples(&self) -> Diagnosis {
+        diagnose_samples(&self.watched, &self.unjudged, self.start_unix_ns)
+    }
+}
+
+/// The diagnosis of a whole run (`report`'s `Diagnosis:` block, the plot page's panel),
+/// from `report` with its extra rows built and `facts` filled by
+/// [`ClosedEvidence::fill`]: a run with requests when it has samples or a knee; samples
+/// alone (a monitor file) when they hold a watched resource.
+pub fn diagnose_run(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
+    if report.requests > 0 {
+        return run_diagnosis(report, facts, &report.extras.warnings);
+    }
+    let watched = facts.watched.as_deref()?;
+    Some(diagnose_samples(
+        watched,
+        &facts.unjudged,
+        facts.start_unix_ns,
+    ))
+}
+
+/// Samples alone have no knee and no generator: what reached its limit, in time order.
+fn diagnose_samples(
+    watched: &[Watched],
+    unjudged: &[String],
+    start_unix_ns: Option<u64>,
+) -> Diagnosis {
+    let mut diagnosis = diagnose(None, None, &GeneratorState::default(), watched);
+    diagnosis.start_unix_ns = start_unix_ns;
+    diagnosis.unjudged = unjudged.to_vec();
+    diagnosis
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extra_rows::Extras;
+    use crate::extras::{AttackFacts, Scope};
+    use crate::metrics::Metrics;
+    use crate::resources::ResourceSummary;
+    use analysis::diagnosis::Resource;
+    use record::{AttackInfo, LoadModel, SamplerInfo, SeriesInfo, SeriesKind};
+
+    const S: u64 = 1_000_000_000;
+    /// A whole second; the first request is due 0.3 s after it and leaves 50 µs late.
+    const T0: u64 = 1_700_000_000 * S;
+    const FIRST_NS: u64 = 300_000_000;
+    const LAG_NS: u64 = 50_000;
+
+    /// A ramp from 20/s up by 20/s each second for 20 s; past 200 a second, 503s.
+    fn ramp() -> Vec<Record> {
+        let mut records = Vec::new();
+        for second in 0..20u64 {
+            let offered = 20 + 20 * second;
+            for n in 0..offered {
+                records.push(Record {
+                    intended_unix_ns: T0 + FIRST_NS + second * S + n * S / offered,
+                    send_lag_ns: LAG_NS,
+                    latency_ns: 1_000_000,
+                    status: if n < 200 { 200 } else { 503 },
+                    ..Record::default()
+                });
+            }
+        }
+        records
+    }
+
+    /// nginx's fds: 50% of 1024 until second 8 of the samples, 95% from it on.
+    fn fds(first_unix_ns: u64) -> (SampleTables, Vec<SampleBatch>) {
+        let series = |name: &str| SeriesInfo {
+            sampler: 0,
+            name: name.to_owned(),
+            labels: [("group".to_owned(), "nginx".to_owned())].into(),
+            unit: String::new(),
+            kind: SeriesKind::Gauge,
+        };
+        let tables = SampleTables {
+            samplers: vec![SamplerInfo {
+                kind: "process".to_owned(),
+                name: "nginx".to_owned(),
+            }],
+            series: vec![series("process.fd_use_percent"), series("process.fd_limit")],
+        };
+        let batches = (0..20u64)
+            .map(|t| {
+                let percent = if t < 8 { 50.0 } else { 95.0 };
+                SampleBatch::dense(first_unix_ns + t * S, &[percent, 1024.0])
+            })
+            .collect();
+        (tables, batches)
+    }
+
+    /// What `report` would say of `records` and `samples`, with the attack's model.
+    fn judged(
+        records: &[Record],
+        samples: Option<&(SampleTables, Vec<SampleBatch>)>,
+        model: LoadModel,
+    ) -> Option<Diagnosis> {
+        let tables = RunTables {
+            attacks: vec![AttackInfo {
+                model,
+                ..AttackInfo::default()
+            }],
+            ..RunTables::default()
+        };
+        let mut evidence = Evidence::new();
+        let mut metrics = Metrics::new(None);
+        // In two batches, as a stream hands them over.
+        for batch in records.chunks(records.len().div_ceil(2).max(1)) {
+            evidence.add_records(batch, &tables);
+            batch.iter().for_each(|record| metrics.add(record));
+        }
+        let mut attack = AttackFacts::default();
+        attack.model = Some(model);
+        let mut facts = RunFacts {
+            attacks: vec![attack],
+            ..RunFacts::default()
+        };
+        if let Some((sample_tables, batches)) = samples {
+            evidence.add_samples(sample_tables, batches);
+            facts.resources = Some(ResourceSummary::default());
+        }
+        evidence.close().fill(&mut facts);
+        let mut report = metrics.close(&tables);
+        report.extras = Extras::build(&report, &facts, Scope::Run);
+        diagnose_run(&report, &facts)
+    }
+
+    #[test]
+    fn the_knee_and_the_crossings_count_from_the_first_intended_send() {
+        let start = T0 + FIRST_NS;
+        // (case, records, samples from, model, verdict or None, knee?, findings)
+        type Case<'a> = (
+            &'a str,
+            Vec<Record>,
+            Option<u64>,
+            LoadModel,
+            Option<&'a str>,
+            bool,
+            usize,
+        );
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "a ramp past its knee, watched",
+                ramp(),
+                Some(T0),
+                LoadModel::Open,
+                Some("first_limit"),
+                true,
+                1,
+            ),
+            (
+                "the same, unwatched",
+                ramp(),
+                None,
+                LoadModel::Open,
+                Some("nothing_watched"),
+                true,
+                0,
+            ),
+            (
+                "a closed model, unwatched",
+                ramp(),
+                None,
+                LoadModel::Closed,
+                None,
+                false,
+                0,
+            ),
+            (
+                "a closed model, watched",
+                ramp(),
+                Some(T0),
+                LoadModel::Closed,
+                Some("first_limit"),
+                false,
+                1,
+            ),
+            (
+                "samples alone",
+                Vec::new(),
+                Some(T0 - 3 * S),
+                LoadModel::Open,
+                Some("first_limit"),
+                false,
+                1,
+            ),
+        ];
+        for (case, records, samples_from, model, verdict, knee, findings) in cases {
+            let samples = samples_from.map(fds);
+            let diagnosis = judged(&records, samples.as_ref(), model);
+            assert_eq!(
+                diagnosis.as_ref().map(Diagnosis::verdict_name),
+                verdict,
+                "{case}"
+            );
+            let Some(diagnosis) = diagnosis else { continue };
+            let origin = if records.is_empty() {
+                samples_from
+            } else {
+                Some(start)
+            };
+            assert_eq!(diagnosis.start_unix_ns, origin, "{case}");
+            let origin = origin.unwrap_or_default();
+            assert_eq!(diagnosis.knee.is_some(), knee, "{case}");
+            if let Some(knee) = &diagnosis.knee {
+                // Windows are whole seconds: the knee is one on the clock.
+                assert_eq!((origin + knee.at_ns) % S, 0, "{case}: {knee:?}");
+            }
+            assert_eq!(diagnosis.findings.len(), findings, "{case}");
+            for finding in &diagnosis.findings {
+                assert_eq!(finding.watched.resource, Resource::Fds, "{case}");
+                let crossed_unix_ns = samples_from.unwrap_or_default() + 8 * S;
+                assert_eq!(origin + finding.crossing.at_ns, crossed_unix_ns, "{case}");
+            }
+        }
+    }
+}
