@@ -23,14 +23,16 @@ done
 cargo test --release -p loadlab --test diagnosis --no-run --quiet 2>/dev/null
 for run in $(seq 1 "$runs"); do
     log="$out/run-$run.txt"
-    if cargo test --release -p loadlab --test diagnosis --quiet -- --test-threads=1 \
+    if cargo test --release -p loadlab --test diagnosis -- --test-threads=1 \
         --nocapture >"$log" 2>&1; then
         echo "run $run: every stand-in named its planted limit"
     else
         echo "run $run: FAILED (see $log)"
     fi
-    grep '^ground truth: ' "$log" | sed "s/^ground truth: /  /"
+    grep -o 'ground truth: .*' "$log" | sed "s/^ground truth: /  /"
 done
 echo
-echo "tally over $runs runs:"
-cat "$out"/run-*.txt | grep -E '^test .* \.\.\. (ok|FAILED)$' | sort | uniq -c
+echo "over $runs runs:"
+grep -h '^test result' "$out"/run-*.txt
+echo "stand-ins that failed (each time):"
+grep -h -A12 '^failures:$' "$out"/run-*.txt | grep -E '^    [a-z_]+$' | sort | uniq -c || echo "  none"

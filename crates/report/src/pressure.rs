@@ -35,8 +35,10 @@ pub const CORE_PEGGED_PERCENT: f64 = 95.0;
 pub const ONE_CORE_PERCENT: f64 = 90.0;
 /// See [`ONE_CORE_PERCENT`].
 pub const ONE_CORE_MAX_PERCENT: f64 = 115.0;
-/// CPU steal at or above this share of the host.
+/// CPU steal at or above this share of the host, while the host is busy (below).
 pub const STEAL_PERCENT: f64 = 10.0;
+/// Steal is judged only while the host's CPU (steal included) is at least this busy.
+pub const STEAL_BUSY_PERCENT: f64 = 90.0;
 /// iowait at or above this share of the host.
 pub const IOWAIT_PERCENT: f64 = 20.0;
 /// Samples in a row at a threshold that count when they last to the end of the samples
@@ -624,6 +626,14 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
             RETRANSMIT_PERCENT,
         ));
     }
+    if let Some(steal) = get(Role::HostSteal) {
+        // Steal takes CPU the host would have used only when it had none to spare: on an
+        // idle host it is the neighbours' business, not this run's limit.
+        let short = get(Role::HostCpu).is_some_and(|busy| busy >= STEAL_BUSY_PERCENT);
+        let mut reading = Reading::plain(Measure::Steal, steal, STEAL_PERCENT);
+        reading.share = if short { steal } else { 0.0 };
+        out.push(reading);
+    }
     if let Some(transactions) = get(Role::DbTransactions) {
         out.push(Reading::plain(
             Measure::DbTransactions,
@@ -640,7 +650,6 @@ fn readings(get: &dyn Fn(Role) -> Option<f64>, pools: impl Iterator<Item = u32>)
         (Measure::HostCpu, Role::HostCpu, HOST_CPU_BUSY_PERCENT),
         (Measure::BusiestCore, Role::HostCore, CORE_PEGGED_PERCENT),
         (Measure::Iowait, Role::HostIowait, IOWAIT_PERCENT),
-        (Measure::Steal, Role::HostSteal, STEAL_PERCENT),
         (Measure::ListenQueue, Role::ListenOverflows, EVENTS_PER_SEC),
         (
             Measure::ConnectFailures,
@@ -1010,6 +1019,28 @@ mod tests {
                 vec![(0, "host.swap_out_bytes_per_sec", &[], R)],
                 vec![vec![8192.0]; 5],
                 Resource::Swap,
+                None,
+            ),
+            (
+                "15% steal while the host is 95% busy",
+                ("host", "host"),
+                vec![
+                    (0, "host.cpu_percent", &[("cpu", "all")], G),
+                    (0, "host.cpu_steal_percent", &[("cpu", "all")], G),
+                ],
+                ramp(&[[30.0, 15.0], [95.0, 15.0], [96.0, 14.0], [97.0, 15.0]]),
+                Resource::Steal,
+                Some(1),
+            ),
+            (
+                "15% steal on a host with CPU to spare is not its limit",
+                ("host", "host"),
+                vec![
+                    (0, "host.cpu_percent", &[("cpu", "all")], G),
+                    (0, "host.cpu_steal_percent", &[("cpu", "all")], G),
+                ],
+                ramp(&[[30.0, 15.0]; 4]),
+                Resource::Steal,
                 None,
             ),
             (
