@@ -307,6 +307,7 @@ pub fn diagnose(
         (tick, who, f.crossing.at_ns, f.watched.resource)
     };
     findings.sort_by_key(key);
+    process_before_its_core(&mut findings);
     let mut held: Vec<Watched> = watched
         .iter()
         .filter(|w| w.crossed.is_none())
@@ -341,6 +342,34 @@ pub fn diagnose(
         held,
         no_knee: None,
         unjudged: Vec::new(),
+    }
+}
+
+/// The host's busiest core is often the core a process fills (one thread, or a process
+/// pinned to it), the core's own stretch starting a tick or two before the process's
+/// (the kernel's work for it counts on the core, not on the process): a process's CPU
+/// limit crossed within [`AT_KNEE_TOLERANCE_NS`] after the core names who, and goes
+/// before it.
+fn process_before_its_core(findings: &mut Vec<Finding>) {
+    let mut index = 0;
+    while index < findings.len() {
+        let core = &findings[index];
+        let names_it = |f: &Finding| {
+            matches!(
+                f.watched.resource,
+                Resource::OneCore | Resource::CpuAllowance
+            ) && f.crossing.at_ns <= core.crossing.at_ns + AT_KNEE_TOLERANCE_NS
+        };
+        let process = (core.watched.resource == Resource::OneCoreOfHost)
+            .then(|| (index + 1..findings.len()).find(|&i| names_it(&findings[i])))
+            .flatten();
+        match process {
+            Some(process) => {
+                let core = findings.remove(index);
+                findings.insert(process, core);
+            }
+            None => index += 1,
+        }
     }
 }
 
@@ -809,6 +838,32 @@ mod tests {
                 .collect();
             assert!(times.is_sorted(), "{case}: findings in time order");
         }
+    }
+
+    #[test]
+    fn a_process_at_its_cpu_limit_a_tick_after_its_core_goes_first() {
+        let core = watched(HOST, Resource::OneCoreOfHost, 100.0, 100.0, Some(3));
+        let nginx = watched("nginx", Resource::CpuAllowance, 100.0, 96.0, Some(4));
+        let late = watched("app", Resource::OneCore, 200.0, 100.0, Some(9));
+        let diagnosis = diagnose(
+            Some(knee_at(4)),
+            None,
+            &GeneratorState::default(),
+            &[core.clone(), nginx, late],
+        );
+        let order: Vec<&str> = diagnosis
+            .findings
+            .iter()
+            .map(|f| f.watched.name.as_str())
+            .collect();
+        assert_eq!(order, ["nginx", HOST, "app"]);
+        assert!(matches!(
+            diagnosis.verdict,
+            Verdict::FirstLimit { finding: 0 }
+        ));
+        // Alone, the core is the first limit.
+        let alone = diagnose(Some(knee_at(4)), None, &GeneratorState::default(), &[core]);
+        assert!(matches!(alone.verdict, Verdict::FirstLimit { finding: 0 }));
     }
 
     #[test]

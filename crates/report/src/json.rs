@@ -172,9 +172,12 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
 /// the sentences of the text report and their evidence as numbers (times in ns from
 /// the run's start).
 fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
+    let first_limit = diagnosis
+        .first_limit()
+        .map_or("null".to_owned(), |index| index.to_string());
     let _ = write!(
         out,
-        "{{\"verdict\":\"{}\",\"lines\":[",
+        "{{\"verdict\":\"{}\",\"first_limit\":{first_limit},\"lines\":[",
         diagnosis.verdict_name()
     );
     push_strings(out, diagnosis.lines());

@@ -176,6 +176,8 @@ pub struct Pressures {
     /// Network interfaces by sampler and name, and by id: the name.
     interfaces: BTreeMap<(u32, String), u32>,
     interface_names: Vec<String>,
+    /// The host's CPU steal at its latest reading, percent.
+    latest_steal_percent: f64,
     tracks: BTreeMap<(u32, Measure), Track>,
     /// By sampler id: its kind and name.
     samplers: Vec<(String, String)>,
@@ -380,6 +382,16 @@ impl Pressures {
         }
     }
 
+    /// A process's CPU is judged against what its cores could give: a core whose
+    /// hypervisor takes a quarter of it gives three quarters, so the thresholds of one
+    /// core and of an allowance shrink with the host's latest steal (at most by half).
+    fn discount_steal(&self, reading: &mut Reading) {
+        if matches!(reading.measure, Measure::OneCore | Measure::CpuAllowance) {
+            let steal = self.latest_steal_percent.clamp(0.0, 50.0);
+            reading.threshold *= 1.0 - steal / 100.0;
+        }
+    }
+
     /// What could not be judged for each sampler, with times from `start_unix_ns`.
     pub fn unjudged(&self, start_unix_ns: u64) -> Vec<String> {
         self.health
@@ -423,6 +435,12 @@ impl Pressures {
             let mut readings = readings(&get, pools);
             readings.extend(logs);
             readings.extend(links.filter_map(|id| network(&get, id)));
+            if let Some(steal) = get(Role::HostSteal) {
+                self.latest_steal_percent = steal;
+            }
+            for reading in &mut readings {
+                self.discount_steal(reading);
+            }
             for reading in readings {
                 let track = self.tracks.entry((sampler, reading.measure)).or_default();
                 track.add(batch.at_unix_ns, &reading);
@@ -524,6 +542,20 @@ impl Pressures {
     /// More evidence for a measure, from its sampler's other tracks.
     fn note(&self, sampler: u32, measure: Measure) -> Option<String> {
         match measure {
+            Measure::OneCore | Measure::CpuAllowance => {
+                let steal = self
+                    .tracks
+                    .iter()
+                    .filter(|((_, m), _)| *m == Measure::Steal)
+                    .map(|(_, track)| track.peak)
+                    .fold(0.0, f64::max);
+                (steal >= STEAL_PERCENT).then(|| {
+                    format!(
+                        "meanwhile the hypervisor took up to {steal:.0}% of the host's CPU \
+                         (steal): a core gave less than a whole one"
+                    )
+                })
+            }
             Measure::DbBusy => {
                 let transactions = self.tracks.get(&(sampler, Measure::DbTransactions))?;
                 Some(format!("transactions peaked at {:.0}/s", transactions.peak))
@@ -1142,6 +1174,34 @@ mod tests {
             let found = find(&got, resource).unwrap_or_else(|| panic!("{case}: {got:?}"));
             let at = found.crossed.map(|c| c.at_ns / S);
             assert_eq!(at, crossed_s, "{case}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_core_the_hypervisor_steals_from_gives_less_than_a_core() {
+        let tables = tables(
+            &[("host", "host"), ("process", "nginx")],
+            &[
+                (0, "host.cpu_steal_percent", &[("cpu", "all")], G),
+                (1, "process.cpu_percent", &[("group", "nginx")], G),
+                (1, "process.cpu_limit_percent", &[("group", "nginx")], G),
+            ],
+        );
+        // (case, steal, nginx's CPU): a core gives 75% under 25% steal.
+        let cases: &[(&str, f64, f64, bool)] = &[
+            ("80% of a core under 25% steal", 25.0, 80.0, true),
+            ("80% of a core without steal", 0.0, 80.0, false),
+            ("60% of a core under 25% steal", 25.0, 60.0, false),
+        ];
+        for &(case, steal, cpu, crossed) in cases {
+            let row: &[f64] = &[steal, cpu, 200.0];
+            let got = watched(&tables, &[row; 4]);
+            let one_core = find(&got, Resource::OneCore);
+            assert_eq!(one_core.is_some(), crossed, "{case}: {got:?}");
+            if let Some(one_core) = one_core {
+                let note = one_core.note.as_deref().unwrap_or_default();
+                assert!(note.contains("took up to 25%"), "{case}: {note}");
+            }
         }
     }
 
