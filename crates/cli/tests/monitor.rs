@@ -90,8 +90,10 @@ fn a_monitor_file_reports_on_its_own() {
     ] {
         assert!(report.contains(want), "{want}\n{report}");
     }
+    // The monitor's gaps, said as what the diagnosis could not judge.
     assert!(
-        report.contains("WARNING: monitor: process no-such-process-q: "),
+        report.contains("not judged: no-such-process-q: ")
+            && report.contains("(no process matches no-such-process-q)"),
         "{report}"
     );
     let json = run(&["report", "-type", "json", &path]);
