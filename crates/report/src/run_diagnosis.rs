@@ -185,4 +185,53 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_load_without_a_knee_says_why_and_what_was_not_judged() {
+        let mut report = Metrics::new(None).close(&RunTables::default());
+        report.success_ratio = 1.0;
+        let host = analysis::Watched {
+            name: "host".to_owned(),
+            resource: analysis::diagnosis::Resource::HostCpu,
+            series: "host.cpu_percent{cpu=all}".to_owned(),
+            limit: Some(100.0),
+            unit: "%",
+            peak: 20.0,
+            peak_at_ns: 0,
+            crossed: None,
+            example: None,
+            note: None,
+        };
+        // (why the load has no knee, the headline's start)
+        let cases = [
+            (
+                Finding::NotARamp {
+                    reason: "6 loaded windows, 9 needed".to_owned(),
+                },
+                "no saturation point: 6 loaded windows, 9 needed; nothing monitored",
+            ),
+            (
+                Finding::NoSaturation {
+                    up_to_per_sec: 800.0,
+                    peak_ok_per_sec: 799.0,
+                },
+                "no saturation: throughput, latency and errors held up to 800/s",
+            ),
+        ];
+        for (saturation, want) in cases {
+            let facts = RunFacts {
+                saturation: Some(saturation),
+                watched: Some(vec![host.clone()]),
+                unjudged: vec!["db: 3 readings missing from 1.0 s (login refused)".to_owned()],
+                ..RunFacts::default()
+            };
+            let diagnosis = run_diagnosis(&report, &facts, &[]).unwrap();
+            let lines = diagnosis.lines();
+            assert!(lines[0].starts_with(want), "{lines:?}");
+            assert_eq!(
+                lines.last().map(String::as_str),
+                Some("not judged: db: 3 readings missing from 1.0 s (login refused)")
+            );
+        }
+    }
 }
