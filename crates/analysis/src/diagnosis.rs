@@ -629,7 +629,7 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
         ),
         Resource::Pool => (
             format!("at {} of its size ({limit})", percent(share(at, w.limit))),
-            "; requests beyond it wait in a queue",
+            "; beyond it requests wait, or are turned away",
         ),
         Resource::DbConnections => (
             format!(
