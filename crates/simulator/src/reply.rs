@@ -84,10 +84,12 @@ impl RouteAnswer {
     }
 }
 
-/// Buffers bigger than this are not kept for reuse.
-const KEEP_RENDER_BYTES: usize = 64 * 1024;
-/// Most spare buffers one worker keeps.
-const KEEP_RENDER_BUFFERS: usize = 1024;
+/// Buffers bigger than this are not kept for reuse (a large templated body allocates
+/// per answer rather than pinning memory).
+const KEEP_RENDER_BYTES: usize = 16 * 1024;
+/// Most spare buffers one worker keeps: with [`KEEP_RENDER_BYTES`], at most 4 MiB held
+/// per thread, and enough for 256 templated answers in flight without allocating.
+const KEEP_RENDER_BUFFERS: usize = 256;
 
 /// A templated answer's per-request bytes, rendered at dispatch (while the request's
 /// bytes are still at hand) into a buffer borrowed from the worker and handed back

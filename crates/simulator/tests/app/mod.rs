@@ -165,3 +165,35 @@ fn every_shipped_recipe_parses() {
     }
     assert!(names.iter().any(|n| n == "app_login.json"), "{names:?}");
 }
+
+/// A pool's rejection keeps the route's rendered headers but answers its own body; a
+/// failure mode that bends the body (chunked) sends the rendered one.
+#[test]
+fn rendered_answers_meet_the_pool_and_the_failure_modes() {
+    let sim = start(Some(
+        r#"[{"route": "/busy", "body": "hello {{request.query.who}}", "headers": {"x-who": "{{request.query.who}}"},
+             "capacity": {"workers": 1}, "stages": [{"status": 200, "latency": "300ms"}]},
+            {"route": "/chunked", "body": "path {{request.path}}",
+             "stages": [{"status": 200, "failure": {"mode": "chunked", "chunk": "4b"}}]}]"#,
+    ));
+    let addr = sim.local_addr();
+    let mut holder = Client::connect(addr);
+    holder.send(b"GET /busy?who=first HTTP/1.1\r\n\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut client = Client::connect(addr);
+    let rejected = client.get("/busy?who=second");
+    assert_eq!(rejected.status, 503);
+    assert_eq!(rejected.text(), "Error 503");
+    assert_eq!(rejected.header("x-who"), Some("second"));
+    let served = holder.read_response(false).unwrap();
+    assert_eq!(
+        (served.status, served.text()),
+        (200, "hello first".to_owned())
+    );
+    assert_eq!(served.header("x-who"), Some("first"));
+
+    let chunked = client.get("/chunked");
+    assert_eq!(chunked.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(chunked.text(), "path /chunked");
+    sim.stop();
+}
