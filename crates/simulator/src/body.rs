@@ -32,6 +32,10 @@ pub(crate) enum PayloadSpec {
     File(PathBuf),
     /// An `http://` URL fetched once at load.
     Origin(String),
+    /// `list`: a JSON list of `count` items with ids 1..=count (see [`crate::app`]).
+    List {
+        count: u64,
+    },
 }
 
 /// How many pre-compressed sizes stand in for a gzip size range.
@@ -113,6 +117,11 @@ pub(crate) fn load_payload(
                 .map_err(|m| Invalid::new(at("origin"), m))?;
             budget.charge(&at("origin"), bytes.len() as u64, bytes.len() as u64)?;
             bytes
+        }
+        &PayloadSpec::List { count } => {
+            let bytes = crate::app::list_body_bytes(count);
+            budget.charge(&at("list"), bytes, bytes)?;
+            crate::app::list_body(count)
         }
         &PayloadSpec::Random {
             min_bytes,
@@ -228,7 +237,7 @@ pub(crate) fn expand_placeholders(text: &str, rng: &mut impl Rng) -> Vec<u8> {
     out
 }
 
-fn placeholders(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn placeholders(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
         let open = rest.find("<<")?;

@@ -1,14 +1,16 @@
 //! From a parsed request to the answer it gets: route, stage on the run clock,
 //! outcome drawn by weight, latency drawn from its distribution, and the wait through
 //! the capacity pool. The synchronous part ([`dispatch`]) allocates nothing for a
-//! simulated route; the waiting part ([`wait`]) only sleeps and takes a worker.
+//! simulated route (a templated one renders into a buffer its thread reuses); the
+//! waiting part ([`wait`]) only sleeps and takes a worker.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::http::{Incoming, Method};
-use crate::reply::{InFlight, Reply, ReplyKind, RouteAnswer};
-use crate::table::Table;
+use crate::reply::{InFlight, Rendered, Reply, ReplyKind, RouteAnswer};
+use crate::table::{Outcome, Route, Table};
+use crate::template::{AnswerId, RequestParts};
 use crate::worker::Worker;
 
 /// What to do next with a request.
@@ -65,6 +67,18 @@ pub(crate) fn dispatch(worker: &Rc<Worker>, request: &Incoming<'_>) -> Step {
         return Step::Ready(reply(not_set(worker, &table, path)));
     };
     let route = &table.routes[route_index];
+    let parts = RequestParts {
+        path: request.path,
+        query: request.query,
+        headers: request.headers,
+        param: route
+            .param_at
+            .and_then(|at| request.path.get(at..))
+            .unwrap_or_default(),
+    };
+    if let Some(refused) = app_refusal(route, &parts) {
+        return Step::Ready(reply(refused));
+    }
     let mut rng = worker.rng.borrow_mut();
     let outcome = match route.stage_at(table.elapsed_ns(request.arrival)) {
         Some(stage) => route.stages[stage].pick(&mut *rng),
@@ -73,10 +87,12 @@ pub(crate) fn dispatch(worker: &Rc<Worker>, request: &Incoming<'_>) -> Step {
     let latency_ns = route.outcomes[outcome].latency.sample_ns(&mut *rng);
     let queued = route.capacity.is_some();
     drop(rng);
+    let rendered = render(worker, route, &route.outcomes[outcome], &parts);
     let reply = reply(ReplyKind::Outcome(RouteAnswer {
         table,
         route: route_index,
         outcome,
+        rendered,
     }));
     if latency_ns == 0 && !queued {
         Step::Ready(reply)
@@ -128,14 +144,54 @@ async fn wait(worker: Rc<Worker>, waiting: Waiting) -> Reply {
                 .latency
                 .sample_ns(&mut *worker.rng.borrow_mut());
             sleep_until_aimed(Instant::now(), delay_ns).await;
-            reply.kind = ReplyKind::Outcome(RouteAnswer {
-                table: Rc::clone(&table),
-                route: route_index,
-                outcome: capacity.reject,
-            });
+            if let ReplyKind::Outcome(answer) = &mut reply.kind {
+                answer.outcome = capacity.reject;
+            }
         }
     }
     reply
+}
+
+/// The 401 or 404 of a route with `requires` or `ids_from`, answered at once.
+fn app_refusal(route: &Route, request: &RequestParts<'_>) -> Option<ReplyKind> {
+    let refusal = route
+        .rules
+        .as_ref()?
+        .refuse(&request.headers, request.param)?;
+    Some(ReplyKind::Simple {
+        status: refusal.status,
+        content_type: "application/json",
+        body: refusal.body,
+        close: false,
+        count: Some((refusal.slot, route.label)),
+    })
+}
+
+/// Renders the route's templated headers and the outcome's templated body for this
+/// request; None (nothing done) for a route without templates.
+fn render(
+    worker: &Rc<Worker>,
+    route: &Route,
+    outcome: &Outcome,
+    request: &RequestParts<'_>,
+) -> Option<Rendered> {
+    if route.header_templates.is_empty() && outcome.body_template.is_none() {
+        return None;
+    }
+    let mut rendered = Rendered::new(worker);
+    let mut id = AnswerId::new(&worker.shared.answer_ids);
+    let buf = rendered.buf();
+    for (name, template) in &route.header_templates {
+        buf.extend_from_slice(name.as_bytes());
+        buf.extend_from_slice(b": ");
+        template.render(request, &mut id, buf);
+        buf.extend_from_slice(b"\r\n");
+    }
+    rendered.end_head();
+    if let Some(template) = &outcome.body_template {
+        template.render(request, &mut id, rendered.buf());
+    }
+    Some(rendered)
 }
 
 /// How much earlier than the deadline we ask tokio to wake us. Tokio's timer rounds a

@@ -8,6 +8,8 @@
 use std::ops::Range;
 use std::time::Instant;
 
+use crate::request::RequestHeaders;
+
 /// A request as routing sees it, whichever protocol carried it: HTTP/1.1 borrows it
 /// from the read buffer, HTTP/2 from the stream's head and collected body.
 pub(crate) struct Incoming<'a> {
@@ -16,6 +18,10 @@ pub(crate) struct Incoming<'a> {
     pub path: &'a [u8],
     /// The `authorization` header's value, for the admin API's token check.
     pub authorization: Option<&'a [u8]>,
+    /// The query string, without the `?` (templates read it).
+    pub query: &'a [u8],
+    /// Every header, looked up only by routes that read them (templates, `requires`).
+    pub headers: RequestHeaders<'a>,
     pub body: &'a [u8],
     /// HTTP/1.1's keep-alive; always true over HTTP/2, where one answer never closes
     /// the connection.
@@ -51,6 +57,8 @@ pub(crate) enum Framing {
 pub(crate) struct RequestHead {
     pub method: Method,
     pub path: Range<usize>,
+    /// The query string, without the `?`; empty when there is none.
+    pub query: Range<usize>,
     pub head_len: usize,
     pub keep_alive: bool,
     pub framing: Framing,
@@ -95,7 +103,9 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, RequestError
     let target = request.path.unwrap_or("/");
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let path = path_of(target);
+    let query = query_of(target, path.end);
     let path = start + path.start..start + path.end;
+    let query = start + query.start..start + query.end;
     let http10 = request.version == Some(0);
     let mut keep_alive = !http10;
     let mut framing = Framing::None;
@@ -119,6 +129,7 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, RequestError
     Ok(Some(RequestHead {
         method,
         path,
+        query,
         head_len,
         keep_alive,
         framing,
@@ -168,6 +179,8 @@ impl Request {
             method: head.method,
             path: &buf[head.path.clone()],
             authorization: head.authorization.clone().map(|range| &buf[range]),
+            query: &buf[head.query.clone()],
+            headers: RequestHeaders::Raw(&buf[..head.head_len]),
             body: self.body.bytes(buf),
             keep_alive: head.keep_alive,
             arrival,
@@ -230,6 +243,17 @@ fn path_of(target: &str) -> Range<usize> {
         .find(['?', '#'])
         .map_or(target.len(), |i| start + i);
     start..end
+}
+
+/// The query string of a request target whose path ends at `path_end`: after the `?`,
+/// up to a `#`.
+fn query_of(target: &str, path_end: usize) -> Range<usize> {
+    let rest = &target[path_end..];
+    let Some(after) = rest.strip_prefix('?') else {
+        return path_end..path_end;
+    };
+    let end = after.find('#').map_or(target.len(), |i| path_end + 1 + i);
+    path_end + 1..end
 }
 
 /// Whether the comma-separated header `value` lists `token` (ASCII case-insensitive).

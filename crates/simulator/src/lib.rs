@@ -38,6 +38,7 @@
 
 mod access;
 mod admin;
+mod app;
 mod body;
 mod body_file;
 mod budget;
@@ -56,11 +57,13 @@ mod origin;
 mod pool;
 mod recipe;
 mod reply;
+mod request;
 mod respond;
 mod respond_h2;
 mod server;
 mod state;
 mod table;
+mod template;
 mod tls;
 mod worker;
 

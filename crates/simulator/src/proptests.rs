@@ -189,7 +189,7 @@ fn status() -> BoxedStrategy<Value> {
 }
 
 fn body() -> BoxedStrategy<Value> {
-    "([a-z{ ]|<<[0-9]{1,3}(b|kb|x)?>>|<<){0,6}"
+    "([a-z{ ]|<<[0-9]{1,3}(b|kb|x)?>>|<<|\\{\\{ ?(id|request\\.(path|query\\.q|header\\.X|cookie\\.|param\\.id|body))( ?\\}\\}|\\})?){0,6}"
         .prop_map(Value::from)
         .boxed()
 }
@@ -252,7 +252,7 @@ fn capacity() -> BoxedStrategy<Value> {
 
 fn route() -> BoxedStrategy<Value> {
     let path = mostly(
-        strings(&["/", "/*", "/a*", "/a/b"]),
+        strings(&["/", "/*", "/a*", "/a/b", "/a/{id}"]),
         strings(&["/_admin", "/metrics", "a", "/a b", "/**", "/*a"]),
     );
     let header = mostly(
@@ -276,8 +276,9 @@ fn route() -> BoxedStrategy<Value> {
         prop::collection::vec((header, header_value), 0..2),
         stages(),
         prop::option::weighted(0.3, capacity()),
+        prop::option::weighted(0.3, app()),
     )
-        .prop_map(|(path, payload, headers, stages, capacity)| {
+        .prop_map(|(path, payload, headers, stages, capacity, app)| {
             let mut fields: Vec<(String, Value)> = vec![("stages".to_owned(), stages)];
             fields.extend(path.map(|p| ("route".to_owned(), p)));
             fields.extend(payload.map(|(k, v)| (k.to_owned(), v)));
@@ -288,9 +289,30 @@ fn route() -> BoxedStrategy<Value> {
                 ));
             }
             fields.extend(capacity.map(|c| ("capacity".to_owned(), c)));
+            fields.extend(app);
             object(fields)
         })
         .boxed()
+}
+
+/// One of the application fields (`requires`, `list`, `ids_from`), good or bad.
+fn app() -> BoxedStrategy<(String, Value)> {
+    let requires = pick(vec![
+        json!({"header": "authorization"}),
+        json!({"cookie": "s", "matches": "^[0-9]+$"}),
+        json!([{"header": "x"}, {"cookie": "s"}]),
+        json!({"header": "x", "matches": "("}),
+        json!({}),
+        json!([]),
+    ]);
+    let list = pick(vec![json!({"count": 3}), json!({"count": -1}), json!({})]);
+    let ids_from = pick(vec![json!("/"), json!("/*"), json!(3)]);
+    prop_oneof![
+        requires.prop_map(|v| ("requires".to_owned(), v)),
+        list.prop_map(|v| ("list".to_owned(), v)),
+        ids_from.prop_map(|v| ("ids_from".to_owned(), v)),
+    ]
+    .boxed()
 }
 
 fn recipe() -> impl Strategy<Value = String> {

@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::app::{Requirement, Wanted};
 use crate::body::PayloadSpec;
 use crate::duration_size::{duration_from_json, parse_size_range};
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::{Failure, STATUSLESS_MODES};
 use crate::latency::Latency;
+use crate::template::Template;
 
 /// Route-level keys, origin_simulator's first, then ours.
 const ROUTE_KEYS: &[&str] = &[
@@ -26,7 +28,12 @@ const ROUTE_KEYS: &[&str] = &[
     "stages",
     "body_file",
     "capacity",
+    "requires",
+    "list",
+    "ids_from",
 ];
+const REQUIRES_KEYS: &[&str] = &["header", "cookie", "matches"];
+const LIST_KEYS: &[&str] = &["count"];
 const STAGE_KEYS: &[&str] = &["at", "status", "latency", "failure"];
 const OUTCOME_KEYS: &[&str] = &["status", "weight", "latency", "failure", "body"];
 const CAPACITY_KEYS: &[&str] = &[
@@ -79,9 +86,20 @@ pub(crate) struct RouteSpec {
     /// Path of this route in the recipe (`recipe[2]`), for build-time errors.
     pub field: String,
     pub route: String,
+    /// The name of the route's trailing `/{NAME}` segment, if it has one.
+    pub param: Option<String>,
     pub payload: PayloadSpec,
+    /// The route's body as a template, when it holds one (see [`crate::template`]).
+    pub body_template: Option<Template>,
+    /// Headers without templates, rendered into every head at load.
     pub headers: Vec<(String, String)>,
+    /// Headers whose value is a template, rendered per answer.
+    pub header_templates: Vec<(String, Template)>,
     pub gzip: bool,
+    pub requires: Vec<Requirement>,
+    /// `ids_from`: the route named, and once resolved the ids 1..=N its list holds.
+    pub ids_from: Option<String>,
+    pub id_count: Option<u64>,
     pub stages: Vec<StageSpec>,
     pub capacity: Option<CapacitySpec>,
     /// The route as submitted, echoed by `current_recipe`.
@@ -123,6 +141,7 @@ pub(crate) struct OutcomeSpec {
 pub(crate) struct OutcomeBody {
     pub field: String,
     pub text: String,
+    pub template: Option<Template>,
 }
 
 /// A worker pool in front of the route: the system-under-test model.
@@ -189,7 +208,7 @@ fn parse_with_base(
 }
 
 fn parse_routes(value: &Value, base: Option<&Path>) -> Result<Vec<RouteSpec>, Invalid> {
-    let routes = match value {
+    let mut routes = match value {
         Value::Object(_) => vec![parse_route(value, String::new(), base)?],
         Value::Array(items) if items.is_empty() => {
             return Err(Invalid::new(
@@ -222,7 +241,33 @@ fn parse_routes(value: &Value, base: Option<&Path>) -> Result<Vec<RouteSpec>, In
             ));
         }
     }
+    resolve_ids_from(&mut routes)?;
     Ok(routes)
+}
+
+/// Gives each `ids_from` route the item count of the `list` route it names, which must
+/// be in the same recipe (a list loaded later could change under it).
+fn resolve_ids_from(routes: &mut [RouteSpec]) -> Result<(), Invalid> {
+    for i in 0..routes.len() {
+        let Some(name) = routes[i].ids_from.as_deref() else {
+            continue;
+        };
+        let count = routes
+            .iter()
+            .find(|r| r.route == name)
+            .and_then(|r| match r.payload {
+                PayloadSpec::List { count } => Some(count),
+                _ => None,
+            });
+        let Some(count) = count else {
+            return Err(Invalid::new(
+                join(&routes[i].field, "ids_from"),
+                format!("{name:?} names no route with a \"list\" in this recipe"),
+            ));
+        };
+        routes[i].id_count = Some(count);
+    }
+    Ok(())
 }
 
 /// Fields of one JSON object, with `null` treated as absent (recipes exported by
@@ -300,26 +345,171 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
     let fields = Fields::new(value, path, ROUTE_KEYS)?;
     let route = fields.string("route")?.unwrap_or("/*").to_owned();
     check_route(&route).map_err(|m| fields.err("route", m))?;
-    let headers = parse_headers(&fields)?;
+    let param = route_param(&route).map(str::to_owned);
+    let (headers, header_templates) = parse_headers(&fields, param.as_deref())?;
     let gzip = headers
         .iter()
         .any(|(k, v)| k == "content-encoding" && v.eq_ignore_ascii_case("gzip"));
     let stages_value = fields
         .get("stages")
         .ok_or_else(|| fields.err("stages", "missing: a route needs at least one stage"))?;
+    let ids_from = parse_ids_from(&fields, param.as_deref())?;
+    let (payload, body_template) = match parse_payload(&fields, base, param.as_deref(), gzip)? {
+        // An item route without a body of its own answers the item.
+        (PayloadSpec::Empty, None) if ids_from.is_some() => {
+            item_payload(&fields, param.as_deref(), gzip)?
+        }
+        parsed => parsed,
+    };
+    let mut stages = parse_stages(stages_value, fields.field("stages"))?;
+    template_outcome_bodies(&mut stages, param.as_deref(), gzip)?;
     Ok(RouteSpec {
-        payload: parse_payload(&fields, base)?,
-        stages: parse_stages(stages_value, fields.field("stages"))?,
+        payload,
+        body_template,
+        stages,
         capacity: fields
             .get("capacity")
             .map(|v| parse_capacity(v, fields.field("capacity")))
             .transpose()?,
+        requires: parse_requires(&fields)?,
         field: fields.path.clone(),
         route,
+        param,
         headers,
+        header_templates,
         gzip,
+        ids_from,
+        id_count: None,
         json: value.clone(),
     })
+}
+
+/// The NAME of a route ending in `/{NAME}` (letters, digits, `_`): its path parameter.
+pub(crate) fn route_param(route: &str) -> Option<&str> {
+    let (_, last) = route.rsplit_once('/')?;
+    let name = last.strip_prefix('{')?.strip_suffix('}')?;
+    let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    valid.then_some(name)
+}
+
+/// A body's template, if it holds one: refused with gzip (compressing per answer would
+/// make the simulator the bottleneck) and beside `<<size>>` placeholders.
+fn body_template(text: &str, param: Option<&str>, gzip: bool) -> Result<Option<Template>, String> {
+    let Some(template) = Template::parse(text, param)? else {
+        return Ok(None);
+    };
+    if gzip {
+        return Err("holds a template, rendered per answer, so it cannot be gzipped: drop content-encoding: gzip or the template".to_owned());
+    }
+    if crate::body::placeholders(text).next().is_some() {
+        return Err(
+            "holds both a template and <<size>> placeholders: use one or the other".to_owned(),
+        );
+    }
+    Ok(Some(template))
+}
+
+fn template_outcome_bodies(
+    stages: &mut [StageSpec],
+    param: Option<&str>,
+    gzip: bool,
+) -> Result<(), Invalid> {
+    for outcome in stages.iter_mut().flat_map(|s| s.outcomes.iter_mut()) {
+        if let Some(body) = &mut outcome.body {
+            body.template =
+                body_template(&body.text, param, gzip).map_err(|m| Invalid::new(&body.field, m))?;
+        }
+    }
+    Ok(())
+}
+
+fn parse_ids_from(fields: &Fields<'_>, param: Option<&str>) -> Result<Option<String>, Invalid> {
+    let Some(name) = fields.string("ids_from")? else {
+        return Ok(None);
+    };
+    if param.is_none() {
+        return Err(fields.err(
+            "ids_from",
+            "needs a route ending in /{NAME}, whose last segment is the id",
+        ));
+    }
+    Ok(Some(name.to_owned()))
+}
+
+/// The default body of an `ids_from` route: `{"id": ID, "name": "item ID"}`.
+fn item_payload(
+    fields: &Fields<'_>,
+    param: Option<&str>,
+    gzip: bool,
+) -> Result<(PayloadSpec, Option<Template>), Invalid> {
+    let text = crate::app::item_body(param.unwrap_or_default());
+    let template = body_template(&text, param, gzip)
+        .map_err(|m| fields.err("ids_from", format!("the default item body {m}")))?;
+    Ok((PayloadSpec::Body(text), template))
+}
+
+fn parse_requires(fields: &Fields<'_>) -> Result<Vec<Requirement>, Invalid> {
+    let Some(value) = fields.get("requires") else {
+        return Ok(Vec::new());
+    };
+    let path = fields.field("requires");
+    match value {
+        Value::Array(items) if items.is_empty() => Err(Invalid::new(
+            path,
+            "empty array: give at least one {\"header\": NAME} or {\"cookie\": NAME}",
+        )),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| parse_requirement(item, format!("{path}[{i}]")))
+            .collect(),
+        _ => Ok(vec![parse_requirement(value, path)?]),
+    }
+}
+
+fn parse_requirement(value: &Value, path: String) -> Result<Requirement, Invalid> {
+    let fields = Fields::new(value, path, REQUIRES_KEYS)?;
+    let wanted = match (fields.string("header")?, fields.string("cookie")?) {
+        (Some(_), Some(_)) => {
+            return Err(fields.err("cookie", "give header or cookie, not both"));
+        }
+        (None, None) => {
+            return Err(Invalid::new(
+                &fields.path,
+                "needs \"header\" or \"cookie\": the name the request must send",
+            ));
+        }
+        (Some(name), None) if !name.is_empty() && name.bytes().all(is_token_byte) => {
+            Wanted::Header(name.to_ascii_lowercase())
+        }
+        (Some(name), None) => {
+            return Err(fields.err("header", format!("{name:?} is not a valid header name")));
+        }
+        (None, Some(name)) if !name.is_empty() && name.bytes().all(is_token_byte) => {
+            Wanted::Cookie(name.to_owned())
+        }
+        (None, Some(name)) => {
+            return Err(fields.err("cookie", format!("{name:?} is not a valid cookie name")));
+        }
+    };
+    let pattern = fields
+        .string("matches")?
+        .map(|text| {
+            regex::RegexBuilder::new(text)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| fields.err("matches", regex_error(text, &e)))
+        })
+        .transpose()?;
+    Ok(Requirement { wanted, pattern })
+}
+
+/// regex's message on one line: its last line says what is wrong.
+fn regex_error(text: &str, error: &regex::Error) -> String {
+    let message = error.to_string();
+    let last = message.lines().last().unwrap_or_default().trim();
+    let last = last.strip_prefix("error: ").unwrap_or(last);
+    format!("bad regular expression {text:?}: {last}")
 }
 
 fn check_route(route: &str) -> Result<(), String> {
@@ -340,9 +530,14 @@ fn check_route(route: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_headers(fields: &Fields<'_>) -> Result<Vec<(String, String)>, Invalid> {
+/// Fixed headers, and headers whose value is a template.
+type Headers = (Vec<(String, String)>, Vec<(String, Template)>);
+
+/// `headers`: `name: value`, or `name: [value, ...]` to send a header more than once
+/// (`set-cookie`), since a JSON object cannot repeat a name.
+fn parse_headers(fields: &Fields<'_>, param: Option<&str>) -> Result<Headers, Invalid> {
     let Some(value) = fields.get("headers") else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     let Value::Object(map) = value else {
         return Err(fields.err(
@@ -350,7 +545,7 @@ fn parse_headers(fields: &Fields<'_>) -> Result<Vec<(String, String)>, Invalid> 
             format!("expected an object of name: value, got {}", kind(value)),
         ));
     };
-    let mut headers = Vec::with_capacity(map.len());
+    let (mut fixed, mut templated) = (Vec::with_capacity(map.len()), Vec::new());
     for (name, value) in map {
         let field = format!("{}.{name}", fields.field("headers"));
         let lower = name.to_ascii_lowercase();
@@ -363,30 +558,56 @@ fn parse_headers(fields: &Fields<'_>) -> Result<Vec<(String, String)>, Invalid> 
                 "set by the simulator; remove it from the recipe",
             ));
         }
-        let Some(text) = value.as_str() else {
-            return Err(Invalid::new(
-                field,
-                format!("expected a string value, got {}", kind(value)),
-            ));
+        let values: Vec<(String, &Value)> = match value {
+            Value::Array(items) if items.is_empty() => {
+                return Err(Invalid::new(field, "empty array: give at least one value"));
+            }
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("{field}[{i}]"), v))
+                .collect(),
+            single => vec![(field, single)],
         };
-        if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(Invalid::new(field, "value holds a line break"));
+        for (field, value) in values {
+            let text = header_value(&field, value)?;
+            match Template::parse(text, param).map_err(|m| Invalid::new(&field, m))? {
+                Some(template) => templated.push((lower.clone(), template)),
+                None => fixed.push((lower.clone(), text.to_owned())),
+            }
         }
-        // HTTP/2 sends the same headers, and its encoder refuses control characters.
-        if http::HeaderValue::from_bytes(text.as_bytes()).is_err() {
-            return Err(Invalid::new(field, "value holds a control character"));
-        }
-        headers.push((lower, text.to_owned()));
     }
-    Ok(headers)
+    Ok((fixed, templated))
+}
+
+fn header_value<'a>(field: &str, value: &'a Value) -> Result<&'a str, Invalid> {
+    let Some(text) = value.as_str() else {
+        return Err(Invalid::new(
+            field,
+            format!("expected a string value, got {}", kind(value)),
+        ));
+    };
+    if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(Invalid::new(field, "value holds a line break"));
+    }
+    // HTTP/2 sends the same headers, and its encoder refuses control characters.
+    if http::HeaderValue::from_bytes(text.as_bytes()).is_err() {
+        return Err(Invalid::new(field, "value holds a control character"));
+    }
+    Ok(text)
 }
 
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn parse_payload(fields: &Fields<'_>, base: Option<&Path>) -> Result<PayloadSpec, Invalid> {
-    let set: Vec<&str> = ["origin", "body", "random_content", "body_file"]
+fn parse_payload(
+    fields: &Fields<'_>,
+    base: Option<&Path>,
+    param: Option<&str>,
+    gzip: bool,
+) -> Result<(PayloadSpec, Option<Template>), Invalid> {
+    let set: Vec<&str> = ["origin", "body", "random_content", "body_file", "list"]
         .into_iter()
         .filter(|k| fields.get(k).is_some())
         .collect();
@@ -394,11 +615,29 @@ fn parse_payload(fields: &Fields<'_>, base: Option<&Path>) -> Result<PayloadSpec
         return Err(fields.err(
             set[1],
             format!(
-                "only one of origin, body, random_content, body_file may be set (also {})",
+                "only one of origin, body, random_content, body_file, list may be set (also {})",
                 set[0]
             ),
         ));
     }
+    if let Some(body) = fields.string("body")? {
+        crate::body::check_placeholders(body).map_err(|m| fields.err("body", m))?;
+        let template = body_template(body, param, gzip).map_err(|m| fields.err("body", m))?;
+        return Ok((PayloadSpec::Body(body.to_owned()), template));
+    }
+    if let Some(value) = fields.get("list") {
+        let list = Fields::new(value, fields.field("list"), LIST_KEYS)?;
+        if list.get("count").is_none() {
+            return Err(list.err("count", "missing: how many items the list holds"));
+        }
+        let count = list.count("count", 0)? as u64;
+        return Ok((PayloadSpec::List { count }, None));
+    }
+    Ok((parse_loaded_payload(fields, base)?, None))
+}
+
+/// The payloads read or made when the recipe loads: origin, random content, file.
+fn parse_loaded_payload(fields: &Fields<'_>, base: Option<&Path>) -> Result<PayloadSpec, Invalid> {
     if let Some(url) = fields.string("origin")? {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(fields.err(
@@ -407,10 +646,6 @@ fn parse_payload(fields: &Fields<'_>, base: Option<&Path>) -> Result<PayloadSpec
             ));
         }
         return Ok(PayloadSpec::Origin(url.to_owned()));
-    }
-    if let Some(body) = fields.string("body")? {
-        crate::body::check_placeholders(body).map_err(|m| fields.err("body", m))?;
-        return Ok(PayloadSpec::Body(body.to_owned()));
     }
     if let Some(size) = fields.string("random_content")? {
         let (min_bytes, max_bytes) =
@@ -611,6 +846,8 @@ fn parse_mix_entry(
         .map(|text| OutcomeBody {
             field: format!("{field}.body"),
             text: text.to_owned(),
+            // Parsed in `parse_route`, which knows the route's parameter.
+            template: None,
         });
     if let Some(body) = &body {
         crate::body::check_placeholders(&body.text).map_err(|m| Invalid::new(&body.field, m))?;
@@ -903,6 +1140,229 @@ mod tests {
                 Ok(_) => panic!("accepted {json}"),
                 Err(got) => assert!(got.contains(want), "for {json}\n got: {got}\nwant: {want}"),
             }
+        }
+    }
+
+    #[test]
+    fn accepts_application_extensions() {
+        let recipe = parse(
+            r#"[{"route": "/login", "body": "{\"token\": \"{{id}}\", \"user\": \"{{request.query.user}}\"}",
+                 "headers": {"set-cookie": ["session={{id}}; Path=/; HttpOnly", "seen=1"], "x-path": "{{request.path}}"},
+                 "stages": [{"status": {"200": 1, "500": {"weight": 1, "body": "no {{request.header.X-User}}"}}}]},
+                {"route": "/items", "list": {"count": 3}, "requires": {"cookie": "session"}, "stages": [{"status": 200}]},
+                {"route": "/items/{id}", "ids_from": "/items", "stages": [{"status": 200}],
+                 "requires": [{"header": "Authorization", "matches": "^Bearer .+"}, {"cookie": "session"}]},
+                {"route": "/echo/{name}", "body": "hi {{request.param.name}} {{mustache}}", "stages": [{"status": 200}]}]"#,
+        )
+        .unwrap();
+        let [login, list, item, echo] = &recipe.routes[..] else {
+            panic!("four routes")
+        };
+        assert!(login.body_template.is_some());
+        assert_eq!(
+            login.headers,
+            [("set-cookie".to_owned(), "seen=1".to_owned())]
+        );
+        let templated: Vec<&str> = login
+            .header_templates
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(templated, ["set-cookie", "x-path"]);
+        let own = login.stages[0].outcomes[1].body.as_ref().unwrap();
+        assert!(own.template.is_some());
+        assert_eq!(list.payload, PayloadSpec::List { count: 3 });
+        assert_eq!(list.requires[0].wanted, Wanted::Cookie("session".into()));
+        assert_eq!(
+            (item.param.as_deref(), item.id_count),
+            (Some("id"), Some(3))
+        );
+        assert!(
+            item.body_template.is_some(),
+            "an item route answers the item"
+        );
+        assert_eq!(
+            item.requires[0].wanted,
+            Wanted::Header("authorization".into())
+        );
+        assert!(
+            item.requires[0]
+                .pattern
+                .as_ref()
+                .unwrap()
+                .is_match("Bearer x")
+        );
+        assert_eq!(echo.param.as_deref(), Some("name"));
+        let plain =
+            parse(r#"{"body": "{{mustache}} {\"a\": {}}", "stages": [{"status": 200}]}"#).unwrap();
+        assert!(
+            plain.routes[0].body_template.is_none(),
+            "only {{request. and {{id}} are templates"
+        );
+    }
+
+    /// The application extensions' rejections name the route and the field.
+    #[test]
+    fn rejects_application_fields_with_the_field_named() {
+        let stage = r#""stages": [{"status": 200}]"#;
+        let list = r#"{"route": "/items", "list": {"count": 2}, "stages": [{"status": 200}]}"#;
+        let rows: Vec<(String, &str)> = vec![
+            (
+                format!(r#"[{{"route": "/a", "body": "{{{{request.nope}}}}", {stage}}}]"#),
+                "r.json: recipe[0].body: unknown template {{request.nope}}",
+            ),
+            (
+                format!(r#"{{"body": "{{{{id", {stage}}}"#),
+                "body: template at byte 0 has no closing }}",
+            ),
+            (
+                format!(r#"{{"body": "{{{{id}}}} <<1kb>>", {stage}}}"#),
+                "body: holds both a template and <<size>> placeholders",
+            ),
+            (
+                format!(
+                    r#"{{"body": "{{{{id}}}}", "headers": {{"content-encoding": "gzip"}}, {stage}}}"#
+                ),
+                "body: holds a template, rendered per answer, so it cannot be gzipped",
+            ),
+            (
+                format!(r#"{{"body": "{{{{request.param.id}}}}", {stage}}}"#),
+                "body: template {{request.param.id}}: the route has no /{id} parameter",
+            ),
+            (
+                format!(r#"{{"headers": {{"x-a": "{{{{request.cookie.}}}}"}}, {stage}}}"#),
+                "headers.x-a: template {{request.cookie.}}: bad name",
+            ),
+            (
+                format!(
+                    r#"{{"headers": {{"set-cookie": ["a=1", "{{{{request.x}}}}"]}}, {stage}}}"#
+                ),
+                "headers.set-cookie[1]: unknown template",
+            ),
+            (
+                format!(r#"{{"headers": {{"set-cookie": ["a=1", 2]}}, {stage}}}"#),
+                "headers.set-cookie[1]: expected a string value, got a number",
+            ),
+            (
+                format!(r#"{{"headers": {{"set-cookie": []}}, {stage}}}"#),
+                "headers.set-cookie: empty array",
+            ),
+            (
+                format!(r#"{{"headers": {{"set-cookie": ["a\n"]}}, {stage}}}"#),
+                "headers.set-cookie[0]: value holds a line break",
+            ),
+            (
+                r#"{"stages": [{"status": {"500": {"weight": 1, "body": "{{request.q}}"}}}]}"#
+                    .into(),
+                "stages[0].status.500.body: unknown template {{request.q}}",
+            ),
+            (
+                format!(r#"{{"requires": "authorization", {stage}}}"#),
+                "requires: expected an object, got a string",
+            ),
+            (
+                format!(r#"{{"requires": [], {stage}}}"#),
+                "requires: empty array",
+            ),
+            (
+                format!(r#"{{"requires": {{}}, {stage}}}"#),
+                r#"requires: needs "header" or "cookie""#,
+            ),
+            (
+                format!(
+                    r#"[{{"route": "/a", "requires": [{{"header": "x"}}, {{"cookie": "s", "header": "y"}}], {stage}}}]"#
+                ),
+                "recipe[0].requires[1].cookie: give header or cookie, not both",
+            ),
+            (
+                format!(r#"{{"requires": {{"header": "bad name"}}, {stage}}}"#),
+                r#"requires.header: "bad name" is not a valid header name"#,
+            ),
+            (
+                format!(r#"{{"requires": {{"cookie": "a=b"}}, {stage}}}"#),
+                r#"requires.cookie: "a=b" is not a valid cookie name"#,
+            ),
+            (
+                format!(r#"{{"requires": {{"header": 5}}, {stage}}}"#),
+                "requires.header: expected a string, got a number",
+            ),
+            (
+                format!(r#"{{"requires": {{"header": "x", "matches": "(a"}}, {stage}}}"#),
+                r#"requires.matches: bad regular expression "(a": unclosed group"#,
+            ),
+            (
+                format!(r#"{{"requires": {{"header": "x", "match": "a"}}, {stage}}}"#),
+                "requires.match: unknown field",
+            ),
+            (
+                format!(r#"{{"list": 5, {stage}}}"#),
+                "list: expected an object, got a number",
+            ),
+            (
+                format!(r#"{{"list": {{}}, {stage}}}"#),
+                "list.count: missing",
+            ),
+            (
+                format!(r#"{{"list": {{"count": -1}}, {stage}}}"#),
+                "list.count: expected a whole number",
+            ),
+            (
+                format!(r#"{{"list": {{"count": 2, "size": 1}}, {stage}}}"#),
+                "list.size: unknown field",
+            ),
+            (
+                format!(r#"{{"list": {{"count": 2}}, "body": "x", {stage}}}"#),
+                "list: only one of origin, body, random_content, body_file, list",
+            ),
+            (
+                format!(r#"[{list}, {{"route": "/items/x", "ids_from": "/items", {stage}}}]"#),
+                "recipe[1].ids_from: needs a route ending in /{NAME}",
+            ),
+            (
+                format!(
+                    r#"[{list}, {{"route": "/items/{{id}}", "ids_from": "/things", {stage}}}]"#
+                ),
+                r#"recipe[1].ids_from: "/things" names no route with a "list""#,
+            ),
+            (
+                format!(
+                    r#"[{{"route": "/items", {stage}}}, {{"route": "/items/{{id}}", "ids_from": "/items", {stage}}}]"#
+                ),
+                r#"recipe[1].ids_from: "/items" names no route with a "list""#,
+            ),
+            (
+                format!(r#"[{list}, {{"route": "/items/{{id}}", "ids_from": 3, {stage}}}]"#),
+                "recipe[1].ids_from: expected a string, got a number",
+            ),
+            (
+                format!(
+                    r#"[{list}, {{"route": "/items/{{id}}", "ids_from": "/items", "headers": {{"content-encoding": "gzip"}}, {stage}}}]"#
+                ),
+                "recipe[1].ids_from: the default item body holds a template",
+            ),
+        ];
+        for (json, want) in rows {
+            match parse(&json) {
+                Ok(_) => panic!("accepted {json}"),
+                Err(got) => assert!(got.contains(want), "for {json}\n got: {got}\nwant: {want}"),
+            }
+        }
+    }
+
+    #[test]
+    fn route_parameters() {
+        let rows = [
+            ("/items/{id}", Some("id")),
+            ("/a/b/{item_2}", Some("item_2")),
+            ("/{x}", Some("x")),
+            ("/items/{}", None),
+            ("/items/{id}*", None),
+            ("/items/{a-b}", None),
+            ("/items/{id}/x", None),
+            ("/items/id}", None),
+        ];
+        for (route, want) in rows {
+            assert_eq!(route_param(route), want, "{route}");
         }
     }
 

@@ -17,7 +17,6 @@ use crate::failure::Failure;
 use crate::http::{BodyLength, append_simple, finish_head};
 use crate::metrics::Protocol;
 use crate::reply::{Reply, ReplyKind};
-use crate::table::Outcome;
 use crate::worker::Worker;
 
 /// Bodies up to this size are copied into the output buffer; larger ones are written
@@ -106,9 +105,17 @@ pub(crate) async fn write_reply<S: Transport>(
     };
     let (route, outcome) = (answer.route(), answer.outcome());
     let close = !reply.keep_alive;
+    let head = Head {
+        prefix: &outcome.head_prefix,
+        extra: answer.extra_head(),
+    };
+    let body = match answer.rendered_body() {
+        Some(rendered) => rendered,
+        None => outcome.body.pick(&mut *worker.rng.borrow_mut()),
+    };
     let after = match &outcome.failure {
-        None => plain(io, outcome, reply.head_only, close, worker).await?,
-        Some(failure) => misbehave(io, outcome, failure, reply.head_only, close, worker).await?,
+        None => plain(io, head, body, reply.head_only, close).await?,
+        Some(failure) => misbehave(io, head, body, failure, reply.head_only, close).await?,
     };
     let latency_ns = elapsed_ns(reply.arrival);
     worker
@@ -125,20 +132,33 @@ fn keep_or_close(close: bool) -> After {
     if close { After::Close } else { After::KeepOpen }
 }
 
+/// A response head: the outcome's fixed part, and the rendered template headers (empty
+/// for a route without templates, which then costs what it did before templates).
+#[derive(Clone, Copy)]
+struct Head<'a> {
+    prefix: &'a [u8],
+    extra: &'a [u8],
+}
+
+impl Head<'_> {
+    fn finish(self, out: &mut Vec<u8>, length: BodyLength, close: bool) {
+        if self.extra.is_empty() {
+            finish_head(out, self.prefix, length, close);
+        } else {
+            out.extend_from_slice(self.prefix);
+            finish_head(out, self.extra, length, close);
+        }
+    }
+}
+
 async fn plain<S: Transport>(
     io: &mut ConnIo<S>,
-    outcome: &Outcome,
+    head: Head<'_>,
+    body: &[u8],
     head_only: bool,
     close: bool,
-    worker: &Worker,
 ) -> io::Result<After> {
-    let body = outcome.body.pick(&mut *worker.rng.borrow_mut());
-    finish_head(
-        &mut io.out,
-        &outcome.head_prefix,
-        BodyLength::Bytes(body.len()),
-        close,
-    );
+    head.finish(&mut io.out, BodyLength::Bytes(body.len()), close);
     if !head_only {
         if body.len() <= COPY_BODY_BYTES {
             io.out.extend_from_slice(body);
@@ -152,13 +172,12 @@ async fn plain<S: Transport>(
 
 async fn misbehave<S: Transport>(
     io: &mut ConnIo<S>,
-    outcome: &Outcome,
+    head: Head<'_>,
+    body: &[u8],
     failure: &Failure,
     head_only: bool,
     close: bool,
-    worker: &Worker,
 ) -> io::Result<After> {
-    let body = outcome.body.pick(&mut *worker.rng.borrow_mut());
     match *failure {
         // No streams in HTTP/1.1: the stream's reset is the connection's.
         Failure::Reset | Failure::RstStream { .. } => {
@@ -182,12 +201,7 @@ async fn misbehave<S: Transport>(
             Ok(After::Close)
         }
         Failure::CloseMidBody { after_bytes } => {
-            finish_head(
-                &mut io.out,
-                &outcome.head_prefix,
-                BodyLength::Bytes(body.len()),
-                true,
-            );
+            head.finish(&mut io.out, BodyLength::Bytes(body.len()), true);
             let cut = after_bytes
                 .unwrap_or(body.len() / 2)
                 .min(body.len().saturating_sub(1));
@@ -196,26 +210,16 @@ async fn misbehave<S: Transport>(
             Ok(After::Close)
         }
         Failure::Trickle { chunk_bytes, every } => {
-            finish_head(
-                &mut io.out,
-                &outcome.head_prefix,
-                BodyLength::Bytes(body.len()),
-                close,
-            );
+            head.finish(&mut io.out, BodyLength::Bytes(body.len()), close);
             io.flush().await?;
             if !head_only {
                 trickle(&mut io.stream, body, chunk_bytes, every).await?;
             }
             Ok(keep_or_close(close))
         }
-        Failure::GoAway => plain(io, outcome, head_only, true, worker).await,
+        Failure::GoAway => plain(io, head, body, head_only, true).await,
         Failure::Chunked { chunk_bytes } => {
-            finish_head(
-                &mut io.out,
-                &outcome.head_prefix,
-                BodyLength::Chunked,
-                close,
-            );
+            head.finish(&mut io.out, BodyLength::Chunked, close);
             if !head_only {
                 chunked(&mut io.out, body, chunk_bytes);
             }

@@ -30,6 +30,7 @@ use crate::failure::Failure;
 use crate::http::{Incoming, MAX_BODY_BYTES, Method};
 use crate::metrics::Protocol;
 use crate::reply::{Reply, ReplyKind};
+use crate::request::RequestHeaders;
 use crate::respond::elapsed_ns;
 use crate::worker::Worker;
 
@@ -90,6 +91,8 @@ pub(crate) async fn serve_stream(
                 method: method_of(&head.method),
                 path: head.uri.path().as_bytes(),
                 authorization: head.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes),
+                query: head.uri.query().unwrap_or_default().as_bytes(),
+                headers: RequestHeaders::Map(&head.headers),
                 body: &body,
                 keep_alive: true,
                 arrival,
@@ -175,14 +178,26 @@ async fn send_reply(
         ReplyKind::Outcome(answer) => answer,
     };
     let (route, outcome) = (answer.route(), answer.outcome());
-    let body = outcome.body.pick_shared(&mut *worker.rng.borrow_mut());
+    let body = match answer.rendered_body() {
+        // HTTP/2 keeps the body until the client's windows let it go: a copy.
+        Some(rendered) => Bytes::copy_from_slice(rendered),
+        None => outcome.body.pick_shared(&mut *worker.rng.borrow_mut()),
+    };
     let _count = CountOnDrop {
         worker,
         slot: outcome.slot,
         route_label: route.label,
         arrival,
     };
-    let head = (outcome.status, &outcome.h2_headers);
+    let templated;
+    let headers = match answer.extra_head() {
+        [] => &outcome.h2_headers,
+        extra => {
+            templated = with_rendered(&outcome.h2_headers, extra);
+            &templated
+        }
+    };
+    let head = (outcome.status, headers);
     match &outcome.failure {
         None => {
             let _ = send_whole(&mut respond, head, body, reply.head_only);
@@ -197,6 +212,31 @@ async fn send_reply(
             misbehave(answer, failure, control).await;
         }
     }
+}
+
+/// The outcome's fixed headers plus rendered template headers (`name: value\r\n`
+/// lines; names were checked at load, and values that HTTP/2 refuses are left out).
+fn with_rendered(fixed: &HeaderMap, extra: &[u8]) -> HeaderMap {
+    let mut map = fixed.clone();
+    for line in extra.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.windows(2).position(|w| w == b": ") else {
+            continue;
+        };
+        let name = &line[..colon];
+        if crate::table::CONNECTION_SPECIFIC
+            .iter()
+            .any(|c| c.as_bytes() == name)
+        {
+            continue;
+        }
+        let name = http::HeaderName::from_bytes(name);
+        let value = HeaderValue::from_bytes(&line[colon + 2..]);
+        if let (Ok(name), Ok(value)) = (name, value) {
+            map.append(name, value);
+        }
+    }
+    map
 }
 
 /// Counts an answer once it is done with: when the failure mode ends, or when the

@@ -129,6 +129,7 @@ fn run_thread(
         stats: Arc::clone(&shared.threads[index]),
         view: LocalView::new(&shared),
         rng: RefCell::new(shared.rng()),
+        render_buffers: RefCell::new(Vec::new()),
         shared,
     });
     local.block_on(&runtime, async move {

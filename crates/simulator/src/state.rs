@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub refusal_slots: Vec<(u16, usize)>,
     seed: Option<u64>,
     seed_counter: AtomicU64,
+    /// The last `{{id}}` handed out: ids are unique across threads and reloads.
+    pub answer_ids: AtomicU64,
     /// Who may use `/_admin`: see [`crate::access::Access`].
     pub access: crate::access::Access,
     /// The canonical directory posted recipes may read body files from.
@@ -106,6 +108,7 @@ impl Shared {
             refusal_slots,
             seed,
             seed_counter: AtomicU64::new(0),
+            answer_ids: AtomicU64::new(0),
             access,
             files_dir,
             max_body_bytes,

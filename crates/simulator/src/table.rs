@@ -13,6 +13,7 @@ use std::time::Instant;
 use rand::Rng;
 use serde_json::Value;
 
+use crate::app::AppRules;
 use crate::body::{Body, content_type_of, expand_charged, load_payload};
 use crate::body_file::FileAccess;
 use crate::budget::Budget;
@@ -22,11 +23,14 @@ use crate::latency::Latency;
 use crate::metrics::Registry;
 use crate::pool::Pool;
 use crate::recipe::{OutcomeSpec, Recipe, RouteSpec};
+use crate::template::Template;
 
 /// All routes in force, and when the run clock started.
 pub(crate) struct Table {
     pub routes: Vec<Arc<Route>>,
     exact: HashMap<String, usize>,
+    /// Routes with a path parameter (`/items/{id}` as `/items/`), longest first.
+    params: Vec<(String, usize)>,
     /// Prefix routes (`/news*` as `/news`), longest first: the nearest wildcard wins.
     wildcards: Vec<(String, usize)>,
     pub started_at: Instant,
@@ -41,6 +45,12 @@ pub(crate) struct Route {
     /// The 406 answered before the first stage starts (origin_simulator's default state).
     pub before_start: usize,
     pub capacity: Option<Capacity>,
+    /// Headers whose value is a template, rendered per answer after the fixed ones.
+    pub header_templates: Vec<(String, Template)>,
+    /// Where a `/{NAME}` route's parameter starts in the path.
+    pub param_at: Option<usize>,
+    /// `requires` and `ids_from`, when the route has either.
+    pub rules: Option<AppRules>,
     pub json: Value,
     /// Memory charged for this route's bodies, against the recipe memory cap.
     pub held_bytes: u64,
@@ -77,6 +87,8 @@ pub(crate) struct Outcome {
     /// connection-specific ones HTTP/2 forbids; date and length are added per answer.
     pub h2_headers: http::HeaderMap,
     pub body: Arc<Body>,
+    /// Renders this outcome's body per answer instead of `body`.
+    pub body_template: Option<Template>,
     /// Metrics counter slot for (route, status).
     pub slot: usize,
 }
@@ -88,19 +100,22 @@ impl Table {
 
     fn new(routes: Vec<Arc<Route>>) -> Self {
         let mut exact = HashMap::new();
-        let mut wildcards = Vec::new();
+        let (mut params, mut wildcards) = (Vec::new(), Vec::new());
         for (i, route) in routes.iter().enumerate() {
-            match route.pattern.strip_suffix('*') {
-                Some(prefix) => wildcards.push((prefix.to_owned(), i)),
-                None => {
+            match (route.pattern.strip_suffix('*'), route.param_at) {
+                (Some(prefix), _) => wildcards.push((prefix.to_owned(), i)),
+                (None, Some(at)) => params.push((route.pattern[..at].to_owned(), i)),
+                (None, None) => {
                     exact.insert(route.pattern.clone(), i);
                 }
             }
         }
+        params.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         wildcards.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         Self {
             routes,
             exact,
+            params,
             wildcards,
             started_at: Instant::now(),
         }
@@ -119,10 +134,18 @@ impl Table {
         Self::new(routes)
     }
 
-    /// The route serving `path`: an exact match, else the longest matching prefix.
+    /// The route serving `path`: an exact match, else a `/{NAME}` route whose prefix
+    /// leaves one non-empty segment, else the longest matching prefix.
     pub fn find(&self, path: &str) -> Option<usize> {
         if let Some(&i) = self.exact.get(path) {
             return Some(i);
+        }
+        let param = self.params.iter().find(|(prefix, _)| {
+            path.strip_prefix(prefix.as_str())
+                .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+        });
+        if let Some((_, i)) = param {
+            return Some(*i);
         }
         self.wildcards
             .iter()
@@ -217,7 +240,11 @@ fn build_route(
     rng: &mut impl Rng,
 ) -> Result<Route, Invalid> {
     let label = registry.route_label(&spec.route);
-    let has_content_type = spec.headers.iter().any(|(name, _)| name == "content-type");
+    let has_content_type = spec.headers.iter().any(|(name, _)| name == "content-type")
+        || spec
+            .header_templates
+            .iter()
+            .any(|(name, _)| name == "content-type");
     let maker = OutcomeMaker {
         spec,
         payload,
@@ -265,8 +292,26 @@ fn build_route(
         outcomes,
         before_start,
         capacity,
+        header_templates: spec.header_templates.clone(),
+        param_at: spec
+            .param
+            .as_ref()
+            .map(|name| spec.route.len() - name.len() - 2),
+        rules: app_rules(spec, label, registry),
         json: spec.json.clone(),
         held_bytes: 0,
+    })
+}
+
+fn app_rules(spec: &RouteSpec, label: usize, registry: &mut Registry) -> Option<AppRules> {
+    if spec.requires.is_empty() && spec.id_count.is_none() {
+        return None;
+    }
+    Some(AppRules {
+        requires: spec.requires.clone(),
+        id_count: spec.id_count,
+        unauthorized_slot: registry.counter_slot(label, "401"),
+        not_found_slot: registry.counter_slot(label, "404"),
     })
 }
 
@@ -300,6 +345,12 @@ impl OutcomeMaker<'_> {
             crate::http::head_prefix(spec.status, content_type, &self.spec.headers)
         };
         let h2_headers = h2_headers(content_type, &self.spec.headers);
+        let body_template = match (&spec.body, spec.status) {
+            (Some(own), _) => own.template.clone(),
+            (None, 0 | 204 | 304) => None,
+            (None, 200..=299) => self.spec.body_template.clone(),
+            (None, _) => None,
+        };
         Ok(Outcome {
             status: spec.status,
             latency: spec.latency.clone(),
@@ -307,6 +358,7 @@ impl OutcomeMaker<'_> {
             head_prefix,
             h2_headers,
             body,
+            body_template,
             slot: registry.counter_slot(self.label, &status_label),
         })
     }
@@ -348,7 +400,8 @@ impl OutcomeMaker<'_> {
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2); the recipe may set them for HTTP/1.1.
-const CONNECTION_SPECIFIC: &[&str] = &["keep-alive", "proxy-connection", "upgrade", "te"];
+pub(crate) const CONNECTION_SPECIFIC: &[&str] =
+    &["keep-alive", "proxy-connection", "upgrade", "te"];
 
 /// The fixed response headers of an outcome, for HTTP/2. The recipe's names and values
 /// were checked when it was parsed (`recipe::parse_headers`).
@@ -480,6 +533,67 @@ mod tests {
         }
         let only_news = table(r#"{"route": "/news", "stages": [{"status": 200}]}"#);
         assert_eq!(only_news.find("/other"), None);
+    }
+
+    #[test]
+    fn parameter_routes_sit_between_exact_and_prefix_routes() {
+        let t = table(
+            r#"[{"route": "/*", "stages": [{"status": 200}]},
+                {"route": "/items/{id}", "stages": [{"status": 200}]},
+                {"route": "/items/new", "stages": [{"status": 200}]},
+                {"route": "/items/7*", "stages": [{"status": 200}]}]"#,
+        );
+        let rows = [
+            ("/items/3", "/items/{id}"),
+            ("/items/new", "/items/new"),
+            ("/items/77", "/items/{id}"),
+            ("/items/", "/*"),
+            ("/items/3/x", "/*"),
+            ("/items/7/parts/9", "/items/7*"),
+        ];
+        for (path, want) in rows {
+            let got = t.find(path).map(|i| t.routes[i].pattern.as_str());
+            assert_eq!(got, Some(want), "path {path}");
+        }
+        let route = &t.routes[t.find("/items/3").unwrap()];
+        assert_eq!(route.param_at, Some("/items/".len()));
+    }
+
+    #[test]
+    fn templates_are_rendered_only_where_written() {
+        let t = table(
+            r#"[{"route": "/a", "body": "hi {{request.path}}", "headers": {"x-id": "{{id}}", "x-fixed": "1"},
+                 "stages": [{"status": {"200": 1, "503": 1, "404": {"weight": 1, "body": "no {{request.query.q}}"}}}]},
+                {"route": "/b", "body": "plain {{b}}", "stages": [{"status": 200}]},
+                {"route": "/c", "list": {"count": 2}, "requires": {"cookie": "s"}, "stages": [{"status": 200}]}]"#,
+        );
+        let templated = |route: &Route, status: u16| {
+            let outcome = route.outcomes.iter().find(|o| o.status == status).unwrap();
+            outcome.body_template.is_some()
+        };
+        let a = &t.routes[0];
+        assert!(templated(a, 200) && templated(a, 404));
+        assert!(!templated(a, 503) && !templated(a, 406));
+        assert_eq!(a.header_templates.len(), 1);
+        let head = String::from_utf8(a.outcomes[0].head_prefix.clone()).unwrap();
+        assert!(
+            head.contains("x-fixed: 1\r\n") && !head.contains("x-id"),
+            "{head}"
+        );
+        let b = &t.routes[1];
+        assert!(!templated(b, 200) && b.header_templates.is_empty() && b.rules.is_none());
+        let c = &t.routes[2];
+        assert!(c.rules.is_some());
+        let body = c.outcomes[0]
+            .body
+            .pick(&mut SmallRng::seed_from_u64(1))
+            .to_vec();
+        assert_eq!(body, crate::app::list_body(2));
+        assert!(
+            String::from_utf8(c.outcomes[0].head_prefix.clone())
+                .unwrap()
+                .contains("application/json")
+        );
     }
 
     #[test]

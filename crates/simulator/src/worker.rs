@@ -16,6 +16,9 @@ pub(crate) struct Worker {
     pub stats: Arc<ThreadStats>,
     pub view: LocalView,
     pub rng: RefCell<SmallRng>,
+    /// Buffers templated answers render into, handed back when the answer is written
+    /// (see [`crate::reply::Rendered`]), so rendering allocates only while warming up.
+    pub render_buffers: RefCell<Vec<Vec<u8>>>,
 }
 
 /// Makes the next close of `stream` send a TCP reset instead of a FIN.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use simulator::{Recipe, Simulator, SimulatorOptions, parse_recipe};
 
+mod app;
 mod http2;
 
 fn start(json: Option<&str>) -> Simulator {

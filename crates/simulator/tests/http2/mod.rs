@@ -585,3 +585,67 @@ fn max_concurrent_streams_is_advertised_and_kept() {
         sim.stop();
     }
 }
+
+/// A GET carrying `cookie`, its answer's status and body.
+async fn get_with_cookie(client: &SendRequest<Bytes>, path: &str, cookie: &str) -> (u16, String) {
+    let request = Request::builder()
+        .uri(format!("http://localhost{path}"))
+        .header("cookie", cookie)
+        .body(())
+        .unwrap();
+    let mut client = client.clone().ready().await.unwrap();
+    let (response, _) = client.send_request(request, true).unwrap();
+    let response = tokio::time::timeout(LIMIT, response)
+        .await
+        .unwrap()
+        .unwrap();
+    let status = response.status().as_u16();
+    let mut recv = response.into_body();
+    let mut body = Vec::new();
+    while let Some(chunk) = tokio::time::timeout(LIMIT, recv.data()).await.unwrap() {
+        let chunk = chunk.unwrap();
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        body.extend_from_slice(&chunk);
+    }
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn templates_cookies_and_item_ids_work_over_h2() {
+    let sim = start_h2(
+        Some(include_str!("../../../../examples/recipes/app_login.json")),
+        |_| {},
+    );
+    let addr = sim.local_addr();
+    block_on(async move {
+        let mut client = h2c(addr).await;
+        let login = get(&mut client.send, "/login?user=bo").await.unwrap();
+        assert_eq!(login.status, 200);
+        let cookies: Vec<&str> = login
+            .headers
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        let body: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
+        let token = body["token"].as_str().unwrap();
+        let session = format!("session={token}; Path=/; HttpOnly");
+        assert_eq!(
+            cookies,
+            [session.as_str(), "user=bo; Path=/"],
+            "{}",
+            login.text()
+        );
+        assert_eq!(get(&mut client.send, "/items").await.unwrap().status, 401);
+        let cookie = format!("a=1; session={token}");
+        let rows = [
+            ("/items/3", 200, r#"{"id":3,"name":"item 3"}"#),
+            ("/items/30", 404, r#"{"error":"not found","id":"30"}"#),
+        ];
+        for (path, status, body) in rows {
+            let got = get_with_cookie(&client.send, path, &cookie).await;
+            assert_eq!(got, (status, body.to_owned()), "{path}");
+        }
+    });
+    sim.stop();
+}
