@@ -267,15 +267,12 @@ impl Pressures {
 
     /// An interface's id, given on first sight.
     fn interface(&mut self, sampler: u32, name: &str) -> Option<u32> {
-        let next = u32::try_from(self.interface_names.len()).ok()?;
-        let id = *self
-            .interfaces
-            .entry((sampler, name.to_owned()))
-            .or_insert(next);
-        if id == next {
-            self.interface_names.push(name.to_owned());
-        }
-        Some(id)
+        id_on_first_sight(
+            &mut self.interfaces,
+            &mut self.interface_names,
+            (sampler, name.to_owned()),
+            || name.to_owned(),
+        )
     }
 
     /// A gauge's maximum as the user hinted it (`max=GAUGE=LIMIT`): the pool's size,
@@ -315,11 +312,12 @@ impl Pressures {
         }
         let (blanked, is_use) = pool_word(name)?;
         let key = (sampler, format!("{blanked}{labels:?}"));
-        let next = u32::try_from(self.pool_names.len()).ok()?;
-        let pool = *self.pools.entry(key).or_insert(next);
-        if pool == next {
-            self.pool_names.push(PoolNames::default());
-        }
+        let pool = id_on_first_sight(
+            &mut self.pools,
+            &mut self.pool_names,
+            key,
+            PoolNames::default,
+        )?;
         let names = &mut self.pool_names[pool as usize];
         if is_use {
             names.shown = display_series(name, labels);
@@ -341,11 +339,12 @@ impl Pressures {
         labels: &BTreeMap<String, String>,
     ) -> Option<(u32, Role)> {
         let pattern = labels.get("pattern").filter(|p| *p != "all")?;
-        let next = u32::try_from(self.log_patterns.len()).ok()?;
-        let id = *self.logs.entry((sampler, pattern.clone())).or_insert(next);
-        if id == next {
-            self.log_patterns.push((pattern.clone(), None));
-        }
+        let id = id_on_first_sight(
+            &mut self.logs,
+            &mut self.log_patterns,
+            (sampler, pattern.clone()),
+            || (pattern.clone(), None),
+        )?;
         match ResourceSeries::from_name(name)? {
             ResourceSeries::LogLinesPerSec => Some((sampler, Role::LogLines(id))),
             ResourceSeries::LogExample => {
@@ -847,6 +846,22 @@ fn pool_word(name: &str) -> Option<(String, bool)> {
     let mut blanked = words;
     blanked[index] = "*";
     Some((blanked.join("_"), is_use))
+}
+
+/// The id of `key`, given on first sight: the next index of `items`, where `new()` is
+/// pushed for it (pools, log patterns and interfaces are numbered so).
+fn id_on_first_sight<K: Ord, T>(
+    ids: &mut BTreeMap<K, u32>,
+    items: &mut Vec<T>,
+    key: K,
+    new: impl FnOnce() -> T,
+) -> Option<u32> {
+    let next = u32::try_from(items.len()).ok()?;
+    let id = *ids.entry(key).or_insert(next);
+    if id == next {
+        items.push(new());
+    }
+    Some(id)
 }
 
 /// `name{key=value,...}` as a reader writes a series.
