@@ -328,7 +328,7 @@ fn one_nginx_worker_is_one_thread_s_ceiling() {
     let Some(nginx) = Nginx::start("one-core", &conf, &[]) else {
         return;
     };
-    let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &[]);
+    let (diagnosis, text) = nginx.diagnose("line(5, 150, 12s)", &[], &[]);
     // The host's busiest core is nginx's own core.
     blamed("one_core", &diagnosis, &["one_core", "busiest_core"], &text);
     assert_eq!(
@@ -346,7 +346,7 @@ fn nginx_pinned_to_one_core_reaches_its_allowance() {
         return;
     };
     // The generator on the other core, so the two do not share the planted one.
-    let (diagnosis, text) = nginx.diagnose("line(5, 300, 12s)", &[], &["taskset", "-c", "1"]);
+    let (diagnosis, text) = nginx.diagnose("line(5, 150, 12s)", &[], &["taskset", "-c", "1"]);
     blamed(
         "cpu_allowance",
         &diagnosis,
