@@ -108,6 +108,8 @@ fn header() -> RunHeader {
             timeout_ns: 30_000 * MS,
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],

@@ -118,6 +118,8 @@ fn attack_file(dir: &TempDir, start_ns: u64) -> String {
             ..AttackInfo::default()
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],

@@ -60,6 +60,8 @@ fn run_file(dir: &Path) -> PathBuf {
             ..AttackInfo::default()
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
@@ -328,6 +330,8 @@ fn ramp_with_samples(dir: &Path) -> PathBuf {
             ..AttackInfo::default()
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],

@@ -45,6 +45,8 @@ impl TargetRegistry {
 /// How a target is named in the record file (its URL redacted).
 pub(crate) fn target_info(target: &workload::Target) -> TargetInfo {
     TargetInfo {
+        step: None,
+        checks: Vec::new(),
         method: target.method.clone(),
         url: target.display_url(),
     }

@@ -416,6 +416,8 @@ mod tests {
                 ..AttackInfo::default()
             }],
             targets: vec![TargetInfo {
+                step: None,
+                checks: Vec::new(),
                 method: "GET".to_owned(),
                 url: "http://127.0.0.1/".to_owned(),
             }],

@@ -5,14 +5,17 @@
 //! Columns keep similar numbers together, so small values stay one byte and the
 //! optional zstd pass finds the repetition (status codes, byte counts, targets).
 //! Format version 2 appended the `protocol` column; version 1 blocks end before it.
+//! Format version 3 appended `checks_failed`; older blocks end before it.
 
-use crate::format::PROTOCOL_SINCE_VERSION;
+use crate::format::{CHECKS_SINCE_VERSION, PROTOCOL_SINCE_VERSION};
 use crate::record::{Protocol, Record};
 
 /// Columns on disk in the current format. Changing their order is a format change.
-const FIELDS: usize = 12;
+const FIELDS: usize = 13;
 /// Columns in a format version 1 block (no `protocol`).
 const FIELDS_V1: usize = 11;
+/// Columns in a format version 2 block (no `checks_failed`).
+const FIELDS_V2: usize = 12;
 
 pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
     out.clear();
@@ -28,6 +31,7 @@ pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
     put_column(out, records, |r| r.bytes_in);
     put_column(out, records, |r| r.bytes_out);
     put_column(out, records, |r| u64::from(r.protocol.id()));
+    put_column(out, records, |r| u64::from(r.checks_failed));
 }
 
 fn put_column(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> u64) {
@@ -72,7 +76,12 @@ pub(crate) fn decode(
 ) -> Result<(), String> {
     out.clear();
     let has_protocol = version >= PROTOCOL_SINCE_VERSION;
-    let fields = if has_protocol { FIELDS } else { FIELDS_V1 };
+    let has_checks = version >= CHECKS_SINCE_VERSION;
+    let fields = match (has_protocol, has_checks) {
+        (_, true) => FIELDS,
+        (true, false) => FIELDS_V2,
+        (false, false) => FIELDS_V1,
+    };
     // Every varint takes at least one byte, so this bounds the allocation by the input.
     if count.saturating_mul(fields) > bytes.len() {
         return Err(format!(
@@ -130,6 +139,13 @@ pub(crate) fn decode(
                     known_ids()
                 )
             })?;
+            Ok(())
+        })?;
+    }
+    // Older records had no checks: none failed.
+    if has_checks {
+        cursor.column(out, |r, v| {
+            r.checks_failed = narrow(v, "checks_failed")?;
             Ok(())
         })?;
     }
@@ -220,6 +236,7 @@ mod tests {
 
     fn sample(n: u64) -> Record {
         Record {
+            checks_failed: if n.is_multiple_of(6) { 0b101 } else { 0 },
             attack: (n % 3) as u16,
             target: (n % 7) as u32,
             seq: n,
@@ -240,11 +257,13 @@ mod tests {
     }
 
     const V1: u16 = 1;
+    const V2: u16 = 2;
 
     #[test]
     fn round_trips_including_extremes() {
         let mut records: Vec<Record> = (0..1000).map(sample).collect();
         records.push(Record {
+            checks_failed: u32::MAX,
             attack: u16::MAX,
             target: u32::MAX,
             seq: u64::MAX,
@@ -266,12 +285,42 @@ mod tests {
         assert_eq!(decoded, records);
     }
 
-    /// A version 1 block is the current one without its last column, `protocol`.
-    fn v1_bytes(records: &[Record]) -> Vec<u8> {
+    /// A block of an older version: the current one without its last `dropped`
+    /// columns (every value of those is one byte in [`sample`]).
+    fn old_bytes(records: &[Record], dropped: usize) -> Vec<u8> {
         let mut bytes = Vec::new();
         encode(records, &mut bytes);
-        bytes.truncate(bytes.len() - records.len());
+        bytes.truncate(bytes.len() - dropped * records.len());
         bytes
+    }
+
+    fn v1_bytes(records: &[Record]) -> Vec<u8> {
+        old_bytes(records, 2)
+    }
+
+    #[test]
+    fn version_2_blocks_read_without_failed_checks() {
+        let records: Vec<Record> = (0..100).map(sample).collect();
+        let mut decoded = Vec::new();
+        decode(&old_bytes(&records, 1), records.len(), V2, &mut decoded).unwrap();
+        let want: Vec<Record> = records
+            .iter()
+            .map(|r| Record {
+                checks_failed: 0,
+                ..*r
+            })
+            .collect();
+        assert_eq!(decoded, want);
+        assert!(
+            decode(
+                &old_bytes(&records, 1),
+                records.len(),
+                FORMAT_VERSION,
+                &mut decoded
+            )
+            .is_err(),
+            "the same bytes read as version 3 lack a column"
+        );
     }
 
     #[test]
@@ -283,6 +332,7 @@ mod tests {
             .iter()
             .map(|r| Record {
                 protocol: Protocol::Http1,
+                checks_failed: 0,
                 ..*r
             })
             .collect();
@@ -302,12 +352,17 @@ mod tests {
     }
 
     #[test]
-    fn the_protocol_column_is_last_and_checked() {
-        let records: Vec<Record> = (0..3).map(sample).collect();
+    fn the_protocol_column_is_checked() {
+        let records: Vec<Record> = (1..4).map(sample).collect();
         let mut bytes = Vec::new();
         encode(&records, &mut bytes);
-        let protocols = bytes.len() - records.len();
-        assert_eq!(&bytes[protocols..], &[0, 1, 1], "one id byte per record");
+        let protocols = bytes.len() - 2 * records.len();
+        let checks = &bytes[protocols + records.len()..].to_vec();
+        assert_eq!(
+            &bytes[protocols..protocols + records.len()],
+            &[1, 1, 1],
+            "one id byte per record"
+        );
         let mut out = Vec::new();
         /// The protocol ids written, and the protocols read or the error.
         type Row<'a> = (&'a [u8], Result<[Protocol; 3], &'a str>);
@@ -319,19 +374,19 @@ mod tests {
             ),
             (
                 &[0, 2, 0],
-                Err("record seq 1: protocol id 2 is unknown (known: 0 = http/1.1, 1 = h2)"),
+                Err("record seq 2: protocol id 2 is unknown (known: 0 = http/1.1, 1 = h2)"),
             ),
             (
                 &[0, 0, 0x7f],
-                Err("record seq 2: protocol id 127 is unknown"),
+                Err("record seq 3: protocol id 127 is unknown"),
             ),
             (
                 &[0x80, 0x02, 0, 0],
-                Err("record seq 0: protocol id 256 is unknown"),
+                Err("record seq 1: protocol id 256 is unknown"),
             ),
         ];
         for (ids, want) in rows {
-            let input = [&bytes[..protocols], ids].concat();
+            let input = [&bytes[..protocols], ids, checks].concat();
             match (
                 decode(&input, records.len(), FORMAT_VERSION, &mut out),
                 want,

@@ -13,10 +13,13 @@ use std::io::{self, Write};
 /// The first eight bytes of every record file.
 pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// Bumped whenever the bytes written change; readers accept every version up to theirs.
-/// Version 2 appended the `protocol` column to records blocks.
-pub const FORMAT_VERSION: u16 = 2;
+/// Version 2 appended the `protocol` column to records blocks, version 3 the
+/// `checks_failed` column.
+pub const FORMAT_VERSION: u16 = 3;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;
+/// The first version whose records blocks carry the `checks_failed` column.
+pub(crate) const CHECKS_SINCE_VERSION: u16 = 3;
 
 pub(crate) const PREAMBLE_LEN: usize = 12;
 pub(crate) const BLOCK_HEAD_LEN: usize = 9;

@@ -111,6 +111,8 @@ impl Interner {
         self.lines += 1;
         let attack = self.attack(result.attack)?;
         let target = self.target(TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: result.method,
             url: result.url,
         })?;
@@ -130,6 +132,7 @@ impl Interner {
             format!("{} ns is later than the timestamp", result.send_lag_ns),
         ))?;
         Ok(Record {
+            checks_failed: 0,
             attack,
             target,
             seq: result.seq.unwrap_or(line_seq),

@@ -101,6 +101,12 @@ pub struct TargetInfo {
     pub method: String,
     /// The URL as given.
     pub url: String,
+    /// The flow step this target is (its attack is the flow); absent for a plain target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The step's checks, by name, in the bit order of [`Record::checks_failed`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// A distinct error: its kind (for counting) and its text (for the error set).
@@ -142,6 +148,15 @@ pub enum ErrorKind {
     Stream,
     /// The server's HTTP/2 GOAWAY left the request unprocessed (after one retry).
     GoAway,
+    /// A flow step's extraction found nothing in the answer (the text names the step
+    /// and the expression).
+    Extract,
+    /// A flow step's check failed, and failed checks fail requests (the text names the
+    /// step and the check).
+    Check,
+    /// A `Set-Cookie` the jar refused (a domain the request's host may not set, a bad
+    /// attribute): the text names the step and the cookie.
+    Cookie,
     /// An error imported from another tool, or written by a newer loadlab.
     #[serde(other)]
     Other,
@@ -149,7 +164,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in id order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Timeout,
@@ -162,6 +177,9 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::Stream,
         ErrorKind::GoAway,
+        ErrorKind::Extract,
+        ErrorKind::Check,
+        ErrorKind::Cookie,
         ErrorKind::Other,
     ];
 
@@ -185,6 +203,9 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Stream => "stream",
             ErrorKind::GoAway => "goaway",
+            ErrorKind::Extract => "extract",
+            ErrorKind::Check => "check",
+            ErrorKind::Cookie => "cookie",
             ErrorKind::Other => "other",
         }
     }

@@ -65,6 +65,7 @@ fn record() -> impl Strategy<Value = Record> {
                 (ttfb_ns, status, error, bytes_in, bytes_out, protocol),
             )| {
                 Record {
+                    checks_failed: 0,
                     attack,
                     target,
                     seq,
@@ -127,6 +128,8 @@ fn write(records: &[Record], block_sizes: &[usize], compression: Compression) ->
             ..AttackInfo::default()
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1/".to_owned(),
         }],

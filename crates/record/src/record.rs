@@ -35,9 +35,22 @@ pub struct Record {
     /// The HTTP version the request went out over (files of format version 1 predate
     /// the field: their records read as [`Protocol::Http1`]).
     pub protocol: Protocol,
+    /// The checks of the record's target (a flow step) that failed: bit `i` is
+    /// [`crate::TargetInfo::checks`]`[i]`; the rest passed. Bit 31
+    /// ([`Record::FAILED_BY_FLOW`]) says the flow judged the answer a failure (a failed
+    /// check that fails requests, an extraction that found nothing, a rejected cookie),
+    /// whatever its status. 0 for a target without checks, and in files of format
+    /// version 2 and older.
+    pub checks_failed: u32,
 }
 
 impl Record {
+    /// The bit of [`Record::checks_failed`] that makes an answer a failure whatever
+    /// its status; the 31 bits below it are checks.
+    pub const FAILED_BY_FLOW: u32 = 1 << 31;
+    /// Checks one step may have (one bit each in [`Record::checks_failed`]).
+    pub const MAX_CHECKS: usize = 31;
+
     /// When the request actually left: vegeta's `timestamp`.
     pub fn sent_unix_ns(&self) -> u64 {
         self.intended_unix_ns.saturating_add(self.send_lag_ns)
@@ -48,9 +61,15 @@ impl Record {
         self.intended_unix_ns.saturating_add(self.latency_ns)
     }
 
-    /// vegeta's success rule: a status in 200..400.
+    /// vegeta's success rule: a status in 200..400; and, in a flow, an answer its
+    /// checks and extractions did not fail ([`Record::FAILED_BY_FLOW`]).
     pub fn is_success(&self) -> bool {
-        (200..400).contains(&self.status)
+        (200..400).contains(&self.status) && self.checks_failed & Record::FAILED_BY_FLOW == 0
+    }
+
+    /// Whether check `index` of the record's target failed.
+    pub fn check_failed(&self, index: usize) -> bool {
+        index < Record::MAX_CHECKS && self.checks_failed & (1 << index) != 0
     }
 }
 

@@ -30,6 +30,8 @@ fn header() -> RunHeader {
             timeout_ns: 30_000_000_000,
         }],
         targets: vec![TargetInfo {
+            step: None,
+            checks: Vec::new(),
             method: "GET".to_owned(),
             url: "http://127.0.0.1:8080/".to_owned(),
         }],
@@ -40,6 +42,8 @@ fn header() -> RunHeader {
 
 fn record(n: u64) -> Record {
     Record {
+        // Target 1 is a flow step with two checks: its first fails now and then.
+        checks_failed: if n % 4 == 1 { 0b01 } else { 0 },
         attack: 0,
         target: (n % 2) as u32,
         seq: n,
@@ -74,6 +78,8 @@ fn write_run_with_samples(compression: Compression, samples: bool) -> (Vec<u8>, 
         .add_targets(
             1,
             &[TargetInfo {
+                step: Some("add thing".to_owned()),
+                checks: vec!["status 201".to_owned(), "json $.id exists".to_owned()],
                 method: "POST".to_owned(),
                 url: "http://127.0.0.1:8080/things".to_owned(),
             }],
@@ -251,6 +257,8 @@ fn merges_files_in_send_time_order_on_shared_tables() {
         .add_targets(
             1,
             &[TargetInfo {
+                step: None,
+                checks: Vec::new(),
                 method: "POST".to_owned(),
                 url: "http://127.0.0.1:8080/things".to_owned(),
             }],
@@ -411,6 +419,7 @@ fn the_version_1_golden_file_reads_every_record_as_http1() {
         let want: Vec<Record> = (0..300)
             .map(|n| Record {
                 protocol: Protocol::Http1,
+                checks_failed: 0,
                 ..record(n)
             })
             .collect();
@@ -421,7 +430,7 @@ fn the_version_1_golden_file_reads_every_record_as_http1() {
 }
 
 #[test]
-fn the_protocol_round_trips_and_is_the_last_column() {
+fn the_protocol_and_failed_checks_round_trip_as_the_last_columns() {
     let (bytes, records) = write_run(Compression::Raw);
     assert_eq!(&bytes[8..10], &FORMAT_VERSION.to_le_bytes());
     const { assert!(FORMAT_VERSION >= 2, "version 2 added the protocol column") };
@@ -429,13 +438,20 @@ fn the_protocol_round_trips_and_is_the_last_column() {
     assert_eq!(read, records);
     assert!(read.iter().any(|r| r.protocol == Protocol::Http2));
     assert!(read.iter().any(|r| r.protocol == Protocol::Http1));
-    // The first records block (records 0..100) ends with their protocol ids.
+    assert!(read.iter().any(|r| r.check_failed(0) && !r.check_failed(1)));
+    // The first records block (records 0..100) ends with their protocol ids, then
+    // their failed checks.
     let (_, block) = blocks(&bytes)
         .into_iter()
         .find(|(kind, _)| *kind == 3)
         .unwrap();
     let ids: Vec<u8> = records[..100].iter().map(|r| r.protocol.id()).collect();
-    assert_eq!(&block[block.len() - 100..], &ids[..]);
+    assert_eq!(&block[block.len() - 200..block.len() - 100], &ids[..]);
+    let checks: Vec<u8> = records[..100]
+        .iter()
+        .map(|r| r.checks_failed as u8)
+        .collect();
+    assert_eq!(&block[block.len() - 100..], &checks[..]);
 }
 
 /// The first records block of `bytes` (a raw run) with the protocol id of its last
@@ -448,7 +464,8 @@ fn with_protocol_id(bytes: &[u8], id: u8) -> (Vec<u8>, usize) {
     let start = block.as_ptr() as usize - bytes.as_ptr() as usize;
     let end = start + block.len();
     let mut patched = bytes.to_vec();
-    patched[end - 1] = id;
+    // The last protocol id sits before the block's 100 `checks_failed` bytes.
+    patched[end - 101] = id;
     let crc = crc32fast::hash(&patched[start + 9..end]);
     patched[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
     (patched, start)

@@ -261,6 +261,8 @@ mod tests {
                 ..AttackInfo::default()
             }],
             targets: vec![TargetInfo {
+                step: None,
+                checks: Vec::new(),
                 method: "GET".to_owned(),
                 url: "http://x/".to_owned(),
             }],

@@ -32,6 +32,8 @@ fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {
 
 fn target(method: &str, url: &str) -> TargetInfo {
     TargetInfo {
+        step: None,
+        checks: Vec::new(),
         method: method.to_owned(),
         url: url.to_owned(),
     }
@@ -123,6 +125,7 @@ fn api_record(n: u64) -> Record {
     };
     let send_lag_ns = 5 * US + (n * 7 % 40) * US;
     Record {
+        checks_failed: 0,
         attack: 0,
         target: (n % 2) as u32,
         seq: n,
@@ -140,6 +143,7 @@ fn api_record(n: u64) -> Record {
 
 fn static_record(n: u64) -> Record {
     Record {
+        checks_failed: 0,
         attack: 1,
         target: 0,
         seq: n,

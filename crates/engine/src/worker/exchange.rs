@@ -256,6 +256,7 @@ impl Worker {
     /// The request has ended: one record, and its closed-model user thinks again.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
         self.batch.push(Record {
+            checks_failed: 0,
             attack: request.attack,
             target: request.target,
             seq: request.seq,

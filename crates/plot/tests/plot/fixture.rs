@@ -49,6 +49,8 @@ pub fn attack(name: &str, rate_per_sec: f64) -> AttackInfo {
 #[allow(clippy::field_reassign_with_default)]
 pub fn header(attacks: Vec<AttackInfo>) -> RunHeader {
     let target = |path: &str| TargetInfo {
+        step: None,
+        checks: Vec::new(),
         method: "GET".to_owned(),
         url: format!("http://127.0.0.1:8080{path}"),
     };
@@ -80,6 +82,7 @@ pub fn errors() -> Vec<ErrorEntry> {
 /// An OK request of `attack` due at `offset_ns`.
 pub fn ok(attack: u16, seq: u64, offset_ns: u64, latency_ns: u64) -> Record {
     Record {
+        checks_failed: 0,
         attack,
         target: if attack == 1 { 2 } else { (seq % 2) as u32 },
         seq,
