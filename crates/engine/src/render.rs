@@ -104,11 +104,7 @@ impl RequestTemplate {
 
     /// The bytes of a request without placeholders, rendered once.
     pub(crate) fn render_once(&self) -> Vec<u8> {
-        let context = RenderContext {
-            seed: 0,
-            seq: 0,
-            data: None,
-        };
+        let context = RenderContext::plain(0, 0, None);
         let (mut out, mut body) = (Vec::new(), Vec::new());
         self.render(&context, &mut out, &mut body);
         out
@@ -203,15 +199,7 @@ mod tests {
         let dynamic = RequestTemplate::new(&templated, false).unwrap();
         assert!(dynamic.is_templated());
         let (mut out, mut body) = (Vec::new(), Vec::new());
-        dynamic.render(
-            &RenderContext {
-                seed: 1,
-                seq: 42,
-                data: None,
-            },
-            &mut out,
-            &mut body,
-        );
+        dynamic.render(&RenderContext::plain(1, 42, None), &mut out, &mut body);
         let text = String::from_utf8(out).unwrap();
         let head = format!(
             "POST /search?q=42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 42\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{{\"q\":\""
@@ -230,15 +218,7 @@ mod tests {
         let dynamic = RequestTemplate::new(&templated, true).unwrap();
         assert!(dynamic.is_templated());
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
-        dynamic.render(
-            &RenderContext {
-                seed: 1,
-                seq: 7,
-                data: None,
-            },
-            &mut out,
-            &mut scratch,
-        );
+        dynamic.render(&RenderContext::plain(1, 7, None), &mut out, &mut scratch);
         let mut want = format!(
             "POST /p HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 7\r\nContent-Length: {}\r\n\r\n",
             body.len()

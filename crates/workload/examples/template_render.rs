@@ -33,14 +33,7 @@ fn main() {
         let started = Instant::now();
         for seq in 0..renders {
             out.clear();
-            template.render(
-                &RenderContext {
-                    seed: 7,
-                    seq,
-                    data: None,
-                },
-                &mut out,
-            );
+            template.render(&RenderContext::plain(7, seq, None), &mut out);
             bytes += out.len();
         }
         let ns = started.elapsed().as_nanos() as f64 / renders as f64;

@@ -12,13 +12,23 @@
 //!   [`RunSettings`] with the one set of [`defaults`]; [`Origin`] names each field
 //!   in errors as the user wrote it.
 //!
+//! - [`Flow`]: a scenario's `[[scenario.step]]` tables ([`StepFields`]) checked into
+//!   steps a virtual user runs with its own [`UserState`]: [`Check`]s judged on each
+//!   [`Answer`], variables extracted ([`JsonPath`], regex, header, cookie), a
+//!   [`CookieJar`] kept by the browser's rules.
+//!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
 #![warn(missing_docs)]
 
+mod answer;
+mod check;
+mod cookies;
 mod data;
 pub mod defaults;
 mod field_names;
+mod flow;
+mod json_path;
 mod lines;
 mod plan;
 mod rng;
@@ -37,7 +47,15 @@ mod template;
 #[cfg(test)]
 mod proptests;
 
+pub use answer::Answer;
+pub use check::Check;
+pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
 pub use data::{DataOrder, DataTable};
+pub use flow::{
+    CheckField, Condition, ExtractField, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
+    MAX_CHECKS, MAX_VARIABLES, Next, Step, StepFields, Think, UserState, Verdict,
+};
+pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use run_settings::{RunFields, RunSettings, TlsOptions};

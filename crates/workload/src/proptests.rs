@@ -238,7 +238,7 @@ proptest! {
     fn proptest_template_never_panics(text in template_text(), seed in any::<u64>(), seq in any::<u64>()) {
         if let Ok(template) = Template::parse(&text) {
             let mut out = Vec::new();
-            template.render(&RenderContext { seed, seq, data: None }, &mut out);
+            template.render(&RenderContext::plain(seed, seq, None), &mut out);
             if !text.contains("{{") {
                 prop_assert_eq!(out, text.as_bytes());
             }
@@ -251,7 +251,7 @@ proptest! {
         let template = Template::parse(&format!("{{{{rand.int {min} {max}}}}}"))
             .map_err(TestCaseError::fail)?;
         let mut out = Vec::new();
-        template.render(&RenderContext { seed, seq: 0, data: None }, &mut out);
+        template.render(&RenderContext::plain(seed, 0, None), &mut out);
         let value: i64 = String::from_utf8_lossy(&out).parse().map_err(|e| TestCaseError::fail(format!("{e}")))?;
         prop_assert!((min..=max).contains(&value), "{value} not in {min}..={max}");
     }

@@ -83,6 +83,14 @@ pub struct AttackFields {
     pub max_workers: Option<u64>,
     /// Response body bytes read at most, like `64kb`; -1 = all (`-max-body`).
     pub max_body: Option<TextOrNumber>,
+    /// A flow's steps (`[[scenario.step]]`), instead of targets (docs/FLOWS.md).
+    pub step: Option<Vec<crate::StepFields>>,
+    /// In a flow: a failed check makes its request a failure (default true).
+    pub checks_fail_requests: Option<bool>,
+    /// In a flow: each user keeps a cookie jar (default true).
+    pub cookies: Option<bool>,
+    /// In a flow: body bytes kept for checks and extraction, like `1mb`.
+    pub check_body_limit: Option<TextOrNumber>,
     /// Every target's scheme, host and port replaced by this `scheme://host:port`
     /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
     #[serde(skip)]
@@ -149,9 +157,15 @@ impl ScenarioFile {
         }
         let defaults = defaults.map(|(_, d)| d).unwrap_or_default();
         let mut scenarios: Vec<(u64, AttackFields)> = Vec::new();
+        let mut step_lines = step_header_lines(text).into_iter();
         for spanned in raw.scenarios {
             let offset = spanned.span().start;
-            let fields = spanned.into_inner().or(&defaults);
+            let mut fields = spanned.into_inner();
+            // `[[scenario.step]]` headers come in file order, each under its scenario.
+            for step in fields.step.iter_mut().flatten() {
+                step.line = step_lines.next();
+            }
+            let fields = fields.or(&defaults);
             check(&fields).map_err(|reason| fail(offset, reason))?;
             let name = fields.name.clone().unwrap_or_default();
             if scenarios
@@ -171,6 +185,18 @@ impl ScenarioFile {
             scenarios,
         })
     }
+}
+
+/// The lines of the `[[scenario.step]]` headers, in order.
+fn step_header_lines(text: &str) -> Vec<u64> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            compact.starts_with("[[scenario.step]]")
+        })
+        .map(|(index, _)| index as u64 + 1)
+        .collect()
 }
 
 impl AttackFields {
@@ -199,6 +225,10 @@ impl AttackFields {
             redirects: self.redirects.or(d.redirects),
             max_workers: self.max_workers.or(d.max_workers),
             max_body: self.max_body.or(d.max_body),
+            step: self.step.or(d.step),
+            checks_fail_requests: self.checks_fail_requests.or(d.checks_fail_requests),
+            cookies: self.cookies.or(d.cookies),
+            check_body_limit: self.check_body_limit.or(d.check_body_limit),
             base_url: self.base_url,
         }
     }
@@ -211,11 +241,38 @@ fn check(fields: &AttackFields) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("a scenario needs a non-empty name".to_owned());
     }
-    match (&fields.targets, &fields.targets_file) {
-        (Some(_), Some(_)) => return Err(named("give targets or targets_file, not both")),
-        (None, None) => return Err(named("needs targets or targets_file")),
-        (Some(targets), None) if targets.is_empty() => return Err(named("targets is empty")),
+    match (&fields.targets, &fields.targets_file, &fields.step) {
+        (_, _, Some(steps)) if steps.is_empty() => return Err(named("step is empty")),
+        (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+            return Err(named(
+                "give targets (or targets_file) or [[scenario.step]] tables (a flow), not both",
+            ));
+        }
+        (Some(_), Some(_), None) => return Err(named("give targets or targets_file, not both")),
+        (None, None, None) => {
+            return Err(named(
+                "needs targets, targets_file or [[scenario.step]] tables (a flow)",
+            ));
+        }
+        (Some(targets), None, None) if targets.is_empty() => {
+            return Err(named("targets is empty"));
+        }
         _ => {}
+    }
+    let flow_only = [
+        (
+            "checks_fail_requests",
+            fields.checks_fail_requests.is_some(),
+        ),
+        ("cookies", fields.cookies.is_some()),
+        ("check_body_limit", fields.check_body_limit.is_some()),
+    ];
+    if fields.step.is_none()
+        && let Some((key, _)) = flow_only.iter().find(|(_, set)| *set)
+    {
+        return Err(named(&format!(
+            "{key} is for flows: it needs [[scenario.step]] tables"
+        )));
     }
     let pacings = [
         fields.rate.is_some(),
@@ -294,7 +351,19 @@ timeout = "2s"
             ("seed = 1\n", "no [[scenario]] tables"),
             (
                 "[[scenario]]\nname = \"a\"\n",
-                "scenario \"a\": needs targets or targets_file",
+                "scenario \"a\": needs targets, targets_file or [[scenario.step]] tables",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\ncookies = false\n",
+                "cookies is for flows",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\ntargets = [\"x\"]\n[[scenario.step]]\nrequest = \"GET http://h/\"\n",
+                "not both",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nrequst = \"GET http://h/\"\n",
+                "incident.toml:4: unknown field `requst`",
             ),
             (
                 "[[scenario]]\nname = \"a\"\ntargets = []\n",

@@ -110,6 +110,14 @@ pub(crate) fn check_method(method: &str) -> Result<(), String> {
 /// Parses and checks a target URL: absolute, http or https, with a host. Placeholders
 /// may appear in the path and query only; returns the templated path separately.
 pub(crate) fn check_target_url(text: &str) -> Result<(Url, Option<String>), String> {
+    check_target_url_with(text, None)
+}
+
+/// [`check_target_url`] of a flow step, whose placeholders may name `variables`.
+pub(crate) fn check_target_url_with(
+    text: &str,
+    variables: Option<&[String]>,
+) -> Result<(Url, Option<String>), String> {
     if !text.contains("{{") {
         return Ok((check_url(text)?, None));
     }
@@ -124,7 +132,7 @@ pub(crate) fn check_target_url(text: &str) -> Result<(Url, Option<String>), Stri
             units::redact_url(text)
         ));
     }
-    crate::Template::parse(path)?;
+    crate::Template::parse_with(path, variables)?;
     let path = if path.starts_with('/') {
         path.to_owned()
     } else {
@@ -135,8 +143,13 @@ pub(crate) fn check_target_url(text: &str) -> Result<(Url, Option<String>), Stri
 
 /// Checks a body's placeholders, if it is text that has any.
 pub(crate) fn check_body(body: &[u8]) -> Result<(), String> {
+    check_body_with(body, None)
+}
+
+/// [`check_body`] of a flow step, whose placeholders may name `variables`.
+pub(crate) fn check_body_with(body: &[u8], variables: Option<&[String]>) -> Result<(), String> {
     match std::str::from_utf8(body) {
-        Ok(text) if text.contains("{{") => crate::Template::parse(text)
+        Ok(text) if text.contains("{{") => crate::Template::parse_with(text, variables)
             .map(|_| ())
             .map_err(|r| format!("body: {r}")),
         _ => Ok(()),
@@ -160,6 +173,15 @@ fn check_url(text: &str) -> Result<Url, String> {
 
 /// Checks a header name: an HTTP token, so it cannot smuggle bytes onto the wire.
 pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
+    check_header_with(name, value, None)
+}
+
+/// [`check_header`] of a flow step, whose placeholders may name `variables`.
+pub(crate) fn check_header_with(
+    name: &str,
+    value: &str,
+    variables: Option<&[String]>,
+) -> Result<(), String> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if name.is_empty() || !name.chars().all(token) {
         return Err(format!("bad header name {name:?}"));
@@ -168,7 +190,8 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
         return Err(format!("header {name:?} has a line break in its value"));
     }
     if value.contains("{{") {
-        crate::Template::parse(value).map_err(|r| format!("header {name:?}: {r}"))?;
+        crate::Template::parse_with(value, variables)
+            .map_err(|r| format!("header {name:?}: {r}"))?;
     }
     Ok(())
 }

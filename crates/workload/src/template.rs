@@ -9,6 +9,8 @@
 //! | `{{seq}}` | the request's sequence number in its attack |
 //! | `{{pick red green "light blue"}}` | one of the words, at random |
 //! | `{{csv.NAME}}` | column `NAME` of this request's row of the `-data` CSV file |
+//! | `{{NAME}}` | in a flow: the variable `NAME` an earlier step extracted ([`Template::parse_with`]) |
+//! | `{{user}}` | in a flow: the virtual user's number |
 //!
 //! Random values are a pure function of (seed, request number, placeholder), so a run
 //! with the same `-seed` sends the same requests whatever the thread count.
@@ -39,6 +41,9 @@ enum Part {
     Seq,
     Pick(Vec<String>),
     Column(String),
+    /// A flow variable, by its index in the flow's variables.
+    Variable(u16),
+    User,
 }
 
 /// What a render needs besides the template.
@@ -50,6 +55,27 @@ pub struct RenderContext<'a> {
     pub seq: u64,
     /// Rows for `{{csv.COLUMN}}`.
     pub data: Option<&'a DataTable>,
+    /// Which row `{{csv.COLUMN}}` reads (a plain target's is its `seq`; a flow's, its
+    /// user's number).
+    pub row: u64,
+    /// A flow user's variables, by index (empty outside flows).
+    pub variables: &'a [Vec<u8>],
+    /// A flow user's number (0 outside flows).
+    pub user: u64,
+}
+
+impl<'a> RenderContext<'a> {
+    /// The context of request `seq` of a plain attack: its row is its `seq`.
+    pub fn plain(seed: u64, seq: u64, data: Option<&'a DataTable>) -> RenderContext<'a> {
+        RenderContext {
+            seed,
+            seq,
+            data,
+            row: seq,
+            variables: &[],
+            user: 0,
+        }
+    }
 }
 
 const LOWER: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
@@ -64,6 +90,13 @@ const MAX_RANDOM_LENGTH: usize = 1 << 20;
 impl Template {
     /// Parses `text`; a text without `{{` is a single literal.
     pub fn parse(text: &str) -> Result<Template, String> {
+        Template::parse_with(text, None)
+    }
+
+    /// Parses `text` of a flow step (`variables` is `Some`): `{{NAME}}` is the variable
+    /// `variables[i]` named so, `{{user}}` the user's number; any other name is an
+    /// error as in [`Template::parse`].
+    pub fn parse_with(text: &str, variables: Option<&[String]>) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
@@ -75,7 +108,7 @@ impl Template {
                 .find("}}")
                 .ok_or_else(|| format!("template {text:?}: '{{{{' without '}}}}'"))?;
             parts.push(
-                parse_placeholder(after[..close].trim())
+                parse_placeholder(after[..close].trim(), variables)
                     .map_err(|reason| format!("template {text:?}: {reason}"))?,
             );
             rest = &after[close + 2..];
@@ -101,6 +134,14 @@ impl Template {
     #[cfg(test)]
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
+    }
+
+    /// The flow variables the template reads, by index.
+    pub fn variables(&self) -> impl Iterator<Item = u16> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Variable(index) => Some(*index),
+            _ => None,
+        })
     }
 
     /// The CSV columns the template reads.
@@ -137,18 +178,34 @@ impl Template {
                 Part::Column(name) => {
                     if let Some(data) = context.data {
                         out.extend_from_slice(
-                            data.value(context.seed, context.seq, name).as_bytes(),
+                            data.value(context.seed, context.row, name).as_bytes(),
                         );
                     }
+                }
+                Part::Variable(index) => {
+                    if let Some(value) = context.variables.get(usize::from(*index)) {
+                        out.extend_from_slice(value);
+                    }
+                }
+                Part::User => {
+                    let _ = write!(out, "{}", context.user);
                 }
             }
         }
     }
 }
 
-fn parse_placeholder(body: &str) -> Result<Part, String> {
+fn parse_placeholder(body: &str, variables: Option<&[String]>) -> Result<Part, String> {
     let words = split_words(body)?;
     let (name, args) = words.split_first().ok_or("an empty '{{}}'")?;
+    if let (Some(variables), []) = (variables, args) {
+        if let Some(index) = variables.iter().position(|v| v == name) {
+            return Ok(Part::Variable(index as u16));
+        }
+        if name == "user" {
+            return Ok(Part::User);
+        }
+    }
     let charset = match name.as_str() {
         "rand.lower" => Some(LOWER),
         "rand.upper" => Some(UPPER),
@@ -195,11 +252,28 @@ fn parse_placeholder(body: &str) -> Result<Part, String> {
             Ok(Part::Column(column[4..].to_owned()))
         }
         ("uuid" | "seq", _) => Err(format!("{name} takes no arguments")),
+        (word, []) if variables.is_some() && is_variable_name(word) => Err(format!(
+            "unknown variable {{{{{word}}}}} ({})",
+            match variables.unwrap_or_default() {
+                [] => "no step before this one extracts a variable".to_owned(),
+                known => format!("the steps before this one extract {}", known.join(", ")),
+            }
+        )),
         _ => Err(format!(
             "unknown template function {name:?} (want rand.lower N, rand.upper N, rand.alpha N, rand.digits N, \
              rand.alnum N, rand.hex N, rand.int MIN MAX, uuid, seq, pick WORD..., csv.COLUMN)"
         )),
     }
+}
+
+/// Whether `word` can name a flow variable: a letter or `_`, then letters, digits,
+/// `_` or `-`.
+pub(crate) fn is_variable_name(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Splits on spaces, keeping `"quoted words"` together.
@@ -241,14 +315,9 @@ mod tests {
 
     fn render(text: &str, seed: u64, seq: u64) -> String {
         let mut out = Vec::new();
-        Template::parse(text).unwrap().render(
-            &RenderContext {
-                seed,
-                seq,
-                data: None,
-            },
-            &mut out,
-        );
+        Template::parse(text)
+            .unwrap()
+            .render(&RenderContext::plain(seed, seq, None), &mut out);
         String::from_utf8(out).unwrap()
     }
 

@@ -194,11 +194,11 @@ impl Worker {
             }
             PreparedRequest::Templated(template) => template,
         };
-        let context = RenderContext {
-            seed: shared.seed ^ u64::from(request.attack),
-            seq: request.seq,
-            data: attack.data.as_deref(),
-        };
+        let context = RenderContext::plain(
+            shared.seed ^ u64::from(request.attack),
+            request.seq,
+            attack.data.as_deref(),
+        );
         let mut buffer = self.conns[slot].spare_buffer();
         template.render(&context, &mut buffer, &mut self.body_scratch);
         (RequestBytes::Owned(buffer), prepared.head_only)

@@ -1,0 +1,809 @@
+//! Flows (docs/FLOWS.md): a scenario whose requests are [`Step`]s that a virtual user
+//! runs in order with its own [`UserState`] (variables, a [`CookieJar`], a data row).
+//!
+//! - [`StepFields`]: a `[[scenario.step]]` table as written; [`Flow::compile`] checks
+//!   the steps of one scenario into a [`Flow`], naming the file, line, step and field
+//!   of any mistake (an unknown variable, an expression that does not parse).
+//! - [`Flow::judge`]: after an answer, keeps its cookies, extracts its variables and
+//!   judges its [`Check`]s into a [`Verdict`], on the bytes the engine already read.
+//! - [`Flow::advance`]: which step comes next and after how long a think, or the end of
+//!   the user's run of the flow.
+//!
+//! The engine owns the users and their timers; everything here is pure.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::bytes::{CaptureLocations, Regex};
+use serde::Deserialize;
+
+use crate::answer::Answer;
+use crate::check::Check;
+use crate::cookies::{CookieJar, CookieRefusal, CookieUrl};
+use crate::json_path::{JsonPath, write_value};
+use crate::rng::Rng;
+use crate::target::{
+    Header, Target, check_body_with, check_header_with, check_method, check_target_url_with,
+};
+use crate::template::is_variable_name;
+use crate::{Origin, Template, WorkloadError};
+
+/// Variables one flow may extract (one bit each in [`UserState`]).
+pub const MAX_VARIABLES: usize = 64;
+/// Body bytes kept for checks and extraction unless `check_body_limit` says otherwise.
+pub const DEFAULT_CHECK_BODY_LIMIT: u64 = 1 << 20;
+
+/// One `[[scenario.step]]` table, as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepFields {
+    /// The step's name in reports.
+    pub name: Option<String>,
+    /// The request in vegeta's http target syntax.
+    pub request: Option<String>,
+    /// An inline body (a template).
+    pub body: Option<String>,
+    /// Variables to take from the answer: name -> expression.
+    #[serde(default)]
+    pub extract: BTreeMap<String, ExtractField>,
+    /// Checks on the answer.
+    #[serde(default)]
+    pub checks: Vec<CheckField>,
+    /// The pause after the answer: `2s`, `uniform(1s, 3s)`, `exp(2s)`.
+    pub think: Option<String>,
+    /// Times in a row the step is sent.
+    pub repeat: Option<u32>,
+    /// Run only when this variable was extracted or this check passed.
+    #[serde(rename = "if")]
+    pub condition: Option<String>,
+    /// The line of the step's table, when the file says (set by the parser).
+    #[serde(skip)]
+    pub line: Option<u64>,
+}
+
+/// `token = "json $.token"` or `coupon = { from = "json $.coupon", optional = true }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ExtractField {
+    /// The expression.
+    Text(String),
+    /// The expression, and whether finding nothing is fine.
+    Table {
+        /// The expression.
+        from: String,
+        /// Finding nothing is not an error (steps may test it with `if`).
+        #[serde(default)]
+        optional: bool,
+    },
+}
+
+/// `"status 200"` or `{ name = "logged in", expect = "status 200" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum CheckField {
+    /// The expression, which names the check too.
+    Text(String),
+    /// A named check.
+    Named {
+        /// The check's name.
+        name: String,
+        /// The expression.
+        expect: String,
+    },
+}
+
+/// Flow-wide options, from the scenario's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowOptions {
+    /// A failed check makes its request a failure.
+    pub checks_fail_requests: bool,
+    /// Each user keeps a cookie jar.
+    pub cookies: bool,
+    /// Body bytes kept for checks and extraction.
+    pub check_body_limit: u64,
+}
+
+impl Default for FlowOptions {
+    fn default() -> FlowOptions {
+        FlowOptions {
+            checks_fail_requests: true,
+            cookies: true,
+            check_body_limit: DEFAULT_CHECK_BODY_LIMIT,
+        }
+    }
+}
+
+/// A checked flow.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    /// The steps, in order; step `i` is the attack's target `i`.
+    pub steps: Vec<Step>,
+    /// Every variable a step extracts, in order of first extraction.
+    pub variables: Vec<String>,
+    /// Its options.
+    pub options: FlowOptions,
+    /// Regex extractions, for [`FlowScratch`].
+    regexes: Vec<Regex>,
+}
+
+/// One step, checked.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Its name.
+    pub name: String,
+    /// Its request.
+    pub target: Target,
+    /// Variables taken from its answer.
+    pub extractions: Vec<Extraction>,
+    /// Its checks, at most [`record::Record::MAX_CHECKS`]-many (31).
+    pub checks: Vec<Check>,
+    /// The pause after its answer.
+    pub think: Think,
+    /// Times in a row it is sent.
+    pub repeat: u32,
+    /// When it runs at all.
+    pub condition: Option<Condition>,
+    /// The variables its request reads (bit per variable).
+    pub needs: u64,
+    /// Whether its checks or extractions read the body.
+    pub reads_body: bool,
+}
+
+/// A variable taken from an answer.
+#[derive(Debug, Clone)]
+pub struct Extraction {
+    /// Index into [`Flow::variables`].
+    pub variable: u16,
+    /// The expression as written (error texts name it).
+    pub text: String,
+    /// Finding nothing is not an error.
+    pub optional: bool,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Json(JsonPath),
+    /// Index into the flow's regexes.
+    Regex(usize),
+    Header(String),
+    Cookie(String),
+}
+
+/// The pause after a step's answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    /// None.
+    None,
+    /// Always this long.
+    ConstantNs(u64),
+    /// Uniform between the two.
+    UniformNs(u64, u64),
+    /// Exponential with this mean.
+    ExponentialNs(u64),
+}
+
+/// When a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// The variable was extracted in this run of the flow.
+    Extracted(u16),
+    /// Check `check` of step `step` passed on its last answer in this run.
+    Passed {
+        /// The step.
+        step: usize,
+        /// The check.
+        check: usize,
+    },
+}
+
+/// A virtual user: its number, where it is in its flow, and what it keeps.
+#[derive(Debug, Clone, Default)]
+pub struct UserState {
+    /// Run-wide number (its data row).
+    pub number: u64,
+    /// The step it is on.
+    pub step: usize,
+    /// Sends of the current step still to come after this one.
+    pub repeats_left: u32,
+    /// Variables' values, by index; valid where `extracted` has the bit.
+    pub variables: Vec<Vec<u8>>,
+    /// Which variables this run of the flow extracted.
+    pub extracted: u64,
+    /// Its cookies.
+    pub jar: CookieJar,
+    /// Per step, the checks that failed on its last answer in this run.
+    failed: Vec<u32>,
+    /// Random draws taken (think times, `[*]` picks).
+    draws: u64,
+}
+
+/// Per engine thread: regex match positions, a string buffer.
+pub struct FlowScratch {
+    locations: Vec<CaptureLocations>,
+    text: Vec<u8>,
+}
+
+/// Why the flow judged an answer a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowFailure {
+    /// Extraction `extraction` of the step found nothing.
+    Extract {
+        /// Index in the step's extractions.
+        extraction: usize,
+    },
+    /// Check `check` of the step failed (and checks fail requests).
+    Check {
+        /// Index in the step's checks.
+        check: usize,
+    },
+    /// A `Set-Cookie` was refused.
+    Cookie(CookieRefusal),
+}
+
+/// What the flow made of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Verdict {
+    /// The step's checks that failed (bit per check).
+    pub checks_failed: u32,
+    /// Why the answer is a failure, if the flow judged it one.
+    pub failure: Option<FlowFailure>,
+}
+
+/// What a user does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Send step `step` after `delay_ns`.
+    Step {
+        /// The step.
+        step: usize,
+        /// The think time before it.
+        delay_ns: u64,
+    },
+    /// This run of the flow is over; the last think was `delay_ns`.
+    End {
+        /// The think time after the last step.
+        delay_ns: u64,
+    },
+}
+
+impl Flow {
+    /// Checks `steps` (a scenario's `step` tables) into a flow. `origin` names the
+    /// scenario in errors; `headers` are the scenario's own for every step.
+    pub fn compile(
+        steps: &[StepFields],
+        options: FlowOptions,
+        headers: &[Header],
+        origin: &Origin,
+        read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+    ) -> Result<Flow, WorkloadError> {
+        let mut flow = Flow {
+            steps: Vec::with_capacity(steps.len()),
+            variables: Vec::new(),
+            options,
+            regexes: Vec::new(),
+        };
+        for (index, fields) in steps.iter().enumerate() {
+            let step = flow
+                .compile_step(index, fields, headers, origin, read_body)
+                .map_err(|reason| step_error(origin, index, fields, reason))?;
+            flow.steps.push(step);
+        }
+        Ok(flow)
+    }
+
+    fn compile_step(
+        &mut self,
+        index: usize,
+        fields: &StepFields,
+        headers: &[Header],
+        origin: &Origin,
+        read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+    ) -> Result<Step, String> {
+        let name = step_name(index, fields)?;
+        if self.steps.iter().any(|s| s.name == name) {
+            return Err(format!("name: {name:?} is used by another step"));
+        }
+        let known = self.variables.clone();
+        let request = fields
+            .request
+            .as_deref()
+            .ok_or("request: every step needs one")?;
+        let target = parse_request(
+            request,
+            fields.body.as_deref(),
+            headers,
+            &known,
+            origin,
+            read_body,
+        )?;
+        let needs = needed_variables(&target, &known)?;
+        let condition = fields
+            .condition
+            .as_deref()
+            .map(|text| self.condition(text, &known))
+            .transpose()
+            .map_err(|reason| format!("if: {reason}"))?;
+        let checks = parse_checks(&fields.checks)?;
+        let extractions = self.extractions(&fields.extract)?;
+        let reads_body = checks.iter().any(Check::reads_body)
+            || extractions
+                .iter()
+                .any(|e| matches!(e.source, Source::Json(_) | Source::Regex(_)));
+        let repeat = fields.repeat.unwrap_or(1);
+        if repeat == 0 {
+            return Err("repeat: must be at least 1".to_owned());
+        }
+        Ok(Step {
+            name,
+            target,
+            extractions,
+            checks,
+            think: fields
+                .think
+                .as_deref()
+                .map_or(Ok(Think::None), Think::parse)
+                .map_err(|reason| format!("think: {reason}"))?,
+            repeat,
+            condition,
+            needs,
+            reads_body,
+        })
+    }
+
+    fn condition(&self, text: &str, known: &[String]) -> Result<Condition, String> {
+        if let Some(variable) = known.iter().position(|v| v == text) {
+            return Ok(Condition::Extracted(variable as u16));
+        }
+        if let Some((step_name, check_name)) = text.split_once(": ")
+            && let Some(step) = self.steps.iter().position(|s| s.name == step_name)
+            && let Some(check) = self.steps[step]
+                .checks
+                .iter()
+                .position(|c| c.name == check_name)
+        {
+            return Ok(Condition::Passed { step, check });
+        }
+        Err(format!(
+            "{text:?} is neither a variable an earlier step extracts ({}) nor an earlier check's full name (\"STEP: CHECK\")",
+            if known.is_empty() {
+                "none yet".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ))
+    }
+
+    fn extractions(
+        &mut self,
+        fields: &BTreeMap<String, ExtractField>,
+    ) -> Result<Vec<Extraction>, String> {
+        let mut out = Vec::with_capacity(fields.len());
+        for (name, field) in fields {
+            let (text, optional) = match field {
+                ExtractField::Text(text) => (text.as_str(), false),
+                ExtractField::Table { from, optional } => (from.as_str(), *optional),
+            };
+            let fail = |reason: String| format!("extract.{name}: {reason}");
+            if !is_variable_name(name) || is_template_word(name) {
+                return Err(fail(format!(
+                    "{name:?} cannot name a variable (a letter or _, then letters, digits, _ or -; not a template function)"
+                )));
+            }
+            let source = self.source(text).map_err(fail)?;
+            let variable = match self.variables.iter().position(|v| v == name) {
+                Some(index) => index,
+                None if self.variables.len() == MAX_VARIABLES => {
+                    return Err(fail(format!(
+                        "a flow extracts at most {MAX_VARIABLES} variables"
+                    )));
+                }
+                None => {
+                    self.variables.push(name.clone());
+                    self.variables.len() - 1
+                }
+            };
+            out.push(Extraction {
+                variable: variable as u16,
+                text: text.to_owned(),
+                optional,
+                source,
+            });
+        }
+        Ok(out)
+    }
+
+    fn source(&mut self, text: &str) -> Result<Source, String> {
+        let text = text.trim();
+        let (kind, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let rest = rest.trim();
+        match kind {
+            "json" => JsonPath::parse(rest).map(Source::Json),
+            "regex" if !rest.is_empty() => {
+                let regex = Regex::new(rest).map_err(|e| {
+                    format!(
+                        "regex {rest:?}: {}",
+                        e.to_string().lines().last().unwrap_or_default().trim()
+                    )
+                })?;
+                self.regexes.push(regex);
+                Ok(Source::Regex(self.regexes.len() - 1))
+            }
+            "header" if !rest.is_empty() => Ok(Source::Header(rest.to_owned())),
+            "cookie" if !rest.is_empty() => Ok(Source::Cookie(rest.to_owned())),
+            _ => Err(format!(
+                "{text:?}: want json PATH, regex PATTERN, header NAME or cookie NAME"
+            )),
+        }
+    }
+
+    /// A fresh scratch for one engine thread.
+    pub fn scratch(&self) -> FlowScratch {
+        FlowScratch {
+            locations: self.regexes.iter().map(Regex::capture_locations).collect(),
+            text: Vec::new(),
+        }
+    }
+
+    /// A user numbered `number` starting (or starting over) its flow: its first step,
+    /// or `None` when no step can run.
+    pub fn start(&self, user: &mut UserState, number: u64) -> Option<usize> {
+        user.number = number;
+        user.extracted = 0;
+        user.jar.clear();
+        user.variables.resize_with(self.variables.len(), Vec::new);
+        user.failed.clear();
+        user.failed.resize(self.steps.len(), 0);
+        self.enter(user, 0)
+    }
+
+    /// Judges the answer to the user's current step: cookies kept, variables
+    /// extracted, checks judged. `url` is where the request went; `now_unix_s` dates cookies.
+    pub fn judge(
+        &self,
+        user: &mut UserState,
+        answer: &Answer<'_>,
+        url: CookieUrl<'_>,
+        now_unix_s: i64,
+        scratch: &mut FlowScratch,
+    ) -> Verdict {
+        let step = &self.steps[user.step];
+        let mut verdict = Verdict::default();
+        if self.options.cookies && answer.status != 0 {
+            for set_cookie in answer.headers("set-cookie") {
+                if let Err(refusal) = user.jar.store(set_cookie, url, now_unix_s) {
+                    verdict.failure.get_or_insert(FlowFailure::Cookie(refusal));
+                }
+            }
+        }
+        for (index, extraction) in step.extractions.iter().enumerate() {
+            let found = answer.status != 0 && self.extract(extraction, answer, user, scratch);
+            if found {
+                user.extracted |= 1 << extraction.variable;
+            } else {
+                user.extracted &= !(1 << extraction.variable);
+                if !extraction.optional && answer.status != 0 {
+                    verdict
+                        .failure
+                        .get_or_insert(FlowFailure::Extract { extraction: index });
+                }
+            }
+        }
+        for (index, check) in step.checks.iter().enumerate() {
+            if !check.passes(answer, &mut scratch.text) {
+                verdict.checks_failed |= 1 << index;
+            }
+        }
+        if self.options.checks_fail_requests && verdict.checks_failed != 0 {
+            let check = verdict.checks_failed.trailing_zeros() as usize;
+            verdict.failure = Some(FlowFailure::Check { check });
+        }
+        user.failed[user.step] = verdict.checks_failed;
+        verdict
+    }
+
+    fn extract(
+        &self,
+        extraction: &Extraction,
+        answer: &Answer<'_>,
+        user: &mut UserState,
+        scratch: &mut FlowScratch,
+    ) -> bool {
+        let (number, draws) = (user.number, &mut user.draws);
+        let out = &mut user.variables[usize::from(extraction.variable)];
+        out.clear();
+        match &extraction.source {
+            Source::Json(path) => {
+                let mut pick = |count: u64| {
+                    *draws += 1;
+                    Rng::for_request(number, *draws, 1).below(count)
+                };
+                path.find(answer.body, &mut pick)
+                    .map(|value| write_value(value, out))
+                    .is_some()
+            }
+            Source::Regex(index) => {
+                let locations = &mut scratch.locations[*index];
+                self.regexes[*index]
+                    .captures_read(locations, answer.body)
+                    .and_then(|_| locations.get(1).or_else(|| locations.get(0)))
+                    .map(|(start, end)| out.extend_from_slice(&answer.body[start..end]))
+                    .is_some()
+            }
+            Source::Header(name) => answer
+                .header(name)
+                .map(|value| out.extend_from_slice(value))
+                .is_some(),
+            Source::Cookie(name) => user
+                .jar
+                .value(name)
+                .map(|value| out.extend_from_slice(value.as_bytes()))
+                .is_some(),
+        }
+    }
+
+    /// After the current step's answer: the next step and the think before it, or
+    /// the end of this run of the flow (also when the next step needs a variable the
+    /// user does not have: it cannot be sent).
+    pub fn advance(&self, user: &mut UserState, seed: u64) -> Next {
+        user.draws += 1;
+        let mut rng = Rng::for_request(seed ^ user.number, user.draws, 2);
+        let delay_ns = self.steps[user.step].think.draw_ns(&mut rng);
+        if user.repeats_left > 0 {
+            user.repeats_left -= 1;
+            return self.step_unless_missing(user, user.step, delay_ns);
+        }
+        match self.enter(user, user.step + 1) {
+            Some(step) => self.step_unless_missing(user, step, delay_ns),
+            None => Next::End { delay_ns },
+        }
+    }
+
+    fn step_unless_missing(&self, user: &UserState, step: usize, delay_ns: u64) -> Next {
+        if self.steps[step].needs & !user.extracted != 0 {
+            return Next::End { delay_ns };
+        }
+        Next::Step { step, delay_ns }
+    }
+
+    /// The first step from `from` on whose condition holds, made current.
+    fn enter(&self, user: &mut UserState, from: usize) -> Option<usize> {
+        let step = (from..self.steps.len()).find(|&i| self.holds(user, self.steps[i].condition))?;
+        user.step = step;
+        user.repeats_left = self.steps[step].repeat - 1;
+        (self.steps[step].needs & !user.extracted == 0).then_some(step)
+    }
+
+    fn holds(&self, user: &UserState, condition: Option<Condition>) -> bool {
+        match condition {
+            None => true,
+            Some(Condition::Extracted(variable)) => user.extracted & (1 << variable) != 0,
+            Some(Condition::Passed { step, check }) => user.failed[step] & (1 << check) == 0,
+        }
+    }
+
+    /// The text of a failure's error, naming the step and what failed.
+    pub fn failure_text(&self, step: usize, failure: FlowFailure) -> String {
+        let step = &self.steps[step];
+        match failure {
+            FlowFailure::Extract { extraction } => {
+                let extraction = &step.extractions[extraction];
+                format!(
+                    "step {:?}: extract {}: {:?} found nothing",
+                    step.name,
+                    self.variables[usize::from(extraction.variable)],
+                    extraction.text
+                )
+            }
+            FlowFailure::Check { check } => {
+                format!(
+                    "step {:?}: check {:?} failed",
+                    step.name, step.checks[check].name
+                )
+            }
+            FlowFailure::Cookie(refusal) => {
+                format!("step {:?}: Set-Cookie refused: {}", step.name, refusal.0)
+            }
+        }
+    }
+}
+
+impl Think {
+    /// `2s`, `uniform(1s, 3s)`, `exp(2s)`.
+    pub fn parse(text: &str) -> Result<Think, String> {
+        let ns = |t: &str| {
+            units::parse_duration(t.trim())
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .map_err(|e| e.to_string())
+        };
+        let text = text.trim();
+        let args = |prefix: &str| {
+            text.strip_prefix(prefix)
+                .and_then(|t| t.strip_prefix('('))
+                .and_then(|t| t.strip_suffix(')'))
+        };
+        if let Some(inside) = args("uniform") {
+            let (low, high) = inside
+                .split_once(',')
+                .ok_or("uniform takes two durations: uniform(1s, 3s)")?;
+            let (low, high) = (ns(low)?, ns(high)?);
+            if low > high {
+                return Err(format!("uniform({low} ns, {high} ns): the first is larger"));
+            }
+            return Ok(Think::UniformNs(low, high));
+        }
+        if let Some(inside) = args("exp") {
+            return Ok(Think::ExponentialNs(ns(inside)?));
+        }
+        if text.contains('(') {
+            return Err(format!(
+                "{text:?}: want a duration (2s), uniform(1s, 3s) or exp(2s)"
+            ));
+        }
+        Ok(match ns(text)? {
+            0 => Think::None,
+            ns => Think::ConstantNs(ns),
+        })
+    }
+
+    fn draw_ns(self, rng: &mut Rng) -> u64 {
+        match self {
+            Think::None => 0,
+            Think::ConstantNs(ns) => ns,
+            Think::UniformNs(low, high) => low + rng.below(high - low + 1),
+            Think::ExponentialNs(mean) => {
+                // Inverse transform; (0, 1] so the logarithm is finite.
+                let uniform = (rng.below(1 << 53) + 1) as f64 / (1u64 << 53) as f64;
+                (-(mean as f64) * uniform.ln()).min(u64::MAX as f64) as u64
+            }
+        }
+    }
+}
+
+impl Step {
+    /// Where the step's request goes, as the cookie jar sees it (a templated path
+    /// counts up to its first placeholder).
+    pub fn cookie_url(&self) -> CookieUrl<'_> {
+        let url = &self.target.url;
+        let path = match &self.target.templated_path {
+            Some(path) => {
+                let literal = &path[..path.find("{{").unwrap_or(path.len())];
+                &literal[..literal.find('?').unwrap_or(literal.len())]
+            }
+            None => url.path(),
+        };
+        CookieUrl {
+            host: url.host_str().unwrap_or_default(),
+            path,
+            https: url.scheme() == "https",
+        }
+    }
+}
+
+fn step_name(index: usize, fields: &StepFields) -> Result<String, String> {
+    match fields.name.as_deref().map(str::trim) {
+        None => Ok(format!("step {}", index + 1)),
+        Some("") => Err("name: a step's name cannot be empty".to_owned()),
+        Some(name) if name.contains(": ") => Err(format!(
+            "name: {name:?} cannot hold \": \" (it separates steps from checks in names)"
+        )),
+        Some(name) => Ok(name.to_owned()),
+    }
+}
+
+fn is_template_word(name: &str) -> bool {
+    matches!(name, "seq" | "uuid" | "user" | "pick")
+        || name.starts_with("rand.")
+        || name.starts_with("csv.")
+}
+
+fn parse_checks(fields: &[CheckField]) -> Result<Vec<Check>, String> {
+    if fields.len() > MAX_CHECKS {
+        return Err(format!("checks: a step has at most {MAX_CHECKS} checks"));
+    }
+    let mut checks: Vec<Check> = Vec::with_capacity(fields.len());
+    for field in fields {
+        let check = match field {
+            CheckField::Text(text) => Check::parse(text, None),
+            CheckField::Named { name, expect } => Check::parse(expect, Some(name)),
+        }
+        .map_err(|reason| format!("checks: {reason}"))?;
+        if checks.iter().any(|c| c.name == check.name) {
+            return Err(format!("checks: two checks are named {:?}", check.name));
+        }
+        checks.push(check);
+    }
+    Ok(checks)
+}
+
+/// Checks one step has at most: one bit each in a record's `checks_failed`, whose top
+/// bit is taken.
+pub const MAX_CHECKS: usize = 31;
+
+/// Parses a step's `request` text: `METHOD URL`, header lines, maybe an `@file` line.
+fn parse_request(
+    text: &str,
+    body: Option<&str>,
+    headers: &[Header],
+    known: &[String],
+    origin: &Origin,
+    read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+) -> Result<Target, String> {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let first = lines.next().ok_or("request: empty (want METHOD URL)")?;
+    let (method, url) = first
+        .split_once(char::is_whitespace)
+        .ok_or_else(|| format!("request: {first:?}: want METHOD URL"))?;
+    check_method(method).map_err(|r| format!("request: {r}"))?;
+    let (url, templated_path) =
+        check_target_url_with(url.trim(), Some(known)).map_err(|r| format!("request: {r}"))?;
+    let mut target = Target {
+        method: method.to_owned(),
+        url,
+        headers: headers.to_vec(),
+        body: Vec::new(),
+        templated_path,
+    };
+    for line in lines {
+        if let Some(path) = line.strip_prefix('@') {
+            let path = origin.path(path.trim());
+            target.body = read_body(&path)
+                .map_err(|e| format!("request: body file {}: {e}", path.display()))?;
+            continue;
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("request: {line:?}: want a header line Name: value"))?;
+        let (name, value) = (name.trim(), value.trim());
+        check_header_with(name, value, Some(known)).map_err(|r| format!("request: {r}"))?;
+        target.headers.push(Header {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    if let Some(body) = body {
+        if !target.body.is_empty() {
+            return Err("body: the request has an @file body line already".to_owned());
+        }
+        target.body = body.as_bytes().to_vec();
+    }
+    check_body_with(&target.body, Some(known)).map_err(|r| format!("body: {r}"))?;
+    Ok(target)
+}
+
+/// The variables a step's request reads, as bits.
+fn needed_variables(target: &Target, known: &[String]) -> Result<u64, String> {
+    let mut texts: Vec<&str> = target.headers.iter().map(|h| h.value.as_str()).collect();
+    texts.extend(target.templated_path.as_deref());
+    texts.extend(std::str::from_utf8(&target.body).ok());
+    let mut needs = 0u64;
+    for text in texts.into_iter().filter(|t| t.contains("{{")) {
+        let template = Template::parse_with(text, Some(known))?;
+        needs |= template.variables().fold(0, |bits, v| bits | (1 << v));
+    }
+    Ok(needs)
+}
+
+fn step_error(origin: &Origin, index: usize, fields: &StepFields, reason: String) -> WorkloadError {
+    let shown = fields.name.as_deref().map_or_else(
+        || format!("step {}", index + 1),
+        |name| format!("step {name:?}"),
+    );
+    let label = origin.label("step");
+    // A step on its own line: `flow.toml:14: step "list": request: ...`.
+    let label = match (fields.line, &origin.place) {
+        (Some(line), Some(place)) => {
+            let file = place.split(':').next().unwrap_or_default();
+            let scenario = place.split_once(": ").map_or("", |(_, rest)| rest);
+            format!("{file}:{line}: {scenario}{shown}")
+        }
+        _ => format!("{label} {shown}"),
+    };
+    WorkloadError::Field { label, reason }
+}
+
+#[cfg(test)]
+mod tests;
