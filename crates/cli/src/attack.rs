@@ -442,6 +442,7 @@ fn fields_from_flags(args: &AttackArgs) -> AttackFields {
         max_workers: args.max_workers,
         max_body: args.max_body.clone().map(TextOrNumber::Text),
         base_url: None,
+        ..AttackFields::default()
     }
 }
 

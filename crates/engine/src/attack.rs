@@ -9,10 +9,12 @@
 //! is the generator's and its latency is the request's own.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 
-use workload::{Pacing, Plan};
+use workload::{Flow, Pacing, Plan};
 
+use crate::flow_users::FlowUsers;
 use crate::inflight::InFlightList;
 use crate::lazy::LazyTarget;
 
@@ -46,6 +48,8 @@ pub(crate) struct AttackState {
     pub lazy_waiting: bool,
     pub sent: u64,
     pub completed: u64,
+    /// A flow attack's users (its steps are its targets).
+    pub flow: Option<Box<FlowUsers>>,
 }
 
 impl AttackState {
@@ -53,6 +57,7 @@ impl AttackState {
         index: usize,
         max_in_flight: usize,
         lazy: Option<Receiver<LazyTarget>>,
+        flow: Option<Arc<Flow>>,
     ) -> AttackState {
         AttackState {
             next_k: index as u64,
@@ -67,6 +72,7 @@ impl AttackState {
             lazy_waiting: false,
             sent: 0,
             completed: 0,
+            flow: flow.map(|flow| Box::new(FlowUsers::new(flow))),
         }
     }
 
@@ -137,6 +143,9 @@ impl AttackState {
 
     /// Closed model: users now present (sending or thinking).
     pub(crate) fn users(&self) -> usize {
+        if let Some(users) = &self.flow {
+            return users.live;
+        }
         self.in_flight_count + self.thinking.len()
     }
 
@@ -209,7 +218,7 @@ mod tests {
             index: 0,
             workers: 1,
         };
-        let mut state = AttackState::new(0, 100, None);
+        let mut state = AttackState::new(0, 100, None, None);
         // Two users join at once.
         for _ in 0..2 {
             let (t, source) = state.next_due(&plan, 0, split).unwrap();
@@ -246,7 +255,7 @@ mod tests {
             index: 0,
             workers: 1,
         };
-        let mut state = AttackState::new(0, 100, None);
+        let mut state = AttackState::new(0, 100, None, None);
         state.in_flight_count = 2;
         state.in_flight_count -= 1;
         state.user_finished(&plan, 1500 * MS, split);

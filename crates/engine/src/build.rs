@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use workload::{
-    AttackFields, AttackSettings, DataTable, HttpTargetReader, JsonTargetReader, Origin, RunFields,
-    Target, TargetFormat, WorkloadError, defaults,
+    AttackFields, AttackSettings, DataTable, Flow, FlowOptions, HttpTargetReader, JsonTargetReader,
+    Origin, Pacing, RunFields, StepFields, Target, TargetFormat, WorkloadError, defaults,
 };
 
 use crate::{AttackConfig, EngineError, RunConfig, TargetIter, TargetStream, Targets};
@@ -28,13 +28,77 @@ impl AttackConfig {
     ) -> Result<AttackConfig, EngineError> {
         let settings = fields.settings(origin).map_err(EngineError::Targets)?;
         let data = data_table(fields, &settings, origin)?;
+        if let Some(steps) = &fields.step {
+            let flow = flow(fields, steps, &settings, origin, data.as_deref())
+                .map_err(EngineError::Targets)?;
+            return Ok(AttackConfig {
+                targets: Targets::List(flow.steps.iter().map(|s| s.target.clone()).collect()),
+                settings,
+                data,
+                flow: Some(Arc::new(flow)),
+            });
+        }
         let targets = targets(fields, &settings, origin, data.as_deref())?;
         Ok(AttackConfig {
             settings,
             targets,
             data,
+            flow: None,
         })
     }
+}
+
+/// A flow scenario's steps, checked: their templates, their data columns, and one
+/// data row per closed-model user.
+fn flow(
+    fields: &AttackFields,
+    steps: &[StepFields],
+    settings: &AttackSettings,
+    origin: &Origin,
+    data: Option<&DataTable>,
+) -> Result<Flow, WorkloadError> {
+    let check_body_limit = match &fields.check_body_limit {
+        Some(text) => units::parse_size(&text.text())
+            .map_err(|e| origin.error("check_body_limit", e.to_string()))?,
+        None => workload::DEFAULT_CHECK_BODY_LIMIT,
+    };
+    let options = FlowOptions {
+        checks_fail_requests: fields.checks_fail_requests.unwrap_or(true),
+        cookies: fields.cookies.unwrap_or(true),
+        check_body_limit,
+    };
+    let mut flow = Flow::compile(steps, options, &settings.headers, origin, &|path| {
+        std::fs::read(path)
+    })?;
+    if let Some(base) = &settings.base_url {
+        for step in &mut flow.steps {
+            step.target = step.target.clone().rebased(base);
+        }
+    }
+    let columns = flow.columns();
+    match (columns.first(), data) {
+        (None, _) => {}
+        (Some(column), None) => {
+            return Err(origin.error(
+                "data",
+                format!("a step reads {{{{csv.{column}}}}} but the scenario gives no data file"),
+            ));
+        }
+        (Some(_), Some(data)) => data.check_columns(columns.iter().map(String::as_str))?,
+    }
+    if let (Some(data), Pacing::Closed { .. }) = (data, &settings.plan.pacing) {
+        let users = settings.plan.max_users();
+        if users > data.rows() as u64 {
+            return Err(origin.error(
+                "data",
+                format!(
+                    "{} rows for {users} users: each user of a flow takes its own row (user N logs in as row N); add rows or use fewer users",
+                    data.rows()
+                ),
+            ));
+        }
+    }
+    Ok(flow)
 }
 
 impl RunConfig {

@@ -64,6 +64,9 @@ pub(crate) struct InFlight {
     pub retried: bool,
     /// What the request went over last (what it would have, until it goes).
     pub protocol: record::Protocol,
+    /// The flow user that sent it (its slot in the attack's users), or
+    /// [`crate::flow_users::NO_USER`].
+    pub user: u32,
 }
 
 /// Where a followed redirect went.

@@ -86,6 +86,8 @@ pub(crate) struct ErrorCache {
     tls: Vec<(rustls::Error, u32)>,
     /// Per `-redirects` limit: attacks may set different ones.
     redirect_limits: Vec<(i32, u32)>,
+    /// Flow failures by (attack, step, failure).
+    flows: Vec<((u16, usize, workload::FlowFailure), u32)>,
 }
 
 impl ErrorCache {
@@ -96,7 +98,27 @@ impl ErrorCache {
             statuses: Vec::new(),
             tls: Vec::new(),
             redirect_limits: Vec::new(),
+            flows: Vec::new(),
         }
+    }
+
+    /// The id of a flow failure of `step` of `attack`, described by `describe` the
+    /// first time.
+    pub(crate) fn flow(
+        &mut self,
+        attack: u16,
+        step: usize,
+        failure: workload::FlowFailure,
+        describe: impl FnOnce() -> (ErrorKind, String),
+    ) -> u32 {
+        let key = (attack, step, failure);
+        if let Some(&(_, id)) = self.flows.iter().find(|(k, _)| *k == key) {
+            return id;
+        }
+        let (kind, text) = describe();
+        let id = self.registry.intern(ErrorEntry { kind, text });
+        self.flows.push((key, id));
+        id
     }
 
     /// The id of a transport error.

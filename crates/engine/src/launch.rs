@@ -44,7 +44,16 @@ pub fn run_with_observer<W: Write + Send>(
     let errors = Arc::new(ErrorRegistry::default());
     // Lazy targets get ids after every fixed target of every attack.
     let targets = Arc::new(TargetRegistry::default());
-    targets.prefill(shared.fixed_targets().map(|t| target_info(&t.target)));
+    targets.prefill(shared.attacks.iter().flat_map(|attack| {
+        attack.targets.iter().enumerate().map(|(index, t)| {
+            let mut info = target_info(&t.target);
+            if let Some(step) = attack.flow.as_ref().map(|f| &f.steps[index]) {
+                info.step = Some(step.name.clone());
+                info.checks = step.checks.iter().map(|c| c.name.clone()).collect();
+            }
+            info
+        })
+    }));
     let feeder_result: FeederResult = Arc::default();
     let queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
     let workers = start_workers(config, &shared, threads, queues, stop, &errors)?;
@@ -131,6 +140,7 @@ fn start_workers(
                         attack.settings.max_in_flight,
                     )),
                     lazy: queues.pop(),
+                    flow: attack.flow.clone(),
                 })
                 .collect(),
             max_per_host: split.of(config.settings.connections_per_host).max(1),

@@ -40,6 +40,7 @@ mod clock;
 mod collector;
 mod conn;
 mod errors;
+mod flow_users;
 mod h2;
 mod hosts;
 mod inflight;
@@ -134,6 +135,8 @@ pub struct AttackConfig {
     pub targets: Targets,
     /// Rows for `{{csv.COLUMN}}` placeholders.
     pub data: Option<Arc<DataTable>>,
+    /// A flow: its steps are the targets, in order, and its users send them.
+    pub flow: Option<Arc<workload::Flow>>,
 }
 
 impl AttackConfig {
@@ -144,6 +147,7 @@ impl AttackConfig {
             settings: AttackSettings::new(name, plan),
             targets: Targets::List(targets),
             data: None,
+            flow: None,
         }
     }
 }

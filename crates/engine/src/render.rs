@@ -50,17 +50,36 @@ impl RequestTemplate {
         if !target.is_templated() {
             return Ok(RequestTemplate::literal(target, keepalive));
         }
+        RequestTemplate::parsed(target, keepalive, None)
+    }
+
+    /// The request of a flow step, whose placeholders may name the flow's
+    /// `variables`: always rendered per request (its user's cookies go with it).
+    pub(crate) fn for_step(
+        target: &Target,
+        keepalive: bool,
+        variables: &[String],
+    ) -> Result<RequestTemplate, String> {
+        RequestTemplate::parsed(target, keepalive, Some(variables))
+    }
+
+    fn parsed(
+        target: &Target,
+        keepalive: bool,
+        variables: Option<&[String]>,
+    ) -> Result<RequestTemplate, String> {
+        let parse = |text: &str| Template::parse_with(text, variables);
         let body = match std::str::from_utf8(&target.body) {
-            Ok(text) => Template::parse(text)?,
+            Ok(text) => parse(text)?,
             // Not text, so no placeholders: the bytes go out as they are.
             Err(_) => Template::literal(&target.body),
         };
         let path = match &target.templated_path {
-            Some(path) => Template::parse(path)?,
-            None => Template::parse(&path_and_query(&target.url))?,
+            Some(path) => parse(path)?,
+            None => parse(&path_and_query(&target.url))?,
         };
         let headers = sent_headers(target)
-            .map(|h| Template::parse(&h.value).map(|t| (h.name.clone(), t)))
+            .map(|h| parse(&h.value).map(|t| (h.name.clone(), t)))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(RequestTemplate {
             path,
@@ -106,16 +125,18 @@ impl RequestTemplate {
     pub(crate) fn render_once(&self) -> Vec<u8> {
         let context = RenderContext::plain(0, 0, None);
         let (mut out, mut body) = (Vec::new(), Vec::new());
-        self.render(&context, &mut out, &mut body);
+        self.render(&context, &mut out, &mut body, &[]);
         out
     }
 
-    /// Renders request `context.seq` into `out` (cleared first); `body` is scratch.
+    /// Renders request `context.seq` into `out` (cleared first); `body` is scratch;
+    /// `extra_headers` (whole CRLF-ended lines: a flow user's `Cookie`) go last.
     pub(crate) fn render(
         &self,
         context: &RenderContext<'_>,
         out: &mut Vec<u8>,
         body: &mut Vec<u8>,
+        extra_headers: &[u8],
     ) {
         out.clear();
         body.clear();
@@ -143,6 +164,7 @@ impl RequestTemplate {
         if self.close {
             out.extend_from_slice(b"Connection: close\r\n");
         }
+        out.extend_from_slice(extra_headers);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
     }
@@ -199,7 +221,7 @@ mod tests {
         let dynamic = RequestTemplate::new(&templated, false).unwrap();
         assert!(dynamic.is_templated());
         let (mut out, mut body) = (Vec::new(), Vec::new());
-        dynamic.render(&RenderContext::plain(1, 42, None), &mut out, &mut body);
+        dynamic.render(&RenderContext::plain(1, 42, None), &mut out, &mut body, &[]);
         let text = String::from_utf8(out).unwrap();
         let head = format!(
             "POST /search?q=42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 42\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{{\"q\":\""
@@ -218,9 +240,14 @@ mod tests {
         let dynamic = RequestTemplate::new(&templated, true).unwrap();
         assert!(dynamic.is_templated());
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
-        dynamic.render(&RenderContext::plain(1, 7, None), &mut out, &mut scratch);
+        dynamic.render(
+            &RenderContext::plain(1, 7, None),
+            &mut out,
+            &mut scratch,
+            b"Cookie: a=1\r\n",
+        );
         let mut want = format!(
-            "POST /p HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 7\r\nContent-Length: {}\r\n\r\n",
+            "POST /p HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 7\r\nContent-Length: {}\r\nCookie: a=1\r\n\r\n",
             body.len()
         )
         .into_bytes();

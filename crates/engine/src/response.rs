@@ -1,7 +1,9 @@
 //! [`ResponseParser`]: an incremental HTTP/1.1 response parser. Heads go through
 //! `httparse`; bodies are framed by Content-Length, chunked encoding or connection
 //! close (chunked through [`wire::ChunkedDecoder`], shared with the monitor), and are
-//! counted, never stored. A head split across reads is the only thing ever copied.
+//! counted, never stored. A head split across reads is the only thing ever copied,
+//! except for a flow step's answer: its head and the start of its body are kept for
+//! its checks and extractions ([`ResponseParser::keep`]), in buffers the parser reuses.
 
 use wire::{ChunkedDecoder, Progress};
 
@@ -52,6 +54,11 @@ pub(crate) struct ResponseParser {
     body_limit: u64,
     body_read: u64,
     chunks: ChunkedDecoder,
+    /// A flow step's answer: its head (the last, past any 1xx) and body bytes kept.
+    pub kept_head: Vec<u8>,
+    pub kept_body: Vec<u8>,
+    keep_head: bool,
+    keep_body_bytes: usize,
 }
 
 /// What the head said, extracted without holding a borrow of the input.
@@ -80,7 +87,23 @@ impl ResponseParser {
             body_limit: u64::MAX,
             body_read: 0,
             chunks: ChunkedDecoder::new(),
+            kept_head: Vec::new(),
+            kept_body: Vec::new(),
+            keep_head: false,
+            keep_body_bytes: 0,
         }
+    }
+
+    /// Keeps this response's head, and its first `body_bytes` body bytes (after
+    /// [`ResponseParser::start`], which keeps nothing).
+    pub(crate) fn keep(&mut self, body_bytes: usize) {
+        self.keep_head = true;
+        self.keep_body_bytes = body_bytes;
+    }
+
+    /// The whole body's size so far (kept or not).
+    pub(crate) fn body_read(&self) -> u64 {
+        self.body_read
     }
 
     /// Prepares for the response to a new request.
@@ -95,6 +118,10 @@ impl ResponseParser {
         self.want_location = want_location;
         self.body_limit = body_limit;
         self.body_read = 0;
+        self.keep_head = false;
+        self.keep_body_bytes = 0;
+        self.kept_head.clear();
+        self.kept_body.clear();
     }
 
     /// The server's reason phrase (truncated to 48 bytes).
@@ -177,6 +204,15 @@ impl ResponseParser {
             self.location.clear();
             self.location.extend_from_slice(&source[start..end]);
         }
+        if self.keep_head {
+            let source = if carried_len == 0 {
+                &data[..used]
+            } else {
+                &self.carried[..head.length]
+            };
+            self.kept_head.clear();
+            self.kept_head.extend_from_slice(source);
+        }
         self.carried.clear();
         if (100..200).contains(&head.status) && head.status != 101 {
             return Ok(Some(used));
@@ -219,6 +255,11 @@ impl ResponseParser {
         let (used, next) = match framing {
             Framing::Length(remaining) => {
                 let take = remaining.min(data.len() as u64);
+                keep_body(
+                    &mut self.kept_body,
+                    self.keep_body_bytes,
+                    &data[..take as usize],
+                );
                 self.body_read += take;
                 let left = remaining - take;
                 (
@@ -231,14 +272,22 @@ impl ResponseParser {
                 )
             }
             Framing::UntilClose => {
+                keep_body(&mut self.kept_body, self.keep_body_bytes, data);
                 self.body_read += data.len() as u64;
                 (data.len(), State::Body(Framing::UntilClose))
             }
             Framing::Chunked => {
-                let body_read = &mut self.body_read;
+                let (body_read, kept, keep) = (
+                    &mut self.body_read,
+                    &mut self.kept_body,
+                    self.keep_body_bytes,
+                );
                 let progress = self
                     .chunks
-                    .feed(data, |bytes| *body_read += bytes.len() as u64)
+                    .feed(data, |bytes| {
+                        keep_body(kept, keep, bytes);
+                        *body_read += bytes.len() as u64;
+                    })
                     .map_err(|err| ProtocolError(err.reason()))?;
                 match progress {
                     Progress::More => (data.len(), State::Body(Framing::Chunked)),
@@ -251,6 +300,14 @@ impl ResponseParser {
             return Ok((used, State::Done));
         }
         Ok((used, next))
+    }
+}
+
+/// Appends what fits of `bytes` to `kept`, which holds at most `limit` bytes.
+fn keep_body(kept: &mut Vec<u8>, limit: usize, bytes: &[u8]) {
+    let room = limit.saturating_sub(kept.len());
+    if room > 0 {
+        kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
     }
 }
 
@@ -420,6 +477,37 @@ mod tests {
                 .0
                 .contains("64 KiB")
         );
+    }
+
+    #[test]
+    fn keeps_a_flow_steps_head_and_body_start_whatever_the_reads() {
+        let rows: &[(&[u8], usize, &[u8])] = &[
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 3, b"hel"),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", 64, b"abcde"),
+            (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\n\r\nuntil close", 64, b"until close"),
+        ];
+        for &(input, keep, body) in rows {
+            for step in [1, 5, input.len()] {
+                let mut parser = ResponseParser::new();
+                parser.start(false, false, u64::MAX);
+                parser.keep(keep);
+                for piece in input.chunks(step) {
+                    if let Ok(Feed::Done { .. }) = parser.feed(piece) {
+                        break;
+                    }
+                }
+                let _ = parser.eof();
+                assert_eq!(parser.kept_body, body, "step {step}");
+                let head = String::from_utf8_lossy(&parser.kept_head);
+                assert!(
+                    head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n"),
+                    "{head:?}"
+                );
+                // The next response keeps nothing unless asked.
+                parser.start(false, false, u64::MAX);
+                assert!(parser.kept_head.is_empty() && parser.kept_body.is_empty());
+            }
+        }
     }
 
     #[test]

@@ -34,17 +34,38 @@ impl PreparedTarget {
     ) -> Result<PreparedTarget, EngineError> {
         let template = RequestTemplate::new(&target, keepalive)
             .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        Ok(PreparedTarget::with_template(target, template, host))
+    }
+
+    /// A flow step: rendered per request for its user.
+    fn step(
+        target: Target,
+        keepalive: bool,
+        host: usize,
+        variables: &[String],
+    ) -> Result<PreparedTarget, EngineError> {
+        let template = RequestTemplate::for_step(&target, keepalive, variables)
+            .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        Ok(PreparedTarget {
+            request: PreparedRequest::Templated(Arc::new(template)),
+            host,
+            head_only: target.method == "HEAD",
+            target,
+        })
+    }
+
+    fn with_template(target: Target, template: RequestTemplate, host: usize) -> PreparedTarget {
         let request = if template.is_templated() {
             PreparedRequest::Templated(Arc::new(template))
         } else {
             PreparedRequest::Static(template.render_once().into())
         };
-        Ok(PreparedTarget {
+        PreparedTarget {
             request,
             host,
             head_only: target.method == "HEAD",
             target,
-        })
+        }
     }
 }
 
@@ -60,6 +81,7 @@ pub(crate) struct AttackShared {
     pub redirects: i32,
     pub body_limit: u64,
     pub data: Option<Arc<DataTable>>,
+    pub flow: Option<Arc<workload::Flow>>,
 }
 
 pub(crate) struct Shared {
@@ -141,11 +163,16 @@ fn prepare_attack(
     let targets = list
         .iter()
         .map(|target| {
-            PreparedTarget::new(
-                target.clone(),
-                attack.settings.keepalive,
-                hosts.resolve(&target.url, unix_socket)?,
-            )
+            let host = hosts.resolve(&target.url, unix_socket)?;
+            match &attack.flow {
+                Some(flow) => PreparedTarget::step(
+                    target.clone(),
+                    attack.settings.keepalive,
+                    host,
+                    &flow.variables,
+                ),
+                None => PreparedTarget::new(target.clone(), attack.settings.keepalive, host),
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(AttackShared {
@@ -157,5 +184,6 @@ fn prepare_attack(
         redirects: attack.settings.redirects,
         body_limit: attack.settings.max_body.unwrap_or(u64::MAX),
         data: attack.data.clone(),
+        flow: attack.flow.clone(),
     })
 }

@@ -88,6 +88,11 @@ impl DataTable {
         })
     }
 
+    /// How many rows the file has (its header aside).
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
     /// Fails naming the first column that is not in the file.
     pub fn check_columns<'a>(
         &self,

@@ -437,6 +437,24 @@ impl Flow {
         }
     }
 
+    /// The CSV columns the steps' templates read.
+    pub fn columns(&self) -> Vec<String> {
+        let variables = Some(self.variables.as_slice());
+        self.steps
+            .iter()
+            .flat_map(|step| {
+                let target = &step.target;
+                let mut texts: Vec<&str> =
+                    target.headers.iter().map(|h| h.value.as_str()).collect();
+                texts.extend(target.templated_path.as_deref());
+                texts.extend(std::str::from_utf8(&target.body).ok());
+                texts
+            })
+            .filter_map(|text| Template::parse_with(text, variables).ok())
+            .flat_map(|template| template.columns().map(str::to_owned).collect::<Vec<_>>())
+            .collect()
+    }
+
     /// A fresh scratch for one engine thread.
     pub fn scratch(&self) -> FlowScratch {
         FlowScratch {

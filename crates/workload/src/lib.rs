@@ -52,8 +52,9 @@ pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
 pub use data::{DataOrder, DataTable};
 pub use flow::{
-    CheckField, Condition, ExtractField, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
-    MAX_CHECKS, MAX_VARIABLES, Next, Step, StepFields, Think, UserState, Verdict,
+    CheckField, Condition, DEFAULT_CHECK_BODY_LIMIT, ExtractField, Extraction, Flow, FlowFailure,
+    FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, StepFields, Think, UserState,
+    Verdict,
 };
 pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;

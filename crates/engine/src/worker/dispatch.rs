@@ -15,7 +15,7 @@ use crate::shared::{PreparedRequest, PreparedTarget};
 /// Requests one attack may send per pass of the loop. When the generator is behind,
 /// every next request is already due: without a bound the loop would only send, never
 /// read answers, ship records or expire timeouts, and connections would pile up.
-const DISPATCH_BATCH: usize = 64;
+pub(super) const DISPATCH_BATCH: usize = 64;
 
 /// The next request's target, or why there is none yet.
 enum Pick {
@@ -34,7 +34,11 @@ impl Worker {
     /// Sends every request that is due and has a connection to go on.
     pub(super) fn dispatch_due(&mut self) {
         for attack in 0..self.attacks.len() {
-            self.dispatch_attack(attack);
+            if self.attacks[attack].flow.is_some() {
+                self.dispatch_flow(attack);
+            } else {
+                self.dispatch_attack(attack);
+            }
         }
     }
 
@@ -131,6 +135,7 @@ impl Worker {
             lazy: None,
             retried: false,
             protocol: record::Protocol::Http1,
+            user: crate::flow_users::NO_USER,
         }
     }
 
@@ -200,7 +205,7 @@ impl Worker {
             attack.data.as_deref(),
         );
         let mut buffer = self.conns[slot].spare_buffer();
-        template.render(&context, &mut buffer, &mut self.body_scratch);
+        template.render(&context, &mut buffer, &mut self.body_scratch, &[]);
         (RequestBytes::Owned(buffer), prepared.head_only)
     }
 
@@ -250,6 +255,10 @@ impl Worker {
         conn.set_request_bytes(bytes);
         conn.parser
             .start(head_only, shared.redirects >= 0, shared.body_limit);
+        if let Some(kept) = self.kept_body_bytes(&request) {
+            self.conns[slot].parser.keep(kept);
+        }
+        let conn = &mut self.conns[slot];
         conn.request = Some(request);
         let state = &mut self.attacks[attack];
         state.in_flight.insert(&mut self.conns, slot, dispatched_ns);

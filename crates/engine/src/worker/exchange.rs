@@ -116,6 +116,17 @@ impl Worker {
             _ => self.errors.status(status, reason_phrase(conn, status)),
         };
         let reusable = !conn.parser.close && options.keepalive;
+        if conn
+            .request
+            .as_ref()
+            .is_some_and(|r| r.user != crate::flow_users::NO_USER)
+        {
+            let answer = &mut self.answer;
+            std::mem::swap(&mut answer.head, &mut conn.parser.kept_head);
+            std::mem::swap(&mut answer.body, &mut conn.parser.kept_body);
+            answer.body_bytes = conn.parser.body_read();
+            answer.ready = true;
+        }
         let Some(request) = self.take_request(slot) else {
             return;
         };
@@ -255,8 +266,12 @@ impl Worker {
 
     /// The request has ended: one record, and its closed-model user thinks again.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
+        let (error, checks_failed) = if request.user == crate::flow_users::NO_USER {
+            (error, 0)
+        } else {
+            self.flow_answered(request, now, status, error)
+        };
         self.batch.push(Record {
-            checks_failed: 0,
             attack: request.attack,
             target: request.target,
             seq: request.seq,
@@ -273,13 +288,16 @@ impl Worker {
             bytes_in: request.bytes_in,
             bytes_out: request.bytes_out,
             protocol: request.protocol,
+            checks_failed,
         });
         self.counters.completed += 1;
         let split = self.split();
         let attack = request.attack as usize;
         let state = &mut self.attacks[attack];
         state.completed += 1;
-        state.user_finished(&self.shared.attacks[attack].plan, now, split);
+        if state.flow.is_none() {
+            state.user_finished(&self.shared.attacks[attack].plan, now, split);
+        }
     }
 
     /// Closes the socket of `slot` (closing removes it from epoll) and frees the slot.

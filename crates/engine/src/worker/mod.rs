@@ -15,6 +15,7 @@
 
 mod dispatch;
 mod exchange;
+mod flow;
 mod h1;
 mod h2;
 mod protocol;
@@ -57,6 +58,7 @@ struct Pool {
 pub(crate) struct AttackSetup {
     pub max_in_flight: usize,
     pub lazy: Option<Receiver<LazyTarget>>,
+    pub flow: Option<Arc<workload::Flow>>,
 }
 
 /// Everything a worker starts with.
@@ -109,6 +111,10 @@ pub(crate) struct Worker {
     last_poll_ready: bool,
     /// HTTP/2 connections with frames queued ([`Worker::flush_queued`]).
     flushes: Vec<u32>,
+    /// A flow user's `Cookie` header line, rendered per request.
+    cookie_scratch: Vec<u8>,
+    /// The answer of the flow request being recorded.
+    answer: flow::KeptAnswer,
 }
 
 impl Worker {
@@ -120,7 +126,7 @@ impl Worker {
         let attacks = setup
             .attacks
             .into_iter()
-            .map(|a| AttackState::new(setup.index, a.max_in_flight, a.lazy))
+            .map(|a| AttackState::new(setup.index, a.max_in_flight, a.lazy, a.flow))
             .collect();
         Ok(Worker {
             index: setup.index,
@@ -149,6 +155,8 @@ impl Worker {
             precision_ns: setup.precision_ns,
             last_poll_ready: false,
             flushes: Vec::new(),
+            cookie_scratch: Vec::new(),
+            answer: flow::KeptAnswer::default(),
         })
     }
 
@@ -342,6 +350,11 @@ impl Worker {
             let plan = &shared.attacks[attack].plan;
             let next_due = if state.capped && !answers_flowing {
                 None
+            } else if let Some(users) = &state.flow {
+                (!state.exhausted)
+                    .then(|| users.next_due(plan, state.next_k, now, split))
+                    .flatten()
+                    .map(|(due, _)| (due, crate::attack::Source::Schedule))
             } else {
                 state.next_due(plan, now, split)
             };

@@ -1,0 +1,275 @@
+//! Flow attacks in the worker: which user sends which step when (`flow_users.rs`
+//! decides what is due), rendering the step for its user (variables, data row,
+//! cookies) into the connection's reused buffer, and judging each answer on the bytes
+//! the parser kept, which decides the user's next step.
+
+use std::sync::Arc;
+
+use record::Record;
+use workload::{Answer, Flow, FlowFailure, Next, Pacing, RenderContext};
+
+use super::Worker;
+use super::dispatch::DISPATCH_BATCH;
+use crate::conn::{InFlight, RequestBytes};
+use crate::flow_users::{Due, NO_USER};
+use crate::shared::PreparedRequest;
+
+impl Worker {
+    /// Sends every step that is due (users starting their flow, users done thinking)
+    /// and has a connection to go on.
+    pub(super) fn dispatch_flow(&mut self, attack: usize) {
+        let split = self.split();
+        let shared = Arc::clone(&self.shared);
+        let options = &shared.attacks[attack];
+        self.attacks[attack].capped = false;
+        for _ in 0..DISPATCH_BATCH {
+            let now = self.clock.now_ns();
+            let state = &mut self.attacks[attack];
+            let Some(users) = state.flow.as_mut() else {
+                return;
+            };
+            if state.exhausted {
+                return;
+            }
+            if options.plan.end_ns().is_some_and(|end| now >= end) {
+                users.stop();
+                state.exhausted = true;
+                return;
+            }
+            let Some((intended_ns, due)) = users.next_due(&options.plan, state.next_k, now, split)
+            else {
+                state.exhausted = users.finished(&options.plan, state.next_k, now);
+                return;
+            };
+            if intended_ns > now {
+                return;
+            }
+            if state.in_flight_count >= state.max_in_flight {
+                state.capped = true;
+                self.counters.cap_waits += 1;
+                return;
+            }
+            let run = options.plan.global_index(state.next_k);
+            let takes_run = match due {
+                Due::NewUser => true,
+                Due::Waiting(slot) => users.starts_over(slot),
+            };
+            if takes_run {
+                state.next_k += self.workers as u64;
+            }
+            let user = match due {
+                Due::NewUser => users.add_user(&options.plan, run, split),
+                Due::Waiting(slot) => users.take_waiting(slot, run),
+            };
+            let Some(user) = user else {
+                continue;
+            };
+            if !self.send_step(attack, user, intended_ns, now) {
+                return;
+            }
+        }
+    }
+
+    /// Sends user `user`'s current step; false (the user waits again) when its host
+    /// has no connection to give.
+    fn send_step(&mut self, attack: usize, user: u32, intended_ns: u64, now: u64) -> bool {
+        let shared = Arc::clone(&self.shared);
+        let options = &shared.attacks[attack];
+        let Some(users) = self.attacks[attack].flow.as_mut() else {
+            return false;
+        };
+        let step = users.user(user).step;
+        let host = options.targets[step].host;
+        let acquired = match self.acquire(host, options.keepalive) {
+            Ok(Some(slot)) => Ok(slot),
+            Ok(None) => {
+                if let Some(users) = self.attacks[attack].flow.as_mut() {
+                    users.wait(user, intended_ns);
+                }
+                self.attacks[attack].capped = true;
+                self.counters.cap_waits += 1;
+                return false;
+            }
+            Err(cause) => Err(cause),
+        };
+        let state = &mut self.attacks[attack];
+        state.sent += 1;
+        self.counters.sent += 1;
+        let seq = state.flow.as_mut().map_or(0, |users| users.next_seq(user));
+        let mut request = self.new_request(
+            attack,
+            options.target_offset + step as u32,
+            step as u32,
+            intended_ns,
+            now,
+        );
+        request.seq = seq;
+        request.user = user;
+        request.protocol = self.asked_protocol(host);
+        match acquired {
+            Ok(slot) => {
+                let bytes = self.step_bytes(slot, &request, now);
+                self.begin(slot, request, bytes, options.targets[step].head_only);
+            }
+            Err(cause) => {
+                let id = self.errors.cause(cause);
+                self.push_record(&request, now, 0, id);
+            }
+        }
+        true
+    }
+
+    /// The step's request for its user, rendered into connection `slot`'s spare
+    /// buffer: the user's variables, data row and cookies.
+    fn step_bytes(&mut self, slot: usize, request: &InFlight, now: u64) -> RequestBytes {
+        let shared = &self.shared;
+        let options = &shared.attacks[request.attack as usize];
+        let step = request.target_index as usize;
+        let mut buffer = self.conns[slot].spare_buffer();
+        let (Some(users), PreparedRequest::Templated(template)) = (
+            self.attacks[request.attack as usize].flow.as_ref(),
+            &options.targets[step].request,
+        ) else {
+            return RequestBytes::Owned(buffer);
+        };
+        let user = users.user(request.user);
+        let flow = &users.flow;
+        self.cookie_scratch.clear();
+        if flow.options.cookies {
+            let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+            user.jar.write_header(
+                flow.steps[step].cookie_url(),
+                now_unix_s,
+                &mut self.cookie_scratch,
+            );
+        }
+        let context = RenderContext {
+            seed: shared.seed ^ u64::from(request.attack),
+            seq: request.seq,
+            data: options.data.as_deref(),
+            row: user.number,
+            variables: &user.variables,
+            user: user.number,
+        };
+        template.render(
+            &context,
+            &mut buffer,
+            &mut self.body_scratch,
+            &self.cookie_scratch,
+        );
+        RequestBytes::Owned(buffer)
+    }
+
+    /// Body bytes a flow request's answer keeps for its step's checks (0: the head only).
+    pub(super) fn kept_body_bytes(&self, request: &InFlight) -> Option<usize> {
+        if request.user == NO_USER {
+            return None;
+        }
+        let flow = self.shared.attacks[request.attack as usize]
+            .flow
+            .as_deref()?;
+        let step = &flow.steps[request.target_index as usize];
+        Some(if step.reads_body {
+            usize::try_from(flow.options.check_body_limit).unwrap_or(usize::MAX)
+        } else {
+            0
+        })
+    }
+
+    /// A flow request ended (`status` 0: without an answer): its answer judged (its
+    /// error and failed checks returned), and its user's next step set.
+    pub(super) fn flow_answered(
+        &mut self,
+        request: &InFlight,
+        now: u64,
+        status: u16,
+        error: u32,
+    ) -> (u32, u32) {
+        let attack = request.attack as usize;
+        let answered = status != 0 && std::mem::take(&mut self.answer.ready);
+        let answer = if answered {
+            Answer {
+                status,
+                head: &self.answer.head,
+                body: &self.answer.body,
+                body_bytes: self.answer.body_bytes,
+                latency_ns: now.saturating_sub(request.intended_ns),
+            }
+        } else {
+            Answer::default()
+        };
+        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let Some(users) = self.attacks[attack].flow.as_mut() else {
+            return (error, 0);
+        };
+        let (user, scratch, flow) = users.user_and_scratch(request.user);
+        let step = user.step;
+        let verdict = flow.judge(
+            user,
+            &answer,
+            flow.steps[step].cookie_url(),
+            now_unix_s,
+            scratch,
+        );
+        let mut checks_failed = verdict.checks_failed;
+        let mut error = error;
+        if let Some(failure) = verdict.failure {
+            checks_failed |= Record::FAILED_BY_FLOW;
+            if error == 0 {
+                error = self.errors.flow(request.attack, step, failure, || {
+                    flow_error(flow, step, failure)
+                });
+            }
+        }
+        self.next_step(attack, request.user, now);
+        (error, checks_failed)
+    }
+
+    /// After an answer: the user thinks and sends its next step, or its run of the
+    /// flow ends (closed model: it starts over after the think time, if still wanted).
+    fn next_step(&mut self, attack: usize, user: u32, now: u64) {
+        let split = self.split();
+        let seed = self.shared.seed;
+        let plan = &self.shared.attacks[attack].plan;
+        let state = &mut self.attacks[attack];
+        let exhausted = state.exhausted;
+        let Some(users) = state.flow.as_mut() else {
+            return;
+        };
+        let (state_of_user, _, flow) = users.user_and_scratch(user);
+        match flow.advance(state_of_user, seed) {
+            Next::Step { delay_ns, .. } => users.wait(user, now.saturating_add(delay_ns)),
+            Next::End { delay_ns } => {
+                let again = match plan.pacing {
+                    Pacing::Closed { think_ns, .. }
+                        if !exhausted && users.live <= split.of(plan.users_at(now)) =>
+                    {
+                        Some(now.saturating_add(delay_ns).saturating_add(think_ns))
+                    }
+                    _ => None,
+                };
+                users.run_ended(user, again);
+            }
+        }
+    }
+}
+
+fn flow_error(flow: &Flow, step: usize, failure: FlowFailure) -> (record::ErrorKind, String) {
+    let kind = match failure {
+        FlowFailure::Extract { .. } => record::ErrorKind::Extract,
+        FlowFailure::Check { .. } => record::ErrorKind::Check,
+        FlowFailure::Cookie(_) => record::ErrorKind::Cookie,
+    };
+    (kind, flow.failure_text(step, failure))
+}
+
+/// A flow request's answer as the parser kept it, moved out of its connection when it
+/// completes (the buffers swap, so both keep their capacity).
+#[derive(Default)]
+pub(crate) struct KeptAnswer {
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+    pub body_bytes: u64,
+    /// Holds the answer of the request being recorded.
+    pub ready: bool,
+}
