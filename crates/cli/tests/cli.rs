@@ -100,6 +100,7 @@ fn header() -> RunHeader {
         tool: "loadlab cli test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {
+            flow: false,
             name: "api".to_owned(),
             model: LoadModel::Open,
             schedule: "const(1000, 1s)".to_owned(),

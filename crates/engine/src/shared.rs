@@ -120,10 +120,18 @@ impl Shared {
             .iter()
             .any(|a| matches!(a.targets, Targets::Stream(_)));
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
+        // A flow's checks read HTTP/1.1 answers (heads and bodies as the parser keeps
+        // them): a run with a flow speaks HTTP/1.1 to every host.
+        let flows = config.attacks.iter().any(|a| a.flow.is_some());
+        if flows && config.settings.h2c {
+            return Err(EngineError::Config(
+                "-h2c: flows speak HTTP/1.1 (their checks read HTTP/1.1 answers); leave -h2c out"
+                    .to_owned(),
+            ));
+        }
+        let http2 = config.settings.http2 && !flows;
         let (tls, tls_h2) = if needs_tls {
-            let h2 = config
-                .settings
-                .http2
+            let h2 = http2
                 .then(|| tls::client_config(&config.settings.tls, true))
                 .transpose()?;
             (Some(tls::client_config(&config.settings.tls, false)?), h2)
@@ -138,7 +146,7 @@ impl Shared {
             local_ip: config.settings.local_addr,
             unix_socket: config.settings.unix_socket.clone(),
             seed: config.settings.seed,
-            http2: config.settings.http2,
+            http2,
             h2c: config.settings.h2c,
             max_streams: config.settings.max_streams,
         })

@@ -424,12 +424,12 @@ fn variant_targets(plan: &Plan, variant: &Variant, fields: &mut AttackFields, or
     };
     match &variant.targets {
         TargetSource::Inline(list) => {
-            (fields.targets, fields.targets_file) = (Some(list.clone()), None);
+            (fields.targets, fields.targets_file, fields.step) = (Some(list.clone()), None, None);
             origin.field_labels.extend([own("targets")]);
         }
         TargetSource::File(path) => {
             let file = path.display().to_string();
-            (fields.targets, fields.targets_file) = (None, Some(file));
+            (fields.targets, fields.targets_file, fields.step) = (None, Some(file), None);
             origin.field_labels.extend([own("targets_file")]);
         }
         TargetSource::Rebased(base) => fields.base_url = Some(base.clone()),

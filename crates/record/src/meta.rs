@@ -77,6 +77,10 @@ pub struct AttackInfo {
     #[serde(default)]
     /// How long a request may take before it fails as a timeout, nanoseconds.
     pub timeout_ns: u64,
+    /// A flow: its schedule counts flow starts (users), not requests; each record's
+    /// `seq` is `run << 16 | request in the run`, so `seq & 0xffff == 0` is a start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow: bool,
 }
 
 /// Open model: requests leave on a clock. Closed model: N users, each sends its next

@@ -22,6 +22,7 @@ fn header() -> RunHeader {
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {
+            flow: false,
             name: "search".to_owned(),
             model: LoadModel::Open,
             schedule: "const(1000, 1s)".to_owned(),

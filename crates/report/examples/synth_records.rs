@@ -55,6 +55,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
         tool: "synth_records".to_owned(),
         start_unix_ns: START_UNIX_NS,
         attacks: vec![AttackInfo {
+            flow: false,
             name: "synthetic".to_owned(),
             model: LoadModel::Open,
             schedule: format!("const({rate_per_sec}, ...)"),

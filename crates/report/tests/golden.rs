@@ -21,6 +21,7 @@ const US: u64 = 1_000;
 
 fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {
     AttackInfo {
+        flow: false,
         name: name.to_owned(),
         model,
         schedule: String::new(),

@@ -189,6 +189,8 @@ pub(super) fn scenarios(
         match (&fields.targets, &fields.targets_file) {
             (Some(list), None) if !list.is_empty() => {}
             (None, Some(_)) => {}
+            // A flow: its steps are checked with the attack's fields below.
+            (None, None) if fields.step.is_some() => {}
             (Some(_), Some(_)) => {
                 return Err(spot.err(
                     at,
@@ -200,7 +202,7 @@ pub(super) fn scenarios(
                 return Err(spot.err(
                     at,
                     "load.scenario.targets",
-                    format!("scenario {name:?} has no targets: give targets or targets_file"),
+                    format!("scenario {name:?} has no targets: give targets, targets_file or [[load.scenario.step]] tables (a flow)"),
                 ));
             }
         }

@@ -401,7 +401,7 @@ mod scenarios {
             (
                 "no targets",
                 format!("{HEAD}[[load.scenario]]\nname = \"news\"\nrate = 1\n"),
-                "p.toml:9: load.scenario.targets: scenario \"news\" has no targets",
+                "p.toml:9: load.scenario.targets: scenario \"news\" has no targets: give targets, targets_file or [[load.scenario.step]]",
             ),
             (
                 "both targets",

@@ -25,7 +25,10 @@ pub(super) fn variants(
             "no [[variant]] tables: name at least one system under test",
         ));
     }
-    let shared = load.attack.targets.is_some() || load.attack.targets_file.is_some();
+    // A flow's steps (`[[load.step]]`) are targets too: variants may rebase them.
+    let shared = load.attack.targets.is_some()
+        || load.attack.targets_file.is_some()
+        || load.attack.step.is_some();
     let mut out: Vec<Variant> = Vec::new();
     for spanned in raw {
         let at = spanned.span().start;

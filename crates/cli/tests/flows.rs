@@ -1,0 +1,338 @@
+//! Flows end to end: `loadlab attack -scenarios` runs flows (docs/FLOWS.md) against the
+//! simulator's application recipe on loopback, in both models, and the record file
+//! says what each step got and which checks failed; bad flows are refused by name.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use record::{ErrorKind, Record, RunTables};
+
+fn loadlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "loadlab-flows-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The application recipe the docs ship, served on a free loopback port.
+fn app() -> simulator::Simulator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/recipes/app_login.json"
+    );
+    serve(&std::fs::read_to_string(path).unwrap())
+}
+
+fn serve(recipe: &str) -> simulator::Simulator {
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    simulator::Simulator::start(options, &recipe).unwrap()
+}
+
+/// Log in (the cookie and a token), list the items, open one from the list.
+fn shop_flow(addr: std::net::SocketAddr, pacing: &str) -> String {
+    format!(
+        r#"
+[[scenario]]
+name = "shop"
+{pacing}
+
+[[scenario.step]]
+name = "login"
+request = "POST http://{addr}/login?user=u{{{{user}}}}\nContent-Type: application/json"
+body = '{{"user":"u{{{{user}}}}"}}'
+extract = {{ token = "json $.token" }}
+checks = ["status 200", "json $.token exists", "header content-type contains json"]
+
+[[scenario.step]]
+name = "list"
+request = "GET http://{addr}/items\nAuthorization: Bearer {{{{token}}}}"
+extract = {{ item = "json $.items[*].id" }}
+checks = ["status 200", {{ name = "has items", expect = "json $.items[0].id exists" }}]
+think = "uniform(1ms, 5ms)"
+
+[[scenario.step]]
+name = "item"
+request = "GET http://{addr}/items/{{{{item}}}}"
+checks = ["status 200", "json $.id exists", "latency < 5s"]
+"#
+    )
+}
+
+/// Every record and the run's tables.
+fn read(path: &str) -> (Vec<Record>, RunTables) {
+    let mut source = record::open_input(path).unwrap();
+    let (mut all, mut batch) = (Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        all.extend_from_slice(&batch);
+    }
+    (all, source.tables().clone())
+}
+
+/// Records per step name.
+fn per_step(records: &[Record], tables: &RunTables) -> BTreeMap<String, Vec<Record>> {
+    let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    for record in records {
+        let step = tables.targets[record.target as usize].step.clone().unwrap();
+        out.entry(step).or_default().push(*record);
+    }
+    out
+}
+
+fn attack(dir: &TempDir, flow: &str) -> (Output, String) {
+    let scenarios = dir.write("flow.toml", flow);
+    let output = dir.0.join("run.llr").to_string_lossy().into_owned();
+    let run = loadlab(&[
+        "attack",
+        "-scenarios",
+        &scenarios,
+        "-output",
+        &output,
+        "-quiet",
+    ]);
+    (run, output)
+}
+
+#[test]
+fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
+    let server = app();
+    let dir = TempDir::new();
+    let (run, path) = attack(
+        &dir,
+        &shop_flow(server.local_addr(), "rate = \"40/1s\"\nmax_requests = 30"),
+    );
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps.keys().collect::<Vec<_>>(), ["item", "list", "login"]);
+    for (name, got) in &steps {
+        assert_eq!(got.len(), 30, "{name}: one per flow started");
+        // /items needs the session cookie and /items/{id} an id of the list: a 200
+        // proves the jar and the extraction.
+        assert!(
+            got.iter()
+                .all(|r| r.status == 200 && r.error == 0 && r.checks_failed == 0),
+            "{name}: {got:?}"
+        );
+    }
+    let login = tables
+        .targets
+        .iter()
+        .find(|t| t.step.as_deref() == Some("login"))
+        .unwrap();
+    assert_eq!(
+        login.checks,
+        [
+            "status 200",
+            "json $.token exists",
+            "header content-type contains json"
+        ]
+    );
+    assert!(tables.attacks[0].flow);
+    // Each step is timed from its own intended time: after the list's answer and a think.
+    let runs: BTreeMap<u64, Vec<&Record>> = records.iter().fold(BTreeMap::new(), |mut acc, r| {
+        acc.entry(r.seq >> 16).or_insert_with(Vec::new).push(r);
+        acc
+    });
+    assert_eq!(runs.len(), 30);
+    for requests in runs.values() {
+        let mut requests = requests.clone();
+        requests.sort_by_key(|r| r.seq);
+        assert_eq!(requests.len(), 3);
+        for pair in requests.windows(2) {
+            assert!(
+                pair[1].intended_unix_ns >= pair[0].end_unix_ns(),
+                "{pair:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_closed_model_flow_loops_its_users_with_one_data_row_each() {
+    let server = app();
+    let dir = TempDir::new();
+    dir.write("users.csv", "user\nann\nbob\n");
+    let flow = shop_flow(
+        server.local_addr(),
+        "concurrency = 2\nthink_time = \"5ms\"\nduration = \"1s\"\ndata = \"users.csv\"",
+    )
+    .replace("u{{user}}", "{{csv.user}}");
+    let (run, path) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    let logins = steps["login"].len();
+    assert!(logins >= 4, "two users loop: {logins} logins");
+    assert!(
+        steps
+            .values()
+            .flatten()
+            .all(|r| r.status == 200 && r.checks_failed == 0)
+    );
+    // One more user than rows: refused before the run, naming the file and the field.
+    let (run, _) = attack(&dir, &flow.replace("concurrency = 2", "concurrency = 3"));
+    let err = text(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        err.contains("flow.toml:2: scenario \"shop\": data: 2 rows for 3 users"),
+        "{err}"
+    );
+}
+
+#[test]
+fn failed_checks_and_extractions_are_counted_and_named() {
+    let server = app();
+    let dir = TempDir::new();
+    let flow = shop_flow(server.local_addr(), "rate = \"50/1s\"\nmax_requests = 10")
+        .replace(
+            "\"status 200\", \"json $.token exists\"",
+            "\"status 201\", \"json $.token exists\"",
+        )
+        .replace("json $.items[*].id", "json $.things[0].id");
+    let (run, path) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    // The item step needs {{item}}, which the list never gives: it is never sent.
+    assert_eq!(steps.keys().collect::<Vec<_>>(), ["list", "login"]);
+    let error = |r: &Record| tables.errors[r.error as usize - 1].clone();
+    for r in &steps["login"] {
+        assert_eq!(r.checks_failed, 0b001 | Record::FAILED_BY_FLOW);
+        assert!(!r.is_success());
+        assert_eq!(
+            (error(r).kind, error(r).text.as_str()),
+            (
+                ErrorKind::Check,
+                "step \"login\": check \"status 201\" failed"
+            )
+        );
+    }
+    for r in &steps["list"] {
+        assert_eq!(
+            r.checks_failed,
+            Record::FAILED_BY_FLOW,
+            "its checks pass: items are there"
+        );
+        assert_eq!(error(r).kind, ErrorKind::Extract);
+        assert_eq!(
+            error(r).text,
+            "step \"list\": extract item: \"json $.things[0].id\" found nothing"
+        );
+    }
+    // With checks_fail_requests = false, a failed check is counted but not a failure.
+    let lenient = flow.replace(
+        "max_requests = 10",
+        "max_requests = 10\nchecks_fail_requests = false",
+    );
+    let (run, path) = attack(&dir, &lenient);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let login = &per_step(&records, &tables)["login"];
+    assert!(
+        login
+            .iter()
+            .all(|r| r.checks_failed == 0b001 && r.is_success() && r.error == 0)
+    );
+}
+
+#[test]
+fn refused_cookies_and_huge_answers_are_counted_not_fatal() {
+    let server = serve(
+        r#"[{"route": "/login", "body": "{}", "headers": {"set-cookie": "sid=1; Domain=evil.test"}, "stages": [{"at": 0, "status": 200}]},
+            {"route": "/big", "random_content": "3mb", "stages": [{"at": 0, "status": 200}]}]"#,
+    );
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        "[[scenario]]\nname = \"odd\"\nrate = 20\nmax_requests = 4\n\n[[scenario.step]]\nname = \"login\"\nrequest = \"GET http://{addr}/login\"\n\n[[scenario.step]]\nname = \"big\"\nrequest = \"GET http://{addr}/big\"\nchecks = [\"size > 2mb\", \"body matches [a-z]\"]\n"
+    );
+    let (run, path) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    for r in &steps["login"] {
+        let entry = &tables.errors[r.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Cookie);
+        assert!(
+            entry.text.contains("Domain does not cover"),
+            "{}",
+            entry.text
+        );
+    }
+    // 3 MiB read whole (its size passes), the first MiB kept for the body check.
+    assert!(
+        steps["big"]
+            .iter()
+            .all(|r| r.checks_failed == 0 && r.bytes_in > 3 << 20),
+        "{:?}",
+        steps["big"]
+    );
+}
+
+#[test]
+fn bad_flows_are_refused_before_the_run_by_file_line_step_and_field() {
+    let dir = TempDir::new();
+    let rows: &[(&str, &str)] = &[
+        (
+            "[[scenario]]\nname = \"s\"\nrate = 1\n\n[[scenario.step]]\nname = \"a\"\nrequest = \"GET http://127.0.0.1:1/{{tokn}}\"\n",
+            "flow.toml:5: scenario \"s\": step \"a\": request: template \"/{{tokn}}\": unknown variable {{tokn}}",
+        ),
+        (
+            "[[scenario]]\nname = \"s\"\nrate = 1\n\n[[scenario.step]]\nrequest = \"GET http://127.0.0.1:1/\"\nextract = { t = \"json $.a[\" }\n",
+            "flow.toml:5: scenario \"s\": step 1: extract.t: JSON path \"$.a[\": a '[' without its ']'",
+        ),
+        (
+            "[[scenario]]\nname = \"s\"\nrate = 1\n\n[[scenario.step]]\nrequest = \"GET http://127.0.0.1:1/\"\nchecks = [\"json $.a equals 1\"]\n",
+            "flow.toml:5: scenario \"s\": step 1: checks: json check",
+        ),
+        (
+            "[[scenario]]\nname = \"s\"\nrate = 1\n\n[[scenario.step]]\nrequest = \"GET http://127.0.0.1:1/{{csv.user}}\"\n",
+            "flow.toml:1: scenario \"s\": data: a step reads {{csv.user}} but the scenario gives no data file",
+        ),
+    ];
+    for (flow, want) in rows {
+        let (run, _) = attack(&dir, flow);
+        let err = text(&run.stderr);
+        assert!(!run.status.success(), "{flow}");
+        assert!(err.contains(want), "{flow}\n{err}");
+    }
+}
