@@ -34,6 +34,10 @@ use crate::watch::{WatchArgs, Watchers};
 /// {{rand.lower 50}}, {{rand.int 1 100}}, {{uuid}}, {{seq}}, {{pick a b c}},
 /// {{csv.COLUMN}} (rows of -data). -seed makes them repeat exactly.
 ///
+/// User flows (log in, take the token from the answer, list, open an item, each answer
+/// checked, cookies kept per user) are scenarios with [[scenario.step]] tables in a
+/// -scenarios file: see docs/FLOWS.md.
+///
 /// Examples:
 ///
 ///   echo "GET http://127.0.0.1:8080/" | loadlab attack -rate=500 -duration=10s | loadlab report
@@ -47,6 +51,8 @@ use crate::watch::{WatchArgs, Watchers};
 ///   echo "GET http://127.0.0.1:8080/" | loadlab attack -concurrency="line(1, 100, 1m) const(100, 5m)" > closed.llr
 ///
 ///   loadlab attack -scenarios=incident.toml -output=incident.llr
+///
+///   loadlab attack -scenarios=examples/scenarios/shop_flow.toml -output=shop.llr   # a user flow
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///
@@ -116,7 +122,7 @@ pub struct AttackArgs {
     /// Stop after this many requests
     #[arg(long, value_name = "N")]
     max_requests: Option<u64>,
-    /// Run the named scenarios of a TOML file at once (see docs and examples/scenarios)
+    /// Run the named scenarios of a TOML file at once, plain targets or user flows (see docs/FLOWS.md and examples/scenarios)
     #[arg(long, value_name = "FILE")]
     scenarios: Option<PathBuf>,
     /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s" (repeatable)

@@ -309,6 +309,31 @@ fn refused_cookies_and_huge_answers_are_counted_not_fatal() {
 }
 
 #[test]
+fn a_login_that_redirects_sets_its_cookie_for_the_next_hop_and_steps() {
+    let server = serve(
+        r#"[{"route": "/login", "headers": {"location": "/home", "set-cookie": "session=s{{id}}; Path=/"}, "stages": [{"at": 0, "status": 302}]},
+            {"route": "/home", "body": "home of {{request.cookie.session}}", "requires": {"cookie": "session"}, "stages": [{"at": 0, "status": 200}]}]"#,
+    );
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        "[[scenario]]\nname = \"r\"\nrate = 20\nmax_requests = 3\n\n[[scenario.step]]\nname = \"login\"\nrequest = \"POST http://{addr}/login\"\nbody = \"user=ann\"\nchecks = [\"status 200\", \"body contains home of s\"]\nextract = {{ sid = \"cookie session\" }}\n\n[[scenario.step]]\nname = \"home\"\nrequest = \"GET http://{addr}/home\\nX-Sid: {{{{sid}}}}\"\nchecks = [\"status 200\"]\n"
+    );
+    let (run, path) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps["login"].len(), 3);
+    assert_eq!(steps["home"].len(), 3);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.status == 200 && r.checks_failed == 0),
+        "{records:?}"
+    );
+}
+
+#[test]
 fn bad_flows_are_refused_before_the_run_by_file_line_step_and_field() {
     let dir = TempDir::new();
     let rows: &[(&str, &str)] = &[

@@ -3,7 +3,8 @@
 //! intended time keeps a late generator's backlog in the step that caused it. A step
 //! with background scenarios holds several attacks; each record carries its attack's
 //! index (the step's main load is 0, the scenarios 1.. in plan order), so each attack
-//! gets figures of its own.
+//! gets figures of its own. A flow's plan asks for flow starts, so its sent rate counts
+//! the records that start a run of the flow (`seq & 0xffff == 0`).
 //!
 //! Latency and send-lag percentiles come from [`report::Distribution`], the report's own:
 //! exact up to [`report::EXACT_LIMIT`] values, then a log-linear histogram (relative error
@@ -90,10 +91,19 @@ struct Accumulator {
     lags_ns: Distribution,
     successes: u64,
     errors: BTreeMap<String, u64>,
+    /// A flow's runs started (its first requests), and whether the attack is a flow.
+    flow_starts: Option<u64>,
 }
 
 impl Accumulator {
     fn add(&mut self, record: &Record, tables: &record::RunTables) {
+        if tables
+            .attacks
+            .get(usize::from(record.attack))
+            .is_some_and(|a| a.flow)
+        {
+            *self.flow_starts.get_or_insert(0) += u64::from(record.seq & 0xffff == 0);
+        }
         self.latencies_ns.add(record.latency_ns);
         self.lags_ns.add(record.send_lag_ns);
         if record.is_success() && record.error == 0 {
@@ -132,7 +142,7 @@ impl Accumulator {
         let lag_p99_ns = self.lags_ns.into_quantiles().quantile(0.99);
         StepSummary {
             asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
-            sent_per_sec: requests as f64 / seconds,
+            sent_per_sec: self.flow_starts.unwrap_or(requests) as f64 / seconds,
             requests,
             success_ratio: if requests > 0 {
                 self.successes as f64 / requests as f64

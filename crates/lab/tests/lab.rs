@@ -1147,3 +1147,70 @@ step_duration = "500ms"
     );
     assert_eq!(finished.load(Ordering::Relaxed), 2, "one finish per step");
 }
+
+#[test]
+fn a_plan_sweeps_a_user_flow_and_each_step_holds_its_flow_starts() {
+    let _turn = one_at_a_time();
+    let app = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/recipes/app_login.json"
+    );
+    let server = simulator(&std::fs::read_to_string(app).expect("recipe"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The flow's URLs name a placeholder host: the variant's base_url rebases each step.
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "app"
+base_url = "http://{}"
+
+[load]
+rates = [20, 40]
+step_duration = "1s"
+warmup = "200ms"
+
+[[load.step]]
+name = "login"
+request = "POST http://placeholder/login?user=u{{{{user}}}}"
+extract = {{ token = "json $.token" }}
+checks = ["status 200"]
+
+[[load.step]]
+name = "list"
+request = "GET http://placeholder/items\nAuthorization: Bearer {{{{token}}}}"
+extract = {{ item = "json $.items[*].id" }}
+checks = ["status 200"]
+
+[[load.step]]
+name = "item"
+request = "GET http://placeholder/items/{{{{item}}}}"
+checks = ["status 200"]
+
+[slo]
+success = 1.0
+max_lag = "1s"
+achieved = 0.9
+"#,
+        server.local_addr()
+    );
+    let summary = run(&plan, dir.path());
+    assert_eq!(
+        verdicts(&summary),
+        [
+            ("000-app-20".to_owned(), "pass".to_owned()),
+            ("001-app-40".to_owned(), "pass".to_owned())
+        ],
+        "{summary:#?}"
+    );
+    // Three requests per flow started; the rate held is the flows'.
+    let requests: Vec<u64> = summary.steps.iter().map(|s| s.requests).collect();
+    let held: Vec<f64> = summary.steps.iter().map(|s| s.achieved_per_sec).collect();
+    assert!(
+        (18.0..=22.0).contains(&held[0]) && (36.0..=44.0).contains(&held[1]),
+        "{held:?}"
+    );
+    assert!(
+        (57..=63).contains(&requests[0]) && (114..=126).contains(&requests[1]),
+        "{requests:?}"
+    );
+}

@@ -132,6 +132,9 @@ impl Worker {
         };
         self.released(slot, reusable);
         if follow {
+            if request.user != crate::flow_users::NO_USER {
+                self.keep_redirect_cookies(&request, now);
+            }
             self.follow_redirect(request, status, &location, now);
         } else {
             self.push_record(&request, now, status, error);
@@ -157,7 +160,7 @@ impl Worker {
             .map_or((&base.url, base.method.as_str()), |hop| {
                 (&hop.url, hop.method.as_str())
             });
-        let (url, method, bytes) =
+        let (url, method, mut bytes) =
             match redirect::next_hop(base, url, method, status, location, options.keepalive) {
                 Next::Follow { url, method, bytes } => (url, method, bytes),
                 Next::Refuse(why) => {
@@ -177,6 +180,9 @@ impl Worker {
         self.pools
             .resize_with(self.hosts.hosts.len(), super::Pool::default);
         let head_only = method == "HEAD";
+        if request.user != crate::flow_users::NO_USER {
+            self.add_hop_cookies(&request, &url, &mut bytes, now);
+        }
         request.hop = Some(Box::new(Hop { url, method }));
         match self.acquire(host, options.keepalive) {
             Ok(Some(slot)) => self.begin(slot, request, RequestBytes::Owned(bytes), head_only),

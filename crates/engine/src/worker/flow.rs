@@ -204,13 +204,12 @@ impl Worker {
         };
         let (user, scratch, flow) = users.user_and_scratch(request.user);
         let step = user.step;
-        let verdict = flow.judge(
-            user,
-            &answer,
-            flow.steps[step].cookie_url(),
-            now_unix_s,
-            scratch,
-        );
+        // The answer came from where the last redirect led, if one did.
+        let url = request
+            .hop
+            .as_ref()
+            .map_or_else(|| flow.steps[step].cookie_url(), |hop| cookie_url(&hop.url));
+        let verdict = flow.judge(user, &answer, url, now_unix_s, scratch);
         let mut checks_failed = verdict.checks_failed;
         let mut error = error;
         if let Some(failure) = verdict.failure {
@@ -251,6 +250,68 @@ impl Worker {
                 users.run_ended(user, again);
             }
         }
+    }
+}
+
+impl Worker {
+    /// A flow request is redirected: the redirecting answer's cookies go in its
+    /// user's jar (a login answering 302 with its session cookie), refused ones
+    /// silently, as a browser does.
+    pub(super) fn keep_redirect_cookies(&mut self, request: &InFlight, now: u64) {
+        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let head = &self.answer.head;
+        let Some(users) = self.attacks[request.attack as usize].flow.as_mut() else {
+            return;
+        };
+        let (user, _, flow) = users.user_and_scratch(request.user);
+        if !flow.options.cookies {
+            return;
+        }
+        let step = &flow.steps[user.step];
+        let url = request
+            .hop
+            .as_ref()
+            .map_or(&step.target.url, |hop| &hop.url);
+        let answer = Answer {
+            head,
+            ..Answer::default()
+        };
+        for set_cookie in answer.headers("set-cookie") {
+            let _ = user.jar.store(set_cookie, cookie_url(url), now_unix_s);
+        }
+    }
+
+    /// A flow request's next hop carries its user's cookies for `url`.
+    pub(super) fn add_hop_cookies(
+        &mut self,
+        request: &InFlight,
+        url: &url::Url,
+        bytes: &mut Vec<u8>,
+        now: u64,
+    ) {
+        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let Some(users) = self.attacks[request.attack as usize].flow.as_ref() else {
+            return;
+        };
+        let Some(head_end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return;
+        };
+        self.cookie_scratch.clear();
+        users.user(request.user).jar.write_header(
+            cookie_url(url),
+            now_unix_s,
+            &mut self.cookie_scratch,
+        );
+        let at = head_end + 2;
+        bytes.splice(at..at, self.cookie_scratch.iter().copied());
+    }
+}
+
+fn cookie_url(url: &url::Url) -> workload::CookieUrl<'_> {
+    workload::CookieUrl {
+        host: url.host_str().unwrap_or_default(),
+        path: url.path(),
+        https: url.scheme() == "https",
     }
 }
 
