@@ -69,6 +69,13 @@ pub(crate) struct InFlight {
     pub user: u32,
 }
 
+impl InFlight {
+    /// Whether a flow user sent it.
+    pub(crate) fn is_flow(&self) -> bool {
+        self.user != crate::flow_users::NO_USER
+    }
+}
+
 /// Where a followed redirect went.
 pub(crate) struct Hop {
     pub url: url::Url,

@@ -116,23 +116,15 @@ impl Worker {
             _ => self.errors.status(status, reason_phrase(conn, status)),
         };
         let reusable = !conn.parser.close && options.keepalive;
-        if conn
-            .request
-            .as_ref()
-            .is_some_and(|r| r.user != crate::flow_users::NO_USER)
-        {
-            let answer = &mut self.answer;
-            std::mem::swap(&mut answer.head, &mut conn.parser.kept_head);
-            std::mem::swap(&mut answer.body, &mut conn.parser.kept_body);
-            answer.body_bytes = conn.parser.body_read();
-            answer.ready = true;
+        if conn.request.as_ref().is_some_and(InFlight::is_flow) {
+            self.take_kept_answer(slot);
         }
         let Some(request) = self.take_request(slot) else {
             return;
         };
         self.released(slot, reusable);
         if follow {
-            if request.user != crate::flow_users::NO_USER {
+            if request.is_flow() {
                 self.keep_redirect_cookies(&request, now);
             }
             self.follow_redirect(request, status, &location, now);
@@ -180,7 +172,7 @@ impl Worker {
         self.pools
             .resize_with(self.hosts.hosts.len(), super::Pool::default);
         let head_only = method == "HEAD";
-        if request.user != crate::flow_users::NO_USER {
+        if request.is_flow() {
             self.add_hop_cookies(&request, &url, &mut bytes, now);
         }
         request.hop = Some(Box::new(Hop { url, method }));
@@ -272,10 +264,10 @@ impl Worker {
 
     /// The request has ended: one record, and its closed-model user thinks again.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
-        let (error, checks_failed) = if request.user == crate::flow_users::NO_USER {
-            (error, 0)
-        } else {
+        let (error, checks_failed) = if request.is_flow() {
             self.flow_answered(request, now, status, error)
+        } else {
+            (error, 0)
         };
         self.batch.push(Record {
             attack: request.attack,

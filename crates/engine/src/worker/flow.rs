@@ -11,7 +11,7 @@ use workload::{Answer, Flow, FlowFailure, Next, Pacing, RenderContext};
 use super::Worker;
 use super::dispatch::DISPATCH_BATCH;
 use crate::conn::{InFlight, RequestBytes};
-use crate::flow_users::{Due, NO_USER};
+use crate::flow_users::Due;
 use crate::shared::PreparedRequest;
 
 impl Worker {
@@ -160,9 +160,10 @@ impl Worker {
         RequestBytes::Owned(buffer)
     }
 
-    /// Body bytes a flow request's answer keeps for its step's checks (0: the head only).
+    /// Body bytes a flow request's answer keeps for its step's checks (0: the head
+    /// only); `None` for a plain request, which keeps nothing.
     pub(super) fn kept_body_bytes(&self, request: &InFlight) -> Option<usize> {
-        if request.user == NO_USER {
+        if !request.is_flow() {
             return None;
         }
         let flow = self.shared.attacks[request.attack as usize]
@@ -174,6 +175,16 @@ impl Worker {
         } else {
             0
         })
+    }
+
+    /// The flow request of connection `slot` is complete: its answer moves out of the
+    /// parser (the buffers swap, so both keep their capacity) to be judged.
+    pub(super) fn take_kept_answer(&mut self, slot: usize) {
+        let (answer, parser) = (&mut self.answer, &mut self.conns[slot].parser);
+        std::mem::swap(&mut answer.head, &mut parser.kept_head);
+        std::mem::swap(&mut answer.body, &mut parser.kept_body);
+        answer.body_bytes = parser.body_read();
+        answer.ready = true;
     }
 
     /// A flow request ended (`status` 0: without an answer): its answer judged (its
@@ -324,8 +335,7 @@ fn flow_error(flow: &Flow, step: usize, failure: FlowFailure) -> (record::ErrorK
     (kind, flow.failure_text(step, failure))
 }
 
-/// A flow request's answer as the parser kept it, moved out of its connection when it
-/// completes (the buffers swap, so both keep their capacity).
+/// A flow request's answer as the parser kept it ([`Worker::take_kept_answer`]).
 #[derive(Default)]
 pub(crate) struct KeptAnswer {
     pub head: Vec<u8>,
