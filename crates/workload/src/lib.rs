@@ -11,6 +11,8 @@
 //!   (flags, a scenario table, a plan's `[load]`), checked into [`AttackSettings`] and
 //!   [`RunSettings`] with the one set of [`defaults`]; [`Origin`] names each field
 //!   in errors as the user wrote it.
+//! - [`har_to_flow`]: a browser's HAR recording turned into a flow file
+//!   (`loadlab encode -from har`).
 //!
 //! Errors are [`WorkloadError`], naming the file, line and field.
 
@@ -19,6 +21,7 @@
 mod data;
 pub mod defaults;
 mod field_names;
+mod har;
 mod lines;
 mod plan;
 mod rng;
@@ -38,6 +41,7 @@ mod template;
 mod proptests;
 
 pub use data::{DataOrder, DataTable};
+pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use run_settings::{RunFields, RunSettings, TlsOptions};
