@@ -1,7 +1,11 @@
 //! [`har_to_flow`] end to end: HAR files built here (happy and sad rows), every flow
-//! made checked for docs/FLOWS.md's structure.
+//! made checked for docs/FLOWS.md's structure, and the golden flow of
+//! `examples/har/app_login.har` (recorded against the simulator by
+//! `examples/har/record_har.py`; `UPDATE_GOLDEN=1 cargo test -p loadlab-workload har`
+//! rewrites `examples/har/app_login.toml`; review the diff).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -671,4 +675,43 @@ fn names_what_is_wrong_with_bad_input() {
 fn a_byte_order_mark_is_ignored() {
     let text = format!("\u{feff}{}", har(&login_session()));
     assert_eq!(convert(&text, &options()).steps, 4);
+}
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/har")
+}
+
+/// The recording of examples/recipes/app_login.json gives the committed flow.
+#[test]
+fn golden_app_login_flow() {
+    let dir = examples_dir();
+    let har_text = std::fs::read_to_string(dir.join("app_login.har")).unwrap();
+    let options = HarOptions {
+        source_name: "app_login.har".to_owned(),
+        ..HarOptions::default()
+    };
+    let flow = convert(&har_text, &options);
+    let file = check_flow(&flow.toml);
+    // What the recording must show whatever its ids: the token and an item id extracted.
+    assert_eq!(
+        step_names(&file),
+        ["POST login", "GET items", "GET items/{item_id}", "GET me"]
+    );
+    assert_eq!(step(&file, "POST login").extract["token"], "json $.token");
+    assert!(
+        step(&file, "GET me")
+            .request
+            .contains("Authorization: Bearer {{token}}")
+    );
+    let golden = dir.join("app_login.toml");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &flow.toml).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", golden.display()));
+    assert!(
+        flow.toml == want,
+        "app_login.toml differs from the golden file (UPDATE_GOLDEN=1 cargo test -p loadlab-workload har accepts it):\n--- got\n{}\n--- want\n{want}",
+        flow.toml
+    );
 }
