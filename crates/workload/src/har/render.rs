@@ -37,7 +37,9 @@ pub(super) fn flow(out: &FlowOut) -> String {
             text.push_str("#\n");
             continue;
         }
-        for line in wrap(paragraph, COMMENT_WIDTH) {
+        // TOML comments may hold no control character; file and cookie names might.
+        let paragraph = paragraph.replace(|c: char| c.is_control(), "\u{fffd}");
+        for line in wrap(&paragraph, COMMENT_WIDTH) {
             text.push_str(format!("# {line}").trim_end());
             text.push('\n');
         }
@@ -247,6 +249,21 @@ mod tests {
         for (pause, want) in rows {
             assert_eq!(think_text(pause), want, "{pause}");
         }
+    }
+
+    #[test]
+    fn comments_hold_no_control_characters() {
+        let out = FlowOut {
+            header: vec!["from a\u{1}b.har\nsecond\tline\r".to_owned(), String::new()],
+            name: "n".to_owned(),
+            steps: Vec::new(),
+        };
+        let text = flow(&out);
+        assert!(
+            text.starts_with("# from a\u{fffd}b.har\u{fffd}second\u{fffd}line\u{fffd}\n#\n"),
+            "{text}"
+        );
+        toml::from_str::<toml::Table>(&text).unwrap();
     }
 
     #[test]
