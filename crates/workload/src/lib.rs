@@ -11,6 +11,8 @@
 //!   (flags, a scenario table, a plan's `[load]`), checked into [`AttackSettings`] and
 //!   [`RunSettings`] with the one set of [`defaults`]; [`Origin`] names each field
 //!   in errors as the user wrote it.
+//! - [`har_to_flow`]: a browser's HAR recording turned into a flow file
+//!   (`loadlab encode -from har`).
 //!
 //! - [`Flow`]: a scenario's `[[scenario.step]]` tables ([`StepFields`]) checked into
 //!   steps a virtual user runs with its own [`UserState`]: [`Check`]s judged on each
@@ -29,6 +31,7 @@ pub mod defaults;
 mod field_names;
 mod flow;
 mod json_path;
+mod har;
 mod lines;
 mod plan;
 mod rng;
@@ -57,6 +60,7 @@ pub use flow::{
     Verdict,
 };
 pub use json_path::JsonPath;
+pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use run_settings::{RunFields, RunSettings, TlsOptions};

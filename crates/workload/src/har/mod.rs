@@ -1,0 +1,763 @@
+//! [`har_to_flow`]: a browser's recording (a HAR 1.2 file, DevTools' "Save all as
+//! HAR") turned into a flow, the scenarios file of `docs/FLOWS.md`, as TOML text.
+//! `loadlab encode -from har` is its command.
+//!
+//! The steps of reading it:
+//! 1. read the file (`read`): every error names the file, the line and the field,
+//!    and an input that is not a HAR file is named for what it looks like (`sniff`);
+//! 2. sort the entries by start time and choose the steps (`select`): static assets,
+//!    the browser's cache, unwanted hosts and followed redirects are left out, and
+//!    each request keeps the headers a user wants;
+//! 3. propose extractions (`extract`): a value an answer gave that a later request sent
+//!    back becomes `{{NAME}}` there and an `extract` of that answer;
+//! 4. name the steps (method and last path segment, made unique), check each for its
+//!    recorded status, think for the recorded pause before the next request, and
+//!    write the file (`render`) under a header comment saying what was left out,
+//!    proposed and worth a review (recorded passwords, cookies the jar will lack).
+
+mod extract;
+mod locate;
+mod read;
+mod render;
+mod select;
+mod sniff;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::WorkloadError;
+use extract::{BodyKind, Piece, Request, Text, Variable};
+use locate::JsonPath;
+use read::{Entry, Source};
+use render::{FlowOut, StepOut};
+use select::{HostFilter, LeftOut};
+
+/// Pauses shorter than this between an answer and the next request are the page's
+/// own work (scripts chaining requests), not a user thinking: no `think`.
+pub const MIN_THINK_MS: f64 = 250.0;
+
+/// What `-from har` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct HarOptions {
+    /// The input's name in errors and in the header comment (a file, or `stdin`).
+    pub source_name: String,
+    /// The scenario's name (`-name`); the file's name without its extension when
+    /// `None`.
+    pub name: Option<String>,
+    /// Keep static assets (`-har-keep-static`).
+    pub keep_static: bool,
+    /// Keep only entries to these hosts (`-har-host`, `HOST` or `HOST:PORT`).
+    pub hosts: Vec<String>,
+    /// Leave out entries to these hosts (`-har-skip-host`).
+    pub skip_hosts: Vec<String>,
+    /// Request headers to keep although the rule drops them (`-har-keep-header`).
+    pub keep_headers: Vec<String>,
+}
+
+/// A flow made from a HAR file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarFlow {
+    /// The scenarios file, TOML.
+    pub toml: String,
+    /// Entries in the HAR file.
+    pub entries: usize,
+    /// Steps of the flow.
+    pub steps: usize,
+    /// Extractions proposed.
+    pub extractions: usize,
+}
+
+/// One step: the entry whose request is sent and the entry whose answer comes back
+/// (a later one when the step's redirects were followed).
+#[derive(Debug, Clone, Copy)]
+struct Exchange {
+    request: usize,
+    answer: usize,
+}
+
+/// Entries chosen as steps, and those left out with why.
+#[derive(Debug, Default)]
+struct Selection {
+    steps: Vec<Exchange>,
+    left_out: Vec<(LeftOut, usize)>,
+}
+
+/// Turns HAR text into a flow; see the module docs.
+pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, WorkloadError> {
+    // Some Windows tools write a byte order mark; JSON has none.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let source = Source {
+        name: &options.source_name,
+        text,
+    };
+    let har = source.read()?;
+    let entry_count = har.entries.len() + har.other_schemes.len();
+    let mut entries = har.entries;
+    // HAR orders entries by start "usually"; a flow must.
+    entries.sort_by(|a, b| a.started_ms.total_cmp(&b.started_ms));
+    let selection = select_steps(&entries, options);
+    if selection.steps.is_empty() {
+        let reason = format!(
+            "every entry was left out ({}): -har-keep-static keeps static assets, \
+             -har-host and -har-skip-host choose hosts (here: {})",
+            left_out_counts(&selection.left_out, &har.other_schemes),
+            host_labels(&entries).join(", ")
+        );
+        return Err(source.fail(&JsonPath::default().key("log").key("entries"), reason));
+    }
+    let mut requests: Vec<Request> = selection
+        .steps
+        .iter()
+        .map(|x| step_request(&entries[x.request], &options.keep_headers))
+        .collect();
+    let answers: Vec<&Entry> = selection.steps.iter().map(|x| &entries[x.answer]).collect();
+    let variables = extract::propose(&mut requests, &answers);
+    let names = step_names(&requests, &variables);
+    let steps = steps_out(&selection.steps, &entries, &requests, &variables, &names);
+    let header = Header {
+        source_name: &options.source_name,
+        creator: har.creator.as_deref(),
+        entries: &entries,
+        entry_count,
+        selection: &selection,
+        other_schemes: &har.other_schemes,
+        variables: &variables,
+        names: &names,
+        notes: review_notes(&selection.steps, &entries, &requests, &names),
+    };
+    let flow = FlowOut {
+        header: header.paragraphs(),
+        name: scenario_name(options),
+        steps,
+    };
+    Ok(HarFlow {
+        toml: render::flow(&flow),
+        entries: entry_count,
+        steps: selection.steps.len(),
+        extractions: variables.len(),
+    })
+}
+
+/// Chooses the steps (see `select`'s docs).
+fn select_steps(entries: &[Entry], options: &HarOptions) -> Selection {
+    let hosts = HostFilter {
+        only: &options.hosts,
+        skip: &options.skip_hosts,
+    };
+    let mut selection = Selection::default();
+    for (i, entry) in entries.iter().enumerate() {
+        // A followed redirect first: the engine follows it whatever the filters say.
+        if let Some(last) = selection.steps.last_mut()
+            && select::follows_redirect(&entries[last.answer], entry)
+        {
+            last.answer = i;
+            selection.left_out.push((LeftOut::Redirect, i));
+            continue;
+        }
+        let left_out = if entry.from_cache {
+            Some(LeftOut::Cached)
+        } else if !hosts.keeps(&entry.url) {
+            Some(LeftOut::Host)
+        } else if !options.keep_static && select::is_static(entry) {
+            Some(LeftOut::Static)
+        } else {
+            None
+        };
+        match left_out {
+            Some(why) => selection.left_out.push((why, i)),
+            None => selection.steps.push(Exchange {
+                request: i,
+                answer: i,
+            }),
+        }
+    }
+    selection
+}
+
+/// A step's request with the headers it keeps, in parts for the extractions.
+fn step_request(entry: &Entry, keep_headers: &[String]) -> Request {
+    let mut headers: Vec<(String, Text)> = entry
+        .headers
+        .iter()
+        .filter(|(name, _)| select::keeps_header(name, keep_headers))
+        .map(|(name, value)| (name.clone(), Text::literal(value)))
+        .collect();
+    let content_type = entry
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.clone());
+    // Some tools keep the body's type in postData only; the server needs the header.
+    if entry.body.is_some()
+        && content_type.is_none()
+        && let Some(mime) = &entry.body_mime
+        && !mime.is_empty()
+    {
+        headers.push(("Content-Type".to_owned(), Text::literal(mime)));
+    }
+    let mime = read::bare_mime(
+        content_type
+            .as_deref()
+            .or(entry.body_mime.as_deref())
+            .unwrap_or(""),
+    );
+    let body_kind = match (mime.as_str(), entry.body.as_deref()) {
+        (m, _) if m.contains("json") => BodyKind::Json,
+        ("application/x-www-form-urlencoded", _) => BodyKind::Form,
+        (_, Some(b)) if b.trim_start().starts_with(['{', '[']) => BodyKind::Json,
+        _ => BodyKind::Other,
+    };
+    Request {
+        method: entry.method.clone(),
+        base: entry.url[..url::Position::BeforePath].to_owned(),
+        path: Text::literal(entry.url.path()),
+        query: entry.url.query().map(Text::literal),
+        headers,
+        body: entry.body.as_deref().map(Text::literal),
+        body_kind,
+    }
+}
+
+/// The request in vegeta's http target syntax, placeholders written in.
+fn target_text(request: &Request, variables: &[Variable]) -> String {
+    let mut text = format!(
+        "{} {}{}",
+        request.method,
+        request.base,
+        request.path.render(variables)
+    );
+    if let Some(query) = &request.query {
+        text.push('?');
+        text.push_str(&query.render(variables));
+    }
+    for (name, value) in &request.headers {
+        text.push_str(&format!("\n{name}: {}", value.render(variables)));
+    }
+    text
+}
+
+/// Each step's name: its method and last path segment (`GET items`); an id segment
+/// (a number, a hex or UUID string, a variable) shows with the segment before it and
+/// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
+fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(requests.len());
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for request in requests {
+        let base = format!(
+            "{} {}",
+            request.method,
+            path_label(&request.path.render(variables))
+        );
+        let count = seen.entry(base.clone()).or_insert(0);
+        *count += 1;
+        let mut name = if *count == 1 {
+            base.clone()
+        } else {
+            format!("{base} {count}")
+        };
+        // `2` may have been a real segment (`GET page 2`): count on.
+        while names.contains(&name) {
+            *count += 1;
+            name = format!("{base} {count}");
+        }
+        names.push(name);
+    }
+    names
+}
+
+/// The part of a path a step is named by.
+fn path_label(path: &str) -> String {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let label = match segments.as_slice() {
+        [] => "/".to_owned(),
+        [.., last] if !is_id_segment(last) => (*last).to_owned(),
+        [.., before, last] => format!("{before}/{}", id_label(last)),
+        [last] => id_label(last),
+    };
+    // A colon would read as `if = "step: check"`'s separator; keep names short.
+    let label: String = label
+        .chars()
+        .filter(|c| *c != ':' && !c.is_control())
+        .take(60)
+        .collect();
+    if label.is_empty() {
+        "/".to_owned()
+    } else {
+        label
+    }
+}
+
+fn is_id_segment(segment: &str) -> bool {
+    let hexish = segment.len() >= 8
+        && segment.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        && segment.chars().any(|c| c.is_ascii_digit());
+    segment.contains("{{") || segment.bytes().all(|b| b.is_ascii_digit()) || hexish
+}
+
+fn id_label(segment: &str) -> String {
+    if segment.contains("{{") {
+        segment.replace("{{", "{").replace("}}", "}")
+    } else {
+        "{id}".to_owned()
+    }
+}
+
+/// The steps as written: request, body, extractions, checks, think.
+fn steps_out(
+    steps: &[Exchange],
+    entries: &[Entry],
+    requests: &[Request],
+    variables: &[Variable],
+    names: &[String],
+) -> Vec<StepOut> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, exchange)| {
+            let answer = &entries[exchange.answer];
+            let next_start = steps
+                .get(i + 1)
+                .map(|next| entries[next.request].started_ms);
+            StepOut {
+                name: names[i].clone(),
+                request: target_text(&requests[i], variables),
+                body: requests[i].body.as_ref().map(|b| b.render(variables)),
+                extract: variables
+                    .iter()
+                    .filter(|v| v.step == i)
+                    .map(|v| (v.name.clone(), v.expression.clone()))
+                    .collect(),
+                checks: match answer.status {
+                    0 => Vec::new(),
+                    status => vec![format!("status {status}")],
+                },
+                think: next_start.and_then(|start| think(answer, start)),
+            }
+        })
+        .collect()
+}
+
+/// The pause from the end of `answer` to the next step's start, when it is a user's.
+fn think(answer: &Entry, next_start_ms: f64) -> Option<String> {
+    let pause_ms = next_start_ms - (answer.started_ms + answer.time_ms);
+    (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms))
+}
+
+fn scenario_name(options: &HarOptions) -> String {
+    if let Some(name) = options
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        return name.to_owned();
+    }
+    let stem = Path::new(&options.source_name)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    match stem {
+        "" | "stdin" | "-" => "har".to_owned(),
+        stem => stem.to_owned(),
+    }
+}
+
+/// What a person should look at before running the flow.
+fn review_notes(
+    steps: &[Exchange],
+    entries: &[Entry],
+    requests: &[Request],
+    names: &[String],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut jar: Vec<String> = Vec::new();
+    for (i, exchange) in steps.iter().enumerate() {
+        let (sent, answer) = (&entries[exchange.request], &entries[exchange.answer]);
+        let name = &names[i];
+        let missing: Vec<String> = sent_cookie_names(sent)
+            .into_iter()
+            .filter(|c| !jar.contains(c))
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "\"{name}\" sends cookies no earlier answer of the recording set ({}): a \
+                 user's jar will not have them (record from a logged-out start, or add a \
+                 scenario `headers` line)",
+                missing.join(", ")
+            ));
+        }
+        jar.extend(set_cookie_names(sent));
+        jar.extend(set_cookie_names(answer));
+        notes.extend(secret_notes(&requests[i], name));
+        if has_literal_braces(&requests[i]) {
+            notes.push(format!(
+                "\"{name}\" holds a recorded `{{{{`, which a flow reads as a placeholder: edit it"
+            ));
+        }
+        if answer.status == 0 {
+            notes.push(format!(
+                "\"{name}\" got no answer in the recording (status 0): it has no check"
+            ));
+        }
+    }
+    notes
+}
+
+fn sent_cookie_names(entry: &Entry) -> Vec<String> {
+    let mut names = entry.sent_cookies.clone();
+    for (name, value) in &entry.headers {
+        if name.eq_ignore_ascii_case("cookie") {
+            for pair in value.split(';') {
+                let cookie = pair.split('=').next().unwrap_or_default().trim();
+                if !cookie.is_empty() && !names.iter().any(|n| n == cookie) {
+                    names.push(cookie.to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+fn set_cookie_names(entry: &Entry) -> Vec<String> {
+    let mut names = entry.set_cookies.clone();
+    for (name, value) in &entry.response_headers {
+        if name.eq_ignore_ascii_case("set-cookie") {
+            // Firefox joins several Set-Cookie lines in one value, one per line.
+            for line in value.lines() {
+                let cookie = line.split('=').next().unwrap_or_default().trim();
+                if !cookie.is_empty() {
+                    names.push(cookie.to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Key names whose values are secrets.
+const SECRET_WORDS: &[&str] = &["password", "passwd", "pwd", "secret", "passphrase"];
+
+/// Headers that carry credentials.
+const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+];
+
+/// Recorded credentials the flow would send as they are.
+fn secret_notes(request: &Request, name: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (header, value) in &request.headers {
+        if CREDENTIAL_HEADERS.contains(&header.to_ascii_lowercase().as_str())
+            && !value.has_variables()
+        {
+            notes.push(format!(
+                "\"{name}\" sends the recorded {header} header as it is"
+            ));
+        }
+    }
+    let query = request.query.as_ref().map(literal_text).unwrap_or_default();
+    let body = request.body.as_ref().map(literal_text).unwrap_or_default();
+    for (place, text) in [("query", query), ("body", body)] {
+        let lower = text.to_ascii_lowercase();
+        if let Some(word) = SECRET_WORDS.iter().find(|w| lower.contains(*w)) {
+            notes.push(format!(
+                "\"{name}\" sends a recorded {word} in its {place}: a data file keeps it out \
+                 of this file (`data = \"users.csv\"` and `{{{{csv.{word}}}}}`)"
+            ));
+        }
+    }
+    notes
+}
+
+fn literal_text(text: &Text) -> String {
+    text.0
+        .iter()
+        .filter_map(|piece| match piece {
+            Piece::Literal(text) => Some(text.as_str()),
+            Piece::Var(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn has_literal_braces(request: &Request) -> bool {
+    let texts = [
+        Some(&request.path),
+        request.query.as_ref(),
+        request.body.as_ref(),
+    ];
+    texts
+        .into_iter()
+        .flatten()
+        .chain(request.headers.iter().map(|(_, v)| v))
+        .any(|text| literal_text(text).contains("{{"))
+}
+
+/// Each host of the entries, once, in order of first appearance.
+fn host_labels(entries: &[Entry]) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for entry in entries {
+        let label = select::host_label(&entry.url);
+        if !hosts.contains(&label) {
+            hosts.push(label);
+        }
+    }
+    hosts
+}
+
+/// `3 static assets, 1 from the browser's cache, ...`.
+fn left_out_counts(left_out: &[(LeftOut, usize)], other_schemes: &[String]) -> String {
+    let mut counts: BTreeMap<LeftOut, usize> = BTreeMap::new();
+    for (why, _) in left_out {
+        *counts.entry(*why).or_insert(0) += 1;
+    }
+    let mut parts: Vec<String> = counts
+        .iter()
+        .map(|(why, n)| left_out_phrase(*why, *n))
+        .collect();
+    if !other_schemes.is_empty() {
+        parts.push(not_http_phrase(other_schemes));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `3 static assets`, `1 to other hosts`, ...
+fn left_out_phrase(why: LeftOut, n: usize) -> String {
+    match why {
+        LeftOut::Static => plural(n, "static asset", "static assets"),
+        LeftOut::Cached => format!("{n} from the browser's cache"),
+        LeftOut::Host => format!("{n} to other hosts"),
+        LeftOut::Redirect => plural(n, "followed redirect", "followed redirects"),
+    }
+}
+
+/// `2 not HTTP (data, wss)`.
+fn not_http_phrase(schemes: &[String]) -> String {
+    let mut distinct = schemes.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    format!("{} not HTTP ({})", schemes.len(), distinct.join(", "))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Extractions the header comment lists at most.
+const MAX_LISTED_EXTRACTIONS: usize = 40;
+/// Review notes the header comment lists at most.
+const MAX_LISTED_NOTES: usize = 40;
+
+/// What the header comment says.
+struct Header<'a> {
+    source_name: &'a str,
+    creator: Option<&'a str>,
+    entries: &'a [Entry],
+    entry_count: usize,
+    selection: &'a Selection,
+    other_schemes: &'a [String],
+    variables: &'a [Variable],
+    names: &'a [String],
+    notes: Vec<String>,
+}
+
+impl Header<'_> {
+    fn paragraphs(&self) -> Vec<String> {
+        let made_by = match self.creator {
+            Some(creator) => format!(" (recorded by {creator})"),
+            None => String::new(),
+        };
+        let mut out = vec![
+            format!(
+                "A flow from {}{made_by}, made by `loadlab encode -from har`. A starting \
+                 point: review it, then set the load at the end of this comment.",
+                self.source_name
+            ),
+            String::new(),
+            format!(
+                "Steps: {} of the {} entries, in the order they started.",
+                self.selection.steps.len(),
+                self.entry_count
+            ),
+        ];
+        if !self.selection.left_out.is_empty() || !self.other_schemes.is_empty() {
+            out.push(format!("Left out: {}.", self.left_out_detail()));
+        }
+        out.push(format!(
+            "Hosts: {}; -har-host and -har-skip-host choose.",
+            self.hosts()
+        ));
+        out.push(
+            "Headers: as recorded, less those the engine and the cookie jar write (Host, \
+             Content-Length, Cookie, HTTP/2's), Accept-Encoding, and the browser's own \
+             (User-Agent, Accept-Language, Referer, caching, Sec-*); -har-keep-header NAME \
+             keeps one."
+                .to_owned(),
+        );
+        out.push(format!(
+            "Think times: the recorded pause from each answer to the next request, to 0.1 s \
+             (whole seconds from 10 s); pauses under {MIN_THINK_MS} ms are the page's own \
+             work and left out. Cookies: left to each user's jar. Checks: the recorded \
+             status."
+        ));
+        out.extend(self.extractions());
+        if !self.notes.is_empty() {
+            out.push("Review:".to_owned());
+            let listed = self.notes.iter().take(MAX_LISTED_NOTES);
+            out.extend(listed.map(|note| format!("  {note}")));
+            if self.notes.len() > MAX_LISTED_NOTES {
+                out.push(format!(
+                    "  ... and {} more.",
+                    self.notes.len() - MAX_LISTED_NOTES
+                ));
+            }
+        }
+        out.push(String::new());
+        out.push(
+            "The load: one user looping the flow for a minute. For a test, set concurrency \
+             (users, closed model) or rate (flows started per second, open model), and \
+             duration."
+                .to_owned(),
+        );
+        out
+    }
+
+    /// Each kind of entry left out, with a few of their paths.
+    fn left_out_detail(&self) -> String {
+        let mut parts = Vec::new();
+        for why in [
+            LeftOut::Static,
+            LeftOut::Cached,
+            LeftOut::Host,
+            LeftOut::Redirect,
+        ] {
+            let which: Vec<&Entry> = self
+                .selection
+                .left_out
+                .iter()
+                .filter(|(w, _)| *w == why)
+                .map(|(_, i)| &self.entries[*i])
+                .collect();
+            if which.is_empty() {
+                continue;
+            }
+            let count = left_out_phrase(why, which.len());
+            let mut examples: Vec<String> = Vec::new();
+            for entry in &which {
+                let example = match why {
+                    LeftOut::Host => select::host_label(&entry.url),
+                    _ => entry.url.path().to_owned(),
+                };
+                if !examples.contains(&example) {
+                    examples.push(example);
+                }
+            }
+            let more = if examples.len() > 4 { ", ..." } else { "" };
+            examples.truncate(4);
+            let hint = match why {
+                LeftOut::Static => "; -har-keep-static keeps them",
+                LeftOut::Redirect => "; the engine follows redirects itself",
+                _ => "",
+            };
+            parts.push(format!("{count} ({}{more}{hint})", examples.join(", ")));
+        }
+        if !self.other_schemes.is_empty() {
+            parts.push(not_http_phrase(self.other_schemes));
+        }
+        parts.join("; ")
+    }
+
+    /// `127.0.0.1:8080 (9 entries, 4 steps)`, in order of first appearance.
+    fn hosts(&self) -> String {
+        let mut hosts: Vec<(String, usize, usize)> = Vec::new();
+        for (i, entry) in self.entries.iter().enumerate() {
+            let label = select::host_label(&entry.url);
+            let is_step = self.selection.steps.iter().any(|x| x.request == i);
+            match hosts.iter_mut().find(|(h, _, _)| *h == label) {
+                Some((_, seen, steps)) => {
+                    *seen += 1;
+                    *steps += usize::from(is_step);
+                }
+                None => hosts.push((label, 1, usize::from(is_step))),
+            }
+        }
+        hosts
+            .iter()
+            .map(|(host, seen, steps)| {
+                format!(
+                    "{host} ({}, {})",
+                    plural(*seen, "entry", "entries"),
+                    plural(*steps, "step", "steps")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The proposed extractions, one per line.
+    fn extractions(&self) -> Vec<String> {
+        if self.variables.is_empty() {
+            return vec![
+                "Extractions: none proposed (no value of an answer came back in a \
+                         later request)."
+                    .to_owned(),
+            ];
+        }
+        let mut out = vec![
+            "Extractions proposed: a value an answer gave that a later request sent back, \
+             now {{NAME}} there (remove an extract and write the value back to undo one):"
+                .to_owned(),
+        ];
+        let mut indexed = false;
+        let mut by_step: Vec<&Variable> = self.variables.iter().collect();
+        by_step.sort_by_key(|v| v.step);
+        for variable in by_step.iter().take(MAX_LISTED_EXTRACTIONS) {
+            let uses: Vec<String> = variable
+                .uses
+                .iter()
+                .map(|(step, place)| format!("\"{}\" ({place})", self.names[*step]))
+                .collect();
+            let mut value: String = variable.value.chars().take(24).collect();
+            if value.len() < variable.value.len() {
+                value.push_str("...");
+            }
+            out.push(format!(
+                "  {} = \"{}\" of \"{}\" (recorded {value:?}), sent by {}",
+                variable.name,
+                variable.expression,
+                self.names[variable.step],
+                uses.join(", ")
+            ));
+            indexed |= variable
+                .expression
+                .as_bytes()
+                .windows(2)
+                .any(|w| w[0] == b'[' && w[1].is_ascii_digit());
+        }
+        if by_step.len() > MAX_LISTED_EXTRACTIONS {
+            out.push(format!(
+                "  ... and {} more: each step's extract lists its own.",
+                by_step.len() - MAX_LISTED_EXTRACTIONS
+            ));
+        }
+        if indexed {
+            out.push(
+                "  A JSONPath index ([3]) takes the element the recording took each time; \
+                 [*] takes one at random."
+                    .to_owned(),
+            );
+        }
+        out
+    }
+}
