@@ -334,6 +334,39 @@ fn a_login_that_redirects_sets_its_cookie_for_the_next_hop_and_steps() {
 }
 
 #[test]
+fn a_flow_imported_from_a_har_runs_against_the_app_it_was_recorded_from() {
+    let server = app();
+    let dir = TempDir::new();
+    let har = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/har/app_login.har"
+    );
+    let import = loadlab(&["encode", "-from", "har", har]);
+    assert!(import.status.success(), "{}", text(&import.stderr));
+    // The recording's port is another run's; its think times are a person's.
+    let flow = text(&import.stdout)
+        .replace("127.0.0.1:39501", &server.local_addr().to_string())
+        .replace("duration = \"1m\"", "duration = \"10s\"\nmax_requests = 3")
+        .lines()
+        .filter(|line| !line.starts_with("think = "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (run, path) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    // /items needs the jar's session cookie, /items/{id} a listed id, /me the token.
+    for (name, got) in &steps {
+        assert_eq!(got.len(), 3, "{name}");
+        assert!(
+            got.iter().all(|r| r.status == 200 && r.checks_failed == 0),
+            "{name}: {got:?}"
+        );
+    }
+}
+
+#[test]
 fn bad_flows_are_refused_before_the_run_by_file_line_step_and_field() {
     let dir = TempDir::new();
     let rows: &[(&str, &str)] = &[

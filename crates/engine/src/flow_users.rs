@@ -155,6 +155,12 @@ impl FlowUsers {
         Some(slot)
     }
 
+    /// Waiting user `slot` (at the top of the heap) leaves without sending.
+    pub(crate) fn leave_waiting(&mut self, slot: u32) {
+        self.waiting.pop();
+        self.remove(slot);
+    }
+
     /// Whether waiting user `slot` starts its flow over (and so takes a plan index).
     pub(crate) fn starts_over(&self, slot: u32) -> bool {
         self.runs[slot as usize].starting_over

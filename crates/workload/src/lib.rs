@@ -30,8 +30,8 @@ mod data;
 pub mod defaults;
 mod field_names;
 mod flow;
-mod json_path;
 mod har;
+mod json_path;
 mod lines;
 mod plan;
 mod rng;
@@ -59,8 +59,8 @@ pub use flow::{
     FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, StepFields, Think, UserState,
     Verdict,
 };
-pub use json_path::JsonPath;
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
+pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;
 pub use plan::{Pacing, Plan};
 pub use run_settings::{RunFields, RunSettings, TlsOptions};

@@ -11,6 +11,7 @@
 //! | `{{csv.NAME}}` | column `NAME` of this request's row of the `-data` CSV file |
 //! | `{{NAME}}` | in a flow: the variable `NAME` an earlier step extracted ([`Template::parse_with`]) |
 //! | `{{user}}` | in a flow: the virtual user's number |
+//! | `{{"{{"}}` | a quoted text as it is: how a literal `{{` is written |
 //!
 //! Random values are a pure function of (seed, request number, placeholder), so a run
 //! with the same `-seed` sends the same requests whatever the thread count.
@@ -196,6 +197,11 @@ impl Template {
 }
 
 fn parse_placeholder(body: &str, variables: Option<&[String]>) -> Result<Part, String> {
+    if let Some(quoted) = body.strip_prefix('"').and_then(|b| b.strip_suffix('"'))
+        && !quoted.contains('"')
+    {
+        return Ok(Part::Literal(quoted.as_bytes().to_vec()));
+    }
     let words = split_words(body)?;
     let (name, args) = words.split_first().ok_or("an empty '{{}}'")?;
     if let (Some(variables), []) = (variables, args) {
@@ -362,6 +368,7 @@ mod tests {
 
     #[test]
     fn static_text_stays_static() {
+        assert_eq!(render("a {{\"{{\"}} b", 0, 0), "a {{ b");
         let template = Template::parse("/plain/path?x=1").unwrap();
         assert!(template.is_static());
         assert!(!Template::parse("/{{seq}}").unwrap().is_static());

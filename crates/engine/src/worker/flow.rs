@@ -54,6 +54,13 @@ impl Worker {
                 Due::NewUser => true,
                 Due::Waiting(slot) => users.starts_over(slot),
             };
+            if let (Due::Waiting(slot), true) = (due, takes_run)
+                && !options.plan.allows(state.next_k, now)
+            {
+                // The plan's bound on flows is reached: this user leaves.
+                users.leave_waiting(slot);
+                continue;
+            }
             if takes_run {
                 state.next_k += self.workers as u64;
             }

@@ -119,12 +119,13 @@ impl Text {
         Text(vec![Piece::Literal(text.to_owned())])
     }
 
-    /// The text with `{{NAME}}` for each variable.
+    /// The text with `{{NAME}}` for each variable, and a recorded `{{` written as the
+    /// literal placeholder `{{"{{"}}`.
     pub fn render(&self, variables: &[Variable]) -> String {
         self.0
             .iter()
             .map(|piece| match piece {
-                Piece::Literal(text) => text.clone(),
+                Piece::Literal(text) => text.replace("{{", "{{\"{{\"}}"),
                 Piece::Var(index) => format!("{{{{{}}}}}", variables[*index].name),
             })
             .collect()

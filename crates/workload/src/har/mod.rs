@@ -396,7 +396,7 @@ fn review_notes(
         notes.extend(secret_notes(&requests[i], name));
         if has_literal_braces(&requests[i]) {
             notes.push(format!(
-                "\"{name}\" holds a recorded `{{{{`, which a flow reads as a placeholder: edit it"
+                "\"{name}\" holds a recorded `{{{{`, written `{{{{\"{{{{\"}}}}` (a literal, not a placeholder)"
             ));
         }
         if answer.status == 0 {
