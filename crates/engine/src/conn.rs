@@ -13,6 +13,9 @@ use crate::h2::Session;
 use crate::hosts::Address;
 use crate::response::ResponseParser;
 
+/// Not a flow request ([`InFlight::user`]).
+pub(crate) const NO_USER: u32 = u32::MAX;
+
 /// Sentinel for "no slot" in the in-flight list links.
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
@@ -65,14 +68,14 @@ pub(crate) struct InFlight {
     /// What the request went over last (what it would have, until it goes).
     pub protocol: record::Protocol,
     /// The flow user that sent it (its slot in the attack's users), or
-    /// [`crate::flow_users::NO_USER`].
+    /// [`NO_USER`].
     pub user: u32,
 }
 
 impl InFlight {
     /// Whether a flow user sent it.
     pub(crate) fn is_flow(&self) -> bool {
-        self.user != crate::flow_users::NO_USER
+        self.user != NO_USER
     }
 }
 

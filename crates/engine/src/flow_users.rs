@@ -15,10 +15,8 @@ use std::sync::Arc;
 
 use workload::{Flow, FlowScratch, Pacing, Plan, UserState};
 
-use crate::attack::Split;
+use crate::split::Split;
 
-/// Not a flow request (`InFlight::user`).
-pub(crate) const NO_USER: u32 = u32::MAX;
 /// Requests of one run of a flow that get their own `seq` (`run << 16 | request`);
 /// later ones share the last.
 const REQUESTS_PER_RUN: u64 = 1 << 16;

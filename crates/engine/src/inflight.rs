@@ -94,7 +94,7 @@ mod tests {
                     lazy: None,
                     retried: false,
                     protocol: record::Protocol::Http1,
-                    user: crate::flow_users::NO_USER,
+                    user: crate::conn::NO_USER,
                 });
                 conn
             })

@@ -12,7 +12,6 @@ use record::{
 };
 use workload::{Pacing, Plan};
 
-use crate::attack::Split;
 use crate::clock::Clock;
 use crate::collector::{self, Collector, Registries};
 use crate::errors::{ErrorCache, ErrorRegistry};
@@ -20,6 +19,7 @@ use crate::lazy::{self, FeederResult, LazyTarget};
 use crate::observer::RunObserver;
 use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
+use crate::split::Split;
 use crate::start;
 use crate::stop_rules::RuleWatcher;
 use crate::target_registry::{TargetRegistry, target_info};

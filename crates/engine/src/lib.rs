@@ -55,6 +55,7 @@ mod render;
 mod response;
 mod sample_feed;
 mod shared;
+mod split;
 mod start;
 mod stop_handle;
 mod stop_rules;

@@ -17,7 +17,7 @@ pub(crate) struct Worker {
     pub view: LocalView,
     pub rng: RefCell<SmallRng>,
     /// Buffers templated answers render into, handed back when the answer is written
-    /// (see [`crate::reply::Rendered`]), so rendering allocates only while warming up.
+    /// (see `Rendered` in `reply.rs`), so rendering allocates only while warming up.
     pub render_buffers: RefCell<Vec<Vec<u8>>>,
 }
 

@@ -15,13 +15,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use regex::bytes::{CaptureLocations, Regex};
-use serde::Deserialize;
 
 use crate::answer::Answer;
 use crate::check::Check;
 use crate::cookies::{CookieJar, CookieRefusal, CookieUrl};
 use crate::json_path::{JsonPath, write_value};
 use crate::rng::Rng;
+use crate::step_fields::{CheckField, ExtractField, StepFields};
 use crate::target::{
     Header, Target, check_body_with, check_header_with, check_method, check_target_url_with,
 };
@@ -32,65 +32,6 @@ use crate::{Origin, Template, WorkloadError};
 pub const MAX_VARIABLES: usize = 64;
 /// Body bytes kept for checks and extraction unless `check_body_limit` says otherwise.
 pub const DEFAULT_CHECK_BODY_LIMIT: u64 = 1 << 20;
-
-/// One `[[scenario.step]]` table, as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StepFields {
-    /// The step's name in reports.
-    pub name: Option<String>,
-    /// The request in vegeta's http target syntax.
-    pub request: Option<String>,
-    /// An inline body (a template).
-    pub body: Option<String>,
-    /// Variables to take from the answer: name -> expression.
-    #[serde(default)]
-    pub extract: BTreeMap<String, ExtractField>,
-    /// Checks on the answer.
-    #[serde(default)]
-    pub checks: Vec<CheckField>,
-    /// The pause after the answer: `2s`, `uniform(1s, 3s)`, `exp(2s)`.
-    pub think: Option<String>,
-    /// Times in a row the step is sent.
-    pub repeat: Option<u32>,
-    /// Run only when this variable was extracted or this check passed.
-    #[serde(rename = "if")]
-    pub condition: Option<String>,
-    /// The line of the step's table, when the file says (set by the parser).
-    #[serde(skip)]
-    pub line: Option<u64>,
-}
-
-/// `token = "json $.token"` or `coupon = { from = "json $.coupon", optional = true }`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum ExtractField {
-    /// The expression.
-    Text(String),
-    /// The expression, and whether finding nothing is fine.
-    Table {
-        /// The expression.
-        from: String,
-        /// Finding nothing is not an error (steps may test it with `if`).
-        #[serde(default)]
-        optional: bool,
-    },
-}
-
-/// `"status 200"` or `{ name = "logged in", expect = "status 200" }`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum CheckField {
-    /// The expression, which names the check too.
-    Text(String),
-    /// A named check.
-    Named {
-        /// The check's name.
-        name: String,
-        /// The expression.
-        expect: String,
-    },
-}
 
 /// Flow-wide options, from the scenario's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

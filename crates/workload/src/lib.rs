@@ -41,6 +41,7 @@ mod schedule;
 mod schedule_parse;
 mod settings;
 mod shard;
+mod step_fields;
 mod stop_rule;
 mod target;
 mod targets_http;
@@ -55,9 +56,8 @@ pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
 pub use data::{DataOrder, DataTable};
 pub use flow::{
-    CheckField, Condition, DEFAULT_CHECK_BODY_LIMIT, ExtractField, Extraction, Flow, FlowFailure,
-    FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, StepFields, Think, UserState,
-    Verdict,
+    Condition, DEFAULT_CHECK_BODY_LIMIT, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
+    MAX_CHECKS, MAX_VARIABLES, Next, Step, Think, UserState, Verdict,
 };
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use json_path::JsonPath;
@@ -68,6 +68,7 @@ pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
 pub use settings::{AttackSettings, Origin, TargetFormat};
 pub use shard::Shard;
+pub use step_fields::{CheckField, ExtractField, StepFields};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };

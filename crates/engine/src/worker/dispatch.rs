@@ -135,7 +135,7 @@ impl Worker {
             lazy: None,
             retried: false,
             protocol: record::Protocol::Http1,
-            user: crate::flow_users::NO_USER,
+            user: crate::conn::NO_USER,
         }
     }
 

@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use record::{AttackStats, Record};
 use rustix::event::epoll::{Event, EventFlags};
 
-use crate::attack::{AttackState, Split};
+use crate::attack::AttackState;
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase};
 use crate::errors::{Cause, ErrorCache};
@@ -35,6 +35,7 @@ use crate::hosts::HostTable;
 use crate::lazy::LazyTarget;
 use crate::poller::Poller;
 use crate::shared::Shared;
+use crate::split::Split;
 use crate::stop_handle::StopHandle;
 use crate::worker_report::{Counters, WorkerReport};
 

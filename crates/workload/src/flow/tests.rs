@@ -1,4 +1,5 @@
 use super::*;
+use serde::Deserialize;
 
 const LOGIN: &str = r#"
 [[step]]
