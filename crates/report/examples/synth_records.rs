@@ -47,6 +47,8 @@ fn header(rate_per_sec: u64) -> RunHeader {
     let target = |url: &str| TargetInfo {
         method: "GET".to_owned(),
         url: url.to_owned(),
+        step: None,
+        checks: Vec::new(),
     };
     RunHeader {
         seed: None,
@@ -138,6 +140,7 @@ fn synth(seq: u64, gap_ns: u64, rng: &mut SplitMix) -> Record {
     };
     let latency_ns = latency_ns + send_lag_ns;
     Record {
+        checks_failed: 0,
         attack: 0,
         target: (seq % 3) as u32,
         seq,
