@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use record::{Protocol, Record, RunTables};
 
+use crate::checks::CheckedTargets;
 use crate::metrics::Metrics;
 
 /// What `-by` splits on.
@@ -104,9 +105,11 @@ impl fmt::Display for GroupBy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupKey(pub u32);
 
-/// One [`Metrics`] per group (or one for everything without `-by`).
+/// One [`Metrics`] per group (or one for everything without `-by`), each counting the
+/// flow checks of its records too.
 pub struct Groups {
     by: Option<GroupBy>,
+    checked: CheckedTargets,
     template: Metrics,
     index: HashMap<GroupKey, usize>,
     groups: Vec<(GroupKey, Metrics)>,
@@ -119,6 +122,7 @@ impl Groups {
     pub fn new(by: Option<GroupBy>, template: Metrics) -> Groups {
         Groups {
             by,
+            checked: CheckedTargets::default(),
             template,
             index: HashMap::new(),
             groups: Vec::new(),
@@ -130,17 +134,31 @@ impl Groups {
         self.by
     }
 
-    pub fn add_all(&mut self, records: &[Record]) {
+    /// Adds a batch; `tables` are the run's as of this batch.
+    pub fn add_all(&mut self, records: &[Record], tables: &RunTables) {
+        self.checked.update(tables);
         let Some(by) = self.by else {
             if self.groups.is_empty() {
                 self.groups.push((GroupKey(0), self.template.clone()));
             }
-            self.groups[0].1.add_all(records);
+            let metrics = &mut self.groups[0].1;
+            metrics.add_all(records);
+            if !self.checked.is_empty() {
+                for record in records {
+                    if let Some(target) = self.checked.get(record.target) {
+                        metrics.add_checks(record, target);
+                    }
+                }
+            }
             return;
         };
         for record in records {
             let slot = self.slot(by.key(record));
-            self.groups[slot].1.add(record);
+            let metrics = &mut self.groups[slot].1;
+            metrics.add(record);
+            if let Some(target) = self.checked.get(record.target) {
+                metrics.add_checks(record, target);
+            }
         }
     }
 
@@ -214,7 +232,7 @@ mod tests {
         ];
         for (by, want) in rows {
             let mut groups = Groups::new(Some(*by), Metrics::new(None));
-            groups.add_all(&records);
+            groups.add_all(&records, &RunTables::default());
             assert_eq!(groups.requests(), 4);
             let got: Vec<(u32, u64)> = groups
                 .into_sorted()
@@ -237,9 +255,9 @@ mod tests {
         for by in [None, Some(GroupBy::Attack)] {
             let mut groups = Groups::new(by, Metrics::new(None));
             assert_eq!(groups.earliest_unix_ns(), u64::MAX);
-            groups.add_all(&[]);
+            groups.add_all(&[], &RunTables::default());
             assert_eq!(groups.earliest_unix_ns(), u64::MAX);
-            groups.add_all(&records);
+            groups.add_all(&records, &RunTables::default());
             assert_eq!(groups.earliest_unix_ns(), 55, "{by:?}");
         }
     }
@@ -247,7 +265,10 @@ mod tests {
     #[test]
     fn no_grouping_is_one_group() {
         let mut groups = Groups::new(None, Metrics::new(None));
-        groups.add_all(&[record(0, 0, 200), record(3, 3, 404)]);
+        groups.add_all(
+            &[record(0, 0, 200), record(3, 3, 404)],
+            &RunTables::default(),
+        );
         let sorted = groups.into_sorted();
         assert_eq!(sorted.len(), 1);
         assert_eq!(sorted[0].1.requests(), 2);

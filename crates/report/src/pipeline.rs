@@ -67,7 +67,7 @@ pub fn run_report(
     let mut resources = Resources::default();
     let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
-        groups.add_all(&batch);
+        groups.add_all(&batch, stream.tables());
         evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
         let tables = stream.take_samples(&mut samples);
