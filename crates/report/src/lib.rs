@@ -72,7 +72,7 @@ pub use every::{IntervalRow, Intervals};
 pub use evidence::{ClosedEvidence, Evidence, diagnose_run};
 pub use extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 pub use extras::{RunFacts, Scope};
-pub use grouping::{GroupBy, GroupKey};
+pub use grouping::{GroupBy, GroupKey, Grouper};
 pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
 pub use json::{push_string as push_json_string, push_strings as push_json_strings};

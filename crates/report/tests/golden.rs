@@ -766,6 +766,26 @@ fn golden_reports() {
             &["flow_news.llr"],
             config(json(), None, None),
         ),
+        (
+            "by_step.txt",
+            &["flow.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Step)),
+        ),
+        (
+            "by_step.json",
+            &["flow_news.llr"],
+            config(json(), None, Some(GroupBy::Step)),
+        ),
+        (
+            "by_step_two_attacks.txt",
+            &["flow_news.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Step)),
+        ),
+        (
+            "every_by_step.txt",
+            &["flow_news.llr"],
+            config(ReportType::Text, Some(250 * MS), Some(GroupBy::Step)),
+        ),
     ];
     for (name, inputs, config) in rows {
         let (out, diagnostics) = fixture.report(inputs, &config);
