@@ -236,33 +236,44 @@ impl Groups {
     /// Adds a batch; `tables` are the run's as of this batch.
     pub fn add_all(&mut self, records: &[Record], tables: &RunTables) {
         self.checked.update(tables);
-        if let Some(grouper) = &mut self.grouper {
-            grouper.update(tables);
-        }
-        if self.grouper.is_none() {
-            if self.groups.is_empty() {
-                self.groups.push((GroupKey(0), self.template.clone()));
-            }
-            let metrics = &mut self.groups[0].1;
-            metrics.add_all(records);
-            if !self.checked.is_empty() {
-                for record in records {
-                    if let Some(target) = self.checked.get(record.target) {
-                        metrics.add_checks(record, target);
-                    }
-                }
-            }
+        let Some(grouper) = &mut self.grouper else {
+            self.add_ungrouped(records);
             return;
-        }
+        };
+        grouper.update(tables);
         for record in records {
-            let key = self.grouper.as_ref().map_or(GroupKey(0), |g| g.key(record));
-            let slot = self.slot(key);
+            let slot = self.slot(self.key(record));
             let metrics = &mut self.groups[slot].1;
             metrics.add(record);
             if let Some(target) = self.checked.get(record.target) {
                 metrics.add_checks(record, target);
             }
         }
+    }
+
+    /// Everything in one group: the batch at once, then the checks of the records
+    /// that have some (none in a run without flows, so no second pass).
+    fn add_ungrouped(&mut self, records: &[Record]) {
+        if self.groups.is_empty() {
+            self.groups.push((GroupKey(0), self.template.clone()));
+        }
+        let metrics = &mut self.groups[0].1;
+        metrics.add_all(records);
+        if self.checked.is_empty() {
+            return;
+        }
+        for record in records {
+            if let Some(target) = self.checked.get(record.target) {
+                metrics.add_checks(record, target);
+            }
+        }
+    }
+
+    #[inline]
+    fn key(&self, record: &Record) -> GroupKey {
+        self.grouper
+            .as_ref()
+            .map_or(GroupKey(0), |grouper| grouper.key(record))
     }
 
     fn slot(&mut self, key: GroupKey) -> usize {
