@@ -29,7 +29,10 @@ pub use compare::{CompareConfig, Difference, Direction, compare_samples};
 pub use diagnosis::{Diagnosis, GeneratorState, Knee, Watched, diagnose};
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
-pub use slo::{GeneratorHealth, Percentile, Slo, StepSummary, Verdict, judge, parse_percentile};
+pub use slo::{
+    CheckCount, GeneratorHealth, Percentile, Slo, StepSummary, Verdict, floor_percent, judge,
+    parse_percentile,
+};
 
 /// What can go wrong turning user input into analysis settings.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -1,6 +1,10 @@
 //! The verdict of one step: its own window's figures against the plan's SLO, always
 //! with the generator's own health first, so that a generator that fell behind is never
 //! taken for a saturated server (DESIGN.md section 9).
+//!
+//! A flow's checks are judged by name (`login: status 200`, the step's name and the
+//! check's): each measured check against its own bound or the one for every check, and
+//! a bound naming a check that was not measured fails, so a typo in a name never passes.
 
 use crate::AnalysisError;
 
@@ -41,8 +45,38 @@ pub struct Slo {
     /// Errors of a kind (as the report names them, e.g. `timeout`, `503`) as a share of
     /// requests, at most.
     pub max_error_ratio_by_kind: Vec<(String, f64)>,
+    /// Every check's pass rate, at least (0..1).
+    pub min_check_pass_ratio: Option<f64>,
+    /// Named checks' pass rates, at least: (`STEP: CHECK`, bound). A named bound
+    /// replaces [`Slo::min_check_pass_ratio`] for its check.
+    pub min_pass_ratio_by_check: Vec<(String, f64)>,
     /// The generator's own health.
     pub generator: GeneratorHealth,
+}
+
+/// How often one check of a flow step passed and failed in a window.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckCount {
+    /// The check's full name: `STEP: CHECK` (`login: status 200`).
+    pub name: String,
+    /// Answers that passed it.
+    pub passes: u64,
+    /// Answers that failed it (a request without an answer fails every check).
+    pub fails: u64,
+}
+
+impl CheckCount {
+    /// Passes over passes and fails (0 when neither).
+    pub fn pass_ratio(&self) -> f64 {
+        self.passes as f64 / (self.passes + self.fails).max(1) as f64
+    }
+}
+
+/// `part` of `whole` as a percentage with two decimals, rounded *down*: a check that
+/// failed once in a million reads `99.99%`, never `100.00%`. `0.00%` when `whole` is 0.
+pub fn floor_percent(part: u64, whole: u64) -> String {
+    let hundredths = u128::from(part) * 10_000 / u128::from(whole.max(1));
+    format!("{}.{:02}%", hundredths / 100, hundredths % 100)
 }
 
 /// The figures of one step's measured window (warm-up excluded).
@@ -62,6 +96,8 @@ pub struct StepSummary {
     pub errors_by_kind: Vec<(String, u64)>,
     /// The generator's send lag p99, in nanoseconds.
     pub lag_p99_ns: u64,
+    /// Each flow check measured in the window, in step order then check order.
+    pub checks: Vec<CheckCount>,
 }
 
 /// The verdict of a step, with every reason.
@@ -172,7 +208,69 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<String> {
             ));
         }
     }
+    misses.extend(check_misses(&step.checks, slo));
     misses
+}
+
+/// Each measured check under its bound (its own, else the one for every check), then
+/// each named bound whose check was not measured, then a bound on every check when no
+/// check was measured at all: a name with a typo, or a load that is not a flow, fails.
+fn check_misses(checks: &[CheckCount], slo: &Slo) -> Vec<String> {
+    let named = |name: &str| {
+        slo.min_pass_ratio_by_check
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, min)| min)
+    };
+    let mut misses = Vec::new();
+    for check in checks {
+        let Some(min) = named(&check.name).or(slo.min_check_pass_ratio) else {
+            continue;
+        };
+        if check.pass_ratio() < min {
+            let total = check.passes + check.fails;
+            misses.push(format!(
+                "check {:?} {} under {} ({} of {total} failed)",
+                check.name,
+                floor_percent(check.passes, total),
+                bound_percent(min),
+                check.fails
+            ));
+        }
+    }
+    for (name, _) in &slo.min_pass_ratio_by_check {
+        if !checks.iter().any(|c| &c.name == name) {
+            misses.push(format!(
+                "check {name:?} was not measured ({})",
+                measured_names(checks)
+            ));
+        }
+    }
+    if slo.min_check_pass_ratio.is_some() && checks.is_empty() {
+        misses.push("no check was measured (the load is not a flow with checks)".to_owned());
+    }
+    misses
+}
+
+/// The measured checks' names, for a bound that named none of them.
+fn measured_names(checks: &[CheckCount]) -> String {
+    if checks.is_empty() {
+        return "no check was".to_owned();
+    }
+    let names: Vec<String> = checks.iter().map(|c| format!("{:?}", c.name)).collect();
+    format!("measured: {}", names.join(", "))
+}
+
+/// A bound as a percentage: two decimals, more when it has them (`99.995%`).
+fn bound_percent(ratio: f64) -> String {
+    let percent = ratio * 100.0;
+    let decimals = (2..6)
+        .find(|&d| {
+            let scale = 10f64.powi(d);
+            ((percent * scale).round() / scale - percent).abs() < 1e-9
+        })
+        .unwrap_or(6) as usize;
+    format!("{percent:.decimals$}%")
 }
 
 fn millis(ns: u64) -> String {
@@ -192,6 +290,7 @@ mod tests {
             latency_ns: vec![(Percentile::P50, 2_000_000), (Percentile::P99, 40_000_000)],
             errors_by_kind: vec![("timeout".to_owned(), 5), ("503".to_owned(), 5)],
             lag_p99_ns: 50_000,
+            checks: Vec::new(),
         }
     }
 
@@ -201,6 +300,7 @@ mod tests {
             max_latency_ns: vec![(Percentile::P99, 50_000_000)],
             max_error_ratio_by_kind: vec![("timeout".to_owned(), 0.001)],
             generator: GeneratorHealth::default(),
+            ..Slo::default()
         }
     }
 
@@ -265,6 +365,156 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    fn check(name: &str, passes: u64, fails: u64) -> CheckCount {
+        CheckCount {
+            name: name.to_owned(),
+            passes,
+            fails,
+        }
+    }
+
+    #[test]
+    fn checks_are_judged_by_name() {
+        let measured = || {
+            vec![
+                check("login: status 200", 998, 2),
+                check("list: status 200", 1000, 0),
+            ]
+        };
+        let named = |pairs: &[(&str, f64)]| -> Vec<(String, f64)> {
+            pairs.iter().map(|&(n, b)| (n.to_owned(), b)).collect()
+        };
+        /// (case, checks measured, bound on every check, named bounds, verdict, why)
+        type Row<'a> = (
+            &'a str,
+            Vec<CheckCount>,
+            Option<f64>,
+            Vec<(String, f64)>,
+            &'a str,
+            &'a str,
+        );
+        let rows: Vec<Row<'_>> = vec![
+            (
+                "no bounds",
+                measured(),
+                None,
+                vec![],
+                "pass",
+                "every bound held",
+            ),
+            (
+                "every check held",
+                measured(),
+                Some(0.998),
+                vec![],
+                "pass",
+                "every bound held",
+            ),
+            (
+                "every check missed",
+                measured(),
+                Some(0.999),
+                vec![],
+                "fail",
+                "check \"login: status 200\" 99.80% under 99.90% (2 of 1000 failed)",
+            ),
+            (
+                "a named bound replaces the one for every check",
+                measured(),
+                Some(0.999),
+                named(&[("login: status 200", 0.99)]),
+                "pass",
+                "every bound held",
+            ),
+            (
+                "a named bound stricter than every check's",
+                measured(),
+                Some(0.9),
+                named(&[("login: status 200", 0.99995)]),
+                "fail",
+                "check \"login: status 200\" 99.80% under 99.995% (2 of 1000 failed)",
+            ),
+            (
+                "one failure in a million never reads 100%",
+                vec![check("item: latency < 200ms", 999_999, 1)],
+                Some(1.0),
+                vec![],
+                "fail",
+                "check \"item: latency < 200ms\" 99.99% under 100.00% (1 of 1000000 failed)",
+            ),
+            (
+                "a typo in a name fails",
+                measured(),
+                None,
+                named(&[("login: status 20", 0.9)]),
+                "fail",
+                "check \"login: status 20\" was not measured (measured: \"login: status 200\", \"list: status 200\")",
+            ),
+            (
+                "a named check when the load has none",
+                vec![],
+                None,
+                named(&[("login: status 200", 0.9)]),
+                "fail",
+                "check \"login: status 200\" was not measured (no check was)",
+            ),
+            (
+                "every check when the load has none",
+                vec![],
+                Some(0.99),
+                vec![],
+                "fail",
+                "no check was measured (the load is not a flow with checks)",
+            ),
+        ];
+        for (case, checks, every, by_name, word, why) in rows {
+            let step = StepSummary {
+                checks,
+                ..healthy_step()
+            };
+            let slo = Slo {
+                min_check_pass_ratio: every,
+                min_pass_ratio_by_check: by_name,
+                ..slo()
+            };
+            let verdict = judge(&step, &slo);
+            assert_eq!(
+                (verdict.word(), verdict.why().as_str()),
+                (word, why),
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn check_pass_rates_round_down() {
+        let rows: &[(u64, u64, &str)] = &[
+            (1000, 1000, "100.00%"),
+            (999_999, 1_000_000, "99.99%"),
+            (998, 1000, "99.80%"),
+            (1, 3, "33.33%"),
+            (2, 3, "66.66%"),
+            (0, 5, "0.00%"),
+            (0, 0, "0.00%"),
+            (u64::MAX, u64::MAX, "100.00%"),
+        ];
+        for &(part, whole, want) in rows {
+            assert_eq!(floor_percent(part, whole), want, "{part}/{whole}");
+        }
+        let bounds: &[(f64, &str)] = &[
+            (0.99, "99.00%"),
+            (0.9999, "99.99%"),
+            (0.99995, "99.995%"),
+            (1.0, "100.00%"),
+            (0.0, "0.00%"),
+        ];
+        for &(ratio, want) in bounds {
+            assert_eq!(bound_percent(ratio), want, "{ratio}");
+        }
+        assert_eq!(check("x: y", 0, 0).pass_ratio(), 0.0);
+        assert_eq!(check("x: y", 3, 1).pass_ratio(), 0.75);
     }
 
     #[test]

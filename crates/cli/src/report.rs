@@ -24,6 +24,15 @@ delay is never mistaken for the server's. Rows without data (vegeta imports) are
 When some requests went over HTTP/2, a Protocols row gives the count per protocol
 (\"protocols\" in json); -by protocol then reports h2 and http/1.1 apart.
 
+Runs of flows (docs/FLOWS.md) get a Checks table after the error set: each check by its
+full name, STEP: CHECK (after SCENARIO: when the input has several attacks), in step
+order, with its passes, failures and pass rate (rounded down, so a check that failed
+never reads 100.00%), then the total. A request without an answer fails every check of
+its step. In json it is a \"checks\" array (name, scenario, step, check, passes, fails,
+pass_rate). Inputs without checks print neither, as vegeta would. -by step reports each
+step apart (within its scenario); a target that is no flow step is its own group,
+named METHOD URL.
+
 Unlike vegeta, latency counts from the *intended* send time (no coordinated omission),
 and -every prints one row per interval instead of cumulative reprints. Single-dash
 flags work as in vegeta (-type=json).
@@ -34,7 +43,9 @@ Examples:
   loadlab report -type json a.llr b.llr | jq .latencies
   loadlab report -type 'hist[0,1ms,5ms,10ms]' run.llr
   loadlab report -by status old-vegeta-results.json
-  loadlab report -by protocol h2-run.llr";
+  loadlab report -by protocol h2-run.llr
+  loadlab report -by step flow-run.llr
+  loadlab report -type json flow-run.llr | jq '.checks[] | select(.fails > 0)'";
 
 /// Summarize record files: text, JSON, histograms, HDR plots, per-interval rows.
 #[derive(clap::Args, Debug)]
@@ -50,7 +61,8 @@ pub struct ReportArgs {
     /// p50/p90/p99/max), live as the input streams in, then the whole-run report; 0 = off
     #[arg(long, value_name = "DURATION")]
     every: Option<String>,
-    /// One report per group: attack, target, status or protocol (http/1.1, h2)
+    /// One report per group: attack, target, step (a flow's), status or protocol
+    /// (http/1.1, h2)
     #[arg(long, value_name = "GROUP")]
     by: Option<GroupBy>,
     /// Output file ("stdout" or "-" for standard output)

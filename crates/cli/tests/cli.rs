@@ -295,11 +295,76 @@ fn report_shows_the_protocol_mix_and_splits_by_protocol() {
     assert!(!output.status.success());
     let err = stderr(&output);
     assert!(
-        err.contains("unknown group \"protocols\": want attack, target, status or protocol"),
+        err.contains("unknown group \"protocols\": want attack, target, step, status or protocol"),
         "{err}"
     );
     let help = ok(&run(&["report", "--help"], None));
     assert!(help.contains("loadlab report -by protocol"), "{help}");
+}
+
+/// A flow of two steps, 50 users: login (`status 200`), then list (`status 200`,
+/// `has items`); every 10th list has no items.
+fn flow_file() -> Vec<u8> {
+    let step = |name: &str, path: &str, checks: &[&str]| TargetInfo {
+        step: Some(name.to_owned()),
+        checks: checks.iter().map(|&c| c.to_owned()).collect(),
+        method: "GET".to_owned(),
+        url: format!("http://127.0.0.1:8080{path}"),
+    };
+    let header = RunHeader {
+        targets: vec![
+            step("login", "/login", &["status 200"]),
+            step("list", "/items", &["status 200", "has items"]),
+        ],
+        ..header()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    for n in 0..100u64 {
+        let empty = n % 20 == 19;
+        writer.push(&Record {
+            target: (n % 2) as u32,
+            status: 200,
+            error: 0,
+            checks_failed: if empty {
+                0b10 | Record::FAILED_BY_FLOW
+            } else {
+                0
+            },
+            ..record(n, 0)
+        });
+    }
+    writer.finish(&RunEnd::default()).unwrap()
+}
+
+#[test]
+fn report_counts_flow_checks_and_splits_by_step() {
+    let dir = TempDir::new();
+    let flow = dir.write("flow.llr", &flow_file());
+    let text = ok(&run(&["report", &flow], None));
+    for row in [
+        "\n\nChecks             Passes  Fails  Pass Rate\n",
+        "\nlogin: status 200      50      0    100.00%\n",
+        "\nlist: has items        45      5     90.00%\n",
+        "\nTotal                 145      5     96.66%\n\n",
+    ] {
+        assert!(text.contains(row), "{row:?}:\n{text}");
+    }
+    let json = ok(&run(&["report", "-type=json", &flow], None));
+    assert!(
+        json.contains(
+            "{\"name\":\"list: has items\",\"scenario\":\"api\",\"step\":\"list\",\"check\":\"has items\",\"passes\":45,\"fails\":5,\"pass_rate\":0.9}"
+        ),
+        "{json}"
+    );
+    let by = ok(&run(&["report", "-by=step", &flow], None));
+    let titles: Vec<&str> = by.lines().filter(|l| l.starts_with("===")).collect();
+    assert_eq!(titles, ["=== step login ===", "=== step list ==="], "{by}");
+    assert_eq!(requests(&by), 50, "{by}");
+    let plain = dir.write("plain.llr", &run_file(100, 0));
+    let text = ok(&run(&["report", &plain], None));
+    assert!(!text.contains("Checks"), "no flow, no checks: {text}");
+    let help = ok(&run(&["report", "--help"], None));
+    assert!(help.contains("loadlab report -by step"), "{help}");
 }
 
 #[test]

@@ -10,12 +10,14 @@
 //! exact up to [`report::EXACT_LIMIT`] values, then a log-linear histogram (relative error
 //! below 1/1024), nearest rank in both regimes. So a step's `p99` is the `p99` its
 //! `report.txt` prints, and a 10M-record step needs kilobytes, not 160 MB of `Vec`s.
+//! Flow checks are counted by the report's own [`report::CheckCounts`] too, and named
+//! `STEP: CHECK` (each attack is judged apart, so without the attack's name).
 
 use std::collections::BTreeMap;
 
-use analysis::{Percentile, StepSummary};
-use record::Record;
-use report::Distribution;
+use analysis::{CheckCount, Percentile, StepSummary};
+use record::{Record, RunTables};
+use report::{CheckCounts, CheckedTargets, Distribution};
 
 use crate::LabError;
 
@@ -59,11 +61,13 @@ pub fn summarise(
         .map(|_| Accumulator::default())
         .collect();
     let mut all = 0;
+    let mut checked = CheckedTargets::default();
     while stream.next_batch(&mut batch).map_err(fail)? {
         let start_unix_ns = stream
             .summaries()
             .first()
             .map_or(0, |s| s.header.start_unix_ns);
+        checked.update(stream.tables());
         for record in &batch {
             all += 1;
             let at_ns = record.intended_unix_ns.saturating_sub(start_unix_ns);
@@ -71,13 +75,20 @@ pub fn summarise(
                 && let Some(acc) = accs.get_mut(usize::from(record.attack))
             {
                 acc.add(record, stream.tables());
+                if let Some(target) = checked.get(record.target) {
+                    acc.checks.add(record, target);
+                }
             }
         }
     }
-    let mut summaries = accs
-        .into_iter()
-        .enumerate()
-        .map(|(attack, acc)| acc.finish(window, asked(attack, window.start_ns, window.end_ns)));
+    let tables = stream.tables();
+    let mut summaries = accs.into_iter().enumerate().map(|(attack, acc)| {
+        acc.finish(
+            window,
+            asked(attack, window.start_ns, window.end_ns),
+            tables,
+        )
+    });
     Ok(Figures {
         summary: summaries.next().unwrap_or_default(),
         scenarios: summaries.collect(),
@@ -93,10 +104,11 @@ struct Accumulator {
     errors: BTreeMap<String, u64>,
     /// A flow's runs started (its first requests), and whether the attack is a flow.
     flow_starts: Option<u64>,
+    checks: CheckCounts,
 }
 
 impl Accumulator {
-    fn add(&mut self, record: &Record, tables: &record::RunTables) {
+    fn add(&mut self, record: &Record, tables: &RunTables) {
         if tables
             .attacks
             .get(usize::from(record.attack))
@@ -118,7 +130,7 @@ impl Accumulator {
         *self.errors.entry(kind).or_default() += 1;
     }
 
-    fn finish(self, window: Window, asked: Option<u64>) -> StepSummary {
+    fn finish(self, window: Window, asked: Option<u64>, tables: &RunTables) -> StepSummary {
         let requests = self.latencies_ns.count();
         let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
         // The exact mean (the report's own truncates a float division).
@@ -152,6 +164,16 @@ impl Accumulator {
             latency_ns,
             errors_by_kind: self.errors.into_iter().collect(),
             lag_p99_ns,
+            checks: self
+                .checks
+                .close(tables)
+                .into_iter()
+                .map(|c| CheckCount {
+                    name: c.step_check(),
+                    passes: c.passes,
+                    fails: c.fails,
+                })
+                .collect(),
         }
     }
 }
@@ -186,7 +208,7 @@ mod tests {
         let latency = |i: u64| 1_000_000 + (i * 7_919) % 50_000_000;
         let mut acc = Accumulator::default();
         let mut report_side = report::Metrics::new(None);
-        let tables = record::RunTables::default();
+        let tables = RunTables::default();
         for i in 0..n {
             let record = latency_record(latency(i));
             acc.add(&record, &tables);
@@ -197,7 +219,7 @@ mod tests {
             start_ns: 0,
             end_ns: 1_000_000_000,
         };
-        let summary = acc.finish(window, None);
+        let summary = acc.finish(window, None, &tables);
         let got = |p: Percentile| {
             summary
                 .latency_ns
@@ -230,12 +252,12 @@ mod tests {
 
     #[test]
     fn errors_are_counted_by_status_or_kind() {
-        let tables = record::RunTables {
+        let tables = RunTables {
             errors: vec![record::ErrorEntry {
                 kind: record::ErrorKind::Timeout,
                 text: "timeout".to_owned(),
             }],
-            ..record::RunTables::default()
+            ..RunTables::default()
         };
         let mut acc = Accumulator::default();
         for (status, error) in [(200, 0), (503, 1), (503, 1), (0, 1), (302, 0)] {
@@ -255,6 +277,7 @@ mod tests {
                 end_ns: 1_000_000_000,
             },
             Some(5),
+            &tables,
         );
         assert_eq!(
             summary.errors_by_kind,
@@ -262,5 +285,95 @@ mod tests {
         );
         assert_eq!(summary.success_ratio, 0.4);
         assert_eq!((summary.asked_per_sec, summary.sent_per_sec), (5.0, 5.0));
+    }
+
+    /// A step's record file with a flow "shop" (attack 0) and a background "news"
+    /// (attack 1) sharing the step "login": 10 logins each, one in the warm-up.
+    fn flow_file(dir: &std::path::Path) -> String {
+        use record::{AttackInfo, Compression, RecordWriter, RunEnd, RunHeader, TargetInfo};
+        let attack = |name: &str| AttackInfo {
+            name: name.to_owned(),
+            ..AttackInfo::default()
+        };
+        let header = RunHeader {
+            tool: "loadlab test".to_owned(),
+            start_unix_ns: 1_000_000_000_000,
+            attacks: vec![attack("shop"), attack("news")],
+            targets: vec![TargetInfo {
+                method: "POST".to_owned(),
+                url: "http://h/login".to_owned(),
+                step: Some("login".to_owned()),
+                checks: vec!["status 200".to_owned(), "json $.token exists".to_owned()],
+            }],
+            ..RunHeader::default()
+        };
+        let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+        for n in 0..20u64 {
+            let (attack, failed) = match n {
+                // In the warm-up: not judged.
+                0 => (0, 0b11),
+                3 => (0, 0b10 | Record::FAILED_BY_FLOW),
+                _ => (u16::from(n >= 10), 0),
+            };
+            writer.push(&Record {
+                attack,
+                seq: n,
+                intended_unix_ns: header.start_unix_ns + (n % 10) * 100_000_000,
+                latency_ns: 1_000_000,
+                status: 200,
+                checks_failed: failed,
+                ..Record::default()
+            });
+        }
+        let path = dir.join("records.llr");
+        std::fs::write(&path, writer.finish(&RunEnd::default()).unwrap()).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn each_attack_counts_its_checks_by_step_and_check_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = flow_file(dir.path());
+        let window = Window {
+            start_ns: 50_000_000,
+            end_ns: 1_000_000_000,
+        };
+        let figures = summarise(&path, window, 2, &|_, _, _| None).unwrap();
+        let counts = |summary: &StepSummary| -> Vec<(String, u64, u64)> {
+            summary
+                .checks
+                .iter()
+                .map(|c| (c.name.clone(), c.passes, c.fails))
+                .collect()
+        };
+        let owned = |rows: &[(&str, u64, u64)]| -> Vec<(String, u64, u64)> {
+            rows.iter().map(|&(n, p, f)| (n.to_owned(), p, f)).collect()
+        };
+        // Named without the attack: each attack's SLO judges its own.
+        /// (attack, its summary, its checks' (name, passes, fails))
+        type Row<'a> = (&'a str, &'a StepSummary, Vec<(String, u64, u64)>);
+        let rows: [Row<'_>; 2] = [
+            (
+                "shop",
+                &figures.summary,
+                owned(&[
+                    ("login: status 200", 9, 0),
+                    ("login: json $.token exists", 8, 1),
+                ]),
+            ),
+            (
+                "news",
+                &figures.scenarios[0],
+                owned(&[
+                    ("login: status 200", 9, 0),
+                    ("login: json $.token exists", 9, 0),
+                ]),
+            ),
+        ];
+        for (attack, summary, want) in rows {
+            assert_eq!(counts(summary), want, "{attack}");
+        }
+        assert_eq!(figures.summary.success_ratio, 8.0 / 9.0);
+        assert_eq!(figures.all_records, 20);
     }
 }

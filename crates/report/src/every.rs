@@ -16,7 +16,7 @@ use record::{Record, RunTables, format_timestamp};
 use units::GoDuration;
 
 use crate::distribution::Distribution;
-use crate::grouping::{GroupBy, GroupKey};
+use crate::grouping::{GroupBy, GroupKey, Grouper};
 use crate::json::{push_float, push_string};
 use crate::metrics::go_seconds;
 
@@ -26,7 +26,7 @@ pub const MAX_EMPTY_ROWS: u64 = 1000;
 /// Bins records into intervals; see the module documentation.
 pub struct Intervals {
     every_ns: u64,
-    by: Option<GroupBy>,
+    grouper: Option<Grouper>,
     origin_unix_ns: Option<u64>,
     /// The first interval not yet closed.
     next_index: u64,
@@ -73,15 +73,24 @@ impl Intervals {
     pub fn new(every_ns: u64, by: Option<GroupBy>) -> Intervals {
         Intervals {
             every_ns: every_ns.max(1),
-            by,
+            grouper: by.map(Grouper::new),
             origin_unix_ns: None,
             next_index: 0,
             bins: BTreeMap::new(),
         }
     }
 
+    /// Keys and names the groups, with `-by`.
+    pub fn grouper(&self) -> Option<&Grouper> {
+        self.grouper.as_ref()
+    }
+
     /// Adds records (in send-time order); rows of intervals they close go to `rows`.
-    pub fn add_all(&mut self, records: &[Record], rows: &mut Vec<IntervalRow>) {
+    /// `tables` are the run's as of these records.
+    pub fn add_all(&mut self, records: &[Record], tables: &RunTables, rows: &mut Vec<IntervalRow>) {
+        if let Some(grouper) = &mut self.grouper {
+            grouper.update(tables);
+        }
         for record in records {
             self.add(record, rows);
         }
@@ -92,7 +101,7 @@ impl Intervals {
         let origin = *self.origin_unix_ns.get_or_insert(sent);
         let index = sent.saturating_sub(origin) / self.every_ns;
         self.close_before(index, rows);
-        let key = self.by.map_or(GroupKey(0), |by| by.key(record));
+        let key = self.grouper.as_ref().map_or(GroupKey(0), |g| g.key(record));
         let sent_in = self.stats(index.max(self.next_index), key);
         sent_in.requests += 1;
         sent_in.successes += u64::from(record.is_success());
@@ -143,7 +152,7 @@ impl Intervals {
         let offset_ns = index * self.every_ns;
         let start_unix_ns = self.origin_unix_ns.unwrap_or(0) + offset_ns;
         if bin.is_empty() {
-            if self.by.is_some() {
+            if self.grouper.is_some() {
                 return;
             }
             bin.push((GroupKey(0), BinStats::default()));
@@ -158,7 +167,7 @@ impl Intervals {
                 start_unix_ns,
                 offset_ns,
                 duration_ns: self.every_ns,
-                group: self.by.map(|_| key),
+                group: self.grouper.as_ref().map(|_| key),
                 requests,
                 rate_per_sec: requests as f64 / seconds,
                 throughput_per_sec: stats.completed_ok as f64 / seconds,
@@ -212,7 +221,7 @@ fn capitalized(word: &str) -> String {
 }
 
 /// One text row: offset of the interval start, then its figures.
-pub fn text_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> String {
+pub fn text_row(row: &IntervalRow, grouper: Option<&Grouper>, tables: &RunTables) -> String {
     let mut cells = vec![
         GoDuration(Duration::from_nanos(row.offset_ns)).to_string(),
         row.requests.to_string(),
@@ -228,8 +237,8 @@ pub fn text_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> S
     if let Some(users) = row.users {
         cells.push(users.to_string());
     }
-    if let (Some(by), Some(key)) = (by, row.group) {
-        cells.push(by.group_name(key, tables));
+    if let (Some(grouper), Some(key)) = (grouper, row.group) {
+        cells.push(grouper.group_name(key, tables));
     }
     fixed_row(&cells)
 }
@@ -249,7 +258,7 @@ fn fixed_row(cells: &[String]) -> String {
 }
 
 /// One JSON line per row.
-pub fn json_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> String {
+pub fn json_row(row: &IntervalRow, grouper: Option<&Grouper>, tables: &RunTables) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -258,11 +267,11 @@ pub fn json_row(row: &IntervalRow, by: Option<GroupBy>, tables: &RunTables) -> S
         row.offset_ns,
         row.duration_ns
     );
-    if let (Some(by), Some(key)) = (by, row.group) {
+    if let (Some(grouper), Some(key)) = (grouper, row.group) {
         out.push_str(",\"group\":{\"by\":");
-        push_string(&mut out, by.name());
+        push_string(&mut out, grouper.by().name());
         out.push_str(",\"name\":");
-        push_string(&mut out, &by.group_name(key, tables));
+        push_string(&mut out, &grouper.group_name(key, tables));
         out.push('}');
     }
     if let Some(users) = row.users {
@@ -309,7 +318,7 @@ mod tests {
     fn rows_of(records: &[Record], every_ns: u64, by: Option<GroupBy>) -> Vec<IntervalRow> {
         let mut intervals = Intervals::new(every_ns, by);
         let mut rows = Vec::new();
-        intervals.add_all(records, &mut rows);
+        intervals.add_all(records, &RunTables::default(), &mut rows);
         intervals.finish(&mut rows);
         rows
     }
@@ -357,9 +366,14 @@ mod tests {
     fn rows_come_out_as_soon_as_a_later_record_arrives() {
         let mut intervals = Intervals::new(1_000 * MS, None);
         let mut rows = Vec::new();
-        intervals.add_all(&[record(0, 1, 200), record(999, 1, 200)], &mut rows);
+        let tables = RunTables::default();
+        intervals.add_all(
+            &[record(0, 1, 200), record(999, 1, 200)],
+            &tables,
+            &mut rows,
+        );
         assert!(rows.is_empty(), "interval 0 is still open");
-        intervals.add_all(&[record(1000, 1, 200)], &mut rows);
+        intervals.add_all(&[record(1000, 1, 200)], &tables, &mut rows);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].requests, 2);
     }
@@ -375,7 +389,7 @@ mod tests {
             record(2500, 1, 200),
         ];
         let rows = rows_of(&records, 1_000 * MS, Some(GroupBy::Attack));
-        let got: Vec<(u64, u32, u64)> = rows
+        let got: Vec<(u64, u64, u64)> = rows
             .iter()
             .map(|r| (r.offset_ns / MS, r.group.map_or(99, |g| g.0), r.requests))
             .collect();

@@ -1,6 +1,13 @@
-//! `-by attack|target|status|protocol`: [`Groups`] splits records into one [`Metrics`]
-//! per group, in a stable order (attacks and targets as the inputs declare them,
-//! statuses by number, protocols by id: HTTP/1.1 first).
+//! `-by attack|target|step|status|protocol`: [`Groups`] splits records into one
+//! [`Metrics`] per group, in a stable order (attacks and targets as the inputs declare
+//! them, steps in flow order, statuses by number, protocols by id: HTTP/1.1 first).
+//!
+//! A [`Grouper`] keys records and names groups. `-by=step` needs the tables for both:
+//! a step is a name that several targets may carry (and a target several attacks may
+//! send to), so its key is the attack and the step's id, ids given to step names in
+//! target id order from the tables alone ([`StepIds`]): the same input always gets the
+//! same groups in the same order, whatever order its records come in. A target that is
+//! not a flow step is a group of its own, named `METHOD URL` as `-by=target` names it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -8,6 +15,7 @@ use std::str::FromStr;
 
 use record::{Protocol, Record, RunTables};
 
+use crate::checks::{CheckedTargets, step_label};
 use crate::metrics::Metrics;
 
 /// What `-by` splits on.
@@ -17,6 +25,8 @@ pub enum GroupBy {
     Attack,
     /// By target (method and URL).
     Target,
+    /// By flow step name (within its attack); a target that is no step by itself.
+    Step,
     /// By status code.
     Status,
     /// By the HTTP version the request went over (a run that mixed HTTP/1.1 and h2).
@@ -24,56 +34,15 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    /// The flag value that selects this grouping (`attack`, `target`, `status`,
+    /// The flag value that selects this grouping (`attack`, `target`, `step`, `status`,
     /// `protocol`).
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Attack => "attack",
             GroupBy::Target => "target",
+            GroupBy::Step => "step",
             GroupBy::Status => "status",
             GroupBy::Protocol => "protocol",
-        }
-    }
-
-    /// The group of a record: its attack id, target id, status code or protocol id.
-    #[inline]
-    pub fn key(self, record: &Record) -> GroupKey {
-        GroupKey(match self {
-            GroupBy::Attack => u32::from(record.attack),
-            GroupBy::Target => record.target,
-            GroupBy::Status => u32::from(record.status),
-            GroupBy::Protocol => u32::from(record.protocol.id()),
-        })
-    }
-
-    /// A group's name as people read it: the attack name, `METHOD URL`, the status, or
-    /// the protocol (`http/1.1`, `h2`).
-    pub fn group_name(self, key: GroupKey, tables: &RunTables) -> String {
-        let id = key.0 as usize;
-        match self {
-            GroupBy::Attack => tables
-                .attacks
-                .get(id)
-                .map_or_else(|| format!("#{id}"), |a| a.name.clone()),
-            GroupBy::Target => tables
-                .targets
-                .get(id)
-                .map_or_else(|| format!("#{id}"), |t| format!("{} {}", t.method, t.url)),
-            GroupBy::Status if key.0 == 0 => "0 (transport error)".to_owned(),
-            GroupBy::Status => key.0.to_string(),
-            GroupBy::Protocol => Protocol::from_id(u64::from(key.0))
-                .map_or_else(|| format!("#{id}"), |p| p.name().to_owned()),
-        }
-    }
-
-    /// The header line above a group's report.
-    pub fn title(self, key: GroupKey, tables: &RunTables) -> String {
-        let name = self.group_name(key, tables);
-        match self {
-            GroupBy::Attack => format!("=== attack {name:?} ==="),
-            GroupBy::Target | GroupBy::Status | GroupBy::Protocol => {
-                format!("=== {} {name} ===", self.name())
-            }
         }
     }
 }
@@ -85,10 +54,11 @@ impl FromStr for GroupBy {
         match text {
             "attack" => Ok(GroupBy::Attack),
             "target" => Ok(GroupBy::Target),
+            "step" => Ok(GroupBy::Step),
             "status" => Ok(GroupBy::Status),
             "protocol" => Ok(GroupBy::Protocol),
             other => Err(format!(
-                "unknown group {other:?}: want attack, target, status or protocol"
+                "unknown group {other:?}: want attack, target, step, status or protocol"
             )),
         }
     }
@@ -100,13 +70,149 @@ impl fmt::Display for GroupBy {
     }
 }
 
-/// An attack id, target id, status code or protocol id, by [`GroupBy`].
+/// An attack id, target id, status code or protocol id, by [`GroupBy`]; for a step,
+/// its attack id (high 32 bits) and [`StepIds`] id (low 32 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GroupKey(pub u32);
+pub struct GroupKey(pub u64);
 
-/// One [`Metrics`] per group (or one for everything without `-by`).
+/// Step ids, from the tables alone: each step name gets the next id the first time a
+/// target names it, and each target that is no step an id of its own, in target id
+/// order, so ids sort in step order.
+#[derive(Debug, Clone, Default)]
+struct StepIds {
+    /// By target id.
+    of_target: Vec<u32>,
+    /// By step id: the first target that carries it (its step names the group).
+    first_target: Vec<u32>,
+    by_name: HashMap<String, u32>,
+}
+
+impl StepIds {
+    /// Takes in the targets added to `tables` since the last call.
+    fn update(&mut self, tables: &RunTables) {
+        for (target, info) in tables.targets.iter().enumerate().skip(self.of_target.len()) {
+            let next = self.first_target.len() as u32;
+            let id = match &info.step {
+                Some(step) => *self.by_name.entry(step.clone()).or_insert(next),
+                None => next,
+            };
+            if id == next {
+                self.first_target.push(target as u32);
+            }
+            self.of_target.push(id);
+        }
+    }
+
+    #[inline]
+    fn of(&self, target: u32) -> u32 {
+        self.of_target
+            .get(target as usize)
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// The step's name (`METHOD URL` for a target that is no step), after its attack's
+    /// when the input has several.
+    fn name(&self, key: GroupKey, tables: &RunTables) -> String {
+        let (attack, id) = ((key.0 >> 32) as usize, key.0 as u32);
+        let step = self
+            .first_target
+            .get(id as usize)
+            .and_then(|&target| tables.targets.get(target as usize))
+            .map_or_else(|| format!("#{id}"), step_label);
+        if tables.attacks.len() <= 1 {
+            return step;
+        }
+        let attack = tables
+            .attacks
+            .get(attack)
+            .map_or_else(|| format!("#{attack}"), |a| a.name.clone());
+        format!("{attack}: {step}")
+    }
+}
+
+/// A [`GroupBy`] with what it needs to key records and name groups.
+#[derive(Debug, Clone)]
+pub struct Grouper {
+    by: GroupBy,
+    steps: StepIds,
+}
+
+impl Grouper {
+    /// Groups by `by`.
+    pub fn new(by: GroupBy) -> Grouper {
+        Grouper {
+            by,
+            steps: StepIds::default(),
+        }
+    }
+
+    /// What it groups by.
+    pub fn by(&self) -> GroupBy {
+        self.by
+    }
+
+    /// Takes in the targets added to `tables`: call it before keying records that may
+    /// refer to them.
+    pub fn update(&mut self, tables: &RunTables) {
+        if self.by == GroupBy::Step {
+            self.steps.update(tables);
+        }
+    }
+
+    /// The group of a record: its attack id, target id, step, status code or protocol id.
+    #[inline]
+    pub fn key(&self, record: &Record) -> GroupKey {
+        GroupKey(match self.by {
+            GroupBy::Attack => u64::from(record.attack),
+            GroupBy::Target => u64::from(record.target),
+            GroupBy::Step => {
+                u64::from(record.attack) << 32 | u64::from(self.steps.of(record.target))
+            }
+            GroupBy::Status => u64::from(record.status),
+            GroupBy::Protocol => u64::from(record.protocol.id()),
+        })
+    }
+
+    /// A group's name as people read it: the attack name, `METHOD URL`, the step, the
+    /// status, or the protocol (`http/1.1`, `h2`).
+    pub fn group_name(&self, key: GroupKey, tables: &RunTables) -> String {
+        let id = key.0 as usize;
+        match self.by {
+            GroupBy::Attack => tables
+                .attacks
+                .get(id)
+                .map_or_else(|| format!("#{id}"), |a| a.name.clone()),
+            GroupBy::Target => tables
+                .targets
+                .get(id)
+                .map_or_else(|| format!("#{id}"), |t| format!("{} {}", t.method, t.url)),
+            GroupBy::Step => self.steps.name(key, tables),
+            GroupBy::Status if key.0 == 0 => "0 (transport error)".to_owned(),
+            GroupBy::Status => key.0.to_string(),
+            GroupBy::Protocol => {
+                Protocol::from_id(key.0).map_or_else(|| format!("#{id}"), |p| p.name().to_owned())
+            }
+        }
+    }
+
+    /// The header line above a group's report.
+    pub fn title(&self, key: GroupKey, tables: &RunTables) -> String {
+        let name = self.group_name(key, tables);
+        match self.by {
+            GroupBy::Attack => format!("=== attack {name:?} ==="),
+            GroupBy::Target | GroupBy::Step | GroupBy::Status | GroupBy::Protocol => {
+                format!("=== {} {name} ===", self.by.name())
+            }
+        }
+    }
+}
+
+/// One [`Metrics`] per group (or one for everything without `-by`), each counting the
+/// flow checks of its records too.
 pub struct Groups {
-    by: Option<GroupBy>,
+    grouper: Option<Grouper>,
+    checked: CheckedTargets,
     template: Metrics,
     index: HashMap<GroupKey, usize>,
     groups: Vec<(GroupKey, Metrics)>,
@@ -118,7 +224,8 @@ impl Groups {
     /// `template` is cloned for each new group.
     pub fn new(by: Option<GroupBy>, template: Metrics) -> Groups {
         Groups {
-            by,
+            grouper: by.map(Grouper::new),
+            checked: CheckedTargets::default(),
             template,
             index: HashMap::new(),
             groups: Vec::new(),
@@ -126,22 +233,47 @@ impl Groups {
         }
     }
 
-    pub fn by(&self) -> Option<GroupBy> {
-        self.by
-    }
-
-    pub fn add_all(&mut self, records: &[Record]) {
-        let Some(by) = self.by else {
-            if self.groups.is_empty() {
-                self.groups.push((GroupKey(0), self.template.clone()));
-            }
-            self.groups[0].1.add_all(records);
+    /// Adds a batch; `tables` are the run's as of this batch.
+    pub fn add_all(&mut self, records: &[Record], tables: &RunTables) {
+        self.checked.update(tables);
+        let Some(grouper) = &mut self.grouper else {
+            self.add_ungrouped(records);
             return;
         };
+        grouper.update(tables);
         for record in records {
-            let slot = self.slot(by.key(record));
-            self.groups[slot].1.add(record);
+            let slot = self.slot(self.key(record));
+            let metrics = &mut self.groups[slot].1;
+            metrics.add(record);
+            if let Some(target) = self.checked.get(record.target) {
+                metrics.add_checks(record, target);
+            }
         }
+    }
+
+    /// Everything in one group: the batch at once, then the checks of the records
+    /// that have some (none in a run without flows, so no second pass).
+    fn add_ungrouped(&mut self, records: &[Record]) {
+        if self.groups.is_empty() {
+            self.groups.push((GroupKey(0), self.template.clone()));
+        }
+        let metrics = &mut self.groups[0].1;
+        metrics.add_all(records);
+        if self.checked.is_empty() {
+            return;
+        }
+        for record in records {
+            if let Some(target) = self.checked.get(record.target) {
+                metrics.add_checks(record, target);
+            }
+        }
+    }
+
+    #[inline]
+    fn key(&self, record: &Record) -> GroupKey {
+        self.grouper
+            .as_ref()
+            .map_or(GroupKey(0), |grouper| grouper.key(record))
     }
 
     fn slot(&mut self, key: GroupKey) -> usize {
@@ -171,10 +303,10 @@ impl Groups {
             .unwrap_or(u64::MAX)
     }
 
-    /// The groups in their stable order.
-    pub fn into_sorted(mut self) -> Vec<(GroupKey, Metrics)> {
+    /// The grouper and the groups in their stable order.
+    pub fn into_sorted(mut self) -> (Option<Grouper>, Vec<(GroupKey, Metrics)>) {
         self.groups.sort_by_key(|(key, _)| *key);
-        self.groups
+        (self.grouper, self.groups)
     }
 }
 
@@ -198,6 +330,39 @@ mod tests {
         }
     }
 
+    fn target(step: Option<&str>, url: &str) -> TargetInfo {
+        TargetInfo {
+            step: step.map(str::to_owned),
+            checks: Vec::new(),
+            method: "GET".to_owned(),
+            url: url.to_owned(),
+        }
+    }
+
+    /// Attacks "shop" and "admin"; targets: a plain one, then the steps login, list,
+    /// login again (another URL: the same step), item.
+    fn tables() -> RunTables {
+        let attack = |name: &str| AttackInfo {
+            name: name.to_owned(),
+            ..AttackInfo::default()
+        };
+        RunTables {
+            attacks: vec![attack("shop"), attack("admin")],
+            targets: vec![
+                target(None, "http://x/"),
+                target(Some("login"), "http://x/login"),
+                target(Some("list"), "http://x/items"),
+                target(Some("login"), "http://x/signin"),
+                target(Some("item"), "http://x/items/1"),
+            ],
+            errors: Vec::new(),
+        }
+    }
+
+    fn step_key(attack: u64, step: u64) -> u64 {
+        attack << 32 | step
+    }
+
     #[test]
     fn splits_in_stable_order() {
         let records = [
@@ -205,24 +370,60 @@ mod tests {
             record(0, 0, 200),
             record(1, 0, 200),
             record(0, 1, 0),
+            record(0, 3, 200),
+            record(0, 4, 200),
         ];
-        let rows: &[(GroupBy, &[(u32, u64)])] = &[
-            (GroupBy::Attack, &[(0, 2), (1, 2)]),
-            (GroupBy::Target, &[(0, 2), (1, 1), (2, 1)]),
-            (GroupBy::Status, &[(0, 1), (200, 2), (500, 1)]),
-            (GroupBy::Protocol, &[(0, 2), (1, 2)]),
+        let rows: &[(GroupBy, &[(u64, u64)])] = &[
+            (GroupBy::Attack, &[(0, 4), (1, 2)]),
+            (GroupBy::Target, &[(0, 2), (1, 1), (2, 1), (3, 1), (4, 1)]),
+            // Step ids in target order: the plain target 0, login 1 (targets 1 and 3),
+            // list 2, item 3; within each attack.
+            (
+                GroupBy::Step,
+                &[
+                    (step_key(0, 0), 1),
+                    (step_key(0, 1), 2),
+                    (step_key(0, 3), 1),
+                    (step_key(1, 0), 1),
+                    (step_key(1, 2), 1),
+                ],
+            ),
+            (GroupBy::Status, &[(0, 1), (200, 4), (500, 1)]),
+            (GroupBy::Protocol, &[(0, 2), (1, 4)]),
         ];
         for (by, want) in rows {
             let mut groups = Groups::new(Some(*by), Metrics::new(None));
-            groups.add_all(&records);
-            assert_eq!(groups.requests(), 4);
-            let got: Vec<(u32, u64)> = groups
+            groups.add_all(&records, &tables());
+            assert_eq!(groups.requests(), 6);
+            let got: Vec<(u64, u64)> = groups
                 .into_sorted()
+                .1
                 .iter()
                 .map(|(key, metrics)| (key.0, metrics.requests()))
                 .collect();
             assert_eq!(&got, want, "{by}");
         }
+    }
+
+    #[test]
+    fn step_ids_come_from_the_tables_alone() {
+        let mut all = tables();
+        let later = all.targets.split_off(3);
+        // Ids given while the tables grow are those given to the whole tables at once.
+        let mut growing = Grouper::new(GroupBy::Step);
+        growing.update(&all);
+        all.targets.extend(later);
+        growing.update(&all);
+        let mut whole = Grouper::new(GroupBy::Step);
+        whole.update(&all);
+        for target in 0..5 {
+            let record = record(1, target, 200);
+            assert_eq!(growing.key(&record), whole.key(&record), "target {target}");
+        }
+        assert_eq!(whole.key(&record(1, 3, 200)), GroupKey(step_key(1, 1)));
+        // Other groupings need no tables.
+        let status = Grouper::new(GroupBy::Status);
+        assert_eq!(status.key(&record(0, 9, 503)), GroupKey(503));
     }
 
     #[test]
@@ -237,9 +438,9 @@ mod tests {
         for by in [None, Some(GroupBy::Attack)] {
             let mut groups = Groups::new(by, Metrics::new(None));
             assert_eq!(groups.earliest_unix_ns(), u64::MAX);
-            groups.add_all(&[]);
+            groups.add_all(&[], &RunTables::default());
             assert_eq!(groups.earliest_unix_ns(), u64::MAX);
-            groups.add_all(&records);
+            groups.add_all(&records, &RunTables::default());
             assert_eq!(groups.earliest_unix_ns(), 55, "{by:?}");
         }
     }
@@ -247,39 +448,77 @@ mod tests {
     #[test]
     fn no_grouping_is_one_group() {
         let mut groups = Groups::new(None, Metrics::new(None));
-        groups.add_all(&[record(0, 0, 200), record(3, 3, 404)]);
-        let sorted = groups.into_sorted();
+        groups.add_all(&[record(0, 0, 200), record(3, 3, 404)], &tables());
+        let (grouper, sorted) = groups.into_sorted();
+        assert!(grouper.is_none());
         assert_eq!(sorted.len(), 1);
         assert_eq!(sorted[0].1.requests(), 2);
     }
 
     #[test]
     fn names_and_titles() {
-        let tables = RunTables {
-            attacks: vec![AttackInfo {
-                name: "search".to_owned(),
-                ..AttackInfo::default()
-            }],
-            targets: vec![TargetInfo {
-                step: None,
-                checks: Vec::new(),
-                method: "GET".to_owned(),
-                url: "http://x/".to_owned(),
-            }],
-            errors: Vec::new(),
-        };
-        let rows: &[(GroupBy, u32, &str)] = &[
-            (GroupBy::Attack, 0, "=== attack \"search\" ==="),
-            (GroupBy::Attack, 9, "=== attack \"#9\" ==="),
-            (GroupBy::Target, 0, "=== target GET http://x/ ==="),
-            (GroupBy::Status, 0, "=== status 0 (transport error) ==="),
-            (GroupBy::Status, 503, "=== status 503 ==="),
-            (GroupBy::Protocol, 0, "=== protocol http/1.1 ==="),
-            (GroupBy::Protocol, 1, "=== protocol h2 ==="),
-            (GroupBy::Protocol, 9, "=== protocol #9 ==="),
+        let mut one_attack = tables();
+        one_attack.attacks.truncate(1);
+        let rows: &[(GroupBy, &RunTables, u64, &str)] = &[
+            (GroupBy::Attack, &one_attack, 0, "=== attack \"shop\" ==="),
+            (GroupBy::Attack, &one_attack, 9, "=== attack \"#9\" ==="),
+            (
+                GroupBy::Target,
+                &one_attack,
+                0,
+                "=== target GET http://x/ ===",
+            ),
+            (
+                GroupBy::Step,
+                &one_attack,
+                step_key(0, 1),
+                "=== step login ===",
+            ),
+            (
+                GroupBy::Step,
+                &one_attack,
+                step_key(0, 0),
+                "=== step GET http://x/ ===",
+            ),
+            (
+                GroupBy::Step,
+                &one_attack,
+                step_key(0, 9),
+                "=== step #9 ===",
+            ),
+            // Several attacks: a step is named after its flow.
+            (
+                GroupBy::Step,
+                &tables(),
+                step_key(1, 2),
+                "=== step admin: list ===",
+            ),
+            (
+                GroupBy::Step,
+                &tables(),
+                step_key(7, 2),
+                "=== step #7: list ===",
+            ),
+            (
+                GroupBy::Status,
+                &one_attack,
+                0,
+                "=== status 0 (transport error) ===",
+            ),
+            (GroupBy::Status, &one_attack, 503, "=== status 503 ==="),
+            (
+                GroupBy::Protocol,
+                &one_attack,
+                0,
+                "=== protocol http/1.1 ===",
+            ),
+            (GroupBy::Protocol, &one_attack, 1, "=== protocol h2 ==="),
+            (GroupBy::Protocol, &one_attack, 9, "=== protocol #9 ==="),
         ];
-        for &(by, key, want) in rows {
-            assert_eq!(by.title(GroupKey(key), &tables), want);
+        for &(by, tables, key, want) in rows {
+            let mut grouper = Grouper::new(by);
+            grouper.update(tables);
+            assert_eq!(grouper.title(GroupKey(key), tables), want);
         }
     }
 
@@ -292,8 +531,10 @@ mod tests {
         let rows: &[(&str, Result<GroupBy, &str>)] = &[
             ("protocol", Ok(GroupBy::Protocol)),
             ("target", Ok(GroupBy::Target)),
+            ("step", Ok(GroupBy::Step)),
+            ("steps", Err("unknown group \"steps\"")),
             ("protocols", Err("unknown group \"protocols\"")),
-            ("h2", Err("want attack, target, status or protocol")),
+            ("h2", Err("want attack, target, step, status or protocol")),
             ("", Err("unknown group")),
         ];
         for (text, want) in rows {

@@ -1,12 +1,14 @@
 //! The JSON report: vegeta's metrics object as Go's `encoding/json` prints it (keys in
-//! struct order, floats in shortest form, HTML-safe strings, one line), with our
-//! extras under one `loadlab` key at the end.
+//! struct order, floats in shortest form, HTML-safe strings, one line), then a `checks`
+//! array when some target has flow checks (absent otherwise, so vegeta's object is
+//! unchanged), with our extras under one `loadlab` key at the end.
 
 use std::fmt::Write as _;
 
 use analysis::{Finding, Turn};
 use record::format_timestamp;
 
+use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::hist::BucketCounts;
 use crate::metrics::Report;
@@ -67,9 +69,40 @@ pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_
     }
     out.push_str("},\"errors\":[");
     push_strings(out, report.errors.iter());
-    out.push_str("],\"loadlab\":");
+    out.push(']');
+    if !report.checks.is_empty() {
+        write_checks(out, &report.checks);
+    }
+    out.push_str(",\"loadlab\":");
     write_extras(out, &report.extras, report.latencies_exact, group);
     out.push_str("}\n");
+}
+
+/// `,"checks":[{"name","scenario","step","check","passes","fails","pass_rate"}...]`
+/// in report order; `pass_rate` is passes over passes and fails, unrounded.
+fn write_checks(out: &mut String, checks: &[CheckFigures]) {
+    out.push_str(",\"checks\":[");
+    for (index, check) in checks.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        push_string(out, &check.name);
+        out.push_str(",\"scenario\":");
+        push_string(out, &check.scenario);
+        out.push_str(",\"step\":");
+        push_string(out, &check.step);
+        out.push_str(",\"check\":");
+        push_string(out, &check.check);
+        let _ = write!(
+            out,
+            ",\"passes\":{},\"fails\":{},\"pass_rate\":",
+            check.passes, check.fails
+        );
+        push_float(out, check.pass_rate());
+        out.push('}');
+    }
+    out.push(']');
 }
 
 /// vegeta's `buckets` object: bound in ns -> count.

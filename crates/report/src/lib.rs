@@ -5,6 +5,9 @@
 //!
 //! - [`ReportConfig`] / [`ReportType`] / [`GroupBy`]: what to print; [`run_report`] reads
 //!   inputs (record files, vegeta or loadlab JSON/CSV, merged) and prints it.
+//! - [`CheckedTargets`] / [`CheckCounts`]: each flow check's passes and failures
+//!   ([`CheckFigures`]), the `Checks` block and `checks` array of a report, and what a
+//!   plan's `[slo] checks` judge.
 //! - [`Metrics`] aggregates records in bounded memory; [`Metrics::close`] yields a
 //!   [`Report`], vegeta's metrics plus [`Extras`]. Percentiles come from a
 //!   [`Distribution`]: exact for small sets, 3 significant digits (HdrHistogram) beyond.
@@ -32,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+mod checks;
 mod compare;
 mod config;
 mod convert;
@@ -55,6 +59,7 @@ pub mod tabwriter;
 mod text;
 mod warnings;
 
+pub use checks::{CheckCounts, CheckFigures, CheckedTarget, CheckedTargets};
 pub use compare::{
     CompareFormat, CompareInput, Comparison, GATED_ROWS, Regression, Row, RunFigures, Unit, Versus,
     compare_runs, parse_threshold, ran_out_block, read_input, read_record_window, run_compare,
@@ -67,7 +72,7 @@ pub use every::{IntervalRow, Intervals};
 pub use evidence::{ClosedEvidence, Evidence, diagnose_run};
 pub use extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 pub use extras::{RunFacts, Scope};
-pub use grouping::{GroupBy, GroupKey};
+pub use grouping::{GroupBy, GroupKey, Grouper};
 pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
 pub use json::{push_string as push_json_string, push_strings as push_json_strings};

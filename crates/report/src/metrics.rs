@@ -9,6 +9,7 @@
 
 use record::{Protocol, Record, RunTables};
 
+use crate::checks::{CheckCounts, CheckFigures, CheckedTarget};
 use crate::distribution::{Distribution, EXACT_LIMIT, Quantiles};
 use crate::extra_rows::{Extras, LagStats};
 use crate::hist::{BucketCounts, Buckets};
@@ -33,6 +34,8 @@ pub struct Metrics {
     /// Requests and send span per attack id.
     attacks: Vec<AttackActivity>,
     buckets: Option<BucketCounts>,
+    /// Flow checks' passes and failures ([`Metrics::add_checks`]).
+    checks: CheckCounts,
 }
 
 impl Metrics {
@@ -58,6 +61,7 @@ impl Metrics {
             first_errors: Vec::new(),
             attacks: Vec::new(),
             buckets: buckets.map(BucketCounts::new),
+            checks: CheckCounts::default(),
         }
     }
 
@@ -104,6 +108,13 @@ impl Metrics {
         }
     }
 
+    /// Counts the checks of a record already [added](Metrics::add) whose target has
+    /// some ([`crate::CheckedTargets::get`] says which).
+    #[inline]
+    pub fn add_checks(&mut self, record: &Record, target: CheckedTarget) {
+        self.checks.add(record, target);
+    }
+
     #[inline]
     fn count_status(&mut self, status: u16) {
         match self
@@ -143,8 +154,8 @@ impl Metrics {
         }
     }
 
-    /// Computes the report. Error texts come from `tables`; extras are left empty for
-    /// [`Extras::build`].
+    /// Computes the report. Error texts and check names come from `tables`; extras are
+    /// left empty for [`Extras::build`].
     pub fn close(self, tables: &RunTables) -> Report {
         let requests = self.requests();
         let duration_ns = self.latest_unix_ns.saturating_sub(self.earliest_unix_ns);
@@ -189,6 +200,7 @@ impl Metrics {
             send_lag,
             attacks: self.attacks,
             buckets: self.buckets,
+            checks: self.checks.close(tables),
             extras: Extras::default(),
         }
     }
@@ -356,6 +368,9 @@ pub struct Report {
     pub attacks: Vec<AttackActivity>,
     /// Latency histogram counts, for `hist` and `json` with buckets.
     pub buckets: Option<BucketCounts>,
+    /// Each flow check's passes and failures, by attack, step, then check; empty when
+    /// no target of these records has checks.
+    pub checks: Vec<CheckFigures>,
     /// Our extra rows and warnings.
     pub extras: Extras,
 }

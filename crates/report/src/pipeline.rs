@@ -12,7 +12,7 @@ use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
 use crate::evidence::{Evidence, diagnose_run};
 use crate::extra_rows::Extras;
 use crate::extras::{RunFacts, Scope};
-use crate::grouping::{GroupBy, GroupKey, Groups};
+use crate::grouping::{GroupBy, GroupKey, Grouper, Groups};
 use crate::hdrplot::write_hdrplot;
 use crate::hist::write_hist;
 use crate::json::write_resources_json;
@@ -67,7 +67,7 @@ pub fn run_report(
     let mut resources = Resources::default();
     let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
-        groups.add_all(&batch);
+        groups.add_all(&batch, stream.tables());
         evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
         let tables = stream.take_samples(&mut samples);
@@ -158,7 +158,7 @@ impl RowPrinter {
         out: &mut dyn Write,
     ) -> Result<(), ReportError> {
         if let Some(intervals) = &mut self.intervals {
-            intervals.add_all(batch, &mut self.rows);
+            intervals.add_all(batch, tables, &mut self.rows);
             self.print(tables, summaries, out)?;
         }
         Ok(())
@@ -191,6 +191,7 @@ impl RowPrinter {
             return Ok(());
         }
         let closed = has_closed_model(summaries);
+        let grouper = self.intervals.as_ref().and_then(Intervals::grouper);
         let mut text = String::new();
         if !self.printed_header && !self.json {
             text.push_str(&text_header(self.by, closed));
@@ -209,9 +210,9 @@ impl RowPrinter {
                 ));
             }
             text.push_str(&if self.json {
-                json_row(&row, self.by, tables)
+                json_row(&row, grouper, tables)
             } else {
-                text_row(&row, self.by, tables)
+                text_row(&row, grouper, tables)
             });
         }
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
@@ -282,12 +283,13 @@ fn render_groups(
     tables: &RunTables,
     report_type: &ReportType,
 ) -> (String, Option<u64>, Option<analysis::Diagnosis>) {
-    let by = groups.by();
+    let (grouper, sorted) = groups.into_sorted();
+    let by = grouper.as_ref().map(Grouper::by);
     let mut text = String::new();
     let mut diagnosis = None;
     // The smallest p50 of the groups: the latency a shard's start skew is judged by.
     let mut p50_ns: Option<u64> = None;
-    for (index, (key, metrics)) in groups.into_sorted().into_iter().enumerate() {
+    for (index, (key, metrics)) in sorted.into_iter().enumerate() {
         let mut report = metrics.close(tables);
         let p50 = report.latencies.p50_ns;
         p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
@@ -298,14 +300,14 @@ fn render_groups(
         }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
-        if let (Some(by), false) = (by, json) {
+        if let (Some(grouper), false) = (&grouper, json) {
             if index > 0 {
                 text.push('\n');
             }
-            text.push_str(&by.title(key, tables));
+            text.push_str(&grouper.title(key, tables));
             text.push('\n');
         }
-        let name = by.map(|by| by.group_name(key, tables));
+        let name = grouper.as_ref().map(|g| g.group_name(key, tables));
         let label = by.zip(name.as_deref()).map(|(by, name)| GroupLabel {
             by: by.name(),
             name,
@@ -319,7 +321,7 @@ fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {
     match by {
         None => Scope::Run,
         Some(GroupBy::Attack) => Scope::Attack(u16::try_from(key.0).unwrap_or(u16::MAX)),
-        Some(GroupBy::Target | GroupBy::Status | GroupBy::Protocol) => Scope::Part,
+        Some(GroupBy::Target | GroupBy::Step | GroupBy::Status | GroupBy::Protocol) => Scope::Part,
     }
 }
 

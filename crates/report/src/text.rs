@@ -1,6 +1,7 @@
-//! The text report: vegeta's block character for character, then our extra rows aligned
-//! to the same columns (label 14 wide, bracket field 34 wide, values from column 49),
-//! then plain warnings.
+//! The text report: vegeta's block character for character, then the flow checks (a
+//! table of its own, only when some target has checks), then our extra rows aligned to
+//! vegeta's columns (label 14 wide, bracket field 34 wide, values from column 49), then
+//! plain warnings.
 
 use std::fmt::Write as _;
 
@@ -8,6 +9,7 @@ use analysis::{Finding, TurnKind};
 use record::Protocol;
 use units::GoDuration;
 
+use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::metrics::Report;
 use crate::resources::{ResourceSummary, SamplerFigures};
@@ -21,6 +23,11 @@ pub const BRACKET_WIDTH: usize = 34;
 /// Appends the text report for `report` to `out`.
 pub fn write_text(out: &mut String, report: &Report) {
     out.push_str(&align(&vegeta_block(report), &[]));
+    // After a blank line: vegeta's readers take every line up to one as the error set.
+    if !report.checks.is_empty() {
+        out.push('\n');
+        write_checks(out, &report.checks);
+    }
     let mut extras = extra_rows(&report.extras);
     if let Some(resources) = &report.extras.resources {
         extras.push_str(&resource_rows(resources));
@@ -44,6 +51,48 @@ pub fn write_text(out: &mut String, report: &Report) {
         for warning in report.extras.resources.iter().flat_map(|r| &r.warnings) {
             let _ = writeln!(out, "WARNING: {warning}");
         }
+    }
+}
+
+/// The checks block: a header, one row per check in report order, the total over them
+/// all; names left-aligned, counts and pass rates right-aligned so they line up by
+/// digit. Pass rates round down, so a check that failed never reads `100.00%`.
+///
+/// ```text
+/// Checks                      Passes  Fails  Pass Rate
+/// login: status 200              998      2     99.80%
+/// login: json $.token exists    1000      0    100.00%
+/// Total                         1998      2     99.90%
+/// ```
+fn write_checks(out: &mut String, checks: &[CheckFigures]) {
+    let row = |name: &str, passes: u64, fails: u64| {
+        [
+            name.to_owned(),
+            passes.to_string(),
+            fails.to_string(),
+            analysis::floor_percent(passes, passes + fails),
+        ]
+    };
+    let mut rows = vec![["Checks", "Passes", "Fails", "Pass Rate"].map(str::to_owned)];
+    rows.extend(checks.iter().map(|c| row(&c.name, c.passes, c.fails)));
+    let passes = checks.iter().map(|c| c.passes).sum();
+    let fails = checks.iter().map(|c| c.fails).sum();
+    rows.push(row("Total", passes, fails));
+    let mut widths = [0; 4];
+    for cells in &rows {
+        for (width, cell) in widths.iter_mut().zip(cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for [name, passes, fails, rate] in &rows {
+        let _ = writeln!(
+            out,
+            "{name:<w0$}  {passes:>w1$}  {fails:>w2$}  {rate:>w3$}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        );
     }
 }
 
@@ -331,6 +380,46 @@ pub(crate) fn turn_name(kind: TurnKind) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check(name: &str, passes: u64, fails: u64) -> CheckFigures {
+        CheckFigures {
+            name: name.to_owned(),
+            scenario: String::new(),
+            step: String::new(),
+            check: String::new(),
+            passes,
+            fails,
+        }
+    }
+
+    #[test]
+    fn checks_line_up_by_digit() {
+        let rows: &[(&[CheckFigures], &str)] = &[
+            (
+                &[check("a: status 200", 5, 0)],
+                "Checks         Passes  Fails  Pass Rate\n\
+                 a: status 200       5      0    100.00%\n\
+                 Total               5      0    100.00%\n",
+            ),
+            // Widths count characters; a failure never reads 100.00%; the total's
+            // counts may be the widest.
+            (
+                &[
+                    check("ü: latency < 1µs", 999_999, 1),
+                    check("ü: never", 0, 999_999),
+                ],
+                "Checks            Passes    Fails  Pass Rate\n\
+                 ü: latency < 1µs  999999        1     99.99%\n\
+                 ü: never               0   999999      0.00%\n\
+                 Total             999999  1000000     49.99%\n",
+            ),
+        ];
+        for (checks, want) in rows {
+            let mut out = String::new();
+            write_checks(&mut out, checks);
+            assert_eq!(out, *want);
+        }
+    }
 
     #[test]
     fn extra_labels_fit_vegeta_columns() {

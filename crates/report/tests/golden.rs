@@ -320,6 +320,241 @@ fn ramp_run(capacity: u64) -> Vec<u8> {
     writer.finish(&end).unwrap()
 }
 
+/// A flow target: a step with its checks.
+fn step(method: &str, path: &str, name: &str, checks: &[&str]) -> TargetInfo {
+    TargetInfo {
+        step: Some(name.to_owned()),
+        checks: checks.iter().map(|&c| c.to_owned()).collect(),
+        ..target(method, &format!("http://127.0.0.1:8080{path}"))
+    }
+}
+
+/// A flow "shop" (open model, 20 users 50 ms apart): login (checks `status 200`,
+/// `json $.token exists`), list (`status 200`, `has items`), then item twice
+/// (`status 200`, `latency < 200ms`, `body contains "id"`). User 7's login gets a
+/// 500 and user 13's is refused (every check fails): their flows end there. User 4's
+/// list has no items: its flow ends there. The first item of users 2 and 9 takes
+/// 250 ms. With `news`, a plain attack "news" polls /news every 100 ms beside it.
+fn flow_run(news: bool) -> Vec<u8> {
+    // No asked rate for the flow: its schedule counts flows started, not requests.
+    let mut attacks = vec![attack("shop", LoadModel::Open, None)];
+    if news {
+        attacks.push(attack("news", LoadModel::Open, Some(10.0)));
+    }
+    let header = RunHeader {
+        seed: None,
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks,
+        targets: vec![
+            step(
+                "POST",
+                "/login",
+                "login",
+                &["status 200", "json $.token exists"],
+            ),
+            step("GET", "/items", "list", &["status 200", "has items"]),
+        ],
+        shard: None,
+        precision_ns: None,
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    // Targets also come in dictionary blocks: the step after the header's.
+    writer
+        .add_targets(
+            2,
+            &[
+                step(
+                    "GET",
+                    "/items/{{item}}",
+                    "item",
+                    &["status 200", "latency < 200ms", "body contains \"id\""],
+                ),
+                target("GET", "http://127.0.0.1:8080/news"),
+            ],
+        )
+        .unwrap();
+    let error = |kind: ErrorKind, text: &str| ErrorEntry {
+        kind,
+        text: text.to_owned(),
+    };
+    writer
+        .add_errors(
+            0,
+            &[
+                error(ErrorKind::Status, "500 Internal Server Error"),
+                error(
+                    ErrorKind::Connect,
+                    "dial tcp 127.0.0.1:8080: connect: connection refused",
+                ),
+                error(ErrorKind::Check, "list: check \"has items\" failed"),
+                error(ErrorKind::Check, "item: check \"latency < 200ms\" failed"),
+            ],
+        )
+        .unwrap();
+    let mut records: Vec<Record> = (0..20).flat_map(flow_records).collect();
+    if news {
+        records.extend((0..10).map(news_record));
+    }
+    records.sort_by_key(Record::sent_unix_ns);
+    for record in &records {
+        writer.push(record);
+    }
+    let end = RunEnd {
+        at_unix_ns: START_NS + 1_500 * MS,
+        reason: StopReason::Completed,
+        detail: String::new(),
+        attacks: if news {
+            vec![AttackEnd::default(), AttackEnd::default()]
+        } else {
+            vec![AttackEnd::default()]
+        },
+        cpu_ns: 5 * MS,
+        peak_rss_bytes: 12 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
+/// One user's requests of the flow in `flow_run`.
+fn flow_records(user: u64) -> Vec<Record> {
+    let failed = Record::FAILED_BY_FLOW;
+    let at = |n: u64, target: u32, latency_ms: u64| Record {
+        attack: 0,
+        target,
+        seq: user * 4 + n,
+        intended_unix_ns: START_NS + user * 50 * MS + n * 10 * MS,
+        send_lag_ns: 20 * US,
+        latency_ns: latency_ms * MS + n * 100 * US,
+        ttfb_ns: latency_ms * MS,
+        status: 200,
+        bytes_in: 200,
+        bytes_out: 60,
+        ..Record::default()
+    };
+    let login = at(0, 0, 2);
+    match user {
+        7 => {
+            return vec![Record {
+                status: 500,
+                error: 1,
+                checks_failed: 0b11 | failed,
+                ..login
+            }];
+        }
+        13 => {
+            return vec![Record {
+                status: 0,
+                error: 2,
+                bytes_in: 0,
+                ttfb_ns: 0,
+                checks_failed: 0b11 | failed,
+                ..login
+            }];
+        }
+        _ => {}
+    }
+    let list = at(1, 1, 3);
+    if user == 4 {
+        let empty = Record {
+            error: 3,
+            checks_failed: 0b10 | failed,
+            ..list
+        };
+        return vec![login, empty];
+    }
+    let slow = |item: Record| Record {
+        latency_ns: 250 * MS,
+        error: 4,
+        checks_failed: 0b10 | failed,
+        ..item
+    };
+    let first = at(2, 2, 4);
+    let first = if user == 2 || user == 9 {
+        slow(first)
+    } else {
+        first
+    };
+    vec![login, list, first, at(3, 2, 4)]
+}
+
+fn news_record(n: u64) -> Record {
+    Record {
+        attack: 1,
+        target: 3,
+        seq: n,
+        intended_unix_ns: START_NS + 5 * MS + n * 100 * MS,
+        send_lag_ns: 15 * US,
+        latency_ns: MS,
+        ttfb_ns: 900 * US,
+        status: 200,
+        bytes_in: 500,
+        ..Record::default()
+    }
+}
+
+/// The checks block (text) and array (json) come only when some target has checks,
+/// so every other report is vegeta's as it was; merged inputs sum their checks, and a
+/// record file re-encoded keeps them.
+#[test]
+fn checks_show_only_for_targets_with_checks() {
+    let fixture = Fixture::new();
+    let text = config(ReportType::Text, None, None);
+    let json = config(ReportType::Json { buckets: None }, None, None);
+    for input in ["steady.llr", "behind.llr", "mixed.llr", "vegeta.json"] {
+        let (out, _) = fixture.report(&[input], &text);
+        assert!(!out.contains("Checks"), "{input}:\n{out}");
+        let (out, _) = fixture.report(&[input], &json);
+        assert!(!out.contains("\"checks\""), "{input}:\n{out}");
+    }
+    let total = |out: &str| {
+        out.lines()
+            .find(|line| line.starts_with("Total "))
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    let (out, _) = fixture.report(&["flow.llr"], &text);
+    assert_eq!(total(&out).as_deref(), Some("Total 171 7 96.06%"), "{out}");
+    // The block is a table of its own, between the error set and our rows, each after
+    // a blank line; its pass rates end in one column.
+    let block: Vec<&str> = out
+        .split("\n\n")
+        .find(|part| part.starts_with("Checks "))
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(block.len(), 9, "header, 7 checks, total:\n{out}");
+    assert!(
+        block.iter().all(|line| line.len() == block[0].len()),
+        "{out}"
+    );
+    assert!(out.contains("connection refused\n\nChecks "), "{out}");
+    let (merged, _) = fixture.report(&["flow.llr", "flow.llr"], &text);
+    assert_eq!(total(&merged).as_deref(), Some("Total 342 14 96.06%"));
+    let mut encoded = Vec::new();
+    report::run_encode(
+        &[fixture.path("flow_news.llr")],
+        report::EncodeFormat::Record,
+        &mut encoded,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    std::fs::write(fixture.dir.join("flow-encoded.llr"), encoded).unwrap();
+    // The checks' part: the text's block, the json's array.
+    let checks = |out: &str| -> Option<String> {
+        let (start, end) = match out.find("\nChecks ") {
+            Some(start) => (start, "\n\n"),
+            None => (out.find(",\"checks\":")?, ",\"loadlab\":"),
+        };
+        let part = &out[start..];
+        Some(part[..part.find(end)?].to_owned())
+    };
+    for config in [&text, &json] {
+        let (before, _) = fixture.report(&["flow_news.llr"], config);
+        let (after, _) = fixture.report(&["flow-encoded.llr"], config);
+        assert!(checks(&before).is_some_and(|c| c.contains("shop: list: has items")));
+        assert_eq!(checks(&before), checks(&after), "{after}");
+    }
+}
+
 /// vegeta `encode -to json` lines: no lag, no CPU, no asked rate.
 const VEGETA_JSON: &str = concat!(
     r#"{"attack":"","seq":0,"code":200,"timestamp":"2020-05-09T11:52:50.5+02:00","latency":2315900,"bytes_out":0,"bytes_in":12,"error":"","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#,
@@ -343,6 +578,8 @@ impl Fixture {
         std::fs::write(dir.join("vegeta.json"), VEGETA_JSON).unwrap();
         std::fs::write(dir.join("ramp_saturating.llr"), ramp_run(200)).unwrap();
         std::fs::write(dir.join("ramp_holding.llr"), ramp_run(1_000)).unwrap();
+        std::fs::write(dir.join("flow.llr"), flow_run(false)).unwrap();
+        std::fs::write(dir.join("flow_news.llr"), flow_run(true)).unwrap();
         Fixture { dir }
     }
 
@@ -513,6 +750,42 @@ fn golden_reports() {
             "every_by_protocol.txt",
             &["mixed.llr"],
             config(ReportType::Text, Some(200 * MS), Some(GroupBy::Protocol)),
+        ),
+        (
+            "checks.txt",
+            &["flow.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        ("checks.json", &["flow.llr"], config(json(), None, None)),
+        (
+            "checks_two_attacks.txt",
+            &["flow_news.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        (
+            "checks_two_attacks.json",
+            &["flow_news.llr"],
+            config(json(), None, None),
+        ),
+        (
+            "by_step.txt",
+            &["flow.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Step)),
+        ),
+        (
+            "by_step.json",
+            &["flow_news.llr"],
+            config(json(), None, Some(GroupBy::Step)),
+        ),
+        (
+            "by_step_two_attacks.txt",
+            &["flow_news.llr"],
+            config(ReportType::Text, None, Some(GroupBy::Step)),
+        ),
+        (
+            "every_by_step.txt",
+            &["flow_news.llr"],
+            config(ReportType::Text, Some(250 * MS), Some(GroupBy::Step)),
         ),
     ];
     for (name, inputs, config) in rows {

@@ -3,23 +3,78 @@
 use analysis::{GeneratorHealth, Percentile, Slo};
 use toml::Spanned;
 
-use super::syntax::{RawSlo, Spot};
+use super::syntax::{RawChecks, RawSlo, Spot};
 use crate::LabError;
+
+/// The `[slo.checks]` key that bounds every check not named beside it.
+const EVERY_CHECK: &str = "*";
 
 /// The default success bound: a step where more than 1% fail does not pass.
 pub const DEFAULT_SUCCESS: f64 = 0.99;
 
 fn ratio(spot: &Spot<'_>, value: &Spanned<f64>, field: &str) -> Result<f64, LabError> {
-    let v = *value.get_ref();
+    ratio_at(spot, *value.get_ref(), value.span().start, field)
+}
+
+fn ratio_at(spot: &Spot<'_>, v: f64, offset: usize, field: &str) -> Result<f64, LabError> {
     if (0.0..=1.0).contains(&v) {
         Ok(v)
     } else {
         Err(spot.err(
-            value.span().start,
+            offset,
             field,
             format!("must be between 0 and 1 (a share, 0.99 = 99%), got {v}"),
         ))
     }
+}
+
+/// `checks`: a share for every check, or shares by check name (`"*"`: every check not
+/// named). A key that cannot be a check's full name (`STEP: CHECK`) is refused here,
+/// with its line; a well-formed name that no step has fails the steps judged by it
+/// (`analysis::judge`), as plans are checked before any flow has run.
+fn check_bounds(
+    spot: &Spot<'_>,
+    checks: &Spanned<RawChecks>,
+    prefix: &str,
+    slo: &mut Slo,
+) -> Result<(), LabError> {
+    let field = format!("{prefix}.checks");
+    let shares = match checks.get_ref() {
+        RawChecks::Every(share) => {
+            slo.min_check_pass_ratio = Some(ratio_at(spot, *share, checks.span().start, &field)?);
+            return Ok(());
+        }
+        RawChecks::ByName(shares) => shares,
+    };
+    if shares.is_empty() {
+        return Err(spot.err(
+            checks.span().start,
+            &field,
+            "bounds no check: give \"STEP: CHECK\" = share, or checks = share for every check",
+        ));
+    }
+    for (name, share) in shares {
+        let field = format!("{field}.{name:?}");
+        let bound = ratio(spot, share, &field)?;
+        if name == EVERY_CHECK {
+            slo.min_check_pass_ratio = Some(bound);
+        } else if is_full_name(name) {
+            slo.min_pass_ratio_by_check.push((name.clone(), bound));
+        } else {
+            return Err(spot.err(
+                share.span().start,
+                &field,
+                "want a check's full name, \"STEP: CHECK\" (like \"login: status 200\"), or \"*\" for every check not named",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `STEP: CHECK`, both parts given.
+fn is_full_name(name: &str) -> bool {
+    name.split_once(": ")
+        .is_some_and(|(step, check)| !step.trim().is_empty() && !check.trim().is_empty())
 }
 
 pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result<Slo, LabError> {
@@ -79,6 +134,9 @@ pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result
                 "must be longer than zero: every generator sends a little late, so every step would be inconclusive",
             ));
         }
+    }
+    if let Some(checks) = &r.checks {
+        check_bounds(spot, checks, prefix, &mut slo)?;
     }
     slo.generator = generator;
     Ok(slo)

@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 use workload::TextOrNumber;
 
@@ -92,6 +93,52 @@ pub(super) struct RawSlo {
     pub errors: BTreeMap<String, Spanned<f64>>,
     pub achieved: Option<Spanned<f64>>,
     pub max_lag: Option<Spanned<String>>,
+    pub checks: Option<Spanned<RawChecks>>,
+}
+
+/// `checks` in an `slo`: one share for every check (`checks = 0.999`), or a table of
+/// shares by check name (`[slo.checks]`, `"login: status 200" = 0.9999`; `"*"` is
+/// every other check). TOML cannot give one key both, hence the two forms; serde's
+/// untagged enums would lose the table's value spans, hence the visitor.
+pub(super) enum RawChecks {
+    Every(f64),
+    ByName(BTreeMap<String, Spanned<f64>>),
+}
+
+impl<'de> Deserialize<'de> for RawChecks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawChecks, D::Error> {
+        deserializer.deserialize_any(ChecksVisitor)
+    }
+}
+
+struct ChecksVisitor;
+
+impl<'de> Visitor<'de> for ChecksVisitor {
+    type Value = RawChecks;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a share (0.999) or a table of shares by check name")
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<RawChecks, E> {
+        Ok(RawChecks::Every(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<RawChecks, E> {
+        Ok(RawChecks::Every(value as f64))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<RawChecks, E> {
+        Ok(RawChecks::Every(value as f64))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawChecks, A::Error> {
+        let mut shares = BTreeMap::new();
+        while let Some((name, share)) = map.next_entry::<String, Spanned<f64>>()? {
+            shares.insert(name, share);
+        }
+        Ok(RawChecks::ByName(shares))
+    }
 }
 
 #[derive(Deserialize)]

@@ -325,6 +325,119 @@ max_rate = 100000
     }
 }
 
+mod check_bounds {
+    use super::{assert_each_fails, parse};
+
+    /// A sweep whose `[slo]` ends with `slo`'s lines (the first of them is line 8).
+    fn plan(slo: &str) -> String {
+        format!(
+            "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\nrates = [10]\n[slo]\n{slo}"
+        )
+    }
+
+    #[test]
+    fn every_check_or_each_by_name() {
+        let named = |pairs: &[(&str, f64)]| -> Vec<(String, f64)> {
+            pairs.iter().map(|&(n, b)| (n.to_owned(), b)).collect()
+        };
+        let rows = [
+            ("none", plan(""), None, named(&[])),
+            (
+                "every check",
+                plan("checks = 0.999\n"),
+                Some(0.999),
+                named(&[]),
+            ),
+            (
+                "an integer share",
+                plan("checks = 1\n"),
+                Some(1.0),
+                named(&[]),
+            ),
+            (
+                "a table by name, \"*\" for the rest",
+                plan(
+                    "success = 0.9\n[slo.checks]\n\"login: status 200\" = 0.9999\n\"*\" = 0.99\n\"item: body contains \\\"id\\\"\" = 0\n",
+                ),
+                Some(0.99),
+                named(&[
+                    ("item: body contains \"id\"", 0.0),
+                    ("login: status 200", 0.9999),
+                ]),
+            ),
+            (
+                "an inline table",
+                plan("checks = { \"list: has items\" = 0.5 }\n"),
+                None,
+                named(&[("list: has items", 0.5)]),
+            ),
+        ];
+        for (name, text, every, by_name) in rows {
+            let plan = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(plan.slo.min_check_pass_ratio, every, "{name}");
+            assert_eq!(plan.slo.min_pass_ratio_by_check, by_name, "{name}");
+        }
+        let text = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\nrates = [10]\n[[load.scenario]]\nname = \"shop\"\ntargets = [\"GET http://h/shop\"]\nrate = 1\nslo = { checks = { \"login: status 200\" = 0.9 } }\n";
+        let plan = parse(text).expect("a scenario's own check bounds");
+        let slo = plan.load.scenarios[0].slo.as_ref().expect("shop's slo");
+        assert_eq!(
+            slo.min_pass_ratio_by_check,
+            named(&[("login: status 200", 0.9)])
+        );
+    }
+
+    #[test]
+    fn bad_bounds_name_the_line_and_the_check() {
+        assert_each_fails([
+            (
+                "share above 1",
+                plan("checks = 1.5\n"),
+                "p.toml:8: slo.checks: must be between 0 and 1 (a share, 0.99 = 99%), got 1.5",
+            ),
+            (
+                "a named share below 0",
+                plan("[slo.checks]\n\"login: status 200\" = 0.9\n\"list: status 200\" = -1\n"),
+                "p.toml:10: slo.checks.\"list: status 200\": must be between 0 and 1",
+            ),
+            (
+                "a name without its step",
+                plan("[slo.checks]\n\"login: status 200\" = 0.9\n\"status 200\" = 0.9\n"),
+                "p.toml:10: slo.checks.\"status 200\": want a check's full name, \"STEP: CHECK\"",
+            ),
+            (
+                "a name without its check",
+                plan("checks = { \"login: \" = 0.9 }\n"),
+                "p.toml:8: slo.checks.\"login: \": want a check's full name",
+            ),
+            (
+                "an empty table",
+                plan("success = 0.9\n[slo.checks]\n"),
+                "p.toml:9: slo.checks: bounds no check",
+            ),
+            (
+                "a word",
+                plan("checks = \"all\"\n"),
+                "p.toml:8: slo.checks: invalid type: string \"all\", expected a share (0.999) or a table of shares by check name",
+            ),
+            (
+                "a share that is not a number",
+                plan("[slo.checks]\n\"login: status 200\" = \"high\"\n"),
+                "p.toml:9: slo.checks.login: status 200: invalid type: string \"high\", expected f64",
+            ),
+            (
+                "unknown keys still fail",
+                plan("check = 0.99\n"),
+                "p.toml:8: check: unknown field `check`",
+            ),
+            (
+                "a scenario's own",
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\nrates = [10]\n[[load.scenario]]\nname = \"shop\"\ntargets = [\"GET http://h/shop\"]\nrate = 1\nslo = { checks = 2 }\n".to_owned(),
+                "p.toml:11: load.scenario.slo.checks: must be between 0 and 1",
+            ),
+        ]);
+    }
+}
+
 mod scenarios {
     use analysis::Percentile;
     use workload::TextOrNumber;
