@@ -173,6 +173,25 @@ fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
         acc
     });
     assert_eq!(runs.len(), 30);
+    // The report holds the flow to the flows it started, and counts every check.
+    let report = text(&loadlab(&["report", &path]).stdout);
+    let asked = report
+        .lines()
+        .find(|l| l.starts_with("Asked Rate"))
+        .unwrap();
+    let figures: Vec<f64> = asked[48..]
+        .split(", ")
+        .take(2)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert!(
+        figures[0] == 40.0 && (36.0..44.0).contains(&figures[1]),
+        "{asked}"
+    );
+    assert!(
+        report.contains("login: json $.token exists                    30      0    100.00%"),
+        "{report}"
+    );
     for requests in runs.values() {
         let mut requests = requests.clone();
         requests.sort_by_key(|r| r.seq);

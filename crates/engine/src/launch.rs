@@ -450,14 +450,12 @@ fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
             Some(attack.settings.plan.whole().max_users()),
         ),
     };
-    let flow = attack.flow.is_some();
     AttackInfo {
         name: attack.settings.name.clone(),
         model,
         schedule: attack.settings.plan.describe(),
-        // A flow's schedule asks for flow starts, not requests: no request rate.
-        rate_per_sec: rate_per_sec.filter(|_| !flow),
-        flow,
+        rate_per_sec,
+        flow: attack.flow.is_some(),
         concurrency,
         timeout_ns: u64::try_from(attack.settings.timeout.as_nanos()).unwrap_or(u64::MAX),
     }

@@ -68,7 +68,8 @@ pub struct AttackInfo {
     /// The schedule as the user would write it, e.g. `const(500, 10s)` or `users(100)`.
     #[serde(default)]
     pub schedule: String,
-    /// The asked rate for a constant open-model schedule, in requests per second.
+    /// The asked rate for a constant open-model schedule, in requests per second (a
+    /// flow's: flows started per second).
     #[serde(default)]
     pub rate_per_sec: Option<f64>,
     /// The concurrency cap (closed model) or in-flight cap (open model).

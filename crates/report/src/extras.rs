@@ -26,6 +26,8 @@ pub struct AttackFacts {
     /// stripe offsets of their spans as extra load.
     shard_asked: u64,
     shard_span_ns: u64,
+    /// A flow: it asks for flow starts, so it is held to its starts, not its requests.
+    pub flow: bool,
 }
 
 impl AttackFacts {
@@ -152,6 +154,9 @@ impl RunFacts {
                 continue;
             };
             let attack_end = end.and_then(|e| e.attacks.get(index));
+            if let Some(facts) = self.attacks.get_mut(id) {
+                facts.flow |= info.flow;
+            }
             let shards = summary.header.shard.as_ref().map_or(1, |s| s.count).max(1);
             if let (Some(facts), true, LoadModel::Open) =
                 (self.attacks.get_mut(id), shards > 1, info.model)
@@ -353,10 +358,12 @@ fn asked_rate_row(report: &Report, facts: &RunFacts, attacks: &[usize]) -> Optio
     let (mut asked_per_sec, mut achieved_per_sec) = (0.0, 0.0);
     for &id in attacks {
         asked_per_sec += facts.attacks[id].asked_rate_per_sec?;
-        achieved_per_sec += report
-            .attacks
-            .get(id)
-            .map_or(0.0, AttackActivity::rate_per_sec);
+        let held = if facts.attacks[id].flow {
+            AttackActivity::flow_starts_per_sec
+        } else {
+            AttackActivity::rate_per_sec
+        };
+        achieved_per_sec += report.attacks.get(id).map_or(0.0, held);
     }
     Some(AskedRate {
         asked_per_sec,

@@ -99,7 +99,7 @@ impl Metrics {
         self.count_status(record.status);
         // Ids are 0.. in `Protocol::ALL` order, so the id is the index.
         self.protocol_counts[usize::from(record.protocol.id())] += 1;
-        self.count_attack(record.attack, sent);
+        self.count_attack(record.attack, record.seq, sent);
         if record.error != 0 {
             self.note_error(record.error, sent, arrival);
         }
@@ -128,7 +128,7 @@ impl Metrics {
     }
 
     #[inline]
-    fn count_attack(&mut self, attack: u16, sent_unix_ns: u64) {
+    fn count_attack(&mut self, attack: u16, seq: u64, sent_unix_ns: u64) {
         let index = usize::from(attack);
         if index >= self.attacks.len() {
             self.attacks.resize(index + 1, AttackActivity::default());
@@ -138,6 +138,7 @@ impl Metrics {
             activity.earliest_unix_ns = sent_unix_ns;
         }
         activity.requests += 1;
+        activity.flow_starts += u64::from(seq & 0xffff == 0);
         activity.earliest_unix_ns = activity.earliest_unix_ns.min(sent_unix_ns);
         activity.latest_unix_ns = activity.latest_unix_ns.max(sent_unix_ns);
     }
@@ -301,6 +302,9 @@ pub struct AttackActivity {
     pub earliest_unix_ns: u64,
     /// Its latest send time, unix nanoseconds.
     pub latest_unix_ns: u64,
+    /// Its requests that started a run of a flow (`seq & 0xffff == 0`; in a plain
+    /// attack, every 65536th request: read only for flows).
+    pub flow_starts: u64,
 }
 
 impl AttackActivity {
@@ -313,6 +317,11 @@ impl AttackActivity {
         } else {
             self.requests as f64
         }
+    }
+
+    /// A flow's runs started per second, over the same span.
+    pub fn flow_starts_per_sec(&self) -> f64 {
+        self.rate_per_sec() * self.flow_starts as f64 / self.requests.max(1) as f64
     }
 }
 
