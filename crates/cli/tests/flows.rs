@@ -362,26 +362,42 @@ fn a_flow_imported_from_a_har_runs_against_the_app_it_was_recorded_from() {
     );
     let import = loadlab(&["encode", "-from", "har", har]);
     assert!(import.status.success(), "{}", text(&import.stderr));
-    // The recording's port is another run's; its think times are a person's.
-    let flow = text(&import.stdout)
+    // The recording's port is another run's; its think times are a person's. As
+    // imported (one user looping: the closed model), then as flows started at a rate.
+    let imported = text(&import.stdout)
         .replace("127.0.0.1:39501", &server.local_addr().to_string())
         .replace("duration = \"1m\"", "duration = \"10s\"\nmax_requests = 3")
         .lines()
         .filter(|line| !line.starts_with("think = "))
         .collect::<Vec<_>>()
         .join("\n");
-    let (run, path) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
-    assert_eq!(steps.len(), 4, "{steps:?}");
-    // /items needs the jar's session cookie, /items/{id} a listed id, /me the token.
-    for (name, got) in &steps {
-        assert_eq!(got.len(), 3, "{name}");
-        assert!(
-            got.iter().all(|r| r.status == 200 && r.checks_failed == 0),
-            "{name}: {got:?}"
-        );
+    let open = imported.replace("concurrency = 1", "rate = 20");
+    for flow in [imported, open] {
+        let (run, path) = attack(&dir, &flow);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let (records, tables) = read(&path);
+        let steps = per_step(&records, &tables);
+        assert_eq!(steps.len(), 4, "{steps:?}");
+        // /items needs the jar's session cookie, /items/{id} a listed id, /me the token.
+        for (name, got) in &steps {
+            assert_eq!(got.len(), 3, "{name}");
+            assert!(
+                got.iter().all(|r| r.status == 200 && r.checks_failed == 0),
+                "{name}: {got:?}"
+            );
+        }
+        // Each step's latency, each check's pass rate.
+        let report = text(&loadlab(&["report", "-by", "step", &path]).stdout);
+        for step in ["POST login", "GET items", "GET items/{item_id}", "GET me"] {
+            assert!(report.contains(&format!("=== step {step} ===")), "{report}");
+            let check = format!("{step}: status 200");
+            assert!(
+                report
+                    .lines()
+                    .any(|l| l.starts_with(&check) && l.ends_with(" 3      0    100.00%")),
+                "{check}: {report}"
+            );
+        }
     }
 }
 
