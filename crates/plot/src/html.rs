@@ -30,8 +30,10 @@ use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
-/// The checks panel's style, only on pages that have one: a page without checks is
-/// byte for byte what it was before flows.
+/// The checks panel's style, only on pages that have one (a page without checks is
+/// byte for byte what it was before flows), and beside the panel in `<main>`, so the
+/// live dashboard, which swaps in a newer `<main>` and keeps its first `<head>`, has
+/// it once checks appear.
 const CHECKS_STYLE: &str = include_str!("checks.css");
 const SCRIPT: &str = include_str!("page.js");
 /// Runs first, so errors anywhere on the page (our script included) are counted where
@@ -52,12 +54,7 @@ pub fn page(
     live: Option<&LiveState>,
 ) -> String {
     let mut out = String::with_capacity(1 << 20);
-    let extra_style = if data.flows.checks.is_empty() {
-        ""
-    } else {
-        CHECKS_STYLE
-    };
-    open_page_with(&mut out, config.page_title(), extra_style, live.is_some());
+    open_page_with(&mut out, config.page_title(), "", live.is_some());
     let _ = writeln!(out, "<header>\n<h1>{}</h1>", escape(config.page_title()));
     run_facts(&mut out, data, &charts.axis);
     out.push_str("</header>\n");
@@ -479,7 +476,7 @@ fn checks_panel(out: &mut String, checks: &[CheckTotal]) {
     let class = if worst.is_some() { "failed" } else { "passed" };
     let _ = write!(
         out,
-        "<section class=\"checks {class}\" aria-labelledby=\"checks-title\">\n\
+        "<style>\n{CHECKS_STYLE}</style>\n<section class=\"checks {class}\" aria-labelledby=\"checks-title\">\n\
          <h2 id=\"checks-title\">Checks <span class=\"verdict\">{} passed</span></h2>\n\
          <p class=\"headline\">{}</p>\n",
         format::pass_rate(passed, runs),
