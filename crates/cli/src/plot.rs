@@ -25,6 +25,12 @@ successful, status codes per second, the latency distribution as a percentile cu
 the generator's send lag, CPU and queue. Hover shows values; drag across a time chart to
 zoom all of them; latency charts switch between log and linear.
 
+For flows (scenarios with steps and checks, docs/FLOWS.md) the page adds a checks panel
+(the pass rate of every check together, the worst failing check, and a table of each
+check's runs, passes, failures and pass rate), a chart of each check's failures per
+second as a share of its runs (on the same time axis; the 8 that failed most, the rest
+as one line) and the latency distribution by step; the targets are named by their step.
+
 When the inputs hold resource samples (`attack -monitor`, or a `loadlab monitor` file
 given beside the run: `loadlab plot run.llr run.mon`), the system under test's charts
 follow the request charts on the same time axis: CPU (process groups in % of one core,

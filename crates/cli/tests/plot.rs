@@ -519,3 +519,125 @@ fn the_page_s_diagnosis_says_what_report_says() {
     assert!(cpu.contains("<g class=\"marker knee\"><title>the knee: max 200 req/s held"));
     assert!(std::fs::metadata(charts.join("cpu.png")).unwrap().len() > 1000);
 }
+
+/// A flow's record file: `shop` logs in then lists, 5 flows a second for 10 s; from
+/// 5 s one list in four has no items (its check fails the request).
+fn flow_file(dir: &Path) -> PathBuf {
+    let path = dir.join("flow.llr");
+    let step = |name: &str, path: &str, checks: &[&str]| TargetInfo {
+        step: Some(name.to_owned()),
+        checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        method: "GET".to_owned(),
+        url: format!("http://127.0.0.1:8080{path}"),
+    };
+    let header = RunHeader {
+        start_unix_ns: START_NS,
+        attacks: vec![AttackInfo {
+            name: "shop".to_owned(),
+            model: LoadModel::Open,
+            ..AttackInfo::default()
+        }],
+        targets: vec![
+            step("login", "/login", &["status 200"]),
+            step("list", "/items", &["status 200", "has items"]),
+        ],
+        ..RunHeader::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = RecordWriter::new(file, &header, Compression::Zstd { level: 3 }).unwrap();
+    writer
+        .add_errors(
+            0,
+            &[record::ErrorEntry {
+                kind: record::ErrorKind::Check,
+                text: "list: has items".to_owned(),
+            }],
+        )
+        .unwrap();
+    for flow in 0..50u64 {
+        let start = START_NS + flow * 200_000_000;
+        let empty = flow >= 25 && flow % 4 == 0;
+        for (step, offset) in [(0u32, 0u64), (1, 50_000_000)] {
+            let failed = step == 1 && empty;
+            writer.push(&Record {
+                seq: flow * 2 + u64::from(step),
+                target: step,
+                intended_unix_ns: start + offset,
+                send_lag_ns: 5_000,
+                latency_ns: 3_000_000,
+                status: 200,
+                error: u32::from(failed),
+                checks_failed: if failed {
+                    0b10 | Record::FAILED_BY_FLOW
+                } else {
+                    0
+                },
+                bytes_in: 100,
+                bytes_out: 40,
+                ..Record::default()
+            });
+        }
+    }
+    writer.close().unwrap();
+    path
+}
+
+/// The checks panel of a page.
+fn checks_panel(html: &str) -> &str {
+    let start = html
+        .find("<section class=\"checks")
+        .expect("a checks panel");
+    &html[start..start + html[start..].find("</section>").unwrap()]
+}
+
+#[test]
+fn a_flow_s_checks_are_drawn_and_survive_json_and_csv_exports() {
+    let dir = temp_dir("a_flow_s_checks_are_drawn_and_survive_json_and_csv_exports");
+    let file = flow_file(&dir);
+    let out = run(&["plot", file.to_str().unwrap()], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    let panel = checks_panel(&html);
+    assert!(
+        panel.contains(
+            "144 of 150 check runs passed; worst: list: has items, 88% passed (6 of 50 failed)"
+        ),
+        "{panel}"
+    );
+    // Exported and read back, the page says the same.
+    for to in ["json", "csv"] {
+        let export = dir.join(format!("flow.{to}"));
+        let out = run(
+            &[
+                "encode",
+                "-to",
+                to,
+                "-output",
+                export.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert!(out.status.success(), "{to}: {}", text(&out.stderr));
+        let out = run(&["plot", export.to_str().unwrap()], b"");
+        assert!(out.status.success(), "{to}: {}", text(&out.stderr));
+        assert_eq!(checks_panel(&text(&out.stdout)), panel, "{to}");
+    }
+    // One file per chart, the checks and the steps' among them.
+    let charts = dir.join("charts/");
+    let out = run(
+        &[
+            "plot",
+            "-format=png",
+            "-output",
+            &charts.display().to_string(),
+            file.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    for name in ["checks.png", "step-distribution.png"] {
+        assert!(listed.lines().any(|l| l.ends_with(name)), "{listed}");
+    }
+}

@@ -9,8 +9,9 @@
 //! - [`Snapshot`] is plain data: elapsed and planned time, asked vs sent vs completed
 //!   rates over the last second and the run, success, latency p50/p99/max, status
 //!   codes and errors by kind, send lag, in flight, connections, the schedule's
-//!   target, each stop rule's streak and the monitor's headline samples
-//!   (`resources.rs`). It renders itself as one plain progress line
+//!   target, each stop rule's streak, the monitor's headline samples
+//!   (`resources.rs`) and for flows the checks' pass rate so far and the worst
+//!   failing check (`checks.rs`, [`LiveStats::targets`] says which targets are steps). It renders itself as one plain progress line
 //!   ([`Snapshot::progress_line`]) or as the lines of the terminal view
 //!   ([`Snapshot::view_lines`]).
 //! - [`Server`] is the small loopback HTTP server behind `-dashboard` and
@@ -27,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+mod checks;
 mod exposition;
 mod keys;
 mod latest;
@@ -45,7 +47,7 @@ pub use latest::Latest;
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
 pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
-pub use snapshot::{Latency, RuleState, Snapshot, Window, short_duration};
+pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
 

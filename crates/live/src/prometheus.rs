@@ -3,8 +3,9 @@
 //! `request_bytes_in`, `request_bytes_out`, `request_fail_count`, labelled by method,
 //! url and status) and loadlab's own (`loadlab_*`: asked, sent and completed
 //! requests, the schedule's rate, send lag, in flight, connections, stop rules, run
-//! time) in bounded memory, and publishes a copy a few times a second for the scrape
-//! handler and the remote-write thread ([`PrometheusHandle`]).
+//! time, and for flows `loadlab_checks_total` by scenario, step, check and result) in
+//! bounded memory, and publishes a copy a few times a second for the scrape handler
+//! and the remote-write thread ([`PrometheusHandle`]).
 //!
 //! Per record, on the collector thread: an index into a table of (target, status)
 //! cells built as statuses first appear, a bucket search and a few additions; no
@@ -14,9 +15,10 @@
 use std::time::{Duration, Instant};
 
 use engine::{Clock, RunConfig, RunObserver, Targets};
-use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
+use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, TargetInfo};
 use workload::{Plan, RuleWatch};
 
+use crate::checks::{self, Check, CheckTable};
 use crate::latest::Latest;
 use crate::sink::{Kind, Sink};
 
@@ -138,6 +140,10 @@ pub struct Metrics {
     connections_open: u64,
     behind: u64,
     rules: Vec<Rule>,
+    /// The scenario label of each attack id.
+    scenarios: Vec<String>,
+    /// Each flow check's passes and failures, as the check table counts them.
+    checks: Vec<Check>,
     start_unix_ns: u64,
     elapsed_ns: u64,
     finished: bool,
@@ -166,6 +172,8 @@ pub struct PrometheusStats {
     error_kinds: Vec<u8>,
     /// Failures whose error entry has not arrived yet: (cell, error id, count).
     pending_fails: Vec<(u32, u32, u64)>,
+    /// The flows' checks, copied into the metrics when they are published.
+    checks: CheckTable,
     folded_targets: usize,
     last_publish: Instant,
     metrics: Metrics,
@@ -194,9 +202,17 @@ impl PrometheusStats {
             cells_by_key: Vec::new(),
             error_kinds: Vec::new(),
             pending_fails: Vec::new(),
+            checks: CheckTable::default(),
             folded_targets: 0,
             last_publish: Instant::now(),
-            metrics: Metrics::default(),
+            metrics: Metrics {
+                scenarios: config
+                    .attacks
+                    .iter()
+                    .map(|a| a.settings.name.clone())
+                    .collect(),
+                ..Metrics::default()
+            },
             handle: PrometheusHandle::default(),
         };
         for target in targets {
@@ -220,6 +236,14 @@ impl PrometheusStats {
     /// The metrics as they stand (what the handle reads after the next publish).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The run's targets from id `first_index` on, as its target table grows: which
+    /// are flow steps, and what their checks are called (see
+    /// [`crate::LiveStats::targets`]). Labels of vegeta's series still come from the
+    /// run's configuration.
+    pub fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        self.checks.targets(first_index, new);
     }
 
     /// The key of (method, url), made if new; beyond the cap, (method, "other").
@@ -285,6 +309,7 @@ impl PrometheusStats {
                 None => self.pend_fail(index, record.error),
             }
         }
+        self.checks.add(record);
         self.metrics.lag.observe(&LAG_BOUNDS_NS, record.send_lag_ns);
         self.metrics.completed += 1;
         let end_ns = record
@@ -330,6 +355,7 @@ impl PrometheusStats {
             .filter_map(|plan| plan.rate_at(now_ns))
             .reduce(|a, b| a + b);
         self.metrics.sent = self.metrics.sent.max(self.metrics.completed);
+        checks::copy_counts(&mut self.metrics.checks, self.checks.checks());
         self.handle.publish(&self.metrics);
         self.last_publish = Instant::now();
     }
@@ -542,6 +568,38 @@ impl Metrics {
             sink.sample(name, "", &[], value);
         }
         self.visit_rules(sink);
+        self.visit_checks(sink);
+    }
+
+    /// `loadlab_checks_total{scenario,step,check,result}`: each flow check's runs that
+    /// passed and failed, in label order. None for a run without flows.
+    fn visit_checks(&self, sink: &mut dyn Sink) {
+        if self.checks.is_empty() {
+            return;
+        }
+        let name = "loadlab_checks_total";
+        sink.family(
+            name,
+            Kind::Counter,
+            "Flow checks run so far, by scenario, step, check and result (pass or fail)",
+        );
+        let scenario = |check: &Check| {
+            (self.scenarios.get(usize::from(check.attack))).map_or("", String::as_str)
+        };
+        let mut checks: Vec<&Check> = self.checks.iter().collect();
+        checks
+            .sort_by(|a, b| (scenario(a), &a.step, &a.name).cmp(&(scenario(b), &b.step, &b.name)));
+        for check in checks {
+            for (result, count) in [("pass", check.passed), ("fail", check.failed)] {
+                let labels = [
+                    ("scenario", scenario(check).to_owned()),
+                    ("step", check.step.clone()),
+                    ("check", check.name.clone()),
+                    ("result", result.to_owned()),
+                ];
+                sink.sample(name, "", &labels, count as f64);
+            }
+        }
     }
 
     fn visit_rules(&self, sink: &mut dyn Sink) {
@@ -571,7 +629,7 @@ impl Metrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
@@ -729,6 +787,146 @@ mod tests {
             "10/s from 0 s to 4 s, both ends"
         );
         assert_eq!(metrics.lag.count, 5);
+    }
+
+    /// A flow `shop` (login, then list) and a plain attack `ping`: each check's passes
+    /// and failures, and the flows' error kinds as `message` labels.
+    pub(crate) fn flow_run() -> PrometheusStats {
+        let plan = || Plan {
+            pacing: workload::Pacing::Open(workload::Schedule::constant(10.0)),
+            duration_ns: Some(10_000 * MS),
+            max_requests: None,
+            shard: workload::Shard::WHOLE,
+        };
+        let get = |url: &str| workload::Target::get("GET", url::Url::parse(url).unwrap());
+        let config = RunConfig {
+            attacks: vec![
+                engine::AttackConfig::new(
+                    "shop",
+                    vec![get("http://127.0.0.1/login"), get("http://127.0.0.1/items")],
+                    plan(),
+                ),
+                engine::AttackConfig::new("ping", vec![get("http://127.0.0.1/ping")], plan()),
+            ],
+            ..config(&[])
+        };
+        let mut stats = PrometheusStats::new(&config);
+        let step = |name: &str, url: &str, checks: &[&str]| TargetInfo {
+            method: "GET".to_owned(),
+            url: url.to_owned(),
+            step: Some(name.to_owned()),
+            checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        stats.targets(
+            0,
+            &[
+                step(
+                    "login",
+                    "http://127.0.0.1/login",
+                    &["status 200", "json $.token exists"],
+                ),
+                step(
+                    "list",
+                    "http://127.0.0.1/items",
+                    &["status 200", "body contains \"id\""],
+                ),
+                TargetInfo {
+                    method: "GET".to_owned(),
+                    url: "http://127.0.0.1/ping".to_owned(),
+                    ..TargetInfo::default()
+                },
+            ],
+        );
+        let with = |attack: u16, target: u32, checks_failed: u32, error: u32| Record {
+            attack,
+            checks_failed,
+            ..record(target, 200, error, 5)
+        };
+        const FLOW: u32 = Record::FAILED_BY_FLOW;
+        stats.errors(
+            0,
+            &[
+                entry(ErrorKind::Check),
+                entry(ErrorKind::Extract),
+                entry(ErrorKind::Cookie),
+            ],
+        );
+        stats.records(&[
+            with(0, 0, 0, 0),
+            with(0, 0, 0b10 | FLOW, 2),
+            with(0, 0, 0, 3),
+            with(0, 1, 0, 0),
+            with(0, 1, 0b10 | FLOW, 1),
+            with(0, 1, 0b11 | FLOW, 1),
+            with(1, 2, 0, 0),
+        ]);
+        stats.finish();
+        stats
+    }
+
+    #[test]
+    fn flow_checks_are_counted_by_scenario_step_check_and_result() {
+        let text = flow_run().handle().render_text();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("loadlab_checks_total"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "# HELP loadlab_checks_total Flow checks run so far, by scenario, step, check \
+                 and result (pass or fail)",
+                "# TYPE loadlab_checks_total counter",
+                "loadlab_checks_total{scenario=\"shop\",step=\"list\",check=\"body contains \\\"id\\\"\",result=\"pass\"} 1",
+                "loadlab_checks_total{scenario=\"shop\",step=\"list\",check=\"body contains \\\"id\\\"\",result=\"fail\"} 2",
+                "loadlab_checks_total{scenario=\"shop\",step=\"list\",check=\"status 200\",result=\"pass\"} 2",
+                "loadlab_checks_total{scenario=\"shop\",step=\"list\",check=\"status 200\",result=\"fail\"} 1",
+                "loadlab_checks_total{scenario=\"shop\",step=\"login\",check=\"json $.token exists\",result=\"pass\"} 2",
+                "loadlab_checks_total{scenario=\"shop\",step=\"login\",check=\"json $.token exists\",result=\"fail\"} 1",
+                "loadlab_checks_total{scenario=\"shop\",step=\"login\",check=\"status 200\",result=\"pass\"} 3",
+                "loadlab_checks_total{scenario=\"shop\",step=\"login\",check=\"status 200\",result=\"fail\"} 0",
+            ]
+        );
+        // The flows' error kinds are `message`s like any other.
+        for (url, kind, count) in [
+            ("/login", "extract", 1),
+            ("/login", "cookie", 1),
+            ("/items", "check", 2),
+        ] {
+            let line = format!(
+                "request_fail_count{{method=\"GET\",url=\"http://127.0.0.1{url}\",status=\"200\",message=\"{kind}\"}} {count}"
+            );
+            assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
+        }
+        // A run without flows has no such family (the golden file holds it whole).
+        assert!(
+            !sample_run()
+                .handle()
+                .render_text()
+                .contains("loadlab_checks")
+        );
+    }
+
+    #[test]
+    fn checks_are_published_without_copying_their_names_again() {
+        let mut stats = flow_run();
+        let names: Vec<*const u8> = (stats.metrics.checks.iter())
+            .map(|c| c.name.as_ptr())
+            .collect();
+        stats.records(&[Record {
+            checks_failed: 1,
+            ..record(1, 200, 0, 5)
+        }]);
+        stats.publish();
+        let again: Vec<*const u8> = (stats.metrics.checks.iter())
+            .map(|c| c.name.as_ptr())
+            .collect();
+        assert_eq!(names, again);
+        let list = &stats.metrics.checks[2];
+        assert_eq!(
+            (list.name.as_str(), list.passed, list.failed),
+            ("status 200", 2, 2)
+        );
     }
 
     #[test]

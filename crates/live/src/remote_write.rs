@@ -620,6 +620,45 @@ mod tests {
     }
 
     #[test]
+    fn pushes_carry_the_flow_checks_as_the_scrape_does() {
+        let metrics = crate::prometheus::tests::flow_run().handle().metrics();
+        let request = write_request(&metrics, &[("run_id", "run-1".to_owned())], 7);
+        let checks: Vec<(Vec<(&str, &str)>, f64)> = request
+            .timeseries
+            .iter()
+            .filter(|series| {
+                (series.labels.iter())
+                    .any(|l| l.name == "__name__" && l.value == "loadlab_checks_total")
+            })
+            .map(|series| {
+                let labels = (series.labels.iter())
+                    .map(|l| (l.name.as_str(), l.value.as_str()))
+                    .collect();
+                (labels, series.samples[0].value)
+            })
+            .collect();
+        assert_eq!(checks.len(), 8, "4 checks, pass and fail each");
+        let (labels, value) = &checks[3];
+        assert_eq!(
+            labels,
+            &[
+                ("__name__", "loadlab_checks_total"),
+                ("check", "status 200"),
+                ("result", "fail"),
+                ("run_id", "run-1"),
+                ("scenario", "shop"),
+                ("step", "list"),
+            ],
+            "sorted by name"
+        );
+        assert_eq!(*value, 1.0);
+        let family = (request.metadata.iter())
+            .find(|m| m.metric_family_name == "loadlab_checks_total")
+            .unwrap();
+        assert_eq!(family.r#type, proto::COUNTER);
+    }
+
+    #[test]
     fn only_plain_http_urls_are_taken() {
         let rows = [
             ("https://prom.example/api/v1/write", "only http://"),

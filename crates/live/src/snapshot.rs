@@ -24,6 +24,8 @@ pub struct Snapshot {
     pub status_codes: Vec<(u16, u64)>,
     /// Failed requests by error kind, most frequent first.
     pub errors: Vec<(ErrorKind, u64)>,
+    /// The flows' checks so far; `None` while no check has run (a run without flows).
+    pub checks: Option<ChecksState>,
     /// Requests sent and not yet answered.
     pub in_flight: u64,
     /// Connections open.
@@ -66,6 +68,53 @@ pub struct Latency {
     pub p99_ns: u64,
     /// Largest.
     pub max_ns: u64,
+}
+
+/// Every check of the run's flows so far, together, and the worst of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChecksState {
+    /// Check runs that passed.
+    pub passed: u64,
+    /// Check runs, passed or failed (a request runs each check of its step once).
+    pub runs: u64,
+    /// The check with the lowest pass rate of those that failed; `None` while every
+    /// check passed.
+    pub worst: Option<WorstCheck>,
+}
+
+/// The worst failing check so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorstCheck {
+    /// Its full name, `STEP: CHECK`.
+    pub name: String,
+    /// Its runs that passed.
+    pub passed: u64,
+    /// Its runs that failed.
+    pub failed: u64,
+}
+
+impl ChecksState {
+    /// `99.2% passed (12,300 of 12,400)   worst: login: status 200 97.1% (35 failed)`.
+    fn text(&self) -> String {
+        let mut text = format!(
+            "{} passed ({} of {})",
+            pass_rate_text(self.passed, self.runs),
+            self.passed,
+            self.runs
+        );
+        match &self.worst {
+            Some(worst) => {
+                text += &format!(
+                    "   worst: {} {} ({} failed)",
+                    worst.name,
+                    pass_rate_text(worst.passed, worst.passed + worst.failed),
+                    worst.failed
+                );
+            }
+            None => text += "   every check passed",
+        }
+        text
+    }
 }
 
 /// One stop rule's state: "p99 > 2s for 10s: held 3s of 10s".
@@ -116,6 +165,9 @@ impl Snapshot {
         if self.behind > 0 {
             line += &format!("  behind {}", self.behind);
         }
+        if let Some(checks) = &self.checks {
+            line += &format!("  checks {}", pass_rate_text(checks.passed, checks.runs));
+        }
         line
     }
 
@@ -136,6 +188,15 @@ impl Snapshot {
                 report_style(run.latency.max_ns),
                 report_style(run.lag_p99_ns),
             );
+        }
+        if let Some(checks) = &self.checks {
+            line += &format!(
+                ", checks {} passed",
+                pass_rate_text(checks.passed, checks.runs)
+            );
+            if let Some(worst) = &checks.worst {
+                line += &format!(" (worst: {}, {} failed)", worst.name, worst.failed);
+            }
         }
         line
     }
@@ -179,6 +240,9 @@ impl Snapshot {
                 self.behind,
             ),
         ];
+        if let Some(checks) = &self.checks {
+            lines.push(format!("checks    {}", checks.text()));
+        }
         lines.extend(
             self.resources
                 .iter()
@@ -228,6 +292,21 @@ fn rate_text(rate: f64) -> String {
         format!("{rate:.1}")
     } else {
         format!("{rate:.0}")
+    }
+}
+
+/// `passed` of `runs` as a percentage to two decimals at most, rounded down, so a
+/// check that failed once reads `99.99%`, never `100%`; `-` when nothing ran.
+fn pass_rate_text(passed: u64, runs: u64) -> String {
+    if runs == 0 {
+        return "-".to_owned();
+    }
+    let hundredths = u128::from(passed.min(runs)) * 10_000 / u128::from(runs);
+    let (whole, fraction) = (hundredths / 100, hundredths % 100);
+    match fraction {
+        0 => format!("{whole}%"),
+        f if f % 10 == 0 => format!("{whole}.{}%", f / 10),
+        f => format!("{whole}.{f:02}%"),
     }
 }
 
@@ -294,6 +373,67 @@ mod tests {
         ];
         for (ns, text) in rows {
             assert_eq!(short_duration(ns), text, "{ns}");
+        }
+    }
+
+    #[test]
+    fn checks_read_as_a_pass_rate_and_the_worst() {
+        let worst = |name: &str, passed, failed| WorstCheck {
+            name: name.to_owned(),
+            passed,
+            failed,
+        };
+        // (checks, the view's line, the progress line's end, the final line's end)
+        let rows = [
+            (None, None, "in flight 0", "done: 0 requests"),
+            (
+                Some(ChecksState {
+                    passed: 400,
+                    runs: 400,
+                    worst: None,
+                }),
+                Some("checks    100% passed (400 of 400)   every check passed"),
+                "in flight 0  checks 100%",
+                "done: 0 requests, checks 100% passed",
+            ),
+            (
+                Some(ChecksState {
+                    passed: 99_999,
+                    runs: 100_000,
+                    worst: Some(worst("login: status 200", 49_999, 1)),
+                }),
+                Some(
+                    "checks    99.99% passed (99999 of 100000)   worst: login: status 200 \
+                     99.99% (1 failed)",
+                ),
+                "in flight 0  checks 99.99%",
+                "done: 0 requests, checks 99.99% passed (worst: login: status 200, 1 failed)",
+            ),
+            (
+                Some(ChecksState {
+                    passed: 3,
+                    runs: 4,
+                    worst: Some(worst("item: latency < 200ms", 1, 1)),
+                }),
+                Some("checks    75% passed (3 of 4)   worst: item: latency < 200ms 50% (1 failed)"),
+                "in flight 0  checks 75%",
+                "done: 0 requests, checks 75% passed (worst: item: latency < 200ms, 1 failed)",
+            ),
+        ];
+        for (checks, view, progress, last) in rows {
+            let snapshot = Snapshot {
+                checks,
+                ..Snapshot::default()
+            };
+            let lines = snapshot.view_lines();
+            let line = lines.iter().find(|l| l.starts_with("checks"));
+            assert_eq!(line.map(String::as_str), view);
+            assert!(
+                snapshot.progress_line().ends_with(progress),
+                "{}",
+                snapshot.progress_line()
+            );
+            assert_eq!(snapshot.final_line(), last);
         }
     }
 

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 
 use engine::{Clock, RunObserver};
-use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, SampleFrame};
+use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, SampleFrame, TargetInfo};
 use report::Distribution;
 use workload::{Plan, RuleWatch};
 
+use crate::checks::{self, CheckTable};
 use crate::latest::Latest;
 use crate::resources::Headlines;
-use crate::snapshot::{Latency, RuleState, Snapshot, Window};
+use crate::snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck};
 
 const SECOND_NS: u64 = 1_000_000_000;
 /// A second of completions is settled this long after it ends.
@@ -89,6 +90,8 @@ pub struct LiveStats {
     previous_stats: (u64, u64),
     /// The monitor's latest headline samples (`attack -monitor`).
     headlines: Headlines,
+    /// The flows' checks.
+    checks: CheckTable,
     snapshot: Snapshot,
     handle: LiveHandle,
 }
@@ -112,6 +115,7 @@ impl LiveStats {
             error_kinds: Vec::new(),
             previous_stats: (0, 0),
             headlines: Headlines::default(),
+            checks: CheckTable::default(),
             snapshot: Snapshot {
                 total_ns,
                 ..Snapshot::default()
@@ -138,10 +142,20 @@ impl LiveStats {
             .reduce(|a, b| a + b)
     }
 
+    /// The run's targets from id `first_index` on, as its target table grows: which
+    /// are flow steps, and what their checks are called. Records of a target count
+    /// toward its checks once it is announced, so the run's fixed targets come before
+    /// the first record (the engine writes a target to the record file before any
+    /// record that uses it, and announces it the same way).
+    pub fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        self.checks.targets(first_index, new);
+    }
+
     fn add(&mut self, record: &Record) {
         let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
         self.now_ns = self.now_ns.max(end_ns);
         self.run.add(record);
+        self.checks.add(record);
         *self.status_codes.entry(record.status).or_default() += 1;
         if let Some(index) = (record.error as usize).checked_sub(1) {
             if self.error_counts.len() <= index {
@@ -210,12 +224,32 @@ impl LiveStats {
             .status_codes
             .extend(self.status_codes.iter().map(|(code, n)| (*code, *n)));
         snapshot.errors = errors_by_kind(&self.error_counts, &self.error_kinds);
+        fill_checks(&mut snapshot.checks, self.checks.checks());
     }
 
     fn publish(&mut self) {
         self.refresh();
         self.settle(self.now_ns);
         self.handle.publish(&self.snapshot);
+    }
+}
+
+/// The checks' line: all runs together and the worst, its name written into the
+/// snapshot's own string (refreshed per batch, so a steady run allocates nothing).
+fn fill_checks(state: &mut Option<ChecksState>, checks: &[checks::Check]) {
+    let Some((passed, runs, worst)) = checks::overall(checks) else {
+        *state = None;
+        return;
+    };
+    let state = state.get_or_insert_with(ChecksState::default);
+    (state.passed, state.runs) = (passed, runs);
+    match worst {
+        Some(check) => {
+            let worst = state.worst.get_or_insert_with(WorstCheck::default);
+            check.write_full_name(&mut worst.name);
+            (worst.passed, worst.failed) = (check.passed, check.failed);
+        }
+        None => state.worst = None,
     }
 }
 
@@ -550,6 +584,77 @@ mod tests {
         );
         assert!(snapshot.finished);
         assert_eq!((snapshot.run.latency.max_ns + MS / 2) / MS, 10);
+    }
+
+    #[test]
+    fn checks_show_their_pass_rate_and_the_worst_as_they_go() {
+        let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+        let handle = live.handle();
+        let step = |name: &str, checks: &[&str]| TargetInfo {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1/".to_owned(),
+            step: Some(name.to_owned()),
+            checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        live.targets(
+            0,
+            &[
+                step("login", &["status 200", "has token"]),
+                step("list", &["status 200"]),
+            ],
+        );
+        let with = |target: u32, checks_failed: u32| Record {
+            target,
+            checks_failed,
+            ..record(100, 10, 200, 0)
+        };
+        live.records(&[with(0, 0), with(1, 0)]);
+        assert_eq!(
+            handle.snapshot().checks,
+            Some(ChecksState {
+                passed: 3,
+                runs: 3,
+                worst: None
+            })
+        );
+        // One token missing of two, one list of three failed.
+        live.records(&[
+            with(0, 0b10 | Record::FAILED_BY_FLOW),
+            with(1, 1),
+            with(1, 0),
+        ]);
+        let snapshot = handle.snapshot();
+        assert_eq!(
+            snapshot.checks,
+            Some(ChecksState {
+                passed: 5,
+                runs: 7,
+                worst: Some(WorstCheck {
+                    name: "login: has token".to_owned(),
+                    passed: 1,
+                    failed: 1
+                })
+            })
+        );
+        assert!(
+            snapshot.view_lines().contains(
+                &"checks    71.42% passed (5 of 7)   worst: login: has token 50% (1 failed)"
+                    .to_owned()
+            ),
+            "{:?}",
+            snapshot.view_lines()
+        );
+        // A run without flows has no checks line.
+        let mut plain = LiveStats::new(vec![ten_per_second_for_10s()]);
+        plain.records(&steady(&[0], 10, 200, 0));
+        assert_eq!(plain.snapshot().checks, None);
+        assert!(
+            !plain
+                .snapshot()
+                .view_lines()
+                .iter()
+                .any(|l| l.starts_with("checks"))
+        );
     }
 
     #[test]

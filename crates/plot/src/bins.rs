@@ -4,9 +4,11 @@
 //! A row counts the requests *sent* in it (by status), the successful ones *completed*
 //! in it, the requests the schedule *asked* for in it (by intended send time, for
 //! schedules the header does not give a constant rate for), and the latency and send
-//! lag percentiles of the requests sent in it. Percentiles need the values, so only the
+//! lag percentiles of the requests sent in it, and for a flow's requests how each check
+//! went ([`CheckCount`], [`Bins::add_checks`]). Percentiles need the values, so only the
 //! interval being filled holds a [`Distribution`]; it closes when a later record
-//! arrives. Rows are a few dozen bytes per interval of the run, never per request.
+//! arrives. Rows are a few dozen bytes per interval of the run (and per check that ran
+//! in it), never per request.
 
 use report::Distribution;
 
@@ -33,6 +35,26 @@ pub struct Row {
     pub latency_ns: Option<[u64; 4]>,
     /// p99 and max send lag of the requests sent in the interval.
     pub send_lag_ns: Option<[u64; 2]>,
+    /// How each check of the requests sent in the interval went, in order of first
+    /// sight; empty without flow checks.
+    pub checks: Vec<CheckCount>,
+}
+
+/// One check's runs in an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckCount {
+    /// The check's run-wide id (`checks.rs`).
+    pub check: u32,
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl CheckCount {
+    /// Adds `other`'s runs of the same check.
+    fn add(&mut self, other: &CheckCount) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+    }
 }
 
 #[derive(Clone)]
@@ -75,6 +97,17 @@ impl Row {
         }
         self.latency_ns = highest(self.latency_ns, other.latency_ns);
         self.send_lag_ns = highest(self.send_lag_ns, other.send_lag_ns);
+        for theirs in &other.checks {
+            match self.checks.iter_mut().find(|c| c.check == theirs.check) {
+                Some(mine) => mine.add(theirs),
+                None => self.checks.push(*theirs),
+            }
+        }
+    }
+
+    /// The runs of `check` in this interval, if it ran.
+    pub fn check(&self, check: u32) -> Option<&CheckCount> {
+        self.checks.iter().find(|c| c.check == check)
     }
 }
 
@@ -133,6 +166,39 @@ impl Bins {
         }
         if let Some(intended_ns) = request.intended_ns {
             self.row(intended_ns / self.every_ns).asked += 1;
+        }
+    }
+
+    /// Counts a flow request's checks in the row of its send time (nanoseconds from
+    /// the origin): `checks` are the run-wide ids of its target's checks in bit order,
+    /// `checks_failed` the record's bits. Nothing is allocated once each check has
+    /// run in the interval.
+    #[inline]
+    pub fn add_checks(&mut self, sent_ns: u64, checks: &[u32], checks_failed: u32) {
+        if checks.is_empty() {
+            return;
+        }
+        let row = self.row(sent_ns / self.every_ns);
+        for (bit, &check) in checks.iter().enumerate() {
+            let failed = checks_failed
+                .checked_shr(bit as u32)
+                .is_some_and(|bits| bits & 1 != 0);
+            let count = match row.checks.iter().position(|c| c.check == check) {
+                Some(position) => &mut row.checks[position],
+                None => {
+                    row.checks.push(CheckCount {
+                        check,
+                        ..CheckCount::default()
+                    });
+                    let last = row.checks.len() - 1;
+                    &mut row.checks[last]
+                }
+            };
+            if failed {
+                count.failed += 1;
+            } else {
+                count.passed += 1;
+            }
         }
     }
 
@@ -276,6 +342,7 @@ pub struct BinnedRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use record::Record;
 
     const S: u64 = 1_000_000_000;
 
@@ -364,6 +431,62 @@ mod tests {
             rows.iter().map(|r| r.latency_ns.map(|l| l[3])).collect();
         assert_eq!(max_latency, [Some(4_000), Some(8_000), Some(10_000)]);
         assert_eq!(Bins::new(S).coarse_copy(4).finish(), []);
+    }
+
+    #[test]
+    fn checks_count_in_the_row_of_the_send_and_merge_in_coarse_copies() {
+        let mut bins = Bins::new(S);
+        // (sent at, the target's check ids, checks_failed)
+        let requests: &[(u64, &[u32], u32)] = &[
+            (0, &[0, 1], 0),
+            (S / 2, &[0, 1], 0b10),
+            (S / 2, &[], 0b1),
+            (S + 1, &[2], 0b1 | Record::FAILED_BY_FLOW),
+            (2 * S, &[0, 1], 0b11),
+            (3 * S, &[2], 0),
+        ];
+        for &(sent_ns, checks, failed) in requests {
+            bins.add(&request(sent_ns, 1_000, 200));
+            bins.add_checks(sent_ns, checks, failed);
+        }
+        let counts = |rows: &[Row]| -> Vec<Vec<(u32, u64, u64)>> {
+            rows.iter()
+                .map(|row| {
+                    row.checks
+                        .iter()
+                        .map(|c| (c.check, c.passed, c.failed))
+                        .collect()
+                })
+                .collect()
+        };
+        let rows = bins.clone().finish();
+        assert_eq!(
+            counts(&rows),
+            [
+                vec![(0, 2, 0), (1, 1, 1)],
+                vec![(2, 0, 1)],
+                vec![(0, 0, 1), (1, 0, 1)],
+                vec![(2, 1, 0)],
+            ]
+        );
+        assert_eq!(
+            rows[0].check(1),
+            Some(&CheckCount {
+                check: 1,
+                passed: 1,
+                failed: 1
+            })
+        );
+        assert_eq!(rows[1].check(0), None);
+        // Two-second rows: counts add up by check.
+        let coarse = bins.coarse_copy(2).finish();
+        assert_eq!(
+            counts(&coarse),
+            [
+                vec![(0, 2, 0), (1, 1, 1), (2, 0, 1)],
+                vec![(0, 0, 1), (1, 0, 1), (2, 1, 0)],
+            ]
+        );
     }
 
     #[test]

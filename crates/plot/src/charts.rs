@@ -1,10 +1,11 @@
 //! The charts of a run page, built from [`RunData`]: latency over time (every request,
 //! sampled), latency percentiles per interval, requests per second asked / sent /
-//! successful, status codes per second, then the system under test's resources when
-//! the inputs hold samples (`resources/`: CPU, memory, connections, database, ...),
-//! the latency distribution as a percentile curve, and the generator's own health
-//! (send lag, CPU, in flight and behind). Time charts share one axis, and carry the
-//! diagnosis's knee and findings as markers (`markers.rs`).
+//! successful, status codes per second, for flows each check's failures per interval,
+//! then the system under test's resources when the inputs hold samples (`resources/`:
+//! CPU, memory, connections, database, ...), the latency distribution as a percentile
+//! curve (and one per flow step), and the generator's own health (send lag, CPU, in
+//! flight and behind). Time charts share one axis, and carry the diagnosis's knee and
+//! findings as markers (`markers.rs`).
 
 use std::fmt::Write as _;
 
@@ -12,7 +13,7 @@ use report::GROUP_EXACT_LIMIT;
 
 use crate::asked::asked_per_row;
 use crate::axis::Scale;
-use crate::bins::{Row, StatusKey, TRANSPORT, dense};
+use crate::bins::{CheckCount, Row, StatusKey, TRANSPORT, dense};
 use crate::downsample::{Sampled, min_max_rows};
 use crate::format;
 use crate::gather::{AttackData, ERROR_LABEL, RunData, status_name};
@@ -34,6 +35,14 @@ const BLUE: &str = "#2563eb";
 const ORANGE: &str = "#ea580c";
 /// The most status codes drawn apart; the rest are summed as "other".
 const MAX_STATUS_SERIES: usize = 8;
+/// The most checks drawn apart (those that failed most); the rest are one line.
+const MAX_CHECK_SERIES: usize = 8;
+/// Lines of checks that failed, in turn.
+const CHECK_COLORS: [&str; 8] = [
+    "#dc2626", "#ea580c", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#2563eb", "#a16207",
+];
+/// Lines of checks that never failed: quiet, so the colours go to the ones that did.
+const PASSED_GRAY: &str = "#9ca3af";
 /// Latency charts switch to a log scale when the slowest request is this many times
 /// the median: a 30 s timeout among 1 ms responses would flatten everything else.
 const LOG_SPREAD: f64 = 50.0;
@@ -59,12 +68,18 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
             rates(data, &rows, threshold),
             statuses(data, &rows, threshold),
         ]);
+        if !data.flows.checks.is_empty() {
+            charts.push(checks(data, &rows, threshold));
+        }
     }
     // Right under the request charts, so a latency step and the CPU or connection
     // count behind it sit one above the other.
     charts.extend(resources::charts(&data.samples, data.origin_unix_ns));
     if requests {
         charts.push(distribution(data, scale));
+        if data.flows.steps.len() > 1 {
+            charts.push(step_distribution(data, scale));
+        }
     }
     if requests && data.facts.lag_recorded {
         charts.push(send_lag(data, &rows, threshold));
@@ -403,6 +418,84 @@ fn statuses(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
     chart
 }
 
+/// Each check's failures per interval, as a share of its runs in that interval (the
+/// requests sent in it whose step has the check): a line at 0 while every run passes,
+/// on an axis that grows to the worst interval, so a 0.5% dip is as plain to see as
+/// an outage. Drawn apart: up to [`MAX_CHECK_SERIES`] checks, those that failed most
+/// when there are more (the rest are one line), in the flow's order.
+fn checks(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
+    let times = row_times(rows, data.every_ns);
+    let (shown, other) = check_groups(data);
+    let line = |name: String, color, ids: &[u32]| {
+        let values = row_values(rows, |row| {
+            let runs = ids.iter().filter_map(|&id| row.check(id)).fold(
+                CheckCount::default(),
+                |mut sum, count| {
+                    sum.passed += count.passed;
+                    sum.failed += count.failed;
+                    sum
+                },
+            );
+            let total = runs.passed + runs.failed;
+            (total > 0).then(|| runs.failed as f64 * 100.0 / total as f64)
+        });
+        Series::new(name, color, Style::Line).with_points(times.clone(), values)
+    };
+    let checks = &data.flows.checks;
+    let mut failing = 0;
+    let mut series: Vec<Series> = shown
+        .iter()
+        .map(|&id| {
+            let check = &checks[id as usize];
+            let name = format!("{}: {} failed", check.name, format::grouped(check.failed));
+            let color = if check.failed == 0 {
+                PASSED_GRAY
+            } else {
+                failing += 1;
+                CHECK_COLORS[(failing - 1) % CHECK_COLORS.len()]
+            };
+            line(name, color, &[id])
+        })
+        .collect();
+    if !other.is_empty() {
+        let failed: u64 = other.iter().map(|&id| checks[id as usize].failed).sum();
+        let name = format!(
+            "{} other checks: {} failed",
+            other.len(),
+            format::grouped(failed)
+        );
+        series.push(line(name, GRAY, &other));
+    }
+    let every = interval_name(data.every_ns);
+    let mut chart = Chart::time_series(
+        "checks",
+        format!("Checks failed, % of runs per {every}"),
+        Unit::Share,
+        series,
+    )
+    .with_caption(format!(
+        "Of each check's runs in the requests sent in each {every}, the share that failed \
+         (0% while every run passes); a check runs on every answer of its step, a request \
+         with no answer fails all its step's checks. Gaps are intervals the check did not \
+         run. Totals and pass rates are in the Checks table above."
+    ));
+    reduce_rows(&mut chart, limit);
+    chart
+}
+
+/// The check ids drawn apart (in flow order) and the ones drawn as one line.
+fn check_groups(data: &RunData) -> (Vec<u32>, Vec<u32>) {
+    let checks = &data.flows.checks;
+    let mut ids: Vec<u32> = (0..checks.len() as u32).collect();
+    if ids.len() <= MAX_CHECK_SERIES {
+        return (ids, Vec::new());
+    }
+    ids.sort_by_key(|&id| (std::cmp::Reverse(checks[id as usize].failed), id));
+    let other = ids.split_off(MAX_CHECK_SERIES - 1);
+    ids.sort_unstable();
+    (ids, other)
+}
+
 /// Positions of the rows from the first to the last with a request sent.
 fn sending_rows(rows: &[Option<Row>]) -> std::ops::RangeInclusive<usize> {
     let sends = |row: &Option<Row>| row.as_ref().is_some_and(|r| r.sent > 0);
@@ -516,6 +609,51 @@ fn distribution(data: &RunData, scale: Scale) -> Chart {
         caption: format!(
             "Latency at each percentile, HDR style: each step right is ten times rarer. \
              Percentiles are {exactness}; the curve ends at the slowest request."
+        ),
+        height: 340.0,
+        bands: Vec::new(),
+        markers: Vec::new(),
+    }
+}
+
+/// A percentile curve per flow step: which step is slow, and how far into its tail.
+fn step_distribution(data: &RunData, scale: Scale) -> Chart {
+    let series = data
+        .flows
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(position, step)| {
+            let color = OK_COLORS[position % OK_COLORS.len()];
+            curve(&step.name, color, step.requests, step.max_latency_ns, |q| {
+                step.latency.quantile(q)
+            })
+        })
+        .collect();
+    let exact = data
+        .flows
+        .steps
+        .iter()
+        .all(|step| step.requests <= GROUP_EXACT_LIMIT as u64);
+    let exactness = if exact {
+        "exact"
+    } else {
+        "to 3 significant digits"
+    };
+    Chart {
+        id: "step-distribution",
+        title: "Latency distribution by step".to_owned(),
+        x_axis: XAxis::Nines,
+        unit: Unit::Duration,
+        scale,
+        toggle: true,
+        series,
+        labels: Vec::new(),
+        caption: format!(
+            "Latency at each percentile for each step of the flows, HDR style (a step's \
+             latency counts from its own intended time: the previous answer plus the think \
+             time). Percentiles are {exactness}; each curve ends at the step's slowest \
+             request."
         ),
         height: 340.0,
         bands: Vec::new(),

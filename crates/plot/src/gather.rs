@@ -1,7 +1,8 @@
 //! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]),
 //! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
 //! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
-//! latency [`Distribution`] (the percentile curve). Resource samples read beside the
+//! latency [`Distribution`] (the percentile curve), and for flows each check's passes
+//! and failures and each step's latency ([`FlowGather`]). Resource samples read beside the
 //! records go to a [`SampleGather`] once per batch, never per record. The diagnosis's
 //! [`Evidence`] (seconds for the knee, watched resources against their limits) takes
 //! each batch of records and samples whole, as `loadlab report` feeds it, and the page
@@ -21,6 +22,7 @@ use crate::PlotError;
 use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
 use crate::config::PlotConfig;
 use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
+use crate::flows::{FlowData, FlowGather};
 use crate::model::TimeZero;
 use crate::sample_gather::{SampleData, SampleGather};
 
@@ -47,6 +49,8 @@ pub struct RunData {
     pub every_ns: u64,
     /// Resource samples of the system under test (empty when the inputs hold none).
     pub samples: SampleData,
+    /// The flows' checks and steps (empty for a run without flows).
+    pub flows: FlowData,
 }
 
 /// One attack's requests.
@@ -129,6 +133,7 @@ impl RunGather {
                 metrics: gather.metrics.clone(),
                 bins: gather.bins.coarse_copy(max_rows),
                 attacks: gather.attacks.clone(),
+                flows: gather.flows.clone(),
                 samples: gather.samples.clone(),
                 judging: Judging::Closed(gather.judging.close()),
             },
@@ -196,6 +201,7 @@ struct Gather {
     metrics: Metrics,
     bins: Bins,
     attacks: Vec<AttackGather>,
+    flows: FlowGather,
     samples: SampleGather,
     judging: Judging,
 }
@@ -247,6 +253,7 @@ impl Gather {
             metrics: Metrics::new(None),
             bins: Bins::new(config.every_ns),
             attacks: Vec::new(),
+            flows: FlowGather::default(),
             samples: SampleGather::new(config.threshold),
             judging: Judging::Gathering(Box::default()),
         }
@@ -287,6 +294,9 @@ impl Gather {
             success,
             intended_ns,
         });
+        let checks = self.flows.add(record, tables);
+        self.bins
+            .add_checks(point.t_ns, checks, record.checks_failed);
     }
 
     fn attack(&mut self, id: u16, tables: &RunTables) -> &mut AttackGather {
@@ -330,6 +340,7 @@ impl Gather {
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);
+        let flows = self.flows.finish(&tables);
         RunData {
             origin_unix_ns: origin_unix_ns.unwrap_or(0),
             zero,
@@ -341,6 +352,7 @@ impl Gather {
             rows: self.bins.finish(),
             every_ns,
             samples,
+            flows,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The run page: one self-contained HTML file that works offline from `file://`. Its
 //! content security policy allows no network fetch at all. At the top: the title, what
 //! was read, any warning, the key figures, the diagnosis (what ran out first, in
-//! `loadlab report`'s sentences, when the run has a knee or samples) and the report's
+//! `loadlab report`'s sentences, when the run has a knee or samples), for flows each
+//! check's totals (the worst failing check first in words, then a table) and the report's
 //! text summary (as `loadlab report` prints it, with the generator's send lag and CPU,
 //! and the system under test's resource rows when the inputs hold samples); then every
 //! chart as inline SVG, readable without script, the diagnosis marked on its time axis. Samples alone (a monitor file) make a page of resource
@@ -19,6 +20,7 @@ use report::{Report, ResourceSummary, write_resources_text, write_text};
 
 use crate::charts::PageCharts;
 use crate::config::PlotConfig;
+use crate::flows::{self, CheckTotal};
 use crate::format;
 use crate::gather::RunData;
 use crate::json;
@@ -28,6 +30,11 @@ use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
+/// The checks panel's style, only on pages that have one (a page without checks is
+/// byte for byte what it was before flows), and beside the panel in `<main>`, so the
+/// live dashboard, which swaps in a newer `<main>` and keeps its first `<head>`, has
+/// it once checks appear.
+const CHECKS_STYLE: &str = include_str!("checks.css");
 const SCRIPT: &str = include_str!("page.js");
 /// Runs first, so errors anywhere on the page (our script included) are counted where
 /// a test can read them: `data-plot-errors` on the root element.
@@ -53,13 +60,14 @@ pub fn page(
     out.push_str("</header>\n");
     warnings(&mut out, data);
     if data.report.requests > 0 {
-        key_figures(&mut out, &data.report);
+        key_figures(&mut out, &data.report, &data.flows.checks);
     }
     let diagnosis = data.report.extras.diagnosis.as_ref();
     if let Some(diagnosis) = diagnosis {
         let marked = charts.charts.iter().any(|c| !c.markers.is_empty());
         diagnosis_panel(&mut out, diagnosis, marked);
     }
+    checks_panel(&mut out, &data.flows.checks);
     if data.report.requests > 0 {
         summary(&mut out, &data.report);
     } else if let Some(resources) = &data.samples.summary {
@@ -166,7 +174,10 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
     let mut shown: Vec<String> = targets
         .iter()
         .take(4)
-        .map(|t| format!("{} {}", t.method, t.url))
+        .map(|t| match &t.step {
+            Some(step) => format!("{step}: {} {}", t.method, t.url),
+            None => format!("{} {}", t.method, t.url),
+        })
         .collect();
     if targets.len() > 4 {
         shown.push(format!("and {} more", targets.len() - 4));
@@ -336,8 +347,9 @@ fn warnings(out: &mut String, data: &RunData) {
 type Tile = (&'static str, String, String, &'static str);
 
 /// The figures a reader looks for first.
-fn key_figures(out: &mut String, report: &Report) {
+fn key_figures(out: &mut String, report: &Report, checks: &[CheckTotal]) {
     let mut tiles = load_tiles(report);
+    tiles.extend(checks_tile(checks));
     tiles.extend(latency_tiles(report));
     tiles.extend(generator_tiles(report));
     out.push_str("<section class=\"figures\">\n");
@@ -395,6 +407,23 @@ fn load_tiles(report: &Report) -> Vec<Tile> {
     ]
 }
 
+/// All checks' pass rate, for flows.
+fn checks_tile(checks: &[CheckTotal]) -> Option<Tile> {
+    let (passed, runs, _) = flows::overall(checks)?;
+    let failed = runs - passed;
+    let note = if failed == 0 {
+        format!("all {} passed", format::grouped(runs))
+    } else {
+        format!(
+            "{} of {} failed",
+            format::grouped(failed),
+            format::grouped(runs)
+        )
+    };
+    let class = if failed > 0 { "bad" } else { "" };
+    Some(("checks", format::pass_rate(passed, runs), note, class))
+}
+
 /// Latency p50, p99 and max.
 fn latency_tiles(report: &Report) -> Vec<Tile> {
     let latencies = &report.latencies;
@@ -436,6 +465,63 @@ fn generator_tiles(report: &Report) -> Vec<Tile> {
         ));
     }
     tiles
+}
+
+/// Each check's totals, for flows: the pass rate of them all, the worst failing check
+/// in words (what a reader wants first), then every check in the flows' order.
+fn checks_panel(out: &mut String, checks: &[CheckTotal]) {
+    let Some((passed, runs, worst)) = flows::overall(checks) else {
+        return;
+    };
+    let class = if worst.is_some() { "failed" } else { "passed" };
+    let _ = write!(
+        out,
+        "<style>\n{CHECKS_STYLE}</style>\n<section class=\"checks {class}\" aria-labelledby=\"checks-title\">\n\
+         <h2 id=\"checks-title\">Checks <span class=\"verdict\">{} passed</span></h2>\n\
+         <p class=\"headline\">{}</p>\n",
+        format::pass_rate(passed, runs),
+        escape(&worst_text(passed, runs, worst))
+    );
+    out.push_str(
+        "<table>\n<thead><tr><th>check</th><th>runs</th><th>passed</th><th>failed</th>\
+         <th>pass rate</th></tr></thead>\n<tbody>\n",
+    );
+    for check in checks {
+        let class = if check.failed > 0 {
+            " class=\"bad\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&check.name),
+            format::grouped(check.runs()),
+            format::grouped(check.passed),
+            format::grouped(check.failed),
+            format::pass_rate(check.passed, check.runs()),
+        );
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+/// The checks' line: how many runs passed, and the worst failing check.
+fn worst_text(passed: u64, runs: u64, worst: Option<&CheckTotal>) -> String {
+    let all = format!(
+        "{} of {} check runs passed",
+        format::grouped(passed),
+        format::grouped(runs)
+    );
+    match worst {
+        Some(worst) => format!(
+            "{all}; worst: {}, {} passed ({} of {} failed)",
+            worst.name,
+            format::pass_rate(worst.passed, worst.runs()),
+            format::grouped(worst.failed),
+            format::grouped(worst.runs())
+        ),
+        None => format!("{all}: every check passed every time"),
+    }
 }
 
 /// The text report, exactly as `loadlab report` prints it.

@@ -49,6 +49,7 @@ mod chart_page;
 mod charts;
 mod config;
 mod downsample;
+mod flows;
 mod format;
 mod gather;
 mod generator;

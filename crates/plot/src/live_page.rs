@@ -615,6 +615,83 @@ mod tests {
         assert_eq!(fed, records.len());
     }
 
+    /// The checks panel of a page, from its opening tag to its end.
+    fn checks_panel(html: &str) -> Option<&str> {
+        let start = html.find("<section class=\"checks")?;
+        let end = start + html[start..].find("</section>")?;
+        Some(&html[start..end])
+    }
+
+    #[test]
+    fn the_live_page_counts_the_checks_so_far() {
+        let config = PlotConfig::default();
+        let mut tables = RunTables {
+            attacks: header().attacks,
+            targets: header().targets,
+            ..RunTables::default()
+        };
+        tables.targets[0].step = Some("buy".to_owned());
+        tables.targets[0].checks = vec!["status 200".to_owned(), "has id".to_owned()];
+        let summary = SourceSummary {
+            name: "run.llr".to_owned(),
+            format: record::InputFormat::Binary,
+            header: header(),
+            stats: Vec::new(),
+            end: None,
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+        };
+        let page = |gather: RunGather| {
+            RunPlot::from_gather(
+                gather,
+                &config,
+                "run.llr",
+                tables.clone(),
+                vec![summary.clone()],
+                SampleTables::default(),
+            )
+            .expect("plot")
+            .live_html(&LiveState {
+                version: 1,
+                finished: false,
+            })
+        };
+        // 10 a second for 10 s; from 5 s every other answer has no id.
+        let records: Vec<Record> = (0..100u64)
+            .map(|n| Record {
+                seq: n,
+                intended_unix_ns: START_NS + n * 100 * MS,
+                latency_ns: 2 * MS,
+                status: 200,
+                checks_failed: u32::from(n >= 50 && n % 2 == 0) << 1,
+                ..Record::default()
+            })
+            .collect();
+        let mut gather = RunGather::new(&config);
+        // (records fed, the panel's line)
+        let rows = [
+            (
+                30,
+                "60 of 60 check runs passed: every check passed every time",
+            ),
+            (
+                100,
+                "175 of 200 check runs passed; worst: buy: has id, 75% passed (25 of 100 failed)",
+            ),
+        ];
+        let mut fed = 0;
+        for (upto, line) in rows {
+            gather.add_records(&records[fed..upto], &tables);
+            fed = upto;
+            // A copy of a few merged rows, as an hour-long run's, says the same.
+            let live = page(gather.live_copy(3));
+            let panel = checks_panel(&live).expect("a checks panel");
+            assert!(panel.contains(line), "{upto}: {panel}");
+            assert_eq!(Some(panel), checks_panel(&page(gather.clone())), "{upto}");
+        }
+    }
+
     #[test]
     fn before_any_record_the_page_waits_and_polls() {
         let (page, feed) = LivePage::start(Vec::new(), "run.llr", &PlotConfig::default())

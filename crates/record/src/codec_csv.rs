@@ -1,13 +1,17 @@
 //! CSV: vegeta's headerless results (6, 11 or 12 columns) and ours, which starts with a
 //! header row, keeps vegeta's 12 columns in vegeta's order and appends `send_lag`,
-//! `ttfb`, `error_kind` and `protocol` (files written before `protocol` existed read
-//! as HTTP/1.1).
+//! `ttfb`, `error_kind`, `protocol` and a flow step's `step`, `checks`, `checks_failed`
+//! and `failed_by_flow` (files written before a column existed read as HTTP/1.1, and
+//! without checks).
 
 use std::io::{BufRead, Write};
 
 use crate::RecordError;
-use crate::import::{ImportSource, ImportedResult, Rows, parse_protocol, parse_timestamp};
-use crate::meta::{ErrorKind, RunTables};
+use crate::codec_json::{json_failed_checks, json_strings};
+use crate::import::{
+    ImportSource, ImportedFlow, ImportedResult, Rows, parse_protocol, parse_timestamp,
+};
+use crate::meta::{ErrorKind, RunTables, TargetInfo};
 use crate::record::Record;
 use crate::source::InputFormat;
 pub(crate) const VEGETA_COLUMNS: [&str; 12] = [
@@ -24,7 +28,16 @@ pub(crate) const VEGETA_COLUMNS: [&str; 12] = [
     "url",
     "headers",
 ];
-pub(crate) const OUR_EXTRA_COLUMNS: [&str; 4] = ["send_lag", "ttfb", "error_kind", "protocol"];
+pub(crate) const OUR_EXTRA_COLUMNS: [&str; 8] = [
+    "send_lag",
+    "ttfb",
+    "error_kind",
+    "protocol",
+    "step",
+    "checks",
+    "checks_failed",
+    "failed_by_flow",
+];
 
 /// A column a row is read from: its name (for errors) and its index in the row, if the
 /// input has it.
@@ -53,6 +66,10 @@ struct Layout {
     ttfb: Column,
     error_kind: Column,
     protocol: Column,
+    step: Column,
+    checks: Column,
+    checks_failed: Column,
+    failed_by_flow: Column,
 }
 
 impl Layout {
@@ -78,6 +95,10 @@ impl Layout {
             ttfb: column("ttfb"),
             error_kind: column("error_kind"),
             protocol: column("protocol"),
+            step: column("step"),
+            checks: column("checks"),
+            checks_failed: column("checks_failed"),
+            failed_by_flow: column("failed_by_flow"),
         }
     }
 }
@@ -219,9 +240,37 @@ impl<R: BufRead> CsvRows<R> {
             ttfb_ns: number(layout.ttfb)?,
             error_kind,
             protocol: parse_protocol(get(layout.protocol)).map_err(|r| fail("protocol", r))?,
+            flow: ImportedFlow {
+                step: Some(get(layout.step))
+                    .filter(|step| !step.is_empty())
+                    .map(str::to_owned),
+                checks: names_cell(get(layout.checks)).map_err(|r| fail("checks", r))?,
+                checks_failed: names_cell(get(layout.checks_failed))
+                    .map_err(|r| fail("checks_failed", r))?,
+                failed_by_flow: match get(layout.failed_by_flow) {
+                    "" | "false" => false,
+                    "true" => true,
+                    other => {
+                        return Err(fail(
+                            "failed_by_flow",
+                            format!("expected true, false or nothing, found {other:?}"),
+                        ));
+                    }
+                },
+            },
         };
         Ok(result)
     }
+}
+
+/// A cell of check names: a JSON array of strings (names hold any character, commas
+/// and quotes included), or empty for none.
+fn names_cell(cell: &str) -> Result<Vec<String>, String> {
+    if cell.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(cell)
+        .map_err(|err| format!("expected a JSON array of strings like [\"status 200\"]: {err}"))
 }
 
 fn csv_error(name: &str, err: &csv::Error) -> RecordError {
@@ -237,6 +286,9 @@ fn csv_error(name: &str, err: &csv::Error) -> RecordError {
 /// Writes records as loadlab CSV: a header row, then one row per record.
 pub struct CsvEncoder<W: Write> {
     writer: csv::Writer<W>,
+    /// The row's `checks` and `checks_failed` cells, reused from row to row.
+    checks: Vec<u8>,
+    checks_failed: Vec<u8>,
 }
 
 impl<W: Write> CsvEncoder<W> {
@@ -244,7 +296,11 @@ impl<W: Write> CsvEncoder<W> {
     pub fn new(out: W) -> std::io::Result<Self> {
         let mut writer = csv::WriterBuilder::new().from_writer(out);
         writer.write_record(VEGETA_COLUMNS.iter().chain(OUR_EXTRA_COLUMNS.iter()))?;
-        Ok(CsvEncoder { writer })
+        Ok(CsvEncoder {
+            writer,
+            checks: Vec::new(),
+            checks_failed: Vec::new(),
+        })
     }
 
     /// Writes one record as a row; `tables` resolves its attack, target and error ids.
@@ -252,24 +308,33 @@ impl<W: Write> CsvEncoder<W> {
         let (attack, target, error) = tables.names_of(record);
         let mut numbers = itoa_buffers();
         let [sent, status, latency, bytes_out, bytes_in, seq, lag, ttfb] = &mut numbers;
+        fill_check_cells(record, target, &mut self.checks, &mut self.checks_failed);
+        let failed_by_flow = record.checks_failed & Record::FAILED_BY_FLOW != 0;
         self.writer.write_record([
-            sent.format(record.sent_unix_ns()),
-            status.format(record.status),
-            latency.format(record.latency_ns),
-            bytes_out.format(record.bytes_out),
-            bytes_in.format(record.bytes_in),
-            error.map_or("", |e| e.text.as_str()),
-            "",
-            attack,
-            seq.format(record.seq),
-            target.map_or("", |t| t.method.as_str()),
-            target.map_or("", |t| t.url.as_str()),
-            "",
-            lag.format(record.send_lag_ns),
-            ttfb.format(record.ttfb_ns),
-            error.map_or("", |e| e.kind.name()),
+            sent.format(record.sent_unix_ns()).as_bytes(),
+            status.format(record.status).as_bytes(),
+            latency.format(record.latency_ns).as_bytes(),
+            bytes_out.format(record.bytes_out).as_bytes(),
+            bytes_in.format(record.bytes_in).as_bytes(),
+            error.map_or("", |e| e.text.as_str()).as_bytes(),
+            b"",
+            attack.as_bytes(),
+            seq.format(record.seq).as_bytes(),
+            target.map_or("", |t| t.method.as_str()).as_bytes(),
+            target.map_or("", |t| t.url.as_str()).as_bytes(),
+            b"",
+            lag.format(record.send_lag_ns).as_bytes(),
+            ttfb.format(record.ttfb_ns).as_bytes(),
+            error.map_or("", |e| e.kind.name()).as_bytes(),
             // Unlike the JSON key, a column is in every row: HTTP/1.1 rows say so too.
-            record.protocol.name(),
+            record.protocol.name().as_bytes(),
+            target
+                .and_then(|t| t.step.as_deref())
+                .unwrap_or("")
+                .as_bytes(),
+            &self.checks,
+            &self.checks_failed,
+            if failed_by_flow { b"true" } else { b"" },
         ])?;
         Ok(())
     }
@@ -280,6 +345,24 @@ impl<W: Write> CsvEncoder<W> {
             .into_inner()
             .map_err(|err| std::io::Error::other(err.to_string()))
     }
+}
+
+/// The `checks` and `checks_failed` cells: JSON arrays of names, as the JSON export's
+/// keys, or both empty for a plain target.
+fn fill_check_cells(
+    record: &Record,
+    target: Option<&TargetInfo>,
+    checks: &mut Vec<u8>,
+    failed: &mut Vec<u8>,
+) {
+    checks.clear();
+    failed.clear();
+    let names = target.map_or(&[][..], |t| &t.checks[..]);
+    if names.is_empty() && record.checks_failed & !Record::FAILED_BY_FLOW == 0 {
+        return;
+    }
+    json_strings(checks, names.iter().map(String::as_str));
+    json_failed_checks(failed, record, names);
 }
 
 fn itoa_buffers() -> [itoa::Buffer; 8] {
@@ -399,6 +482,86 @@ mod tests {
         assert_eq!(again_tables.errors, tables.errors);
     }
 
+    /// The flow columns of each record's row, and that it reads back as written.
+    #[test]
+    fn our_csv_carries_flow_checks_by_name() {
+        let (records, mut tables) =
+            read_all("1589017970528381465,200,5,0,12,,,,0,GET,http://x/,\n").unwrap();
+        tables.targets.push(TargetInfo {
+            method: "POST".to_owned(),
+            url: "http://x/login".to_owned(),
+            step: Some("log, in".to_owned()),
+            checks: vec!["status 200".to_owned(), "body contains \"a,b\"".to_owned()],
+        });
+        const FLOW: u32 = Record::FAILED_BY_FLOW;
+        // (target, checks_failed, the row's last four cells as written)
+        let rows: &[(u32, u32, &str)] = &[
+            (0, 0, ",h2,,,,"),
+            (0, FLOW, ",h2,,,,true"),
+            (
+                1,
+                0,
+                ",h2,\"log, in\",\"[\"\"status 200\"\",\"\"body contains \\\"\"a,b\\\"\"\"\"]\",[],",
+            ),
+            (
+                1,
+                0b10 | FLOW,
+                ",\"[\"\"body contains \\\"\"a,b\\\"\"\"\"]\",true",
+            ),
+            (0, 1 << 4, ",h2,,[],\"[\"\"#4\"\"]\","),
+        ];
+        for &(target, checks_failed, end) in rows {
+            let record = Record {
+                target,
+                checks_failed,
+                protocol: Protocol::Http2,
+                ..records[0]
+            };
+            let mut encoder = CsvEncoder::new(Vec::new()).unwrap();
+            encoder.write(&record, &tables).unwrap();
+            let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
+            assert!(text.trim_end().ends_with(end), "{checks_failed:#x}: {text}");
+            let (again, again_tables) = read_all(&text).unwrap();
+            assert_eq!(again[0].checks_failed, checks_failed, "{text}");
+            assert_eq!(
+                again_tables.targets[again[0].target as usize], tables.targets[target as usize],
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_flow_cells_name_their_column() {
+        let header = "timestamp,latency,checks,checks_failed,failed_by_flow\n";
+        let rows: &[(&str, &str)] = &[
+            (
+                "1589017970528381465,1,status 200,,",
+                "in.csv:2: field \"checks\": expected a JSON array of strings",
+            ),
+            (
+                "1589017970528381465,1,\"[\"\"a\"\"]\",\"[\"\"b\"\"]\",",
+                "in.csv:2: field \"checks_failed\": \"b\" is not one of the line's checks",
+            ),
+            (
+                "1589017970528381465,1,,,yes",
+                "in.csv:2: field \"failed_by_flow\": expected true, false or nothing, found \"yes\"",
+            ),
+        ];
+        for (row, want) in rows {
+            let err = read_all(&format!("{header}{row}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{row}: {err}");
+        }
+        // Our CSV from before the columns: no checks.
+        let (old, tables) = read_all("timestamp,latency\n1589017970528381465,1\n").unwrap();
+        assert_eq!(old[0].checks_failed, 0);
+        assert_eq!(
+            (&tables.targets[0].step, tables.targets[0].checks.len()),
+            (&None, 0)
+        );
+    }
+
     #[test]
     fn our_csv_carries_the_protocol() {
         let (records, tables) =
@@ -422,9 +585,12 @@ mod tests {
         }
         let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].ends_with(",error_kind,protocol"), "{text}");
         assert!(
-            lines[1].ends_with(",http/1.1") && lines[2].ends_with(",h2"),
+            lines[0].ends_with(",error_kind,protocol,step,checks,checks_failed,failed_by_flow"),
+            "{text}"
+        );
+        assert!(
+            lines[1].ends_with(",http/1.1,,,,") && lines[2].ends_with(",h2,,,,"),
             "{text}"
         );
         let (again, _) = read_all(&text).unwrap();

@@ -1,14 +1,18 @@
 //! JSON lines: vegeta's `encode -to json` results, and ours (the same keys plus
-//! `send_lag`, `ttfb`, `error_kind`, and `protocol` when not HTTP/1.1), so vegeta tools
-//! can read our exports too.
+//! `send_lag`, `ttfb`, `error_kind`, `protocol` when not HTTP/1.1, and for a flow
+//! step's request `step`, `checks`, `checks_failed` and `failed_by_flow`), so vegeta
+//! tools can read our exports too (Go's decoder skips keys it does not know).
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Map, Value};
 
 use crate::RecordError;
-use crate::import::{ImportSource, ImportedResult, Rows, parse_protocol, parse_timestamp};
-use crate::meta::{ErrorKind, RunTables};
+use crate::import::{
+    ImportSource, ImportedFlow, ImportedResult, Rows, parse_protocol, parse_timestamp,
+    unnamed_check, unnamed_check_index,
+};
+use crate::meta::{ErrorKind, RunTables, TargetInfo};
 use crate::record::{Protocol, Record};
 use crate::source::InputFormat;
 use crate::time_format::format_timestamp;
@@ -124,6 +128,16 @@ impl<R: BufRead> JsonRows<R> {
                     .map_err(|r| fail("protocol", r))?,
             )
             .map_err(|r| fail("protocol", r))?,
+            flow: ImportedFlow {
+                step: fields.opt_text("step").map_err(|r| fail("step", r))?,
+                checks: fields.strings("checks").map_err(|r| fail("checks", r))?,
+                checks_failed: fields
+                    .strings("checks_failed")
+                    .map_err(|r| fail("checks_failed", r))?,
+                failed_by_flow: fields
+                    .flag("failed_by_flow")
+                    .map_err(|r| fail("failed_by_flow", r))?,
+            },
         };
         Ok(result)
     }
@@ -148,6 +162,39 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(format!("expected a string, found {other}")),
+        }
+    }
+
+    /// A string that may be absent (`None`), unlike [`Fields::opt_string`]'s empty one.
+    fn opt_text(&self, key: &str) -> Result<Option<String>, String> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("expected a string, found {other}")),
+        }
+    }
+
+    /// An array of strings; absent is empty.
+    fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(format!("expected strings, found {other}")),
+                })
+                .collect(),
+            Some(other) => Err(format!("expected an array of strings, found {other}")),
+        }
+    }
+
+    /// A boolean; absent is false.
+    fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(flag)) => Ok(*flag),
+            Some(other) => Err(format!("expected true or false, found {other}")),
         }
     }
 
@@ -213,6 +260,7 @@ impl<W: Write> JsonEncoder<W> {
         if record.protocol != Protocol::Http1 {
             write!(line, ",\"protocol\":\"{}\"", record.protocol.name())?;
         }
+        write_flow(line, record, target);
         line.extend_from_slice(b"}\n");
         self.out.write_all(line)
     }
@@ -224,7 +272,64 @@ impl<W: Write> JsonEncoder<W> {
     }
 }
 
-fn json_string(out: &mut Vec<u8>, text: &str) {
+/// A flow step's keys: `step`, `checks` (the step's checks, in bit order, so a reader
+/// counts passes too), `checks_failed` (the names of those that failed) and
+/// `failed_by_flow` when the flow failed the answer. None for a plain target, so its
+/// lines are what they were before flows.
+fn write_flow(line: &mut Vec<u8>, record: &Record, target: Option<&TargetInfo>) {
+    let (step, checks) = target.map_or((None, &[][..]), |t| (t.step.as_deref(), &t.checks[..]));
+    if let Some(step) = step {
+        line.extend_from_slice(b",\"step\":");
+        json_string(line, step);
+    }
+    if !checks.is_empty() || record.checks_failed & !Record::FAILED_BY_FLOW != 0 {
+        line.extend_from_slice(b",\"checks\":");
+        json_strings(line, checks.iter().map(String::as_str));
+        line.extend_from_slice(b",\"checks_failed\":");
+        json_failed_checks(line, record, checks);
+    }
+    if record.checks_failed & Record::FAILED_BY_FLOW != 0 {
+        line.extend_from_slice(b",\"failed_by_flow\":true");
+    }
+}
+
+/// The names of the record's failed checks (of `checks`, its target's) as a JSON
+/// array, in bit order. A bit whose name would not say which check it is (the target
+/// names no check for it, names two checks alike, or a check is named like `#N`
+/// itself) is `#N`, so it reads back as the same bit.
+pub(crate) fn json_failed_checks(out: &mut Vec<u8>, record: &Record, checks: &[String]) {
+    out.push(b'[');
+    let failed = (0..Record::MAX_CHECKS).filter(|&index| record.check_failed(index));
+    for (n, index) in failed.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        match checks.get(index) {
+            Some(name)
+                if unnamed_check_index(name).is_none()
+                    && checks.iter().filter(|c| *c == name).count() == 1 =>
+            {
+                json_string(out, name);
+            }
+            _ => json_string(out, &unnamed_check(index)),
+        }
+    }
+    out.push(b']');
+}
+
+/// A JSON array of strings.
+pub(crate) fn json_strings<'a>(out: &mut Vec<u8>, items: impl Iterator<Item = &'a str>) {
+    out.push(b'[');
+    for (n, item) in items.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        json_string(out, item);
+    }
+    out.push(b']');
+}
+
+pub(crate) fn json_string(out: &mut Vec<u8>, text: &str) {
     // serde_json escapes exactly as JSON requires; writing to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, text);
 }
@@ -297,6 +402,34 @@ mod tests {
                 "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"protocol\":2}",
                 "field \"protocol\": expected a string",
             ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks\":\"status 200\"}",
+                "field \"checks\": expected an array of strings",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks\":[200]}",
+                "field \"checks\": expected strings, found 200",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks\":[\"a\"],\"checks_failed\":[\"b\"]}",
+                "field \"checks_failed\": \"b\" is not one of the line's checks [\"a\"]",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks\":[\"a\"],\"checks_failed\":[\"a\",\"a\"]}",
+                "field \"checks_failed\": \"a\" is not one of",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks_failed\":[\"#31\"]}",
+                "field \"checks_failed\": \"#31\" is not one of",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"failed_by_flow\":1}",
+                "field \"failed_by_flow\": expected true or false",
+            ),
+            (
+                "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"step\":[]}",
+                "field \"step\": expected a string",
+            ),
             ("{\"timestamp\": ", "in.json:1: field \"(line)\": not JSON"),
             ("[1,2]", "expected a JSON object"),
         ];
@@ -320,6 +453,91 @@ mod tests {
         let (again, again_tables) = read_all(std::str::from_utf8(&out).unwrap()).unwrap();
         assert_eq!(again[0], record);
         assert_eq!(again_tables.targets, tables.targets);
+    }
+
+    #[test]
+    fn too_many_checks_name_the_field() {
+        let checks: Vec<String> = (0..=Record::MAX_CHECKS)
+            .map(|i| format!("\"c{i}\""))
+            .collect();
+        let line = format!(
+            "{{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"checks\":[{}]}}",
+            checks.join(",")
+        );
+        let err = read_all(&line).unwrap_err().to_string();
+        assert!(
+            err.contains("in.json:1: field \"checks\": 32 checks: a step has at most 31"),
+            "{err}"
+        );
+    }
+
+    /// The flow keys each record's line ends with, and that it reads back as written.
+    #[test]
+    fn flow_checks_are_written_by_name_and_read_back() {
+        let (records, mut tables) = read_all(VEGETA_LINE).unwrap();
+        let plain = records[0];
+        let mut flow = |target: TargetInfo| {
+            tables.targets.push(target);
+            (tables.targets.len() - 1) as u32
+        };
+        let target = |step: Option<&str>, checks: &[&str]| TargetInfo {
+            method: "POST".to_owned(),
+            url: "http://localhost:8080/login".to_owned(),
+            step: step.map(str::to_owned),
+            checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        let login = flow(target(
+            Some("login"),
+            &["status 200", "json $.token exists", "body contains \"a,b\""],
+        ));
+        let twice = flow(target(Some("twice"), &["status 200", "status 200"]));
+        let bare = flow(target(Some("bare"), &[]));
+        let hashed = flow(target(Some("hashed"), &["#1", "ok"]));
+        const FLOW: u32 = Record::FAILED_BY_FLOW;
+        // (target, checks_failed, the line's end)
+        let rows: &[(u32, u32, &str)] = &[
+            (0, 0, "\"ttfb\":0}"),
+            (0, FLOW, "\"ttfb\":0,\"failed_by_flow\":true}"),
+            (
+                login,
+                0,
+                "\"step\":\"login\",\"checks\":[\"status 200\",\"json $.token exists\",\"body contains \\\"a,b\\\"\"],\"checks_failed\":[]}",
+            ),
+            (
+                login,
+                0b101 | FLOW,
+                "\"checks_failed\":[\"status 200\",\"body contains \\\"a,b\\\"\"],\"failed_by_flow\":true}",
+            ),
+            // Two checks alike: by position, which the name cannot say.
+            (
+                twice,
+                0b10,
+                "\"checks\":[\"status 200\",\"status 200\"],\"checks_failed\":[\"#1\"]}",
+            ),
+            (twice, 0b11, "\"checks_failed\":[\"#0\",\"#1\"]}"),
+            // A bit the target names no check for (a damaged or foreign file).
+            (login, 1 << 30, "\"checks_failed\":[\"#30\"]}"),
+            (bare, 0, "\"ttfb\":0,\"step\":\"bare\"}"),
+            // A check named like a bit number goes by its own.
+            (hashed, 0b11, "\"checks_failed\":[\"#0\",\"ok\"]}"),
+        ];
+        for &(target, checks_failed, end) in rows {
+            let record = Record {
+                target,
+                checks_failed,
+                ..plain
+            };
+            let mut encoder = JsonEncoder::new(Vec::new());
+            encoder.write(&record, &tables).unwrap();
+            let out = String::from_utf8(encoder.finish().unwrap()).unwrap();
+            assert!(out.trim_end().ends_with(end), "{checks_failed:#x}: {out}");
+            let (again, again_tables) = read_all(&out).unwrap();
+            assert_eq!(again[0].checks_failed, checks_failed, "{out}");
+            assert_eq!(
+                again_tables.targets[again[0].target as usize], tables.targets[target as usize],
+                "{out}"
+            );
+        }
     }
 
     #[test]

@@ -92,6 +92,69 @@ pub(crate) struct ImportedResult {
     pub error_kind: Option<ErrorKind>,
     /// Ours only; vegeta's results do not say (they read as HTTP/1.1).
     pub protocol: Protocol,
+    /// Ours only, for a flow step's request: its step, its checks (in bit order), the
+    /// names of those that failed, and whether the flow failed the answer.
+    pub flow: ImportedFlow,
+}
+
+/// What our exports say about a flow step's request (nothing for a plain one).
+#[derive(Debug, Default)]
+pub(crate) struct ImportedFlow {
+    pub step: Option<String>,
+    pub checks: Vec<String>,
+    pub checks_failed: Vec<String>,
+    pub failed_by_flow: bool,
+}
+
+impl ImportedFlow {
+    /// The record's `checks_failed` bits: `#N` is bit N (what our exports write for a
+    /// bit whose name would not say which check it is), any other name the first
+    /// check of that name not already counted. `Err` names what does not fit.
+    pub(crate) fn bits(&self) -> Result<u32, (&'static str, String)> {
+        if self.checks.len() > Record::MAX_CHECKS {
+            return Err((
+                "checks",
+                format!(
+                    "{} checks: a step has at most {}",
+                    self.checks.len(),
+                    Record::MAX_CHECKS
+                ),
+            ));
+        }
+        let mut bits = if self.failed_by_flow {
+            Record::FAILED_BY_FLOW
+        } else {
+            0
+        };
+        for name in &self.checks_failed {
+            let unused = || {
+                self.checks
+                    .iter()
+                    .enumerate()
+                    .position(|(i, check)| check == name && bits & (1 << i) == 0)
+            };
+            let index = unnamed_check_index(name).or_else(unused).ok_or_else(|| {
+                (
+                    "checks_failed",
+                    format!("{name:?} is not one of the line's checks {:?}", self.checks),
+                )
+            })?;
+            bits |= 1 << index;
+        }
+        Ok(bits)
+    }
+}
+
+/// What our exports write for a failed check bit the target names no check for:
+/// `#N`, N below [`Record::MAX_CHECKS`].
+pub(crate) fn unnamed_check(index: usize) -> String {
+    format!("#{index}")
+}
+
+/// The bit an `#N` name stands for.
+pub(crate) fn unnamed_check_index(name: &str) -> Option<usize> {
+    let index: usize = name.strip_prefix('#')?.parse().ok()?;
+    (index < Record::MAX_CHECKS).then_some(index)
 }
 
 /// Builds dictionaries while importing.
@@ -110,9 +173,10 @@ impl Interner {
         let line_seq = self.lines;
         self.lines += 1;
         let attack = self.attack(result.attack)?;
+        let checks_failed = result.flow.bits()?;
         let target = self.target(TargetInfo {
-            step: None,
-            checks: Vec::new(),
+            step: result.flow.step,
+            checks: result.flow.checks,
             method: result.method,
             url: result.url,
         })?;
@@ -132,7 +196,7 @@ impl Interner {
             format!("{} ns is later than the timestamp", result.send_lag_ns),
         ))?;
         Ok(Record {
-            checks_failed: 0,
+            checks_failed,
             attack,
             target,
             seq: result.seq.unwrap_or(line_seq),

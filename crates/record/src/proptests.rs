@@ -196,6 +196,9 @@ fn json_line() -> impl Strategy<Value = String> {
         Just("1.5".to_owned()),
         Just("[]".to_owned()),
         Just("\"h2\"".to_owned()),
+        Just("true".to_owned()),
+        Just("[\"status 200\",\"#3\"]".to_owned()),
+        Just("[\"#31\",1]".to_owned()),
     ];
     // Mostly with the two required keys valid, so lines get to the other fields.
     let required = prop::option::weighted(0.8, (any::<u64>(), any::<u32>()));
@@ -225,8 +228,69 @@ fn csv_row() -> impl Strategy<Value = String> {
     prop::collection::vec(cell, 5..17).prop_map(|cells| cells.join(","))
 }
 
+/// A flow step's target: a step name (not blank at either end: CSV cells are read
+/// trimmed) and up to 6 check names of any printable text, some alike.
+fn flow_target() -> impl Strategy<Value = TargetInfo> {
+    let name = prop_oneof![
+        "[ -~]{0,12}",
+        Just("status 200".to_owned()),
+        (0u32..8).prop_map(|n| format!("#{n}")),
+    ];
+    (
+        prop::option::of("[!-~]([ -~]{0,8}[!-~])?"),
+        prop::collection::vec(name, 0..6),
+    )
+        .prop_map(|(step, checks)| TargetInfo {
+            method: "POST".to_owned(),
+            url: "http://127.0.0.1:8080/login".to_owned(),
+            step,
+            checks,
+        })
+}
+
+/// `record` through our JSON or CSV export and back.
+fn export_and_read(record: &Record, tables: &crate::RunTables, csv: bool) -> (Record, TargetInfo) {
+    let bytes = if csv {
+        let mut encoder = crate::CsvEncoder::new(Vec::new()).unwrap();
+        encoder.write(record, tables).unwrap();
+        encoder.finish().unwrap()
+    } else {
+        let mut encoder = crate::JsonEncoder::new(Vec::new());
+        encoder.write(record, tables).unwrap();
+        encoder.finish().unwrap()
+    };
+    let mut source = open_reader(Box::new(Cursor::new(bytes)), "export").unwrap();
+    let mut batch = Vec::new();
+    assert!(source.next_batch(&mut batch).unwrap());
+    let target = source.tables().targets[batch[0].target as usize].clone();
+    (batch[0], target)
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn proptest_record_exports_round_trip_flow_checks(
+        target in flow_target(),
+        checks_failed in prop_oneof![any::<u32>(), 0u32..256],
+        csv in any::<bool>(),
+    ) {
+        let tables = crate::RunTables {
+            attacks: vec![AttackInfo::default()],
+            targets: vec![target.clone()],
+            errors: Vec::new(),
+        };
+        let record = Record {
+            intended_unix_ns: 1_763_700_000_000_000_000,
+            latency_ns: 5,
+            status: 200,
+            checks_failed,
+            ..Record::default()
+        };
+        let (read, read_target) = export_and_read(&record, &tables, csv);
+        prop_assert_eq!(read.checks_failed, checks_failed);
+        prop_assert_eq!(read_target, target);
+    }
 
     #[test]
     fn proptest_record_json_lines_never_panic(lines in prop::collection::vec(json_line(), 1..6)) {

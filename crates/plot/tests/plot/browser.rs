@@ -229,6 +229,10 @@ fn pages_render_in_chromium_without_errors() {
     let failed = fixture::single_attack_run(dir.path(), "failures.llr", &failures);
     check_page(&chromium, "only-failures", &plot_of(&failed), &shots);
 
+    // A flow: the checks panel and table, the checks chart, the distribution by step.
+    let (flow, _) = crate::flows::flow_plot(plot::DEFAULT_THRESHOLD);
+    check_page(&chromium, "flow", &flow, &shots);
+
     // Resource charts under the request charts: samples in the run's file, a monitor
     // file alone, and a monitor file beside the run (the axis starts before t = 0).
     let (samples, _) = crate::samples::samples_plot();

@@ -1,7 +1,8 @@
 //! Small fixed record files, written the way `attack` writes them: the golden run (two
 //! attacks, a slowdown, 503s, timeouts, stats, an end block), the same run with the
 //! system under test's resource samples (`attack -monitor`), a monitor file on its
-//! own (`loadlab monitor -output`), and the bad inputs.
+//! own (`loadlab monitor -output`), a flow run (steps with checks, some failing), and
+//! the bad inputs.
 
 use std::path::{Path, PathBuf};
 
@@ -139,9 +140,21 @@ pub fn write_run_with_samples(
     end: Option<&RunEnd>,
     frames: &[SampleFrame],
 ) {
+    write_run_with_errors(path, header, &errors(), records, end, frames);
+}
+
+/// [`write_run_with_samples`] with these error entries.
+pub fn write_run_with_errors(
+    path: &Path,
+    header: &RunHeader,
+    errors: &[ErrorEntry],
+    records: &[Record],
+    end: Option<&RunEnd>,
+    frames: &[SampleFrame],
+) {
     let file = std::fs::File::create(path).unwrap();
     let mut writer = RecordWriter::new(file, header, Compression::Zstd { level: 3 }).unwrap();
-    writer.add_errors(0, &errors()).unwrap();
+    writer.add_errors(0, errors).unwrap();
     let mut frames = frames.iter().peekable();
     let mut second = 1;
     for record in records {
@@ -703,4 +716,124 @@ fn ramp_frames() -> Vec<SampleFrame> {
         frames.push(tick, 2, &log, &[]);
     }
     frames.frames
+}
+
+/// The flow run's steps: (method, path, step, checks).
+const FLOW_STEPS: [(&str, &str, &str, &[&str]); 3] = [
+    (
+        "POST",
+        "/login",
+        "login",
+        &["status 200", "json $.token exists"],
+    ),
+    ("GET", "/items", "list", &["status 200", "has items"]),
+    (
+        "GET",
+        "/items/{{item}}",
+        "item",
+        &["status 200", "latency < 200ms", "body contains \"id\""],
+    ),
+];
+
+/// The flow run's error entries (ids from 1): what `attack` writes for a flow whose
+/// failed checks fail requests.
+pub fn flow_errors() -> Vec<ErrorEntry> {
+    let entry = |kind, text: &str| ErrorEntry {
+        kind,
+        text: text.to_owned(),
+    };
+    vec![
+        entry(ErrorKind::Status, "503 Service Unavailable"),
+        entry(ErrorKind::Timeout, "timeout after 30s"),
+        entry(ErrorKind::Check, "login: json $.token exists"),
+        entry(ErrorKind::Check, "item: latency < 200ms"),
+    ]
+}
+
+/// A flow's request: step `step` (its target) at `offset_ns`, answered 200 after
+/// `latency_ns` with every check passed.
+fn flow_request(seq: u64, step: u32, offset_ns: u64, latency_ns: u64) -> Record {
+    Record {
+        target: step,
+        ..ok(0, seq, offset_ns, latency_ns)
+    }
+}
+
+/// The flow run: 12 s of `shop`, a flow started every 250 ms (login, list, then the
+/// item twice, 100 ms apart). From 6 s items slow down past their 200 ms check; from
+/// 8 s one login in four has no token (its flow ends there), from 9 s one list in
+/// three is a 503, and one item times out (every check of its step fails).
+pub fn flow_records() -> Vec<Record> {
+    const FLOW: u32 = Record::FAILED_BY_FLOW;
+    let mut rng = Rng::new(11);
+    let mut records = Vec::new();
+    let mut seq = 0;
+    let mut next = |step: u32, offset_ns: u64, latency_ns: u64| {
+        seq += 1;
+        flow_request(seq - 1, step, offset_ns, latency_ns)
+    };
+    for flow in 0..48u64 {
+        let start = flow * S / 4;
+        let mut login = next(0, start, 20 * MS + rng.below(5 * MS));
+        let no_token = start >= 8 * S && flow % 4 == 1;
+        if no_token {
+            (login.checks_failed, login.error) = (0b10 | FLOW, 3);
+        }
+        records.push(login);
+        if no_token {
+            continue;
+        }
+        let mut list = next(1, start + 100 * MS, 30 * MS + rng.below(10 * MS));
+        if start >= 9 * S && flow % 3 == 0 {
+            (list.status, list.error, list.checks_failed) = (503, 1, 0b11);
+        }
+        records.push(list);
+        for repeat in 0..2 {
+            let slow = if start >= 6 * S { 120 * MS } else { 0 };
+            let latency = 50 * MS + slow + rng.below(150 * MS);
+            let mut item = next(2, start + (200 + repeat * 100) * MS, latency);
+            if latency >= 200 * MS {
+                (item.checks_failed, item.error) = (0b10 | FLOW, 4);
+            }
+            if flow == 40 && repeat == 1 {
+                (item.status, item.error, item.latency_ns) = (0, 2, 30 * S);
+                (item.checks_failed, item.bytes_in) = (0b111, 0);
+            }
+            records.push(item);
+        }
+    }
+    records.sort_by_key(Record::sent_unix_ns);
+    records
+}
+
+/// The flow run as a record file in `dir`.
+#[allow(clippy::field_reassign_with_default)]
+pub fn flow_run(dir: &Path) -> PathBuf {
+    let path = dir.join("flow.llr");
+    let mut shop = AttackInfo::default();
+    shop.name = "shop".to_owned();
+    shop.model = LoadModel::Open;
+    shop.schedule = "const(4)".to_owned();
+    shop.concurrency = Some(10_000);
+    shop.timeout_ns = 30 * S;
+    let mut header = header(vec![shop]);
+    header.targets = FLOW_STEPS
+        .iter()
+        .map(|(method, path, step, checks)| TargetInfo {
+            method: (*method).to_owned(),
+            url: format!("http://127.0.0.1:8080{path}"),
+            step: Some((*step).to_owned()),
+            checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        })
+        .collect();
+    let records = flow_records();
+    write_run_with_errors(
+        &path,
+        &header,
+        &flow_errors(),
+        &records,
+        Some(&end(&[records.len() as u64], 12 * S)),
+        &[],
+    );
+    path
 }

@@ -7,5 +7,6 @@ mod bad_input;
 mod browser;
 mod diagnosis;
 mod fixture;
+mod flows;
 mod golden;
 mod samples;
