@@ -251,6 +251,18 @@ fn failed_checks_and_extractions_are_counted_and_named() {
     assert!(run.status.success(), "{}", text(&run.stderr));
     let (records, tables) = read(&path);
     let steps = per_step(&records, &tables);
+    // The live view's last line says how the checks went.
+    let scenarios = dir.write("again.toml", &flow);
+    let live = loadlab(&["attack", "-scenarios", &scenarios, "-output", &path]);
+    let last = text(&live.stderr)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        last.ends_with("checks 80% passed (worst: login: status 201, 10 failed)"),
+        "{last}"
+    );
     // The item step needs {{item}}, which the list never gives: it is never sent.
     assert_eq!(steps.keys().collect::<Vec<_>>(), ["list", "login"]);
     let error = |r: &Record| tables.errors[r.error as usize - 1].clone();

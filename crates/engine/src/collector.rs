@@ -148,6 +148,7 @@ impl<W: Write> Collector<W> {
             self.writer
                 .add_targets(self.targets_written, &new_targets)
                 .map_err(EngineError::Record)?;
+            observer.targets(self.targets_written, &new_targets);
             self.targets_written += new_targets.len();
         }
         let new_errors = registries.errors.since(self.errors_written);

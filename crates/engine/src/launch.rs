@@ -314,6 +314,8 @@ fn collect<W: Write>(
     // One snapshot for the header and the count: lazy feeders may be adding targets.
     let known_targets = registries.targets.snapshot();
     let targets_written = known_targets.len();
+    // Before any record: a flow's steps and checks name what the records count.
+    observer.targets(0, &known_targets);
     let writer = RecordWriter::new(
         out,
         &header(config, start, known_targets),

@@ -4,7 +4,7 @@
 //! entries, and the stop rules' state after each judged second. So watching costs the workers nothing, and
 //! a run without an observer does what it did before.
 
-use record::{ErrorEntry, GeneratorStats, Record, SampleFrame};
+use record::{ErrorEntry, GeneratorStats, Record, SampleFrame, TargetInfo};
 use workload::RuleWatch;
 
 use crate::clock::Clock;
@@ -26,6 +26,12 @@ pub trait RunObserver: Send {
     /// (a record's `error` is that index plus one). They may follow the records
     /// that use them by up to a flush (250 ms).
     fn errors(&mut self, first_index: usize, new: &[ErrorEntry]);
+    /// Entries of the target table, the first at index `first_index` (a record's
+    /// `target`): the run's fixed targets before the first record, others (lazy
+    /// targets) when they are written, up to a flush after records that use them.
+    fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        let _ = (first_index, new);
+    }
     /// Each stop rule's watch after the seconds before `judged_ns` (from time zero)
     /// were judged; called only when that moment moved on.
     fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
@@ -66,6 +72,10 @@ impl RunObserver for Vec<Box<dyn RunObserver + '_>> {
     fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
         self.iter_mut()
             .for_each(|observer| observer.errors(first_index, new));
+    }
+    fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        self.iter_mut()
+            .for_each(|observer| observer.targets(first_index, new));
     }
     fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
         self.iter_mut()

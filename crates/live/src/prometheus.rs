@@ -367,6 +367,10 @@ impl RunObserver for PrometheusStats {
         self.publish();
     }
 
+    fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        PrometheusStats::targets(self, first_index, new);
+    }
+
     fn records(&mut self, records: &[Record]) {
         for record in records {
             self.add(record);

@@ -272,6 +272,10 @@ impl RunObserver for LiveStats {
         self.start_unix_ns = clock.start_unix_ns();
     }
 
+    fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
+        LiveStats::targets(self, first_index, new);
+    }
+
     fn records(&mut self, records: &[Record]) {
         for record in records {
             self.add(record);
