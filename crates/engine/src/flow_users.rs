@@ -103,9 +103,35 @@ impl FlowUsers {
         self.live == 0 && !more_users
     }
 
+    /// Takes what is due: a new user, or a waiting one (which, starting its flow over,
+    /// takes run `plan.global_index(next_k)`, or leaves when the plan allows no more
+    /// runs). Returns the user to send, if any, and whether it took a run (a plan index).
+    pub(crate) fn take(
+        &mut self,
+        due: Due,
+        plan: &Plan,
+        next_k: u64,
+        now: u64,
+        split: Split,
+    ) -> (Option<u32>, bool) {
+        let run = plan.global_index(next_k);
+        match due {
+            Due::NewUser => (self.add_user(plan, run, split), true),
+            Due::Waiting(slot) if !self.runs[slot as usize].starting_over => {
+                (self.take_waiting(slot, run), false)
+            }
+            Due::Waiting(slot) if plan.allows(next_k, now) => (self.take_waiting(slot, run), true),
+            Due::Waiting(slot) => {
+                self.waiting.pop();
+                self.remove(slot);
+                (None, false)
+            }
+        }
+    }
+
     /// A new user for run `run` (a plan index): its slot, or `None` when its flow has
     /// no step it can send (the slot is given back).
-    pub(crate) fn add_user(&mut self, plan: &Plan, run: u64, split: Split) -> Option<u32> {
+    fn add_user(&mut self, plan: &Plan, run: u64, split: Split) -> Option<u32> {
         let number = match plan.pacing {
             Pacing::Open(_) => run,
             Pacing::Closed { .. } => {
@@ -135,7 +161,7 @@ impl FlowUsers {
     /// Takes waiting user `slot` off the heap (it is about to send); for a user
     /// starting over, starts its new run `run` first. `None` when its flow has no step
     /// it can send (it then leaves).
-    pub(crate) fn take_waiting(&mut self, slot: u32, run: u64) -> Option<u32> {
+    fn take_waiting(&mut self, slot: u32, run: u64) -> Option<u32> {
         self.waiting.pop();
         let index = slot as usize;
         if self.runs[index].starting_over {
@@ -151,17 +177,6 @@ impl FlowUsers {
             }
         }
         Some(slot)
-    }
-
-    /// Waiting user `slot` (at the top of the heap) leaves without sending.
-    pub(crate) fn leave_waiting(&mut self, slot: u32) {
-        self.waiting.pop();
-        self.remove(slot);
-    }
-
-    /// Whether waiting user `slot` starts its flow over (and so takes a plan index).
-    pub(crate) fn starts_over(&self, slot: u32) -> bool {
-        self.runs[slot as usize].starting_over
     }
 
     /// The `seq` of the user's next request, counting it.
@@ -256,7 +271,9 @@ mod tests {
         let plan = plan(Pacing::Open(Schedule::constant(10.0)));
         let mut users = FlowUsers::new(flow());
         assert_eq!(users.next_due(&plan, 0, 0, ONE), Some((0, Due::NewUser)));
-        let slot = users.add_user(&plan, 0, ONE).unwrap();
+        let (slot, took_run) = users.take(Due::NewUser, &plan, 0, 0, ONE);
+        let slot = slot.unwrap();
+        assert!(took_run);
         assert_eq!(
             (users.live, users.next_seq(slot), users.next_seq(slot)),
             (1, 0, 1)
@@ -271,7 +288,12 @@ mod tests {
             Some((0, Due::NewUser)),
             "the earlier wins"
         );
-        assert_eq!(users.take_waiting(slot, 0), Some(slot));
+        let next_step = users.take(Due::Waiting(slot), &plan, 1, 0, ONE);
+        assert_eq!(
+            next_step,
+            (Some(slot), false),
+            "a step of its run takes no run"
+        );
         users.run_ended(slot, None);
         assert_eq!(users.live, 0);
         assert!(!users.finished(&plan, 1, 0), "more starts to come");
@@ -290,7 +312,7 @@ mod tests {
         };
         let mut users = FlowUsers::new(flow());
         assert_eq!(users.next_due(&plan, 1, 0, split), Some((0, Due::NewUser)));
-        let slot = users.add_user(&plan, 1, split).unwrap();
+        let slot = users.take(Due::NewUser, &plan, 1, 0, split).0.unwrap();
         assert_eq!(users.user(slot).number, 1, "worker 1's first user");
         assert_eq!(
             users.next_due(&plan, 3, 0, split),
@@ -298,18 +320,30 @@ mod tests {
             "its share is one user"
         );
         users.run_ended(slot, Some(7));
-        assert!(users.starts_over(slot));
         assert_eq!(
             users.next_due(&plan, 3, 0, split),
             Some((7, Due::Waiting(slot)))
         );
-        assert_eq!(users.take_waiting(slot, 3), Some(slot));
+        let again = users.take(Due::Waiting(slot), &plan, 3, 7, split);
+        assert_eq!(again, (Some(slot), true), "starting over takes a run");
         assert_eq!(
             (users.user(slot).number, users.next_seq(slot)),
             (1, 3 << 16)
         );
         users.wait(slot, 9);
         users.stop();
+        assert_eq!(users.live, 0);
+        // With the plan's runs used up, a user starting over leaves instead.
+        let bounded = Plan {
+            max_requests: Some(2),
+            ..plan
+        };
+        let slot = users.take(Due::NewUser, &bounded, 1, 0, split).0.unwrap();
+        users.run_ended(slot, Some(1));
+        assert_eq!(
+            users.take(Due::Waiting(slot), &bounded, 3, 1, split),
+            (None, false)
+        );
         assert_eq!(users.live, 0);
     }
 }

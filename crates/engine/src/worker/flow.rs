@@ -11,7 +11,6 @@ use workload::{Answer, Flow, FlowFailure, Next, Pacing, RenderContext};
 use super::Worker;
 use super::dispatch::DISPATCH_BATCH;
 use crate::conn::{InFlight, RequestBytes};
-use crate::flow_users::Due;
 use crate::shared::PreparedRequest;
 
 impl Worker {
@@ -49,25 +48,10 @@ impl Worker {
                 self.counters.cap_waits += 1;
                 return;
             }
-            let run = options.plan.global_index(state.next_k);
-            let takes_run = match due {
-                Due::NewUser => true,
-                Due::Waiting(slot) => users.starts_over(slot),
-            };
-            if let (Due::Waiting(slot), true) = (due, takes_run)
-                && !options.plan.allows(state.next_k, now)
-            {
-                // The plan's bound on flows is reached: this user leaves.
-                users.leave_waiting(slot);
-                continue;
-            }
-            if takes_run {
+            let (user, took_run) = users.take(due, &options.plan, state.next_k, now, split);
+            if took_run {
                 state.next_k += self.workers as u64;
             }
-            let user = match due {
-                Due::NewUser => users.add_user(&options.plan, run, split),
-                Due::Waiting(slot) => users.take_waiting(slot, run),
-            };
             let Some(user) = user else {
                 continue;
             };
