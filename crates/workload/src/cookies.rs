@@ -7,7 +7,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CookieRefusal(pub &'static str);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct Cookie {
     name: String,
     value: String,
@@ -31,78 +31,149 @@ pub struct CookieUrl<'a> {
 }
 
 /// A user's cookies.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct CookieJar {
+    /// The jar's cookies first (`..live`, in the order they were set), then spare
+    /// slots whose strings the next cookies reuse.
     cookies: Vec<Cookie>,
+    live: usize,
 }
 
-impl CookieJar {
-    /// Keeps (or replaces, or with a past expiry removes) the cookie `set_cookie` sets
-    /// for a request to `url` at `now_unix_s`.
-    pub fn store(
-        &mut self,
-        set_cookie: &[u8],
-        url: CookieUrl<'_>,
-        now_unix_s: i64,
-    ) -> Result<(), CookieRefusal> {
-        let text = std::str::from_utf8(set_cookie)
+impl PartialEq for CookieJar {
+    fn eq(&self, other: &CookieJar) -> bool {
+        self.cookies[..self.live] == other.cookies[..other.live]
+    }
+}
+
+impl Eq for CookieJar {}
+
+/// A `Set-Cookie` header read, borrowing its text.
+struct SetCookie<'a> {
+    name: &'a str,
+    value: &'a str,
+    domain: &'a str,
+    host_only: bool,
+    path: &'a str,
+    secure: bool,
+    max_age: Option<i64>,
+    expires_unix_s: Option<i64>,
+}
+
+impl<'a> SetCookie<'a> {
+    fn parse(header: &'a [u8], url: CookieUrl<'a>) -> Result<SetCookie<'a>, CookieRefusal> {
+        let text = std::str::from_utf8(header)
             .map_err(|_| CookieRefusal("the Set-Cookie header is not UTF-8"))?;
         let mut parts = text.split(';');
-        let pair = parts.next().unwrap_or_default();
-        let (name, value) = pair
+        let (name, value) = parts
+            .next()
+            .unwrap_or_default()
             .split_once('=')
             .ok_or(CookieRefusal("a Set-Cookie without name=value"))?;
         let name = name.trim();
         if name.is_empty() {
             return Err(CookieRefusal("a Set-Cookie with an empty name"));
         }
-        let mut cookie = Cookie {
-            name: name.to_owned(),
-            value: value.trim().to_owned(),
-            domain: url.host.to_owned(),
+        let mut set = SetCookie {
+            name,
+            value: value.trim(),
+            domain: url.host,
             host_only: true,
-            path: default_path(url.path).to_owned(),
+            path: default_path(url.path),
             secure: false,
+            max_age: None,
             expires_unix_s: None,
         };
-        let mut max_age = None;
         for attribute in parts {
             let (key, value) = attribute.split_once('=').unwrap_or((attribute, ""));
-            let (key, value) = (key.trim(), value.trim());
-            match key.to_ascii_lowercase().as_str() {
-                "domain" => set_domain(&mut cookie, value, url.host)?,
-                "path" if value.starts_with('/') => cookie.path = value.to_owned(),
-                "secure" => cookie.secure = true,
-                "max-age" => max_age = parse_max_age(value),
-                "expires" if max_age.is_none() => {
-                    cookie.expires_unix_s = parse_http_date(value).or(cookie.expires_unix_s);
-                }
-                _ => {}
-            }
+            set.attribute(key.trim(), value.trim(), url.host)?;
         }
-        if let Some(seconds) = max_age {
-            cookie.expires_unix_s = Some(now_unix_s.saturating_add(seconds));
-        }
-        if cookie.secure && !url.https {
+        if set.secure && !url.https {
             return Err(CookieRefusal("a Secure cookie set over plain http"));
         }
-        self.put(cookie, now_unix_s);
+        Ok(set)
+    }
+
+    fn attribute(&mut self, key: &str, value: &'a str, host: &str) -> Result<(), CookieRefusal> {
+        let is = |name: &str| key.eq_ignore_ascii_case(name);
+        if is("domain") {
+            let domain = value.trim_start_matches('.');
+            if domain.is_empty() {
+                return Ok(());
+            }
+            if !domain_matches(host, &domain.to_ascii_lowercase()) {
+                return Err(CookieRefusal(
+                    "its Domain does not cover the request's host",
+                ));
+            }
+            self.domain = domain;
+            // An IP address only ever matches itself: the cookie stays host-only.
+            self.host_only = is_ip(host);
+        } else if is("path") && value.starts_with('/') {
+            self.path = value;
+        } else if is("secure") {
+            self.secure = true;
+        } else if is("max-age") {
+            self.max_age = parse_max_age(value);
+        } else if is("expires") && self.max_age.is_none() {
+            self.expires_unix_s = parse_http_date(value).or(self.expires_unix_s);
+        }
+        Ok(())
+    }
+}
+
+impl CookieJar {
+    /// Keeps (or replaces, or with a past expiry removes) the cookie `set_cookie` sets
+    /// for a request to `url` at `now_unix_s`. Read without allocating; kept in a
+    /// slot whose strings are reused (a user logs in again every run of its flow).
+    pub fn store(
+        &mut self,
+        set_cookie: &[u8],
+        url: CookieUrl<'_>,
+        now_unix_s: i64,
+    ) -> Result<(), CookieRefusal> {
+        let set = SetCookie::parse(set_cookie, url)?;
+        let expires_unix_s = match set.max_age {
+            Some(seconds) => Some(now_unix_s.saturating_add(seconds)),
+            None => set.expires_unix_s,
+        };
+        let same = self.cookies[..self.live].iter().position(|c| {
+            c.name == set.name && c.domain.eq_ignore_ascii_case(set.domain) && c.path == set.path
+        });
+        if expires_unix_s.is_some_and(|e| e <= now_unix_s) {
+            if let Some(index) = same {
+                // Out of the jar, its strings kept for the next cookie.
+                self.cookies[index..self.live].rotate_left(1);
+                self.live -= 1;
+            }
+            return Ok(());
+        }
+        let index = same.unwrap_or_else(|| self.spare_slot());
+        let cookie = &mut self.cookies[index];
+        for (field, text) in [
+            (&mut cookie.name, set.name),
+            (&mut cookie.value, set.value),
+            (&mut cookie.path, set.path),
+        ] {
+            field.clear();
+            field.push_str(text);
+        }
+        cookie.domain.clear();
+        cookie
+            .domain
+            .extend(set.domain.chars().map(|c| c.to_ascii_lowercase()));
+        cookie.host_only = set.host_only;
+        cookie.secure = set.secure;
+        cookie.expires_unix_s = expires_unix_s;
         Ok(())
     }
 
-    fn put(&mut self, cookie: Cookie, now_unix_s: i64) {
-        let same = self.cookies.iter().position(|c| {
-            c.name == cookie.name && c.domain == cookie.domain && c.path == cookie.path
-        });
-        let expired = cookie.expires_unix_s.is_some_and(|e| e <= now_unix_s);
-        match (same, expired) {
-            (Some(index), true) => {
-                self.cookies.remove(index);
-            }
-            (Some(index), false) => self.cookies[index] = cookie,
-            (None, true) => {}
-            (None, false) => self.cookies.push(cookie),
+    /// A slot past the jar's cookies (a spare one's strings reused), now in the jar.
+    fn spare_slot(&mut self) -> usize {
+        if self.live == self.cookies.len() {
+            self.cookies.push(Cookie::default());
         }
+        self.live += 1;
+        self.live - 1
     }
 
     /// Appends `Cookie: a=1; b=2\r\n` for a request to `url`, if any cookie goes
@@ -112,7 +183,10 @@ impl CookieJar {
         // Few cookies per user: a pass per path length keeps it allocation-free.
         let mut lengths: [usize; 8] = [0; 8];
         let mut distinct = 0;
-        for cookie in self.cookies.iter().filter(|c| c.goes_to(url, now_unix_s)) {
+        for cookie in self.cookies[..self.live]
+            .iter()
+            .filter(|c| c.goes_to(url, now_unix_s))
+        {
             if distinct < lengths.len() && !lengths[..distinct].contains(&cookie.path.len()) {
                 lengths[distinct] = cookie.path.len();
                 distinct += 1;
@@ -120,8 +194,7 @@ impl CookieJar {
         }
         lengths[..distinct].sort_unstable_by(|a, b| b.cmp(a));
         for &length in &lengths[..distinct] {
-            for cookie in self
-                .cookies
+            for cookie in self.cookies[..self.live]
                 .iter()
                 .filter(|c| c.path.len() == length && c.goes_to(url, now_unix_s))
             {
@@ -139,15 +212,15 @@ impl CookieJar {
 
     /// The value of the cookie named `name` (the first kept, whatever its domain).
     pub fn value(&self, name: &str) -> Option<&str> {
-        self.cookies
+        self.cookies[..self.live]
             .iter()
             .find(|c| c.name == name)
             .map(|c| c.value.as_str())
     }
 
-    /// Forgets every cookie (a user that starts over).
+    /// Forgets every cookie (a user that starts over); their slots stay for reuse.
     pub fn clear(&mut self) {
-        self.cookies.clear();
+        self.live = 0;
     }
 }
 
@@ -163,22 +236,6 @@ impl Cookie {
             && (!self.secure || url.https)
             && self.expires_unix_s.is_none_or(|e| e > now_unix_s)
     }
-}
-
-fn set_domain(cookie: &mut Cookie, value: &str, host: &str) -> Result<(), CookieRefusal> {
-    let domain = value.trim_start_matches('.').to_ascii_lowercase();
-    if domain.is_empty() {
-        return Ok(());
-    }
-    if !domain_matches(host, &domain) {
-        return Err(CookieRefusal(
-            "its Domain does not cover the request's host",
-        ));
-    }
-    cookie.domain = domain;
-    // An IP address only ever matches itself: the cookie stays host-only.
-    cookie.host_only = is_ip(host);
-    Ok(())
 }
 
 /// RFC 6265 5.1.3: the host is the domain, or a name under it (never an IP address).
