@@ -30,7 +30,8 @@ and bounded in time (killed past its duration plus a margin).
 
 A run whose checks pass less than 99.9% is marked BROKEN and counted nowhere (no CPU per
 request, no ratio, not held). The simulator's own count of answers by status is shown
-beside each run (401/404 would be a flow that lost its token or id).
+beside each run (401/404 would be a flow that lost its token or id), and its CPU use over
+the run (near 100% the simulator, not the generator, is what holds the rate back).
 
 Peers: k6 from --k6, $K6, PATH or $(go env GOPATH)/bin (install:
 `nice -n 15 go install go.k6.io/k6@latest`); Locust from --locust, PATH or
@@ -184,6 +185,18 @@ class Simulator:
 
     def clear(self):
         self.admin("clear_current_count")
+        self.mark = (time.monotonic(), self.cpu_seconds())
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def busy(self):
+        """The simulator's CPU use since clear(), as a share of its core: near 1.0 it, not
+        the generator, would be what limits the rate."""
+        t0, c0 = self.mark
+        return (self.cpu_seconds() - c0) / max(time.monotonic() - t0, 1e-9)
 
     def counts(self):
         try:
@@ -264,11 +277,11 @@ class Loadlab(Tool):
             return None
         report = json.loads(subprocess.run([self.binary, "report", "-type=json", record], check=True,
                                            capture_output=True).stdout)
-        passes, failures = checks_of(report)
+        passes, failures, source = checks_of(report)
         if os.path.exists(record):
             os.remove(record)
         return self.result(label, m, report["requests"], seconds, passes, failures,
-                           dict(extra or {}, success=report.get("success")))
+                           dict(extra or {}, success=report.get("success"), checks_from=source))
 
     def open_run(self, base, rate, seconds):
         return self.run(base, f"loadlab-open-{rate}-{seconds}s", f'rate = "{rate}/3s"', seconds,
@@ -281,7 +294,9 @@ class Loadlab(Tool):
 
 def checks_of(report):
     """Passes and failures of every check in `loadlab report -type=json` (its `checks` array;
-    the field names are read loosely while the format settles)."""
+    the field names are read loosely while the format settles), and where they came from.
+    A report without a checks block (flows landed before it) gives its requests' success
+    instead: a failed check fails its request (`checks_fail_requests` is on by default)."""
     passes = failures = 0
     for c in report.get("checks") or report.get("loadlab", {}).get("checks") or []:
         passes += next((c[k] for k in ("passes", "passed", "pass", "ok") if k in c), 0)
@@ -290,7 +305,8 @@ def checks_of(report):
         requests = report.get("requests", 0)
         passes = round(requests * report.get("success", 0))
         failures = requests - passes
-    return passes, failures
+        return passes, failures, "success"
+    return passes, failures, "checks"
 
 
 def find_k6(given):
@@ -404,16 +420,20 @@ def show(r, sim_counts):
     asked = f"{r['rate'] / r['asked'] * 100:6.2f}% of asked" if r.get("asked") else ""
     flag = "" if r["valid"] else "  BROKEN" + (f" ({r['killed']})" if r["killed"] else "")
     print(f"   {r['tool']:<8} {r['requests']:>9} req  {r['rate']:9.0f} req/s {asked:<17} {cpu} CPU-µs/req  "
-          f"RSS {r['rss_mib']:8.1f} MiB  checks {r['pass_rate'] * 100:7.3f}%  simulator: {codes}{flag}", flush=True)
+          f"RSS {r['rss_mib']:8.1f} MiB  checks {r['pass_rate'] * 100:7.3f}%  "
+          f"simulator: {codes}, CPU {r['simulator_cpu'] * 100:.0f}%{flag}", flush=True)
     if r.get("error"):
         print(f"            {r['error']}", flush=True)
 
 
 def run_one(sim, tool, how, *a):
+    load = os.getloadavg()[0]
     sim.clear()
     r = getattr(tool, how)(sim.base, *a)
     if r is not None:
         r["simulator"] = sim.counts()
+        r["simulator_cpu"] = sim.busy()
+        r["load_average"] = load
         show(r, r["simulator"])
     elif not tool.available:
         print(f"   {tool.name:<8} skipped: {tool.why_not}", flush=True)
@@ -541,7 +561,8 @@ def main():
     parser.add_argument("--memory-seconds", type=int, default=60)
     parser.add_argument("--rss-cap-mib", type=int, default=12288)
     parser.add_argument("--search-rates",
-                        default="1000,1500,2000,2500,3000,4000,5000,6000,8000,10000,12500,15000,20000,25000,30000,40000")
+                        default="1000,1500,2000,2500,3000,4000,5000,6000,8000,10000,12500,15000,20000,25000,"
+                                "30000,40000,50000,60000,80000,100000,120000,150000")
     parser.add_argument("--search-seconds", type=int, default=10)
     parser.add_argument("--locust-user-rate", type=float, default=5.0, help="flows/s per Locust user (open model)")
     parser.add_argument("--pick", choices=("random", "first"), default="random", help="which listed item to open")
