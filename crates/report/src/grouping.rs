@@ -71,7 +71,7 @@ impl fmt::Display for GroupBy {
 }
 
 /// An attack id, target id, status code or protocol id, by [`GroupBy`]; for a step,
-/// its attack id (high 32 bits) and [`StepIds`] id (low 32 bits).
+/// its attack id (high 32 bits) and `StepIds` id (low 32 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupKey(pub u64);
 

@@ -76,7 +76,7 @@ pub struct Step {
     pub target: Target,
     /// Variables taken from its answer.
     pub extractions: Vec<Extraction>,
-    /// Its checks, at most [`record::Record::MAX_CHECKS`]-many (31).
+    /// Its checks, at most [`MAX_CHECKS`] (31: one bit each in a record).
     pub checks: Vec<Check>,
     /// The pause after its answer.
     pub think: Think,
