@@ -111,32 +111,15 @@ def measured(cmd, label, timeout, rss_cap_mib, env=None, stdin=subprocess.DEVNUL
         start = time.monotonic()
         proc = subprocess.Popen(["taskset", "-c", GENERATOR_CPU, *cmd], stdin=stdin, stdout=out, stderr=err,
                                 env=env, start_new_session=True)
-        killed, polled_peak = None, 0
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            rss = tree_rss_kib(proc.pid)
-            polled_peak = max(polled_peak, rss)
-            if not killed and rss > rss_cap_mib * 1024:
-                killed = f"RSS over {rss_cap_mib} MiB"
-            if not killed and time.monotonic() - start > timeout:
-                killed = f"still running after {timeout:.0f}s"
-            if killed:
-                # SIGINT first: k6 and Locust then stop cleanly and still write their figures.
-                for sig in (signal.SIGINT, signal.SIGKILL):
-                    try:
-                        os.killpg(proc.pid, sig)
-                    except ProcessLookupError:
-                        break
-                    deadline = time.monotonic() + 10
-                    while time.monotonic() < deadline and not _exited(proc.pid):
-                        time.sleep(0.1)
-                    if _exited(proc.pid):
-                        break
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.5)
+        try:
+            status, usage, killed, polled_peak = watch(proc, start, timeout, rss_cap_mib)
+        except BaseException:
+            # Interrupted (Ctrl-C, an error here): the tool, in its own session, goes too.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            raise
         proc.returncode = os.waitstatus_to_exitcode(status)
     with open(base + ".stdout", "rb") as f:
         stdout = f.read().decode(errors="replace")
@@ -145,6 +128,39 @@ def measured(cmd, label, timeout, rss_cap_mib, env=None, stdin=subprocess.DEVNUL
     return {"cpu": usage.ru_utime + usage.ru_stime, "rss_mib": max(usage.ru_maxrss, polled_peak) / 1024,
             "wall": time.monotonic() - start, "rc": proc.returncode, "killed": killed,
             "stdout": stdout, "stderr": stderr}
+
+
+def watch(proc, start, timeout, rss_cap_mib):
+    """Waits for proc, polling its tree's RSS every 0.5 s and killing it past the cap or
+    the timeout; returns wait4's status and usage, why it was killed (or None) and the
+    largest RSS polled (KiB)."""
+    killed, polled_peak = None, 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        rss = tree_rss_kib(proc.pid)
+        polled_peak = max(polled_peak, rss)
+        if not killed and rss > rss_cap_mib * 1024:
+            killed = f"RSS over {rss_cap_mib} MiB"
+        if not killed and time.monotonic() - start > timeout:
+            killed = f"still running after {timeout:.0f}s"
+        if killed:
+            # SIGINT first: k6 and Locust then stop cleanly and still write their figures.
+            for sig in (signal.SIGINT, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and not _exited(proc.pid):
+                    time.sleep(0.1)
+                if _exited(proc.pid):
+                    break
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.5)
+    return status, usage, killed, polled_peak
 
 
 def _exited(pid):
