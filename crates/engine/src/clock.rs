@@ -48,6 +48,11 @@ impl Clock {
         self.start_unix_ns + offset_ns
     }
 
+    /// Wall-clock unix seconds of an offset (cookies' expiry is in seconds).
+    pub(crate) fn unix_s(&self, offset_ns: u64) -> i64 {
+        (self.unix_ns(offset_ns) / 1_000_000_000) as i64
+    }
+
     /// Wall-clock unix nanoseconds of time zero.
     pub fn start_unix_ns(&self) -> u64 {
         self.start_unix_ns

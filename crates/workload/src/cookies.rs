@@ -30,6 +30,17 @@ pub struct CookieUrl<'a> {
     pub https: bool,
 }
 
+impl<'a> CookieUrl<'a> {
+    /// Where `url` goes.
+    pub fn of(url: &'a url::Url) -> CookieUrl<'a> {
+        CookieUrl {
+            host: url.host_str().unwrap_or_default(),
+            path: url.path(),
+            https: url.scheme() == "https",
+        }
+    }
+}
+
 /// A user's cookies.
 #[derive(Debug, Clone, Default)]
 pub struct CookieJar {

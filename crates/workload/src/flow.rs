@@ -383,14 +383,7 @@ impl Flow {
         let variables = Some(self.variables.as_slice());
         self.steps
             .iter()
-            .flat_map(|step| {
-                let target = &step.target;
-                let mut texts: Vec<&str> =
-                    target.headers.iter().map(|h| h.value.as_str()).collect();
-                texts.extend(target.templated_path.as_deref());
-                texts.extend(std::str::from_utf8(&target.body).ok());
-                texts
-            })
+            .flat_map(|step| step.target.template_texts())
             .filter_map(|text| Template::parse_with(text, variables).ok())
             .flat_map(|template| template.columns().map(str::to_owned).collect::<Vec<_>>())
             .collect()
@@ -623,18 +616,14 @@ impl Step {
     /// Where the step's request goes, as the cookie jar sees it (a templated path
     /// counts up to its first placeholder).
     pub fn cookie_url(&self) -> CookieUrl<'_> {
-        let url = &self.target.url;
-        let path = match &self.target.templated_path {
+        let url = CookieUrl::of(&self.target.url);
+        match &self.target.templated_path {
             Some(path) => {
                 let literal = &path[..path.find("{{").unwrap_or(path.len())];
-                &literal[..literal.find('?').unwrap_or(literal.len())]
+                let path = &literal[..literal.find('?').unwrap_or(literal.len())];
+                CookieUrl { path, ..url }
             }
-            None => url.path(),
-        };
-        CookieUrl {
-            host: url.host_str().unwrap_or_default(),
-            path,
-            https: url.scheme() == "https",
+            None => url,
         }
     }
 }
@@ -735,11 +724,8 @@ fn parse_request(
 
 /// The variables a step's request reads, as bits.
 fn needed_variables(target: &Target, known: &[String]) -> Result<u64, String> {
-    let mut texts: Vec<&str> = target.headers.iter().map(|h| h.value.as_str()).collect();
-    texts.extend(target.templated_path.as_deref());
-    texts.extend(std::str::from_utf8(&target.body).ok());
     let mut needs = 0u64;
-    for text in texts.into_iter().filter(|t| t.contains("{{")) {
+    for text in target.template_texts() {
         let template = Template::parse_with(text, Some(known))?;
         needs |= template.variables().fold(0, |bits, v| bits | (1 << v));
     }

@@ -62,14 +62,19 @@ impl Target {
             || std::str::from_utf8(&self.body).is_ok_and(|b| b.contains("{{"))
     }
 
+    /// The parts that hold placeholders: header values, the path and query, the body.
+    pub fn template_texts(&self) -> impl Iterator<Item = &str> {
+        self.headers
+            .iter()
+            .map(|h| h.value.as_str())
+            .chain(self.templated_path.as_deref())
+            .chain(std::str::from_utf8(&self.body).ok())
+            .filter(|t| t.contains("{{"))
+    }
+
     /// The CSV columns the target's placeholders read.
     pub fn template_columns(&self) -> Vec<String> {
-        let mut texts: Vec<&str> = self.headers.iter().map(|h| h.value.as_str()).collect();
-        texts.extend(self.templated_path.as_deref());
-        texts.extend(std::str::from_utf8(&self.body).ok());
-        texts
-            .into_iter()
-            .filter(|t| t.contains("{{"))
+        self.template_texts()
             .filter_map(|t| crate::Template::parse(t).ok())
             .flat_map(|t| t.columns().map(str::to_owned).collect::<Vec<_>>())
             .collect()

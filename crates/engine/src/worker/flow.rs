@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use record::Record;
-use workload::{Answer, Flow, FlowFailure, Next, Pacing, RenderContext};
+use workload::{Answer, CookieUrl, Flow, FlowFailure, Next, Pacing, RenderContext};
 
 use super::Worker;
 use super::dispatch::DISPATCH_BATCH;
@@ -127,7 +127,7 @@ impl Worker {
         let flow = &users.flow;
         self.cookie_scratch.clear();
         if flow.options.cookies {
-            let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+            let now_unix_s = self.clock.unix_s(now);
             user.jar.write_header(
                 flow.steps[step].cookie_url(),
                 now_unix_s,
@@ -200,17 +200,17 @@ impl Worker {
         } else {
             Answer::default()
         };
-        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let now_unix_s = self.clock.unix_s(now);
         let Some(users) = self.attacks[attack].flow.as_mut() else {
             return (error, 0);
         };
         let (user, scratch, flow) = users.user_and_scratch(request.user);
         let step = user.step;
         // The answer came from where the last redirect led, if one did.
-        let url = request
-            .hop
-            .as_ref()
-            .map_or_else(|| flow.steps[step].cookie_url(), |hop| cookie_url(&hop.url));
+        let url = request.hop.as_ref().map_or_else(
+            || flow.steps[step].cookie_url(),
+            |hop| CookieUrl::of(&hop.url),
+        );
         let verdict = flow.judge(user, &answer, url, now_unix_s, scratch);
         let mut checks_failed = verdict.checks_failed;
         let mut error = error;
@@ -260,7 +260,7 @@ impl Worker {
     /// user's jar (a login answering 302 with its session cookie), refused ones
     /// silently, as a browser does.
     pub(super) fn keep_redirect_cookies(&mut self, request: &InFlight, now: u64) {
-        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let now_unix_s = self.clock.unix_s(now);
         let head = &self.answer.head;
         let Some(users) = self.attacks[request.attack as usize].flow.as_mut() else {
             return;
@@ -279,7 +279,7 @@ impl Worker {
             ..Answer::default()
         };
         for set_cookie in answer.headers("set-cookie") {
-            let _ = user.jar.store(set_cookie, cookie_url(url), now_unix_s);
+            let _ = user.jar.store(set_cookie, CookieUrl::of(url), now_unix_s);
         }
     }
 
@@ -291,7 +291,7 @@ impl Worker {
         bytes: &mut Vec<u8>,
         now: u64,
     ) {
-        let now_unix_s = (self.clock.unix_ns(now) / 1_000_000_000) as i64;
+        let now_unix_s = self.clock.unix_s(now);
         let Some(users) = self.attacks[request.attack as usize].flow.as_ref() else {
             return;
         };
@@ -300,20 +300,12 @@ impl Worker {
         };
         self.cookie_scratch.clear();
         users.user(request.user).jar.write_header(
-            cookie_url(url),
+            CookieUrl::of(url),
             now_unix_s,
             &mut self.cookie_scratch,
         );
         let at = head_end + 2;
         bytes.splice(at..at, self.cookie_scratch.iter().copied());
-    }
-}
-
-fn cookie_url(url: &url::Url) -> workload::CookieUrl<'_> {
-    workload::CookieUrl {
-        host: url.host_str().unwrap_or_default(),
-        path: url.path(),
-        https: url.scheme() == "https",
     }
 }
 
