@@ -100,6 +100,7 @@ fn header() -> RunHeader {
         tool: "loadlab cli test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {
+            replay: None,
             flow: false,
             name: "api".to_owned(),
             model: LoadModel::Open,
@@ -166,6 +167,7 @@ fn run_file_over(count: u64, offset_ns: u64, protocol: fn(u64) -> Protocol) -> V
         }
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + offset_ns + count * MS,
         reason: StopReason::Completed,
         detail: String::new(),

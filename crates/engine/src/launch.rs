@@ -368,6 +368,7 @@ fn collect<W: Write>(
         attacks: ends,
         cpu_ns: collector::process_cpu_ns(),
         peak_rss_bytes: collector::peak_resident_bytes(),
+        replays: Vec::new(),
     };
     let out = collector.writer.finish(&end).map_err(EngineError::Record)?;
     Ok((
@@ -458,6 +459,7 @@ fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
         schedule: attack.settings.plan.describe(),
         rate_per_sec,
         flow: attack.flow.is_some(),
+        replay: None,
         concurrency,
         timeout_ns: u64::try_from(attack.settings.timeout.as_nanos()).unwrap_or(u64::MAX),
     }

@@ -32,6 +32,7 @@ mod columns;
 mod format;
 mod import;
 mod input;
+mod logged;
 mod merge;
 mod meta;
 mod reader;
@@ -51,6 +52,7 @@ pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
 pub use format::{FORMAT_VERSION, MAGIC};
 pub use input::{open_input, open_reader};
+pub use logged::{Logged, ReplayEnd, ReplayInfo};
 pub use merge::{Inputs, Sorted};
 pub use meta::{
     AttackEnd, AttackInfo, AttackStats, ErrorEntry, ErrorKind, GeneratorStats, LoadModel, RunEnd,

@@ -82,6 +82,9 @@ pub struct AttackInfo {
     /// `seq` is `run << 16 | request in the run`, so `seq & 0xffff == 0` is a start.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flow: bool,
+    /// A replay of access logs (`attack -replay`): its logs and speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::ReplayInfo>,
 }
 
 /// Open model: requests leave on a clock. Closed model: N users, each sends its next
@@ -273,6 +276,9 @@ pub struct RunEnd {
     pub cpu_ns: u64,
     /// The generator's peak resident memory, bytes.
     pub peak_rss_bytes: u64,
+    /// How reading each replay attack's logs went (`attack -replay`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<crate::ReplayEnd>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -22,6 +22,7 @@ fn header() -> RunHeader {
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
         attacks: vec![AttackInfo {
+            replay: None,
             flow: false,
             name: "search".to_owned(),
             model: LoadModel::Open,
@@ -113,6 +114,7 @@ fn write_run_with_samples(compression: Compression, samples: bool) -> (Vec<u8>, 
             .unwrap();
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 1_000_000_000,
         reason: StopReason::Completed,
         detail: String::new(),

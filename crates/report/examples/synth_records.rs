@@ -55,6 +55,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
         tool: "synth_records".to_owned(),
         start_unix_ns: START_UNIX_NS,
         attacks: vec![AttackInfo {
+            replay: None,
             flow: false,
             name: "synthetic".to_owned(),
             model: LoadModel::Open,
@@ -110,6 +111,7 @@ fn write(path: &str, count: u64, rate_per_sec: u64) -> Result<u64, Box<dyn std::
         }
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_UNIX_NS + count * gap_ns,
         reason: StopReason::Completed,
         detail: String::new(),

@@ -21,6 +21,7 @@ const US: u64 = 1_000;
 
 fn attack(name: &str, model: LoadModel, rate: Option<f64>) -> AttackInfo {
     AttackInfo {
+        replay: None,
         flow: false,
         name: name.to_owned(),
         model,
@@ -95,6 +96,7 @@ fn steady_run() -> Vec<u8> {
         })
         .unwrap();
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 600 * MS,
         reason: StopReason::Completed,
         detail: String::new(),
@@ -202,6 +204,7 @@ fn mixed_protocol_run() -> Vec<u8> {
         });
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 600 * MS,
         reason: StopReason::Completed,
         detail: String::new(),
@@ -243,6 +246,7 @@ fn behind_run() -> Vec<u8> {
         });
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 100 * MS,
         reason: StopReason::Interrupted,
         detail: "SIGINT".to_owned(),
@@ -305,6 +309,7 @@ fn ramp_run(capacity: u64) -> Vec<u8> {
         }
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 30_500 * MS,
         reason: StopReason::Completed,
         detail: String::new(),
@@ -401,6 +406,7 @@ fn flow_run(news: bool) -> Vec<u8> {
         writer.push(record);
     }
     let end = RunEnd {
+        replays: Vec::new(),
         at_unix_ns: START_NS + 1_500 * MS,
         reason: StopReason::Completed,
         detail: String::new(),

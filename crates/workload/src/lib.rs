@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+mod access_log;
 mod answer;
 mod check;
 mod cookies;
@@ -51,6 +52,7 @@ mod template;
 #[cfg(test)]
 mod proptests;
 
+pub use access_log::LoggedRequest;
 pub use answer::Answer;
 pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
