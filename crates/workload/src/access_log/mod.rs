@@ -2,6 +2,8 @@
 //! have (nginx, Apache, a user's `log_format`, AWS ALB/ELB and CloudFront, JSON lines,
 //! HAR, vegeta's results), each yielding [`LoggedRequest`]s in time order.
 //!
+//! [`LineParser`] is one format's line reader.
+//!
 //! What a line says about the request is kept apart from what will be sent: status,
 //! bytes and latency are for comparing the replay with the original, never sent.
 
@@ -29,3 +31,7 @@ pub struct LoggedRequest {
     /// The line (1-based) of the request in its file, for error messages.
     pub line: u64,
 }
+
+mod line;
+
+pub use line::LineParser;
