@@ -14,6 +14,7 @@ use workload::{AttackFields, Origin, RunFields, ScenarioFile, Target, TextOrNumb
 
 use crate::dashboard::Output;
 use crate::monitor::AttachedMonitor;
+use crate::replay_args::ReplayArgs;
 use crate::signals;
 use crate::watch::{WatchArgs, Watchers};
 
@@ -256,6 +257,12 @@ pub struct AttackArgs {
     /// from now), so shards on several machines share one time zero
     #[arg(long, value_name = "TIME")]
     start_at: Option<String>,
+    /// Send every request to this scheme://host:port instead of the one it names
+    /// (targets, a replay's logged requests, Tank ammo)
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    #[command(flatten)]
+    replay: ReplayArgs,
     #[command(flatten)]
     watch: WatchArgs,
 }
@@ -263,6 +270,11 @@ pub struct AttackArgs {
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let watch_flags = args.watch.check()?;
+    if args.replay.fields().is_none()
+        && let Some(flag) = args.replay.stray_flags().first()
+    {
+        bail!("{flag} is for replays: it needs -replay FILE or -replay-shape FILE");
+    }
     let (config, shard) = build_config(args)?;
     let settings = &config.settings;
     let mut monitor = AttachedMonitor::new(&settings.monitor, settings.monitor_interval)?;
@@ -426,10 +438,15 @@ fn with_default(text: &str, value: impl std::fmt::Display) -> String {
 
 /// The flags of one attack, in the same shape as a scenario-file table.
 fn fields_from_flags(args: &AttackArgs) -> AttackFields {
+    let replay = args.replay.fields();
     AttackFields {
         name: Some(args.name.clone().unwrap_or_default()),
         targets: None,
-        targets_file: Some(args.targets.clone().unwrap_or_else(|| "-".to_owned())),
+        // A replay reads no targets: stdin is left alone.
+        targets_file: match &replay {
+            Some(replay) if replay.shape_only != Some(true) => args.targets.clone(),
+            _ => Some(args.targets.clone().unwrap_or_else(|| "-".to_owned())),
+        },
         format: args.format.clone(),
         lazy: args.lazy,
         rate: args.rate.clone().map(TextOrNumber::Text),
@@ -447,7 +464,8 @@ fn fields_from_flags(args: &AttackArgs) -> AttackFields {
         redirects: args.redirects,
         max_workers: args.max_workers,
         max_body: args.max_body.clone().map(TextOrNumber::Text),
-        base_url: None,
+        base_url: args.base_url.clone(),
+        replay,
         ..AttackFields::default()
     }
 }
@@ -504,6 +522,8 @@ fn reject_per_attack_flags(args: &AttackArgs) -> anyhow::Result<()> {
         ("-max-workers", args.max_workers.is_some()),
         ("-max-body", args.max_body.is_some()),
         ("-name", args.name.is_some()),
+        ("-base-url", args.base_url.is_some()),
+        ("-replay or -replay-shape", args.replay.fields().is_some()),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => bail!(

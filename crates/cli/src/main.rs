@@ -21,6 +21,7 @@ mod live_view;
 mod monitor;
 mod plot;
 mod prometheus;
+mod replay_args;
 mod report;
 mod run;
 mod signals;

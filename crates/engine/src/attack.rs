@@ -51,6 +51,9 @@ pub(crate) struct AttackState {
     pub completed: u64,
     /// A flow attack's users (its steps are its targets).
     pub flow: Option<Box<FlowUsers>>,
+    /// A replay: the next request is due when its lazy target says
+    /// ([`LazyTarget::due_ns`]), not when the schedule does.
+    pub replay: bool,
 }
 
 impl AttackState {
@@ -74,6 +77,7 @@ impl AttackState {
             sent: 0,
             completed: 0,
             flow: flow.map(|flow| Box::new(FlowUsers::new(flow))),
+            replay: false,
         }
     }
 
@@ -93,6 +97,14 @@ impl AttackState {
         // Past the end nothing more leaves, even a backlog: it is counted as unsent.
         if plan.end_ns().is_some_and(|end| now >= end) {
             return self.exhaust();
+        }
+        if self.replay {
+            if !plan.allows(self.next_k, now) {
+                return self.exhaust();
+            }
+            // The feeder has not caught up: now, and the dispatch finds it waiting.
+            let due = self.lazy_next.as_ref().map_or(now, |next| next.due_ns);
+            return Some((due, Source::Schedule));
         }
         match &plan.pacing {
             Pacing::Open(_) => match plan.intended_ns(self.next_k) {

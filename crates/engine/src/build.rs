@@ -14,9 +14,11 @@ use std::sync::Arc;
 
 use workload::{
     AttackFields, AttackSettings, DataTable, Flow, FlowOptions, HttpTargetReader, JsonTargetReader,
-    Origin, Pacing, RunFields, StepFields, Target, TargetFormat, WorkloadError, defaults,
+    Origin, Pacing, ReplayFields, RunFields, StepFields, Target, TargetFormat, WorkloadError,
+    defaults,
 };
 
+use crate::replay::{self, Replay};
 use crate::{AttackConfig, EngineError, RunConfig, TargetIter, TargetStream, Targets};
 
 impl AttackConfig {
@@ -26,7 +28,19 @@ impl AttackConfig {
         fields: &AttackFields,
         origin: &Origin,
     ) -> Result<AttackConfig, EngineError> {
-        let settings = fields.settings(origin).map_err(EngineError::Targets)?;
+        let mut settings = fields.settings(origin).map_err(EngineError::Targets)?;
+        let replay = match &fields.replay {
+            Some(replay) => Some(replay_pace(fields, replay, &mut settings, origin)?),
+            None => None,
+        };
+        if let Some(replay) = replay.filter(|r| !r.shape_only) {
+            return Ok(AttackConfig {
+                settings,
+                targets: Targets::Replay(Arc::new(replay.replay)),
+                data: None,
+                flow: None,
+            });
+        }
         let data = data_table(fields, &settings, origin)?;
         if let Some(steps) = &fields.step {
             let flow = flow(fields, steps, &settings, origin, data.as_deref())
@@ -46,6 +60,65 @@ impl AttackConfig {
             flow: None,
         })
     }
+}
+
+/// A replay surveyed, and whether only its shape is used.
+struct Paced {
+    replay: Replay,
+    shape_only: bool,
+}
+
+/// Reads a replay's logs once and makes their shape the attack's schedule. The logs
+/// set the pace, so no other pacing may be given; a replay of the requests themselves
+/// takes no targets.
+fn replay_pace(
+    fields: &AttackFields,
+    replay: &ReplayFields,
+    settings: &mut AttackSettings,
+    origin: &Origin,
+) -> Result<Paced, EngineError> {
+    let fail = |field: &str, reason: &str| Err(EngineError::Targets(origin.error(field, reason)));
+    let shape_only = replay.shape_only == Some(true);
+    let pacing = [
+        ("rate", fields.rate.is_some()),
+        ("schedule", fields.schedule.is_some()),
+        ("concurrency", fields.concurrency.is_some()),
+    ];
+    if let Some((field, _)) = pacing.iter().find(|(_, set)| *set) {
+        return fail(
+            field,
+            "a replay takes its pace from the logs: leave it out (-speed changes the pace)",
+        );
+    }
+    if !shape_only
+        && (fields.targets.is_some() || fields.targets_file.is_some() || fields.step.is_some())
+    {
+        return fail(
+            "targets",
+            "a replay sends the logged requests: give no targets (-replay-shape drives targets or a flow with the logs' shape)",
+        );
+    }
+    if replay.repeat == Some(true) && settings.plan.duration_ns.is_none() {
+        let reason = "needs a duration (how long to keep replaying)".to_owned();
+        return Err(EngineError::Targets(replay::field_error(
+            origin, "repeat", reason,
+        )));
+    }
+    let surveyed = Replay::survey(
+        replay,
+        &settings.headers,
+        settings.base_url.as_ref(),
+        settings.keepalive,
+        origin,
+    )?;
+    let schedule = surveyed
+        .schedule(settings.plan.duration_ns)
+        .map_err(|reason| EngineError::Targets(replay::field_error(origin, "files", reason)))?;
+    settings.plan.pacing = Pacing::Open(schedule);
+    Ok(Paced {
+        replay: surveyed,
+        shape_only,
+    })
 }
 
 /// A flow scenario's steps, checked: their templates, their data columns, and one

@@ -6,13 +6,14 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
-use record::{AttackStats, GeneratorStats, Record, RecordWriter, SampleFrame};
+use record::{AttackStats, GeneratorStats, Logged, Record, RecordWriter, SampleFrame};
 use workload::{Fired, Plan};
 
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::errors::ErrorRegistry;
 use crate::observer::RunObserver;
+use crate::replay_feed::ReplayOutput;
 use crate::sample_feed::SampleFeed;
 use crate::stop_handle::StopHandle;
 use crate::stop_rules::RuleWatcher;
@@ -28,6 +29,8 @@ const STATS_INTERVAL_NS: u64 = 1_000_000_000;
 pub(crate) struct Registries<'a> {
     pub errors: &'a ErrorRegistry,
     pub targets: &'a TargetRegistry,
+    /// What replays' logs said about the requests dealt out.
+    pub replays: &'a ReplayOutput,
 }
 
 pub(crate) struct Collector<W: Write> {
@@ -45,6 +48,9 @@ pub(crate) struct Collector<W: Write> {
     pub fired: Option<Fired>,
     pub recycle: Vec<SyncSender<Vec<Record>>>,
     pub stop: StopHandle,
+    /// Replayed requests' logged figures not yet due (their `intended_unix_ns` is
+    /// still an offset from time zero).
+    pub logged: Vec<Logged>,
 }
 
 impl<W: Write> Collector<W> {
@@ -137,12 +143,15 @@ impl<W: Write> Collector<W> {
         let _ = self.recycle[report.worker].try_send(report.records);
     }
 
-    /// Writes new dictionary entries, then the buffered records with the watermark.
+    /// Writes new dictionary entries, then the buffered records with the watermark,
+    /// then what replays' logs said about requests due by now.
     fn flush(
         &mut self,
         registries: Registries<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<(), EngineError> {
+        // Taken before the dictionary is written: their targets are in it then.
+        registries.replays.take_logged(&mut self.logged);
         let new_targets = registries.targets.since(self.targets_written);
         if !new_targets.is_empty() {
             self.writer
@@ -163,7 +172,28 @@ impl<W: Write> Collector<W> {
         let watermark = (watermark != u64::MAX).then(|| self.clock.unix_ns(watermark));
         self.writer
             .flush_records(watermark)
-            .map_err(EngineError::Record)
+            .map_err(EngineError::Record)?;
+        self.write_logged()
+    }
+
+    /// Writes the logged figures of requests due by now (the rest wait: a run cut
+    /// short never sends them).
+    fn write_logged(&mut self) -> Result<(), EngineError> {
+        if self.logged.is_empty() {
+            return Ok(());
+        }
+        let now = self.clock.now_ns();
+        let (mut due, later): (Vec<Logged>, Vec<Logged>) = std::mem::take(&mut self.logged)
+            .into_iter()
+            .partition(|logged| logged.intended_unix_ns <= now);
+        self.logged = later;
+        if due.is_empty() {
+            return Ok(());
+        }
+        for logged in &mut due {
+            logged.intended_unix_ns = self.clock.unix_ns(logged.intended_unix_ns);
+        }
+        self.writer.write_logged(&due).map_err(EngineError::Record)
     }
 
     fn write_stats(&mut self, now: u64, observer: &mut dyn RunObserver) -> Result<(), EngineError> {

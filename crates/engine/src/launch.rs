@@ -17,6 +17,7 @@ use crate::collector::{self, Collector, Registries};
 use crate::errors::{ErrorCache, ErrorRegistry};
 use crate::lazy::{self, FeederResult, LazyTarget};
 use crate::observer::RunObserver;
+use crate::replay_feed::{self, ReplayFeeder, ReplayOutput};
 use crate::sample_feed::SampleFeed;
 use crate::shared::Shared;
 use crate::split::Split;
@@ -55,7 +56,14 @@ pub fn run_with_observer<W: Write + Send>(
         })
     }));
     let feeder_result: FeederResult = Arc::default();
-    let queues = start_feeders(config, threads, &targets, stop, &feeder_result)?;
+    let replays = Arc::new(ReplayOutput::new(config.attacks.len()));
+    let feeders = Feeders {
+        registry: &targets,
+        stop,
+        result: &feeder_result,
+        replays: &replays,
+    };
+    let queues = start_feeders(config, threads, &feeders)?;
     let workers = start_workers(config, &shared, threads, queues, stop, &errors)?;
     let (clock, start_skew_ns) = time_zero(&workers.ready, workers.clocks, config);
     samples.start(clock);
@@ -63,6 +71,7 @@ pub fn run_with_observer<W: Write + Send>(
     let registries = Registries {
         errors: &errors,
         targets: &targets,
+        replays: &replays,
     };
     let channels = Channels {
         reports: workers.reports,
@@ -141,6 +150,7 @@ fn start_workers(
                     )),
                     lazy: queues.pop(),
                     flow: attack.flow.clone(),
+                    replay: matches!(attack.targets, Targets::Replay(_)),
                 })
                 .collect(),
             max_per_host: split.of(config.settings.connections_per_host).max(1),
@@ -192,16 +202,23 @@ struct Start {
     skew_ns: i64,
 }
 
-/// One lazy feeder per streamed attack; `queues[attack]` holds a queue per worker.
+/// What every feeder shares.
+struct Feeders<'a> {
+    registry: &'a Arc<TargetRegistry>,
+    stop: &'a StopHandle,
+    result: &'a FeederResult,
+    replays: &'a Arc<ReplayOutput>,
+}
+
+/// One feeder per streamed or replayed attack; `queues[attack]` holds a queue per
+/// worker.
 fn start_feeders(
     config: &RunConfig,
     threads: usize,
-    registry: &Arc<TargetRegistry>,
-    stop: &StopHandle,
-    result: &FeederResult,
+    feeders: &Feeders<'_>,
 ) -> Result<Vec<Vec<Receiver<LazyTarget>>>, EngineError> {
     let mut all = Vec::new();
-    for attack in &config.attacks {
+    for (index, attack) in config.attacks.iter().enumerate() {
         let queues = match &attack.targets {
             Targets::List(_) => Vec::new(),
             Targets::Stream(stream) => {
@@ -209,19 +226,30 @@ fn start_feeders(
                     stream: stream.clone(),
                     keepalive: attack.settings.keepalive,
                     unix_socket: config.settings.unix_socket.clone(),
-                    registry: Arc::clone(registry),
-                    stop: stop.clone(),
-                    result: Arc::clone(result),
+                    registry: Arc::clone(feeders.registry),
+                    stop: feeders.stop.clone(),
+                    result: Arc::clone(feeders.result),
                     shard: attack.settings.plan.shard,
                 };
-                // Reversed so that `pop` hands worker 0 its queue first.
                 lazy::start_feeder(setup, threads)?
-                    .into_iter()
-                    .rev()
-                    .collect()
+            }
+            Targets::Replay(replay) => {
+                let feeder = ReplayFeeder {
+                    replay: Arc::clone(replay),
+                    attack: index as u16,
+                    shard: attack.settings.plan.shard,
+                    end_ns: attack.settings.plan.end_ns(),
+                    unix_socket: config.settings.unix_socket.clone(),
+                    registry: Arc::clone(feeders.registry),
+                    output: Arc::clone(feeders.replays),
+                    stop: feeders.stop.clone(),
+                    result: Arc::clone(feeders.result),
+                };
+                replay_feed::start(feeder, threads)?
             }
         };
-        all.push(queues);
+        // Reversed so that `pop` hands worker 0 its queue first.
+        all.push(queues.into_iter().rev().collect());
     }
     Ok(all)
 }
@@ -341,6 +369,7 @@ fn collect<W: Write>(
         fired: None,
         recycle,
         stop: stop.clone(),
+        logged: Vec::new(),
     };
     collector.run(&reports, registries, samples, observer)?;
     observer.finish();
@@ -368,7 +397,7 @@ fn collect<W: Write>(
         attacks: ends,
         cpu_ns: collector::process_cpu_ns(),
         peak_rss_bytes: collector::peak_resident_bytes(),
-        replays: Vec::new(),
+        replays: replay_ends(config, registries.replays),
     };
     let out = collector.writer.finish(&end).map_err(EngineError::Record)?;
     Ok((
@@ -439,6 +468,19 @@ fn header(config: &RunConfig, start: Start, targets: Vec<TargetInfo>) -> RunHead
     }
 }
 
+/// How each replay attack's reading went.
+fn replay_ends(config: &RunConfig, output: &ReplayOutput) -> Vec<record::ReplayEnd> {
+    (config.attacks.iter().enumerate())
+        .filter_map(|(index, attack)| match &attack.targets {
+            Targets::Replay(replay) => {
+                let loops = output.loops[index].load(std::sync::atomic::Ordering::Relaxed);
+                Some(replay.end(index as u16, loops))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
     let (model, rate_per_sec, concurrency) = match &attack.settings.plan.pacing {
         Pacing::Open(schedule) => (
@@ -459,7 +501,10 @@ fn attack_info(attack: &crate::AttackConfig) -> AttackInfo {
         schedule: attack.settings.plan.describe(),
         rate_per_sec,
         flow: attack.flow.is_some(),
-        replay: None,
+        replay: match &attack.targets {
+            Targets::Replay(replay) => Some(replay.info()),
+            _ => None,
+        },
         concurrency,
         timeout_ns: u64::try_from(attack.settings.timeout.as_nanos()).unwrap_or(u64::MAX),
     }

@@ -47,6 +47,8 @@ pub(crate) struct LazyTarget {
     pub prepared: PreparedTarget,
     /// The host itself, the first time this worker sees it.
     pub new_host: Option<Host>,
+    /// A replay's request: when it is due (ns from time zero); 0 otherwise.
+    pub due_ns: u64,
 }
 
 /// What the feeder leaves behind: the error that stopped it, if any.
@@ -68,15 +70,27 @@ pub(crate) fn start_feeder(
     setup: FeederSetup,
     workers: usize,
 ) -> std::io::Result<Vec<Receiver<LazyTarget>>> {
+    let (result, stop) = (Arc::clone(&setup.result), setup.stop.clone());
+    spawn_feeder(workers, result, stop, move |queues| feed(&setup, queues))
+}
+
+/// Runs `feed` on a thread of its own with one bounded queue per worker; the error that
+/// stops it is kept in `result` and drains the run.
+pub(crate) fn spawn_feeder(
+    workers: usize,
+    result: FeederResult,
+    stop: StopHandle,
+    feed: impl FnOnce(&[SyncSender<LazyTarget>]) -> Result<(), EngineError> + Send + 'static,
+) -> std::io::Result<Vec<Receiver<LazyTarget>>> {
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..workers)
         .map(|_| sync_channel::<LazyTarget>(1024))
         .unzip();
     std::thread::Builder::new()
         .name("loadlab-targets".to_owned())
         .spawn(move || {
-            if let Err(err) = feed(&setup, &senders) {
-                *setup.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
-                setup.stop.drain();
+            if let Err(err) = feed(&senders) {
+                *result.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
+                stop.drain();
             }
         })?;
     Ok(receivers)
@@ -86,31 +100,18 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
     let Some(targets) = setup.stream.take() else {
         return Ok(());
     };
-    let mut hosts = HostTable::default();
-    let mut known_hosts: Vec<Vec<bool>> = vec![Vec::new(); queues.len()];
-    let mut ids: HashMap<TargetInfo, u32> = HashMap::new();
-    let (mut count, mut owned) = (0usize, 0usize);
+    let mut dealer = Dealer::new(queues, setup.keepalive, setup.unix_socket.clone());
+    let mut count = 0u64;
     // A shard takes the stream's targets whose run-wide index is its own: its k-th
     // request then sends the target one machine's request I + k·N would have.
     for target in targets {
         let target = target.map_err(EngineError::Targets)?;
         count += 1;
-        if !setup.shard.owns(count as u64 - 1) {
+        if !setup.shard.owns(count - 1) {
             continue;
         }
-        let host = hosts.resolve(&target.url, setup.unix_socket.as_ref())?;
-        let worker = owned % queues.len();
-        owned += 1;
-        let seen = &mut known_hosts[worker];
-        seen.resize(hosts.hosts.len(), false);
-        let new_host =
-            (!std::mem::replace(&mut seen[host], true)).then(|| hosts.hosts[host].clone());
-        let lazy = LazyTarget {
-            id: intern(&mut ids, &setup.registry, &target),
-            prepared: PreparedTarget::new(target, setup.keepalive, host)?,
-            new_host,
-        };
-        if !send(&queues[worker], lazy, &setup.stop) {
+        let id = intern(&mut dealer.ids, &setup.registry, target_info(&target));
+        if !dealer.deal(target, id, 0, &setup.stop)? {
             return Ok(());
         }
     }
@@ -118,6 +119,62 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
         return Err(EngineError::Config("no targets".to_owned()));
     }
     Ok(())
+}
+
+/// Deals targets out to the workers' queues in turn, telling each worker about a host
+/// the first time it gets one.
+pub(crate) struct Dealer<'a> {
+    queues: &'a [SyncSender<LazyTarget>],
+    keepalive: bool,
+    unix_socket: Option<std::path::PathBuf>,
+    hosts: HostTable,
+    known_hosts: Vec<Vec<bool>>,
+    /// Record ids of the targets dealt so far.
+    pub ids: HashMap<TargetInfo, u32>,
+    dealt: usize,
+}
+
+impl<'a> Dealer<'a> {
+    pub(crate) fn new(
+        queues: &'a [SyncSender<LazyTarget>],
+        keepalive: bool,
+        unix_socket: Option<std::path::PathBuf>,
+    ) -> Dealer<'a> {
+        Dealer {
+            queues,
+            keepalive,
+            unix_socket,
+            hosts: HostTable::default(),
+            known_hosts: vec![Vec::new(); queues.len()],
+            ids: HashMap::new(),
+            dealt: 0,
+        }
+    }
+
+    /// Hands `target` (record id `id`, due at `due_ns` for a replay) to the next
+    /// worker; false once the workers are gone or the run is stopping.
+    pub(crate) fn deal(
+        &mut self,
+        target: Target,
+        id: u32,
+        due_ns: u64,
+        stop: &StopHandle,
+    ) -> Result<bool, EngineError> {
+        let host = self.hosts.resolve(&target.url, self.unix_socket.as_ref())?;
+        let worker = self.dealt % self.queues.len();
+        self.dealt += 1;
+        let seen = &mut self.known_hosts[worker];
+        seen.resize(self.hosts.hosts.len(), false);
+        let new_host =
+            (!std::mem::replace(&mut seen[host], true)).then(|| self.hosts.hosts[host].clone());
+        let lazy = LazyTarget {
+            id,
+            prepared: PreparedTarget::new(target, self.keepalive, host)?,
+            new_host,
+            due_ns,
+        };
+        Ok(send(&self.queues[worker], lazy, stop))
+    }
 }
 
 /// Blocks while the worker's queue is full; false once the worker is gone or the
@@ -138,7 +195,12 @@ fn send(queue: &SyncSender<LazyTarget>, mut item: LazyTarget, stop: &StopHandle)
     }
 }
 
-fn intern(ids: &mut HashMap<TargetInfo, u32>, registry: &TargetRegistry, target: &Target) -> u32 {
-    *ids.entry(target_info(target))
+/// The record id of `info`, registered the first time it is seen.
+pub(crate) fn intern(
+    ids: &mut HashMap<TargetInfo, u32>,
+    registry: &TargetRegistry,
+    info: TargetInfo,
+) -> u32 {
+    *ids.entry(info)
         .or_insert_with_key(|info| registry.push(info.clone()))
 }

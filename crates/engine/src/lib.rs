@@ -52,6 +52,8 @@ mod poller;
 mod proptests;
 mod redirect;
 mod render;
+mod replay;
+mod replay_feed;
 mod response;
 mod sample_feed;
 mod shared;
@@ -75,6 +77,7 @@ pub use clock::Clock;
 pub use launch::run_with_observer;
 pub use lazy::{TargetIter, TargetStream};
 pub use observer::RunObserver;
+pub use replay::{Replay, Survey};
 pub use sample_feed::SampleFeed;
 pub use start::{START_AT_TOLERANCE, plan_fingerprint, unix_now_ns};
 pub use stop_handle::StopHandle;
@@ -161,6 +164,8 @@ pub enum Targets {
     /// vegeta's `-lazy`: each target is sent once, in order; the attack ends with
     /// the stream (or its bounds).
     Stream(TargetStream),
+    /// `-replay`: the logs' requests, each sent at its logged time.
+    Replay(Arc<Replay>),
 }
 
 /// How a run went, for the caller's exit code and summary.

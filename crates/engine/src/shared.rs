@@ -118,7 +118,7 @@ impl Shared {
         let lazy = config
             .attacks
             .iter()
-            .any(|a| matches!(a.targets, Targets::Stream(_)));
+            .any(|a| matches!(a.targets, Targets::Stream(_) | Targets::Replay(_)));
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
         // A flow's checks read HTTP/1.1 answers (heads and bodies as the parser keeps
         // them): a run with a flow speaks HTTP/1.1 to every host.
@@ -166,7 +166,7 @@ fn prepare_attack(
 ) -> Result<AttackShared, EngineError> {
     let list = match &attack.targets {
         Targets::List(list) => list.as_slice(),
-        Targets::Stream(_) => &[],
+        Targets::Stream(_) | Targets::Replay(_) => &[],
     };
     let targets = list
         .iter()

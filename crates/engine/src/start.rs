@@ -109,6 +109,18 @@ pub fn plan_fingerprint(config: &RunConfig) -> u64 {
             }
             // A stream is read during the run: only its being one can be compared.
             Targets::Stream(_) => hash.field(b"lazy"),
+            // Every shard surveyed the same logs the same way: the same count and span.
+            Targets::Replay(replay) => {
+                hash.field(b"replay");
+                let survey = &replay.survey;
+                hash.field(
+                    format!(
+                        "{} {} {}",
+                        survey.requests, survey.zero_unix_ns, survey.last_unix_ns
+                    )
+                    .as_bytes(),
+                );
+            }
         }
         if let Some(data) = &attack.data {
             hash.field(format!("{data:?}").as_bytes());

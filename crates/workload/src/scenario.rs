@@ -91,6 +91,8 @@ pub struct AttackFields {
     pub cookies: Option<bool>,
     /// In a flow: body bytes kept for checks and extraction, like `1mb`.
     pub check_body_limit: Option<TextOrNumber>,
+    /// Replay access logs instead of targets (`-replay`; `[scenario.replay]`).
+    pub replay: Option<crate::ReplayFields>,
     /// Every target's scheme, host and port replaced by this `scheme://host:port`
     /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
     #[serde(skip)]
@@ -229,6 +231,7 @@ impl AttackFields {
             checks_fail_requests: self.checks_fail_requests.or(d.checks_fail_requests),
             cookies: self.cookies.or(d.cookies),
             check_body_limit: self.check_body_limit.or(d.check_body_limit),
+            replay: self.replay.or(d.replay),
             base_url: self.base_url,
         }
     }
@@ -249,6 +252,12 @@ fn check(fields: &AttackFields) -> Result<(), String> {
             ));
         }
         (Some(_), Some(_), None) => return Err(named("give targets or targets_file, not both")),
+        // A replay sends the logged requests (the engine checks the rest).
+        (None, None, None)
+            if fields
+                .replay
+                .as_ref()
+                .is_some_and(|r| r.shape_only != Some(true)) => {}
         (None, None, None) => {
             return Err(named(
                 "needs targets, targets_file or [[scenario.step]] tables (a flow)",

@@ -49,6 +49,10 @@ impl Worker {
         state.lazy_waiting = false;
         for _ in 0..DISPATCH_BATCH {
             let now = self.clock.now_ns();
+            // A replay's next request says when it is due: take it off the queue first.
+            if self.attacks[attack].replay && !self.ready_replay(attack) {
+                break;
+            }
             let state = &mut self.attacks[attack];
             let Some((intended_ns, source)) =
                 state.next_due(&self.shared.attacks[attack].plan, now, split)
@@ -143,7 +147,7 @@ impl Worker {
     fn pick_target(&mut self, attack: usize) -> Pick {
         let shared = &self.shared.attacks[attack];
         let state = &mut self.attacks[attack];
-        let Some(queue) = &state.lazy else {
+        if state.lazy.is_none() {
             // Turns count run-wide indices, so a shard takes the target one machine would.
             let global = shared.plan.global_index(state.next_k);
             let index = (global % shared.targets.len() as u64) as u32;
@@ -152,6 +156,40 @@ impl Worker {
                 target_index: index,
                 host: shared.targets[index as usize].host,
             };
+        }
+        self.next_lazy(attack)
+    }
+
+    /// Every replay's next request taken off its queue, so that its due time is known
+    /// when the worker decides how long to sleep.
+    pub(super) fn peek_replays(&mut self) {
+        for attack in 0..self.attacks.len() {
+            if self.attacks[attack].replay && !self.attacks[attack].exhausted {
+                self.ready_replay(attack);
+            }
+        }
+    }
+
+    /// Whether the replay's next request is at hand; notes a wait or the end.
+    fn ready_replay(&mut self, attack: usize) -> bool {
+        match self.next_lazy(attack) {
+            Pick::Ready { .. } => true,
+            Pick::Wait => {
+                self.attacks[attack].lazy_waiting = true;
+                false
+            }
+            Pick::Done => {
+                self.attacks[attack].exhausted = true;
+                false
+            }
+        }
+    }
+
+    /// The next target from the attack's lazy queue, kept in `lazy_next` until sent.
+    fn next_lazy(&mut self, attack: usize) -> Pick {
+        let state = &mut self.attacks[attack];
+        let Some(queue) = &state.lazy else {
+            return Pick::Done;
         };
         if state.lazy_next.is_none() {
             match queue.try_recv() {

@@ -60,6 +60,8 @@ pub(crate) struct AttackSetup {
     pub max_in_flight: usize,
     pub lazy: Option<Receiver<LazyTarget>>,
     pub flow: Option<Arc<workload::Flow>>,
+    /// A replay: each lazy target brings its own due time.
+    pub replay: bool,
 }
 
 /// Everything a worker starts with.
@@ -127,7 +129,11 @@ impl Worker {
         let attacks = setup
             .attacks
             .into_iter()
-            .map(|a| AttackState::new(setup.index, a.max_in_flight, a.lazy, a.flow))
+            .map(|a| {
+                let mut state = AttackState::new(setup.index, a.max_in_flight, a.lazy, a.flow);
+                state.replay = a.replay;
+                state
+            })
             .collect();
         Ok(Worker {
             index: setup.index,
@@ -345,8 +351,9 @@ impl Worker {
     fn wait_ns(&mut self, now: u64) -> Option<u64> {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
         let split = self.split();
-        let shared = &self.shared;
         let answers_flowing = self.precision_ns > 0 && self.last_poll_ready;
+        self.peek_replays();
+        let shared = &self.shared;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
             let next_due = if state.capped && !answers_flowing {

@@ -32,6 +32,8 @@ pub struct LoggedRequest {
     pub line: u64,
 }
 
+mod fields;
 mod line;
 
+pub use fields::ReplayFields;
 pub use line::LineParser;

@@ -1,0 +1,395 @@
+//! `attack -replay`: access logs sent at their logged times, open model.
+//!
+//! [`Replay`] is a replay checked and surveyed: before the run its logs are read once
+//! ([`Survey`]) to find every error that can be known then (an unreadable file, a
+//! format that does not fit, a window with no request), the log's time zero and its
+//! shape, requests per second over time. The shape is the attack's schedule, so the
+//! asked rate, the live view, stop rules and `report` see the replay like any
+//! schedule (`-replay-shape` sends the attack's own targets on it). During the run a
+//! feeder (`replay_feed.rs`) reads the logs again and deals each request to the
+//! workers with its own due time, the logged offset over `-speed`: a worker sends it
+//! then, and its latency counts from then.
+
+use std::path::PathBuf;
+
+use record::{ReplayEnd, ReplayInfo};
+use url::Url;
+use workload::{
+    Header, LineParser, LogOptions, LogStats, LogStream, LoggedRequest, Origin, ReplayFields,
+    ReplayFilter, Schedule, Target, WorkloadError,
+};
+
+use crate::EngineError;
+
+/// A day of one-second buckets, ten times over: past this the log's span is more
+/// likely a stray timestamp than a replay anyone wants to wait for.
+const MAX_BUCKETS: usize = 864_000;
+
+/// The distinct path groups a replay names in its records; later ones share one.
+pub(crate) const MAX_GROUPS: usize = 10_000;
+
+/// An error in a replay field, named as the user wrote it: a flag (`-speed`,
+/// `-replay-path`) or a key of a scenario's `[scenario.replay]` (`replay.speed`).
+pub(crate) fn field_error(origin: &Origin, field: &str, reason: String) -> WorkloadError {
+    if origin.place.is_some() {
+        return origin.error(&format!("replay.{field}"), reason);
+    }
+    let flag = match field {
+        "files" => "replay",
+        "path" => "replay_path",
+        "methods" => "replay_method",
+        "statuses" => "replay_status",
+        "hosts" => "replay_host",
+        "repeat" => "loop",
+        other => other,
+    };
+    WorkloadError::Field {
+        label: format!("-{}", flag.replace('_', "-")),
+        reason,
+    }
+}
+
+/// A replay, checked and surveyed.
+#[derive(Clone)]
+pub struct Replay {
+    /// The logs, opened relative to where they were named.
+    pub(crate) files: Vec<PathBuf>,
+    /// The logs as named (for the header).
+    pub(crate) names: Vec<String>,
+    format: Format,
+    pub(crate) options: LogOptions,
+    pub(crate) filter: ReplayFilter,
+    /// How much faster than logged.
+    pub(crate) speed: f64,
+    /// Replay again from the start until the plan ends.
+    pub(crate) repeat: bool,
+    /// `-header`s added to every request.
+    pub(crate) headers: Vec<Header>,
+    /// Where requests go (`-base-url`); else each logged absolute URL.
+    pub(crate) base_url: Option<Url>,
+    pub(crate) keepalive: bool,
+    /// What the first reading found.
+    pub survey: Survey,
+}
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("files", &self.names)
+            .field("speed", &self.speed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The format to read the logs in: a name (`auto` sniffs each file).
+#[derive(Debug, Clone)]
+struct Format {
+    name: String,
+    nginx_log_format: Option<String>,
+    log_fields: Option<String>,
+}
+
+/// What reading the logs once found.
+#[derive(Debug, Clone, Default)]
+pub struct Survey {
+    /// The log's first request (what `-from=+5m` counts from), unix ns.
+    pub first_unix_ns: u64,
+    /// The first request replayed: the replay's time zero, unix ns.
+    pub zero_unix_ns: u64,
+    /// The last request replayed, unix ns.
+    pub last_unix_ns: u64,
+    /// Requests replayed (one pass over the logs).
+    pub requests: u64,
+    /// Requests left out by the window or a filter.
+    pub filtered: u64,
+    /// The reader's counts (lines, bad lines, reordering).
+    pub stats: LogStats,
+    /// Requests per second of log time, from `zero_unix_ns`.
+    pub counts_per_s: Vec<u32>,
+    /// The format the logs were read in (what `auto` found).
+    pub format: String,
+}
+
+impl Replay {
+    /// A replay from its fields: checked, and its logs read once. `headers` and
+    /// `base_url` are the attack's.
+    pub(crate) fn survey(
+        fields: &ReplayFields,
+        headers: &[Header],
+        base_url: Option<&Url>,
+        keepalive: bool,
+        origin: &Origin,
+    ) -> Result<Replay, EngineError> {
+        let mut replay = Replay::check(fields, headers, base_url, keepalive, origin)?;
+        replay.survey = replay.read_once(origin)?;
+        Ok(replay)
+    }
+
+    fn check(
+        fields: &ReplayFields,
+        headers: &[Header],
+        base_url: Option<&Url>,
+        keepalive: bool,
+        origin: &Origin,
+    ) -> Result<Replay, EngineError> {
+        let fail =
+            |field: &str, reason: String| EngineError::Targets(field_error(origin, field, reason));
+        if fields.files.is_empty() {
+            return Err(fail("files", "names no log file".to_owned()));
+        }
+        if fields.files.iter().any(|f| f == "-") {
+            return Err(fail(
+                "files",
+                "a replay reads its logs twice (once for their shape, once to send): give a file, not stdin".to_owned(),
+            ));
+        }
+        let speed = fields.speed.unwrap_or(1.0);
+        if !(speed.is_finite() && speed > 0.0 && speed <= 1000.0) {
+            return Err(fail(
+                "speed",
+                format!(
+                    "{speed} is not a speed: want a number above 0, at most 1000 (2 = twice as fast)"
+                ),
+            ));
+        }
+        let window = match fields.reorder_window.as_deref() {
+            Some(text) => {
+                units::parse_duration(text).map_err(|e| fail("reorder_window", e.to_string()))?
+            }
+            None => std::time::Duration::from_secs(10),
+        };
+        let filter = ReplayFilter::parse(
+            fields.from.as_deref(),
+            fields.to.as_deref(),
+            fields.path.as_deref(),
+            &fields.methods,
+            &fields.statuses,
+            &fields.hosts,
+        )
+        .map_err(EngineError::Targets)?;
+        Ok(Replay {
+            files: fields.files.iter().map(|f| origin.path(f)).collect(),
+            names: fields.files.clone(),
+            format: Format {
+                name: fields
+                    .log_format
+                    .clone()
+                    .unwrap_or_else(|| "auto".to_owned()),
+                nginx_log_format: fields.nginx_log_format.clone(),
+                log_fields: fields.log_fields.clone(),
+            },
+            options: LogOptions {
+                reorder_window_ns: u64::try_from(window.as_nanos()).unwrap_or(u64::MAX),
+                spread: true,
+            },
+            filter,
+            speed,
+            repeat: fields.repeat.unwrap_or(false),
+            headers: headers.to_vec(),
+            base_url: base_url.cloned(),
+            keepalive,
+            survey: Survey::default(),
+        })
+    }
+
+    /// Opens the logs as one time-ordered stream.
+    pub(crate) fn open(&self) -> Result<LogStream, WorkloadError> {
+        let format = &self.format;
+        let mut parser_for = |file: &str,
+                              lines: &[&str]|
+         -> Result<Box<dyn LineParser>, WorkloadError> {
+            let fail = |reason: String| WorkloadError::Log {
+                file: file.to_owned(),
+                line: 0,
+                reason,
+            };
+            if format.name == "auto" {
+                return workload::sniff(lines).ok_or_else(|| {
+                        fail(format!(
+                            "the log format could not be guessed from its first lines; name it with -log-format ({})",
+                            workload::LOG_FORMATS.join(", ")
+                        ))
+                    });
+            }
+            workload::line_parser(
+                &format.name,
+                format.nginx_log_format.as_deref(),
+                format.log_fields.as_deref(),
+            )
+            .map_err(fail)
+        };
+        LogStream::open(&self.files, self.options.clone(), &mut parser_for)
+    }
+
+    /// Reads the logs once: time zero, shape, counts, and every error a reading finds.
+    fn read_once(&self, origin: &Origin) -> Result<Survey, EngineError> {
+        let mut stream = self.open().map_err(EngineError::Targets)?;
+        let mut survey = Survey::default();
+        let mut first = None;
+        for request in stream.by_ref() {
+            let request = request.map_err(EngineError::Targets)?;
+            let first_unix_ns = *first.get_or_insert(request.time_unix_ns);
+            if self.filter.past_end(&request, first_unix_ns) {
+                break;
+            }
+            if !self.filter.keeps(&request, first_unix_ns) {
+                survey.filtered += 1;
+                continue;
+            }
+            if survey.requests == 0 {
+                survey.zero_unix_ns = request.time_unix_ns;
+                self.target_of(&request)
+                    .map_err(|reason| EngineError::Targets(field_error(origin, "files", reason)))?;
+            }
+            survey.requests += 1;
+            survey.last_unix_ns = request.time_unix_ns;
+            let second = ((request.time_unix_ns - survey.zero_unix_ns) / 1_000_000_000) as usize;
+            if second >= MAX_BUCKETS {
+                return Err(EngineError::Targets(field_error(
+                    origin,
+                    "files",
+                    format!(
+                        "the logs span more than {} days (line {} is {second} s after the first request replayed): narrow them with -from and -to",
+                        MAX_BUCKETS / 86_400,
+                        request.line
+                    ),
+                )));
+            }
+            if survey.counts_per_s.len() <= second {
+                survey.counts_per_s.resize(second + 1, 0);
+            }
+            survey.counts_per_s[second] += 1;
+        }
+        survey.stats = stream.stats();
+        survey.first_unix_ns = first.unwrap_or_default();
+        survey.format = self.format.name.clone();
+        if survey.requests == 0 {
+            let reason = match first {
+                None => "the logs hold no request".to_owned(),
+                Some(_) => format!(
+                    "no request of the logs is in the window and past the filters ({} left out)",
+                    survey.filtered
+                ),
+            };
+            return Err(EngineError::Targets(field_error(origin, "files", reason)));
+        }
+        Ok(survey)
+    }
+
+    /// The request to send for a logged one: its method, path and query on
+    /// `-base-url` (or its own absolute URL), the logged `User-Agent`, the `-header`s.
+    pub(crate) fn target_of(&self, request: &LoggedRequest) -> Result<Target, String> {
+        let text = match (&self.base_url, request.target.starts_with('/')) {
+            (Some(base), true) => {
+                format!("{}{}", base.as_str().trim_end_matches('/'), request.target)
+            }
+            (Some(base), false) => {
+                let url = Url::parse(&request.target).map_err(|e| {
+                    format!(
+                        "line {}: {:?} is not a URL: {e}",
+                        request.line, request.target
+                    )
+                })?;
+                let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
+                format!(
+                    "{}{}{query}",
+                    base.as_str().trim_end_matches('/'),
+                    url.path()
+                )
+            }
+            (None, false) => request.target.clone(),
+            (None, true) => {
+                return Err(format!(
+                    "line {}: the log names no host for {:?}; give -base-url (where to send the replay)",
+                    request.line, request.target
+                ));
+            }
+        };
+        let url = Url::parse(&text)
+            .map_err(|e| format!("line {}: {text:?} is not a URL: {e}", request.line))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "line {}: {text:?} is not an http(s) URL",
+                request.line
+            ));
+        }
+        let mut target = Target::get(&request.method, url);
+        target.headers = self.headers.clone();
+        let has_agent = |h: &Header| h.name.eq_ignore_ascii_case("user-agent");
+        if let Some(agent) = &request.user_agent
+            && !self.headers.iter().any(has_agent)
+            // A logged agent is sent as it was, never read as a template.
+            && !agent.contains("{{")
+        {
+            target.headers.push(Header {
+                name: "User-Agent".to_owned(),
+                value: agent.clone(),
+            });
+        }
+        Ok(target)
+    }
+
+    /// One pass over the logs on the replay's timeline, nanoseconds: the last
+    /// request's offset rounded up to the next second of log time, over the speed.
+    pub(crate) fn period_ns(&self) -> u64 {
+        self.offset_ns(
+            self.survey.zero_unix_ns + self.survey.counts_per_s.len() as u64 * 1_000_000_000,
+        )
+    }
+
+    /// When a request logged at `time_unix_ns` is due in the first pass.
+    pub(crate) fn offset_ns(&self, time_unix_ns: u64) -> u64 {
+        let logged_ns = time_unix_ns.saturating_sub(self.survey.zero_unix_ns);
+        (logged_ns as f64 / self.speed) as u64
+    }
+
+    /// The shape as a schedule: requests per second in buckets of one second of log
+    /// time (shorter at a higher speed), passes repeated to cover `duration_ns`.
+    pub fn schedule(&self, duration_ns: Option<u64>) -> Result<Schedule, String> {
+        let passes = match (self.repeat, duration_ns) {
+            (true, Some(duration)) => duration.div_ceil(self.period_ns().max(1)).max(1),
+            _ => 1,
+        };
+        let counts = &self.survey.counts_per_s;
+        let rates: Vec<f64> = (0..passes)
+            .flat_map(|_| counts.iter().map(|&n| f64::from(n) * self.speed))
+            .collect();
+        let bucket_ns = ((1e9 / self.speed) as u64).max(1);
+        let label = format!(
+            "replay({}{})",
+            self.names.join(", "),
+            if self.speed == 1.0 {
+                String::new()
+            } else {
+                format!(", x{}", self.speed)
+            }
+        );
+        Schedule::from_rates(&rates, bucket_ns, &label)
+    }
+
+    /// The header's description of this replay.
+    pub(crate) fn info(&self) -> ReplayInfo {
+        ReplayInfo {
+            files: self.names.clone(),
+            format: self.survey.format.clone(),
+            speed: self.speed,
+            log_start_unix_ns: self.survey.zero_unix_ns,
+        }
+    }
+
+    /// How the reading went, for the run's end block.
+    pub(crate) fn end(&self, attack: u16, loops: u64) -> ReplayEnd {
+        let stats = &self.survey.stats;
+        ReplayEnd {
+            attack,
+            lines: stats.lines,
+            requests: self.survey.requests,
+            bad_lines: stats.bad_lines,
+            bad_examples: stats.bad_examples.clone(),
+            filtered: self.survey.filtered,
+            reordered: stats.reordered,
+            max_reorder_ns: stats.max_reorder_ns,
+            loops,
+        }
+    }
+}
