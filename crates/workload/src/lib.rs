@@ -13,6 +13,8 @@
 //!   in errors as the user wrote it.
 //! - [`har_to_flow`]: a browser's HAR recording turned into a flow file
 //!   (`loadlab encode -from har`).
+//! - [`ReplayFilter`] chooses the logged requests `attack -replay` sends;
+//!   [`path_group`] groups their paths for reports.
 //!
 //! - [`Flow`]: a scenario's `[[scenario.step]]` tables ([`StepFields`]) checked into
 //!   steps a virtual user runs with its own [`UserState`]: [`Check`]s judged on each
@@ -52,7 +54,7 @@ mod template;
 #[cfg(test)]
 mod proptests;
 
-pub use access_log::{LineParser, LoggedRequest};
+pub use access_log::{LineParser, LoggedRequest, ReplayFilter, path_group};
 pub use answer::Answer;
 pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};

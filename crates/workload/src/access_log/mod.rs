@@ -3,6 +3,8 @@
 //! HAR, vegeta's results), each yielding [`LoggedRequest`]s in time order.
 //!
 //! [`LineParser`] is one format's line reader.
+//! [`ReplayFilter`] chooses the requests a replay sends (time window, path, method,
+//! status, host); [`path_group`] names a request's group in reports.
 //!
 //! What a line says about the request is kept apart from what will be sent: status,
 //! bytes and latency are for comparing the replay with the original, never sent.
@@ -32,6 +34,10 @@ pub struct LoggedRequest {
     pub line: u64,
 }
 
+mod filter;
 mod line;
+mod path_group;
 
+pub use filter::ReplayFilter;
 pub use line::LineParser;
+pub use path_group::path_group;
