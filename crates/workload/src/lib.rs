@@ -13,6 +13,10 @@
 //!   in errors as the user wrote it.
 //! - [`har_to_flow`]: a browser's HAR recording turned into a flow file
 //!   (`loadlab encode -from har`).
+//! - [`LogStream`]: access logs (one [`LineParser`] per format, gzip, several files
+//!   merged) read as one time-ordered stream of [`LoggedRequest`]s for
+//!   `attack -replay`, with [`ReplayFilter`] choosing what is sent and [`path_group`]
+//!   grouping paths for reports.
 //!
 //! - [`Flow`]: a scenario's `[[scenario.step]]` tables ([`StepFields`]) checked into
 //!   steps a virtual user runs with its own [`UserState`]: [`Check`]s judged on each
@@ -52,7 +56,10 @@ mod template;
 #[cfg(test)]
 mod proptests;
 
-pub use access_log::{LineParser, LoggedRequest, ReplayFields};
+pub use access_log::{
+    ChooseParser, HarFormat, LineParser, LogOptions, LogStats, LogStream, LoggedRequest,
+    ReplayFields, ReplayFilter, path_group,
+};
 pub use answer::Answer;
 pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
@@ -123,6 +130,14 @@ pub enum WorkloadError {
     /// A plan that cannot run.
     #[error("{0}")]
     Plan(String),
+    /// An access log that cannot be replayed as a whole (most lines bad, no request).
+    #[error("{source_name}: {reason}")]
+    Log {
+        /// The log's name: a file or `stdin`.
+        source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An attack field (a flag or a scenario key) with a bad value; `label` names it.
     #[error("{label}: {reason}")]
     Field {

@@ -2,7 +2,13 @@
 //! have (nginx, Apache, a user's `log_format`, AWS ALB/ELB and CloudFront, JSON lines,
 //! HAR, vegeta's results), each yielding [`LoggedRequest`]s in time order.
 //!
-//! [`LineParser`] is one format's line reader.
+//! [`LineParser`] is one format's line reader. [`LogStream`] reads logs (files or
+//! stdin, gzipped or not, several merged) as one time-ordered, streaming sequence of
+//! requests: bad lines counted ([`LogStats`]), lines written out of order put back in
+//! order within a window, requests sharing a coarse timestamp spread over it
+//! ([`LogOptions`]); a HAR recording is read whole ([`HarFormat`]).
+//! [`ReplayFilter`] chooses the requests a replay sends (time window, path, method,
+//! status, host); [`path_group`] names a request's group in reports.
 //!
 //! What a line says about the request is kept apart from what will be sent: status,
 //! bytes and latency are for comparing the replay with the original, never sent.
@@ -33,7 +39,15 @@ pub struct LoggedRequest {
 }
 
 mod fields;
+mod filter;
+mod har_entries;
 mod line;
+mod path_group;
+mod stream;
 
 pub use fields::ReplayFields;
+pub use filter::ReplayFilter;
+pub use har_entries::HarFormat;
 pub use line::LineParser;
+pub use path_group::path_group;
+pub use stream::{ChooseParser, LogOptions, LogStats, LogStream};

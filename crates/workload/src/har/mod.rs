@@ -87,6 +87,18 @@ struct Selection {
     left_out: Vec<(LeftOut, usize)>,
 }
 
+/// A HAR file's HTTP entries in file order, read with the checks and messages of the
+/// import, for `attack -replay` (the access log reader, `access_log::har_entries`).
+pub(crate) fn read_entries(text: &str, source_name: &str) -> Result<Vec<Entry>, WorkloadError> {
+    // Some Windows tools write a byte order mark; JSON has none.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let source = Source {
+        name: source_name,
+        text,
+    };
+    Ok(source.read()?.entries)
+}
+
 /// Turns HAR text into a flow; see the module docs.
 pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, WorkloadError> {
     // Some Windows tools write a byte order mark; JSON has none.

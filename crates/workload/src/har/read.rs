@@ -17,7 +17,7 @@ use crate::WorkloadError;
 
 /// One request and its answer, as recorded.
 #[derive(Debug, Clone)]
-pub(super) struct Entry {
+pub(crate) struct Entry {
     /// When the request started, in milliseconds since the Unix epoch.
     pub started_ms: f64,
     /// How long the exchange took, in milliseconds (HAR's `time`).
@@ -36,6 +36,8 @@ pub(super) struct Entry {
     pub response_mime: String,
     /// The answer's body when it was recorded and is text.
     pub response_text: Option<String>,
+    /// `response.bodySize`, bytes, when known (HAR writes -1 when not).
+    pub body_size: Option<u64>,
     /// Chrome's `_resourceType` (`script`, `image`, `xhr`, ...).
     pub resource_type: Option<String>,
     /// Chrome's `_fromCache`: served by the browser's cache, not the network.
@@ -48,7 +50,7 @@ pub(super) struct Entry {
 
 /// A HAR file's entries, with what was left out while reading.
 #[derive(Debug, Default)]
-pub(super) struct Har {
+pub(crate) struct Har {
     /// `log.creator.name` and `version`, for the flow's header comment.
     pub creator: Option<String>,
     pub entries: Vec<Entry>,
@@ -74,7 +76,7 @@ const BROWSER_SCHEMES: &[&str] = &[
 ];
 
 /// The input's name and text, for errors that name a line.
-pub(super) struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub name: &'a str,
     pub text: &'a str,
 }
@@ -208,6 +210,11 @@ impl Source<'_> {
             response_headers: self.headers(response, &response_path, false)?,
             response_mime: content.0,
             response_text: content.1,
+            body_size: response
+                .get("bodySize")
+                .and_then(Value::as_f64)
+                .filter(|size| *size >= 0.0)
+                .map(|size| size as u64),
             resource_type: object
                 .get("_resourceType")
                 .and_then(Value::as_str)

@@ -232,6 +232,7 @@ pub(super) mod tests {
             response_headers: Vec::new(),
             response_mime: mime.to_owned(),
             response_text: None,
+            body_size: None,
             resource_type: None,
             from_cache: false,
             sent_cookies: Vec::new(),
