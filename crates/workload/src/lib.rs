@@ -52,7 +52,7 @@ mod template;
 #[cfg(test)]
 mod proptests;
 
-pub use access_log::{LineParser, LoggedRequest};
+pub use access_log::{LOG_FORMATS, LineParser, LoggedRequest, line_parser, sniff};
 pub use answer::Answer;
 pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};

@@ -32,6 +32,8 @@ pub struct LoggedRequest {
     pub line: u64,
 }
 
+mod formats;
 mod line;
 
+pub use formats::{LOG_FORMATS, line_parser, sniff};
 pub use line::LineParser;
