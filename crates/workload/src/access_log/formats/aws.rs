@@ -54,7 +54,11 @@ fn latency_ns(times: &[&[u8]], names: [&str; 3]) -> Result<Option<u64>, String> 
 
 /// The request and what follows it, shared by both layouts: `fields` starts at
 /// `elb_status_code`.
-fn entry(time_unix_ns: u64, fields: &[&[u8]], latency_ns: Option<u64>) -> Result<LoggedRequest, String> {
+fn entry(
+    time_unix_ns: u64,
+    fields: &[&[u8]],
+    latency_ns: Option<u64>,
+) -> Result<LoggedRequest, String> {
     let [elb_status, _, _, sent, request_line, user_agent, ..] = fields else {
         return Err("entry ends before its request".to_owned());
     };
@@ -117,7 +121,9 @@ impl LineParser for Elb {
         let (f, found) = split::<13>(line);
         let arrival_ns = time_ns(f[0], "timestamp")?;
         if found < 12 {
-            return Err(format!("{found} fields, a Classic ELB entry has at least 12"));
+            return Err(format!(
+                "{found} fields, a Classic ELB entry has at least 12"
+            ));
         }
         let names = [
             "request_processing_time",
@@ -180,8 +186,14 @@ mod tests {
                 ))),
             ),
             ("", Ok(None)),
-            ("tcp 2018-07-02T22:23:00Z x", Err("type \"tcp\" is not an ALB entry type")),
-            ("http 2018-07-02T22:23:00Z x y", Err("4 fields, an ALB entry has at least 14")),
+            (
+                "tcp 2018-07-02T22:23:00Z x",
+                Err("type \"tcp\" is not an ALB entry type"),
+            ),
+            (
+                "http 2018-07-02T22:23:00Z x y",
+                Err("4 fields, an ALB entry has at least 14"),
+            ),
             (
                 &no_target.replace("2018-07-02T22:23:00.186641Z", "yesterday"),
                 Err("time \"yesterday\" is not an ISO 8601 time"),
@@ -241,7 +253,10 @@ mod tests {
                     Some(200_080_000),
                 ))),
             ),
-            ("not an entry", Err("timestamp \"not\" is not an ISO 8601 time")),
+            (
+                "not an entry",
+                Err("timestamp \"not\" is not an ISO 8601 time"),
+            ),
             (
                 "2015-05-13T23:39:43.945958Z lb a b",
                 Err("4 fields, a Classic ELB entry has at least 12"),

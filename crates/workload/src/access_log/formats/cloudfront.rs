@@ -87,7 +87,11 @@ impl<'a> Line<'a> {
     fn field(&self, column: Option<usize>, name: &str) -> Result<&'a [u8], String> {
         let column = column.ok_or_else(|| format!("the #Fields line has no {name}"))?;
         if column >= self.found {
-            return Err(format!("{} fields, {name} is field {}", self.found, column + 1));
+            return Err(format!(
+                "{} fields, {name} is field {}",
+                self.found,
+                column + 1
+            ));
         }
         Ok(self.fields[column])
     }
@@ -134,7 +138,11 @@ impl LineParser for CloudFront {
             fields: [&[][..]; MAX_FIELDS],
             found: 0,
         };
-        for (slot, field) in fields.fields.iter_mut().zip(line.as_bytes().split(|&b| b == b'\t')) {
+        for (slot, field) in fields
+            .fields
+            .iter_mut()
+            .zip(line.as_bytes().split(|&b| b == b'\t'))
+        {
             *slot = field;
             fields.found += 1;
         }
@@ -163,7 +171,11 @@ impl LineParser for CloudFront {
             method: method(fields.field(columns.method, "cs-method")?)?,
             target,
             host: host.and_then(logged_text),
-            status: fields.optional(columns.status).map(status).transpose()?.flatten(),
+            status: fields
+                .optional(columns.status)
+                .map(status)
+                .transpose()?
+                .flatten(),
             bytes: fields
                 .optional(columns.bytes)
                 .map(|text| count(text, "sc-bytes"))
@@ -195,12 +207,39 @@ mod tests {
 
     fn standard_line(stem: &str, query: &str, status: &str) -> String {
         [
-            "2019-12-04", "21:02:31", "LAX1", "392", "192.0.2.100", "GET",
-            "d111111abcdef8.cloudfront.net", stem, status, "-",
-            "Mozilla/5.0%20(Windows%20NT%2010.0)", query, "-", "Hit",
-            "SOX4xwn4XV6Q4rgb7XiVGOHms_BGlTAC4KyHmureZmBNrjGdRLiNIQ==", "www.example.com",
-            "https", "23", "0.250", "-", "TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256", "Hit",
-            "HTTP/2.0", "-", "-", "11040", "0.001", "Hit", "text/html", "78", "-", "-",
+            "2019-12-04",
+            "21:02:31",
+            "LAX1",
+            "392",
+            "192.0.2.100",
+            "GET",
+            "d111111abcdef8.cloudfront.net",
+            stem,
+            status,
+            "-",
+            "Mozilla/5.0%20(Windows%20NT%2010.0)",
+            query,
+            "-",
+            "Hit",
+            "SOX4xwn4XV6Q4rgb7XiVGOHms_BGlTAC4KyHmureZmBNrjGdRLiNIQ==",
+            "www.example.com",
+            "https",
+            "23",
+            "0.250",
+            "-",
+            "TLSv1.2",
+            "ECDHE-RSA-AES128-GCM-SHA256",
+            "Hit",
+            "HTTP/2.0",
+            "-",
+            "-",
+            "11040",
+            "0.001",
+            "Hit",
+            "text/html",
+            "78",
+            "-",
+            "-",
         ]
         .join("\t")
     }
@@ -256,7 +295,10 @@ mod tests {
                 "2019-12-04\t21:02:31\tLAX1",
                 Err("3 fields, cs-uri-stem is field 8"),
             ),
-            ("a line without tabs", Err("line has no tabs: not a CloudFront log line")),
+            (
+                "a line without tabs",
+                Err("line has no tabs: not a CloudFront log line"),
+            ),
         ];
         check_rows(&CloudFront::new(), rows);
     }
@@ -265,7 +307,10 @@ mod tests {
     fn a_fields_line_places_the_columns() {
         let parser = CloudFront::new();
         let rows: &[(&str, Want)] = &[
-            ("#Fields: date time cs-method cs-uri-stem sc-status", Ok(None)),
+            (
+                "#Fields: date time cs-method cs-uri-stem sc-status",
+                Ok(None),
+            ),
             (
                 "2019-12-04\t21:02:31\tpost\t/api\t201",
                 Ok(Some((

@@ -55,7 +55,9 @@ impl Key {
 fn lookup<'v>(object: &'v Value, key: &str) -> Option<&'v Value> {
     let value = match object.get(key) {
         Some(value) => value,
-        None => key.split('.').try_fold(object, |value, part| value.get(part))?,
+        None => key
+            .split('.')
+            .try_fold(object, |value, part| value.get(part))?,
     };
     (!value.is_null()).then_some(value)
 }
@@ -109,7 +111,9 @@ impl Keys {
                 return Err(format!("log fields: {ours} names no key"));
             }
             if unit.is_some() && !matches!(ours, "time" | "latency") {
-                return Err(format!("log fields: {ours} takes no unit (only time and latency do)"));
+                return Err(format!(
+                    "log fields: {ours} takes no unit (only time and latency do)"
+                ));
             }
             match ours {
                 "url" => keys.path.names.clear(),
@@ -117,7 +121,10 @@ impl Keys {
                 _ => {}
             }
             let key = keys.slot(ours).ok_or_else(|| {
-                format!("log fields: unknown field {ours:?} (fields: {})", NAMES.join(", "))
+                format!(
+                    "log fields: unknown field {ours:?} (fields: {})",
+                    NAMES.join(", ")
+                )
             })?;
             *key = Key {
                 names: vec![theirs.to_owned()],
@@ -216,7 +223,10 @@ fn time_ns(key: &str, value: &Value, unit: Option<Unit>) -> Result<(u64, u64), S
             }
             let real = n.as_f64().filter(|f| *f >= 0.0).ok_or_else(not_time)?;
             let unit = unit.unwrap_or_else(|| Unit::of_unix_time(real as u64));
-            Ok(((real * unit.ns() as f64) as u64, (unit.ns() / 1_000_000).max(1)))
+            Ok((
+                (real * unit.ns() as f64) as u64,
+                (unit.ns() / 1_000_000).max(1),
+            ))
         }
         _ => Err(not_time()),
     }
@@ -231,7 +241,10 @@ fn duration_ns(key: &str, value: &Value, unit: Unit) -> Result<Option<u64>, Stri
             .map(Some)
             .ok_or_else(not_duration),
         Value::Number(n) => match (n.as_u64(), n.as_f64()) {
-            (Some(whole), _) => whole.checked_mul(unit.ns()).map(Some).ok_or_else(not_duration),
+            (Some(whole), _) => whole
+                .checked_mul(unit.ns())
+                .map(Some)
+                .ok_or_else(not_duration),
             (None, Some(real)) if real >= 0.0 => Ok(Some((real * unit.ns() as f64) as u64)),
             _ => Err(not_duration()),
         },
@@ -240,7 +253,11 @@ fn duration_ns(key: &str, value: &Value, unit: Unit) -> Result<Option<u64>, Stri
 }
 
 /// A number field (status, bytes) logged as a number or as its text.
-fn number_text<'v>(key: &str, value: &'v Value, buffer: &'v mut String) -> Result<&'v [u8], String> {
+fn number_text<'v>(
+    key: &str,
+    value: &'v Value,
+    buffer: &'v mut String,
+) -> Result<&'v [u8], String> {
     match value {
         Value::String(s) => Ok(s.as_bytes()),
         Value::Number(n) => {
@@ -309,5 +326,146 @@ impl LineParser for JsonLines {
 
     fn name(&self) -> String {
         "json".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{Want, check_rows};
+    use super::*;
+
+    /// 2024-03-01T12:00:00Z.
+    const T: u64 = 1_709_294_400_000_000_000;
+
+    #[test]
+    fn common_keys() {
+        let parser = JsonLines::new(Keys::default());
+        assert_eq!(parser.resolution_ns(), NS_PER_S);
+        let rows: &[(&str, Want)] = &[
+            (
+                r#"{"ts":"2024-03-01T12:00:00.5Z","method":"get","path":"/search?q=x","status":200,"latency":0.25}"#,
+                Ok(Some((
+                    T + 500_000_000,
+                    "GET",
+                    "/search?q=x",
+                    None,
+                    Some(200),
+                    None,
+                    None,
+                    Some(250_000_000),
+                ))),
+            ),
+            (
+                r#"{"time":1709294400,"url":"https://example.com/a","host":"example.com","status":"404","bytes":"12","user_agent":"curl/8.0","duration":"0.5"}"#,
+                Ok(Some((
+                    T,
+                    "GET",
+                    "https://example.com/a",
+                    Some("example.com"),
+                    Some(404),
+                    Some(12),
+                    Some("curl/8.0"),
+                    Some(500_000_000),
+                ))),
+            ),
+            (
+                r#"{"timestamp":"2024-03-01T13:00:00+01:00","uri":"/caf\u00e9","status":null}"#,
+                Ok(Some((T, "GET", "/caf%C3%A9", None, None, None, None, None))),
+            ),
+            (
+                r#"{"@timestamp":1709294400123456789,"url":"/"}"#,
+                Ok(Some((
+                    T + 123_456_789,
+                    "GET",
+                    "/",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ))),
+            ),
+            ("  ", Ok(None)),
+            (
+                "not json",
+                Err("line is not JSON: expected ident at line 1 column 2"),
+            ),
+            ("[1]", Err("line is not a JSON object")),
+            (
+                r#"{"url":"/"}"#,
+                Err("no time (tried time, timestamp, ts, @timestamp)"),
+            ),
+            (r#"{"ts":1}"#, Err("no url (tried url, uri, path)")),
+            (
+                r#"{"ts":"yesterday","url":"/"}"#,
+                Err("ts \"yesterday\" is not a time (RFC 3339 or unix)"),
+            ),
+            (
+                r#"{"ts":true,"url":"/"}"#,
+                Err("ts true is not a time (RFC 3339 or unix)"),
+            ),
+            (
+                r#"{"ts":1,"url":"/","method":"FETCH"}"#,
+                Err("method \"FETCH\" is not an HTTP method"),
+            ),
+            (
+                r#"{"ts":1,"url":"/","method":7}"#,
+                Err("method 7 is not a string"),
+            ),
+            (
+                r#"{"ts":1,"url":"/","status":"abc"}"#,
+                Err("status \"abc\" is not a number"),
+            ),
+            (
+                r#"{"ts":1,"url":"/","bytes":-1}"#,
+                Err("bytes \"-1\" is not a number"),
+            ),
+            (
+                r#"{"ts":1,"url":"a/b"}"#,
+                Err("uri \"a/b\" is neither a path nor an http(s) URL"),
+            ),
+            (
+                r#"{"ts":1,"url":"/","latency":-0.5}"#,
+                Err("latency -0.5 is not a duration"),
+            ),
+        ];
+        check_rows(&parser, rows);
+        assert_eq!(parser.resolution_ns(), 1, "the finest seen: nanoseconds");
+    }
+
+    #[test]
+    fn mapped_keys() {
+        let mapping = "time=@t:ms, method=req.verb, path=req.path, query=req.qs, host=req.host, \
+                       status=res.code, bytes=http.bytes, user_agent=req.ua, latency=dur:ms";
+        let parser = JsonLines::new(Keys::parse(mapping).expect("the mapping parses"));
+        let rows: &[(&str, Want)] = &[
+            (
+                r#"{"@t":1709294400250,"req":{"verb":"PUT","path":"/items/1","qs":"?v=2","host":"api","ua":"app/1"},"res":{"code":201},"http.bytes":3,"dur":12.5}"#,
+                Ok(Some((
+                    T + 250_000_000,
+                    "PUT",
+                    "/items/1?v=2",
+                    Some("api"),
+                    Some(201),
+                    Some(3),
+                    Some("app/1"),
+                    Some(12_500_000),
+                ))),
+            ),
+            (
+                r#"{"@t":1709294400250,"req":{"path":"/","qs":"a b"}}"#,
+                Err("args \"a b\" holds a space"),
+            ),
+            (
+                r#"{"@t":"2024-03-01T12:00:00Z","url":"/ignored"}"#,
+                Err("no url (tried req.path)"),
+            ),
+            (
+                r#"{"@t":1,"req":{"path":"/"},"res":{"code":"x"}}"#,
+                Err("res.code \"x\" is not a number"),
+            ),
+        ];
+        check_rows(&parser, rows);
+        assert_eq!(parser.resolution_ns(), 1_000_000);
     }
 }

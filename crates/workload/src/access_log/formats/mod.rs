@@ -55,7 +55,9 @@ pub fn line_parser(
     fields: Option<&str>,
 ) -> Result<Box<dyn LineParser>, String> {
     if log_format.is_some() && name != "nginx" {
-        return Err(format!("a log_format goes with the nginx format, not {name}"));
+        return Err(format!(
+            "a log_format goes with the nginx format, not {name}"
+        ));
     }
     if fields.is_some() && name != "json" {
         return Err(format!("log fields go with the json format, not {name}"));

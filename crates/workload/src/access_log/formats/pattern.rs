@@ -111,12 +111,11 @@ impl Pattern {
                     name: second_name,
                 },
             ] = pair
+                && !second.starts_with_slash()
             {
-                if !second.starts_with_slash() {
-                    return Err(format!(
-                        "log_format: ${first} and ${second_name} have nothing between them"
-                    ));
-                }
+                return Err(format!(
+                    "log_format: ${first} and ${second_name} have nothing between them"
+                ));
             }
         }
         Ok(Pattern { segments })
@@ -145,7 +144,9 @@ impl Pattern {
                     pos += literal.len();
                 }
                 Segment::Var { var, .. } => {
-                    let end = self.value_end(i, *var, line, pos).ok_or_else(|| self.missing(i + 1))?;
+                    let end = self
+                        .value_end(i, *var, line, pos)
+                        .ok_or_else(|| self.missing(i + 1))?;
                     if let Some(span) = values.spans.get_mut(*var as usize) {
                         *span = Some((pos, end));
                     }
@@ -174,7 +175,9 @@ impl Pattern {
                 }
                 find_literal(line, from, literal)
             }
-            Some(Segment::Var { .. }) => line[pos..].iter().position(|&b| b == b'/').map(|n| pos + n),
+            Some(Segment::Var { .. }) => {
+                line[pos..].iter().position(|&b| b == b'/').map(|n| pos + n)
+            }
             None if var.is_token() => Some(
                 line[pos..]
                     .iter()
@@ -272,11 +275,7 @@ fn merge_uri_args(segments: Vec<Segment>) -> Vec<Segment> {
     for segment in segments {
         let tail_vars = |merged: &[Segment]| -> Option<(Var, Var)> {
             match merged {
-                [
-                    ..,
-                    Segment::Var { var: a, .. },
-                    Segment::Var { var: b, .. },
-                ] => Some((*a, *b)),
+                [.., Segment::Var { var: a, .. }, Segment::Var { var: b, .. }] => Some((*a, *b)),
                 _ => None,
             }
         };

@@ -13,8 +13,14 @@ use crate::HTTP_METHODS;
 pub(super) fn request(raw: &[u8]) -> Result<(String, String), String> {
     let line = unescape(raw);
     let not_request = || format!("request {} is not METHOD URI PROTOCOL", quoted(raw));
-    let first = line.iter().position(|&b| b == b' ').ok_or_else(not_request)?;
-    let last = line.iter().rposition(|&b| b == b' ').ok_or_else(not_request)?;
+    let first = line
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or_else(not_request)?;
+    let last = line
+        .iter()
+        .rposition(|&b| b == b' ')
+        .ok_or_else(not_request)?;
     if last <= first + 1 || !line[last + 1..].starts_with(b"HTTP/") {
         return Err(not_request());
     }
@@ -34,7 +40,8 @@ pub(super) fn method(text: &[u8]) -> Result<String, String> {
 /// http(s) URL, bytes past ASCII percent-encoded; a control character or a space is
 /// refused (no request line can hold it).
 pub(super) fn target(uri: &[u8]) -> Result<String, String> {
-    let absolute = starts_with_ignore_case(uri, b"http://") || starts_with_ignore_case(uri, b"https://");
+    let absolute =
+        starts_with_ignore_case(uri, b"http://") || starts_with_ignore_case(uri, b"https://");
     if uri.first() != Some(&b'/') && !absolute {
         return Err(format!(
             "uri {} is neither a path nor an http(s) URL",
@@ -51,7 +58,10 @@ pub(super) fn query(args: &[u8]) -> Result<String, String> {
 
 fn carried(text: &[u8], field: &str) -> Result<String, String> {
     if text.iter().any(|&b| b < 0x20 || b == 0x7f) {
-        return Err(format!("{field} {} holds a control character", quoted(text)));
+        return Err(format!(
+            "{field} {} holds a control character",
+            quoted(text)
+        ));
     }
     if text.contains(&b' ') {
         return Err(format!("{field} {} holds a space", quoted(text)));
@@ -189,7 +199,11 @@ pub(super) fn authority(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let host = &rest[..end];
-    let default_port = if scheme.eq_ignore_ascii_case("https") { ":443" } else { ":80" };
+    let default_port = if scheme.eq_ignore_ascii_case("https") {
+        ":443"
+    } else {
+        ":80"
+    };
     let host = host.strip_suffix(default_port).unwrap_or(host);
     (!host.is_empty()).then(|| host.to_owned())
 }
@@ -200,25 +214,51 @@ mod tests {
 
     #[test]
     fn request_lines_give_method_and_target() {
-        type Row = (&'static [u8], Result<(&'static str, &'static str), &'static str>);
+        type Row = (
+            &'static [u8],
+            Result<(&'static str, &'static str), &'static str>,
+        );
         let rows: &[Row] = &[
             (b"GET /a?b=1 HTTP/1.1", Ok(("GET", "/a?b=1"))),
             (b"post /form HTTP/2.0", Ok(("POST", "/form"))),
-            (b"GET http://example.com/x HTTP/1.1", Ok(("GET", "http://example.com/x"))),
+            (
+                b"GET http://example.com/x HTTP/1.1",
+                Ok(("GET", "http://example.com/x")),
+            ),
             (b"GET /caf\\xC3\\xA9 HTTP/1.1", Ok(("GET", "/caf%C3%A9"))),
             (b"GET /q?\\x22x\\x22 HTTP/1.1", Ok(("GET", "/q?\"x\""))),
             (b"GET /q?\\\"x\\\" HTTP/1.0", Ok(("GET", "/q?\"x\""))),
-            (b"GARBAGE", Err("request \"GARBAGE\" is not METHOD URI PROTOCOL")),
+            (
+                b"GARBAGE",
+                Err("request \"GARBAGE\" is not METHOD URI PROTOCOL"),
+            ),
             (b"-", Err("request \"-\" is not METHOD URI PROTOCOL")),
-            (b"GET /", Err("request \"GET /\" is not METHOD URI PROTOCOL")),
-            (b"GET / FTP/1", Err("request \"GET / FTP/1\" is not METHOD URI PROTOCOL")),
-            (b"BREW /pot HTTP/1.1", Err("method \"BREW\" is not an HTTP method")),
+            (
+                b"GET /",
+                Err("request \"GET /\" is not METHOD URI PROTOCOL"),
+            ),
+            (
+                b"GET / FTP/1",
+                Err("request \"GET / FTP/1\" is not METHOD URI PROTOCOL"),
+            ),
+            (
+                b"BREW /pot HTTP/1.1",
+                Err("method \"BREW\" is not an HTTP method"),
+            ),
             (b"GET /a b HTTP/1.1", Err("uri \"/a b\" holds a space")),
-            (b"GET /a\\x0Ab HTTP/1.1", Err("uri \"/a\\nb\" holds a control character")),
-            (b"OPTIONS * HTTP/1.1", Err("uri \"*\" is neither a path nor an http(s) URL")),
+            (
+                b"GET /a\\x0Ab HTTP/1.1",
+                Err("uri \"/a\\nb\" holds a control character"),
+            ),
+            (
+                b"OPTIONS * HTTP/1.1",
+                Err("uri \"*\" is neither a path nor an http(s) URL"),
+            ),
             (
                 b"\\x16\\x03\\x01\\x02\\x00\\x01",
-                Err("request \"\\\\x16\\\\x03\\\\x01\\\\x02\\\\x00\\\\x01\" is not METHOD URI PROTOCOL"),
+                Err(
+                    "request \"\\\\x16\\\\x03\\\\x01\\\\x02\\\\x00\\\\x01\" is not METHOD URI PROTOCOL",
+                ),
             ),
         ];
         for (raw, want) in rows {
@@ -239,10 +279,19 @@ mod tests {
 
     #[test]
     fn escapes_and_percent_codes_are_undone() {
-        assert_eq!(&*unescape(br"a\\b\x41\u00e9\q\x4"), "a\\bAé\\q\\x4".as_bytes());
-        assert_eq!(&*percent_decode(b"Mozilla/5.0%20(X11)%2"), b"Mozilla/5.0 (X11)%2");
+        assert_eq!(
+            &*unescape(br"a\\b\x41\u00e9\q\x4"),
+            "a\\bAé\\q\\x4".as_bytes()
+        );
+        assert_eq!(
+            &*percent_decode(b"Mozilla/5.0%20(X11)%2"),
+            b"Mozilla/5.0 (X11)%2"
+        );
         assert_eq!(logged_text(b"-"), None);
-        assert_eq!(logged_text(b"curl/8.0 \\x22x\\x22"), Some("curl/8.0 \"x\"".to_owned()));
+        assert_eq!(
+            logged_text(b"curl/8.0 \\x22x\\x22"),
+            Some("curl/8.0 \"x\"".to_owned())
+        );
     }
 
     #[test]

@@ -39,17 +39,22 @@ fn expected(fields: Fields) -> LoggedRequest {
 /// Each row's line through `parser`, in order (a parser may keep state across lines).
 pub(super) fn check_rows(parser: &dyn LineParser, rows: &[(&str, Want)]) {
     for (line, want) in rows {
-        let want = want.map(|fields| fields.map(expected)).map_err(str::to_owned);
+        let want = want
+            .map(|fields| fields.map(expected))
+            .map_err(str::to_owned);
         assert_eq!(parser.parse_line(line), want, "line: {line}");
     }
 }
 
-const NGINX: &str = r#"203.0.113.7 - - [10/Oct/2000:13:55:36 -0700] "GET /a?b=1 HTTP/1.1" 200 2326 "-" "curl/8.0""#;
-const APACHE_COMMON: &str = r#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 -"#;
+const NGINX: &str =
+    r#"203.0.113.7 - - [10/Oct/2000:13:55:36 -0700] "GET /a?b=1 HTTP/1.1" 200 2326 "-" "curl/8.0""#;
+const APACHE_COMMON: &str =
+    r#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 -"#;
 const ALB: &str = r#"http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-""#;
 const ELB: &str = r#"2015-05-13T23:39:43.945958Z my-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.38.0" - -"#;
 const CLOUDFRONT: &str = "2019-12-04\t21:02:31\tLAX1\t392\t192.0.2.100\tGET\td111111abcdef8.cloudfront.net\t/index.html\t200\t-\tMozilla/5.0%20(Windows%20NT%2010.0)\t-\t-\tHit\tSOX4xwn4XV6Q4rgb7XiVGOHms_BGlTAC4KyHmureZmBNrjGdRLiNIQ==\td111111abcdef8.cloudfront.net\thttps\t23\t0.001\t-\tTLSv1.2\tECDHE-RSA-AES128-GCM-SHA256\tHit\tHTTP/2.0\t-\t-\t11040\t0.001\tHit\ttext/html\t78\t-\t-";
-const JSON: &str = r#"{"ts":"2024-03-01T12:00:00.5Z","method":"get","path":"/search?q=x","status":200}"#;
+const JSON: &str =
+    r#"{"ts":"2024-03-01T12:00:00.5Z","method":"get","path":"/search?q=x","status":200}"#;
 const VEGETA_JSON: &str = r#"{"attack":"","seq":0,"code":200,"timestamp":"2018-05-08T14:13:47.123456789+02:00","latency":1934000,"bytes_out":0,"bytes_in":13,"error":"","body":null,"method":"GET","url":"http://localhost:8080/","headers":null}"#;
 const VEGETA_CSV: &str = "1525781627123456789,200,1934000,0,13,,,,0,GET,http://localhost:8080/,";
 
@@ -115,7 +120,12 @@ fn line_parser_names_what_is_wrong() {
             "log fields: unknown field \"when\" (fields: time, method, url, path, query, \
              host, status, bytes, user_agent, latency)",
         ),
-        ("json", None, Some("time"), "log fields: \"time\" is not NAME=KEY"),
+        (
+            "json",
+            None,
+            Some("time"),
+            "log fields: \"time\" is not NAME=KEY",
+        ),
         (
             "json",
             None,
@@ -131,7 +141,11 @@ fn line_parser_names_what_is_wrong() {
     ];
     for (name, log_format, fields, want) in rows {
         let got = line_parser(name, *log_format, *fields).map(|p| p.name());
-        assert_eq!(got, Err((*want).to_owned()), "{name} {log_format:?} {fields:?}");
+        assert_eq!(
+            got,
+            Err((*want).to_owned()),
+            "{name} {log_format:?} {fields:?}"
+        );
     }
 }
 

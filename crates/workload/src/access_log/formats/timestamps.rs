@@ -54,8 +54,8 @@ impl Civil {
             return None;
         }
         let days = days_from_civil(self.year, self.month, self.day);
-        let seconds = days * 86_400 + self.hour * 3600 + self.minute * 60 + self.second
-            - self.offset_s;
+        let seconds =
+            days * 86_400 + self.hour * 3600 + self.minute * 60 + self.second - self.offset_s;
         let seconds = u64::try_from(seconds).ok()?;
         seconds.checked_mul(NS_PER_S)?.checked_add(self.nanos)
     }
@@ -97,7 +97,8 @@ fn offset_s(text: &[u8]) -> Option<i64> {
 /// Common Log Format time, `10/Oct/2000:13:55:36 -0700` (nginx `$time_local`, Apache
 /// `%t`), 1 s resolution.
 pub(super) fn clf_ns(text: &[u8]) -> Result<u64, String> {
-    parse_clf(text).ok_or_else(|| format!("time {} is not dd/Mon/yyyy:HH:MM:SS +zone", quoted(text)))
+    parse_clf(text)
+        .ok_or_else(|| format!("time {} is not dd/Mon/yyyy:HH:MM:SS +zone", quoted(text)))
 }
 
 fn parse_clf(t: &[u8]) -> Option<u64> {
@@ -128,8 +129,7 @@ fn parse_clf(t: &[u8]) -> Option<u64> {
 /// between date and time; `Z`, `±HH:MM`, `±HHMM` or no zone, read as UTC), with the
 /// resolution its fraction shows (1 s without one).
 pub(super) fn iso8601_ns(text: &[u8]) -> Result<(u64, u64), String> {
-    parse_iso8601(text)
-        .ok_or_else(|| format!("time {} is not an ISO 8601 time", quoted(text)))
+    parse_iso8601(text).ok_or_else(|| format!("time {} is not an ISO 8601 time", quoted(text)))
 }
 
 fn parse_iso8601(t: &[u8]) -> Option<(u64, u64)> {
@@ -250,10 +250,10 @@ impl TimeCache {
         text: &[u8],
         parse: impl FnOnce(&[u8]) -> Result<u64, String>,
     ) -> Result<u64, String> {
-        if let Some(last) = self.last.get() {
-            if last.text[..last.len] == *text {
-                return Ok(last.time_ns);
-            }
+        if let Some(last) = self.last.get()
+            && last.text[..last.len] == *text
+        {
+            return Ok(last.time_ns);
         }
         let time_ns = parse(text)?;
         if text.len() <= 32 {
@@ -300,10 +300,22 @@ mod tests {
     #[test]
     fn iso8601_times_keep_their_fraction_and_zone() {
         let rows: &[(&str, Option<(u64, u64)>)] = &[
-            ("2000-10-10T20:55:36Z", Some((971_211_336_000_000_000, NS_PER_S))),
-            ("2000-10-10T13:55:36-07:00", Some((971_211_336_000_000_000, NS_PER_S))),
-            ("2000-10-10T13:55:36-0700", Some((971_211_336_000_000_000, NS_PER_S))),
-            ("2000-10-10 20:55:36", Some((971_211_336_000_000_000, NS_PER_S))),
+            (
+                "2000-10-10T20:55:36Z",
+                Some((971_211_336_000_000_000, NS_PER_S)),
+            ),
+            (
+                "2000-10-10T13:55:36-07:00",
+                Some((971_211_336_000_000_000, NS_PER_S)),
+            ),
+            (
+                "2000-10-10T13:55:36-0700",
+                Some((971_211_336_000_000_000, NS_PER_S)),
+            ),
+            (
+                "2000-10-10 20:55:36",
+                Some((971_211_336_000_000_000, NS_PER_S)),
+            ),
             (
                 "2018-07-02T22:23:00.186641Z",
                 Some((1_530_570_180_186_641_000, 1_000)),
@@ -324,17 +336,38 @@ mod tests {
 
     #[test]
     fn unix_numbers_guess_their_unit_by_size() {
-        let rows: &[(&str, Option<Unit>, Option<(u64, u64)>)] = &[
-            ("1700000000", None, Some((1_700_000_000 * NS_PER_S, NS_PER_S))),
+        type Row = (&'static str, Option<Unit>, Option<(u64, u64)>);
+        let rows: &[Row] = &[
+            (
+                "1700000000",
+                None,
+                Some((1_700_000_000 * NS_PER_S, NS_PER_S)),
+            ),
             (
                 "1700000000.123",
                 None,
                 Some((1_700_000_000_123_000_000, 1_000_000)),
             ),
-            ("1700000000123", None, Some((1_700_000_000_123_000_000, 1_000_000))),
-            ("1700000000123456", None, Some((1_700_000_000_123_456_000, 1_000))),
-            ("1700000000123456789", None, Some((1_700_000_000_123_456_789, 1))),
-            ("1700000000", Some(Unit::Ms), Some((1_700_000_000_000_000, 1_000_000))),
+            (
+                "1700000000123",
+                None,
+                Some((1_700_000_000_123_000_000, 1_000_000)),
+            ),
+            (
+                "1700000000123456",
+                None,
+                Some((1_700_000_000_123_456_000, 1_000)),
+            ),
+            (
+                "1700000000123456789",
+                None,
+                Some((1_700_000_000_123_456_789, 1)),
+            ),
+            (
+                "1700000000",
+                Some(Unit::Ms),
+                Some((1_700_000_000_000_000, 1_000_000)),
+            ),
             ("abc", None, None),
             ("", None, None),
         ];
@@ -352,6 +385,10 @@ mod tests {
             cache.get(text, |_| Err("parsed again".to_owned())),
             Ok(971_211_336 * NS_PER_S)
         );
-        assert!(cache.get(b"11/Oct/2000:13:55:36 -0700", |_| Err("new".to_owned())).is_err());
+        assert!(
+            cache
+                .get(b"11/Oct/2000:13:55:36 -0700", |_| Err("new".to_owned()))
+                .is_err()
+        );
     }
 }

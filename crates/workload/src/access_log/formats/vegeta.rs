@@ -176,10 +176,7 @@ mod tests {
             (JSON, sent(Some(200))),
             (&JSON.replace("\"code\":200", "\"code\":0"), sent(None)),
             ("", Ok(None)),
-            (
-                &JSON.replace(",\"method\":\"GET\"", ""),
-                Err(NO_REQUEST),
-            ),
+            (&JSON.replace(",\"method\":\"GET\"", ""), Err(NO_REQUEST)),
             (
                 &JSON.replace("2018-05-08T14:13:47.123456789+02:00", "now"),
                 Err("timestamp \"now\" is not an ISO 8601 time"),
@@ -207,12 +204,26 @@ mod tests {
             ),
             (
                 "1525781627123456789,200,1934000,0,13,,,,0",
-                Err("9 fields: result has no method and url (written by a vegeta too old to log them)"),
+                Err(
+                    "9 fields: result has no method and url (written by a vegeta too old to log them)",
+                ),
             ),
-            (&CSV.replace("1525781627123456789", "yesterday"), Err("timestamp \"yesterday\" is not a number")),
-            (&CSV.replace(",1934000,", ",fast,"), Err("latency \"fast\" is not a number")),
-            (&CSV.replace(",200,", ",ok,"), Err("status \"ok\" is not a number")),
-            (&CSV.replace(",GET,", ",get me,"), Err("method \"get me\" is not an HTTP method")),
+            (
+                &CSV.replace("1525781627123456789", "yesterday"),
+                Err("timestamp \"yesterday\" is not a number"),
+            ),
+            (
+                &CSV.replace(",1934000,", ",fast,"),
+                Err("latency \"fast\" is not a number"),
+            ),
+            (
+                &CSV.replace(",200,", ",ok,"),
+                Err("status \"ok\" is not a number"),
+            ),
+            (
+                &CSV.replace(",GET,", ",get me,"),
+                Err("method \"get me\" is not an HTTP method"),
+            ),
         ];
         check_rows(&VegetaCsv, rows);
     }
