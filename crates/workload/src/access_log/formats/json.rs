@@ -171,18 +171,22 @@ impl JsonLines {
         }
     }
 
+    /// The url, or the path; with the query where one is mapped and the target has
+    /// none of its own.
     fn target(&self, object: &Value) -> Result<String, String> {
-        if let Some((key, url)) = self.keys.url.find(object) {
-            return target(text(key, url)?.as_bytes());
-        }
-        let (key, path) = self.keys.path.find(object).ok_or_else(|| {
-            let tried = [&self.keys.url.names[..], &self.keys.path.names[..]].concat();
-            format!("no url (tried {})", tried.join(", "))
-        })?;
-        let mut target = target(text(key, path)?.as_bytes())?;
+        let (key, found) = self
+            .keys
+            .url
+            .find(object)
+            .or_else(|| self.keys.path.find(object))
+            .ok_or_else(|| {
+                let tried = [&self.keys.url.names[..], &self.keys.path.names[..]].concat();
+                format!("no url (tried {})", tried.join(", "))
+            })?;
+        let mut target = target(text(key, found)?.as_bytes())?;
         if let Some((key, args)) = self.keys.query.find(object) {
             let args = text(key, args)?.trim_start_matches('?');
-            if !args.is_empty() {
+            if !args.is_empty() && !target.contains('?') {
                 target.push('?');
                 target.push_str(&query(args.as_bytes())?);
             }
@@ -467,5 +471,21 @@ mod tests {
         ];
         check_rows(&parser, rows);
         assert_eq!(parser.resolution_ns(), 1_000_000);
+    }
+
+    #[test]
+    fn a_mapped_query_joins_a_target_without_one() {
+        let parser = JsonLines::new(Keys::parse("query=args").expect("the mapping parses"));
+        let rows: &[(&str, Want)] = &[
+            (
+                r#"{"ts":1709294400,"path":"/a","args":"b=1"}"#,
+                Ok(Some((T, "GET", "/a?b=1", None, None, None, None, None))),
+            ),
+            (
+                r#"{"ts":1709294400,"url":"/a?x=2","args":"b=1"}"#,
+                Ok(Some((T, "GET", "/a?x=2", None, None, None, None, None))),
+            ),
+        ];
+        check_rows(&parser, rows);
     }
 }
