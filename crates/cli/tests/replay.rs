@@ -59,7 +59,8 @@ impl Drop for TempDir {
 
 /// A simulator answering 200 on every route, on a free loopback port.
 fn server() -> simulator::Simulator {
-    let recipe = r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "1ms"}]}"#;
+    let recipe =
+        r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "1ms"}]}"#;
     let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
     let options = simulator::SimulatorOptions {
         threads: 1,
@@ -88,7 +89,10 @@ fn small_log() -> (String, [usize; 3]) {
         for i in 0..count {
             let (path, status) = match i % 3 {
                 0 => (format!("/users/{}/orders?page={i}", 100 + i), 200),
-                1 => (format!("/search?q=x{i}&token=secret{i}"), if second == 1 { 503 } else { 200 }),
+                1 => (
+                    format!("/search?q=x{i}&token=secret{i}"),
+                    if second == 1 { 503 } else { 200 },
+                ),
                 _ => ("/".to_owned(), 200),
             };
             log.push_str(&nginx_line(second as u64, "GET", &path, status, 0.004));
@@ -135,8 +139,20 @@ fn per_bucket(run: &Run, bucket_ns: u64) -> BTreeMap<u64, usize> {
 }
 
 fn replay(dir: &TempDir, log: &str, args: &[&str]) -> (Output, String) {
-    let out = dir.path(&format!("replay-{}.llr", args.join("_").replace(['/', ' '], "")));
-    let mut all = vec!["attack", "-replay", log, "-nginx-log-format", TIMED_FORMAT, "-output", &out, "-quiet"];
+    let out = dir.path(&format!(
+        "replay-{}.llr",
+        args.join("_").replace(['/', ' '], "")
+    ));
+    let mut all = vec![
+        "attack",
+        "-replay",
+        log,
+        "-nginx-log-format",
+        TIMED_FORMAT,
+        "-output",
+        &out,
+        "-quiet",
+    ];
     all.extend_from_slice(args);
     (loadlab(&all), out)
 }
@@ -152,7 +168,10 @@ fn each_logged_request_leaves_at_its_logged_time() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let run = read_run(&out);
     assert_eq!(run.records.len(), 70);
-    assert!(run.records.iter().all(|r| r.status == 200), "the server answered 200");
+    assert!(
+        run.records.iter().all(|r| r.status == 200),
+        "the server answered 200"
+    );
     // Each second's requests, spread over that second in order.
     let seconds: Vec<usize> = per_bucket(&run, SECOND_NS).values().copied().collect();
     assert_eq!(seconds, counts);
@@ -170,7 +189,11 @@ fn each_logged_request_leaves_at_its_logged_time() {
     groups.sort_unstable();
     assert_eq!(
         groups,
-        [format!("{base}/"), format!("{base}/search"), format!("{base}/users/{{n}}/orders")]
+        [
+            format!("{base}/"),
+            format!("{base}/search"),
+            format!("{base}/users/{{n}}/orders")
+        ]
     );
     // The header says what was replayed; the end block how the reading went.
     let info = run.header.attacks[0].replay.as_ref().unwrap();
@@ -205,17 +228,33 @@ fn the_shape_alone_drives_the_attack_s_own_targets() {
     let dir = TempDir::new();
     let (log, counts) = small_log();
     let log = dir.write("access.log", log.as_bytes());
-    let targets = dir.write("targets.txt", format!("GET http://{}/synthetic\n", server.local_addr()).as_bytes());
+    let targets = dir.write(
+        "targets.txt",
+        format!("GET http://{}/synthetic\n", server.local_addr()).as_bytes(),
+    );
     let out = dir.path("shape.llr");
     let output = loadlab(&[
-        "attack", "-replay-shape", &log, "-nginx-log-format", TIMED_FORMAT, "-targets", &targets,
-        "-output", &out, "-quiet",
+        "attack",
+        "-replay-shape",
+        &log,
+        "-nginx-log-format",
+        TIMED_FORMAT,
+        "-targets",
+        &targets,
+        "-output",
+        &out,
+        "-quiet",
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let run = read_run(&out);
     let seconds: Vec<usize> = per_bucket(&run, SECOND_NS).values().copied().collect();
     assert_eq!(seconds, counts);
-    assert!(run.tables.targets.iter().all(|t| t.url.ends_with("/synthetic")));
+    assert!(
+        run.tables
+            .targets
+            .iter()
+            .all(|t| t.url.ends_with("/synthetic"))
+    );
     assert!(run.logged.is_empty(), "a shape sends no logged request");
 }
 
@@ -235,7 +274,11 @@ fn shards_split_the_log_exactly() {
         seqs.extend(run.records.iter().map(|r| r.seq));
     }
     seqs.sort_unstable();
-    assert_eq!(seqs, (0..70).collect::<Vec<u64>>(), "each request once, in one shard");
+    assert_eq!(
+        seqs,
+        (0..70).collect::<Vec<u64>>(),
+        "each request once, in one shard"
+    );
 }
 
 #[test]
@@ -246,7 +289,15 @@ fn a_loop_replays_the_log_again_until_the_duration() {
     let log = dir.write("access.log", log.as_bytes());
     let base = format!("http://{}", server.local_addr());
     // One pass takes 3 s at 1x, 1.5 s at 2x: 4 s holds two passes and a bit.
-    let args = ["-base-url", base.as_str(), "-speed", "2", "-loop", "-duration", "3500ms"];
+    let args = [
+        "-base-url",
+        base.as_str(),
+        "-speed",
+        "2",
+        "-loop",
+        "-duration",
+        "3500ms",
+    ];
     let (output, out) = replay(&dir, &log, &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let run = read_run(&out);
@@ -268,7 +319,11 @@ fn out_of_order_lines_are_put_back_and_counted() {
     let (output, out) = replay(&dir, &log, &["-base-url", &base]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let run = read_run(&out);
-    let mut offsets: Vec<u64> = run.records.iter().map(|r| (r.intended_unix_ns - run.header.start_unix_ns) / SECOND_NS).collect();
+    let mut offsets: Vec<u64> = run
+        .records
+        .iter()
+        .map(|r| (r.intended_unix_ns - run.header.start_unix_ns) / SECOND_NS)
+        .collect();
     offsets.sort_unstable();
     assert_eq!(offsets, [0, 1, 2, 3]);
     assert_eq!(run.end.replays[0].reordered, 1);
@@ -297,23 +352,76 @@ fn bad_replays_are_refused_by_name() {
     let dir = TempDir::new();
     let (log, _) = small_log();
     let good = dir.write("access.log", log.as_bytes());
-    let garbage = dir.write("garbage.log", "this is not\na log at all\n".repeat(100).as_bytes());
+    let garbage = dir.write(
+        "garbage.log",
+        "this is not\na log at all\n".repeat(100).as_bytes(),
+    );
     let zipped = gzip(log.as_bytes());
     let truncated = dir.write("cut.log.gz", &zipped[..zipped.len() / 2]);
     let missing = dir.path("missing.log");
     let base = "http://127.0.0.1:9";
     let rows: &[(&[&str], &str)] = &[
         (&["-replay", &missing, "-base-url", base], "missing.log"),
-        (&["-replay", &good, "-base-url", base, "-speed", "0"], "-speed: 0 is not a speed"),
-        (&["-replay", &good, "-base-url", base, "-loop"], "-loop: needs a duration"),
+        (
+            &["-replay", &good, "-base-url", base, "-speed", "0"],
+            "-speed: 0 is not a speed",
+        ),
+        (
+            &["-replay", &good, "-base-url", base, "-loop"],
+            "-loop: needs a duration",
+        ),
         (&["-speed", "2", "-rate", "5"], "-speed is for replays"),
-        (&["-replay", &good, "-base-url", base, "-rate", "5"], "-rate: a replay takes its pace from the logs"),
-        (&["-replay", &good, "-base-url", base, "-log-format", "nosuch"], "nosuch"),
-        (&["-replay", &good, "-nginx-log-format", TIMED_FORMAT], "give -base-url"),
-        (&["-replay", &garbage, "-base-url", base, "-log-format", "nginx"], "garbage.log"),
-        (&["-replay", &truncated, "-base-url", base, "-nginx-log-format", TIMED_FORMAT], "cut.log.gz"),
-        (&["-replay", &good, "-base-url", base, "-nginx-log-format", TIMED_FORMAT, "-from", "+1h"], "no request"),
-        (&["-replay", &good, "-base-url", base, "-from", "yesterday"], "-from"),
+        (
+            &["-replay", &good, "-base-url", base, "-rate", "5"],
+            "-rate: a replay takes its pace from the logs",
+        ),
+        (
+            &["-replay", &good, "-base-url", base, "-log-format", "nosuch"],
+            "nosuch",
+        ),
+        (
+            &["-replay", &good, "-nginx-log-format", TIMED_FORMAT],
+            "give -base-url",
+        ),
+        (
+            &[
+                "-replay",
+                &garbage,
+                "-base-url",
+                base,
+                "-log-format",
+                "nginx",
+            ],
+            "garbage.log",
+        ),
+        (
+            &[
+                "-replay",
+                &truncated,
+                "-base-url",
+                base,
+                "-nginx-log-format",
+                TIMED_FORMAT,
+            ],
+            "cut.log.gz",
+        ),
+        (
+            &[
+                "-replay",
+                &good,
+                "-base-url",
+                base,
+                "-nginx-log-format",
+                TIMED_FORMAT,
+                "-from",
+                "+1h",
+            ],
+            "no request",
+        ),
+        (
+            &["-replay", &good, "-base-url", base, "-from", "yesterday"],
+            "-from",
+        ),
         (&["-replay", "-", "-base-url", base], "not stdin"),
     ];
     for (args, wanted) in rows {
@@ -322,7 +430,10 @@ fn bad_replays_are_refused_by_name() {
         let output = loadlab(&all);
         let stderr = text(&output.stderr);
         assert!(!output.status.success(), "{args:?} should fail");
-        assert!(stderr.contains(wanted), "{args:?}: want {wanted:?} in: {stderr}");
+        assert!(
+            stderr.contains(wanted),
+            "{args:?}: want {wanted:?} in: {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
@@ -336,11 +447,20 @@ fn a_real_nginx_log_replays_against_nginx_at_1x_and_2x() {
         return;
     };
     let dir = TempDir::new();
-    let targets = dir.write("targets.txt", format!("GET {}/page.html\n", nginx.base()).as_bytes());
+    let targets = dir.write(
+        "targets.txt",
+        format!("GET {}/page.html\n", nginx.base()).as_bytes(),
+    );
     let first = dir.path("first.llr");
     let output = loadlab(&[
-        "attack", "-targets", &targets, "-schedule", "line(20, 200, 3s) const(50, 2s)",
-        "-output", &first, "-quiet",
+        "attack",
+        "-targets",
+        &targets,
+        "-schedule",
+        "line(20, 200, 3s) const(50, 2s)",
+        "-output",
+        &first,
+        "-quiet",
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let logged = dir.path("access.log");
@@ -351,8 +471,18 @@ fn a_real_nginx_log_replays_against_nginx_at_1x_and_2x() {
     for (speed, bucket_ns) in [("1", SECOND_NS), ("2", SECOND_NS / 2)] {
         let out = dir.path(&format!("replay-{speed}.llr"));
         let output = loadlab(&[
-            "attack", "-replay", &logged, "-nginx-log-format", NGINX_FORMAT, "-base-url",
-            &nginx.base(), "-speed", speed, "-output", &out, "-quiet",
+            "attack",
+            "-replay",
+            &logged,
+            "-nginx-log-format",
+            NGINX_FORMAT,
+            "-base-url",
+            &nginx.base(),
+            "-speed",
+            speed,
+            "-output",
+            &out,
+            "-quiet",
         ]);
         assert!(output.status.success(), "{}", text(&output.stderr));
         let run = read_run(&out);
@@ -364,17 +494,30 @@ fn a_real_nginx_log_replays_against_nginx_at_1x_and_2x() {
         for (bucket, want) in &wanted {
             let got = sent.get(bucket).copied().unwrap_or(0);
             // A request sent late by up to the precision may cross into the next bucket.
-            assert!(got.abs_diff(*want) <= 1 + want / 50, "x{speed} bucket {bucket}: sent {got}, logged {want}: {sent:?} vs {wanted:?}");
+            assert!(
+                got.abs_diff(*want) <= 1 + want / 50,
+                "x{speed} bucket {bucket}: sent {got}, logged {want}: {sent:?} vs {wanted:?}"
+            );
         }
         let report = loadlab(&["report", &out]);
-        assert!(text(&report.stdout).contains("Replay"), "{}", text(&report.stdout));
+        assert!(
+            text(&report.stdout).contains("Replay"),
+            "{}",
+            text(&report.stdout)
+        );
     }
 }
 
-fn logged_per_bucket(logged: &[Logged], start_unix_ns: u64, bucket_ns: u64) -> BTreeMap<u64, usize> {
+fn logged_per_bucket(
+    logged: &[Logged],
+    start_unix_ns: u64,
+    bucket_ns: u64,
+) -> BTreeMap<u64, usize> {
     let mut counts = BTreeMap::new();
     for entry in logged {
-        *counts.entry((entry.intended_unix_ns - start_unix_ns) / bucket_ns).or_default() += 1;
+        *counts
+            .entry((entry.intended_unix_ns - start_unix_ns) / bucket_ns)
+            .or_default() += 1;
     }
     counts
 }
@@ -388,7 +531,8 @@ fn sent_per_bucket(run: &Run, bucket_ns: u64) -> BTreeMap<u64, usize> {
     counts
 }
 
-const NGINX_FORMAT: &str = "$remote_addr [$msec] \"$request\" $status $body_bytes_sent $request_time";
+const NGINX_FORMAT: &str =
+    "$remote_addr [$msec] \"$request\" $status $body_bytes_sent $request_time";
 
 /// Debian's nginx on a free loopback port, logging with `$msec`; stopped on drop.
 struct Nginx {
@@ -398,7 +542,9 @@ struct Nginx {
 
 impl Nginx {
     fn start() -> Option<Nginx> {
-        let binary = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"].into_iter().find(|p| Path::new(p).exists());
+        let binary = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
         let Some(binary) = binary else {
             assert!(
                 std::env::var_os("LOADLAB_REQUIRE_NGINX").is_none(),
@@ -411,7 +557,11 @@ impl Nginx {
         std::fs::create_dir_all(dir.0.join("html")).unwrap();
         std::fs::create_dir_all(dir.0.join("logs")).unwrap();
         std::fs::write(dir.0.join("html/page.html"), "hello\n".repeat(100)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let conf = format!(
             "worker_processes 1;\npid nginx.pid;\nevents {{ worker_connections 4096; }}\nhttp {{\n    log_format timed '{}';\n    access_log logs/access.log timed;\n    server {{\n        listen 127.0.0.1:{port};\n        location / {{ root html; }}\n    }}\n}}\n",
             NGINX_FORMAT.replace('"', "\\\"")
@@ -419,7 +569,14 @@ impl Nginx {
         std::fs::write(dir.0.join("nginx.conf"), conf).unwrap();
         let prefix = format!("{}/", dir.0.display());
         let status = Command::new(binary)
-            .args(["-p", &prefix, "-c", "nginx.conf", "-e", &format!("{prefix}error.log")])
+            .args([
+                "-p",
+                &prefix,
+                "-c",
+                "nginx.conf",
+                "-e",
+                &format!("{prefix}error.log"),
+            ])
             .status()
             .unwrap();
         assert!(status.success(), "nginx did not start");

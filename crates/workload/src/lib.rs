@@ -57,8 +57,8 @@ mod template;
 mod proptests;
 
 pub use access_log::{
-    ChooseParser, HarFormat, LineParser, LogOptions, LogStats, LogStream, LoggedRequest,
-    ReplayFields, ReplayFilter, path_group,
+    ChooseParser, HarFormat, LOG_FORMATS, LineParser, LogOptions, LogStats, LogStream,
+    LoggedRequest, ReplayFields, ReplayFilter, line_parser, path_group, sniff,
 };
 pub use answer::Answer;
 pub use check::Check;

@@ -40,6 +40,7 @@ pub struct LoggedRequest {
 
 mod fields;
 mod filter;
+mod formats;
 mod har_entries;
 mod line;
 mod path_group;
@@ -47,6 +48,7 @@ mod stream;
 
 pub use fields::ReplayFields;
 pub use filter::ReplayFilter;
+pub use formats::{LOG_FORMATS, line_parser, sniff};
 pub use har_entries::HarFormat;
 pub use line::LineParser;
 pub use path_group::path_group;
