@@ -348,6 +348,7 @@ fn live_summary(summary: &SourceSummary) -> SourceSummary {
         torn: summary.torn.clone(),
         records: summary.records,
         samples: summary.samples.clone(),
+        logged: summary.logged,
     }
 }
 
@@ -567,6 +568,7 @@ mod tests {
             torn: None,
             records: 0,
             samples: record::SampleSummary::default(),
+            logged: 0,
         };
         let page = |gather: RunGather| {
             RunPlot::from_gather(
@@ -641,6 +643,7 @@ mod tests {
             torn: None,
             records: 0,
             samples: record::SampleSummary::default(),
+            logged: 0,
         };
         let page = |gather: RunGather| {
             RunPlot::from_gather(
@@ -740,6 +743,7 @@ mod tests {
             torn: None,
             records: 7,
             samples: record::SampleSummary::default(),
+            logged: 0,
         };
         let times = |s: &SourceSummary| s.stats.iter().map(|s| s.at_unix_ns).collect::<Vec<_>>();
         // Rows: stats offered, how many a live copy keeps, and its last one.

@@ -49,7 +49,7 @@ fn put_deltas(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> 
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -57,7 +57,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-fn zigzag(value: i64) -> u64 {
+pub(crate) fn zigzag(value: i64) -> u64 {
     ((value << 1) ^ (value >> 63)) as u64
 }
 
@@ -165,20 +165,21 @@ fn known_ids() -> String {
         .join(", ")
 }
 
-fn narrow<T: TryFrom<u64>>(value: u64, field: &str) -> Result<T, String> {
+pub(crate) fn narrow<T: TryFrom<u64>>(value: u64, field: &str) -> Result<T, String> {
     T::try_from(value).map_err(|_| format!("{field} value {value} out of range"))
 }
 
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads columns of varints off a block's bytes; `at` ends where the last one did.
+pub(crate) struct Cursor<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl Cursor<'_> {
-    fn column(
+    pub(crate) fn column<T>(
         &mut self,
-        records: &mut [Record],
-        mut set: impl FnMut(&mut Record, u64) -> Result<(), String>,
+        records: &mut [T],
+        mut set: impl FnMut(&mut T, u64) -> Result<(), String>,
     ) -> Result<(), String> {
         for record in records {
             let value = self.varint()?;
@@ -187,10 +188,10 @@ impl Cursor<'_> {
         Ok(())
     }
 
-    fn deltas(
+    pub(crate) fn deltas<T>(
         &mut self,
-        records: &mut [Record],
-        mut set: impl FnMut(&mut Record, u64),
+        records: &mut [T],
+        mut set: impl FnMut(&mut T, u64),
     ) -> Result<(), String> {
         let mut previous = 0u64;
         for record in records {
@@ -217,7 +218,7 @@ impl Cursor<'_> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&byte) = self.bytes.get(self.at) else {
-                return Err("records end in the middle of a number".to_owned());
+                return Err("the columns end in the middle of a number".to_owned());
             };
             self.at += 1;
             value |= u64::from(byte & 0x7f) << shift;

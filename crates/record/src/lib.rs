@@ -20,6 +20,11 @@
 //!   streamed to readers through [`RecordSource::drain_samples`] / [`Inputs::drain_samples`];
 //!   [`ResourceSeries`] names the series loadlab's own samplers write.
 //! - [`check_shards`]: the shards of one run (`attack -shard`) merge; others are refused.
+//! - [`Logged`], [`ReplayInfo`], [`ReplayEnd`]: a replay's originals (what its access
+//!   log said about each request), stored in optional blocks beside the records
+//!   ([`RecordWriter::write_logged`]) and streamed through
+//!   [`RecordSource::drain_logged`] / [`Inputs::drain_logged`] /
+//!   [`RecordStream::take_logged`].
 //! - [`format_timestamp`]: unix nanoseconds as RFC 3339, as vegeta prints times.
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
@@ -33,6 +38,7 @@ mod format;
 mod import;
 mod input;
 mod logged;
+mod logged_block;
 mod merge;
 mod meta;
 mod reader;

@@ -6,6 +6,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::RecordError;
 use crate::input::open_input;
+use crate::logged::Logged;
 use crate::meta::{ErrorEntry, RunTables, TargetInfo};
 use crate::record::Record;
 use crate::resource_samples::{SampleBatch, SampleTables, SamplerInfo, SeriesInfo};
@@ -27,6 +28,8 @@ pub struct Inputs {
     sampler_ids: HashMap<SamplerInfo, u32>,
     series_ids: HashMap<SeriesInfo, u32>,
     sample_scratch: Vec<SampleBatch>,
+    /// Logged originals read by the last `next_batch`, with merged ids.
+    logged: Vec<Logged>,
 }
 
 /// One source's ids -> merged ids; grows as the source's dictionaries grow.
@@ -75,6 +78,7 @@ impl Inputs {
             sampler_ids: HashMap::new(),
             series_ids: HashMap::new(),
             sample_scratch: Vec::new(),
+            logged: Vec::new(),
         };
         for index in 0..inputs.sources.len() {
             inputs.sync_tables(index);
@@ -120,6 +124,13 @@ impl Inputs {
         self.sample_scratch = scratch;
     }
 
+    /// Appends the logged originals of a replay read by the last `next_batch`, with
+    /// merged attack and target ids. As with [`RecordSource::drain_logged`], the next
+    /// `next_batch` drops those not drained: call it after each one.
+    pub fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        out.append(&mut self.logged);
+    }
+
     fn sync_samples(&mut self, index: usize) {
         let source = &self.sources[index].summary().samples.tables;
         let remap = &mut self.remaps[index];
@@ -145,6 +156,7 @@ impl Inputs {
 
     /// The next records in input order (one input after another), with merged ids.
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
+        self.logged.clear();
         while self.current < self.sources.len() {
             if self.pull(self.current, out)? {
                 return Ok(true);
@@ -176,6 +188,13 @@ impl Inputs {
             record.attack = remap.attacks[usize::from(record.attack)];
             record.target = remap.targets[record.target as usize];
             record.error = remap.errors[record.error as usize];
+        }
+        // The source drops what it read at its next call: take it now.
+        let from = self.logged.len();
+        self.sources[index].drain_logged(&mut self.logged);
+        for logged in &mut self.logged[from..] {
+            logged.attack = remap.attacks[usize::from(logged.attack)];
+            logged.target = remap.targets[logged.target as usize];
         }
         Ok(more)
     }
@@ -283,6 +302,12 @@ impl Sorted {
         self.inputs.sample_tables()
     }
 
+    /// See [`Inputs::drain_logged`]; they come in the order they were read, not sorted
+    /// by time.
+    pub fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        self.inputs.drain_logged(out);
+    }
+
     /// See [`Inputs::drain_samples`]; batches come in the order they were read, not
     /// sorted by time (each input's own batches are in time order).
     pub fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
@@ -294,6 +319,7 @@ impl Sorted {
     /// consumer drains them as they come (a monitor file is not read whole first).
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         out.clear();
+        self.inputs.logged.clear();
         let mut scratch = std::mem::take(&mut self.scratch);
         let result = self.fill(out, &mut scratch);
         self.scratch = scratch;

@@ -11,6 +11,8 @@ use crate::format::{
     BLOCK_HEAD_LEN, BlockKind, CODEC_RAW, CODEC_ZSTD, FORMAT_VERSION, MAGIC, MAX_PAYLOAD_LEN,
     MAX_RECORDS_PER_BLOCK, NO_WATERMARK, PREAMBLE_LEN, RECORDS_HEAD_LEN,
 };
+use crate::logged::Logged;
+use crate::logged_block::{self, LOGGED_BLOCK, LOGGED_HEAD_LEN};
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, RunTables, TargetInfo};
 use crate::record::Record;
 use crate::resource_samples::{
@@ -36,6 +38,9 @@ pub struct BinaryReader<R: Read> {
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
     /// Sample batches read but not yet drained.
     pending_samples: VecDeque<SampleBatch>,
+    /// Logged originals read by the last `next_batch`; the next one drops them.
+    pending_logged: Vec<Logged>,
+    logged_scratch: Vec<Logged>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +105,8 @@ impl<R: Read> BinaryReader<R> {
             raw: Vec::new(),
             decompressor: None,
             pending_samples: VecDeque::new(),
+            pending_logged: Vec::new(),
+            logged_scratch: Vec::new(),
         };
         let kind = match reader.read_block() {
             Ok(Some(kind)) => kind,
@@ -184,6 +191,7 @@ impl<R: Read> BinaryReader<R> {
                     .map_err(Tear)?;
             }
             BlockKind::Optional(SAMPLES_BLOCK) => self.apply_samples()?,
+            BlockKind::Optional(LOGGED_BLOCK) => self.apply_logged()?,
             BlockKind::Records | BlockKind::Optional(_) => {}
         }
         Ok(())
@@ -226,37 +234,58 @@ impl<R: Read> BinaryReader<R> {
                 "records block claims {count} records in {raw_len} bytes"
             )));
         }
-        let body = &self.payload[RECORDS_HEAD_LEN..];
-        let raw: &[u8] = match codec {
-            CODEC_RAW => body,
-            CODEC_ZSTD => {
-                let decompressor = match &mut self.decompressor {
-                    Some(d) => d,
-                    None => self
-                        .decompressor
-                        .insert(zstd::bulk::Decompressor::new().map_err(|e| Tear(e.to_string()))?),
-                };
-                self.raw.clear();
-                self.raw.reserve(raw_len);
-                decompressor
-                    .decompress_to_buffer(body, &mut self.raw)
-                    .map_err(|e| Tear(format!("zstd: {e}")))?;
-                &self.raw
-            }
-            other => return Err(Tear(format!("unknown records codec {other}"))),
-        };
-        if raw.len() != raw_len {
-            return Err(Tear(format!(
-                "records decompress to {} bytes, header says {raw_len}",
-                raw.len()
-            )));
-        }
+        let raw = unpack(
+            &self.payload[RECORDS_HEAD_LEN..],
+            codec,
+            raw_len,
+            &mut self.decompressor,
+            &mut self.raw,
+        )
+        .map_err(|reason| Tear(format!("records block: {reason}")))?;
         columns::decode(raw, count as usize, self.version, out)
             .map_err(|reason| Tear(format!("records block: {reason}")))?;
         self.check_ids(out)?;
         if watermark != NO_WATERMARK {
             self.watermark = Some(watermark);
         }
+        Ok(())
+    }
+
+    /// Decodes a logged block onto the pending ones, checking its ids like records'.
+    fn apply_logged(&mut self) -> Result<(), Tear> {
+        let bad = |reason: String| Tear(format!("logged block: {reason}"));
+        let head = self
+            .payload
+            .get(..LOGGED_HEAD_LEN)
+            .ok_or_else(|| bad("too short".to_owned()))?;
+        let codec = head[0];
+        let count = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        let raw_len = u32::from_le_bytes([head[5], head[6], head[7], head[8]]) as usize;
+        if count > MAX_RECORDS_PER_BLOCK || raw_len > MAX_PAYLOAD_LEN as usize {
+            return Err(bad(format!("claims {count} requests in {raw_len} bytes")));
+        }
+        let raw = unpack(
+            &self.payload[LOGGED_HEAD_LEN..],
+            codec,
+            raw_len,
+            &mut self.decompressor,
+            &mut self.raw,
+        )
+        .map_err(bad)?;
+        let logged = &mut self.logged_scratch;
+        logged_block::decode(raw, count as usize, logged).map_err(bad)?;
+        let (attacks, targets) = (self.tables.attacks.len(), self.tables.targets.len());
+        if let Some(l) = logged
+            .iter()
+            .find(|l| usize::from(l.attack) >= attacks || l.target as usize >= targets)
+        {
+            return Err(bad(format!(
+                "request seq {} names attack {} or target {} not in the dictionary",
+                l.seq, l.attack, l.target
+            )));
+        }
+        self.summary.logged += logged.len() as u64;
+        self.pending_logged.append(logged);
         Ok(())
     }
 
@@ -308,6 +337,9 @@ impl<R: Read> RecordSource for BinaryReader<R> {
 
     fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         out.clear();
+        // Undrained originals go: a reader that does not want them keeps no more
+        // than a batch's worth.
+        self.pending_logged.clear();
         while !self.done {
             let kind = match self.read_block() {
                 Ok(Some(kind)) => kind,
@@ -346,6 +378,46 @@ impl<R: Read> RecordSource for BinaryReader<R> {
     fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
         out.extend(self.pending_samples.drain(..));
     }
+
+    fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        out.append(&mut self.pending_logged);
+    }
+}
+
+/// A block's column bytes: `body` as stored, or decompressed into `raw`; checked
+/// against the length its head claims.
+fn unpack<'a>(
+    body: &'a [u8],
+    codec: u8,
+    raw_len: usize,
+    decompressor: &mut Option<zstd::bulk::Decompressor<'static>>,
+    raw: &'a mut Vec<u8>,
+) -> Result<&'a [u8], String> {
+    let data: &[u8] = match codec {
+        CODEC_RAW => body,
+        CODEC_ZSTD => {
+            let decompressor = match decompressor {
+                Some(d) => d,
+                None => {
+                    decompressor.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?)
+                }
+            };
+            raw.clear();
+            raw.reserve(raw_len);
+            decompressor
+                .decompress_to_buffer(body, raw)
+                .map_err(|e| format!("zstd: {e}"))?;
+            raw
+        }
+        other => return Err(format!("unknown codec {other}")),
+    };
+    if data.len() != raw_len {
+        return Err(format!(
+            "data decompresses to {} bytes, its head says {raw_len}",
+            data.len()
+        ));
+    }
+    Ok(data)
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

@@ -3,6 +3,7 @@
 //! ([`SourceSummary`], [`TornTail`]). `input.rs` opens an input and picks its reader.
 
 use crate::RecordError;
+use crate::logged::Logged;
 use crate::meta::{GeneratorStats, RunEnd, RunHeader, RunTables};
 use crate::record::Record;
 use crate::resource_samples::{SampleBatch, SampleSummary};
@@ -37,6 +38,14 @@ pub trait RecordSource {
     fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
         let _ = out;
     }
+    /// Appends the logged originals of a replay (`attack -replay`) read by the last
+    /// `next_batch` (they follow their records, so often a batch later). Only record
+    /// files hold them; the next `next_batch` drops those not drained, so a consumer
+    /// that wants them calls this after every `next_batch`, and one that does not
+    /// holds no more than a batch's worth.
+    fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        let _ = out;
+    }
 }
 
 /// Everything an input says besides records.
@@ -59,6 +68,9 @@ pub struct SourceSummary {
     /// Resource samples: tables and counts (the batches stream through
     /// [`RecordSource::drain_samples`]).
     pub samples: SampleSummary,
+    /// A replay's logged originals read so far (they stream through
+    /// [`RecordSource::drain_logged`]).
+    pub logged: u64,
 }
 
 impl SourceSummary {
@@ -72,6 +84,7 @@ impl SourceSummary {
             torn: None,
             records: 0,
             samples: SampleSummary::default(),
+            logged: 0,
         }
     }
 }

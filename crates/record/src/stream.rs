@@ -11,11 +11,14 @@
 //! - Resource samples ride along, with merged sampler and series ids
 //!   ([`RecordStream::take_samples`]); a stretch of samples without records (a monitor
 //!   file) is handed over every [`SAMPLE_BATCHES_PER_MESSAGE`] batches.
+//! - A replay's logged originals ride along too, with merged ids
+//!   ([`RecordStream::take_logged`]); those not taken are dropped at the next batch.
 
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
 
 use crate::RecordError;
+use crate::logged::Logged;
 use crate::merge::{Inputs, Sorted};
 use crate::meta::RunTables;
 use crate::record::Record;
@@ -58,6 +61,8 @@ struct Batch {
     /// grew.
     samples: Vec<SampleBatch>,
     sample_tables: Option<SampleTables>,
+    /// Logged originals read since the last message.
+    logged: Vec<Logged>,
 }
 
 /// Everything, complete, once the inputs are drained.
@@ -66,6 +71,7 @@ struct Done {
     summaries: Vec<SourceSummary>,
     samples: Vec<SampleBatch>,
     sample_tables: SampleTables,
+    logged: Vec<Logged>,
 }
 
 /// Record inputs read and merged on a background thread; see the module documentation.
@@ -91,6 +97,8 @@ pub struct RecordStream {
     summaries: Vec<SourceSummary>,
     samples: Vec<SampleBatch>,
     sample_tables: SampleTables,
+    /// Logged originals received with the last batch, until taken.
+    logged: Vec<Logged>,
     done: bool,
 }
 
@@ -135,6 +143,7 @@ impl RecordStream {
             summaries: Vec::new(),
             samples: Vec::new(),
             sample_tables: SampleTables::default(),
+            logged: Vec::new(),
             done: false,
         })
     }
@@ -158,9 +167,11 @@ impl RecordStream {
                     summaries,
                     samples,
                     sample_tables,
+                    logged,
                 } = *done;
                 (self.tables, self.summaries, self.done) = (tables, summaries, true);
                 self.sample_tables = sample_tables;
+                self.logged = logged;
                 self.samples.extend(samples);
                 out.clear();
                 Ok(false)
@@ -187,6 +198,8 @@ impl RecordStream {
             self.sample_tables = sample_tables;
         }
         self.samples.extend(batch.samples);
+        // Replaced, not appended: a consumer that never takes them holds one batch's.
+        self.logged = batch.logged;
     }
 
     /// The merged dictionaries, as far as the records returned so far need them.
@@ -208,6 +221,14 @@ impl RecordStream {
     pub fn take_samples(&mut self, out: &mut Vec<SampleBatch>) -> &SampleTables {
         out.append(&mut self.samples);
         &self.sample_tables
+    }
+
+    /// Appends to `out` the logged originals of a replay received with the last batch
+    /// (merged attack and target ids, as the records'); the next `next_batch` drops
+    /// those not taken, so a consumer that wants them calls this after every batch,
+    /// and once more after the last (`next_batch` returned false).
+    pub fn take_logged(&mut self, out: &mut Vec<Logged>) {
+        out.append(&mut self.logged);
     }
 
     /// The merged tables and the inputs' summaries; complete once the stream is drained.
@@ -252,6 +273,13 @@ impl Reader {
         match self {
             Reader::Input(inputs) => inputs.drain_samples(out),
             Reader::SendTime(sorted) => sorted.drain_samples(out),
+        }
+    }
+
+    fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        match self {
+            Reader::Input(inputs) => inputs.drain_logged(out),
+            Reader::SendTime(sorted) => sorted.drain_logged(out),
         }
     }
 }
@@ -306,6 +334,7 @@ fn read(
     let mut sent = Sent::default();
     let mut records = Vec::new();
     let mut samples = Vec::new();
+    let mut logged = Vec::new();
     loop {
         if records.capacity() == 0 {
             records = spare.try_recv().unwrap_or_default();
@@ -313,6 +342,7 @@ fn read(
         let result = reader.next_batch(&mut records);
         // Drained after every batch, so an input's pending samples stay few.
         reader.drain_samples(&mut samples);
+        reader.drain_logged(&mut logged);
         let message = match result {
             // Samples alone: gather a few before waking the consumer.
             Ok(true) if records.is_empty() && samples.len() < SAMPLE_BATCHES_PER_MESSAGE => {
@@ -325,6 +355,7 @@ fn read(
                     summaries: None,
                     samples: std::mem::take(&mut samples),
                     sample_tables: None,
+                    logged: std::mem::take(&mut logged),
                 };
                 sent.batch(reader.inputs(), live_summaries, &mut batch);
                 Message::Batch(batch)
@@ -336,6 +367,7 @@ fn read(
                     summaries: inputs.summaries().cloned().collect(),
                     samples: std::mem::take(&mut samples),
                     sample_tables: inputs.sample_tables().clone(),
+                    logged: std::mem::take(&mut logged),
                 }))
             }
             Err(err) => Message::Failed(err),

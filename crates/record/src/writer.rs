@@ -9,6 +9,8 @@ use crate::columns;
 use crate::format::{
     self, BlockKind, CODEC_RAW, CODEC_ZSTD, MAX_RECORDS_PER_BLOCK, NO_WATERMARK, RECORDS_HEAD_LEN,
 };
+use crate::logged::Logged;
+use crate::logged_block::{self, LOGGED_BLOCK, LOGGED_HEAD_LEN};
 use crate::meta::{ErrorEntry, GeneratorStats, RunEnd, RunHeader, TargetInfo};
 use crate::record::Record;
 use crate::resource_samples::{self, SAMPLES_BLOCK, SERIES_BLOCK, SampleFrame, SeriesBlockRef};
@@ -39,6 +41,8 @@ pub struct RecordWriter<W: Write> {
     raw: Vec<u8>,
     payload: Vec<u8>,
     block: Vec<u8>,
+    /// Attacks in the header: the ids logged blocks may name.
+    attacks: usize,
     targets_written: usize,
     errors_written: usize,
     /// Samplers and series written so far (series blocks are append-only).
@@ -77,6 +81,7 @@ impl<W: Write> RecordWriter<W> {
             raw: Vec::new(),
             payload: Vec::new(),
             block: Vec::new(),
+            attacks: header.attacks.len(),
             targets_written: header.targets.len(),
             errors_written: 0,
             samplers_written: 0,
@@ -195,12 +200,7 @@ impl<W: Write> RecordWriter<W> {
     ) -> Result<(), RecordError> {
         columns::encode(records, &mut self.raw);
         self.payload.clear();
-        let codec = if self.compressor.is_some() {
-            CODEC_ZSTD
-        } else {
-            CODEC_RAW
-        };
-        self.payload.push(codec);
+        self.payload.push(self.codec());
         self.payload
             .extend_from_slice(&(records.len() as u32).to_le_bytes());
         self.payload
@@ -208,6 +208,26 @@ impl<W: Write> RecordWriter<W> {
         self.payload
             .extend_from_slice(&watermark.unwrap_or(NO_WATERMARK).to_le_bytes());
         debug_assert_eq!(self.payload.len(), RECORDS_HEAD_LEN);
+        self.append_data()?;
+        format::write_block(
+            &mut self.out,
+            BlockKind::Records,
+            &self.payload,
+            &mut self.block,
+        )
+        .map_err(RecordError::Write)
+    }
+
+    fn codec(&self) -> u8 {
+        if self.compressor.is_some() {
+            CODEC_ZSTD
+        } else {
+            CODEC_RAW
+        }
+    }
+
+    /// Appends the column bytes in `self.raw` to the payload, compressed or not.
+    fn append_data(&mut self) -> Result<(), RecordError> {
         match &mut self.compressor {
             None => self.payload.extend_from_slice(&self.raw),
             Some(compressor) => {
@@ -221,9 +241,44 @@ impl<W: Write> RecordWriter<W> {
                 self.payload.truncate(start + written);
             }
         }
+        Ok(())
+    }
+
+    /// Writes what a replay's logs said about requests (`attack -replay`): one
+    /// optional `logged` block (kind 0x42) per call, several above 1,048,576 entries,
+    /// compressed like records. Every attack and target id must be written already
+    /// (call it after [`RecordWriter::flush_records`] of their records).
+    pub fn write_logged(&mut self, logged: &[Logged]) -> Result<(), RecordError> {
+        if let Some(bad) = logged.iter().find(|l| {
+            usize::from(l.attack) >= self.attacks || l.target as usize >= self.targets_written
+        }) {
+            return Err(RecordError::Write(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "logged: request seq {} names attack {} or target {}, but {} attacks \
+                     and {} targets were written",
+                    bad.seq, bad.attack, bad.target, self.attacks, self.targets_written
+                ),
+            )));
+        }
+        logged
+            .chunks(MAX_RECORDS_PER_BLOCK as usize)
+            .try_for_each(|chunk| self.write_logged_block(chunk))
+    }
+
+    fn write_logged_block(&mut self, logged: &[Logged]) -> Result<(), RecordError> {
+        logged_block::encode(logged, &mut self.raw);
+        self.payload.clear();
+        self.payload.push(self.codec());
+        self.payload
+            .extend_from_slice(&(logged.len() as u32).to_le_bytes());
+        self.payload
+            .extend_from_slice(&(self.raw.len() as u32).to_le_bytes());
+        debug_assert_eq!(self.payload.len(), LOGGED_HEAD_LEN);
+        self.append_data()?;
         format::write_block(
             &mut self.out,
-            BlockKind::Records,
+            BlockKind::Optional(LOGGED_BLOCK),
             &self.payload,
             &mut self.block,
         )

@@ -9,9 +9,10 @@ use std::io::Cursor;
 
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
-    Inputs, LoadModel, Protocol, ReadOrder, Record, RecordError, RecordSource, RecordStream,
-    RecordWriter, RunEnd, RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo,
-    SeriesInfo, SeriesKind, StopReason, TargetInfo, open_reader,
+    Inputs, LoadModel, Logged, Protocol, ReadOrder, Record, RecordError, RecordSource,
+    RecordStream, RecordWriter, ReplayEnd, ReplayInfo, RunEnd, RunHeader, SampleBatch, SampleFrame,
+    SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind, StopReason, TargetInfo,
+    open_reader,
 };
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -1025,4 +1026,338 @@ fn a_record_stream_merges_a_run_and_its_monitor_file_in_either_order() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("nope.llr"), "{err}");
+}
+
+/// A replay run's header: [`header`] with the attack's `replay` set.
+fn replay_header() -> RunHeader {
+    let mut header = header();
+    header.attacks[0].replay = Some(ReplayInfo {
+        files: vec!["access.log.gz".to_owned()],
+        format: "nginx".to_owned(),
+        speed: 2.0,
+        log_start_unix_ns: START_NS - 3_600_000_000_000,
+    });
+    header
+}
+
+/// What the log said about [`record`] `n`: its status then, a latency for most, bytes
+/// for some.
+fn logged_of(record: &Record) -> Logged {
+    let n = record.seq;
+    Logged {
+        attack: record.attack,
+        target: record.target,
+        seq: n,
+        intended_unix_ns: record.intended_unix_ns,
+        status: if n % 10 == 3 { 502 } else { 200 },
+        latency_ns: (!n.is_multiple_of(7)).then_some(1_000_000 + n * 10_000),
+        bytes: (!n.is_multiple_of(5)).then_some(512 + n),
+    }
+}
+
+/// A replay: [`write_run`]'s records with the replay header and end, and with
+/// `logged` a logged block after each records block, as the engine writes them.
+fn write_replay_run(compression: Compression, logged: bool) -> (Vec<u8>, Vec<Record>) {
+    let records: Vec<Record> = (0..300).map(record).collect();
+    let mut writer = RecordWriter::new(Vec::new(), &replay_header(), compression).unwrap();
+    let target = TargetInfo {
+        method: "POST".to_owned(),
+        url: "/things".to_owned(),
+        ..TargetInfo::default()
+    };
+    writer.add_targets(1, &[target]).unwrap();
+    let error = ErrorEntry {
+        kind: ErrorKind::Status,
+        text: "503 Service Unavailable".to_owned(),
+    };
+    writer.add_errors(0, &[error]).unwrap();
+    for (index, chunk) in records.chunks(100).enumerate() {
+        writer.extend(chunk);
+        writer
+            .flush_records(Some(START_NS + (index as u64 + 1) * 100_000_000))
+            .unwrap();
+        if logged {
+            let originals: Vec<Logged> = chunk.iter().map(logged_of).collect();
+            writer.write_logged(&originals).unwrap();
+        }
+    }
+    let end = RunEnd {
+        replays: vec![replay_end()],
+        at_unix_ns: START_NS + 1_000_000_000,
+        attacks: vec![AttackEnd {
+            asked: 300,
+            sent: 300,
+            unsent: 0,
+            asked_span_ns: 299_000_000,
+        }],
+        ..RunEnd::default()
+    };
+    (writer.finish(&end).unwrap(), records)
+}
+
+fn replay_end() -> ReplayEnd {
+    ReplayEnd {
+        attack: 0,
+        lines: 310,
+        requests: 300,
+        bad_lines: 2,
+        bad_examples: vec!["access.log.gz:7: no request line".to_owned()],
+        filtered: 8,
+        reordered: 12,
+        max_reorder_ns: 2_100_000_000,
+        loops: 0,
+    }
+}
+
+/// Every record and logged original of `bytes`, drained after each batch.
+fn read_logged(bytes: &[u8]) -> (Vec<Record>, Vec<Logged>, Box<dyn RecordSource>) {
+    let mut source = open_reader(Box::new(Cursor::new(bytes.to_vec())), "run.llr").unwrap();
+    let (mut records, mut logged, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        records.extend_from_slice(&batch);
+        source.drain_logged(&mut logged);
+    }
+    source.drain_logged(&mut logged);
+    (records, logged, source)
+}
+
+#[test]
+fn logged_originals_round_trip_beside_the_records() {
+    for compression in [Compression::Raw, Compression::Zstd { level: 3 }] {
+        let (bytes, records) = write_replay_run(compression, true);
+        let (read, logged, source) = read_logged(&bytes);
+        assert_eq!(read, records, "{compression:?}");
+        let want: Vec<Logged> = records.iter().map(logged_of).collect();
+        assert_eq!(logged, want, "{compression:?}");
+        let summary = source.summary();
+        assert_eq!((summary.logged, summary.torn.clone()), (300, None));
+        assert_eq!(summary.header, replay_header(), "the replay key reads back");
+        let end = summary.end.clone().unwrap();
+        assert_eq!(end.replays, vec![replay_end()]);
+    }
+}
+
+#[test]
+fn logged_originals_nobody_drains_are_dropped_batch_by_batch() {
+    let (bytes, _) = write_replay_run(Compression::Raw, true);
+    let mut source = open_reader(Box::new(Cursor::new(bytes)), "run.llr").unwrap();
+    let (mut batch, mut logged) = (Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {}
+    source.drain_logged(&mut logged);
+    // Only the last block, read by the final call, is still there.
+    assert_eq!(logged.len(), 100);
+    assert_eq!(logged[0].seq, 200);
+    assert_eq!(source.summary().logged, 300, "all were read and counted");
+}
+
+#[test]
+fn logged_blocks_are_optional_so_older_readers_skip_them() {
+    let (with_logged, records) = write_replay_run(Compression::Raw, true);
+    let (without, _) = write_replay_run(Compression::Raw, false);
+    let mut stripped = with_logged[..12].to_vec();
+    // A reader that predates kind 0x42 skips it as it skips any optional kind: the
+    // same blocks under a kind nobody knows (the checksum covers the payload only).
+    let mut unknown_kind = stripped.clone();
+    for (kind, block) in blocks(&with_logged) {
+        if kind != 0x42 {
+            stripped.extend_from_slice(block);
+        }
+        unknown_kind.extend_from_slice(block);
+        if kind == 0x42 {
+            let at = unknown_kind.len() - block.len();
+            unknown_kind[at] = 0x7e;
+        }
+    }
+    assert_eq!(
+        stripped, without,
+        "removing the logged blocks gives the run"
+    );
+    let kinds: Vec<u8> = blocks(&with_logged).iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds.iter().filter(|&&k| k == 0x42).count(), 3);
+    let (read, logged, source) = read_logged(&unknown_kind);
+    assert_eq!(read, records);
+    assert!(logged.is_empty());
+    assert_eq!(
+        (source.summary().logged, source.summary().torn.clone()),
+        (0, None)
+    );
+}
+
+#[test]
+fn format_with_logged_blocks_matches_its_golden_file() {
+    let (bytes, _) = write_replay_run(Compression::Raw, true);
+    let path = format!(
+        "{}/tests/golden/format_v{FORMAT_VERSION}_logged.llr",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let golden = std::fs::read(&path)
+        .unwrap_or_else(|_| panic!("{path} is missing: run with UPDATE_GOLDEN=1"));
+    assert!(
+        golden == bytes,
+        "the bytes of the logged blocks, or of the replay keys, changed but FORMAT_VERSION \
+         is still {FORMAT_VERSION}: bump it and document the change in docs/RECORD_FORMAT.md"
+    );
+    let (_, logged, _) = read_logged(&golden);
+    assert_eq!(logged.len(), 300);
+}
+
+#[test]
+fn a_file_with_logged_blocks_cut_at_any_byte_keeps_a_prefix() {
+    let (bytes, records) = write_replay_run(Compression::Zstd { level: 3 }, true);
+    let want: Vec<Logged> = records.iter().map(logged_of).collect();
+    for cut in 0..=bytes.len() {
+        let Ok(mut source) = open_reader(Box::new(Cursor::new(bytes[..cut].to_vec())), "cut")
+        else {
+            continue;
+        };
+        let (mut read, mut logged, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+        while source.next_batch(&mut batch).unwrap() {
+            read.extend_from_slice(&batch);
+            source.drain_logged(&mut logged);
+        }
+        source.drain_logged(&mut logged);
+        assert_eq!(read[..], records[..read.len()], "cut at {cut}");
+        assert_eq!(logged[..], want[..logged.len()], "cut at {cut}");
+        if let Some(torn) = &source.summary().torn {
+            assert_eq!(torn.offset + torn.skipped_bytes, cut as u64, "cut at {cut}");
+        }
+        if cut == bytes.len() {
+            assert_eq!(logged.len(), 300);
+        }
+    }
+}
+
+/// The first logged block of `bytes` (a raw replay run), changed by `patch` (given the
+/// column bytes), with its checksum made good: damage only the decoder can see.
+fn patched_logged_block(bytes: &[u8], patch: impl Fn(&mut Vec<u8>)) -> (Vec<u8>, usize) {
+    let (_, block) = blocks(bytes)
+        .into_iter()
+        .find(|(kind, _)| *kind == 0x42)
+        .unwrap();
+    let start = block.as_ptr() as usize - bytes.as_ptr() as usize;
+    let mut data = block[9 + 9..].to_vec();
+    patch(&mut data);
+    let mut payload = block[9..9 + 9].to_vec();
+    payload[5..9].copy_from_slice(&(data.len() as u32).to_le_bytes());
+    payload.extend_from_slice(&data);
+    let mut patched = bytes[..start].to_vec();
+    patched.push(0x42);
+    patched.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    patched.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    patched.extend_from_slice(&payload);
+    patched.extend_from_slice(&bytes[start + block.len()..]);
+    (patched, start)
+}
+
+#[test]
+fn a_damaged_logged_block_is_damage_named_with_its_offset() {
+    let (bytes, _) = write_replay_run(Compression::Raw, true);
+    type Patch = fn(&mut Vec<u8>);
+    let rows: &[(Patch, &str)] = &[
+        (
+            |data| data.truncate(data.len() - 1),
+            "logged block: the columns end in the middle of a number",
+        ),
+        (|data| data.push(0), "logged block: 1 bytes left over"),
+        // The first target id (column 2 starts after 100 one-byte attack ids).
+        (
+            |data| data[100] = 9,
+            "logged block: request seq 0 names attack 0 or target 9 not in the dictionary",
+        ),
+        (|data| data[0] = 1, "names attack 1"),
+    ];
+    for (patch, want) in rows {
+        let (patched, start) = patched_logged_block(&bytes, patch);
+        let (read, logged, source) = read_logged(&patched);
+        assert_eq!(read.len(), 100, "{want}: the records before it are kept");
+        assert!(logged.is_empty(), "{want}");
+        let torn = source
+            .summary()
+            .torn
+            .clone()
+            .expect("the damage is reported");
+        assert_eq!(torn.offset, start as u64, "{want}: names the block");
+        assert!(torn.reason.contains(want), "{want}: {torn:?}");
+    }
+}
+
+#[test]
+fn the_writer_refuses_logged_requests_naming_ids_not_written() {
+    let mut writer = RecordWriter::new(Vec::new(), &replay_header(), Compression::Raw).unwrap();
+    let rows = [
+        (Logged::default(), None),
+        (
+            Logged {
+                target: 1,
+                seq: 7,
+                ..Logged::default()
+            },
+            Some("logged: request seq 7 names attack 0 or target 1, but 1 attacks and 1 targets"),
+        ),
+        (
+            Logged {
+                attack: 1,
+                ..Logged::default()
+            },
+            Some("names attack 1"),
+        ),
+    ];
+    for (logged, want) in rows {
+        match (writer.write_logged(&[logged]), want) {
+            (Ok(()), None) => {}
+            (Err(err), Some(want)) => {
+                let io = err.io_error().expect("an input error");
+                assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+                assert!(io.to_string().contains(want), "{io}");
+            }
+            (got, want) => panic!("{logged:?}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn merged_and_streamed_logged_originals_take_the_merged_ids() {
+    // The plain run first: its POST target is id 1; the replay's `/things` comes after.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.llr");
+    let replay = dir.path().join("replay.llr");
+    std::fs::write(&plain, write_run(Compression::Raw).0).unwrap();
+    let (replay_bytes, records) = write_replay_run(Compression::Zstd { level: 1 }, true);
+    std::fs::write(&replay, replay_bytes).unwrap();
+    let paths = [plain, replay].map(|p| p.display().to_string());
+    let want = |tables: &record::RunTables, logged: &[Logged]| {
+        assert_eq!(logged.len(), records.len());
+        for (got, record) in logged.iter().zip(&records) {
+            let target = &tables.targets[got.target as usize];
+            let url = if record.target == 0 {
+                "http://127.0.0.1:8080/"
+            } else {
+                "/things"
+            };
+            assert_eq!(target.url, url, "seq {}", got.seq);
+            assert_eq!(tables.attacks[usize::from(got.attack)].name, "search");
+        }
+    };
+    let mut inputs = Inputs::open(&paths).unwrap();
+    let (mut batch, mut logged) = (Vec::new(), Vec::new());
+    while inputs.next_batch(&mut batch).unwrap() {
+        inputs.drain_logged(&mut logged);
+    }
+    inputs.drain_logged(&mut logged);
+    want(inputs.tables(), &logged);
+    for order in [ReadOrder::Input, ReadOrder::SendTime] {
+        let mut stream = RecordStream::open(&paths, order, false).unwrap();
+        let mut logged = Vec::new();
+        while stream.next_batch(&mut batch).unwrap() {
+            stream.take_logged(&mut logged);
+        }
+        stream.take_logged(&mut logged);
+        let (tables, summaries) = stream.into_parts();
+        logged.sort_by_key(|l| l.seq);
+        want(&tables, &logged);
+        assert_eq!(summaries[1].logged, 300, "{order:?}");
+    }
 }

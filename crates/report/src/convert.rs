@@ -1,15 +1,17 @@
 //! [`run_encode`]: the `encode` command. Reads any mix of inputs (record files, vegeta
 //! or loadlab JSON/CSV), merges them in send-time order and writes JSON lines, CSV or a
 //! record file, so `encode -to record vegeta.json > run.llr` imports old vegeta runs.
+//! A record file keeps what the inputs hold beside their records: resource samples, and
+//! a replay's logged originals and log counts; JSON and CSV carry records only.
 
 use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
 
 use record::{
-    AttackEnd, AttackInfo, Compression, CsvEncoder, InputFormat, JsonEncoder, ReadOrder, Record,
-    RecordError, RecordStream, RecordWriter, RunEnd, RunHeader, RunTables, SampleBatch,
-    SampleFrame, SampleTables, SourceSummary, StopReason,
+    AttackEnd, AttackInfo, Compression, CsvEncoder, InputFormat, JsonEncoder, Logged, ReadOrder,
+    Record, RecordError, RecordStream, RecordWriter, ReplayEnd, RunEnd, RunHeader, RunTables,
+    SampleBatch, SampleFrame, SampleTables, SourceSummary, StopReason,
 };
 
 use crate::ReportError;
@@ -158,12 +160,14 @@ fn write_records(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, 
     loop {
         writer.write(&batch, stream.tables())?;
         writer.write_samples(stream)?;
+        writer.write_logged(stream)?;
         records += batch.len() as u64;
         if !stream.next_batch(&mut batch)? {
             break;
         }
     }
     writer.write_samples(stream)?;
+    writer.write_logged(stream)?;
     writer.finish(stream.summaries(), stream.tables())?;
     Ok(records)
 }
@@ -172,6 +176,9 @@ fn write_records(stream: &mut RecordStream, out: &mut dyn Write) -> Result<u64, 
 struct DictionaryWriter<'a> {
     writer: RecordWriter<&'a mut dyn Write>,
     attacks: usize,
+    /// A replay's logged originals taken since the records last went out: written
+    /// after them, as the generator does (a block, not a block per batch).
+    logged: Vec<Logged>,
 }
 
 impl<'a> DictionaryWriter<'a> {
@@ -180,6 +187,7 @@ impl<'a> DictionaryWriter<'a> {
         Ok(DictionaryWriter {
             writer,
             attacks: header.attacks.len(),
+            logged: Vec::new(),
         })
     }
 
@@ -209,6 +217,17 @@ impl<'a> DictionaryWriter<'a> {
             // Sorted by send time: everything sent before the last record is written.
             let watermark = batch.last().map(Record::sent_unix_ns);
             self.writer.flush_records(watermark)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the logged originals of the last batch; writes those held once the
+    /// records have gone out (their ids are in the dictionary: `write` added them).
+    fn write_logged(&mut self, stream: &mut RecordStream) -> Result<(), ReportError> {
+        stream.take_logged(&mut self.logged);
+        if self.writer.pending() == 0 && !self.logged.is_empty() {
+            self.writer.write_logged(&self.logged)?;
+            self.logged.clear();
         }
         Ok(())
     }
@@ -244,6 +263,7 @@ impl<'a> DictionaryWriter<'a> {
         tables: &RunTables,
     ) -> Result<(), ReportError> {
         self.writer.flush_records(None)?;
+        self.writer.write_logged(&self.logged)?;
         if let [only] = summaries {
             for stats in &only.stats {
                 self.writer.write_stats(stats)?;
@@ -334,6 +354,18 @@ fn merged_end(summaries: &[SourceSummary], tables: &RunTables) -> Option<RunEnd>
         }
         if !end.detail.is_empty() {
             details.push(end.detail.clone());
+        }
+        // Each replay's log counts, on the merged attack ids (a reader sums entries of
+        // one attack: the shards of a replay each read part of its log).
+        for replay in &end.replays {
+            let name = summary.header.attacks.get(usize::from(replay.attack));
+            let id = name.and_then(|info| tables.attacks.iter().position(|a| a.name == info.name));
+            if let Some(id) = id.and_then(|id| u16::try_from(id).ok()) {
+                merged.replays.push(ReplayEnd {
+                    attack: id,
+                    ..replay.clone()
+                });
+            }
         }
         for (info, attack_end) in summary.header.attacks.iter().zip(&end.attacks) {
             if let Some(id) = tables.attacks.iter().position(|a| a.name == info.name) {

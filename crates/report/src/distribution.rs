@@ -144,6 +144,27 @@ impl Distribution {
         value.clamp(self.min(), self.max)
     }
 
+    /// Adds every value of `other`, as if each had been added here: exact while both
+    /// are and the sum fits the exact limit, within a bucket (3 significant digits)
+    /// once either side is a histogram.
+    pub fn merge(&mut self, other: &Distribution) {
+        match &other.store {
+            Store::Exact(values) => values.iter().for_each(|&value| self.add(value)),
+            Store::Histogram(theirs) => {
+                if self.is_exact() {
+                    self.spill();
+                }
+                if let Store::Histogram(mine) = &mut self.store {
+                    mine.merge(theirs);
+                }
+                self.count += other.count;
+                self.sum += other.sum;
+                self.min = self.min.min(other.min);
+                self.max = self.max.max(other.max);
+            }
+        }
+    }
+
     /// Seals the values for percentile queries.
     pub fn into_quantiles(self) -> Quantiles {
         let (min, max) = (self.min(), self.max);
@@ -180,6 +201,18 @@ impl LogHistogram {
         let chunk = self.chunks[bucket / CHUNK_LEN].get_or_insert_with(|| Box::new([0; CHUNK_LEN]));
         chunk[bucket % CHUNK_LEN] += 1;
         self.total += 1;
+    }
+
+    fn merge(&mut self, other: &LogHistogram) {
+        for (mine, theirs) in self.chunks.iter_mut().zip(&other.chunks) {
+            if let Some(theirs) = theirs {
+                let mine = mine.get_or_insert_with(|| Box::new([0; CHUNK_LEN]));
+                for (count, add) in mine.iter_mut().zip(theirs.iter()) {
+                    *count += add;
+                }
+            }
+        }
+        self.total += other.total;
     }
 
     /// The highest value of the bucket holding the `ceil(q * n)`-th smallest value.
@@ -286,6 +319,39 @@ mod tests {
         ];
         for &(q, n, want) in rows {
             assert_eq!(nearest_rank(q, n), want, "q {q} n {n}");
+        }
+    }
+
+    /// Merging gives the percentiles of adding every value to one distribution, in
+    /// each regime: exact + exact, exact + histogram and histogram + histogram.
+    #[test]
+    fn merged_distributions_answer_as_one() {
+        let with_limit = |limit: usize, values: std::ops::Range<u64>| {
+            let mut d = Distribution::with_exact_limit(limit);
+            values.for_each(|v| d.add(v * 1_000 + 7));
+            d
+        };
+        let rows: &[(usize, std::ops::Range<u64>, std::ops::Range<u64>, bool)] = &[
+            (100, 0..10, 10..30, true),
+            (100, 0..50, 50..200, false),
+            (100, 0..500, 500..900, false),
+            (100, 0..0, 0..40, true),
+            (100, 0..40, 0..0, true),
+        ];
+        for (limit, a, b, exact) in rows {
+            let mut merged = with_limit(*limit, a.clone());
+            merged.merge(&with_limit(*limit, b.clone()));
+            let whole = with_limit(*limit, a.start.min(b.start)..a.end.max(b.end));
+            assert_eq!(merged.is_exact(), *exact, "{a:?} + {b:?}");
+            assert_eq!(
+                (merged.count(), merged.sum(), merged.min(), merged.max()),
+                (whole.count(), whole.sum(), whole.min(), whole.max()),
+                "{a:?} + {b:?}"
+            );
+            let (merged, whole) = (merged.into_quantiles(), whole.into_quantiles());
+            for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+                assert_eq!(merged.quantile(q), whole.quantile(q), "{a:?} + {b:?} q {q}");
+            }
         }
     }
 

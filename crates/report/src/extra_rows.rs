@@ -98,4 +98,7 @@ pub struct Extras {
     /// Whole-run reports only: what ran out first, when the run has samples or a knee
     /// (set by the pipeline, `run_diagnosis.rs`).
     pub diagnosis: Option<analysis::Diagnosis>,
+    /// Whole-run reports only: each replay attack against its original
+    /// (`attack -replay`); empty without one.
+    pub replay: Vec<crate::replay::ReplayFigures>,
 }

@@ -93,6 +93,8 @@ pub struct RunFacts {
     pub in_flight_peak: u64,
     /// The open-model attacks' in-flight caps, summed; `None` without one.
     pub in_flight_cap: Option<u64>,
+    /// Each replay attack against its original (set by the pipeline).
+    pub replay: Vec<crate::replay::ReplayFigures>,
 }
 
 impl RunFacts {
@@ -296,6 +298,11 @@ impl Extras {
             protocols: protocol_mix(report),
             resources: facts.resources.clone().filter(|_| whole_run),
             saturation: facts.saturation.clone().filter(|_| whole_run),
+            replay: if whole_run {
+                facts.replay.clone()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -485,6 +492,7 @@ mod tests {
             torn: None,
             records: 100,
             samples: record::SampleSummary::default(),
+            logged: 0,
         }
     }
 

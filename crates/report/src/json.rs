@@ -12,6 +12,7 @@ use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::hist::BucketCounts;
 use crate::metrics::Report;
+use crate::replay_render::write_replay_json;
 use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::text::turn_name;
 
@@ -187,6 +188,7 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         out.push_str(",\"diagnosis\":");
         write_diagnosis(out, diagnosis);
     }
+    write_replay_json(out, &extras.replay);
     out.push_str(",\"warnings\":[");
     let resource_warnings = extras
         .resources

@@ -29,6 +29,9 @@
 //!   them: `report` and `plot` both call these, so they say the same.
 //! - [`run_compare`] / [`compare_runs`]: runs side by side, each row's difference
 //!   against the first, its improvement factor and whether it is beyond the noise.
+//! - [`Replays`] / [`ReplayFigures`]: a replay (`attack -replay`) against its original
+//!   (the access log's status and latency, kept in the record file's logged blocks):
+//!   a section of the whole-run report, and what `plot` draws beside the replay.
 //! - [`tabwriter::align`] is Go's `text/tabwriter` as vegeta configures it.
 //!
 //! Errors are [`ReportError`]; each names the input or the flag at fault.
@@ -51,6 +54,8 @@ mod json;
 mod metrics;
 mod pipeline;
 mod pressure;
+mod replay;
+mod replay_render;
 mod resources;
 mod run_diagnosis;
 mod sampler_health;
@@ -78,6 +83,10 @@ pub use hist::{BucketCounts, Buckets};
 pub use json::{push_string as push_json_string, push_strings as push_json_strings};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
 pub use pipeline::{ReportOutcome, run_report};
+pub use replay::{
+    GroupFigures, LatencyFigures, MAX_REPLAY_GROUPS, REPLAY_TOP_GROUPS, ReplayFigures, Replays,
+    SideFigures, StatusMix,
+};
 pub use resources::{
     CPU_BUSY_PERCENT, FD_WARN_PERCENT, ResourceSummary, Resources, SUSTAINED_SAMPLES,
     SamplerFigures, Stat,

@@ -18,6 +18,7 @@ use crate::hist::write_hist;
 use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
 use crate::metrics::{Metrics, Report};
+use crate::replay::Replays;
 use crate::resources::{ResourceSummary, Resources};
 use crate::text::write_resources_text;
 use crate::text::write_text;
@@ -63,18 +64,25 @@ pub fn run_report(
     };
     let mut groups = Groups::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
     let mut rows = RowPrinter::new(config);
-    let (mut batch, mut samples) = (Vec::new(), Vec::new());
+    let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
     let mut resources = Resources::default();
+    let mut replays = Replays::new();
     let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
         groups.add_all(&batch, stream.tables());
         evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
+        replays.add_records(&batch, stream.tables());
+        stream.take_logged(&mut logged);
+        replays.add_logged(&logged, stream.tables());
+        logged.clear();
         let tables = stream.take_samples(&mut samples);
         resources.add(tables, &samples);
         evidence.add_samples(tables, &samples);
         samples.clear();
     }
+    stream.take_logged(&mut logged);
+    replays.add_logged(&logged, stream.tables());
     let tables = stream.take_samples(&mut samples);
     resources.add(tables, &samples);
     evidence.add_samples(tables, &samples);
@@ -105,6 +113,7 @@ pub fn run_report(
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
+    facts.replay = replays.close(stream.summaries(), stream.tables());
     evidence.close().fill(&mut facts);
     let (text, p50_ns, diagnosis) =
         render_groups(groups, &facts, stream.tables(), &config.report_type);

@@ -12,6 +12,7 @@ use units::GoDuration;
 use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::metrics::Report;
+use crate::replay_render::write_replay_text;
 use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::tabwriter::align;
 
@@ -43,6 +44,7 @@ pub fn write_text(out: &mut String, report: &Report) {
     if let Some(diagnosis) = &report.extras.diagnosis {
         write_diagnosis(out, diagnosis);
     }
+    write_replay_text(out, &report.extras.replay);
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }
@@ -447,6 +449,7 @@ mod tests {
             resources: None,
             saturation: None,
             diagnosis: None,
+            replay: Vec::new(),
         };
         let rows = extra_rows(&extras);
         assert_eq!(rows.lines().count(), 6);

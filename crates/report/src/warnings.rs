@@ -196,6 +196,7 @@ mod tests {
             torn: None,
             records: 0,
             samples: record::SampleSummary::default(),
+            logged: 0,
         }
     }
 

@@ -1360,3 +1360,224 @@ fn compare_says_what_ran_out_first_in_each_run_that_can_tell() {
     );
     assert!(!compare(CompareFormat::Json).contains("ran out"));
 }
+
+/// Path groups of the replay: the busiest first, then 22 rare ones (past the top 20).
+fn replay_targets() -> Vec<TargetInfo> {
+    let mut targets = vec![
+        target("GET", "/search"),
+        target("GET", "/"),
+        target("POST", "/login"),
+    ];
+    targets.extend((0..22).map(|n| target("GET", &format!("/item/{n}"))));
+    targets
+}
+
+/// Replayed request `n` (5 ms apart): half to `/search`, a quarter to `/`, the rest
+/// over `/login` and the items; the fix made `/search` fast and its 503s rare.
+fn replay_record(n: u64) -> Record {
+    let target = match n % 8 {
+        0 | 1 | 4 | 5 => 0,
+        2 | 6 => 1,
+        3 => 2,
+        _ => 3 + ((n / 8) % 22) as u32,
+    };
+    let (status, error) = match n {
+        77 => (0, 2),
+        _ if target == 0 && n % 100 == 4 => (503, 1),
+        _ => (200, 0),
+    };
+    Record {
+        checks_failed: 0,
+        attack: 0,
+        target,
+        seq: n,
+        intended_unix_ns: START_NS + n * 5 * MS,
+        send_lag_ns: 30 * US,
+        latency_ns: if target == 0 { 180 * MS } else { 20 * MS } + (n % 10) * MS,
+        ttfb_ns: 10 * MS,
+        status,
+        error,
+        bytes_in: 500,
+        bytes_out: 90,
+        protocol: Protocol::Http1,
+    }
+}
+
+/// What the log said about replayed request `n`: `/search` took over a second and
+/// failed one time in ten; every 50th line has no latency, every 90th no status.
+fn replay_logged(record: &Record) -> record::Logged {
+    let n = record.seq;
+    let status = match n {
+        _ if n.is_multiple_of(90) => 0,
+        _ if record.target == 0 && n % 10 == 1 => 503,
+        _ if record.target == 2 => 302,
+        _ => 200,
+    };
+    let latency = if record.target == 0 {
+        1_200 * MS
+    } else {
+        15 * MS
+    } + (n % 7) * MS;
+    record::Logged {
+        attack: record.attack,
+        target: record.target,
+        seq: n,
+        intended_unix_ns: record.intended_unix_ns,
+        status,
+        latency_ns: (!n.is_multiple_of(50)).then_some(latency),
+        bytes: Some(2_000),
+    }
+}
+
+/// A replay of an access log at 2x (400 requests over 2 s) beside a plain attack,
+/// with its logged originals after each records block and how reading the log went.
+fn replay_run() -> Vec<u8> {
+    let mut replay = attack("incident", LoadModel::Open, None);
+    replay.schedule = "replay".to_owned();
+    replay.replay = Some(record::ReplayInfo {
+        files: vec!["logs/access.log.gz".to_owned()],
+        format: "nginx".to_owned(),
+        speed: 2.0,
+        log_start_unix_ns: START_NS - 86_400_000 * MS,
+    });
+    let header = RunHeader {
+        seed: None,
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![replay, attack("background", LoadModel::Open, Some(10.0))],
+        targets: replay_targets(),
+        shard: None,
+        precision_ns: None,
+    };
+    let mut writer =
+        RecordWriter::new(Vec::new(), &header, Compression::Zstd { level: 3 }).unwrap();
+    let errors = [
+        (ErrorKind::Status, "503 Service Unavailable"),
+        (ErrorKind::Connect, "connect: connection refused"),
+    ]
+    .map(|(kind, text)| ErrorEntry {
+        kind,
+        text: text.to_owned(),
+    });
+    writer.add_errors(0, &errors).unwrap();
+    let mut records: Vec<Record> = (0..400).map(replay_record).collect();
+    // The plain attack: it is no replay, so the section leaves it out.
+    records.extend((0..20).map(|n| Record {
+        attack: 1,
+        target: 1,
+        seq: n,
+        intended_unix_ns: START_NS + n * 100 * MS,
+        ..replay_record(2)
+    }));
+    records.sort_by_key(Record::sent_unix_ns);
+    for chunk in records.chunks(64) {
+        writer.extend(chunk);
+        writer
+            .flush_records(chunk.last().map(|r| r.sent_unix_ns() + 1))
+            .unwrap();
+        let originals: Vec<record::Logged> = chunk
+            .iter()
+            .filter(|r| r.attack == 0)
+            .map(replay_logged)
+            .collect();
+        writer.write_logged(&originals).unwrap();
+    }
+    let end = RunEnd {
+        replays: vec![record::ReplayEnd {
+            attack: 0,
+            lines: 412,
+            requests: 400,
+            bad_lines: 2,
+            bad_examples: vec![
+                "logs/access.log.gz:17: no request line in \"-\"".to_owned(),
+                "logs/access.log.gz:230: timestamp \"32/Foo/2025\" is not a date".to_owned(),
+            ],
+            filtered: 10,
+            reordered: 12,
+            max_reorder_ns: 2_100 * MS,
+            loops: 0,
+        }],
+        at_unix_ns: START_NS + 2_100 * MS,
+        reason: StopReason::Completed,
+        attacks: vec![
+            AttackEnd {
+                asked: 400,
+                sent: 400,
+                unsent: 0,
+                asked_span_ns: 1_995 * MS,
+            },
+            AttackEnd {
+                asked: 20,
+                sent: 20,
+                unsent: 0,
+                asked_span_ns: 1_900 * MS,
+            },
+        ],
+        cpu_ns: 9 * MS,
+        peak_rss_bytes: 14 << 20,
+        ..RunEnd::default()
+    };
+    writer.finish(&end).unwrap()
+}
+
+#[test]
+fn golden_replay_reports() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.dir.join("replay.llr"), replay_run()).unwrap();
+    let json = || ReportType::Json { buckets: None };
+    for (name, config) in [
+        ("replay.txt", config(ReportType::Text, None, None)),
+        ("replay.json", config(json(), None, None)),
+    ] {
+        let (out, diagnostics) = fixture.report(&["replay.llr"], &config);
+        assert_eq!(diagnostics, "", "{name}");
+        check_golden(name, &out);
+    }
+    let (text, _) = fixture.report(&["replay.llr"], &config(ReportType::Text, None, None));
+    for want in [
+        "Replay \"incident\": logs/access.log.gz (nginx) at 2x",
+        "12 requests logged out of order put back, at most 2.1s",
+        "5 more groups  10",
+        "transport errors    n/a           1 (0.25%)",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(!text.contains("\"background\""), "{text}");
+    // A run without replays has no section: the steady run's report is unchanged.
+    let (steady, _) = fixture.report(&["steady.llr"], &config(ReportType::Text, None, None));
+    assert!(!steady.contains("Replay"), "{steady}");
+    // -by reports keep it for the whole run only.
+    let (by_attack, _) = fixture.report(
+        &["replay.llr"],
+        &config(ReportType::Text, None, Some(GroupBy::Attack)),
+    );
+    assert!(!by_attack.contains("Replay vs original"), "{by_attack}");
+}
+
+/// `encode -to record` of a replay keeps its originals and its log counts: the
+/// re-encoded file reports the same section.
+#[test]
+fn encode_to_record_keeps_a_replays_originals() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.dir.join("replay.llr"), replay_run()).unwrap();
+    let mut encoded = Vec::new();
+    report::run_encode(
+        &[fixture.path("replay.llr")],
+        report::EncodeFormat::Record,
+        &mut encoded,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    std::fs::write(fixture.dir.join("encoded.llr"), encoded).unwrap();
+    let text = config(ReportType::Text, None, None);
+    let section = |report: &str| -> String {
+        let start = report
+            .find("Replay \"incident\"")
+            .expect("a replay section");
+        report[start..].to_owned()
+    };
+    let (original, _) = fixture.report(&["replay.llr"], &text);
+    let (encoded, diagnostics) = fixture.report(&["encoded.llr"], &text);
+    assert_eq!(diagnostics, "");
+    assert_eq!(section(&encoded), section(&original));
+}
