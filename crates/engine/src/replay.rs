@@ -89,6 +89,78 @@ struct Format {
     log_fields: Option<String>,
 }
 
+impl Format {
+    /// The format as asked: `-nginx-log-format` means nginx and `-log-fields` JSON
+    /// lines unless `-log-format` says otherwise.
+    fn of(fields: &ReplayFields) -> Format {
+        let implied = match (&fields.nginx_log_format, &fields.log_fields) {
+            (Some(_), _) => "nginx",
+            (None, Some(_)) => "json",
+            (None, None) => "auto",
+        };
+        Format {
+            name: fields
+                .log_format
+                .clone()
+                .unwrap_or_else(|| implied.to_owned()),
+            nginx_log_format: fields.nginx_log_format.clone(),
+            log_fields: fields.log_fields.clone(),
+        }
+    }
+
+    /// The named format's parser, checked before any log is opened.
+    fn check(&self, origin: &Origin) -> Result<(), WorkloadError> {
+        if matches!(self.name.as_str(), "auto" | "har") {
+            return Ok(());
+        }
+        let field = match (&self.nginx_log_format, &self.log_fields) {
+            _ if !workload::LOG_FORMATS.contains(&self.name.as_str()) => "log_format",
+            (Some(_), _) => "nginx_log_format",
+            (None, Some(_)) => "log_fields",
+            (None, None) => "log_format",
+        };
+        self.parser().map(drop).map_err(|reason| {
+            let reason = if field == "log_format" {
+                format!("{reason} (or auto, har)")
+            } else {
+                reason
+            };
+            field_error(origin, field, reason)
+        })
+    }
+
+    fn parser(&self) -> Result<Box<dyn LineParser>, String> {
+        workload::line_parser(
+            &self.name,
+            self.nginx_log_format.as_deref(),
+            self.log_fields.as_deref(),
+        )
+    }
+
+    /// The parser of one file: the named format's, or what its first lines look like.
+    fn parser_for(&self, file: &str, lines: &[&str]) -> Result<Box<dyn LineParser>, WorkloadError> {
+        let fail = |reason: String| WorkloadError::Log {
+            source_name: file.to_owned(),
+            reason,
+        };
+        let looks_like_har = || {
+            let head = lines.concat();
+            head.trim_start().starts_with('{') && head.contains("\"log\"")
+        };
+        match self.name.as_str() {
+            "har" => Ok(Box::new(workload::HarFormat)),
+            "auto" if looks_like_har() => Ok(Box::new(workload::HarFormat)),
+            "auto" => workload::sniff(lines).ok_or_else(|| {
+                fail(format!(
+                    "the log format could not be guessed from its first lines; name it with -log-format ({}, har)",
+                    workload::LOG_FORMATS.join(", ")
+                ))
+            }),
+            _ => self.parser().map_err(fail),
+        }
+    }
+}
+
 /// What reading the logs once found.
 #[derive(Debug, Clone, Default)]
 pub struct Survey {
@@ -158,6 +230,8 @@ impl Replay {
             }
             None => std::time::Duration::from_secs(10),
         };
+        let format = Format::of(fields);
+        format.check(origin).map_err(EngineError::Targets)?;
         let filter = ReplayFilter::parse(
             fields.from.as_deref(),
             fields.to.as_deref(),
@@ -192,38 +266,22 @@ impl Replay {
         })
     }
 
-    /// Opens the logs as one time-ordered stream.
-    pub(crate) fn open(&self) -> Result<LogStream, WorkloadError> {
-        let format = &self.format;
-        let mut parser_for = |file: &str,
-                              lines: &[&str]|
-         -> Result<Box<dyn LineParser>, WorkloadError> {
-            let fail = |reason: String| WorkloadError::Log {
-                file: file.to_owned(),
-                line: 0,
-                reason,
-            };
-            if format.name == "auto" {
-                return workload::sniff(lines).ok_or_else(|| {
-                        fail(format!(
-                            "the log format could not be guessed from its first lines; name it with -log-format ({})",
-                            workload::LOG_FORMATS.join(", ")
-                        ))
-                    });
-            }
-            workload::line_parser(
-                &format.name,
-                format.nginx_log_format.as_deref(),
-                format.log_fields.as_deref(),
-            )
-            .map_err(fail)
+    /// Opens the logs as one time-ordered stream; with the format each file is read
+    /// in (what `auto` found).
+    pub(crate) fn open(&self) -> Result<(LogStream, Vec<String>), WorkloadError> {
+        let mut found = Vec::new();
+        let mut parser_for = |file: &str, lines: &[&str]| {
+            let parser = self.format.parser_for(file, lines)?;
+            found.push(parser.name());
+            Ok(parser)
         };
-        LogStream::open(&self.files, self.options.clone(), &mut parser_for)
+        let stream = LogStream::open(&self.files, self.options.clone(), &mut parser_for)?;
+        Ok((stream, found))
     }
 
     /// Reads the logs once: time zero, shape, counts, and every error a reading finds.
     fn read_once(&self, origin: &Origin) -> Result<Survey, EngineError> {
-        let mut stream = self.open().map_err(EngineError::Targets)?;
+        let (mut stream, formats) = self.open().map_err(EngineError::Targets)?;
         let mut survey = Survey::default();
         let mut first = None;
         for request in stream.by_ref() {
@@ -262,7 +320,7 @@ impl Replay {
         }
         survey.stats = stream.stats();
         survey.first_unix_ns = first.unwrap_or_default();
-        survey.format = self.format.name.clone();
+        survey.format = formats.join(", ");
         if survey.requests == 0 {
             let reason = match first {
                 None => "the logs hold no request".to_owned(),

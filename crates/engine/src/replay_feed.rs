@@ -104,7 +104,7 @@ impl ReplayFeeder {
     /// Deals one pass over the logs; false once the run needs no more.
     fn pass(&self, pass: &mut Pass<'_>, base_ns: u64) -> Result<bool, EngineError> {
         let replay = &self.replay;
-        let mut stream = replay.open().map_err(EngineError::Targets)?;
+        let (mut stream, _) = replay.open().map_err(EngineError::Targets)?;
         let mut first = None;
         for request in stream.by_ref() {
             let request = request.map_err(EngineError::Targets)?;
