@@ -204,8 +204,10 @@ pub struct AttackArgs {
         workload::MAX_TARGET_BYTES >> 20,
     ))]
     targets: Option<String>,
-    /// Targets format: http or json [default: http]
-    #[arg(long, value_parser = ["http", "json"])]
+    /// Targets format: http or json (vegeta's), or Yandex.Tank's ammo: uri, uripost or
+    /// phantom (requests go to the base URL when one is set, else to http:// and their
+    /// Host header; ammo tags are read and dropped) [default: http]
+    #[arg(long, value_parser = ["http", "json", "uri", "uripost", "phantom"])]
     format: Option<String>,
     /// Read targets as they are needed (for endless generated streams)
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]

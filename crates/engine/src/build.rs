@@ -264,6 +264,30 @@ fn targets(
             &read_body_file,
         )),
         TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
+        TargetFormat::TankUri => Box::new(workload::TankAmmoReader::new(
+            input,
+            &name,
+            workload::TankAmmo::Uri,
+            headers,
+            &body,
+            settings.base_url.as_ref(),
+        )),
+        TargetFormat::TankUriPost => Box::new(workload::TankAmmoReader::new(
+            input,
+            &name,
+            workload::TankAmmo::UriPost,
+            headers,
+            &body,
+            settings.base_url.as_ref(),
+        )),
+        TargetFormat::TankPhantom => Box::new(workload::TankAmmoReader::new(
+            input,
+            &name,
+            workload::TankAmmo::Phantom,
+            headers,
+            &body,
+            settings.base_url.as_ref(),
+        )),
     };
     let stream: TargetIter = match settings.base_url.clone() {
         Some(base) => Box::new(stream.map(move |target| Ok(target?.rebased(&base)))),

@@ -1,10 +1,12 @@
 //! What to send and when. Pure data and pure functions; the engine does the I/O.
 //!
 //! - [`Target`]: one request template (method, URL, headers, body), read from vegeta's
-//!   `http` format ([`parse_http_targets`]) or `json` format ([`JsonTargetReader`]).
+//!   `http` format ([`parse_http_targets`]) or `json` format ([`JsonTargetReader`]), or
+//!   from Yandex.Tank's `uri`, `uripost` and `phantom` ammo ([`TankAmmoReader`]).
 //! - [`Schedule`]: the open model's pacing. [`Schedule::intended_ns`] gives the intended
 //!   send time of the k-th request as a pure function of k, so pacing never drifts and
 //!   a late generator shows its lag instead of silently skipping requests.
+//!   [`Schedule::from_rates`] replays a log's requests per second as a schedule.
 //! - [`Plan`]: a schedule or a closed-model user count, with the run's bounds
 //!   (duration, request cap), and the [`Shard`] of it this process sends.
 //! - [`AttackFields`] and [`RunFields`]: an attack's and a run's options as written
@@ -51,6 +53,7 @@ mod stop_rule;
 mod target;
 mod targets_http;
 mod targets_json;
+mod targets_tank;
 mod template;
 
 #[cfg(test)]
@@ -84,6 +87,7 @@ pub use stop_rule::{
 pub use target::{HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target};
+pub use targets_tank::{TankAmmo, TankAmmoReader};
 pub use template::{RenderContext, Template};
 
 /// Why targets or a plan were rejected. Messages name the input.

@@ -1,11 +1,14 @@
 //! [`Schedule`]: a rate (or a user count) over time, as Yandex.Tank writes it:
 //! `const(R, D)`, `line(A, B, D)`, `step(A, B, INC, D)` concatenated, plus doubling steps
 //! `step(8, 4096, x2, 50s)`, explicit step lists `8,16,24,32@50s` and
-//! `sine(MEAN, AMPLITUDE, PERIOD, D)`.
+//! `sine(MEAN, AMPLITUDE, PERIOD, D)`; and a log's shape, its requests per second bucket
+//! by bucket ([`Schedule::from_rates`]).
 //!
 //! Everything is a pure function of time: [`Schedule::intended_ns`] inverts the integral
 //! of the rate exactly (closed form for `const` and `line`, a safeguarded Newton step for
 //! `sine`), so the k-th request's send time never depends on what happened before it.
+//! Finding a time's or a request's segment is a binary search, as a day of a log's
+//! 1 s buckets is 86,400 segments.
 
 use std::fmt;
 use std::time::Duration;
@@ -21,6 +24,9 @@ pub struct Schedule {
     starts_ns: Vec<u64>,
     /// The integral of the rate before each segment (requests).
     counts_before: Vec<f64>,
+    /// What [`fmt::Display`] prints instead of the segments, when they are too many to
+    /// read (a log's shape).
+    label: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,6 +141,49 @@ impl Schedule {
         Schedule::from_segments(segments)
     }
 
+    /// A piecewise-constant schedule: `rates_per_sec[i]` over the i-th bucket of
+    /// `bucket_ns`; the label is what `describe()`/Display say (e.g.
+    /// `shape(access.log, 3600 x 1s)`), as the segment list is long. Buckets of rate 0
+    /// are pauses: nothing is due in them.
+    pub fn from_rates(
+        rates_per_sec: &[f64],
+        bucket_ns: u64,
+        label: &str,
+    ) -> Result<Schedule, String> {
+        if rates_per_sec.is_empty() {
+            return Err("no buckets: a shape needs at least one rate".to_owned());
+        }
+        if bucket_ns == 0 {
+            return Err("buckets of 0ns: want a width of at least 1ns".to_owned());
+        }
+        if let Some((index, rate)) = rates_per_sec
+            .iter()
+            .enumerate()
+            .find(|(_, rate)| !(rate.is_finite() && **rate >= 0.0))
+        {
+            return Err(format!(
+                "bucket {index}: rate {rate} is not a number of requests per second >= 0"
+            ));
+        }
+        if rates_per_sec.iter().all(|&rate| rate == 0.0) {
+            return Err(format!(
+                "all {} buckets have rate 0: nothing to send",
+                rates_per_sec.len()
+            ));
+        }
+        let segments = rates_per_sec
+            .iter()
+            .map(|&rate| Segment {
+                shape: Shape::Const(rate),
+                duration_ns: Some(bucket_ns),
+            })
+            .collect();
+        Ok(Schedule {
+            label: Some(label.to_owned()),
+            ..Schedule::from_segments(segments)
+        })
+    }
+
     fn from_segments(segments: Vec<Segment>) -> Schedule {
         debug_assert!(
             segments
@@ -160,6 +209,7 @@ impl Schedule {
             segments,
             starts_ns,
             counts_before,
+            label: None,
         }
     }
 
@@ -218,12 +268,16 @@ impl Schedule {
     /// when the schedule ends first: request k leaves when the integral reaches k.
     pub fn intended_ns(&self, k: u64) -> Option<u64> {
         let wanted = k as f64;
-        // The last segment whose count before it is <= k, skipping empty ones.
+        // The last segment whose count before it is <= k: empty segments (pauses) before
+        // it share its count, so the search passes over them. Only that segment can hold
+        // k, as every earlier one ends at or before its count; none does past the end.
         let index = self
             .counts_before
             .partition_point(|&before| before <= wanted)
             .checked_sub(1)?;
-        let index = (0..=index).rev().find(|&i| self.segment_holds(i, wanted))?;
+        if !self.segment_holds(index, wanted) {
+            return None;
+        }
         let segment = self.segments[index];
         let span_s = segment
             .duration_ns
@@ -245,7 +299,16 @@ impl Schedule {
     /// How many requests are due at or before `t_ns`.
     pub fn due_by(&self, t_ns: u64) -> u64 {
         // Saturating: a huge parsed rate (`const(1e308, 1s)`) must not overflow.
-        let due = (self.count_by(t_ns).floor() as u64).saturating_add(1);
+        let counted = self.count_by(t_ns).floor() as u64;
+        // In a pause the count stands still; at a whole count, request `counted` waits
+        // for the rate to come back.
+        let waiting = self.value_at(t_ns) == 0.0
+            && self.intended_ns(counted).is_none_or(|at_ns| at_ns > t_ns);
+        let due = if waiting {
+            counted
+        } else {
+            counted.saturating_add(1)
+        };
         match self.total_count() {
             Some(total) => due.min(total.ceil() as u64),
             None => due,
@@ -287,6 +350,9 @@ impl Schedule {
 
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(label) = &self.label {
+            return f.write_str(label);
+        }
         for (index, segment) in self.segments.iter().enumerate() {
             if index > 0 {
                 f.write_str(" ")?;
@@ -478,6 +544,135 @@ mod tests {
                 "{t}: {}",
                 schedule.value_at(t)
             );
+        }
+    }
+
+    #[test]
+    fn a_shape_pauses_in_its_zero_buckets() {
+        let rates = [2.0, 0.0, 0.0, 4.0, 0.0];
+        let schedule = Schedule::from_rates(&rates, S, "shape(test.log, 5 x 1s)").unwrap();
+        let intended: &[(u64, Option<u64>)] = &[
+            (0, Some(0)),
+            (1, Some(S / 2)),
+            // Requests 2 to 5 wait out the two empty seconds.
+            (2, Some(3 * S)),
+            (3, Some(3 * S + S / 4)),
+            (5, Some(3 * S + 3 * S / 4)),
+            (6, None),
+            (u64::MAX, None),
+        ];
+        for &(k, want) in intended {
+            assert_eq!(schedule.intended_ns(k), want, "intended_ns({k})");
+        }
+        let due: &[(u64, u64)] = &[
+            (0, 1),
+            (S / 2 - 1, 1),
+            (S / 2, 2),
+            (S, 2),
+            (3 * S - 1, 2),
+            (3 * S, 3),
+            (4 * S - 1, 6),
+            (4 * S, 6),
+            (u64::MAX, 6),
+        ];
+        for &(t, want) in due {
+            assert_eq!(schedule.due_by(t), want, "due_by({t})");
+        }
+        let values: Vec<f64> = [0, S, 2 * S, 3 * S, 4 * S, 5 * S]
+            .iter()
+            .map(|&t| schedule.value_at(t))
+            .collect();
+        assert_eq!(values, [2.0, 0.0, 0.0, 4.0, 0.0, 0.0]);
+        assert_eq!(schedule.count_by(2 * S), 2.0);
+        assert_eq!(schedule.duration_ns(), Some(5 * S));
+        assert_eq!(schedule.to_string(), "shape(test.log, 5 x 1s)");
+        assert_eq!(per_second(&schedule, 5), [2, 0, 0, 4, 0]);
+    }
+
+    #[test]
+    fn each_request_of_a_shape_lands_in_its_bucket() {
+        let rows: &[(&[f64], u64)] = &[
+            (&[3.0, 0.0, 1.0, 0.5, 0.0, 0.0, 7.0], S),
+            (&[0.0, 0.0, 10.0], S / 10),
+            (&[2.5, 0.0, 1.5, 0.0], 60 * S),
+        ];
+        for &(rates, bucket_ns) in rows {
+            let schedule = Schedule::from_rates(rates, bucket_ns, "shape").unwrap();
+            let mut want = Vec::new();
+            let mut before = 0.0;
+            for (bucket, &rate) in rates.iter().enumerate() {
+                let after = before + rate * bucket_ns as f64 / 1e9;
+                // Request k is the bucket's when the count reaches k inside it.
+                want.extend((before.ceil() as u64..after.ceil() as u64).map(|_| bucket as u64));
+                before = after;
+            }
+            let got: Vec<u64> = (0..)
+                .map_while(|k| schedule.intended_ns(k))
+                .map(|t| t / bucket_ns)
+                .collect();
+            assert_eq!(got, want, "{rates:?}");
+        }
+    }
+
+    /// The k-th request's time by walking the buckets one by one: what the binary
+    /// search must agree with. `ks` ascending.
+    fn intended_by_walking(rates: &[f64], bucket_ns: u64, ks: &[u64]) -> Vec<Option<u64>> {
+        let span_s = bucket_ns as f64 / 1e9;
+        let (mut bucket, mut before) = (0, 0.0);
+        ks.iter()
+            .map(|&k| {
+                let wanted = k as f64;
+                while bucket < rates.len() && before + rates[bucket] * span_s <= wanted {
+                    before += rates[bucket] * span_s;
+                    bucket += 1;
+                }
+                let rate = *rates.get(bucket)?;
+                let offset_ns = ((wanted - before) / rate * 1e9).round() as u64;
+                Some(bucket as u64 * bucket_ns + offset_ns.min(bucket_ns - 1))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_day_of_one_second_buckets_agrees_with_a_linear_walk() {
+        // A day's shape: quiet hours of zeros, fractional rates, bursts.
+        let rates: Vec<f64> = (0..86_400u64)
+            .map(|i| match (i * 7919) % 13 {
+                0..=2 => 0.0,
+                r => r as f64 * 0.75,
+            })
+            .collect();
+        let schedule = Schedule::from_rates(&rates, S, "shape(day.log, 86400 x 1s)").unwrap();
+        let total = rates.iter().sum::<f64>() as u64;
+        let mut ks: Vec<u64> = (0..total + 50).step_by(97).collect();
+        ks.extend(total - 3..total + 3);
+        ks.sort_unstable();
+        let want = intended_by_walking(&rates, S, &ks);
+        for (&k, want) in ks.iter().zip(want) {
+            assert_eq!(schedule.intended_ns(k), want, "k={k}");
+        }
+        assert_eq!(schedule.intended_ns(total + 1), None);
+        assert!(schedule.intended_ns(total - 1).is_some());
+        assert_eq!(schedule.to_string(), "shape(day.log, 86400 x 1s)");
+    }
+
+    #[test]
+    fn a_shape_needs_rates_to_send() {
+        let rows: &[(&[f64], u64, &str)] = &[
+            (&[], S, "no buckets: a shape needs at least one rate"),
+            (&[0.0, 0.0], S, "all 2 buckets have rate 0: nothing to send"),
+            (&[1.0], 0, "buckets of 0ns: want a width of at least 1ns"),
+            (
+                &[1.0, -2.0],
+                S,
+                "bucket 1: rate -2 is not a number of requests per second >= 0",
+            ),
+            (&[f64::NAN], S, "bucket 0: rate NaN is not a number"),
+            (&[f64::INFINITY], S, "bucket 0: rate inf is not a number"),
+        ];
+        for &(rates, bucket_ns, want) in rows {
+            let err = Schedule::from_rates(rates, bucket_ns, "shape").unwrap_err();
+            assert!(err.starts_with(want), "{rates:?}: {err}");
         }
     }
 

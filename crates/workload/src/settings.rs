@@ -36,6 +36,12 @@ pub enum TargetFormat {
     Http,
     /// vegeta's `json` format (one object per line).
     Json,
+    /// Yandex.Tank's `uri` ammo: `[Name: value]` header lines, `PATH [tag]` GETs.
+    TankUri,
+    /// Yandex.Tank's `uripost` ammo: `SIZE PATH [tag]` and SIZE bytes of POST body.
+    TankUriPost,
+    /// Yandex.Tank's `phantom` ammo: `SIZE [tag]` and SIZE bytes of a raw HTTP request.
+    TankPhantom,
 }
 
 /// One attack's settings, checked, with defaults filled in: all but its targets and
@@ -240,9 +246,12 @@ impl AttackFields {
         match self.format.as_deref() {
             None | Some("http") => Ok(TargetFormat::Http),
             Some("json") => Ok(TargetFormat::Json),
+            Some("uri") => Ok(TargetFormat::TankUri),
+            Some("uripost") => Ok(TargetFormat::TankUriPost),
+            Some("phantom") => Ok(TargetFormat::TankPhantom),
             Some(other) => Err(origin.error(
                 "format",
-                format!("unknown format {other:?} (want http or json)"),
+                format!("unknown format {other:?} (want http, json, uri, uripost or phantom)"),
             )),
         }
     }
@@ -372,6 +381,33 @@ mod tests {
                 defaults::MAX_IN_FLIGHT
             )
         );
+    }
+
+    #[test]
+    fn reads_the_five_target_formats() {
+        let rows: &[(Option<&str>, Result<TargetFormat, &str>)] = &[
+            (None, Ok(TargetFormat::Http)),
+            (Some("http"), Ok(TargetFormat::Http)),
+            (Some("json"), Ok(TargetFormat::Json)),
+            (Some("uri"), Ok(TargetFormat::TankUri)),
+            (Some("uripost"), Ok(TargetFormat::TankUriPost)),
+            (Some("phantom"), Ok(TargetFormat::TankPhantom)),
+            (
+                Some("ammo"),
+                Err("-format: unknown format \"ammo\" (want http, json, uri, uripost or phantom)"),
+            ),
+        ];
+        for (text, want) in rows {
+            let fields = AttackFields {
+                format: text.map(str::to_owned),
+                ..AttackFields::default()
+            };
+            match (fields.settings(&Origin::flags()), want) {
+                (Ok(settings), Ok(want)) => assert_eq!(settings.format, *want, "{text:?}"),
+                (Err(err), Err(want)) => assert_eq!(err.to_string(), *want, "{text:?}"),
+                (got, want) => panic!("{text:?}: got {:?}, want {want:?}", got.map(|s| s.format)),
+            }
+        }
     }
 
     #[test]
