@@ -189,7 +189,7 @@ impl PrometheusStats {
             .iter()
             .flat_map(|attack| match &attack.targets {
                 Targets::List(list) => list.as_slice(),
-                Targets::Stream(_) => &[],
+                Targets::Stream(_) | Targets::Replay(_) => &[],
             });
         let mut stats = PrometheusStats {
             plans: config
