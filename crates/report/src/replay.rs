@@ -29,13 +29,13 @@ const MAX_BAD_EXAMPLES: usize = 5;
 
 /// Replay attacks' records and originals, tallied as they stream by; see the module
 /// documentation.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Replays {
     /// By merged attack id; `None` for an attack that is no replay.
     attacks: Vec<Option<Box<AttackTally>>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct AttackTally {
     original: SideTally,
     replay: SideTally,
@@ -47,7 +47,7 @@ struct AttackTally {
 }
 
 /// One side: requests, their time span, status classes and latencies.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct SideTally {
     requests: u64,
     first_unix_ns: Option<u64>,
@@ -69,7 +69,7 @@ impl SideTally {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct GroupTally {
     /// The target; `None` for the groups past [`MAX_REPLAY_GROUPS`], folded.
     target: Option<u32>,
@@ -77,7 +77,7 @@ struct GroupTally {
     replay: GroupSide,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct GroupSide {
     requests: u64,
     /// Requests with a status (the log may have none; a transport error has 0).
