@@ -382,11 +382,12 @@ fn rates(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
         let mut logged = row_values(rows, |row| Some(rate(row.logged)));
         blank_outside(&mut logged, &sending);
         let name = "original (logged)";
-        series.push(Series::new(name, ORIGINAL, Style::Line).with_points(times, logged));
-        caption.push_str(&format!(
+        // Dashed and on top: where the replay follows the log exactly, both show.
+        series.push(Series::new(name, ORIGINAL, Style::Dashed).with_points(times, logged));
+        caption.push_str(
             " Original: the requests the replayed log holds, at their logged time on the \
-             replay's axis (sped up as replayed); achieved following it is a faithful replay."
-        ));
+             replay's axis (sped up as replayed); achieved following it is a faithful replay.",
+        );
     }
     let mut chart = Chart::time_series("rate", "Requests per second", Unit::PerSecond, series)
         .with_caption(caption);

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use report::{GroupFigures, ReplayFigures, SideFigures, StatusMix};
+use report::{GroupFigures, LatencyFigures, ReplayFigures, SideFigures, StatusMix};
 
 use crate::format;
 use crate::svg::escape;
@@ -111,15 +111,9 @@ fn versus_table(out: &mut String, replay: &ReplayFigures) {
         }
         row(name, &|side| status_cell(side.status, index));
     }
-    let percentiles: [(&str, fn(&report::LatencyFigures) -> u64); 4] = [
-        ("latency p50", |l| l.p50_ns),
-        ("latency p90", |l| l.p90_ns),
-        ("latency p99", |l| l.p99_ns),
-        ("latency max", |l| l.max_ns),
-    ];
-    for (name, value) in percentiles {
+    for (index, name) in LatencyFigures::NAMES.iter().enumerate() {
         row(name, &|side| {
-            duration_cell(side.latency.as_ref().map(value))
+            duration_cell(side.latency.map(|l| l.values()[index]))
         });
     }
     out.push_str("</tbody>\n</table>\n");

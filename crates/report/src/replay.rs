@@ -515,6 +515,17 @@ pub struct LatencyFigures {
     pub max_ns: u64,
 }
 
+impl LatencyFigures {
+    /// The rows' names, in [`LatencyFigures::values`] order.
+    pub const NAMES: [&'static str; 4] =
+        ["latency p50", "latency p90", "latency p99", "latency max"];
+
+    /// p50, p90, p99 and max, nanoseconds.
+    pub fn values(&self) -> [u64; 4] {
+        [self.p50_ns, self.p90_ns, self.p99_ns, self.max_ns]
+    }
+}
+
 /// One path group (a replay's target: `GET /search`) of a replay and its original.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupFigures {
