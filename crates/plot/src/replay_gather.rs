@@ -7,8 +7,8 @@
 //! Records come in send-time order, but logged originals in file order, which is
 //! about completion order: an interval's originals keep arriving for as long as its
 //! slowest request took. So the p99s are not closed with the next interval, as the
-//! rows' percentiles are, but once the intervals seen have moved [`HORIZON_NS`] past
-//! them; an original later still opens its interval again and the row keeps the
+//! rows' percentiles are, but once the intervals seen have moved [`HORIZON_NS`] (at
+//! most 64 intervals) past them; an original later still opens its interval again and the row keeps the
 //! higher p99. Memory: one small distribution pair per interval of the horizon, and
 //! the originals that come before the first record fixes the time origin (those the
 //! send-time merge holds back, a block or so).
@@ -20,8 +20,11 @@ use report::{Distribution, ReplayFigures, Replays};
 
 use crate::bins::Bins;
 
-/// How far behind the latest interval seen an interval stays open.
+/// How far behind the latest interval seen an interval stays open...
 pub const HORIZON_NS: u64 = 60_000_000_000;
+/// ...but never more intervals than this (a fine `-every`), so the open ones stay a few
+/// MiB at most.
+const MAX_OPEN_INTERVALS: u64 = 64;
 /// Values an open interval's distribution keeps exactly, each side.
 const OPEN_EXACT_LIMIT: usize = 1 << 10;
 
@@ -148,7 +151,7 @@ impl ReplayGather {
     /// Writes the p99s of the intervals past the horizon (every one with `all`) into
     /// their rows and forgets them.
     fn close_behind(&mut self, bins: &mut Bins, all: bool) {
-        let horizon = (HORIZON_NS / bins.every_ns()).max(2);
+        let horizon = (HORIZON_NS / bins.every_ns()).clamp(2, MAX_OPEN_INTERVALS);
         let cut = if all {
             u64::MAX
         } else {

@@ -19,9 +19,11 @@ use crate::metrics::go_seconds;
 
 /// The busiest path groups listed one by one; the others make one line.
 pub const REPLAY_TOP_GROUPS: usize = 20;
-/// Path groups of one attack tallied apart; requests of later groups share one tally
-/// (their percentiles are then those of all of them).
-pub const MAX_REPLAY_GROUPS: usize = 1000;
+/// Path groups of one attack tallied apart, in the order first seen; requests of later
+/// groups share one tally (their percentiles are then those of all of them). A busy
+/// group's distributions reach about 100 KiB a side, so this bounds a replay's tally
+/// near 50 MiB however many paths its log holds.
+pub const MAX_REPLAY_GROUPS: usize = 256;
 /// Values a group's distribution keeps exactly: 8 KiB a side.
 const GROUP_EXACT_LIMIT: usize = 1 << 10;
 /// Bad log lines quoted at most, over every input.
