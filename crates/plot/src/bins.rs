@@ -38,6 +38,13 @@ pub struct Row {
     /// How each check of the requests sent in the interval went, in order of first
     /// sight; empty without flow checks.
     pub checks: Vec<CheckCount>,
+    /// A replay's originals whose logged time (rebased, sped up: their records'
+    /// intended send time) falls in the interval ([`Bins::add_logged`]).
+    pub logged: u64,
+    /// A replay's p99 latency as logged, and as replayed, of the requests intended in
+    /// the interval (`replay_gather.rs`); `None` without one.
+    pub original_p99_ns: Option<u64>,
+    pub replay_p99_ns: Option<u64>,
 }
 
 /// One check's runs in an interval.
@@ -95,6 +102,9 @@ impl Row {
                 None => self.statuses.push((key, count)),
             }
         }
+        self.logged += other.logged;
+        self.original_p99_ns = self.original_p99_ns.max(other.original_p99_ns);
+        self.replay_p99_ns = self.replay_p99_ns.max(other.replay_p99_ns);
         self.latency_ns = highest(self.latency_ns, other.latency_ns);
         self.send_lag_ns = highest(self.send_lag_ns, other.send_lag_ns);
         for theirs in &other.checks {
@@ -200,6 +210,20 @@ impl Bins {
                 count.passed += 1;
             }
         }
+    }
+
+    /// Counts a replay's original at `intended_ns` (nanoseconds from the origin), in
+    /// whatever order they come.
+    pub fn add_logged(&mut self, intended_ns: u64) {
+        self.row(intended_ns / self.every_ns).logged += 1;
+    }
+
+    /// Sets interval `index`'s replay p99s; a value already there (an interval
+    /// closed twice, for a straggler) keeps the higher, as [`Row::merge`] does.
+    pub fn set_replay_p99(&mut self, index: u64, original_ns: Option<u64>, replay_ns: Option<u64>) {
+        let row = self.row(index);
+        row.original_p99_ns = row.original_p99_ns.max(original_ns);
+        row.replay_p99_ns = row.replay_p99_ns.max(replay_ns);
     }
 
     /// The interval being filled, closing the previous one when `index` is later.

@@ -33,6 +33,8 @@ const GRAY: &str = "#6b7280";
 const GREEN: &str = "#16a34a";
 const BLUE: &str = "#2563eb";
 const ORANGE: &str = "#ea580c";
+/// A replay's original (what the log said), beside the replay's own lines.
+const ORIGINAL: &str = "#c2410c";
 /// The most status codes drawn apart; the rest are summed as "other".
 const MAX_STATUS_SERIES: usize = 8;
 /// The most checks drawn apart (those that failed most); the rest are one line.
@@ -66,8 +68,11 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
             latency_scatter(data, scale),
             percentiles_over_time(data, &rows, scale, threshold),
             rates(data, &rows, threshold),
-            statuses(data, &rows, threshold),
         ]);
+        if !data.replay.is_empty() {
+            charts.push(replay_latency(data, &rows, scale, threshold));
+        }
+        charts.push(statuses(data, &rows, threshold));
         if !data.flows.checks.is_empty() {
             charts.push(checks(data, &rows, threshold));
         }
@@ -365,15 +370,54 @@ fn rates(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
     blank_outside(&mut sent, &sending);
     let done = row_values(rows, |row| Some(rate(row.ok_done)));
     series.push(Series::new("achieved", BLUE, Style::Line).with_points(times.clone(), sent));
-    series.push(Series::new("successful", GREEN, Style::Line).with_points(times, done));
+    series.push(Series::new("successful", GREEN, Style::Line).with_points(times.clone(), done));
     let every = interval_name(data.every_ns);
+    let mut caption = format!(
+        "Asked: what the schedule made due in each {every} (open model only). Achieved: \
+         requests sent. Successful: responses with a status in 200-399 completed in the \
+         {every}. Achieved below asked means the generator fell behind; successful below \
+         achieved means the server did."
+    );
+    if !data.replay.is_empty() {
+        let mut logged = row_values(rows, |row| Some(rate(row.logged)));
+        blank_outside(&mut logged, &sending);
+        let name = "original (logged)";
+        // Dashed and on top: where the replay follows the log exactly, both show.
+        series.push(Series::new(name, ORIGINAL, Style::Dashed).with_points(times, logged));
+        caption.push_str(
+            " Original: the requests the replayed log holds, at their logged time on the \
+             replay's axis (sped up as replayed); achieved following it is a faithful replay.",
+        );
+    }
     let mut chart = Chart::time_series("rate", "Requests per second", Unit::PerSecond, series)
-        .with_caption(format!(
-            "Asked: what the schedule made due in each {every} (open model only). Achieved: \
-             requests sent. Successful: responses with a status in 200-399 completed in the \
-             {every}. Achieved below asked means the generator fell behind; successful below \
-             achieved means the server did."
-        ));
+        .with_caption(caption);
+    reduce_rows(&mut chart, limit);
+    chart
+}
+
+/// A replay's p99 per interval against its original's (`replay_gather.rs`).
+fn replay_latency(data: &RunData, rows: &[Option<Row>], scale: Scale, limit: usize) -> Chart {
+    let times = row_times(rows, data.every_ns);
+    let original = row_values(rows, |row| row.original_p99_ns.map(|ns| ns as f64));
+    let replayed = row_values(rows, |row| row.replay_p99_ns.map(|ns| ns as f64));
+    let series = vec![
+        Series::new("original p99 (logged)", ORIGINAL, Style::Dashed)
+            .with_points(times.clone(), original),
+        Series::new("replay p99", BLUE, Style::Line).with_points(times, replayed),
+    ];
+    let every = interval_name(data.every_ns);
+    let mut chart = Chart::time_series(
+        "replay-latency",
+        format!("Replay vs original: latency p99 per {every}"),
+        Unit::Duration,
+        series,
+    )
+    .with_scale(scale, true)
+    .with_caption(format!(
+        "The requests the replayed log holds, at their logged time on the replay's axis: \
+         the p99 the log says the server took then, and the replay's p99 (from the \
+         intended send time), per {every}. Gaps: no request, or a log without latencies."
+    ));
     reduce_rows(&mut chart, limit);
     chart
 }

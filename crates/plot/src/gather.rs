@@ -6,16 +6,18 @@
 //! records go to a [`SampleGather`] once per batch, never per record. The diagnosis's
 //! [`Evidence`] (seconds for the knee, watched resources against their limits) takes
 //! each batch of records and samples whole, as `loadlab report` feeds it, and the page
-//! is judged as `report` judges it ([`report::diagnose_run`]). Memory is bounded by the
+//! is judged as `report` judges it ([`report::diagnose_run`]). A replay's logged
+//! originals (`attack -replay`) go with the records to a [`ReplayGather`]. Memory is
+//! bounded by the
 //! samplers' limits and the number of intervals, never by the number of records.
 
 use record::{
-    ErrorKind, LoadModel, ReadOrder, Record, RecordStream, RunTables, SampleBatch, SampleTables,
-    SourceSummary,
+    ErrorKind, LoadModel, Logged, ReadOrder, Record, RecordStream, RunTables, SampleBatch,
+    SampleTables, SourceSummary,
 };
 use report::{
-    ClosedEvidence, Distribution, Evidence, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles, Report,
-    RunFacts, Scope,
+    ClosedEvidence, Distribution, Evidence, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles,
+    ReplayFigures, Report, RunFacts, Scope,
 };
 
 use crate::PlotError;
@@ -24,6 +26,7 @@ use crate::config::PlotConfig;
 use crate::downsample::{GridSize, Kept, PointSampler, Sampled};
 use crate::flows::{FlowData, FlowGather};
 use crate::model::TimeZero;
+use crate::replay_gather::ReplayGather;
 use crate::sample_gather::{SampleData, SampleGather};
 
 /// Point labels at or above this are error ids (`ERROR_LABEL + id`); below, statuses.
@@ -51,6 +54,9 @@ pub struct RunData {
     pub samples: SampleData,
     /// The flows' checks and steps (empty for a run without flows).
     pub flows: FlowData,
+    /// Each replay attack against its original (empty for a run without one); the
+    /// rows hold its per-interval figures.
+    pub replay: Vec<ReplayFigures>,
 }
 
 /// One attack's requests.
@@ -71,14 +77,18 @@ pub struct AttackData {
 pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotError> {
     let mut stream = RecordStream::open(paths, ReadOrder::SendTime, false)?;
     let mut gather = RunGather::new(config);
-    let mut batch = Vec::new();
-    let mut samples = Vec::new();
+    let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
     while stream.next_batch(&mut batch)? {
         gather.add_records(&batch, stream.tables());
+        stream.take_logged(&mut logged);
+        gather.add_logged(&logged, stream.tables());
+        logged.clear();
         let sample_tables = stream.take_samples(&mut samples);
         gather.add_samples(sample_tables, &samples);
         samples.clear();
     }
+    stream.take_logged(&mut logged);
+    gather.add_logged(&logged, stream.tables());
     let sample_tables = stream.take_samples(&mut samples);
     gather.add_samples(sample_tables, &samples);
     let sample_tables = sample_tables.clone();
@@ -112,6 +122,20 @@ impl RunGather {
             self.gather.add(record, tables);
         }
         self.gather.judging.add_records(records, tables);
+        if let Some(origin) = self.gather.origin_unix_ns {
+            let gather = &mut self.gather;
+            gather
+                .replay
+                .add_records(records, tables, origin, &mut gather.bins);
+        }
+    }
+
+    /// Adds a replay's logged originals, in any order; `tables` resolves their ids.
+    pub fn add_logged(&mut self, logged: &[Logged], tables: &RunTables) {
+        let gather = &mut self.gather;
+        gather
+            .replay
+            .add_logged(logged, tables, gather.origin_unix_ns, &mut gather.bins);
     }
 
     /// Adds resource samples; `tables` names their samplers and series.
@@ -131,7 +155,8 @@ impl RunGather {
                 threshold: gather.threshold,
                 origin_unix_ns: gather.origin_unix_ns,
                 metrics: gather.metrics.clone(),
-                bins: gather.bins.coarse_copy(max_rows),
+                bins: gather.replay.live_bins(&gather.bins, max_rows),
+                replay: gather.replay.live_copy(),
                 attacks: gather.attacks.clone(),
                 flows: gather.flows.clone(),
                 samples: gather.samples.clone(),
@@ -204,6 +229,7 @@ struct Gather {
     flows: FlowGather,
     samples: SampleGather,
     judging: Judging,
+    replay: ReplayGather,
 }
 
 /// The diagnosis's evidence: gathered as the records go by, or closed in a live copy,
@@ -256,6 +282,7 @@ impl Gather {
             flows: FlowGather::default(),
             samples: SampleGather::new(config.threshold),
             judging: Judging::Gathering(Box::default()),
+            replay: ReplayGather::default(),
         }
     }
 
@@ -319,7 +346,7 @@ impl Gather {
     }
 
     fn finish(
-        self,
+        mut self,
         tables: RunTables,
         summaries: Vec<SourceSummary>,
         sample_tables: SampleTables,
@@ -333,6 +360,7 @@ impl Gather {
         // The page's report shows the resource rows and warnings as `report` does, and
         // its diagnosis, from the same evidence judged the same way.
         facts.resources.clone_from(&samples.summary);
+        facts.replay = self.replay.finish(&mut self.bins, &summaries, &tables);
         self.judging.close().fill(&mut facts);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
@@ -341,6 +369,7 @@ impl Gather {
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);
         let flows = self.flows.finish(&tables);
+        let facts_replay = facts.replay.clone();
         RunData {
             origin_unix_ns: origin_unix_ns.unwrap_or(0),
             zero,
@@ -353,6 +382,7 @@ impl Gather {
             every_ns,
             samples,
             flows,
+            replay: facts_replay,
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::gather::RunData;
 use crate::json;
 use crate::live_script::{self, LiveState};
 use crate::model::{Chart, TimeAxis, TimeZero};
+use crate::replay_page;
 use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
@@ -68,6 +69,7 @@ pub fn page(
         diagnosis_panel(&mut out, diagnosis, marked);
     }
     checks_panel(&mut out, &data.flows.checks);
+    replay_page::panel(&mut out, &data.replay);
     if data.report.requests > 0 {
         summary(&mut out, &data.report);
     } else if let Some(resources) = &data.samples.summary {

@@ -61,6 +61,8 @@ mod markers;
 mod model;
 mod place;
 mod png;
+mod replay_gather;
+mod replay_page;
 mod resources;
 mod run;
 mod sample_gather;

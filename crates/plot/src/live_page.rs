@@ -294,7 +294,7 @@ fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
     };
     let mut sorted = Inputs::from_sources(vec![source]).sorted();
     let mut gather = RunGather::new(&shared.config);
-    let (mut batch, mut samples) = (Vec::new(), Vec::new());
+    let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
     let mut published = Instant::now();
     let snapshot = |sorted: &record::Sorted, gather: RunGather| Snapshot {
         gather,
@@ -311,6 +311,9 @@ fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
     loop {
         let more = sorted.next_batch(&mut batch);
         gather.add_records(&batch, sorted.tables());
+        sorted.drain_logged(&mut logged);
+        gather.add_logged(&logged, sorted.tables());
+        logged.clear();
         sorted.drain_samples(&mut samples);
         gather.add_samples(sorted.sample_tables(), &samples);
         samples.clear();

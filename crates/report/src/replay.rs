@@ -19,9 +19,11 @@ use crate::metrics::go_seconds;
 
 /// The busiest path groups listed one by one; the others make one line.
 pub const REPLAY_TOP_GROUPS: usize = 20;
-/// Path groups of one attack tallied apart; requests of later groups share one tally
-/// (their percentiles are then those of all of them).
-pub const MAX_REPLAY_GROUPS: usize = 1000;
+/// Path groups of one attack tallied apart, in the order first seen; requests of later
+/// groups share one tally (their percentiles are then those of all of them). A busy
+/// group's distributions reach about 100 KiB a side, so this bounds a replay's tally
+/// near 50 MiB however many paths its log holds.
+pub const MAX_REPLAY_GROUPS: usize = 256;
 /// Values a group's distribution keeps exactly: 8 KiB a side.
 const GROUP_EXACT_LIMIT: usize = 1 << 10;
 /// Bad log lines quoted at most, over every input.
@@ -29,13 +31,13 @@ const MAX_BAD_EXAMPLES: usize = 5;
 
 /// Replay attacks' records and originals, tallied as they stream by; see the module
 /// documentation.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Replays {
     /// By merged attack id; `None` for an attack that is no replay.
     attacks: Vec<Option<Box<AttackTally>>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct AttackTally {
     original: SideTally,
     replay: SideTally,
@@ -47,7 +49,7 @@ struct AttackTally {
 }
 
 /// One side: requests, their time span, status classes and latencies.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct SideTally {
     requests: u64,
     first_unix_ns: Option<u64>,
@@ -69,7 +71,7 @@ impl SideTally {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct GroupTally {
     /// The target; `None` for the groups past [`MAX_REPLAY_GROUPS`], folded.
     target: Option<u32>,
@@ -77,7 +79,7 @@ struct GroupTally {
     replay: GroupSide,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct GroupSide {
     requests: u64,
     /// Requests with a status (the log may have none; a transport error has 0).
@@ -513,6 +515,17 @@ pub struct LatencyFigures {
     pub p99_ns: u64,
     /// The largest, nanoseconds.
     pub max_ns: u64,
+}
+
+impl LatencyFigures {
+    /// The rows' names, in [`LatencyFigures::values`] order.
+    pub const NAMES: [&'static str; 4] =
+        ["latency p50", "latency p90", "latency p99", "latency max"];
+
+    /// p50, p90, p99 and max, nanoseconds.
+    pub fn values(&self) -> [u64; 4] {
+        [self.p50_ns, self.p90_ns, self.p99_ns, self.max_ns]
+    }
 }
 
 /// One path group (a replay's target: `GET /search`) of a replay and its original.

@@ -102,22 +102,13 @@ fn versus_rows(replay: &ReplayFigures) -> String {
         }
         row(name, &|side| status_cell(side.status, index));
     }
-    let latency_rows: [(&str, Percentile); 4] = [
-        ("latency p50", |l| l.p50_ns),
-        ("latency p90", |l| l.p90_ns),
-        ("latency p99", |l| l.p99_ns),
-        ("latency max", |l| l.max_ns),
-    ];
-    for (name, value) in latency_rows {
+    for (index, name) in LatencyFigures::NAMES.iter().enumerate() {
         row(name, &|side| {
-            duration_cell(side.latency.as_ref().map(value))
+            duration_cell(side.latency.map(|l| l.values()[index]))
         });
     }
     rows
 }
-
-/// Picks one percentile of a side's latencies.
-type Percentile = fn(&LatencyFigures) -> u64;
 
 /// `270 (90.00%)`, or `n/a` where the log does not say.
 fn status_cell(status: Option<StatusMix>, index: usize) -> String {

@@ -233,6 +233,10 @@ fn pages_render_in_chromium_without_errors() {
     let (flow, _) = crate::flows::flow_plot(plot::DEFAULT_THRESHOLD);
     check_page(&chromium, "flow", &flow, &shots);
 
+    // A replay: the original's rate line, the panel, the replay-vs-original chart.
+    let (replay, _, _keep) = crate::replay::replay_plot();
+    check_page(&chromium, "replay", &replay, &shots);
+
     // Resource charts under the request charts: samples in the run's file, a monitor
     // file alone, and a monitor file beside the run (the axis starts before t = 0).
     let (samples, _) = crate::samples::samples_plot();

@@ -9,4 +9,5 @@ mod diagnosis;
 mod fixture;
 mod flows;
 mod golden;
+mod replay;
 mod samples;
