@@ -204,7 +204,8 @@ fn each_logged_request_leaves_at_its_logged_time() {
     // What the log said rides beside the records: 13 of second one's were 503s.
     assert_eq!(run.logged.len(), 70);
     assert_eq!(run.logged.iter().filter(|l| l.status == 503).count(), 13);
-    assert!(run.logged.iter().all(|l| l.latency_ns == Some(4_000_000)));
+    let latencies: Vec<Option<u64>> = run.logged.iter().map(|l| l.latency_ns).collect();
+    assert!(latencies.iter().all(|l| *l == Some(4_000_000)), "{latencies:?}");
 }
 
 #[test]

@@ -28,6 +28,11 @@ const MAX_BUCKETS: usize = 864_000;
 /// The distinct path groups a replay names in its records; later ones share one.
 pub(crate) const MAX_GROUPS: usize = 10_000;
 
+/// A logged URL as errors may quote it: secret-looking query values redacted.
+fn redact(url: &str) -> String {
+    units::redact_url(url)
+}
+
 /// An error in a replay field, named as the user wrote it: a flag (`-speed`,
 /// `-replay-path`) or a key of a scenario's `[scenario.replay]` (`replay.speed`).
 pub(crate) fn field_error(origin: &Origin, field: &str, reason: String) -> WorkloadError {
@@ -63,6 +68,8 @@ pub struct Replay {
     pub(crate) speed: f64,
     /// Replay again from the start until the plan ends.
     pub(crate) repeat: bool,
+    /// Only the shape drives the attack (`-replay-shape`): nothing is sent from the logs.
+    pub(crate) shape_only: bool,
     /// `-header`s added to every request.
     pub(crate) headers: Vec<Header>,
     /// Where requests go (`-base-url`); else each logged absolute URL.
@@ -244,14 +251,7 @@ impl Replay {
         Ok(Replay {
             files: fields.files.iter().map(|f| origin.path(f)).collect(),
             names: fields.files.clone(),
-            format: Format {
-                name: fields
-                    .log_format
-                    .clone()
-                    .unwrap_or_else(|| "auto".to_owned()),
-                nginx_log_format: fields.nginx_log_format.clone(),
-                log_fields: fields.log_fields.clone(),
-            },
+            format,
             options: LogOptions {
                 reorder_window_ns: u64::try_from(window.as_nanos()).unwrap_or(u64::MAX),
                 spread: true,
@@ -259,6 +259,7 @@ impl Replay {
             filter,
             speed,
             repeat: fields.repeat.unwrap_or(false),
+            shape_only: fields.shape_only == Some(true),
             headers: headers.to_vec(),
             base_url: base_url.cloned(),
             keepalive,
@@ -296,8 +297,16 @@ impl Replay {
             }
             if survey.requests == 0 {
                 survey.zero_unix_ns = request.time_unix_ns;
-                self.target_of(&request)
-                    .map_err(|reason| EngineError::Targets(field_error(origin, "files", reason)))?;
+            }
+            if survey.requests == 0 && !self.shape_only {
+                self.target_of(&request).map_err(|reason| {
+                    let reason = format!(
+                        "line {} of {}: {reason}",
+                        request.line,
+                        self.names.join(", ")
+                    );
+                    EngineError::Targets(field_error(origin, "files", reason))
+                })?;
             }
             survey.requests += 1;
             survey.last_unix_ns = request.time_unix_ns;
@@ -342,12 +351,8 @@ impl Replay {
                 format!("{}{}", base.as_str().trim_end_matches('/'), request.target)
             }
             (Some(base), false) => {
-                let url = Url::parse(&request.target).map_err(|e| {
-                    format!(
-                        "line {}: {:?} is not a URL: {e}",
-                        request.line, request.target
-                    )
-                })?;
+                let url = Url::parse(&request.target)
+                    .map_err(|e| format!("{:?} is not a URL: {e}", redact(&request.target)))?;
                 let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
                 format!(
                     "{}{}{query}",
@@ -358,18 +363,15 @@ impl Replay {
             (None, false) => request.target.clone(),
             (None, true) => {
                 return Err(format!(
-                    "line {}: the log names no host for {:?}; give -base-url (where to send the replay)",
-                    request.line, request.target
+                    "the log names no host for {:?}; give -base-url (where to send the replay)",
+                    redact(&request.target)
                 ));
             }
         };
-        let url = Url::parse(&text)
-            .map_err(|e| format!("line {}: {text:?} is not a URL: {e}", request.line))?;
+        let url =
+            Url::parse(&text).map_err(|e| format!("{:?} is not a URL: {e}", redact(&text)))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "line {}: {text:?} is not an http(s) URL",
-                request.line
-            ));
+            return Err(format!("{:?} is not an http(s) URL", redact(&text)));
         }
         let mut target = Target::get(&request.method, url);
         target.headers = self.headers.clone();

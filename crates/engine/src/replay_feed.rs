@@ -125,7 +125,11 @@ impl ReplayFeeder {
                 return Ok(false);
             }
             let target = replay.target_of(&request).map_err(|reason| {
-                EngineError::Config(format!("replay {}: {reason}", replay.names.join(", ")))
+                let files = replay.names.join(", ");
+                EngineError::Config(format!(
+                    "replay: line {} of {files}: {reason}",
+                    request.line
+                ))
             })?;
             let id = self.group_id(&mut pass.dealer.ids, &target);
             pass.logged.push(Logged {
