@@ -21,8 +21,15 @@ use crate::watch::{WatchArgs, Watchers};
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
 ///
 /// Targets come from -targets or stdin, in vegeta's http format (`GET http://...`
-/// lines, optional headers and `@body` file) or json format. Records go to stdout
-/// or -output; pipe them into `loadlab report`.
+/// lines, optional headers and `@body` file) or json format, or Yandex.Tank's ammo
+/// (-format uri, uripost, phantom). Records go to stdout or -output; pipe them into
+/// `loadlab report`.
+///
+/// -replay LOG sends an access log's requests at their logged times instead (nginx,
+/// Apache, ALB/ELB, CloudFront, JSON lines, HAR, vegeta results; gzipped or not),
+/// -speed times faster, onto -base-url; `report` then puts the replay beside the
+/// original. -replay-shape LOG takes only its requests per second over time as the
+/// schedule of the attack's own targets (docs/REPLAY.md).
 ///
 /// Open model (default): requests leave on a clock, at -rate or along a -schedule
 /// (Yandex.Tank's const/line/step, doubling steps, step lists, sine); latency counts
@@ -54,6 +61,12 @@ use crate::watch::{WatchArgs, Watchers};
 ///   loadlab attack -scenarios=incident.toml -output=incident.llr
 ///
 ///   loadlab attack -scenarios=examples/scenarios/shop_flow.toml -output=shop.llr   # a user flow
+///
+///   loadlab attack -replay=access.log.gz -base-url=http://127.0.0.1:8080 -speed=2 -output=x2.llr
+///
+///   loadlab attack -replay=access.log -replay-path='^/search' -from=+5m -to=+20m -header='Authorization: Bearer T' -base-url=http://127.0.0.1:8080 > r.llr
+///
+///   loadlab attack -targets=synthetic.txt -replay-shape=access.log.gz > shape.llr
 ///
 ///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
 ///

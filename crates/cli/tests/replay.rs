@@ -197,7 +197,7 @@ fn each_logged_request_leaves_at_its_logged_time() {
     );
     // The header says what was replayed; the end block how the reading went.
     let info = run.header.attacks[0].replay.as_ref().unwrap();
-    assert_eq!(info.files, [log.clone()]);
+    assert_eq!(info.files, [log]);
     assert_eq!(info.speed, 1.0);
     let end = &run.end.replays[0];
     assert_eq!((end.lines, end.requests, end.bad_lines), (70, 70, 0));
@@ -205,7 +205,10 @@ fn each_logged_request_leaves_at_its_logged_time() {
     assert_eq!(run.logged.len(), 70);
     assert_eq!(run.logged.iter().filter(|l| l.status == 503).count(), 13);
     let latencies: Vec<Option<u64>> = run.logged.iter().map(|l| l.latency_ns).collect();
-    assert!(latencies.iter().all(|l| *l == Some(4_000_000)), "{latencies:?}");
+    assert!(
+        latencies.iter().all(|l| *l == Some(4_000_000)),
+        "{latencies:?}"
+    );
 }
 
 #[test]

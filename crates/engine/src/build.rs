@@ -1,7 +1,7 @@
 //! From what the user wrote to a run: the one way to build one, for `attack`'s flags,
 //! scenario files and plans alike. [`AttackConfig::from_fields`] checks an attack's
 //! fields ([`workload::AttackFields::settings`]) and reads what they name: the
-//! targets (a file, stdin, inline text; http or json format; all at once or, with
+//! targets (a file, stdin, inline text; http, json or Tank ammo format; all at once or, with
 //! `lazy`, as they are needed), the body file and the data file.
 //! [`RunConfig::from_fields`] checks the run-wide fields and what only this machine
 //! can say (the TLS files exist, the threads fit the CPUs). Every error names the

@@ -276,7 +276,7 @@ impl Replay {
             found.push(parser.name());
             Ok(parser)
         };
-        let stream = LogStream::open(&self.files, self.options.clone(), &mut parser_for)?;
+        let stream = LogStream::open(&self.files, self.options, &mut parser_for)?;
         Ok((stream, found))
     }
 

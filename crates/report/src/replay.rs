@@ -314,11 +314,37 @@ fn close_groups(
     tables: &RunTables,
     figures: &mut ReplayFigures,
 ) {
+    // Groups of one host (a replay onto -base-url) are named by their paths alone.
+    let origin_of = |url: &str| {
+        url.find("://").map(|at| {
+            let path = url[at + 3..].find('/').map_or(url.len(), |p| at + 3 + p);
+            url[..path].to_owned()
+        })
+    };
+    let urls = groups
+        .iter()
+        .filter_map(|g| g.target)
+        .filter_map(|id| tables.targets.get(id as usize));
+    let origins: std::collections::BTreeSet<Option<String>> =
+        urls.map(|t| origin_of(&t.url)).collect();
+    let strip = match origins.iter().next() {
+        Some(Some(origin)) if origins.len() == 1 => origin.len(),
+        _ => 0,
+    };
     let name = |id: u32| {
-        tables
-            .targets
-            .get(id as usize)
-            .map_or_else(|| format!("#{id}"), |t| format!("{} {}", t.method, t.url))
+        tables.targets.get(id as usize).map_or_else(
+            || format!("#{id}"),
+            |t| {
+                format!(
+                    "{} {}",
+                    t.method,
+                    t.url
+                        .get(strip..)
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or(&t.url)
+                )
+            },
+        )
     };
     let mut folded = Vec::new();
     let mut named: Vec<(String, GroupTally)> = Vec::new();

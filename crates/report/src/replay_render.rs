@@ -38,7 +38,11 @@ pub fn write_replay_text(out: &mut String, replays: &[ReplayFigures]) {
 
 /// What was read: the logs, their format, the speed, then the end block's counts.
 fn write_log(out: &mut String, replay: &ReplayFigures) {
-    let _ = write!(out, "Replay {:?}", replay.attack);
+    if replay.attack.is_empty() {
+        out.push_str("Replay");
+    } else {
+        let _ = write!(out, "Replay {:?}", replay.attack);
+    }
     if let Some(info) = &replay.info {
         let _ = write!(
             out,
