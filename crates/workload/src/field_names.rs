@@ -95,8 +95,12 @@ mod tests {
         ] {
             for key in keys {
                 let table: toml::Table = toml::from_str(&format!("{key} = {{}}")).unwrap();
-                let err = parse(table).unwrap_err().to_string();
-                assert!(!err.contains("unknown field"), "{key}: {err}");
+                // An empty table is a wrong value for most keys (and right for a
+                // table such as `replay`): either way, never an unknown one.
+                if let Err(err) = parse(table) {
+                    let err = err.to_string();
+                    assert!(!err.contains("unknown field"), "{key}: {err}");
+                }
             }
         }
         assert!(
