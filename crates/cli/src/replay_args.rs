@@ -85,6 +85,8 @@ impl ReplayArgs {
             statuses: self.replay_status.clone(),
             hosts: self.replay_host.clone(),
             reorder_window: self.reorder_window.clone(),
+            // -base-url is the attack's own flag.
+            base_url: None,
         })
     }
 

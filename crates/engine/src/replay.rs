@@ -10,6 +10,7 @@
 //! workers with its own due time, the logged offset over `-speed`: a worker sends it
 //! then, and its latency counts from then.
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
 use record::{ReplayEnd, ReplayInfo};
@@ -27,6 +28,27 @@ const MAX_BUCKETS: usize = 864_000;
 
 /// The distinct path groups a replay names in its records; later ones share one.
 pub(crate) const MAX_GROUPS: usize = 10_000;
+
+/// `scheme://host:port` for a replay's requests.
+fn parse_base_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text.trim_end_matches('/'))
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        .filter(|url| url.path() == "/" && url.query().is_none());
+    url.ok_or_else(|| format!("{text:?}: want scheme://host:port, like http://127.0.0.1:8080"))
+}
+
+/// An error's text with its causes (`reading x.log: No such file or directory`), for
+/// an error that becomes the reason of another.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        let _ = write!(text, ": {inner}");
+        cause = inner.source();
+    }
+    text
+}
 
 /// A logged URL as errors may quote it: secret-looking query values redacted.
 fn redact(url: &str) -> String {
@@ -237,6 +259,10 @@ impl Replay {
             }
             None => std::time::Duration::from_secs(10),
         };
+        let base_url = match &fields.base_url {
+            Some(text) => Some(parse_base_url(text).map_err(|reason| fail("base_url", reason))?),
+            None => base_url.cloned(),
+        };
         let format = Format::of(fields);
         format.check(origin).map_err(EngineError::Targets)?;
         let filter = ReplayFilter::parse(
@@ -261,7 +287,7 @@ impl Replay {
             repeat: fields.repeat.unwrap_or(false),
             shape_only: fields.shape_only == Some(true),
             headers: headers.to_vec(),
-            base_url: base_url.cloned(),
+            base_url,
             keepalive,
             survey: Survey::default(),
         })
@@ -282,11 +308,14 @@ impl Replay {
 
     /// Reads the logs once: time zero, shape, counts, and every error a reading finds.
     fn read_once(&self, origin: &Origin) -> Result<Survey, EngineError> {
-        let (mut stream, formats) = self.open().map_err(EngineError::Targets)?;
+        let (mut stream, formats) = self
+            .open()
+            .map_err(|e| EngineError::Targets(field_error(origin, "files", with_causes(&e))))?;
         let mut survey = Survey::default();
         let mut first = None;
         for request in stream.by_ref() {
-            let request = request.map_err(EngineError::Targets)?;
+            let request = request
+                .map_err(|e| EngineError::Targets(field_error(origin, "files", with_causes(&e))))?;
             let first_unix_ns = *first.get_or_insert(request.time_unix_ns);
             if self.filter.past_end(&request, first_unix_ns) {
                 break;
@@ -363,7 +392,7 @@ impl Replay {
             (None, false) => request.target.clone(),
             (None, true) => {
                 return Err(format!(
-                    "the log names no host for {:?}; give -base-url (where to send the replay)",
+                    "the log names no host for {:?}; give -base-url (a scenario's replay.base_url): where to send the replay",
                     redact(&request.target)
                 ));
             }

@@ -41,4 +41,7 @@ pub struct ReplayFields {
     pub hosts: Vec<String>,
     /// How far out of order lines may be (`-reorder-window`), `10s` when absent.
     pub reorder_window: Option<String>,
+    /// Where the requests go, `scheme://host:port` (in a scenario file; `-base-url`
+    /// on the command line).
+    pub base_url: Option<String>,
 }
