@@ -138,6 +138,7 @@ def main():
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
     os.makedirs(DIR, exist_ok=True)
+    os.makedirs(benchlib.OUT, exist_ok=True)
     benchlib.ensure_packages()
     if not args.no_build:
         benchlib.sh("cargo", "build", "--release", "--quiet", cwd=benchlib.ROOT)

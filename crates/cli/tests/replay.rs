@@ -333,6 +333,102 @@ fn out_of_order_lines_are_put_back_and_counted() {
     assert_eq!(run.end.replays[0].reordered, 1);
 }
 
+#[test]
+fn a_window_and_filters_pick_what_is_replayed() {
+    let server = server();
+    let dir = TempDir::new();
+    let (log, _) = small_log();
+    let log = dir.write("access.log", log.as_bytes());
+    let base = format!("http://{}", server.local_addr());
+    // (filters, requests replayed, requests read and left out: reading stops at -to)
+    let rows: &[(&[&str], usize, u64)] = &[
+        (&["-from", "+1s", "-to", "+2s"], 40, 10),
+        // Logged at :02 after 4 ms: arrived at 10:00:01.996, as -from=+2s counts.
+        (&["-from", "2026-11-24T10:00:01.996Z"], 20, 50),
+        (&["-from", "+2s"], 20, 50),
+        (&["-replay-path", "^/search"], 23, 47),
+        (&["-replay-status", "5xx"], 13, 57),
+        (&["-replay-method", "POST"], 0, 70),
+    ];
+    for (filters, wanted, filtered) in rows {
+        let mut args = vec!["-base-url", base.as_str()];
+        args.extend_from_slice(filters);
+        let (output, out) = replay(&dir, &log, &args);
+        if *wanted == 0 {
+            assert!(
+                text(&output.stderr).contains("no request"),
+                "{filters:?}: {}",
+                text(&output.stderr)
+            );
+            continue;
+        }
+        assert!(
+            output.status.success(),
+            "{filters:?}: {}",
+            text(&output.stderr)
+        );
+        let run = read_run(&out);
+        assert_eq!(run.records.len(), *wanted, "{filters:?}");
+        assert_eq!(run.end.replays[0].filtered, *filtered, "{filters:?}");
+    }
+}
+
+#[test]
+fn bad_lines_are_counted_and_quoted_without_their_secrets() {
+    let server = server();
+    let dir = TempDir::new();
+    let (mut log, _) = small_log();
+    log.push_str("10.0.0.1 - - [24/Nov/2026:10:00:02 +0000] \"GET /a?token=hunter2\" 200\n");
+    log.push_str("not a log line at all\n");
+    let log = dir.write("access.log", log.as_bytes());
+    let base = format!("http://{}", server.local_addr());
+    let (output, out) = replay(&dir, &log, &["-base-url", &base]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let run = read_run(&out);
+    assert_eq!(run.records.len(), 70, "the good lines are all sent");
+    let end = &run.end.replays[0];
+    assert_eq!((end.lines, end.bad_lines), (72, 2));
+    assert!(
+        end.bad_examples[0].contains("access.log:71"),
+        "{:?}",
+        end.bad_examples
+    );
+    let report = text(&loadlab(&["report", &out]).stdout);
+    assert!(report.contains("2 bad lines"), "{report}");
+    assert!(
+        !report.contains("hunter2") && !format!("{end:?}").contains("hunter2"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_scenario_file_replays_its_logs() {
+    let server = server();
+    let dir = TempDir::new();
+    let (log, counts) = small_log();
+    dir.write("access.log", log.as_bytes());
+    let scenarios = format!(
+        "[[scenario]]\nname = \"yesterday\"\n[scenario.replay]\nfiles = [\"access.log\"]\nnginx_log_format = '{TIMED_FORMAT}'\nbase_url = \"http://{}\"\nspeed = 2\n",
+        server.local_addr()
+    );
+    let file = dir.write("replay.toml", scenarios.as_bytes());
+    let out = dir.path("scenario.llr");
+    let output = loadlab(&["attack", "-scenarios", &file, "-output", &out, "-quiet"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let run = read_run(&out);
+    assert_eq!(run.header.attacks[0].name, "yesterday");
+    let halves: Vec<usize> = per_bucket(&run, SECOND_NS / 2).values().copied().collect();
+    assert_eq!(halves, counts, "relative to the scenario file, at 2x");
+    // A bad key in the table is named as the file spells it.
+    std::fs::write(&file, scenarios.replace("speed = 2", "speed = -1")).unwrap();
+    let output = loadlab(&["attack", "-scenarios", &file, "-output", &out, "-quiet"]);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("replay.speed: -1 is not a speed"),
+        "{stderr}"
+    );
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     encoder.write_all(bytes).unwrap();

@@ -438,11 +438,17 @@ fn attack_ends<W: Write>(
                 .asked_by(end_ns)
                 .unwrap_or(sent)
                 .max(sent);
+            // A replay's shape has whole-second buckets; its last request says when
+            // the asking ended.
+            let asked_span_ns = match &attack.targets {
+                Targets::Replay(replay) => replay.asked_span_ns(end_ns),
+                _ => asked_span_ns(&attack.settings.plan, asked),
+            };
             AttackEnd {
                 asked,
                 sent,
                 unsent: asked - sent,
-                asked_span_ns: asked_span_ns(&attack.settings.plan, asked),
+                asked_span_ns,
             }
         })
         .collect()

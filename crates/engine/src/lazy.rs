@@ -88,6 +88,9 @@ pub(crate) fn spawn_feeder(
     std::thread::Builder::new()
         .name("loadlab-targets".to_owned())
         .spawn(move || {
+            // Like the collector: on a shared core the feeder, a queue ahead of the
+            // workers, must use their idle time, not preempt one that is due to send.
+            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
             if let Err(err) = feed(&senders) {
                 *result.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
                 stop.drain();

@@ -47,7 +47,8 @@ fn with_causes(err: &dyn std::error::Error) -> String {
         let _ = write!(text, ": {inner}");
         cause = inner.source();
     }
-    text
+    // A bad line quoted in an error may hold a logged secret.
+    redact(&text)
 }
 
 /// A logged URL as errors may quote it: secret-looking query values redacted.
@@ -426,6 +427,18 @@ impl Replay {
         )
     }
 
+    /// From the first request asked to the last, for a run that asked until `end_ns`:
+    /// whole passes, then the last request of the pass cut short.
+    pub(crate) fn asked_span_ns(&self, end_ns: u64) -> u64 {
+        let last_ns = self.offset_ns(self.survey.last_unix_ns);
+        if !self.repeat {
+            return last_ns.min(end_ns);
+        }
+        let period_ns = self.period_ns().max(1);
+        let whole_ns = end_ns / period_ns * period_ns;
+        whole_ns + last_ns.min(end_ns - whole_ns)
+    }
+
     /// When a request logged at `time_unix_ns` is due in the first pass.
     pub(crate) fn offset_ns(&self, time_unix_ns: u64) -> u64 {
         let logged_ns = time_unix_ns.saturating_sub(self.survey.zero_unix_ns);
@@ -474,7 +487,7 @@ impl Replay {
             lines: stats.lines,
             requests: self.survey.requests,
             bad_lines: stats.bad_lines,
-            bad_examples: stats.bad_examples.clone(),
+            bad_examples: stats.bad_examples.iter().map(|line| redact(line)).collect(),
             filtered: self.survey.filtered,
             reordered: stats.reordered,
             max_reorder_ns: stats.max_reorder_ns,

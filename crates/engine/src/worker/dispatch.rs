@@ -170,6 +170,27 @@ impl Worker {
         }
     }
 
+    /// Before time zero: the host of each replay's first request (waiting up to two
+    /// seconds for the feeder), so its connections are warmed like fixed targets'.
+    pub(super) fn first_replay_hosts(&mut self) -> Vec<usize> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut hosts = Vec::new();
+        for attack in 0..self.attacks.len() {
+            while self.attacks[attack].replay {
+                match self.next_lazy(attack) {
+                    Pick::Ready { host, .. } => hosts.push(host),
+                    Pick::Wait if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        continue;
+                    }
+                    Pick::Wait | Pick::Done => {}
+                }
+                break;
+            }
+        }
+        hosts
+    }
+
     /// Whether the replay's next request is at hand; notes a wait or the end.
     fn ready_replay(&mut self, attack: usize) -> bool {
         match self.next_lazy(attack) {

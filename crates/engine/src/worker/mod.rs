@@ -256,8 +256,9 @@ impl Worker {
     /// seconds) until they are up, so the first requests do not all pay for a connect.
     pub(crate) fn prewarm(&mut self, count: usize) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
-        // Lazy targets are not known before the run; there is nothing to warm for them.
-        let hosts: Vec<usize> = shared.fixed_targets().map(|t| t.host).collect();
+        // Lazy targets are not known before the run, but a replay's first one is at hand.
+        let mut hosts: Vec<usize> = shared.fixed_targets().map(|t| t.host).collect();
+        hosts.extend(self.first_replay_hosts());
         for host in hosts
             .iter()
             .cycle()
