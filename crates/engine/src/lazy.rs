@@ -15,6 +15,11 @@ use crate::shared::PreparedTarget;
 use crate::target_registry::{TargetRegistry, target_info};
 use crate::{EngineError, StopHandle};
 
+/// Targets a feeder may be ahead of each worker: 200 ms at 20k requests/s, so a
+/// feeder at low priority that a busy core leaves waiting a while never runs a
+/// replay's queue dry (a worker that finds it empty looks again a millisecond later).
+const LAZY_QUEUE: usize = 4096;
+
 /// A boxed target iterator the engine reads from (once).
 pub type TargetIter = Box<dyn Iterator<Item = Result<Target, WorkloadError>> + Send>;
 
@@ -83,7 +88,7 @@ pub(crate) fn spawn_feeder(
     feed: impl FnOnce(&[SyncSender<LazyTarget>]) -> Result<(), EngineError> + Send + 'static,
 ) -> std::io::Result<Vec<Receiver<LazyTarget>>> {
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..workers)
-        .map(|_| sync_channel::<LazyTarget>(1024))
+        .map(|_| sync_channel::<LazyTarget>(LAZY_QUEUE))
         .unzip();
     std::thread::Builder::new()
         .name("loadlab-targets".to_owned())
