@@ -263,6 +263,30 @@ fn the_shape_alone_drives_the_attack_s_own_targets() {
 }
 
 #[test]
+fn the_shape_alone_drives_a_flow_s_starts() {
+    let server = server();
+    let dir = TempDir::new();
+    let (log, counts) = small_log();
+    dir.write("access.log", log.as_bytes());
+    let addr = server.local_addr();
+    let scenarios = format!(
+        "[[scenario]]\nname = \"shop\"\n[scenario.replay]\nfiles = [\"access.log\"]\nnginx_log_format = '{TIMED_FORMAT}'\nshape_only = true\n\n[[scenario.step]]\nname = \"home\"\nrequest = \"GET http://{addr}/\"\nchecks = [\"status 200\"]\n\n[[scenario.step]]\nname = \"item\"\nrequest = \"GET http://{addr}/item\"\n"
+    );
+    let file = dir.write("flow.toml", scenarios.as_bytes());
+    let out = dir.path("flow.llr");
+    let output = loadlab(&["attack", "-scenarios", &file, "-output", &out, "-quiet"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let run = read_run(&out);
+    // A flow's schedule counts its starts: seq & 0xffff == 0 is a user's first step.
+    let mut starts = BTreeMap::<u64, usize>::new();
+    for record in run.records.iter().filter(|r| r.seq & 0xffff == 0) {
+        let offset = record.intended_unix_ns - run.header.start_unix_ns;
+        *starts.entry(offset / SECOND_NS).or_default() += 1;
+    }
+    assert_eq!(starts.values().copied().collect::<Vec<_>>(), counts);
+}
+
+#[test]
 fn shards_split_the_log_exactly() {
     let server = server();
     let dir = TempDir::new();
