@@ -277,9 +277,10 @@ pub struct AttackArgs {
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
     #[command(flatten)]
-    replay: ReplayArgs,
-    #[command(flatten)]
     watch: WatchArgs,
+    // Last: its help heading holds for the flags after it.
+    #[command(flatten)]
+    replay: ReplayArgs,
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
