@@ -29,15 +29,6 @@ const MAX_BUCKETS: usize = 864_000;
 /// The distinct path groups a replay names in its records; later ones share one.
 pub(crate) const MAX_GROUPS: usize = 10_000;
 
-/// `scheme://host:port` for a replay's requests.
-fn parse_base_url(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text.trim_end_matches('/'))
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
-        .filter(|url| url.path() == "/" && url.query().is_none());
-    url.ok_or_else(|| format!("{text:?}: want scheme://host:port, like http://127.0.0.1:8080"))
-}
-
 /// An error's text with its causes (`reading x.log: No such file or directory`), for
 /// an error that becomes the reason of another.
 fn with_causes(err: &dyn std::error::Error) -> String {
@@ -48,12 +39,7 @@ fn with_causes(err: &dyn std::error::Error) -> String {
         cause = inner.source();
     }
     // A bad line quoted in an error may hold a logged secret.
-    redact(&text)
-}
-
-/// A logged URL as errors may quote it: secret-looking query values redacted.
-fn redact(url: &str) -> String {
-    units::redact_url(url)
+    units::redact_url(&text)
 }
 
 /// An error in a replay field, named as the user wrote it: a flag (`-speed`,
@@ -261,7 +247,9 @@ impl Replay {
             None => std::time::Duration::from_secs(10),
         };
         let base_url = match &fields.base_url {
-            Some(text) => Some(parse_base_url(text).map_err(|reason| fail("base_url", reason))?),
+            Some(text) => {
+                Some(workload::parse_base_url(text).map_err(|reason| fail("base_url", reason))?)
+            }
             None => base_url.cloned(),
         };
         let format = Format::of(fields);
@@ -381,8 +369,9 @@ impl Replay {
                 format!("{}{}", base.as_str().trim_end_matches('/'), request.target)
             }
             (Some(base), false) => {
-                let url = Url::parse(&request.target)
-                    .map_err(|e| format!("{:?} is not a URL: {e}", redact(&request.target)))?;
+                let url = Url::parse(&request.target).map_err(|e| {
+                    format!("{:?} is not a URL: {e}", units::redact_url(&request.target))
+                })?;
                 let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
                 format!(
                     "{}{}{query}",
@@ -394,14 +383,17 @@ impl Replay {
             (None, true) => {
                 return Err(format!(
                     "the log names no host for {:?}; give -base-url (a scenario's replay.base_url): where to send the replay",
-                    redact(&request.target)
+                    units::redact_url(&request.target)
                 ));
             }
         };
-        let url =
-            Url::parse(&text).map_err(|e| format!("{:?} is not a URL: {e}", redact(&text)))?;
+        let url = Url::parse(&text)
+            .map_err(|e| format!("{:?} is not a URL: {e}", units::redact_url(&text)))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("{:?} is not an http(s) URL", redact(&text)));
+            return Err(format!(
+                "{:?} is not an http(s) URL",
+                units::redact_url(&text)
+            ));
         }
         let mut target = Target::get(&request.method, url);
         target.headers = self.headers.clone();
@@ -487,7 +479,11 @@ impl Replay {
             lines: stats.lines,
             requests: self.survey.requests,
             bad_lines: stats.bad_lines,
-            bad_examples: stats.bad_examples.iter().map(|line| redact(line)).collect(),
+            bad_examples: stats
+                .bad_examples
+                .iter()
+                .map(|line| units::redact_url(line))
+                .collect(),
             filtered: self.survey.filtered,
             reordered: stats.reordered,
             max_reorder_ns: stats.max_reorder_ns,

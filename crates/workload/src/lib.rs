@@ -78,7 +78,7 @@ pub use plan::{Pacing, Plan};
 pub use run_settings::{RunFields, RunSettings, TlsOptions};
 pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
-pub use settings::{AttackSettings, Origin, TargetFormat};
+pub use settings::{AttackSettings, Origin, TargetFormat, parse_base_url};
 pub use shard::Shard;
 pub use step_fields::{CheckField, ExtractField, StepFields};
 pub use stop_rule::{

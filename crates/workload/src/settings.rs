@@ -204,19 +204,9 @@ impl AttackFields {
         let Some(text) = self.base_url.as_deref() else {
             return Ok(None);
         };
-        let text = text.trim_end_matches('/');
-        let fail = || {
-            origin.error(
-                "base_url",
-                format!("{text:?}: want scheme://host:port, like http://127.0.0.1:8080"),
-            )
-        };
-        let url = Url::parse(text).map_err(|_| fail())?;
-        let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
-        if !matches!(url.scheme(), "http" | "https") || !url.has_host() || !bare {
-            return Err(fail());
-        }
-        Ok(Some(url))
+        parse_base_url(text)
+            .map(Some)
+            .map_err(|reason| origin.error("base_url", reason))
     }
 
     fn max_body(&self, origin: &Origin) -> Result<Option<u64>, WorkloadError> {
@@ -349,6 +339,17 @@ fn user_schedule(text: &str) -> Result<Schedule, String> {
         Ok(users) => Ok(Schedule::constant(users as f64)),
         Err(_) => Schedule::parse(text),
     }
+}
+
+/// A base URL (`-base-url`, a variant's `base_url`, a replay's): `scheme://host:port`
+/// and nothing more.
+pub fn parse_base_url(text: &str) -> Result<Url, String> {
+    let text = text.trim_end_matches('/');
+    let url = Url::parse(text).ok().filter(|url| {
+        let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+        matches!(url.scheme(), "http" | "https") && url.has_host() && bare
+    });
+    url.ok_or_else(|| format!("{text:?}: want scheme://host:port, like http://127.0.0.1:8080"))
 }
 
 #[cfg(test)]
