@@ -547,6 +547,22 @@ fn bad_replays_are_refused_by_name() {
             "-from",
         ),
         (&["-replay", "-", "-base-url", base], "not stdin"),
+        (
+            &[
+                "-replay",
+                &good,
+                "-base-url",
+                base,
+                "-nginx-log-format",
+                TIMED_FORMAT,
+                "-speed",
+                "1000",
+                "-loop",
+                "-duration",
+                "24h",
+            ],
+            "shorten the duration",
+        ),
     ];
     for (args, wanted) in rows {
         let mut all = vec!["attack"];

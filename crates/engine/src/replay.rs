@@ -445,6 +445,13 @@ impl Replay {
             _ => 1,
         };
         let counts = &self.survey.counts_per_s;
+        let buckets = (passes as usize).saturating_mul(counts.len());
+        if buckets > MAX_BUCKETS {
+            return Err(format!(
+                "looping {passes} times over {} s of log makes a shape of {buckets} buckets (one per second of log), more than {MAX_BUCKETS}: shorten the duration or lower -speed",
+                counts.len()
+            ));
+        }
         let rates: Vec<f64> = (0..passes)
             .flat_map(|_| counts.iter().map(|&n| f64::from(n) * self.speed))
             .collect();
