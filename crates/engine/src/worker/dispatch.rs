@@ -174,9 +174,12 @@ impl Worker {
     /// seconds for the feeder), so its connections are warmed like fixed targets'.
     pub(super) fn first_replay_hosts(&mut self) -> Vec<usize> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let replays: Vec<usize> = (0..self.attacks.len())
+            .filter(|&attack| self.attacks[attack].replay)
+            .collect();
         let mut hosts = Vec::new();
-        for attack in 0..self.attacks.len() {
-            while self.attacks[attack].replay {
+        for attack in replays {
+            loop {
                 match self.next_lazy(attack) {
                     Pick::Ready { host, .. } => hosts.push(host),
                     Pick::Wait if std::time::Instant::now() < deadline => {
