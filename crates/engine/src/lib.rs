@@ -29,6 +29,11 @@
 //!   puts time zero at a wall-clock instant (`start.rs`), and the header says which
 //!   shard the file holds ([`plan_fingerprint`], start skew).
 //!
+//! - Replays ([`Targets::Replay`], a surveyed [`Replay`]): access logs sent at their
+//!   logged times; the survey's shape is the plan's schedule, a feeder deals each
+//!   logged request with its own due time (`replay.rs`, `replay_feed.rs`), and the
+//!   collector writes what the log said beside the records.
+//!
 //! Errors that stop a run are [`EngineError`]; errors of single requests are
 //! recorded as [`record::ErrorKind`]s and counted.
 
