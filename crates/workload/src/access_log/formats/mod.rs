@@ -87,16 +87,25 @@ pub fn line_parser(
 /// The order [`sniff`] tries formats in, which breaks ties: nginx's `combined` and
 /// Apache's are the same layout (nginx first), and vegeta's JSON results are also
 /// JSON lines (vegeta first).
-const SNIFF_ORDER: [&str; 8] = [
-    "nginx",
-    "apache-common",
-    "alb",
-    "elb",
-    "cloudfront",
-    "vegeta-json",
-    "vegeta-csv",
-    "json",
+const SNIFF_ORDER: [(&str, Option<&str>); 9] = [
+    // nginx's `combined` with `$request_time` after it (the common way to log latency):
+    // first, so that it wins the tie with `combined`, which also reads such lines.
+    ("nginx", Some(COMBINED_TIMED)),
+    ("nginx", None),
+    ("apache-common", None),
+    ("alb", None),
+    ("elb", None),
+    ("cloudfront", None),
+    ("vegeta-json", None),
+    ("vegeta-csv", None),
+    ("json", None),
 ];
+
+/// `combined` and `$request_time`.
+const COMBINED_TIMED: &str = concat!(
+    r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "#,
+    r#""$http_referer" "$http_user_agent" $request_time"#
+);
 
 /// Guess the format from a file's first non-empty lines (up to 20): the one that
 /// reads the most of them, if it reads more than half of those it does not skip.
@@ -105,8 +114,8 @@ const SNIFF_ORDER: [&str; 8] = [
 pub fn sniff(lines: &[&str]) -> Option<Box<dyn LineParser>> {
     let lines = &lines[..lines.len().min(20)];
     let mut best: Option<(usize, Box<dyn LineParser>)> = None;
-    for name in SNIFF_ORDER {
-        let Ok(parser) = line_parser(name, None, None) else {
+    for (name, log_format) in SNIFF_ORDER {
+        let Ok(parser) = line_parser(name, log_format, None) else {
             continue;
         };
         let (mut read, mut failed) = (0, 0);

@@ -198,6 +198,18 @@ fn a_sniffed_cloudfront_parser_keeps_the_columns_it_learned() {
     assert_eq!(request.map(|r| r.target).as_deref(), Some("/a"));
 }
 
+#[test]
+fn a_sniffed_nginx_parser_reads_a_trailing_request_time_only_when_there_is_one() {
+    let timed = format!("{NGINX} 1.250");
+    let rows: [(&str, Option<u64>); 2] = [(&timed, Some(1_250_000_000)), (NGINX, None)];
+    for (line, latency_ns) in rows {
+        let parser = sniff(&[line, line]).expect("nginx fits");
+        assert_eq!(parser.name(), "nginx");
+        let request = parser.parse_line(line).ok().flatten().expect("a request");
+        assert_eq!(request.latency_ns, latency_ns, "{line}");
+    }
+}
+
 /// Lines a format almost reads: a valid line of each format with bytes replaced.
 fn near_lines() -> impl Strategy<Value = String> {
     let valid = prop::sample::select(vec![
