@@ -122,7 +122,7 @@ def msec_log(path, rate, seconds):
             t += rng.expovariate(rate)
             if t >= end:
                 return path
-            out.write(f'10.0.0.1 [{start + t:.3f}] "GET /hello?n={rng.randrange(10**6)} HTTP/1.1" 200 13 0.000\n')
+            out.write(f'192.0.2.1 [{start + t:.3f}] "GET /hello?n={rng.randrange(10**6)} HTTP/1.1" 200 13 0.000\n')
 
 
 def timing(args, nginx):

@@ -73,7 +73,7 @@ fn server() -> simulator::Simulator {
 /// `second` seconds after 10:00:00.
 fn nginx_line(second: u64, method: &str, path: &str, status: u16, request_time_s: f64) -> String {
     format!(
-        "10.0.0.1 - - [24/Nov/2026:10:{:02}:{:02} +0000] \"{method} {path} HTTP/1.1\" {status} 512 \"-\" \"test-agent/1.0\" {request_time_s:.3}\n",
+        "192.0.2.1 - - [24/Nov/2026:10:{:02}:{:02} +0000] \"{method} {path} HTTP/1.1\" {status} 512 \"-\" \"test-agent/1.0\" {request_time_s:.3}\n",
         second / 60,
         second % 60
     )
@@ -402,7 +402,7 @@ fn bad_lines_are_counted_and_quoted_without_their_secrets() {
     let server = server();
     let dir = TempDir::new();
     let (mut log, _) = small_log();
-    log.push_str("10.0.0.1 - - [24/Nov/2026:10:00:02 +0000] \"GET /a?token=hunter2\" 200\n");
+    log.push_str("192.0.2.1 - - [24/Nov/2026:10:00:02 +0000] \"GET /a?token=hunter2\" 200\n");
     log.push_str("not a log line at all\n");
     let log = dir.write("access.log", log.as_bytes());
     let base = format!("http://{}", server.local_addr());

@@ -57,10 +57,7 @@ pub(crate) fn field_error(origin: &Origin, field: &str, reason: String) -> Workl
         "repeat" => "loop",
         other => other,
     };
-    WorkloadError::Field {
-        label: format!("-{}", flag.replace('_', "-")),
-        reason,
-    }
+    origin.error(flag, reason)
 }
 
 /// A replay, checked and surveyed.
@@ -364,22 +361,12 @@ impl Replay {
     /// The request to send for a logged one: its method, path and query on
     /// `-base-url` (or its own absolute URL), the logged `User-Agent`, the `-header`s.
     pub(crate) fn target_of(&self, request: &LoggedRequest) -> Result<Target, String> {
+        // A path goes onto -base-url; an absolute URL is rebased onto it when given.
         let text = match (&self.base_url, request.target.starts_with('/')) {
             (Some(base), true) => {
                 format!("{}{}", base.as_str().trim_end_matches('/'), request.target)
             }
-            (Some(base), false) => {
-                let url = Url::parse(&request.target).map_err(|e| {
-                    format!("{:?} is not a URL: {e}", units::redact_url(&request.target))
-                })?;
-                let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
-                format!(
-                    "{}{}{query}",
-                    base.as_str().trim_end_matches('/'),
-                    url.path()
-                )
-            }
-            (None, false) => request.target.clone(),
+            (_, false) => request.target.clone(),
             (None, true) => {
                 return Err(format!(
                     "the log names no host for {:?}; give -base-url (a scenario's replay.base_url): where to send the replay",
@@ -396,6 +383,9 @@ impl Replay {
             ));
         }
         let mut target = Target::get(&request.method, url);
+        if let Some(base) = &self.base_url {
+            target = target.rebased(base);
+        }
         target.headers = self.headers.clone();
         let has_agent = |h: &Header| h.name.eq_ignore_ascii_case("user-agent");
         if let Some(agent) = &request.user_agent

@@ -153,11 +153,11 @@ mod tests {
     use super::super::tests::{Want, check_rows};
     use super::*;
 
-    const ALB: &str = r#"https 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.086 0.048 0.037 200 200 0 57 "GET https://www.example.com:443/a?b=1 HTTP/1.1" "curl/7.46.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337281-1d84f3d73c47ec4e58577259" "www.example.com" "arn:aws:acm:us-east-2:123456789012:certificate/12345678-1234-1234-1234-123456789012" 1 2018-07-02T22:22:48.364000Z "authenticate,forward" "-" "-" "10.0.0.1:80" "200" "-" "-""#;
+    const ALB: &str = r#"https 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 198.51.100.39:2817 203.0.113.1:80 0.086 0.048 0.037 200 200 0 57 "GET https://www.example.com:443/a?b=1 HTTP/1.1" "curl/7.46.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337281-1d84f3d73c47ec4e58577259" "www.example.com" "arn:aws:acm:us-east-2:123456789012:certificate/12345678-1234-1234-1234-123456789012" 1 2018-07-02T22:22:48.364000Z "authenticate,forward" "-" "-" "203.0.113.1:80" "200" "-" "-""#;
 
     #[test]
     fn alb_entries() {
-        let no_target = r#"http 2018-07-02T22:23:00.186641Z app/lb/50dc 192.168.131.39:2817 - -1 -1 -1 502 - 34 366 "GET http://www.example.com:80/ HTTP/1.1" "Mozilla/5.0 (X11)" - -"#;
+        let no_target = r#"http 2018-07-02T22:23:00.186641Z app/lb/50dc 198.51.100.39:2817 - -1 -1 -1 502 - 34 366 "GET http://www.example.com:80/ HTTP/1.1" "Mozilla/5.0 (X11)" - -"#;
         let rows: &[(&str, Want)] = &[
             (
                 ALB,
@@ -224,8 +224,8 @@ mod tests {
 
     #[test]
     fn elb_entries() {
-        let line = r#"2015-05-13T23:39:43.945958Z my-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000086 0.001048 0.001337 200 200 0 57 "GET https://www.example.com:443/ HTTP/1.1" "curl/7.38.0" DHE-RSA-AES128-SHA TLSv1.2"#;
-        let old = r#"2014-10-08T00:20:22.223Z lb 189.164.112.148:24586 10.191.52.76:6081 0.00005 0.2 0.00003 404 404 0 922 "post http://api.example.com:8080/v1/x HTTP/1.1""#;
+        let line = r#"2015-05-13T23:39:43.945958Z my-loadbalancer 198.51.100.39:2817 203.0.113.1:80 0.000086 0.001048 0.001337 200 200 0 57 "GET https://www.example.com:443/ HTTP/1.1" "curl/7.38.0" DHE-RSA-AES128-SHA TLSv1.2"#;
+        let old = r#"2014-10-08T00:20:22.223Z lb 189.164.112.148:24586 203.0.113.76:6081 0.00005 0.2 0.00003 404 404 0 922 "post http://api.example.com:8080/v1/x HTTP/1.1""#;
         let rows: &[(&str, Want)] = &[
             (
                 line,
