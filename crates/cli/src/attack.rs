@@ -16,6 +16,7 @@ use crate::dashboard::Output;
 use crate::monitor::AttachedMonitor;
 use crate::replay_args::ReplayArgs;
 use crate::signals;
+use crate::steer_shard;
 use crate::watch::{WatchArgs, Watchers};
 
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
@@ -276,6 +277,12 @@ pub struct AttackArgs {
     /// (targets, a replay's logged requests, Tank ammo)
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// Let a coordinator (`loadlab steer`, `kube run`) steer this shard: its settled
+    /// seconds are served at ADDR (HOST:PORT, :PORT for loopback) for the coordinator
+    /// to merge; while it polls, the stop rules are judged on every shard's figures
+    /// there, and its stop reaches this run; silent for 3 s, this run judges its own
+    #[arg(long, value_name = "ADDR")]
+    steer: Option<String>,
     #[command(flatten)]
     watch: WatchArgs,
     // Last: its help heading holds for the flags after it.
@@ -314,7 +321,19 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     };
     let watchers = Watchers::start(&args.watch, watch_flags, "loadlab attack: ");
     let (out, mut watch) = watchers.watch(&config, &stop, out, &name);
+    let steered = match &args.steer {
+        Some(address) => Some(steer_shard::serve(
+            address,
+            &config,
+            &stop,
+            &mut watch.observers,
+        )?),
+        None => None,
+    };
     let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut watch.observers);
+    if let Some(steered) = steered {
+        steered.finish();
+    }
     // Whatever attack has to say goes to stderr before its output closes.
     watch.finish_view(result.is_ok());
     if let Some(summary) = monitor.summary() {

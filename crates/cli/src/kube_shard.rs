@@ -6,16 +6,22 @@
 //! - `/ready`: 200 once the attack is over and its records are written (the pod's
 //!   readiness probe), else 503;
 //! - `/records.llr`: the record file, once ready;
-//! - `/stop`: drains a running attack (SIGTERM, as Ctrl-C does for one attack);
+//! - `/seconds?from=N` and `/stop?why=...`: the attack's steering feed (`attack
+//!   -steer` on a loopback port of the pod), passed through for `kube run`'s
+//!   coordinator. `/stop` drains the attack through the feed, saying why, else with
+//!   SIGTERM (as Ctrl-C does for one attack). Once the attack is over, `/seconds`
+//!   answers its last report, marked finished, so a coordinator that polls late still
+//!   learns how the shard ended;
 //! - `/bye`: the records were fetched; the pod exits.
 
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use live::steer::{HttpLink, ShardLink, ShardReport, ShardState};
 use live::{Handler, Request, Response, Server};
 
 /// How often the child and the `/bye` flag are looked at.
@@ -23,18 +29,24 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// What the pod's server knows.
 #[derive(Default)]
-struct ShardState {
+struct PodState {
     /// The attack's pid while it runs (0 once it ended).
     attack_pid: AtomicU32,
     /// The attack is over and its records are complete.
     ready: AtomicBool,
     /// The coordinator has the records.
     bye: AtomicBool,
+    /// The attack's steering feed, on the pod's loopback.
+    steer: Mutex<Option<HttpLink>>,
+    /// The feed's last answer, for after the attack is over.
+    last_report: Mutex<Option<ShardReport>>,
 }
 
 pub fn run(serve: &str, linger: Duration, attack: &[String]) -> anyhow::Result<ExitCode> {
     let output = output_of(attack).context("kube shard: the attack flags need -output")?;
-    let state = Arc::new(ShardState::default());
+    let state = Arc::new(PodState::default());
+    let steer_address = free_loopback_address()?;
+    *lock(&state.steer) = HttpLink::new(&steer_address).ok();
     let server = Server::start("-serve", serve, handler(&state, output.clone()))?;
     eprintln!(
         "loadlab kube shard: records will be on http://{}/records.llr",
@@ -44,6 +56,7 @@ pub fn run(serve: &str, linger: Duration, attack: &[String]) -> anyhow::Result<E
     let mut child = std::process::Command::new(exe)
         .arg("attack")
         .args(attack)
+        .args(["-steer", &steer_address])
         .stdin(Stdio::null())
         .spawn()
         .context("kube shard: starting the attack")?;
@@ -89,7 +102,7 @@ fn output_of(attack: &[String]) -> Option<PathBuf> {
     })
 }
 
-fn handler(state: &Arc<ShardState>, output: PathBuf) -> Handler {
+fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
     let state = Arc::clone(state);
     Arc::new(move |request: &Request| {
         let ready = state.ready.load(Ordering::Relaxed);
@@ -104,10 +117,15 @@ fn handler(state: &Arc<ShardState>, output: PathBuf) -> Handler {
                     body: format!("{}: {err}\n", output.display()).into(),
                 },
             },
+            "/seconds" => seconds(&state, request),
             "/stop" => {
-                let pid = state.attack_pid.load(Ordering::Relaxed);
-                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                let path = format!("/stop?{}", request.query.as_deref().unwrap_or(""));
+                let told = lock(&state.steer).as_mut().map(|feed| feed.get(&path));
+                if !matches!(told, Some(Ok(_))) {
+                    let pid = state.attack_pid.load(Ordering::Relaxed);
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
                 }
                 Response::ok("text/plain", "stopping\n")
             }
@@ -118,6 +136,53 @@ fn handler(state: &Arc<ShardState>, output: PathBuf) -> Handler {
             path => Response::not_found(path),
         }
     })
+}
+
+/// The attack's feed answer, passed through and kept; once the attack is over, the
+/// last one kept, marked finished.
+fn seconds(state: &PodState, request: &Request) -> Response {
+    let query = request.query.as_deref().unwrap_or("");
+    let path = format!("/seconds?{query}");
+    let from: u64 = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(key, _)| key == "from")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let running = state.attack_pid.load(Ordering::Relaxed) != 0;
+    let fresh = running
+        .then(|| lock(&state.steer).as_mut().map(|feed| feed.get(&path)))
+        .flatten();
+    let mut last = lock(&state.last_report);
+    match fresh {
+        Some(Ok(body)) => {
+            if let Ok(report) = serde_json::from_slice::<ShardReport>(&body) {
+                *last = Some(report);
+            }
+            Response::ok("application/json", body)
+        }
+        _ if running => not_yet(),
+        _ => match last.as_mut() {
+            Some(report) => {
+                report.state = ShardState::Finished;
+                report.seconds.retain(|second| second.second >= from);
+                Response::ok(
+                    "application/json",
+                    serde_json::to_vec(report).unwrap_or_default(),
+                )
+            }
+            None => not_yet(),
+        },
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A loopback port free now, for the attack's feed (nothing else binds in the pod).
+fn free_loopback_address() -> anyhow::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("kube shard: a loopback port for the attack's steering feed")?;
+    Ok(listener.local_addr()?.to_string())
 }
 
 fn not_yet() -> Response {

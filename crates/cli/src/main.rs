@@ -26,6 +26,8 @@ mod report;
 mod run;
 mod signals;
 mod simulate;
+mod steer;
+mod steer_shard;
 mod watch;
 
 use std::process::ExitCode;
@@ -59,6 +61,7 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     Run(run::RunArgs),
     Kube(kube::KubeArgs),
+    Steer(steer::SteerArgs),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Run(args) => run::run(&args),
         Command::Kube(args) => kube::run(args),
+        Command::Steer(args) => steer::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -119,7 +119,11 @@ impl<W: Write> Collector<W> {
         }
         let plans: Vec<&Plan> = self.plans.iter().collect();
         let judged_before = self.watcher.judged_ns();
-        if let Some(fired) = self.watcher.judge(now, &plans) {
+        // While a coordinator steers, it judges the rules on every shard's figures;
+        // the streaks go on here, so a silent coordinator leaves them judged at once.
+        if let Some(fired) = self.watcher.judge(now, &plans)
+            && !self.stop.is_steered()
+        {
             self.fired = Some(fired);
             self.stop.drain();
         }

@@ -381,19 +381,19 @@ fn collect<W: Write>(
     let ends = attack_ends(config, &collector, asked_end_ns);
     let totals = collector.totals();
     let fired = collector.fired.take();
-    let reason = match (&fired, stop.is_stopping()) {
-        (Some(_), _) => StopReason::StopRule,
-        (None, true) => StopReason::Interrupted,
-        (None, false) => StopReason::Completed,
+    let reason = match (&fired, stop.is_stopping(), stop.detail()) {
+        (Some(_), _, _) | (None, true, Some(_)) => StopReason::StopRule,
+        (None, true, None) => StopReason::Interrupted,
+        (None, false, _) => StopReason::Completed,
     };
     let unsent = ends.iter().map(|e| e.unsent).sum();
     let end = RunEnd {
         at_unix_ns: clock.unix_ns(end_ns),
         reason,
-        detail: fired
-            .as_ref()
-            .map(workload::Fired::describe)
-            .unwrap_or_default(),
+        detail: fired.as_ref().map_or_else(
+            || stop.detail().unwrap_or_default().to_owned(),
+            workload::Fired::describe,
+        ),
         attacks: ends,
         cpu_ns: collector::process_cpu_ns(),
         peak_rss_bytes: collector::peak_resident_bytes(),

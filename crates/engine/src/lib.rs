@@ -85,7 +85,7 @@ pub use observer::RunObserver;
 pub use replay::{Replay, Survey};
 pub use sample_feed::SampleFeed;
 pub use start::{START_AT_TOLERANCE, plan_fingerprint, unix_now_ns};
-pub use stop_handle::StopHandle;
+pub use stop_handle::{STEER_SILENCE, StopHandle};
 pub use workload::TlsOptions;
 
 /// A whole run: its attacks and what they share. Built from what the user wrote by

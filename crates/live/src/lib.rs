@@ -23,6 +23,9 @@
 //!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`) and
 //!   by [`RemoteWrite`], the thread behind `-prometheus-remote-write` (protobuf and
 //!   snappy, `remote_write.rs`), which pushes off the collector under a deadline.
+//! - [`steer`]: one run over many shards steered as one: the shard's feed of settled
+//!   seconds and the coordinator that merges them, judges the stop rules on the merged
+//!   figures and stops every shard.
 //! - [`View`] is the display thread: a redrawn indicatif view when stderr is a
 //!   terminal, else a plain line every few seconds, so CI logs stay readable.
 
@@ -39,6 +42,7 @@ mod serve;
 mod sink;
 mod snapshot;
 mod stats;
+pub mod steer;
 mod view;
 
 pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;

@@ -36,6 +36,9 @@ pub struct Snapshot {
     pub rules: Vec<RuleState>,
     /// The monitor's headline samples, one line per sampler (`-monitor`).
     pub resources: Vec<String>,
+    /// A steered run's shards (`loadlab steer`, `kube run`): a summary line, then one
+    /// line per shard that is behind, lost or stopped early.
+    pub shards: Vec<String>,
     /// The run is over.
     pub finished: bool,
 }
@@ -189,6 +192,9 @@ impl Snapshot {
                 report_style(run.lag_p99_ns),
             );
         }
+        if let Some(summary) = self.shards.first() {
+            line += &format!(", {summary}");
+        }
         if let Some(checks) = &self.checks {
             line += &format!(
                 ", checks {} passed",
@@ -248,6 +254,7 @@ impl Snapshot {
                 .iter()
                 .map(|line| format!("monitor   {line}")),
         );
+        lines.extend(self.shards.iter().map(|line| format!("shards    {line}")));
         lines.extend(self.rules.iter().map(|rule| {
             format!(
                 "stop rule '{}': held {} of {} (now {})",

@@ -72,7 +72,7 @@ pub use compare::{
 };
 pub use config::{ReportConfig, ReportType};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
-pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles};
+pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles, nearest_rank};
 pub use every::{IntervalRow, Intervals};
 pub use evidence::{ClosedEvidence, Evidence, diagnose_run};
 pub use extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};

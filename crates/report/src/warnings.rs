@@ -115,11 +115,13 @@ pub fn shard_warnings(summaries: &[SourceSummary], latency_p50_ns: Option<u64>) 
             )
         })
         .collect();
-    lines.extend(
-        shards
-            .iter()
-            .filter_map(|(summary, info)| ended_early(summary, info)),
-    );
+    if !stopped_together(&shards, count) {
+        lines.extend(
+            shards
+                .iter()
+                .filter_map(|(summary, info)| ended_early(summary, info)),
+        );
+    }
     let skews = shards.iter().map(|(_, info)| info.start_skew_ns);
     let spread_ns = skews
         .clone()
@@ -146,6 +148,22 @@ fn share_name(count: u64) -> String {
         4 => "quarter".to_owned(),
         _ => format!("1/{count} share"),
     }
+}
+
+/// Every shard is here and ended within 2 s of the others for one reason (a
+/// coordinator's stop, Ctrl-C at every shard): the run stopped as one, and no shard's
+/// share is missing against the others'; the run's stop line says why.
+fn stopped_together(shards: &[(&SourceSummary, &ShardInfo)], count: u64) -> bool {
+    const TOGETHER_NS: u64 = 2_000_000_000;
+    let ends: Option<Vec<&record::RunEnd>> = shards.iter().map(|(s, _)| s.end.as_ref()).collect();
+    let Some(ends) = ends.filter(|ends| ends.len() as u64 == count) else {
+        return false;
+    };
+    let first = ends[0];
+    let times = ends.iter().map(|end| end.at_unix_ns);
+    let spread_ns = times.clone().max().unwrap_or(0) - times.min().unwrap_or(0);
+    spread_ns <= TOGETHER_NS
+        && (ends.iter()).all(|end| end.reason == first.reason && end.detail == first.detail)
 }
 
 fn ended_early(summary: &SourceSummary, info: &ShardInfo) -> Option<String> {
@@ -234,6 +252,39 @@ mod tests {
             shard_warnings(&gaps, Some(10_000_000)).len(),
             3,
             "skew below p50"
+        );
+    }
+
+    #[test]
+    fn shards_stopped_together_by_one_rule_are_not_cut_short() {
+        let stopped = |name, index, at_unix_ns, detail: &str| SourceSummary {
+            end: Some(record::RunEnd {
+                reason: StopReason::StopRule,
+                at_unix_ns,
+                detail: detail.to_owned(),
+                ..record::RunEnd::default()
+            }),
+            ..shard(name, index, 0, None)
+        };
+        let rule = "'p99 > 1s for 2s' fired at 9s on the merged figures of 4 shards";
+        let together: Vec<SourceSummary> = (0..4)
+            .map(|i| stopped("s", i, 10_000_000_000 + i * 300_000_000, rule))
+            .collect();
+        assert!(shard_warnings(&together, None).is_empty());
+        let mut apart = together.clone();
+        apart[3] = stopped("late", 3, 14_000_000_000, rule);
+        assert_eq!(
+            shard_warnings(&apart, None).len(),
+            4,
+            "4 s apart: each is named"
+        );
+        let mut other_reason = together.clone();
+        other_reason[1] = stopped("own", 1, 10_000_000_000, "'errors > 5% for 1s' fired at 9s");
+        assert_eq!(shard_warnings(&other_reason, None).len(), 4);
+        assert_eq!(
+            shard_warnings(&together[..3], None).len(),
+            4,
+            "one missing: all named"
         );
     }
 }

@@ -1,0 +1,630 @@
+//! [`Coordinator`]: one run over many shards, steered as one. Every
+//! [`POLL`](Coordinator::POLL) it asks each shard (through a [`ShardLink`]) for the
+//! seconds it settled since the last answer, and merges a second once every shard
+//! that is still in step has it: the merged second is judged by the run's stop rules
+//! (the shards' own, which they defer while polled) and shown in one [`Snapshot`].
+//!
+//! A shard that does not answer for [`STEER_SILENCE`] is *lost*, and one whose seconds
+//! trail the leader's by [`BEHIND_SECONDS`] is *behind*: either is named at once, and
+//! the merge goes on without it (its late seconds are counted, not merged). A rule
+//! that fires sends `/stop` to every shard at once; each drains and writes its end
+//! block, so its records are complete up to the stop. [`Coordinator::verdict`] says
+//! what share of the asked load was not delivered.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use engine::STEER_SILENCE;
+use record::ErrorKind;
+use workload::{Fired, RuleWatch, StopRule};
+
+use super::buckets::Buckets;
+use super::second::{MergedSecond, ShardReport, ShardSecond, ShardState};
+use crate::snapshot::{Latency, RuleState, Snapshot, Window};
+
+/// A shard whose settled seconds trail the leader's by this many is behind.
+pub const BEHIND_SECONDS: u64 = 3;
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// How the coordinator reaches one shard.
+pub trait ShardLink: Send {
+    /// GETs `path_and_query` on the shard: the body of a 200, or why not.
+    fn get(&mut self, path_and_query: &str) -> Result<Vec<u8>, String>;
+    /// The shard's address as messages name it.
+    fn address(&self) -> String;
+}
+
+/// How a shard is doing, as far as the coordinator knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// Not answered yet.
+    Waiting,
+    /// Answering and in step.
+    InStep,
+    /// Answering, but its seconds trail the leader's.
+    Behind {
+        /// Its next second to settle.
+        at_second: u64,
+    },
+    /// Silent for longer than [`STEER_SILENCE`].
+    Lost {
+        /// Why the last call failed.
+        why: String,
+    },
+    /// Its run is over.
+    Finished,
+}
+
+struct Shard {
+    link: Box<dyn ShardLink>,
+    /// The last answer, without its seconds.
+    head: Option<ShardReport>,
+    /// Seconds fetched and not merged yet.
+    pending: BTreeMap<u64, ShardSecond>,
+    next_from: u64,
+    last_answer: Option<Instant>,
+    last_error: String,
+    health: Health,
+    /// Seconds that came after the merge had moved on without them.
+    late_seconds: u64,
+}
+
+/// What happened that a person should read at once (a shard lost, a rule fired).
+pub type Event = String;
+
+/// The steering of one run; see the module docs.
+pub struct Coordinator {
+    shards: Vec<Shard>,
+    started: Instant,
+    /// How long a shard may take to answer first (pods scheduling, a process starting).
+    startup_grace: Duration,
+    watches: Vec<RuleWatch>,
+    /// The next second to merge.
+    next_second: u64,
+    fired: Option<Fired>,
+    /// When the stop went out, and when the last shard said it finished.
+    stop_sent: Option<Instant>,
+    all_stopped: Option<Duration>,
+    run: RunTotals,
+    snapshot: Snapshot,
+}
+
+/// The merged run so far.
+#[derive(Default)]
+struct RunTotals {
+    requests: u64,
+    successes: u64,
+    latency: Buckets,
+    latency_max_ns: u64,
+    lag: Buckets,
+    codes: BTreeMap<u16, u64>,
+    errors: BTreeMap<ErrorKind, u64>,
+}
+
+impl Coordinator {
+    /// How often shards are asked.
+    pub const POLL: Duration = Duration::from_millis(500);
+
+    /// Steers the shards behind `links`, judging `rules` on merged seconds (when
+    /// empty, the rules the shards report are used); a shard that has not answered
+    /// within `startup_grace` is lost.
+    pub fn new(
+        links: Vec<Box<dyn ShardLink>>,
+        rules: &[StopRule],
+        startup_grace: Duration,
+    ) -> Coordinator {
+        Coordinator {
+            shards: links.into_iter().map(Shard::new).collect(),
+            started: Instant::now(),
+            startup_grace,
+            watches: rules.iter().cloned().map(RuleWatch::new).collect(),
+            next_second: 0,
+            fired: None,
+            stop_sent: None,
+            all_stopped: None,
+            run: RunTotals::default(),
+            snapshot: Snapshot::default(),
+        }
+    }
+
+    /// Asks every shard once (in parallel), merges what is complete, judges the
+    /// rules and stops every shard when one fires. Returns what a person should read.
+    pub fn poll(&mut self) -> Vec<Event> {
+        std::thread::scope(|scope| {
+            for shard in &mut self.shards {
+                scope.spawn(move || shard.fetch());
+            }
+        });
+        let mut events = self.check_shards();
+        events.extend(self.adopt_rules());
+        events.extend(self.merge());
+        if self.stop_sent.is_some() && self.all_stopped.is_none() && self.is_over() {
+            self.all_stopped = self.stop_sent.map(|sent| sent.elapsed());
+        }
+        self.refresh_snapshot();
+        events
+    }
+
+    /// Sends `/stop` to every shard at once, saying why; returns the shards that
+    /// could not be told (they stop on their own rules, or at their end).
+    pub fn stop_all(&mut self, why: &str) -> Vec<Event> {
+        self.stop_sent.get_or_insert_with(Instant::now);
+        let path = format!(
+            "/stop?why={}",
+            url::form_urlencoded::byte_serialize(why.as_bytes()).collect::<String>()
+        );
+        let mut failed = Vec::new();
+        std::thread::scope(|scope| {
+            let calls: Vec<_> = (self.shards.iter_mut())
+                .filter(|shard| shard.health != Health::Finished)
+                .map(|shard| {
+                    let path = &path;
+                    scope.spawn(move || {
+                        shard
+                            .link
+                            .get(path)
+                            .err()
+                            .map(|why| format!("{}: cannot stop it: {why}", shard.name()))
+                    })
+                })
+                .collect();
+            failed.extend(
+                calls
+                    .into_iter()
+                    .filter_map(|call| call.join().ok().flatten()),
+            );
+        });
+        failed
+    }
+
+    /// Polls until every shard finished or was lost, or until `deadline`: each poll's
+    /// events go to `say` and the merged view to `view`. When `interrupted` turns
+    /// true (Ctrl-C at the coordinator), every shard is stopped once and the polls
+    /// go on until they finish.
+    pub fn drive(
+        &mut self,
+        view: &crate::LiveHandle,
+        deadline: Duration,
+        interrupted: &dyn Fn() -> bool,
+        say: &mut dyn FnMut(&str),
+    ) {
+        let until = Instant::now() + deadline;
+        let mut told_to_stop = false;
+        while !self.is_over() && Instant::now() < until {
+            let polled = Instant::now();
+            for event in self.poll() {
+                say(&event);
+            }
+            view.publish(&self.snapshot);
+            if interrupted() && !told_to_stop {
+                told_to_stop = true;
+                say("interrupted: stopping every shard");
+                for event in self.stop_all("stopped at the coordinator (interrupted)") {
+                    say(&event);
+                }
+            }
+            std::thread::sleep(Self::POLL.saturating_sub(polled.elapsed()));
+        }
+        self.snapshot.finished = true;
+        view.publish(&self.snapshot);
+    }
+
+    /// Every shard finished or lost.
+    pub fn is_over(&self) -> bool {
+        !self.shards.is_empty()
+            && (self.shards.iter())
+                .all(|shard| matches!(shard.health, Health::Finished | Health::Lost { .. }))
+    }
+
+    /// The rule that fired on merged figures, if one did.
+    pub fn fired(&self) -> Option<&Fired> {
+        self.fired.as_ref()
+    }
+
+    /// From the stop going out to the last shard saying it finished.
+    pub fn stop_delay(&self) -> Option<Duration> {
+        self.all_stopped
+    }
+
+    /// The merged view as it stands.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Each shard's health, in shard order.
+    pub fn health(&self) -> Vec<(String, Health)> {
+        (self.shards.iter())
+            .map(|shard| (shard.name(), shard.health.clone()))
+            .collect()
+    }
+
+    /// The run's end in a few lines: shards finished, lost or behind, the rule that
+    /// fired and how fast every shard stopped, and the share of the asked load that
+    /// was not delivered.
+    pub fn verdict(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let finished = (self.shards.iter())
+            .filter(|shard| shard.health == Health::Finished)
+            .count();
+        lines.push(format!(
+            "{} shards: {finished} finished, {} lost",
+            self.shards.len(),
+            self.shards.len() - finished
+        ));
+        for shard in &self.shards {
+            if let Health::Lost { why } = &shard.health {
+                lines.push(format!(
+                    "{} lost after {}s of the run: {why}",
+                    shard.name(),
+                    shard.next_from
+                ));
+            }
+            if shard.late_seconds > 0 {
+                lines.push(format!(
+                    "{}: {} seconds came after the merge had moved on (in its records, not in the live figures)",
+                    shard.name(),
+                    shard.late_seconds
+                ));
+            }
+        }
+        if let Some(fired) = &self.fired {
+            let delay = self.all_stopped.map_or_else(
+                || "not every shard said it stopped".to_owned(),
+                |delay| {
+                    let delay = units::GoDuration(units::round_for_report(delay));
+                    format!("every shard stopped within {delay} of the stop")
+                },
+            );
+            lines.push(format!(
+                "stop rule {} on the merged figures of {} shards; {delay}",
+                fired.describe(),
+                self.shards.len()
+            ));
+        }
+        lines.push(self.delivered_line());
+        lines
+    }
+
+    /// `delivered 74.9% of the asked load (37,450 of 50,000 requests)`. A lost
+    /// shard's share is estimated from the shards that finished (each asks 1/N).
+    fn delivered_line(&self) -> String {
+        let sent: u64 = self.heads().map(|head| head.sent).sum();
+        let finished: Vec<&ShardReport> = (self.shards.iter())
+            .filter(|shard| shard.health == Health::Finished)
+            .filter_map(|shard| shard.head.as_ref())
+            .collect();
+        let count = self.heads().map(|head| head.count).max().unwrap_or(0);
+        let asked_finished: Option<u64> = finished.iter().map(|head| head.asked).sum();
+        match asked_finished {
+            Some(asked) if !finished.is_empty() && asked > 0 => {
+                let whole = asked * count / finished.len() as u64;
+                let share = 1.0 - sent as f64 / whole.max(1) as f64;
+                format!(
+                    "{:.1}% of the asked load was not delivered ({sent} of about {whole} requests sent)",
+                    (share * 100.0).max(0.0)
+                )
+            }
+            _ => format!("{sent} requests sent by the shards that answered"),
+        }
+    }
+
+    fn heads(&self) -> impl Iterator<Item = &ShardReport> {
+        self.shards.iter().filter_map(|shard| shard.head.as_ref())
+    }
+
+    /// Names shards that turned lost or behind, and refuses to merge other runs'.
+    fn check_shards(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        let leader = (self.shards.iter())
+            .filter(|shard| shard.health != Health::Finished)
+            .map(|shard| shard.next_from)
+            .max()
+            .unwrap_or(0);
+        let first = self.heads().next().map(|head| head.fingerprint.clone());
+        let waited = self.started.elapsed() >= self.startup_grace;
+        for shard in &mut self.shards {
+            let was = shard.health.clone();
+            shard.drop_late(self.next_second);
+            shard.health = shard.judge_health(leader, waited);
+            if let (Some(first), Some(head)) = (&first, &shard.head)
+                && head.fingerprint != *first
+            {
+                shard.health = Health::Lost {
+                    why: format!(
+                        "a shard of another run (plan fingerprint {} against {first})",
+                        head.fingerprint
+                    ),
+                };
+            }
+            if shard.health != was {
+                events.extend(shard.announce());
+            }
+        }
+        events
+    }
+
+    /// Takes the shards' own rules when none were given (they agree: same run).
+    fn adopt_rules(&mut self) -> Vec<Event> {
+        if !self.watches.is_empty() {
+            return Vec::new();
+        }
+        let Some(head) = self.heads().next() else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        let rules = head.rules.clone();
+        for text in rules {
+            match StopRule::parse(&text) {
+                Ok(rule) => self.watches.push(RuleWatch::new(rule)),
+                Err(err) => events.push(format!("a shard's stop rule '{text}': {err}")),
+            }
+        }
+        events
+    }
+
+    /// Merges every second all in-step shards have settled; judges the rules.
+    fn merge(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        while self.second_is_complete(self.next_second) {
+            let second = self.next_second;
+            self.next_second += 1;
+            let mut merged = MergedSecond::new(second);
+            for shard in &mut self.shards {
+                if let Some(figures) = shard.pending.remove(&second) {
+                    self.run.add(&figures);
+                    merged.add(&figures);
+                }
+            }
+            self.show_second(&merged);
+            if self.fired.is_none()
+                && let Some(fired) = self.judge(&merged)
+            {
+                let why = format!(
+                    "{} on the merged figures of {} shards",
+                    fired.describe(),
+                    self.shards.len()
+                );
+                events.push(format!("stop rule {why}: stopping every shard"));
+                self.fired = Some(fired);
+                events.extend(self.stop_all(&why));
+            }
+        }
+        events
+    }
+
+    /// Every shard has `second`, is past it, or cannot hold the merge up.
+    fn second_is_complete(&self, second: u64) -> bool {
+        let mut any = false;
+        for shard in &self.shards {
+            match shard.health {
+                Health::Lost { .. } | Health::Behind { .. } => {}
+                Health::Waiting => return false,
+                Health::InStep | Health::Finished => {
+                    if shard.next_from <= second {
+                        return false;
+                    }
+                    any = true;
+                }
+            }
+        }
+        any
+    }
+
+    fn judge(&mut self, merged: &MergedSecond) -> Option<Fired> {
+        let stats = merged.stats();
+        let mut fired = None;
+        for watch in &mut self.watches {
+            let now = watch.observe(merged.second * SECOND_NS, &stats);
+            fired = fired.or(now);
+        }
+        fired
+    }
+
+    fn show_second(&mut self, merged: &MergedSecond) {
+        let stats = merged.stats();
+        let last = &mut self.snapshot.last_second;
+        *last = Window {
+            span_ns: SECOND_NS,
+            asked: merged.asked_rate_per_sec.map(|rate| rate.round() as u64),
+            sent: merged.requests,
+            completed: merged.requests,
+            successes: merged.successes,
+            latency: Latency {
+                p50_ns: stats.latency.p50_ns,
+                p99_ns: stats.latency.p99_ns,
+                max_ns: stats.latency.max_ns,
+            },
+            lag_p99_ns: stats.lag_p99_ns,
+        };
+        self.snapshot.elapsed_ns = (merged.second + 1) * SECOND_NS;
+        self.snapshot.target_rate_per_sec = merged.asked_rate_per_sec;
+        self.snapshot.rules = (self.watches.iter())
+            .map(|watch| RuleState {
+                rule: watch.rule.to_string(),
+                held_ns: watch.held_ns((merged.second + 1) * SECOND_NS),
+                for_ns: watch.rule.for_ns(),
+                value: watch.rule.format_value(watch.last_value()),
+            })
+            .collect();
+    }
+
+    fn refresh_snapshot(&mut self) {
+        let sum = |field: fn(&ShardReport) -> u64| self.heads().map(field).sum::<u64>();
+        let (sent, in_flight, behind) = (
+            sum(|head| head.sent),
+            sum(|head| head.in_flight),
+            sum(|head| head.behind),
+        );
+        let asked: Option<u64> = self.heads().map(|head| head.asked).sum();
+        let (shards, finished) = (self.health_lines(), self.is_over());
+        let totals = &self.run;
+        let snapshot = &mut self.snapshot;
+        snapshot.run = Window {
+            span_ns: snapshot.elapsed_ns,
+            asked,
+            sent,
+            completed: totals.requests,
+            successes: totals.successes,
+            latency: Latency {
+                p50_ns: totals.latency.quantile(0.5).min(totals.latency_max_ns),
+                p99_ns: totals.latency.quantile(0.99).min(totals.latency_max_ns),
+                max_ns: totals.latency_max_ns,
+            },
+            lag_p99_ns: totals.lag.quantile(0.99),
+        };
+        (snapshot.in_flight, snapshot.behind) = (in_flight, behind);
+        snapshot.status_codes = totals.codes.iter().map(|(c, n)| (*c, *n)).collect();
+        snapshot.errors = totals.errors.iter().map(|(k, n)| (*k, *n)).collect();
+        snapshot
+            .errors
+            .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        (snapshot.shards, snapshot.finished) = (shards, finished);
+    }
+
+    /// `shards 4: 3 in step, 1 lost`, then a line per shard not in step.
+    fn health_lines(&self) -> Vec<String> {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut lines = vec![String::new()];
+        for shard in &self.shards {
+            let (word, line) = match &shard.health {
+                Health::Waiting => ("waiting", None),
+                Health::InStep => ("in step", None),
+                Health::Finished => ("finished", None),
+                Health::Behind { at_second } => (
+                    "behind",
+                    Some(format!("{} behind at second {at_second}", shard.name())),
+                ),
+                Health::Lost { why } => ("lost", Some(format!("{} lost: {why}", shard.name()))),
+            };
+            *counts.entry(word).or_default() += 1;
+            lines.extend(line);
+        }
+        let parts: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+        lines[0] = format!("shards {}: {}", self.shards.len(), parts.join(", "));
+        lines
+    }
+}
+
+impl RunTotals {
+    fn add(&mut self, second: &ShardSecond) {
+        self.requests += second.requests;
+        self.successes += second.successes;
+        self.latency.merge(&second.latency);
+        self.latency_max_ns = self.latency_max_ns.max(second.latency_max_ns);
+        self.lag.merge(&second.lag);
+        for (code, count) in &second.codes {
+            *self.codes.entry(*code).or_default() += count;
+        }
+        for (kind, count) in &second.errors {
+            *self.errors.entry(*kind).or_default() += count;
+        }
+    }
+}
+
+impl Shard {
+    fn new(link: Box<dyn ShardLink>) -> Shard {
+        Shard {
+            link,
+            head: None,
+            pending: BTreeMap::new(),
+            next_from: 0,
+            last_answer: None,
+            last_error: String::new(),
+            health: Health::Waiting,
+            late_seconds: 0,
+        }
+    }
+
+    /// `shard 2/4 (127.0.0.1:9002)`, or the address alone before it answered.
+    fn name(&self) -> String {
+        match &self.head {
+            Some(head) => format!(
+                "shard {}/{} ({})",
+                head.index,
+                head.count,
+                self.link.address()
+            ),
+            None => self.link.address(),
+        }
+    }
+
+    /// One `/seconds` call; keeps the answer or why there was none.
+    fn fetch(&mut self) {
+        if self.health == Health::Finished {
+            return;
+        }
+        let answer = self
+            .link
+            .get(&format!("/seconds?from={}", self.next_from))
+            .and_then(|body| {
+                serde_json::from_slice::<ShardReport>(&body)
+                    .map_err(|err| format!("its answer is not a shard report: {err}"))
+            });
+        match answer {
+            Ok(mut report) => {
+                for second in std::mem::take(&mut report.seconds) {
+                    self.next_from = self.next_from.max(second.second + 1);
+                    if second.latency.is_well_formed() {
+                        self.pending.insert(second.second, second);
+                    }
+                }
+                self.head = Some(report);
+                self.last_answer = Some(Instant::now());
+                self.last_error.clear();
+            }
+            Err(why) => self.last_error = why,
+        }
+    }
+
+    /// `waited`: the coordinator has waited long enough for a first answer.
+    fn judge_health(&self, leader: u64, waited: bool) -> Health {
+        let finished = |head: &ShardReport| head.state == ShardState::Finished;
+        if self.head.as_ref().is_some_and(finished) {
+            return Health::Finished;
+        }
+        let silent = match self.last_answer {
+            Some(at) => at.elapsed() >= STEER_SILENCE,
+            None => waited,
+        };
+        if silent {
+            let why = if self.last_error.is_empty() {
+                "it never answered".to_owned()
+            } else {
+                self.last_error.clone()
+            };
+            return Health::Lost { why };
+        }
+        match &self.head {
+            None => Health::Waiting,
+            Some(_) if self.next_from + BEHIND_SECONDS <= leader => Health::Behind {
+                at_second: self.next_from,
+            },
+            Some(_) => Health::InStep,
+        }
+    }
+
+    /// Drops seconds the merge moved on without (counted: they are in the records).
+    fn drop_late(&mut self, next_second: u64) {
+        let kept = self.pending.split_off(&next_second);
+        self.late_seconds += std::mem::replace(&mut self.pending, kept).len() as u64;
+    }
+
+    fn announce(&self) -> Option<Event> {
+        match &self.health {
+            Health::Lost { why } => Some(format!(
+                "{} lost: no answer for {}s ({why}); it keeps its records and stops on its own rules",
+                self.name(),
+                STEER_SILENCE.as_secs()
+            )),
+            Health::Behind { at_second } => Some(format!(
+                "{} behind: its last settled second is {}, the others' are {BEHIND_SECONDS}s or more ahead",
+                self.name(),
+                at_second.saturating_sub(1)
+            )),
+            Health::Finished => (self.head.as_ref())
+                .filter(|head| !head.stop_detail.is_empty())
+                .map(|head| format!("{} stopped: {}", self.name(), head.stop_detail)),
+            Health::Waiting | Health::InStep => None,
+        }
+    }
+}

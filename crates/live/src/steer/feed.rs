@@ -1,0 +1,288 @@
+//! [`SteerFeed`]: the shard side of steering (`attack -steer ADDR`). An
+//! [`engine::RunObserver`] on the collector thread bins completions by the second they
+//! ended in and settles each second as [`ShardSecond`] once no worker can still report
+//! into it (as the stop rules do), keeping the last [`KEPT_SECONDS`]. The handler
+//! [`SteerFeed::handler`] answers the coordinator:
+//!
+//! - `GET /seconds?from=N`: a [`ShardReport`] with the seconds from `N` on; each call
+//!   tells the [`StopHandle`] the coordinator is in contact, so the local stop rules
+//!   wait while it judges them on every shard's figures;
+//! - `GET /stop?why=TEXT`: drains the run, which ends as stopped by a rule with `TEXT`
+//!   as its reason.
+//!
+//! The shard needs nothing from the coordinator: its records are its own file, and a
+//! coordinator that goes silent leaves it judging its own rules.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use engine::{Clock, RunConfig, RunObserver, StopHandle};
+use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
+use workload::Plan;
+
+use super::buckets::Buckets;
+use super::second::{ShardReport, ShardSecond, ShardState};
+use crate::{Handler, Request, Response};
+
+/// Seconds kept for a coordinator that fell behind (ten minutes).
+pub const KEPT_SECONDS: usize = 600;
+const SECOND_NS: u64 = 1_000_000_000;
+/// A second is settled this long after it ends (workers ship every 100 ms).
+const SETTLE_NS: u64 = 300_000_000;
+
+/// One second of completions, until it settles.
+#[derive(Default)]
+struct Bin {
+    successes: u64,
+    latencies_ns: Vec<u64>,
+    lags_ns: Vec<u64>,
+    codes: BTreeMap<u16, u64>,
+    error_ids: BTreeMap<u32, u64>,
+}
+
+/// What the handler reads: the report's head and the kept seconds.
+#[derive(Default)]
+struct Shared {
+    head: ShardReport,
+    seconds: VecDeque<ShardSecond>,
+    /// A coordinator read the report that says the run finished.
+    final_read: bool,
+}
+
+/// Whether a coordinator has read that the run finished ([`SteerFeed::final_answer`]).
+pub struct FinalAnswer(Arc<Mutex<Shared>>);
+
+impl FinalAnswer {
+    /// A coordinator read the final report.
+    pub fn was_read(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .final_read
+    }
+}
+
+/// The observer; see the module docs.
+pub struct SteerFeed {
+    plans: Vec<Plan>,
+    start_unix_ns: u64,
+    now_ns: u64,
+    next_second: u64,
+    bins: BTreeMap<u64, Bin>,
+    error_kinds: Vec<ErrorKind>,
+    /// Records seen, all seconds.
+    completed: u64,
+    shared: Arc<Mutex<Shared>>,
+    stop: StopHandle,
+}
+
+impl SteerFeed {
+    /// The feed of this run (this process's shard of it).
+    pub fn new(config: &RunConfig, stop: &StopHandle) -> SteerFeed {
+        let shard = config.shard();
+        let head = ShardReport {
+            index: shard.index(),
+            count: shard.count(),
+            fingerprint: format!("{:016x}", engine::plan_fingerprint(config)),
+            rules: (config.settings.stop_rules.iter())
+                .map(ToString::to_string)
+                .collect(),
+            ..ShardReport::default()
+        };
+        SteerFeed {
+            plans: (config.attacks.iter())
+                .map(|attack| attack.settings.plan.clone())
+                .collect(),
+            start_unix_ns: 0,
+            now_ns: 0,
+            next_second: 0,
+            bins: BTreeMap::new(),
+            error_kinds: Vec::new(),
+            completed: 0,
+            shared: Arc::new(Mutex::new(Shared {
+                head,
+                seconds: VecDeque::new(),
+                final_read: false,
+            })),
+            stop: stop.clone(),
+        }
+    }
+
+    /// What answers the coordinator (serve it with [`crate::Server`]).
+    pub fn handler(&self) -> Handler {
+        let shared = Arc::clone(&self.shared);
+        let stop = self.stop.clone();
+        Arc::new(move |request: &Request| answer(request, &shared, &stop))
+    }
+
+    /// Tells when a coordinator has read that the run finished, so the process can
+    /// wait for that before its server goes.
+    pub fn final_answer(&self) -> FinalAnswer {
+        FinalAnswer(Arc::clone(&self.shared))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Settles the seconds over by `now_ns`, empty ones too: the coordinator must
+    /// know a second with no completions is over.
+    fn settle(&mut self, now_ns: u64) {
+        let mut settled = Vec::new();
+        while (self.next_second + 1) * SECOND_NS + SETTLE_NS <= now_ns {
+            let second = self.next_second;
+            self.next_second += 1;
+            let bin = self.bins.remove(&second).unwrap_or_default();
+            settled.push(self.second_of(second, bin));
+        }
+        if settled.is_empty() {
+            return;
+        }
+        let mut shared = self.lock();
+        shared.seconds.extend(settled);
+        let excess = shared.seconds.len().saturating_sub(KEPT_SECONDS);
+        shared.seconds.drain(..excess);
+    }
+
+    fn second_of(&self, second: u64, mut bin: Bin) -> ShardSecond {
+        let middle_ns = second * SECOND_NS + SECOND_NS / 2;
+        let mut errors: BTreeMap<ErrorKind, u64> = BTreeMap::new();
+        for (id, count) in bin.error_ids {
+            let kind = (id as usize)
+                .checked_sub(1)
+                .and_then(|index| self.error_kinds.get(index));
+            *errors
+                .entry(kind.copied().unwrap_or(ErrorKind::Other))
+                .or_default() += count;
+        }
+        ShardSecond {
+            second,
+            requests: bin.latencies_ns.len() as u64,
+            successes: bin.successes,
+            asked_rate_per_sec: (self.plans.iter())
+                .filter_map(|plan| plan.rate_at(middle_ns))
+                .reduce(|a, b| a + b),
+            latency_max_ns: bin.latencies_ns.iter().copied().max().unwrap_or(0),
+            latency_sum_ns: bin.latencies_ns.iter().sum(),
+            latency: Buckets::of(&mut bin.latencies_ns),
+            lag: Buckets::of(&mut bin.lags_ns),
+            codes: bin.codes.into_iter().collect(),
+            errors: errors.into_iter().collect(),
+        }
+    }
+
+    fn set_state(&self, state: ShardState) {
+        let mut shared = self.lock();
+        shared.head.state = state;
+        shared.head.stop_detail = self.stop.detail().unwrap_or_default().to_owned();
+    }
+}
+
+impl RunObserver for SteerFeed {
+    fn start(&mut self, clock: Clock) {
+        self.start_unix_ns = clock.start_unix_ns();
+        self.lock().head.start_unix_ns = self.start_unix_ns;
+        self.set_state(ShardState::Running);
+    }
+
+    fn records(&mut self, records: &[Record]) {
+        self.completed += records.len() as u64;
+        for record in records {
+            let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
+            self.now_ns = self.now_ns.max(end_ns);
+            let second = end_ns / SECOND_NS;
+            if second < self.next_second {
+                continue;
+            }
+            let bin = self.bins.entry(second).or_default();
+            bin.successes += u64::from(record.is_success());
+            bin.latencies_ns.push(record.latency_ns);
+            bin.lags_ns.push(record.send_lag_ns);
+            *bin.codes.entry(record.status).or_default() += 1;
+            if record.error != 0 {
+                *bin.error_ids.entry(record.error).or_default() += 1;
+            }
+        }
+    }
+
+    fn stats(&mut self, stats: &GeneratorStats) {
+        let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
+        self.now_ns = self.now_ns.max(at_ns);
+        self.settle(self.now_ns);
+        let asked = (self.plans.iter())
+            .filter_map(|plan| plan.asked_by(at_ns))
+            .reduce(|a, b| a + b);
+        let stopping = self.stop.is_stopping();
+        let mut shared = self.lock();
+        let head = &mut shared.head;
+        (head.asked, head.sent) = (asked, stats.sent);
+        (head.in_flight, head.behind) = (stats.in_flight, stats.behind);
+        if stopping && head.state == ShardState::Running {
+            head.state = ShardState::Stopping;
+            head.stop_detail = self.stop.detail().unwrap_or_default().to_owned();
+        }
+    }
+
+    fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
+        self.error_kinds.truncate(first_index);
+        self.error_kinds.extend(new.iter().map(|entry| entry.kind));
+    }
+
+    fn finish(&mut self) {
+        // Every completion is in: the last second settles now.
+        self.settle(self.now_ns + SECOND_NS + SETTLE_NS);
+        let stopping = self.stop.is_stopping();
+        let completed = self.completed;
+        self.set_state(ShardState::Finished);
+        // No stats sample follows the last requests: what completed was sent.
+        let mut shared = self.lock();
+        shared.head.sent = shared.head.sent.max(completed);
+        shared.head.in_flight = 0;
+        drop(shared);
+        if !stopping {
+            self.lock().head.stop_detail.clear();
+        }
+    }
+}
+
+fn answer(request: &Request, shared: &Mutex<Shared>, stop: &StopHandle) -> Response {
+    let query = request.query.as_deref().unwrap_or("");
+    let param = |name: &str| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    };
+    match request.path.as_str() {
+        "/seconds" => {
+            let Some(Ok(from)) = param("from").map(|from| from.parse::<u64>()) else {
+                return bad_request("/seconds needs ?from=SECOND (a whole number)");
+            };
+            stop.steered();
+            let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            shared.final_read |= shared.head.state == ShardState::Finished;
+            let mut report = shared.head.clone();
+            report.now_unix_ns = engine::unix_now_ns();
+            report.seconds = (shared.seconds.iter())
+                .filter(|second| second.second >= from)
+                .cloned()
+                .collect();
+            drop(shared);
+            let body = serde_json::to_vec(&report).unwrap_or_default();
+            Response::ok("application/json", body)
+        }
+        "/stop" => {
+            let why = param("why").unwrap_or_else(|| "stopped by the coordinator".to_owned());
+            stop.drain_because(why);
+            Response::ok("text/plain", "stopping\n")
+        }
+        path => Response::not_found(path),
+    }
+}
+
+fn bad_request(text: &str) -> Response {
+    Response {
+        status: 400,
+        content_type: "text/plain",
+        body: format!("{text}\n").into(),
+    }
+}

@@ -1,0 +1,22 @@
+//! Steering: one run over many shards judged and shown as one.
+//!
+//! - Shard side: [`SteerFeed`] (`attack -steer ADDR`) settles the shard's seconds in
+//!   mergeable form ([`ShardSecond`], latencies as [`Buckets`]) and answers
+//!   `/seconds?from=N` with a [`ShardReport`], and `/stop?why=...`.
+//! - Coordinator side: [`Coordinator`] polls every shard through a [`ShardLink`]
+//!   ([`HttpLink`] for plain shards, the API server's pod proxy for `kube run`),
+//!   merges the seconds ([`MergedSecond`]), judges the stop rules on them, stops every
+//!   shard when one fires, names shards that fall behind or go silent, and keeps a
+//!   [`crate::Snapshot`] for the live view.
+
+mod buckets;
+mod coordinator;
+mod feed;
+mod link;
+mod second;
+
+pub use buckets::Buckets;
+pub use coordinator::{BEHIND_SECONDS, Coordinator, Event, Health, ShardLink};
+pub use feed::{FinalAnswer, KEPT_SECONDS, SteerFeed};
+pub use link::HttpLink;
+pub use second::{MergedSecond, ShardReport, ShardSecond, ShardState};
