@@ -23,7 +23,7 @@
 //! [`ScenarioFile::parse`] checks the shape; turning fields into an attack (reading
 //! targets, parsing schedules) is the caller's, which names the scenario's line.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::WorkloadError;
@@ -39,8 +39,10 @@ pub struct ScenarioFile {
     pub scenarios: Vec<(u64, AttackFields)>,
 }
 
-/// One attack's settings, as written (every field optional until merged).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// One attack's settings, as written (every field optional until merged). Written
+/// back as a `[[scenario]]` table by [`Serialize`] (a plan's sharded step hands its
+/// shards a scenario file); absent fields are left out, `base_url` is never written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackFields {
     /// The attack's name in records and reports (`-name`).
@@ -100,7 +102,7 @@ pub struct AttackFields {
 }
 
 /// `rate = 1000` and `rate = "1000/1s"` both work.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum TextOrNumber {
     /// A string, as in `"1000/1s"`.
