@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 const OK_RECIPE: &str =
     r#"{"route": "/*", "body": "hello", "stages": [{"at": 0, "status": 200, "latency": 0}]}"#;
@@ -155,4 +156,75 @@ fn a_template_shard_that_fails_is_named_and_fails_the_step() {
         .path();
     let report = std::fs::read_to_string(step_dir.join("report.txt")).unwrap();
     assert!(report.contains("shard 1/2 missing"), "{report}");
+}
+
+#[test]
+fn ctrl_c_drains_every_shard_and_keeps_their_records() {
+    let server = simulator();
+    let dir = TempDir::new("plan-shards-ctrl-c");
+    let text = plan(&server, "").replace("step_duration = \"2s\"", "step_duration = \"60s\"");
+    let plan_path = dir.0.join("plan.toml");
+    std::fs::write(&plan_path, text).unwrap();
+    let out = dir.0.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(["run", "-quiet"])
+        .arg(&plan_path)
+        .arg("-output")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both shards are sending once their files hold records.
+    let step_dir = |out: &Path| {
+        std::fs::read_dir(out.join("steps"))
+            .ok()?
+            .next()?
+            .ok()
+            .map(|e| e.path())
+    };
+    let sending = |dir: &Path| {
+        (0..2).all(|i| {
+            std::fs::metadata(dir.join(format!("shard-{i}.llr"))).is_ok_and(|m| m.len() > 4096)
+        })
+    };
+    let started = std::time::Instant::now();
+    while !step_dir(&out).is_some_and(|d| sending(&d)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the shards never sent"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let interrupted = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        interrupted.elapsed()
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let step = &summary["steps"][0];
+    assert_eq!(step["verdict"], "interrupted", "{step:#}");
+    let dir = step_dir(&out).unwrap();
+    for i in 0..2 {
+        let path = dir.join(format!("shard-{i}.llr"));
+        // Each shard drained: its file ends in order (an end block, reason interrupted).
+        let output = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+            .args(["report"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&output.stdout);
+        assert!(report.contains("interrupted"), "shard {i}: {report}");
+    }
 }

@@ -598,6 +598,70 @@ mod tests {
         }
     }
 
+    fn shard_source(index: u64, end: Option<(record::StopReason, u64)>) -> record::SourceSummary {
+        record::SourceSummary {
+            name: format!("shard-{index}.llr"),
+            format: record::InputFormat::Binary,
+            header: record::RunHeader {
+                start_unix_ns: 1_000_000_000,
+                shard: Some(record::ShardInfo {
+                    index,
+                    count: 2,
+                    ..record::ShardInfo::default()
+                }),
+                ..record::RunHeader::default()
+            },
+            stats: Vec::new(),
+            end: end.map(|(reason, at_unix_ns)| record::RunEnd {
+                reason,
+                at_unix_ns,
+                detail: format!("rule of shard {index}"),
+                ..record::RunEnd::default()
+            }),
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+            logged: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_shard_rule_that_fired_ends_the_window() {
+        use record::StopReason::{Completed, Interrupted, StopRule};
+        let rows = [
+            (vec![None, None], None),
+            (
+                vec![
+                    Some((Completed, 9_000_000_000)),
+                    Some((Interrupted, 2_000_000_000)),
+                ],
+                None,
+            ),
+            (
+                vec![
+                    Some((StopRule, 4_000_000_000)),
+                    Some((StopRule, 3_000_000_000)),
+                ],
+                Some(("shard 1/2: rule of shard 1".to_owned(), 2_000_000_000)),
+            ),
+            (
+                vec![Some((StopRule, 5_000_000_000)), None],
+                Some(("shard 0/2: rule of shard 0".to_owned(), 4_000_000_000)),
+            ),
+        ];
+        for (ends, want) in rows {
+            let figures = Figures {
+                sources: ends
+                    .iter()
+                    .enumerate()
+                    .map(|(i, end)| shard_source(i as u64, *end))
+                    .collect(),
+                ..Figures::default()
+            };
+            assert_eq!(shard_rule(&figures), want, "{ends:?}");
+        }
+    }
+
     #[test]
     fn a_step_passes_only_if_every_judged_scenario_does() {
         let fail = |why: &str| Verdict::Fail(vec![why.to_owned()]);

@@ -348,6 +348,28 @@ timeout = "2s"
         );
     }
 
+    /// Written back as `[[scenario]]` tables (a plan's sharded step does), the fields
+    /// read as they were: absent ones stay absent, numbers stay numbers.
+    #[test]
+    fn scenario_fields_write_back_as_they_read() {
+        let file = ScenarioFile::parse(INCIDENT, "incident.toml").unwrap();
+        let fields: Vec<AttackFields> = file.scenarios.into_iter().map(|(_, f)| f).collect();
+        let tables: Vec<toml::Value> = fields
+            .iter()
+            .map(|f| toml::Value::try_from(f).unwrap())
+            .collect();
+        let text = toml::to_string(&toml::Table::from_iter([(
+            "scenario".to_owned(),
+            toml::Value::Array(tables),
+        )]))
+        .unwrap();
+        assert!(!text.contains("base_url"), "{text}");
+        assert!(text.contains("rate = 1\n"), "an integer stays one: {text}");
+        let again = ScenarioFile::parse(&text, "again.toml").unwrap();
+        let read: Vec<AttackFields> = again.scenarios.into_iter().map(|(_, f)| f).collect();
+        assert_eq!(read, fields, "{text}");
+    }
+
     #[test]
     fn names_the_line_of_mistakes() {
         let rows: &[(&str, &str)] = &[
