@@ -172,6 +172,10 @@ pub struct StepRow {
     pub why: String,
     /// The record file, relative to the run folder.
     pub records: Option<String>,
+    /// A sharded step's record files (one per shard that left one), relative to the
+    /// run folder; `records` is then absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<String>,
     /// The step's report, relative to the run folder.
     pub report: Option<String>,
     /// The hooks' output, relative to the run folder, if any hook ran.

@@ -582,15 +582,22 @@ fn verdict_class(verdict: StepVerdict) -> &'static str {
 /// Links to the files the row names (only those: a file the step never made gets no
 /// link).
 fn files(step: &StepRow) -> String {
+    let shards = step
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(i, path)| (format!("shard {i}"), Some(path)));
     [
-        ("plot", &step.plot),
-        ("report", &step.report),
-        ("records", &step.records),
-        ("hooks", &step.hooks),
+        ("plot", step.plot.as_ref()),
+        ("report", step.report.as_ref()),
+        ("records", step.records.as_ref()),
     ]
     .into_iter()
+    .map(|(name, path)| (name.to_owned(), path))
+    .chain(shards)
+    .chain([("hooks".to_owned(), step.hooks.as_ref())])
     .filter_map(|(name, path)| {
-        let path = path.as_deref()?;
+        let path = path?;
         Some(format!("<a href=\"{}\">{name}</a>", escape(&href(path))))
     })
     .collect::<Vec<_>>()

@@ -9,6 +9,8 @@
 //!   substitution of hooks.
 //! - `hooks`: `setup`/`ready`/`teardown` shell commands with a timeout.
 //! - `step`: one cell: hooks, an [`engine::run`] into `records.llr`, its summary.
+//! - `sharded`: a step run as N shards (`[load] shards`): its scenarios file, the
+//!   shards' commands (local, a template, `kube run`), their wait and failures.
 //! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window.
 //! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
 //!   `summary.md`, `index.html`); `index_page`: `index.html` from the summary's rows,
@@ -31,6 +33,7 @@ mod index_page;
 mod options;
 pub mod plan;
 mod runner;
+mod sharded;
 mod step;
 mod summarise;
 

@@ -62,7 +62,21 @@ pub fn run_cell(
             .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
         None => Ok(()),
     });
-    let attack = ready.and_then(|()| attack(plan, cell, dir, stop, options));
+    let attack = ready.and_then(|()| match plan.load.shards {
+        Some(_) => sharded_attack(plan, cell, dir, stop),
+        None => attack(plan, cell, dir, stop, options),
+    });
+    if plan.load.shards.is_some() {
+        // The step's records are its shards' files; there is no records.llr.
+        row.records = None;
+        if let Ok(attacked) = &attack {
+            row.shards = attacked
+                .records
+                .iter()
+                .map(|f| relative(Path::new(f), run_dir))
+                .collect();
+        }
+    }
     // Teardown runs even after Ctrl-C (it may stop what setup started): its own handle.
     if let Some(command) = &variant.teardown
         && let Err(why) = run_hook(
@@ -100,7 +114,10 @@ pub fn run_cell(
 
 /// What an attack left behind.
 struct Attacked {
-    records: String,
+    /// The record files: the step's `records.llr`, or its shards' files.
+    records: Vec<String>,
+    /// A sharded step: each shard that did not deliver its share, and why.
+    failures: Vec<String>,
     /// Each attack's plan: the step's main load, then its background scenarios.
     plans: Vec<workload::Plan>,
     /// A stop rule that ended the step early: what it said, and when (ns from the start).
@@ -127,19 +144,46 @@ fn judge_cell(
         let plan = outcome.plans.get(attack)?;
         Some(plan.asked_by(to)?.saturating_sub(plan.asked_by(from)?))
     };
-    let figures = match summarise(&outcome.records, window, outcome.plans.len(), &asked) {
+    let mut figures = summarise(&outcome.records, window, outcome.plans.len(), &asked);
+    // A shard's own stop rule ends the step's window where it fired, as one process's.
+    let shard_rule = figures.as_ref().ok().and_then(shard_rule);
+    if let Some((_, at_ns)) = &shard_rule {
+        let end_ns = (*at_ns).clamp(start_ns + 1, planned_end_ns);
+        let window = Window { start_ns, end_ns };
+        figures = summarise(&outcome.records, window, outcome.plans.len(), &asked);
+    }
+    let figures = match figures {
         Ok(figures) => figures,
         Err(err) => {
-            row.set_failed(format!("cannot read the records: {err}"));
+            let mut why = format!("cannot read the records: {err}");
+            if !outcome.failures.is_empty() {
+                why = format!("{}; {why}", outcome.failures.join("; "));
+            }
+            row.set_failed(why);
             return Ok(());
         }
     };
+    let fired = outcome.fired.as_ref().or(shard_rule.as_ref());
     let verdict = with_stop_rule(
         judge_step(plan, &figures, &mut row.scenarios),
-        outcome.fired.as_ref().map(|(rule, _)| rule.as_str()),
+        fired.map(|(rule, _)| rule.as_str()),
     );
     row.fill(&figures.summary, &verdict);
-    row.diagnosis = write_report(&outcome.records, &dir.join("report.txt"));
+    if !outcome.failures.is_empty() {
+        // A share of the load that was never sent says nothing about the server:
+        // the step failed, whatever the shards that ran measured.
+        let count = plan.load.shards.as_ref().map_or(0, |s| s.count);
+        row.set_failed(format!(
+            "{}; the figures are those of {} of {count} shards",
+            outcome.failures.join("; "),
+            outcome.records.len()
+        ));
+    }
+    row.diagnosis = write_report(
+        &outcome.records,
+        &dir.join("report.txt"),
+        plan.load.shards.is_some(),
+    );
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
     match write_plot(&outcome.records, &title, &dir.join("plot.html")) {
@@ -149,16 +193,34 @@ fn judge_cell(
     Ok(())
 }
 
+/// The first stop rule that ended a shard: `shard I/N: RULE`, and when (ns from the
+/// shards' time zero).
+fn shard_rule(figures: &Figures) -> Option<(String, u64)> {
+    let start_unix_ns = figures.sources.first()?.header.start_unix_ns;
+    figures
+        .sources
+        .iter()
+        .filter_map(|source| {
+            let end = source.end.as_ref()?;
+            let shard = source.header.shard.as_ref()?;
+            (end.reason == record::StopReason::StopRule).then(|| {
+                let rule = format!("shard {}/{}: {}", shard.index, shard.count, end.detail);
+                (rule, end.at_unix_ns.saturating_sub(start_unix_ns))
+            })
+        })
+        .min_by_key(|(_, at_ns)| *at_ns)
+}
+
 /// `plot.html` as `loadlab plot` makes it. A plot that cannot be made is the step's
 /// note, not its failure (the verdict does not depend on it), and leaves no file.
-fn write_plot(records: &str, title: &str, path: &Path) -> Result<(), String> {
+fn write_plot(records: &[String], title: &str, path: &Path) -> Result<(), String> {
     let config = plot::PlotConfig::new(
         Some(title.to_owned()),
         plot::DEFAULT_THRESHOLD,
         plot::DEFAULT_EVERY_NS,
     )
     .map_err(|e| format!("no plot: {e}"))?;
-    let html = plot::RunPlot::read(&[records.to_owned()], &config)
+    let html = plot::RunPlot::read(records, &config)
         .map_err(|e| format!("no plot: {e}"))?
         .html();
     std::fs::write(path, html).map_err(|e| {
@@ -254,25 +316,24 @@ pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
 }
 
 /// `report.txt` as `loadlab report` prints it; a report that cannot be made is noted
-/// in the file instead (the verdict does not depend on it). Returns its diagnosis.
-fn write_report(records: &str, path: &Path) -> Vec<String> {
+/// in the file instead (the verdict does not depend on it). Returns its diagnosis. A
+/// sharded step's report ends with the warnings `report` prints on stderr about its
+/// shards (one missing, one that ended early, their start skews).
+fn write_report(records: &[String], path: &Path, sharded: bool) -> Vec<String> {
     let Ok(file) = std::fs::File::create(path) else {
         return Vec::new();
     };
     let mut out = BufWriter::new(file);
-    let result =
-        report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|config| {
-            report::run_report(
-                &[records.to_owned()],
-                &config,
-                &mut out,
-                &mut std::io::sink(),
-            )
-        });
+    let mut warnings: Vec<u8> = Vec::new();
+    let result = report::ReportConfig::new(report::ReportType::Text, None, None)
+        .and_then(|config| report::run_report(records, &config, &mut out, &mut warnings));
+    if sharded && !warnings.is_empty() {
+        let _ = writeln!(out);
+        let _ = out.write_all(&warnings);
+    }
     match result {
         Ok(outcome) => outcome.diagnosis.map(|d| d.lines()).unwrap_or_default(),
         Err(err) => {
-            use std::io::Write;
             let _ = writeln!(out, "no report: {err}");
             Vec::new()
         }
@@ -332,13 +393,47 @@ fn attack(
     }
     let outcome = result?;
     Ok(Attacked {
-        records: path.display().to_string(),
+        records: vec![path.display().to_string()],
+        failures: Vec::new(),
         plans: config
             .attacks
             .iter()
             .map(|a| a.settings.plan.clone())
             .collect(),
         fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
+    })
+}
+
+/// The cell's attack as the plan's shards ([`crate::sharded`]): its run is built here
+/// too, so a bad field fails before any shard starts, and its plans give the asked
+/// rate of the whole run.
+fn sharded_attack(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    stop: &StopHandle,
+) -> Result<Attacked, String> {
+    let config = run_config(plan, cell)?;
+    let sharded = crate::sharded::run_shards(plan, cell, dir, stop)?;
+    if sharded.files.is_empty() && !stop.is_stopping() {
+        return Err(format!(
+            "no shard left records: {}",
+            sharded.failures.join("; ")
+        ));
+    }
+    Ok(Attacked {
+        records: sharded
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect(),
+        failures: sharded.failures,
+        plans: config
+            .attacks
+            .iter()
+            .map(|a| a.settings.plan.clone())
+            .collect(),
+        fired: None,
     })
 }
 
@@ -374,9 +469,28 @@ fn run_forwarding_stop(
     })
 }
 
-/// The cell's run: the plan's `[load]` fields with the step's offer and the variant's
-/// targets, then each background scenario, built as `attack` builds its runs.
+/// The cell's run: its attacks ([`step_fields`]) built as `attack` builds its runs.
 fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
+    let attacks = step_fields(plan, cell)
+        .iter()
+        .map(|(fields, origin)| AttackConfig::from_fields(fields, origin))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let closed = attacks
+        .first()
+        .is_some_and(|main| matches!(main.settings.plan.pacing, Pacing::Closed { .. }));
+    if closed && cell.offer.rate().is_some() {
+        return Err("internal: a rate step ran the closed model".to_owned());
+    }
+    let load = &plan.load;
+    RunConfig::from_fields(attacks, &load.run, &load.attack_origin).map_err(|e| e.to_string())
+}
+
+/// The cell's attacks as fields, each with where it was written: the plan's `[load]`
+/// fields with the step's offer and the variant's targets, then each background
+/// scenario (which run the step's whole length, warm-up included, at their own rate;
+/// attacks 1.. in the records, in plan order).
+pub(crate) fn step_fields(plan: &Plan, cell: &Cell) -> Vec<(AttackFields, Origin)> {
     let load = &plan.load;
     let variant = &plan.variants[cell.variant];
     let mut fields = load.attack.clone();
@@ -394,23 +508,15 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     }
     let mut origin = load.attack_origin.clone();
     variant_targets(plan, variant, &mut fields, &mut origin);
-    let main = AttackConfig::from_fields(&fields, &origin).map_err(|e| e.to_string())?;
-    if matches!(main.settings.plan.pacing, Pacing::Closed { .. }) && cell.offer.rate().is_some() {
-        return Err("internal: a rate step ran the closed model".to_owned());
-    }
-    let mut attacks = vec![main];
-    // Background scenarios run the step's whole length, warm-up included, at their own
-    // rate; they are attacks 1.. in the records, in plan order.
+    let mut attacks = vec![(fields, origin)];
     let length = load.warmup + measured(plan, cell);
     for scenario in &load.scenarios {
         let mut fields = scenario.attack.clone();
         fields.duration = Some(format!("{}ns", length.as_nanos()));
         fields.base_url.clone_from(&variant.base_url());
-        let attack =
-            AttackConfig::from_fields(&fields, &scenario.origin).map_err(|e| e.to_string())?;
-        attacks.push(attack);
+        attacks.push((fields, scenario.origin.clone()));
     }
-    RunConfig::from_fields(attacks, &load.run, &load.attack_origin).map_err(|e| e.to_string())
+    attacks
 }
 
 /// The variant's own targets, or the plan's (rebased onto its base URL when it has one).
@@ -482,13 +588,77 @@ mod tests {
             if let Some(bytes) = content {
                 std::fs::write(&records, bytes).expect("write");
             }
-            let why = write_plot(&records.display().to_string(), "t", &plot)
+            let why = write_plot(&[records.display().to_string()], "t", &plot)
                 .expect_err("no plot from unreadable records");
             assert!(
                 why.starts_with("no plot: ") && why.contains("records.llr"),
                 "{content:?}: {why}"
             );
             assert!(!plot.exists(), "{content:?}: a plot.html was left");
+        }
+    }
+
+    fn shard_source(index: u64, end: Option<(record::StopReason, u64)>) -> record::SourceSummary {
+        record::SourceSummary {
+            name: format!("shard-{index}.llr"),
+            format: record::InputFormat::Binary,
+            header: record::RunHeader {
+                start_unix_ns: 1_000_000_000,
+                shard: Some(record::ShardInfo {
+                    index,
+                    count: 2,
+                    ..record::ShardInfo::default()
+                }),
+                ..record::RunHeader::default()
+            },
+            stats: Vec::new(),
+            end: end.map(|(reason, at_unix_ns)| record::RunEnd {
+                reason,
+                at_unix_ns,
+                detail: format!("rule of shard {index}"),
+                ..record::RunEnd::default()
+            }),
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+            logged: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_shard_rule_that_fired_ends_the_window() {
+        use record::StopReason::{Completed, Interrupted, StopRule};
+        let rows = [
+            (vec![None, None], None),
+            (
+                vec![
+                    Some((Completed, 9_000_000_000)),
+                    Some((Interrupted, 2_000_000_000)),
+                ],
+                None,
+            ),
+            (
+                vec![
+                    Some((StopRule, 4_000_000_000)),
+                    Some((StopRule, 3_000_000_000)),
+                ],
+                Some(("shard 1/2: rule of shard 1".to_owned(), 2_000_000_000)),
+            ),
+            (
+                vec![Some((StopRule, 5_000_000_000)), None],
+                Some(("shard 0/2: rule of shard 0".to_owned(), 4_000_000_000)),
+            ),
+        ];
+        for (ends, want) in rows {
+            let figures = Figures {
+                sources: ends
+                    .iter()
+                    .enumerate()
+                    .map(|(i, end)| shard_source(i as u64, *end))
+                    .collect(),
+                ..Figures::default()
+            };
+            assert_eq!(shard_rule(&figures), want, "{ends:?}");
         }
     }
 

@@ -40,22 +40,26 @@ pub struct Figures {
     pub scenarios: Vec<StepSummary>,
     /// Requests the file holds in all (warm-up included).
     pub all_records: u64,
+    /// What each file says besides its records (header, end): a sharded step's
+    /// shards, each with its index and how it ended.
+    pub sources: Vec<record::SourceSummary>,
 }
 
-/// Reads `path` (on [`record::RecordStream`]'s reader thread, in file order: the
-/// window's figures do not depend on order) and sums up its window for each of its
-/// `attacks`; `asked` gives the requests an attack's plan made due between two offsets
-/// (open model), `None` for the closed model.
+/// Reads `paths` (on [`record::RecordStream`]'s reader thread, one file after the
+/// other, in file order: the window's figures do not depend on order) and sums up
+/// their window for each of their `attacks`; `asked` gives the requests an attack's
+/// plan made due between two offsets (open model), `None` for the closed model.
+/// Several files are the shards of one run, read as `loadlab report` reads them: the
+/// shards of different runs, or one shard twice, are refused.
 pub fn summarise(
-    path: &str,
+    paths: &[String],
     window: Window,
     attacks: usize,
     asked: &dyn Fn(usize, u64, u64) -> Option<u64>,
 ) -> Result<Figures, LabError> {
     let fail = |e: record::RecordError| LabError::Folder(e.to_string());
     let mut stream =
-        record::RecordStream::open(&[path.to_owned()], record::ReadOrder::Input, false)
-            .map_err(fail)?;
+        record::RecordStream::open(paths, record::ReadOrder::Input, false).map_err(fail)?;
     let mut batch: Vec<Record> = Vec::new();
     let mut accs: Vec<Accumulator> = (0..attacks.max(1))
         .map(|_| Accumulator::default())
@@ -81,6 +85,7 @@ pub fn summarise(
             }
         }
     }
+    let sources = stream.summaries().to_vec();
     let tables = stream.tables();
     let mut summaries = accs.into_iter().enumerate().map(|(attack, acc)| {
         acc.finish(
@@ -93,6 +98,7 @@ pub fn summarise(
         summary: summaries.next().unwrap_or_default(),
         scenarios: summaries.collect(),
         all_records: all,
+        sources,
     })
 }
 
@@ -338,7 +344,7 @@ mod tests {
             start_ns: 50_000_000,
             end_ns: 1_000_000_000,
         };
-        let figures = summarise(&path, window, 2, &|_, _, _| None).unwrap();
+        let figures = summarise(&[path], window, 2, &|_, _, _| None).unwrap();
         let counts = |summary: &StepSummary| -> Vec<(String, u64, u64)> {
             summary
                 .checks

@@ -23,7 +23,7 @@
 //! [`ScenarioFile::parse`] checks the shape; turning fields into an attack (reading
 //! targets, parsing schedules) is the caller's, which names the scenario's line.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::WorkloadError;
@@ -39,8 +39,10 @@ pub struct ScenarioFile {
     pub scenarios: Vec<(u64, AttackFields)>,
 }
 
-/// One attack's settings, as written (every field optional until merged).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// One attack's settings, as written (every field optional until merged). Written
+/// back as a `[[scenario]]` table by [`Serialize`] (a plan's sharded step hands its
+/// shards a scenario file); absent fields are left out, `base_url` is never written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackFields {
     /// The attack's name in records and reports (`-name`).
@@ -100,7 +102,7 @@ pub struct AttackFields {
 }
 
 /// `rate = 1000` and `rate = "1000/1s"` both work.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum TextOrNumber {
     /// A string, as in `"1000/1s"`.
@@ -344,6 +346,28 @@ timeout = "2s"
             ),
             (Some("1"), Some("2s"), Some("5m"))
         );
+    }
+
+    /// Written back as `[[scenario]]` tables (a plan's sharded step does), the fields
+    /// read as they were: absent ones stay absent, numbers stay numbers.
+    #[test]
+    fn scenario_fields_write_back_as_they_read() {
+        let file = ScenarioFile::parse(INCIDENT, "incident.toml").unwrap();
+        let fields: Vec<AttackFields> = file.scenarios.into_iter().map(|(_, f)| f).collect();
+        let tables: Vec<toml::Value> = fields
+            .iter()
+            .map(|f| toml::Value::try_from(f).unwrap())
+            .collect();
+        let text = toml::to_string(&toml::Table::from_iter([(
+            "scenario".to_owned(),
+            toml::Value::Array(tables),
+        )]))
+        .unwrap();
+        assert!(!text.contains("base_url"), "{text}");
+        assert!(text.contains("rate = 1\n"), "an integer stays one: {text}");
+        let again = ScenarioFile::parse(&text, "again.toml").unwrap();
+        let read: Vec<AttackFields> = again.scenarios.into_iter().map(|(_, f)| f).collect();
+        assert_eq!(read, fields, "{text}");
     }
 
     #[test]

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// One `[[scenario.step]]` table, as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepFields {
     /// The step's name in reports.
@@ -35,7 +35,7 @@ pub struct StepFields {
 }
 
 /// `token = "json $.token"` or `coupon = { from = "json $.coupon", optional = true }`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum ExtractField {
     /// The expression.
@@ -51,7 +51,7 @@ pub enum ExtractField {
 }
 
 /// `"status 200"` or `{ name = "logged in", expect = "status 200" }`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum CheckField {
     /// The expression, which names the check too.

@@ -85,6 +85,7 @@ pub(super) fn load(
         settings,
         line: spot.line(at),
         scenarios: Vec::new(),
+        shards: None,
     })
 }
 

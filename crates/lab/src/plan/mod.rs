@@ -4,12 +4,14 @@
 //! - `model`: the checked plan, what the runner reads;
 //! - `syntax`: the TOML shape as serde reads it, and `Spot`, offsets to lines;
 //! - `slo`, `modes`, `variants`, `load`: each table checked, with its messages;
+//! - `shards`: `[load] shards`, `via` and `[load.kube]`, checked against the rest;
 //! - `parse`: [`Plan::read`] and [`Plan::parse`], the tables in order.
 
 mod load;
 mod model;
 mod modes;
 mod parse;
+mod shards;
 mod slo;
 mod syntax;
 mod variants;
@@ -18,7 +20,7 @@ mod variants;
 mod tests;
 
 pub use model::{
-    Load, Matrix, Mode, Plan, Ready, ReadyProbe, Scenario, SearchSettings, Steps, TargetSource,
-    Variant,
+    KubeOptions, Load, Matrix, Mode, Plan, Ready, ReadyProbe, Scenario, SearchSettings, Sharding,
+    Steps, TargetSource, Variant, Via,
 };
 pub use slo::DEFAULT_SUCCESS;

@@ -170,6 +170,55 @@ pub struct Load {
     pub line: u64,
     /// Background scenarios run beside every step (`[[load.scenario]]`), in plan order.
     pub scenarios: Vec<Scenario>,
+    /// `shards = N` above 1: every step runs as N shards of one run, merged; `None`
+    /// runs each step in this process.
+    pub shards: Option<Sharding>,
+}
+
+/// `[load] shards` and `via`: each step run as `count` shards of one run (`attack
+/// -shard I/N -start-at T`), their record files merged as `loadlab report` merges them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sharding {
+    /// How many shards, 2 to 1000.
+    pub count: u32,
+    /// What starts them.
+    pub via: Via,
+    /// Their common time zero is this long after the step starts them (`kube`: its
+    /// `-start-delay`, 60 s when not given).
+    pub start_delay: Duration,
+    /// The line of `shards = N`.
+    pub line: u64,
+}
+
+/// What starts a sharded step's shards.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Via {
+    /// N child processes of this binary on this machine.
+    Local,
+    /// A command template run once per shard with `sh -c`, its placeholders
+    /// (`{index}`, `{output}`, ...) filled in.
+    Template(String),
+    /// `loadlab kube run` with these options.
+    Kube(KubeOptions),
+}
+
+/// `[load.kube]`: `loadlab kube run`'s options for every step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KubeOptions {
+    /// The loadlab image the pods run (`-image`).
+    pub image: String,
+    /// `-namespace`; kube's default when `None`.
+    pub namespace: Option<String>,
+    /// `-host-network`: pods share their node's network (a target on its loopback).
+    pub host_network: bool,
+    /// `-pull`: the image pull policy, as written.
+    pub pull: Option<String>,
+    /// `-cpu`: each pod's CPU request and limit.
+    pub cpu: Option<String>,
+    /// `-memory`: each pod's memory request and limit.
+    pub memory: Option<String>,
+    /// `-start-delay`, when given.
+    pub start_delay: Option<Duration>,
 }
 
 /// A background scenario (`[[load.scenario]]`): run beside every step of every variant

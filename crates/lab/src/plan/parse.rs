@@ -8,6 +8,7 @@ use std::path::Path;
 use super::load::{check_steps, load, scenarios};
 use super::model::{Matrix, Mode, Plan, Steps};
 use super::modes::{matrix, search};
+use super::shards::sharding;
 use super::slo::slo;
 use super::syntax::{RawPlan, Spot, field_of, key_at};
 use super::variants::variants;
@@ -58,6 +59,7 @@ impl Plan {
         let mut load = load(&spot, &raw.load, base_dir)?;
         load.scenarios = scenarios(&spot, &raw.load, &load, &slo.generator, base_dir)?;
         let variants = variants(&spot, raw.variants, &load)?;
+        load.shards = sharding(&spot, &raw.load, &load, &variants)?;
         if let Some((scenario, variant)) = load.scenarios.iter().find_map(|s| {
             let variant = variants.iter().find(|v| v.name == s.name)?;
             Some((s, variant))

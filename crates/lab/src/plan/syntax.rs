@@ -60,10 +60,27 @@ pub(super) struct RawLoad {
     pub warmup: Option<Spanned<String>>,
     pub cooldown: Option<Spanned<String>>,
     pub stop_after_failures: Option<Spanned<u32>>,
+    pub shards: Option<Spanned<i64>>,
+    pub via: Option<Spanned<String>>,
+    pub start_delay: Option<Spanned<String>>,
+    pub kube: Option<Spanned<RawKube>>,
     #[serde(default, rename = "scenario")]
     pub scenarios: Vec<Spanned<RawScenario>>,
     #[serde(flatten)]
     pub fields: BTreeMap<String, toml::Value>,
+}
+
+/// `[load.kube]`: how `via = "kube"` runs each step's shards (`loadlab kube run`'s flags).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKube {
+    pub image: Option<Spanned<String>>,
+    pub namespace: Option<String>,
+    pub host_network: Option<bool>,
+    pub pull: Option<String>,
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+    pub start_delay: Option<Spanned<String>>,
 }
 
 /// `[[load.scenario]]`: the keys a background scenario treats itself, and every other

@@ -586,3 +586,181 @@ mod shipped {
         assert!(modes.len() >= 4, "one plan per field report");
     }
 }
+
+mod shards {
+    use std::time::Duration;
+
+    use super::{assert_each_fails, parse};
+    use crate::plan::*;
+
+    const HEAD: &str = "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://127.0.0.1:1/\"]\nrates = [10]\n";
+    const TEMPLATE: &str = "ssh g{index} loadlab attack -scenarios {scenarios} -shard {index}/{count} -start-at {start_at} > {output}";
+
+    fn sharding(extra: &str) -> Option<Sharding> {
+        parse(&format!("{HEAD}{extra}"))
+            .unwrap_or_else(|e| panic!("{extra}: {e}"))
+            .load
+            .shards
+    }
+
+    #[test]
+    fn shards_and_how_they_run() {
+        assert_eq!(sharding(""), None);
+        assert_eq!(sharding("shards = 1\n"), None, "1 runs in this process");
+        let rows = [
+            ("shards = 4\n", Via::Local, Duration::from_secs(2)),
+            (
+                "shards = 2\nvia = \"local\"\nstart_delay = \"500ms\"\n",
+                Via::Local,
+                Duration::from_millis(500),
+            ),
+            (
+                &format!("shards = 3\nvia = \"{TEMPLATE}\"\n"),
+                Via::Template(TEMPLATE.to_owned()),
+                Duration::from_secs(5),
+            ),
+            (
+                "shards = 8\nvia = \"kube\"\n[load.kube]\nimage = \"r.example/loadlab:1\"\nnamespace = \"load\"\nhost_network = true\npull = \"Never\"\ncpu = \"1\"\nmemory = \"512Mi\"\nstart_delay = \"20s\"\n",
+                Via::Kube(KubeOptions {
+                    image: "r.example/loadlab:1".to_owned(),
+                    namespace: Some("load".to_owned()),
+                    host_network: true,
+                    pull: Some("Never".to_owned()),
+                    cpu: Some("1".to_owned()),
+                    memory: Some("512Mi".to_owned()),
+                    start_delay: Some(Duration::from_secs(20)),
+                }),
+                Duration::from_secs(20),
+            ),
+        ];
+        for (extra, via, delay) in rows {
+            let got = sharding(extra).expect("sharded");
+            assert_eq!(
+                (got.via, got.start_delay, got.line),
+                (via, delay, 7),
+                "{extra}"
+            );
+        }
+        let kube =
+            sharding("shards = 2\nvia = \"kube\"\n[load.kube]\nimage = \"i\"\n").expect("kube");
+        assert_eq!(
+            kube.start_delay,
+            Duration::from_secs(60),
+            "kube run's own default"
+        );
+        let flags = sharding(&format!(
+            "threads = 2\nshards = 2\nvia = \"{} {{flags}}\"\n",
+            TEMPLATE
+        ));
+        assert!(
+            flags.is_some(),
+            "a template with {{flags}} takes run-wide keys"
+        );
+    }
+
+    #[test]
+    fn bad_shards_name_the_line_and_field() {
+        let no = |extra: &str| format!("{HEAD}{extra}");
+        assert_each_fails([
+            ("zero", no("shards = 0\n"), "p.toml:7: load.shards: must be between 1 and 1000"),
+            ("too many", no("shards = 1001\n"), "p.toml:7: load.shards: must be between 1 and 1000"),
+            ("not a number", no("shards = \"4\"\n"), "p.toml:7: load.shards: invalid type"),
+            ("via misspelt as a key", no("shards = 2\nvai = \"local\"\n"), "p.toml:8: vai: unknown field `vai`"),
+            (
+                "via misspelt as a value",
+                no("shards = 2\nvia = \"lokal\"\n"),
+                "p.toml:8: load.via: \"lokal\": want \"local\", \"kube\" or a command template",
+            ),
+            (
+                "kube without its table",
+                no("shards = 2\nvia = \"kube\"\n"),
+                "p.toml:8: load.kube.image: via = \"kube\" needs [load.kube] with image",
+            ),
+            (
+                "kube without an image",
+                no("shards = 2\nvia = \"kube\"\n[load.kube]\nnamespace = \"x\"\n"),
+                "p.toml:9: load.kube.image: via = \"kube\" needs [load.kube] with image",
+            ),
+            (
+                "kube table misspelt key",
+                no("shards = 2\nvia = \"kube\"\n[load.kube]\nimage = \"i\"\nimgae = \"x\"\n"),
+                "p.toml:11: imgae: unknown field `imgae`",
+            ),
+            (
+                "kube table without kube",
+                no("shards = 2\n[load.kube]\nimage = \"i\"\n"),
+                "p.toml:8: load.kube: is for via = \"kube\"",
+            ),
+            (
+                "two start delays for kube",
+                no("shards = 2\nvia = \"kube\"\nstart_delay = \"5s\"\n[load.kube]\nimage = \"i\"\nstart_delay = \"9s\"\n"),
+                "p.toml:9: load.start_delay: give it once",
+            ),
+            (
+                "a bad start delay",
+                no("shards = 2\nstart_delay = \"soon\"\n"),
+                "p.toml:8: load.start_delay:",
+            ),
+            (
+                "a template without output",
+                no("shards = 2\nvia = \"ssh g{index} x -shard {index}/{count} -start-at {start_at}\"\n"),
+                "p.toml:8: load.via: the template has no {output}",
+            ),
+            (
+                "a template without index",
+                no("shards = 2\nvia = \"x -start-at {start_at} > {output}\"\n"),
+                "p.toml:8: load.via: the template has no {index}: every shard would run the same command",
+            ),
+            (
+                "a template without start_at",
+                no("shards = 2\nvia = \"x -shard {index}/{count} > {output}\"\n"),
+                "p.toml:8: load.via: the template has no {start_at}",
+            ),
+            (
+                "a misspelt placeholder",
+                no("shards = 2\nvia = \"x -shard {index}/{cuont} -start-at {start_at} > {output}\"\n"),
+                "p.toml:8: load.via: unknown placeholder {cuont}",
+            ),
+            (
+                "run-wide keys a template would drop",
+                no(&format!("threads = 2\nshards = 2\nvia = \"{TEMPLATE}\"\n")),
+                "p.toml:9: load.via: [load] sets run-wide keys that shards take as flags (-threads=2 ...): put {flags} in the template",
+            ),
+            (
+                "via without shards",
+                no("via = \"local\"\n"),
+                "p.toml:7: load.via: says how shards run: give load.shards = 2 or more",
+            ),
+            (
+                "start_delay with one shard",
+                no("shards = 1\nstart_delay = \"1s\"\n"),
+                "p.toml:8: load.start_delay: says how shards run",
+            ),
+            (
+                "a monitor",
+                no("monitor = [\"host\"]\nshards = 2\n"),
+                "p.toml:7: load.monitor: not sampled in sharded steps yet",
+            ),
+            (
+                "a variant's monitor",
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\nmonitor = [\"host\"]\n[load]\ntargets = [\"GET http://h/\"]\nrates = [1]\nshards = 2\n".to_owned(),
+                "p.toml:2: variant.monitor: variant \"a\": not sampled in sharded steps yet",
+            ),
+            (
+                "a rebased targets file",
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\nbase_url = \"http://127.0.0.1:1\"\n[load]\ntargets_file = \"t.txt\"\nrates = [1]\nshards = 2\n".to_owned(),
+                "p.toml:2: variant.base_url: variant \"a\" rebases a targets_file",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn background_scenarios_are_sharded_with_the_step() {
+        let plan = parse(&format!(
+            "{HEAD}shards = 2\n[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\nrate = 1\n"
+        ))
+        .expect("plan");
+        assert_eq!(plan.load.shards.map(|s| s.count), Some(2));
+        assert_eq!(plan.load.scenarios.len(), 1);
+    }
+}

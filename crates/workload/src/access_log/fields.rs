@@ -1,10 +1,10 @@
 //! [`ReplayFields`]: a replay as written (`attack -replay` flags, or a scenario's
 //! `[scenario.replay]` table); the engine reads the logs they name.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How to replay access logs, every field optional until checked.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayFields {
     /// The logs (`-replay`, repeatable: merged by time).
