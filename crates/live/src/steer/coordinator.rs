@@ -67,6 +67,8 @@ struct Shard {
     health: Health,
     /// Seconds that came after the merge had moved on without them.
     late_seconds: u64,
+    /// Bytes of answers received.
+    bytes_received: u64,
 }
 
 /// What happened that a person should read at once (a shard lost, a rule fired).
@@ -282,6 +284,15 @@ impl Coordinator {
             ));
         }
         lines.push(self.delivered_line());
+        let bytes: u64 = self.shards.iter().map(|shard| shard.bytes_received).sum();
+        let shard_seconds = (self.next_second * self.shards.len() as u64).max(1);
+        lines.push(format!(
+            "live figures: {} KiB from {} shards over {}s ({} bytes per shard-second)",
+            bytes / 1024,
+            self.shards.len(),
+            self.next_second,
+            bytes / shard_seconds
+        ));
         lines
     }
 
@@ -532,6 +543,7 @@ impl Shard {
             last_error: String::new(),
             health: Health::Waiting,
             late_seconds: 0,
+            bytes_received: 0,
         }
     }
 
@@ -557,6 +569,7 @@ impl Shard {
             .link
             .get(&format!("/seconds?from={}", self.next_from))
             .and_then(|body| {
+                self.bytes_received += body.len() as u64;
                 serde_json::from_slice::<ShardReport>(&body)
                     .map_err(|err| format!("its answer is not a shard report: {err}"))
             });

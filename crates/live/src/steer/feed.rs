@@ -203,6 +203,9 @@ impl RunObserver for SteerFeed {
                 *bin.error_ids.entry(record.error).or_default() += 1;
             }
         }
+        // Records come every few hundred ms, stats once a second: settling here puts
+        // a second in the coordinator's hands as soon as it is over.
+        self.settle(self.now_ns);
     }
 
     fn stats(&mut self, stats: &GeneratorStats) {
@@ -234,10 +237,20 @@ impl RunObserver for SteerFeed {
         let stopping = self.stop.is_stopping();
         let completed = self.completed;
         self.set_state(ShardState::Finished);
-        // No stats sample follows the last requests: what completed was sent.
+        // No stats sample follows the last requests: what completed was sent, and
+        // what was asked is what was sent plus what was due and never left (up to a
+        // stop, or the schedule's end).
+        let end_ns = self.plans.iter().filter_map(Plan::end_ns).max();
         let mut shared = self.lock();
-        shared.head.sent = shared.head.sent.max(completed);
-        shared.head.in_flight = 0;
+        let head = &mut shared.head;
+        head.sent = head.sent.max(completed);
+        head.in_flight = 0;
+        head.asked = match end_ns {
+            Some(end_ns) if !stopping => (self.plans.iter())
+                .filter_map(|plan| plan.asked_by(end_ns))
+                .reduce(|a, b| a + b),
+            _ => head.asked.map(|_| head.sent + head.behind),
+        };
         drop(shared);
         if !stopping {
             self.lock().head.stop_detail.clear();
