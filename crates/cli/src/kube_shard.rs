@@ -163,9 +163,12 @@ fn not_yet() -> Response {
 mod tests {
     use super::*;
 
+    /// -serve, -port-per-index, JOB_COMPLETION_INDEX, and the address or the error.
+    type PortRow<'a> = (&'a str, bool, Option<&'a str>, Result<&'a str, &'a str>);
+
     #[test]
     fn the_port_follows_the_index_when_asked() {
-        let rows: [(&str, bool, Option<&str>, Result<&str, &str>); 7] = [
+        let rows: [PortRow<'_>; 7] = [
             ("0.0.0.0:8099", false, None, Ok("0.0.0.0:8099")),
             ("0.0.0.0:8099", false, Some("3"), Ok("0.0.0.0:8099")),
             ("0.0.0.0:8099", true, Some("0"), Ok("0.0.0.0:8099")),

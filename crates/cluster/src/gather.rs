@@ -240,9 +240,9 @@ fn look(
                 .or_insert_with(Instant::now);
             if since.elapsed() > pending_timeout {
                 return Err(ClusterError::Pending {
-                    pod: shard.pod.clone(),
+                    pod: shard.pod,
                     waited_s: since.elapsed().as_secs(),
-                    why: shard.unscheduled.clone().map_or_else(
+                    why: shard.unscheduled.map_or_else(
                         || "scheduled, but its container has not started".to_owned(),
                         |message| format!("the scheduler says: {message}"),
                     ),

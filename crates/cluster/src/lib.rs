@@ -222,11 +222,16 @@ fn innermost(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// A client from the kubeconfig (`KUBECONFIG`, `~/.kube/config`) or the pod's own
-/// service account, as kubectl would find them.
+/// service account, as kubectl would find them; without kube's retries of 503s (see
+/// [`ShardProxy`]).
 pub async fn connect() -> Result<Cluster, ClusterError> {
-    let config = kube::Config::infer()
+    let mut config = kube::Config::infer()
         .await
         .map_err(|e| ClusterError::NoCluster(e.to_string()))?;
+    // kube's default policy retries a 503 with a backoff that grows to minutes; a shard
+    // answers 503 to `/ready` until its records are written, and the follow loop polls
+    // on its own clock, so a 503 must come back at once.
+    config.default_retry = false;
     let server = config.cluster_url.to_string();
     let origin = match std::env::var("KUBECONFIG") {
         Ok(path) if !path.is_empty() => format!("kubeconfig {path}"),

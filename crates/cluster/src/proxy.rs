@@ -14,6 +14,10 @@ use crate::job::{INDEX_ANNOTATION, RUN_LABEL, records_port};
 use crate::{ClusterError, classify};
 
 /// Calls paths on the shards of one run, by index.
+///
+/// Give it a client without kube's default retry policy ([`connect`](crate::connect)
+/// makes one): that policy retries every 503 with a growing backoff, and a shard's
+/// `/ready` says 503 until its records are written, so a call would block until then.
 pub struct ShardProxy {
     client: Client,
     namespace: String,
