@@ -44,6 +44,9 @@ enum KubeAction {
     Run(RunArgs),
     /// What each pod runs: the attack, then its records served on -serve.
     Shard(ShardArgs),
+    /// Fetch the records of a run whose `kube run` died (its shards linger, serving
+    /// them), report them merged, and delete the run's Job.
+    Gather(GatherArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -73,10 +76,35 @@ struct JobArgs {
     /// Memory requested and allowed per pod (e.g. 512Mi)
     #[arg(long, value_name = "SIZE")]
     memory: Option<String>,
+    /// Pods use the node's network (hostNetwork), to reach a target on the node's
+    /// loopback; shard I then serves its records on port 8099+I
+    #[arg(long)]
+    host_network: bool,
+    /// The image pull policy: never (an image imported on the nodes), if-not-present, always
+    #[arg(long, value_name = "POLICY")]
+    pull: Option<PullPolicy>,
     /// The attack's flags (-rate, -duration, ...); -shard, -start-at, -output and
     /// -targets are set per pod
     #[arg(last = true, value_name = "ATTACK FLAGS")]
     attack: Vec<String>,
+}
+
+/// `imagePullPolicy`, as a flag.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum PullPolicy {
+    Never,
+    IfNotPresent,
+    Always,
+}
+
+impl PullPolicy {
+    fn kubernetes_name(self) -> &'static str {
+        match self {
+            PullPolicy::Never => "Never",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Always => "Always",
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -89,9 +117,29 @@ struct RunArgs {
     /// Give up on shards not done after this long
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_flag)]
     deadline: Duration,
+    /// Give up when a shard's pod is still Pending after this long (not scheduled, or
+    /// its image not there), naming the pod and the scheduler's message
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = duration_flag)]
+    pending_timeout: Duration,
     /// Leave the Job and its ConfigMap in the cluster afterwards
     #[arg(long)]
     keep: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct GatherArgs {
+    /// The run's name (its Job's, as `kube run` printed it)
+    #[arg(value_name = "NAME")]
+    name: String,
+    /// Namespace of the Job
+    #[arg(long, value_name = "NS", default_value = "default")]
+    namespace: String,
+    /// Where the shards' record files go [default: kube-NAME]
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// The run's pods use the node's network (read from the Job when it says so)
+    #[arg(long)]
+    host_network: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -99,6 +147,9 @@ struct ShardArgs {
     /// Where the records are served once the attack is over
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8099")]
     serve: String,
+    /// Serve on the -serve port plus JOB_COMPLETION_INDEX (pods on the node's network)
+    #[arg(long)]
+    port_per_index: bool,
     /// Serve the records this long at most, waiting for `loadlab kube run` to fetch them
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration_flag)]
     linger: Duration,
@@ -117,8 +168,15 @@ pub fn run(args: KubeArgs) -> anyhow::Result<ExitCode> {
         KubeAction::Render(job) => render(&job),
         KubeAction::Run(run) => run_job(&run),
         KubeAction::Shard(shard) => {
-            crate::kube_shard::run(&shard.serve, shard.linger, &shard.attack)
+            let index = std::env::var("JOB_COMPLETION_INDEX").ok();
+            let serve = crate::kube_shard::serve_address(
+                &shard.serve,
+                shard.port_per_index,
+                index.as_deref(),
+            )?;
+            crate::kube_shard::run(&serve, shard.linger, &shard.attack)
         }
+        KubeAction::Gather(gather) => gather_run(&gather),
     }
 }
 
@@ -150,6 +208,8 @@ fn shard_job(args: &JobArgs) -> anyhow::Result<ShardJob> {
         start_at: start_at.round(jiff::Unit::Second)?.to_string(),
         cpu: args.cpu.clone(),
         memory: args.memory.clone(),
+        host_network: args.host_network,
+        pull_policy: args.pull.map(|p| p.kubernetes_name().to_owned()),
     })
 }
 
@@ -185,31 +245,70 @@ fn render(args: &JobArgs) -> anyhow::Result<ExitCode> {
 
 fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let job = shard_job(&args.job)?;
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("kube-{}", job.name)));
-    std::fs::create_dir_all(&output).with_context(|| format!("-output {}", output.display()))?;
+    let output = output_dir(args.output.as_ref(), &job.name)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "draining every shard")?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the Kubernetes client")?;
-    let gathered = runtime.block_on(async {
-        let client = cluster::client().await?;
+    let gathered = runtime()?.block_on(async {
+        let cluster = cluster::connect().await?;
         let mut progress = |line: &str| eprintln!("loadlab kube: {line}");
         let follow = Follow {
             out_dir: &output,
             deadline: args.deadline,
+            pending_timeout: args.pending_timeout,
             stopping: &|| stop.is_stopping(),
             progress: &mut progress,
             keep: args.keep,
         };
-        cluster::run_job(client, &job, follow).await
+        cluster::run_job(&cluster, &job, follow).await
     })?;
+    report_gathered(&gathered, job.shards, &output)
+}
+
+fn gather_run(args: &GatherArgs) -> anyhow::Result<ExitCode> {
+    let output = output_dir(args.output.as_ref(), &args.name)?;
+    let gathered = runtime()?.block_on(async {
+        let cluster = cluster::connect().await?;
+        cluster::gather_run(
+            &cluster,
+            &args.namespace,
+            &args.name,
+            args.host_network,
+            &output,
+        )
+        .await
+    })?;
+    let shards = gathered.files.len() + gathered.missing.len();
+    report_gathered(
+        &gathered,
+        u32::try_from(shards).unwrap_or(u32::MAX),
+        &output,
+    )
+}
+
+/// `-output`, or `kube-NAME`, made.
+fn output_dir(output: Option<&PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
+    let output = output
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(format!("kube-{name}")));
+    std::fs::create_dir_all(&output).with_context(|| format!("-output {}", output.display()))?;
+    Ok(output)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the Kubernetes client")
+}
+
+/// Names the missing shards, then reports the gathered ones merged.
+fn report_gathered(
+    gathered: &cluster::Gathered,
+    shards: u32,
+    output: &Path,
+) -> anyhow::Result<ExitCode> {
     for (index, why) in &gathered.missing {
-        eprintln!("loadlab kube: shard {index}/{} missing: {why}", job.shards);
+        eprintln!("loadlab kube: shard {index}/{shards} missing: {why}");
     }
     if gathered.files.is_empty() {
         bail!("no shard came back with records");

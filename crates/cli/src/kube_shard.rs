@@ -75,6 +75,37 @@ pub fn run(serve: &str, linger: Duration, attack: &[String]) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where the server listens: `serve`, with `port_per_index` its port plus the pod's
+/// `JOB_COMPLETION_INDEX` (shards sharing a node's network need distinct ports).
+pub fn serve_address(
+    serve: &str,
+    port_per_index: bool,
+    index: Option<&str>,
+) -> anyhow::Result<String> {
+    if !port_per_index {
+        return Ok(serve.to_owned());
+    }
+    let Some(index) = index else {
+        bail!(
+            "kube shard: -port-per-index needs JOB_COMPLETION_INDEX (set in an Indexed Job's pods)"
+        );
+    };
+    let index: u16 = index.parse().map_err(|_| {
+        anyhow::anyhow!("kube shard: JOB_COMPLETION_INDEX {index:?} is not an index")
+    })?;
+    let address: std::net::SocketAddr = serve.parse().map_err(|_| {
+        anyhow::anyhow!("kube shard: -serve {serve:?} is not an IP:PORT (with -port-per-index)")
+    })?;
+    let port = address
+        .port()
+        .checked_add(index)
+        .filter(|_| address.port() != 0)
+        .ok_or_else(|| {
+            anyhow::anyhow!("kube shard: -serve {serve} plus index {index} is no port")
+        })?;
+    Ok(std::net::SocketAddr::new(address.ip(), port).to_string())
+}
+
 fn wait(child: &mut Child) -> anyhow::Result<std::process::ExitStatus> {
     loop {
         if let Some(status) = child
@@ -196,6 +227,45 @@ fn not_yet() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// -serve, -port-per-index, JOB_COMPLETION_INDEX, and the address or the error.
+    type PortRow<'a> = (&'a str, bool, Option<&'a str>, Result<&'a str, &'a str>);
+
+    #[test]
+    fn the_port_follows_the_index_when_asked() {
+        let rows: [PortRow<'_>; 7] = [
+            ("0.0.0.0:8099", false, None, Ok("0.0.0.0:8099")),
+            ("0.0.0.0:8099", false, Some("3"), Ok("0.0.0.0:8099")),
+            ("0.0.0.0:8099", true, Some("0"), Ok("0.0.0.0:8099")),
+            ("0.0.0.0:8099", true, Some("3"), Ok("0.0.0.0:8102")),
+            (
+                "0.0.0.0:8099",
+                true,
+                None,
+                Err("needs JOB_COMPLETION_INDEX"),
+            ),
+            (
+                "0.0.0.0:8099",
+                true,
+                Some("x"),
+                Err("JOB_COMPLETION_INDEX \"x\""),
+            ),
+            (
+                "0.0.0.0:65535",
+                true,
+                Some("1"),
+                Err("-serve 0.0.0.0:65535 plus index 1"),
+            ),
+        ];
+        for (serve, per_index, index, want) in rows {
+            let got = serve_address(serve, per_index, index).map_err(|e| e.to_string());
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{serve} {index:?}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{got} lacks {want}"),
+                (got, want) => panic!("{serve} {index:?}: {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn output_is_found_in_every_spelling() {

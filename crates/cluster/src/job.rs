@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-/// The port each shard pod serves its records on, once its attack is over.
+/// The port each shard pod serves its records on, once its attack is over; with the
+/// node's network, shard I serves on `RECORDS_PORT + I` ([`records_port`]).
 pub const RECORDS_PORT: u16 = 8099;
 /// Where the targets file is mounted in each pod.
 pub const TARGETS_MOUNT: &str = "/etc/loadlab";
@@ -48,6 +49,23 @@ pub struct ShardJob {
     pub cpu: Option<String>,
     /// Memory asked and allowed per pod (`512Mi`).
     pub memory: Option<String>,
+    /// The pods use the node's network (`hostNetwork: true`), so they reach a target on
+    /// the node's loopback; shards on one node then serve on distinct ports.
+    pub host_network: bool,
+    /// The container's `imagePullPolicy` (`Never`, `IfNotPresent`, `Always`); `None`
+    /// leaves Kubernetes' default.
+    pub pull_policy: Option<String>,
+}
+
+/// The port shard `index` serves its records on: [`RECORDS_PORT`], plus the index when
+/// the shards share the node's network (several may run on one node).
+pub fn records_port(index: u32, host_network: bool) -> u16 {
+    let offset = if host_network {
+        u16::try_from(index).unwrap_or(u16::MAX)
+    } else {
+        0
+    };
+    RECORDS_PORT.saturating_add(offset)
 }
 
 impl ShardJob {
@@ -68,8 +86,9 @@ impl ShardJob {
                 completions: Some(self.shards as i32),
                 parallelism: Some(self.shards as i32),
                 // A shard that fails is a missing share, reported as such: rerunning
-                // it later would send its load at another time.
-                backoff_limit: Some(0),
+                // it later would send its load at another time. Per index, so that one
+                // failed shard does not fail the Job (which would stop the others).
+                backoff_limit_per_index: Some(0),
                 ttl_seconds_after_finished: Some(3600),
                 template: self.pod_template(),
                 ..JobSpec::default()
@@ -125,6 +144,11 @@ impl ShardJob {
             spec: Some(PodSpec {
                 restart_policy: Some("Never".to_owned()),
                 affinity: Some(self.spread()),
+                host_network: self.host_network.then_some(true),
+                // With the node's network, cluster DNS still resolves names.
+                dns_policy: self
+                    .host_network
+                    .then(|| "ClusterFirstWithHostNet".to_owned()),
                 containers: vec![Container {
                     volume_mounts: mounts,
                     ..self.container()
@@ -163,6 +187,7 @@ impl ShardJob {
         Container {
             name: "loadlab".to_owned(),
             image: Some(self.image.clone()),
+            image_pull_policy: self.pull_policy.clone(),
             command: Some(vec!["/loadlab".to_owned()]),
             args: Some(self.shard_args()),
             // The index as an env var, so that `$(JOB_COMPLETION_INDEX)` in the args
@@ -178,13 +203,18 @@ impl ShardJob {
                 }),
                 ..EnvVar::default()
             }]),
-            ports: Some(vec![ContainerPort {
-                name: Some("records".to_owned()),
-                container_port: i32::from(RECORDS_PORT),
-                ..ContainerPort::default()
-            }]),
+            // With the node's network each shard's port differs (one template for all
+            // pods), so neither the port nor a probe on it can be declared: `run` asks
+            // each running shard's /ready through the pod proxy instead.
+            ports: (!self.host_network).then(|| {
+                vec![ContainerPort {
+                    name: Some("records".to_owned()),
+                    container_port: i32::from(RECORDS_PORT),
+                    ..ContainerPort::default()
+                }]
+            }),
             // Ready once the attack is over and its records can be fetched.
-            readiness_probe: Some(Probe {
+            readiness_probe: (!self.host_network).then(|| Probe {
                 http_get: Some(HTTPGetAction {
                     path: Some("/ready".to_owned()),
                     port: IntOrString::Int(i32::from(RECORDS_PORT)),
@@ -205,11 +235,14 @@ impl ShardJob {
             "shard",
             "-serve",
             &format!("0.0.0.0:{RECORDS_PORT}"),
-            "--",
         ]
         .iter()
         .map(|arg| (*arg).to_owned())
         .collect();
+        if self.host_network {
+            args.push("-port-per-index".to_owned());
+        }
+        args.push("--".to_owned());
         args.extend(self.attack_args.iter().cloned());
         if self.targets.is_some() {
             args.extend([

@@ -26,6 +26,8 @@ fn shard_job(shards: u32) -> ShardJob {
         start_at: "2026-11-23T22:00:00Z".to_owned(),
         cpu: Some("1".to_owned()),
         memory: Some("512Mi".to_owned()),
+        host_network: false,
+        pull_policy: None,
     }
 }
 
@@ -68,7 +70,7 @@ fn the_manifests_match_the_golden_files_and_round_trip_through_the_typed_structs
             spec.completion_mode.as_deref(),
             spec.completions,
             spec.parallelism,
-            spec.backoff_limit
+            spec.backoff_limit_per_index
         ),
         (Some("Indexed"), Some(4), Some(4), Some(0))
     );
@@ -116,6 +118,16 @@ enum Script {
     OneFails,
     /// The service account may not create Jobs.
     Forbidden,
+    /// The namespace does not exist.
+    NoNamespace,
+    /// A Job of the same name exists.
+    Conflict,
+    /// The pods are never scheduled.
+    Unschedulable,
+    /// The node does not have the image, and may not pull it.
+    NoImage,
+    /// The pods use the node's network: no probe, `/ready` is asked through the proxy.
+    HostNetwork,
 }
 
 struct FakeApi {
@@ -138,15 +150,20 @@ impl FakeApi {
         FakeApi { address, log }
     }
 
-    fn client(&self) -> cluster::Client {
-        let url = format!("http://{}", self.address).parse().expect("uri");
-        let config = kube::Config::new(url);
-        cluster::Client::try_from(config).expect("a client")
+    fn server(&self) -> String {
+        format!("http://{}", self.address)
     }
 
     fn log(&self) -> Vec<String> {
         self.log.lock().expect("log").clone()
     }
+}
+
+/// A client of `server`; in a tokio runtime, since the client starts a task.
+fn cluster_at(server: &str) -> cluster::Cluster {
+    let config = kube::Config::new(server.parse().expect("uri"));
+    let client = cluster::Client::try_from(config).expect("a client");
+    cluster::Cluster::new(client, server, "kubeconfig /test/kubeconfig")
 }
 
 /// Answers requests on one connection until the client closes it.
@@ -221,19 +238,35 @@ fn answer(
     body: &[u8],
     pod_lists: usize,
 ) -> (u16, Vec<u8>) {
-    let status_json = |code: u16, reason: &str| {
+    let status_json = |code: u16, reason: &str, message: &str| {
         serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "message": format!("jobs.batch is {reason}"), "reason": reason, "code": code})
+            "message": message, "reason": reason, "code": code})
         .to_string()
         .into_bytes()
     };
+    let creates_job = p_is(path, "/jobs");
     match (method, path) {
-        ("POST", p)
-            if p.split('?').next().is_some_and(|p| p.ends_with("/jobs"))
-                && script == Script::Forbidden =>
-        {
-            (403, status_json(403, "Forbidden"))
-        }
+        ("POST", _) if creates_job && script == Script::Forbidden => (
+            403,
+            status_json(
+                403,
+                "Forbidden",
+                r#"jobs.batch is forbidden: User "viewer" cannot create resource "jobs" in API group "batch" in the namespace "load""#,
+            ),
+        ),
+        ("POST", _) if script == Script::NoNamespace => (
+            404,
+            status_json(404, "NotFound", r#"namespaces "load" not found"#),
+        ),
+        ("POST", _) if creates_job && script == Script::Conflict => (
+            409,
+            status_json(
+                409,
+                "AlreadyExists",
+                r#"jobs.batch "ramp-0123" already exists"#,
+            ),
+        ),
+        ("GET", p) if p.ends_with("/proxy/ready") => (200, b"ready".to_vec()),
         ("POST", _) => (201, body.to_vec()),
         ("DELETE", _) => (
             200,
@@ -249,23 +282,45 @@ fn answer(
         ("GET", p) if p.ends_with("/proxy/bye") || p.ends_with("/proxy/stop") => {
             (200, b"ok".to_vec())
         }
-        _ => (404, status_json(404, "NotFound")),
+        _ => (404, status_json(404, "NotFound", "not found")),
     }
+}
+
+/// Whether `path`, without its query, ends with `suffix`.
+fn p_is(path: &str, suffix: &str) -> bool {
+    path.split('?').next().is_some_and(|p| p.ends_with(suffix))
 }
 
 /// First look: both Pending; then Running, and done (Ready) from the third look.
 fn pod_list(script: Script, look: usize) -> Vec<u8> {
     let pod = |index: u32| {
         let (phase, ready) = match (look, index, script) {
-            (1, _, _) => ("Pending", "False"),
+            (_, _, Script::Unschedulable | Script::NoImage) | (1, _, _) => ("Pending", "False"),
             (_, 1, Script::OneFails) if look >= 3 => ("Failed", "False"),
+            // With the node's network there is no probe: Ready as soon as it runs.
+            (_, _, Script::HostNetwork) => ("Running", "True"),
             (2, _, _) => ("Running", "False"),
             _ => ("Running", "True"),
+        };
+        let scheduled = if script == Script::Unschedulable {
+            serde_json::json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/1 nodes are available: 1 Insufficient cpu."})
+        } else {
+            serde_json::json!({"type": "PodScheduled", "status": "True"})
+        };
+        let containers = if script == Script::NoImage {
+            serde_json::json!([{"name": "loadlab", "image": "registry.example/loadlab:0.1",
+                "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": {
+                "reason": "ErrImageNeverPull",
+                "message": "Container image \"registry.example/loadlab:0.1\" is not present with pull policy of Never"}}}])
+        } else {
+            serde_json::json!([])
         };
         serde_json::json!({
             "metadata": {"name": format!("ramp-0123-{index}-x"),
                 "annotations": {cluster::INDEX_ANNOTATION: index.to_string()}},
-            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}, scheduled],
+                "containerStatuses": containers}
         })
     };
     serde_json::json!({"kind": "PodList", "apiVersion": "v1", "metadata": {},
@@ -282,7 +337,23 @@ fn run(
     Vec<String>,
     tempfile::TempDir,
 ) {
+    let job = ShardJob {
+        host_network: script == Script::HostNetwork,
+        ..shard_job(2)
+    };
     let api = FakeApi::start(script);
+    let (result, lines, dir) = run_against(&api.server(), &job);
+    (result, api.log(), lines, dir)
+}
+
+fn run_against(
+    server: &str,
+    job: &ShardJob,
+) -> (
+    Result<cluster::Gathered, ClusterError>,
+    Vec<String>,
+    tempfile::TempDir,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut lines = Vec::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -294,13 +365,14 @@ fn run(
         let follow = Follow {
             out_dir: dir.path(),
             deadline: std::time::Duration::from_secs(30),
+            pending_timeout: std::time::Duration::from_secs(1),
             stopping: &|| false,
             progress: &mut progress,
             keep: false,
         };
-        run_job(api.client(), &shard_job(2), follow).await
+        run_job(&cluster_at(server), job, follow).await
     });
-    (result, api.log(), lines, dir)
+    (result, lines, dir)
 }
 
 #[test]
@@ -356,18 +428,131 @@ fn a_failed_shard_is_named_missing_and_the_others_are_kept() {
 fn no_rights_to_create_the_job_is_a_clear_error() {
     let (result, log, _, _) = run(Script::Forbidden);
     let error = result.expect_err("refused");
-    let text = format!(
-        "{error}: {}",
-        std::error::Error::source(&error)
-            .map(ToString::to_string)
-            .unwrap_or_default()
+    let text = error.to_string();
+    assert!(
+        text.starts_with("the API server refused to create the Job (RBAC): ")
+            && text.contains(r#"User "viewer" cannot create resource "jobs""#),
+        "{text}"
     );
-    assert!(text.starts_with("cannot create the Job"), "{text}");
-    assert!(text.contains("Forbidden") || text.contains("403"), "{text}");
     // The ConfigMap it created first is still removed.
     assert!(
         log.iter()
             .any(|l| l.starts_with("DELETE /api/v1/namespaces/load/configmaps/")),
         "{log:?}"
     );
+}
+
+/// Runs `script`; the error's message, and the DELETEs the run made.
+fn refusal(script: Script) -> (String, Vec<String>) {
+    let (result, log, _, _) = run(script);
+    let error = result.expect_err("the run fails");
+    let deletes = log
+        .into_iter()
+        .filter(|l| l.starts_with("DELETE "))
+        .map(|l| l.split('?').next().unwrap_or_default().to_owned())
+        .collect();
+    (error.to_string(), deletes)
+}
+
+#[test]
+fn refusals_say_what_to_do_and_clean_up_only_what_the_run_created() {
+    let job = "DELETE /apis/batch/v1/namespaces/load/jobs/ramp-0123";
+    let config_map = "DELETE /api/v1/namespaces/load/configmaps/ramp-0123-targets";
+    let rows: [(Script, &[&str], &[&str]); 4] = [
+        (
+            Script::NoNamespace,
+            &[
+                r#"namespace "load" does not exist"#,
+                "kubectl create namespace load",
+            ],
+            &[],
+        ),
+        (
+            // The other run's Job stays; this run's ConfigMap goes.
+            Script::Conflict,
+            &[
+                r#"a run named "ramp-0123" already exists in namespace load"#,
+                "kubectl delete job,configmap -n load -l loadlab.dev/run=ramp-0123",
+            ],
+            &[config_map],
+        ),
+        (
+            Script::Unschedulable,
+            &[
+                "pod ramp-0123-0-x still Pending after ",
+                "the scheduler says: 0/1 nodes are available: 1 Insufficient cpu.",
+            ],
+            &[job, config_map],
+        ),
+        (
+            Script::NoImage,
+            &[
+                "pod ramp-0123-0-x cannot run image registry.example/loadlab:0.1: ErrImageNeverPull: ",
+                "is not present with pull policy of Never",
+            ],
+            &[job, config_map],
+        ),
+    ];
+    for (script, wants, deletes) in rows {
+        let (text, deleted) = refusal(script);
+        for want in wants {
+            assert!(text.contains(want), "{text:?} lacks {want:?}");
+        }
+        assert_eq!(deleted, *deletes, "{text}");
+    }
+}
+
+#[test]
+fn an_api_server_that_is_not_there_is_named_with_the_kubeconfig() {
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let server = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let (result, _, _) = run_against(&server, &shard_job(2));
+    let text = result.expect_err("nothing answers").to_string();
+    assert!(
+        text.starts_with(&format!(
+            "cannot reach the API server {server} (from kubeconfig /test/kubeconfig) to create the targets ConfigMap: "
+        )) && text.to_lowercase().contains("refused"),
+        "{text}"
+    );
+}
+
+#[test]
+fn with_the_node_network_each_shard_is_asked_on_its_own_port() {
+    let (result, log, _, _) = run(Script::HostNetwork);
+    let gathered = result.expect("the run gathers");
+    assert_eq!(gathered.files.len(), 2, "{gathered:?}");
+    for want in [
+        "GET /api/v1/namespaces/load/pods/ramp-0123-0-x:8099/proxy/ready",
+        "GET /api/v1/namespaces/load/pods/ramp-0123-1-x:8100/proxy/ready",
+        "GET /api/v1/namespaces/load/pods/ramp-0123-1-x:8100/proxy/records.llr",
+    ] {
+        assert!(log.iter().any(|l| l == want), "{want} not in {log:?}");
+    }
+    let (job, _) = ShardJob {
+        host_network: true,
+        pull_policy: Some("Never".to_owned()),
+        ..shard_job(2)
+    }
+    .render();
+    let pod = job.spec.expect("spec").template.spec.expect("pod");
+    let container = &pod.containers[0];
+    assert_eq!(
+        (
+            pod.host_network,
+            pod.dns_policy.as_deref(),
+            container.image_pull_policy.as_deref(),
+            container.readiness_probe.is_some(),
+            container.ports.is_some(),
+        ),
+        (
+            Some(true),
+            Some("ClusterFirstWithHostNet"),
+            Some("Never"),
+            false,
+            false
+        )
+    );
+    let args = container.args.clone().expect("args");
+    assert!(args.contains(&"-port-per-index".to_owned()), "{args:?}");
 }
