@@ -66,6 +66,10 @@ struct JobArgs {
     /// Targets file, shipped to the pods in a ConfigMap
     #[arg(long, value_name = "FILE")]
     targets: Option<PathBuf>,
+    /// Scenarios file (`attack -scenarios`), shipped to the pods in the same
+    /// ConfigMap; the files it names must be in the image
+    #[arg(long, value_name = "FILE")]
+    scenarios: Option<PathBuf>,
     /// The shards start together this long after the Job is created (time for
     /// scheduling and pulling the image)
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration_flag)]
@@ -188,13 +192,17 @@ fn shard_job(args: &JobArgs) -> anyhow::Result<ShardJob> {
         .unwrap_or_else(|| format!("loadlab-{}", jiff::Timestamp::now().as_second()));
     cluster::check_name(&name).map_err(|why| anyhow::anyhow!("-name {why}"))?;
     check_attack_flags(&args.attack)?;
-    let targets = match &args.targets {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("-targets {}", path.display()))?,
-        ),
-        None => None,
+    let read = |flag: &str, path: &Option<PathBuf>| -> anyhow::Result<Option<String>> {
+        path.as_ref()
+            .map(|path| {
+                std::fs::read_to_string(path).with_context(|| format!("{flag} {}", path.display()))
+            })
+            .transpose()
     };
+    let (targets, scenarios) = (
+        read("-targets", &args.targets)?,
+        read("-scenarios", &args.scenarios)?,
+    );
     let start_at = jiff::Timestamp::now()
         .checked_add(args.start_delay)
         .context("-start-delay is too long")?;
@@ -205,6 +213,7 @@ fn shard_job(args: &JobArgs) -> anyhow::Result<ShardJob> {
         shards: args.shards,
         attack_args: args.attack.clone(),
         targets,
+        scenarios,
         start_at: start_at.round(jiff::Unit::Second)?.to_string(),
         cpu: args.cpu.clone(),
         memory: args.memory.clone(),
@@ -216,7 +225,7 @@ fn shard_job(args: &JobArgs) -> anyhow::Result<ShardJob> {
 /// Parses `loadlab attack FLAGS` as the pods will; the flags the job sets per pod are
 /// refused, since a second value would be ambiguous.
 fn check_attack_flags(flags: &[String]) -> anyhow::Result<()> {
-    const SET_PER_POD: &[&str] = &["shard", "start-at", "output", "targets"];
+    const SET_PER_POD: &[&str] = &["shard", "start-at", "output", "targets", "scenarios"];
     for flag in flags {
         let name = flag.trim_start_matches('-').split('=').next().unwrap_or("");
         if flag.starts_with('-') && SET_PER_POD.contains(&name) {
@@ -248,6 +257,12 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let output = output_dir(args.output.as_ref(), &job.name)?;
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "draining every shard")?;
+    let interrupted = {
+        let stop = stop.clone();
+        std::sync::Arc::new(move || stop.is_stopping())
+    };
+    let steering =
+        crate::kube_steer::start(&job, args.job.start_delay, args.deadline, interrupted)?;
     let gathered = runtime()?.block_on(async {
         let cluster = cluster::connect().await?;
         let mut progress = |line: &str| eprintln!("loadlab kube: {line}");
@@ -261,7 +276,15 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
         };
         cluster::run_job(&cluster, &job, follow).await
     })?;
-    report_gathered(&gathered, job.shards, &output)
+    let steered = steering.finish()?;
+    for line in &steered.verdict {
+        eprintln!("loadlab kube: {line}");
+    }
+    let code = report_gathered(&gathered, job.shards, &output)?;
+    Ok(match &steered.fired {
+        Some(fired) => ExitCode::from(fired.rule.kind().exit_code()),
+        None => code,
+    })
 }
 
 fn gather_run(args: &GatherArgs) -> anyhow::Result<ExitCode> {

@@ -17,6 +17,7 @@ mod encode;
 mod flags;
 mod kube;
 mod kube_shard;
+mod kube_steer;
 mod live_view;
 mod monitor;
 mod plot;

@@ -96,7 +96,7 @@ pub fn steer(
             .ok()
         })
         .flatten();
-    coordinator.drive(&handle, deadline, interrupted, &mut |event| {
+    coordinator.drive(&handle, deadline, interrupted, &|| false, &mut |event| {
         eprintln!("loadlab steer: {event}");
     });
     if let Some(view) = view {

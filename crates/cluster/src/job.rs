@@ -43,6 +43,9 @@ pub struct ShardJob {
     /// The targets file's text, shipped in a ConfigMap; `None` when the attack
     /// args name targets another way (a scenario file baked into the image).
     pub targets: Option<String>,
+    /// A scenarios file's text (`attack -scenarios`), shipped in the same ConfigMap;
+    /// the files it names must be in the image.
+    pub scenarios: Option<String>,
     /// When every shard starts (RFC 3339, UTC).
     pub start_at: String,
     /// CPU asked and allowed per pod (`1`, `500m`); `None` leaves it to the cluster.
@@ -71,12 +74,16 @@ pub fn records_port(index: u32, host_network: bool) -> u16 {
 impl ShardJob {
     /// The Job and, with targets, their ConfigMap.
     pub fn render(&self) -> (Job, Option<ConfigMap>) {
-        let config_map = self.targets.as_ref().map(|targets| ConfigMap {
+        let files: BTreeMap<String, String> = [
+            ("targets.txt", &self.targets),
+            ("scenarios.toml", &self.scenarios),
+        ]
+        .into_iter()
+        .filter_map(|(name, text)| Some((name.to_owned(), text.clone()?)))
+        .collect();
+        let config_map = (!files.is_empty()).then(|| ConfigMap {
             metadata: self.metadata(&self.config_map_name()),
-            data: Some(BTreeMap::from([(
-                "targets.txt".to_owned(),
-                targets.clone(),
-            )])),
+            data: Some(files),
             ..ConfigMap::default()
         });
         let job = Job {
@@ -117,8 +124,9 @@ impl ShardJob {
     }
 
     fn pod_template(&self) -> PodTemplateSpec {
-        let (volumes, mounts) = match self.targets {
-            Some(_) => (
+        let shipped = self.targets.is_some() || self.scenarios.is_some();
+        let (volumes, mounts) = match shipped {
+            true => (
                 Some(vec![Volume {
                     name: "targets".to_owned(),
                     config_map: Some(ConfigMapVolumeSource {
@@ -134,7 +142,7 @@ impl ShardJob {
                     ..VolumeMount::default()
                 }]),
             ),
-            None => (None, None),
+            false => (None, None),
         };
         PodTemplateSpec {
             metadata: Some(ObjectMeta {
@@ -248,6 +256,12 @@ impl ShardJob {
             args.extend([
                 "-targets".to_owned(),
                 format!("{TARGETS_MOUNT}/targets.txt"),
+            ]);
+        }
+        if self.scenarios.is_some() {
+            args.extend([
+                "-scenarios".to_owned(),
+                format!("{TARGETS_MOUNT}/scenarios.toml"),
             ]);
         }
         args.extend([

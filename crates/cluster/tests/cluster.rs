@@ -23,6 +23,7 @@ fn shard_job(shards: u32) -> ShardJob {
             .map(str::to_owned)
             .to_vec(),
         targets: Some("GET http://api.internal/search?q=x\n".to_owned()),
+        scenarios: None,
         start_at: "2026-11-23T22:00:00Z".to_owned(),
         cpu: Some("1".to_owned()),
         memory: Some("512Mi".to_owned()),
@@ -86,6 +87,7 @@ fn the_manifests_match_the_golden_files_and_round_trip_through_the_typed_structs
 fn without_targets_there_is_no_config_map_and_names_are_checked() {
     let job = ShardJob {
         targets: None,
+        scenarios: None,
         cpu: None,
         memory: None,
         ..shard_job(2)
@@ -555,4 +557,29 @@ fn with_the_node_network_each_shard_is_asked_on_its_own_port() {
     );
     let args = container.args.clone().expect("args");
     assert!(args.contains(&"-port-per-index".to_owned()), "{args:?}");
+}
+
+#[test]
+fn a_scenarios_file_ships_beside_the_targets_and_is_passed_to_every_shard() {
+    let job = ShardJob {
+        scenarios: Some("[[scenario]]\nname = \"a\"\nrate = 10\n".to_owned()),
+        ..shard_job(2)
+    };
+    let (job, config_map) = job.render();
+    let files = config_map.and_then(|map| map.data).expect("a ConfigMap");
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["scenarios.toml", "targets.txt"]
+    );
+    let pod = job.spec.expect("spec").template.spec.expect("pod");
+    let args = pod.containers[0].args.clone().expect("args");
+    let at = args.iter().position(|arg| arg == "-scenarios").expect("-scenarios");
+    assert_eq!(args[at + 1], "/etc/loadlab/scenarios.toml");
+    let alone = ShardJob {
+        targets: None,
+        scenarios: Some("x".to_owned()),
+        ..shard_job(1)
+    };
+    let files = alone.render().1.and_then(|map| map.data).expect("a ConfigMap");
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["scenarios.toml"]);
 }

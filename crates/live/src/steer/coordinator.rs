@@ -179,20 +179,21 @@ impl Coordinator {
         failed
     }
 
-    /// Polls until every shard finished or was lost, or until `deadline`: each poll's
-    /// events go to `say` and the merged view to `view`. When `interrupted` turns
-    /// true (Ctrl-C at the coordinator), every shard is stopped once and the polls
-    /// go on until they finish.
+    /// Polls until every shard finished or was lost, `done` says so, or `deadline`:
+    /// each poll's events go to `say` and the merged view to `view`. When
+    /// `interrupted` turns true (Ctrl-C at the coordinator), every shard is stopped
+    /// once and the polls go on until they finish.
     pub fn drive(
         &mut self,
         view: &crate::LiveHandle,
         deadline: Duration,
         interrupted: &dyn Fn() -> bool,
+        done: &dyn Fn() -> bool,
         say: &mut dyn FnMut(&str),
     ) {
         let until = Instant::now() + deadline;
         let mut told_to_stop = false;
-        while !self.is_over() && Instant::now() < until {
+        while !self.is_over() && !done() && Instant::now() < until {
             let polled = Instant::now();
             for event in self.poll() {
                 say(&event);
