@@ -573,13 +573,20 @@ fn a_scenarios_file_ships_beside_the_targets_and_is_passed_to_every_shard() {
     );
     let pod = job.spec.expect("spec").template.spec.expect("pod");
     let args = pod.containers[0].args.clone().expect("args");
-    let at = args.iter().position(|arg| arg == "-scenarios").expect("-scenarios");
+    let at = args
+        .iter()
+        .position(|arg| arg == "-scenarios")
+        .expect("-scenarios");
     assert_eq!(args[at + 1], "/etc/loadlab/scenarios.toml");
     let alone = ShardJob {
         targets: None,
         scenarios: Some("x".to_owned()),
         ..shard_job(1)
     };
-    let files = alone.render().1.and_then(|map| map.data).expect("a ConfigMap");
+    let files = alone
+        .render()
+        .1
+        .and_then(|map| map.data)
+        .expect("a ConfigMap");
     assert_eq!(files.keys().collect::<Vec<_>>(), ["scenarios.toml"]);
 }

@@ -24,6 +24,9 @@ use crate::snapshot::{Latency, RuleState, Snapshot, Window};
 
 /// A shard whose settled seconds trail the leader's by this many is behind.
 pub const BEHIND_SECONDS: u64 = 3;
+/// A shard's clock further off the coordinator's than this is named (its time zero,
+/// and so its requests, are that far off the others').
+pub const CLOCK_WARNING_NS: u64 = 50_000_000;
 const SECOND_NS: u64 = 1_000_000_000;
 
 /// How the coordinator reaches one shard.
@@ -69,6 +72,9 @@ struct Shard {
     late_seconds: u64,
     /// Bytes of answers received.
     bytes_received: u64,
+    /// The shard's clock minus the coordinator's, from the answer with the shortest
+    /// round trip so far: (offset, round trip), ns.
+    clock: Option<(i64, u64)>,
 }
 
 /// What happened that a person should read at once (a shard lost, a rule fired).
@@ -262,6 +268,7 @@ impl Coordinator {
                     shard.next_from
                 ));
             }
+            lines.extend(shard.clock_line());
             if shard.late_seconds > 0 {
                 lines.push(format!(
                     "{}: {} seconds came after the merge had moved on (in its records, not in the live figures)",
@@ -545,6 +552,7 @@ impl Shard {
             health: Health::Waiting,
             late_seconds: 0,
             bytes_received: 0,
+            clock: None,
         }
     }
 
@@ -566,6 +574,7 @@ impl Shard {
         if self.health == Health::Finished {
             return;
         }
+        let asked_unix_ns = engine::unix_now_ns();
         let answer = self
             .link
             .get(&format!("/seconds?from={}", self.next_from))
@@ -576,6 +585,7 @@ impl Shard {
             });
         match answer {
             Ok(mut report) => {
+                self.time_clock(asked_unix_ns, report.now_unix_ns);
                 for second in std::mem::take(&mut report.seconds) {
                     self.next_from = self.next_from.max(second.second + 1);
                     if second.latency.is_well_formed() {
@@ -588,6 +598,35 @@ impl Shard {
             }
             Err(why) => self.last_error = why,
         }
+    }
+
+    /// Keeps the clock offset measured with the shortest round trip (the answer's
+    /// time against the middle of the call, as NTP does).
+    fn time_clock(&mut self, asked_unix_ns: u64, shard_unix_ns: u64) {
+        let answered_unix_ns = engine::unix_now_ns();
+        let round_trip_ns = answered_unix_ns.saturating_sub(asked_unix_ns);
+        let middle = i128::from(asked_unix_ns) + i128::from(round_trip_ns / 2);
+        let offset_ns = i64::try_from(i128::from(shard_unix_ns) - middle).unwrap_or(i64::MAX);
+        if shard_unix_ns > 0 && self.clock.is_none_or(|(_, best)| round_trip_ns < best) {
+            self.clock = Some((offset_ns, round_trip_ns));
+        }
+    }
+
+    /// `shard 2/4 (...): its clock is 1.2s ahead of the coordinator's (±3ms)`, when
+    /// the offset is larger than [`CLOCK_WARNING_NS`] beyond the measuring error.
+    fn clock_line(&self) -> Option<String> {
+        let (offset_ns, round_trip_ns) = self.clock?;
+        if offset_ns.unsigned_abs() <= CLOCK_WARNING_NS + round_trip_ns / 2 {
+            return None;
+        }
+        let way = if offset_ns > 0 { "ahead of" } else { "behind" };
+        let show = |ns: u64| units::GoDuration(units::round_for_report(Duration::from_nanos(ns)));
+        Some(format!(
+            "{}: its clock is {} {way} the coordinator's (±{}): its requests sit that far off the others' on the run's time axis",
+            self.name(),
+            show(offset_ns.unsigned_abs()),
+            show(round_trip_ns / 2)
+        ))
     }
 
     /// `waited`: the coordinator has waited long enough for a first answer.
@@ -640,5 +679,152 @@ impl Shard {
                 .map(|head| format!("{} stopped: {}", self.name(), head.stop_detail)),
             Health::Waiting | Health::InStep => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shard that has settled `seconds` seconds, each with 10 requests of which
+    /// `errors` failed, and whose clock is `clock_offset_ns` off.
+    struct FakeShard {
+        index: u64,
+        seconds: u64,
+        errors: u64,
+        clock_offset_ns: i64,
+        finished: bool,
+        stopped: Vec<String>,
+    }
+
+    impl FakeShard {
+        fn new(index: u64, seconds: u64, errors: u64) -> FakeShard {
+            FakeShard {
+                index,
+                seconds,
+                errors,
+                clock_offset_ns: 0,
+                finished: false,
+                stopped: Vec::new(),
+            }
+        }
+    }
+
+    impl ShardLink for FakeShard {
+        fn get(&mut self, path_and_query: &str) -> Result<Vec<u8>, String> {
+            if let Some(why) = path_and_query.strip_prefix("/stop?why=") {
+                self.stopped.push(why.to_owned());
+                return Ok(Vec::new());
+            }
+            let from: u64 = (path_and_query.strip_prefix("/seconds?from="))
+                .and_then(|from| from.parse().ok())
+                .ok_or("a bad path")?;
+            let report = ShardReport {
+                index: self.index,
+                count: 2,
+                fingerprint: "f".into(),
+                rules: vec!["errors > 50% for 2s".into()],
+                now_unix_ns: engine::unix_now_ns().saturating_add_signed(self.clock_offset_ns),
+                state: if self.finished {
+                    ShardState::Finished
+                } else {
+                    ShardState::Running
+                },
+                seconds: (from..self.seconds)
+                    .map(|second| ShardSecond {
+                        second,
+                        requests: 10,
+                        successes: 10 - self.errors,
+                        ..ShardSecond::default()
+                    })
+                    .collect(),
+                ..ShardReport::default()
+            };
+            Ok(serde_json::to_vec(&report).unwrap_or_default())
+        }
+
+        fn address(&self) -> String {
+            format!("fake{}", self.index)
+        }
+    }
+
+    fn coordinator(shards: Vec<FakeShard>) -> Coordinator {
+        let links = shards
+            .into_iter()
+            .map(|shard| Box::new(shard) as Box<dyn ShardLink>)
+            .collect();
+        Coordinator::new(links, &[], Duration::from_secs(10))
+    }
+
+    #[test]
+    fn one_shard_s_errors_alone_do_not_fire_the_merged_rule() {
+        // 80% errors on one shard, none on the other: 40% merged, under the rule's 50%.
+        let mut steering = coordinator(vec![FakeShard::new(0, 5, 8), FakeShard::new(1, 5, 0)]);
+        let events = steering.poll();
+        assert!(steering.fired().is_none(), "{events:?}");
+        assert_eq!(steering.snapshot().run.completed, 100);
+        assert_eq!(steering.snapshot().shards[0], "shards 2: 2 in step");
+    }
+
+    #[test]
+    fn a_rule_on_the_merged_figures_stops_every_shard() {
+        let mut steering = coordinator(vec![FakeShard::new(0, 5, 8), FakeShard::new(1, 5, 4)]);
+        let events = steering.poll();
+        let fired = steering.fired().expect("60% merged errors for 2 s");
+        assert_eq!(fired.at_ns, 2 * SECOND_NS);
+        assert!(
+            events
+                .iter()
+                .any(|event| event.ends_with("stopping every shard")),
+            "{events:?}"
+        );
+        assert_eq!(
+            steering.stop_all("again"),
+            Vec::<String>::new(),
+            "both reachable"
+        );
+    }
+
+    #[test]
+    fn a_shard_behind_is_named_and_the_merge_goes_on() {
+        let mut steering = coordinator(vec![FakeShard::new(0, 9, 0), FakeShard::new(1, 2, 0)]);
+        let events = steering.poll();
+        assert!(
+            events
+                .iter()
+                .any(|event| event.starts_with("shard 1/2 (fake1) behind")),
+            "{events:?}"
+        );
+        assert_eq!(steering.snapshot().run.completed, 90 + 20);
+        assert!(steering.snapshot().shards[1].contains("behind at second 2"));
+    }
+
+    #[test]
+    fn a_shard_clock_far_off_is_measured_and_named() {
+        let mut off = FakeShard::new(1, 3, 0);
+        off.clock_offset_ns = 2_000_000_000;
+        let mut steering = coordinator(vec![FakeShard::new(0, 3, 0), off]);
+        steering.poll();
+        let verdict = steering.verdict().join("\n");
+        assert!(
+            verdict.contains("shard 1/2 (fake1): its clock is 2s ahead of the coordinator's"),
+            "{verdict}"
+        );
+        assert!(
+            !verdict.contains("shard 0/2 (fake0): its clock"),
+            "{verdict}"
+        );
+    }
+
+    #[test]
+    fn finished_shards_end_the_steering() {
+        let mut done = FakeShard::new(0, 3, 0);
+        done.finished = true;
+        let mut steering = coordinator(vec![done]);
+        assert!(!steering.is_over(), "nothing heard yet");
+        steering.poll();
+        assert!(steering.is_over());
+        let verdict = steering.verdict();
+        assert_eq!(verdict[0], "1 shards: 1 finished, 0 lost", "{verdict:?}");
     }
 }
