@@ -128,6 +128,10 @@ struct RunArgs {
     /// Leave the Job and its ConfigMap in the cluster afterwards
     #[arg(long)]
     keep: bool,
+    /// Serve the whole run's Prometheus series at ADDR/metrics while it runs: every
+    /// shard's added up, plus each shard's health (see `loadlab steer`)
+    #[arg(long, value_name = "ADDR")]
+    prometheus_addr: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -261,8 +265,13 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
         let stop = stop.clone();
         std::sync::Arc::new(move || stop.is_stopping())
     };
-    let steering =
-        crate::kube_steer::start(&job, args.job.start_delay, args.deadline, interrupted)?;
+    let steering = crate::kube_steer::start(
+        &job,
+        args.job.start_delay,
+        args.deadline,
+        args.prometheus_addr.as_deref(),
+        interrupted,
+    )?;
     let gathered = runtime()?.block_on(async {
         let cluster = cluster::connect().await?;
         let mut progress = |line: &str| eprintln!("loadlab kube: {line}");

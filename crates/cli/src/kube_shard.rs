@@ -11,7 +11,7 @@
 //!   coordinator. `/stop` drains the attack through the feed, saying why, else with
 //!   SIGTERM (as Ctrl-C does for one attack). Once the attack is over, `/seconds`
 //!   answers its last report, marked finished, so a coordinator that polls late still
-//!   learns how the shard ended;
+//!   learns how the shard ended; `/metrics`, its Prometheus series, likewise;
 //! - `/bye`: the records were fetched; the pod exits.
 
 use std::path::PathBuf;
@@ -149,6 +149,10 @@ fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
                 },
             },
             "/seconds" => seconds(&state, request),
+            "/metrics" => match lock(&state.steer).as_mut().map(|feed| feed.get("/metrics")) {
+                Some(Ok(body)) => Response::ok(live::PROMETHEUS_CONTENT_TYPE, body),
+                _ => not_yet(),
+            },
             "/stop" => {
                 let path = format!("/stop?{}", request.query.as_deref().unwrap_or(""));
                 let told = lock(&state.steer).as_mut().map(|feed| feed.get(&path));

@@ -57,8 +57,13 @@ pub fn start(
     job: &ShardJob,
     start_delay: Duration,
     deadline: Duration,
+    prometheus_addr: Option<&str>,
     interrupted: Arc<dyn Fn() -> bool + Send + Sync>,
 ) -> anyhow::Result<Steering> {
+    let metrics = live::Latest::default();
+    let server = prometheus_addr
+        .map(|address| crate::steer::serve_metrics(address, metrics.clone(), "kube"))
+        .transpose()?;
     let done = Arc::new(AtomicBool::new(false));
     let thread_done = Arc::clone(&done);
     let (namespace, name, shards, host_network) = (
@@ -94,8 +99,15 @@ pub fn start(
                     }) as Box<dyn ShardLink>
                 })
                 .collect();
-            let coordinator = Coordinator::new(links, &[], start_delay + STARTUP_MARGIN);
-            Ok(drive(coordinator, deadline, &*interrupted, &thread_done))
+            let mut coordinator = Coordinator::new(links, &[], start_delay + STARTUP_MARGIN);
+            if server.is_some() {
+                coordinator.keep_metrics_in(metrics);
+            }
+            let steered = drive(coordinator, deadline, &*interrupted, &thread_done);
+            if let Some(server) = server {
+                server.stop();
+            }
+            Ok(steered)
         })
         .context("starting the steering thread")?;
     Ok(Steering { done, thread })

@@ -47,6 +47,11 @@ pub struct SteerArgs {
     /// No live view; the events and the verdict are still written
     #[arg(long)]
     quiet: bool,
+    /// Serve the whole run's Prometheus series at ADDR/metrics: the shards' own
+    /// (those of attack -prometheus-addr) added up, plus loadlab_shards{health} and
+    /// loadlab_shard_settled_seconds{shard}
+    #[arg(long, value_name = "ADDR")]
+    prometheus_addr: Option<String>,
 }
 
 fn duration_flag(text: &str) -> Result<Duration, String> {
@@ -67,11 +72,38 @@ pub fn run(args: &SteerArgs) -> anyhow::Result<ExitCode> {
     }
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "stopping every shard")?;
-    let coordinator = Coordinator::new(links, &rules, args.wait);
+    let mut coordinator = Coordinator::new(links, &rules, args.wait);
+    let server = match &args.prometheus_addr {
+        Some(address) => Some(serve_metrics(address, coordinator.keep_metrics(), "steer")?),
+        None => None,
+    };
     let code = steer(coordinator, args.deadline, args.quiet, &|| {
         stop.is_stopping()
     });
+    if let Some(server) = server {
+        server.stop();
+    }
     Ok(code)
+}
+
+/// Serves the run's merged series on `address`/metrics.
+pub fn serve_metrics(
+    address: &str,
+    metrics: live::Latest<String>,
+    command: &str,
+) -> anyhow::Result<live::Server> {
+    let handler: live::Handler =
+        std::sync::Arc::new(move |request: &live::Request| match request.path.as_str() {
+            "/metrics" => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, metrics.get()),
+            path => live::Response::not_found(path),
+        });
+    let address = live::listen_address(address);
+    let server = live::Server::start("-prometheus-addr", &address, handler)?;
+    eprintln!(
+        "loadlab {command}: the run's prometheus metrics on http://{}/metrics",
+        server.address()
+    );
+    Ok(server)
 }
 
 /// Drives `coordinator` with a live view (unless `quiet`) and says the verdict; the

@@ -27,7 +27,10 @@ pub fn serve(
     stop: &StopHandle,
     observers: &mut Vec<Box<dyn RunObserver>>,
 ) -> anyhow::Result<SteeredShard> {
-    let feed = SteerFeed::new(config, stop);
+    // The coordinator adds the shards' series up into one exposition for the run.
+    let metrics = live::PrometheusStats::new(config);
+    let feed = SteerFeed::new(config, stop).with_metrics(metrics.handle());
+    observers.push(Box::new(metrics));
     let address = live::listen_address(address);
     let server = Server::start("-steer", &address, feed.handler()).context("-steer")?;
     eprintln!(

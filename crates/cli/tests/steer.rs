@@ -309,3 +309,78 @@ fn bad_coordinator_flags_are_refused_by_name() {
         );
     }
 }
+
+/// GET `path` from `address`: the body, or nothing while nothing listens there.
+fn http_get(address: &str, path: &str) -> String {
+    use std::io::Write;
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return String::new();
+    };
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_run_s_prometheus_series_hold_every_shard_s() {
+    // Round robin over two targets in two shards: each shard sends one of them, so
+    // the run's exposition holds both only if it holds both shards' series.
+    let server = server("1ms");
+    let dir = TempDir::new();
+    let targets = targets(&dir, server.local_addr(), &["/ok?from=0", "/ok?from=1"]);
+    let mut shards = start_shards(
+        &dir,
+        2,
+        &["-targets", &targets, "-rate", "200", "-duration", "5s"],
+    );
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .unwrap()
+        .to_string();
+    let mut coordinator = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(["steer", &shards[0].feed, &shards[1].feed, "-quiet"])
+        .args(["-prometheus-addr", &address])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let series = |from: usize| {
+        format!(
+            "request_seconds_count{{method=\"GET\",url=\"http://{}/ok?from={from}\",status=\"200\"}}",
+            server.local_addr()
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut metrics = String::new();
+    while Instant::now() < deadline {
+        metrics = http_get(&address, "/metrics");
+        if metrics.contains(&series(0)) && metrics.contains(&series(1)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        metrics.contains(&series(0)) && metrics.contains(&series(1)),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("loadlab_shards{health=\"in_step\"} 2"),
+        "{metrics}"
+    );
+    assert_eq!(
+        metrics.matches("# TYPE request_seconds histogram").count(),
+        1
+    );
+    coordinator.wait().unwrap();
+    for shard in &mut shards {
+        assert_eq!(end_of(shard).reason, StopReason::Completed);
+    }
+}

@@ -37,6 +37,19 @@ pub trait ShardLink: Send {
     fn address(&self) -> String;
 }
 
+impl Health {
+    /// One word for counts and series labels.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Health::Waiting => "waiting",
+            Health::InStep => "in_step",
+            Health::Behind { .. } => "behind",
+            Health::Lost { .. } => "lost",
+            Health::Finished => "finished",
+        }
+    }
+}
+
 /// How a shard is doing, as far as the coordinator knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
@@ -95,7 +108,14 @@ pub struct Coordinator {
     all_stopped: Option<Duration>,
     run: RunTotals,
     snapshot: Snapshot,
+    /// The run's Prometheus exposition, when asked for ([`Coordinator::keep_metrics`]).
+    metrics: Option<crate::Latest<String>>,
+    polls: u64,
 }
+
+/// The shards' series are fetched every this many polls (2 s): scrapes come every
+/// 10-60 s, and each fetch costs every shard a render.
+const METRICS_EVERY_POLLS: u64 = 4;
 
 /// The merged run so far.
 #[derive(Default)]
@@ -132,7 +152,64 @@ impl Coordinator {
             all_stopped: None,
             run: RunTotals::default(),
             snapshot: Snapshot::default(),
+            metrics: None,
+            polls: 0,
         }
+    }
+
+    /// Keeps one Prometheus exposition of the whole run from now on: the shards' own
+    /// series added up ([`super::merge_expositions`]), and each shard's health.
+    pub fn keep_metrics(&mut self) -> crate::Latest<String> {
+        let latest = crate::Latest::default();
+        self.keep_metrics_in(latest.clone());
+        latest
+    }
+
+    /// [`Coordinator::keep_metrics`] into a handle made before.
+    pub fn keep_metrics_in(&mut self, latest: crate::Latest<String>) {
+        self.metrics = Some(latest);
+    }
+
+    fn refresh_metrics(&mut self) {
+        let Some(latest) = &self.metrics else {
+            return;
+        };
+        let mut texts: Vec<String> = std::thread::scope(|scope| {
+            let calls: Vec<_> = (self.shards.iter_mut())
+                .filter(|shard| matches!(shard.health, Health::InStep | Health::Behind { .. }))
+                .map(|shard| scope.spawn(move || shard.link.get("/metrics").ok()))
+                .collect();
+            calls
+                .into_iter()
+                .filter_map(|call| call.join().ok().flatten())
+                .map(|body| String::from_utf8_lossy(&body).into_owned())
+                .collect()
+        });
+        texts.push(self.health_series());
+        latest.publish(&super::merge_expositions(&texts));
+    }
+
+    /// `loadlab_shards{health=...}` and each shard's settled seconds, as series.
+    fn health_series(&self) -> String {
+        let mut text = String::from(
+            "# HELP loadlab_shards Shards of the steered run, by health\n\
+             # TYPE loadlab_shards gauge\n",
+        );
+        for word in ["waiting", "in_step", "behind", "lost", "finished"] {
+            let count = (self.shards.iter())
+                .filter(|shard| shard.health.word() == word)
+                .count();
+            text += &format!("loadlab_shards{{health=\"{word}\"}} {count}\n");
+        }
+        text += "# HELP loadlab_shard_settled_seconds Seconds of the run each shard has settled\n\
+                 # TYPE loadlab_shard_settled_seconds gauge\n";
+        for (index, shard) in self.shards.iter().enumerate() {
+            text += &format!(
+                "loadlab_shard_settled_seconds{{shard=\"{index}\"}} {}\n",
+                shard.next_from
+            );
+        }
+        text
     }
 
     /// Asks every shard once (in parallel), merges what is complete, judges the
@@ -146,6 +223,10 @@ impl Coordinator {
         let mut events = self.check_shards();
         events.extend(self.adopt_rules());
         events.extend(self.merge());
+        if self.polls % METRICS_EVERY_POLLS == 0 {
+            self.refresh_metrics();
+        }
+        self.polls += 1;
         if self.stop_sent.is_some() && self.all_stopped.is_none() && self.is_over() {
             self.all_stopped = self.stop_sent.map(|sent| sent.elapsed());
         }
@@ -505,20 +586,19 @@ impl Coordinator {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         let mut lines = vec![String::new()];
         for shard in &self.shards {
-            let (word, line) = match &shard.health {
-                Health::Waiting => ("waiting", None),
-                Health::InStep => ("in step", None),
-                Health::Finished => ("finished", None),
-                Health::Behind { at_second } => (
-                    "behind",
-                    Some(format!("{} behind at second {at_second}", shard.name())),
-                ),
-                Health::Lost { why } => ("lost", Some(format!("{} lost: {why}", shard.name()))),
+            let line = match &shard.health {
+                Health::Behind { at_second } => {
+                    Some(format!("{} behind at second {at_second}", shard.name()))
+                }
+                Health::Lost { why } => Some(format!("{} lost: {why}", shard.name())),
+                Health::Waiting | Health::InStep | Health::Finished => None,
             };
-            *counts.entry(word).or_default() += 1;
+            *counts.entry(shard.health.word()).or_default() += 1;
             lines.extend(line);
         }
-        let parts: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+        let parts: Vec<String> = (counts.iter())
+            .map(|(word, n)| format!("{n} {}", word.replace('_', " ")))
+            .collect();
         lines[0] = format!("shards {}: {}", self.shards.len(), parts.join(", "));
         lines
     }

@@ -8,7 +8,9 @@
 //!   tells the [`StopHandle`] the coordinator is in contact, so the local stop rules
 //!   wait while it judges them on every shard's figures;
 //! - `GET /stop?why=TEXT`: drains the run, which ends as stopped by a rule with `TEXT`
-//!   as its reason.
+//!   as its reason;
+//! - `GET /metrics`: the shard's Prometheus series ([`SteerFeed::with_metrics`]), which
+//!   the coordinator adds up into one exposition for the run.
 //!
 //! The shard needs nothing from the coordinator: its records are its own file, and a
 //! coordinator that goes silent leaves it judging its own rules.
@@ -22,7 +24,7 @@ use workload::Plan;
 
 use super::buckets::Buckets;
 use super::second::{ShardReport, ShardSecond, ShardState};
-use crate::{Handler, Request, Response};
+use crate::{Handler, PrometheusHandle, Request, Response};
 
 /// Seconds kept for a coordinator that fell behind (ten minutes).
 pub const KEPT_SECONDS: usize = 600;
@@ -74,6 +76,7 @@ pub struct SteerFeed {
     completed: u64,
     shared: Arc<Mutex<Shared>>,
     stop: StopHandle,
+    metrics: Option<PrometheusHandle>,
 }
 
 impl SteerFeed {
@@ -105,14 +108,29 @@ impl SteerFeed {
                 final_read: false,
             })),
             stop: stop.clone(),
+            metrics: None,
         }
+    }
+
+    /// Serves these series on `/metrics` too.
+    pub fn with_metrics(mut self, metrics: PrometheusHandle) -> SteerFeed {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// What answers the coordinator (serve it with [`crate::Server`]).
     pub fn handler(&self) -> Handler {
         let shared = Arc::clone(&self.shared);
         let stop = self.stop.clone();
-        Arc::new(move |request: &Request| answer(request, &shared, &stop))
+        let metrics = self.metrics.clone();
+        Arc::new(
+            move |request: &Request| match (request.path.as_str(), &metrics) {
+                ("/metrics", Some(metrics)) => {
+                    Response::ok(crate::PROMETHEUS_CONTENT_TYPE, metrics.render_text())
+                }
+                _ => answer(request, &shared, &stop),
+            },
+        )
     }
 
     /// Tells when a coordinator has read that the run finished, so the process can

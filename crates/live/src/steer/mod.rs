@@ -7,16 +7,19 @@
 //!   ([`HttpLink`] for plain shards, the API server's pod proxy for `kube run`),
 //!   merges the seconds ([`MergedSecond`]), judges the stop rules on them, stops every
 //!   shard when one fires, names shards that fall behind or go silent, and keeps a
-//!   [`crate::Snapshot`] for the live view.
+//!   [`crate::Snapshot`] for the live view and, when asked, one Prometheus exposition
+//!   for the run ([`merge_expositions`] of the shards' own).
 
 mod buckets;
 mod coordinator;
 mod feed;
 mod link;
+mod metrics;
 mod second;
 
 pub use buckets::Buckets;
 pub use coordinator::{BEHIND_SECONDS, Coordinator, Event, Health, ShardLink};
 pub use feed::{FinalAnswer, KEPT_SECONDS, SteerFeed};
 pub use link::HttpLink;
+pub use metrics::merge_expositions;
 pub use second::{MergedSecond, ShardReport, ShardSecond, ShardState};
