@@ -223,7 +223,7 @@ impl Coordinator {
         let mut events = self.check_shards();
         events.extend(self.adopt_rules());
         events.extend(self.merge());
-        if self.polls % METRICS_EVERY_POLLS == 0 {
+        if self.polls.is_multiple_of(METRICS_EVERY_POLLS) {
             self.refresh_metrics();
         }
         self.polls += 1;
