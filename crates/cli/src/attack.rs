@@ -325,6 +325,7 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
         Some(address) => Some(steer_shard::serve(
             address,
             &config,
+            args.output.as_deref(),
             &stop,
             &mut watch.observers,
         )?),

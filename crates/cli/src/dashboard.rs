@@ -69,6 +69,7 @@ fn answer(page: Option<&LivePage>, request: &Request) -> Response {
 }
 
 /// One run's page; [`RunPage::finish`] once the run's output is closed.
+#[derive(Clone)]
 pub struct RunPage(Arc<LivePage>);
 
 impl Dashboard {
@@ -91,6 +92,26 @@ impl Dashboard {
                 (out, None)
             }
         }
+    }
+
+    /// The page of one run written as several record streams (a steered run's
+    /// shards): each output passes its bytes on and to the page.
+    pub fn watch_many(
+        &self,
+        outs: Vec<(Output, String)>,
+        title: &str,
+    ) -> anyhow::Result<(Vec<Output>, RunPage)> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let after = current.as_ref().map_or(0, |page| page.version());
+        let (page, feeds) = LivePage::start_many(outs, title, &PlotConfig::default(), after)
+            .map_err(|(err, _)| anyhow::anyhow!("-dashboard: cannot start the page: {err}"))?;
+        let page = Arc::new(page);
+        *current = Some(Arc::clone(&page));
+        let feeds = feeds
+            .into_iter()
+            .map(|feed| Box::new(feed) as Output)
+            .collect();
+        Ok((feeds, RunPage(page)))
     }
 
     /// After the last run: keeps serving its final page for `linger` or until
@@ -116,5 +137,10 @@ impl RunPage {
     /// The run is over and its output dropped: waits for the final page.
     pub fn finish(self) {
         self.0.finish();
+    }
+
+    /// Lines under the page's header from its next snapshot on.
+    pub fn set_notes(&self, notes: Vec<String>) {
+        self.0.set_notes(notes);
     }
 }

@@ -132,6 +132,11 @@ struct RunArgs {
     /// shard's added up, plus each shard's health (see `loadlab steer`)
     #[arg(long, value_name = "ADDR")]
     prometheus_addr: Option<String>,
+    /// Serve the whole run's page live at ADDR (the one `loadlab plot` draws over the
+    /// shards' files, with their health under its header): the record files are
+    /// pulled through the pod proxy as they are written, into -output/live/
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::dashboard::DEFAULT_ADDRESS)]
+    dashboard: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -265,11 +270,17 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
         let stop = stop.clone();
         std::sync::Arc::new(move || stop.is_stopping())
     };
+    let dashboard = args.dashboard.as_deref().and_then(crate::dashboard::start);
+    let page = match &dashboard {
+        Some(board) => Some(live_page(board, &output, job.shards)?),
+        None => None,
+    };
     let steering = crate::kube_steer::start(
         &job,
         args.job.start_delay,
         args.deadline,
         args.prometheus_addr.as_deref(),
+        page,
         interrupted,
     )?;
     let gathered = runtime()?.block_on(async {
@@ -286,6 +297,9 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
         cluster::run_job(&cluster, &job, follow).await
     })?;
     let steered = steering.finish()?;
+    if let Some(dashboard) = dashboard {
+        dashboard.finish(Duration::ZERO, &stop);
+    }
     for line in &steered.verdict {
         eprintln!("loadlab kube: {line}");
     }
@@ -294,6 +308,25 @@ fn run_job(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(fired) => ExitCode::from(fired.rule.kind().exit_code()),
         None => code,
     })
+}
+
+/// The dashboard's page over the shards' record files, pulled live into
+/// `output`/live/shard-I.llr.
+fn live_page(
+    dashboard: &crate::dashboard::Dashboard,
+    output: &Path,
+    shards: u32,
+) -> anyhow::Result<(Vec<crate::dashboard::Output>, crate::dashboard::RunPage)> {
+    let dir = output.join("live");
+    std::fs::create_dir_all(&dir).with_context(|| format!("-output {}", dir.display()))?;
+    let mut outs: Vec<(crate::dashboard::Output, String)> = Vec::new();
+    for index in 0..shards {
+        let path = dir.join(format!("shard-{index}.llr"));
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("-output {}", path.display()))?;
+        outs.push((Box::new(file), path.display().to_string()));
+    }
+    dashboard.watch_many(outs, "loadlab kube run")
 }
 
 fn gather_run(args: &GatherArgs) -> anyhow::Result<ExitCode> {

@@ -12,6 +12,7 @@
 //!   SIGTERM (as Ctrl-C does for one attack). Once the attack is over, `/seconds`
 //!   answers its last report, marked finished, so a coordinator that polls late still
 //!   learns how the shard ended; `/metrics`, its Prometheus series, likewise;
+//! - `/records?from=BYTE`: the record file as written so far, for a live dashboard;
 //! - `/bye`: the records were fetched; the pod exits.
 
 use std::path::PathBuf;
@@ -149,6 +150,14 @@ fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
                 },
             },
             "/seconds" => seconds(&state, request),
+            "/records" => match live::steer::records_answer(request, Some(&output)) {
+                Ok(bytes) => Response::ok("application/octet-stream", bytes),
+                Err(why) => Response {
+                    status: 400,
+                    content_type: "text/plain",
+                    body: format!("{why}\n").into(),
+                },
+            },
             "/metrics" => match lock(&state.steer).as_mut().map(|feed| feed.get("/metrics")) {
                 Some(Ok(body)) => Response::ok(live::PROMETHEUS_CONTENT_TYPE, body),
                 _ => not_yet(),
@@ -198,6 +207,7 @@ fn seconds(state: &PodState, request: &Request) -> Response {
         _ => match last.as_mut() {
             Some(report) => {
                 report.state = ShardState::Finished;
+                report.records_complete = true;
                 report.seconds.retain(|second| second.second >= from);
                 Response::ok(
                     "application/json",

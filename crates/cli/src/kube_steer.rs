@@ -15,6 +15,8 @@ use live::steer::{Coordinator, ShardLink};
 use live::{LiveHandle, View, ViewMode};
 use workload::Fired;
 
+use crate::dashboard::{Output, RunPage};
+
 /// Pods scheduling and starting take this long beyond `-start-delay` at most, before
 /// a shard that never answered is named lost.
 const STARTUP_MARGIN: Duration = Duration::from_secs(30);
@@ -58,6 +60,7 @@ pub fn start(
     start_delay: Duration,
     deadline: Duration,
     prometheus_addr: Option<&str>,
+    page: Option<(Vec<Output>, RunPage)>,
     interrupted: Arc<dyn Fn() -> bool + Send + Sync>,
 ) -> anyhow::Result<Steering> {
     let metrics = live::Latest::default();
@@ -103,7 +106,20 @@ pub fn start(
             if server.is_some() {
                 coordinator.keep_metrics_in(metrics);
             }
-            let steered = drive(coordinator, deadline, &*interrupted, &thread_done);
+            let page = page.map(|(feeds, page)| {
+                coordinator.pull_records(feeds);
+                page
+            });
+            let steered = drive(
+                coordinator,
+                deadline,
+                page.as_ref(),
+                &*interrupted,
+                &thread_done,
+            );
+            if let Some(page) = page {
+                page.finish();
+            }
             if let Some(server) = server {
                 server.stop();
             }
@@ -116,10 +132,12 @@ pub fn start(
 fn drive(
     mut coordinator: Coordinator,
     deadline: Duration,
+    page: Option<&RunPage>,
     interrupted: &dyn Fn() -> bool,
     done: &AtomicBool,
 ) -> Steered {
     let handle = LiveHandle::default();
+    let notes = page.map(|page| crate::steer::follow_notes(page, &handle));
     let view = View::start(
         handle.clone(),
         ViewMode::Lines {
@@ -140,6 +158,9 @@ fn drive(
     );
     if let Some(view) = view {
         view.finish(true);
+    }
+    if let Some(notes) = notes {
+        let _ = notes.join();
     }
     Steered {
         fired: coordinator.fired().cloned(),

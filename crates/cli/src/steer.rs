@@ -6,11 +6,13 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context;
 use engine::StopHandle;
 use live::steer::{Coordinator, HttpLink, ShardLink};
 use live::{LiveHandle, View, ViewMode};
 use workload::StopRule;
 
+use crate::dashboard::{Dashboard, Output, RunPage};
 use crate::signals;
 
 /// Steer a group of shards as one run.
@@ -52,6 +54,33 @@ pub struct SteerArgs {
     /// loadlab_shard_settled_seconds{shard}
     #[arg(long, value_name = "ADDR")]
     prometheus_addr: Option<String>,
+    /// Serve the whole run's page (the one `loadlab plot` draws over the shards'
+    /// files) live at ADDR, with the shards' health under its header; the record
+    /// files are pulled from the shards as they are written, into -records
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::dashboard::DEFAULT_ADDRESS)]
+    dashboard: Option<String>,
+    /// Keep the dashboard's final page this long after the run (Ctrl-C ends it sooner)
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration_flag)]
+    dashboard_linger: Duration,
+    /// Pull every shard's record file into DIR/shard-I.llr as it is written (the
+    /// shards need -output FILE) [default with -dashboard: steer-UNIX-SECONDS]
+    #[arg(long, value_name = "DIR")]
+    records: Option<std::path::PathBuf>,
+}
+
+/// Copies the shards' health lines onto the page once a second until the run is over.
+pub fn follow_notes(page: &RunPage, handle: &LiveHandle) -> std::thread::JoinHandle<()> {
+    let (page, handle) = (page.clone(), handle.clone());
+    std::thread::spawn(move || {
+        loop {
+            let snapshot = handle.snapshot();
+            page.set_notes(snapshot.shards.clone());
+            if snapshot.finished {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    })
 }
 
 fn duration_flag(text: &str) -> Result<Duration, String> {
@@ -77,13 +106,58 @@ pub fn run(args: &SteerArgs) -> anyhow::Result<ExitCode> {
         Some(address) => Some(serve_metrics(address, coordinator.keep_metrics(), "steer")?),
         None => None,
     };
-    let code = steer(coordinator, args.deadline, args.quiet, &|| {
-        stop.is_stopping()
-    });
+    let (dashboard, page) = pull_records(args, &mut coordinator)?;
+    let code = steer(
+        coordinator,
+        args.deadline,
+        args.quiet,
+        page.as_ref(),
+        &|| stop.is_stopping(),
+    );
+    if let Some(page) = page {
+        page.finish();
+    }
+    if let Some(dashboard) = dashboard {
+        dashboard.finish(args.dashboard_linger, &stop);
+    }
     if let Some(server) = server {
         server.stop();
     }
     Ok(code)
+}
+
+/// With -records or -dashboard: every shard's record file pulled into
+/// DIR/shard-I.llr as it is written, through the page when there is one.
+fn pull_records(
+    args: &SteerArgs,
+    coordinator: &mut Coordinator,
+) -> anyhow::Result<(Option<Dashboard>, Option<RunPage>)> {
+    if args.records.is_none() && args.dashboard.is_none() {
+        return Ok((None, None));
+    }
+    let dir = args.records.clone().unwrap_or_else(|| {
+        std::path::PathBuf::from(format!("steer-{}", jiff::Timestamp::now().as_second()))
+    });
+    std::fs::create_dir_all(&dir).with_context(|| format!("-records {}", dir.display()))?;
+    let mut outs: Vec<(Output, String)> = Vec::new();
+    for index in 0..args.shards.len() {
+        let path = dir.join(format!("shard-{index}.llr"));
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("-records {}", path.display()))?;
+        outs.push((Box::new(file), path.display().to_string()));
+    }
+    eprintln!(
+        "loadlab steer: the shards' records go to {}/shard-*.llr as they are written",
+        dir.display()
+    );
+    let dashboard = args.dashboard.as_deref().and_then(crate::dashboard::start);
+    let Some(board) = &dashboard else {
+        coordinator.pull_records(outs.into_iter().map(|(out, _)| out).collect());
+        return Ok((None, None));
+    };
+    let (feeds, page) = board.watch_many(outs, "loadlab steer")?;
+    coordinator.pull_records(feeds);
+    Ok((dashboard, Some(page)))
 }
 
 /// Serves the run's merged series on `address`/metrics.
@@ -112,9 +186,11 @@ pub fn steer(
     mut coordinator: Coordinator,
     deadline: Duration,
     quiet: bool,
+    page: Option<&RunPage>,
     interrupted: &dyn Fn() -> bool,
 ) -> ExitCode {
     let handle = LiveHandle::default();
+    let notes = page.map(|page| follow_notes(page, &handle));
     let view = (!quiet)
         .then(|| {
             View::start(
@@ -133,6 +209,9 @@ pub fn steer(
     });
     if let Some(view) = view {
         view.finish(true);
+    }
+    if let Some(notes) = notes {
+        let _ = notes.join();
     }
     for line in coordinator.verdict() {
         eprintln!("loadlab steer: {line}");

@@ -24,12 +24,16 @@ pub struct SteeredShard {
 pub fn serve(
     address: &str,
     config: &RunConfig,
+    output: Option<&std::path::Path>,
     stop: &StopHandle,
     observers: &mut Vec<Box<dyn RunObserver>>,
 ) -> anyhow::Result<SteeredShard> {
     // The coordinator adds the shards' series up into one exposition for the run.
     let metrics = live::PrometheusStats::new(config);
-    let feed = SteerFeed::new(config, stop).with_metrics(metrics.handle());
+    let mut feed = SteerFeed::new(config, stop).with_metrics(metrics.handle());
+    if let Some(output) = output {
+        feed = feed.with_records(output.to_owned());
+    }
     observers.push(Box::new(metrics));
     let address = live::listen_address(address);
     let server = Server::start("-steer", &address, feed.handler()).context("-steer")?;
@@ -47,9 +51,11 @@ pub fn serve(
 }
 
 impl SteeredShard {
-    /// Waits (a few seconds at most) for a coordinator in contact to read that the
-    /// run finished, then stops serving.
+    /// The record file is complete: waits (a few seconds at most) for a coordinator
+    /// in contact to read that the run finished (and the rest of the records, if it
+    /// pulls them), then stops serving.
     pub fn finish(self) {
+        self.feed.records_written();
         let until = Instant::now() + FINAL_ANSWER_WAIT;
         while self.stop.is_steered() && !self.feed.was_read() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));

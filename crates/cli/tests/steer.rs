@@ -384,3 +384,30 @@ fn the_run_s_prometheus_series_hold_every_shard_s() {
         assert_eq!(end_of(shard).reason, StopReason::Completed);
     }
 }
+
+#[test]
+fn the_shards_records_are_pulled_whole_as_they_are_written() {
+    let server = server("1ms");
+    let dir = TempDir::new();
+    let targets = targets(&dir, server.local_addr(), &["/ok"]);
+    let mut shards = start_shards(
+        &dir,
+        2,
+        &["-targets", &targets, "-rate", "100", "-duration", "3s"],
+    );
+    let pulled = dir.path("pulled");
+    let out = steer(&shards, &["-records", &pulled]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (index, shard) in shards.iter_mut().enumerate() {
+        assert_eq!(end_of(shard).reason, StopReason::Completed);
+        let copy = std::fs::read(format!("{pulled}/shard-{index}.llr")).unwrap();
+        let original = std::fs::read(&shard.output).unwrap();
+        assert!(original.len() > 1000, "{} bytes", original.len());
+        assert!(
+            copy == original,
+            "shard {index}: {} of {} bytes",
+            copy.len(),
+            original.len()
+        );
+    }
+}

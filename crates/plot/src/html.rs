@@ -59,6 +59,13 @@ pub fn page(
     let _ = writeln!(out, "<header>\n<h1>{}</h1>", escape(config.page_title()));
     run_facts(&mut out, data, &charts.axis);
     out.push_str("</header>\n");
+    if let Some(live) = live.filter(|live| !live.notes.is_empty()) {
+        out.push_str("<section class=\"notes\">\n");
+        for note in &live.notes {
+            let _ = writeln!(out, "<p>{}</p>", escape(note));
+        }
+        out.push_str("</section>\n");
+    }
     warnings(&mut out, data);
     if data.report.requests > 0 {
         key_figures(&mut out, &data.report, &data.flows.checks);

@@ -46,6 +46,9 @@ const LIVE_THRESHOLD: usize = 1000;
 /// about four times a second, so the writer waits only if decoding stalls for a minute.
 const BLOCKS_IN_FLIGHT: usize = 256;
 
+/// Why a page could not start, with the outputs given back.
+pub type Refused<W> = (std::io::Error, Vec<W>);
+
 /// The page of a run while it runs; see the module documentation.
 pub struct LivePage {
     shared: Arc<Shared>,
@@ -66,6 +69,8 @@ struct Shared {
     name: String,
     latest: Mutex<Latest>,
     cache: Mutex<Option<Rendered>>,
+    /// Lines under the header ([`LivePage::set_notes`]).
+    notes: Mutex<Vec<String>>,
 }
 
 struct Latest {
@@ -115,6 +120,52 @@ impl LivePage {
         config: &PlotConfig,
         version: u64,
     ) -> Result<(LivePage, LiveFeed<W>), (std::io::Error, W)> {
+        let (blocks, received) = sync_channel(BLOCKS_IN_FLIGHT);
+        match LivePage::spawn(vec![(received, name.to_owned())], name, config, version) {
+            Ok(page) => Ok((
+                page,
+                LiveFeed {
+                    inner: out,
+                    blocks: Some(blocks),
+                },
+            )),
+            Err(err) => Err((err, out)),
+        }
+    }
+
+    /// The page of one run written as several record streams at once (the shards of
+    /// a steered run, pulled live by `loadlab steer -dashboard`): one feed per named
+    /// output, read together and merged in send-time order as `plot` merges the
+    /// files. A feed dropped early (a shard lost) ends its input where it was cut.
+    pub fn start_many<W: Write>(
+        outs: Vec<(W, String)>,
+        name: &str,
+        config: &PlotConfig,
+        version: u64,
+    ) -> Result<(LivePage, Vec<LiveFeed<W>>), Refused<W>> {
+        let mut inputs = Vec::with_capacity(outs.len());
+        let mut feeds = Vec::with_capacity(outs.len());
+        for (out, name) in outs {
+            let (blocks, received) = sync_channel(BLOCKS_IN_FLIGHT);
+            inputs.push((received, name));
+            feeds.push(LiveFeed {
+                inner: out,
+                blocks: Some(blocks),
+            });
+        }
+        match LivePage::spawn(inputs, name, config, version) {
+            Ok(page) => Ok((page, feeds)),
+            Err(err) => Err((err, feeds.into_iter().map(|feed| feed.inner).collect())),
+        }
+    }
+
+    /// Starts the decoding thread over `inputs`.
+    fn spawn(
+        inputs: Vec<(Receiver<Vec<u8>>, String)>,
+        name: &str,
+        config: &PlotConfig,
+        version: u64,
+    ) -> std::io::Result<LivePage> {
         let shared = Arc::new(Shared {
             config: config.clone(),
             name: name.to_owned(),
@@ -126,27 +177,24 @@ impl LivePage {
                 problem: None,
             }),
             cache: Mutex::new(None),
+            notes: Mutex::new(Vec::new()),
         });
-        let (blocks, received) = sync_channel(BLOCKS_IN_FLIGHT);
-        let spawned = {
+        let decoder = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("loadlab-dashboard".to_owned())
-                .spawn(move || follow(received, &shared))
+                .spawn(move || follow(inputs, &shared))?
         };
-        let decoder = match spawned {
-            Ok(decoder) => decoder,
-            Err(err) => return Err((err, out)),
-        };
-        let page = LivePage {
+        Ok(LivePage {
             shared,
             decoder: Mutex::new(Some(decoder)),
-        };
-        let feed = LiveFeed {
-            inner: out,
-            blocks: Some(blocks),
-        };
-        Ok((page, feed))
+        })
+    }
+
+    /// Lines shown under the page's header from the next snapshot on (a steered
+    /// run's shard health).
+    pub fn set_notes(&self, notes: Vec<String>) {
+        *lock(&self.shared.notes) = notes;
     }
 
     /// The page as of the newest snapshot, rendered once per snapshot.
@@ -162,7 +210,12 @@ impl LivePage {
                 .map(|snapshot| (snapshot, version, finished, problem))
         };
         if let Some((snapshot, version, finished, problem)) = pending {
-            let state = LiveState { version, finished };
+            let notes = lock(&self.shared.notes).clone();
+            let state = LiveState {
+                version,
+                finished,
+                notes,
+            };
             let html = self.shared.render(*snapshot, &state, problem.as_deref());
             *cache = Some(Rendered {
                 html: Arc::new(html),
@@ -175,6 +228,7 @@ impl LivePage {
                 let state = LiveState {
                     version: latest.version,
                     finished: latest.finished,
+                    notes: Vec::new(),
                 };
                 let why = latest
                     .problem
@@ -282,17 +336,29 @@ fn waiting_page(config: &PlotConfig, state: &LiveState, why: &str) -> String {
 
 /// The decoding thread: reads the run's bytes as `plot` reads its file, publishing a
 /// snapshot at most once a second and the final page at the end.
-fn follow(blocks: Receiver<Vec<u8>>, shared: &Shared) {
-    let reader = BlockReader {
-        blocks,
-        block: Vec::new(),
-        at: 0,
-    };
-    let source = match open_reader(Box::new(reader), &shared.name) {
-        Ok(source) => source,
-        Err(err) => return shared.give_up(format!("no records to show: {err}")),
-    };
-    let mut sorted = Inputs::from_sources(vec![source]).sorted();
+fn follow(inputs: Vec<(Receiver<Vec<u8>>, String)>, shared: &Shared) {
+    let mut sources = Vec::with_capacity(inputs.len());
+    let mut problem = None;
+    for (blocks, name) in inputs {
+        let reader = BlockReader {
+            blocks,
+            block: Vec::new(),
+            at: 0,
+        };
+        // An input that ended before its header (a shard lost before it started) has
+        // nothing to show; the others still do.
+        match open_reader(Box::new(reader), &name) {
+            Ok(source) => sources.push(source),
+            Err(err) if sources.is_empty() && problem.is_none() => {
+                problem = Some(format!("no records to show from {name}: {err}"));
+            }
+            Err(_) => {}
+        }
+    }
+    if sources.is_empty() {
+        return shared.give_up(problem.unwrap_or_else(|| "no records to show".to_owned()));
+    }
+    let mut sorted = Inputs::from_sources(sources).sorted();
     let mut gather = RunGather::new(&shared.config);
     let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
     let mut published = Instant::now();
@@ -528,6 +594,56 @@ mod tests {
         assert_eq!(without_live_parts(&live), plotted);
     }
 
+    #[test]
+    fn several_streams_make_one_page_as_plot_makes_of_their_files() {
+        let dir = tempfile::tempdir().expect("dir");
+        let paths: Vec<String> = (0..2)
+            .map(|i| {
+                dir.path()
+                    .join(format!("shard-{i}.llr"))
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        let config = PlotConfig {
+            threshold: 50,
+            ..PlotConfig::default()
+        };
+        let outs = (paths.iter())
+            .map(|path| (std::fs::File::create(path).expect("create"), path.clone()))
+            .collect();
+        let (page, feeds) = LivePage::start_many(outs, "steered", &config, 0)
+            .map_err(|(err, _)| err)
+            .expect("start");
+        page.set_notes(vec!["shards 2: 2 finished".to_owned()]);
+        let mut feeds = feeds.into_iter();
+        let runs = [
+            [worker_records(0, &[3, 40, 5, 900, 2], 3)],
+            [worker_records(1, &[30, 2, 2, 14, 3000, 2], 2)],
+        ];
+        for run in &runs {
+            write_run(feeds.next().expect("a feed"), run, &[0, 0], 3);
+        }
+        page.finish();
+        let live = page.page();
+        let plotted = RunPlot::read(&paths, &config).expect("plot").html();
+        assert!(live.contains("<section class=\"notes\">\n<p>shards 2: 2 finished</p>"));
+        for path in &paths {
+            assert!(live.contains(path.as_str()), "{path} not on the page");
+        }
+        let requests = |html: &str| {
+            let at = html
+                .find("<span class=\"label\">requests</span>")
+                .expect("requests");
+            html[at..]
+                .split("<span class=\"value\">")
+                .nth(1)
+                .map(|v| v[..v.find('<').unwrap_or(0)].to_owned())
+        };
+        assert_eq!(requests(&live), Some("11".to_owned()));
+        assert_eq!(requests(&live), requests(&plotted));
+    }
+
     /// A ramp from 20/s up by 20/s each second for 20 s against a server that answers
     /// 200 a second and 503s the rest (the knee at 10 s), in send-time order.
     fn ramp() -> Vec<Record> {
@@ -586,6 +702,7 @@ mod tests {
             .live_html(&LiveState {
                 version: 1,
                 finished: false,
+                notes: Vec::new(),
             })
         };
         let records = ramp();
@@ -661,6 +778,7 @@ mod tests {
             .live_html(&LiveState {
                 version: 1,
                 finished: false,
+                notes: Vec::new(),
             })
         };
         // 10 a second for 10 s; from 5 s every other answer has no id.

@@ -15,6 +15,8 @@ const LIVE_SCRIPT: &str = include_str!("live.js");
 pub(crate) struct LiveState {
     pub version: u64,
     pub finished: bool,
+    /// Lines about the run shown under the page's header (a steered run's shards).
+    pub notes: Vec<String>,
 }
 
 impl LiveState {

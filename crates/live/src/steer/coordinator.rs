@@ -12,6 +12,7 @@
 //! what share of the asked load was not delivered.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use engine::STEER_SILENCE;
@@ -88,6 +89,10 @@ struct Shard {
     /// The shard's clock minus the coordinator's, from the answer with the shortest
     /// round trip so far: (offset, round trip), ns.
     clock: Option<(i64, u64)>,
+    /// Where its records go as they are pulled ([`Coordinator::pull_records`]);
+    /// dropped at their end, or when the shard is lost.
+    records: Option<Box<dyn Write + Send>>,
+    records_offset: u64,
 }
 
 /// What happened that a person should read at once (a shard lost, a rule fired).
@@ -295,15 +300,34 @@ impl Coordinator {
             }
             std::thread::sleep(Self::POLL.saturating_sub(polled.elapsed()));
         }
+        self.end_records();
         self.snapshot.finished = true;
         view.publish(&self.snapshot);
+    }
+
+    /// Pulls every shard's record file as it is written into `sinks` (one per
+    /// shard, in order: a live page's feeds, files), from the next poll on.
+    pub fn pull_records(&mut self, sinks: Vec<Box<dyn Write + Send>>) {
+        for (shard, sink) in self.shards.iter_mut().zip(sinks) {
+            shard.records = Some(sink);
+        }
+    }
+
+    /// Stops pulling records: every sink is dropped (their inputs end).
+    pub fn end_records(&mut self) {
+        for shard in &mut self.shards {
+            shard.records = None;
+        }
     }
 
     /// Every shard finished or lost.
     pub fn is_over(&self) -> bool {
         !self.shards.is_empty()
-            && (self.shards.iter())
-                .all(|shard| matches!(shard.health, Health::Finished | Health::Lost { .. }))
+            && (self.shards.iter()).all(|shard| match shard.health {
+                Health::Finished => shard.records.is_none(),
+                Health::Lost { .. } => true,
+                _ => false,
+            })
     }
 
     /// The rule that fired on merged figures, if one did.
@@ -438,6 +462,10 @@ impl Coordinator {
             }
             if shard.health != was {
                 events.extend(shard.announce());
+            }
+            if matches!(shard.health, Health::Lost { .. }) {
+                // Its records end where they were cut; the page reads on without it.
+                shard.records = None;
             }
         }
         events
@@ -633,6 +661,8 @@ impl Shard {
             late_seconds: 0,
             bytes_received: 0,
             clock: None,
+            records: None,
+            records_offset: 0,
         }
     }
 
@@ -649,9 +679,11 @@ impl Shard {
         }
     }
 
-    /// One `/seconds` call; keeps the answer or why there was none.
+    /// One `/seconds` call, then the records written since, if they are pulled;
+    /// keeps the answer or why there was none.
     fn fetch(&mut self) {
         if self.health == Health::Finished {
+            self.pull_records();
             return;
         }
         let asked_unix_ns = engine::unix_now_ns();
@@ -675,8 +707,43 @@ impl Shard {
                 self.head = Some(report);
                 self.last_answer = Some(Instant::now());
                 self.last_error.clear();
+                self.pull_records();
             }
             Err(why) => self.last_error = why,
+        }
+    }
+
+    /// Pulls the record bytes written since the last call into the sink; drops the
+    /// sink (the page's input ends) once the file is complete and read.
+    fn pull_records(&mut self) {
+        let Some(sink) = self.records.as_mut() else {
+            return;
+        };
+        let complete = self.head.as_ref().is_some_and(|head| head.records_complete);
+        loop {
+            let path = format!("/records?from={}", self.records_offset);
+            let Ok(bytes) = self.link.get(&path) else {
+                if self.health == Health::Finished {
+                    // Its feed is gone: nothing more will come.
+                    self.records = None;
+                }
+                return;
+            };
+            if bytes.is_empty() {
+                if complete {
+                    self.records = None;
+                }
+                return;
+            }
+            if sink.write_all(&bytes).is_err() {
+                self.records = None;
+                return;
+            }
+            self.records_offset += bytes.len() as u64;
+            self.bytes_received += bytes.len() as u64;
+            if bytes.len() < super::RECORDS_CHUNK {
+                return;
+            }
         }
     }
 

@@ -10,12 +10,17 @@
 //! - `GET /stop?why=TEXT`: drains the run, which ends as stopped by a rule with `TEXT`
 //!   as its reason;
 //! - `GET /metrics`: the shard's Prometheus series ([`SteerFeed::with_metrics`]), which
-//!   the coordinator adds up into one exposition for the run.
+//!   the coordinator adds up into one exposition for the run;
+//! - `GET /records?from=BYTE`: the record file as written so far, from a byte offset,
+//!   [`RECORDS_CHUNK`] at most per call ([`SteerFeed::with_records`]), which the
+//!   coordinator's dashboard pulls and merges.
 //!
 //! The shard needs nothing from the coordinator: its records are its own file, and a
 //! coordinator that goes silent leaves it judging its own rules.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use engine::{Clock, RunConfig, RunObserver, StopHandle};
@@ -26,6 +31,8 @@ use super::buckets::Buckets;
 use super::second::{ShardReport, ShardSecond, ShardState};
 use crate::{Handler, PrometheusHandle, Request, Response};
 
+/// The most `/records` answers in one call.
+pub const RECORDS_CHUNK: usize = 4 << 20;
 /// Seconds kept for a coordinator that fell behind (ten minutes).
 pub const KEPT_SECONDS: usize = 600;
 const SECOND_NS: u64 = 1_000_000_000;
@@ -49,6 +56,9 @@ struct Shared {
     seconds: VecDeque<ShardSecond>,
     /// A coordinator read the report that says the run finished.
     final_read: bool,
+    /// A coordinator pulls the records, and has read them to their end.
+    records_pulled: bool,
+    records_read: bool,
 }
 
 /// Whether a coordinator has read that the run finished ([`SteerFeed::final_answer`]).
@@ -57,10 +67,14 @@ pub struct FinalAnswer(Arc<Mutex<Shared>>);
 impl FinalAnswer {
     /// A coordinator read the final report.
     pub fn was_read(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .final_read
+        let shared = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.final_read && (!shared.records_pulled || shared.records_read)
+    }
+
+    /// The record file is complete: `/records` has all of it from now on.
+    pub fn records_written(&self) {
+        let mut shared = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.head.records_complete = true;
     }
 }
 
@@ -77,6 +91,7 @@ pub struct SteerFeed {
     shared: Arc<Mutex<Shared>>,
     stop: StopHandle,
     metrics: Option<PrometheusHandle>,
+    records: Option<PathBuf>,
 }
 
 impl SteerFeed {
@@ -106,10 +121,19 @@ impl SteerFeed {
                 head,
                 seconds: VecDeque::new(),
                 final_read: false,
+                records_pulled: false,
+                records_read: false,
             })),
             stop: stop.clone(),
             metrics: None,
+            records: None,
         }
+    }
+
+    /// Serves the run's record file `path` on `/records` too.
+    pub fn with_records(mut self, path: PathBuf) -> SteerFeed {
+        self.records = Some(path);
+        self
     }
 
     /// Serves these series on `/metrics` too.
@@ -123,14 +147,28 @@ impl SteerFeed {
         let shared = Arc::clone(&self.shared);
         let stop = self.stop.clone();
         let metrics = self.metrics.clone();
-        Arc::new(
-            move |request: &Request| match (request.path.as_str(), &metrics) {
-                ("/metrics", Some(metrics)) => {
+        let records = self.records.clone();
+        Arc::new(move |request: &Request| match request.path.as_str() {
+            "/metrics" => match &metrics {
+                Some(metrics) => {
                     Response::ok(crate::PROMETHEUS_CONTENT_TYPE, metrics.render_text())
                 }
-                _ => answer(request, &shared, &stop),
+                None => Response::not_found("/metrics"),
             },
-        )
+            "/records" => {
+                let answer = records_answer(request, records.as_deref());
+                if let Ok(bytes) = &answer {
+                    let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    shared.records_pulled = true;
+                    shared.records_read |= bytes.is_empty() && shared.head.records_complete;
+                }
+                match answer {
+                    Ok(bytes) => Response::ok("application/octet-stream", bytes),
+                    Err(why) => bad_request(&why),
+                }
+            }
+            _ => answer(request, &shared, &stop),
+        })
     }
 
     /// Tells when a coordinator has read that the run finished, so the process can
@@ -290,7 +328,8 @@ fn answer(request: &Request, shared: &Mutex<Shared>, stop: &StopHandle) -> Respo
             };
             stop.steered();
             let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-            shared.final_read |= shared.head.state == ShardState::Finished;
+            shared.final_read |=
+                shared.head.state == ShardState::Finished && shared.head.records_complete;
             let mut report = shared.head.clone();
             report.now_unix_ns = engine::unix_now_ns();
             report.seconds = (shared.seconds.iter())
@@ -308,6 +347,24 @@ fn answer(request: &Request, shared: &Mutex<Shared>, stop: &StopHandle) -> Respo
         }
         path => Response::not_found(path),
     }
+}
+
+/// `/records?from=BYTE`: the file from that offset, [`RECORDS_CHUNK`] at most.
+pub fn records_answer(request: &Request, path: Option<&Path>) -> Result<Vec<u8>, String> {
+    let query = request.query.as_deref().unwrap_or("");
+    let from: u64 = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(key, _)| key == "from")
+        .and_then(|(_, value)| value.parse().ok())
+        .ok_or("/records needs ?from=BYTE (a whole number)")?;
+    let path = path.ok_or("this shard writes its records to stdout: there is no file to pull")?;
+    let mut file = std::fs::File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    file.seek(SeekFrom::Start(from))
+        .map_err(|err| format!("{}: {err}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(RECORDS_CHUNK as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("{}: {err}", path.display()))?;
+    Ok(bytes)
 }
 
 fn bad_request(text: &str) -> Response {

@@ -19,7 +19,7 @@ mod second;
 
 pub use buckets::Buckets;
 pub use coordinator::{BEHIND_SECONDS, Coordinator, Event, Health, ShardLink};
-pub use feed::{FinalAnswer, KEPT_SECONDS, SteerFeed};
+pub use feed::{FinalAnswer, KEPT_SECONDS, RECORDS_CHUNK, SteerFeed, records_answer};
 pub use link::HttpLink;
 pub use metrics::merge_expositions;
 pub use second::{MergedSecond, ShardReport, ShardSecond, ShardState};

@@ -78,6 +78,9 @@ pub struct ShardReport {
     pub state: ShardState,
     /// Why it stopped, when it did.
     pub stop_detail: String,
+    /// Its record file is complete (`/records` has all of it).
+    #[serde(default)]
+    pub records_complete: bool,
     /// Settled seconds from the one asked, in order.
     pub seconds: Vec<ShardSecond>,
 }
