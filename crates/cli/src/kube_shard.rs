@@ -62,14 +62,19 @@ pub fn run(serve: &str, linger: Duration, attack: &[String]) -> anyhow::Result<E
         .spawn()
         .context("kube shard: starting the attack")?;
     state.attack_pid.store(child.id(), Ordering::Relaxed);
-    let status = wait(&mut child)?;
+    // As the pod's PID 1 this process gets the kubelet's SIGTERM (the pod deleted):
+    // the attack drains as for Ctrl-C, its records complete, within the grace period.
+    let stop = engine::StopHandle::new();
+    crate::signals::stop_on_signals(&stop, "draining the attack")?;
+    let status = wait(&mut child, &stop)?;
     state.attack_pid.store(0, Ordering::Relaxed);
     if !output.is_file() {
         bail!("kube shard: the attack ended ({status}) without records");
     }
     state.ready.store(true, Ordering::Relaxed);
     let until = Instant::now() + linger;
-    while !state.bye.load(Ordering::Relaxed) && Instant::now() < until {
+    // Until the records are fetched, or the pod is deleted (SIGTERM), or the linger ends.
+    while !state.bye.load(Ordering::Relaxed) && !stop.is_stopping() && Instant::now() < until {
         std::thread::sleep(POLL);
     }
     server.stop();
@@ -107,7 +112,8 @@ pub fn serve_address(
     Ok(std::net::SocketAddr::new(address.ip(), port).to_string())
 }
 
-fn wait(child: &mut Child) -> anyhow::Result<std::process::ExitStatus> {
+fn wait(child: &mut Child, stop: &engine::StopHandle) -> anyhow::Result<std::process::ExitStatus> {
+    let mut told = false;
     loop {
         if let Some(status) = child
             .try_wait()
@@ -115,7 +121,18 @@ fn wait(child: &mut Child) -> anyhow::Result<std::process::ExitStatus> {
         {
             return Ok(status);
         }
+        if stop.is_stopping() && !told {
+            told = true;
+            terminate(child.id());
+        }
         std::thread::sleep(POLL);
+    }
+}
+
+/// SIGTERM to the attack: it drains as for Ctrl-C.
+fn terminate(pid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
 }
 
@@ -166,10 +183,7 @@ fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
                 let path = format!("/stop?{}", request.query.as_deref().unwrap_or(""));
                 let told = lock(&state.steer).as_mut().map(|feed| feed.get(&path));
                 if !matches!(told, Some(Ok(_))) {
-                    let pid = state.attack_pid.load(Ordering::Relaxed);
-                    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-                    }
+                    terminate(state.attack_pid.load(Ordering::Relaxed));
                 }
                 Response::ok("text/plain", "stopping\n")
             }

@@ -406,6 +406,10 @@ impl Coordinator {
             self.next_second,
             bytes / shard_seconds
         ));
+        let records: u64 = self.shards.iter().map(|shard| shard.records_offset).sum();
+        if records > 0 {
+            lines.push(format!("records pulled live: {} KiB", records / 1024));
+        }
         lines
     }
 
@@ -740,7 +744,6 @@ impl Shard {
                 return;
             }
             self.records_offset += bytes.len() as u64;
-            self.bytes_received += bytes.len() as u64;
             if bytes.len() < super::RECORDS_CHUNK {
                 return;
             }
