@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use super::coordinator::ShardLink;
+use super::shard::ShardLink;
 
 /// Connect and answer timeouts: well under the one-second poll budget.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(700);

@@ -60,7 +60,10 @@ pub fn merge_expositions(texts: &[String]) -> String {
             let Ok(value) = value.parse::<f64>() else {
                 continue;
             };
-            families[at].1.add(key, value);
+            let (family_name, family) = &mut families[at];
+            if belongs_to(key, family_name) {
+                family.add(key, value);
+            }
         }
     }
     let mut out = String::with_capacity(texts.first().map_or(0, String::len));
@@ -74,6 +77,13 @@ pub fn merge_expositions(texts: &[String]) -> String {
         }
     }
     out
+}
+
+/// A series of `family`: its name, or its name with a histogram's suffix.
+fn belongs_to(key: &str, family: &str) -> bool {
+    let name = key.split('{').next().unwrap_or(key);
+    name.strip_prefix(family)
+        .is_some_and(|suffix| ["", "_bucket", "_sum", "_count"].contains(&suffix))
 }
 
 impl Family {
@@ -141,14 +151,17 @@ mod tests {
 
     #[test]
     fn series_one_shard_lacks_are_kept_and_junk_is_dropped() {
-        let other = "# TYPE request_seconds histogram\n\
+        let other = "orphan_before_any_family 3\n\
+                     # TYPE request_seconds histogram\n\
                      request_seconds_bucket{method=\"POST\",le=\"0.005\"} 7\n\
                      not a series line\n\
-                     orphan_before_any_family 3\n";
+                     stray_in_another_family 3\n";
         let merged = merge_expositions(&[other.to_owned(), shard(1, 1, 1.0, 1)]);
         assert!(merged.contains("request_seconds_bucket{method=\"POST\",le=\"0.005\"} 7\n"));
         assert!(merged.contains("request_seconds_bucket{method=\"GET\",le=\"0.005\"} 1\n"));
-        assert!(!merged.contains("not a series") && !merged.contains("orphan"));
+        for junk in ["not a series", "orphan", "stray"] {
+            assert!(!merged.contains(junk), "{junk}: {merged}");
+        }
         assert_eq!(
             merged.matches("# TYPE request_seconds histogram").count(),
             1

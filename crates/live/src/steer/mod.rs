@@ -16,10 +16,12 @@ mod feed;
 mod link;
 mod metrics;
 mod second;
+mod shard;
 
 pub use buckets::Buckets;
-pub use coordinator::{BEHIND_SECONDS, Coordinator, Event, Health, ShardLink};
+pub use coordinator::{BEHIND_SECONDS, CLOCK_WARNING_NS, Coordinator, Event};
 pub use feed::{FinalAnswer, KEPT_SECONDS, RECORDS_CHUNK, SteerFeed, records_answer};
 pub use link::HttpLink;
 pub use metrics::merge_expositions;
 pub use second::{MergedSecond, ShardReport, ShardSecond, ShardState};
+pub use shard::{Health, ShardLink};
