@@ -124,7 +124,7 @@ mod tests {
                 ))),
             ),
             (
-                r#"10.0.0.1 - frank [11/Oct/2000:02:25:36 +0530] "post /form HTTP/2.0" 499 0 "https://example.com/" "Mozilla/5.0 (X11; Linux x86_64) \x22quoted\x22""#,
+                r#"192.0.2.10 - frank [11/Oct/2000:02:25:36 +0530] "post /form HTTP/2.0" 499 0 "https://example.com/" "Mozilla/5.0 (X11; Linux x86_64) \x22quoted\x22""#,
                 Ok(Some((
                     T,
                     "POST",
@@ -224,7 +224,7 @@ mod tests {
         let rows: &[Row] = &[
             (
                 timed,
-                r#"10.0.0.1 [10/Oct/2000:13:55:36 -0700] "GET /slow HTTP/1.1" 200 10 0.250 "curl/8.0""#,
+                r#"192.0.2.10 [10/Oct/2000:13:55:36 -0700] "GET /slow HTTP/1.1" 200 10 0.250 "curl/8.0""#,
                 Ok(Some((
                     T - 250_000_000,
                     "GET",
@@ -311,7 +311,7 @@ mod tests {
             ),
             (
                 timed,
-                r#"10.0.0.1 [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 10 soon "-""#,
+                r#"192.0.2.10 [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 10 soon "-""#,
                 Err("request_time \"soon\" is not a number of seconds"),
                 1_000_000_000,
             ),
@@ -328,7 +328,7 @@ mod tests {
         let directive = r#"log_format main escape=default '$remote_addr - $remote_user [$time_local] "$request" '
                       '$status $body_bytes_sent "$http_referer" '
                       '"$http_user_agent" "$http_x_forwarded_for" \'$msec\'';"#;
-        let line = r#"10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 1 "-" "curl/8.0" "-" '971211336.500'"#;
+        let line = r#"192.0.2.10 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 1 "-" "curl/8.0" "-" '971211336.500'"#;
         let parser = parser(Some(directive)).expect("the directive compiles");
         let rows: &[(&str, Want)] = &[(
             line,
