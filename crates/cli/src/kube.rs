@@ -172,7 +172,7 @@ struct ShardArgs {
 }
 
 /// A duration flag (`90s`, `1h30m`), as every duration flag reads.
-fn duration_flag(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration_flag(text: &str) -> Result<Duration, String> {
     units::parse_duration(text).map_err(|err| err.to_string())
 }
 
@@ -317,15 +317,7 @@ fn live_page(
     output: &Path,
     shards: u32,
 ) -> anyhow::Result<(Vec<crate::dashboard::Output>, crate::dashboard::RunPage)> {
-    let dir = output.join("live");
-    std::fs::create_dir_all(&dir).with_context(|| format!("-output {}", dir.display()))?;
-    let mut outs: Vec<(crate::dashboard::Output, String)> = Vec::new();
-    for index in 0..shards {
-        let path = dir.join(format!("shard-{index}.llr"));
-        let file =
-            std::fs::File::create(&path).with_context(|| format!("-output {}", path.display()))?;
-        outs.push((Box::new(file), path.display().to_string()));
-    }
+    let outs = crate::steer::record_copies(&output.join("live"), shards as usize, "-output")?;
     dashboard.watch_many(outs, "loadlab kube run")
 }
 

@@ -169,11 +169,7 @@ fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
             "/seconds" => seconds(&state, request),
             "/records" => match live::steer::records_answer(request, Some(&output)) {
                 Ok(bytes) => Response::ok("application/octet-stream", bytes),
-                Err(why) => Response {
-                    status: 400,
-                    content_type: "text/plain",
-                    body: format!("{why}\n").into(),
-                },
+                Err(why) => Response::bad_request(&why),
             },
             "/metrics" => match lock(&state.steer).as_mut().map(|feed| feed.get("/metrics")) {
                 Some(Ok(body)) => Response::ok(live::PROMETHEUS_CONTENT_TYPE, body),
@@ -199,11 +195,9 @@ fn handler(state: &Arc<PodState>, output: PathBuf) -> Handler {
 /// The attack's feed answer, passed through and kept; once the attack is over, the
 /// last one kept, marked finished.
 fn seconds(state: &PodState, request: &Request) -> Response {
-    let query = request.query.as_deref().unwrap_or("");
-    let path = format!("/seconds?{query}");
-    let from: u64 = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(key, _)| key == "from")
-        .and_then(|(_, value)| value.parse().ok())
+    let path = format!("/seconds?{}", request.query.as_deref().unwrap_or(""));
+    let from: u64 = (request.param("from"))
+        .and_then(|from| from.parse().ok())
         .unwrap_or(0);
     let running = state.attack_pid.load(Ordering::Relaxed) != 0;
     let fresh = running

@@ -41,10 +41,10 @@ pub struct SteerArgs {
     #[arg(long = "stop-when", value_name = "RULE")]
     stop_when: Vec<String>,
     /// How long a shard may take to answer first (before it is named lost)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::kube::duration_flag)]
     wait: Duration,
     /// Give up steering after this long (the shards go on by themselves)
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::kube::duration_flag)]
     deadline: Duration,
     /// No live view; the events and the verdict are still written
     #[arg(long)]
@@ -60,7 +60,7 @@ pub struct SteerArgs {
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::dashboard::DEFAULT_ADDRESS)]
     dashboard: Option<String>,
     /// Keep the dashboard's final page this long after the run (Ctrl-C ends it sooner)
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::kube::duration_flag)]
     dashboard_linger: Duration,
     /// Pull every shard's record file into DIR/shard-I.llr as it is written (the
     /// shards need -output FILE) [default with -dashboard: steer-UNIX-SECONDS]
@@ -81,10 +81,6 @@ pub fn follow_notes(page: &RunPage, handle: &LiveHandle) -> std::thread::JoinHan
             std::thread::sleep(Duration::from_secs(1));
         }
     })
-}
-
-fn duration_flag(text: &str) -> Result<Duration, String> {
-    units::parse_duration(text).map_err(|err| err.to_string())
 }
 
 pub fn run(args: &SteerArgs) -> anyhow::Result<ExitCode> {
@@ -138,14 +134,7 @@ fn pull_records(
     let dir = args.records.clone().unwrap_or_else(|| {
         std::path::PathBuf::from(format!("steer-{}", jiff::Timestamp::now().as_second()))
     });
-    std::fs::create_dir_all(&dir).with_context(|| format!("-records {}", dir.display()))?;
-    let mut outs: Vec<(Output, String)> = Vec::new();
-    for index in 0..args.shards.len() {
-        let path = dir.join(format!("shard-{index}.llr"));
-        let file =
-            std::fs::File::create(&path).with_context(|| format!("-records {}", path.display()))?;
-        outs.push((Box::new(file), path.display().to_string()));
-    }
+    let outs = record_copies(&dir, args.shards.len(), "-records")?;
     eprintln!(
         "loadlab steer: the shards' records go to {}/shard-*.llr as they are written",
         dir.display()
@@ -158,6 +147,24 @@ fn pull_records(
     let (feeds, page) = board.watch_many(outs, "loadlab steer")?;
     coordinator.pull_records(feeds);
     Ok((dashboard, Some(page)))
+}
+
+/// `dir`/shard-I.llr for `count` shards, made, each with its name, for the
+/// coordinator to pull the shards' records into (`flag` names `dir` in errors).
+pub fn record_copies(
+    dir: &std::path::Path,
+    count: usize,
+    flag: &str,
+) -> anyhow::Result<Vec<(Output, String)>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+    (0..count)
+        .map(|index| {
+            let path = dir.join(format!("shard-{index}.llr"));
+            let file = std::fs::File::create(&path)
+                .with_context(|| format!("{flag} {}", path.display()))?;
+            Ok((Box::new(file) as Output, path.display().to_string()))
+        })
+        .collect()
 }
 
 /// Serves the run's merged series on `address`/metrics.

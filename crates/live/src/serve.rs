@@ -32,6 +32,16 @@ pub struct Request {
     pub query: Option<String>,
 }
 
+impl Request {
+    /// The query parameter `name`, decoded, if it is there.
+    pub fn param(&self, name: &str) -> Option<String> {
+        let query = self.query.as_deref().unwrap_or("");
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    }
+}
+
 /// What a handler answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -95,6 +105,15 @@ impl Response {
             status: 200,
             content_type,
             body: body.into(),
+        }
+    }
+
+    /// A 400 answer saying why.
+    pub fn bad_request(why: &str) -> Response {
+        Response {
+            status: 400,
+            content_type: "text/plain; charset=utf-8",
+            body: format!("{why}\n").into(),
         }
     }
 
@@ -246,16 +265,16 @@ fn read_request(stream: &mut TcpStream) -> Result<Request, Response> {
     loop {
         let read = stream
             .read(&mut chunk)
-            .map_err(|_| bad_request("no request"))?;
+            .map_err(|_| Response::bad_request("no request"))?;
         if read == 0 {
-            return Err(bad_request("no request"));
+            return Err(Response::bad_request("no request"));
         }
         buffer.extend_from_slice(&chunk[..read]);
         if let Some(request) = parse_head(&buffer)? {
             return Ok(request);
         }
         if buffer.len() > MAX_HEAD_BYTES {
-            return Err(bad_request("request head too large"));
+            return Err(Response::bad_request("request head too large"));
         }
     }
 }
@@ -266,7 +285,7 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Request>, Response> {
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(buffer) {
         Ok(httparse::Status::Partial) => Ok(None),
-        Err(_) => Err(bad_request("malformed request")),
+        Err(_) => Err(Response::bad_request("malformed request")),
         Ok(httparse::Status::Complete(_)) => {
             if !matches!(request.method, Some("GET" | "HEAD")) {
                 return Err(Response {
@@ -285,14 +304,6 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Request>, Response> {
                 query,
             }))
         }
-    }
-}
-
-fn bad_request(why: &str) -> Response {
-    Response {
-        status: 400,
-        content_type: "text/plain; charset=utf-8",
-        body: format!("{why}\n").into(),
     }
 }
 

@@ -144,31 +144,13 @@ impl SteerFeed {
 
     /// What answers the coordinator (serve it with [`crate::Server`]).
     pub fn handler(&self) -> Handler {
-        let shared = Arc::clone(&self.shared);
-        let stop = self.stop.clone();
-        let metrics = self.metrics.clone();
-        let records = self.records.clone();
-        Arc::new(move |request: &Request| match request.path.as_str() {
-            "/metrics" => match &metrics {
-                Some(metrics) => {
-                    Response::ok(crate::PROMETHEUS_CONTENT_TYPE, metrics.render_text())
-                }
-                None => Response::not_found("/metrics"),
-            },
-            "/records" => {
-                let answer = records_answer(request, records.as_deref());
-                if let Ok(bytes) = &answer {
-                    let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    shared.records_pulled = true;
-                    shared.records_read |= bytes.is_empty() && shared.head.records_complete;
-                }
-                match answer {
-                    Ok(bytes) => Response::ok("application/octet-stream", bytes),
-                    Err(why) => bad_request(&why),
-                }
-            }
-            _ => answer(request, &shared, &stop),
-        })
+        let answerer = Answerer {
+            shared: Arc::clone(&self.shared),
+            stop: self.stop.clone(),
+            metrics: self.metrics.clone(),
+            records: self.records.clone(),
+        };
+        Arc::new(move |request: &Request| answerer.answer(request))
     }
 
     /// Tells when a coordinator has read that the run finished, so the process can
@@ -314,47 +296,74 @@ impl RunObserver for SteerFeed {
     }
 }
 
-fn answer(request: &Request, shared: &Mutex<Shared>, stop: &StopHandle) -> Response {
-    let query = request.query.as_deref().unwrap_or("");
-    let param = |name: &str| {
-        url::form_urlencoded::parse(query.as_bytes())
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.into_owned())
-    };
-    match request.path.as_str() {
-        "/seconds" => {
-            let Some(Ok(from)) = param("from").map(|from| from.parse::<u64>()) else {
-                return bad_request("/seconds needs ?from=SECOND (a whole number)");
-            };
-            stop.steered();
-            let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-            shared.final_read |=
-                shared.head.state == ShardState::Finished && shared.head.records_complete;
-            let mut report = shared.head.clone();
-            report.now_unix_ns = engine::unix_now_ns();
-            report.seconds = (shared.seconds.iter())
-                .filter(|second| second.second >= from)
-                .cloned()
-                .collect();
-            drop(shared);
-            let body = serde_json::to_vec(&report).unwrap_or_default();
-            Response::ok("application/json", body)
+/// What the feed's handler reads.
+struct Answerer {
+    shared: Arc<Mutex<Shared>>,
+    stop: StopHandle,
+    metrics: Option<PrometheusHandle>,
+    records: Option<PathBuf>,
+}
+
+impl Answerer {
+    fn answer(&self, request: &Request) -> Response {
+        match request.path.as_str() {
+            "/seconds" => match request.param("from").and_then(|from| from.parse().ok()) {
+                Some(from) => self.seconds(from),
+                None => Response::bad_request("/seconds needs ?from=SECOND (a whole number)"),
+            },
+            "/stop" => {
+                let why = request.param("why");
+                (self.stop)
+                    .drain_because(why.unwrap_or_else(|| "stopped by the coordinator".into()));
+                Response::ok("text/plain", "stopping\n")
+            }
+            "/metrics" => match &self.metrics {
+                Some(metrics) => {
+                    Response::ok(crate::PROMETHEUS_CONTENT_TYPE, metrics.render_text())
+                }
+                None => Response::not_found("/metrics"),
+            },
+            "/records" => match records_answer(request, self.records.as_deref()) {
+                Ok(bytes) => {
+                    let mut shared = self.lock();
+                    shared.records_pulled = true;
+                    shared.records_read |= bytes.is_empty() && shared.head.records_complete;
+                    Response::ok("application/octet-stream", bytes)
+                }
+                Err(why) => Response::bad_request(&why),
+            },
+            path => Response::not_found(path),
         }
-        "/stop" => {
-            let why = param("why").unwrap_or_else(|| "stopped by the coordinator".to_owned());
-            stop.drain_because(why);
-            Response::ok("text/plain", "stopping\n")
-        }
-        path => Response::not_found(path),
+    }
+
+    /// The report with the seconds from `from` on; the coordinator is in contact.
+    fn seconds(&self, from: u64) -> Response {
+        self.stop.steered();
+        let mut shared = self.lock();
+        shared.final_read |=
+            shared.head.state == ShardState::Finished && shared.head.records_complete;
+        let mut report = shared.head.clone();
+        report.now_unix_ns = engine::unix_now_ns();
+        report.seconds = (shared.seconds.iter())
+            .filter(|second| second.second >= from)
+            .cloned()
+            .collect();
+        drop(shared);
+        Response::ok(
+            "application/json",
+            serde_json::to_vec(&report).unwrap_or_default(),
+        )
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// `/records?from=BYTE`: the file from that offset, [`RECORDS_CHUNK`] at most.
 pub fn records_answer(request: &Request, path: Option<&Path>) -> Result<Vec<u8>, String> {
-    let query = request.query.as_deref().unwrap_or("");
-    let from: u64 = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(key, _)| key == "from")
-        .and_then(|(_, value)| value.parse().ok())
+    let from: u64 = (request.param("from"))
+        .and_then(|from| from.parse().ok())
         .ok_or("/records needs ?from=BYTE (a whole number)")?;
     let path = path.ok_or("this shard writes its records to stdout: there is no file to pull")?;
     let mut file = std::fs::File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
@@ -365,12 +374,4 @@ pub fn records_answer(request: &Request, path: Option<&Path>) -> Result<Vec<u8>,
         .read_to_end(&mut bytes)
         .map_err(|err| format!("{}: {err}", path.display()))?;
     Ok(bytes)
-}
-
-fn bad_request(text: &str) -> Response {
-    Response {
-        status: 400,
-        content_type: "text/plain",
-        body: format!("{text}\n").into(),
-    }
 }
