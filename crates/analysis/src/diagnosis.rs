@@ -307,7 +307,7 @@ pub fn diagnose(
         (tick, who, f.crossing.at_ns, f.watched.resource)
     };
     findings.sort_by_key(key);
-    process_before_its_core(&mut findings);
+    who_before_its_witness(&mut findings);
     let mut held: Vec<Watched> = watched
         .iter()
         .filter(|w| w.crossed.is_none())
@@ -345,28 +345,41 @@ pub fn diagnose(
     }
 }
 
-/// The host's busiest core is often the core a process fills (one thread, or a process
-/// pinned to it), the core's own stretch starting a tick or two before the process's
-/// (the kernel's work for it counts on the core, not on the process): a process's CPU
-/// limit crossed within [`AT_KNEE_TOLERANCE_NS`] after the core names who, and goes
-/// before it.
-fn process_before_its_core(findings: &mut Vec<Finding>) {
+/// Some findings are witnesses of another that names who ran out, the witness a tick
+/// or two ahead of it:
+/// - the host's busiest core is often the core a process fills (one thread, or a
+///   process pinned to it); the kernel's work for it counts on the core, not on the
+///   process;
+/// - a group's own log lines ("too many open files") come the moment the limit is hit,
+///   while the gauge that shows it (its fds at their limit) is read on the next tick.
+///
+/// A finding that names who, crossed within [`AT_KNEE_TOLERANCE_NS`] after its witness,
+/// goes before it.
+fn who_before_its_witness(findings: &mut Vec<Finding>) {
     let mut index = 0;
     while index < findings.len() {
-        let core = &findings[index];
-        let names_it = |f: &Finding| {
-            matches!(
+        let witness = &findings[index];
+        let in_time =
+            |f: &Finding| f.crossing.at_ns <= witness.crossing.at_ns + AT_KNEE_TOLERANCE_NS;
+        let names_it = |f: &Finding| match witness.watched.resource {
+            Resource::OneCoreOfHost => matches!(
                 f.watched.resource,
                 Resource::OneCore | Resource::CpuAllowance
-            ) && f.crossing.at_ns <= core.crossing.at_ns + AT_KNEE_TOLERANCE_NS
+            ),
+            Resource::Log => {
+                !matches!(f.watched.resource, Resource::Log | Resource::LogSymptom)
+                    && witness
+                        .watched
+                        .name
+                        .starts_with(&format!("{} log (", f.watched.name))
+            }
+            _ => false,
         };
-        let process = (core.watched.resource == Resource::OneCoreOfHost)
-            .then(|| (index + 1..findings.len()).find(|&i| names_it(&findings[i])))
-            .flatten();
-        match process {
-            Some(process) => {
-                let core = findings.remove(index);
-                findings.insert(process, core);
+        match (index + 1..findings.len()).find(|&i| in_time(&findings[i]) && names_it(&findings[i]))
+        {
+            Some(who) => {
+                let witness = findings.remove(index);
+                findings.insert(who, witness);
             }
             None => index += 1,
         }
@@ -885,6 +898,50 @@ mod tests {
             panic!("{:?}", diagnosis.verdict);
         };
         assert_eq!(diagnosis.findings[finding].watched.name, "nginx");
+    }
+
+    #[test]
+    fn a_groups_own_log_line_a_tick_ahead_of_its_gauge_is_the_gauges_evidence() {
+        let said = |group: &str| Watched {
+            name: format!("{group} log (too_many_open_files)"),
+            unit: "/s",
+            limit: None,
+            ..watched("log", Resource::Log, 1.0, 69.0, Some(4))
+        };
+        let fds = |crossed_s| watched("nginx", Resource::Fds, 128.0, 128.0, Some(crossed_s));
+        // (case, log of, fds crossed at, who is first)
+        let cases = [
+            ("own log a tick ahead", "nginx", 5, "nginx"),
+            ("own log two ticks ahead", "nginx", 6, "nginx"),
+            (
+                "own log long before",
+                "nginx",
+                7,
+                "nginx log (too_many_open_files)",
+            ),
+            (
+                "another group's log",
+                "app",
+                5,
+                "app log (too_many_open_files)",
+            ),
+            (
+                "a group whose name begins the same",
+                "nginx2",
+                5,
+                "nginx2 log (too_many_open_files)",
+            ),
+        ];
+        for (case, group, fds_s, want) in cases {
+            let diagnosis = diagnose(
+                Some(knee_at(5)),
+                None,
+                &GeneratorState::default(),
+                &[said(group), fds(fds_s)],
+            );
+            let first = diagnosis.first_limit().expect(case);
+            assert_eq!(diagnosis.findings[first].watched.name, want, "{case}");
+        }
     }
 
     #[test]
