@@ -192,9 +192,10 @@ pub struct AttackArgs {
     #[arg(long, value_name = "DURATION", help = format!(
         "How late a worker may wake to send the requests due and read the answers \
          arrived, so that one wake-up serves several: requests leave at most this late \
-         (the send lag says by how much) and answers at most this plus one request \
-         interval late; 0 wakes \
-         exactly for each, at a higher CPU cost; at most {} [default: {}]",
+         (the send lag says by how much) and answers are read at most this plus one \
+         request interval late, timed by their arrival all the same (the kernel's \
+         receive stamp); 0 wakes exactly for each, at a higher CPU cost; at most {} \
+         [default: {}]",
         GoDuration(defaults::MAX_PRECISION),
         GoDuration(defaults::PRECISION),
     ))]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rustls::ClientConnection;
 use socket2::{Domain, SockAddr, Socket, Type};
 
+use crate::arrival::Arrival;
 use crate::h2::Session;
 use crate::hosts::Address;
 use crate::response::ResponseParser;
@@ -147,6 +148,8 @@ pub(crate) struct Conn {
     /// TLS: the socket's last read was short, so it is drained until epoll says
     /// otherwise (edge-triggered: the next data comes with an event, which clears it).
     pub tls_drained: bool,
+    /// When the socket's last read bytes reached this host.
+    pub arrival: Arrival,
 }
 
 impl Conn {
@@ -166,6 +169,7 @@ impl Conn {
             next: NO_SLOT,
             wire: Wire::Http1,
             tls_drained: false,
+            arrival: Arrival::default(),
         }
     }
 
@@ -272,6 +276,7 @@ impl Conn {
     pub(crate) fn reset(&mut self) {
         self.socket = None;
         self.tls = None;
+        self.arrival.disable();
         self.wire = Wire::Http1;
         self.tls_drained = false;
         self.phase = Phase::Free;
@@ -326,7 +331,7 @@ impl Conn {
         };
         let Some(tls) = self.tls.as_mut() else {
             return loop {
-                match (&*socket).read(buf) {
+                match self.arrival.read(socket, buf) {
                     Ok(0) => break ReadOutcome::Eof,
                     Ok(n) => break ReadOutcome::Data(n),
                     Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
@@ -337,7 +342,7 @@ impl Conn {
                 }
             };
         };
-        read_tls(tls, socket, &mut self.tls_drained, buf)
+        read_tls(tls, socket, &mut self.arrival, &mut self.tls_drained, buf)
     }
 }
 
@@ -353,15 +358,16 @@ fn flush_tls(tls: &mut ClientConnection, socket: &Socket) -> WriteOutcome {
     WriteOutcome::Done
 }
 
-/// A socket that remembers whether its last read came back short.
+/// A socket that remembers whether its last read came back short, and its stamp.
 struct ShortReads<'a> {
     socket: &'a Socket,
+    arrival: &'a mut Arrival,
     short: bool,
 }
 
 impl Read for ShortReads<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (&*self.socket).read(buf)?;
+        let n = self.arrival.read(self.socket, buf)?;
         self.short = n < buf.len();
         Ok(n)
     }
@@ -372,6 +378,7 @@ impl Read for ShortReads<'_> {
 fn read_tls(
     tls: &mut ClientConnection,
     socket: &Socket,
+    arrival: &mut Arrival,
     drained: &mut bool,
     buf: &mut [u8],
 ) -> ReadOutcome {
@@ -389,6 +396,7 @@ fn read_tls(
         }
         let mut source = ShortReads {
             socket,
+            arrival: &mut *arrival,
             short: false,
         };
         match tls.read_tls(&mut source) {

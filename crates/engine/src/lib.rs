@@ -9,7 +9,8 @@
 //!   share in every worker (`attack.rs`); records leave in batches to the collector
 //!   (`collector.rs`), the only writer, which also judges stop rules (`stop_rules.rs`).
 //! - Open model: request k is due at `plan.intended_ns(k)`; latency counts from that
-//!   instant and the send lag is recorded. When every connection is busy the worker
+//!   instant to the answer's arrival as the kernel stamped it (`arrival.rs`), however
+//!   late the worker reads it, and the send lag is recorded. When every connection is busy the worker
 //!   opens more up to the caps; beyond them requests wait and their lag shows.
 //!   Closed model: a user schedule and a think time.
 //! - HTTP/1.1 with keep-alive over TCP, Unix sockets and TLS (rustls). Static requests
@@ -39,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+mod arrival;
 mod attack;
 mod build;
 mod clock;

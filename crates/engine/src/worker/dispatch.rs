@@ -281,6 +281,7 @@ impl Worker {
             self.free.push(slot as u32);
             return Err(Cause::io(ErrorKind::Io, "epoll", &err));
         }
+        conn.arrival.enable(&socket);
         conn.socket = Some(socket);
         conn.phase = Phase::Connecting;
         conn.host = host;

@@ -75,7 +75,10 @@ impl Worker {
             }
             match self.conns[slot].read_some(&mut self.read_buf) {
                 ReadOutcome::Data(n) => {
+                    let now = self.clock.now_ns();
+                    self.arrived_ns = self.conns[slot].arrival.arrived_ns(now, 0);
                     let more = self.on_data(slot, n);
+                    self.arrived_ns = 0;
                     let drained = n < self.read_buf.len() && drained_on_short_read;
                     if (!more && !to_end) || drained || self.conns[slot].phase == Phase::Free {
                         return;
@@ -262,10 +265,13 @@ impl Worker {
         Some(request)
     }
 
-    /// The request has ended: one record, and its closed-model user thinks again.
+    /// The request has ended at `now`: one record, and its user thinks again. Its
+    /// latency ends when the answer arrived, if it ended in a read (`arrival.rs`);
+    /// its user goes on from now, when the worker saw it.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
+        let answered_ns = arrived_since(self.arrived_ns, request.dispatched_ns, now);
         let (error, checks_failed) = if request.is_flow() {
-            self.flow_answered(request, now, status, error)
+            self.flow_answered(request, now, answered_ns, status, error)
         } else {
             (error, 0)
         };
@@ -275,7 +281,7 @@ impl Worker {
             seq: request.seq,
             intended_unix_ns: self.clock.unix_ns(request.intended_ns),
             send_lag_ns: request.dispatched_ns.saturating_sub(request.intended_ns),
-            latency_ns: now.saturating_sub(request.intended_ns),
+            latency_ns: answered_ns.saturating_sub(request.intended_ns),
             ttfb_ns: if request.first_byte_ns == 0 {
                 0
             } else {
@@ -305,6 +311,15 @@ impl Worker {
         self.counters.connections_open -= 1;
         conn.reset();
         self.free.push(slot as u32);
+    }
+}
+
+/// When the bytes being handled (`arrived_ns`, 0 outside a read or without a stamp)
+/// arrived, for a request dispatched at `dispatched_ns` and seen done `now`.
+pub(super) fn arrived_since(arrived_ns: u64, dispatched_ns: u64, now: u64) -> u64 {
+    match arrived_ns {
+        0 => now,
+        arrived_ns => arrived_ns.clamp(dispatched_ns.min(now), now),
     }
 }
 

@@ -178,12 +178,14 @@ impl Worker {
         answer.ready = true;
     }
 
-    /// A flow request ended (`status` 0: without an answer): its answer judged (its
-    /// error and failed checks returned), and its user's next step set.
+    /// A flow request ended (`status` 0: without an answer) at `now`, its answer having
+    /// arrived at `answered_ns`: its answer judged (its error and failed checks
+    /// returned), and its user's next step set.
     pub(super) fn flow_answered(
         &mut self,
         request: &InFlight,
         now: u64,
+        answered_ns: u64,
         status: u16,
         error: u32,
     ) -> (u32, u32) {
@@ -195,7 +197,7 @@ impl Worker {
                 head: &self.answer.head,
                 body: &self.answer.body,
                 body_bytes: self.answer.body_bytes,
-                latency_ns: now.saturating_sub(request.intended_ns),
+                latency_ns: answered_ns.saturating_sub(request.intended_ns),
             }
         } else {
             Answer::default()

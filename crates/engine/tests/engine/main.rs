@@ -339,6 +339,33 @@ fn stopping_drains_requests_in_flight() {
     );
 }
 
+#[test]
+fn answers_read_a_budget_late_are_timed_when_they_arrived() {
+    let server = TestServer::start();
+    // 1,000 requests a second under a 10 ms budget: the worker wakes every 10 ms or
+    // so and reads each answer up to that late, while the server answers at once.
+    let mut cfg = config(&[server.url("/ok")], open_rate(1000.0, 500));
+    cfg.settings.threads = Some(1);
+    cfg.settings.precision_ns = 10_000_000;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 500);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    let median = |mut values: Vec<u64>| {
+        values.sort_unstable();
+        values[values.len() / 2]
+    };
+    let latency_ns = median(run.records.iter().map(|r| r.latency_ns).collect());
+    let lag_ns = median(run.records.iter().map(|r| r.send_lag_ns).collect());
+    // Requests leave late by the budget (the lag says so), and a latency timed by the
+    // read would be more than that; timed by the kernel's stamp it is the server's
+    // time plus the send lag.
+    assert!(lag_ns > 2_000_000, "send lag p50 {lag_ns} ns: no ticks?");
+    assert!(
+        latency_ns < lag_ns + 1_000_000,
+        "latency p50 {latency_ns} ns against send lag p50 {lag_ns} ns"
+    );
+}
+
 /// 20 requests a second to answers that take 1.5 s, drained after 0.4 s: a drain of
 /// about 1.5 s with eight or so requests in flight.
 fn drain_slow_requests() -> Run {
