@@ -25,7 +25,7 @@ const CONTROL_BYTES: usize = 64;
 /// A socket's receive stamps: the control buffer `recvmsg` fills, and the last stamp.
 #[derive(Debug, Default)]
 pub(crate) struct Arrival {
-    /// Allocated when the socket stamps (a heap buffer is aligned for `cmsghdr`).
+    /// Empty when the socket does not stamp (a heap buffer is aligned for `cmsghdr`).
     control: Vec<u8>,
     /// The last read's stamp, unix nanoseconds; 0 for none.
     last_unix_ns: u64,
@@ -37,11 +37,11 @@ impl Arrival {
     pub(crate) fn enable(&mut self, socket: &Socket) {
         self.last_unix_ns = 0;
         let stamping = setsockopt(socket, sockopt::ReceiveTimestampns, &true).is_ok();
-        self.control = if stamping {
-            vec![0; CONTROL_BYTES]
-        } else {
-            Vec::new()
-        };
+        // A slot's buffer serves its every socket (one a request without keep-alive).
+        self.control.clear();
+        if stamping {
+            self.control.resize(CONTROL_BYTES, 0);
+        }
     }
 
     /// Stops stamping (the slot's next socket may be a Unix one).
@@ -63,6 +63,8 @@ impl Arrival {
             MsgFlags::MSG_DONTWAIT,
         )?;
         let bytes = message.bytes;
+        // A read without a stamp must not take the last one's.
+        self.last_unix_ns = 0;
         if let Ok(messages) = message.cmsgs() {
             for control in messages {
                 if let ControlMessageOwned::ScmTimestampns(at) = control {
