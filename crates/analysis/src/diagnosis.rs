@@ -368,10 +368,8 @@ fn who_before_its_witness(findings: &mut Vec<Finding>) {
             ),
             Resource::Log => {
                 !matches!(f.watched.resource, Resource::Log | Resource::LogSymptom)
-                    && witness
-                        .watched
-                        .name
-                        .starts_with(&format!("{} log (", f.watched.name))
+                    && (witness.watched.name.strip_prefix(f.watched.name.as_str()))
+                        .is_some_and(|rest| rest.starts_with(" log ("))
             }
             _ => false,
         };

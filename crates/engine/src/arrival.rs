@@ -5,9 +5,9 @@
 //! late; timing an answer by its read would count that wait as the server's. Each TCP
 //! socket asks the kernel to stamp what it receives, each read takes the stamp of the
 //! last segment it copied, and the answer is timed by the read that completed it. The
-//! stamp is on the wall clock; how long ago it was is read on the wall clock too and
-//! taken off the run's monotonic now, so a wall clock stepped since the start cannot
-//! move it. A read without a stamp (a Unix socket, a kernel that refuses, the first
+//! stamp is on the wall clock; how long ago it was ([`Arrival::age_ns`]) is read on
+//! the wall clock too and taken off the run's monotonic now, so a wall clock stepped
+//! since the start cannot move it. A read without a stamp (a Unix socket, a kernel that refuses, the first
 //! few packets after the first socket on the host asks, which turns stamping on a
 //! moment later) is timed by its read, as before.
 
@@ -77,18 +77,23 @@ impl Arrival {
         Ok(bytes)
     }
 
-    /// When the last read's bytes arrived, on the run's clock given its `now_ns`: no
-    /// later than now, no earlier than `not_before_ns` (the request's dispatch).
-    pub(crate) fn arrived_ns(&self, now_ns: u64, not_before_ns: u64) -> u64 {
+    /// How long ago, on the wall clock, the last read's bytes arrived; 0 without a
+    /// stamp (or one from the future: the wall clock stepped back).
+    pub(crate) fn age_ns(&self) -> u64 {
         if self.last_unix_ns == 0 {
-            return now_ns;
+            return 0;
         }
         let wall_now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let age_ns = wall_now_ns.saturating_sub(self.last_unix_ns);
-        now_ns.saturating_sub(age_ns).max(not_before_ns).min(now_ns)
+        wall_now_ns.saturating_sub(self.last_unix_ns)
     }
+}
+
+/// When bytes `age_ns` old (0: no stamp) arrived, on the run's clock at `now_ns`: no
+/// later than now, no earlier than `not_before_ns` (the request's dispatch).
+pub(crate) fn arrived_ns(age_ns: u64, now_ns: u64, not_before_ns: u64) -> u64 {
+    now_ns.saturating_sub(age_ns).max(not_before_ns.min(now_ns))
 }
 
 #[cfg(test)]
@@ -121,7 +126,7 @@ mod tests {
         let n = arrival.read(&client, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"HTTP/1.1 200 OK\r\n\r\n");
         let now_ns = start.elapsed().as_nanos() as u64;
-        let arrived_ns = arrival.arrived_ns(now_ns, 0);
+        let arrived_ns = arrived_ns(arrival.age_ns(), now_ns, 0);
         // Read 30 ms after it came; timed within a few ms of its write, not its read.
         assert!(
             arrived_ns <= arrived_by_ns + 5_000_000,
@@ -141,7 +146,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         let mut buf = [0u8; 8];
         assert_eq!(arrival.read(&client, &mut buf).unwrap(), 1);
-        assert_eq!(arrival.arrived_ns(7_000, 0), 7_000);
+        assert_eq!(arrived_ns(arrival.age_ns(), 7_000, 0), 7_000);
         // (stamp's age, now, not before) -> arrival: never after now, never before
         // the dispatch, a stamp from the future is now.
         let wall_ns = SystemTime::now()
@@ -166,7 +171,11 @@ mod tests {
         ];
         for (case, stamp, now, not_before, want) in cases {
             arrival.last_unix_ns = stamp;
-            assert_eq!(arrival.arrived_ns(now, not_before), want, "{case}");
+            assert_eq!(
+                arrived_ns(arrival.age_ns(), now, not_before),
+                want,
+                "{case}"
+            );
         }
     }
 

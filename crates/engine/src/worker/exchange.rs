@@ -10,6 +10,7 @@ use record::{ErrorKind, Record};
 use super::Worker;
 use super::dispatch::connect_error_kind;
 use super::protocol::{offers_h2, reason_phrase, request_len};
+use crate::arrival::arrived_ns;
 use crate::conn::{Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
 use crate::errors::Cause;
 use crate::redirect::{self, Next};
@@ -75,10 +76,9 @@ impl Worker {
             }
             match self.conns[slot].read_some(&mut self.read_buf) {
                 ReadOutcome::Data(n) => {
-                    let now = self.clock.now_ns();
-                    self.arrived_ns = self.conns[slot].arrival.arrived_ns(now, 0);
+                    self.arrival_age_ns = self.conns[slot].arrival.age_ns();
                     let more = self.on_data(slot, n);
-                    self.arrived_ns = 0;
+                    self.arrival_age_ns = 0;
                     let drained = n < self.read_buf.len() && drained_on_short_read;
                     if (!more && !to_end) || drained || self.conns[slot].phase == Phase::Free {
                         return;
@@ -269,7 +269,7 @@ impl Worker {
     /// latency ends when the answer arrived, if it ended in a read (`arrival.rs`);
     /// its user goes on from now, when the worker saw it.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
-        let answered_ns = arrived_since(self.arrived_ns, request.dispatched_ns, now);
+        let answered_ns = arrived_ns(self.arrival_age_ns, now, request.dispatched_ns);
         let (error, checks_failed) = if request.is_flow() {
             self.flow_answered(request, now, answered_ns, status, error)
         } else {
@@ -311,15 +311,6 @@ impl Worker {
         self.counters.connections_open -= 1;
         conn.reset();
         self.free.push(slot as u32);
-    }
-}
-
-/// When the bytes being handled (`arrived_ns`, 0 outside a read or without a stamp)
-/// arrived, for a request dispatched at `dispatched_ns` and seen done `now`.
-pub(super) fn arrived_since(arrived_ns: u64, dispatched_ns: u64, now: u64) -> u64 {
-    match arrived_ns {
-        0 => now,
-        arrived_ns => arrived_ns.clamp(dispatched_ns.min(now), now),
     }
 }
 

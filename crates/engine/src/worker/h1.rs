@@ -6,7 +6,7 @@
 use record::ErrorKind;
 
 use super::Worker;
-use super::exchange::arrived_since;
+use crate::arrival::arrived_ns;
 use crate::errors::Cause;
 use crate::response::Feed;
 
@@ -60,7 +60,7 @@ impl Worker {
     #[inline(never)]
     pub(super) fn h1_read(&mut self, slot: usize, n: usize) -> bool {
         let now = self.clock.now_ns();
-        let arrived_ns = self.arrived_ns;
+        let age_ns = self.arrival_age_ns;
         let conn = &mut self.conns[slot];
         let Some(request) = conn.request.as_mut() else {
             // Bytes nobody asked for: the connection cannot be trusted any more.
@@ -68,7 +68,7 @@ impl Worker {
             return false;
         };
         if request.first_byte_ns == 0 {
-            request.first_byte_ns = arrived_since(arrived_ns, request.dispatched_ns, now);
+            request.first_byte_ns = arrived_ns(age_ns, now, request.dispatched_ns);
         }
         match conn.parser.feed(&self.read_buf[..n]) {
             Ok(Feed::More) => {

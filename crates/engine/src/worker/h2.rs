@@ -14,8 +14,8 @@
 use record::ErrorKind;
 
 use super::Worker;
-use super::exchange::arrived_since;
 use super::protocol::{Proto, Why};
+use crate::arrival::arrived_ns;
 use crate::conn::{Phase, StreamLink, Wire};
 use crate::errors::Cause;
 use crate::h2::frame::{self, ConnError, Piece};
@@ -282,7 +282,7 @@ impl Worker {
         block_bytes: usize,
         now: u64,
     ) {
-        let arrived_ns = self.arrived_ns;
+        let age_ns = self.arrival_age_ns;
         let Some(session) = self.conns[carrier].session_mut() else {
             return;
         };
@@ -297,7 +297,7 @@ impl Worker {
             return;
         };
         if request.first_byte_ns == 0 {
-            request.first_byte_ns = arrived_since(arrived_ns, request.dispatched_ns, now);
+            request.first_byte_ns = arrived_ns(age_ns, now, request.dispatched_ns);
         }
         request.bytes_in += block_bytes as u64;
         let failure = match status {

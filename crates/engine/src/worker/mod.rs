@@ -145,8 +145,9 @@ pub(crate) struct Worker {
     last_poll_ready: bool,
     /// How often this worker has been sending ([`Worker::pause`]).
     pace: SendPace,
-    /// When the bytes being handled reached this host (`arrival.rs`); 0 outside a read.
-    arrived_ns: u64,
+    /// How long ago the bytes being handled reached this host (`arrival.rs`); 0
+    /// outside a read or without a stamp.
+    arrival_age_ns: u64,
     /// HTTP/2 connections with frames queued ([`Worker::flush_queued`]).
     flushes: Vec<u32>,
     /// A flow user's `Cookie` header line, rendered per request.
@@ -197,7 +198,7 @@ impl Worker {
             precision_ns: setup.precision_ns,
             last_poll_ready: false,
             pace: SendPace::default(),
-            arrived_ns: 0,
+            arrival_age_ns: 0,
             flushes: Vec::new(),
             cookie_scratch: Vec::new(),
             answer: flow::KeptAnswer::default(),
