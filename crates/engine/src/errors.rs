@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use record::{ErrorEntry, ErrorKind};
 
+use crate::render::Refusal;
+
 /// The run's error table; ids are 1-based positions.
 #[derive(Default)]
 pub(crate) struct ErrorRegistry {
@@ -88,6 +90,10 @@ pub(crate) struct ErrorCache {
     redirect_limits: Vec<(i32, u32)>,
     /// Flow failures by (attack, step, failure).
     flows: Vec<((u16, usize, workload::FlowFailure), u32)>,
+    /// Refused requests by (attack, target index, (header, placeholder)).
+    refusals: Vec<((u16, u32, Refusal), u32)>,
+    /// Refused streamed targets, by their text (bounded like `tls`).
+    refused_texts: Vec<(Arc<str>, u32)>,
 }
 
 impl ErrorCache {
@@ -99,7 +105,46 @@ impl ErrorCache {
             tls: Vec::new(),
             redirect_limits: Vec::new(),
             flows: Vec::new(),
+            refusals: Vec::new(),
+            refused_texts: Vec::new(),
         }
+    }
+
+    /// The id of a request of target `target` of `attack` refused for a value from
+    /// outside (`refusal`: header and placeholder), described by `describe` the first
+    /// time.
+    pub(crate) fn refusal(
+        &mut self,
+        attack: u16,
+        target: u32,
+        refusal: Refusal,
+        describe: impl FnOnce() -> String,
+    ) -> u32 {
+        let key = (attack, target, refusal);
+        if let Some(&(_, id)) = self.refusals.iter().find(|(k, _)| *k == key) {
+            return id;
+        }
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::UnsafeValue,
+            text: describe(),
+        });
+        self.refusals.push((key, id));
+        id
+    }
+
+    /// The id of a streamed target refused as written (its `text` says why).
+    pub(crate) fn refused(&mut self, text: &Arc<str>) -> u32 {
+        if let Some(&(_, id)) = self.refused_texts.iter().find(|(t, _)| t == text) {
+            return id;
+        }
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::UnsafeValue,
+            text: text.to_string(),
+        });
+        if self.refused_texts.len() < TLS_CACHE_ENTRIES {
+            self.refused_texts.push((Arc::clone(text), id));
+        }
+        id
     }
 
     /// The id of a flow failure of `step` of `attack`, described by `describe` the

@@ -177,7 +177,7 @@ impl<'a> Dealer<'a> {
             (!std::mem::replace(&mut seen[host], true)).then(|| self.hosts.hosts[host].clone());
         let lazy = LazyTarget {
             id,
-            prepared: PreparedTarget::new(target, self.keepalive, host)?,
+            prepared: PreparedTarget::streamed(target, self.keepalive, host)?,
             new_host,
             due_ns,
         };

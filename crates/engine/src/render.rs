@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 
-use workload::{RenderContext, Target, Template};
+use workload::{Place, RenderContext, Target, Template};
 
 /// The `User-Agent` header line we send unless the target sets one, as bytes to copy
 /// per request.
@@ -26,6 +26,14 @@ pub(crate) fn host_header(url: &url::Url) -> String {
         Some(port) => format!("{host}:{port}"),
         None => host.to_owned(),
     }
+}
+
+/// Why a templated request may not be sent: its header `header` (in the target's
+/// order) would take an outside value at placeholder `part` that it cannot carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub header: usize,
+    pub part: usize,
 }
 
 /// A request parsed once: its parts as templates (literal ones for a static target)
@@ -77,9 +85,10 @@ impl RequestTemplate {
         let path = match &target.templated_path {
             Some(path) => parse(path)?,
             None => parse(&path_and_query(&target.url))?,
-        };
+        }
+        .placed(Place::Path);
         let headers = sent_headers(target)
-            .map(|h| parse(&h.value).map(|t| (h.name.clone(), t)))
+            .map(|h| parse(&h.value).map(|t| (h.name.clone(), t.placed(Place::Header))))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(RequestTemplate {
             path,
@@ -101,12 +110,15 @@ impl RequestTemplate {
         };
         RequestTemplate {
             method: target.method.clone(),
-            path: Template::literal(path_and_query(url).as_bytes()),
+            path: Template::literal(path_and_query(url).as_bytes()).placed(Place::Path),
             host: target
                 .host_override()
                 .map_or_else(|| host_header(url), str::to_owned),
             headers: sent_headers(target)
-                .map(|h| (h.name.clone(), Template::literal(h.value.as_bytes())))
+                .map(|h| {
+                    let value = Template::literal(h.value.as_bytes());
+                    (h.name.clone(), value.placed(Place::Header))
+                })
                 .collect(),
             body: Template::literal(&target.body),
             user_agent: !has("user-agent"),
@@ -114,6 +126,60 @@ impl RequestTemplate {
             close: !keepalive && !has("connection"),
             templated: false,
         }
+    }
+
+    /// Why this request cannot be sent as written, whatever its values: a method or
+    /// header name that is no token, a host or header text holding CR, LF or NUL, a
+    /// path holding a space or a control character. Judged once, before the run
+    /// (docs/FLOWS.md, "Values from outside a request").
+    pub(crate) fn unsafe_text(&self) -> Option<String> {
+        if !is_token(&self.method) {
+            return Some(format!("method {:?} is not an HTTP token", self.method));
+        }
+        if self.host.bytes().any(workload::breaks_header) {
+            return Some(format!("host {:?} holds CR, LF or NUL", self.host));
+        }
+        if let Some(why) = self.path.unsafe_text() {
+            return Some(format!("the path {why}"));
+        }
+        // A length the file states cannot hold for a body whose values vary: the next
+        // request would start inside this one's body.
+        if !self.content_length && !self.body.is_static() {
+            return Some(
+                "the body has placeholders, so loadlab counts its length: leave Content-Length and Transfer-Encoding out"
+                    .to_owned(),
+            );
+        }
+        self.headers.iter().find_map(|(name, value)| {
+            if !is_token(name) {
+                return Some(format!("header name {name:?} is not an HTTP token"));
+            }
+            value
+                .unsafe_text()
+                .map(|why| format!("header {name}: the value {why}"))
+        })
+    }
+
+    /// The header and placeholder whose value from outside (a data row, an extracted
+    /// variable) would change this request's shape: it must not be sent. Judged per
+    /// request before a connection is taken; reads the values, allocates nothing.
+    pub(crate) fn refusal(&self, context: &RenderContext<'_>) -> Option<Refusal> {
+        self.headers
+            .iter()
+            .enumerate()
+            .find_map(|(header, (_, value))| {
+                value.refusal(context).map(|part| Refusal { header, part })
+            })
+    }
+
+    /// A [`Self::refusal`] in words (`{{token}} in header Authorization holds CR, LF or
+    /// NUL`), described once per run; `variables` are the flow's.
+    pub(crate) fn refusal_text(&self, refusal: Refusal, variables: &[String]) -> String {
+        let (name, value) = &self.headers[refusal.header];
+        format!(
+            "{} in header {name} holds CR, LF or NUL: not sent",
+            value.placeholder(refusal.part, variables)
+        )
     }
 
     /// Whether the request differs per request (else [`Self::render_once`] it).
@@ -176,6 +242,14 @@ fn path_and_query(url: &url::Url) -> String {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
     }
+}
+
+/// An HTTP token (RFC 9110 §5.6.2): what a method or a header name must be.
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// The target's headers we send as they are: all but `Host` (it has its own line).
@@ -253,6 +327,106 @@ mod tests {
         .into_bytes();
         want.extend_from_slice(body);
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn requests_that_cannot_be_sent_as_written_are_named_once() {
+        let variables = ["token".to_owned()];
+        // (method, url, headers, body, what the refusal says)
+        type Row<'a> = (
+            &'a str,
+            &'a str,
+            &'a [(&'a str, &'a str)],
+            &'a [u8],
+            Option<&'a str>,
+        );
+        let rows: &[Row<'_>] = &[
+            ("GET", "http://h/a", &[("X-A", "1")], b"", None),
+            ("POST", "http://h/a", &[], b"{{token}}", None),
+            (
+                "G T",
+                "http://h/a",
+                &[],
+                b"",
+                Some("method \"G T\" is not an HTTP token"),
+            ),
+            (
+                "GET\r\nX: y",
+                "http://h/a",
+                &[],
+                b"",
+                Some("is not an HTTP token"),
+            ),
+            (
+                "GET",
+                "http://h/a",
+                &[("X A", "1")],
+                b"",
+                Some("header name \"X A\" is not an HTTP token"),
+            ),
+            (
+                "GET",
+                "http://h/a",
+                &[("X-A", "a\rb")],
+                b"",
+                Some("header X-A: the value holds CR, LF or NUL"),
+            ),
+            (
+                "GET",
+                "http://h/a",
+                &[("X-A", "{{pick a \"b\nc\"}}")],
+                b"",
+                Some("header X-A: the value holds CR, LF or NUL"),
+            ),
+            (
+                "GET",
+                "http://h/a",
+                &[("Host", "h\r\nX: y")],
+                b"",
+                Some("host \"h\\r\\nX: y\" holds CR, LF or NUL"),
+            ),
+            (
+                "POST",
+                "http://h/a",
+                &[("Content-Length", "5")],
+                b"{{token}}",
+                Some("the body has placeholders"),
+            ),
+            (
+                "POST",
+                "http://h/a",
+                &[("Transfer-Encoding", "chunked")],
+                b"{{token}}",
+                Some("the body has placeholders"),
+            ),
+            (
+                "POST",
+                "http://h/a",
+                &[("Content-Length", "5")],
+                b"hello",
+                None,
+            ),
+        ];
+        for (method, url, headers, body, want) in rows {
+            let template =
+                RequestTemplate::for_step(&target(method, url, headers, body), true, &variables)
+                    .unwrap();
+            let why = template.unsafe_text();
+            match want {
+                None => assert_eq!(why, None, "{method} {headers:?}"),
+                Some(want) => assert!(
+                    why.as_deref().is_some_and(|w| w.contains(want)),
+                    "{method} {headers:?}: {why:?}"
+                ),
+            }
+        }
+        let mut path = target("GET", "http://h/", &[], b"");
+        path.templated_path = Some("/a b/{{token}}".to_owned());
+        let template = RequestTemplate::for_step(&path, true, &variables).unwrap();
+        assert_eq!(
+            template.unsafe_text().as_deref(),
+            Some("the path holds a space or a control character")
+        );
     }
 
     #[test]

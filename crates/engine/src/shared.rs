@@ -24,6 +24,9 @@ pub(crate) struct PreparedTarget {
 pub(crate) enum PreparedRequest {
     Static(Arc<[u8]>),
     Templated(Arc<RequestTemplate>),
+    /// A target from a stream (a replayed log line, a `-lazy` file) that cannot be
+    /// sent as written: its request is an `unsafe_value` error with this text.
+    Refused(Arc<str>),
 }
 
 impl PreparedTarget {
@@ -32,8 +35,27 @@ impl PreparedTarget {
         keepalive: bool,
         host: usize,
     ) -> Result<PreparedTarget, EngineError> {
-        let template = RequestTemplate::new(&target, keepalive)
-            .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        let template = parsed(&target, keepalive)?;
+        refuse_unsafe(&target, &template)?;
+        Ok(PreparedTarget::with_template(target, template, host))
+    }
+
+    /// A target of a stream, prepared as the run goes: one that cannot be sent as
+    /// written is counted per request, not a reason to stop the run.
+    pub(crate) fn streamed(
+        target: Target,
+        keepalive: bool,
+        host: usize,
+    ) -> Result<PreparedTarget, EngineError> {
+        let template = parsed(&target, keepalive)?;
+        if let Err(EngineError::Config(text)) = refuse_unsafe(&target, &template) {
+            return Ok(PreparedTarget {
+                request: PreparedRequest::Refused(format!("{text}: not sent").into()),
+                host,
+                head_only: false,
+                target,
+            });
+        }
         Ok(PreparedTarget::with_template(target, template, host))
     }
 
@@ -46,6 +68,7 @@ impl PreparedTarget {
     ) -> Result<PreparedTarget, EngineError> {
         let template = RequestTemplate::for_step(&target, keepalive, variables)
             .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+        refuse_unsafe(&target, &template)?;
         Ok(PreparedTarget {
             request: PreparedRequest::Templated(Arc::new(template)),
             host,
@@ -66,6 +89,25 @@ impl PreparedTarget {
             head_only: target.method == "HEAD",
             target,
         }
+    }
+}
+
+/// The request of `target`, its placeholders parsed.
+fn parsed(target: &Target, keepalive: bool) -> Result<RequestTemplate, EngineError> {
+    RequestTemplate::new(target, keepalive)
+        .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))
+}
+
+/// The error of a request that cannot be sent as written (docs/FLOWS.md, "Values
+/// from outside a request"), naming the target.
+fn refuse_unsafe(target: &Target, template: &RequestTemplate) -> Result<(), EngineError> {
+    match template.unsafe_text() {
+        Some(why) => Err(EngineError::Config(format!(
+            "{} {}: {why}",
+            target.method.escape_debug(),
+            target.display_url()
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -165,6 +165,10 @@ pub enum ErrorKind {
     /// A `Set-Cookie` the jar refused (a domain the request's host may not set, a bad
     /// attribute): the text names the step and the cookie.
     Cookie,
+    /// A value from outside the request (a data row, a flow's extracted variable, a
+    /// replayed log line) would have changed its shape, so it was not sent: the text
+    /// names the step or target, the placeholder and the header.
+    UnsafeValue,
     /// An error imported from another tool, or written by a newer loadlab.
     #[serde(other)]
     Other,
@@ -172,7 +176,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in id order.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Timeout,
@@ -188,6 +192,7 @@ impl ErrorKind {
         ErrorKind::Extract,
         ErrorKind::Check,
         ErrorKind::Cookie,
+        ErrorKind::UnsafeValue,
         ErrorKind::Other,
     ];
 
@@ -214,6 +219,7 @@ impl ErrorKind {
             ErrorKind::Extract => "extract",
             ErrorKind::Check => "check",
             ErrorKind::Cookie => "cookie",
+            ErrorKind::UnsafeValue => "unsafe_value",
             ErrorKind::Other => "other",
         }
     }

@@ -180,6 +180,21 @@ pub enum FlowFailure {
     },
     /// A `Set-Cookie` was refused.
     Cookie(CookieRefusal),
+    /// Regex extraction `extraction` of the step stopped at a byte that is not UTF-8
+    /// (the pattern reads text): its value would be cut short, so it is not taken.
+    NotText {
+        /// Index in the step's extractions.
+        extraction: usize,
+    },
+}
+
+/// What an extraction made of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extracted {
+    Value,
+    Nothing,
+    /// A regex match ended where the answer stops being UTF-8.
+    NotText,
 }
 
 /// What the flow made of an answer.
@@ -429,16 +444,21 @@ impl Flow {
             }
         }
         for (index, extraction) in step.extractions.iter().enumerate() {
-            let found = answer.status != 0 && self.extract(extraction, answer, user, scratch);
-            if found {
-                user.extracted |= 1 << extraction.variable;
+            let found = if answer.status == 0 {
+                Extracted::Nothing
             } else {
-                user.extracted &= !(1 << extraction.variable);
-                if !extraction.optional && answer.status != 0 {
-                    verdict
-                        .failure
-                        .get_or_insert(FlowFailure::Extract { extraction: index });
-                }
+                self.extract(extraction, answer, user, scratch)
+            };
+            if found == Extracted::Value {
+                user.extracted |= 1 << extraction.variable;
+                continue;
+            }
+            user.extracted &= !(1 << extraction.variable);
+            if !extraction.optional && answer.status != 0 {
+                verdict.failure.get_or_insert(match found {
+                    Extracted::NotText => FlowFailure::NotText { extraction: index },
+                    _ => FlowFailure::Extract { extraction: index },
+                });
             }
         }
         for (index, check) in step.checks.iter().enumerate() {
@@ -460,11 +480,11 @@ impl Flow {
         answer: &Answer<'_>,
         user: &mut UserState,
         scratch: &mut FlowScratch,
-    ) -> bool {
+    ) -> Extracted {
         let (number, draws) = (user.number, &mut user.draws);
         let out = &mut user.variables[usize::from(extraction.variable)];
         out.clear();
-        match &extraction.source {
+        let found = match &extraction.source {
             Source::Json(path) => {
                 let mut pick = |count: u64| {
                     *draws += 1;
@@ -476,9 +496,15 @@ impl Flow {
             }
             Source::Regex(index) => {
                 let locations = &mut scratch.locations[*index];
-                self.regexes[*index]
+                let found = self.regexes[*index]
                     .captures_read(locations, answer.body)
-                    .and_then(|_| locations.get(1).or_else(|| locations.get(0)))
+                    .and_then(|_| locations.get(1).or_else(|| locations.get(0)));
+                if let Some((_, end)) = found
+                    && not_utf8_at(answer.body, end)
+                {
+                    return Extracted::NotText;
+                }
+                found
                     .map(|(start, end)| out.extend_from_slice(&answer.body[start..end]))
                     .is_some()
             }
@@ -491,6 +517,11 @@ impl Flow {
                 .value(name)
                 .map(|value| out.extend_from_slice(value.as_bytes()))
                 .is_some(),
+        };
+        if found {
+            Extracted::Value
+        } else {
+            Extracted::Nothing
         }
     }
 
@@ -556,8 +587,24 @@ impl Flow {
             FlowFailure::Cookie(refusal) => {
                 format!("step {:?}: Set-Cookie refused: {}", step.name, refusal.0)
             }
+            FlowFailure::NotText { extraction } => {
+                let extraction = &step.extractions[extraction];
+                format!(
+                    "step {:?}: extract {}: {:?} stops at a byte that is not UTF-8",
+                    step.name,
+                    self.variables[usize::from(extraction.variable)],
+                    extraction.text
+                )
+            }
         }
     }
+}
+
+/// Whether `body` at `at` holds a byte that cannot start UTF-8 text (not merely a
+/// character cut by the end of what was kept): where a regex reading text stops short.
+fn not_utf8_at(body: &[u8], at: usize) -> bool {
+    let next = &body[at..body.len().min(at + 4)];
+    matches!(std::str::from_utf8(next), Err(e) if e.valid_up_to() == 0 && e.error_len().is_some())
 }
 
 impl Think {

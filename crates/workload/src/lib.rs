@@ -88,7 +88,7 @@ pub use target::{HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use targets_tank::{TankAmmo, TankAmmoReader};
-pub use template::{RenderContext, Template};
+pub use template::{Place, RenderContext, Template, breaks_header, path_encoded, query_encoded};
 
 /// Why targets or a plan were rejected. Messages name the input.
 #[derive(Debug, thiserror::Error)]

@@ -15,6 +15,13 @@
 //!
 //! Random values are a pure function of (seed, request number, placeholder), so a run
 //! with the same `-seed` sends the same requests whatever the thread count.
+//!
+//! A value from outside the request (`{{csv.NAME}}`, a flow's `{{NAME}}`) never changes
+//! the request's shape: where the template lands ([`Place`]) decides what it may hold.
+//! In the path and query it is percent-encoded ([`path_encoded`], [`query_encoded`]); in
+//! a header value one holding CR, LF or NUL is refused before the request is sent
+//! ([`Template::refusal`]); in a body it goes as it is (docs/FLOWS.md, "Values from
+//! outside a request").
 
 use std::io::Write as _;
 
@@ -25,6 +32,42 @@ use crate::rng::Rng;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     parts: Vec<Part>,
+    place: Place,
+    /// In a [`Place::Path`] template, the first part after the literal `?`: the query
+    /// starts there.
+    query_from: usize,
+}
+
+/// Where a template's text goes in a request: what a value from outside may hold there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Place {
+    /// The request target (path, then query after a literal `?`): outside values are
+    /// percent-encoded.
+    Path,
+    /// A header value: an outside value holding CR, LF or NUL is refused.
+    Header,
+    /// The body: sent as it is (its length is counted).
+    #[default]
+    Body,
+}
+
+/// Bytes an outside value's path part is percent-encoded for (the WHATWG URL path
+/// percent-encode set, and DEL): they would end the request line or start a query or
+/// fragment. `/` and `%` stay: a value may be several segments, or encoded already.
+pub fn path_encoded(byte: u8) -> bool {
+    byte <= b' ' || byte >= 0x7f || b"\"#<>?`{}".contains(&byte)
+}
+
+/// Bytes an outside value in the query is percent-encoded for (the WHATWG query set,
+/// DEL, and `&` and `+`, so that a value never adds a parameter or a space).
+pub fn query_encoded(byte: u8) -> bool {
+    byte <= b' ' || byte >= 0x7f || b"\"#&+<>".contains(&byte)
+}
+
+/// Bytes no header value may hold: they would end the header (or, NUL, be refused by
+/// an HTTP/2 peer).
+pub fn breaks_header(byte: u8) -> bool {
+    matches!(byte, b'\r' | b'\n' | 0)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +128,7 @@ const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const DIGITS: &[u8] = b"0123456789";
 const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const HEX: &[u8] = b"0123456789abcdef";
+const HEX_UPPER: &[u8] = b"0123456789ABCDEF";
 /// Longest random string one placeholder may ask for.
 const MAX_RANDOM_LENGTH: usize = 1 << 20;
 
@@ -117,7 +161,77 @@ impl Template {
         if !rest.is_empty() {
             parts.push(Part::Literal(rest.as_bytes().to_vec()));
         }
-        Ok(Template { parts })
+        Ok(Template::of(parts))
+    }
+
+    fn of(parts: Vec<Part>) -> Template {
+        Template {
+            parts,
+            place: Place::Body,
+            query_from: usize::MAX,
+        }
+    }
+
+    /// The template placed in a request: which decides how its outside values render.
+    pub fn placed(mut self, place: Place) -> Template {
+        self.place = place;
+        self.query_from = match place {
+            Place::Path => self
+                .parts
+                .iter()
+                .position(|p| matches!(p, Part::Literal(b) if b.contains(&b'?')))
+                .map_or(usize::MAX, |at| at + 1),
+            Place::Header | Place::Body => usize::MAX,
+        };
+        self
+    }
+
+    /// Why the template's own text (not its outside values) cannot go in its place:
+    /// checked once, before any request.
+    pub fn unsafe_text(&self) -> Option<&'static str> {
+        let (bad, why): (fn(u8) -> bool, _) = match self.place {
+            Place::Header => (breaks_header, "holds CR, LF or NUL"),
+            Place::Path => (
+                |b| b <= b' ' || b == 0x7f,
+                "holds a space or a control character",
+            ),
+            Place::Body => return None,
+        };
+        let bad_text = |text: &[u8]| text.iter().copied().any(bad);
+        self.parts
+            .iter()
+            .any(|part| match part {
+                Part::Literal(bytes) => bad_text(bytes),
+                Part::Pick(words) => words.iter().any(|w| bad_text(w.as_bytes())),
+                _ => false,
+            })
+            .then_some(why)
+    }
+
+    /// In a header value: the first part whose outside value holds CR, LF or NUL for
+    /// this request (the request must not be sent). Reads the values, writes nothing.
+    pub fn refusal(&self, context: &RenderContext<'_>) -> Option<usize> {
+        if self.place != Place::Header {
+            return None;
+        }
+        self.parts.iter().position(|part| {
+            outside_value(part, context).is_some_and(|v| v.iter().copied().any(breaks_header))
+        })
+    }
+
+    /// Placeholder `part` as written (`{{csv.name}}`, `{{token}}`), for an error text;
+    /// `variables` are the flow's.
+    pub fn placeholder(&self, part: usize, variables: &[String]) -> String {
+        match self.parts.get(part) {
+            Some(Part::Column(name)) => format!("{{{{csv.{name}}}}}"),
+            Some(Part::Variable(index)) => format!(
+                "{{{{{}}}}}",
+                variables
+                    .get(usize::from(*index))
+                    .map_or("?", String::as_str)
+            ),
+            _ => "a placeholder".to_owned(),
+        }
     }
 
     /// A template that renders `bytes` as they are (a body that is not UTF-8 has no
@@ -128,11 +242,10 @@ impl Template {
         } else {
             vec![Part::Literal(bytes.to_vec())]
         };
-        Template { parts }
+        Template::of(parts)
     }
 
     /// True when the text has no placeholders: it renders the same every time.
-    #[cfg(test)]
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
@@ -176,22 +289,50 @@ impl Template {
                 Part::Pick(words) => {
                     out.extend_from_slice(words[rng.below(words.len() as u64) as usize].as_bytes());
                 }
-                Part::Column(name) => {
-                    if let Some(data) = context.data {
-                        out.extend_from_slice(
-                            data.value(context.seed, context.row, name).as_bytes(),
-                        );
-                    }
-                }
-                Part::Variable(index) => {
-                    if let Some(value) = context.variables.get(usize::from(*index)) {
-                        out.extend_from_slice(value);
+                Part::Column(_) | Part::Variable(_) => {
+                    let value = outside_value(part, context).unwrap_or_default();
+                    match self.place {
+                        Place::Path if index < self.query_from => {
+                            percent_encode(value, path_encoded, out);
+                        }
+                        Place::Path => percent_encode(value, query_encoded, out),
+                        // A header's value was judged by `refusal` before the render.
+                        Place::Header | Place::Body => out.extend_from_slice(value),
                     }
                 }
                 Part::User => {
                     let _ = write!(out, "{}", context.user);
                 }
             }
+        }
+    }
+}
+
+/// The value of a part that comes from outside the request: a data row's column, a
+/// flow's extracted variable.
+fn outside_value<'c>(part: &Part, context: &RenderContext<'c>) -> Option<&'c [u8]> {
+    match part {
+        Part::Column(name) => context
+            .data
+            .map(|data| data.value(context.seed, context.row, name).as_bytes()),
+        Part::Variable(index) => context
+            .variables
+            .get(usize::from(*index))
+            .map(Vec::as_slice),
+        _ => None,
+    }
+}
+
+fn percent_encode(value: &[u8], encoded: fn(u8) -> bool, out: &mut Vec<u8>) {
+    for &byte in value {
+        if encoded(byte) {
+            out.extend_from_slice(&[
+                b'%',
+                HEX_UPPER[usize::from(byte >> 4)],
+                HEX_UPPER[usize::from(byte & 0x0f)],
+            ]);
+        } else {
+            out.push(byte);
         }
     }
 }
@@ -399,5 +540,73 @@ mod tests {
             assert!(err.contains(want), "{text}: {err}");
             assert!(err.starts_with(&format!("template {text:?}")), "{err}");
         }
+    }
+
+    #[test]
+    fn outside_values_keep_the_request_shape_in_every_place() {
+        let evil: &[u8] = b"a b\r\nX-Injected: yes\r\n\r\nGET /smuggled?x=1&y=2#f+\x00\xff";
+        let variables = vec![evil.to_vec()];
+        let names = ["token".to_owned()];
+        let context = RenderContext {
+            variables: &variables,
+            ..RenderContext::plain(0, 0, None)
+        };
+        // (text, place, what it renders, or None when refused)
+        let rows: &[(&str, Place, Option<&str>)] = &[
+            (
+                "/echo/{{token}}?t={{token}}",
+                Place::Path,
+                Some(
+                    "/echo/a%20b%0D%0AX-Injected:%20yes%0D%0A%0D%0AGET%20/smuggled%3Fx=1&y=2%23f+%00%FF\
+                     ?t=a%20b%0D%0AX-Injected:%20yes%0D%0A%0D%0AGET%20/smuggled?x=1%26y=2%23f%2B%00%FF",
+                ),
+            ),
+            ("Bearer {{token}}", Place::Header, None),
+            ("{{\"a\"}}", Place::Header, Some("a")),
+        ];
+        for (text, place, want) in rows {
+            let template = Template::parse_with(text, Some(&names))
+                .unwrap()
+                .placed(*place);
+            match want {
+                Some(want) => {
+                    assert_eq!(template.refusal(&context), None, "{text}");
+                    let mut out = Vec::new();
+                    template.render(&context, &mut out);
+                    assert_eq!(String::from_utf8_lossy(&out), *want, "{text}");
+                }
+                None => {
+                    let part = template.refusal(&context).expect("refused");
+                    assert_eq!(template.placeholder(part, &names), "{{token}}");
+                }
+            }
+        }
+        // A body takes the value as it is.
+        let body = Template::parse_with("{{token}}", Some(&names)).unwrap();
+        let mut out = Vec::new();
+        body.render(&context, &mut out);
+        assert_eq!(out, evil);
+        // Safe values pass a header; the template's own text is judged once.
+        let plain = vec![b"abc".to_vec()];
+        let safe = RenderContext {
+            variables: &plain,
+            ..context
+        };
+        let header = Template::parse_with("Bearer {{token}}", Some(&names))
+            .unwrap()
+            .placed(Place::Header);
+        assert_eq!(header.refusal(&safe), None);
+        let own = |text: &str, place| Template::parse(text).unwrap().placed(place).unsafe_text();
+        assert_eq!(own("a\rb", Place::Header), Some("holds CR, LF or NUL"));
+        assert_eq!(
+            own("{{pick a \"b\nc\"}}", Place::Header),
+            Some("holds CR, LF or NUL")
+        );
+        assert_eq!(
+            own("/a b/{{seq}}", Place::Path),
+            Some("holds a space or a control character")
+        );
+        assert_eq!(own("/a/{{seq}}?q=1", Place::Path), None);
+        assert_eq!(own("a\r\nb", Place::Body), None);
     }
 }

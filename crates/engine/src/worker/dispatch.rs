@@ -84,6 +84,13 @@ impl Worker {
             };
             let mut request = self.new_request(attack, target, target_index, intended_ns, now);
             request.protocol = self.asked_protocol(host);
+            if let Some(id) = self.refused(&request) {
+                self.attacks[attack].took(source, self.workers as u64);
+                self.attacks[attack].lazy_next = None;
+                self.counters.sent += 1;
+                self.push_record(&request, now, 0, id);
+                continue;
+            }
             let keepalive = self.shared.attacks[attack].keepalive;
             let acquired = match self.acquire(host, keepalive) {
                 Ok(Some(slot)) => Ok(slot),
@@ -109,6 +116,37 @@ impl Worker {
                     let id = self.errors.cause(cause);
                     self.push_record(&request, now, 0, id);
                 }
+            }
+        }
+    }
+
+    /// The error id of a request that must not be sent: its streamed target refused as
+    /// written, or a value from outside its place cannot carry (docs/FLOWS.md, "Values
+    /// from outside a request"). Judged before a connection is taken.
+    fn refused(&mut self, request: &InFlight) -> Option<u32> {
+        let attack = &self.shared.attacks[request.attack as usize];
+        let prepared = match &self.attacks[request.attack as usize].lazy_next {
+            Some(lazy) => &lazy.prepared,
+            None => &attack.targets[request.target_index as usize],
+        };
+        match &prepared.request {
+            PreparedRequest::Static(_) => None,
+            PreparedRequest::Refused(text) => Some(self.errors.refused(text)),
+            PreparedRequest::Templated(template) => {
+                let context = RenderContext::plain(
+                    self.shared.seed ^ u64::from(request.attack),
+                    request.seq,
+                    attack.data.as_deref(),
+                );
+                let refusal = template.refusal(&context)?;
+                Some(
+                    self.errors
+                        .refusal(request.attack, request.target, refusal, || {
+                            let target = &prepared.target;
+                            let why = template.refusal_text(refusal, &[]);
+                            format!("{} {}: {why}", target.method, target.display_url())
+                        }),
+                )
             }
         }
     }
@@ -260,6 +298,8 @@ impl Worker {
                 return (RequestBytes::Shared(Arc::clone(bytes)), prepared.head_only);
             }
             PreparedRequest::Templated(template) => template,
+            // `refused` kept it from a connection.
+            PreparedRequest::Refused(_) => return (RequestBytes::Shared(Arc::from([])), false),
         };
         let context = RenderContext::plain(
             shared.seed ^ u64::from(request.attack),

@@ -71,17 +71,20 @@ impl Worker {
         };
         let step = users.user(user).step;
         let host = options.targets[step].host;
-        let acquired = match self.acquire(host, options.keepalive) {
-            Ok(Some(slot)) => Ok(slot),
-            Ok(None) => {
-                if let Some(users) = self.attacks[attack].flow.as_mut() {
-                    users.wait(user, intended_ns);
+        let acquired = match self.step_refused(attack, user, step) {
+            Some(id) => Err(id),
+            None => match self.acquire(host, options.keepalive) {
+                Ok(Some(slot)) => Ok(slot),
+                Ok(None) => {
+                    if let Some(users) = self.attacks[attack].flow.as_mut() {
+                        users.wait(user, intended_ns);
+                    }
+                    self.attacks[attack].capped = true;
+                    self.counters.cap_waits += 1;
+                    return false;
                 }
-                self.attacks[attack].capped = true;
-                self.counters.cap_waits += 1;
-                return false;
-            }
-            Err(cause) => Err(cause),
+                Err(cause) => Err(self.errors.cause(cause)),
+            },
         };
         let state = &mut self.attacks[attack];
         state.sent += 1;
@@ -102,12 +105,39 @@ impl Worker {
                 let bytes = self.step_bytes(slot, &request, now);
                 self.begin(slot, request, bytes, options.targets[step].head_only);
             }
-            Err(cause) => {
-                let id = self.errors.cause(cause);
-                self.push_record(&request, now, 0, id);
-            }
+            Err(id) => self.push_record(&request, now, 0, id),
         }
         true
+    }
+
+    /// The error id when user `user`'s step `step` must not be sent: a variable or
+    /// data column of the user holds what its header cannot carry (docs/FLOWS.md,
+    /// "Values from outside a request"). The user's flow goes on as after a
+    /// transport error.
+    fn step_refused(&mut self, attack: usize, user: u32, step: usize) -> Option<u32> {
+        let options = &self.shared.attacks[attack];
+        let users = self.attacks[attack].flow.as_ref()?;
+        let PreparedRequest::Templated(template) = &options.targets[step].request else {
+            return None;
+        };
+        let user = users.user(user);
+        let context = RenderContext {
+            seed: self.shared.seed ^ attack as u64,
+            seq: 0,
+            data: options.data.as_deref(),
+            row: user.number,
+            variables: &user.variables,
+            user: user.number,
+        };
+        let refusal = template.refusal(&context)?;
+        let flow = &users.flow;
+        Some(
+            self.errors
+                .refusal(attack as u16, step as u32, refusal, || {
+                    let why = template.refusal_text(refusal, &flow.variables);
+                    format!("step {:?}: {why}", flow.steps[step].name)
+                }),
+        )
     }
 
     /// The step's request for its user, rendered into connection `slot`'s spare
@@ -313,7 +343,7 @@ impl Worker {
 
 fn flow_error(flow: &Flow, step: usize, failure: FlowFailure) -> (record::ErrorKind, String) {
     let kind = match failure {
-        FlowFailure::Extract { .. } => record::ErrorKind::Extract,
+        FlowFailure::Extract { .. } | FlowFailure::NotText { .. } => record::ErrorKind::Extract,
         FlowFailure::Check { .. } => record::ErrorKind::Check,
         FlowFailure::Cookie(_) => record::ErrorKind::Cookie,
     };

@@ -395,3 +395,85 @@ fn large_bodies_over_tls_are_read_to_the_end() {
     );
     assert!(run.records.iter().all(|r| r.bytes_in > 3_000_000));
 }
+
+/// A `-data` row holding CRLF and a smuggled request, over h2c: in `:path` it is
+/// percent-encoded, in a header it refuses the request (`unsafe_value`); the server
+/// gets no field loadlab did not mean to send (docs/FLOWS.md, "Values from outside a
+/// request").
+#[test]
+fn outside_values_never_add_fields_or_requests_over_h2() {
+    let server = H2Server::start(H2Options::default());
+    let evil = "abc\r\nX-Injected: yes\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x";
+    let csv = format!("token\n\"{evil}\"\nsafe\n");
+    let with_rows = |target: String, requests: u64| {
+        let targets =
+            workload::parse_http_targets(target.as_bytes(), "targets.txt", &[], b"", &|_| {
+                Ok(Vec::new())
+            })
+            .unwrap();
+        let data =
+            workload::DataTable::read(csv.as_bytes(), "rows.csv", workload::DataOrder::Sequential)
+                .unwrap();
+        let mut cfg = h2c(&[], open_rate(200.0, requests));
+        cfg.attacks[0].targets = Targets::List(targets);
+        cfg.attacks[0].data = Some(Arc::new(data));
+        run(&cfg)
+    };
+    let header = format!(
+        "GET http://{}/t/x\nX-Token: {{{{csv.token}}}}\n",
+        server.addr
+    );
+    let run = with_rows(header, 2);
+    let want_error = format!(
+        "GET http://{}/t/x: {{{{csv.token}}}} in header X-Token holds CR, LF or NUL: not sent",
+        server.addr
+    );
+    assert_eq!(
+        errors(&run),
+        HashMap::from([((ErrorKind::UnsafeValue, want_error), 1)])
+    );
+    assert_eq!(statuses(&run), HashMap::from([(0, 1), (200, 1)]));
+    let fields = server.stats.fields.lock().unwrap().clone();
+    let text = |fields: &[(String, Vec<u8>)]| {
+        fields
+            .iter()
+            .map(|(n, v)| format!("{n}: {}", String::from_utf8_lossy(v)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        fields.len(),
+        1,
+        "one request reached the server: {fields:?}"
+    );
+    assert_eq!(
+        text(&fields[0]),
+        [
+            ":method: GET",
+            ":path: /t/x",
+            &format!("user-agent: loadlab/{}", env!("CARGO_PKG_VERSION")),
+            "x-token: safe",
+        ]
+    );
+    // The same row in the path alone: encoded into the one `:path`.
+    let path = format!(
+        "GET http://{}/t/{{{{csv.token}}}}?q={{{{csv.token}}}}\n",
+        server.addr
+    );
+    let run = with_rows(path, 1);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 1)]),
+        "{:?}",
+        errors(&run)
+    );
+    let fields = server.stats.fields.lock().unwrap().clone();
+    let encoded = "abc%0D%0AX-Injected:%20yes%0D%0A%0D%0AGET%20/smuggled%20HTTP/1.1%0D%0AHost:%20x";
+    assert_eq!(
+        text(&fields[1])[..2],
+        [
+            ":method: GET".to_owned(),
+            format!(":path: /t/{encoded}?q={encoded}"),
+        ]
+    );
+    assert_eq!(fields.len(), 2, "{fields:?}");
+}

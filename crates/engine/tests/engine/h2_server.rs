@@ -3,7 +3,7 @@
 //! [`H2Server`] is the `h2` crate's server (another implementation than ours):
 //! h2c with prior knowledge or TLS with ALPN (`h2`, and HTTP/1.1 answered by hand
 //! for clients that do not offer h2). Paths: `/ok`, `/slow/MS`, `/stall`,
-//! `/status/NNN`, `/t/ANY`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
+//! `/status/NNN`, `/t/ANY...`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
 //! `/big/BYTES`, `/echo` (reads the whole body).
 //!
 //! [`RawServer`] speaks frames by hand, for what a real server would not do on
@@ -18,6 +18,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A request's fields: name, value.
+pub type Fields = Vec<(String, Vec<u8>)>;
+
 #[derive(Default)]
 pub struct H2Stats {
     pub connections: AtomicUsize,
@@ -31,6 +34,9 @@ pub struct H2Stats {
     pub body_bytes: AtomicUsize,
     /// Every path and query served over h2, in arrival order.
     pub paths: std::sync::Mutex<Vec<String>>,
+    /// Every request's fields as the server decoded them (`:method`, `:path`, then
+    /// the headers), in arrival order.
+    pub fields: std::sync::Mutex<Vec<Fields>>,
 }
 
 pub struct H2Server {
@@ -157,9 +163,23 @@ async fn answer(
         .map(|q| format!("?{q}"))
         .unwrap_or_default();
     stats.paths.lock().unwrap().push(format!("{path}{query}"));
+    let mut fields = vec![
+        (
+            ":method".to_owned(),
+            request.method().as_str().as_bytes().to_vec(),
+        ),
+        (":path".to_owned(), format!("{path}{query}").into_bytes()),
+    ];
+    fields.extend(
+        request
+            .headers()
+            .iter()
+            .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec())),
+    );
+    stats.fields.lock().unwrap().push(fields);
     let head = |status: u16| http::Response::builder().status(status).body(()).unwrap();
     let (status, body) = match path.split('/').collect::<Vec<_>>()[1..] {
-        ["ok"] | ["t", _] => (200, Bytes::from_static(b"ok")),
+        ["ok"] | ["t", ..] => (200, Bytes::from_static(b"ok")),
         ["slow", ms] => {
             tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
             (200, Bytes::from_static(b"slow"))

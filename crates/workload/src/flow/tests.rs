@@ -297,3 +297,55 @@ fn think_times() {
         / 20_000.0;
     assert!((950_000.0..1_050_000.0).contains(&mean), "{mean}");
 }
+
+#[test]
+fn a_regex_extraction_never_takes_a_value_cut_short_by_bytes_not_utf8() {
+    // (pattern, body, the value taken or None, the failure text when none)
+    type Row<'a> = (&'a str, &'a [u8], Option<&'a [u8]>, &'a str);
+    let rows: &[Row<'_>] = &[
+        ("token=(.*)", b"token=abc\n", Some(b"abc"), ""),
+        (
+            "token=(.*)",
+            b"token=\xff\xfeabc",
+            None,
+            "stops at a byte that is not UTF-8",
+        ),
+        (
+            "token=(\\S+)",
+            b"token=ab\xffcd",
+            None,
+            "stops at a byte that is not UTF-8",
+        ),
+        ("token=([a-z]+)", b"token=ab\xc3\xa9", Some(b"ab"), ""),
+        ("token=(.+)", b"token=\xff", None, "found nothing"),
+        ("token=(.*)", b"token=caf\xc3", Some(b"caf"), ""),
+    ];
+    for (pattern, body, want, why) in rows {
+        let text = format!(
+            "[[step]]\nname = \"login\"\nrequest = \"GET http://h/\"\nextract = {{ token = 'regex {pattern}' }}\n"
+        );
+        let flow = compile(&text).unwrap();
+        let mut user = UserState::default();
+        let mut scratch = flow.scratch();
+        flow.start(&mut user, 0);
+        let verdict = flow.judge(
+            &mut user,
+            &answer(200, b"", body),
+            flow.steps[0].cookie_url(),
+            0,
+            &mut scratch,
+        );
+        match want {
+            Some(value) => {
+                assert_eq!(verdict.failure, None, "{pattern} {body:?}");
+                assert_eq!(user.variables[0], *value, "{pattern} {body:?}");
+            }
+            None => {
+                let failure = verdict.failure.expect("a failure");
+                let text = flow.failure_text(0, failure);
+                assert!(text.ends_with(why), "{pattern} {body:?}: {text}");
+                assert_eq!(user.extracted, 0, "{pattern}: no value for later steps");
+            }
+        }
+    }
+}
