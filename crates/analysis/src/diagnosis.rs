@@ -223,9 +223,46 @@ pub struct Finding {
     pub timing: Timing,
 }
 
+/// An address every request to which failed to connect: nothing listened there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreached {
+    /// `host:port`, as the targets name it.
+    pub address: String,
+    /// What the connects said, without the `connect: ` prefix (`connection refused`).
+    pub error: String,
+    /// Requests sent to it, every one failed.
+    pub requests: u64,
+}
+
+/// How failed requests failed, in the answers' own terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailedAs {
+    /// The server answered this status (outside 200..400).
+    Status(u16),
+    /// No answer: the error kind (`timeout`, `reset`, `connect`).
+    Error(String),
+}
+
+/// What the failed requests say (the statuses, the errors) and from which offered rate
+/// they began: said instead of a guess about what was not watched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failures {
+    /// Who answered: the targets' `host:port` when they share one, else `the servers`.
+    pub server: String,
+    /// Each way requests failed, with its count, most first.
+    pub kinds: Vec<(FailedAs, u64)>,
+    /// The first second in which failures passed 1% of the answers, from the run's
+    /// start, and the rate offered in it.
+    pub from: Option<(u64, f64)>,
+}
+
 /// The answer in one word, with its subject.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
+    /// Every request to these addresses failed to connect: nothing listened there.
+    /// Before everything else, the generator too: the latencies are failed connects,
+    /// there is no answer to weigh a lag against, and no server was loaded.
+    Unreachable(Vec<Unreached>),
     /// The generator fell behind: nothing can be said about the server.
     GeneratorRanOut {
         /// How it fell behind.
@@ -271,6 +308,8 @@ pub struct Diagnosis {
     /// What could not be judged, and why ("db: 12 readings missing from 3.0 s: login
     /// refused"): said, never guessed around.
     pub unjudged: Vec<String>,
+    /// What the failed requests said, when some failed (set by the caller).
+    pub failures: Option<Failures>,
 }
 
 /// Judges one run; see the module documentation. `trouble` says how a load without a
@@ -342,6 +381,18 @@ pub fn diagnose(
         held,
         no_knee: None,
         unjudged: Vec::new(),
+        failures: None,
+    }
+}
+
+impl Diagnosis {
+    /// Addresses that never accepted a connection make the verdict
+    /// [`Verdict::Unreachable`], whatever else was judged; none leaves it.
+    pub fn with_unreached(mut self, unreached: Vec<Unreached>) -> Diagnosis {
+        if !unreached.is_empty() {
+            self.verdict = Verdict::Unreachable(unreached);
+        }
+        self
     }
 }
 
@@ -402,6 +453,7 @@ impl Diagnosis {
     /// `held`, `not_judged`.
     pub fn verdict_name(&self) -> &'static str {
         match self.verdict {
+            Verdict::Unreachable(_) => "unreachable",
             Verdict::GeneratorRanOut { .. } => "generator",
             Verdict::FirstLimit { .. } => "first_limit",
             Verdict::NothingWatchedRanOut => "nothing_watched",
@@ -457,6 +509,10 @@ impl Diagnosis {
     pub fn headline(&self) -> String {
         let knee = self.knee.as_ref();
         match &self.verdict {
+            Verdict::Unreachable(unreached) => {
+                let each: Vec<String> = unreached.iter().map(Unreached::describe).collect();
+                each.join("; ")
+            }
             Verdict::GeneratorRanOut { reason } => {
                 format!("the generator ran out ({reason}): this run says nothing about the server")
             }
@@ -482,16 +538,84 @@ impl Diagnosis {
                     .map(knee_words)
                     .or_else(|| self.trouble.clone())
                     .unwrap_or_default();
-                format!(
-                    "{what}: nothing monitored reached its limit; the limit lies in something \
-                     not watched (a downstream, a lock, a pool without a gauge)"
-                )
+                let watched = if self.held.is_empty() && self.findings.is_empty() {
+                    "with nothing watched"
+                } else {
+                    "while no watched resource was near its limit"
+                };
+                match self.failures.as_ref().filter(|f| !f.kinds.is_empty()) {
+                    // The answers say what happened; the unwatched is not guessed at.
+                    Some(failures) => format!(
+                        "{what}: {} {watched}: {}",
+                        failures.describe(),
+                        failures.meaning()
+                    ),
+                    None => format!(
+                        "{what}: nothing monitored reached its limit; the limit lies in \
+                         something not watched (a downstream, a lock, a pool without a gauge)"
+                    ),
+                }
             }
             Verdict::Held => match &self.no_knee {
                 Some(why) => format!("{why}; nothing monitored reached its limit"),
                 None => "no knee, and nothing monitored reached its limit".to_owned(),
             },
             Verdict::NotJudged { reason } => format!("not judged: {reason}"),
+        }
+    }
+}
+
+impl Unreached {
+    /// `nothing listened at 127.0.0.1:18199: connection refused, every request (100)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "nothing listened at {}: {}, every request ({})",
+            self.address, self.error, self.requests
+        )
+    }
+}
+
+impl Failures {
+    /// `127.0.0.1:8080 answered 503 (1234) from 714/s`, `requests to 127.0.0.1:8080
+    /// failed with timeout (12) from 714/s`: the statuses first, then the errors.
+    pub fn describe(&self) -> String {
+        let list = |status: bool| -> Vec<String> {
+            (self.kinds.iter())
+                .filter_map(|(kind, count)| match (kind, status) {
+                    (FailedAs::Status(code), true) => Some(format!("{code} ({count})")),
+                    (FailedAs::Error(name), false) => Some(format!("{name} ({count})")),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (statuses, errors) = (list(true), list(false));
+        let mut text = String::new();
+        if !statuses.is_empty() {
+            let _ = write!(text, "{} answered {}", self.server, statuses.join(", "));
+        }
+        if !errors.is_empty() {
+            let lead = if text.is_empty() {
+                format!("requests to {}", self.server)
+            } else {
+                ", and requests".to_owned()
+            };
+            let _ = write!(text, "{lead} failed with {}", errors.join(", "));
+        }
+        if let Some((_, per_sec)) = self.from {
+            let _ = write!(text, " from {}", value(per_sec, "/s"));
+        }
+        text
+    }
+
+    /// What answers like these mean, without guessing at what was not watched.
+    pub fn meaning(&self) -> &'static str {
+        let answered =
+            (self.kinds.first()).is_some_and(|(kind, _)| matches!(kind, FailedAs::Status(_)));
+        if answered {
+            "a limit the server is configured with (a rate limit, a queue, an upstream)"
+        } else {
+            "the server (or what is between) stopped answering in time; its logs or a \
+             monitor of it say why"
         }
     }
 }

@@ -153,6 +153,7 @@ impl RunGather {
         RunGather {
             gather: Gather {
                 threshold: gather.threshold,
+                health: gather.health,
                 origin_unix_ns: gather.origin_unix_ns,
                 metrics: gather.metrics.clone(),
                 bins: gather.replay.live_bins(&gather.bins, max_rows),
@@ -222,6 +223,7 @@ fn why_empty(summaries: &[SourceSummary]) -> String {
 #[derive(Clone)]
 struct Gather {
     threshold: usize,
+    health: analysis::GeneratorHealth,
     origin_unix_ns: Option<u64>,
     metrics: Metrics,
     bins: Bins,
@@ -275,6 +277,7 @@ impl Gather {
     fn new(config: &PlotConfig) -> Gather {
         Gather {
             threshold: config.threshold,
+            health: config.health,
             origin_unix_ns: None,
             metrics: Metrics::new(None),
             bins: Bins::new(config.every_ns),
@@ -352,6 +355,7 @@ impl Gather {
         sample_tables: SampleTables,
     ) -> RunData {
         let mut facts = RunFacts::from_inputs(&summaries, &tables);
+        facts.health = self.health;
         let (origin_unix_ns, zero) = match self.origin_unix_ns {
             Some(origin) => (Some(origin), TimeZero::FirstRequest),
             None => (self.samples.first_unix_ns(), TimeZero::FirstSample),
@@ -361,7 +365,7 @@ impl Gather {
         // its diagnosis, from the same evidence judged the same way.
         facts.resources.clone_from(&samples.summary);
         facts.replay = self.replay.finish(&mut self.bins, &summaries, &tables);
-        self.judging.close().fill(&mut facts);
+        self.judging.close().fill(&mut facts, &tables);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
         report.extras.diagnosis = report::diagnose_run(&report, &facts);

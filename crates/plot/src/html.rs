@@ -391,10 +391,9 @@ fn load_tiles(report: &Report) -> Vec<Tile> {
             report.extras.asked.map_or_else(String::new, |asked| {
                 format!("of {}/s asked", format::count(asked.asked_per_sec))
             }),
-            if report
-                .extras
-                .asked
-                .is_some_and(|a| a.ratio < report::RATE_RATIO_LIMIT)
+            // The report's own judgement, against the run's health (a plan's `achieved`).
+            if (report.extras.warnings.iter())
+                .any(|w| matches!(w, report::Warning::RateShort { .. }))
             {
                 "bad"
             } else {
@@ -457,7 +456,10 @@ fn latency_tiles(report: &Report) -> Vec<Tile> {
 fn generator_tiles(report: &Report) -> Vec<Tile> {
     let mut tiles = Vec::new();
     if let Some(lag) = &report.extras.send_lag {
-        let behind = lag.p99_ns > report::LAG_P99_LIMIT_NS;
+        // Red only when the lag weighs against the answers, as the warning and the
+        // diagnosis judge it (one rule: `analysis::GeneratorHealth::weigh_lag`).
+        let behind =
+            (report.extras.lag).is_some_and(|lag| lag.weight == analysis::LagWeight::Heavy);
         tiles.push((
             "send lag p99",
             format::duration_ns(lag.p99_ns as f64),

@@ -58,6 +58,10 @@ pub struct ReportConfig {
     pub every_ns: Option<u64>,
     /// One report per group.
     pub by: Option<GroupBy>,
+    /// What the generator must achieve for the run to say anything about the server
+    /// (send lag bound, share of the asked rate): the defaults, or a plan's `[slo]`
+    /// when `loadlab run` reports a step, so its report and verdict agree.
+    pub health: analysis::GeneratorHealth,
 }
 
 impl ReportConfig {
@@ -79,6 +83,7 @@ impl ReportConfig {
             report_type,
             every_ns,
             by,
+            health: analysis::GeneratorHealth::default(),
         })
     }
 }

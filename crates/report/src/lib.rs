@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+mod answers;
 mod checks;
 mod compare;
 mod config;
