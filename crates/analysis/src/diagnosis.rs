@@ -121,6 +121,17 @@ pub struct Crossing {
     pub value: f64,
 }
 
+/// A peak past the threshold that did not last: why a resource that passed its
+/// threshold is among those that held.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Brief {
+    /// The threshold, in percent of the limit when the resource has one, else in its
+    /// unit.
+    pub threshold: f64,
+    /// Readings in a row at the threshold a crossing needs.
+    pub sustain: u32,
+}
+
 /// One resource watched beside the run, as the samples showed it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Watched {
@@ -141,6 +152,10 @@ pub struct Watched {
     pub peak_at_ns: u64,
     /// The first sustained stretch at the threshold, if it came that close.
     pub crossed: Option<Crossing>,
+    /// Without a crossing: the threshold its peak passed for fewer readings in a row
+    /// than a crossing needs, and that number (`host iowait peak 32%` beside a 20%
+    /// threshold says why it did not count).
+    pub brief: Option<Brief>,
     /// The first line that made it a finding, for a log.
     pub example: Option<String>,
     /// More evidence in words, said after the meaning ("transactions peaked at
@@ -807,9 +822,27 @@ fn share(value: f64, limit: Option<f64>) -> f64 {
     }
 }
 
-/// A watched resource that stayed under its threshold: `app fds peak 12% of 1024 fds`,
-/// `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`.
+/// A watched resource that did not cross its threshold: `app fds peak 12% of 1024
+/// fds`, `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`; a peak past
+/// the threshold says why it did not count (`host iowait peak 32%, above its 20%
+/// threshold for fewer than 3 readings in a row`).
 fn headroom(w: &Watched) -> String {
+    let mut text = peak_words(w);
+    if let Some(brief) = w.brief {
+        let threshold = match w.limit {
+            Some(_) => format!("{:.0}% of its limit", brief.threshold),
+            None => value(brief.threshold, w.unit),
+        };
+        let _ = write!(
+            text,
+            ", above its {threshold} threshold for fewer than {} readings in a row",
+            brief.sustain
+        );
+    }
+    text
+}
+
+fn peak_words(w: &Watched) -> String {
     let noun = noun(w.resource);
     let name = &w.name;
     match (w.resource, w.peak_percent(), w.limit) {
@@ -898,6 +931,7 @@ mod tests {
             },
             peak,
             peak_at_ns: 30 * S,
+            brief: None,
             crossed: crossed_s.map(|at| Crossing {
                 at_ns: at * S,
                 value: peak,
@@ -1265,6 +1299,97 @@ mod tests {
             "{:?}",
             diagnosis.lines()
         );
+    }
+
+    #[test]
+    fn a_peak_past_its_threshold_that_did_not_last_says_why_it_held() {
+        let iowait = Watched {
+            limit: None,
+            brief: Some(Brief {
+                threshold: 20.0,
+                sustain: 3,
+            }),
+            ..watched("host", Resource::Iowait, 0.0, 32.0, None)
+        };
+        let fds = Watched {
+            brief: Some(Brief {
+                threshold: 90.0,
+                sustain: 3,
+            }),
+            ..watched("nginx", Resource::Fds, 1024.0, 1000.0, None)
+        };
+        let diagnosis = diagnose(None, None, &GeneratorState::default(), &[iowait, fds]);
+        assert_eq!(
+            diagnosis.lines().last().map(String::as_str),
+            Some(
+                "held (peak of each): nginx fds peak 98% of 1024 fds, above its 90% of its limit \
+                 threshold for fewer than 3 readings in a row; host iowait peak 32%, above its 20% \
+                 threshold for fewer than 3 readings in a row"
+            )
+        );
+    }
+
+    #[test]
+    fn failed_requests_are_said_in_the_answers_words_and_an_unreached_target_first() {
+        let host = watched("host", Resource::HostCpu, 100.0, 40.0, None);
+        let behind = GeneratorState {
+            fell_behind: Some("send lag p99 1.4ms".to_owned()),
+        };
+        let failures = |kinds: Vec<(FailedAs, u64)>| Failures {
+            server: "127.0.0.1:8080".to_owned(),
+            kinds,
+            from: Some((2 * S, 714.0)),
+        };
+        let trouble = Some("2.3% of the requests failed".to_owned());
+        // (case, generator, watched, failures, unreached, headline)
+        type Row<'a> = (
+            &'a str,
+            GeneratorState,
+            Vec<Watched>,
+            Option<Failures>,
+            Vec<Unreached>,
+            &'a str,
+        );
+        let rows: Vec<Row<'_>> = vec![
+            (
+                "a rate limit's 503s",
+                GeneratorState::default(),
+                vec![host.clone()],
+                Some(failures(vec![(FailedAs::Status(503), 1234)])),
+                vec![],
+                "2.3% of the requests failed: 127.0.0.1:8080 answered 503 (1234) from 714/s \
+                 while no watched resource was near its limit: a limit the server is configured \
+                 with (a rate limit, a queue, an upstream)",
+            ),
+            (
+                "timeouts, nothing watched",
+                GeneratorState::default(),
+                vec![],
+                Some(failures(vec![(FailedAs::Error("timeout".to_owned()), 9)])),
+                vec![],
+                "2.3% of the requests failed: requests to 127.0.0.1:8080 failed with timeout (9) \
+                 from 714/s with nothing watched: the server (or what is between) stopped \
+                 answering in time; its logs or a monitor of it say why",
+            ),
+            (
+                "nothing listened, the generator behind too",
+                behind,
+                vec![host],
+                Some(failures(vec![(FailedAs::Error("connect".to_owned()), 50)])),
+                vec![Unreached {
+                    address: "127.0.0.1:18199".to_owned(),
+                    error: "connection refused".to_owned(),
+                    requests: 50,
+                }],
+                "nothing listened at 127.0.0.1:18199: connection refused, every request (50)",
+            ),
+        ];
+        for (case, generator, watched, failures, unreached, want) in rows {
+            let mut diagnosis = diagnose(None, trouble.clone(), &generator, &watched);
+            diagnosis.failures = failures;
+            let diagnosis = diagnosis.with_unreached(unreached);
+            assert_eq!(diagnosis.headline(), want, "{case}");
+        }
     }
 
     #[test]

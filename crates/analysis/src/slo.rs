@@ -188,6 +188,17 @@ pub fn judge(step: &StepSummary, slo: &Slo) -> Verdict {
     if step.requests == 0 {
         return Verdict::Inconclusive(vec!["no requests were measured".to_owned()]);
     }
+    // Nothing listened: no server was loaded, and the generator's lag beside failed
+    // connects says nothing (docs/DIAGNOSIS.md: an unreachable target comes first).
+    let connects_failed: u64 = (step.errors_by_kind.iter())
+        .filter(|(kind, _)| kind == "connect")
+        .map(|(_, n)| n)
+        .sum();
+    if connects_failed >= step.requests {
+        return Verdict::Fail(vec![format!(
+            "nothing listened: every request failed to connect ({connects_failed})"
+        )]);
+    }
     let generator = generator_misses(step, &slo.generator);
     let server = server_misses(step, slo);
     match (generator.is_empty(), server.is_empty()) {
@@ -361,7 +372,7 @@ mod tests {
     #[test]
     fn verdicts() {
         type Change = fn(&mut StepSummary);
-        let rows: [(&str, Change, &str, &str); 9] = [
+        let rows: [(&str, Change, &str, &str); 10] = [
             ("healthy", |_| {}, "pass", "every bound held"),
             (
                 "slow",
@@ -404,6 +415,16 @@ mod tests {
                 },
                 "pass",
                 "every bound held",
+            ),
+            (
+                "every connect failed, the generator behind too",
+                |s| {
+                    s.errors_by_kind = vec![("connect".to_owned(), 10_000)];
+                    s.success_ratio = 0.0;
+                    s.lag_p99_ns = 5_000_000;
+                },
+                "fail",
+                "nothing listened: every request failed to connect (10000)",
             ),
             (
                 "nothing measured",

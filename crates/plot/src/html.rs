@@ -664,6 +664,7 @@ mod tests {
             unit: "fds",
             peak: 1000.0,
             peak_at_ns: 9 * S,
+            brief: None,
             crossed: crossed_s.map(|at| Crossing {
                 at_ns: at * S,
                 value: 990.0,

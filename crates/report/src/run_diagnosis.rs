@@ -241,6 +241,7 @@ mod tests {
             peak: 20.0,
             peak_at_ns: 0,
             crossed: None,
+            brief: None,
             example: None,
             note: None,
         };
