@@ -704,3 +704,44 @@ http {
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains(&lead), "index.html says it as summary.md");
 }
+
+/// A `process=` pattern that matches nothing is said at the run's start (stderr) and in
+/// the report, never read as a resource that held.
+#[test]
+fn a_process_pattern_that_matches_nothing_is_said() {
+    let dir = tempdir("no-process");
+    let records = dir.0.join("run.llr");
+    let port = free_port();
+    let output = loadlab()
+        .args(["attack", "-rate", "20", "-duration", "2s", "-quiet"])
+        .args(["-monitor", "process=no-such-process-xyz"])
+        .arg("-output")
+        .arg(&records)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let target = format!("GET http://127.0.0.1:{port}/\n");
+            child.stdin.take().unwrap().write_all(target.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "-monitor process no-such-process-xyz: no process matches no-such-process-xyz at \
+             the run's start"
+        ),
+        "{stderr}"
+    );
+    let report = loadlab().arg("report").arg(&records).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(
+            "not judged: no-such-process-xyz: every reading missing (no process matches \
+             no-such-process-xyz): nothing of it was watched"
+        ),
+        "{text}"
+    );
+}
