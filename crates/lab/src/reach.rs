@@ -97,7 +97,8 @@ mod tests {
         };
         // (case, addresses, the error's start, or None)
         // (A name that does not resolve is not a row: looking it up leaves loopback.)
-        let rows: [(&str, Vec<(String, u16)>, Option<String>); 2] = [
+        type Row<'a> = (&'a str, Vec<(String, u16)>, Option<String>);
+        let rows: [Row<'_>; 2] = [
             ("listening", vec![("127.0.0.1".to_owned(), open_port)], None),
             (
                 "closed",

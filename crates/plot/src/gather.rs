@@ -161,7 +161,7 @@ impl RunGather {
                 attacks: gather.attacks.clone(),
                 flows: gather.flows.clone(),
                 samples: gather.samples.clone(),
-                judging: Judging::Closed(gather.judging.close()),
+                judging: Judging::Closed(Box::new(gather.judging.close())),
             },
         }
     }
@@ -239,7 +239,7 @@ struct Gather {
 #[derive(Clone)]
 enum Judging {
     Gathering(Box<Evidence>),
-    Closed(ClosedEvidence),
+    Closed(Box<ClosedEvidence>),
 }
 
 impl Judging {
@@ -258,7 +258,7 @@ impl Judging {
     fn close(&self) -> ClosedEvidence {
         match self {
             Judging::Gathering(evidence) => evidence.close(),
-            Judging::Closed(closed) => closed.clone(),
+            Judging::Closed(closed) => ClosedEvidence::clone(closed),
         }
     }
 }

@@ -82,7 +82,7 @@ impl Answers {
                     }
                 }
                 None => {
-                    by_address.push((address, count.requests, count.connects_failed, count.error))
+                    by_address.push((address, count.requests, count.connects_failed, count.error));
                 }
             }
         }
