@@ -824,8 +824,8 @@ fn share(value: f64, limit: Option<f64>) -> f64 {
 
 /// A watched resource that did not cross its threshold: `app fds peak 12% of 1024
 /// fds`, `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`; a peak past
-/// the threshold says why it did not count (`host iowait peak 32%, above its 20%
-/// threshold for fewer than 3 readings in a row`).
+/// the threshold says why it did not count (`host iowait peak 32%, past its threshold
+/// (20%) for fewer than 3 readings in a row`).
 fn headroom(w: &Watched) -> String {
     let mut text = peak_words(w);
     if let Some(brief) = w.brief {
@@ -835,7 +835,7 @@ fn headroom(w: &Watched) -> String {
         };
         let _ = write!(
             text,
-            ", above its {threshold} threshold for fewer than {} readings in a row",
+            ", past its threshold ({threshold}) for fewer than {} readings in a row",
             brief.sustain
         );
     }
@@ -1322,9 +1322,9 @@ mod tests {
         assert_eq!(
             diagnosis.lines().last().map(String::as_str),
             Some(
-                "held (peak of each): nginx fds peak 98% of 1024 fds, above its 90% of its limit \
-                 threshold for fewer than 3 readings in a row; host iowait peak 32%, above its 20% \
-                 threshold for fewer than 3 readings in a row"
+                "held (peak of each): nginx fds peak 98% of 1024 fds, past its threshold (90% of \
+                 its limit) for fewer than 3 readings in a row; host iowait peak 32%, past its \
+                 threshold (20%) for fewer than 3 readings in a row"
             )
         );
     }

@@ -528,6 +528,7 @@ impl RunSummary {
     pub fn ran_out_lead(step: &StepRow) -> String {
         match step.verdict {
             StepVerdict::Pass => format!("step {} (pass)", step.step),
+            _ if step.why.is_empty() => format!("step {} ({})", step.step, step.verdict),
             _ => format!("step {} ({}: {})", step.step, step.verdict, step.why),
         }
     }

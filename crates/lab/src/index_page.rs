@@ -166,9 +166,10 @@ fn ran_out_list(summary: &RunSummary) -> String {
     for (variant, step) in ran_out {
         let _ = write!(
             out,
-            "<li><b>{}</b>, {}:",
+            "<li><b>{}</b>, {}{}",
             escape(variant),
-            escape(&RunSummary::ran_out_lead(step))
+            escape(&RunSummary::ran_out_lead(step)),
+            if step.diagnosis.is_empty() { "" } else { ":" }
         );
         for line in &step.diagnosis {
             let _ = write!(out, "<br>{}", escape(line));

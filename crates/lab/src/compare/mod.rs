@@ -82,10 +82,9 @@ fn ran_out_first(sides: &[Side]) -> Vec<(String, String)> {
                 Some(_) => side.name.clone(),
                 None => format!("{}#{variant}", side.name),
             };
-            let lead = RunSummary::ran_out_lead(step);
-            match step.diagnosis.first() {
-                Some(headline) => lines.push((name, format!("{lead}: {headline}"))),
-                None => lines.push((name, lead)),
+            if let Some(headline) = step.diagnosis.first() {
+                let lead = RunSummary::ran_out_lead(step);
+                lines.push((name, format!("{lead}: {headline}")));
             }
         }
     }
