@@ -390,8 +390,11 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
             held_per_sec,
             inconclusive_per_sec,
         } => (
+            // Nothing is known about the server at that rate: the step says why (its
+            // verdict's reasons), not a guess that the server held.
             format!(
-                "search: the generator could not deliver {} (inconclusive); the server held what was delivered",
+                "search: the generator could not deliver {} (inconclusive): nothing is known \
+                 about the server from there up",
                 rate(inconclusive_per_sec)
             ),
             held_per_sec,

@@ -765,6 +765,45 @@ mod tests {
         }
     }
 
+    /// The send lag tile is red only when the lag weighs against the answers, by the
+    /// rule the report's warning and the diagnosis use, with the run's bounds.
+    #[test]
+    fn the_lag_tile_is_red_only_for_a_lag_that_weighs() {
+        const MS: u64 = 1_000_000;
+        let loose = analysis::GeneratorHealth {
+            max_lag_p99_ns: 25 * MS,
+            ..analysis::GeneratorHealth::default()
+        };
+        // (case, bounds, lag p99, median latency, the tile's class)
+        let rows = [
+            (
+                "3 ms beside 1 s answers",
+                analysis::GeneratorHealth::default(),
+                3,
+                1000,
+                "",
+            ),
+            (
+                "3 ms beside 0.1 ms answers",
+                analysis::GeneratorHealth::default(),
+                3,
+                0,
+                "bad",
+            ),
+            ("a plan's max_lag of 25 ms", loose, 3, 0, ""),
+        ];
+        for (case, health, lag_ms, p50_ms, want) in rows {
+            let mut report = report::Metrics::new(None).close(&record::RunTables::default());
+            report.extras.send_lag = Some(report::LagStats {
+                p99_ns: lag_ms * MS,
+                ..report::LagStats::default()
+            });
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            let tiles = generator_tiles(&report);
+            assert_eq!(tiles[0].3, want, "{case}");
+        }
+    }
+
     #[test]
     fn protocol_mix_reads_as_shares_and_counts() {
         /// The report's counts, and the page's text for them.
