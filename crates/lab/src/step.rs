@@ -200,17 +200,17 @@ fn judge_cell(
             outcome.records.len()
         ));
     }
-    // The report and the page judge the generator by the plan's bounds, as the verdict.
-    let health = plan.slo.generator;
+    // The report and the page judge by the plan's bounds, as the verdict.
+    let bounds = (plan.slo.generator, plan.slo.min_success_ratio);
     row.diagnosis = write_report(
         &outcome.records,
         &dir.join("report.txt"),
         plan.load.shards.is_some(),
-        health,
+        bounds,
     );
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
-    match write_plot(&outcome.records, &title, &dir.join("plot.html"), health) {
+    match write_plot(&outcome.records, &title, &dir.join("plot.html"), bounds) {
         Ok(()) => row.plot = Some(relative(&dir.join("plot.html"), run_dir)),
         Err(why) => row.notes.push(why),
     }
@@ -235,13 +235,17 @@ fn shard_rule(figures: &Figures) -> Option<(String, u64)> {
         .min_by_key(|(_, at_ns)| *at_ns)
 }
 
+/// The plan's bounds a step's report and page judge by: the generator's health and the
+/// least success ratio.
+type Bounds = (analysis::GeneratorHealth, Option<f64>);
+
 /// `plot.html` as `loadlab plot` makes it. A plot that cannot be made is the step's
 /// note, not its failure (the verdict does not depend on it), and leaves no file.
 fn write_plot(
     records: &[String],
     title: &str,
     path: &Path,
-    health: analysis::GeneratorHealth,
+    (health, min_success_ratio): Bounds,
 ) -> Result<(), String> {
     let mut config = plot::PlotConfig::new(
         Some(title.to_owned()),
@@ -250,6 +254,7 @@ fn write_plot(
     )
     .map_err(|e| format!("no plot: {e}"))?;
     config.health = health;
+    config.min_success_ratio = min_success_ratio;
     let html = plot::RunPlot::read(records, &config)
         .map_err(|e| format!("no plot: {e}"))?
         .html();
@@ -353,7 +358,7 @@ fn write_report(
     records: &[String],
     path: &Path,
     sharded: bool,
-    health: analysis::GeneratorHealth,
+    (health, min_success_ratio): Bounds,
 ) -> Vec<String> {
     let Ok(file) = std::fs::File::create(path) else {
         return Vec::new();
@@ -363,6 +368,7 @@ fn write_report(
     let result =
         report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|mut config| {
             config.health = health;
+            config.min_success_ratio = min_success_ratio;
             report::run_report(records, &config, &mut out, &mut warnings)
         });
     if sharded && !warnings.is_empty() {
@@ -630,7 +636,7 @@ mod tests {
                 &[records.display().to_string()],
                 "t",
                 &plot,
-                analysis::GeneratorHealth::default(),
+                (analysis::GeneratorHealth::default(), None),
             )
             .expect_err("no plot from unreadable records");
             assert!(

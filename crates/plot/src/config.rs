@@ -26,6 +26,9 @@ pub struct PlotConfig {
     /// report's defaults, or a plan's `[slo]` for a step's page, so the page's tiles,
     /// warnings and diagnosis say what its verdict says.
     pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
 }
 
 impl PlotConfig {
@@ -52,6 +55,7 @@ impl PlotConfig {
             threshold,
             every_ns,
             health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         })
     }
 
@@ -68,6 +72,7 @@ impl Default for PlotConfig {
             threshold: DEFAULT_THRESHOLD,
             every_ns: DEFAULT_EVERY_NS,
             health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         }
     }
 }

@@ -154,6 +154,7 @@ impl RunGather {
             gather: Gather {
                 threshold: gather.threshold,
                 health: gather.health,
+                min_success_ratio: gather.min_success_ratio,
                 origin_unix_ns: gather.origin_unix_ns,
                 metrics: gather.metrics.clone(),
                 bins: gather.replay.live_bins(&gather.bins, max_rows),
@@ -224,6 +225,7 @@ fn why_empty(summaries: &[SourceSummary]) -> String {
 struct Gather {
     threshold: usize,
     health: analysis::GeneratorHealth,
+    min_success_ratio: Option<f64>,
     origin_unix_ns: Option<u64>,
     metrics: Metrics,
     bins: Bins,
@@ -278,6 +280,7 @@ impl Gather {
         Gather {
             threshold: config.threshold,
             health: config.health,
+            min_success_ratio: config.min_success_ratio,
             origin_unix_ns: None,
             metrics: Metrics::new(None),
             bins: Bins::new(config.every_ns),
@@ -356,6 +359,7 @@ impl Gather {
     ) -> RunData {
         let mut facts = RunFacts::from_inputs(&summaries, &tables);
         facts.health = self.health;
+        facts.min_success_ratio = self.min_success_ratio;
         let (origin_unix_ns, zero) = match self.origin_unix_ns {
             Some(origin) => (Some(origin), TimeZero::FirstRequest),
             None => (self.samples.first_unix_ns(), TimeZero::FirstSample),

@@ -598,6 +598,7 @@ fn verdict_words(verdict: &str) -> &'static str {
         "first_limit" => "limit reached",
         "generator" => "the generator ran out",
         "nothing_watched" => "nothing watched ran out",
+        "unreachable" => "nothing listened",
         "held" => "held",
         _ => "not judged",
     }

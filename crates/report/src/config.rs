@@ -62,6 +62,9 @@ pub struct ReportConfig {
     /// (send lag bound, share of the asked rate): the defaults, or a plan's `[slo]`
     /// when `loadlab run` reports a step, so its report and verdict agree.
     pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
 }
 
 impl ReportConfig {
@@ -84,6 +87,7 @@ impl ReportConfig {
             every_ns,
             by,
             health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         })
     }
 }

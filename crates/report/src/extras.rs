@@ -98,6 +98,9 @@ pub struct RunFacts {
     /// What the generator must achieve for the run to say anything about the server:
     /// the report's defaults, or a plan's `[slo]` (set by the caller).
     pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
     /// Addresses every request to which failed to connect (set by the pipeline).
     pub unreached: Vec<analysis::diagnosis::Unreached>,
     /// How the failed requests failed, when some did (set by the pipeline).

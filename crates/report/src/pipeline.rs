@@ -113,6 +113,7 @@ pub fn run_report(
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
     facts.health = config.health;
+    facts.min_success_ratio = config.min_success_ratio;
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
     facts.replay = replays.close(stream.summaries(), stream.tables());
     evidence.close().fill(&mut facts, stream.tables());

@@ -11,7 +11,8 @@ use crate::metrics::Report;
 use crate::text::turn_name;
 use crate::warnings::Warning;
 
-/// A load without a knee whose success ratio is below this was not served.
+/// A load without a knee whose success ratio is below this was not served, unless a
+/// plan's `[slo] success` says otherwise ([`RunFacts::min_success_ratio`]).
 const SUCCESS_RATIO: f64 = 0.99;
 
 /// In-flight requests at this share of the cap mean the server held them back: the lag
@@ -36,7 +37,8 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     if knee.is_none() && facts.watched.is_none() && facts.unreached.is_empty() {
         return None;
     }
-    let trouble = (knee.is_none() && report.success_ratio < SUCCESS_RATIO).then(|| {
+    let min_success = facts.min_success_ratio.unwrap_or(SUCCESS_RATIO);
+    let trouble = (knee.is_none() && report.success_ratio < min_success).then(|| {
         format!(
             "{:.1}% of the requests failed",
             (1.0 - report.success_ratio) * 100.0
@@ -225,6 +227,32 @@ mod tests {
                 (Some(got), Some(want)) => assert!(got.starts_with(want), "{case}: {got}"),
                 (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    /// A plan's success bound is the diagnosis's: 97% served is trouble by the report's
+    /// 99%, not under a plan's `success = 0.95`.
+    #[test]
+    fn a_plans_success_bound_decides_whether_the_load_was_served() {
+        let mut report = Metrics::new(None).close(&RunTables::default());
+        report.success_ratio = 0.97;
+        // (case, the plan's bound, the trouble said)
+        let rows = [
+            (
+                "the report's 99%",
+                None,
+                Some("3.0% of the requests failed"),
+            ),
+            ("a plan's 95%", Some(0.95), None),
+        ];
+        for (case, bound, want) in rows {
+            let facts = RunFacts {
+                watched: Some(Vec::new()),
+                min_success_ratio: bound,
+                ..RunFacts::default()
+            };
+            let diagnosis = run_diagnosis(&report, &facts).unwrap();
+            assert_eq!(diagnosis.trouble.as_deref(), want, "{case}");
         }
     }
 
