@@ -366,6 +366,30 @@ fn answers_read_a_budget_late_are_timed_when_they_arrived() {
     );
 }
 
+#[test]
+fn a_rate_its_connections_can_carry_is_held_at_a_wide_budget() {
+    let server = TestServer::start();
+    // 3,000 requests a second on 16 connections to answers that take 1 ms: the
+    // connections carry far more, yet a 10 ms tick finds 30 requests due and 16
+    // connections, so the worker is behind until answers free them. Behind, it must
+    // not sleep a budget per look: that sends 16 requests a tick, 1,600 a second, and
+    // the lag grows past a second.
+    let mut cfg = config(&[server.url("/slow/1")], open_rate(3000.0, 4500));
+    cfg.settings.threads = Some(1);
+    cfg.settings.precision_ns = 10_000_000;
+    cfg.settings.initial_connections = 16;
+    cfg.settings.connections_per_host = 16;
+    let run = run(&cfg);
+    assert_eq!(run.records.len(), 4500);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    assert_eq!(run.summary.end.clone().unwrap().attacks[0].unsent, 0);
+    let mut lags_ns: Vec<u64> = run.records.iter().map(|r| r.send_lag_ns).collect();
+    lags_ns.sort_unstable();
+    // A budget plus a round trip or two; generous for a busy two-core machine.
+    let p99_ns = lags_ns[lags_ns.len() * 99 / 100];
+    assert!(p99_ns < 100_000_000, "send lag p99 {p99_ns} ns");
+}
+
 /// 20 requests a second to answers that take 1.5 s, drained after 0.4 s: a drain of
 /// about 1.5 s with eight or so requests in flight.
 fn drain_slow_requests() -> Run {
