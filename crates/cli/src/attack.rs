@@ -360,8 +360,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
 fn say_how_it_ended(outcome: &engine::RunOutcome) {
     if outcome.unsent > 0 {
         let why = if outcome.capped {
-            " (requests waited at the in-flight cap, -max-workers, or the connections \
-             per host, -connections: at the server's latency the rate asked needs more)"
+            " (connections held the rate back: every one it may use was busy while requests \
+             were due; at the server's latency the rate asked needs more than -max-workers \
+             in flight or -connections per host allow)"
         } else {
             ""
         };

@@ -477,7 +477,11 @@ impl Worker {
             .map(|r| r.dispatched_ns)
             .fold(now, u64::min);
         self.counters.in_flight = self.attacks.iter().map(|a| a.in_flight_count as u64).sum();
-        self.counters.behind = (0..self.attacks.len()).map(|a| self.behind(a, now)).sum();
+        (self.counters.behind, self.counters.behind_at_cap) = (0..self.attacks.len())
+            .map(|a| (self.behind(a, now), self.attacks[a].capped))
+            .fold((0, 0), |(all, at_cap), (behind, capped)| {
+                (all + behind, at_cap + if capped { behind } else { 0 })
+            });
         let attacks = self
             .attacks
             .iter()

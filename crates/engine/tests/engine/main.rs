@@ -1061,6 +1061,54 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     );
 }
 
+/// Keeps the most requests behind at a cap it was told of.
+#[derive(Default)]
+struct AtCapObserver {
+    most: u64,
+    samples: usize,
+}
+
+impl engine::RunObserver for AtCapObserver {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn records(&mut self, _records: &[Record]) {}
+    fn stats(&mut self, _stats: &record::GeneratorStats) {
+        self.samples += 1;
+    }
+    fn errors(&mut self, _first_index: usize, _new: &[record::ErrorEntry]) {}
+    fn behind_at_cap(&mut self, requests: u64) {
+        self.most = self.most.max(requests);
+    }
+}
+
+#[test]
+fn the_live_view_hears_when_connections_hold_the_rate_back() {
+    let server = TestServer::start();
+    // 50 requests a second to answers that take 300 ms need 15 in flight: on 2
+    // connections most of those due wait for one; on 100 none do.
+    for (connections, held_back) in [(2, true), (100, false)] {
+        let mut cfg = config(&[server.url("/slow/300")], open_rate(50.0, u64::MAX));
+        cfg.attacks[0].settings.plan.duration_ns = Some(1_500_000_000);
+        cfg.settings.threads = Some(1);
+        cfg.settings.connections_per_host = connections;
+        let mut observer = AtCapObserver::default();
+        engine::run_with_observer(
+            &cfg,
+            Vec::new(),
+            &StopHandle::new(),
+            &mut StampFeed::default(),
+            &mut observer,
+        )
+        .unwrap();
+        assert!(observer.samples >= 1, "a stats sample each second");
+        assert_eq!(
+            observer.most > 10,
+            held_back,
+            "{connections} connections: at most {} behind at the cap",
+            observer.most
+        );
+    }
+}
+
 /// (seq, target URL, intended offset) of each record, sorted.
 fn requests_of(run: &Run) -> Vec<(u64, String, u64)> {
     let start = run.summary.header.start_unix_ns;
