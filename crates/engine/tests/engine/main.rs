@@ -339,17 +339,23 @@ fn stopping_drains_requests_in_flight() {
     );
 }
 
+/// `cfg` on one worker under a 10 ms budget; every request it plans is answered 200.
+fn run_at_a_10ms_budget(mut cfg: RunConfig) -> Run {
+    cfg.settings.threads = Some(1);
+    cfg.settings.precision_ns = 10_000_000;
+    let run = run(&cfg);
+    let planned = cfg.attacks[0].settings.plan.max_requests.unwrap();
+    assert_eq!(run.records.len() as u64, planned);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    run
+}
+
 #[test]
 fn answers_read_a_budget_late_are_timed_when_they_arrived() {
     let server = TestServer::start();
     // 1,000 requests a second under a 10 ms budget: the worker wakes every 10 ms or
     // so and reads each answer up to that late, while the server answers at once.
-    let mut cfg = config(&[server.url("/ok")], open_rate(1000.0, 500));
-    cfg.settings.threads = Some(1);
-    cfg.settings.precision_ns = 10_000_000;
-    let run = run(&cfg);
-    assert_eq!(run.records.len(), 500);
-    assert!(run.records.iter().all(|r| r.status == 200));
+    let run = run_at_a_10ms_budget(config(&[server.url("/ok")], open_rate(1000.0, 500)));
     let median = |mut values: Vec<u64>| {
         values.sort_unstable();
         values[values.len() / 2]
@@ -375,13 +381,9 @@ fn a_rate_its_connections_can_carry_is_held_at_a_wide_budget() {
     // not sleep a budget per look: that sends 16 requests a tick, 1,600 a second, and
     // the lag grows past a second.
     let mut cfg = config(&[server.url("/slow/1")], open_rate(3000.0, 4500));
-    cfg.settings.threads = Some(1);
-    cfg.settings.precision_ns = 10_000_000;
     cfg.settings.initial_connections = 16;
     cfg.settings.connections_per_host = 16;
-    let run = run(&cfg);
-    assert_eq!(run.records.len(), 4500);
-    assert!(run.records.iter().all(|r| r.status == 200));
+    let run = run_at_a_10ms_budget(cfg);
     assert_eq!(run.summary.end.clone().unwrap().attacks[0].unsent, 0);
     let mut lags_ns: Vec<u64> = run.records.iter().map(|r| r.send_lag_ns).collect();
     lags_ns.sort_unstable();
@@ -1012,6 +1014,12 @@ impl engine::RunObserver for CountingObserver {
     }
 }
 
+/// `cfg` run with `observer` watching and a feed of two stamped frames.
+fn run_observed(cfg: &RunConfig, observer: &mut dyn engine::RunObserver) -> (Vec<u8>, RunOutcome) {
+    let mut feed = StampFeed::default();
+    engine::run_with_observer(cfg, Vec::new(), &StopHandle::new(), &mut feed, observer).unwrap()
+}
+
 #[test]
 fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     let server = TestServer::start();
@@ -1019,14 +1027,7 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     let mut cfg = config(&urls, open_rate(100.0, 150));
     cfg.settings.stop_rules = vec![workload::StopRule::parse("errors > 90% for 5s").unwrap()];
     let mut observer = CountingObserver::default();
-    let (bytes, outcome) = engine::run_with_observer(
-        &cfg,
-        Vec::new(),
-        &StopHandle::new(),
-        &mut StampFeed::default(),
-        &mut observer,
-    )
-    .unwrap();
+    let (bytes, outcome) = run_observed(&cfg, &mut observer);
     let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
     let (mut written, mut batch) = (Vec::new(), Vec::new());
     while source.next_batch(&mut batch).unwrap() {
@@ -1091,14 +1092,7 @@ fn the_live_view_hears_when_connections_hold_the_rate_back() {
         cfg.settings.threads = Some(1);
         cfg.settings.connections_per_host = connections;
         let mut observer = AtCapObserver::default();
-        engine::run_with_observer(
-            &cfg,
-            Vec::new(),
-            &StopHandle::new(),
-            &mut StampFeed::default(),
-            &mut observer,
-        )
-        .unwrap();
+        run_observed(&cfg, &mut observer);
         assert!(observer.samples >= 1, "a stats sample each second");
         assert_eq!(
             observer.most > 10,
