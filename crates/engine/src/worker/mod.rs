@@ -266,16 +266,17 @@ impl Worker {
     /// a wake-up may be, never how much a behind worker does or how often it looks
     /// (asked 150k req/s at a 1 ms budget, ticks held it to 62k).
     fn pause(&mut self, wait_ns: u64, behind: bool) -> std::io::Result<()> {
-        let answers_due_ns = self.precision_ns.saturating_add(self.pace.interval_ns);
-        let answers_ns = wait_ns
-            .saturating_add(self.precision_ns)
-            .min(answers_due_ns);
         let tick_ns = if behind {
             None
         } else if wait_ns < self.precision_ns {
             Some(wait_ns + self.precision_ns)
         } else if self.precision_ns > 0 && self.answers_coming_fast() {
-            Some(answers_ns)
+            let answers_due_ns = self.precision_ns.saturating_add(self.pace.interval_ns);
+            Some(
+                wait_ns
+                    .saturating_add(self.precision_ns)
+                    .min(answers_due_ns),
+            )
         } else {
             None
         };
