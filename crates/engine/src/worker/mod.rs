@@ -303,6 +303,12 @@ impl Worker {
 
     /// Waits for readiness (at most `timeout_ns`) and handles what is ready.
     fn poll(&mut self, timeout_ns: Option<u64>) -> std::io::Result<bool> {
+        if self.events.capacity() == 0 {
+            // Inside a poll (a resend or redirect looking for a connection while its
+            // events are handled): the events are out, and the outer poll still holds
+            // what was ready. Waiting on no room would fail (a debug assertion).
+            return Ok(false);
+        }
         let mut events = std::mem::take(&mut self.events);
         let result = self.poller.wait(&mut events, timeout_ns);
         for event in &events {
