@@ -3,21 +3,26 @@
 at the same asked rates, against the same nginx, in one run.
 
 Set-up as bench/engine/run.py: nginx with one worker on CPU 1, every generator on CPU 0
-with one thread. Per asked rate (default 20k, 50k, 80k, 100k, 120k req/s) and per tool,
---rounds rounds (default 3) alternating the tools, medians printed: CPU per request
-(wait4: user + system over requests completed), achieved rate, send lag p50/p99
-(loadlab records it per request; the peers do not report one) and peak RSS. Then the
-closed model at saturation: loadlab with 50 users against wrk with 50 connections.
+with one thread. Per asked rate (default 20k, 50k, 80k, 100k, 120k, 150k req/s) and per
+tool, --rounds rounds (default 3) alternating the tools, medians printed: CPU per request
+(wait4: user + system over requests completed), the generator's CPU (user + system over
+the run's seconds, 100% is its core), achieved rate, send lag p50/p99 (loadlab records it
+per request; the peers do not report one) and peak RSS. Then the closed model at
+saturation: loadlab with 50 users against wrk with 50 connections.
 
   loadlab: at its defaults (it opens the connections the open model needs, up to 10,000
-           in flight), and with -max-workers=100, the peers' concurrency.
+           in flight), and with -max-workers=100, the peers' concurrency; each at every
+           -precision given (default: its default and 1ms, wrk2's timer). A generator
+           that is behind (achieved below asked) should use its whole core.
+           With --baseline BIN, every loadlab row again with that build ("base"), in
+           the same rounds: before and after.
   wrk2: ../shared/peers/wrk2 (or --wrk2 PATH), `-t1 -c100 -R RATE`; latency from the
         intended time, 1 ms timer.
   oha:  `oha -q RATE --latency-correction -c 100` (cargo install oha --locked), when on PATH.
 
 Usage: bench/engine/peers.py [--seconds N] [--rounds N] [--rates 20000,...] [--precision D,...]
-                             [--wrk2 PATH] [--binary PATH]
---precision runs loadlab once per given -precision (default: its default only).
+                             [--wrk2 PATH] [--binary PATH] [--baseline PATH] [--skip-uncapped]
+--precision runs loadlab once per given -precision ("default" for its default).
 Loopback only; every run is bounded by its duration.
 """
 
@@ -40,7 +45,8 @@ def wrk2(path, url, rate, seconds):
     cpu, rss, _, out = measured([path, "-t1", f"-c{PEER_CONNECTIONS}", f"-d{seconds}s", f"-R{rate}", url])
     text = out.decode()
     requests = int(next(line for line in text.splitlines() if "requests in" in line).split()[0])
-    return {"rate": requests / seconds, "cpu_us": cpu / max(requests, 1) * 1e6, "rss_mib": rss / 1024}
+    return {"rate": requests / seconds, "cpu_us": cpu / max(requests, 1) * 1e6, "cpu_pct": cpu / seconds * 100,
+            "rss_mib": rss / 1024}
 
 
 def oha(url, rate, seconds):
@@ -48,14 +54,16 @@ def oha(url, rate, seconds):
                                  "-q", str(rate), "--latency-correction", "-c", str(PEER_CONNECTIONS), url])
     summary = json.loads(out)
     requests = sum(summary.get("statusCodeDistribution", {}).values())
-    return {"rate": requests / seconds, "cpu_us": cpu / max(requests, 1) * 1e6, "rss_mib": rss / 1024}
+    return {"rate": requests / seconds, "cpu_us": cpu / max(requests, 1) * 1e6, "cpu_pct": cpu / seconds * 100,
+            "rss_mib": rss / 1024}
 
 
 def ours(binary, extra_flags):
     def run(url, rate, seconds):
         flags = [f"-rate={rate}", f"-duration={seconds}s"] + extra_flags
         r = run_loadlab(url, flags, "loadlab", binary=binary)
-        return {key: r[key] for key in ("rate", "cpu_us", "rss_mib", "lag_p50_us", "lag_p99_us")}
+        r["cpu_pct"] = r["cpu_us"] * r["requests"] / 1e6 / seconds * 100
+        return {key: r[key] for key in ("rate", "cpu_us", "cpu_pct", "rss_mib", "lag_p50_us", "lag_p99_us")}
     return run
 
 
@@ -66,7 +74,7 @@ def median_of(runs):
 def open_model(url, args, tools):
     print(f"== open model: {args.seconds}s per run, {args.rounds} rounds alternating, medians; "
           f"generators on CPU 0, nginx on CPU 1", flush=True)
-    print(f"   {'asked':>7}  {'tool':<24} {'CPU-µs/req':>10} {'achieved/s':>11} {'of asked':>9} "
+    print(f"   {'asked':>7}  {'tool':<42} {'CPU-µs/req':>10} {'CPU':>5} {'achieved/s':>11} {'of asked':>9} "
           f"{'lag p50':>9} {'lag p99':>9} {'RSS MiB':>8}", flush=True)
     for rate in [int(r) for r in args.rates.split(",")]:
         runs = {name: [] for name in tools}
@@ -77,13 +85,16 @@ def open_model(url, args, tools):
         for name, m in medians.items():
             lag = (f"{m['lag_p50_us']:7.1f}µs {m['lag_p99_us']:7.1f}µs" if "lag_p99_us" in m
                    else f"{'-':>9} {'-':>9}")
-            print(f"   {rate:>7}  {name:<24} {m['cpu_us']:10.2f} {m['rate']:11.0f} {m['rate'] / rate * 100:8.2f}% "
-                  f"{lag} {m['rss_mib']:8.1f}", flush=True)
-        if "wrk2" in medians:
-            for name, m in medians.items():
-                if name.startswith("loadlab"):
-                    print(f"   {rate:>7}  {name} / wrk2: CPU per request {m['cpu_us'] / medians['wrk2']['cpu_us']:.2f}x, "
-                          f"achieved {m['rate'] / medians['wrk2']['rate']:.3f}x", flush=True)
+            print(f"   {rate:>7}  {name:<42} {m['cpu_us']:10.2f} {m['cpu_pct']:4.0f}% {m['rate']:11.0f} "
+                  f"{m['rate'] / rate * 100:8.2f}% {lag} {m['rss_mib']:8.1f}", flush=True)
+        for name, m in medians.items():
+            if "wrk2" in medians and "loadlab" in name:
+                print(f"   {rate:>7}  {name} / wrk2: CPU per request {m['cpu_us'] / medians['wrk2']['cpu_us']:.2f}x, "
+                      f"achieved {m['rate'] / medians['wrk2']['rate']:.3f}x", flush=True)
+            if f"base {name}" in medians:
+                base = medians[f"base {name}"]
+                print(f"   {rate:>7}  {name} / base: CPU per request {m['cpu_us'] / base['cpu_us']:.2f}x, "
+                      f"achieved {m['rate'] / base['rate']:.3f}x", flush=True)
 
 
 def closed_model(url, args, binary):
@@ -107,10 +118,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--rates", default="20000,50000,80000,100000,120000")
-    parser.add_argument("--precision", default="", help="loadlab -precision values, comma-separated")
+    parser.add_argument("--rates", default="20000,50000,80000,100000,120000,150000")
+    parser.add_argument("--precision", default="default,1ms",
+                        help='loadlab -precision values, comma-separated ("default": no flag)')
     parser.add_argument("--wrk2", default=WRK2)
     parser.add_argument("--binary", help="a loadlab binary (default: build this tree's release)")
+    parser.add_argument("--baseline", help="another loadlab binary, measured beside this one (rows 'base ...')")
+    parser.add_argument("--skip-uncapped", action="store_true",
+                        help="only loadlab -max-workers=100 (the peers' concurrency), not its defaults")
     parser.add_argument("--skip-closed", action="store_true")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -121,13 +136,15 @@ def main():
         sh("cargo", "build", "--release", "-q", "-p", "loadlab", cwd=ROOT)
     print(f"== machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
     tools = {}
-    for precision in args.precision.split(",") if args.precision else [""]:
-        flags = [f"-precision={precision}"] if precision else []
-        tools[" ".join(["loadlab"] + flags)] = ours(binary, flags)
-    # The peers' concurrency: wrk2 and oha keep PEER_CONNECTIONS connections, where
-    # loadlab by default opens what the open model needs, up to 10,000 in flight.
-    capped = [f"-max-workers={PEER_CONNECTIONS}"]
-    tools[" ".join(["loadlab"] + capped)] = ours(binary, capped)
+    builds = [("", binary)] + ([("base ", args.baseline)] if args.baseline else [])
+    for precision in args.precision.split(","):
+        flags = [] if precision == "default" else [f"-precision={precision}"]
+        # The peers' concurrency: wrk2 and oha keep PEER_CONNECTIONS connections, where
+        # loadlab by default opens what the open model needs, up to 10,000 in flight.
+        capped = flags + [f"-max-workers={PEER_CONNECTIONS}"]
+        for variant in ([] if args.skip_uncapped else [flags]) + [capped]:
+            for prefix, build in builds:
+                tools[prefix + " ".join(["loadlab"] + variant)] = ours(build, variant)
     if os.access(args.wrk2, os.X_OK):
         tools["wrk2"] = lambda url, rate, s: wrk2(args.wrk2, url, rate, s)
     else:

@@ -12,7 +12,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "bench", "out", "runs")
-LOADLAB = os.path.join(ROOT, "target", "release", "loadlab")
+# Where cargo builds it: $CARGO_TARGET_DIR when set (as the build in the scripts honors it).
+LOADLAB = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "loadlab")
 GENERATOR_CPU = "0"
 SERVER_CPU = "1"
 

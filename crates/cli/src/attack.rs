@@ -194,7 +194,8 @@ pub struct AttackArgs {
          arrived, so that one wake-up serves several: requests leave at most this late \
          (the send lag says by how much) and answers are read at most this plus one \
          request interval late, timed by their arrival all the same (the kernel's \
-         receive stamp); 0 wakes exactly for each, at a higher CPU cost; at most {} \
+         receive stamp); a worker that is behind never waits on it; 0 wakes exactly for \
+         each, at a higher CPU cost; at most {} \
          [default: {}]",
         GoDuration(defaults::MAX_PRECISION),
         GoDuration(defaults::PRECISION),
@@ -360,8 +361,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
 fn say_how_it_ended(outcome: &engine::RunOutcome) {
     if outcome.unsent > 0 {
         let why = if outcome.capped {
-            " (requests waited at the in-flight cap, -max-workers, or the connections \
-             per host, -connections: at the server's latency the rate asked needs more)"
+            " (connections held the rate back: every one it may use was busy while requests \
+             were due; at the server's latency the rate asked needs more than -max-workers \
+             in flight or -connections per host allow)"
         } else {
             ""
         };

@@ -216,6 +216,7 @@ impl<W: Write> Collector<W> {
         self.writer
             .write_stats(&stats)
             .map_err(EngineError::Record)?;
+        observer.behind_at_cap(total.behind_at_cap);
         observer.stats(&stats);
         Ok(())
     }
@@ -256,6 +257,7 @@ impl<W: Write> Collector<W> {
                 sum.in_flight += c.in_flight;
                 sum.connections_open += c.connections_open;
                 sum.behind += c.behind;
+                sum.behind_at_cap += c.behind_at_cap;
                 sum.wakeups += c.wakeups;
                 sum.cap_waits += c.cap_waits;
                 sum

@@ -22,6 +22,10 @@ pub trait RunObserver: Send {
     fn records(&mut self, records: &[Record]);
     /// The generator stats sample just written (about once a second).
     fn stats(&mut self, stats: &GeneratorStats);
+    /// Called right before [`RunObserver::stats`]: of the sample's requests behind,
+    /// those whose attack found every connection it may use busy (at `-max-workers`
+    /// or `-connections`): connections, not the generator's CPU, held the rate back.
+    fn behind_at_cap(&mut self, _requests: u64) {}
     /// New entries of the error table, the first of them at index `first_index`
     /// (a record's `error` is that index plus one). They may follow the records
     /// that use them by up to a flush (250 ms).
@@ -68,6 +72,10 @@ impl RunObserver for Vec<Box<dyn RunObserver + '_>> {
     }
     fn stats(&mut self, stats: &GeneratorStats) {
         self.iter_mut().for_each(|observer| observer.stats(stats));
+    }
+    fn behind_at_cap(&mut self, requests: u64) {
+        self.iter_mut()
+            .for_each(|observer| observer.behind_at_cap(requests));
     }
     fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
         self.iter_mut()

@@ -26,6 +26,8 @@ pub(crate) struct Counters {
     pub connections_open: u64,
     /// Requests due by now that have not left (the generator is behind).
     pub behind: u64,
+    /// Of `behind`, those whose attack found every connection it may use busy.
+    pub behind_at_cap: u64,
     /// Times the event loop came back from waiting (what an idle worker costs).
     pub wakeups: u64,
     /// Times a due request waited at a cap (`max_in_flight`, or the host's connections).

@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub connections_open: u64,
     /// Requests due that have not left (the generator is behind).
     pub behind: u64,
+    /// Of `behind`, those waiting because every connection they may use is busy.
+    pub behind_at_cap: u64,
     /// Each stop rule's streak, in the order given.
     pub rules: Vec<RuleState>,
     /// The monitor's headline samples, one line per sampler (`-monitor`).
@@ -169,12 +171,21 @@ impl Snapshot {
             self.in_flight,
         );
         if self.behind > 0 {
-            line += &format!("  behind {}", self.behind);
+            line += &format!("  behind {}{}", self.behind, self.held_back_text());
         }
         if let Some(checks) = &self.checks {
             line += &format!("  checks {}", pass_rate_text(checks.passed, checks.runs));
         }
         line
+    }
+
+    /// Why the generator is behind, when every connection it may use is busy.
+    fn held_back_text(&self) -> &'static str {
+        if self.behind_at_cap > 0 {
+            " (connections held the rate back)"
+        } else {
+            ""
+        }
     }
 
     /// The line left on stderr once the run is over: the whole run's figures,
@@ -244,12 +255,13 @@ impl Snapshot {
                 counts_text(self.errors.iter().map(|(k, n)| (k.name().to_owned(), *n))),
             ),
             format!(
-                "generator lag p99 1s: {}  run: {}   in flight {}  connections {}  behind {}",
+                "generator lag p99 1s: {}  run: {}   in flight {}  connections {}  behind {}{}",
                 latency_text(last, last.lag_p99_ns),
                 latency_text(run, run.lag_p99_ns),
                 self.in_flight,
                 self.connections_open,
                 self.behind,
+                self.held_back_text(),
             ),
         ];
         if let Some(unreachable) = &self.unreachable {
@@ -470,5 +482,29 @@ mod tests {
             "8s  sent 1234/s  ok -  p99 -  lag p99 -  in flight 0  behind 3"
         );
         assert!(snapshot.view_lines()[0].starts_with("rate/s    asked -  sent 1234"));
+    }
+
+    #[test]
+    fn a_generator_behind_says_when_connections_hold_it_back() {
+        let held = "behind 30 (connections held the rate back)";
+        // (behind, of them at a connection cap, the progress line's and the view's end)
+        let rows = [
+            (0, 0, "in flight 100", "behind 0"),
+            (30, 0, "in flight 100  behind 30", "behind 30"),
+            (30, 30, held, held),
+        ];
+        for (behind, behind_at_cap, progress_end, view_end) in rows {
+            let snapshot = Snapshot {
+                in_flight: 100,
+                behind,
+                behind_at_cap,
+                ..Snapshot::default()
+            };
+            let progress = snapshot.progress_line();
+            assert!(progress.ends_with(progress_end), "{progress}");
+            let lines = snapshot.view_lines();
+            let view = lines.iter().find(|l| l.starts_with("generator")).unwrap();
+            assert!(view.ends_with(view_end), "{view}");
+        }
     }
 }

@@ -316,6 +316,10 @@ impl RunObserver for LiveStats {
         self.publish();
     }
 
+    fn behind_at_cap(&mut self, requests: u64) {
+        self.snapshot.behind_at_cap = requests;
+    }
+
     fn stats(&mut self, stats: &GeneratorStats) {
         let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
         let (previous_ns, previous_sent) = self.previous_stats;

@@ -339,17 +339,23 @@ fn stopping_drains_requests_in_flight() {
     );
 }
 
+/// `cfg` on one worker under a 10 ms budget; every request it plans is answered 200.
+fn run_at_a_10ms_budget(mut cfg: RunConfig) -> Run {
+    cfg.settings.threads = Some(1);
+    cfg.settings.precision_ns = 10_000_000;
+    let run = run(&cfg);
+    let planned = cfg.attacks[0].settings.plan.max_requests.unwrap();
+    assert_eq!(run.records.len() as u64, planned);
+    assert!(run.records.iter().all(|r| r.status == 200));
+    run
+}
+
 #[test]
 fn answers_read_a_budget_late_are_timed_when_they_arrived() {
     let server = TestServer::start();
     // 1,000 requests a second under a 10 ms budget: the worker wakes every 10 ms or
     // so and reads each answer up to that late, while the server answers at once.
-    let mut cfg = config(&[server.url("/ok")], open_rate(1000.0, 500));
-    cfg.settings.threads = Some(1);
-    cfg.settings.precision_ns = 10_000_000;
-    let run = run(&cfg);
-    assert_eq!(run.records.len(), 500);
-    assert!(run.records.iter().all(|r| r.status == 200));
+    let run = run_at_a_10ms_budget(config(&[server.url("/ok")], open_rate(1000.0, 500)));
     let median = |mut values: Vec<u64>| {
         values.sort_unstable();
         values[values.len() / 2]
@@ -364,6 +370,26 @@ fn answers_read_a_budget_late_are_timed_when_they_arrived() {
         latency_ns < lag_ns + 1_000_000,
         "latency p50 {latency_ns} ns against send lag p50 {lag_ns} ns"
     );
+}
+
+#[test]
+fn a_rate_its_connections_can_carry_is_held_at_a_wide_budget() {
+    let server = TestServer::start();
+    // 3,000 requests a second on 16 connections to answers that take 1 ms: the
+    // connections carry far more, yet a 10 ms tick finds 30 requests due and 16
+    // connections, so the worker is behind until answers free them. Behind, it must
+    // not sleep a budget per look: that sends 16 requests a tick, 1,600 a second, and
+    // the lag grows past a second.
+    let mut cfg = config(&[server.url("/slow/1")], open_rate(3000.0, 4500));
+    cfg.settings.initial_connections = 16;
+    cfg.settings.connections_per_host = 16;
+    let run = run_at_a_10ms_budget(cfg);
+    assert_eq!(run.summary.end.clone().unwrap().attacks[0].unsent, 0);
+    let mut lags_ns: Vec<u64> = run.records.iter().map(|r| r.send_lag_ns).collect();
+    lags_ns.sort_unstable();
+    // A budget plus a round trip or two; generous for a busy two-core machine.
+    let p99_ns = lags_ns[lags_ns.len() * 99 / 100];
+    assert!(p99_ns < 100_000_000, "send lag p99 {p99_ns} ns");
 }
 
 /// 20 requests a second to answers that take 1.5 s, drained after 0.4 s: a drain of
@@ -988,6 +1014,12 @@ impl engine::RunObserver for CountingObserver {
     }
 }
 
+/// `cfg` run with `observer` watching and a feed of two stamped frames.
+fn run_observed(cfg: &RunConfig, observer: &mut dyn engine::RunObserver) -> (Vec<u8>, RunOutcome) {
+    let mut feed = StampFeed::default();
+    engine::run_with_observer(cfg, Vec::new(), &StopHandle::new(), &mut feed, observer).unwrap()
+}
+
 #[test]
 fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     let server = TestServer::start();
@@ -995,14 +1027,7 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
     let mut cfg = config(&urls, open_rate(100.0, 150));
     cfg.settings.stop_rules = vec![workload::StopRule::parse("errors > 90% for 5s").unwrap()];
     let mut observer = CountingObserver::default();
-    let (bytes, outcome) = engine::run_with_observer(
-        &cfg,
-        Vec::new(),
-        &StopHandle::new(),
-        &mut StampFeed::default(),
-        &mut observer,
-    )
-    .unwrap();
+    let (bytes, outcome) = run_observed(&cfg, &mut observer);
     let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
     let (mut written, mut batch) = (Vec::new(), Vec::new());
     while source.next_batch(&mut batch).unwrap() {
@@ -1035,6 +1060,47 @@ fn an_observer_sees_every_record_the_file_holds_and_changes_none() {
         "the first judged second, half errors: the rule does not hold: {:?}",
         observer.rule_calls
     );
+}
+
+/// Keeps the most requests behind at a cap it was told of.
+#[derive(Default)]
+struct AtCapObserver {
+    most: u64,
+    samples: usize,
+}
+
+impl engine::RunObserver for AtCapObserver {
+    fn start(&mut self, _clock: engine::Clock) {}
+    fn records(&mut self, _records: &[Record]) {}
+    fn stats(&mut self, _stats: &record::GeneratorStats) {
+        self.samples += 1;
+    }
+    fn errors(&mut self, _first_index: usize, _new: &[record::ErrorEntry]) {}
+    fn behind_at_cap(&mut self, requests: u64) {
+        self.most = self.most.max(requests);
+    }
+}
+
+#[test]
+fn the_live_view_hears_when_connections_hold_the_rate_back() {
+    let server = TestServer::start();
+    // 50 requests a second to answers that take 300 ms need 15 in flight: on 2
+    // connections most of those due wait for one; on 100 none do.
+    for (connections, held_back) in [(2, true), (100, false)] {
+        let mut cfg = config(&[server.url("/slow/300")], open_rate(50.0, u64::MAX));
+        cfg.attacks[0].settings.plan.duration_ns = Some(1_500_000_000);
+        cfg.settings.threads = Some(1);
+        cfg.settings.connections_per_host = connections;
+        let mut observer = AtCapObserver::default();
+        run_observed(&cfg, &mut observer);
+        assert!(observer.samples >= 1, "a stats sample each second");
+        assert_eq!(
+            observer.most > 10,
+            held_back,
+            "{connections} connections: at most {} behind at the cap",
+            observer.most
+        );
+    }
 }
 
 /// (seq, target URL, intended offset) of each record, sorted.
