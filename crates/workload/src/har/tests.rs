@@ -546,6 +546,29 @@ fn names_what_is_wrong_with_bad_input() {
             "session.har:3:17: not JSON: expected value",
         ),
         (
+            "nested arrays",
+            format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+            "session.har:1:128: not JSON: nested deeper than 128 levels (serde_json's limit), not a HAR file",
+        ),
+        (
+            "nested objects over lines",
+            "{\"a\":\n".repeat(10_000),
+            "session.har:128:",
+        ),
+        (
+            "nested inside a HAR",
+            good.replacen(
+                "\"entries\": [",
+                &format!(
+                    "\"x\": {}0{}, \"entries\": [",
+                    "[".repeat(500),
+                    "]".repeat(500)
+                ),
+                1,
+            ),
+            "not JSON: nested deeper than 128 levels (serde_json's limit), not a HAR file",
+        ),
+        (
             "postman",
             postman.to_owned(),
             "session.har:1: not a HAR file: this looks like a Postman collection; a HAR file is",

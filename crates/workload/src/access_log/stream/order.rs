@@ -77,8 +77,10 @@ impl Reorder {
         }
     }
 
-    /// Takes a request in; an error when it is older than a request already given
-    /// out (it comes later than the window allows).
+    /// Takes a request in; an error when it comes further back than the window
+    /// allows: older than a request already given out, or more than the window older
+    /// than the newest read (checked from the first line: before anything has gone
+    /// out, such a line would go first and the rest wait out the gap).
     pub fn push(
         &mut self,
         request: LoggedRequest,
@@ -87,7 +89,9 @@ impl Reorder {
     ) -> Result<(), WorkloadError> {
         let time_ns = request.time_unix_ns;
         if let Some(newest_ns) = self.newest_ns.filter(|&newest| time_ns < newest) {
-            if self.last_out_ns.is_some_and(|out| time_ns < out) {
+            if newest_ns - time_ns > self.window_ns
+                || self.last_out_ns.is_some_and(|out| time_ns < out)
+            {
                 return Err(self.too_late(&request, newest_ns, name));
             }
             stats.reordered += 1;

@@ -187,6 +187,20 @@ fn refuses_lines_beyond_the_window() {
             ":4: timestamps go backwards by 26s (1970-01-01T00:00:04Z after \
              1970-01-01T00:00:30Z), beyond the 10s reorder window; raise -reorder-window",
         ),
+        // In the log's first seconds, before any request has gone out of the window:
+        // the same error, not a minute of idling (issue 41).
+        (
+            &[61_000, 0, 62_000],
+            10 * S,
+            ":2: timestamps go backwards by 1m1s (1970-01-01T00:00:00Z after \
+             1970-01-01T00:01:01Z), beyond the 10s reorder window; raise -reorder-window",
+        ),
+        (
+            &[0, 1000, 62_000, 1000],
+            10 * S,
+            ":4: timestamps go backwards by 1m1s (1970-01-01T00:00:01Z after \
+             1970-01-01T00:01:02Z), beyond the 10s reorder window; raise -reorder-window",
+        ),
         (
             &[1_795_514_442_000, 1_795_514_400_000],
             0,
