@@ -83,7 +83,7 @@ impl Reorder {
     /// out, such a line would go first and the rest wait out the gap).
     pub fn push(
         &mut self,
-        request: LoggedRequest,
+        mut request: LoggedRequest,
         name: &str,
         stats: &mut LogStats,
     ) -> Result<(), WorkloadError> {
@@ -97,6 +97,7 @@ impl Reorder {
             stats.reordered += 1;
             stats.max_reorder_ns = stats.max_reorder_ns.max(newest_ns - time_ns);
         }
+        request.put_back_ns = self.newest_ns.map_or(0, |n| n.saturating_sub(time_ns));
         self.newest_ns = Some(self.newest_ns.map_or(time_ns, |n| n.max(time_ns)));
         let held = Held {
             time_unix_ns: time_ns,
@@ -143,8 +144,7 @@ impl Reorder {
         Some(held.request)
     }
 
-    /// Requests held (for the test that memory stays flat).
-    #[cfg(test)]
+    /// Requests held.
     pub fn held(&self) -> usize {
         self.in_order.len() + self.heap.len()
     }
@@ -167,7 +167,7 @@ impl Reorder {
 }
 
 /// A unix time in RFC 3339, UTC.
-pub(super) fn time_text(time_unix_ns: u64) -> String {
+pub fn time_text(time_unix_ns: u64) -> String {
     jiff::Timestamp::from_nanosecond(i128::from(time_unix_ns))
         .map_or_else(|_| format!("{time_unix_ns} ns"), |t| t.to_string())
 }
@@ -223,8 +223,7 @@ impl Spread {
         self.ready.pop_front()
     }
 
-    /// Requests held (for the test that memory stays flat).
-    #[cfg(test)]
+    /// Requests held.
     pub fn held(&self) -> usize {
         self.group.len() + self.ready.len()
     }

@@ -34,6 +34,7 @@ impl LineParser for TestFormat {
             user_agent: None,
             latency_ns: None,
             line: 0,
+            put_back_ns: 0,
         }))
     }
 
@@ -160,6 +161,41 @@ fn reorders_within_the_window() {
         assert_eq!(stats.max_reorder_ns, max_ms * MS, "row {i}");
         assert_eq!(stats.requests, input.len() as u64, "row {i}");
     }
+}
+
+#[test]
+fn every_line_is_accounted_for_when_reading_stops_early() {
+    // Stopped after 0 to 4 of the 5 requests, whatever was read ahead by then.
+    let text = "# header\n1000 GET /a 200\n\n3000 GET /c 200\n2000 GET /b 200\nbad\n\
+                20000 GET /d 200\n30000 GET /e 200\n# trailer\nbad too\n";
+    for given in 0..5 {
+        let dir = Dir::new();
+        let path = dir.write("a.log", text.as_bytes());
+        let mut stream = open_with(&[path], no_spread()).unwrap();
+        let out: Vec<LoggedRequest> = stream.by_ref().take(given).map(Result::unwrap).collect();
+        let left = stream.skip_rest().unwrap();
+        let stats = stream.stats();
+        assert_eq!(stats.lines, 10, "given {given}");
+        assert!(left > 0, "given {given}");
+        let accounted = out.len() as u64 + stats.bad_lines + stats.no_request + left;
+        assert_eq!(accounted, stats.lines, "given {given}: {stats:?}");
+        assert!(stream.next().is_none(), "given {given}: stopped");
+    }
+}
+
+#[test]
+fn a_request_put_back_says_how_far() {
+    let dir = Dir::new();
+    let path = dir.write("a.log", log(&[1000, 3000, 2000, 2500, 4000]).as_bytes());
+    let requests = read_all(open_with(&[path], no_spread()).unwrap()).unwrap();
+    let put_back: Vec<(u64, u64)> = requests
+        .iter()
+        .map(|r| (r.time_unix_ns / MS, r.put_back_ns / MS))
+        .collect();
+    assert_eq!(
+        put_back,
+        [(1000, 0), (2000, 1000), (2500, 500), (3000, 0), (4000, 0)]
+    );
 }
 
 #[test]
@@ -341,6 +377,7 @@ fn counts_bad_lines_and_quotes_the_first() {
         lines: 8,
         requests: 2,
         bad_lines: 6,
+        no_request: 0,
         bad_examples: vec![
             format!("{f}:2: want 4 fields, found 2"),
             format!("{f}:3: \"soon\" is not a time"),
