@@ -41,6 +41,10 @@ use select::{HostFilter, LeftOut};
 /// own work (scripts chaining requests), not a user thinking: no `think`.
 pub const MIN_THINK_MS: f64 = 250.0;
 
+/// Longer pauses are capped: a user away for hours (a tab left open overnight, a
+/// clock jump in the recording) is not a think time a load test wants.
+pub const MAX_THINK_MS: f64 = 300_000.0;
+
 /// What `-from har` was asked for.
 #[derive(Debug, Clone, Default)]
 pub struct HarOptions {
@@ -354,10 +358,16 @@ fn steps_out(
         .collect()
 }
 
-/// The pause from the end of `answer` to the next step's start, when it is a user's.
+/// The pause from the end of `answer` to the next step's start, in ms.
+fn pause_ms(answer: &Entry, next_start_ms: f64) -> f64 {
+    next_start_ms - (answer.started_ms + answer.time_ms)
+}
+
+/// The pause from the end of `answer` to the next step's start, when it is a user's,
+/// at most [`MAX_THINK_MS`].
 fn think(answer: &Entry, next_start_ms: f64) -> Option<String> {
-    let pause_ms = next_start_ms - (answer.started_ms + answer.time_ms);
-    (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms))
+    let pause_ms = pause_ms(answer, next_start_ms);
+    (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms.min(MAX_THINK_MS)))
 }
 
 fn scenario_name(options: &HarOptions) -> String {
@@ -414,6 +424,16 @@ fn review_notes(
         if answer.status == 0 {
             notes.push(format!(
                 "\"{name}\" got no answer in the recording (status 0): it has no check"
+            ));
+        }
+        let pause_ms = steps.get(i + 1).map_or(0.0, |next| {
+            pause_ms(answer, entries[next.request].started_ms)
+        });
+        if pause_ms > MAX_THINK_MS {
+            notes.push(format!(
+                "\"{name}\" thinks {}, not the {:.2}s recorded (longer pauses are capped)",
+                render::think_text(MAX_THINK_MS),
+                pause_ms / 1000.0
             ));
         }
     }
