@@ -27,7 +27,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::WorkloadError;
@@ -262,6 +262,7 @@ fn target_text(request: &Request, variables: &[Variable]) -> String {
 /// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
 fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
     let mut names: Vec<String> = Vec::with_capacity(requests.len());
+    let mut taken: HashSet<String> = HashSet::with_capacity(requests.len());
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for request in requests {
         let base = format!(
@@ -277,10 +278,11 @@ fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
             format!("{base} {count}")
         };
         // `2` may have been a real segment (`GET page 2`): count on.
-        while names.contains(&name) {
+        while taken.contains(&name) {
             *count += 1;
             name = format!("{base} {count}");
         }
+        taken.insert(name.clone());
         names.push(name);
     }
     names
@@ -331,6 +333,10 @@ fn steps_out(
     variables: &[Variable],
     names: &[String],
 ) -> Vec<StepOut> {
+    let mut extracted: Vec<Vec<&Variable>> = vec![Vec::new(); steps.len()];
+    for variable in variables {
+        extracted[variable.step].push(variable);
+    }
     steps
         .iter()
         .enumerate()
@@ -343,9 +349,8 @@ fn steps_out(
                 name: names[i].clone(),
                 request: target_text(&requests[i], variables),
                 body: requests[i].body.as_ref().map(|b| b.render(variables)),
-                extract: variables
+                extract: extracted[i]
                     .iter()
-                    .filter(|v| v.step == i)
                     .map(|v| (v.name.clone(), v.expression.clone()))
                     .collect(),
                 checks: match answer.status {
@@ -397,7 +402,7 @@ fn review_notes(
     names: &[String],
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut jar: Vec<String> = Vec::new();
+    let mut jar: HashSet<String> = HashSet::new();
     for (i, exchange) in steps.iter().enumerate() {
         let (sent, answer) = (&entries[exchange.request], &entries[exchange.answer]);
         let name = &names[i];
@@ -588,6 +593,9 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// Extractions the header comment lists at most.
 const MAX_LISTED_EXTRACTIONS: usize = 40;
+/// Uses of one extraction the header comment lists at most (a token goes into every
+/// request of a long recording).
+const MAX_LISTED_USES: usize = 5;
 /// Review notes the header comment lists at most.
 const MAX_LISTED_NOTES: usize = 40;
 
@@ -694,6 +702,9 @@ impl Header<'_> {
                 if !examples.contains(&example) {
                     examples.push(example);
                 }
+                if examples.len() > 4 {
+                    break; // enough to say "..."
+                }
             }
             let more = if examples.len() > 4 { ", ..." } else { "" };
             examples.truncate(4);
@@ -712,10 +723,13 @@ impl Header<'_> {
 
     /// `127.0.0.1:8080 (9 entries, 4 steps)`, in order of first appearance.
     fn hosts(&self) -> String {
+        let mut is_step = vec![false; self.entries.len()];
+        for step in &self.selection.steps {
+            is_step[step.request] = true;
+        }
         let mut hosts: Vec<(String, usize, usize)> = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
+        for (entry, &is_step) in self.entries.iter().zip(&is_step) {
             let label = select::host_label(&entry.url);
-            let is_step = self.selection.steps.iter().any(|x| x.request == i);
             match hosts.iter_mut().find(|(h, _, _)| *h == label) {
                 Some((_, seen, steps)) => {
                     *seen += 1;
@@ -755,11 +769,15 @@ impl Header<'_> {
         let mut by_step: Vec<&Variable> = self.variables.iter().collect();
         by_step.sort_by_key(|v| v.step);
         for variable in by_step.iter().take(MAX_LISTED_EXTRACTIONS) {
-            let uses: Vec<String> = variable
+            let mut uses: Vec<String> = variable
                 .uses
                 .iter()
+                .take(MAX_LISTED_USES)
                 .map(|(step, place)| format!("\"{}\" ({place})", self.names[*step]))
                 .collect();
+            if variable.uses.len() > MAX_LISTED_USES {
+                uses.push(format!("{} more", variable.uses.len() - MAX_LISTED_USES));
+            }
             let mut value: String = variable.value.chars().take(24).collect();
             if value.len() < variable.value.len() {
                 value.push_str("...");
