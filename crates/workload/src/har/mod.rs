@@ -647,9 +647,10 @@ impl Header<'_> {
         );
         out.push(format!(
             "Think times: the recorded pause from each answer to the next request, to 0.1 s \
-             (whole seconds from 10 s); pauses under {MIN_THINK_MS} ms are the page's own \
-             work and left out. Cookies: left to each user's jar. Checks: the recorded \
-             status."
+             (whole seconds from 10 s), at most {} s; pauses under {MIN_THINK_MS} ms are \
+             the page's own work and left out. Cookies: left to each user's jar. Checks: the recorded \
+             status.",
+            MAX_THINK_MS / 1000.0
         ));
         out.extend(self.extractions());
         if !self.notes.is_empty() {
