@@ -155,6 +155,8 @@ fn bad_inputs_and_flags_are_named() {
     )
     .unwrap();
     std::fs::write(dir.join("latin1.har"), b"{\"log\": \"caf\xe9\"}").unwrap();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    std::fs::write(dir.join("deep.json"), deep).unwrap();
     let cut_line = har[..har.len() / 3].lines().count();
     let cut_error = format!("loadlab: cut.har:{cut_line}:");
     let rows: &[(&[&str], i32, &str)] = &[
@@ -183,6 +185,12 @@ fn bad_inputs_and_flags_are_named() {
             &["encode", "-from", "har", "latin1.har"],
             1,
             "loadlab: latin1.har: not UTF-8 text at byte 12",
+        ),
+        (
+            &["encode", "-from", "har", "deep.json"],
+            1,
+            "loadlab: deep.json:1:128: not JSON: nested deeper than 128 levels (serde_json's \
+             limit), not a HAR file",
         ),
         (
             &["encode", "-from", "har", "missing.har"],

@@ -168,7 +168,11 @@ fn report_merges_records_and_samples_on_one_clock() {
 
 #[test]
 fn bad_specs_fail_with_the_spec_and_no_password() {
+    let dir = tempdir("bad-specs");
+    let log_dir = format!("log={}", dir.path().display());
+    let is_a_directory = format!("{} is a directory", dir.path().display());
     let rows: &[(&[&str], &str)] = &[
+        (&["monitor", &log_dir], &is_a_directory),
         (
             &["monitor", "disk"],
             "monitor spec \"disk\": unknown sampler",

@@ -357,6 +357,85 @@ fn out_of_order_lines_are_put_back_and_counted() {
     assert_eq!(run.end.replays[0].reordered, 1);
 }
 
+/// Issue 36: every line of the log is a request replayed, a bad line, a filtered one
+/// or a skipped one (no request on it, past the window, the run ended first), and a
+/// request put back in order is counted once, among those replayed.
+#[test]
+fn a_replay_accounts_for_every_line() {
+    let server = server();
+    let dir = TempDir::new();
+    // (second, method, lines); second 3's first line comes before second 2's ten,
+    // which are then put back in order.
+    let parts: &[(u64, &str, usize)] = &[
+        (0, "GET", 10),
+        (1, "GET", 7),
+        (1, "POST", 3),
+        (3, "GET", 1),
+        (2, "GET", 10),
+        (3, "GET", 9),
+        (5, "GET", 10),
+    ];
+    let mut log = String::new();
+    for (i, &(second, method, count)) in parts.iter().enumerate() {
+        for _ in 0..count {
+            log.push_str(&nginx_line(second, method, "/a", 200, 0.004));
+        }
+        if i == 0 {
+            // Two blank lines (no request) and a bad one.
+            log.push_str("\n\nnot a log line\n");
+        }
+    }
+    let path = dir.write("access.log", log.as_bytes());
+    let base = format!("http://{}", server.local_addr());
+    // (flags, lines, requests, bad, filtered, skipped, reordered)
+    let rows: &[(&[&str], [u64; 6])] = &[
+        (&[], [53, 50, 1, 0, 2, 10]),
+        // Past the window: second 5's ten lines; filtered: the three POSTs.
+        (
+            &["-replay-method", "GET", "-to", "+4s"],
+            [53, 37, 1, 3, 12, 10],
+        ),
+        // The run ends after 2 s: seconds 2 to 5 are not reached.
+        (&["-duration", "2s"], [53, 20, 1, 0, 32, 0]),
+    ];
+    for (flags, want) in rows {
+        let mut args = vec!["-base-url", base.as_str()];
+        args.extend_from_slice(flags);
+        let (output, out) = replay(&dir, &path, &args);
+        assert!(
+            output.status.success(),
+            "{flags:?}: {}",
+            text(&output.stderr)
+        );
+        let run = read_run(&out);
+        let end = &run.end.replays[0];
+        let got = [
+            end.lines,
+            end.requests,
+            end.bad_lines,
+            end.filtered,
+            end.skipped(),
+            end.reordered,
+        ];
+        assert_eq!(got, *want, "{flags:?}: {end:?}");
+        // Dealt out, each is sent or counted unsent (a loaded machine may leave the
+        // last few behind at the end).
+        let unsent = run.end.attacks[0].unsent;
+        assert_eq!(run.records.len() as u64 + unsent, end.requests, "{flags:?}");
+        let report = text(&loadlab(&["report", &out]).stdout);
+        let [lines, requests, bad, filtered, skipped, reordered] = want;
+        let sum = format!(
+            "Log: {lines} lines = {requests} requests + {bad} bad + {filtered} filtered + {skipped} skipped"
+        );
+        assert!(report.contains(&sum), "{flags:?}: want {sum:?} in {report}");
+        assert_eq!(
+            report.contains(&format!("{reordered} of the requests logged out of order")),
+            *reordered > 0,
+            "{flags:?}: {report}"
+        );
+    }
+}
+
 #[test]
 fn a_window_and_filters_pick_what_is_replayed() {
     let server = server();
@@ -418,7 +497,7 @@ fn bad_lines_are_counted_and_quoted_without_their_secrets() {
         end.bad_examples
     );
     let report = text(&loadlab(&["report", &out]).stdout);
-    assert!(report.contains("2 bad lines"), "{report}");
+    assert!(report.contains("+ 2 bad +"), "{report}");
     assert!(
         !report.contains("hunter2") && !format!("{end:?}").contains("hunter2"),
         "{report}"
@@ -483,6 +562,17 @@ fn bad_replays_are_refused_by_name() {
     let zipped = gzip(log.as_bytes());
     let truncated = dir.write("cut.log.gz", &zipped[..zipped.len() / 2]);
     let missing = dir.path("missing.log");
+    // A minute back in the log's first seconds (issue 41): refused, not a minute idle.
+    let back = format!(
+        "{}{}",
+        nginx_line(61, "GET", "/a", 200, 0.0),
+        nginx_line(0, "GET", "/b", 200, 0.0)
+    );
+    let back = dir.write("back.log", back.as_bytes());
+    // A stray timestamp 50 days on.
+    let mut far = nginx_line(0, "GET", "/a", 200, 0.0);
+    far.push_str(&far.replace("24/Nov/2026", "13/Jan/2027"));
+    let far = dir.write("far.log", far.as_bytes());
     let base = "http://127.0.0.1:9";
     let rows: &[(&[&str], &str)] = &[
         (&["-replay", &missing, "-base-url", base], "missing.log"),
@@ -540,7 +630,17 @@ fn bad_replays_are_refused_by_name() {
                 "-from",
                 "+1h",
             ],
-            "no request",
+            "access.log: no request of the logs (from 2026-11-24T09:59:59.996Z to \
+             2026-11-24T10:00:02.946Z) is in the window and past the filters (70 left out",
+        ),
+        (
+            &["-replay", &back, "-base-url", base, "-log-format", "nginx"],
+            "back.log:2: timestamps go backwards by 1m1s",
+        ),
+        (
+            &["-replay", &far, "-base-url", base, "-log-format", "nginx"],
+            "far.log:2: 4320000 s after the first request replayed (2026-11-24T10:00:00Z): \
+             the logs span more than 10 days",
         ),
         (
             &["-replay", &good, "-base-url", base, "-from", "yesterday"],

@@ -480,7 +480,7 @@ fn replay_ends(config: &RunConfig, output: &ReplayOutput) -> Vec<record::ReplayE
         .filter_map(|(index, attack)| match &attack.targets {
             Targets::Replay(replay) => {
                 let loops = output.loops[index].load(std::sync::atomic::Ordering::Relaxed);
-                Some(replay.end(index as u16, loops))
+                Some(replay.end(index as u16, loops, output.first_pass(index)))
             }
             _ => None,
         })

@@ -21,6 +21,7 @@ use workload::{
 };
 
 use crate::EngineError;
+use crate::replay_feed::PassCounts;
 
 /// A day of one-second buckets, ten times over: past this the log's span is more
 /// likely a stray timestamp than a replay anyone wants to wait for.
@@ -185,8 +186,13 @@ pub struct Survey {
     pub last_unix_ns: u64,
     /// Requests replayed (one pass over the logs).
     pub requests: u64,
-    /// Requests left out by the window or a filter.
+    /// Requests left out by the window's start or a filter.
     pub filtered: u64,
+    /// Lines past the window's end (`-to`): requests read ahead, and the rest of the
+    /// logs, counted but not read as requests.
+    pub past_window: u64,
+    /// The latest time of a request read, unix ns (the logs' span in errors).
+    pub last_read_unix_ns: u64,
     /// The reader's counts (lines, bad lines, reordering).
     pub stats: LogStats,
     /// Requests per second of log time, from `zero_unix_ns`.
@@ -294,47 +300,40 @@ impl Replay {
 
     /// Reads the logs once: time zero, shape, counts, and every error a reading finds.
     fn read_once(&self, origin: &Origin) -> Result<Survey, EngineError> {
-        let (mut stream, formats) = self
-            .open()
-            .map_err(|e| EngineError::Targets(field_error(origin, "files", with_causes(&e))))?;
+        let fail = |reason: String| EngineError::Targets(field_error(origin, "files", reason));
+        let (mut stream, formats) = self.open().map_err(|e| fail(with_causes(&e)))?;
         let mut survey = Survey::default();
         let mut first = None;
-        for request in stream.by_ref() {
-            let request = request
-                .map_err(|e| EngineError::Targets(field_error(origin, "files", with_causes(&e))))?;
+        while let Some(request) = stream.next() {
+            let request = request.map_err(|e| fail(with_causes(&e)))?;
             let first_unix_ns = *first.get_or_insert(request.time_unix_ns);
+            survey.last_read_unix_ns = survey.last_read_unix_ns.max(request.time_unix_ns);
             if self.filter.past_end(&request, first_unix_ns) {
+                survey.past_window = 1 + stream.skip_rest().map_err(|e| fail(with_causes(&e)))?;
                 break;
             }
             if !self.filter.keeps(&request, first_unix_ns) {
                 survey.filtered += 1;
                 continue;
             }
+            let place = || format!("{}:{}", stream.last_file_name(), request.line);
             if survey.requests == 0 {
                 survey.zero_unix_ns = request.time_unix_ns;
-            }
-            if survey.requests == 0 && !self.shape_only {
-                self.target_of(&request).map_err(|reason| {
-                    let reason = format!(
-                        "line {} of {}: {reason}",
-                        request.line,
-                        self.names.join(", ")
-                    );
-                    EngineError::Targets(field_error(origin, "files", reason))
-                })?;
+                if !self.shape_only {
+                    self.target_of(&request)
+                        .map_err(|reason| fail(format!("{}: {reason}", place())))?;
+                }
             }
             survey.requests += 1;
             survey.last_unix_ns = request.time_unix_ns;
             let second = ((request.time_unix_ns - survey.zero_unix_ns) / 1_000_000_000) as usize;
             if second >= MAX_BUCKETS {
-                return Err(EngineError::Targets(field_error(
-                    origin,
-                    "files",
-                    format!(
-                        "the logs span more than {} days (line {} is {second} s after the first request replayed): narrow them with -from and -to",
-                        MAX_BUCKETS / 86_400,
-                        request.line
-                    ),
+                return Err(fail(format!(
+                    "{}: {second} s after the first request replayed ({}): the logs span more \
+                     than {} days; narrow them with -from and -to",
+                    place(),
+                    workload::log_time_text(survey.zero_unix_ns),
+                    MAX_BUCKETS / 86_400,
                 )));
             }
             if survey.counts_per_s.len() <= second {
@@ -346,16 +345,25 @@ impl Replay {
         survey.first_unix_ns = first.unwrap_or_default();
         survey.format = formats.join(", ");
         if survey.requests == 0 {
-            let reason = match first {
-                None => "the logs hold no request".to_owned(),
-                Some(_) => format!(
-                    "no request of the logs is in the window and past the filters ({} left out)",
-                    survey.filtered
-                ),
-            };
-            return Err(EngineError::Targets(field_error(origin, "files", reason)));
+            return Err(fail(self.nothing_to_replay(&survey, first.is_some())));
         }
         Ok(survey)
+    }
+
+    /// Why a survey found no request to replay, naming the logs and their span.
+    fn nothing_to_replay(&self, survey: &Survey, any: bool) -> String {
+        let files = self.names.join(", ");
+        if !any {
+            return format!("{files}: the logs hold no request");
+        }
+        format!(
+            "{files}: no request of the logs (from {} to {}) is in the window and past the \
+             filters ({} left out by the window's start or a filter, {} lines past its end)",
+            workload::log_time_text(survey.first_unix_ns),
+            workload::log_time_text(survey.last_read_unix_ns),
+            survey.filtered,
+            survey.past_window,
+        )
     }
 
     /// The request to send for a logged one: its method, path and query on
@@ -468,13 +476,20 @@ impl Replay {
         }
     }
 
-    /// How the reading went, for the run's end block.
-    pub(crate) fn end(&self, attack: u16, loops: u64) -> ReplayEnd {
+    /// How the reading went, for the run's end block: every line of the logs is a
+    /// request dealt out in the first pass, a bad line, a filtered one or a skipped
+    /// one (docs/REPLAY.md, "What is recorded").
+    pub(crate) fn end(&self, attack: u16, loops: u64, pass: PassCounts) -> ReplayEnd {
         let stats = &self.survey.stats;
-        ReplayEnd {
+        let not_reached = self
+            .survey
+            .requests
+            .saturating_sub(pass.dealt + pass.other_shards);
+        let skipped = stats.no_request + self.survey.past_window + pass.other_shards + not_reached;
+        let end = ReplayEnd {
             attack,
             lines: stats.lines,
-            requests: self.survey.requests,
+            requests: pass.dealt,
             bad_lines: stats.bad_lines,
             bad_examples: stats
                 .bad_examples
@@ -482,9 +497,13 @@ impl Replay {
                 .map(|line| units::redact_url(line))
                 .collect(),
             filtered: self.survey.filtered,
-            reordered: stats.reordered,
-            max_reorder_ns: stats.max_reorder_ns,
+            reordered: pass.reordered,
+            max_reorder_ns: pass.max_reorder_ns,
             loops,
-        }
+        };
+        // The record keeps no `skipped`: a reader takes it as the rest of the lines,
+        // which these counts must leave.
+        debug_assert_eq!(end.skipped(), skipped, "{end:?}");
+        end
     }
 }

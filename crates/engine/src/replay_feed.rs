@@ -32,6 +32,22 @@ pub(crate) struct ReplayOutput {
     pub logged: Mutex<Vec<Logged>>,
     /// Per attack: passes over the logs begun again (`-loop`).
     pub loops: Vec<AtomicU64>,
+    /// Per attack: what its first pass over the logs dealt out.
+    pub first_pass: Mutex<Vec<PassCounts>>,
+}
+
+/// What a replay's first pass over its logs dealt out, for the end block's account
+/// of every line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PassCounts {
+    /// Requests handed to the workers to be sent at their logged time.
+    pub dealt: u64,
+    /// Requests left to the other shards (`-shard I/N`).
+    pub other_shards: u64,
+    /// Of those dealt, the ones logged out of order and put back.
+    pub reordered: u64,
+    /// The furthest one of them was put back, nanoseconds.
+    pub max_reorder_ns: u64,
 }
 
 impl ReplayOutput {
@@ -39,7 +55,17 @@ impl ReplayOutput {
         ReplayOutput {
             logged: Mutex::default(),
             loops: (0..attacks).map(|_| AtomicU64::new(0)).collect(),
+            first_pass: Mutex::new(vec![PassCounts::default(); attacks]),
         }
+    }
+
+    /// What attack `attack`'s first pass dealt out.
+    pub(crate) fn first_pass(&self, attack: usize) -> PassCounts {
+        let passes = self
+            .first_pass
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        passes.get(attack).copied().unwrap_or_default()
     }
 
     /// Takes every entry handed over so far.
@@ -77,6 +103,8 @@ impl ReplayFeeder {
             dealer: Dealer::new(queues, self.replay.keepalive, self.unix_socket.clone()),
             index: 0,
             logged: Vec::with_capacity(LOGGED_BATCH),
+            first: true,
+            counts: PassCounts::default(),
         };
         let period_ns = self.replay.period_ns().max(1);
         let mut result = Ok(());
@@ -88,7 +116,9 @@ impl ReplayFeeder {
             if loop_index > 0 {
                 self.output.loops[usize::from(self.attack)].fetch_add(1, Ordering::Relaxed);
             }
-            match self.pass(&mut pass, base_ns) {
+            let outcome = self.pass(&mut pass, base_ns);
+            pass.first = false;
+            match outcome {
                 Ok(true) if self.replay.repeat => {}
                 Ok(_) => break,
                 Err(err) => {
@@ -98,6 +128,14 @@ impl ReplayFeeder {
             }
         }
         self.hand_over(&mut pass.logged);
+        let mut passes = self
+            .output
+            .first_pass
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = passes.get_mut(usize::from(self.attack)) {
+            *slot = pass.counts;
+        }
         result
     }
 
@@ -106,7 +144,7 @@ impl ReplayFeeder {
         let replay = &self.replay;
         let (mut stream, _) = replay.open().map_err(EngineError::Targets)?;
         let mut first = None;
-        for request in stream.by_ref() {
+        while let Some(request) = stream.next() {
             let request = request.map_err(EngineError::Targets)?;
             let first_unix_ns = *first.get_or_insert(request.time_unix_ns);
             if replay.filter.past_end(&request, first_unix_ns) {
@@ -118,6 +156,7 @@ impl ReplayFeeder {
             let index = pass.index;
             pass.index += 1;
             if !self.shard.owns(index) {
+                pass.counts.other_shards += u64::from(pass.first);
                 continue;
             }
             let due_ns = base_ns + replay.offset_ns(request.time_unix_ns);
@@ -125,11 +164,8 @@ impl ReplayFeeder {
                 return Ok(false);
             }
             let target = replay.target_of(&request).map_err(|reason| {
-                let files = replay.names.join(", ");
-                EngineError::Config(format!(
-                    "replay: line {} of {files}: {reason}",
-                    request.line
-                ))
+                let file = stream.last_file_name();
+                EngineError::Config(format!("replay: {file}:{}: {reason}", request.line))
             })?;
             let id = self.group_id(&mut pass.dealer.ids, &target);
             pass.logged.push(Logged {
@@ -146,6 +182,14 @@ impl ReplayFeeder {
             }
             if !pass.dealer.deal(target, id, due_ns, &self.stop)? {
                 return Ok(false);
+            }
+            if pass.first {
+                pass.counts.dealt += 1;
+                if request.put_back_ns > 0 {
+                    pass.counts.reordered += 1;
+                    pass.counts.max_reorder_ns =
+                        pass.counts.max_reorder_ns.max(request.put_back_ns);
+                }
             }
         }
         Ok(true)
@@ -186,4 +230,7 @@ struct Pass<'a> {
     /// The run-wide index of the next request kept: its record's `seq`.
     index: u64,
     logged: Vec<Logged>,
+    /// The first pass is under way: what it deals is counted.
+    first: bool,
+    counts: PassCounts,
 }

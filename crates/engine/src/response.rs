@@ -19,7 +19,12 @@ pub(crate) enum Feed {
     Done { used: usize },
 }
 
+/// A response head is read up to this size, whatever its number of headers (a
+/// thousand `Set-Cookie`s fit); a larger one is the error "response head larger
+/// than 64 KiB", counted by kind like any.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Headers `httparse` reads into an array on the stack; a head with more is read
+/// again line by line ([`parse_long_head`]), off the common path.
 const MAX_HEADERS: usize = 96;
 const REASON_BYTES: usize = 48;
 
@@ -318,50 +323,126 @@ fn parse_head(bytes: &[u8], want_location: bool) -> Result<Option<HeadInfo>, Pro
     let length = match response.parse(bytes) {
         Ok(httparse::Status::Complete(length)) => length,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => {
-            return Err(ProtocolError("more than 96 response headers"));
-        }
+        Err(httparse::Error::TooManyHeaders) => return parse_long_head(bytes, want_location),
         Err(_) => return Err(ProtocolError("malformed response head")),
     };
-    let status = response.code.unwrap_or(0);
-    let mut reason = [0u8; REASON_BYTES];
-    let reason_bytes = response.reason.unwrap_or("").as_bytes();
-    let reason_len = reason_bytes.len().min(REASON_BYTES);
-    reason[..reason_len].copy_from_slice(&reason_bytes[..reason_len]);
-    let mut info = HeadInfo {
-        length,
-        status,
-        reason: (reason, reason_len),
-        content_length: None,
-        chunked: false,
-        close: response.version == Some(0),
-        location: None,
-    };
+    let http10 = response.version == Some(0);
+    let mut info = HeadInfo::new(length, response.code.unwrap_or(0), http10);
+    info.set_reason(response.reason.unwrap_or("").as_bytes());
     for header in response.headers.iter() {
-        let name = header.name;
-        if name.eq_ignore_ascii_case("content-length") {
-            let value = parse_content_length(header.value)?;
-            if info.content_length.is_some_and(|v| v != value) {
-                return Err(ProtocolError("conflicting Content-Length headers"));
-            }
-            info.content_length = Some(value);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            info.chunked = last_token(header.value).eq_ignore_ascii_case(b"chunked");
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in header.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    info.close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && response.version == Some(0) {
-                    info.close = false;
-                }
-            }
-        } else if want_location && name.eq_ignore_ascii_case("location") {
-            let start = header.value.as_ptr() as usize - bytes.as_ptr() as usize;
-            info.location = Some((start, start + header.value.len()));
-        }
+        info.header(
+            bytes,
+            header.name.as_bytes(),
+            header.value,
+            http10,
+            want_location,
+        )?;
     }
     Ok(Some(info))
+}
+
+/// A head with more headers than [`MAX_HEADERS`], read line by line: the status line
+/// `HTTP/1.x NNN reason`, then `name: value` lines (no obsolete line folding).
+fn parse_long_head(bytes: &[u8], want_location: bool) -> Result<Option<HeadInfo>, ProtocolError> {
+    const MALFORMED: ProtocolError = ProtocolError("malformed response head");
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Ok(None);
+    };
+    let mut lines = bytes[..end]
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
+    let status_line = lines.next().unwrap_or_default();
+    let (http10, code, reason) = match status_line {
+        [
+            b'H',
+            b'T',
+            b'T',
+            b'P',
+            b'/',
+            b'1',
+            b'.',
+            minor @ (b'0' | b'1'),
+            b' ',
+            a,
+            b,
+            c,
+            rest @ ..,
+        ] if [a, b, c].iter().all(|d| d.is_ascii_digit())
+            && (rest.is_empty() || rest[0] == b' ') =>
+        {
+            let code = [a, b, c]
+                .iter()
+                .fold(0u16, |n, d| n * 10 + u16::from(**d - b'0'));
+            (*minor == b'0', code, rest.trim_ascii_start())
+        }
+        _ => return Err(MALFORMED),
+    };
+    let mut info = HeadInfo::new(end + 4, code, http10);
+    info.set_reason(reason);
+    for line in lines {
+        let colon = line.iter().position(|&b| b == b':').ok_or(MALFORMED)?;
+        let name = &line[..colon];
+        let token = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+        if name.is_empty() || !name.iter().all(token) {
+            return Err(MALFORMED);
+        }
+        let value = line[colon + 1..].trim_ascii();
+        info.header(bytes, name, value, http10, want_location)?;
+    }
+    Ok(Some(info))
+}
+
+impl HeadInfo {
+    fn new(length: usize, status: u16, http10: bool) -> HeadInfo {
+        HeadInfo {
+            length,
+            status,
+            reason: ([0; REASON_BYTES], 0),
+            content_length: None,
+            chunked: false,
+            close: http10,
+            location: None,
+        }
+    }
+
+    fn set_reason(&mut self, reason: &[u8]) {
+        let len = reason.len().min(REASON_BYTES);
+        self.reason.0[..len].copy_from_slice(&reason[..len]);
+        self.reason.1 = len;
+    }
+
+    /// Takes in one header of the head `bytes` (`value` lies within them).
+    fn header(
+        &mut self,
+        bytes: &[u8],
+        name: &[u8],
+        value: &[u8],
+        http10: bool,
+        want_location: bool,
+    ) -> Result<(), ProtocolError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let length = parse_content_length(value)?;
+            if self.content_length.is_some_and(|v| v != length) {
+                return Err(ProtocolError("conflicting Content-Length headers"));
+            }
+            self.content_length = Some(length);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    self.close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                    self.close = false;
+                }
+            }
+        } else if want_location && name.eq_ignore_ascii_case(b"location") {
+            let start = value.as_ptr() as usize - bytes.as_ptr() as usize;
+            self.location = Some((start, start + value.len()));
+        }
+        Ok(())
+    }
 }
 
 fn parse_content_length(value: &[u8]) -> Result<u64, ProtocolError> {
@@ -427,6 +508,106 @@ mod tests {
                     String::from_utf8_lossy(input)
                 );
             }
+        }
+    }
+
+    /// A head of `count` `Set-Cookie`s around the given headers.
+    fn many_headers(status_line: &str, count: usize, headers: &str) -> Vec<u8> {
+        let mut head = format!("{status_line}\r\n");
+        for i in 0..count {
+            head.push_str(&format!("Set-Cookie: c{i}=v{i}; Path=/\r\n"));
+        }
+        head.push_str(headers);
+        head.push_str("\r\n");
+        head.into_bytes()
+    }
+
+    /// A head, the body after it, and the status and close wanted.
+    type ManyRow = (Vec<u8>, &'static [u8], (u16, bool));
+
+    #[test]
+    fn reads_a_head_of_a_thousand_headers() {
+        let rows: &[ManyRow] = &[
+            (
+                many_headers("HTTP/1.1 200 OK", 1000, "Content-Length: 5\r\n"),
+                b"helloNEXT",
+                (200, false),
+            ),
+            (
+                many_headers(
+                    "HTTP/1.1 302 Found",
+                    97,
+                    "Location: /n\r\nContent-Length: 0\r\n",
+                ),
+                b"",
+                (302, false),
+            ),
+            (
+                many_headers(
+                    "HTTP/1.1 200 OK",
+                    500,
+                    "Transfer-Encoding: chunked\r\nConnection: close\r\n",
+                ),
+                b"2\r\nok\r\n0\r\n\r\n",
+                (200, true),
+            ),
+            (
+                many_headers(
+                    "HTTP/1.0 503 Service Unavailable",
+                    200,
+                    "Connection: keep-alive\r\nContent-Length: 1\r\n",
+                ),
+                b"x",
+                (503, false),
+            ),
+        ];
+        for (head, body, (status, close)) in rows {
+            let input = [head.as_slice(), body].concat();
+            let used = head.len() + body.len() - usize::from(body.ends_with(b"NEXT")) * 4;
+            // Each read parses the head carried so far again: not byte by byte here.
+            for step in [999, 4096, input.len()] {
+                assert_eq!(
+                    parse_in_steps(&input, step, false),
+                    Ok((*status, used, *close)),
+                    "{} header bytes, step {step}",
+                    head.len()
+                );
+            }
+        }
+        let mut parser = ResponseParser::new();
+        parser.start(false, true, u64::MAX);
+        let input = many_headers(
+            "HTTP/1.1 301 Moved",
+            300,
+            "Location: /there\r\nContent-Length: 0\r\n",
+        );
+        assert_eq!(parser.feed(&input), Ok(Feed::Done { used: input.len() }));
+        assert_eq!(parser.location, b"/there");
+        // Beyond the head's bound, and malformed lines, whatever the count.
+        let rows: &[(Vec<u8>, &str)] = &[
+            (many_headers("HTTP/1.1 200 OK", 3000, ""), "64 KiB"),
+            (
+                many_headers("HTTP/1.1 200 OK", 100, "no colon\r\n"),
+                "malformed",
+            ),
+            (
+                many_headers("HTTP/1.1 200 OK", 100, "Bad Name: x\r\n"),
+                "malformed",
+            ),
+            (many_headers("HTTP/1.1 2000 OK", 100, ""), "malformed"),
+            (many_headers("HTTP/2.0 200 OK", 100, ""), "malformed"),
+            (
+                many_headers(
+                    "HTTP/1.1 200 OK",
+                    100,
+                    "Content-Length: 1\r\nContent-Length: 2\r\n",
+                ),
+                "conflicting",
+            ),
+        ];
+        for (input, want) in rows {
+            let err = parse_in_steps(input, 4096, false).unwrap_err();
+            assert!(err.0.contains(want), "{want}: {err:?}");
         }
     }
 

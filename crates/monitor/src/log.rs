@@ -8,12 +8,17 @@
 //! as examples (`log.example{pattern,line}`, value 1 when first seen), so a report can
 //! quote `accept4() failed (24: Too many open files)` with its time.
 //!
-//! Lines are bytes: binary garbage is counted, never fatal. A line longer than
-//! [`MAX_LINE_BYTES`] is cut there; a tick reads at most [`MAX_READ_BYTES`] of a file
-//! (the rest waits for the next tick), so a flood cannot stall the monitor.
+//! Lines are bytes: binary garbage is counted, never fatal. A line longer than twice
+//! [`MAX_LINE_BYTES`] is matched on its first and last [`MAX_LINE_BYTES`] (a 10 MB
+//! line ending in "too many open files" counts), never held whole from a stream; a
+//! tick reads at most [`MAX_READ_BYTES`] of a file (the rest waits for the next tick),
+//! so a flood cannot stall the monitor. A named pipe (FIFO) is opened once, at the
+//! start, without waiting for a writer, and read as it fills: a writer can open it
+//! whenever it likes.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -22,6 +27,7 @@ use record::ResourceSeries as S;
 use record::SamplerInfo;
 use regex::bytes::Regex;
 
+use crate::MonitorError;
 use crate::hub::{Reading, SeriesDef};
 use crate::sampler::{Sampler, Tick};
 use crate::spec::{LogSource, LogSpec};
@@ -38,7 +44,8 @@ pub const DEFAULT_PATTERNS: &[(&str, &str)] = &[
     ("5xx", r#"(?:^|[\s"])5\d\d(?:[\s"]|$)"#),
     ("panic", r"(?i)\bpanic|exception|traceback|\bfatal\b"),
 ];
-/// A line is cut here (a stack trace on one line, binary garbage without newlines).
+/// A longer line is matched on its first and last this many bytes (a stack trace on
+/// one line, binary garbage without newlines).
 pub const MAX_LINE_BYTES: usize = 8 * 1024;
 /// A file is read at most this much per tick.
 pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
@@ -66,7 +73,19 @@ struct Matcher {
 
 impl Matcher {
     fn count(&self, line: &[u8]) {
-        let line = &line[..line.len().min(MAX_LINE_BYTES)];
+        // A long line's middle is left out: its start and its end are what a log
+        // line says (a prefix and a message), and a pattern still finds them.
+        let kept;
+        let line = if line.len() > 2 * MAX_LINE_BYTES {
+            kept = [
+                &line[..MAX_LINE_BYTES],
+                &line[line.len() - MAX_LINE_BYTES..],
+            ]
+            .concat();
+            &kept[..]
+        } else {
+            line
+        };
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         counts.all += 1;
         for (index, (_, regex)) in self.patterns.iter().enumerate() {
@@ -227,6 +246,21 @@ impl Sampler for LogSampler {
     }
 }
 
+/// Refuses at the start a `log=` path no log can be followed at (a directory); a
+/// file that does not exist yet is followed once it does.
+pub(crate) fn check_source(source: &LogSource) -> Result<(), MonitorError> {
+    let LogSource::File(path) = source else {
+        return Ok(());
+    };
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(MonitorError::Spec {
+            spec: format!("log={path}"),
+            reason: format!("{path} is a directory: give a log file in it (or logcmd=COMMAND)"),
+        });
+    }
+    Ok(())
+}
+
 /// `sh -c COMMAND` with its stdout and stderr read line by line on two threads.
 fn spawn(command: &str, matcher: &Arc<Matcher>) -> Result<Child, String> {
     let mut child = Command::new("sh")
@@ -250,7 +284,7 @@ fn spawn(command: &str, matcher: &Arc<Matcher>) -> Result<Child, String> {
         let matcher = Arc::clone(matcher);
         let spawned = std::thread::Builder::new()
             .name("loadlab-mon-logcmd".to_owned())
-            .spawn(move || read_lines(BufReader::new(stream), &matcher));
+            .spawn(move || read_lines(stream, &matcher));
         if let Err(err) = spawned {
             let _ = child.kill();
             return Err(format!("cannot start a reader thread: {err}"));
@@ -259,40 +293,73 @@ fn spawn(command: &str, matcher: &Arc<Matcher>) -> Result<Child, String> {
     Ok(child)
 }
 
-/// Counts each line until the stream ends; a line longer than the cap is cut, its rest
-/// skipped, without holding more than the cap.
-fn read_lines(mut reader: impl BufRead, matcher: &Matcher) {
-    let mut line = Vec::new();
+/// Counts each line until the stream ends.
+fn read_lines(mut reader: impl Read, matcher: &Matcher) {
+    let mut lines = Lines::default();
+    let mut buffer = vec![0; 64 * 1024];
     loop {
-        line.clear();
-        match read_capped_line(&mut reader, &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => matcher.count(&line),
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => lines.push(&buffer[..read], matcher),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
         }
     }
+    lines.finish(matcher);
 }
 
-/// One line (without its newline) into `line`, at most [`MAX_LINE_BYTES`] kept;
-/// returns the bytes consumed (0 at the end).
-fn read_capped_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut consumed = 0;
-    loop {
-        let buffer = reader.fill_buf()?;
-        if buffer.is_empty() {
-            return Ok(consumed);
+/// A stream's lines as its bytes arrive, in pieces: of each line its first
+/// [`MAX_LINE_BYTES`] and its last are kept, so memory stays bounded whatever the
+/// line's length.
+#[derive(Debug, Default)]
+struct Lines {
+    head: Vec<u8>,
+    /// What came after the head, its last [`MAX_LINE_BYTES`] at least.
+    tail: Vec<u8>,
+}
+
+impl Lines {
+    /// Takes bytes in, counting each line they complete.
+    fn push(&mut self, mut bytes: &[u8], matcher: &Matcher) {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            self.add(&bytes[..newline.unwrap_or(bytes.len())]);
+            let Some(at) = newline else { return };
+            self.end_line(matcher);
+            bytes = &bytes[at + 1..];
         }
-        let (chunk, done) = match buffer.iter().position(|&b| b == b'\n') {
-            Some(end) => (&buffer[..end], Some(end + 1)),
-            None => (buffer, None),
-        };
-        let room = MAX_LINE_BYTES.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let used = done.unwrap_or(buffer.len());
-        reader.consume(used);
-        consumed += used;
-        if done.is_some() {
-            return Ok(consumed);
+    }
+
+    fn add(&mut self, piece: &[u8]) {
+        let room = MAX_LINE_BYTES.saturating_sub(self.head.len());
+        let (head, rest) = piece.split_at(piece.len().min(room));
+        self.head.extend_from_slice(head);
+        if rest.len() >= MAX_LINE_BYTES {
+            self.tail.clear();
+            self.tail
+                .extend_from_slice(&rest[rest.len() - MAX_LINE_BYTES..]);
+        } else {
+            self.tail.extend_from_slice(rest);
+            if self.tail.len() > 2 * MAX_LINE_BYTES {
+                self.tail.drain(..self.tail.len() - MAX_LINE_BYTES);
+            }
         }
+    }
+
+    /// The stream ended: the line under way, if any, is counted.
+    fn finish(&mut self, matcher: &Matcher) {
+        if !self.head.is_empty() {
+            self.end_line(matcher);
+        }
+    }
+
+    /// Its newline came: the line is counted.
+    fn end_line(&mut self, matcher: &Matcher) {
+        let tail = &self.tail[self.tail.len().saturating_sub(MAX_LINE_BYTES)..];
+        self.head.extend_from_slice(tail);
+        matcher.count(&self.head);
+        self.head.clear();
+        self.tail.clear();
     }
 }
 
@@ -300,6 +367,8 @@ fn read_capped_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::R
 /// when it is replaced (rotated) or shrinks (truncated).
 struct FileFollower {
     path: String,
+    /// A named pipe, opened once at the start and read as it fills.
+    fifo: Option<Fifo>,
     /// (device, inode) of the file being read, and the offset read up to: the end of
     /// the last complete line.
     identity: Option<(u64, u64)>,
@@ -309,8 +378,13 @@ struct FileFollower {
 impl FileFollower {
     fn at_end(path: &str) -> FileFollower {
         let metadata = std::fs::metadata(path).ok();
+        let fifo = metadata
+            .as_ref()
+            .filter(|m| m.file_type().is_fifo())
+            .map(|_| Fifo::open(path));
         FileFollower {
             path: path.to_owned(),
+            fifo,
             identity: metadata.as_ref().map(|m| (m.dev(), m.ino())),
             offset: metadata.map_or(0, |m| m.len()),
         }
@@ -320,6 +394,9 @@ impl FileFollower {
     /// for its newline, unless it is already longer than [`MAX_LINE_BYTES`]).
     fn read_new(&mut self, matcher: &Matcher) -> Result<(), String> {
         let fail = |err: std::io::Error| format!("{}: {err}", self.path);
+        if let Some(fifo) = &mut self.fifo {
+            return fifo.read_new(matcher).map_err(fail);
+        }
         let metadata = std::fs::metadata(&self.path).map_err(fail)?;
         let identity = (metadata.dev(), metadata.ino());
         if self.identity != Some(identity) || metadata.len() < self.offset {
@@ -349,6 +426,53 @@ impl FileFollower {
                 .for_each(|line| matcher.count(line));
         }
         self.offset += complete as u64;
+        Ok(())
+    }
+}
+
+/// A named pipe: opened without waiting for a writer (a blocking open would wait for
+/// one, and a writer opening without waiting gets ENXIO until a reader holds it open),
+/// kept open for the run, and read without blocking each tick.
+struct Fifo {
+    file: Result<std::fs::File, std::io::ErrorKind>,
+    lines: Lines,
+    buffer: Vec<u8>,
+}
+
+impl Fifo {
+    fn open(path: &str) -> Fifo {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+            .map_err(|err| err.kind());
+        Fifo {
+            file,
+            lines: Lines::default(),
+            buffer: vec![0; 64 * 1024],
+        }
+    }
+
+    /// Reads what the writers wrote since the last tick (at most [`MAX_READ_BYTES`]).
+    fn read_new(&mut self, matcher: &Matcher) -> std::io::Result<()> {
+        let file = self
+            .file
+            .as_mut()
+            .map_err(|kind| std::io::Error::from(*kind))?;
+        let mut read_bytes = 0_u64;
+        while read_bytes < MAX_READ_BYTES {
+            match file.read(&mut self.buffer) {
+                // No writer holds it open (yet, or any more): nothing to read.
+                Ok(0) => break,
+                Ok(read) => {
+                    self.lines.push(&self.buffer[..read], matcher);
+                    read_bytes += read as u64;
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
         Ok(())
     }
 }
@@ -515,19 +639,101 @@ mod tests {
     }
 
     #[test]
-    fn a_long_line_is_cut_at_the_cap_and_its_rest_skipped() {
-        let mut text = vec![b'a'; MAX_LINE_BYTES + 100];
-        text.extend_from_slice(b"\nnext\n");
-        let mut reader = BufReader::with_capacity(64, text.as_slice());
-        let mut line = Vec::new();
-        let consumed = read_capped_line(&mut reader, &mut line).unwrap();
+    fn a_long_line_is_matched_on_its_start_and_end() {
+        let long = |start: &str, end: &str| {
+            let mut line = start.as_bytes().to_vec();
+            line.resize(10 << 20, b'x');
+            line.extend_from_slice(end.as_bytes());
+            line
+        };
+        // (line, too_many_open_files, panic)
+        let rows: Vec<(Vec<u8>, u64, u64)> = vec![
+            (long("", "accept4() failed: too many open files"), 1, 0),
+            (long("panic: ", ""), 0, 1),
+            (long("", ""), 0, 0),
+            (b"short: too many open files".to_vec(), 1, 0),
+        ];
+        for (line, open_files, panics) in &rows {
+            // Whole (a file's lines) and through a stream in pieces (a command, a FIFO).
+            let whole = defaults();
+            whole.count(line);
+            let streamed = defaults();
+            let mut lines = Lines::default();
+            for piece in line.chunks(7_777).chain([&b"\nnext\n"[..]]) {
+                lines.push(piece, &streamed);
+            }
+            assert!(lines.head.capacity() <= 4 * MAX_LINE_BYTES, "bounded");
+            for (how, matcher, all) in [("whole", whole, 1), ("streamed", streamed, 2)] {
+                let (counted, by_name) = counted(&matcher);
+                let of = |name: &str| {
+                    by_name
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or(0, |(_, n)| *n)
+                };
+                assert_eq!(counted, all, "{how}");
+                assert_eq!(
+                    (of("too_many_open_files"), of("panic")),
+                    (*open_files, *panics),
+                    "{how}: {}",
+                    line.len()
+                );
+            }
+        }
+        // An empty line is a line; the stream's last line counts without its newline.
+        let matcher = defaults();
+        let mut lines = Lines::default();
+        lines.push(b"\n\nlast: out of memory", &matcher);
+        lines.finish(&matcher);
+        let (all, by_name) = counted(&matcher);
+        assert_eq!((all, by_name), (3, vec![("out_of_memory".to_owned(), 1)]));
+    }
+
+    #[test]
+    fn a_fifo_is_opened_at_once_and_read_as_writers_write() {
+        let dir = std::env::temp_dir().join(format!("loadlab-fifo-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("app.fifo");
+        let _ = std::fs::remove_file(&path);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let matcher = defaults();
+        let mut follower = FileFollower::at_end(path.to_str().unwrap());
         assert_eq!(
-            (line.len(), consumed),
-            (MAX_LINE_BYTES, MAX_LINE_BYTES + 101)
+            follower.read_new(&matcher),
+            Ok(()),
+            "no writer yet: nothing"
         );
-        line.clear();
-        read_capped_line(&mut reader, &mut line).unwrap();
-        assert_eq!(line, b"next");
+        // A writer that will not wait finds a reader (no ENXIO).
+        let mut writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&path)
+            .unwrap();
+        use std::io::Write;
+        writer.write_all(b"a\ntoo many open files\nhalf").unwrap();
+        follower.read_new(&matcher).unwrap();
+        assert_eq!((counted(&matcher).0), 2);
+        writer.write_all(b" a line: connection refused\n").unwrap();
+        drop(writer);
+        follower.read_new(&matcher).unwrap();
+        let (all, by_name) = counted(&matcher);
+        assert_eq!(
+            (all, by_name),
+            (1, vec![("connection_refused".to_owned(), 1)])
+        );
+        assert_eq!(
+            follower.read_new(&matcher),
+            Ok(()),
+            "the writer gone: nothing"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

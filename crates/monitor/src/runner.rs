@@ -75,6 +75,11 @@ impl Monitor {
         if config.samplers.is_empty() {
             return Err(MonitorError::NoSamplers);
         }
+        for sampler in &config.samplers {
+            if let SamplerSpec::Log(log) = &sampler.spec {
+                crate::log::check_source(&log.source)?;
+            }
+        }
         let stop = Arc::new(Stop::default());
         let stats = Arc::new(Mutex::new(MonitorStats::default()));
         let (readings_tx, readings) = mpsc::channel::<Reading>();

@@ -35,11 +35,12 @@ pub fn panel(out: &mut String, replays: &[ReplayFigures]) {
         if let Some(log) = &replay.log {
             let _ = writeln!(
                 out,
-                "<p>{} lines read, {} requests, {} bad, {} filtered, {} loops{}</p>",
+                "<p>{} lines = {} requests + {} bad + {} filtered + {} skipped, {} loops{}</p>",
                 format::grouped(log.lines),
                 format::grouped(log.requests),
                 format::grouped(log.bad_lines),
                 format::grouped(log.filtered),
+                format::grouped(log.skipped()),
                 format::grouped(log.loops),
                 escape(&reorder_text(log.reordered, log.max_reorder_ns))
             );
@@ -78,7 +79,7 @@ fn reorder_text(reordered: u64, max_reorder_ns: u64) -> String {
         return String::new();
     }
     format!(
-        "; {} logged out of order put back, at most {}",
+        "; {} of the requests logged out of order put back, at most {}",
         format::grouped(reordered),
         format::duration_ns(max_reorder_ns as f64)
     )

@@ -47,16 +47,18 @@ pub struct ReplayInfo {
 pub struct ReplayEnd {
     /// Index into the header's attacks.
     pub attack: u16,
-    /// Lines read, every file.
+    /// Lines of the logs, every file (HAR: entries).
     pub lines: u64,
-    /// Requests taken (in the window, past the filters).
+    /// Requests of the logs' first pass handed to the workers to be sent. The
+    /// lines that are neither these, bad nor filtered are *skipped*
+    /// ([`ReplayEnd::skipped`]).
     pub requests: u64,
     /// Lines that did not match the format.
     pub bad_lines: u64,
     /// The first few bad lines, `file:line: reason`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bad_examples: Vec<String>,
-    /// Requests left out by the window or a filter.
+    /// Requests left out by the window's start or a filter.
     pub filtered: u64,
     /// Requests logged out of time order and put back in order.
     pub reordered: u64,
@@ -64,4 +66,14 @@ pub struct ReplayEnd {
     pub max_reorder_ns: u64,
     /// Times the log was replayed from its start again (`-loop`).
     pub loops: u64,
+}
+
+impl ReplayEnd {
+    /// Lines neither replayed, bad nor filtered: lines holding no request, lines past
+    /// the window's end, requests the run ended before, requests of other shards
+    /// (docs/REPLAY.md). The rest of the lines, so that the counts add up.
+    pub fn skipped(&self) -> u64 {
+        self.lines
+            .saturating_sub(self.requests + self.bad_lines + self.filtered)
+    }
 }

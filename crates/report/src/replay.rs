@@ -781,6 +781,7 @@ mod tests {
         ];
         let log = merged_log(&summaries, "incident").unwrap();
         assert_eq!((log.lines, log.requests, log.bad_lines), (150, 148, 2));
+        assert_eq!(log.skipped(), 0);
         assert_eq!((log.reordered, log.max_reorder_ns), (4, 100));
         assert_eq!(log.bad_examples.len(), MAX_BAD_EXAMPLES);
         assert_eq!(merged_log(&summaries, "missing"), None);

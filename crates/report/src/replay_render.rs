@@ -15,9 +15,9 @@ use crate::tabwriter::align;
 ///
 /// ```text
 /// Replay "search": access.log.gz (nginx) at 2x
-/// Log: 310 lines, 300 requests, 2 bad lines, 8 filtered, 0 loops
+/// Log: 310 lines = 300 requests + 2 bad + 8 filtered + 0 skipped, 0 loops
 ///   access.log.gz:7: no request line
-/// 12 requests logged out of order put back, at most 2.1s
+/// 12 of the requests logged out of order put back, at most 2.1s
 ///
 /// Replay vs original  Original      Replay
 /// requests            300           300
@@ -57,14 +57,15 @@ fn write_log(out: &mut String, replay: &ReplayFigures) {
         out.push_str("Log: no end block, so no counts of lines read\n");
         return;
     };
+    // The terms add up to the lines (docs/REPLAY.md defines each).
     let _ = writeln!(
         out,
-        "Log: {} lines, {} requests, {} bad {}, {} filtered, {} {}",
+        "Log: {} lines = {} requests + {} bad + {} filtered + {} skipped, {} {}",
         log.lines,
         log.requests,
         log.bad_lines,
-        plural(log.bad_lines, "line", "lines"),
         log.filtered,
+        log.skipped(),
         log.loops,
         plural(log.loops, "loop", "loops")
     );
@@ -74,9 +75,8 @@ fn write_log(out: &mut String, replay: &ReplayFigures) {
     if log.reordered > 0 {
         let _ = writeln!(
             out,
-            "{} {} logged out of order put back, at most {}",
+            "{} of the requests logged out of order put back, at most {}",
             log.reordered,
-            plural(log.reordered, "request", "requests"),
             GoDuration::report_ns(log.max_reorder_ns)
         );
     }
@@ -185,8 +185,12 @@ pub fn write_replay_json(out: &mut String, replays: &[ReplayFigures]) {
             push_strings(out, &log.bad_examples);
             let _ = write!(
                 out,
-                "],\"filtered\":{},\"reordered\":{},\"max_reorder\":{},\"loops\":{}}}",
-                log.filtered, log.reordered, log.max_reorder_ns, log.loops
+                "],\"filtered\":{},\"skipped\":{},\"reordered\":{},\"max_reorder\":{},\"loops\":{}}}",
+                log.filtered,
+                log.skipped(),
+                log.reordered,
+                log.max_reorder_ns,
+                log.loops
             );
         }
         out.push_str(",\"original\":");
@@ -308,7 +312,7 @@ mod tests {
     #[test]
     fn the_log_lines_say_what_was_read_or_that_nothing_says() {
         let one = ReplayEnd {
-            lines: 1,
+            lines: 3,
             requests: 1,
             bad_lines: 1,
             reordered: 1,
@@ -326,13 +330,13 @@ mod tests {
             (
                 false,
                 Some(one),
-                "Log: 1 lines, 1 requests, 1 bad line, 0 filtered, 1 loop\n\
-                 1 request logged out of order put back, at most 1.5ms\n",
+                "Log: 3 lines = 1 requests + 1 bad + 0 filtered + 1 skipped, 1 loop\n\
+                 1 of the requests logged out of order put back, at most 1.5ms\n",
             ),
             (
                 false,
                 Some(ReplayEnd::default()),
-                "0 bad lines, 0 filtered, 0 loops\n\n",
+                "0 bad + 0 filtered + 0 skipped, 0 loops\n\n",
             ),
         ];
         for (info, log, want) in rows {

@@ -1537,7 +1537,7 @@ fn golden_replay_reports() {
     let (text, _) = fixture.report(&["replay.llr"], &config(ReportType::Text, None, None));
     for want in [
         "Replay \"incident\": logs/access.log.gz (nginx) at 2x",
-        "12 requests logged out of order put back, at most 2.1s",
+        "12 of the requests logged out of order put back, at most 2.1s",
         "5 more groups  10",
         "transport errors    n/a           1 (0.25%)",
     ] {

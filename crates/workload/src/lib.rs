@@ -61,7 +61,7 @@ mod proptests;
 
 pub use access_log::{
     ChooseParser, HarFormat, LOG_FORMATS, LineParser, LogOptions, LogStats, LogStream,
-    LoggedRequest, ReplayFields, ReplayFilter, line_parser, path_group, sniff,
+    LoggedRequest, ReplayFields, ReplayFilter, line_parser, log_time_text, path_group, sniff,
 };
 pub use answer::Answer;
 pub use check::Check;

@@ -148,7 +148,7 @@ impl ScenarioFile {
         };
         let raw: RawFile = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
-            fail(offset, err.message().to_owned())
+            fail(offset, toml_reason(text, &err))
         })?;
         let defaults = raw.defaults.map(|d| (d.span().start, d.into_inner()));
         if let Some((offset, defaults)) = &defaults
@@ -188,6 +188,36 @@ impl ScenarioFile {
             stop_when: raw.stop_when,
             scenarios,
         })
+    }
+}
+
+/// toml's message, named by the key whose value it is about and with the value as
+/// written in the file: serde quotes a float as it prints it, and `1e300` prints with
+/// all its 300 digits.
+fn toml_reason(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message();
+    let Some(span) = err.span() else {
+        return message.to_owned();
+    };
+    let line_start = text[..span.start.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |at| at + 1);
+    let key = text[line_start..span.start.min(text.len())]
+        .trim_end()
+        .strip_suffix('=')
+        .map(str::trim)
+        .filter(|key| !key.is_empty() && !key.contains(char::is_whitespace));
+    let written = text.get(span).unwrap_or_default().trim();
+    let message = match (message.split_once('`'), written.len() <= 40) {
+        (Some((head, rest)), true) => match rest.split_once('`') {
+            Some((quoted, tail)) if quoted.len() > 40 => format!("{head}`{written}`{tail}"),
+            _ => message.to_owned(),
+        },
+        _ => message.to_owned(),
+    };
+    match key {
+        Some(key) => format!("{key}: {message}"),
+        None => message,
     }
 }
 
@@ -397,6 +427,19 @@ timeout = "2s"
             (
                 "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nrequst = \"GET http://h/\"\n",
                 "incident.toml:4: unknown field `requst`",
+            ),
+            // The field is named, and its value shown as written (issue 41).
+            (
+                "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nrequest = \"GET http://h/\"\nrepeat = 9223372036854775807\n",
+                "incident.toml:5: repeat: invalid value: integer `9223372036854775807`, expected u32",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nrequest = \"GET http://h/\"\nrepeat = 1e300\n",
+                "incident.toml:5: repeat: invalid type: floating point `1e300`, expected u32",
+            ),
+            (
+                "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nrequest = \"GET http://h/\"\nrepeat   =   -1e-300 # r\n",
+                "incident.toml:5: repeat: invalid type: floating point `-1e-300`, expected u32",
             ),
             (
                 "[[scenario]]\nname = \"a\"\ntargets = []\n",

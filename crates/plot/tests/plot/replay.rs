@@ -212,7 +212,7 @@ fn the_panel_says_what_report_says() {
     for want in [
         "<section class=\"replay\" aria-labelledby=\"replay-title\">",
         "<p class=\"headline\">incident: logs/incident_001.log.gz (nginx) at 2x</p>",
-        "; 12 logged out of order put back, at most 2.1s</p>",
+        "; 12 of the requests logged out of order put back, at most 2.1s</p>",
         "<code>logs/incident_001.log.gz:42: no request line in &quot;-&quot;</code>",
         "<tr><td>latency p99</td><td>1.2s</td><td>180ms</td></tr>",
         "<tr><td>transport errors</td><td>n/a</td><td>0 (0.00%)</td></tr>",

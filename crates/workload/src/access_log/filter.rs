@@ -307,6 +307,7 @@ mod tests {
             user_agent: None,
             latency_ns: None,
             line: 1,
+            put_back_ns: 0,
         }
     }
 

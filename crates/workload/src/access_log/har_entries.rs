@@ -57,6 +57,7 @@ pub(crate) fn read(bytes: &[u8], source_name: &str) -> Result<Vec<LoggedRequest>
             bytes: entry.body_size,
             latency_ns: Some(ms_to_ns(entry.time_ms)),
             line,
+            put_back_ns: 0,
         })
         .collect();
     // HAR orders entries by start "usually"; a stable sort keeps ties in file order.

@@ -36,6 +36,9 @@ pub struct LoggedRequest {
     pub latency_ns: Option<u64>,
     /// The line (1-based) of the request in its file, for error messages.
     pub line: u64,
+    /// How far back in time it was logged after a later request and put back in
+    /// order, nanoseconds (0: it came in order).
+    pub put_back_ns: u64,
 }
 
 mod fields;
@@ -52,4 +55,4 @@ pub use formats::{LOG_FORMATS, line_parser, sniff};
 pub use har_entries::HarFormat;
 pub use line::LineParser;
 pub use path_group::path_group;
-pub use stream::{ChooseParser, LogOptions, LogStats, LogStream};
+pub use stream::{ChooseParser, LogOptions, LogStats, LogStream, log_time_text};

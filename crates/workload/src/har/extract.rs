@@ -379,7 +379,10 @@ fn rewrite(request: &mut Request, step: usize, known: &mut Known, variables: &mu
                 .unwrap_or(first);
             let var = bind(known, id, variables);
             let uses = &mut variables[var].uses;
-            if !uses.contains(&(step, label.clone())) {
+            // Uses come in step order: only this step's can repeat (a scan of them
+            // all made a token every request sends quadratic).
+            let this_step = uses.iter().rev().take_while(|(s, _)| *s == step);
+            if !this_step.clone().any(|(_, l)| *l == label) {
                 uses.push((step, label.clone()));
             }
             pieces.push(Piece::Var(var));

@@ -27,7 +27,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::WorkloadError;
@@ -40,6 +40,10 @@ use select::{HostFilter, LeftOut};
 /// Pauses shorter than this between an answer and the next request are the page's
 /// own work (scripts chaining requests), not a user thinking: no `think`.
 pub const MIN_THINK_MS: f64 = 250.0;
+
+/// Longer pauses are capped: a user away for hours (a tab left open overnight, a
+/// clock jump in the recording) is not a think time a load test wants.
+pub const MAX_THINK_MS: f64 = 300_000.0;
 
 /// What `-from har` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -258,6 +262,7 @@ fn target_text(request: &Request, variables: &[Variable]) -> String {
 /// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
 fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
     let mut names: Vec<String> = Vec::with_capacity(requests.len());
+    let mut taken: HashSet<String> = HashSet::with_capacity(requests.len());
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for request in requests {
         let base = format!(
@@ -273,10 +278,11 @@ fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
             format!("{base} {count}")
         };
         // `2` may have been a real segment (`GET page 2`): count on.
-        while names.contains(&name) {
+        while taken.contains(&name) {
             *count += 1;
             name = format!("{base} {count}");
         }
+        taken.insert(name.clone());
         names.push(name);
     }
     names
@@ -327,6 +333,10 @@ fn steps_out(
     variables: &[Variable],
     names: &[String],
 ) -> Vec<StepOut> {
+    let mut extracted: Vec<Vec<&Variable>> = vec![Vec::new(); steps.len()];
+    for variable in variables {
+        extracted[variable.step].push(variable);
+    }
     steps
         .iter()
         .enumerate()
@@ -339,9 +349,8 @@ fn steps_out(
                 name: names[i].clone(),
                 request: target_text(&requests[i], variables),
                 body: requests[i].body.as_ref().map(|b| b.render(variables)),
-                extract: variables
+                extract: extracted[i]
                     .iter()
-                    .filter(|v| v.step == i)
                     .map(|v| (v.name.clone(), v.expression.clone()))
                     .collect(),
                 checks: match answer.status {
@@ -354,10 +363,16 @@ fn steps_out(
         .collect()
 }
 
-/// The pause from the end of `answer` to the next step's start, when it is a user's.
+/// The pause from the end of `answer` to the next step's start, in ms.
+fn pause_ms(answer: &Entry, next_start_ms: f64) -> f64 {
+    next_start_ms - (answer.started_ms + answer.time_ms)
+}
+
+/// The pause from the end of `answer` to the next step's start, when it is a user's,
+/// at most [`MAX_THINK_MS`].
 fn think(answer: &Entry, next_start_ms: f64) -> Option<String> {
-    let pause_ms = next_start_ms - (answer.started_ms + answer.time_ms);
-    (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms))
+    let pause_ms = pause_ms(answer, next_start_ms);
+    (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms.min(MAX_THINK_MS)))
 }
 
 fn scenario_name(options: &HarOptions) -> String {
@@ -387,7 +402,7 @@ fn review_notes(
     names: &[String],
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut jar: Vec<String> = Vec::new();
+    let mut jar: HashSet<String> = HashSet::new();
     for (i, exchange) in steps.iter().enumerate() {
         let (sent, answer) = (&entries[exchange.request], &entries[exchange.answer]);
         let name = &names[i];
@@ -414,6 +429,16 @@ fn review_notes(
         if answer.status == 0 {
             notes.push(format!(
                 "\"{name}\" got no answer in the recording (status 0): it has no check"
+            ));
+        }
+        let pause_ms = steps.get(i + 1).map_or(0.0, |next| {
+            pause_ms(answer, entries[next.request].started_ms)
+        });
+        if pause_ms > MAX_THINK_MS {
+            notes.push(format!(
+                "\"{name}\" thinks {}, not the {:.2}s recorded (longer pauses are capped)",
+                render::think_text(MAX_THINK_MS),
+                pause_ms / 1000.0
             ));
         }
     }
@@ -568,6 +593,9 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// Extractions the header comment lists at most.
 const MAX_LISTED_EXTRACTIONS: usize = 40;
+/// Uses of one extraction the header comment lists at most (a token goes into every
+/// request of a long recording).
+const MAX_LISTED_USES: usize = 5;
 /// Review notes the header comment lists at most.
 const MAX_LISTED_NOTES: usize = 40;
 
@@ -619,9 +647,10 @@ impl Header<'_> {
         );
         out.push(format!(
             "Think times: the recorded pause from each answer to the next request, to 0.1 s \
-             (whole seconds from 10 s); pauses under {MIN_THINK_MS} ms are the page's own \
-             work and left out. Cookies: left to each user's jar. Checks: the recorded \
-             status."
+             (whole seconds from 10 s), at most {} s; pauses under {MIN_THINK_MS} ms are \
+             the page's own work and left out. Cookies: left to each user's jar. Checks: the recorded \
+             status.",
+            MAX_THINK_MS / 1000.0
         ));
         out.extend(self.extractions());
         if !self.notes.is_empty() {
@@ -674,6 +703,9 @@ impl Header<'_> {
                 if !examples.contains(&example) {
                     examples.push(example);
                 }
+                if examples.len() > 4 {
+                    break; // enough to say "..."
+                }
             }
             let more = if examples.len() > 4 { ", ..." } else { "" };
             examples.truncate(4);
@@ -692,10 +724,13 @@ impl Header<'_> {
 
     /// `127.0.0.1:8080 (9 entries, 4 steps)`, in order of first appearance.
     fn hosts(&self) -> String {
+        let mut is_step = vec![false; self.entries.len()];
+        for step in &self.selection.steps {
+            is_step[step.request] = true;
+        }
         let mut hosts: Vec<(String, usize, usize)> = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
+        for (entry, &is_step) in self.entries.iter().zip(&is_step) {
             let label = select::host_label(&entry.url);
-            let is_step = self.selection.steps.iter().any(|x| x.request == i);
             match hosts.iter_mut().find(|(h, _, _)| *h == label) {
                 Some((_, seen, steps)) => {
                     *seen += 1;
@@ -735,11 +770,15 @@ impl Header<'_> {
         let mut by_step: Vec<&Variable> = self.variables.iter().collect();
         by_step.sort_by_key(|v| v.step);
         for variable in by_step.iter().take(MAX_LISTED_EXTRACTIONS) {
-            let uses: Vec<String> = variable
+            let mut uses: Vec<String> = variable
                 .uses
                 .iter()
+                .take(MAX_LISTED_USES)
                 .map(|(step, place)| format!("\"{}\" ({place})", self.names[*step]))
                 .collect();
+            if variable.uses.len() > MAX_LISTED_USES {
+                uses.push(format!("{} more", variable.uses.len() - MAX_LISTED_USES));
+            }
             let mut value: String = variable.value.chars().take(24).collect();
             if value.len() < variable.value.len() {
                 value.push_str("...");

@@ -75,6 +75,10 @@ const BROWSER_SCHEMES: &[&str] = &[
     "edge",
 ];
 
+/// How deep serde_json reads nested arrays and objects before it gives up (its
+/// recursion limit); a HAR file is about eight levels deep.
+const MAX_JSON_DEPTH: usize = 128;
+
 /// The input's name and text, for errors that name a line.
 pub(crate) struct Source<'a> {
     pub name: &'a str,
@@ -135,6 +139,11 @@ impl Source<'_> {
                 (serde_json::error::Category::Eof, _) if !self.text.trim().is_empty() => {
                     format!("the JSON ends early (a truncated file?): {}", message(&err))
                 }
+                // Before the sniffing: `[[[[...` would read as TOML's `[[scenario]]`.
+                _ if message(&err) == "recursion limit exceeded" => format!(
+                    "not JSON: nested deeper than {MAX_JSON_DEPTH} levels (serde_json's limit), \
+                     not a HAR file"
+                ),
                 (_, Some(looks_like)) => {
                     format!("not JSON: this looks like {looks_like}, not a HAR file")
                 }

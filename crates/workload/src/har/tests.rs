@@ -490,6 +490,20 @@ fn handles_what_browsers_record() {
             ],
         },
         Row {
+            what: "a recorded pause of 1e9 s is capped (a tab left open), and said",
+            entries: vec![
+                E::new(0, "GET", "http://a.test/a"),
+                // 1e9 s after the first.
+                E::new(0, "GET", "http://a.test/b")
+                    .set("/startedDateTime", json!("2056-01-08T11:46:40.000Z")),
+            ],
+            want_steps: &["GET a", "GET b"],
+            want_in_toml: &[
+                "think = \"300s\"",
+                "\"GET a\" thinks 300s, not the 999999999.99s recorded",
+            ],
+        },
+        Row {
             what: "entries out of order are sorted; the page's own pauses are none",
             entries: vec![
                 E::new(300, "GET", "http://a.test/second"),
@@ -544,6 +558,29 @@ fn names_what_is_wrong_with_bad_input() {
             "broken",
             "{\n  \"log\": {\n    \"entries\": [,]\n}".to_owned(),
             "session.har:3:17: not JSON: expected value",
+        ),
+        (
+            "nested arrays",
+            format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+            "session.har:1:128: not JSON: nested deeper than 128 levels (serde_json's limit), not a HAR file",
+        ),
+        (
+            "nested objects over lines",
+            "{\"a\":\n".repeat(10_000),
+            "session.har:128:",
+        ),
+        (
+            "nested inside a HAR",
+            good.replacen(
+                "\"entries\": [",
+                &format!(
+                    "\"x\": {}0{}, \"entries\": [",
+                    "[".repeat(500),
+                    "]".repeat(500)
+                ),
+                1,
+            ),
+            "not JSON: nested deeper than 128 levels (serde_json's limit), not a HAR file",
         ),
         (
             "postman",

@@ -73,6 +73,7 @@ fn entry(
         user_agent: logged_text(user_agent),
         latency_ns,
         line: 0,
+        put_back_ns: 0,
     })
 }
 

@@ -186,6 +186,7 @@ impl LineParser for CloudFront {
                 .and_then(|text| logged_text(&percent_decode(text))),
             latency_ns,
             line: 0,
+            put_back_ns: 0,
         }))
     }
 

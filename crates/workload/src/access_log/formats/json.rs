@@ -318,6 +318,7 @@ impl LineParser for JsonLines {
             user_agent: Self::optional_text(&keys.user_agent, &object)?,
             latency_ns,
             line: 0,
+            put_back_ns: 0,
         }))
     }
 

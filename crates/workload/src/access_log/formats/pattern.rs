@@ -445,6 +445,7 @@ impl LineParser for PatternParser {
             user_agent: values.get(Var::UserAgent).and_then(logged_text),
             latency_ns,
             line: 0,
+            put_back_ns: 0,
         }))
     }
 

@@ -33,6 +33,7 @@ fn expected(fields: Fields) -> LoggedRequest {
         user_agent: user_agent.map(str::to_owned),
         latency_ns,
         line: 0,
+        put_back_ns: 0,
     }
 }
 

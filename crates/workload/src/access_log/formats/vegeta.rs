@@ -54,6 +54,7 @@ fn result(
         user_agent: None,
         latency_ns: Some(latency_ns),
         line: 0,
+        put_back_ns: 0,
     })
 }
 

@@ -149,13 +149,42 @@ impl FileStream {
                     self.stats.requests += 1;
                     return Ok(Some(request));
                 }
-                Ok(None) => {}
+                Ok(None) => self.stats.no_request += 1,
                 Err(reason) => {
                     bad_line(&mut self.stats, &self.name, line, &reason);
                     check_mostly_bad(&self.stats, &self.name, &self.format)?;
                 }
             }
         }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Stops reading: requests held and lines left, which [`LogStats::lines`] then
+    /// includes (see [`super::LogStream::skip_rest`]).
+    pub fn skip_rest(&mut self) -> Result<u64, WorkloadError> {
+        let held = self.order.held() + self.spread.as_ref().map_or(0, Spread::held);
+        let rest = match &mut self.source {
+            // Counted whole when read.
+            Source::Whole(requests) => return Ok(held as u64 + requests.by_ref().count() as u64),
+            Source::Lines { reader, gzip, .. } => {
+                let mut rest = 0;
+                loop {
+                    let line = reader.line + 1;
+                    match reader.next_line() {
+                        Ok(Line::End) => break,
+                        Ok(_) => rest += 1,
+                        Err(err) => return Err(read_error(&self.name, line, *gzip, &err)),
+                    }
+                }
+                rest
+            }
+        };
+        self.stats.lines += rest;
+        self.ended = true;
+        Ok(held as u64 + rest)
     }
 
     /// A file with lines but no request is an error, not an empty replay.

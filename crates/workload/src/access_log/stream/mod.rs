@@ -23,6 +23,7 @@ use std::path::PathBuf;
 
 use crate::{LineParser, LoggedRequest, WorkloadError};
 use file::FileStream;
+pub use order::time_text as log_time_text;
 
 /// The caller's choice of a file's format ([`LogStream::open`]): given the file's
 /// name and its first lines, its [`LineParser`], or an error such as "format could
@@ -59,9 +60,13 @@ pub struct LogStats {
     pub requests: u64,
     /// Lines the format could not read (or too long, or not UTF-8).
     pub bad_lines: u64,
+    /// Lines that hold no request and are not bad: blank lines, comments, a
+    /// format's header lines (CloudFront's `#Fields`).
+    pub no_request: u64,
     /// The first few bad lines, `FILE:LINE: reason`.
     pub bad_examples: Vec<String>,
-    /// Requests that came after a later one and were put back in order.
+    /// Requests that came after a later one and were put back in order (each also
+    /// says so in its [`LoggedRequest::put_back_ns`]).
     pub reordered: u64,
     /// The largest such displacement, nanoseconds.
     pub max_reorder_ns: u64,
@@ -72,6 +77,7 @@ impl LogStats {
         self.lines += other.lines;
         self.requests += other.requests;
         self.bad_lines += other.bad_lines;
+        self.no_request += other.no_request;
         let room = file::BAD_EXAMPLES.saturating_sub(self.bad_examples.len());
         self.bad_examples
             .extend(other.bad_examples.iter().take(room).cloned());
@@ -88,6 +94,8 @@ pub struct LogStream {
     heads: BinaryHeap<Reverse<Head>>,
     started: bool,
     failed: bool,
+    /// The file of the request given out last.
+    last_file: usize,
 }
 
 /// A file's next request in the merge, ordered by time, then file.
@@ -151,6 +159,7 @@ impl LogStream {
             files,
             started: false,
             failed: false,
+            last_file: 0,
         })
     }
 
@@ -175,7 +184,28 @@ impl LogStream {
             return Ok(None);
         };
         self.pull(head.file)?;
+        self.last_file = head.file;
         Ok(Some(head.request))
+    }
+
+    /// The name of the file the last request given out came from (for errors that
+    /// name a request's file and line).
+    pub fn last_file_name(&self) -> &str {
+        self.files.get(self.last_file).map_or("", FileStream::name)
+    }
+
+    /// Stops reading: the lines not given out yet (requests read ahead and held,
+    /// and the rest of every file, counted without being read as requests), which
+    /// [`LogStats::lines`] then includes. For a replay whose window ends before its
+    /// logs do, so that every line is accounted for.
+    pub fn skip_rest(&mut self) -> Result<u64, WorkloadError> {
+        let mut left = self.heads.len() as u64;
+        self.heads.clear();
+        for file in &mut self.files {
+            left += file.skip_rest()?;
+        }
+        self.failed = true;
+        Ok(left)
     }
 
     /// Puts `file`'s next request among the heads.

@@ -77,22 +77,27 @@ impl Reorder {
         }
     }
 
-    /// Takes a request in; an error when it is older than a request already given
-    /// out (it comes later than the window allows).
+    /// Takes a request in; an error when it comes further back than the window
+    /// allows: older than a request already given out, or more than the window older
+    /// than the newest read (checked from the first line: before anything has gone
+    /// out, such a line would go first and the rest wait out the gap).
     pub fn push(
         &mut self,
-        request: LoggedRequest,
+        mut request: LoggedRequest,
         name: &str,
         stats: &mut LogStats,
     ) -> Result<(), WorkloadError> {
         let time_ns = request.time_unix_ns;
         if let Some(newest_ns) = self.newest_ns.filter(|&newest| time_ns < newest) {
-            if self.last_out_ns.is_some_and(|out| time_ns < out) {
+            if newest_ns - time_ns > self.window_ns
+                || self.last_out_ns.is_some_and(|out| time_ns < out)
+            {
                 return Err(self.too_late(&request, newest_ns, name));
             }
             stats.reordered += 1;
             stats.max_reorder_ns = stats.max_reorder_ns.max(newest_ns - time_ns);
         }
+        request.put_back_ns = self.newest_ns.map_or(0, |n| n.saturating_sub(time_ns));
         self.newest_ns = Some(self.newest_ns.map_or(time_ns, |n| n.max(time_ns)));
         let held = Held {
             time_unix_ns: time_ns,
@@ -139,8 +144,7 @@ impl Reorder {
         Some(held.request)
     }
 
-    /// Requests held (for the test that memory stays flat).
-    #[cfg(test)]
+    /// Requests held.
     pub fn held(&self) -> usize {
         self.in_order.len() + self.heap.len()
     }
@@ -163,7 +167,7 @@ impl Reorder {
 }
 
 /// A unix time in RFC 3339, UTC.
-pub(super) fn time_text(time_unix_ns: u64) -> String {
+pub fn time_text(time_unix_ns: u64) -> String {
     jiff::Timestamp::from_nanosecond(i128::from(time_unix_ns))
         .map_or_else(|_| format!("{time_unix_ns} ns"), |t| t.to_string())
 }
@@ -219,8 +223,7 @@ impl Spread {
         self.ready.pop_front()
     }
 
-    /// Requests held (for the test that memory stays flat).
-    #[cfg(test)]
+    /// Requests held.
     pub fn held(&self) -> usize {
         self.group.len() + self.ready.len()
     }

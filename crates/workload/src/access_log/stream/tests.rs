@@ -34,6 +34,7 @@ impl LineParser for TestFormat {
             user_agent: None,
             latency_ns: None,
             line: 0,
+            put_back_ns: 0,
         }))
     }
 
@@ -163,6 +164,41 @@ fn reorders_within_the_window() {
 }
 
 #[test]
+fn every_line_is_accounted_for_when_reading_stops_early() {
+    // Stopped after 0 to 4 of the 5 requests, whatever was read ahead by then.
+    let text = "# header\n1000 GET /a 200\n\n3000 GET /c 200\n2000 GET /b 200\nbad\n\
+                20000 GET /d 200\n30000 GET /e 200\n# trailer\nbad too\n";
+    for given in 0..5 {
+        let dir = Dir::new();
+        let path = dir.write("a.log", text.as_bytes());
+        let mut stream = open_with(&[path], no_spread()).unwrap();
+        let out: Vec<LoggedRequest> = stream.by_ref().take(given).map(Result::unwrap).collect();
+        let left = stream.skip_rest().unwrap();
+        let stats = stream.stats();
+        assert_eq!(stats.lines, 10, "given {given}");
+        assert!(left > 0, "given {given}");
+        let accounted = out.len() as u64 + stats.bad_lines + stats.no_request + left;
+        assert_eq!(accounted, stats.lines, "given {given}: {stats:?}");
+        assert!(stream.next().is_none(), "given {given}: stopped");
+    }
+}
+
+#[test]
+fn a_request_put_back_says_how_far() {
+    let dir = Dir::new();
+    let path = dir.write("a.log", log(&[1000, 3000, 2000, 2500, 4000]).as_bytes());
+    let requests = read_all(open_with(&[path], no_spread()).unwrap()).unwrap();
+    let put_back: Vec<(u64, u64)> = requests
+        .iter()
+        .map(|r| (r.time_unix_ns / MS, r.put_back_ns / MS))
+        .collect();
+    assert_eq!(
+        put_back,
+        [(1000, 0), (2000, 1000), (2500, 500), (3000, 0), (4000, 0)]
+    );
+}
+
+#[test]
 fn keeps_line_numbers_and_ties_in_file_order() {
     let dir = Dir::new();
     let path = dir.write(
@@ -186,6 +222,20 @@ fn refuses_lines_beyond_the_window() {
             10 * S,
             ":4: timestamps go backwards by 26s (1970-01-01T00:00:04Z after \
              1970-01-01T00:00:30Z), beyond the 10s reorder window; raise -reorder-window",
+        ),
+        // In the log's first seconds, before any request has gone out of the window:
+        // the same error, not a minute of idling (issue 41).
+        (
+            &[61_000, 0, 62_000],
+            10 * S,
+            ":2: timestamps go backwards by 1m1s (1970-01-01T00:00:00Z after \
+             1970-01-01T00:01:01Z), beyond the 10s reorder window; raise -reorder-window",
+        ),
+        (
+            &[0, 1000, 62_000, 1000],
+            10 * S,
+            ":4: timestamps go backwards by 1m1s (1970-01-01T00:00:01Z after \
+             1970-01-01T00:01:02Z), beyond the 10s reorder window; raise -reorder-window",
         ),
         (
             &[1_795_514_442_000, 1_795_514_400_000],
@@ -327,6 +377,7 @@ fn counts_bad_lines_and_quotes_the_first() {
         lines: 8,
         requests: 2,
         bad_lines: 6,
+        no_request: 0,
         bad_examples: vec![
             format!("{f}:2: want 4 fields, found 2"),
             format!("{f}:3: \"soon\" is not a time"),
