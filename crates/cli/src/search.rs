@@ -33,9 +33,14 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
 ///
 ///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 200ms' -slo 'success > 99%'
 ///
-///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 50ms' -max-rate 20000 -step-duration 5s -monitor process=nginx -output runs/nginx
+///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 50ms' -max-rate 20000 -output runs/nginx
+///
+///   loadlab search -targets targets.txt -step-duration 5s -monitor process=nginx
 ///
 ///   loadlab run runs/nginx/plan.toml -output runs/nginx-again
+///
+/// On a busy or debug-built generator, allow more send lag than the default 1 ms
+/// (-slo 'lag < 25ms'), or its steps are "inconclusive".
 ///
 /// Exit status: 0 when the search ran (whatever it found); 1 on a bad flag or an I/O
 /// error; 130 when interrupted.

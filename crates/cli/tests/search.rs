@@ -169,3 +169,23 @@ fn bad_search_flags_are_named() {
         assert!(output.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Every example in `search --help` is on one line of its own, as it is typed.
+#[test]
+fn help_examples_are_not_wrapped() {
+    let output = loadlab(&["search", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = help.lines().collect();
+    let examples: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("loadlab "))
+        .collect();
+    assert!(examples.len() >= 3, "{help}");
+    for i in examples {
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(
+            next.trim().is_empty(),
+            "wrapped: {:?} then {next:?}",
+            lines[i]
+        );
+    }
+}
