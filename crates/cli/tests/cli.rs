@@ -612,6 +612,28 @@ fn bad_input_gets_a_clear_error_and_a_failing_exit() {
     }
 }
 
+/// issue 37: `-log-format`'s error lists every format once, `auto` and `har` included.
+#[test]
+fn an_unknown_log_format_lists_each_format_once() {
+    let output = run(
+        &["attack", "-replay", "access.log", "-log-format", "ngnix"],
+        None,
+    );
+    let err = stderr(&output);
+    assert!(!output.status.success(), "{err}");
+    assert!(
+        err.contains("-log-format: unknown log format \"ngnix\""),
+        "{err}"
+    );
+    for format in ["auto", "har", "nginx", "apache-combined", "vegeta-csv"] {
+        let listed = err
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|word| *word == format)
+            .count();
+        assert_eq!(listed, 1, "{format}: {err}");
+    }
+}
+
 #[test]
 fn encode_round_trips_through_json_csv_and_record() {
     let dir = TempDir::new();
