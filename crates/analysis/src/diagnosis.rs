@@ -121,6 +121,17 @@ pub struct Crossing {
     pub value: f64,
 }
 
+/// A peak past the threshold that did not last: why a resource that passed its
+/// threshold is among those that held.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Brief {
+    /// The threshold, in percent of the limit when the resource has one, else in its
+    /// unit.
+    pub threshold: f64,
+    /// Readings in a row at the threshold a crossing needs.
+    pub sustain: u32,
+}
+
 /// One resource watched beside the run, as the samples showed it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Watched {
@@ -141,6 +152,10 @@ pub struct Watched {
     pub peak_at_ns: u64,
     /// The first sustained stretch at the threshold, if it came that close.
     pub crossed: Option<Crossing>,
+    /// Without a crossing: the threshold its peak passed for fewer readings in a row
+    /// than a crossing needs, and that number (`host iowait peak 32%` beside a 20%
+    /// threshold says why it did not count).
+    pub brief: Option<Brief>,
     /// The first line that made it a finding, for a log.
     pub example: Option<String>,
     /// More evidence in words, said after the meaning ("transactions peaked at
@@ -223,9 +238,46 @@ pub struct Finding {
     pub timing: Timing,
 }
 
+/// An address every request to which failed to connect: nothing listened there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreached {
+    /// `host:port`, as the targets name it.
+    pub address: String,
+    /// What the connects said, without the `connect: ` prefix (`connection refused`).
+    pub error: String,
+    /// Requests sent to it, every one failed.
+    pub requests: u64,
+}
+
+/// How failed requests failed, in the answers' own terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailedAs {
+    /// The server answered this status (outside 200..400).
+    Status(u16),
+    /// No answer: the error kind (`timeout`, `reset`, `connect`).
+    Error(String),
+}
+
+/// What the failed requests say (the statuses, the errors) and from which offered rate
+/// they began: said instead of a guess about what was not watched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failures {
+    /// Who answered: the targets' `host:port` when they share one, else `the servers`.
+    pub server: String,
+    /// Each way requests failed, with its count, most first.
+    pub kinds: Vec<(FailedAs, u64)>,
+    /// The first second in which failures passed 1% of the answers, from the run's
+    /// start, and the rate offered in it.
+    pub from: Option<(u64, f64)>,
+}
+
 /// The answer in one word, with its subject.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
+    /// Every request to these addresses failed to connect: nothing listened there.
+    /// Before everything else, the generator too: the latencies are failed connects,
+    /// there is no answer to weigh a lag against, and no server was loaded.
+    Unreachable(Vec<Unreached>),
     /// The generator fell behind: nothing can be said about the server.
     GeneratorRanOut {
         /// How it fell behind.
@@ -271,6 +323,8 @@ pub struct Diagnosis {
     /// What could not be judged, and why ("db: 12 readings missing from 3.0 s: login
     /// refused"): said, never guessed around.
     pub unjudged: Vec<String>,
+    /// What the failed requests said, when some failed (set by the caller).
+    pub failures: Option<Failures>,
 }
 
 /// Judges one run; see the module documentation. `trouble` says how a load without a
@@ -342,6 +396,18 @@ pub fn diagnose(
         held,
         no_knee: None,
         unjudged: Vec::new(),
+        failures: None,
+    }
+}
+
+impl Diagnosis {
+    /// Addresses that never accepted a connection make the verdict
+    /// [`Verdict::Unreachable`], whatever else was judged; none leaves it.
+    pub fn with_unreached(mut self, unreached: Vec<Unreached>) -> Diagnosis {
+        if !unreached.is_empty() {
+            self.verdict = Verdict::Unreachable(unreached);
+        }
+        self
     }
 }
 
@@ -402,6 +468,7 @@ impl Diagnosis {
     /// `held`, `not_judged`.
     pub fn verdict_name(&self) -> &'static str {
         match self.verdict {
+            Verdict::Unreachable(_) => "unreachable",
             Verdict::GeneratorRanOut { .. } => "generator",
             Verdict::FirstLimit { .. } => "first_limit",
             Verdict::NothingWatchedRanOut => "nothing_watched",
@@ -457,6 +524,10 @@ impl Diagnosis {
     pub fn headline(&self) -> String {
         let knee = self.knee.as_ref();
         match &self.verdict {
+            Verdict::Unreachable(unreached) => {
+                let each: Vec<String> = unreached.iter().map(Unreached::describe).collect();
+                each.join("; ")
+            }
             Verdict::GeneratorRanOut { reason } => {
                 format!("the generator ran out ({reason}): this run says nothing about the server")
             }
@@ -482,16 +553,84 @@ impl Diagnosis {
                     .map(knee_words)
                     .or_else(|| self.trouble.clone())
                     .unwrap_or_default();
-                format!(
-                    "{what}: nothing monitored reached its limit; the limit lies in something \
-                     not watched (a downstream, a lock, a pool without a gauge)"
-                )
+                let watched = if self.held.is_empty() && self.findings.is_empty() {
+                    "with nothing watched"
+                } else {
+                    "while no watched resource was near its limit"
+                };
+                match self.failures.as_ref().filter(|f| !f.kinds.is_empty()) {
+                    // The answers say what happened; the unwatched is not guessed at.
+                    Some(failures) => format!(
+                        "{what}: {} {watched}: {}",
+                        failures.describe(),
+                        failures.meaning()
+                    ),
+                    None => format!(
+                        "{what}: nothing monitored reached its limit; the limit lies in \
+                         something not watched (a downstream, a lock, a pool without a gauge)"
+                    ),
+                }
             }
             Verdict::Held => match &self.no_knee {
                 Some(why) => format!("{why}; nothing monitored reached its limit"),
                 None => "no knee, and nothing monitored reached its limit".to_owned(),
             },
             Verdict::NotJudged { reason } => format!("not judged: {reason}"),
+        }
+    }
+}
+
+impl Unreached {
+    /// `nothing listened at 127.0.0.1:18199: connection refused, every request (100)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "nothing listened at {}: {}, every request ({})",
+            self.address, self.error, self.requests
+        )
+    }
+}
+
+impl Failures {
+    /// `127.0.0.1:8080 answered 503 (1234) from 714/s`, `requests to 127.0.0.1:8080
+    /// failed with timeout (12) from 714/s`: the statuses first, then the errors.
+    pub fn describe(&self) -> String {
+        let list = |status: bool| -> Vec<String> {
+            (self.kinds.iter())
+                .filter_map(|(kind, count)| match (kind, status) {
+                    (FailedAs::Status(code), true) => Some(format!("{code} ({count})")),
+                    (FailedAs::Error(name), false) => Some(format!("{name} ({count})")),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (statuses, errors) = (list(true), list(false));
+        let mut text = String::new();
+        if !statuses.is_empty() {
+            let _ = write!(text, "{} answered {}", self.server, statuses.join(", "));
+        }
+        if !errors.is_empty() {
+            let lead = if text.is_empty() {
+                format!("requests to {}", self.server)
+            } else {
+                ", and requests".to_owned()
+            };
+            let _ = write!(text, "{lead} failed with {}", errors.join(", "));
+        }
+        if let Some((_, per_sec)) = self.from {
+            let _ = write!(text, " from {}", value(per_sec, "/s"));
+        }
+        text
+    }
+
+    /// What answers like these mean, without guessing at what was not watched.
+    pub fn meaning(&self) -> &'static str {
+        let answered =
+            (self.kinds.first()).is_some_and(|(kind, _)| matches!(kind, FailedAs::Status(_)));
+        if answered {
+            "a limit the server is configured with (a rate limit, a queue, an upstream)"
+        } else {
+            "the server (or what is between) stopped answering in time; its logs or a \
+             monitor of it say why"
         }
     }
 }
@@ -683,9 +822,27 @@ fn share(value: f64, limit: Option<f64>) -> f64 {
     }
 }
 
-/// A watched resource that stayed under its threshold: `app fds peak 12% of 1024 fds`,
-/// `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`.
+/// A watched resource that did not cross its threshold: `app fds peak 12% of 1024
+/// fds`, `host CPU peak 54%`, `app CPU peak 27% of its allowance 200%`; a peak past
+/// the threshold says why it did not count (`host iowait peak 32%, past its threshold
+/// (20%) for fewer than 3 readings in a row`).
 fn headroom(w: &Watched) -> String {
+    let mut text = peak_words(w);
+    if let Some(brief) = w.brief {
+        let threshold = match w.limit {
+            Some(_) => format!("{:.0}% of its limit", brief.threshold),
+            None => value(brief.threshold, w.unit),
+        };
+        let _ = write!(
+            text,
+            ", past its threshold ({threshold}) for fewer than {} readings in a row",
+            brief.sustain
+        );
+    }
+    text
+}
+
+fn peak_words(w: &Watched) -> String {
     let noun = noun(w.resource);
     let name = &w.name;
     match (w.resource, w.peak_percent(), w.limit) {
@@ -774,6 +931,7 @@ mod tests {
             },
             peak,
             peak_at_ns: 30 * S,
+            brief: None,
             crossed: crossed_s.map(|at| Crossing {
                 at_ns: at * S,
                 value: peak,
@@ -1141,6 +1299,97 @@ mod tests {
             "{:?}",
             diagnosis.lines()
         );
+    }
+
+    #[test]
+    fn a_peak_past_its_threshold_that_did_not_last_says_why_it_held() {
+        let iowait = Watched {
+            limit: None,
+            brief: Some(Brief {
+                threshold: 20.0,
+                sustain: 3,
+            }),
+            ..watched("host", Resource::Iowait, 0.0, 32.0, None)
+        };
+        let fds = Watched {
+            brief: Some(Brief {
+                threshold: 90.0,
+                sustain: 3,
+            }),
+            ..watched("nginx", Resource::Fds, 1024.0, 1000.0, None)
+        };
+        let diagnosis = diagnose(None, None, &GeneratorState::default(), &[iowait, fds]);
+        assert_eq!(
+            diagnosis.lines().last().map(String::as_str),
+            Some(
+                "held (peak of each): nginx fds peak 98% of 1024 fds, past its threshold (90% of \
+                 its limit) for fewer than 3 readings in a row; host iowait peak 32%, past its \
+                 threshold (20%) for fewer than 3 readings in a row"
+            )
+        );
+    }
+
+    #[test]
+    fn failed_requests_are_said_in_the_answers_words_and_an_unreached_target_first() {
+        let host = watched("host", Resource::HostCpu, 100.0, 40.0, None);
+        let behind = GeneratorState {
+            fell_behind: Some("send lag p99 1.4ms".to_owned()),
+        };
+        let failures = |kinds: Vec<(FailedAs, u64)>| Failures {
+            server: "127.0.0.1:8080".to_owned(),
+            kinds,
+            from: Some((2 * S, 714.0)),
+        };
+        let trouble = Some("2.3% of the requests failed".to_owned());
+        // (case, generator, watched, failures, unreached, headline)
+        type Row<'a> = (
+            &'a str,
+            GeneratorState,
+            Vec<Watched>,
+            Option<Failures>,
+            Vec<Unreached>,
+            &'a str,
+        );
+        let rows: Vec<Row<'_>> = vec![
+            (
+                "a rate limit's 503s",
+                GeneratorState::default(),
+                vec![host.clone()],
+                Some(failures(vec![(FailedAs::Status(503), 1234)])),
+                vec![],
+                "2.3% of the requests failed: 127.0.0.1:8080 answered 503 (1234) from 714/s \
+                 while no watched resource was near its limit: a limit the server is configured \
+                 with (a rate limit, a queue, an upstream)",
+            ),
+            (
+                "timeouts, nothing watched",
+                GeneratorState::default(),
+                vec![],
+                Some(failures(vec![(FailedAs::Error("timeout".to_owned()), 9)])),
+                vec![],
+                "2.3% of the requests failed: requests to 127.0.0.1:8080 failed with timeout (9) \
+                 from 714/s with nothing watched: the server (or what is between) stopped \
+                 answering in time; its logs or a monitor of it say why",
+            ),
+            (
+                "nothing listened, the generator behind too",
+                behind,
+                vec![host],
+                Some(failures(vec![(FailedAs::Error("connect".to_owned()), 50)])),
+                vec![Unreached {
+                    address: "127.0.0.1:18199".to_owned(),
+                    error: "connection refused".to_owned(),
+                    requests: 50,
+                }],
+                "nothing listened at 127.0.0.1:18199: connection refused, every request (50)",
+            ),
+        ];
+        for (case, generator, watched, failures, unreached, want) in rows {
+            let mut diagnosis = diagnose(None, trouble.clone(), &generator, &watched);
+            diagnosis.failures = failures;
+            let diagnosis = diagnosis.with_unreached(unreached);
+            assert_eq!(diagnosis.headline(), want, "{case}");
+        }
     }
 
     #[test]

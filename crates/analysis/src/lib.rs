@@ -30,8 +30,8 @@ pub use diagnosis::{Diagnosis, GeneratorState, Knee, Watched, diagnose};
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
-    CheckCount, GeneratorHealth, Percentile, Slo, StepSummary, Verdict, floor_percent, judge,
-    parse_percentile,
+    CheckCount, GeneratorHealth, Lag, LagWeight, Percentile, Slo, StepSummary, Verdict,
+    floor_percent, judge, parse_percentile,
 };
 
 /// What can go wrong turning user input into analysis settings.

@@ -361,9 +361,10 @@ fn conclude(
             out,
             "\n  What ran out first, at each pool's first probe that failed:"
         )?;
-        for (variant, step, lines) in ran_out {
+        for (variant, step) in ran_out {
+            let lines = &step.diagnosis;
             let headline = lines.first().map_or("", String::as_str);
-            writeln!(out, "  {variant} (probe {step}): {headline}")?;
+            writeln!(out, "  {variant} (probe {}): {headline}", step.step)?;
             // What followed; the headroom of the rest is in the probe's report.txt.
             for line in lines.iter().filter(|l| l.starts_with("then: ")) {
                 writeln!(out, "    {line}")?;

@@ -174,6 +174,10 @@ pub struct AttachedMonitor {
     config: Option<MonitorConfig>,
     handle: Option<MonitorHandle>,
     stats: Option<MonitorStats>,
+    /// By sampler id: its name, and whether its first reading was looked at.
+    first_readings: Vec<(String, bool)>,
+    /// By series id: its sampler.
+    series_samplers: Vec<u32>,
 }
 
 impl AttachedMonitor {
@@ -188,7 +192,45 @@ impl AttachedMonitor {
             config,
             handle: None,
             stats: None,
+            first_readings: Vec::new(),
+            series_samplers: Vec::new(),
         })
+    }
+
+    /// Says on stderr, once per sampler, why its first reading missed (`no process
+    /// matches postgres`): at the run's start, not only in the report after it.
+    fn say_first_misses(&mut self, frames: &[SampleFrame]) {
+        for frame in frames {
+            for (offset, sampler) in frame.samplers.iter().enumerate() {
+                let id = frame.first_sampler as usize + offset;
+                if self.first_readings.len() <= id {
+                    self.first_readings.resize(id + 1, (String::new(), false));
+                }
+                self.first_readings[id].0 = format!("{} {}", sampler.kind, sampler.name);
+            }
+            self.series_samplers
+                .extend(frame.series.iter().map(|series| series.sampler));
+            for gap in frame.batch.gaps.iter().filter(|g| g.series.is_none()) {
+                if let Some((name, false)) = self.first_readings.get(gap.sampler as usize) {
+                    eprintln!(
+                        "loadlab: -monitor {name}: {} at the run's start; its resources are \
+                         not watched while it lasts",
+                        gap.reason
+                    );
+                }
+            }
+            // Every sampler this batch read (or missed) has had its first reading.
+            let values = (frame.batch.values.iter())
+                .filter_map(|v| self.series_samplers.get(v.series as usize).copied());
+            let samplers: Vec<u32> = values
+                .chain(frame.batch.gaps.iter().map(|g| g.sampler))
+                .collect();
+            for sampler in samplers {
+                if let Some((_, said)) = self.first_readings.get_mut(sampler as usize) {
+                    *said = true;
+                }
+            }
+        }
     }
 
     /// What was sampled, once the run is over.
@@ -211,16 +253,21 @@ impl engine::SampleFeed for AttachedMonitor {
 
     fn ready(&mut self, frames: &mut Vec<SampleFrame>) {
         if let Some(handle) = &self.handle {
+            let before = frames.len();
             frames.extend(handle.frames().try_iter());
+            self.say_first_misses(&frames[before..]);
         }
     }
 
     fn finish(&mut self, frames: &mut Vec<SampleFrame>) {
         if let Some(handle) = self.handle.take() {
             // Frames already received come before the ones `stop` hands back.
+            let before = frames.len();
             frames.extend(handle.frames().try_iter());
             let stopped = handle.stop();
             frames.extend(stopped.remaining);
+            // A run shorter than a reading's way here says its first ones now.
+            self.say_first_misses(&frames[before..]);
             self.stats = Some(stopped.stats);
         }
     }

@@ -46,8 +46,13 @@ use crate::watch::{WatchArgs, Watchers};
 /// Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
 /// continues without redoing the finished steps.
 ///
-/// Exit status: 0 when the plan ran (whatever the verdicts); 1 on a bad plan or an I/O
-/// error; 130 when interrupted.
+/// Before each step sends, one TCP connect goes to each distinct host:port of its
+/// targets (2 s at most): when one does not answer, the plan stops at once, naming it
+/// ("nothing listened at 127.0.0.1:18199: connection refused"). -no-check-targets (or
+/// `check_targets = false` in [load]) skips the check.
+///
+/// Exit status: 0 when the plan ran (whatever the verdicts); 1 on a bad plan, an I/O
+/// error or targets that did not answer; 130 when interrupted.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The run folder [default: runs/PLAN-NAME]
@@ -56,6 +61,10 @@ pub struct RunArgs {
     /// Continue the run in -output, skipping the steps its summary.json holds
     #[arg(long)]
     resume: bool,
+    /// Do not connect to each step's targets before it sends (as `check_targets = false`
+    /// in the plan's [load])
+    #[arg(long)]
+    no_check_targets: bool,
     #[command(flatten)]
     watch: WatchArgs,
     /// The plan file (TOML)
@@ -64,7 +73,10 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let plan = Plan::read(&args.plan)?;
+    let mut plan = Plan::read(&args.plan)?;
+    if args.no_check_targets {
+        plan.load.check_targets = false;
+    }
     let label = format!("plan {}", args.plan.display());
     run_checked(plan, args.output.clone(), args.resume, &args.watch, &label)
 }

@@ -576,3 +576,172 @@ fn an_app_with_one_database_connection_runs_out_of_it() {
     assert_eq!(first(&diagnosis)["limit"], 1.0, "{text}");
     assert!(text.contains("transactions peaked at"), "{text}");
 }
+
+/// Runs `plan` (a TOML text) in `dir` with `args`; the exit status, stderr, and the
+/// run folder.
+fn run_plan(dir: &Path, plan: &str, args: &[&str]) -> (std::process::ExitStatus, String, PathBuf) {
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let out = dir.join("run");
+    let output = loadlab()
+        .arg("run")
+        .arg(&file)
+        .arg("-output")
+        .arg(&out)
+        .arg("-quiet")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status, stderr, out)
+}
+
+/// A search against a port nothing listens on stops before its first step, naming it;
+/// with the check turned off, the step's verdict, its report, its page and the
+/// write-up all say the same: nothing listened there.
+#[test]
+fn a_search_against_a_closed_port_names_it() {
+    let dir = tempdir("closed-port");
+    let port = free_port();
+    let plan = format!(
+        "mode = \"search\"\n[[variant]]\nname = \"nothing\"\n[load]\n\
+         targets = [\"GET http://127.0.0.1:{port}/\"]\nstep_duration = \"1s\"\nMORE\n\
+         [search]\nstart = 20\nmax_probes = 2\n"
+    );
+    let refused = format!("nothing listened at 127.0.0.1:{port}: connection refused");
+    let started = std::time::Instant::now();
+    let (status, stderr, out) = run_plan(&dir.0, &plan.replace("MORE", ""), &[]);
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains(&refused), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{stderr}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(summary.contains(&refused), "{summary}");
+    assert!(!out.join("steps/000-nothing-20/records.llr").exists());
+
+    let _ = std::fs::remove_dir_all(&out);
+    let (status, stderr, out) =
+        run_plan(&dir.0, &plan.replace("MORE", "check_targets = false"), &[]);
+    assert!(status.success(), "{stderr}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let every = format!("{refused}, every request");
+    assert!(
+        md.contains("step 000-nothing-20 (fail: nothing listened: every request failed to connect"),
+        "{md}"
+    );
+    assert!(md.contains(&every), "{md}");
+    assert!(
+        !md.contains("generator ran out") && !md.contains("held what was delivered"),
+        "{md}"
+    );
+    let step = out.join("steps/000-nothing-20");
+    let report = std::fs::read_to_string(step.join("report.txt")).unwrap();
+    assert!(report.contains(&every), "{report}");
+    let page = std::fs::read_to_string(step.join("plot.html")).unwrap();
+    assert!(page.contains(&every), "the page says it too");
+}
+
+/// A search against nginx's own rate limit (`limit_req`, which no monitor can watch):
+/// the write-up reports on the first step that did not pass, says why in the verdict
+/// table's words, and says what the answers say (nginx's 503s, from which rate), judged
+/// with the plan's `max_lag`, not a rule of its own.
+#[test]
+fn a_search_against_nginx_rate_limit_says_what_the_answers_say() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = "worker_processes 1;
+pid nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type text/plain;
+    limit_req_zone $binary_remote_addr zone=one:1m rate=100r/s;
+    server {
+        listen 127.0.0.1:PORT;
+        location / { limit_req zone=one; root html; }
+    }
+}
+";
+    let Some(nginx) = Nginx::start("limit-req", conf, &[]) else {
+        return;
+    };
+    // nginx's own process is watched (the host is shared with whatever else runs).
+    let plan = format!(
+        "mode = \"search\"\n[[variant]]\nname = \"nginx\"\n[load]\n\
+         targets = [\"GET {}\"]\nstep_duration = \"2s\"\nmonitor = [\"nginx:pid={}\"]\n\
+         [slo]\nmax_lag = \"25ms\"\n[search]\nstart = 50\nmax_probes = 3\nprecision = 0.5\n",
+        nginx.url(),
+        nginx.pid().unwrap()
+    );
+    let (status, stderr, out) = run_plan(&nginx.dir.0, &plan, &[]);
+    assert!(status.success(), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let steps = summary["steps"].as_array().unwrap();
+    let first_miss = steps
+        .iter()
+        .find(|s| s["verdict"] != "pass")
+        .unwrap_or_else(|| panic!("nginx's limit never failed a step: {summary}"));
+    let (name, why) = (
+        first_miss["step"].as_str().unwrap(),
+        first_miss["why"].as_str().unwrap(),
+    );
+    assert_eq!(first_miss["verdict"], "fail", "{summary}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let lead = format!("step {name} (fail: {why})");
+    assert!(md.contains(&lead), "{lead}\n{md}");
+    let ran_out = md.split("## What ran out first").nth(1).unwrap();
+    assert!(ran_out.contains("answered 503 ("), "{md}");
+    assert!(
+        ran_out.contains("a limit the server is configured with (a rate limit"),
+        "{md}"
+    );
+    for wrong in ["generator ran out", "lies in something not watched"] {
+        assert!(!md.contains(wrong), "{wrong}: {md}");
+    }
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains(&lead), "index.html says it as summary.md");
+}
+
+/// A `process=` pattern that matches nothing is said at the run's start (stderr) and in
+/// the report, never read as a resource that held.
+#[test]
+fn a_process_pattern_that_matches_nothing_is_said() {
+    let dir = tempdir("no-process");
+    let records = dir.0.join("run.llr");
+    let port = free_port();
+    let output = loadlab()
+        .args(["attack", "-rate", "20", "-duration", "2s", "-quiet"])
+        .args(["-monitor", "process=no-such-process-xyz"])
+        .arg("-output")
+        .arg(&records)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let target = format!("GET http://127.0.0.1:{port}/\n");
+            child.stdin.take().unwrap().write_all(target.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "-monitor process no-such-process-xyz: no process matches no-such-process-xyz at \
+             the run's start"
+        ),
+        "{stderr}"
+    );
+    let report = loadlab().arg("report").arg(&records).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(
+            "not judged: no-such-process-xyz: every reading missing (no process matches \
+             no-such-process-xyz): nothing of it was watched"
+        ),
+        "{text}"
+    );
+}

@@ -491,10 +491,11 @@ impl RunSummary {
         }
     }
 
-    /// Per variant with a diagnosis: (variant, step, its lines) of the first step it did
-    /// not pass (the lowest rate), else of its highest passing step: the step where its
-    /// limit shows.
-    pub fn ran_out_first(&self) -> Vec<(&str, &str, &[String])> {
+    /// Per variant, the step where its limit shows: its first step that did not pass
+    /// (in the order the steps ran, as docs/PLANS.md says), else its highest passing
+    /// step with a diagnosis. Renderers say the step's verdict and why in the words of
+    /// the steps' table, then its diagnosis.
+    pub fn ran_out_first(&self) -> Vec<(&str, &StepRow)> {
         let mut names: Vec<&str> = self.variants.iter().map(|v| v.variant.as_str()).collect();
         if names.is_empty() {
             // A matrix: the variants in the order their first steps ran.
@@ -507,20 +508,29 @@ impl RunSummary {
         names
             .into_iter()
             .filter_map(|variant| {
-                let steps = self
-                    .steps
-                    .iter()
-                    .filter(|s| s.variant == variant && !s.diagnosis.is_empty());
-                let rate = |s: &&StepRow| s.rate_asked.unwrap_or(0.0);
+                let steps = self.steps.iter().filter(|s| s.variant == variant);
                 let first_miss = steps
                     .clone()
-                    .filter(|s| s.verdict != StepVerdict::Pass)
-                    .min_by(|a, b| rate(a).total_cmp(&rate(b)));
-                let step =
-                    first_miss.or_else(|| steps.max_by(|a, b| rate(a).total_cmp(&rate(b))))?;
-                Some((variant, step.step.as_str(), step.diagnosis.as_slice()))
+                    .find(|s| matches!(s.verdict, StepVerdict::Fail | StepVerdict::Inconclusive));
+                let rate = |s: &&StepRow| s.rate_asked.unwrap_or(0.0);
+                let step = first_miss.or_else(|| {
+                    steps
+                        .filter(|s| !s.diagnosis.is_empty())
+                        .max_by(|a, b| rate(a).total_cmp(&rate(b)))
+                })?;
+                Some((variant, step))
             })
             .collect()
+    }
+
+    /// A [`RunSummary::ran_out_first`] step's lead: `step 002 (fail: success 98.48%
+    /// under 99.00%)`, its verdict and why as the steps' table says them.
+    pub fn ran_out_lead(step: &StepRow) -> String {
+        match step.verdict {
+            StepVerdict::Pass => format!("step {} (pass)", step.step),
+            _ if step.why.is_empty() => format!("step {} ({})", step.step, step.verdict),
+            _ => format!("step {} ({}: {})", step.step, step.verdict, step.why),
+        }
     }
 
     /// Markdown ready to paste: the maximum rate per variant with its improvement
@@ -555,8 +565,12 @@ impl RunSummary {
         let ran_out = self.ran_out_first();
         if !ran_out.is_empty() {
             md.push_str("## What ran out first\n\n");
-            for (variant, step, lines) in ran_out {
-                let _ = writeln!(md, "- **{variant}**, step {step}: {}", lines.join("\n  - "));
+            for (variant, step) in ran_out {
+                let _ = write!(md, "- **{variant}**, {}", RunSummary::ran_out_lead(step));
+                for line in &step.diagnosis {
+                    let _ = write!(md, "\n  - {line}");
+                }
+                md.push('\n');
             }
             md.push('\n');
         }

@@ -163,14 +163,15 @@ fn ran_out_list(summary: &RunSummary) -> String {
         return String::new();
     }
     let mut out = "<h2>What ran out first</h2>\n<ul class=\"diagnosis\">\n".to_owned();
-    for (variant, step, lines) in ran_out {
+    for (variant, step) in ran_out {
         let _ = write!(
             out,
-            "<li><b>{}</b>, step {}:",
+            "<li><b>{}</b>, {}{}",
             escape(variant),
-            escape(step)
+            escape(&RunSummary::ran_out_lead(step)),
+            if step.diagnosis.is_empty() { "" } else { ":" }
         );
-        for line in lines {
+        for line in &step.diagnosis {
             let _ = write!(out, "<br>{}", escape(line));
         }
         out.push_str("</li>\n");

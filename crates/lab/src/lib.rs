@@ -32,6 +32,7 @@ mod hooks;
 mod index_page;
 mod options;
 pub mod plan;
+mod reach;
 mod runner;
 mod sharded;
 mod step;
@@ -80,6 +81,9 @@ pub enum LabError {
     /// the message names the plan file, the line and the field.
     #[error(transparent)]
     Fields(#[from] workload::WorkloadError),
+    /// A step's targets did not answer a connect: the plan stopped before sending.
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 #[cfg(test)]

@@ -33,6 +33,8 @@ struct Run<'a> {
     done: Vec<StepRow>,
     next_index: usize,
     interrupted: bool,
+    /// A step's targets did not answer a connect: why the plan stopped.
+    unreachable: Option<String>,
 }
 
 /// Runs a plan into its run folder, returning the summary written there. Cells that
@@ -90,6 +92,7 @@ pub fn run_plan(
         done,
         next_index: 0,
         interrupted: false,
+        unreachable: None,
     };
     log_line(
         dir,
@@ -119,6 +122,10 @@ pub fn run_plan(
     }
     run.summary.complete = !run.interrupted;
     run.summary.write(dir)?;
+    if let Some(why) = run.unreachable {
+        log_line(dir, &format!("end: stopped before sending: {why}"))?;
+        return Err(LabError::Unreachable(why));
+    }
     log_line(
         dir,
         if run.interrupted {
@@ -226,6 +233,11 @@ impl Run<'_> {
         let mut row = result.row;
         row.kind = kind;
         self.interrupted |= result.interrupted;
+        if let Some(why) = result.unreachable {
+            // Every later step would find the same: the plan stops here, naming them.
+            self.interrupted = true;
+            self.unreachable = Some(why);
+        }
         let line = format!(
             "step {folder} ({}, {}): {}: {}",
             row.variant,
@@ -310,6 +322,9 @@ impl Run<'_> {
                 repeat: 1,
             };
             let row = self.step(&cell, kind)?;
+            if let Some(why) = &self.unreachable {
+                return Ok(finish(format!("stopped: {why}"), None, &search));
+            }
             if self.interrupted {
                 return Ok(finish(
                     "interrupted".to_owned(),
@@ -375,8 +390,11 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
             held_per_sec,
             inconclusive_per_sec,
         } => (
+            // Nothing is known about the server at that rate: the step says why (its
+            // verdict's reasons), not a guess that the server held.
             format!(
-                "search: the generator could not deliver {} (inconclusive); the server held what was delivered",
+                "search: the generator could not deliver {} (inconclusive): nothing is known \
+                 about the server from there up",
                 rate(inconclusive_per_sec)
             ),
             held_per_sec,

@@ -26,6 +26,9 @@ pub struct StepResult {
     pub row: StepRow,
     /// Whether Ctrl-C stopped it (its verdict then says nothing).
     pub interrupted: bool,
+    /// Its targets did not answer a connect before it sent (`crate::reach`), and why:
+    /// the plan stops.
+    pub unreachable: Option<String>,
 }
 
 /// Runs one cell in `dir` (`steps/NNN-...`), judging it against the plan's SLO.
@@ -61,6 +64,10 @@ pub fn run_cell(
         Some(ready) => wait_ready(ready, &values, &plan.base_dir, &hooks_log, stop)
             .inspect_err(|why| note(&hooks_log, &format!("# ready: {why}"))),
         None => Ok(()),
+    });
+    let mut unreachable = None;
+    let ready = ready.and_then(|()| {
+        check_targets(plan, cell).inspect_err(|why| unreachable = Some(why.clone()))
     });
     let attack = ready.and_then(|()| match plan.load.shards {
         Some(_) => sharded_attack(plan, cell, dir, stop),
@@ -109,7 +116,21 @@ pub fn run_cell(
     if !row.notes.is_empty() {
         row.why = format!("{}; {}", row.why, row.notes.join("; "));
     }
-    Ok(StepResult { row, interrupted })
+    Ok(StepResult {
+        row,
+        interrupted,
+        unreachable,
+    })
+}
+
+/// Connects to the step's targets before it sends ([`crate::reach`]), unless the plan
+/// says not to; a sharded step's shards may run elsewhere, so they are not checked here.
+fn check_targets(plan: &Plan, cell: &Cell) -> Result<(), String> {
+    if !plan.load.check_targets || plan.load.shards.is_some() {
+        return Ok(());
+    }
+    let config = run_config(plan, cell)?;
+    crate::reach::check(&crate::reach::addresses(&config))
 }
 
 /// What an attack left behind.
@@ -179,14 +200,17 @@ fn judge_cell(
             outcome.records.len()
         ));
     }
+    // The report and the page judge by the plan's bounds, as the verdict.
+    let bounds = (plan.slo.generator, plan.slo.min_success_ratio);
     row.diagnosis = write_report(
         &outcome.records,
         &dir.join("report.txt"),
         plan.load.shards.is_some(),
+        bounds,
     );
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
-    match write_plot(&outcome.records, &title, &dir.join("plot.html")) {
+    match write_plot(&outcome.records, &title, &dir.join("plot.html"), bounds) {
         Ok(()) => row.plot = Some(relative(&dir.join("plot.html"), run_dir)),
         Err(why) => row.notes.push(why),
     }
@@ -211,15 +235,26 @@ fn shard_rule(figures: &Figures) -> Option<(String, u64)> {
         .min_by_key(|(_, at_ns)| *at_ns)
 }
 
+/// The plan's bounds a step's report and page judge by: the generator's health and the
+/// least success ratio.
+type Bounds = (analysis::GeneratorHealth, Option<f64>);
+
 /// `plot.html` as `loadlab plot` makes it. A plot that cannot be made is the step's
 /// note, not its failure (the verdict does not depend on it), and leaves no file.
-fn write_plot(records: &[String], title: &str, path: &Path) -> Result<(), String> {
-    let config = plot::PlotConfig::new(
+fn write_plot(
+    records: &[String],
+    title: &str,
+    path: &Path,
+    (health, min_success_ratio): Bounds,
+) -> Result<(), String> {
+    let mut config = plot::PlotConfig::new(
         Some(title.to_owned()),
         plot::DEFAULT_THRESHOLD,
         plot::DEFAULT_EVERY_NS,
     )
     .map_err(|e| format!("no plot: {e}"))?;
+    config.health = health;
+    config.min_success_ratio = min_success_ratio;
     let html = plot::RunPlot::read(records, &config)
         .map_err(|e| format!("no plot: {e}"))?
         .html();
@@ -319,14 +354,23 @@ pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
 /// in the file instead (the verdict does not depend on it). Returns its diagnosis. A
 /// sharded step's report ends with the warnings `report` prints on stderr about its
 /// shards (one missing, one that ended early, their start skews).
-fn write_report(records: &[String], path: &Path, sharded: bool) -> Vec<String> {
+fn write_report(
+    records: &[String],
+    path: &Path,
+    sharded: bool,
+    (health, min_success_ratio): Bounds,
+) -> Vec<String> {
     let Ok(file) = std::fs::File::create(path) else {
         return Vec::new();
     };
     let mut out = BufWriter::new(file);
     let mut warnings: Vec<u8> = Vec::new();
-    let result = report::ReportConfig::new(report::ReportType::Text, None, None)
-        .and_then(|config| report::run_report(records, &config, &mut out, &mut warnings));
+    let result =
+        report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|mut config| {
+            config.health = health;
+            config.min_success_ratio = min_success_ratio;
+            report::run_report(records, &config, &mut out, &mut warnings)
+        });
     if sharded && !warnings.is_empty() {
         let _ = writeln!(out);
         let _ = out.write_all(&warnings);
@@ -588,8 +632,13 @@ mod tests {
             if let Some(bytes) = content {
                 std::fs::write(&records, bytes).expect("write");
             }
-            let why = write_plot(&[records.display().to_string()], "t", &plot)
-                .expect_err("no plot from unreadable records");
+            let why = write_plot(
+                &[records.display().to_string()],
+                "t",
+                &plot,
+                (analysis::GeneratorHealth::default(), None),
+            )
+            .expect_err("no plot from unreadable records");
             assert!(
                 why.starts_with("no plot: ") && why.contains("records.llr"),
                 "{content:?}: {why}"

@@ -39,6 +39,9 @@ pub struct Snapshot {
     /// A steered run's shards (`loadlab steer`, `kube run`): a summary line, then one
     /// line per shard that is behind, lost or stopped early.
     pub shards: Vec<String>,
+    /// Every request so far failed to connect: `nothing listened at ...`, said as the
+    /// report's diagnosis says it.
+    pub unreachable: Option<String>,
     /// The run is over.
     pub finished: bool,
 }
@@ -195,6 +198,9 @@ impl Snapshot {
         if let Some(summary) = self.shards.first() {
             line += &format!(", {summary}");
         }
+        if let Some(unreachable) = &self.unreachable {
+            line += &format!("; {unreachable}");
+        }
         if let Some(checks) = &self.checks {
             line += &format!(
                 ", checks {} passed",
@@ -246,6 +252,9 @@ impl Snapshot {
                 self.behind,
             ),
         ];
+        if let Some(unreachable) = &self.unreachable {
+            lines.push(format!("target    {unreachable}"));
+        }
         if let Some(checks) = &self.checks {
             lines.push(format!("checks    {}", checks.text()));
         }

@@ -86,6 +86,10 @@ pub struct LiveStats {
     /// Failures by error id - 1, and the kinds of the ids known so far.
     error_counts: Vec<u64>,
     error_kinds: Vec<ErrorKind>,
+    /// The first failed connect's text (`connect: connection refused`).
+    connect_error: Option<String>,
+    /// Each distinct `host:port` of the run's targets, in order.
+    addresses: Vec<String>,
     /// The previous stats sample: when (from time zero) and requests sent by then.
     previous_stats: (u64, u64),
     /// The monitor's latest headline samples (`attack -monitor`).
@@ -113,6 +117,8 @@ impl LiveStats {
             status_codes: BTreeMap::new(),
             error_counts: Vec::new(),
             error_kinds: Vec::new(),
+            connect_error: None,
+            addresses: Vec::new(),
             previous_stats: (0, 0),
             headlines: Headlines::default(),
             checks: CheckTable::default(),
@@ -149,6 +155,31 @@ impl LiveStats {
     /// record that uses it, and announces it the same way).
     pub fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
         self.checks.targets(first_index, new);
+        for target in new {
+            let address = report::target_address(&target.url);
+            if !self.addresses.contains(&address) {
+                self.addresses.push(address);
+            }
+        }
+    }
+
+    /// Nothing listened: every request so far failed to connect. In the words of the
+    /// report's diagnosis ([`analysis::diagnosis::Unreached`]).
+    fn unreachable(&self) -> Option<String> {
+        let run = &self.snapshot.run;
+        let connects = (self.snapshot.errors.iter())
+            .find(|(kind, _)| *kind == ErrorKind::Connect)
+            .map_or(0, |(_, n)| *n);
+        if run.completed == 0 || connects < run.completed {
+            return None;
+        }
+        let error = self.connect_error.as_deref().unwrap_or_default();
+        let unreached = analysis::diagnosis::Unreached {
+            address: self.addresses.join(", "),
+            error: error.strip_prefix("connect: ").unwrap_or(error).to_owned(),
+            requests: run.completed,
+        };
+        Some(unreached.describe())
     }
 
     fn add(&mut self, record: &Record) {
@@ -200,6 +231,8 @@ impl LiveStats {
             bin.fill(last);
         }
         self.run.fill(&mut self.snapshot.run);
+        // Once a second: a sentence is only written while nothing answers.
+        self.snapshot.unreachable = self.unreachable();
     }
 
     /// Counts that change per batch: cheap to refresh each time.
@@ -315,6 +348,9 @@ impl RunObserver for LiveStats {
     fn errors(&mut self, first_index: usize, new: &[ErrorEntry]) {
         self.error_kinds.truncate(first_index);
         self.error_kinds.extend(new.iter().map(|entry| entry.kind));
+        if let Some(entry) = new.iter().find(|e| e.kind == ErrorKind::Connect) {
+            self.connect_error.get_or_insert_with(|| entry.text.clone());
+        }
     }
 
     fn rules(&mut self, judged_ns: u64, watches: &[RuleWatch]) {
@@ -526,6 +562,51 @@ mod tests {
                 text: kind.name().to_owned(),
             })
             .collect()
+    }
+
+    /// A run whose every request failed to connect names the address in the view, as
+    /// the report's diagnosis does; one request answered and it is not said.
+    #[test]
+    fn nothing_listening_is_named() {
+        let refused = ErrorEntry {
+            kind: ErrorKind::Connect,
+            text: "connect: connection refused".to_owned(),
+        };
+        let target = TargetInfo {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1:18199/x".to_owned(),
+            ..TargetInfo::default()
+        };
+        // (case, records, what the view says)
+        let rows = [
+            (
+                "every connect refused",
+                steady(&[0, 1], 10, 0, 1),
+                Some("nothing listened at 127.0.0.1:18199: connection refused, every request (20)"),
+            ),
+            (
+                "one answered",
+                [steady(&[0], 10, 0, 1), steady(&[1], 1, 200, 0)].concat(),
+                None,
+            ),
+        ];
+        for (case, records, want) in rows {
+            let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+            live.start(Clock::start());
+            live.start_unix_ns = 0;
+            live.targets(0, std::slice::from_ref(&target));
+            live.errors(0, std::slice::from_ref(&refused));
+            live.records(&records);
+            live.stats(&stats(2400, 20));
+            let snapshot = live.snapshot();
+            assert_eq!(snapshot.unreachable.as_deref(), want, "{case}");
+            let view = snapshot.view_lines().join("\n");
+            assert_eq!(
+                view.contains("nothing listened"),
+                want.is_some(),
+                "{case}: {view}"
+            );
+        }
     }
 
     #[test]

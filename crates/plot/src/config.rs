@@ -14,7 +14,7 @@ pub const DEFAULT_TITLE: &str = "loadlab plot";
 pub const DEFAULT_EVERY_NS: u64 = 1_000_000_000;
 
 /// What `plot` draws.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlotConfig {
     /// The page title; `None` for [`DEFAULT_TITLE`] (and no title on chart files).
     pub title: Option<String>,
@@ -22,6 +22,13 @@ pub struct PlotConfig {
     pub threshold: usize,
     /// Width of the per-interval rows (rates, status codes, percentiles).
     pub every_ns: u64,
+    /// What the generator must achieve (send lag bound, share of the asked rate): the
+    /// report's defaults, or a plan's `[slo]` for a step's page, so the page's tiles,
+    /// warnings and diagnosis say what its verdict says.
+    pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
 }
 
 impl PlotConfig {
@@ -47,6 +54,8 @@ impl PlotConfig {
             title: title.filter(|t| !t.trim().is_empty()),
             threshold,
             every_ns,
+            health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         })
     }
 
@@ -62,6 +71,8 @@ impl Default for PlotConfig {
             title: None,
             threshold: DEFAULT_THRESHOLD,
             every_ns: DEFAULT_EVERY_NS,
+            health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         }
     }
 }

@@ -153,6 +153,8 @@ impl RunGather {
         RunGather {
             gather: Gather {
                 threshold: gather.threshold,
+                health: gather.health,
+                min_success_ratio: gather.min_success_ratio,
                 origin_unix_ns: gather.origin_unix_ns,
                 metrics: gather.metrics.clone(),
                 bins: gather.replay.live_bins(&gather.bins, max_rows),
@@ -160,7 +162,7 @@ impl RunGather {
                 attacks: gather.attacks.clone(),
                 flows: gather.flows.clone(),
                 samples: gather.samples.clone(),
-                judging: Judging::Closed(gather.judging.close()),
+                judging: Judging::Closed(Box::new(gather.judging.close())),
             },
         }
     }
@@ -222,6 +224,8 @@ fn why_empty(summaries: &[SourceSummary]) -> String {
 #[derive(Clone)]
 struct Gather {
     threshold: usize,
+    health: analysis::GeneratorHealth,
+    min_success_ratio: Option<f64>,
     origin_unix_ns: Option<u64>,
     metrics: Metrics,
     bins: Bins,
@@ -237,7 +241,7 @@ struct Gather {
 #[derive(Clone)]
 enum Judging {
     Gathering(Box<Evidence>),
-    Closed(ClosedEvidence),
+    Closed(Box<ClosedEvidence>),
 }
 
 impl Judging {
@@ -256,7 +260,7 @@ impl Judging {
     fn close(&self) -> ClosedEvidence {
         match self {
             Judging::Gathering(evidence) => evidence.close(),
-            Judging::Closed(closed) => closed.clone(),
+            Judging::Closed(closed) => ClosedEvidence::clone(closed),
         }
     }
 }
@@ -275,6 +279,8 @@ impl Gather {
     fn new(config: &PlotConfig) -> Gather {
         Gather {
             threshold: config.threshold,
+            health: config.health,
+            min_success_ratio: config.min_success_ratio,
             origin_unix_ns: None,
             metrics: Metrics::new(None),
             bins: Bins::new(config.every_ns),
@@ -352,6 +358,8 @@ impl Gather {
         sample_tables: SampleTables,
     ) -> RunData {
         let mut facts = RunFacts::from_inputs(&summaries, &tables);
+        facts.health = self.health;
+        facts.min_success_ratio = self.min_success_ratio;
         let (origin_unix_ns, zero) = match self.origin_unix_ns {
             Some(origin) => (Some(origin), TimeZero::FirstRequest),
             None => (self.samples.first_unix_ns(), TimeZero::FirstSample),
@@ -361,7 +369,7 @@ impl Gather {
         // its diagnosis, from the same evidence judged the same way.
         facts.resources.clone_from(&samples.summary);
         facts.replay = self.replay.finish(&mut self.bins, &summaries, &tables);
-        self.judging.close().fill(&mut facts);
+        self.judging.close().fill(&mut facts, &tables);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
         report.extras.diagnosis = report::diagnose_run(&report, &facts);

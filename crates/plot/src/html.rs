@@ -391,10 +391,9 @@ fn load_tiles(report: &Report) -> Vec<Tile> {
             report.extras.asked.map_or_else(String::new, |asked| {
                 format!("of {}/s asked", format::count(asked.asked_per_sec))
             }),
-            if report
-                .extras
-                .asked
-                .is_some_and(|a| a.ratio < report::RATE_RATIO_LIMIT)
+            // The report's own judgement, against the run's health (a plan's `achieved`).
+            if (report.extras.warnings.iter())
+                .any(|w| matches!(w, report::Warning::RateShort { .. }))
             {
                 "bad"
             } else {
@@ -457,7 +456,10 @@ fn latency_tiles(report: &Report) -> Vec<Tile> {
 fn generator_tiles(report: &Report) -> Vec<Tile> {
     let mut tiles = Vec::new();
     if let Some(lag) = &report.extras.send_lag {
-        let behind = lag.p99_ns > report::LAG_P99_LIMIT_NS;
+        // Red only when the lag weighs against the answers, as the warning and the
+        // diagnosis judge it (one rule: `analysis::GeneratorHealth::weigh_lag`).
+        let behind =
+            (report.extras.lag).is_some_and(|lag| lag.weight == analysis::LagWeight::Heavy);
         tiles.push((
             "send lag p99",
             format::duration_ns(lag.p99_ns as f64),
@@ -596,6 +598,7 @@ fn verdict_words(verdict: &str) -> &'static str {
         "first_limit" => "limit reached",
         "generator" => "the generator ran out",
         "nothing_watched" => "nothing watched ran out",
+        "unreachable" => "nothing listened",
         "held" => "held",
         _ => "not judged",
     }
@@ -662,6 +665,7 @@ mod tests {
             unit: "fds",
             peak: 1000.0,
             peak_at_ns: 9 * S,
+            brief: None,
             crossed: crossed_s.map(|at| Crossing {
                 at_ns: at * S,
                 value: 990.0,
@@ -759,6 +763,45 @@ mod tests {
             for text in lacks {
                 assert!(!out.contains(text), "{case}: {text} in {out}");
             }
+        }
+    }
+
+    /// The send lag tile is red only when the lag weighs against the answers, by the
+    /// rule the report's warning and the diagnosis use, with the run's bounds.
+    #[test]
+    fn the_lag_tile_is_red_only_for_a_lag_that_weighs() {
+        const MS: u64 = 1_000_000;
+        let loose = analysis::GeneratorHealth {
+            max_lag_p99_ns: 25 * MS,
+            ..analysis::GeneratorHealth::default()
+        };
+        // (case, bounds, lag p99, median latency, the tile's class)
+        let rows = [
+            (
+                "3 ms beside 1 s answers",
+                analysis::GeneratorHealth::default(),
+                3,
+                1000,
+                "",
+            ),
+            (
+                "3 ms beside 0.1 ms answers",
+                analysis::GeneratorHealth::default(),
+                3,
+                0,
+                "bad",
+            ),
+            ("a plan's max_lag of 25 ms", loose, 3, 0, ""),
+        ];
+        for (case, health, lag_ms, p50_ms, want) in rows {
+            let mut report = report::Metrics::new(None).close(&record::RunTables::default());
+            report.extras.send_lag = Some(report::LagStats {
+                p99_ns: lag_ms * MS,
+                ..report::LagStats::default()
+            });
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            let tiles = generator_tiles(&report);
+            assert_eq!(tiles[0].3, want, "{case}");
         }
     }
 

@@ -74,6 +74,7 @@ mod tests {
             unit: "%",
             peak: 99.0,
             peak_at_ns: 0,
+            brief: None,
             crossed: Some(Crossing {
                 at_ns: (crossed_s * S as f64) as u64,
                 value: 99.0,

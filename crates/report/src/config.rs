@@ -58,6 +58,13 @@ pub struct ReportConfig {
     pub every_ns: Option<u64>,
     /// One report per group.
     pub by: Option<GroupBy>,
+    /// What the generator must achieve for the run to say anything about the server
+    /// (send lag bound, share of the asked rate): the defaults, or a plan's `[slo]`
+    /// when `loadlab run` reports a step, so its report and verdict agree.
+    pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
 }
 
 impl ReportConfig {
@@ -79,6 +86,8 @@ impl ReportConfig {
             report_type,
             every_ns,
             by,
+            health: analysis::GeneratorHealth::default(),
+            min_success_ratio: None,
         })
     }
 }

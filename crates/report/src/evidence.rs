@@ -4,10 +4,11 @@
 //! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
 //! they say the same sentences for the same inputs.
 
-use analysis::diagnosis::{Diagnosis, GeneratorState, Watched};
+use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Watched};
 use analysis::{Finding, diagnose};
 use record::{Record, RunTables, SampleBatch, SampleTables};
 
+use crate::answers::Answers;
 use crate::extras::RunFacts;
 use crate::metrics::Report;
 use crate::pressure::Pressures;
@@ -20,6 +21,7 @@ use crate::seconds::Seconds;
 #[derive(Debug, Clone)]
 pub struct Evidence {
     seconds: Seconds,
+    answers: Answers,
     pressures: Pressures,
     first_sample_unix_ns: Option<u64>,
 }
@@ -36,6 +38,7 @@ impl Evidence {
     pub fn new() -> Evidence {
         Evidence {
             seconds: Seconds::open_model_only(),
+            answers: Answers::default(),
             pressures: Pressures::default(),
             first_sample_unix_ns: None,
         }
@@ -44,6 +47,7 @@ impl Evidence {
     /// Adds a batch of records; `tables` resolves their attacks and errors.
     pub fn add_records(&mut self, records: &[Record], tables: &RunTables) {
         self.seconds.add_all(records, tables);
+        self.answers.add_all(records, tables);
     }
 
     /// Adds resource sample batches whose ids index `tables` (as read so far).
@@ -62,6 +66,8 @@ impl Evidence {
         let start_unix_ns = self.seconds.start_unix_ns().or(self.first_sample_unix_ns);
         ClosedEvidence {
             ramp: self.seconds.saturation(Ok(())),
+            answers: self.answers.clone(),
+            failing_from: self.seconds.failing_from(),
             start_unix_ns,
             watched: self.pressures.close(start_unix_ns.unwrap_or(0)),
             unjudged: self.pressures.unjudged(start_unix_ns.unwrap_or(0)),
@@ -74,15 +80,26 @@ impl Evidence {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClosedEvidence {
     ramp: Finding,
+    answers: Answers,
+    failing_from: Option<(u64, f64)>,
     start_unix_ns: Option<u64>,
     watched: Vec<Watched>,
     unjudged: Vec<String>,
 }
 
 impl ClosedEvidence {
-    /// Sets `facts.saturation`, `facts.start_unix_ns` and, when the run has resource
-    /// samples (`facts.resources` set first), `facts.watched` and `facts.unjudged`.
-    pub fn fill(self, facts: &mut RunFacts) {
+    /// Sets `facts.saturation`, `facts.start_unix_ns`, what the failed requests said
+    /// (`facts.unreached`, `facts.failures`; `tables` names their targets and errors)
+    /// and, when the run has resource samples (`facts.resources` set first),
+    /// `facts.watched` and `facts.unjudged`.
+    pub fn fill(self, facts: &mut RunFacts, tables: &RunTables) {
+        facts.unreached = self.answers.unreached(tables);
+        let kinds = self.answers.failed_as();
+        facts.failures = (!kinds.is_empty()).then(|| Failures {
+            server: self.answers.server(tables),
+            kinds,
+            from: self.failing_from,
+        });
         facts.saturation = Some(match facts.open_model() {
             Ok(()) => self.ramp,
             Err(reason) => Finding::NotARamp { reason },
@@ -106,7 +123,7 @@ impl ClosedEvidence {
 /// alone (a monitor file) when they hold a watched resource.
 pub fn diagnose_run(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     if report.requests > 0 {
-        return run_diagnosis(report, facts, &report.extras.warnings);
+        return run_diagnosis(report, facts);
     }
     let watched = facts.watched.as_deref()?;
     Some(diagnose_samples(
@@ -217,7 +234,7 @@ mod tests {
             evidence.add_samples(sample_tables, batches);
             facts.resources = Some(ResourceSummary::default());
         }
-        evidence.close().fill(&mut facts);
+        evidence.close().fill(&mut facts, &tables);
         let mut report = metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
         diagnose_run(&report, &facts)

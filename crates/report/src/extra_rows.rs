@@ -76,6 +76,9 @@ pub struct RunShape {
 pub struct Extras {
     /// Send lag row, when the input recorded lag.
     pub send_lag: Option<LagStats>,
+    /// The send lag p99 weighed against its bound and the median latency (the one
+    /// judgement behind the warning, the diagnosis and the plot's tile).
+    pub lag: Option<analysis::Lag>,
     /// How late the generator could wake to send and read (`attack -precision`),
     /// when recorded: the resolution of the send lag and of the latencies.
     pub precision_ns: Option<u64>,

@@ -8,10 +8,10 @@ use record::{
     AttackEnd, AttackInfo, InputFormat, LoadModel, Protocol, RunTables, SourceSummary, StopReason,
 };
 
-use crate::extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
+use crate::extra_rows::{AskedRate, Extras, GeneratorUse, RunShape};
 use crate::metrics::{AttackActivity, Report, go_seconds};
 use crate::resources::ResourceSummary;
-use crate::warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning};
+use crate::warnings::Warning;
 
 /// What one attack (merged across inputs by name) asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -95,6 +95,16 @@ pub struct RunFacts {
     pub in_flight_cap: Option<u64>,
     /// Each replay attack against its original (set by the pipeline).
     pub replay: Vec<crate::replay::ReplayFigures>,
+    /// What the generator must achieve for the run to say anything about the server:
+    /// the report's defaults, or a plan's `[slo]` (set by the caller).
+    pub health: analysis::GeneratorHealth,
+    /// The least success ratio of a load that was served: a plan's `[slo] success`, or
+    /// `None` for the report's 99%.
+    pub min_success_ratio: Option<f64>,
+    /// Addresses every request to which failed to connect (set by the pipeline).
+    pub unreached: Vec<analysis::diagnosis::Unreached>,
+    /// How the failed requests failed, when some did (set by the pipeline).
+    pub failures: Option<analysis::diagnosis::Failures>,
 }
 
 impl RunFacts {
@@ -286,11 +296,13 @@ impl Extras {
                 attacks: attacks.len(),
                 stop: stop.clone(),
             });
-        let warnings = assess(send_lag.as_ref(), asked.as_ref());
+        let lag = send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns));
+        let warnings = assess(lag, asked.as_ref(), &facts.health);
         Extras {
             diagnosis: None,
             warnings,
             send_lag,
+            lag,
             precision_ns,
             asked,
             generator: facts.generator.filter(|_| whole_run),
@@ -307,17 +319,22 @@ impl Extras {
     }
 }
 
-/// The warnings the extra rows call for.
-fn assess(send_lag: Option<&LagStats>, asked: Option<&AskedRate>) -> Vec<Warning> {
+/// The warnings the extra rows call for: a lag that weighs against the answers
+/// ([`analysis::LagWeight::Heavy`]; one small beside them is not a warning), a rate
+/// short of `health`'s share.
+fn assess(
+    lag: Option<analysis::Lag>,
+    asked: Option<&AskedRate>,
+    health: &analysis::GeneratorHealth,
+) -> Vec<Warning> {
     let mut warnings = Vec::new();
-    if let Some(lag) = send_lag.filter(|lag| lag.p99_ns > LAG_P99_LIMIT_NS) {
-        warnings.push(Warning::FellBehind {
-            lag_p99_ns: lag.p99_ns,
-        });
+    if let Some(lag) = lag.filter(|lag| lag.weight == analysis::LagWeight::Heavy) {
+        warnings.push(Warning::FellBehind { lag });
     }
     if let Some(asked) = asked {
-        if asked.ratio < RATE_RATIO_LIMIT {
+        if asked.ratio < health.min_achieved_ratio {
             warnings.push(Warning::RateShort {
+                min_ratio: health.min_achieved_ratio,
                 asked_per_sec: asked.asked_per_sec,
                 achieved_per_sec: asked.achieved_per_sec,
                 unsent: asked.unsent,
@@ -400,11 +417,9 @@ fn model_name(models: impl Iterator<Item = LoadModel>) -> &'static str {
 mod tests {
     use super::*;
 
-    fn lag(p99_ns: u64) -> LagStats {
-        LagStats {
-            p99_ns,
-            ..LagStats::default()
-        }
+    /// A send lag p99 beside answers of `p50_ms`, weighed by the report's defaults.
+    fn lag(p99_ns: u64, p50_ms: u64) -> analysis::Lag {
+        analysis::GeneratorHealth::default().weigh_lag(p99_ns, p50_ms * 1_000_000)
     }
 
     fn asked(asked_per_sec: f64, achieved_per_sec: f64, unsent: u64) -> AskedRate {
@@ -418,17 +433,20 @@ mod tests {
 
     #[test]
     fn warns_only_past_the_limits() {
-        let rows: &[(Option<LagStats>, Option<AskedRate>, &[&str])] = &[
+        let rows: &[(Option<analysis::Lag>, Option<AskedRate>, &[&str])] = &[
             (None, None, &[]),
-            (Some(lag(1_000_000)), Some(asked(100.0, 99.0, 0)), &[]),
+            (Some(lag(1_000_000, 0)), Some(asked(100.0, 99.0, 0)), &[]),
             (
-                Some(lag(3_200_000)),
+                Some(lag(3_200_000, 0)),
                 None,
                 &[
-                    "the generator fell behind: send lag p99 was 3.2ms (> 1ms); latencies \
-                   above include the generator's own delay.",
+                    "the generator fell behind: send lag p99 was 3.2ms (> 1ms, and not under \
+                     the median latency 0s); latencies above include the generator's own \
+                     delay.",
                 ],
             ),
+            // Small beside 1 s answers: no banner (docs/DIAGNOSIS.md).
+            (Some(lag(3_200_000, 1000)), None, &[]),
             (
                 None,
                 Some(asked(1000.0, 912.4, 0)),
@@ -438,7 +456,7 @@ mod tests {
                 ],
             ),
             (
-                Some(lag(2_000_001)),
+                Some(lag(2_000_001, 1)),
                 Some(asked(1000.0, 500.0, 7)),
                 &[
                     "send lag p99 was 2ms",
@@ -453,7 +471,8 @@ mod tests {
             ),
         ];
         for (lag, asked, want) in rows {
-            let got: Vec<String> = assess(lag.as_ref(), asked.as_ref())
+            let health = analysis::GeneratorHealth::default();
+            let got: Vec<String> = assess(*lag, asked.as_ref(), &health)
                 .iter()
                 .map(ToString::to_string)
                 .collect();

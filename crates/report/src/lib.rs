@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+mod answers;
 mod checks;
 mod compare;
 mod config;
@@ -64,6 +65,7 @@ pub mod tabwriter;
 mod text;
 mod warnings;
 
+pub use answers::target_address;
 pub use checks::{CheckCounts, CheckFigures, CheckedTarget, CheckedTargets};
 pub use compare::{
     CompareFormat, CompareInput, Comparison, GATED_ROWS, Regression, Row, RunFigures, Unit, Versus,

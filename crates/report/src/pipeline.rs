@@ -112,9 +112,11 @@ pub fn run_report(
         });
     }
     let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
+    facts.health = config.health;
+    facts.min_success_ratio = config.min_success_ratio;
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
     facts.replay = replays.close(stream.summaries(), stream.tables());
-    evidence.close().fill(&mut facts);
+    evidence.close().fill(&mut facts, stream.tables());
     let (text, p50_ns, diagnosis) =
         render_groups(groups, &facts, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use analysis::diagnosis::{Crossing, Resource, Watched};
+use analysis::diagnosis::{Brief, Crossing, Resource, Watched};
 use record::{PROM_LIMIT_SUFFIX, ResourceSeries, SampleBatch, SampleTables, SeriesKind};
 
 use crate::resources::{SUSTAINED_SAMPLES, Stat};
@@ -145,6 +145,9 @@ struct Track {
     peak: f64,
     peak_at_unix_ns: u64,
     limit: Option<f64>,
+    /// The lowest threshold its readings were held to (steal shrinks some), and the
+    /// readings in a row a crossing needs.
+    threshold: Option<(f64, u32)>,
 }
 
 /// A pool's gauges: the use gauge with its labels as a reader writes it, and the two
@@ -532,6 +535,14 @@ impl Pressures {
             unit,
             peak: track.peak,
             peak_at_ns: track.peak_at_unix_ns.saturating_sub(start),
+            brief: match (crossed, track.threshold) {
+                (None, Some((threshold, sustain)))
+                    if threshold.is_finite() && track.share.peak >= threshold =>
+                {
+                    Some(Brief { threshold, sustain })
+                }
+                _ => None,
+            },
             crossed,
             example,
             note: self.note(sampler, measure),
@@ -578,6 +589,8 @@ impl Track {
             sustain,
             ..
         } = *reading;
+        let lowest = self.threshold.map_or(threshold, |(t, _)| t.min(threshold));
+        self.threshold = Some((lowest, sustain));
         self.share
             .add_sustained(at_unix_ns, share, threshold, sustain);
     }

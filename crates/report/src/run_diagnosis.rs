@@ -3,7 +3,7 @@
 //! [`crate::pressure::Pressures`], judged by [`analysis::diagnose`].
 
 use analysis::diagnosis::{Diagnosis, GeneratorState, Knee};
-use analysis::{Finding, diagnose};
+use analysis::{Finding, LagWeight, diagnose};
 use units::GoDuration;
 
 use crate::extras::RunFacts;
@@ -11,7 +11,8 @@ use crate::metrics::Report;
 use crate::text::turn_name;
 use crate::warnings::Warning;
 
-/// A load without a knee whose success ratio is below this was not served.
+/// A load without a knee whose success ratio is below this was not served, unless a
+/// plan's `[slo] success` says otherwise ([`RunFacts::min_success_ratio`]).
 const SUCCESS_RATIO: f64 = 0.99;
 
 /// In-flight requests at this share of the cap mean the server held them back: the lag
@@ -19,7 +20,7 @@ const SUCCESS_RATIO: f64 = 0.99;
 const CAP_SHARE: f64 = 0.9;
 
 /// The run's diagnosis, when there is something to judge: resource samples, or a knee.
-pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) -> Option<Diagnosis> {
+pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     let knee = match &facts.saturation {
         Some(Finding::Saturated {
             point,
@@ -33,10 +34,11 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
         }),
         _ => None,
     };
-    if knee.is_none() && facts.watched.is_none() {
+    if knee.is_none() && facts.watched.is_none() && facts.unreached.is_empty() {
         return None;
     }
-    let trouble = (knee.is_none() && report.success_ratio < SUCCESS_RATIO).then(|| {
+    let min_success = facts.min_success_ratio.unwrap_or(SUCCESS_RATIO);
+    let trouble = (knee.is_none() && report.success_ratio < min_success).then(|| {
         format!(
             "{:.1}% of the requests failed",
             (1.0 - report.success_ratio) * 100.0
@@ -44,7 +46,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
     });
     let served_badly = knee.is_some() || trouble.is_some();
     let generator = GeneratorState {
-        fell_behind: fell_behind(report, facts, warnings, served_badly),
+        fell_behind: fell_behind(report, facts, served_badly),
     };
     let watched = facts.watched.as_deref().unwrap_or_default();
     let no_knee = match &facts.saturation {
@@ -57,28 +59,37 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts, warnings: &[Warning]) ->
     diagnosis.start_unix_ns = facts.start_unix_ns;
     diagnosis.no_knee = no_knee;
     diagnosis.unjudged.clone_from(&facts.unjudged);
-    Some(diagnosis)
+    diagnosis.failures.clone_from(&facts.failures);
+    Some(diagnosis.with_unreached(facts.unreached.clone()))
 }
 
 /// Why the generator, not the server, shaped the run. Below its in-flight cap: it sent
-/// less than asked, or its send lag p99 passed 1 ms ([`crate::LAG_P99_LIMIT_NS`]) and the
-/// answers' median latency (the slow part of the latencies is mostly its own delay); a
-/// lag of a few milliseconds beside answers of fifty is a warning, not a verdict. At the
-/// cap it waited on the answers: the server's doing when they slowed or failed
-/// (`served_badly`), the cap's when they kept their pace (rate x latency needs more).
-fn fell_behind(
-    report: &Report,
-    facts: &RunFacts,
-    warnings: &[Warning],
-    served_badly: bool,
-) -> Option<String> {
+/// less than its health asks ([`analysis::GeneratorHealth`], the report's defaults or a
+/// plan's `[slo]`), or its send lag weighed against the answers
+/// ([`analysis::LagWeight::Heavy`]: over its bound and the median latency); a lag small
+/// beside the answers is neither a warning nor a verdict. At the cap it waited on the
+/// answers: the server's doing when they slowed or failed (`served_badly`), the cap's
+/// when they kept their pace (rate x latency needs more).
+fn fell_behind(report: &Report, facts: &RunFacts, served_badly: bool) -> Option<String> {
     let cap = facts.in_flight_cap.filter(|&cap| cap > 0);
     let at_cap = cap.is_some_and(|cap| facts.in_flight_peak as f64 >= CAP_SHARE * cap as f64);
-    let behind = warnings.iter().find(|warning| match **warning {
-        Warning::FellBehind { lag_p99_ns } => at_cap || lag_p99_ns >= report.latencies.p50_ns,
-        Warning::RateShort { .. } => true,
-        Warning::Unsent { .. } => false,
-    })?;
+    let extras = &report.extras;
+    let lag = extras.lag.filter(|lag| match lag.weight {
+        LagWeight::Within => false,
+        LagWeight::Light => at_cap,
+        LagWeight::Heavy => true,
+    });
+    let short = extras.warnings.iter().find_map(|warning| match *warning {
+        Warning::RateShort {
+            asked_per_sec,
+            achieved_per_sec,
+            ..
+        } => Some((asked_per_sec, achieved_per_sec)),
+        _ => None,
+    });
+    if lag.is_none() && short.is_none() {
+        return None;
+    }
     if at_cap {
         return (!served_badly).then(|| {
             format!(
@@ -88,22 +99,19 @@ fn fell_behind(
             )
         });
     }
-    Some(match *behind {
-        Warning::FellBehind { lag_p99_ns } => format!(
-            "send lag p99 {} against a median latency of {}, with requests in flight under \
-             the cap; give it more CPU or less load",
-            GoDuration::report_ns(lag_p99_ns),
-            GoDuration::report_ns(report.latencies.p50_ns)
+    Some(match (lag, short) {
+        (Some(lag), _) => format!(
+            "send lag p99 {} over {} and against a median latency of {}, with requests in \
+             flight under the cap; give it more CPU or less load",
+            GoDuration::report_ns(lag.p99_ns),
+            GoDuration::report_ns(lag.limit_ns),
+            GoDuration::report_ns(lag.latency_p50_ns)
         ),
-        Warning::RateShort {
-            asked_per_sec,
-            achieved_per_sec,
-            ..
-        } => format!(
+        (None, Some((asked_per_sec, achieved_per_sec))) => format!(
             "it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked; give it more \
              CPU or less load"
         ),
-        Warning::Unsent { unsent } => format!("{unsent} requests were never sent"),
+        (None, None) => return None,
     })
 }
 
@@ -115,37 +123,66 @@ mod tests {
 
     #[test]
     fn the_generator_ran_out_only_when_its_own_delay_shaped_the_run() {
+        const MS: u64 = 1_000_000;
         let mut report = Metrics::new(None).close(&RunTables::default());
-        let lag = |ms: u64| Warning::FellBehind {
-            lag_p99_ns: ms * 1_000_000,
-        };
         let short = Warning::RateShort {
+            min_ratio: 0.99,
             asked_per_sec: 4000.0,
             achieved_per_sec: 3000.0,
             unsent: 10,
         };
-        // (case, median latency ms, in flight at peak of a cap of 100, warnings,
-        //  served badly, the reason's start or None)
-        type Case<'a> = (&'a str, u64, u64, Vec<Warning>, bool, Option<&'a str>);
+        let loose = analysis::GeneratorHealth {
+            max_lag_p99_ns: 25 * MS,
+            ..analysis::GeneratorHealth::default()
+        };
+        // (case, the lag's bound, lag p99 ms, median latency ms, in flight at peak of a
+        //  cap of 100, warnings, served badly, the reason's start or None)
+        type Case<'a> = (
+            &'a str,
+            analysis::GeneratorHealth,
+            u64,
+            u64,
+            u64,
+            Vec<Warning>,
+            bool,
+            Option<&'a str>,
+        );
+        let default = analysis::GeneratorHealth::default();
         let cases: Vec<Case<'_>> = vec![
             (
                 "3 ms of lag beside 50 ms answers",
+                default,
+                3,
                 50,
                 10,
-                vec![lag(3)],
+                vec![],
                 false,
                 None,
             ),
             (
                 "7 ms of lag beside 0 ms answers",
+                default,
+                7,
                 0,
                 10,
-                vec![lag(7)],
+                vec![],
                 false,
-                Some("send lag p99 7ms"),
+                Some("send lag p99 7ms over 1ms"),
+            ),
+            (
+                "a plan's max_lag of 25 ms",
+                loose,
+                7,
+                0,
+                10,
+                vec![],
+                true,
+                None,
             ),
             (
                 "sent less than asked",
+                default,
+                0,
                 50,
                 10,
                 vec![short],
@@ -154,35 +191,68 @@ mod tests {
             ),
             (
                 "at the cap, answers on pace",
+                default,
+                30,
                 100,
                 100,
-                vec![lag(30)],
+                vec![],
                 false,
                 Some("requests in flight reached its cap"),
             ),
             (
                 "at the cap, the server slowed",
+                default,
+                30,
                 100,
                 100,
-                vec![lag(30)],
+                vec![],
                 true,
                 None,
             ),
-            ("no warning", 0, 10, vec![], false, None),
+            ("no lag", default, 0, 0, 10, vec![], false, None),
         ];
-        for (case, p50_ms, in_flight, warnings, served_badly, want) in cases {
-            report.latencies.p50_ns = p50_ms * 1_000_000;
+        for (case, health, lag_ms, p50_ms, in_flight, warnings, served_badly, want) in cases {
+            report.latencies.p50_ns = p50_ms * MS;
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            report.extras.warnings = warnings;
             let facts = RunFacts {
                 in_flight_peak: in_flight,
                 in_flight_cap: Some(100),
+                health,
                 ..RunFacts::default()
             };
-            let got = fell_behind(&report, &facts, &warnings, served_badly);
+            let got = fell_behind(&report, &facts, served_badly);
             match (got, want) {
                 (None, None) => {}
                 (Some(got), Some(want)) => assert!(got.starts_with(want), "{case}: {got}"),
                 (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    /// A plan's success bound is the diagnosis's: 97% served is trouble by the report's
+    /// 99%, not under a plan's `success = 0.95`.
+    #[test]
+    fn a_plans_success_bound_decides_whether_the_load_was_served() {
+        let mut report = Metrics::new(None).close(&RunTables::default());
+        report.success_ratio = 0.97;
+        // (case, the plan's bound, the trouble said)
+        let rows = [
+            (
+                "the report's 99%",
+                None,
+                Some("3.0% of the requests failed"),
+            ),
+            ("a plan's 95%", Some(0.95), None),
+        ];
+        for (case, bound, want) in rows {
+            let facts = RunFacts {
+                watched: Some(Vec::new()),
+                min_success_ratio: bound,
+                ..RunFacts::default()
+            };
+            let diagnosis = run_diagnosis(&report, &facts).unwrap();
+            assert_eq!(diagnosis.trouble.as_deref(), want, "{case}");
         }
     }
 
@@ -199,6 +269,7 @@ mod tests {
             peak: 20.0,
             peak_at_ns: 0,
             crossed: None,
+            brief: None,
             example: None,
             note: None,
         };
@@ -225,7 +296,7 @@ mod tests {
                 unjudged: vec!["db: 3 readings missing from 1.0 s (login refused)".to_owned()],
                 ..RunFacts::default()
             };
-            let diagnosis = run_diagnosis(&report, &facts, &[]).unwrap();
+            let diagnosis = run_diagnosis(&report, &facts).unwrap();
             let lines = diagnosis.lines();
             assert!(lines[0].starts_with(want), "{lines:?}");
             assert_eq!(

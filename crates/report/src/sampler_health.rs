@@ -13,6 +13,8 @@ const SILENT_STEPS: u64 = 3;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SamplerHealth {
     last_at_unix_ns: Option<u64>,
+    /// Readings counted, missed ones too.
+    readings: u64,
     /// The shortest step between two readings: its interval.
     min_step_ns: Option<u64>,
     /// Readings missed (a whole-sampler gap), the first's time and reason.
@@ -29,6 +31,7 @@ impl SamplerHealth {
     /// sampler missed it. Returns whether it follows the previous reading without a
     /// jump back or a silence (stretches at a threshold may go on).
     pub(crate) fn add(&mut self, at_unix_ns: u64, missed: Option<&str>) -> bool {
+        self.readings += 1;
         if let Some(reason) = missed {
             self.missed += 1;
             self.first_missed
@@ -64,15 +67,23 @@ impl SamplerHealth {
     pub(crate) fn unjudged(&self, name: &str, start_unix_ns: u64) -> Vec<String> {
         let at = |unix_ns: u64| unix_ns.saturating_sub(start_unix_ns) as f64 / 1e9;
         let mut out = Vec::new();
-        if let Some((first_at, reason)) = &self.first_missed {
-            let mut text = format!(
-                "{name}: {} reading{} missing from {:.1} s ({reason})",
-                self.missed,
-                if self.missed == 1 { "" } else { "s" },
-                at(*first_at)
-            );
-            text.push_str("; its resources are judged on the readings it has");
-            out.push(text);
+        match &self.first_missed {
+            // A `process=` pattern that matched nothing, a scrape refused throughout:
+            // nothing of it was watched, which must not read as "it held".
+            Some((_, reason)) if self.missed == self.readings => out.push(format!(
+                "{name}: every reading missing ({reason}): nothing of it was watched"
+            )),
+            Some((first_at, reason)) => {
+                let mut text = format!(
+                    "{name}: {} reading{} missing from {:.1} s ({reason})",
+                    self.missed,
+                    if self.missed == 1 { "" } else { "s" },
+                    at(*first_at)
+                );
+                text.push_str("; its resources are judged on the readings it has");
+                out.push(text);
+            }
+            None => {}
         }
         if let Some((back_at, by_ns)) = self.clock_back {
             out.push(format!(
@@ -128,6 +139,17 @@ mod tests {
                 vec![true, true, true, true],
                 vec![
                     "db: 2 readings missing from 1.0 s (scrape timed out); its resources are judged on the readings it has",
+                ],
+            ),
+            (
+                "a process pattern that matched nothing",
+                vec![
+                    (0, Some("no process matches pg")),
+                    (1, Some("no process matches pg")),
+                ],
+                vec![true, true],
+                vec![
+                    "db: every reading missing (no process matches pg): nothing of it was watched",
                 ],
             ),
             (

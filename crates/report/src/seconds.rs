@@ -116,6 +116,23 @@ impl Seconds {
         self.latency_counts[done * BUCKETS + bucket(record.latency_ns)] += 1;
     }
 
+    /// The first second whose failures passed 1% of its answers: when it began, from
+    /// the run's first intended send, and the rate offered in it (the next second's
+    /// when it is the run's first, a part of a second).
+    pub fn failing_from(&self) -> Option<(u64, f64)> {
+        let start = self.start_unix_ns?;
+        let index = self.bins.iter().position(|bin| {
+            let answers = u64::from(bin.ok) + u64::from(bin.failed);
+            bin.failed > 0 && u64::from(bin.failed) * 100 > answers
+        })?;
+        let offered = match (index, self.bins.get(index + 1)) {
+            (0, Some(next)) => next.offered,
+            _ => self.bins[index].offered,
+        };
+        let at_ns = ((self.base_sec + index as u64) * SECOND_NS).saturating_sub(start);
+        Some((at_ns, f64::from(offered)))
+    }
+
     /// The bin of `unix_ns`, growing the bins to reach it; `None` once the run is too long.
     #[inline]
     fn bin_index(&mut self, unix_ns: u64) -> Option<usize> {

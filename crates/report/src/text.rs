@@ -427,6 +427,7 @@ mod tests {
     fn extra_labels_fit_vegeta_columns() {
         let extras = Extras {
             send_lag: Some(crate::extra_rows::LagStats::default()),
+            lag: None,
             precision_ns: Some(100_000),
             asked: Some(crate::extra_rows::AskedRate {
                 asked_per_sec: 1.0,

@@ -10,21 +10,28 @@ use record::{ShardInfo, SourceSummary, StopReason};
 
 use units::GoDuration;
 
-/// Send lag p99 above this means the generator could not keep its schedule.
+/// Send lag p99 above this (and above the answers' median latency) means the
+/// generator could not keep its schedule, unless a plan's `max_lag` says otherwise
+/// ([`analysis::GeneratorHealth`]).
 pub const LAG_P99_LIMIT_NS: u64 = 1_000_000;
-/// Achieved over asked rate below this means the server saw less load than asked.
+/// Achieved over asked rate below this means the server saw less load than asked,
+/// unless a plan's `achieved` says otherwise.
 pub const RATE_RATIO_LIMIT: f64 = 0.99;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 /// Something a reader of the report must not miss: the generator, not the server, shaped the numbers.
 pub enum Warning {
-    /// Send lag p99 above [`LAG_P99_LIMIT_NS`].
+    /// Send lag p99 over its bound and the answers' median latency
+    /// ([`analysis::LagWeight::Heavy`]).
     FellBehind {
-        /// The send lag's 99th percentile, nanoseconds.
-        lag_p99_ns: u64,
+        /// The lag as weighed.
+        lag: analysis::Lag,
     },
-    /// Achieved rate below [`RATE_RATIO_LIMIT`] of the asked rate.
+    /// Achieved rate below the least share of the asked rate ([`RATE_RATIO_LIMIT`]
+    /// unless a plan says otherwise).
     RateShort {
+        /// The least share it was held to.
+        min_ratio: f64,
         /// What the schedules asked for, requests per second.
         asked_per_sec: f64,
         /// What was sent, requests per second.
@@ -42,14 +49,16 @@ pub enum Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Warning::FellBehind { lag_p99_ns } => write!(
+            Warning::FellBehind { lag } => write!(
                 f,
-                "the generator fell behind: send lag p99 was {} (> {}); latencies above \
-                 include the generator's own delay.",
-                GoDuration::report_ns(lag_p99_ns),
-                GoDuration::report_ns(LAG_P99_LIMIT_NS)
+                "the generator fell behind: send lag p99 was {} (> {}, and not under the \
+                 median latency {}); latencies above include the generator's own delay.",
+                GoDuration::report_ns(lag.p99_ns),
+                GoDuration::report_ns(lag.limit_ns),
+                GoDuration::report_ns(lag.latency_p50_ns)
             ),
             Warning::RateShort {
+                min_ratio,
                 asked_per_sec,
                 achieved_per_sec,
                 unsent,
@@ -59,7 +68,7 @@ impl fmt::Display for Warning {
                     "the generator sent {achieved_per_sec:.2} req/s of the {asked_per_sec:.2} \
                      asked ({:.2}% < {:.0}%); the server saw less load than asked.",
                     achieved_per_sec / asked_per_sec * 100.0,
-                    RATE_RATIO_LIMIT * 100.0
+                    min_ratio * 100.0
                 )?;
                 if unsent > 0 {
                     write!(f, " {unsent} requests were due but never sent.")?;

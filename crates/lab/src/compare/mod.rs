@@ -42,6 +42,7 @@ pub use matching::compare_sides;
 pub use model::{FolderComparison, StepLine, VariantLine};
 
 use crate::LabError;
+use crate::folder::RunSummary;
 
 /// Reads `inputs`, prints their comparison to `out` in `format`, and returns the
 /// regressions beyond `threshold` (none without one).
@@ -69,7 +70,7 @@ pub fn run_compare_folders(
 fn ran_out_first(sides: &[Side]) -> Vec<(String, String)> {
     let mut lines = Vec::new();
     for side in sides {
-        for (variant, step, diagnosis) in side.summary.ran_out_first() {
+        for (variant, step) in side.summary.ran_out_first() {
             if side
                 .variant
                 .as_deref()
@@ -81,8 +82,9 @@ fn ran_out_first(sides: &[Side]) -> Vec<(String, String)> {
                 Some(_) => side.name.clone(),
                 None => format!("{}#{variant}", side.name),
             };
-            if let Some(headline) = diagnosis.first() {
-                lines.push((name, format!("step {step}: {headline}")));
+            if let Some(headline) = step.diagnosis.first() {
+                let lead = RunSummary::ran_out_lead(step);
+                lines.push((name, format!("{lead}: {headline}")));
             }
         }
     }

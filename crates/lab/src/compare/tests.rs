@@ -354,11 +354,17 @@ fn bad_summaries_name_the_file_and_line() {
 }
 
 /// Each side says what ran out first in the step where its variant's limit shows: the
-/// lowest rate that did not pass, else its highest; a picked variant only.
+/// first step that did not pass (in the order they ran, as docs/PLANS.md says; a
+/// search bisects below it later), with its verdict and why as the steps' table says
+/// them, else its highest; a picked variant only.
 #[test]
 fn each_side_says_what_ran_out_first_where_its_limit_shows() {
     let diagnosed = |name: &str, variant: &str, rate: f64, verdict, line: &str| StepRow {
         verdict,
+        why: match verdict {
+            StepVerdict::Pass => "every bound held".to_owned(),
+            _ => format!("success 98.48% under 99.00% at {rate}"),
+        },
         diagnosis: vec![line.to_owned(), "held (peak of each): ...".to_owned()],
         ..step(name, variant, rate, 4.0)
     };
@@ -380,10 +386,14 @@ fn each_side_says_what_ran_out_first_where_its_limit_shows() {
     assert_eq!(
         ran_out_first(&[whole]),
         [
-            ("a#go".to_owned(), "step 002-go-200: pool at 200".to_owned()),
+            (
+                "a#go".to_owned(),
+                "step 001-go-400 (fail: success 98.48% under 99.00% at 400): pool at 400"
+                    .to_owned()
+            ),
             (
                 "a#ruby".to_owned(),
-                "step 003-ruby-100: nothing ran out".to_owned()
+                "step 003-ruby-100 (pass): nothing ran out".to_owned()
             ),
         ]
     );
@@ -392,7 +402,7 @@ fn each_side_says_what_ran_out_first_where_its_limit_shows() {
         ran_out_first(&[picked]),
         [(
             "b#ruby".to_owned(),
-            "step 003-ruby-100: nothing ran out".to_owned()
+            "step 003-ruby-100 (pass): nothing ran out".to_owned()
         )]
     );
 }

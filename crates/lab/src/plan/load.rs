@@ -79,6 +79,7 @@ pub(super) fn load(
         warmup: spot.duration_or(r.warmup.as_ref(), "load.warmup", Duration::ZERO)?,
         cooldown: spot.duration_or(r.cooldown.as_ref(), "load.cooldown", Duration::ZERO)?,
         stop_after_failures: r.stop_after_failures.as_ref().map_or(0, |n| *n.get_ref()),
+        check_targets: r.check_targets.unwrap_or(true),
         attack,
         attack_origin: table.origin,
         run,

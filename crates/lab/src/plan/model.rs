@@ -155,6 +155,9 @@ pub struct Load {
     /// Sweep and matrix: once this many steps of a variant (with the same matrix
     /// values) have not passed, its higher rates are skipped; 0 runs every step.
     pub stop_after_failures: u32,
+    /// Connect to each target's `host:port` before a step sends (`crate::reach`): a
+    /// plan stops at once when one does not answer. Default `true`.
+    pub check_targets: bool,
     /// Per-attack fields shared by every step, as written (targets, timeout, headers,
     /// data, ...; every key of an `attack -scenarios` table but those a step sets).
     pub attack: AttackFields,

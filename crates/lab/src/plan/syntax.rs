@@ -60,6 +60,7 @@ pub(super) struct RawLoad {
     pub warmup: Option<Spanned<String>>,
     pub cooldown: Option<Spanned<String>>,
     pub stop_after_failures: Option<Spanned<u32>>,
+    pub check_targets: Option<bool>,
     pub shards: Option<Spanned<i64>>,
     pub via: Option<Spanned<String>>,
     pub start_delay: Option<Spanned<String>>,
