@@ -39,8 +39,8 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
 ///
 ///   loadlab run runs/nginx/plan.toml -output runs/nginx-again
 ///
-/// On a busy or debug-built generator, allow more send lag than the default 1 ms
-/// (-slo 'lag < 25ms'), or its steps are "inconclusive".
+/// A step whose send lag p99 is over 1 ms and over the answers' median latency is
+/// "inconclusive"; on a busy generator, allow more with -slo 'lag < 25ms'.
 ///
 /// Exit status: 0 when the search ran (whatever it found); 1 on a bad flag or an I/O
 /// error; 130 when interrupted.
