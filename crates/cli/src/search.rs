@@ -107,8 +107,10 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let targets = targets(args)?;
     let text = plan_text(args, &targets)?;
     let base_dir = std::env::current_dir().context("the current folder")?;
-    let plan =
-        Plan::parse(&text, "loadlab search", &base_dir).context("the plan built from the flags")?;
+    let plan = Plan::parse(&text, "loadlab search", &base_dir).map_err(flag_error)?;
+    let settings = &plan.load.settings;
+    crate::monitor::AttachedMonitor::new(&settings.monitor, settings.monitor_interval)
+        .context("-monitor")?;
     let output = args
         .output
         .clone()
@@ -302,6 +304,45 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
         args.max_rate, args.precision
     ));
     Ok(out)
+}
+
+/// The flag each plan key comes from, for errors found by [`Plan::parse`].
+const FLAG_OF_KEY: [(&str, &str); 14] = [
+    ("name", "-name"),
+    ("load.targets", "URL"),
+    ("load.targets_file", "-targets"),
+    ("load.step_duration", "-step-duration"),
+    ("load.warmup", "-warmup"),
+    ("load.timeout", "-timeout"),
+    ("load.headers", "-H"),
+    ("load.body_file", "-body"),
+    ("load.connections", "-connections"),
+    ("load.max_workers", "-max-workers"),
+    ("load.stop_when", "-stop-when"),
+    ("search.start", "-start-rate"),
+    ("search.max_rate", "-max-rate"),
+    ("search.precision", "-precision"),
+];
+
+/// A plan error about a key the flags wrote, named as the flag. Both kinds of error
+/// (the plan's keys, the attack's fields) read `loadlab search:LINE: FIELD: reason`.
+fn flag_error(err: lab::LabError) -> anyhow::Error {
+    let text = err.to_string();
+    let field_and_reason = text
+        .strip_prefix("loadlab search:")
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(_line, rest)| rest.split_once(": "));
+    if let Some((field, reason)) = field_and_reason {
+        let flag = FLAG_OF_KEY
+            .iter()
+            .find(|(key, _)| *key == field)
+            .map(|(_, flag)| *flag)
+            .or_else(|| field.starts_with("slo.").then_some("-slo"));
+        if let Some(flag) = flag {
+            return anyhow::anyhow!("{flag}: {reason}");
+        }
+    }
+    anyhow::Error::new(err).context("the plan built from the flags")
 }
 
 /// `search-HOST` from the first target's URL, `search` without one.

@@ -216,3 +216,37 @@ fn stdin_text_splits_into_targets() {
     );
     assert!(split_targets("\n# nothing\n").is_empty());
 }
+
+/// Values the plan's own checks refuse are named as the flags that gave them.
+#[test]
+fn plan_errors_name_the_flag() {
+    let rows: &[(&[&str], &str)] = &[
+        (&["--timeout", "5x"], "-timeout: invalid duration \"5x\""),
+        (
+            &["--step-duration", "0s"],
+            "-step-duration: must be longer than zero",
+        ),
+        (&["--warmup", "soon"], "-warmup: invalid duration"),
+        (&["--precision", "2"], "-precision: must be between 0 and 1"),
+        (
+            &["--stop-when", "bogus"],
+            "-stop-when: invalid stop rule \"bogus\"",
+        ),
+        (&["-H", "nocolon"], "-H: bad header \"nocolon\""),
+        (
+            &["--start-rate", "500", "--max-rate", "100"],
+            "-max-rate: must be above min and at least start",
+        ),
+        (&["--max-workers", "0"], "-max-workers: "),
+    ];
+    for (flags, want) in rows {
+        let mut all = vec!["http://127.0.0.1:8080/"];
+        all.extend_from_slice(flags);
+        let args = args(&all);
+        let text = plan_text(&args, &url_targets(&args)).unwrap();
+        let err = Plan::parse(&text, "loadlab search", Path::new("/"))
+            .map_err(super::flag_error)
+            .unwrap_err();
+        assert!(err.to_string().starts_with(want), "{flags:?}: {err:#}");
+    }
+}
