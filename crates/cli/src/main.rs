@@ -25,6 +25,7 @@ mod prometheus;
 mod replay_args;
 mod report;
 mod run;
+mod search;
 mod signals;
 mod simulate;
 mod steer;
@@ -61,6 +62,7 @@ enum Command {
     Monitor(monitor::MonitorArgs),
     Simulate(simulate::SimulateArgs),
     Run(run::RunArgs),
+    Search(search::SearchArgs),
     Kube(kube::KubeArgs),
     Steer(steer::SteerArgs),
 }
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
         Command::Monitor(args) => monitor::run(&args),
         Command::Simulate(args) => simulate::run(args),
         Command::Run(args) => run::run(&args),
+        Command::Search(args) => search::run(&args),
         Command::Kube(args) => kube::run(args),
         Command::Steer(args) => steer::run(&args),
     };

@@ -73,20 +73,31 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let watch_flags = args.watch.check()?;
     let mut plan = Plan::read(&args.plan)?;
     if args.no_check_targets {
         plan.load.check_targets = false;
     }
+    let label = format!("plan {}", args.plan.display());
+    run_checked(plan, args.output.clone(), args.resume, &args.watch, &label)
+}
+
+/// Runs a checked plan into its folder (`output`, else runs/PLAN-NAME) and prints its
+/// summary: `loadlab run`'s whole job once the plan is read, and `loadlab search`'s.
+/// `label` names the plan in errors.
+pub fn run_checked(
+    mut plan: Plan,
+    output: Option<PathBuf>,
+    resume: bool,
+    watch: &WatchArgs,
+    label: &str,
+) -> anyhow::Result<ExitCode> {
+    let watch_flags = watch.check()?;
     // Plans start their stand-ins with `{{loadlab}} simulate ...`: this very binary.
     if let Ok(exe) = std::env::current_exe() {
         plan.hook_values
             .push(("loadlab".to_owned(), exe.display().to_string()));
     }
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("runs").join(folder_name(&plan.name)));
+    let output = output.unwrap_or_else(|| PathBuf::from("runs").join(folder_name(&plan.name)));
     // Monitor specs are checked before anything runs, then started afresh for each step.
     let settings = &plan.load.settings;
     crate::monitor::AttachedMonitor::new(&settings.monitor, settings.monitor_interval)
@@ -97,15 +108,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "finishing the current step")?;
-    let watchers = Arc::new(Watchers::start(&args.watch, watch_flags, "loadlab run: "));
+    let watchers = Arc::new(Watchers::start(watch, watch_flags, "loadlab run: "));
     let options = RunOptions {
         output: output.clone(),
-        resume: args.resume,
+        resume,
         monitor: Some(crate::monitor::plan_monitors()),
         watch: Some(step_watch(Arc::clone(&watchers))),
     };
-    let summary = run_plan(&plan, &options, &stop, &mut std::io::stderr())
-        .with_context(|| format!("plan {}", args.plan.display()));
+    let summary =
+        run_plan(&plan, &options, &stop, &mut std::io::stderr()).with_context(|| label.to_owned());
     drop(options);
     if let Some(watchers) = Arc::into_inner(watchers) {
         watchers.finish(&stop);
@@ -125,7 +136,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A plan name fit for a folder.
-fn folder_name(name: &str) -> String {
+pub fn folder_name(name: &str) -> String {
     let name: String = name
         .chars()
         .map(|c| {

@@ -612,6 +612,28 @@ fn bad_input_gets_a_clear_error_and_a_failing_exit() {
     }
 }
 
+/// issue 37: `-log-format`'s error lists every format once, `auto` and `har` included.
+#[test]
+fn an_unknown_log_format_lists_each_format_once() {
+    let output = run(
+        &["attack", "-replay", "access.log", "-log-format", "ngnix"],
+        None,
+    );
+    let err = stderr(&output);
+    assert!(!output.status.success(), "{err}");
+    assert!(
+        err.contains("-log-format: unknown log format \"ngnix\""),
+        "{err}"
+    );
+    for format in ["auto", "har", "nginx", "apache-combined", "vegeta-csv"] {
+        let listed = err
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|word| *word == format)
+            .count();
+        assert_eq!(listed, 1, "{format}: {err}");
+    }
+}
+
 #[test]
 fn encode_round_trips_through_json_csv_and_record() {
     let dir = TempDir::new();
@@ -1686,6 +1708,123 @@ fn run_interrupted_leaves_an_incomplete_summary() {
         help.contains("Examples:") && help.contains("--resume"),
         "{help}"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// search: a capacity search of one server from flags, and its plan.toml rerun.
+
+/// 10 workers at 50 ms: 200 req/s, then 503s (a queue of 2 absorbs the timer's jitter).
+const CAPACITY_PER_SEC: f64 = 200.0;
+const CAPACITY_RECIPE: &str = r#"{"route": "/*", "body": "ok",
+  "stages": [{"at": 0, "status": 200, "latency": "50ms"}],
+  "capacity": {"workers": 10, "overflow": 0, "queue": 2, "queue_timeout": "1s",
+               "reject_status": 503, "reject_latency": "0"}}"#;
+
+/// The rate a search held, from its folder's summary.json.
+fn rate_held(folder: &str, output: &Output) -> f64 {
+    let summary = std::fs::read_to_string(format!("{folder}/summary.json"))
+        .unwrap_or_else(|e| panic!("{e}\nstderr:\n{}", stderr(output)));
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(summary["complete"], true, "{summary}");
+    let held = summary["variants"][0]["max_rate_held"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no rate held: {summary}"));
+    // Short steps near the knee: a probe a little below it may miss by a 503 or two.
+    assert!(
+        (0.7 * CAPACITY_PER_SEC..=1.15 * CAPACITY_PER_SEC).contains(&held),
+        "{folder}: held {held} req/s, the capacity is {CAPACITY_PER_SEC}"
+    );
+    held
+}
+
+#[test]
+fn search_finds_the_capacity_and_its_plan_reruns() {
+    let server = simulator(CAPACITY_RECIPE);
+    let dir = TempDir::new();
+    let url = format!("http://{}/", server.local_addr());
+    let first = dir.path("first");
+    #[rustfmt::skip]
+    let output = run(&[
+        "search", &url, "-slo", "p99 < 200ms", "-slo", "success > 98%", "-slo", "lag < 50ms",
+        "-H", "X-Team: perf", "-max-rate", "1000", "-step-duration", "500ms",
+        "-warmup", "100ms", "-precision", "0.1", "-quiet", "-output", &first,
+    ], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    rate_held(&first, &output);
+    let plan = format!("{first}/plan.toml");
+    assert!(
+        stderr(&output).contains(&format!("loadlab run {plan} -output {first}-again")),
+        "{}",
+        stderr(&output)
+    );
+    let text = std::fs::read_to_string(&plan).unwrap();
+    for line in [
+        "mode = \"search\"",
+        &format!("targets = [\"GET {url}\"]"),
+        "headers = [\"X-Team: perf\"]",
+        "p99 = \"200ms\"",
+        "success = 0.98",
+        "max_rate = 1000.0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
+    }
+    assert!(
+        !text.contains("setup") && !text.contains("simulate"),
+        "{text}"
+    );
+
+    let again = dir.path("again");
+    let output = run(&["run", &plan, "-quiet", "-output", &again], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    rate_held(&again, &output);
+    assert_eq!(
+        std::fs::read_to_string(format!("{again}/plan.toml")).unwrap(),
+        text
+    );
+}
+
+#[test]
+fn bad_search_flags_are_named() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["search", "http://127.0.0.1:9/", "-slo", "p99 > 1s"],
+            "loadlab: -slo \"p99 > 1s\": a latency is bounded from above",
+        ),
+        (
+            &["search", "http://127.0.0.1:9/", "-max-rate", "0"],
+            "loadlab: -max-rate: must be above 0",
+        ),
+        (
+            &["search", "-slo", "p99 < 1s"],
+            "loadlab: no targets: stdin held none",
+        ),
+    ];
+    for (args, want) in rows {
+        let output = run(args, None);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Every example in `search --help` is on one line of its own, as it is typed.
+#[test]
+fn search_help_examples_are_not_wrapped() {
+    let help = ok(&run(&["search", "--help"], None));
+    let lines: Vec<&str> = help.lines().collect();
+    let examples: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("loadlab "))
+        .collect();
+    assert!(examples.len() >= 3, "{help}");
+    for i in examples {
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(
+            next.trim().is_empty(),
+            "wrapped: {:?} then {next:?}",
+            lines[i]
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------

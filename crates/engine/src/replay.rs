@@ -134,10 +134,15 @@ impl Format {
             (None, None) => "log_format",
         };
         self.parser().map(drop).map_err(|reason| {
-            let reason = if field == "log_format" {
-                format!("{reason} (or auto, har)")
-            } else {
+            // workload knows the line formats; `auto` and `har` are the replay's own.
+            let reason = if workload::LOG_FORMATS.contains(&self.name.as_str()) {
                 reason
+            } else {
+                format!(
+                    "unknown log format {:?} (want auto, har or one of {})",
+                    self.name,
+                    workload::LOG_FORMATS.join(", ")
+                )
             };
             field_error(origin, field, reason)
         })

@@ -1,0 +1,368 @@
+//! `loadlab search URL... -slo EXPR`: a capacity search of one server from flags alone.
+//! The flags are written out as the plan a user would write ([`plan_text`]), that text
+//! is checked by [`Plan::parse`] like any plan file and run by `loadlab run`'s code, so
+//! the run folder's plan.toml is exactly what ran and `loadlab run DIR/plan.toml`
+//! repeats it.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use lab::Plan;
+
+use crate::watch::WatchArgs;
+
+/// What `-slo` accepts, for its errors and its help.
+const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 < 200ms); \
+                         success > PERCENT (success > 99%); lag < DURATION (the generator's \
+                         send lag p99, lag < 25ms)";
+
+/// Find the highest rate your server holds within an SLO, in one command.
+///
+/// The rate grows x2 from -start-rate until a step misses the SLO, then bisects to
+/// -precision, then confirms the rate found (docs/PLANS.md, search mode). Each step is
+/// an attack of -step-duration after a -warmup; a step the generator could not deliver
+/// is "inconclusive", never "the server failed".
+///
+/// Targets: the URLs given (each a GET), else -targets FILE, else stdin, in vegeta's
+/// http format. The run folder (-output, default runs/search-HOST) is the one
+/// `loadlab run` writes, with plan.toml: the plan this search ran, to edit or rerun.
+///
+/// Examples:
+///
+///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 200ms' -slo 'success > 99%'
+///
+///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 50ms' -max-rate 20000 -output runs/nginx
+///
+///   loadlab search -targets targets.txt -step-duration 5s -monitor process=nginx
+///
+///   loadlab run runs/nginx/plan.toml -output runs/nginx-again
+///
+/// A step whose send lag p99 is over 1 ms and over the answers' median latency is
+/// "inconclusive"; on a busy generator, allow more with -slo 'lag < 25ms'.
+///
+/// Exit status: 0 when the search ran (whatever it found); 1 on a bad flag or an I/O
+/// error; 130 when interrupted.
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// URLs to search with (each a GET) [default: -targets FILE, else stdin]
+    #[arg(value_name = "URL")]
+    urls: Vec<String>,
+    /// A bound every step must hold (repeatable): p50, p90, p95, p99, p99.9, max or
+    /// mean < DURATION; success > PERCENT; lag < DURATION [default: success > 99%]
+    #[arg(long, value_name = "EXPR")]
+    slo: Vec<String>,
+    /// Never probe above this rate, requests per second
+    #[arg(long, value_name = "RATE", default_value_t = 100_000.0)]
+    max_rate: f64,
+    /// The first probe's rate, requests per second [default: 100, or -max-rate if lower]
+    #[arg(long, value_name = "RATE")]
+    start_rate: Option<f64>,
+    /// Stop bisecting when the failing rate is within this share above the passing one
+    #[arg(long, value_name = "SHARE", default_value_t = 0.02)]
+    precision: f64,
+    /// Measured time per step, after the warm-up
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    step_duration: String,
+    /// Sent at the start of each step and not judged
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    warmup: String,
+    /// Targets file in vegeta's http format (default: the URLs, else stdin)
+    #[arg(long, value_name = "FILE")]
+    targets: Option<PathBuf>,
+    /// Request header `Key: Value`, for every target (repeatable)
+    #[arg(short = 'H', long, value_name = "HEADER")]
+    header: Vec<String>,
+    /// Request body file for targets without their own
+    #[arg(long, value_name = "FILE")]
+    body: Option<PathBuf>,
+    /// Per-request timeout, connect included [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Open connections per target host at most
+    #[arg(long, value_name = "N")]
+    connections: Option<u64>,
+    /// Requests in flight at most
+    #[arg(long, value_name = "N")]
+    max_workers: Option<u64>,
+    /// End a step early when a rule holds, e.g. "errors > 20% for 1s" (repeatable)
+    #[arg(long, value_name = "RULE")]
+    stop_when: Vec<String>,
+    /// Sample the server beside each step: host, process=NAME, prom=URL, ... (repeatable;
+    /// see `loadlab monitor --help`); the summary says what ran out first
+    #[arg(long, value_name = "SPEC")]
+    monitor: Vec<String>,
+    /// The plan's name [default: search-HOST]
+    #[arg(long)]
+    name: Option<String>,
+    /// The run folder [default: runs/NAME]
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    watch: WatchArgs,
+}
+
+pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let targets = targets(args)?;
+    let text = plan_text(args, &targets)?;
+    let base_dir = std::env::current_dir().context("the current folder")?;
+    let plan = Plan::parse(&text, "loadlab search", &base_dir).map_err(flag_error)?;
+    let settings = &plan.load.settings;
+    crate::monitor::AttachedMonitor::new(&settings.monitor, settings.monitor_interval)
+        .context("-monitor")?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs").join(crate::run::folder_name(&plan.name)));
+    let code = crate::run::run_checked(plan, Some(output.clone()), false, &args.watch, "search")?;
+    // `loadlab run` will not write over this folder: the rerun needs its own.
+    eprintln!(
+        "loadlab search: rerun with `loadlab run {} -output {}-again`",
+        output.join("plan.toml").display(),
+        output.display()
+    );
+    Ok(code)
+}
+
+/// Where a search's requests come from.
+#[derive(Debug, PartialEq)]
+enum Targets {
+    /// Targets in vegeta's http format, one string each.
+    Inline(Vec<String>),
+    /// A targets file, by its absolute path (the plan may be rerun from elsewhere).
+    File(PathBuf),
+}
+
+fn targets(args: &SearchArgs) -> anyhow::Result<Targets> {
+    match (&args.urls[..], &args.targets) {
+        ([], Some(file)) => Ok(Targets::File(absolute(file, "-targets")?)),
+        ([], None) => {
+            let mut stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                bail!("no targets: give URLs, -targets FILE, or targets on stdin");
+            }
+            let mut text = String::new();
+            stdin.read_to_string(&mut text).context("stdin")?;
+            let targets = split_targets(&text);
+            if targets.is_empty() {
+                bail!("no targets: stdin held none (give URLs, or -targets FILE)");
+            }
+            Ok(Targets::Inline(targets))
+        }
+        (urls, None) => {
+            if let Some(bad) = urls
+                .iter()
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
+                bail!("{bad:?}: want an http:// or https:// URL");
+            }
+            Ok(Targets::Inline(
+                urls.iter().map(|u| format!("GET {u}")).collect(),
+            ))
+        }
+        (_, Some(_)) => bail!("give URLs or -targets FILE, not both"),
+    }
+}
+
+/// vegeta http-format text split into its targets: each starts at a request line
+/// (`METHOD URL`); the header, `@body` lines and blank lines after it are its own.
+fn split_targets(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let starts = line.split_once(' ').is_some_and(|(method, _)| {
+            !method.is_empty() && method.chars().all(|c| c.is_ascii_uppercase())
+        });
+        match out.last_mut() {
+            Some(target) if !starts => {
+                target.push('\n');
+                target.push_str(line);
+            }
+            _ if line.trim_start().starts_with('#') => {}
+            _ => out.push(line.to_owned()),
+        }
+    }
+    out
+}
+
+fn absolute(path: &Path, flag: &str) -> anyhow::Result<PathBuf> {
+    std::fs::canonicalize(path).with_context(|| format!("{flag} {}", path.display()))
+}
+
+/// One `-slo` expression as a `[slo]` key and its TOML value.
+fn slo_entry(expr: &str) -> anyhow::Result<(String, String)> {
+    let bad = |why: &str| anyhow::anyhow!("-slo {expr:?}: {why}; accepted: {SLO_FORMS}");
+    let (name, op, value) = ["<=", ">=", "<", ">"]
+        .iter()
+        .find_map(|op| {
+            let (name, value) = expr.split_once(op)?;
+            Some((name.trim(), op.trim_end_matches('='), value.trim()))
+        })
+        .ok_or_else(|| bad("no < or >"))?;
+    match (name, op) {
+        ("success", ">") => {
+            let share = match value.strip_suffix('%') {
+                Some(percent) => percent.trim().parse::<f64>().map(|p| p / 100.0),
+                None => value.parse::<f64>(),
+            }
+            .ok()
+            .filter(|s| (0.0..=1.0).contains(s))
+            .ok_or_else(|| bad("want a percent from 0% to 100%, like 99%"))?;
+            Ok(("success".to_owned(), share.to_string()))
+        }
+        ("p50" | "p90" | "p95" | "p99" | "p99.9" | "max" | "mean" | "lag", "<") => {
+            let bound = units::parse_duration(value).map_err(|e| bad(&e.to_string()))?;
+            if bound.is_zero() {
+                return Err(bad("a bound must be longer than zero"));
+            }
+            let key = match name {
+                "lag" => "max_lag".to_owned(),
+                "p99.9" => "\"p99.9\"".to_owned(),
+                _ => name.to_owned(),
+            };
+            Ok((key, quote(value)))
+        }
+        ("success", _) => Err(bad("success is bounded from below: success > 99%")),
+        (_, ">") if name.starts_with('p') || ["max", "mean", "lag"].contains(&name) => {
+            Err(bad("a latency is bounded from above: p99 < 200ms"))
+        }
+        _ => Err(bad(&format!("unknown measure {name:?}"))),
+    }
+}
+
+/// A TOML string: JSON's escapes are TOML's.
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+fn quote_all<S: AsRef<str>>(items: &[S]) -> String {
+    let items: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The plan the flags ask for, as a plan file's text (checked by [`Plan::parse`]).
+fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
+    if !(args.max_rate > 0.0 && args.max_rate.is_finite()) {
+        bail!(
+            "-max-rate: must be above 0 requests per second, got {}",
+            args.max_rate
+        );
+    }
+    let mut slo = Vec::new();
+    for expr in &args.slo {
+        let (key, value) = slo_entry(expr)?;
+        if slo.iter().any(|(k, _)| *k == key) {
+            bail!("-slo {expr:?}: {key} is bounded twice; give it once");
+        }
+        slo.push((key, value));
+    }
+    let name = args.name.clone().unwrap_or_else(|| default_name(targets));
+    let mut out = format!(
+        "# Written by `loadlab search`: a capacity search of one server, no hooks.\n\
+         # Rerun with `loadlab run THIS_FILE`; every key is in docs/PLANS.md.\n\
+         name = {}\nmode = \"search\"\n\n[[variant]]\nname = \"server\"\n\n[load]\n",
+        quote(&name)
+    );
+    let mut key = |k: &str, v: String| out.push_str(&format!("{k} = {v}\n"));
+    match targets {
+        Targets::Inline(list) => key("targets", quote_all(list)),
+        Targets::File(path) => key("targets_file", quote(&path.display().to_string())),
+    }
+    key("step_duration", quote(&args.step_duration));
+    key("warmup", quote(&args.warmup));
+    if let Some(timeout) = &args.timeout {
+        key("timeout", quote(timeout));
+    }
+    if !args.header.is_empty() {
+        key("headers", quote_all(&args.header));
+    }
+    if let Some(body) = &args.body {
+        key(
+            "body_file",
+            quote(&absolute(body, "-body")?.display().to_string()),
+        );
+    }
+    if let Some(n) = args.connections {
+        key("connections", n.to_string());
+    }
+    if let Some(n) = args.max_workers {
+        key("max_workers", n.to_string());
+    }
+    if !args.stop_when.is_empty() {
+        key("stop_when", quote_all(&args.stop_when));
+    }
+    if !args.monitor.is_empty() {
+        key("monitor", quote_all(&args.monitor));
+    }
+    out.push_str("\n[slo]\n");
+    for (k, v) in &slo {
+        out.push_str(&format!("{k} = {v}\n"));
+    }
+    let start = args.start_rate.unwrap_or(args.max_rate.min(100.0));
+    out.push_str(&format!(
+        "\n[search]\nstart = {start:?}\nmax_rate = {:?}\nprecision = {:?}\n",
+        args.max_rate, args.precision
+    ));
+    Ok(out)
+}
+
+/// The flag each plan key comes from, for errors found by [`Plan::parse`].
+const FLAG_OF_KEY: [(&str, &str); 14] = [
+    ("name", "-name"),
+    ("load.targets", "URL"),
+    ("load.targets_file", "-targets"),
+    ("load.step_duration", "-step-duration"),
+    ("load.warmup", "-warmup"),
+    ("load.timeout", "-timeout"),
+    ("load.headers", "-H"),
+    ("load.body_file", "-body"),
+    ("load.connections", "-connections"),
+    ("load.max_workers", "-max-workers"),
+    ("load.stop_when", "-stop-when"),
+    ("search.start", "-start-rate"),
+    ("search.max_rate", "-max-rate"),
+    ("search.precision", "-precision"),
+];
+
+/// A plan error about a key the flags wrote, named as the flag. Both kinds of error
+/// (the plan's keys, the attack's fields) read `loadlab search:LINE: FIELD: reason`.
+fn flag_error(err: lab::LabError) -> anyhow::Error {
+    let text = err.to_string();
+    let field_and_reason = text
+        .strip_prefix("loadlab search:")
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(_line, rest)| rest.split_once(": "));
+    if let Some((field, reason)) = field_and_reason {
+        let flag = FLAG_OF_KEY
+            .iter()
+            .find(|(key, _)| *key == field)
+            .map(|(_, flag)| *flag)
+            .or_else(|| field.starts_with("slo.").then_some("-slo"));
+        if let Some(flag) = flag {
+            return anyhow::anyhow!("{flag}: {reason}");
+        }
+    }
+    anyhow::Error::new(err).context("the plan built from the flags")
+}
+
+/// `search-HOST` from the first target's URL, `search` without one.
+fn default_name(targets: &Targets) -> String {
+    let host = match targets {
+        Targets::Inline(list) => list
+            .first()
+            .and_then(|t| t.lines().next())
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|u| url::Url::parse(u).ok())
+            .and_then(|u| {
+                u.host_str().map(|h| match u.port() {
+                    Some(port) => format!("{h}-{port}"),
+                    None => h.to_owned(),
+                })
+            }),
+        Targets::File(_) => None,
+    };
+    host.map_or_else(|| "search".to_owned(), |h| format!("search-{h}"))
+}
+
+#[cfg(test)]
+mod tests;
