@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-/// One stand-in at a time: each plants a CPU or fd limit and measures against it.
+/// One test at a time: each plants a limit (CPU, fds, refused connects) that the host's
+/// counters, which every other test's diagnosis reads, would show too.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn loadlab() -> Command {
@@ -602,6 +603,8 @@ fn run_plan(dir: &Path, plan: &str, args: &[&str]) -> (std::process::ExitStatus,
 /// write-up all say the same: nothing listened there.
 #[test]
 fn a_search_against_a_closed_port_names_it() {
+    // Its refused connects count in the host's TCP counters, which the other tests judge.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir("closed-port");
     let port = free_port();
     let plan = format!(
@@ -709,6 +712,8 @@ http {
 /// the report, never read as a resource that held.
 #[test]
 fn a_process_pattern_that_matches_nothing_is_said() {
+    // Its refused connects count in the host's TCP counters, which the other tests judge.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir("no-process");
     let records = dir.0.join("run.llr");
     let port = free_port();
