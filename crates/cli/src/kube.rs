@@ -31,6 +31,8 @@ use crate::signals;
 /// service account). Ctrl-C drains every shard, as Ctrl-C drains one attack, and
 /// still gathers their records.
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct KubeArgs {
     #[command(subcommand)]
     action: KubeAction,

@@ -33,6 +33,8 @@ use crate::signals;
 ///
 ///   loadlab steer gen1:9100 gen2:9100 gen3:9100 -stop-when 'errors > 5% for 5s'
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct SteerArgs {
     /// The shards' -steer addresses (HOST:PORT, :PORT for loopback, http://HOST:PORT)
     #[arg(required = true, value_name = "ADDR")]
