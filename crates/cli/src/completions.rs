@@ -13,7 +13,7 @@ use clap_complete::Shell;
 
 use crate::help::{single_dashes, split_examples};
 
-/// Print a shell completion script for loadlab.
+/// Print a shell completion script for loadlab
 ///
 /// bash and fish complete `-rate` and `--rate` alike; zsh completes `--rate`
 /// (loadlab takes both).
@@ -34,7 +34,7 @@ pub struct CompletionsArgs {
     shell: Shell,
 }
 
-/// Print a man page (roff) for loadlab or one of its commands.
+/// Print a man page (roff) for loadlab or one of its commands
 ///
 /// The page holds what `--help` says: the description, every option, the notes and
 /// the examples.

@@ -16,7 +16,7 @@ use simulator::{Simulator, SimulatorOptions};
 
 use crate::signals;
 
-/// The lab with no set-up: a capacity search of two worker pools, compared.
+/// The lab with no set-up: a capacity search of two worker pools, compared
 ///
 /// Starts two built-in simulators in-process, modelling the two worker-pool
 /// configurations of field report 001 scaled down (100 ms of service time each):

@@ -135,7 +135,8 @@ fn index_help(command: &mut Command) -> String {
     text.push_str("\n\nOptions, by heading:\n");
     let mut headings: Vec<(String, Vec<String>)> = Vec::new();
     for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
-        let Some(long) = arg.get_long() else {
+        // -help is the way on (said below); -version is loadlab's, not the command's.
+        let Some(long) = arg.get_long().filter(|l| !matches!(*l, "help" | "version")) else {
             continue;
         };
         let heading = arg.get_help_heading().unwrap_or("Options").to_owned();

@@ -14,7 +14,7 @@ use engine::StopHandle;
 
 use crate::signals;
 
-/// Run one attack over N generator pods of a Kubernetes cluster.
+/// Run one attack over N generator pods of a Kubernetes cluster
 ///
 /// Each pod sends exactly its share of the one-machine schedule (`-shard I/N` from
 /// the Indexed Job's `JOB_COMPLETION_INDEX`), all from one `-start-at`, so together

@@ -18,7 +18,7 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
                          success > PERCENT (success > 99%); lag < DURATION (the generator's \
                          send lag p99, lag < 25ms)";
 
-/// Find the highest rate your server holds within an SLO, in one command.
+/// Find the highest rate your server holds within an SLO, in one command
 ///
 /// The rate grows x2 from -start-rate until a step misses the SLO, then bisects to
 /// -precision, then confirms the rate found (docs/PLANS.md, search mode). Each step is

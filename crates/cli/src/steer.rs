@@ -15,7 +15,7 @@ use workload::StopRule;
 use crate::dashboard::{Dashboard, Output, RunPage};
 use crate::signals;
 
-/// Steer a group of shards as one run.
+/// Steer a group of shards as one run
 ///
 /// Start each shard as `loadlab attack ... -shard I/N -start-at T -steer ADDR`, any
 /// way you like, and give their ADDRs here. The coordinator asks every shard twice a
