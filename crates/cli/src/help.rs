@@ -381,17 +381,16 @@ mod tests {
         out
     }
 
+    fn help_of(root: &Command, path: &[String], long: bool) -> String {
+        let path = path.to_vec();
+        render(root, &HelpRequest { path, long })
+    }
+
     #[test]
     fn short_help_fits_one_screen_for_every_command() {
         let root = crate::Cli::command();
         for path in commands() {
-            let text = render(
-                &root,
-                &HelpRequest {
-                    path: path.clone(),
-                    long: false,
-                },
-            );
+            let text = help_of(&root, &path, false);
             assert!(
                 text.lines().count() <= SHORT_HELP_LINES,
                 "{path:?}: {} lines\n{text}",
@@ -405,13 +404,7 @@ mod tests {
     fn long_help_prints_single_dashes_and_whole_examples() {
         let root = crate::Cli::command();
         for path in commands() {
-            let text = render(
-                &root,
-                &HelpRequest {
-                    path: path.clone(),
-                    long: true,
-                },
-            );
+            let text = help_of(&root, &path, true);
             let command = path
                 .iter()
                 .fold(&root, |c, name| c.find_subcommand(name).unwrap());
@@ -644,13 +637,7 @@ mod tests {
             for line in examples {
                 count += check_example(&line).unwrap_or_else(|e| panic!("{path:?}: {e}"));
             }
-            let help = render(
-                &root,
-                &HelpRequest {
-                    path: path.clone(),
-                    long: true,
-                },
-            );
+            let help = help_of(&root, &path, true);
             assert!(
                 help.contains("\nExamples:\n") || path.len() > 1,
                 "{path:?} has no examples"
