@@ -12,6 +12,7 @@ use engine::{AttackConfig, RunConfig, StopHandle};
 use units::GoDuration;
 use workload::{AttackFields, Origin, RunFields, ScenarioFile, Target, TextOrNumber, defaults};
 
+use crate::ci::CiArgs;
 use crate::dashboard::Output;
 use crate::monitor::AttachedMonitor;
 use crate::replay_args::ReplayArgs;
@@ -19,103 +20,72 @@ use crate::signals;
 use crate::steer_shard;
 use crate::watch::{WatchArgs, Watchers};
 
+/// What `attack --help` says after the options (the examples are printed last, as
+/// written: see `help.rs`).
+const AFTER_HELP: &str = "\
+Placeholders: targets may hold {{rand.lower 50}}, {{rand.int 1 100}}, {{uuid}}, {{seq}},
+{{pick a b c}} and {{csv.COLUMN}} (rows of -data) in the path, query, headers and body;
+-seed makes them repeat exactly.
+
+User flows (log in, take the token from the answer, list, open an item, each answer
+checked, cookies kept per user) are scenarios with [[scenario.step]] tables in a
+-scenarios file: see docs/FLOWS.md.
+
+HTTP/2: https targets are offered h2 in ALPN, as vegeta does (-http2=false keeps to
+HTTP/1.1); -h2c speaks it to http targets without asking. Streams share one connection
+per host until it is at the server's SETTINGS_MAX_CONCURRENT_STREAMS (or -max-streams);
+then another opens, up to -connections.
+
+vegeta flags loadlab lacks (-chunked, -connect-to, -dns-ttl, -resolvers,
+-session-tickets, -max-connections, -proxy-header) are refused by name with what to use
+instead; -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepted.
+
+Watching: a live view on stderr (on a terminal, redrawn lines where p pauses the view
+and q stops the run; otherwise a progress line every 5 s; -quiet for none).
+-prometheus-addr serves the run's metrics (vegeta's names, plus loadlab_*);
+-prometheus-remote-write pushes them. -dashboard serves the run page `loadlab plot`
+draws, redrawn every second (a taken port is a warning; -dashboard-linger keeps the
+final page up).
+
+Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout and
+writes what it has; a second Ctrl-C exits at once.
+
+Exit status: 0 when the run completed or was interrupted (whatever the server
+answered); 1 on bad input or an I/O error; 2 on a usage error; when a -stop-when rule
+stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag.
+
+Examples:
+  echo \"GET http://127.0.0.1:8080/\" | loadlab attack -rate=500 -duration=10s | loadlab report
+  loadlab attack -targets=targets.txt -schedule=\"line(1, 50000, 10m) const(50000, 5m)\" -output=ramp.llr
+  loadlab attack -targets=targets.txt -schedule=\"step(8, 4096, x2, 50s)\" -stop-when=\"errors > 50% for 5s\"
+  echo \"GET http://127.0.0.1:8080/search?q={{rand.lower 50}}\" | loadlab attack -rate=1000 -duration=5m > search.llr
+  echo \"GET http://127.0.0.1:8080/\" | loadlab attack -concurrency=\"line(1, 100, 1m) const(100, 5m)\" > closed.llr
+  loadlab attack -scenarios=examples/scenarios/shop_flow.toml -output=shop.llr   # a user flow
+  loadlab attack -replay=access.log.gz -base-url=http://127.0.0.1:8080 -speed=2 -output=x2.llr
+  loadlab attack -replay=access.log -replay-path='^/search' -from=+5m -to=+20m -header='Authorization: Bearer T' -base-url=http://127.0.0.1:8080 > r.llr
+  loadlab attack -targets=synthetic.txt -replay-shape=access.log.gz > shape.llr
+  loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
+  for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=+10s -output=s$i.llr & done; wait; loadlab report s*.llr
+  loadlab attack -targets=t.txt -rate=20000 -duration=1m -h2c -max-streams=100 > h2c.llr
+  loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
+  loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
+  loadlab attack -targets=t.txt -rate=200 -duration=1m -dashboard=127.0.0.1:8088 > run.llr
+  loadlab attack -targets=t.txt -rate=200 -duration=1m -stop-when='p99 > 200ms for 5s' -junit=attack.xml > run.llr";
+
 /// Send HTTP load and stream one record per request (vegeta-compatible flags).
 ///
-/// Targets come from -targets or stdin, in vegeta's http format (`GET http://...`
-/// lines, optional headers and `@body` file) or json format, or Yandex.Tank's ammo
-/// (-format uri, uripost, phantom). Records go to stdout or -output; pipe them into
-/// `loadlab report`.
+/// Targets come from -targets or stdin: vegeta's http format (`GET http://...` lines,
+/// optional headers and an `@body` file) or json format, or Yandex.Tank's ammo (-format
+/// uri, uripost, phantom). Records go to stdout or -output; pipe them into `loadlab
+/// report`. -replay LOG sends an access log's requests at their logged times instead
+/// (docs/REPLAY.md).
 ///
-/// -replay LOG sends an access log's requests at their logged times instead (nginx,
-/// Apache, ALB/ELB, CloudFront, JSON lines, HAR, vegeta results; gzipped or not),
-/// -speed times faster, onto -base-url; `report` then puts the replay beside the
-/// original. -replay-shape LOG takes only its requests per second over time as the
-/// schedule of the attack's own targets (docs/REPLAY.md).
-///
-/// Open model (default): requests leave on a clock, at -rate or along a -schedule
-/// (Yandex.Tank's const/line/step, doubling steps, step lists, sine); latency counts
-/// from the intended send time, and if the generator falls behind, the lag is recorded
-/// and reported rather than hidden. Closed model: -concurrency N (or a schedule of
-/// user counts) users, each sending its next request -think-time after the last one
-/// completes; -rate=0 with -max-workers=N is vegeta's spelling of the same.
-///
-/// Targets may hold placeholders in the path, query, headers and body:
-/// {{rand.lower 50}}, {{rand.int 1 100}}, {{uuid}}, {{seq}}, {{pick a b c}},
-/// {{csv.COLUMN}} (rows of -data). -seed makes them repeat exactly.
-///
-/// User flows (log in, take the token from the answer, list, open an item, each answer
-/// checked, cookies kept per user) are scenarios with [[scenario.step]] tables in a
-/// -scenarios file: see docs/FLOWS.md.
-///
-/// Examples:
-///
-///   echo "GET http://127.0.0.1:8080/" | loadlab attack -rate=500 -duration=10s | loadlab report
-///
-///   loadlab attack -targets=targets.txt -schedule="line(1, 50000, 10m) const(50000, 5m)" -output=ramp.llr
-///
-///   loadlab attack -targets=targets.txt -schedule="step(8, 4096, x2, 50s)" -stop-when="errors > 50% for 5s"
-///
-///   echo "GET http://127.0.0.1:8080/search?q={{rand.lower 50}}" | loadlab attack -rate=1000 -duration=5m
-///
-///   echo "GET http://127.0.0.1:8080/" | loadlab attack -concurrency="line(1, 100, 1m) const(100, 5m)" > closed.llr
-///
-///   loadlab attack -scenarios=incident.toml -output=incident.llr
-///
-///   loadlab attack -scenarios=examples/scenarios/shop_flow.toml -output=shop.llr   # a user flow
-///
-///   loadlab attack -replay=access.log.gz -base-url=http://127.0.0.1:8080 -speed=2 -output=x2.llr
-///
-///   loadlab attack -replay=access.log -replay-path='^/search' -from=+5m -to=+20m -header='Authorization: Bearer T' -base-url=http://127.0.0.1:8080 > r.llr
-///
-///   loadlab attack -targets=synthetic.txt -replay-shape=access.log.gz > shape.llr
-///
-///   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
-///
-///   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=2026-11-23T22:00:00Z -output=s$i.llr & done; wait; loadlab report s*.llr
-///
-///   loadlab attack -targets=t.txt -rate=20000 -duration=1m -h2c -max-streams=100 > h2c.llr
-///
-/// HTTP/2: https targets are offered h2 in ALPN, as vegeta does (-http2=false keeps
-/// to HTTP/1.1); -h2c speaks it to http targets without asking. Streams share one
-/// connection per host until it is at the server's SETTINGS_MAX_CONCURRENT_STREAMS
-/// (or -max-streams); then another opens, up to -connections.
-///
-/// vegeta flags loadlab lacks (-chunked, -connect-to, -dns-ttl, -resolvers,
-/// -session-tickets, -max-connections, -proxy-header) are refused by name with what
-/// to use instead; -chunked=false and -dns-ttl=0 ask for what loadlab does and are
-/// accepted.
-///
-/// While it runs, attack shows a live view on stderr: when stderr is a terminal, a
-/// progress bar and a few redrawn lines (asked vs sent vs completed rates, success,
-/// latency over the last second and the run, status codes, errors, send lag, in
-/// flight, connections, each stop rule's streak, -monitor's headline samples);
-/// otherwise one plain progress line every 5 s. -quiet turns both off. The records
-/// are the same either way. On a terminal, `p` pauses the view (the run goes on) and
-/// `q` stops the run as Ctrl-C does.
-///
-/// -prometheus-addr serves the run's metrics for Prometheus (vegeta's names, plus
-/// loadlab_*) until attack exits; -prometheus-remote-write pushes them to a receiver:
-///
-///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
-///
-///   loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
-///
-/// -dashboard 127.0.0.1:8088 serves the run page (the one `loadlab plot` draws) on
-/// loopback while the run goes, redrawn every second in the browser; at the end it is
-/// the page `loadlab plot` draws from the output file. It reads a copy of the records
-/// as they are written into the plot's structures; while the run goes the page keeps
-/// at most 1000 points per chart (older seconds merge), so memory stays flat however
-/// long the run.
-/// A port that is taken is a warning: the run goes on. -dashboard-linger keeps
-/// the final page up after the run.
-///
-/// Ctrl-C (or SIGTERM) stops sending, waits for requests in flight up to -timeout
-/// and writes what it has; a second Ctrl-C exits at once.
-///
-/// Exit status: 0 when the run completed or was interrupted (whatever the server
-/// answered); 1 on bad input or an I/O error; 2 on a usage error; when a -stop-when
-/// rule stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag.
+/// Open model (default): requests leave on a clock, at -rate or along a -schedule;
+/// latency counts from the intended send time, and a generator that falls behind is
+/// recorded and reported, never hidden. Closed model: -concurrency N users, each sending
+/// its next request -think-time after its last answer.
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = AFTER_HELP)]
 pub struct AttackArgs {
     #[arg(long, value_name = "RATE", help = with_default(
         "Requests per time unit: N or N/duration (100, 100/1s, 5/m); 0 (or infinity) = closed model",
@@ -287,6 +257,8 @@ pub struct AttackArgs {
     steer: Option<String>,
     #[command(flatten)]
     watch: WatchArgs,
+    #[command(flatten)]
+    ci: CiArgs,
     // Last: its help heading holds for the flags after it.
     #[command(flatten)]
     replay: ReplayArgs,
@@ -295,6 +267,7 @@ pub struct AttackArgs {
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     // Flags are checked before any target is read (from a file or stdin).
     let watch_flags = args.watch.check()?;
+    args.ci.check()?;
     if args.replay.fields().is_none()
         && let Some(flag) = args.replay.stray_flags().first()
     {
@@ -333,7 +306,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
         )?),
         None => None,
     };
+    let started = std::time::Instant::now();
     let result = engine::run_with_observer(&config, out, &stop, &mut monitor, &mut watch.observers);
+    let seconds = started.elapsed().as_secs_f64();
     if let Some(steered) = steered {
         steered.finish();
     }
@@ -351,6 +326,9 @@ pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
     watchers.finish(&stop);
     // A closed output pipe surfaces as an io::Error in the chain; main treats it as success.
     let outcome = result?;
+    let suite_name = args.name.as_deref().unwrap_or("attack");
+    args.ci
+        .write_attack(suite_name, &config.settings.stop_rules, &outcome, seconds)?;
     Ok(match outcome.fired {
         Some(fired) => ExitCode::from(fired.rule.kind().exit_code()),
         None => ExitCode::SUCCESS,

@@ -16,7 +16,7 @@ use simulator::{Simulator, SimulatorOptions};
 
 use crate::signals;
 
-/// The lab with no set-up: a capacity search of two worker pools, compared.
+/// The lab with no set-up: a capacity search of two worker pools, compared
 ///
 /// Starts two built-in simulators in-process, modelling the two worker-pool
 /// configurations of field report 001 scaled down (100 ms of service time each):
@@ -42,6 +42,8 @@ use crate::signals;
 ///
 ///   loadlab demo -step 1s -precision 0.1 -max-probes 8
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct DemoArgs {
     /// Measured time per probe, after a 500ms warm-up
     #[arg(long, default_value = "1500ms", value_name = "DURATION")]

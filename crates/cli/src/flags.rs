@@ -205,7 +205,7 @@ fn long_name(text: &str) -> Option<(&str, bool)> {
 }
 
 /// True when `--name` consumes the next argument as its value (`-rate 100`).
-fn flag_takes_separate_value(command: &Command, name: &str) -> bool {
+pub fn flag_takes_separate_value(command: &Command, name: &str) -> bool {
     command
         .get_arguments()
         .find(|arg| arg.get_long() == Some(name))

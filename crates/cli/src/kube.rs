@@ -14,7 +14,7 @@ use engine::StopHandle;
 
 use crate::signals;
 
-/// Run one attack over N generator pods of a Kubernetes cluster.
+/// Run one attack over N generator pods of a Kubernetes cluster
 ///
 /// Each pod sends exactly its share of the one-machine schedule (`-shard I/N` from
 /// the Indexed Job's `JOB_COMPLETION_INDEX`), all from one `-start-at`, so together
@@ -31,6 +31,8 @@ use crate::signals;
 /// service account). Ctrl-C drains every shard, as Ctrl-C drains one attack, and
 /// still gathers their records.
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct KubeArgs {
     #[command(subcommand)]
     action: KubeAction,

@@ -10,11 +10,14 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod attack;
+mod ci;
 mod compare;
+mod completions;
 mod dashboard;
 mod demo;
 mod encode;
 mod flags;
+mod help;
 mod kube;
 mod kube_shard;
 mod kube_steer;
@@ -38,11 +41,25 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// loadlab: load testing and capacity lab.
 ///
-/// Pipes work as with vegeta:
+/// Flags are written -rate=500 or -rate 500 (vegeta's spelling) or --rate 500. Pipes work
+/// as with vegeta. `loadlab COMMAND -h` gives a command's options on one screen,
+/// `loadlab COMMAND --help` what each does and examples to paste.
+///
+/// Examples:
 ///
 ///   echo "GET http://127.0.0.1:8080/" | loadlab attack -rate=500 -duration=10s | loadlab report
+///
+///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 200ms' -slo 'success > 99%'
+///
+///   loadlab demo
 #[derive(Parser)]
-#[command(name = "loadlab", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "loadlab",
+    version,
+    about,
+    propagate_version = true,
+    verbatim_doc_comment
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,6 +82,8 @@ enum Command {
     Search(search::SearchArgs),
     Kube(kube::KubeArgs),
     Steer(steer::SteerArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,7 +95,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let matches = Cli::command().get_matches_from(args);
+    let root = Cli::command();
+    if let Some(request) = help::request(&root, &args) {
+        return print_help(&root, &request);
+    }
+    let matches = root.get_matches_from(args);
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(err) => err.exit(),
@@ -94,6 +117,8 @@ fn main() -> ExitCode {
         Command::Search(args) => search::run(&args),
         Command::Kube(args) => kube::run(args),
         Command::Steer(args) => steer::run(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => completions::man(&args),
     };
     match outcome {
         Ok(code) => code,
@@ -102,6 +127,20 @@ fn main() -> ExitCode {
             eprintln!("loadlab: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `-h`, `--help` and `help CMD`: printed on stdout, exit 0, as clap does; a reader
+/// that goes away (`| head`) is not an error.
+fn print_help(root: &clap::Command, request: &help::HelpRequest) -> ExitCode {
+    use std::io::Write;
+    let text = help::render(root, request);
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("loadlab: {err}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
     }
 }
 

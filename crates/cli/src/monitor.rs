@@ -60,7 +60,7 @@ use crate::signals;
 ///
 ///   loadlab monitor -interval 500ms -duration 1m "prom=http://127.0.0.1:9113/metrics;metric=nginx_.*" > nginx.mon
 ///
-///   loadlab monitor -serve 127.0.0.1:7070 host process=app      (on the machine under test)
+///   loadlab monitor -serve 127.0.0.1:7070 host process=app      # on the machine under test
 ///
 ///   loadlab attack -targets=t.txt -rate=2000 -duration=1m -monitor process=nginx -monitor nginx:log=/var/log/nginx/error.log > run.llr
 ///

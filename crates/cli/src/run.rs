@@ -8,8 +8,39 @@ use anyhow::Context;
 use engine::StopHandle;
 use lab::{MakeWatch, Plan, RunOptions, WatchFactory, run_plan};
 
+use crate::ci::CiArgs;
 use crate::signals;
 use crate::watch::{WatchArgs, Watchers};
+
+/// What `run --help` says after the options (examples last, as written).
+const AFTER_HELP: &str = "\
+The run folder is the write-up: plan.toml (secrets REDACTED), log.txt (a line per
+step), summary.json, summary.md (tables ready to paste), index.html (charts against the
+offered rate, the tables, links to every step) and steps/NNN-VARIANT-RATE/ with each
+step's records.llr, report.txt, plot.html and hooks.txt. -junit and -summary-md write
+the verdicts for a CI job (docs/CI.md).
+
+Each step is watched as `loadlab attack` watches its run: the live view on stderr
+(-quiet for none), -dashboard (the step running, at one address for the whole plan),
+-prometheus-addr and -prometheus-remote-write (the step running's series).
+
+Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
+continues without redoing the finished steps.
+
+Before each step sends, one TCP connect goes to each distinct host:port of its targets
+(2 s at most): when one does not answer, the plan stops at once, naming it (\"nothing
+listened at 127.0.0.1:18199: connection refused\"). -no-check-targets (or
+`check_targets = false` in [load]) skips the check.
+
+Exit status: 0 when the plan ran (whatever the verdicts); 1 on a bad plan, an I/O error
+or targets that did not answer; 130 when interrupted.
+
+Examples:
+  loadlab run examples/plans/step_sweep_000.toml
+  loadlab run examples/plans/capacity_search_003.toml -output runs/search
+  loadlab run plan.toml -output runs/night -resume
+  loadlab run plan.toml -dashboard=:8088 -prometheus-addr=127.0.0.1:8880
+  loadlab run plan.toml -output runs/ci -junit=junit.xml -summary-md=\"$GITHUB_STEP_SUMMARY\"";
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
 ///
@@ -23,37 +54,8 @@ use crate::watch::{WatchArgs, Watchers};
 /// Modes: sweep (every variant at every step), search (per variant, the highest rate
 /// that meets the SLO: exponential growth, bisection to a precision, a confirmation
 /// run), matrix (every combination of named axes, repeated).
-///
-/// The run folder is the write-up: plan.toml (secrets REDACTED), log.txt (a line per
-/// step), summary.json, summary.md (tables ready to paste), index.html (charts against
-/// the offered rate, the tables, links to every step) and steps/NNN-VARIANT-RATE/ with
-/// each step's records.llr, report.txt, plot.html and hooks.txt.
-///
-/// Examples:
-///
-///   loadlab run examples/plans/step_sweep_000.toml
-///
-///   loadlab run examples/plans/capacity_search_003.toml -output runs/search
-///
-///   loadlab run plan.toml -output runs/night -resume
-///
-///   loadlab run plan.toml -dashboard=:8088 -prometheus-addr=127.0.0.1:8880
-///
-/// Each step is watched as `loadlab attack` watches its run: the live view on stderr
-/// (-quiet for none), -dashboard (the step running, at one address for the whole plan),
-/// -prometheus-addr and -prometheus-remote-write (the step running's series).
-///
-/// Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
-/// continues without redoing the finished steps.
-///
-/// Before each step sends, one TCP connect goes to each distinct host:port of its
-/// targets (2 s at most): when one does not answer, the plan stops at once, naming it
-/// ("nothing listened at 127.0.0.1:18199: connection refused"). -no-check-targets (or
-/// `check_targets = false` in [load]) skips the check.
-///
-/// Exit status: 0 when the plan ran (whatever the verdicts); 1 on a bad plan, an I/O
-/// error or targets that did not answer; 130 when interrupted.
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = AFTER_HELP)]
 pub struct RunArgs {
     /// The run folder [default: runs/PLAN-NAME]
     #[arg(long, value_name = "DIR")]
@@ -67,6 +69,8 @@ pub struct RunArgs {
     no_check_targets: bool,
     #[command(flatten)]
     watch: WatchArgs,
+    #[command(flatten)]
+    ci: CiArgs,
     /// The plan file (TOML)
     #[arg(value_name = "PLAN")]
     plan: PathBuf,
@@ -78,20 +82,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         plan.load.check_targets = false;
     }
     let label = format!("plan {}", args.plan.display());
-    run_checked(plan, args.output.clone(), args.resume, &args.watch, &label)
+    let output = args.output.clone();
+    run_checked(plan, output, args.resume, &args.watch, &args.ci, &label)
 }
 
 /// Runs a checked plan into its folder (`output`, else runs/PLAN-NAME) and prints its
 /// summary: `loadlab run`'s whole job once the plan is read, and `loadlab search`'s.
-/// `label` names the plan in errors.
+/// `label` names the plan in errors; `ci` says what to write for a CI job.
 pub fn run_checked(
     mut plan: Plan,
     output: Option<PathBuf>,
     resume: bool,
     watch: &WatchArgs,
+    ci: &CiArgs,
     label: &str,
 ) -> anyhow::Result<ExitCode> {
     let watch_flags = watch.check()?;
+    ci.check()?;
     // Plans start their stand-ins with `{{loadlab}} simulate ...`: this very binary.
     if let Ok(exe) = std::env::current_exe() {
         plan.hook_values
@@ -122,6 +129,7 @@ pub fn run_checked(
         watchers.finish(&stop);
     }
     let summary = summary?;
+    ci.write_plan(&plan, &summary)?;
     print!("{}", summary.markdown());
     eprintln!("loadlab run: the run folder is {}", output.display());
     if summary.complete {

@@ -18,7 +18,7 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
                          success > PERCENT (success > 99%); lag < DURATION (the generator's \
                          send lag p99, lag < 25ms)";
 
-/// Find the highest rate your server holds within an SLO, in one command.
+/// Find the highest rate your server holds within an SLO, in one command
 ///
 /// The rate grows x2 from -start-rate until a step misses the SLO, then bisects to
 /// -precision, then confirms the rate found (docs/PLANS.md, search mode). Each step is
@@ -45,6 +45,8 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
 /// Exit status: 0 when the search ran (whatever it found); 1 on a bad flag or an I/O
 /// error; 130 when interrupted.
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct SearchArgs {
     /// URLs to search with (each a GET) [default: -targets FILE, else stdin]
     #[arg(value_name = "URL")]
@@ -115,7 +117,14 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(crate::run::folder_name(&plan.name)));
-    let code = crate::run::run_checked(plan, Some(output.clone()), false, &args.watch, "search")?;
+    let code = crate::run::run_checked(
+        plan,
+        Some(output.clone()),
+        false,
+        &args.watch,
+        &crate::ci::CiArgs::default(),
+        "search",
+    )?;
     // `loadlab run` will not write over this folder: the rerun needs its own.
     eprintln!(
         "loadlab search: rerun with `loadlab run {} -output {}-again`",

@@ -15,7 +15,7 @@ use workload::StopRule;
 use crate::dashboard::{Dashboard, Output, RunPage};
 use crate::signals;
 
-/// Steer a group of shards as one run.
+/// Steer a group of shards as one run
 ///
 /// Start each shard as `loadlab attack ... -shard I/N -start-at T -steer ADDR`, any
 /// way you like, and give their ADDRs here. The coordinator asks every shard twice a
@@ -33,6 +33,8 @@ use crate::signals;
 ///
 ///   loadlab steer gen1:9100 gen2:9100 gen3:9100 -stop-when 'errors > 5% for 5s'
 #[derive(clap::Args, Debug)]
+// Verbatim: the examples keep their indentation (help.rs prints them unwrapped).
+#[command(verbatim_doc_comment)]
 pub struct SteerArgs {
     /// The shards' -steer addresses (HOST:PORT, :PORT for loopback, http://HOST:PORT)
     #[arg(required = true, value_name = "ADDR")]

@@ -800,8 +800,9 @@ fn help_explains_with_examples() {
         assert_eq!(ok(&run(&[command, "-help"], None)), help);
     }
     let help = ok(&run(&["report", "--help"], None));
-    for flag in ["--type", "--buckets", "--every", "--by", "--output"] {
-        assert!(help.contains(flag), "{flag}: {help}");
+    for flag in ["type", "buckets", "every", "by", "output"] {
+        assert!(help.contains(&format!(" -{flag} ")), "-{flag}: {help}");
+        assert!(!help.contains(&format!("--{flag}")), "--{flag}: {help}");
     }
 }
 
@@ -1404,32 +1405,34 @@ fn attack_help_explains_with_examples() {
     let help = ok(&run(&["attack", "--help"], None));
     assert!(help.contains("Examples:"), "{help}");
     for flag in [
-        "--rate",
-        "--duration",
-        "--max-requests",
-        "--concurrency",
-        "--workers",
-        "--max-workers",
-        "--connections",
-        "--timeout",
-        "--keepalive",
-        "--redirects",
-        "--header",
-        "--body",
-        "--targets",
-        "--format",
-        "--lazy",
-        "--max-body",
-        "--name",
-        "--output",
-        "--insecure",
-        "--root-certs",
-        "--cert",
-        "--key",
-        "--laddr",
-        "--unix-socket",
+        "-rate",
+        "-duration",
+        "-max-requests",
+        "-concurrency",
+        "-workers",
+        "-max-workers",
+        "-connections",
+        "-timeout",
+        "-keepalive",
+        "-redirects",
+        "-header",
+        "-body",
+        "-targets",
+        "-format",
+        "-lazy",
+        "-max-body",
+        "-name",
+        "-output",
+        "-insecure",
+        "-root-certs",
+        "-cert",
+        "-key",
+        "-laddr",
+        "-unix-socket",
     ] {
-        assert!(help.contains(flag), "{flag}: {help}");
+        // Printed as every doc writes it: -rate, not --rate.
+        assert!(help.contains(&format!("\n      {flag} ")), "{flag}: {help}");
+        assert!(!help.contains(&format!("-{flag} ")), "-{flag}: {help}");
     }
     assert_eq!(ok(&run(&["attack", "-help"], None)), help);
 }
@@ -1705,8 +1708,249 @@ fn run_interrupted_leaves_an_incomplete_summary() {
     );
     let help = ok(&run(&["run", "--help"], None));
     assert!(
-        help.contains("Examples:") && help.contains("--resume"),
+        help.contains("Examples:") && help.contains("\n      -resume\n"),
         "{help}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// CI: -junit and -summary-md of run and attack.
+
+/// Checks what the common JUnit schema requires (testsuites > testsuite > testcase;
+/// name, tests, failures, errors, skipped and time on each suite, counts that add up;
+/// name, classname and time on each case; at most one failure, error or skipped) and
+/// returns the document.
+fn junit(xml: &str) -> roxmltree::Document<'_> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites", "{xml}");
+    let count = |node: roxmltree::Node<'_, '_>, name: &str| -> usize {
+        node.attribute(name)
+            .unwrap_or_else(|| panic!("no {name}: {xml}"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is not a count: {xml}"))
+    };
+    let mut tests = 0;
+    for suite in root.children().filter(roxmltree::Node::is_element) {
+        assert_eq!(suite.tag_name().name(), "testsuite", "{xml}");
+        assert!(suite.attribute("name").is_some(), "{xml}");
+        let time: f64 = suite.attribute("time").unwrap().parse().unwrap();
+        assert!(time >= 0.0, "{xml}");
+        let cases: Vec<_> = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(count(suite, "tests"), cases.len(), "{xml}");
+        for (attribute, tag) in [
+            ("failures", "failure"),
+            ("errors", "error"),
+            ("skipped", "skipped"),
+        ] {
+            let n = cases
+                .iter()
+                .filter(|c| c.children().any(|e| e.has_tag_name(tag)))
+                .count();
+            assert_eq!(count(suite, attribute), n, "{attribute}: {xml}");
+        }
+        for case in &cases {
+            for attribute in ["name", "classname", "time"] {
+                assert!(case.attribute(attribute).is_some(), "{attribute}: {xml}");
+            }
+            let outcomes = case
+                .children()
+                .filter(|e| {
+                    e.has_tag_name("failure")
+                        || e.has_tag_name("error")
+                        || e.has_tag_name("skipped")
+                })
+                .count();
+            assert!(outcomes <= 1, "{xml}");
+        }
+        tests += cases.len();
+    }
+    assert_eq!(count(root, "tests"), tests, "{xml}");
+    doc
+}
+
+#[test]
+fn run_writes_junit_and_a_markdown_summary_and_keeps_its_exit_code() {
+    let server = simulator(CAPACITY_RECIPE);
+    let dir = TempDir::new();
+    // 50/s holds; 400/s is twice the capacity: 503s, a failure with its figures. The
+    // generator's bounds are loose, so a busy test machine does not make it inconclusive.
+    let plan = dir.write(
+        "plan.toml",
+        format!(
+            "name = \"ci <&'>\"\nmode = \"sweep\"\n[[variant]]\nname = \"pool\"\n\
+             targets = [\"GET http://{}/\"]\n[load]\nrates = [50, 400]\n\
+             step_duration = \"1s\"\nwarmup = \"200ms\"\n\
+             [slo]\nsuccess = 0.99\np99 = \"200ms\"\n\
+             max_lag = \"1s\"\nachieved = 0.5\n",
+            server.local_addr()
+        )
+        .as_bytes(),
+    );
+    let (xml_path, md_path) = (dir.path("junit.xml"), dir.path("summary.md"));
+    std::fs::write(&md_path, "earlier step\n").unwrap();
+    let output = run(
+        &[
+            "run",
+            &plan,
+            "-quiet",
+            "-output",
+            &dir.path("out"),
+            "-junit",
+            &xml_path,
+            "-summary-md",
+            &md_path,
+        ],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a failed step is no failed run: {}",
+        stderr(&output)
+    );
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    let doc = junit(&xml);
+    let root = doc.root_element();
+    assert_eq!(root.attribute("name"), Some("ci <&'>"), "{xml}");
+    assert_eq!(root.attribute("tests"), Some("2"), "{xml}");
+    assert_eq!(root.attribute("failures"), Some("1"), "{xml}");
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(
+        cases[0].attribute("name"),
+        Some("50/s, steps/000-pool-50"),
+        "{xml}"
+    );
+    assert_eq!(
+        cases[0].attribute("classname"),
+        Some("ci <&'>.pool"),
+        "{xml}"
+    );
+    assert!(
+        cases[0]
+            .first_element_child()
+            .is_none_or(|e| e.has_tag_name("system-out")),
+        "{xml}"
+    );
+    let failure = cases[1]
+        .children()
+        .find(|e| e.has_tag_name("failure"))
+        .unwrap_or_else(|| panic!("{xml}"));
+    let message = failure.attribute("message").unwrap();
+    assert!(
+        message.contains("success") && message.contains("under 99.00%"),
+        "{message}"
+    );
+    let figures = cases[1]
+        .children()
+        .find(|e| e.has_tag_name("system-out"))
+        .unwrap();
+    let figures = figures.text().unwrap();
+    assert!(
+        figures.starts_with("asked/s ")
+            && figures.contains(" achieved/s ")
+            && figures.contains(" p99 "),
+        "{xml}"
+    );
+    let property = doc
+        .descendants()
+        .find(|n| n.has_tag_name("property"))
+        .unwrap();
+    assert_eq!(property.attribute("name"), Some("slo.success"), "{xml}");
+
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.starts_with("earlier step\n## loadlab run: ci <&'>\n\n**2 steps: 1 pass, 1 fail**"),
+        "{md}"
+    );
+    assert!(md.contains("| step | variant |"), "{md}");
+}
+
+#[test]
+fn attack_writes_each_stop_rule_as_a_test_case() {
+    let server =
+        simulator(r#"{"route": "/*", "stages": [{"at": 0, "status": 503, "latency": 0}]}"#);
+    let dir = TempDir::new();
+    let (xml_path, md_path) = (dir.path("junit.xml"), dir.path("summary.md"));
+    let attack = run(
+        &[
+            "attack",
+            "-rate=100",
+            "-duration=30s",
+            "-name=smoke <&>",
+            "-stop-when=errors > 50% for 1s",
+            "-stop-when=p99 > 5s for 1s",
+            "-junit",
+            &xml_path,
+            "-summary-md",
+            &md_path,
+            "-output",
+            &dir.path("r.llr"),
+        ],
+        Some(target_line(&server, "/").as_bytes()),
+    );
+    assert_eq!(
+        attack.status.code(),
+        Some(3),
+        "the rule's exit code: {}",
+        stderr(&attack)
+    );
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    let doc = junit(&xml);
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 2, "{xml}");
+    assert_eq!(
+        cases[0].attribute("name"),
+        Some("stop rule 'errors > 50% for 1s'")
+    );
+    assert_eq!(cases[0].attribute("classname"), Some("smoke <&>"));
+    let failure = cases[0].first_element_child().unwrap();
+    assert!(failure.has_tag_name("failure"), "{xml}");
+    assert!(
+        failure
+            .attribute("message")
+            .unwrap()
+            .starts_with("'errors > 50% for 1s' fired at"),
+        "{xml}"
+    );
+    assert_eq!(failure.attribute("type"), Some("exit 3"), "{xml}");
+    assert!(
+        cases[1].first_element_child().is_none(),
+        "the p99 rule held: {xml}"
+    );
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.contains("| `'errors > 50% for 1s'` | **fired**: 'errors > 50% for 1s' fired at"),
+        "{md}"
+    );
+    assert!(md.contains("| `'p99 > 5s for 1s'` | held |"), "{md}");
+    // A file that cannot be written is named by its flag.
+    let bad = run(
+        &[
+            "attack",
+            "-rate=10",
+            "-duration=200ms",
+            "-junit",
+            "/nonexistent/dir/j.xml",
+            "-output",
+            &dir.path("r2.llr"),
+        ],
+        Some(target_line(&server, "/").as_bytes()),
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("-junit /nonexistent/dir/j.xml"),
+        "{}",
+        stderr(&bad)
     );
 }
 
@@ -1808,22 +2052,85 @@ fn bad_search_flags_are_named() {
     }
 }
 
-/// Every example in `search --help` is on one line of its own, as it is typed.
+/// The example lines `loadlab ... --help` prints, after its `Examples:` line.
+fn help_examples(command: &[&str]) -> Vec<String> {
+    let mut args = command.to_vec();
+    args.push("--help");
+    let help = ok(&run(&args, None));
+    let (_, examples) = help
+        .split_once("\nExamples:\n")
+        .unwrap_or_else(|| panic!("{command:?}: no examples\n{help}"));
+    examples
+        .lines()
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| line.trim().to_owned())
+        .collect()
+}
+
+/// Every example in each command's `--help` is printed whole on a line of its own
+/// (the parser test beside `help.rs` checks each parses); the ones that need nothing
+/// but a server (`echo "GET http://127.0.0.1:8080/..." | loadlab attack ...`) run here
+/// as printed, against a simulator at that address's stand-in, for 1 s. The others
+/// name files the reader has (targets.txt, access.log), run for minutes, or need
+/// nginx, Postgres or Prometheus; each command is run elsewhere in these tests.
 #[test]
-fn search_help_examples_are_not_wrapped() {
-    let help = ok(&run(&["search", "--help"], None));
-    let lines: Vec<&str> = help.lines().collect();
-    let examples: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].trim_start().starts_with("loadlab "))
+fn help_examples_print_whole_and_the_piped_attacks_run_as_printed() {
+    for command in [
+        "attack", "search", "run", "report", "compare", "monitor", "simulate",
+    ] {
+        let examples = help_examples(&[command]);
+        assert!(examples.len() >= 2, "{command}: {examples:?}");
+        for line in &examples {
+            let first = line.split_whitespace().next().unwrap();
+            assert!(
+                ["loadlab", "echo", "for", "curl", "AT=$(date"].contains(&first),
+                "{command}: a line that is not a command: {line:?}"
+            );
+        }
+    }
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let runnable: Vec<String> = help_examples(&["attack"])
+        .into_iter()
+        .filter(|line| line.starts_with("echo \"GET http://127.0.0.1:8080/"))
         .collect();
-    assert!(examples.len() >= 3, "{help}");
-    for i in examples {
-        let next = lines.get(i + 1).copied().unwrap_or_default();
+    assert!(runnable.len() >= 3, "{runnable:?}");
+    let binary = env!("CARGO_BIN_EXE_loadlab");
+    for line in runnable {
+        // Bounded: the simulator's address, 1 s, at most 200 req/s.
+        let mut shell = line
+            .replace("127.0.0.1:8080", &server.local_addr().to_string())
+            .replace("loadlab attack", "loadlab attack -duration=1s")
+            .replace("loadlab ", &format!("{binary} "));
+        for rate in ["500", "1000"] {
+            shell = shell.replace(&format!("-rate={rate}"), "-rate=200");
+        }
+        let shell = shell
+            .split(' ')
+            .filter(|w| !w.starts_with("-duration=") || *w == "-duration=1s")
+            .collect::<Vec<_>>()
+            .join(" ");
+        let output = Command::new("sh")
+            .args(["-c", &shell])
+            .current_dir(&dir.0)
+            .output()
+            .unwrap();
         assert!(
-            next.trim().is_empty(),
-            "wrapped: {:?} then {next:?}",
-            lines[i]
+            output.status.success(),
+            "{line}\n{shell}\n{}",
+            stderr(&output)
         );
+        if line.ends_with("| loadlab report") {
+            assert!(
+                stdout(&output).contains("Requests"),
+                "{line}: {}",
+                stdout(&output)
+            );
+        } else {
+            let file = line.rsplit(' ').next().unwrap();
+            let records = std::fs::read(dir.0.join(file)).unwrap();
+            assert!(records.len() > 100, "{line}: {} bytes", records.len());
+        }
     }
 }
 
@@ -1937,9 +2244,9 @@ fn demo_refuses_bad_flags_and_explains_itself() {
     for want in [
         "Examples:",
         "loadlab demo -output",
-        "--max-probes",
-        "--precision",
-        "--step",
+        "\n      -max-probes ",
+        "\n      -precision ",
+        "\n      -step ",
     ] {
         assert!(help.contains(want), "{want}: {help}");
     }
@@ -2029,7 +2336,7 @@ fn compare_two_runs_side_by_side() {
         "bootstrap",
         "autocorrelated",
         "code 7",
-        "--threshold",
+        "\n      -threshold ",
     ] {
         assert!(help.contains(word), "{word}: {help}");
     }

@@ -18,6 +18,7 @@
 //! - [`compare`]: `loadlab compare` over run folders and per-variant results
 //!   (`DIR#VARIANT`): max rate held and every step figure side by side, the noise from
 //!   the steps' record files.
+//! - [`ci`]: JUnit XML and a Markdown summary for CI jobs, worded from the step rows.
 //! - `runner`: sweep, search and matrix; `-resume`; an interrupted plan's summary is
 //!   marked incomplete.
 //!
@@ -26,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod cells;
+pub mod ci;
 pub mod compare;
 mod folder;
 mod hooks;
