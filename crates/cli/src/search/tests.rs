@@ -232,7 +232,7 @@ fn plan_errors_name_the_flag() {
             &["--stop-when", "bogus"],
             "-stop-when: invalid stop rule \"bogus\"",
         ),
-        (&["-H", "nocolon"], "-H: bad header \"nocolon\""),
+        (&["-H", "nocolon"], "-header: bad header \"nocolon\""),
         (
             &["--start-rate", "500", "--max-rate", "100"],
             "-max-rate: must be above min and at least start",
