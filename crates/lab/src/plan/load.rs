@@ -100,10 +100,10 @@ impl Plan {
     /// (an error names the flag); `words`, the flags as given, head the plan's text
     /// (the run folder's plan.toml) in a comment, so the copy says what ran.
     pub fn apply_flags(&mut self, flags: &AttackFields, words: &str) -> Result<(), LabError> {
-        if flags.given_keys().is_empty() {
+        let given = flags.given_keys();
+        if given.is_empty() {
             return Ok(());
         }
-        let given = flags.given_keys();
         let load = &mut self.load;
         load.attack = AttackFields::layered(&[flags, &load.attack]);
         name_as_flags(&mut load.attack_origin, &given);
