@@ -518,11 +518,16 @@ fn load_scenarios(
 /// The attack flags given beside -scenarios, for every scenario; a flag that cannot
 /// apply to every scenario (its declaration says why) is refused.
 fn flags_over_scenarios(args: &AttackArgs) -> anyhow::Result<AttackFields> {
-    let fields = given_attack_fields(args);
+    let mut fields = given_attack_fields(args);
     for key in fields.given_keys() {
         if let Some((flag, why)) = workload::options::refused_with_scenarios(&key) {
             bail!("{flag} cannot be combined with -scenarios: {why}");
         }
+    }
+    // A file's paths are relative to the file; a flag's, to where it was typed.
+    if let Some(data) = &fields.data {
+        let path = std::path::absolute(data).with_context(|| format!("-data {data}"))?;
+        fields.data = Some(path.display().to_string());
     }
     Ok(fields)
 }

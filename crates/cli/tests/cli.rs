@@ -2361,7 +2361,11 @@ fn attack_flags_beside_scenarios_name_themselves() {
             "one.toml:1: scenario \"a\": -rate: 0 runs the closed model and needs a user count",
         ),
     ];
-    for (flags, want) in rows {
+    // A flag's path is relative to where it was typed, not to the file.
+    let cwd = std::env::current_dir().unwrap().join("no_such.csv");
+    let data = format!("one.toml:1: scenario \"a\": -data {}", cwd.display());
+    let rows = [rows, &[(&["-data=no_such.csv"][..], data.as_str())]].concat();
+    for (flags, want) in &rows {
         let args: Vec<&str> = ["attack", "-scenarios", &file, "-quiet"]
             .iter()
             .chain(flags.iter())
