@@ -16,6 +16,7 @@ use crate::ci::CiArgs;
 use crate::dashboard::Output;
 use crate::monitor::AttachedMonitor;
 use crate::replay_args::ReplayArgs;
+use crate::request_args::{RequestArgs, with_default};
 use crate::signals;
 use crate::steer_shard;
 use crate::watch::{WatchArgs, Watchers};
@@ -87,79 +88,69 @@ Examples:
 #[derive(clap::Args, Debug)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct AttackArgs {
-    #[arg(long, value_name = "RATE", help = with_default(
+    #[arg(help_heading = "Load model", long, value_name = "RATE", help = with_default(
         "Requests per time unit: N or N/duration (100, 100/1s, 5/m); 0 (or infinity) = closed model",
         defaults::RATE,
     ))]
     rate: Option<String>,
     /// Open-model schedule, e.g. "line(1, 1000, 1m) const(1000, 5m)", "step(8, 4096, x2, 50s)", "8,16,32@50s"
-    #[arg(long, value_name = "SCHEDULE")]
+    #[arg(help_heading = "Load model", long, value_name = "SCHEDULE")]
     schedule: Option<String>,
     /// Closed model: N users, or a schedule of user counts like "line(1, 100, 1m) const(100, 5m)"
-    #[arg(long, value_name = "USERS")]
+    #[arg(help_heading = "Load model", long, value_name = "USERS")]
     concurrency: Option<String>,
     /// Closed model: how long a user waits after an answer before its next request
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = "Load model", long, value_name = "DURATION")]
     think_time: Option<String>,
     /// How long to send [default: until interrupted, -max-requests or the schedule's end]
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = "Load model", long, value_name = "DURATION")]
     duration: Option<String>,
     /// Stop after this many requests
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Load model", long, value_name = "N")]
     max_requests: Option<u64>,
     /// Run the named scenarios of a TOML file at once, plain targets or user flows (see docs/FLOWS.md and examples/scenarios)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Flows", long, value_name = "FILE")]
     scenarios: Option<PathBuf>,
     /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s" (repeatable)
-    #[arg(long, value_name = "RULE")]
+    #[arg(help_heading = "Load model", long, value_name = "RULE")]
     stop_when: Vec<String>,
     /// Sample the system under test beside the records, on the run's clock: host,
     /// process=NAME, pid=N, prom=URL, postgres=URL, agent=HOST:PORT, log=PATH,
     /// logcmd=COMMAND (repeatable; see `loadlab monitor --help`). `report` then says what
     /// ran out first (docs/DIAGNOSIS.md)
-    #[arg(long, value_name = "SPEC")]
+    #[arg(help_heading = "Monitoring", long, value_name = "SPEC")]
     monitor: Vec<String>,
-    #[arg(long, value_name = "DURATION", help = with_default(
+    #[arg(help_heading = "Monitoring", long, value_name = "DURATION", help = with_default(
         "How often -monitor samples",
         GoDuration(defaults::MONITOR_INTERVAL),
     ))]
     monitor_interval: Option<String>,
     /// Seed for template placeholders: the same seed sends the same requests
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Targets", long, value_name = "N")]
     seed: Option<u64>,
     /// CSV file (with a header row) for {{csv.COLUMN}} placeholders
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     data: Option<String>,
     /// Which -data row each request uses: sequential or random [default: sequential]
-    #[arg(long, value_name = "ORDER")]
+    #[arg(help_heading = "Targets", long, value_name = "ORDER")]
     data_order: Option<String>,
-    #[arg(long, value_name = "N", help = with_default(
+    #[arg(help_heading = "Load model", long, value_name = "N", help = with_default(
         "Connections opened before the attack starts (vegeta's initial workers)",
         defaults::INITIAL_CONNECTIONS,
     ))]
     workers: Option<u64>,
-    #[arg(long, value_name = "N", help = with_default(
-        "Requests in flight at most (open model), at least 1; with -rate=0, the users",
-        defaults::MAX_IN_FLIGHT,
-    ))]
-    max_workers: Option<u64>,
-    #[arg(long, value_name = "N", help = with_default(
+    #[arg(help_heading = "Protocols", long, value_name = "N", help = with_default(
         "Open connections per target host at most",
         defaults::CONNECTIONS_PER_HOST,
     ))]
     connections: Option<u64>,
-    #[arg(long, alias = "cpus", value_name = "N", help = format!(
+    #[arg(help_heading = "Load model", long, alias = "cpus", value_name = "N", help = format!(
         "Event-loop threads, from 1 to {} x the CPUs this process may run on \
          [default: the CPUs this process may run on]",
         defaults::MAX_THREADS_PER_CPU,
     ))]
     threads: Option<usize>,
-    #[arg(long, value_name = "DURATION", help = with_default(
-        "Per-request timeout, connect included",
-        GoDuration(defaults::TIMEOUT),
-    ))]
-    timeout: Option<String>,
-    #[arg(long, value_name = "DURATION", help = format!(
+    #[arg(help_heading = "Load model", long, value_name = "DURATION", help = format!(
         "How late a worker may wake to send the requests due and read the answers \
          arrived, so that one wake-up serves several: requests leave at most this late \
          (the send lag says by how much) and answers are read at most this plus one \
@@ -171,20 +162,12 @@ pub struct AttackArgs {
         GoDuration(defaults::PRECISION),
     ))]
     precision: Option<String>,
-    #[arg(long, help = with_default("Reuse connections (HTTP keep-alive)", defaults::KEEPALIVE), action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    keepalive: Option<bool>,
-    #[arg(long, allow_negative_numbers = true, value_name = "N", help = with_default(
-        "Redirects to follow; -1 follows none and counts 3xx as success",
-        defaults::REDIRECTS,
-    ))]
-    redirects: Option<i32>,
-    /// Request header `Key: Value`, for every target (repeatable)
-    #[arg(long, value_name = "HEADER")]
-    header: Vec<String>,
+    #[command(flatten)]
+    request: RequestArgs,
     /// Request body file for targets without their own
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     body: Option<String>,
-    #[arg(long, value_name = "FILE", help = format!(
+    #[arg(help_heading = "Targets", long, value_name = "FILE", help = format!(
         "Targets file (default: stdin); a line (and a target's request line and headers) \
          may take {} MiB at most: bodies belong in @file lines or -body",
         workload::MAX_TARGET_BYTES >> 20,
@@ -193,67 +176,69 @@ pub struct AttackArgs {
     /// Targets format: http or json (vegeta's), or Yandex.Tank's ammo: uri, uripost or
     /// phantom (requests go to the base URL when one is set, else to http:// and their
     /// Host header; ammo tags are read and dropped) [default: http]
-    #[arg(long, value_parser = ["http", "json", "uri", "uripost", "phantom"])]
+    #[arg(help_heading = "Targets", long, value_parser = ["http", "json", "uri", "uripost", "phantom"])]
     format: Option<String>,
     /// Read targets as they are needed (for endless generated streams)
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(help_heading = "Targets", long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     lazy: Option<bool>,
-    /// Read at most this many response body bytes (e.g. 64kb); -1 = no limit
-    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
-    max_body: Option<String>,
     /// Attack name, carried in every record
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     name: Option<String>,
     /// Records output file (default: stdout)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Skip TLS certificate verification
-    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(help_heading = "Protocols", long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     insecure: bool,
     /// Trusted root certificate files (PEM, comma-separated)
-    #[arg(long, value_delimiter = ',', value_name = "FILES")]
+    #[arg(
+        help_heading = "Protocols",
+        long,
+        value_delimiter = ',',
+        value_name = "FILES"
+    )]
     root_certs: Vec<PathBuf>,
     /// TLS client certificate (PEM)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Protocols", long, value_name = "FILE")]
     cert: Option<PathBuf>,
     /// TLS client key (PEM)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Protocols", long, value_name = "FILE")]
     key: Option<PathBuf>,
     /// Offer HTTP/2 to https targets (TLS ALPN); false speaks HTTP/1.1 only
-    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(help_heading = "Protocols", long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     http2: bool,
     /// Speak HTTP/2 to http targets without asking (cleartext, prior knowledge)
-    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(help_heading = "Protocols", long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     h2c: bool,
     /// HTTP/2 streams per connection at most, at least 1 [default: the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS]
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Protocols", long, value_name = "N")]
     max_streams: Option<u32>,
     /// Local IP address to send from
-    #[arg(long, value_name = "IP")]
+    #[arg(help_heading = "Protocols", long, value_name = "IP")]
     laddr: Option<IpAddr>,
     /// Connect to this Unix socket instead of the targets' hosts
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Protocols", long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
     /// Send shard I of N (0-based): exactly the requests k with k mod N == I of the
     /// whole run (closed model: the users u with u mod N == I), at the whole run's
     /// times; run N processes with 0/N .. N-1/N and merge their files with `report`
     /// (see docs/DISTRIBUTED.md)
-    #[arg(long, value_name = "I/N")]
+    #[arg(help_heading = "Distributed", long, value_name = "I/N")]
     shard: Option<String>,
     /// Start at this wall-clock instant (RFC 3339, e.g. 2026-11-23T22:00:00Z, or +30s
     /// from now), so shards on several machines share one time zero
-    #[arg(long, value_name = "TIME")]
+    #[arg(help_heading = "Distributed", long, value_name = "TIME")]
     start_at: Option<String>,
     /// Send every request to this scheme://host:port instead of the one it names
     /// (targets, a replay's logged requests, Tank ammo)
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Targets", long, value_name = "URL")]
     base_url: Option<String>,
     /// Let a coordinator (`loadlab steer`, `kube run`) steer this shard: its settled
     /// seconds are served at ADDR (HOST:PORT, :PORT for loopback) for the coordinator
     /// to merge; while it polls, the stop rules are judged on every shard's figures
     /// there, and its stop reaches this run; silent for 3 s, this run judges its own
-    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = "Distributed", long, value_name = "ADDR")]
     steer: Option<String>,
     #[command(flatten)]
     watch: WatchArgs,
@@ -447,12 +432,6 @@ fn parse_start_at(text: &str, now_unix_ns: u64) -> Result<u64, String> {
     Ok(at_ns)
 }
 
-/// `text [default: value]`, the way clap shows a default, for flags whose default
-/// lives in [`workload::defaults`] (an `Option` flag, so "not given" stays visible).
-fn with_default(text: &str, value: impl std::fmt::Display) -> String {
-    format!("{text} [default: {value}]")
-}
-
 /// The flags of one attack, in the same shape as a scenario-file table.
 fn fields_from_flags(args: &AttackArgs) -> AttackFields {
     let replay = args.replay.fields();
@@ -472,32 +451,26 @@ fn fields_from_flags(args: &AttackArgs) -> AttackFields {
         think_time: args.think_time.clone(),
         duration: args.duration.clone(),
         max_requests: args.max_requests,
-        timeout: args.timeout.clone(),
-        headers: Some(args.header.clone()),
         body_file: args.body.clone(),
         data: args.data.clone(),
         data_order: args.data_order.clone(),
-        keepalive: args.keepalive,
-        redirects: args.redirects,
-        max_workers: args.max_workers,
-        max_body: args.max_body.clone().map(TextOrNumber::Text),
         base_url: args.base_url.clone(),
         replay,
-        ..AttackFields::default()
+        ..args.request.fields()
     }
 }
 
-/// The attacks of a scenario file into `config`, its stop rules before the flags';
-/// returns its seed.
+/// The attacks of a scenario file into `config`, with the attack flags given over
+/// every scenario; the file's stop rules before the flags'. Returns its seed.
 fn load_scenarios(
     path: &std::path::Path,
     args: &AttackArgs,
     config: &mut RunConfig,
 ) -> anyhow::Result<Option<u64>> {
-    reject_per_attack_flags(args)?;
+    let flags = flags_over_scenarios(args)?;
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("-scenarios {name}"))?;
-    let file = ScenarioFile::parse(&text, &name)?;
+    let file = ScenarioFile::parse_under(&text, &name, &flags)?;
     let base_dir = path.parent().unwrap_or(std::path::Path::new(""));
     let file_rules = RunFields {
         stop_when: Some(file.stop_when.clone()),
@@ -506,47 +479,43 @@ fn load_scenarios(
     .settings(&Origin::file(format!("{name}: "), base_dir))?
     .stop_rules;
     config.settings.stop_rules.splice(0..0, file_rules);
+    let from_flags: std::collections::BTreeSet<String> = flags.given_keys().into_iter().collect();
     config.attacks = file
         .scenarios
         .iter()
         .map(|(line, fields)| {
             let name_of = fields.name.as_deref().unwrap_or_default();
-            AttackConfig::from_fields(fields, &Origin::scenario(&name, *line, name_of, base_dir))
+            let mut origin = Origin::scenario(&name, *line, name_of, base_dir);
+            origin.from_flags.clone_from(&from_flags);
+            AttackConfig::from_fields(fields, &origin)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(file.seed)
 }
 
-/// With a scenario file, what to send and when is the file's business.
-fn reject_per_attack_flags(args: &AttackArgs) -> anyhow::Result<()> {
-    let given = [
-        ("-rate", args.rate.is_some()),
-        ("-schedule", args.schedule.is_some()),
-        ("-concurrency", args.concurrency.is_some()),
-        ("-think-time", args.think_time.is_some()),
-        ("-duration", args.duration.is_some()),
-        ("-max-requests", args.max_requests.is_some()),
-        ("-targets", args.targets.is_some()),
-        ("-format", args.format.is_some()),
-        ("-lazy", args.lazy.is_some()),
-        ("-header", !args.header.is_empty()),
-        ("-body", args.body.is_some()),
-        ("-data", args.data.is_some()),
-        ("-data-order", args.data_order.is_some()),
-        ("-timeout", args.timeout.is_some()),
-        ("-keepalive", args.keepalive.is_some()),
-        ("-redirects", args.redirects.is_some()),
-        ("-max-workers", args.max_workers.is_some()),
-        ("-max-body", args.max_body.is_some()),
-        ("-name", args.name.is_some()),
-        ("-base-url", args.base_url.is_some()),
-        ("-replay or -replay-shape", args.replay.fields().is_some()),
-    ];
-    match given.iter().find(|(_, set)| *set) {
-        Some((flag, _)) => bail!(
-            "{flag} cannot be combined with -scenarios: set it per scenario in the file, or under [defaults]"
-        ),
-        None => Ok(()),
+/// The attack flags given beside -scenarios, for every scenario; a flag that cannot
+/// apply to every scenario (its declaration says why) is refused.
+fn flags_over_scenarios(args: &AttackArgs) -> anyhow::Result<AttackFields> {
+    let mut fields = given_attack_fields(args);
+    for key in fields.given_keys() {
+        if let Some((flag, why)) = workload::options::refused_with_scenarios(&key) {
+            bail!("{flag} cannot be combined with -scenarios: {why}");
+        }
+    }
+    // A file's paths are relative to the file; a flag's, to where it was typed.
+    if let Some(data) = &fields.data {
+        let path = std::path::absolute(data).with_context(|| format!("-data {data}"))?;
+        fields.data = Some(path.display().to_string());
+    }
+    Ok(fields)
+}
+
+/// The attack flags given, and only those (no stdin, no empty name).
+fn given_attack_fields(args: &AttackArgs) -> AttackFields {
+    AttackFields {
+        name: args.name.clone(),
+        targets_file: args.targets.clone(),
+        ..fields_from_flags(args)
     }
 }
 
@@ -605,6 +574,77 @@ mod tests {
             .to_string()
     }
 
+    /// The flags and the declarations of `workload::options` name the same options,
+    /// and each attack flag lands on its declared key: they cannot drift apart.
+    #[test]
+    fn every_flag_is_declared_once_in_the_options_table() {
+        use clap::CommandFactory;
+        use workload::options::{OPTIONS, Scope};
+        let command = Wrapper::command();
+        let flags: Vec<&str> = command
+            .get_arguments()
+            .filter_map(clap::Arg::get_long)
+            .collect();
+        for flag in &flags {
+            assert!(
+                workload::options::by_flag(flag).is_some(),
+                "-{flag} has no row in workload::options::OPTIONS"
+            );
+        }
+        for option in OPTIONS.iter().filter(|o| o.flag.is_some()) {
+            let flag = option.flag.unwrap_or_default();
+            assert!(flags.contains(&flag), "{option:?} is no attack flag");
+            let Some(key) = option.key.filter(|_| option.scope != Scope::Run) else {
+                continue;
+            };
+            let args = ["=1", "=true", "=http", ""]
+                .iter()
+                .find_map(|value| {
+                    let given = format!("--{flag}{value}");
+                    Wrapper::try_parse_from(["attack", given.as_str()]).ok()
+                })
+                .unwrap_or_else(|| panic!("-{flag} takes none of the sample values"))
+                .args;
+            let given = given_attack_fields(&args).given_keys();
+            let top = key.split('.').next().unwrap_or_default();
+            // A replay's own flags mean nothing without -replay: they fill its table.
+            if option.scope == Scope::Replay && args.replay.fields().is_none() {
+                assert!(!args.replay.stray_flags().is_empty(), "-{flag}");
+                continue;
+            }
+            assert!(
+                given.iter().any(|k| k == top),
+                "-{flag} gives {given:?}, not {key}"
+            );
+        }
+    }
+
+    /// Every option of attack, run and search prints under a heading.
+    #[test]
+    fn every_option_has_a_help_heading() {
+        use clap::CommandFactory;
+        #[derive(Parser)]
+        struct Run {
+            #[command(flatten)]
+            args: crate::run::RunArgs,
+        }
+        #[derive(Parser)]
+        struct Search {
+            #[command(flatten)]
+            args: crate::search::SearchArgs,
+        }
+        for command in [Wrapper::command(), Run::command(), Search::command()] {
+            for arg in command.get_arguments().filter(|a| !a.is_positional()) {
+                assert!(
+                    arg.get_help_heading().is_some(),
+                    "{}: -{} has no heading",
+                    command.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+    }
+
     #[test]
     fn rejects_bad_flags_naming_them() {
         let rows: &[(&[&str], &str)] = &[
@@ -635,9 +675,10 @@ mod tests {
                 "-stop-when: invalid stop rule \"p99 > 2\"",
             ),
             (
-                &["--scenarios=x.toml", "--rate=5"],
-                "-rate cannot be combined with -scenarios",
+                &["--scenarios=x.toml", "--body=b.json"],
+                "-body cannot be combined with -scenarios: what a scenario sends is the file's",
             ),
+            (&["--scenarios=x.toml", "--rate=5"], "-scenarios x.toml"),
             (&["--scenarios=/no/such.toml"], "-scenarios /no/such.toml"),
             (
                 &["--data-order=shuffled"],

@@ -27,6 +27,7 @@ mod plot;
 mod prometheus;
 mod replay_args;
 mod report;
+mod request_args;
 mod run;
 mod search;
 mod signals;

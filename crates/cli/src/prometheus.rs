@@ -21,19 +21,24 @@ pub struct PrometheusArgs {
     /// free port, printed on stderr; :PORT means 127.0.0.1:PORT. Served until attack
     /// exits. A taken port is a
     /// warning: the run goes on without it
-    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = "Live view", long, value_name = "ADDR")]
     prometheus_addr: Option<String>,
     /// Push the same series to a Prometheus remote-write receiver every
     /// -prometheus-remote-write-every and once more at the end, e.g.
     /// http://127.0.0.1:9090/api/v1/write (Prometheus started with
     /// --web.enable-remote-write-receiver). Failed pushes are warnings: the run goes on
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Live view", long, value_name = "URL")]
     prometheus_remote_write: Option<String>,
     /// How often -prometheus-remote-write pushes; one push may take as long at most
-    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Live view",
+        long,
+        default_value = "5s",
+        value_name = "DURATION"
+    )]
     prometheus_remote_write_every: String,
     /// The run_id label of pushed series [default: the start time, e.g. 2026-01-02T15:04:05Z]
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "Live view", long, value_name = "ID")]
     run_id: Option<String>,
 }
 

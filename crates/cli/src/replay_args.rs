@@ -6,7 +6,7 @@ use workload::ReplayFields;
 
 /// Replay access logs (docs/REPLAY.md).
 #[derive(clap::Args, Debug, Default, Clone)]
-#[command(next_help_heading = "Replay (access logs)")]
+#[command(next_help_heading = "Replay")]
 pub struct ReplayArgs {
     /// Replay an access log: each logged request is sent at its logged time (open
     /// model, latency from then), onto -base-url; repeatable (logs of several hosts

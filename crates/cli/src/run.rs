@@ -9,6 +9,7 @@ use engine::StopHandle;
 use lab::{MakeWatch, Plan, RunOptions, WatchFactory, run_plan};
 
 use crate::ci::CiArgs;
+use crate::request_args::RequestArgs;
 use crate::signals;
 use crate::watch::{WatchArgs, Watchers};
 
@@ -58,15 +59,18 @@ Examples:
 #[command(after_long_help = AFTER_HELP)]
 pub struct RunArgs {
     /// The run folder [default: runs/PLAN-NAME]
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     output: Option<PathBuf>,
     /// Continue the run in -output, skipping the steps its summary.json holds
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     resume: bool,
     /// Do not connect to each step's targets before it sends (as `check_targets = false`
     /// in the plan's [load])
-    #[arg(long)]
+    #[arg(help_heading = "Targets", long)]
     no_check_targets: bool,
+    // Over the plan's [load] and every [[load.scenario]]; the folder's plan.toml says so.
+    #[command(flatten)]
+    request: RequestArgs,
     #[command(flatten)]
     watch: WatchArgs,
     #[command(flatten)]
@@ -81,6 +85,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.no_check_targets {
         plan.load.check_targets = false;
     }
+    plan.apply_flags(&args.request.fields(), &args.request.words())?;
     let label = format!("plan {}", args.plan.display());
     let output = args.output.clone();
     run_checked(plan, output, args.resume, &args.watch, &args.ci, &label)

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use lab::Plan;
 
+use crate::request_args::RequestArgs;
 use crate::watch::WatchArgs;
 
 /// What `-slo` accepts, for its errors and its help.
@@ -53,56 +54,75 @@ pub struct SearchArgs {
     urls: Vec<String>,
     /// A bound every step must hold (repeatable): p50, p90, p95, p99, p99.9, max or
     /// mean < DURATION; success > PERCENT; lag < DURATION [default: success > 99%]
-    #[arg(long, value_name = "EXPR")]
+    #[arg(help_heading = "Load model", long, value_name = "EXPR")]
     slo: Vec<String>,
     /// Never probe above this rate, requests per second
-    #[arg(long, value_name = "RATE", default_value_t = 100_000.0)]
+    #[arg(
+        help_heading = "Load model",
+        long,
+        value_name = "RATE",
+        default_value_t = 100_000.0
+    )]
     max_rate: f64,
     /// The first probe's rate, requests per second [default: 100, or -max-rate if lower]
-    #[arg(long, value_name = "RATE")]
+    #[arg(help_heading = "Load model", long, value_name = "RATE")]
     start_rate: Option<f64>,
     /// Stop bisecting when the failing rate is within this share above the passing one
-    #[arg(long, value_name = "SHARE", default_value_t = 0.02)]
+    #[arg(
+        help_heading = "Load model",
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.02
+    )]
     precision: f64,
     /// Measured time per step, after the warm-up
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    #[arg(
+        help_heading = "Load model",
+        long,
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
     step_duration: String,
     /// Sent at the start of each step and not judged
-    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    #[arg(
+        help_heading = "Load model",
+        long,
+        value_name = "DURATION",
+        default_value = "1s"
+    )]
     warmup: String,
     /// Targets file in vegeta's http format (default: the URLs, else stdin)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     targets: Option<PathBuf>,
-    /// Request header `Key: Value`, for every target (repeatable)
-    #[arg(short = 'H', long, value_name = "HEADER")]
-    header: Vec<String>,
     /// Request body file for targets without their own
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     body: Option<PathBuf>,
-    /// Per-request timeout, connect included [default: 30s]
-    #[arg(long, value_name = "DURATION")]
-    timeout: Option<String>,
+    #[command(flatten)]
+    request: RequestArgs,
     /// Open connections per target host at most
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Protocols", long, value_name = "N")]
     connections: Option<u64>,
-    /// Requests in flight at most
-    #[arg(long, value_name = "N")]
-    max_workers: Option<u64>,
+    /// Do not connect to each target before each step sends (written into the plan as
+    /// `check_targets = false`)
+    #[arg(help_heading = "Targets", long)]
+    no_check_targets: bool,
     /// End a step early when a rule holds, e.g. "errors > 20% for 1s" (repeatable)
-    #[arg(long, value_name = "RULE")]
+    #[arg(help_heading = "Load model", long, value_name = "RULE")]
     stop_when: Vec<String>,
     /// Sample the server beside each step: host, process=NAME, prom=URL, ... (repeatable;
     /// see `loadlab monitor --help`); the summary says what ran out first
-    #[arg(long, value_name = "SPEC")]
+    #[arg(help_heading = "Monitoring", long, value_name = "SPEC")]
     monitor: Vec<String>,
     /// The plan's name [default: search-HOST]
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     name: Option<String>,
     /// The run folder [default: runs/NAME]
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     output: Option<PathBuf>,
     #[command(flatten)]
     watch: WatchArgs,
+    #[command(flatten)]
+    ci: crate::ci::CiArgs,
 }
 
 pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
@@ -122,7 +142,7 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         Some(output.clone()),
         false,
         &args.watch,
-        &crate::ci::CiArgs::default(),
+        &args.ci,
         "search",
     )?;
     // `loadlab run` will not write over this folder: the rerun needs its own.
@@ -279,11 +299,9 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
     }
     key("step_duration", quote(&args.step_duration));
     key("warmup", quote(&args.warmup));
-    if let Some(timeout) = &args.timeout {
-        key("timeout", quote(timeout));
-    }
-    if !args.header.is_empty() {
-        key("headers", quote_all(&args.header));
+    // -timeout, -H, ...: each under its declared key, as TOML writes its value.
+    for (name, value) in args.request.fields().written() {
+        key(&name, value);
     }
     if let Some(body) = &args.body {
         key(
@@ -294,8 +312,8 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
     if let Some(n) = args.connections {
         key("connections", n.to_string());
     }
-    if let Some(n) = args.max_workers {
-        key("max_workers", n.to_string());
+    if args.no_check_targets {
+        key("check_targets", "false".to_owned());
     }
     if !args.stop_when.is_empty() {
         key("stop_when", quote_all(&args.stop_when));
@@ -315,19 +333,14 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The flag each plan key comes from, for errors found by [`Plan::parse`].
-const FLAG_OF_KEY: [(&str, &str); 14] = [
+/// The flag each of the plan's own keys comes from, for errors found by
+/// [`Plan::parse`]; an attack's or a run's key (`load.timeout`) is named as
+/// [`workload::options`] declares its flag.
+const FLAG_OF_KEY: [(&str, &str); 7] = [
     ("name", "-name"),
     ("load.targets", "URL"),
-    ("load.targets_file", "-targets"),
     ("load.step_duration", "-step-duration"),
     ("load.warmup", "-warmup"),
-    ("load.timeout", "-timeout"),
-    ("load.headers", "-H"),
-    ("load.body_file", "-body"),
-    ("load.connections", "-connections"),
-    ("load.max_workers", "-max-workers"),
-    ("load.stop_when", "-stop-when"),
     ("search.start", "-start-rate"),
     ("search.max_rate", "-max-rate"),
     ("search.precision", "-precision"),
@@ -345,8 +358,12 @@ fn flag_error(err: lab::LabError) -> anyhow::Error {
         let flag = FLAG_OF_KEY
             .iter()
             .find(|(key, _)| *key == field)
-            .map(|(_, flag)| *flag)
-            .or_else(|| field.starts_with("slo.").then_some("-slo"));
+            .map(|(_, flag)| (*flag).to_owned())
+            .or_else(|| field.starts_with("slo.").then(|| "-slo".to_owned()))
+            .or_else(|| {
+                let key = field.strip_prefix("load.")?;
+                workload::options::by_key(key).map(|_| workload::options::flag_of(key))
+            });
         if let Some(flag) = flag {
             return anyhow::anyhow!("{flag}: {reason}");
         }

@@ -19,18 +19,23 @@ pub struct WatchArgs {
     /// No live view on stderr (by default: a redrawn view on a terminal, where p
     /// pauses it and q stops the run as Ctrl-C does; else a progress line every 5 s)
     // `=` required (as Go's flags for booleans): `run -quiet plan.toml` is a plan.
-    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(help_heading = "Live view", long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     quiet: bool,
     #[command(flatten)]
     prometheus: PrometheusArgs,
     /// Serve the run page (the one `loadlab plot` draws) live at ADDR, updated every
     /// second (`run`: the step running, then the next): HOST:PORT, or :PORT / PORT for
     /// loopback; port 0 picks one [without a value: 127.0.0.1:8088]
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = dashboard::DEFAULT_ADDRESS)]
+    #[arg(help_heading = "Live view", long, value_name = "ADDR", num_args = 0..=1, default_missing_value = dashboard::DEFAULT_ADDRESS)]
     dashboard: Option<String>,
     /// After the last run, keep serving the final dashboard page this long (Ctrl-C
     /// ends it sooner); 0s stops with the run, as scripts want
-    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Live view",
+        long,
+        default_value = "0s",
+        value_name = "DURATION"
+    )]
     dashboard_linger: String,
 }
 

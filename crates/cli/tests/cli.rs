@@ -2603,6 +2603,91 @@ fn shard_flags_apply_to_every_scenario_of_a_file() {
     );
 }
 
+/// Attack flags beside -scenarios apply to every scenario, over the file and its
+/// [defaults]: a shipped file's timing and address changed from the command line.
+#[test]
+fn attack_flags_apply_to_every_scenario_over_the_file() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    // Nothing listens at port 9: only -base-url makes these answer.
+    let file = dir.write(
+        "two.toml",
+        b"[defaults]\nduration = \"30s\"\n\n[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:9/a\"]\nrate = 100\n\n[[scenario]]\nname = \"b\"\ntargets = [\"GET http://127.0.0.1:9/b\"]\nconcurrency = 3\nthink_time = \"1s\"\n",
+    );
+    let output = dir.path("flags.llr");
+    let base_url = format!("http://{}", server.local_addr());
+    let attack = run(
+        &[
+            "attack",
+            "-scenarios",
+            &file,
+            "-duration=1s",
+            "-rate=20",
+            "-base-url",
+            &base_url,
+            "-quiet",
+            "-output",
+            &output,
+        ],
+        None,
+    );
+    assert!(attack.status.success(), "{}", stderr(&attack));
+    let report = ok(&run(&["report", &output], None));
+    assert_eq!(requests(&report), 40, "20 a second for 1 s, each scenario");
+    assert!(report.contains("200:40  "), "{report}");
+}
+
+/// Flags that cannot apply to every scenario are refused, naming the flag and why;
+/// a bad value a flag gave over the file is named as the flag.
+#[test]
+fn attack_flags_beside_scenarios_name_themselves() {
+    let dir = TempDir::new();
+    let file = dir.write(
+        "one.toml",
+        b"[[scenario]]\nname = \"a\"\ntargets = [\"GET http://127.0.0.1:9/a\"]\nconcurrency = 2\n",
+    );
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["-targets=t.txt"],
+            "loadlab: -targets cannot be combined with -scenarios: what a scenario sends is the file's",
+        ),
+        (
+            &["-name=x"],
+            "-name cannot be combined with -scenarios: each scenario is named in the file",
+        ),
+        (
+            &["-replay=a.log"],
+            "-replay or -replay-shape cannot be combined with -scenarios",
+        ),
+        (
+            &["-timeout=0s"],
+            "one.toml:1: scenario \"a\": -timeout: must be longer than zero",
+        ),
+        (
+            &["-rate=0"],
+            "one.toml:1: scenario \"a\": -rate: 0 runs the closed model and needs a user count",
+        ),
+    ];
+    // A flag's path is relative to where it was typed, not to the file.
+    let cwd = std::env::current_dir().unwrap().join("no_such.csv");
+    let data = format!("one.toml:1: scenario \"a\": -data {}", cwd.display());
+    let rows = [rows, &[(&["-data=no_such.csv"][..], data.as_str())]].concat();
+    for (flags, want) in &rows {
+        let args: Vec<&str> = ["attack", "-scenarios", &file, "-quiet"]
+            .iter()
+            .chain(flags.iter())
+            .copied()
+            .collect();
+        let output = run(&args, None);
+        assert_eq!(output.status.code(), Some(1), "{flags:?}");
+        assert!(
+            stderr(&output).contains(want),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // kube shard: what each pod of `loadlab kube run` runs, here on loopback.
 

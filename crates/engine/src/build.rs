@@ -77,7 +77,7 @@ fn replay_pace(
     settings: &mut AttackSettings,
     origin: &Origin,
 ) -> Result<Paced, EngineError> {
-    let fail = |field: &str, reason: &str| Err(EngineError::Targets(origin.error(field, reason)));
+    let fail = |field: &str, reason: String| Err(EngineError::Targets(origin.error(field, reason)));
     let shape_only = replay.shape_only == Some(true);
     let pacing = [
         ("rate", fields.rate.is_some()),
@@ -87,21 +87,30 @@ fn replay_pace(
     if let Some((field, _)) = pacing.iter().find(|(_, set)| *set) {
         return fail(
             field,
-            "a replay takes its pace from the logs: leave it out (-speed changes the pace)",
+            format!(
+                "a replay takes its pace from the logs: leave it out ({} changes the pace)",
+                origin.spelled("replay.speed")
+            ),
         );
     }
     if !shape_only
         && (fields.targets.is_some() || fields.targets_file.is_some() || fields.step.is_some())
     {
+        let shape = match origin.place {
+            None => "-replay-shape",
+            Some(_) => "replay.shape_only = true",
+        };
         return fail(
             "targets",
-            "a replay sends the logged requests: give no targets (-replay-shape drives targets or a flow with the logs' shape)",
+            format!(
+                "a replay sends the logged requests: give no targets ({shape} drives targets or a flow with the logs' shape)"
+            ),
         );
     }
     if replay.repeat == Some(true) && settings.plan.duration_ns.is_none() {
         let reason = "needs a duration (how long to keep replaying)".to_owned();
         return Err(EngineError::Targets(replay::field_error(
-            origin, "repeat", reason,
+            origin, "loop", reason,
         )));
     }
     let surveyed = Replay::survey(

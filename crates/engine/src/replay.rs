@@ -46,19 +46,7 @@ fn with_causes(err: &dyn std::error::Error) -> String {
 /// An error in a replay field, named as the user wrote it: a flag (`-speed`,
 /// `-replay-path`) or a key of a scenario's `[scenario.replay]` (`replay.speed`).
 pub(crate) fn field_error(origin: &Origin, field: &str, reason: String) -> WorkloadError {
-    if origin.place.is_some() {
-        return origin.error(&format!("replay.{field}"), reason);
-    }
-    let flag = match field {
-        "files" => "replay",
-        "path" => "replay_path",
-        "methods" => "replay_method",
-        "statuses" => "replay_status",
-        "hosts" => "replay_host",
-        "repeat" => "loop",
-        other => other,
-    };
-    origin.error(flag, reason)
+    origin.error(&format!("replay.{field}"), reason)
 }
 
 /// A replay, checked and surveyed.

@@ -40,6 +40,7 @@ mod flow;
 mod har;
 mod json_path;
 mod lines;
+pub mod options;
 mod plan;
 mod rng;
 mod run_settings;

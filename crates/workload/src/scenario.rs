@@ -139,6 +139,16 @@ struct RawFile {
 impl ScenarioFile {
     /// Parses and checks a scenario file's text; errors name `source_name` and the line.
     pub fn parse(text: &str, source_name: &str) -> Result<ScenarioFile, WorkloadError> {
+        ScenarioFile::parse_under(text, source_name, &AttackFields::default())
+    }
+
+    /// [`ScenarioFile::parse`], with `flags` (`attack`'s, given beside `-scenarios`)
+    /// over every scenario ([`AttackFields::layered`]).
+    pub fn parse_under(
+        text: &str,
+        source_name: &str,
+        flags: &AttackFields,
+    ) -> Result<ScenarioFile, WorkloadError> {
         let line_of =
             |offset: usize| text[..offset.min(text.len())].matches('\n').count() as u64 + 1;
         let fail = |offset: usize, reason: String| WorkloadError::Target {
@@ -169,8 +179,8 @@ impl ScenarioFile {
             for step in fields.step.iter_mut().flatten() {
                 step.line = step_lines.next();
             }
-            let fields = fields.or(&defaults);
-            check(&fields).map_err(|reason| fail(offset, reason))?;
+            let fields = AttackFields::layered(&[flags, &fields, &defaults]);
+            check(&fields, flags).map_err(|reason| fail(offset, reason))?;
             let name = fields.name.clone().unwrap_or_default();
             if scenarios
                 .iter()
@@ -234,43 +244,91 @@ fn step_header_lines(text: &str) -> Vec<u64> {
 }
 
 impl AttackFields {
-    /// These fields, with `defaults`' filled in where these give none (the name and
-    /// the base URL are never defaults).
-    pub fn or(self, defaults: &AttackFields) -> AttackFields {
-        let d = defaults.clone();
-        AttackFields {
-            name: self.name,
-            targets: self.targets.or(d.targets),
-            targets_file: self.targets_file.or(d.targets_file),
-            format: self.format.or(d.format),
-            lazy: self.lazy.or(d.lazy),
-            rate: self.rate.or(d.rate),
-            schedule: self.schedule.or(d.schedule),
-            concurrency: self.concurrency.or(d.concurrency),
-            think_time: self.think_time.or(d.think_time),
-            duration: self.duration.or(d.duration),
-            max_requests: self.max_requests.or(d.max_requests),
-            timeout: self.timeout.or(d.timeout),
-            headers: self.headers.or(d.headers),
-            body_file: self.body_file.or(d.body_file),
-            data: self.data.or(d.data),
-            data_order: self.data_order.or(d.data_order),
-            keepalive: self.keepalive.or(d.keepalive),
-            redirects: self.redirects.or(d.redirects),
-            max_workers: self.max_workers.or(d.max_workers),
-            max_body: self.max_body.or(d.max_body),
-            step: self.step.or(d.step),
-            checks_fail_requests: self.checks_fail_requests.or(d.checks_fail_requests),
-            cookies: self.cookies.or(d.cookies),
-            check_body_limit: self.check_body_limit.or(d.check_body_limit),
-            replay: self.replay.or(d.replay),
-            base_url: self.base_url,
+    /// The one precedence rule of an attack's options, highest first: `attack`'s flags,
+    /// a scenario's own keys, then `[defaults]` (for a plan's background scenarios,
+    /// `[load]`'s request options); what no layer gives is built in
+    /// ([`crate::defaults`], filled in by [`AttackFields::settings`]). The pace is one
+    /// option: a layer that gives a rate, a schedule or a user count replaces the whole
+    /// pace of the layers under it (and their think time, unless it gives users).
+    pub fn layered(layers: &[&AttackFields]) -> AttackFields {
+        layers
+            .iter()
+            .rev()
+            .fold(AttackFields::default(), |under, over| over.over(under))
+    }
+
+    /// These fields, with `under`'s filled in where these give none.
+    fn over(&self, mut under: AttackFields) -> AttackFields {
+        if self.rate.is_some() || self.schedule.is_some() || self.concurrency.is_some() {
+            under.rate = None;
+            under.schedule = None;
+            under.concurrency = None;
+            if self.concurrency.is_none() {
+                under.think_time = None;
+            }
         }
+        let o = self.clone();
+        AttackFields {
+            name: o.name.or(under.name),
+            targets: o.targets.or(under.targets),
+            targets_file: o.targets_file.or(under.targets_file),
+            format: o.format.or(under.format),
+            lazy: o.lazy.or(under.lazy),
+            rate: o.rate.or(under.rate),
+            schedule: o.schedule.or(under.schedule),
+            concurrency: o.concurrency.or(under.concurrency),
+            think_time: o.think_time.or(under.think_time),
+            duration: o.duration.or(under.duration),
+            max_requests: o.max_requests.or(under.max_requests),
+            timeout: o.timeout.or(under.timeout),
+            headers: o.headers.or(under.headers),
+            body_file: o.body_file.or(under.body_file),
+            data: o.data.or(under.data),
+            data_order: o.data_order.or(under.data_order),
+            keepalive: o.keepalive.or(under.keepalive),
+            redirects: o.redirects.or(under.redirects),
+            max_workers: o.max_workers.or(under.max_workers),
+            max_body: o.max_body.or(under.max_body),
+            step: o.step.or(under.step),
+            checks_fail_requests: o.checks_fail_requests.or(under.checks_fail_requests),
+            cookies: o.cookies.or(under.cookies),
+            check_body_limit: o.check_body_limit.or(under.check_body_limit),
+            replay: o.replay.or(under.replay),
+            base_url: o.base_url.or(under.base_url),
+        }
+    }
+
+    /// The keys these fields give, as a scenario table writes them (`replay` for a
+    /// replay), and `base_url`.
+    pub fn given_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.written().into_iter().map(|(key, _)| key).collect();
+        if self.base_url.is_some() {
+            keys.push("base_url".to_owned());
+        }
+        keys
+    }
+
+    /// Each key these fields give with its value as TOML writes it (`timeout`,
+    /// `"5s"`), for a plan's text; `base_url` is not a scenario key.
+    pub fn written(&self) -> Vec<(String, String)> {
+        toml::Table::try_from(self)
+            .map(|table| {
+                table
+                    .into_iter()
+                    .map(|(key, value)| (key, value.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
-/// Combinations that cannot mean anything.
-fn check(fields: &AttackFields) -> Result<(), String> {
+/// Combinations that cannot mean anything; a key that `flags` gave is named as its flag.
+fn check(fields: &AttackFields, flags: &AttackFields) -> Result<(), String> {
+    let given = flags.given_keys();
+    let spell = |key: &str| match given.iter().any(|k| k == key) {
+        true => crate::options::flag_of(key),
+        false => key.to_owned(),
+    };
     let name = fields.name.as_deref().ok_or("a scenario needs a name")?;
     let named = |reason: &str| format!("scenario {name:?}: {reason}");
     if name.trim().is_empty() {
@@ -324,13 +382,18 @@ fn check(fields: &AttackFields) -> Result<(), String> {
         return Err(named("give one of rate, schedule or concurrency"));
     }
     if fields.think_time.is_some() && fields.concurrency.is_none() {
-        return Err(named("think_time needs concurrency (the closed model)"));
+        return Err(named(&format!(
+            "{} needs concurrency (the closed model)",
+            spell("think_time")
+        )));
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     const INCIDENT: &str = r#"
@@ -375,6 +438,118 @@ timeout = "2s"
                 news.duration.as_deref()
             ),
             (Some("1"), Some("2s"), Some("5m"))
+        );
+    }
+
+    /// The one precedence rule, row by row: flag > scenario > `[defaults]` > built-in,
+    /// the pace taken whole from the highest layer that gives one.
+    #[test]
+    fn flags_over_scenario_over_defaults_over_built_in() {
+        use crate::{Origin, Pacing, Schedule, defaults};
+        let open = |per_sec: f64| Pacing::Open(Schedule::constant(per_sec));
+        let closed = |users: f64, think_ms: u64| Pacing::Closed {
+            users: Schedule::constant(users),
+            think_ns: think_ms * 1_000_000,
+        };
+        // (flags, the scenario's keys, [defaults]' keys, the timeout and pace wanted)
+        let rows: &[(&str, &str, &str, Duration, Pacing)] = &[
+            (
+                "",
+                "",
+                "",
+                defaults::TIMEOUT,
+                open(defaults::RATE.per_sec()),
+            ),
+            ("", "", "timeout = \"3s\"", secs(3), open(50.0)),
+            (
+                "",
+                "timeout = \"2s\"",
+                "timeout = \"3s\"",
+                secs(2),
+                open(50.0),
+            ),
+            (
+                "timeout = \"1s\"",
+                "timeout = \"2s\"",
+                "timeout = \"3s\"",
+                secs(1),
+                open(50.0),
+            ),
+            (
+                "timeout = \"1s\"",
+                "",
+                "timeout = \"3s\"",
+                secs(1),
+                open(50.0),
+            ),
+            ("", "", "rate = 7", defaults::TIMEOUT, open(7.0)),
+            ("", "rate = 8", "rate = 7", defaults::TIMEOUT, open(8.0)),
+            (
+                "rate = 9",
+                "rate = 8",
+                "rate = 7",
+                defaults::TIMEOUT,
+                open(9.0),
+            ),
+            // A layer's pace replaces the whole pace under it.
+            (
+                "",
+                "concurrency = 3",
+                "rate = 7",
+                defaults::TIMEOUT,
+                closed(3.0, 0),
+            ),
+            (
+                "rate = 9",
+                "concurrency = 3\nthink_time = \"1s\"",
+                "",
+                defaults::TIMEOUT,
+                open(9.0),
+            ),
+            (
+                "concurrency = 2",
+                "concurrency = 3\nthink_time = \"1s\"",
+                "",
+                defaults::TIMEOUT,
+                closed(2.0, 1000),
+            ),
+            (
+                "think_time = \"2s\"",
+                "concurrency = 3\nthink_time = \"1s\"",
+                "",
+                defaults::TIMEOUT,
+                closed(3.0, 2000),
+            ),
+        ];
+        for (flags, scenario, defaults, timeout, pacing) in rows {
+            let text = format!(
+                "[defaults]\n{defaults}\n[[scenario]]\nname = \"a\"\ntargets = [\"GET http://h/\"]\n{scenario}\n"
+            );
+            let flags: AttackFields = toml::from_str(flags).unwrap();
+            let file = ScenarioFile::parse_under(&text, "s.toml", &flags).unwrap();
+            let settings = file.scenarios[0].1.settings(&Origin::flags()).unwrap();
+            let row = (flags, scenario, defaults);
+            assert_eq!(settings.timeout, *timeout, "{row:?}");
+            assert_eq!(settings.plan.pacing, *pacing, "{row:?}");
+        }
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    /// A file's mistake that a flag made is named as the flag.
+    #[test]
+    fn names_a_flag_given_over_the_file_as_the_flag() {
+        let text = "[[scenario]]\nname = \"a\"\ntargets = [\"GET http://h/\"]\nrate = 5\n";
+        let flags = AttackFields {
+            think_time: Some("1s".to_owned()),
+            ..AttackFields::default()
+        };
+        let err = ScenarioFile::parse_under(text, "s.toml", &flags).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "s.toml:1: scenario \"a\": -think-time needs concurrency (the closed model)"
         );
     }
 

@@ -4,7 +4,7 @@
 //! `scenarios.toml:12: scenario "search": rate: ...` for a file. Reading targets and
 //! data files (I/O) is the caller's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ pub struct Origin {
     /// Fields written somewhere else than `place` says (a plan key on its own line, a
     /// variant's own targets): their whole label.
     pub field_labels: BTreeMap<String, String>,
+    /// Fields of a file's table that a flag set over it (`attack -scenarios F
+    /// -duration 10s`): named as the flag.
+    pub from_flags: BTreeSet<String>,
 }
 
 /// The format of a targets file.
@@ -86,6 +89,7 @@ impl Origin {
             place: Some(place),
             base_dir: base_dir.to_owned(),
             field_labels: BTreeMap::new(),
+            from_flags: BTreeSet::new(),
         }
     }
 
@@ -95,24 +99,34 @@ impl Origin {
         Origin::file(format!("{file}:{line}: scenario {name:?}: "), base_dir)
     }
 
-    /// How to name `field` (an [`AttackFields`] or [`crate::RunFields`] field name)
-    /// in an error.
+    /// How to name `field` (an [`AttackFields`] or [`crate::RunFields`] key) in an
+    /// error: `-header`, `s.toml:12: scenario "search": headers`.
     pub fn label(&self, field: &str) -> String {
         if let Some(label) = self.field_labels.get(field) {
             return label.clone();
         }
         match &self.place {
-            None => {
-                // The few fields whose flag is spelled differently (vegeta's names).
-                let flag = match field {
-                    "headers" => "header",
-                    "body_file" => "body",
-                    "targets_file" => "targets",
-                    other => other,
-                };
-                format!("-{}", flag.replace('_', "-"))
-            }
-            Some(place) => format!("{place}{field}"),
+            None => crate::options::flag_of(field),
+            // A flag over a file's table: the flag, and the table it failed in.
+            Some(place) => format!("{place}{}", self.spelled(field)),
+        }
+    }
+
+    /// How to name `field` inside a message about another: `-rate` for a flag, `rate`
+    /// for a key.
+    pub fn spelled(&self, field: &str) -> String {
+        if self.place.is_none() || self.from_flags.contains(field) {
+            crate::options::flag_of(field)
+        } else {
+            field.to_owned()
+        }
+    }
+
+    /// `field` given `value`, as the user would write it: `-rate=100`, `rate = 100`.
+    pub fn written(&self, field: &str, value: &str) -> String {
+        match self.spelled(field) {
+            flag if flag.starts_with('-') => format!("{flag}={value}"),
+            key => format!("{key} = {value}"),
         }
     }
 
@@ -267,14 +281,22 @@ impl AttackFields {
         if self.think_time.is_some() && concurrency.is_none() && !self.rate_is_zero() {
             return Err(fail(
                 "think_time",
-                &"the think time belongs to the closed model; give -concurrency too",
+                &format!(
+                    "the think time belongs to the closed model; give {} too",
+                    origin.spelled("concurrency")
+                ),
             ));
         }
         if let Some(schedule) = &self.schedule {
             if concurrency.is_some() || self.rate.is_some() {
                 return Err(fail(
                     "schedule",
-                    &"give one of -rate, -schedule or -concurrency",
+                    &format!(
+                        "give one of {}, {} or {}",
+                        origin.spelled("rate"),
+                        origin.spelled("schedule"),
+                        origin.spelled("concurrency")
+                    ),
                 ));
             }
             return Ok(Pacing::Open(
@@ -293,12 +315,14 @@ impl AttackFields {
                 return Err(fail(
                     "concurrency",
                     &format!(
-                        "-concurrency runs the closed model; it cannot be combined with -rate={given}"
+                        "{} runs the closed model; it cannot be combined with {}",
+                        origin.spelled("concurrency"),
+                        origin.written("rate", given)
                     ),
                 ));
             }
             (None, true, Some(users)) if users > 0 => users.to_string(),
-            (None, true, _) => return Err(fail("rate", &closed_without_users(given))),
+            (None, true, _) => return Err(fail("rate", &closed_without_users(given, origin))),
             (None, false, _) => return Ok(Pacing::Open(Schedule::constant(rate.per_sec()))),
         };
         let users = user_schedule(&users).map_err(|e| fail("concurrency", &e))?;
@@ -313,7 +337,7 @@ impl AttackFields {
 }
 
 /// The rate `given` (`0`, `inf`, `infinity`) asks for the closed model without users.
-fn closed_without_users(given: &str) -> String {
+fn closed_without_users(given: &str, origin: &Origin) -> String {
     // vegeta spells "no pacing" as 0 or infinity; say that `inf` was read so.
     let meaning = if given.to_ascii_lowercase().starts_with("inf") {
         " (read as 0: no pacing, as in vegeta)"
@@ -321,7 +345,9 @@ fn closed_without_users(given: &str) -> String {
         ""
     };
     format!(
-        "{given}{meaning} runs the closed model and needs a user count: give -concurrency=N (or -max-workers=N)"
+        "{given}{meaning} runs the closed model and needs a user count: give {} (or {})",
+        origin.written("concurrency", "N"),
+        origin.written("max_workers", "N")
     )
 }
 
@@ -517,6 +543,14 @@ mod tests {
             "plan.toml:24: load.timeout".to_owned(),
         );
         assert_eq!(plan.label("headers"), "plan.toml:20: load.headers");
+        // A flag given over a file's table: the flag, in the table it failed in.
+        let mut over = Origin::scenario("s.toml", 3, "search", Path::new(""));
+        over.from_flags.insert("rate".to_owned());
+        assert_eq!(over.label("rate"), "s.toml:3: scenario \"search\": -rate");
+        assert_eq!(
+            (over.written("rate", "5"), over.written("concurrency", "N")),
+            ("-rate=5".to_owned(), "concurrency = N".to_owned())
+        );
         assert_eq!(plan.label("timeout"), "plan.toml:24: load.timeout");
     }
 }

@@ -88,6 +88,17 @@ fn flags_become_the_plan_a_user_would_write() {
     assert_eq!(plan.slo.generator.max_lag_p99_ns, 25_000_000);
     assert_eq!(plan.search.config.max_per_sec, 5000.0);
     assert_eq!(plan.search.config.start_per_sec, 100.0);
+    assert!(
+        plan.load.check_targets,
+        "a search checks its targets unless told"
+    );
+}
+
+#[test]
+fn no_check_targets_is_written_into_the_plan() {
+    let (text, plan) = plan_of(&["http://127.0.0.1:8080/", "--no-check-targets"]);
+    assert!(!plan.load.check_targets, "{text}");
+    assert!(text.contains("check_targets = false"), "{text}");
 }
 
 /// The run folder's plan.toml is the text, redacted: it parses to the same plan.
@@ -232,7 +243,7 @@ fn plan_errors_name_the_flag() {
             &["--stop-when", "bogus"],
             "-stop-when: invalid stop rule \"bogus\"",
         ),
-        (&["-H", "nocolon"], "-H: bad header \"nocolon\""),
+        (&["-H", "nocolon"], "-header: bad header \"nocolon\""),
         (
             &["--start-rate", "500", "--max-rate", "100"],
             "-max-rate: must be above min and at least start",

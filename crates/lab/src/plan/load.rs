@@ -11,29 +11,15 @@ use std::time::Duration;
 use analysis::GeneratorHealth;
 use serde::de::DeserializeOwned;
 use toml::Spanned;
+use workload::options::InPlan;
 use workload::{AttackFields, Origin, RunFields, TextOrNumber};
 
-use super::model::{Load, Mode, Scenario, Steps};
+use super::model::{Load, Mode, Plan, Scenario, Steps};
 use super::slo::slo;
 use super::syntax::{RawLoad, RawScenario, RawSlo, Spot};
 use crate::LabError;
 
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
-
-/// Attack keys a step sets itself, refused in `[load]` with what to write instead.
-const SET_BY_STEPS: [(&str, &str); 5] = [
-    ("name", "each step's attack is named after its variant"),
-    ("rate", "give the steps' rates as rates = [...]"),
-    (
-        "concurrency",
-        "give the steps' user counts as users = [...]",
-    ),
-    ("duration", "give step_duration (and warmup)"),
-    (
-        "max_requests",
-        "a step runs for its duration: give step_duration",
-    ),
-];
 
 /// Attack keys a background scenario cannot take: it runs each step's whole length at
 /// its own fixed `rate`.
@@ -47,6 +33,18 @@ const SET_BY_STEP_LENGTH: [(&str, &str); 5] = {
         ("max_requests", WHY),
     ]
 };
+
+/// Attack keys a step sets itself, refused in `[load]` with what to write instead
+/// (their declarations say which, [`workload::options`]).
+fn set_by_steps() -> Vec<(&'static str, &'static str)> {
+    workload::options::OPTIONS
+        .iter()
+        .filter_map(|option| match option.in_plan {
+            InPlan::SetBySteps(why) => Some((option.key?, why)),
+            InPlan::Key => None,
+        })
+        .collect()
+}
 
 pub(super) fn load(
     spot: &Spot<'_>,
@@ -63,16 +61,9 @@ pub(super) fn load(
         return Err(spot.err(offset, "load.step_duration", "must be longer than zero"));
     }
     let mut table = Table::new(spot, raw.span(), "load.", base_dir);
-    let (attack, run) = table.split(&r.fields, &SET_BY_STEPS)?;
+    let (attack, run) = table.split(&r.fields, &set_by_steps())?;
     let settings = run.settings(&table.origin)?;
-    // Each step gives its offer; whatever else is wrong fails now, not at a step.
-    let mut probe = attack.clone();
-    match &steps {
-        Steps::Rates(_) => probe.rate = Some(TextOrNumber::Integer(1)),
-        Steps::Users(_) => probe.concurrency = Some(TextOrNumber::Integer(1)),
-        Steps::Schedule(schedule) => probe.schedule = Some(schedule.clone()),
-    }
-    probe.settings(&table.origin)?;
+    check_attack(&steps, &attack, &table.origin)?;
     Ok(Load {
         steps,
         step_duration,
@@ -88,6 +79,56 @@ pub(super) fn load(
         scenarios: Vec::new(),
         shards: None,
     })
+}
+
+/// `[load]`'s attack keys, checked with the offer each step gives: whatever is wrong
+/// fails now, not at a step.
+fn check_attack(steps: &Steps, attack: &AttackFields, origin: &Origin) -> Result<(), LabError> {
+    let mut probe = attack.clone();
+    match steps {
+        Steps::Rates(_) => probe.rate = Some(TextOrNumber::Integer(1)),
+        Steps::Users(_) => probe.concurrency = Some(TextOrNumber::Integer(1)),
+        Steps::Schedule(schedule) => probe.schedule = Some(schedule.clone()),
+    }
+    probe.settings(origin)?;
+    Ok(())
+}
+
+impl Plan {
+    /// `run`'s request flags (`-timeout`, `-H`, ...) over `[load]` and every background
+    /// scenario, by the one precedence rule ([`AttackFields::layered`]), checked again
+    /// (an error names the flag); `words`, the flags as given, head the plan's text
+    /// (the run folder's plan.toml) in a comment, so the copy says what ran.
+    pub fn apply_flags(&mut self, flags: &AttackFields, words: &str) -> Result<(), LabError> {
+        let given = flags.given_keys();
+        if given.is_empty() {
+            return Ok(());
+        }
+        let load = &mut self.load;
+        load.attack = AttackFields::layered(&[flags, &load.attack]);
+        name_as_flags(&mut load.attack_origin, &given);
+        check_attack(&load.steps, &load.attack, &load.attack_origin)?;
+        for scenario in &mut load.scenarios {
+            scenario.attack = AttackFields::layered(&[flags, &scenario.attack]);
+            name_as_flags(&mut scenario.origin, &given);
+            scenario.attack.settings(&scenario.origin)?;
+        }
+        self.text = format!(
+            "# Run as `loadlab run THIS_FILE {words}`: the flags override [load] and every\n\
+             # [[load.scenario]] below.\n{}",
+            self.text
+        );
+        Ok(())
+    }
+}
+
+/// Errors about `keys` name the flags that gave them (`-timeout: ...`).
+fn name_as_flags(origin: &mut Origin, keys: &[String]) {
+    for key in keys {
+        origin.from_flags.insert(key.clone());
+        let flag = workload::options::flag_of(key);
+        origin.field_labels.insert(key.clone(), flag);
+    }
 }
 
 /// `rates`, `users` or `schedule`: at most one.
@@ -208,12 +249,14 @@ pub(super) fn scenarios(
                 ));
             }
         }
-        let attack = AttackFields {
-            name: Some(name.clone()),
-            rate: Some(rate),
-            ..fields
-        }
-        .or(&request_options(&load.attack));
+        let attack = AttackFields::layered(&[
+            &AttackFields {
+                name: Some(name.clone()),
+                rate: Some(rate),
+                ..fields
+            },
+            &request_options(&load.attack),
+        ]);
         attack.settings(&table.origin)?;
         let slo = r
             .slo

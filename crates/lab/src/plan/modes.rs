@@ -1,11 +1,75 @@
-//! `[search]` and `[matrix]`: how a search probes and which axes a matrix crosses.
+//! `[search]` and `[matrix]`: how a search probes and which axes a matrix crosses;
+//! and the keys a mode would ignore, refused.
 
 use analysis::SearchConfig;
 use toml::Spanned;
 
-use super::model::{Matrix, SearchSettings};
-use super::syntax::{RawMatrix, RawSearch, Spot};
+use super::model::{Matrix, Mode, SearchSettings};
+use super::syntax::{RawMatrix, RawPlan, RawSearch, Spot};
 use crate::LabError;
+
+/// A key or table the plan's mode would ignore is an error naming it and the mode:
+/// what a plan says is what runs.
+pub(super) fn ignored_by_mode(spot: &Spot<'_>, raw: &RawPlan, mode: Mode) -> Result<(), LabError> {
+    const AXIS: &str = "the [matrix] rate axis sets each cell's rate";
+    let load = raw.load.get_ref();
+    let at = |span: Option<std::ops::Range<usize>>| span.map(|s| s.start);
+    let rate_axis = raw
+        .matrix
+        .as_ref()
+        .is_some_and(|m| m.get_ref().axes.get_ref().contains_key("rate"));
+    let matrix_with_axis = mode == Mode::Matrix && rate_axis;
+    // (the key, where it is written if it is, whether the mode ignores it, why)
+    let rows = [
+        (
+            "load.rates",
+            at(load.rates.as_ref().map(Spanned::span)),
+            mode == Mode::Search,
+            "the [search] table sets the rates a search probes (start, max_rate)",
+        ),
+        (
+            "load.rates",
+            at(load.rates.as_ref().map(Spanned::span)),
+            matrix_with_axis,
+            AXIS,
+        ),
+        (
+            "load.users",
+            at(load.users.as_ref().map(Spanned::span)),
+            matrix_with_axis,
+            AXIS,
+        ),
+        (
+            "load.schedule",
+            at(load.schedule.as_ref().map(Spanned::span)),
+            matrix_with_axis,
+            AXIS,
+        ),
+        (
+            "search",
+            at(raw.search.as_ref().map(Spanned::span)),
+            mode != Mode::Search,
+            "only a search probes: [search] is for mode = \"search\"",
+        ),
+        (
+            "matrix",
+            at(raw.matrix.as_ref().map(Spanned::span)),
+            mode != Mode::Matrix,
+            "only a matrix crosses axes: [matrix] is for mode = \"matrix\"",
+        ),
+    ];
+    match rows
+        .iter()
+        .find(|(_, at, ignored, _)| at.is_some() && *ignored)
+    {
+        Some((key, at, _, why)) => Err(spot.err(
+            at.unwrap_or_default(),
+            key,
+            format!("mode = {:?} ignores it: {why}", mode.word()),
+        )),
+        None => Ok(()),
+    }
+}
 
 pub(super) fn search(spot: &Spot<'_>, raw: Option<&RawSearch>) -> Result<SearchSettings, LabError> {
     let mut config = SearchConfig::default();

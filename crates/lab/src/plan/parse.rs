@@ -5,9 +5,11 @@
 
 use std::path::Path;
 
+use toml::Spanned;
+
 use super::load::{check_steps, load, scenarios};
 use super::model::{Matrix, Mode, Plan, Steps};
-use super::modes::{matrix, search};
+use super::modes::{ignored_by_mode, matrix, search};
 use super::shards::sharding;
 use super::slo::slo;
 use super::syntax::{RawPlan, Spot, field_of, key_at};
@@ -55,6 +57,7 @@ impl Plan {
                 ));
             }
         };
+        ignored_by_mode(&spot, &raw, mode)?;
         let slo = slo(&spot, raw.slo.as_ref(), "slo")?;
         let mut load = load(&spot, &raw.load, base_dir)?;
         load.scenarios = scenarios(&spot, &raw.load, &load, &slo.generator, base_dir)?;
@@ -108,7 +111,7 @@ impl Plan {
             variants,
             load,
             slo,
-            search: search(&spot, raw.search.as_ref())?,
+            search: search(&spot, raw.search.as_ref().map(Spanned::get_ref))?,
             matrix,
             hook_values: Vec::new(),
         })

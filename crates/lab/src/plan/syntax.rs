@@ -22,7 +22,7 @@ pub(super) struct RawPlan {
     pub variants: Vec<Spanned<RawVariant>>,
     pub load: Spanned<RawLoad>,
     pub slo: Option<RawSlo>,
-    pub search: Option<RawSearch>,
+    pub search: Option<Spanned<RawSearch>>,
     pub matrix: Option<Spanned<RawMatrix>>,
 }
 

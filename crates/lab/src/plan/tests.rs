@@ -174,6 +174,67 @@ max_rate = 100000
         }
     }
 
+    /// A key or table the mode would ignore fails, naming it, its line and the mode.
+    #[test]
+    fn what_a_mode_ignores_is_an_error() {
+        const SEARCH: &str = "[search]\nmax_rate = 100\n";
+        const REPLICAS: &str = "[matrix]\naxes = { replicas = [1] }\n";
+        const RATE_AXIS: &str = "[matrix]\naxes = { rate = [1, 2] }\n";
+        const BARE: &str = "[load]\ntargets = [\"GET http://h/\"]\n";
+        assert_each_fails([
+            (
+                "rates in a search",
+                format!("mode = \"search\"\n{VARIANT}{TARGETS}"),
+                "p.toml:6: load.rates: mode = \"search\" ignores it: the [search] table sets the rates",
+            ),
+            (
+                "[search] in a sweep",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}{SEARCH}"),
+                "p.toml:7: search: mode = \"sweep\" ignores it: only a search probes",
+            ),
+            (
+                "[search] in a matrix",
+                format!("mode = \"matrix\"\n{VARIANT}{TARGETS}{REPLICAS}{SEARCH}"),
+                "p.toml:9: search: mode = \"matrix\" ignores it",
+            ),
+            (
+                "[matrix] in a sweep",
+                format!("mode = \"sweep\"\n{VARIANT}{TARGETS}{REPLICAS}"),
+                "p.toml:7: matrix: mode = \"sweep\" ignores it: only a matrix crosses axes",
+            ),
+            (
+                "[matrix] in a search",
+                format!("mode = \"search\"\n{VARIANT}{BARE}{REPLICAS}"),
+                "p.toml:6: matrix: mode = \"search\" ignores it",
+            ),
+            (
+                "rates beside a rate axis",
+                format!("mode = \"matrix\"\n{VARIANT}{TARGETS}{RATE_AXIS}"),
+                "p.toml:6: load.rates: mode = \"matrix\" ignores it: the [matrix] rate axis",
+            ),
+            (
+                "users beside a rate axis",
+                format!("mode = \"matrix\"\n{VARIANT}{BARE}users = [1]\n{RATE_AXIS}"),
+                "p.toml:6: load.users: mode = \"matrix\" ignores it",
+            ),
+            (
+                "a schedule beside a rate axis",
+                format!(
+                    "mode = \"matrix\"\n{VARIANT}{BARE}schedule = \"const(5, 1s)\"\n{RATE_AXIS}"
+                ),
+                "p.toml:6: load.schedule: mode = \"matrix\" ignores it",
+            ),
+        ]);
+        // What each mode reads, it takes.
+        for text in [
+            format!("mode = \"search\"\n{VARIANT}{BARE}{SEARCH}"),
+            format!("mode = \"matrix\"\n{VARIANT}{BARE}{RATE_AXIS}"),
+            format!("mode = \"matrix\"\n{VARIANT}{TARGETS}{REPLICAS}"),
+        ] {
+            parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+
     #[test]
     fn bad_plans_name_the_line_and_field() {
         let rows: [(&str, String, &str); 26] = [
@@ -473,6 +534,41 @@ mod scenarios {
         assert_eq!(home.attack.targets_file.as_deref(), Some("home.txt"));
         assert!(home.slo.is_none());
         assert!(parse(HEAD).expect("no scenarios").load.scenarios.is_empty());
+    }
+
+    /// `run`'s request flags override `[load]` and every background scenario, by the
+    /// same rule as `attack -scenarios`; a bad one is named as the flag.
+    #[test]
+    fn run_flags_override_load_and_every_scenario() {
+        let text = format!(
+            "{HEAD}[[load.scenario]]\nname = \"news\"\ntargets = [\"GET http://h/news\"]\nrate = 1\ntimeout = \"9s\"\n"
+        );
+        let flags = |timeout: &str| workload::AttackFields {
+            timeout: Some(timeout.to_owned()),
+            ..workload::AttackFields::default()
+        };
+        let mut plan = parse(&text).unwrap();
+        plan.apply_flags(&flags("1s"), "-timeout=1s").unwrap();
+        assert_eq!(plan.load.attack.timeout.as_deref(), Some("1s"));
+        assert_eq!(plan.load.scenarios[0].attack.timeout.as_deref(), Some("1s"));
+        // What the flags do not give stays the plan's.
+        assert_eq!(
+            plan.load.attack.headers,
+            Some(vec!["X-Run: lab".to_owned()])
+        );
+        assert!(
+            plan.text
+                .starts_with("# Run as `loadlab run THIS_FILE -timeout=1s`"),
+            "{}",
+            plan.text
+        );
+        let mut plan = parse(&text).unwrap();
+        let err = plan.apply_flags(&flags("0s"), "-timeout=0s").unwrap_err();
+        assert_eq!(err.to_string(), "-timeout: must be longer than zero");
+        let mut plan = parse(&text).unwrap();
+        plan.apply_flags(&workload::AttackFields::default(), "")
+            .unwrap();
+        assert_eq!(plan.text, text, "no flags, no comment");
     }
 
     #[test]

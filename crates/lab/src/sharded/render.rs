@@ -140,7 +140,8 @@ fn cwd_absolute(path: &str) -> String {
 }
 
 /// The run-wide keys of `[load]` that `attack` takes as flags only (the seed and the
-/// stop rules are in the scenarios file), as `-key=value` words; paths made absolute.
+/// stop rules are in the scenarios file), as `-flag=value` words; paths made absolute.
+/// Which keys, and their flags, are declared in [`workload::options`].
 pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
     let path = |text: &String| absolute(origin, text);
     let words: [(&str, Option<String>); 13] = [
@@ -150,10 +151,10 @@ pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
         ("precision", run.precision.clone()),
         ("http2", run.http2.map(|b| b.to_string())),
         ("h2c", run.h2c.map(|b| b.to_string())),
-        ("max-streams", run.max_streams.map(|n| n.to_string())),
+        ("max_streams", run.max_streams.map(|n| n.to_string())),
         ("insecure", run.insecure.map(|b| b.to_string())),
         (
-            "root-certs",
+            "root_certs",
             run.root_certs
                 .as_ref()
                 .filter(|certs| !certs.is_empty())
@@ -162,11 +163,12 @@ pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
         ("cert", run.cert.as_ref().map(path)),
         ("key", run.key.as_ref().map(path)),
         ("laddr", run.laddr.map(|ip| ip.to_string())),
-        ("unix-socket", run.unix_socket.as_ref().map(path)),
+        ("unix_socket", run.unix_socket.as_ref().map(path)),
     ];
     words
         .into_iter()
-        .filter_map(|(flag, value)| Some(format!("-{flag}={}", value?)))
+        .filter(|(key, _)| workload::options::by_key(key).is_some_and(|o| o.shard_arg))
+        .filter_map(|(key, value)| Some(format!("{}={}", workload::options::flag_of(key), value?)))
         .collect()
 }
 
@@ -224,6 +226,41 @@ mod tests {
             ]
         );
         assert!(run_flags(&RunFields::default(), &origin).is_empty());
+    }
+
+    /// Every run-wide key declared a shard argument is handed on, and no other.
+    #[test]
+    fn run_flags_are_the_declared_shard_arguments() {
+        let origin = Origin::file("p.toml:3: load.".to_owned(), Path::new("/plans"));
+        let every = RunFields {
+            threads: Some(1),
+            workers: Some(1),
+            connections: Some(1),
+            seed: Some(1),
+            precision: Some("1ms".to_owned()),
+            http2: Some(true),
+            h2c: Some(true),
+            max_streams: Some(1),
+            insecure: Some(true),
+            root_certs: Some(vec!["ca.pem".to_owned()]),
+            cert: Some("c.pem".to_owned()),
+            key: Some("k.pem".to_owned()),
+            laddr: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+            unix_socket: Some("s".to_owned()),
+            stop_when: Some(Vec::new()),
+            monitor: Some(Vec::new()),
+            monitor_interval: Some("1s".to_owned()),
+        };
+        let flags: Vec<String> = run_flags(&every, &origin)
+            .iter()
+            .map(|word| word.split('=').next().unwrap_or_default().to_owned())
+            .collect();
+        let declared: Vec<String> = workload::options::OPTIONS
+            .iter()
+            .filter(|o| o.shard_arg)
+            .map(|o| format!("-{}", o.flag.unwrap_or_default()))
+            .collect();
+        assert_eq!(flags, declared);
     }
 
     /// A plan with a rebased variant, a flow-free main load, a background scenario and
