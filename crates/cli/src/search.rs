@@ -26,6 +26,9 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
 /// an attack of -step-duration after a -warmup; a step the generator could not deliver
 /// is "inconclusive", never "the server failed".
 ///
+/// -rates R1,R2,... makes it a step sweep instead: one step at each rate, each judged.
+/// -vs URL runs the same targets at a second base URL too, side by side (an A/B).
+///
 /// Targets: the URLs given (each a GET), else -targets FILE, else stdin, in vegeta's
 /// http format. The run folder (-output, default runs/search-HOST) is the one
 /// `loadlab run` writes, with plan.toml: the plan this search ran, to edit or rerun.
@@ -37,6 +40,10 @@ const SLO_FORMS: &str = "p50, p90, p95, p99, p99.9, max or mean < DURATION (p99 
 ///   loadlab search http://127.0.0.1:8080/ -slo 'p99 < 50ms' -max-rate 20000 -output runs/nginx
 ///
 ///   loadlab search -targets targets.txt -step-duration 5s -monitor process=nginx
+///
+///   loadlab search http://127.0.0.1:8080/ -rates 100,200,400,800 -slo 'p99 < 200ms'
+///
+///   loadlab search http://127.0.0.1:8080/api -vs http://127.0.0.1:8081 -slo 'p99 < 50ms'
 ///
 ///   loadlab run runs/nginx/plan.toml -output runs/nginx-again
 ///
@@ -56,25 +63,29 @@ pub struct SearchArgs {
     /// mean < DURATION; success > PERCENT; lag < DURATION [default: success > 99%]
     #[arg(help_heading = "Load model", long, value_name = "EXPR")]
     slo: Vec<String>,
-    /// Never probe above this rate, requests per second
-    #[arg(
-        help_heading = "Load model",
-        long,
-        value_name = "RATE",
-        default_value_t = 100_000.0
-    )]
-    max_rate: f64,
+    /// Never probe above this rate, requests per second [default: 100000]
+    #[arg(help_heading = "Load model", long, value_name = "RATE")]
+    max_rate: Option<f64>,
     /// The first probe's rate, requests per second [default: 100, or -max-rate if lower]
     #[arg(help_heading = "Load model", long, value_name = "RATE")]
     start_rate: Option<f64>,
     /// Stop bisecting when the failing rate is within this share above the passing one
+    /// [default: 0.02]
+    #[arg(help_heading = "Load model", long, value_name = "SHARE")]
+    precision: Option<f64>,
+    /// A step sweep instead of a search: one step at each rate, each judged against
+    /// the SLO (e.g. -rates 100,200,400,800)
     #[arg(
         help_heading = "Load model",
         long,
-        value_name = "SHARE",
-        default_value_t = 0.02
+        value_name = "RATE,...",
+        value_delimiter = ','
     )]
-    precision: f64,
+    rates: Vec<f64>,
+    /// Also run the same targets at this base URL (scheme://host:port), side by side:
+    /// an A/B of two servers (repeatable)
+    #[arg(help_heading = "Targets", long, value_name = "URL")]
+    vs: Vec<String>,
     /// Measured time per step, after the warm-up
     #[arg(
         help_heading = "Load model",
@@ -271,11 +282,16 @@ fn quote_all<S: AsRef<str>>(items: &[S]) -> String {
 
 /// The plan the flags ask for, as a plan file's text (checked by [`Plan::parse`]).
 fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
-    if !(args.max_rate > 0.0 && args.max_rate.is_finite()) {
+    let sweep = !args.rates.is_empty();
+    if sweep && (args.max_rate.is_some() || args.start_rate.is_some() || args.precision.is_some()) {
         bail!(
-            "-max-rate: must be above 0 requests per second, got {}",
-            args.max_rate
+            "-rates: a sweep runs one step at each of its rates; -max-rate, -start-rate \
+             and -precision are a search's"
         );
+    }
+    let max_rate = args.max_rate.unwrap_or(100_000.0);
+    if !(max_rate > 0.0 && max_rate.is_finite()) {
+        bail!("-max-rate: must be above 0 requests per second, got {max_rate}");
     }
     let mut slo = Vec::new();
     for expr in &args.slo {
@@ -285,14 +301,28 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
         }
         slo.push((key, value));
     }
-    let name = args.name.clone().unwrap_or_else(|| default_name(targets));
+    let mode = if sweep { "sweep" } else { "search" };
+    let name = args.name.clone().unwrap_or_else(|| {
+        host_port(targets).map_or_else(|| mode.to_owned(), |h| format!("{mode}-{h}"))
+    });
+    let servers = if args.vs.is_empty() {
+        "one server"
+    } else {
+        "servers side by side"
+    };
     let mut out = format!(
-        "# Written by `loadlab search`: a capacity search of one server, no hooks.\n\
+        "# Written by `loadlab search`: a capacity {mode} of {servers}, no hooks.\n\
          # Rerun with `loadlab run THIS_FILE`; every key is in docs/PLANS.md.\n\
-         name = {}\nmode = \"search\"\n\n[[variant]]\nname = \"server\"\n\n[load]\n",
-        quote(&name)
+         name = {}\nmode = \"{mode}\"\n",
+        quote(&name),
     );
+    variants(&mut out, args, targets)?;
+    out.push_str("\n[load]\n");
     let mut key = |k: &str, v: String| out.push_str(&format!("{k} = {v}\n"));
+    if sweep {
+        let rates: Vec<String> = args.rates.iter().map(|r| format!("{r:?}")).collect();
+        key("rates", format!("[{}]", rates.join(", ")));
+    }
     match targets {
         Targets::Inline(list) => key("targets", quote_all(list)),
         Targets::File(path) => key("targets_file", quote(&path.display().to_string())),
@@ -325,18 +355,48 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
     for (k, v) in &slo {
         out.push_str(&format!("{k} = {v}\n"));
     }
-    let start = args.start_rate.unwrap_or(args.max_rate.min(100.0));
-    out.push_str(&format!(
-        "\n[search]\nstart = {start:?}\nmax_rate = {:?}\nprecision = {:?}\n",
-        args.max_rate, args.precision
-    ));
+    if !sweep {
+        let start = args.start_rate.unwrap_or(max_rate.min(100.0));
+        out.push_str(&format!(
+            "\n[search]\nstart = {start:?}\nmax_rate = {max_rate:?}\nprecision = {:?}\n",
+            args.precision.unwrap_or(0.02)
+        ));
+    }
     Ok(out)
+}
+
+/// The `[[variant]]`s: one server, or with -vs each base URL beside the targets' own
+/// origin, named by host and port.
+fn variants(out: &mut String, args: &SearchArgs, targets: &Targets) -> anyhow::Result<()> {
+    if args.vs.is_empty() {
+        out.push_str("\n[[variant]]\nname = \"server\"\n");
+        return Ok(());
+    }
+    let own = host_port(targets).unwrap_or_else(|| "targets".to_owned());
+    out.push_str(&format!("\n[[variant]]\nname = {}\n", quote(&own)));
+    for url in &args.vs {
+        let name = url::Url::parse(url)
+            .ok()
+            .and_then(|u| url_host_port(&u))
+            .ok_or_else(|| {
+                anyhow::anyhow!("-vs {url:?}: want scheme://host:port, like http://127.0.0.1:8081")
+            })?;
+        if name == own {
+            bail!("-vs {url:?}: is the targets' own server; give another one");
+        }
+        out.push_str(&format!(
+            "\n[[variant]]\nname = {}\nbase_url = {}\n",
+            quote(&name),
+            quote(url)
+        ));
+    }
+    Ok(())
 }
 
 /// The flag each of the plan's own keys comes from, for errors found by
 /// [`Plan::parse`]; an attack's or a run's key (`load.timeout`) is named as
 /// [`workload::options`] declares its flag.
-const FLAG_OF_KEY: [(&str, &str); 7] = [
+const FLAG_OF_KEY: [(&str, &str); 10] = [
     ("name", "-name"),
     ("load.targets", "URL"),
     ("load.step_duration", "-step-duration"),
@@ -344,6 +404,9 @@ const FLAG_OF_KEY: [(&str, &str); 7] = [
     ("search.start", "-start-rate"),
     ("search.max_rate", "-max-rate"),
     ("search.precision", "-precision"),
+    ("load.rates", "-rates"),
+    ("variant.base_url", "-vs"),
+    ("variant.name", "-vs"),
 ];
 
 /// A plan error about a key the flags wrote, named as the flag. Both kinds of error
@@ -371,23 +434,24 @@ fn flag_error(err: lab::LabError) -> anyhow::Error {
     anyhow::Error::new(err).context("the plan built from the flags")
 }
 
-/// `search-HOST` from the first target's URL, `search` without one.
-fn default_name(targets: &Targets) -> String {
-    let host = match targets {
+/// `HOST-PORT` of the first target's URL, if the targets are inline.
+fn host_port(targets: &Targets) -> Option<String> {
+    match targets {
         Targets::Inline(list) => list
             .first()
             .and_then(|t| t.lines().next())
             .and_then(|line| line.split_whitespace().nth(1))
             .and_then(|u| url::Url::parse(u).ok())
-            .and_then(|u| {
-                u.host_str().map(|h| match u.port() {
-                    Some(port) => format!("{h}-{port}"),
-                    None => h.to_owned(),
-                })
-            }),
+            .and_then(|u| url_host_port(&u)),
         Targets::File(_) => None,
-    };
-    host.map_or_else(|| "search".to_owned(), |h| format!("search-{h}"))
+    }
+}
+
+fn url_host_port(url: &url::Url) -> Option<String> {
+    url.host_str().map(|h| match url.port() {
+        Some(port) => format!("{h}-{port}"),
+        None => h.to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -2027,6 +2027,41 @@ fn search_finds_the_capacity_and_its_plan_reruns() {
     );
 }
 
+/// `-rates` makes a sweep and `-vs` runs the same targets on a second server: each
+/// variant's steps reach its own server (the second answers 503 only).
+#[test]
+fn search_sweeps_two_servers_side_by_side() {
+    let a = simulator(CAPACITY_RECIPE);
+    let b = simulator(r#"{"route": "/*", "stages": [{"at": 0, "status": 503, "latency": 0}]}"#);
+    let dir = TempDir::new();
+    let folder = dir.path("ab");
+    let (url, vs) = (
+        format!("http://{}/", a.local_addr()),
+        format!("http://{}", b.local_addr()),
+    );
+    #[rustfmt::skip]
+    let output = run(&[
+        "search", &url, "-vs", &vs, "-rates", "20,40", "-slo", "lag < 50ms",
+        "-step-duration", "500ms", "-warmup", "0s", "-quiet", "-output", &folder,
+    ], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = std::fs::read_to_string(format!("{folder}/summary.md")).unwrap();
+    let text = std::fs::read_to_string(format!("{folder}/plan.toml")).unwrap();
+    assert!(text.contains("mode = \"sweep\""), "{text}");
+    for (server, verdict) in [(&a, "| pass |"), (&b, "| fail |")] {
+        let variant = format!("127.0.0.1-{}", server.local_addr().port());
+        for rate in ["20/s", "40/s"] {
+            let row = format!("| {variant} | {rate} |");
+            assert!(
+                summary
+                    .lines()
+                    .any(|l| l.contains(&row) && l.contains(verdict)),
+                "{variant} at {rate} is not {verdict}:\n{summary}"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_search_flags_are_named() {
     let rows: &[(&[&str], &str)] = &[

@@ -261,3 +261,74 @@ fn plan_errors_name_the_flag() {
         assert!(err.to_string().starts_with(want), "{flags:?}: {err:#}");
     }
 }
+
+#[test]
+fn rates_make_a_sweep_and_vs_a_second_variant() {
+    let (text, plan) = plan_of(&[
+        "http://127.0.0.1:8080/api",
+        "--rates",
+        "100,200,400",
+        "--vs",
+        "http://127.0.0.1:8081",
+        "--slo",
+        "p99 < 50ms",
+    ]);
+    assert_eq!(plan.mode, lab::Mode::Sweep, "{text}");
+    assert_eq!(plan.name, "sweep-127.0.0.1-8080");
+    assert!(
+        matches!(&plan.load.steps, lab::plan::Steps::Rates(r) if *r == [100.0, 200.0, 400.0]),
+        "{text}"
+    );
+    let variants: Vec<(&str, &TargetSource)> = plan
+        .variants
+        .iter()
+        .map(|v| (v.name.as_str(), &v.targets))
+        .collect();
+    assert_eq!(
+        variants,
+        vec![
+            ("127.0.0.1-8080", &TargetSource::Shared),
+            (
+                "127.0.0.1-8081",
+                &TargetSource::Rebased("http://127.0.0.1:8081".to_owned())
+            ),
+        ],
+        "{text}"
+    );
+    assert!(!text.contains("[search]"), "{text}");
+}
+
+#[test]
+fn sweep_and_vs_mistakes_are_named_as_flags() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["--rates", "100,200", "--max-rate", "500"],
+            "-rates: a sweep",
+        ),
+        (&["--rates", "100,x"], "rates"),
+        (&["--rates", "100,-5"], "-rates:"),
+        (
+            &["--vs", "127.0.0.1:8081"],
+            "-vs \"127.0.0.1:8081\": want scheme://host:port",
+        ),
+        (&["--vs", "http://127.0.0.1:8081/path"], "-vs:"),
+        (
+            &["--vs", "http://127.0.0.1:8080"],
+            "the targets' own server",
+        ),
+    ];
+    for (flags, want) in rows {
+        let mut argv = vec!["search", "http://127.0.0.1:8080/"];
+        argv.extend_from_slice(flags);
+        let err = match Cli::try_parse_from(&argv) {
+            Err(e) => e.to_string(),
+            Ok(cli) => match plan_text(&cli.args, &url_targets(&cli.args)) {
+                Err(e) => e.to_string(),
+                Ok(text) => Plan::parse(&text, "loadlab search", Path::new("/"))
+                    .map(|_| String::new())
+                    .unwrap_or_else(|e| super::flag_error(e).to_string()),
+            },
+        };
+        assert!(err.contains(want), "{flags:?}: {err:?} lacks {want:?}");
+    }
+}
