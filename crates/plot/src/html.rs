@@ -566,9 +566,10 @@ fn resources_summary(out: &mut String, resources: &ResourceSummary, diagnosis: O
     );
 }
 
-/// What ran out first, in `loadlab report`'s own sentences ([`Diagnosis::lines`]): the
-/// verdict's line emphasised, then each other finding's, then the headroom of the rest.
-/// `marked` says the time charts carry its markers.
+/// What ran out first, in `loadlab report`'s own sentences (`words::lines`): the
+/// verdict's line emphasised, then each other finding's, then the headroom of the rest;
+/// its tag from the verdict itself (`verdict_words`). `marked` says the time charts
+/// carry its markers.
 fn diagnosis_panel(out: &mut String, diagnosis: &Diagnosis, marked: bool) {
     let lines = words::lines(diagnosis);
     let Some((headline, rest)) = lines.split_first() else {
