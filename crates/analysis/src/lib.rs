@@ -26,12 +26,12 @@ pub mod search;
 pub mod slo;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
-pub use diagnosis::{Diagnosis, GeneratorState, Knee, Watched, diagnose};
+pub use diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble, Watched, diagnose};
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
-    CheckCount, GeneratorHealth, Lag, LagWeight, Percentile, Slo, StepSummary, Verdict,
-    floor_percent, judge, parse_percentile,
+    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Percentile, Slo, StepSummary, Verdict,
+    judge, parse_percentile,
 };
 
 /// What can go wrong turning user input into analysis settings.

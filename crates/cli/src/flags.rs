@@ -12,6 +12,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use clap::Command;
 
+/// A duration flag (`90s`, `1h30m`), as every duration flag reads.
+pub fn duration_flag(text: &str) -> Result<std::time::Duration, String> {
+    units::parse_duration(text).map_err(|err| err.to_string())
+}
+
 /// A `HOST:PORT` flag value (`-addr`, `-serve`): `:PORT` means 127.0.0.1:PORT; a host
 /// name resolves to its first address.
 pub fn parse_host_port(text: &str) -> Result<SocketAddr, String> {

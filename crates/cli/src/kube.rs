@@ -74,7 +74,7 @@ struct JobArgs {
     scenarios: Option<PathBuf>,
     /// The shards start together this long after the Job is created (time for
     /// scheduling and pulling the image)
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::flags::duration_flag)]
     start_delay: Duration,
     /// CPU requested and allowed per pod (e.g. 1, 500m)
     #[arg(long, value_name = "CPU")]
@@ -121,11 +121,11 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
     /// Give up on shards not done after this long
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::flags::duration_flag)]
     deadline: Duration,
     /// Give up when a shard's pod is still Pending after this long (not scheduled, or
     /// its image not there), naming the pod and the scheduler's message
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::flags::duration_flag)]
     pending_timeout: Duration,
     /// Leave the Job and its ConfigMap in the cluster afterwards
     #[arg(long)]
@@ -166,16 +166,11 @@ struct ShardArgs {
     #[arg(long)]
     port_per_index: bool,
     /// Serve the records this long at most, waiting for `loadlab kube run` to fetch them
-    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::flags::duration_flag)]
     linger: Duration,
     /// The attack's flags, with -output
     #[arg(last = true, value_name = "ATTACK FLAGS")]
     attack: Vec<String>,
-}
-
-/// A duration flag (`90s`, `1h30m`), as every duration flag reads.
-pub(crate) fn duration_flag(text: &str) -> Result<Duration, String> {
-    units::parse_duration(text).map_err(|err| err.to_string())
 }
 
 pub fn run(args: KubeArgs) -> anyhow::Result<ExitCode> {

@@ -43,10 +43,10 @@ pub struct SteerArgs {
     #[arg(long = "stop-when", value_name = "RULE")]
     stop_when: Vec<String>,
     /// How long a shard may take to answer first (before it is named lost)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::kube::duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::flags::duration_flag)]
     wait: Duration,
     /// Give up steering after this long (the shards go on by themselves)
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::kube::duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::flags::duration_flag)]
     deadline: Duration,
     /// No live view; the events and the verdict are still written
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct SteerArgs {
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::dashboard::DEFAULT_ADDRESS)]
     dashboard: Option<String>,
     /// Keep the dashboard's final page this long after the run (Ctrl-C ends it sooner)
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::kube::duration_flag)]
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::flags::duration_flag)]
     dashboard_linger: Duration,
     /// Pull every shard's record file into DIR/shard-I.llr as it is written (the
     /// shards need -output FILE) [default with -dashboard: steer-UNIX-SECONDS]

@@ -471,7 +471,7 @@ fn attack_monitor_writes_samples_on_the_run_clock() {
         .tables
         .samplers
         .iter()
-        .map(|s| s.kind.as_str())
+        .map(|s| s.kind.name())
         .collect();
     assert_eq!(kinds, ["host", "process"]);
     let report = text(&run(&["report", path.to_str().unwrap()]).stdout);

@@ -224,11 +224,11 @@ fn monitor_file(dir: &Path) -> PathBuf {
     let mut frame = SampleFrame {
         samplers: vec![
             SamplerInfo {
-                kind: "host".to_owned(),
+                kind: "host".into(),
                 name: "host".to_owned(),
             },
             SamplerInfo {
-                kind: "process".to_owned(),
+                kind: "process".into(),
                 name: "nginx".to_owned(),
             },
         ],
@@ -384,7 +384,7 @@ fn ramp_frames() -> Vec<SampleFrame> {
         kind: SeriesKind::Gauge,
     };
     let sampler = |kind: &str| SamplerInfo {
-        kind: kind.to_owned(),
+        kind: kind.into(),
         name: if kind == "host" { "host" } else { "nginx" }.to_owned(),
     };
     let timeout = [("pattern", "timeout")];

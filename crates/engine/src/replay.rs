@@ -21,7 +21,6 @@ use workload::{
 };
 
 use crate::EngineError;
-use crate::replay_feed::PassCounts;
 
 /// A day of one-second buckets, ten times over: past this the log's span is more
 /// likely a stray timestamp than a replay anyone wants to wait for.
@@ -499,4 +498,17 @@ impl Replay {
         debug_assert_eq!(end.skipped(), skipped, "{end:?}");
         end
     }
+}
+/// What a replay's first pass over its logs dealt out, for the end block's account
+/// of every line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PassCounts {
+    /// Requests handed to the workers to be sent at their logged time.
+    pub dealt: u64,
+    /// Requests left to the other shards (`-shard I/N`).
+    pub other_shards: u64,
+    /// Of those dealt, the ones logged out of order and put back.
+    pub reordered: u64,
+    /// The furthest one of them was put back, nanoseconds.
+    pub max_reorder_ns: u64,
 }

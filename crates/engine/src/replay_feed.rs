@@ -17,7 +17,7 @@ use url::Position;
 use workload::{Shard, Target};
 
 use crate::lazy::{self, Dealer, FeederResult, LazyTarget};
-use crate::replay::{MAX_GROUPS, Replay};
+use crate::replay::{MAX_GROUPS, PassCounts, Replay};
 use crate::target_registry::TargetRegistry;
 use crate::{EngineError, StopHandle};
 
@@ -34,20 +34,6 @@ pub(crate) struct ReplayOutput {
     pub loops: Vec<AtomicU64>,
     /// Per attack: what its first pass over the logs dealt out.
     pub first_pass: Mutex<Vec<PassCounts>>,
-}
-
-/// What a replay's first pass over its logs dealt out, for the end block's account
-/// of every line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct PassCounts {
-    /// Requests handed to the workers to be sent at their logged time.
-    pub dealt: u64,
-    /// Requests left to the other shards (`-shard I/N`).
-    pub other_shards: u64,
-    /// Of those dealt, the ones logged out of order and put back.
-    pub reordered: u64,
-    /// The furthest one of them was put back, nanoseconds.
-    pub max_reorder_ns: u64,
 }
 
 impl ReplayOutput {

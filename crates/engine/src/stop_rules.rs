@@ -131,7 +131,7 @@ fn quantile(values: &mut [u64], q: f64) -> u64 {
     if values.is_empty() {
         return 0;
     }
-    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
+    let rank = units::nearest_rank(q, values.len() as u64) as usize - 1;
     *values.select_nth_unstable(rank).1
 }
 

@@ -318,7 +318,7 @@ impl StepRow {
         self.lag_p99_ms = summary.lag_p99_ns as f64 / 1e6;
         self.errors = summary.errors_by_kind.iter().cloned().collect();
         self.verdict = StepVerdict::of(verdict);
-        self.why = verdict.why();
+        self.why = report::words::verdict_why(verdict);
     }
 
     /// The window's figures as the tables print them: achieved/s, success, p50, p90,

@@ -38,6 +38,7 @@ mod reach;
 mod runner;
 mod sharded;
 mod step;
+mod step_fields;
 mod summarise;
 
 use std::path::PathBuf;

@@ -8,16 +8,17 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use analysis::{Verdict, judge};
+use analysis::{Miss, Verdict, judge};
 use engine::{AttackConfig, RunConfig, StopHandle};
-use workload::{AttackFields, Origin, Pacing, TextOrNumber};
+use workload::Pacing;
 
 use crate::LabError;
-use crate::cells::{Cell, Offer, substitute};
+use crate::cells::{Cell, substitute};
 use crate::folder::{ScenarioRow, StepRow, StepVerdict, relative};
 use crate::hooks::{note, run_hook, wait_ready};
 use crate::options::{RunOptions, StepOutput};
-use crate::plan::{Plan, TargetSource, Variant};
+use crate::plan::Plan;
+use crate::step_fields::{measured, step_fields};
 use crate::summarise::{Figures, Window, summarise};
 
 /// What the runner learns from one cell.
@@ -276,11 +277,13 @@ fn judge_step(plan: &Plan, figures: &Figures, scenarios: &mut Vec<ScenarioRow>) 
     let judged = figures.summary.requests > 0;
     for (scenario, summary) in plan.load.scenarios.iter().zip(&figures.scenarios) {
         let verdict = scenario.slo.as_ref().filter(|_| judged).map(|slo| {
-            let named = |reasons: Vec<String>| -> Vec<String> {
+            let named = |misses: Vec<Miss>| -> Vec<Miss> {
                 let name = &scenario.name;
-                reasons
-                    .into_iter()
-                    .map(|r| format!("{name}: {r}"))
+                (misses.into_iter())
+                    .map(|miss| Miss::Scenario {
+                        name: name.clone(),
+                        miss: Box::new(miss),
+                    })
                     .collect()
             };
             match judge(summary, slo) {
@@ -327,26 +330,14 @@ impl engine::SampleFeed for NoSamples {
 /// and the rule alone is the reason.
 fn with_stop_rule(verdict: Verdict, fired: Option<&str>) -> Verdict {
     let Some(rule) = fired else { return verdict };
-    let early = format!("stopped early: {rule}");
+    let early = Miss::StoppedEarly(rule.to_owned());
     match verdict {
         Verdict::Pass => Verdict::Fail(vec![early]),
         Verdict::Fail(reasons) => Verdict::Fail(std::iter::once(early).chain(reasons).collect()),
-        Verdict::Inconclusive(reasons) if reasons == ["no requests were measured"] => {
+        Verdict::Inconclusive(reasons) if reasons == [Miss::NoRequests] => {
             Verdict::Fail(vec![early])
         }
         inconclusive => inconclusive,
-    }
-}
-
-/// The step's measured length (a schedule's own length when it is one).
-pub fn measured(plan: &Plan, cell: &Cell) -> Duration {
-    match &cell.offer {
-        Offer::Schedule(text) => workload::Schedule::parse(text)
-            .ok()
-            .and_then(|s| s.duration_ns())
-            .map_or(plan.load.step_duration, Duration::from_nanos)
-            .saturating_sub(plan.load.warmup),
-        _ => plan.load.step_duration,
     }
 }
 
@@ -376,7 +367,9 @@ fn write_report(
         let _ = out.write_all(&warnings);
     }
     match result {
-        Ok(outcome) => outcome.diagnosis.map(|d| d.lines()).unwrap_or_default(),
+        Ok(outcome) => (outcome.diagnosis.as_ref())
+            .map(report::words::diagnosis::lines)
+            .unwrap_or_default(),
         Err(err) => {
             let _ = writeln!(out, "no report: {err}");
             Vec::new()
@@ -530,63 +523,6 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     RunConfig::from_fields(attacks, &load.run, &load.attack_origin).map_err(|e| e.to_string())
 }
 
-/// The cell's attacks as fields, each with where it was written: the plan's `[load]`
-/// fields with the step's offer and the variant's targets, then each background
-/// scenario (which run the step's whole length, warm-up included, at their own rate;
-/// attacks 1.. in the records, in plan order).
-pub(crate) fn step_fields(plan: &Plan, cell: &Cell) -> Vec<(AttackFields, Origin)> {
-    let load = &plan.load;
-    let variant = &plan.variants[cell.variant];
-    let mut fields = load.attack.clone();
-    fields.name = Some(variant.name.clone());
-    match &cell.offer {
-        Offer::Rate(rate) => fields.rate = Some(TextOrNumber::Text(format!("{rate}/1s"))),
-        Offer::Users(users) => fields.concurrency = Some(TextOrNumber::Integer(*users as i64)),
-        Offer::Schedule(schedule) => fields.schedule = Some(schedule.clone()),
-    }
-    if !matches!(cell.offer, Offer::Schedule(_)) {
-        fields.duration = Some(format!(
-            "{}ns",
-            (load.warmup + load.step_duration).as_nanos()
-        ));
-    }
-    let mut origin = load.attack_origin.clone();
-    variant_targets(plan, variant, &mut fields, &mut origin);
-    let mut attacks = vec![(fields, origin)];
-    let length = load.warmup + measured(plan, cell);
-    for scenario in &load.scenarios {
-        let mut fields = scenario.attack.clone();
-        fields.duration = Some(format!("{}ns", length.as_nanos()));
-        fields.base_url.clone_from(&variant.base_url());
-        attacks.push((fields, scenario.origin.clone()));
-    }
-    attacks
-}
-
-/// The variant's own targets, or the plan's (rebased onto its base URL when it has one).
-fn variant_targets(plan: &Plan, variant: &Variant, fields: &mut AttackFields, origin: &mut Origin) {
-    let own = |field: &str| {
-        let label = format!(
-            "{}:{}: variant {:?}: {field}",
-            plan.source_name, variant.line, variant.name
-        );
-        (field.to_owned(), label)
-    };
-    match &variant.targets {
-        TargetSource::Inline(list) => {
-            (fields.targets, fields.targets_file, fields.step) = (Some(list.clone()), None, None);
-            origin.field_labels.extend([own("targets")]);
-        }
-        TargetSource::File(path) => {
-            let file = path.display().to_string();
-            (fields.targets, fields.targets_file, fields.step) = (None, Some(file), None);
-            origin.field_labels.extend([own("targets_file")]);
-        }
-        TargetSource::Rebased(base) => fields.base_url = Some(base.clone()),
-        TargetSource::Shared => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,18 +530,27 @@ mod tests {
     #[test]
     fn a_fired_stop_rule_fails_the_step_unless_the_generator_was_at_fault() {
         let rule = Some("'errors > 50% for 1s' fired at 1s (value 1)");
-        let early = "stopped early: 'errors > 50% for 1s' fired at 1s (value 1)".to_owned();
-        let inconclusive = Verdict::Inconclusive(vec!["generator sent 1/s of 2/s".to_owned()]);
+        let early = Miss::StoppedEarly("'errors > 50% for 1s' fired at 1s (value 1)".to_owned());
+        let short = Miss::SentShort {
+            sent_per_sec: 1.0,
+            asked_per_sec: 2.0,
+            min_ratio: 0.99,
+        };
+        let low = Miss::Success {
+            ratio: 0.01,
+            min: 0.99,
+        };
+        let inconclusive = Verdict::Inconclusive(vec![short]);
         let rows = [
             (Verdict::Pass, None, Verdict::Pass),
             (Verdict::Pass, rule, Verdict::Fail(vec![early.clone()])),
             (
-                Verdict::Fail(vec!["success 1% under 99%".to_owned()]),
+                Verdict::Fail(vec![low.clone()]),
                 rule,
-                Verdict::Fail(vec![early.clone(), "success 1% under 99%".to_owned()]),
+                Verdict::Fail(vec![early.clone(), low]),
             ),
             (
-                Verdict::Inconclusive(vec!["no requests were measured".to_owned()]),
+                Verdict::Inconclusive(vec![Miss::NoRequests]),
                 rule,
                 Verdict::Fail(vec![early]),
             ),
@@ -713,18 +658,20 @@ mod tests {
 
     #[test]
     fn a_step_passes_only_if_every_judged_scenario_does() {
-        let fail = |why: &str| Verdict::Fail(vec![why.to_owned()]);
-        let unsure = |why: &str| Verdict::Inconclusive(vec![why.to_owned()]);
+        // Each reason stands for itself by the rule it names.
+        let why = |rule: &str| Miss::StoppedEarly(rule.to_owned());
+        let fail = |rule: &str| Verdict::Fail(vec![why(rule)]);
+        let unsure = |rule: &str| Verdict::Inconclusive(vec![why(rule)]);
         let rows = [
             (vec![Verdict::Pass, Verdict::Pass], Verdict::Pass),
             (vec![Verdict::Pass, fail("news: p99")], fail("news: p99")),
             (
                 vec![fail("success"), fail("news: p99")],
-                Verdict::Fail(vec!["success".to_owned(), "news: p99".to_owned()]),
+                Verdict::Fail(vec![why("success"), why("news: p99")]),
             ),
             (
                 vec![fail("success"), unsure("news: generator")],
-                Verdict::Inconclusive(vec!["news: generator".to_owned(), "success".to_owned()]),
+                Verdict::Inconclusive(vec![why("news: generator"), why("success")]),
             ),
         ];
         for (verdicts, want) in rows {

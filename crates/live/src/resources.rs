@@ -152,15 +152,15 @@ mod tests {
             first_series: 0,
             samplers: vec![
                 SamplerInfo {
-                    kind: "host".to_owned(),
+                    kind: "host".into(),
                     name: String::new(),
                 },
                 SamplerInfo {
-                    kind: "process".to_owned(),
+                    kind: "process".into(),
                     name: "ruby".to_owned(),
                 },
                 SamplerInfo {
-                    kind: "postgres".to_owned(),
+                    kind: "postgres".into(),
                     name: "db".to_owned(),
                 },
             ],

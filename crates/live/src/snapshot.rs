@@ -106,7 +106,7 @@ impl ChecksState {
     fn text(&self) -> String {
         let mut text = format!(
             "{} passed ({} of {})",
-            pass_rate_text(self.passed, self.runs),
+            report::words::pass_rate(self.passed, self.runs),
             self.passed,
             self.runs
         );
@@ -115,7 +115,7 @@ impl ChecksState {
                 text += &format!(
                     "   worst: {} {} ({} failed)",
                     worst.name,
-                    pass_rate_text(worst.passed, worst.passed + worst.failed),
+                    report::words::pass_rate(worst.passed, worst.passed + worst.failed),
                     worst.failed
                 );
             }
@@ -174,7 +174,10 @@ impl Snapshot {
             line += &format!("  behind {}{}", self.behind, self.held_back_text());
         }
         if let Some(checks) = &self.checks {
-            line += &format!("  checks {}", pass_rate_text(checks.passed, checks.runs));
+            line += &format!(
+                "  checks {}",
+                report::words::pass_rate(checks.passed, checks.runs)
+            );
         }
         line
     }
@@ -215,7 +218,7 @@ impl Snapshot {
         if let Some(checks) = &self.checks {
             line += &format!(
                 ", checks {} passed",
-                pass_rate_text(checks.passed, checks.runs)
+                report::words::pass_rate(checks.passed, checks.runs)
             );
             if let Some(worst) = &checks.worst {
                 line += &format!(" (worst: {}, {} failed)", worst.name, worst.failed);
@@ -320,21 +323,6 @@ fn rate_text(rate: f64) -> String {
         format!("{rate:.1}")
     } else {
         format!("{rate:.0}")
-    }
-}
-
-/// `passed` of `runs` as a percentage to two decimals at most, rounded down, so a
-/// check that failed once reads `99.99%`, never `100%`; `-` when nothing ran.
-fn pass_rate_text(passed: u64, runs: u64) -> String {
-    if runs == 0 {
-        return "-".to_owned();
-    }
-    let hundredths = u128::from(passed.min(runs)) * 10_000 / u128::from(runs);
-    let (whole, fraction) = (hundredths / 100, hundredths % 100);
-    match fraction {
-        0 => format!("{whole}%"),
-        f if f % 10 == 0 => format!("{whole}.{}%", f / 10),
-        f => format!("{whole}.{f:02}%"),
     }
 }
 

@@ -179,7 +179,7 @@ impl LiveStats {
             error: error.strip_prefix("connect: ").unwrap_or(error).to_owned(),
             requests: run.completed,
         };
-        Some(unreached.describe())
+        Some(report::words::diagnosis::unreached(&unreached))
     }
 
     fn add(&mut self, record: &Record) {

@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn reads_this_host() {
         let info = SamplerInfo {
-            kind: "host".to_owned(),
+            kind: record::SamplerKind::Host,
             name: "host".to_owned(),
         };
         let mut sampler = HostSampler::new(info);

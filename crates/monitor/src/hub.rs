@@ -203,7 +203,7 @@ mod tests {
 
     fn sampler(name: &str) -> SamplerInfo {
         SamplerInfo {
-            kind: "process".to_owned(),
+            kind: record::SamplerKind::Process,
             name: name.to_owned(),
         }
     }

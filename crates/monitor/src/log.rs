@@ -739,7 +739,7 @@ mod tests {
     #[test]
     fn a_command_s_lines_are_counted_and_its_end_is_a_gap() {
         let info = SamplerInfo {
-            kind: "log".to_owned(),
+            kind: record::SamplerKind::Log,
             name: "app".to_owned(),
         };
         let spec = LogSpec {

@@ -436,7 +436,7 @@ mod tests {
         .map(|matcher| {
             let name = crate::spec::SamplerSpec::Process(matcher.clone()).name();
             let info = SamplerInfo {
-                kind: "process".to_owned(),
+                kind: record::SamplerKind::Process,
                 name,
             };
             (matcher, info)

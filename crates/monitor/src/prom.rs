@@ -392,7 +392,7 @@ mod tests {
             limits: Vec::new(),
         };
         let info = SamplerInfo {
-            kind: "prom".to_owned(),
+            kind: record::SamplerKind::Prom,
             name: "x".to_owned(),
         };
         PromSampler::new(info, spec, Duration::from_secs(1))

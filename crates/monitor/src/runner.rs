@@ -187,7 +187,7 @@ fn jobs(config: MonitorConfig) -> (Vec<Job>, Vec<SamplerInfo>) {
     let mut spec_order = Vec::new();
     for NamedSampler { name, spec } in config.samplers {
         let info = SamplerInfo {
-            kind: spec.kind().to_owned(),
+            kind: spec.kind(),
             name,
         };
         if !matches!(spec, SamplerSpec::Agent(_)) {

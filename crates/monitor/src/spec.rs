@@ -22,6 +22,7 @@
 use std::time::Duration;
 
 use crate::MonitorError;
+use record::SamplerKind;
 use units::redact_url;
 
 /// Which processes form a group.
@@ -127,14 +128,14 @@ pub enum SamplerSpec {
 
 impl SamplerSpec {
     /// The sampler's kind, as stored in the record file.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> SamplerKind {
         match self {
-            SamplerSpec::Host => "host",
-            SamplerSpec::Process(_) => "process",
-            SamplerSpec::Prom(_) => "prom",
-            SamplerSpec::Postgres(_) => "postgres",
-            SamplerSpec::Agent(_) => "agent",
-            SamplerSpec::Log(_) => "log",
+            SamplerSpec::Host => SamplerKind::Host,
+            SamplerSpec::Process(_) => SamplerKind::Process,
+            SamplerSpec::Prom(_) => SamplerKind::Prom,
+            SamplerSpec::Postgres(_) => SamplerKind::Postgres,
+            SamplerSpec::Agent(_) => SamplerKind::Agent,
+            SamplerSpec::Log(_) => SamplerKind::Log,
         }
     }
 
@@ -658,11 +659,15 @@ mod tests {
             let mut config = MonitorConfig::new(Duration::from_secs(1)).unwrap();
             let got = config.add_spec(text).map(|()| {
                 let sampler = &config.samplers[0];
-                (sampler.name.clone(), sampler.spec.kind())
+                (sampler.name.clone(), sampler.spec.kind().name().to_owned())
             });
             match (got, want) {
                 (Ok((name, kind)), Ok((want_name, want_kind))) => {
-                    assert_eq!((name.as_str(), kind), (*want_name, *want_kind), "{text}");
+                    assert_eq!(
+                        (name.as_str(), kind.as_str()),
+                        (*want_name, *want_kind),
+                        "{text}"
+                    );
                 }
                 (Err(err), Err(want)) => assert!(err.to_string().contains(want), "{text}: {err}"),
                 (got, want) => panic!("{text}: got {got:?}, want {want:?}"),

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
 
 fn sampler(kind: &str, name: &str) -> SamplerInfo {
     SamplerInfo {
-        kind: kind.to_owned(),
+        kind: kind.into(),
         name: name.to_owned(),
     }
 }

@@ -116,44 +116,9 @@ pub fn significant(value: f64, digits: i32) -> String {
     }
 }
 
-/// `passed` of `runs` as a percentage to two decimals at most, rounded down, so a
-/// check that failed once in 100,000 reads `99.99%`, never `100%`: `100%`, `99.5%`,
-/// `0%`; `-` when it never ran.
-pub fn pass_rate(passed: u64, runs: u64) -> String {
-    if runs == 0 {
-        return "-".to_owned();
-    }
-    let hundredths = u128::from(passed.min(runs)) * 10_000 / u128::from(runs);
-    let (whole, fraction) = (hundredths / 100, hundredths % 100);
-    match fraction {
-        0 => format!("{whole}%"),
-        f if f % 10 == 0 => format!("{whole}.{}%", f / 10),
-        f => format!("{whole}.{f:02}%"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pass_rates_round_down_to_two_decimals() {
-        let rows: &[(u64, u64, &str)] = &[
-            (0, 0, "-"),
-            (10, 10, "100%"),
-            (99_999, 100_000, "99.99%"),
-            (u64::MAX - 1, u64::MAX, "99.99%"),
-            (995, 1000, "99.5%"),
-            (1, 3, "33.33%"),
-            (1, 20, "5%"),
-            (1, 1000, "0.1%"),
-            (1, 100_000, "0%"),
-            (0, 7, "0%"),
-        ];
-        for &(passed, runs, want) in rows {
-            assert_eq!(pass_rate(passed, runs), want, "{passed} of {runs}");
-        }
-    }
 
     #[test]
     fn durations_read_like_go() {

@@ -15,7 +15,9 @@
 use std::fmt::Write as _;
 
 use analysis::Diagnosis;
-use record::{AttackInfo, InputFormat, LoadModel, Protocol, SourceSummary};
+use analysis::diagnosis::Verdict;
+use record::{AttackInfo, InputFormat, LoadModel, Protocol, SamplerKind, SourceSummary};
+use report::words::diagnosis as words;
 use report::{Report, ResourceSummary, write_resources_text, write_text};
 
 use crate::charts::PageCharts;
@@ -224,9 +226,9 @@ fn samples_text(samples: &SampleData, axis: &TimeAxis) -> Option<String> {
     let mut names: Vec<String> = samplers
         .iter()
         .take(SHOWN)
-        .map(|s| match s.kind.as_str() {
-            "host" | "process" => s.name.clone(),
-            kind => format!("{kind} {}", s.name),
+        .map(|s| match s.kind {
+            SamplerKind::Host | SamplerKind::Process => s.name.clone(),
+            ref kind => format!("{kind} {}", s.name),
         })
         .collect();
     if samplers.len() > SHOWN {
@@ -429,7 +431,12 @@ fn checks_tile(checks: &[CheckTotal]) -> Option<Tile> {
         )
     };
     let class = if failed > 0 { "bad" } else { "" };
-    Some(("checks", format::pass_rate(passed, runs), note, class))
+    Some((
+        "checks",
+        report::words::pass_rate(passed, runs),
+        note,
+        class,
+    ))
 }
 
 /// Latency p50, p99 and max.
@@ -490,7 +497,7 @@ fn checks_panel(out: &mut String, checks: &[CheckTotal]) {
         "<style>\n{CHECKS_STYLE}</style>\n<section class=\"checks {class}\" aria-labelledby=\"checks-title\">\n\
          <h2 id=\"checks-title\">Checks <span class=\"verdict\">{} passed</span></h2>\n\
          <p class=\"headline\">{}</p>\n",
-        format::pass_rate(passed, runs),
+        report::words::pass_rate(passed, runs),
         escape(&worst_text(passed, runs, worst))
     );
     out.push_str(
@@ -510,7 +517,7 @@ fn checks_panel(out: &mut String, checks: &[CheckTotal]) {
             format::grouped(check.runs()),
             format::grouped(check.passed),
             format::grouped(check.failed),
-            format::pass_rate(check.passed, check.runs()),
+            report::words::pass_rate(check.passed, check.runs()),
         );
     }
     out.push_str("</tbody>\n</table>\n</section>\n");
@@ -527,7 +534,7 @@ fn worst_text(passed: u64, runs: u64, worst: Option<&CheckTotal>) -> String {
         Some(worst) => format!(
             "{all}; worst: {}, {} passed ({} of {} failed)",
             worst.name,
-            format::pass_rate(worst.passed, worst.runs()),
+            report::words::pass_rate(worst.passed, worst.runs()),
             format::grouped(worst.failed),
             format::grouped(worst.runs())
         ),
@@ -559,11 +566,12 @@ fn resources_summary(out: &mut String, resources: &ResourceSummary, diagnosis: O
     );
 }
 
-/// What ran out first, in `loadlab report`'s own sentences ([`Diagnosis::lines`]): the
-/// verdict's line emphasised, then each other finding's, then the headroom of the rest.
-/// `marked` says the time charts carry its markers.
+/// What ran out first, in `loadlab report`'s own sentences (`words::lines`): the
+/// verdict's line emphasised, then each other finding's, then the headroom of the rest;
+/// its tag from the verdict itself (`verdict_words`). `marked` says the time charts
+/// carry its markers.
 fn diagnosis_panel(out: &mut String, diagnosis: &Diagnosis, marked: bool) {
-    let lines = diagnosis.lines();
+    let lines = words::lines(diagnosis);
     let Some((headline, rest)) = lines.split_first() else {
         return;
     };
@@ -573,7 +581,7 @@ fn diagnosis_panel(out: &mut String, diagnosis: &Diagnosis, marked: bool) {
         "<section class=\"diagnosis {verdict}\" aria-labelledby=\"diagnosis-title\">\n\
          <h2 id=\"diagnosis-title\">Diagnosis <span class=\"verdict\">{}</span></h2>\n\
          <p class=\"headline\">{}</p>\n",
-        verdict_words(verdict),
+        verdict_words(&diagnosis.verdict),
         escape(headline)
     );
     if !rest.is_empty() {
@@ -593,14 +601,14 @@ fn diagnosis_panel(out: &mut String, diagnosis: &Diagnosis, marked: bool) {
 }
 
 /// The verdict in a few words, for the panel's tag.
-fn verdict_words(verdict: &str) -> &'static str {
+fn verdict_words(verdict: &Verdict) -> &'static str {
     match verdict {
-        "first_limit" => "limit reached",
-        "generator" => "the generator ran out",
-        "nothing_watched" => "nothing watched ran out",
-        "unreachable" => "nothing listened",
-        "held" => "held",
-        _ => "not judged",
+        Verdict::FirstLimit { .. } => "limit reached",
+        Verdict::GeneratorRanOut(_) => "the generator ran out",
+        Verdict::NothingWatchedRanOut => "nothing watched ran out",
+        Verdict::Unreachable(_) => "nothing listened",
+        Verdict::Held => "held",
+        Verdict::NotJudged => "not judged",
     }
 }
 
@@ -680,7 +688,7 @@ mod tests {
             at_ns: 10 * S,
             offered_per_sec: 220.0,
             peak_ok_per_sec: 200.0,
-            signal: "errors turned first".to_owned(),
+            signal: analysis::TurnKind::Errors,
         }
     }
 
@@ -753,7 +761,7 @@ mod tests {
                 .lines()
                 .filter(|l| l.starts_with("<p class=\"headline\">") || l.starts_with("<li>"))
                 .collect();
-            assert_eq!(lines.len(), diagnosis.lines().len(), "{case}: {out}");
+            assert_eq!(lines.len(), words::lines(&diagnosis).len(), "{case}: {out}");
             for (line, start) in lines.iter().zip(&starts) {
                 assert!(line.starts_with(start), "{case}: {line}");
             }

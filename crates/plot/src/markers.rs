@@ -8,6 +8,7 @@
 //! origins need not be the same instant.
 
 use analysis::Diagnosis;
+use report::words::diagnosis as words;
 
 use crate::model::{Marker, MarkerKind, x_seconds};
 
@@ -25,7 +26,7 @@ pub fn diagnosis_markers(diagnosis: &Diagnosis, origin_unix_ns: u64) -> Vec<Mark
         .map(|knee| Marker {
             at_s: at_s(knee.at_ns),
             label: "knee".to_owned(),
-            title: format!("the knee: {}", knee.describe()),
+            title: format!("the knee: {}", words::knee(knee)),
             kind: MarkerKind::Knee,
         })
         .collect();
@@ -33,8 +34,8 @@ pub fn diagnosis_markers(diagnosis: &Diagnosis, origin_unix_ns: u64) -> Vec<Mark
     for (index, finding) in diagnosis.findings.iter().enumerate() {
         markers.push(Marker {
             at_s: at_s(finding.crossing.at_ns),
-            label: short_label(&finding.watched.short_name()),
-            title: diagnosis.finding_line(index),
+            label: short_label(&words::short_name(&finding.watched)),
+            title: words::finding_line(diagnosis, index),
             kind: if first == Some(index) {
                 MarkerKind::FirstLimit
             } else {
@@ -89,7 +90,7 @@ mod tests {
             at_ns: at_s * S,
             offered_per_sec: 220.0,
             peak_ok_per_sec: 200.0,
-            signal: "errors turned first".to_owned(),
+            signal: analysis::TurnKind::Errors,
         }
     }
 
@@ -182,8 +183,7 @@ mod tests {
             assert_eq!(got, want, "{case}");
             for marker in &markers {
                 // The hover says what the report says.
-                let said = diagnosis
-                    .lines()
+                let said = words::lines(&diagnosis)
                     .iter()
                     .any(|line| line.contains(&marker.title))
                     || marker.kind == MarkerKind::Knee;

@@ -555,7 +555,7 @@ mod tests {
 
     fn tables() -> SampleTables {
         let sampler = |kind: &str, name: &str| SamplerInfo {
-            kind: kind.to_owned(),
+            kind: kind.into(),
             name: name.to_owned(),
         };
         let series = |sampler, name: &str, label: Option<(&str, &str)>, unit: &str| SeriesInfo {
@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn many_series_share_the_budget_and_the_rest_are_counted() {
         let sampler = SamplerInfo {
-            kind: "prom".to_owned(),
+            kind: "prom".into(),
             name: "http://127.0.0.1:9090/metrics".to_owned(),
         };
         let count = MAX_TRACED_SERIES + 5;

@@ -68,7 +68,7 @@ pub use reader::BinaryReader;
 pub use record::{Protocol, Record};
 pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
-    SampleSummary, SampleTables, SampleValue, SamplerInfo, SeriesInfo, SeriesKind,
+    SampleSummary, SampleTables, SampleValue, SamplerInfo, SamplerKind, SeriesInfo, SeriesKind,
 };
 pub use series_names::{PROM_LIMIT_SUFFIX, ResourceSeries};
 pub use shards::check_shards;

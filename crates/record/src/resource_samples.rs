@@ -38,10 +38,98 @@ const GAP_HEAD_LEN: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SamplerInfo {
-    /// The sampler's kind: `host`, `process`, `prom`, `postgres` or `agent`.
-    pub kind: String,
+    /// The sampler's kind: `host`, `process`, `prom`, `postgres`, `agent` or `log`.
+    pub kind: SamplerKind,
     /// Tells instances of a kind apart (a process pattern, a URL).
     pub name: String,
+}
+
+/// What kind of sampler wrote a series. On disk it is the kind's name as a string
+/// (`"host"`), read at the edge: a kind this build does not know is kept as
+/// [`SamplerKind::Other`] and written back as it was, so the file format is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum SamplerKind {
+    /// The host's own `/proc` (`host`).
+    Host,
+    /// A process group (`process`).
+    Process,
+    /// A Prometheus scrape (`prom`).
+    Prom,
+    /// A PostgreSQL server (`postgres`).
+    Postgres,
+    /// A remote agent (`agent`).
+    Agent,
+    /// A followed log file or command (`log`).
+    Log,
+    /// A kind written by another loadlab, kept as written.
+    Other(String),
+}
+
+impl SamplerKind {
+    /// The kinds this build knows, each with its name on disk.
+    const NAMES: [(SamplerKind, &'static str); 6] = [
+        (SamplerKind::Host, "host"),
+        (SamplerKind::Process, "process"),
+        (SamplerKind::Prom, "prom"),
+        (SamplerKind::Postgres, "postgres"),
+        (SamplerKind::Agent, "agent"),
+        (SamplerKind::Log, "log"),
+    ];
+
+    /// The kind a name stands for; an unknown name is [`SamplerKind::Other`].
+    pub fn parse(name: &str) -> SamplerKind {
+        (Self::NAMES.iter())
+            .find(|(_, known)| *known == name)
+            .map_or_else(
+                || SamplerKind::Other(name.to_owned()),
+                |(kind, _)| kind.clone(),
+            )
+    }
+
+    /// Its name on disk and in reports: `host`, `process`, ... or the unknown name.
+    pub fn name(&self) -> &str {
+        match self {
+            SamplerKind::Host => "host",
+            SamplerKind::Process => "process",
+            SamplerKind::Prom => "prom",
+            SamplerKind::Postgres => "postgres",
+            SamplerKind::Agent => "agent",
+            SamplerKind::Log => "log",
+            SamplerKind::Other(name) => name,
+        }
+    }
+}
+
+impl Default for SamplerKind {
+    /// An empty name, as a kind missing from a hand-made table was before it was typed.
+    fn default() -> Self {
+        SamplerKind::Other(String::new())
+    }
+}
+
+impl From<String> for SamplerKind {
+    fn from(name: String) -> Self {
+        SamplerKind::parse(&name)
+    }
+}
+
+impl From<&str> for SamplerKind {
+    fn from(name: &str) -> Self {
+        SamplerKind::parse(name)
+    }
+}
+
+impl From<SamplerKind> for String {
+    fn from(kind: SamplerKind) -> Self {
+        kind.name().to_owned()
+    }
+}
+
+impl std::fmt::Display for SamplerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// How a series' values read.
@@ -406,6 +494,28 @@ mod tests {
     }
 
     #[test]
+    fn sampler_kinds_read_at_the_edge_and_write_back_as_they_were() {
+        // (on disk, the kind read)
+        let rows = [
+            (r#""host""#, SamplerKind::Host),
+            (r#""process""#, SamplerKind::Process),
+            (r#""prom""#, SamplerKind::Prom),
+            (r#""postgres""#, SamplerKind::Postgres),
+            (r#""agent""#, SamplerKind::Agent),
+            (r#""log""#, SamplerKind::Log),
+            (r#""gpu""#, SamplerKind::Other("gpu".to_owned())),
+            (r#""Host""#, SamplerKind::Other("Host".to_owned())),
+            (r#""""#, SamplerKind::Other(String::new())),
+        ];
+        for (json, want) in rows {
+            let kind: SamplerKind = serde_json::from_str(json).unwrap();
+            assert_eq!(kind, want, "{json}");
+            assert_eq!(serde_json::to_string(&kind).unwrap(), json, "{json}");
+        }
+        assert!(serde_json::from_str::<SamplerKind>("7").is_err());
+    }
+
+    #[test]
     fn batches_round_trip_bit_for_bit() {
         let rows = [batch(), SampleBatch::default()];
         for want in rows {
@@ -470,7 +580,7 @@ mod tests {
         let frame = |first_sampler, first_series, sampler| SampleFrame {
             first_sampler,
             samplers: vec![SamplerInfo {
-                kind: "host".to_owned(),
+                kind: "host".into(),
                 name: String::new(),
             }],
             first_series,

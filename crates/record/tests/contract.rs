@@ -524,7 +524,7 @@ fn sample_frame(n: u32) -> SampleFrame {
     let (samplers, new_series) = match n {
         0 => (
             vec![SamplerInfo {
-                kind: "host".to_owned(),
+                kind: "host".into(),
                 name: "host".to_owned(),
             }],
             vec![
@@ -534,7 +534,7 @@ fn sample_frame(n: u32) -> SampleFrame {
         ),
         1 => (
             vec![SamplerInfo {
-                kind: "process".to_owned(),
+                kind: "process".into(),
                 name: "nginx".to_owned(),
             }],
             vec![series(1, "process.rss_bytes", "bytes", SeriesKind::Gauge)],

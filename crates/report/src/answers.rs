@@ -241,7 +241,7 @@ mod tests {
             assert_eq!(addresses, want, "{case}");
             if let Some(first) = got.first() {
                 assert_eq!(
-                    first.describe(),
+                    crate::words::diagnosis::unreached(first),
                     "nothing listened at 127.0.0.1:18199: connection refused, every request (2)"
                 );
             }

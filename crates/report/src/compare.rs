@@ -24,7 +24,7 @@ use units::GoDuration;
 
 use crate::ReportError;
 use crate::config::ReportConfig;
-use crate::json::{push_float, push_string, push_strings};
+use crate::json_write::{push_float, push_string, push_strings};
 use crate::metrics::{Metrics, Report};
 use crate::pipeline::run_report;
 use crate::seconds::Seconds;
@@ -836,7 +836,10 @@ fn ran_out_first(inputs: &[CompareInput], format: CompareFormat) -> Result<Strin
             &mut std::io::sink(),
         )?;
         if let Some(diagnosis) = outcome.diagnosis {
-            lines.push((input.name().to_owned(), diagnosis.headline()));
+            lines.push((
+                input.name().to_owned(),
+                crate::words::diagnosis::headline(&diagnosis),
+            ));
         }
     }
     Ok(ran_out_block(format, &lines))

@@ -284,11 +284,7 @@ impl Quantiles {
     }
 }
 
-/// The 1-based rank of quantile `q` among `n` values: `ceil(q * n)`, at least 1.
-pub fn nearest_rank(q: f64, n: u64) -> u64 {
-    let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as u64;
-    rank.clamp(1, n.max(1))
-}
+pub use units::nearest_rank;
 
 #[cfg(test)]
 mod tests {
@@ -300,26 +296,6 @@ mod tests {
             distribution.add(value);
         }
         distribution
-    }
-
-    #[test]
-    fn nearest_rank_rows() {
-        let rows: &[(f64, u64, u64)] = &[
-            (0.0, 10, 1),
-            (0.1, 10, 1),
-            (0.5, 10, 5),
-            (0.51, 10, 6),
-            (0.99, 100, 99),
-            (0.999, 100, 100),
-            (1.0, 10, 10),
-            (1.5, 10, 10),
-            (-1.0, 10, 1),
-            (0.5, 1, 1),
-            (0.5, 0, 1),
-        ];
-        for &(q, n, want) in rows {
-            assert_eq!(nearest_rank(q, n), want, "q {q} n {n}");
-        }
     }
 
     /// Merging gives the percentiles of adding every value to one distribution, in

@@ -17,8 +17,8 @@ use units::GoDuration;
 
 use crate::distribution::Distribution;
 use crate::grouping::{GroupBy, GroupKey, Grouper};
-use crate::json::{push_float, push_string};
-use crate::metrics::go_seconds;
+use crate::json_write::{push_float, push_string};
+use units::go_seconds;
 
 /// Longest run of empty intervals printed as rows.
 pub const MAX_EMPTY_ROWS: u64 = 1000;

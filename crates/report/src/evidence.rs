@@ -190,7 +190,7 @@ mod tests {
         };
         let tables = SampleTables {
             samplers: vec![SamplerInfo {
-                kind: "process".to_owned(),
+                kind: "process".into(),
                 name: "nginx".to_owned(),
             }],
             series: vec![series("process.fd_use_percent"), series("process.fd_limit")],

@@ -9,9 +9,10 @@ use record::{
 };
 
 use crate::extra_rows::{AskedRate, Extras, GeneratorUse, RunShape};
-use crate::metrics::{AttackActivity, Report, go_seconds};
+use crate::metrics::{AttackActivity, Report};
 use crate::resources::ResourceSummary;
 use crate::warnings::Warning;
+use units::go_seconds;
 
 /// What one attack (merged across inputs by name) asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

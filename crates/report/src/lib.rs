@@ -52,6 +52,7 @@ mod grouping;
 mod hdrplot;
 mod hist;
 mod json;
+mod json_write;
 mod metrics;
 mod pipeline;
 mod pressure;
@@ -64,6 +65,7 @@ mod seconds;
 pub mod tabwriter;
 mod text;
 mod warnings;
+pub mod words;
 
 pub use answers::target_address;
 pub use checks::{CheckCounts, CheckFigures, CheckedTarget, CheckedTargets};
@@ -82,7 +84,7 @@ pub use extras::{RunFacts, Scope};
 pub use grouping::{GroupBy, GroupKey, Grouper};
 pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
-pub use json::{push_string as push_json_string, push_strings as push_json_strings};
+pub use json_write::{push_string as push_json_string, push_strings as push_json_strings};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
 pub use pipeline::{ReportOutcome, run_report};
 pub use replay::{

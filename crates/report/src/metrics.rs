@@ -8,6 +8,7 @@
 //! Our latency counts from the *intended* send time, so it includes the send lag.
 
 use record::{Protocol, Record, RunTables};
+use units::go_seconds;
 
 use crate::checks::{CheckCounts, CheckFigures, CheckedTarget};
 use crate::distribution::{Distribution, EXACT_LIMIT, Quantiles};
@@ -205,11 +206,6 @@ impl Metrics {
             extras: Extras::default(),
         }
     }
-}
-
-/// Go's `Duration.Seconds`: whole seconds plus the nanosecond remainder, as floats.
-pub(crate) fn go_seconds(ns: u64) -> f64 {
-    (ns / 1_000_000_000) as f64 + (ns % 1_000_000_000) as f64 / 1e9
 }
 
 /// Status codes sorted as strings (`"200" < "404" < "50"`), as vegeta prints them.
@@ -503,12 +499,5 @@ mod tests {
             let report = metrics.close(&RunTables::default());
             assert_eq!(&report.protocols, want);
         }
-    }
-
-    #[test]
-    fn go_seconds_matches_go() {
-        assert_eq!(go_seconds(1_500_000_000), 1.5);
-        assert_eq!(go_seconds(0), 0.0);
-        assert_eq!(go_seconds(299_000_000), 0.299);
     }
 }

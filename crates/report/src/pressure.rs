@@ -17,7 +17,9 @@
 use std::collections::BTreeMap;
 
 use analysis::diagnosis::{Brief, Crossing, Resource, Watched};
-use record::{PROM_LIMIT_SUFFIX, ResourceSeries, SampleBatch, SampleTables, SeriesKind};
+use record::{
+    PROM_LIMIT_SUFFIX, ResourceSeries, SampleBatch, SampleTables, SamplerKind, SeriesKind,
+};
 
 use crate::resources::{SUSTAINED_SAMPLES, Stat};
 use crate::sampler_health::SamplerHealth;
@@ -183,7 +185,7 @@ pub struct Pressures {
     latest_steal_percent: f64,
     tracks: BTreeMap<(u32, Measure), Track>,
     /// By sampler id: its kind and name.
-    samplers: Vec<(String, String)>,
+    samplers: Vec<(SamplerKind, String)>,
 }
 
 impl Pressures {
@@ -209,21 +211,21 @@ impl Pressures {
     fn role_of(&mut self, tables: &SampleTables, series: usize) -> Option<(u32, Role)> {
         use ResourceSeries as S;
         let info = &tables.series[series];
-        let kind = tables.samplers.get(info.sampler as usize)?.kind.as_str();
-        if kind == "prom" {
+        let kind = &tables.samplers.get(info.sampler as usize)?.kind;
+        if *kind == SamplerKind::Prom {
             if let Some(gauge) = info.name.strip_suffix(PROM_LIMIT_SUFFIX) {
                 return self.hinted_pool(tables, series, gauge);
             }
             let role = self.pool_role(info.sampler, &info.name, &info.labels, info.kind)?;
             return Some((info.sampler, role));
         }
-        if kind == "log" {
+        if *kind == SamplerKind::Log {
             return self.log_role(info.sampler, &info.name, &info.labels);
         }
         let series = ResourceSeries::from_name(&info.name)?;
         // A series counts only from its own kind of sampler (an agent forwards samplers
         // with their kinds).
-        if !series.name().starts_with(kind) {
+        if !series.name().starts_with(kind.name()) {
             return None;
         }
         let cpu = info.labels.get("cpu").map(String::as_str);
@@ -479,7 +481,7 @@ impl Pressures {
         let (mut resource, series, unit) = describe(measure);
         let (kind, name) = &self.samplers[sampler as usize];
         let mut example = None;
-        let (name, series) = match (measure, kind.as_str()) {
+        let (name, series) = match (measure, kind) {
             (Measure::Log(id), _) => {
                 let (pattern, first_line) = &self.log_patterns[id as usize];
                 if !LIMIT_PATTERNS.contains(&pattern.as_str())
@@ -514,7 +516,7 @@ impl Pressures {
                 };
                 (shown, format!("{} / {}", names.use_name, names.size_name))
             }
-            (_, "host") => (analysis::diagnosis::HOST.to_owned(), series.to_owned()),
+            (_, SamplerKind::Host) => (analysis::diagnosis::HOST.to_owned(), series.to_owned()),
             _ => (name.clone(), series.to_owned()),
         };
         let crossed = track.crossing().map(|(at, mean)| Crossing {
@@ -902,7 +904,7 @@ mod tests {
             samplers: samplers
                 .iter()
                 .map(|(kind, name)| SamplerInfo {
-                    kind: (*kind).to_owned(),
+                    kind: (*kind).into(),
                     name: (*name).to_owned(),
                 })
                 .collect(),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use record::{Logged, Record, ReplayEnd, ReplayInfo, RunTables, SourceSummary};
 
 use crate::distribution::Distribution;
-use crate::metrics::go_seconds;
+use units::go_seconds;
 
 /// The busiest path groups listed one by one; the others make one line.
 pub const REPLAY_TOP_GROUPS: usize = 20;

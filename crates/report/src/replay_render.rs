@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use units::GoDuration;
 
-use crate::json::{push_float, push_string, push_strings};
+use crate::json_write::{push_float, push_string, push_strings};
 use crate::replay::{GroupFigures, LatencyFigures, ReplayFigures, SideFigures, StatusMix};
 use crate::tabwriter::align;
 

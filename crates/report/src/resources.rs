@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use record::{ResourceSeries, SampleBatch, SampleTables};
+use record::{ResourceSeries, SampleBatch, SampleTables, SamplerKind};
 
 /// CPU at or above this (percent of one core for a group, of the host for the host)
 /// for [`SUSTAINED_SAMPLES`] samples in a row is a saturation warning.
@@ -112,7 +112,7 @@ impl Stat {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SamplerFigures {
     /// The sampler's kind (`host`, `process`, `postgres`...).
-    pub kind: String,
+    pub kind: SamplerKind,
     /// The sampler's name (the process group, the URL...).
     pub name: String,
     /// Figures by measure.
@@ -145,7 +145,7 @@ pub struct Resources {
 /// Which measure a series feeds, and its warning threshold; `None` for series the
 /// report has no row for (they are still counted, and charted by `plot`).
 fn measure(
-    kind: &str,
+    kind: &SamplerKind,
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Option<(&'static str, Option<f64>)> {
@@ -155,7 +155,7 @@ fn measure(
     // A series counts only from its own kind of sampler (an agent forwards samplers
     // with their kinds).
     let wanted_kind = series.name().split('.').next().unwrap_or_default();
-    if kind != wanted_kind {
+    if kind.name() != wanted_kind {
         return None;
     }
     Some(match series {
@@ -313,8 +313,11 @@ pub struct ResourceSummary {
 
 impl ResourceSummary {
     /// The samplers of one kind, in the order first seen.
-    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a SamplerFigures> + 'a {
-        self.samplers.iter().filter(move |f| f.kind == kind)
+    pub fn of_kind<'a>(
+        &'a self,
+        kind: &'a SamplerKind,
+    ) -> impl Iterator<Item = &'a SamplerFigures> + 'a {
+        self.samplers.iter().filter(move |f| &f.kind == kind)
     }
 }
 
@@ -325,16 +328,14 @@ fn seconds_from(start: u64, at: u64) -> u64 {
 
 fn warnings(figures: &SamplerFigures, start: u64) -> Vec<String> {
     let mut out = Vec::new();
-    let who = match figures.kind.as_str() {
-        "host" => "host CPU".to_owned(),
-        _ => figures.name.clone(),
+    let host = figures.kind == SamplerKind::Host;
+    let who = if host {
+        "host CPU".to_owned()
+    } else {
+        figures.name.clone()
     };
     if let Some((at, mean)) = figures.stat("cpu").and_then(|s| s.sustained) {
-        let share = if figures.kind == "host" {
-            "of the host"
-        } else {
-            "of one core"
-        };
+        let share = if host { "of the host" } else { "of one core" };
         out.push(format!(
             "{who} at {mean:.0}% {share} from {} s",
             seconds_from(start, at)
@@ -363,7 +364,7 @@ fn warnings(figures: &SamplerFigures, start: u64) -> Vec<String> {
         ));
     }
     if figures.gaps > 0 {
-        let name = if figures.kind == "host" {
+        let name = if host {
             "host".to_owned()
         } else {
             format!("{} {}", figures.kind, figures.name)
@@ -419,7 +420,7 @@ mod tests {
 
     fn tables() -> SampleTables {
         let sampler = |kind: &str, name: &str| SamplerInfo {
-            kind: kind.to_owned(),
+            kind: kind.into(),
             name: name.to_owned(),
         };
         let series = |sampler: u32, name: &str, labels: &[(&str, &str)]| SeriesInfo {

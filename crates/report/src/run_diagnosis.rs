@@ -2,13 +2,11 @@
 //! health from the warnings and its in-flight count, the watched resources from
 //! [`crate::pressure::Pressures`], judged by [`analysis::diagnose`].
 
-use analysis::diagnosis::{Diagnosis, GeneratorState, Knee};
+use analysis::diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble};
 use analysis::{Finding, LagWeight, diagnose};
-use units::GoDuration;
 
 use crate::extras::RunFacts;
 use crate::metrics::Report;
-use crate::text::turn_name;
 use crate::warnings::Warning;
 
 /// A load without a knee whose success ratio is below this was not served, unless a
@@ -30,7 +28,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
             at_ns: point.start_ns,
             offered_per_sec: point.offered_per_sec,
             peak_ok_per_sec: *peak_ok_per_sec,
-            signal: format!("{} turned first", turn_name(point.kind)),
+            signal: point.kind,
         }),
         _ => None,
     };
@@ -38,11 +36,8 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
         return None;
     }
     let min_success = facts.min_success_ratio.unwrap_or(SUCCESS_RATIO);
-    let trouble = (knee.is_none() && report.success_ratio < min_success).then(|| {
-        format!(
-            "{:.1}% of the requests failed",
-            (1.0 - report.success_ratio) * 100.0
-        )
+    let trouble = (knee.is_none() && report.success_ratio < min_success).then_some(Trouble {
+        failed_ratio: 1.0 - report.success_ratio,
     });
     let served_badly = knee.is_some() || trouble.is_some();
     let generator = GeneratorState {
@@ -70,7 +65,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
 /// beside the answers is neither a warning nor a verdict. At the cap it waited on the
 /// answers: the server's doing when they slowed or failed (`served_badly`), the cap's
 /// when they kept their pace (rate x latency needs more).
-fn fell_behind(report: &Report, facts: &RunFacts, served_badly: bool) -> Option<String> {
+fn fell_behind(report: &Report, facts: &RunFacts, served_badly: bool) -> Option<Behind> {
     let cap = facts.in_flight_cap.filter(|&cap| cap > 0);
     let at_cap = cap.is_some_and(|cap| facts.in_flight_peak as f64 >= CAP_SHARE * cap as f64);
     let extras = &report.extras;
@@ -91,26 +86,16 @@ fn fell_behind(report: &Report, facts: &RunFacts, served_badly: bool) -> Option<
         return None;
     }
     if at_cap {
-        return (!served_badly).then(|| {
-            format!(
-                "requests in flight reached its cap (-max-workers {}) while the answers kept \
-                 their pace: the rate asked needs more in flight; raise -max-workers",
-                cap.unwrap_or_default()
-            )
+        return (!served_badly).then(|| Behind::AtCap {
+            cap: cap.unwrap_or_default(),
         });
     }
     Some(match (lag, short) {
-        (Some(lag), _) => format!(
-            "send lag p99 {} over {} and against a median latency of {}, with requests in \
-             flight under the cap; give it more CPU or less load",
-            GoDuration::report_ns(lag.p99_ns),
-            GoDuration::report_ns(lag.limit_ns),
-            GoDuration::report_ns(lag.latency_p50_ns)
-        ),
-        (None, Some((asked_per_sec, achieved_per_sec))) => format!(
-            "it sent {achieved_per_sec:.0} req/s of the {asked_per_sec:.0} asked; give it more \
-             CPU or less load"
-        ),
+        (Some(lag), _) => Behind::Lag(lag),
+        (None, Some((asked_per_sec, achieved_per_sec))) => Behind::SentShort {
+            asked_per_sec,
+            achieved_per_sec,
+        },
         (None, None) => return None,
     })
 }
@@ -119,6 +104,7 @@ fn fell_behind(report: &Report, facts: &RunFacts, served_badly: bool) -> Option<
 mod tests {
     use super::*;
     use crate::metrics::Metrics;
+    use crate::words::diagnosis as words;
     use record::RunTables;
 
     #[test]
@@ -221,7 +207,7 @@ mod tests {
                 health,
                 ..RunFacts::default()
             };
-            let got = fell_behind(&report, &facts, served_badly);
+            let got = fell_behind(&report, &facts, served_badly).map(|b| words::behind(&b));
             match (got, want) {
                 (None, None) => {}
                 (Some(got), Some(want)) => assert!(got.starts_with(want), "{case}: {got}"),
@@ -252,7 +238,9 @@ mod tests {
                 ..RunFacts::default()
             };
             let diagnosis = run_diagnosis(&report, &facts).unwrap();
-            assert_eq!(diagnosis.trouble.as_deref(), want, "{case}");
+            let said = diagnosis.trouble.map(|_| words::headline(&diagnosis));
+            let said = said.as_deref().and_then(|s| s.split(':').next());
+            assert_eq!(said, want, "{case}");
         }
     }
 
@@ -297,7 +285,7 @@ mod tests {
                 ..RunFacts::default()
             };
             let diagnosis = run_diagnosis(&report, &facts).unwrap();
-            let lines = diagnosis.lines();
+            let lines = words::lines(&diagnosis);
             assert!(lines[0].starts_with(want), "{lines:?}");
             assert_eq!(
                 lines.last().map(String::as_str),

@@ -292,7 +292,7 @@ impl Seconds {
         if total == 0 {
             return 0;
         }
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let rank = units::nearest_rank(q, total);
         let mut seen = 0;
         for (index, &count) in counts.iter().enumerate() {
             seen += u64::from(count);

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use analysis::{Finding, TurnKind};
-use record::Protocol;
+use analysis::Finding;
+use record::{Protocol, SamplerKind};
 use units::GoDuration;
 
 use crate::checks::CheckFigures;
@@ -15,6 +15,7 @@ use crate::metrics::Report;
 use crate::replay_render::write_replay_text;
 use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::tabwriter::align;
+use crate::words::diagnosis::turn_name;
 
 /// Width of vegeta's label column (`Status Codes` + padding).
 pub const LABEL_WIDTH: usize = 14;
@@ -72,7 +73,7 @@ fn write_checks(out: &mut String, checks: &[CheckFigures]) {
             name.to_owned(),
             passes.to_string(),
             fails.to_string(),
-            analysis::floor_percent(passes, passes + fails),
+            crate::words::floor_percent(passes, passes + fails),
         ]
     };
     let mut rows = vec![["Checks", "Passes", "Fails", "Pass Rate"].map(str::to_owned)];
@@ -101,7 +102,7 @@ fn write_checks(out: &mut String, checks: &[CheckFigures]) {
 /// The diagnosis block: sentences, not columns, as a reader pastes them.
 fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
     out.push_str("Diagnosis:\n");
-    for line in diagnosis.lines() {
+    for line in crate::words::diagnosis::lines(diagnosis) {
         let _ = writeln!(out, "{line}");
     }
 }
@@ -134,13 +135,13 @@ fn mib(bytes: f64) -> String {
 /// each database's, then the sample counts.
 fn resource_rows(resources: &ResourceSummary) -> String {
     let mut text = String::new();
-    for host in resources.of_kind("host") {
+    for host in resources.of_kind(&SamplerKind::Host) {
         host_rows(&mut text, host);
     }
-    for group in resources.of_kind("process") {
+    for group in resources.of_kind(&SamplerKind::Process) {
         process_rows(&mut text, group);
     }
-    for db in resources.of_kind("postgres") {
+    for db in resources.of_kind(&SamplerKind::Postgres) {
         database_rows(&mut text, db);
     }
     let _ = writeln!(
@@ -367,15 +368,6 @@ fn saturation_rows(text: &mut String, finding: &Finding) {
                 );
             }
         }
-    }
-}
-
-/// A signal's name in reports: `throughput`, `errors` or `latency`.
-pub(crate) fn turn_name(kind: TurnKind) -> &'static str {
-    match kind {
-        TurnKind::Throughput => "throughput",
-        TurnKind::Errors => "errors",
-        TurnKind::Latency => "latency",
     }
 }
 

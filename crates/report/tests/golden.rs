@@ -1060,7 +1060,7 @@ fn bad_inputs_name_the_file() {
 fn monitor_run() -> Vec<u8> {
     use record::{SampleBatch, SampleFrame, SampleGap, SamplerInfo, SeriesInfo, SeriesKind};
     let sampler = |kind: &str, name: &str| SamplerInfo {
-        kind: kind.to_owned(),
+        kind: kind.into(),
         name: name.to_owned(),
     };
     let series = |sampler: u32, name: &str, label: (&str, &str), unit: &str| SeriesInfo {

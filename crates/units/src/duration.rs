@@ -88,6 +88,12 @@ fn parse_component(text: &str) -> Result<(u128, usize), &'static str> {
     Ok((value_ns, number_len + unit_len))
 }
 
+/// Nanoseconds as seconds the way Go's `Duration.Seconds` computes them (whole seconds
+/// plus the fraction), so rates divided by it match vegeta's to the last digit.
+pub fn go_seconds(ns: u64) -> f64 {
+    (ns / 1_000_000_000) as f64 + (ns % 1_000_000_000) as f64 / 1e9
+}
+
 /// Displays a [`Duration`] exactly like Go's `Duration.String`: `0s`, `850ns`, `1.5µs`,
 /// `929.818µs`, `1.117s`, `1m1s`, `2h0m0s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +252,13 @@ mod tests {
         for &(n, want) in rows {
             assert_eq!(GoDuration(ns(n)).to_string(), want, "{n} ns");
         }
+    }
+
+    #[test]
+    fn go_seconds_matches_go() {
+        assert_eq!(go_seconds(1_500_000_000), 1.5);
+        assert_eq!(go_seconds(0), 0.0);
+        assert_eq!(go_seconds(299_000_000), 0.299);
     }
 
     #[test]

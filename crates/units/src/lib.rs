@@ -12,12 +12,14 @@
 //! Also the one rule for keeping secrets out of what loadlab echoes ([`redact_url`],
 //! [`redact_header_value`], [`redact_header_line`]; see the `redact` module): it lives
 //! here because every crate that echoes user input already reads it with this crate.
-//! For the same reason, [`error_chain`]: an error and its causes as one line of text.
+//! For the same reason, [`error_chain`]: an error and its causes as one line of text,
+//! and [`LatencyStat`]: a latency statistic by its name (`p99`, `max`).
 
 #![warn(missing_docs)]
 
 mod duration;
 mod error_chain;
+mod latency_stat;
 mod rate;
 pub mod redact;
 mod size;
@@ -25,8 +27,9 @@ mod size;
 #[cfg(test)]
 mod proptests;
 
-pub use duration::{GoDuration, parse_duration, round_for_report};
+pub use duration::{GoDuration, go_seconds, parse_duration, round_for_report};
 pub use error_chain::error_chain;
+pub use latency_stat::{LatencyStat, nearest_rank};
 pub use rate::Rate;
 pub use redact::{REDACTED, redact_header_line, redact_header_value, redact_url};
 pub use size::parse_size;

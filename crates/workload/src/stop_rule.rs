@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+pub use units::LatencyStat;
+
 /// What a rule watches; also decides the exit code of a run it stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleKind {
@@ -45,25 +47,6 @@ enum Metric {
     Latency(LatencyStat),
     Throughput,
     Lag,
-}
-
-/// A latency statistic: what a stop rule reads of a second, and what a plan's SLO bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LatencyStat {
-    /// The median.
-    P50,
-    /// The 90th percentile.
-    P90,
-    /// The 95th percentile.
-    P95,
-    /// The 99th percentile.
-    P99,
-    /// The 99.9th percentile.
-    P999,
-    /// The slowest request.
-    Max,
-    /// The arithmetic mean.
-    Mean,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -235,42 +218,6 @@ fn latency(figures: &LatencyFigures, stat: LatencyStat) -> u64 {
         LatencyStat::P999 => figures.p999_ns,
         LatencyStat::Max => figures.max_ns,
         LatencyStat::Mean => figures.mean_ns,
-    }
-}
-
-impl LatencyStat {
-    /// Every statistic with the names it is written as (the first is how it prints).
-    const NAMES: [(LatencyStat, &'static [&'static str]); 7] = [
-        (LatencyStat::P50, &["p50", "median"]),
-        (LatencyStat::P90, &["p90"]),
-        (LatencyStat::P95, &["p95"]),
-        (LatencyStat::P99, &["p99"]),
-        (LatencyStat::P999, &["p99.9", "p999"]),
-        (LatencyStat::Max, &["max"]),
-        (LatencyStat::Mean, &["mean"]),
-    ];
-
-    /// The statistic a name stands for (`p99`, `P99.9`, `p999`, `max`, ...), any case.
-    pub fn from_name(name: &str) -> Option<LatencyStat> {
-        let name = name.trim().to_ascii_lowercase();
-        Self::NAMES
-            .iter()
-            .find(|(_, names)| names.contains(&name.as_str()))
-            .map(|(stat, _)| *stat)
-    }
-
-    /// How it prints: `p50`, `p90`, `p95`, `p99`, `p99.9`, `max`, `mean`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(stat, _)| *stat == self)
-            .map_or("?", |(_, names)| names[0])
-    }
-}
-
-impl fmt::Display for LatencyStat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -897,7 +897,7 @@ impl StampFeed {
             first_series: u32::from(!first),
             samplers: first
                 .then(|| record::SamplerInfo {
-                    kind: "host".to_owned(),
+                    kind: "host".into(),
                     name: "host".to_owned(),
                 })
                 .into_iter()

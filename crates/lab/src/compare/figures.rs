@@ -11,7 +11,6 @@ use record::ErrorKind;
 use report::{Row, RunFigures, Unit, compare_runs};
 
 use super::inputs::Side;
-use super::matching::joined_names;
 use super::model::StepLine;
 use crate::LabError;
 use crate::folder::StepRow;
@@ -244,4 +243,15 @@ pub fn window_figures(path: &Path, warmup_ns: u64) -> Result<Option<RunFigures>,
         Err(report::ReportError::Record(record::RecordError::Empty { .. })) => Ok(None),
         Err(err) => Err(LabError::Folder(err.to_string())),
     }
+}
+
+/// The variant names of the sides: one name when they agree.
+pub(super) fn joined_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for name in names {
+        if !distinct.contains(&name) {
+            distinct.push(name);
+        }
+    }
+    distinct.join(" vs ")
 }

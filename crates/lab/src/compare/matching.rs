@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use analysis::Direction;
 use report::Versus;
 
-use super::figures::step_line;
+use super::figures::{joined_names, step_line};
 use super::inputs::Side;
 use super::model::{FolderComparison, VariantLine};
 use crate::folder::StepRow;
@@ -90,17 +90,6 @@ fn nth_match<'a>(
         .nth(nth)?;
     used[index] = true;
     Some(row)
-}
-
-/// The variant names of the sides: one name when they agree.
-pub(super) fn joined_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let mut distinct: Vec<&str> = Vec::new();
-    for name in names {
-        if !distinct.contains(&name) {
-            distinct.push(name);
-        }
-    }
-    distinct.join(" vs ")
 }
 
 fn variant_lines(sides: &[Side]) -> Vec<VariantLine> {

@@ -87,7 +87,7 @@ pub fn run_shards(
         .map_err(|e| format!("cannot write {}: {e}", scenarios.display()))?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this binary to start the shards: {e}"))?;
-    let length = plan.load.warmup + crate::step::measured(plan, cell);
+    let length = plan.load.warmup + crate::step_fields::measured(plan, cell);
     let start_at_ns = (engine::unix_now_ns() + sharding.start_delay.as_nanos() as u64)
         .div_ceil(1_000_000)
         * 1_000_000;

@@ -28,7 +28,7 @@ struct ScenariosFile<'a> {
 /// The step's scenarios file: `# title` first, then the seed and stop rules of
 /// `[load]` and one `[[scenario]]` per attack of the step.
 pub fn scenarios_toml(plan: &Plan, cell: &Cell, title: &str) -> Result<String, String> {
-    let scenario = crate::step::step_fields(plan, cell)
+    let scenario = crate::step_fields::step_fields(plan, cell)
         .into_iter()
         .map(|(fields, origin)| for_a_shard(fields, &origin))
         .collect();
@@ -302,7 +302,7 @@ rate = "1/1s"
         assert_eq!(file.seed, Some(7));
         assert_eq!(file.stop_when, ["errors > 50% for 1s"]);
         let read: Vec<AttackFields> = file.scenarios.into_iter().map(|(_, f)| f).collect();
-        let want: Vec<AttackFields> = crate::step::step_fields(&plan, &cell)
+        let want: Vec<AttackFields> = crate::step_fields::step_fields(&plan, &cell)
             .into_iter()
             .map(|(fields, origin)| for_a_shard(fields, &origin))
             .collect();

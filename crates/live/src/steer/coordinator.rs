@@ -5,7 +5,7 @@
 //! (the shards' own, which they defer while polled) and shown in one [`Snapshot`].
 //!
 //! A shard that does not answer for [`STEER_SILENCE`](engine::STEER_SILENCE) is *lost*, and one whose seconds
-//! trail the leader's by [`BEHIND_SECONDS`] is *behind*: either is named at once, and
+//! trail the leader's by [`BEHIND_SECONDS`](super::BEHIND_SECONDS) is *behind*: either is named at once, and
 //! the merge goes on without it (its late seconds are counted, not merged). A rule
 //! that fires sends `/stop` to every shard at once; each drains and writes its end
 //! block, so its records are complete up to the stop. [`Coordinator::verdict`] says
@@ -20,18 +20,10 @@ use workload::{Fired, RuleWatch, StopRule};
 
 use super::buckets::Buckets;
 use super::second::{MergedSecond, ShardReport, ShardSecond};
-use super::shard::{Health, Shard, ShardLink};
+use super::shard::{Event, Health, Shard, ShardLink};
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
 
-/// A shard whose settled seconds trail the leader's by this many is behind.
-pub const BEHIND_SECONDS: u64 = 3;
-/// A shard's clock further off the coordinator's than this is named (its time zero,
-/// and so its requests, are that far off the others').
-pub const CLOCK_WARNING_NS: u64 = 50_000_000;
 const SECOND_NS: u64 = 1_000_000_000;
-
-/// What happened that a person should read at once (a shard lost, a rule fired).
-pub type Event = String;
 
 /// The steering of one run; see the module docs.
 pub struct Coordinator {

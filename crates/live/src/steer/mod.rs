@@ -19,9 +19,10 @@ mod second;
 mod shard;
 
 pub use buckets::Buckets;
-pub use coordinator::{BEHIND_SECONDS, CLOCK_WARNING_NS, Coordinator, Event};
+pub use coordinator::Coordinator;
 pub use feed::{FinalAnswer, KEPT_SECONDS, RECORDS_CHUNK, SteerFeed, records_answer};
 pub use link::HttpLink;
 pub use metrics::merge_expositions;
 pub use second::{MergedSecond, ShardReport, ShardSecond, ShardState};
+pub use shard::{BEHIND_SECONDS, CLOCK_WARNING_NS, Event};
 pub use shard::{Health, ShardLink};

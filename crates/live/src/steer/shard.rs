@@ -10,8 +10,16 @@ use std::time::{Duration, Instant};
 
 use engine::STEER_SILENCE;
 
-use super::coordinator::{BEHIND_SECONDS, CLOCK_WARNING_NS, Event};
 use super::second::{ShardReport, ShardSecond, ShardState};
+
+/// A shard whose settled seconds trail the leader's by this many is behind.
+pub const BEHIND_SECONDS: u64 = 3;
+/// A shard's clock further off the coordinator's than this is named (its time zero,
+/// and so its requests, are that far off the others').
+pub const CLOCK_WARNING_NS: u64 = 50_000_000;
+
+/// What happened that a person should read at once (a shard lost, a rule fired).
+pub type Event = String;
 
 /// How the coordinator reaches one shard.
 pub trait ShardLink: Send {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use record::ResourceSeries;
+use record::{ResourceSeries, SamplerKind};
 
 use super::{sampler_of, series_name};
 use crate::format;
@@ -123,7 +123,7 @@ fn other(drawn: &Drawn<'_>, unit: OtherUnit) -> String {
     let prom = drawn
         .drawn
         .iter()
-        .any(|s| sampler_of(drawn.data, s).is_some_and(|s| s.kind == "prom"));
+        .any(|s| sampler_of(drawn.data, s).is_some_and(|s| s.kind == SamplerKind::Prom));
     let note = match unit {
         OtherUnit::PerSecond | OtherUnit::BytesPerSecond | OtherUnit::SecondsPerSecond => {
             " Prometheus counters are drawn as rates per second over each interval."
@@ -183,7 +183,7 @@ pub(super) fn core_count(data: &SampleData) -> Option<usize> {
         .tables
         .samplers
         .iter()
-        .filter(|s| s.kind == "host")
+        .filter(|s| s.kind == SamplerKind::Host)
         .count();
     let cores = data
         .tables

@@ -1,6 +1,8 @@
 //! The colours of resource series: process groups keep theirs on every chart, host-wide
 //! series are darker and warmer, limits gray.
 
+use record::SamplerKind;
+
 use super::{sampler_id, sampler_of};
 use crate::place::Group;
 use crate::sample_gather::{SampleData, SeriesData};
@@ -27,7 +29,7 @@ pub(super) fn colors(data: &SampleData, group: Group, drawn: &[&SeriesData]) -> 
         .samplers
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.kind == "process")
+        .filter(|(_, s)| s.kind == SamplerKind::Process)
         .map(|(id, _)| id)
         .collect();
     let (mut host, mut other) = (0, 0);
@@ -37,9 +39,9 @@ pub(super) fn colors(data: &SampleData, group: Group, drawn: &[&SeriesData]) -> 
             if one.place.limit {
                 return LIMIT_COLOR;
             }
-            let kind = sampler_of(data, one).map_or("", |s| s.kind.as_str());
+            let kind = sampler_of(data, one).map(|s| &s.kind);
             let sampler = sampler_id(data, one) as usize;
-            if group.by_group_colour() && kind == "process" {
+            if group.by_group_colour() && kind == Some(&SamplerKind::Process) {
                 let position = process_samplers.iter().position(|&id| id == sampler);
                 return GROUP_COLORS[position.unwrap_or(0) % GROUP_COLORS.len()];
             }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use record::SamplerInfo;
+use record::{SamplerInfo, SamplerKind};
 
 use super::{sampler_id, sampler_of};
 use crate::format;
@@ -40,20 +40,20 @@ pub(super) fn short_name(sampler: &SamplerInfo) -> String {
 
 /// Who a gap belongs to, for hover and captions: `host`, `nginx`, `prom 127.0.0.1:9113`.
 pub(super) fn sampler_text(sampler: &SamplerInfo) -> String {
-    match sampler.kind.as_str() {
-        "host" | "process" => sampler.name.clone(),
-        kind => format!("{kind} {}", short_name(sampler)),
+    match sampler.kind {
+        SamplerKind::Host | SamplerKind::Process => sampler.name.clone(),
+        ref kind => format!("{kind} {}", short_name(sampler)),
     }
 }
 
 /// Host-wide series first, then process groups, databases, scrapes.
-pub(super) fn kind_rank(kind: &str) -> u8 {
+pub(super) fn kind_rank(kind: &SamplerKind) -> u8 {
     match kind {
-        "host" => 0,
-        "process" => 1,
-        "postgres" => 2,
-        "prom" => 3,
-        _ => 4,
+        SamplerKind::Host => 0,
+        SamplerKind::Process => 1,
+        SamplerKind::Postgres => 2,
+        SamplerKind::Prom => 3,
+        SamplerKind::Agent | SamplerKind::Log | SamplerKind::Other(_) => 4,
     }
 }
 
@@ -70,10 +70,10 @@ pub(super) fn legend_value(unit: Unit, value: f64) -> String {
 /// Legend names: the place's label, after the sampler's short name when the chart
 /// draws series of two samplers of one kind (two hosts through agents, two servers).
 pub(super) fn legend_names(data: &SampleData, group: Group, drawn: &[&SeriesData]) -> Vec<String> {
-    let mut samplers_of_kind: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let mut samplers_of_kind: BTreeMap<&SamplerKind, Vec<u32>> = BTreeMap::new();
     for one in drawn {
         if let Some(sampler) = sampler_of(data, one) {
-            let ids = samplers_of_kind.entry(sampler.kind.as_str()).or_default();
+            let ids = samplers_of_kind.entry(&sampler.kind).or_default();
             let id = sampler_id(data, one);
             if !ids.contains(&id) {
                 ids.push(id);
@@ -86,8 +86,8 @@ pub(super) fn legend_names(data: &SampleData, group: Group, drawn: &[&SeriesData
         .map(|one| {
             let sampler = sampler_of(data, one);
             let several = sampler.is_some_and(|s| {
-                s.kind != "process"
-                    && (samplers_of_kind.get(s.kind.as_str()).map_or(0, Vec::len) > 1
+                s.kind != SamplerKind::Process
+                    && (samplers_of_kind.get(&s.kind).map_or(0, Vec::len) > 1
                         || matches!(group, Group::Other(_)) && distinct > 1)
             });
             let name = match sampler {

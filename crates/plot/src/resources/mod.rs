@@ -27,7 +27,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use record::SamplerInfo;
+use record::{SamplerInfo, SamplerKind};
 
 use crate::axis::Scale;
 use crate::format;
@@ -288,16 +288,16 @@ fn title(data: &SampleData, group: Group, drawn: &[&SeriesData]) -> String {
         Group::DbTransactions => "Database transactions per second".to_owned(),
         Group::DbConnections => "Database connections".to_owned(),
         Group::Other(unit) => {
-            let mut kinds: Vec<&str> = drawn
+            let mut kinds: Vec<&SamplerKind> = drawn
                 .iter()
-                .filter_map(|s| sampler_of(data, s).map(|s| s.kind.as_str()))
+                .filter_map(|s| sampler_of(data, s).map(|s| &s.kind))
                 .collect();
             kinds.dedup();
             let who = match kinds.as_slice() {
-                ["prom"] => "Prometheus",
-                ["host"] => "Host",
-                ["process"] => "Processes",
-                ["postgres"] => "PostgreSQL",
+                [SamplerKind::Prom] => "Prometheus",
+                [SamplerKind::Host] => "Host",
+                [SamplerKind::Process] => "Processes",
+                [SamplerKind::Postgres] => "PostgreSQL",
                 _ => "More series",
             };
             format!("{who}: {}", unit.words())

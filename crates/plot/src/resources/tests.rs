@@ -11,7 +11,7 @@ use crate::sample_gather::{GapSpan, Trace};
 
 fn sampler(kind: &str, name: &str) -> SamplerInfo {
     SamplerInfo {
-        kind: kind.to_owned(),
+        kind: kind.into(),
         name: name.to_owned(),
     }
 }

@@ -336,7 +336,7 @@ pub const PROM_DOWN: &str = "connect: Connection refused (os error 111)";
 
 fn sampler(kind: &str, name: &str) -> SamplerInfo {
     SamplerInfo {
-        kind: kind.to_owned(),
+        kind: kind.into(),
         name: name.to_owned(),
     }
 }
