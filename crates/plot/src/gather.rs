@@ -372,7 +372,7 @@ impl Gather {
         self.judging.close().fill(&mut facts, &tables);
         let mut report = self.metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
-        report.extras.diagnosis = report::diagnose_run(&report, &facts);
+        report::judge_run(&mut report, &facts);
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);

@@ -133,6 +133,21 @@ pub fn diagnose_run(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     ))
 }
 
+/// Sets the whole run's diagnosis in `report.extras`, the one place `report` and `plot`
+/// judge a run. When nothing listened, the generator's lag warning goes: beside
+/// refused connects it shaped no answer (as a plan step's verdict holds,
+/// [`analysis::judge`]), and "fell behind" above "nothing listened" would contradict it.
+pub fn judge_run(report: &mut Report, facts: &RunFacts) {
+    let diagnosis = diagnose_run(report, facts);
+    if diagnosis
+        .as_ref()
+        .is_some_and(|d| matches!(d.verdict, analysis::diagnosis::Verdict::Unreachable(_)))
+    {
+        (report.extras.warnings).retain(|w| !matches!(w, crate::Warning::FellBehind { .. }));
+    }
+    report.extras.diagnosis = diagnosis;
+}
+
 /// Samples alone have no knee and no generator: what reached its limit, in time order.
 fn diagnose_samples(
     watched: &[Watched],
@@ -209,11 +224,20 @@ mod tests {
         records: &[Record],
         samples: Option<&(SampleTables, Vec<SampleBatch>)>,
         model: LoadModel,
-    ) -> Option<Diagnosis> {
+    ) -> (Option<Diagnosis>, Vec<crate::Warning>) {
         let tables = RunTables {
             attacks: vec![AttackInfo {
                 model,
                 ..AttackInfo::default()
+            }],
+            targets: vec![record::TargetInfo {
+                method: "GET".to_owned(),
+                url: "http://127.0.0.1:18199/".to_owned(),
+                ..record::TargetInfo::default()
+            }],
+            errors: vec![record::ErrorEntry {
+                kind: record::ErrorKind::Connect,
+                text: "connect: connection refused".to_owned(),
             }],
             ..RunTables::default()
         };
@@ -237,7 +261,37 @@ mod tests {
         evidence.close().fill(&mut facts, &tables);
         let mut report = metrics.close(&tables);
         report.extras = Extras::build(&report, &facts, Scope::Run);
-        diagnose_run(&report, &facts)
+        judge_run(&mut report, &facts);
+        (report.extras.diagnosis, report.extras.warnings)
+    }
+
+    /// 12 ms of send lag beside 100 µs answers is a lag warning, unless nothing listened:
+    /// then the run says so alone (the step verdict's rule).
+    #[test]
+    fn no_lag_warning_beside_a_target_nothing_listened_at() {
+        let run = |status: u16, error: u32| -> Vec<Record> {
+            (0..100u64)
+                .map(|n| Record {
+                    intended_unix_ns: T0 + n * S / 100,
+                    send_lag_ns: 12_000_000,
+                    latency_ns: 100_000,
+                    status,
+                    error,
+                    ..Record::default()
+                })
+                .collect()
+        };
+        let fell_behind = |warnings: &[crate::Warning]| {
+            warnings
+                .iter()
+                .any(|w| matches!(w, crate::Warning::FellBehind { .. }))
+        };
+        let (diagnosis, warnings) = judged(&run(0, 1), None, LoadModel::Open);
+        let verdict = diagnosis.as_ref().map(Diagnosis::verdict_name);
+        assert_eq!(verdict, Some("unreachable"), "{diagnosis:?}");
+        assert!(!fell_behind(&warnings), "{warnings:?}");
+        let (_, warnings) = judged(&run(200, 0), None, LoadModel::Open);
+        assert!(fell_behind(&warnings), "{warnings:?}");
     }
 
     #[test]
@@ -302,7 +356,7 @@ mod tests {
         ];
         for (case, records, samples_from, model, verdict, knee, findings) in cases {
             let samples = samples_from.map(fds);
-            let diagnosis = judged(&records, samples.as_ref(), model);
+            let (diagnosis, _) = judged(&records, samples.as_ref(), model);
             assert_eq!(
                 diagnosis.as_ref().map(Diagnosis::verdict_name),
                 verdict,

@@ -9,7 +9,7 @@ use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
-use crate::evidence::{Evidence, diagnose_run};
+use crate::evidence::{Evidence, judge_run};
 use crate::extra_rows::Extras;
 use crate::extras::{RunFacts, Scope};
 use crate::grouping::{GroupBy, GroupKey, Grouper, Groups};
@@ -307,7 +307,7 @@ fn render_groups(
         let scope = scope(by, key);
         report.extras = Extras::build(&report, facts, scope);
         if scope == Scope::Run {
-            report.extras.diagnosis = diagnose_run(&report, facts);
+            judge_run(&mut report, facts);
         }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
