@@ -239,7 +239,6 @@ mod tests {
                 kind: record::ErrorKind::Connect,
                 text: "connect: connection refused".to_owned(),
             }],
-            ..RunTables::default()
         };
         let mut evidence = Evidence::new();
         let mut metrics = Metrics::new(None);
