@@ -265,7 +265,7 @@ const MAX_SOURCES_PER_VALUE: usize = 8;
 
 /// Rewrites `requests` (each step's, with the headers it keeps) with variables for the
 /// values `answers` (each step's final answer) gave earlier, and returns them.
-pub(super) fn propose(requests: &mut [Request], answers: &[&Entry]) -> Vec<Variable> {
+pub(super) fn propose(requests: &mut [Request], answers: &[&Entry<'_>]) -> Vec<Variable> {
     let mut known = Known::default();
     let mut variables: Vec<Variable> = Vec::new();
     let mut client_fields: HashSet<String> = HashSet::new();
@@ -560,7 +560,7 @@ fn json_scalars(value: &Value, add: &mut impl FnMut(&str)) {
 }
 
 /// The values an answer gives: its JSON body's, then its headers'.
-fn answer_values(answer: &Entry, step: usize) -> Vec<Candidate> {
+fn answer_values(answer: &Entry<'_>, step: usize) -> Vec<Candidate> {
     let mut out = Vec::new();
     if let Some(json) = answer_json(answer) {
         let mut path = Vec::new();
@@ -576,7 +576,7 @@ fn answer_values(answer: &Entry, step: usize) -> Vec<Candidate> {
         }
         if let Some(strength) = strength(value, name, false) {
             out.push(Candidate {
-                value: value.clone(),
+                value: value.as_ref().to_owned(),
                 strength,
                 step,
                 expression: format!("header {name}"),
@@ -607,7 +607,7 @@ fn cookie_values(header: &str, step: usize) -> Vec<Candidate> {
 }
 
 /// The answer's body as JSON, when it is JSON.
-fn answer_json(answer: &Entry) -> Option<Value> {
+fn answer_json(answer: &Entry<'_>) -> Option<Value> {
     let text = answer.response_text.as_deref()?.trim_start();
     let looks_json = answer.response_mime.contains("json") || text.starts_with(['{', '[']);
     looks_json
@@ -847,21 +847,21 @@ mod tests {
         }
     }
 
-    fn answer(json: &str, headers: &[(&str, &str)]) -> Entry {
+    fn answer(json: &str, headers: &[(&str, &str)]) -> Entry<'static> {
         let mut entry =
             super::super::select::tests::entry("GET", "http://a/", 200, "application/json");
-        entry.response_text = Some(json.to_owned());
+        entry.response_text = Some(json.to_owned().into());
         entry.response_headers = headers
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .map(|(n, v)| ((*n).to_owned().into(), (*v).to_owned().into()))
             .collect();
         entry
     }
 
     /// The requests rendered as one line each, after the proposals.
-    fn run(requests: Vec<Request>, answers: &[Entry]) -> (Vec<String>, Vec<Variable>) {
+    fn run(requests: Vec<Request>, answers: &[Entry<'_>]) -> (Vec<String>, Vec<Variable>) {
         let mut requests = requests;
-        let answers: Vec<&Entry> = answers.iter().collect();
+        let answers: Vec<&Entry<'_>> = answers.iter().collect();
         let variables = propose(&mut requests, &answers);
         let shown = requests
             .iter()
