@@ -122,13 +122,30 @@ impl Text {
     /// The text with `{{NAME}}` for each variable, and a recorded `{{` written as the
     /// literal placeholder `{{"{{"}}`.
     pub fn render(&self, variables: &[Variable]) -> String {
-        self.0
-            .iter()
-            .map(|piece| match piece {
-                Piece::Literal(text) => text.replace("{{", "{{\"{{\"}}"),
-                Piece::Var(index) => format!("{{{{{}}}}}", variables[*index].name),
-            })
-            .collect()
+        let mut out = String::new();
+        self.render_into(&mut out, variables);
+        out
+    }
+
+    /// [`Text::render`] onto the end of `out`.
+    pub fn render_into(&self, out: &mut String, variables: &[Variable]) {
+        for piece in &self.0 {
+            match piece {
+                Piece::Literal(text) => {
+                    let mut parts = text.split("{{");
+                    out.push_str(parts.next().unwrap_or_default());
+                    for part in parts {
+                        out.push_str("{{\"{{\"}}");
+                        out.push_str(part);
+                    }
+                }
+                Piece::Var(index) => {
+                    out.push_str("{{");
+                    out.push_str(&variables[*index].name);
+                    out.push_str("}}");
+                }
+            }
+        }
     }
 
     /// The text as recorded (only before its rewriting: each step is rewritten once).

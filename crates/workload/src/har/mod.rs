@@ -131,8 +131,12 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     let har = source.read()?;
     let entry_count = har.entries.len() + har.other_schemes.len();
     let mut entries = har.entries;
-    // HAR orders entries by start "usually"; a flow must.
-    entries.sort_by(|a, b| a.started_ms.total_cmp(&b.started_ms));
+    // HAR orders entries by start "usually"; a flow must. The check first: a sort
+    // allocates a scratch copy of the entries even when they are in order.
+    let by_start = |a: &Entry<'_>, b: &Entry<'_>| a.started_ms.total_cmp(&b.started_ms);
+    if !entries.is_sorted_by(|a, b| by_start(a, b).is_le()) {
+        entries.sort_by(by_start);
+    }
     let selection = select_steps(&entries, options, rebase.as_ref());
     if selection.steps.is_empty() {
         let reason = format!(
@@ -290,18 +294,20 @@ fn step_request(entry: &Entry<'_>, keep_headers: &[String], rebase: Option<&Reba
 
 /// The request in vegeta's http target syntax, placeholders written in.
 fn target_text(request: &Request, variables: &[Variable]) -> String {
-    let mut text = format!(
-        "{} {}{}",
-        request.method,
-        request.base,
-        request.path.render(variables)
-    );
+    let mut text = String::with_capacity(256);
+    text.push_str(&request.method);
+    text.push(' ');
+    text.push_str(&request.base);
+    request.path.render_into(&mut text, variables);
     if let Some(query) = &request.query {
         text.push('?');
-        text.push_str(&query.render(variables));
+        query.render_into(&mut text, variables);
     }
     for (name, value) in &request.headers {
-        text.push_str(&format!("\n{name}: {}", value.render(variables)));
+        text.push('\n');
+        text.push_str(name);
+        text.push_str(": ");
+        value.render_into(&mut text, variables);
     }
     text
 }
