@@ -37,6 +37,13 @@ impl Rebase {
     pub fn parse(text: &str) -> Result<Rebase, String> {
         let shown = units::redact_url(text);
         let like = "like http://127.0.0.1:8080 or https://staging.test/shop";
+        if !text.contains("://") {
+            // `127.0.0.1:8080` reads as a scheme and a path to a URL parser: say what helps.
+            return Err(format!(
+                "{shown:?} has no scheme: want http://{} (or https://)",
+                shown.trim()
+            ));
+        }
         let url = Url::parse(text.trim())
             .map_err(|err| format!("{shown:?} is not a URL ({err}): want one {like}"))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -141,14 +148,15 @@ mod tests {
             ),
             (
                 "127.0.0.1:8080",
-                Err("is not a URL (relative URL without a base)"),
+                Err("\"127.0.0.1:8080\" has no scheme: want http://127.0.0.1:8080 (or"),
             ),
-            ("localhost:8080", Err("is not an http or https URL")),
+            ("localhost", Err("has no scheme: want http://localhost (or")),
+            ("", Err("\"\" has no scheme")),
+            ("localhost:8080://x", Err("is not an http or https URL")),
             (
-                "localhost",
-                Err("is not a URL (relative URL without a base)"),
+                "http://a b/",
+                Err("is not a URL (invalid international domain name)"),
             ),
-            ("", Err("\"\" is not a URL")),
             ("ftp://files.test/", Err("is not an http or https URL")),
             ("http://", Err("is not a URL (empty host)")),
             ("http://a.test/?x=1", Err("has a query or a fragment")),

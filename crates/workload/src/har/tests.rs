@@ -481,13 +481,17 @@ fn base_url_sends_the_main_origin_or_the_chosen_hosts_elsewhere() {
     let rows: &[(&str, &str)] = &[
         (
             "localhost:8080",
-            "-base-url: \"localhost:8080\" is not an http or https URL",
+            "-base-url: \"localhost:8080\" has no scheme",
+        ),
+        (
+            "ftp://a.test/",
+            "-base-url: \"ftp://a.test/\" is not an http or https URL",
         ),
         (
             "http://a.test/?x=1",
             "-base-url: \"http://a.test/?x=1\" has a query",
         ),
-        ("", "-base-url: \"\" is not a URL"),
+        ("", "-base-url: \"\" has no scheme"),
     ];
     for (url, want) in rows {
         let err = har_to_flow("not even JSON", &base(url, &[]))
