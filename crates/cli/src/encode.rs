@@ -38,6 +38,10 @@ value becomes {{NAME}} there and the answer's step extracts it (json $.token, he
 X-Token); cookies are left to the jar. The file's header comment lists what was left
 out, the extractions proposed, and what to review (recorded passwords, cookies no
 answer set). The scenario runs one user for a minute: set the load you want.
+-base-url URL sends the steps to URL instead of where they were recorded, the recorded
+path after URL's own and the query kept; without -har-host only the recording's main
+origin (the one most steps went to) is kept, its third parties (analytics, CDNs) left
+out; with -har-host every host it keeps goes to URL.
 
 Examples:
   loadlab encode -to json run.llr > run.json
@@ -48,7 +52,8 @@ Examples:
   loadlab encode -to json run.llr | vegeta encode -to gob > run.gob
   loadlab encode -from har session.har > flow.toml
   loadlab encode -from har -har-host 127.0.0.1:8080 -name shop session.har -output shop.toml
-  loadlab encode -from har -har-keep-static -har-keep-header user-agent session.har";
+  loadlab encode -from har -har-keep-static -har-keep-header user-agent session.har
+  loadlab encode -from har -base-url http://127.0.0.1:8080 session.har -output local.toml";
 
 /// Convert records to and from JSON, CSV and record files; import vegeta results; turn
 /// a browser's HAR file into a flow.
@@ -81,6 +86,10 @@ pub struct EncodeArgs {
     /// accept-encoding, ...); repeatable
     #[arg(long, value_name = "NAME")]
     har_keep_header: Vec<String>,
+    /// -from har: send the steps to this URL (scheme://host:port, its path a prefix)
+    /// instead of the recorded origin; others left out unless -har-host keeps them
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
     /// Input files: record files, vegeta/loadlab JSON or CSV; with -from har one HAR
     /// file ("-" for stdin; default stdin)
     #[arg(value_name = "FILE")]
@@ -137,6 +146,7 @@ fn har_flag_given(args: &EncodeArgs) -> Option<&'static str> {
         ("-har-skip-host", !args.har_skip_host.is_empty()),
         ("-har-keep-static", args.har_keep_static),
         ("-har-keep-header", !args.har_keep_header.is_empty()),
+        ("-base-url", args.base_url.is_some()),
     ]
     .into_iter()
     .find_map(|(flag, given)| given.then_some(flag))
@@ -161,6 +171,7 @@ fn run_har(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         hosts: args.har_host,
         skip_hosts: args.har_skip_host,
         keep_headers: args.har_keep_header,
+        base_url: args.base_url,
     };
     let flow = har_to_flow(&text, &options)?;
     let mut out = open_output(&args.output)?;

@@ -218,6 +218,23 @@ fn bad_inputs_and_flags_are_named() {
             "loadlab: -name goes with -from har",
         ),
         (
+            &["encode", "-base-url", "http://127.0.0.1:8080", "a.llr"],
+            1,
+            "loadlab: -base-url goes with -from har",
+        ),
+        (
+            &[
+                "encode",
+                "-from",
+                "har",
+                "-base-url",
+                "ftp://a.test/",
+                "postman.json",
+            ],
+            1,
+            "loadlab: -base-url: \"ftp://a.test/\" is not an http or https URL",
+        ),
+        (
             &["encode", "-from", "postman", "a.json"],
             2,
             "-from reads har (a browser's HAR file)",

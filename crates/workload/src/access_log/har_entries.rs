@@ -4,6 +4,8 @@
 //! A HAR file is one JSON document, not lines, and small: it is read whole, with the
 //! HAR import's reader (`crate::har`, the checks and messages of `encode -from har`).
 
+use std::borrow::Cow;
+
 use super::{LineParser, LoggedRequest};
 use crate::WorkloadError;
 
@@ -51,7 +53,7 @@ pub(crate) fn read(bytes: &[u8], source_name: &str) -> Result<Vec<LoggedRequest>
                 .or_else(|| header(&entry.headers, ":authority"))
                 .or_else(|| host_of(&entry.url)),
             user_agent: header(&entry.headers, "user-agent"),
-            method: entry.method,
+            method: entry.method.into_owned(),
             target: entry.url.to_string(),
             status: (entry.status != 0).then_some(entry.status),
             bytes: entry.body_size,
@@ -66,11 +68,11 @@ pub(crate) fn read(bytes: &[u8], source_name: &str) -> Result<Vec<LoggedRequest>
 }
 
 /// A header's value, by case-insensitive name.
-fn header(headers: &[(String, String)], name: &str) -> Option<String> {
+fn header(headers: &[(Cow<'_, str>, Cow<'_, str>)], name: &str) -> Option<String> {
     headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, value)| value.clone())
+        .map(|(_, value)| value.as_ref().to_owned())
 }
 
 /// `host` or `host:port` of a URL, as a `Host` header would say it.

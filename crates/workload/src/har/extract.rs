@@ -122,13 +122,30 @@ impl Text {
     /// The text with `{{NAME}}` for each variable, and a recorded `{{` written as the
     /// literal placeholder `{{"{{"}}`.
     pub fn render(&self, variables: &[Variable]) -> String {
-        self.0
-            .iter()
-            .map(|piece| match piece {
-                Piece::Literal(text) => text.replace("{{", "{{\"{{\"}}"),
-                Piece::Var(index) => format!("{{{{{}}}}}", variables[*index].name),
-            })
-            .collect()
+        let mut out = String::new();
+        self.render_into(&mut out, variables);
+        out
+    }
+
+    /// [`Text::render`] onto the end of `out`.
+    pub fn render_into(&self, out: &mut String, variables: &[Variable]) {
+        for piece in &self.0 {
+            match piece {
+                Piece::Literal(text) => {
+                    let mut parts = text.split("{{");
+                    out.push_str(parts.next().unwrap_or_default());
+                    for part in parts {
+                        out.push_str("{{\"{{\"}}");
+                        out.push_str(part);
+                    }
+                }
+                Piece::Var(index) => {
+                    out.push_str("{{");
+                    out.push_str(&variables[*index].name);
+                    out.push_str("}}");
+                }
+            }
+        }
     }
 
     /// The text as recorded (only before its rewriting: each step is rewritten once).
@@ -265,7 +282,7 @@ const MAX_SOURCES_PER_VALUE: usize = 8;
 
 /// Rewrites `requests` (each step's, with the headers it keeps) with variables for the
 /// values `answers` (each step's final answer) gave earlier, and returns them.
-pub(super) fn propose(requests: &mut [Request], answers: &[&Entry]) -> Vec<Variable> {
+pub(super) fn propose(requests: &mut [Request], answers: &[&Entry<'_>]) -> Vec<Variable> {
     let mut known = Known::default();
     let mut variables: Vec<Variable> = Vec::new();
     let mut client_fields: HashSet<String> = HashSet::new();
@@ -560,7 +577,7 @@ fn json_scalars(value: &Value, add: &mut impl FnMut(&str)) {
 }
 
 /// The values an answer gives: its JSON body's, then its headers'.
-fn answer_values(answer: &Entry, step: usize) -> Vec<Candidate> {
+fn answer_values(answer: &Entry<'_>, step: usize) -> Vec<Candidate> {
     let mut out = Vec::new();
     if let Some(json) = answer_json(answer) {
         let mut path = Vec::new();
@@ -576,7 +593,7 @@ fn answer_values(answer: &Entry, step: usize) -> Vec<Candidate> {
         }
         if let Some(strength) = strength(value, name, false) {
             out.push(Candidate {
-                value: value.clone(),
+                value: value.as_ref().to_owned(),
                 strength,
                 step,
                 expression: format!("header {name}"),
@@ -607,7 +624,7 @@ fn cookie_values(header: &str, step: usize) -> Vec<Candidate> {
 }
 
 /// The answer's body as JSON, when it is JSON.
-fn answer_json(answer: &Entry) -> Option<Value> {
+fn answer_json(answer: &Entry<'_>) -> Option<Value> {
     let text = answer.response_text.as_deref()?.trim_start();
     let looks_json = answer.response_mime.contains("json") || text.starts_with(['{', '[']);
     looks_json
@@ -847,21 +864,21 @@ mod tests {
         }
     }
 
-    fn answer(json: &str, headers: &[(&str, &str)]) -> Entry {
+    fn answer(json: &str, headers: &[(&str, &str)]) -> Entry<'static> {
         let mut entry =
             super::super::select::tests::entry("GET", "http://a/", 200, "application/json");
-        entry.response_text = Some(json.to_owned());
+        entry.response_text = Some(json.to_owned().into());
         entry.response_headers = headers
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .map(|(n, v)| ((*n).to_owned().into(), (*v).to_owned().into()))
             .collect();
         entry
     }
 
     /// The requests rendered as one line each, after the proposals.
-    fn run(requests: Vec<Request>, answers: &[Entry]) -> (Vec<String>, Vec<Variable>) {
+    fn run(requests: Vec<Request>, answers: &[Entry<'_>]) -> (Vec<String>, Vec<Variable>) {
         let mut requests = requests;
-        let answers: Vec<&Entry> = answers.iter().collect();
+        let answers: Vec<&Entry<'_>> = answers.iter().collect();
         let variables = propose(&mut requests, &answers);
         let shown = requests
             .iter()

@@ -7,7 +7,8 @@
 //!    and an input that is not a HAR file is named for what it looks like (`sniff`);
 //! 2. sort the entries by start time and choose the steps (`select`): static assets,
 //!    the browser's cache, unwanted hosts and followed redirects are left out, and
-//!    each request keeps the headers a user wants;
+//!    each request keeps the headers a user wants; with `-base-url`, the steps go
+//!    there instead of their recorded origin (`rebase`);
 //! 3. propose extractions (`extract`): a value an answer gave that a later request sent
 //!    back becomes `{{NAME}}` there and an `extract` of that answer;
 //! 4. name the steps (method and last path segment, made unique), check each for its
@@ -17,7 +18,9 @@
 
 mod extract;
 mod locate;
+mod raw;
 mod read;
+mod rebase;
 mod render;
 mod select;
 mod sniff;
@@ -34,6 +37,7 @@ use crate::WorkloadError;
 use extract::{BodyKind, Piece, Request, Text, Variable};
 use locate::JsonPath;
 use read::{Entry, Source};
+use rebase::Rebase;
 use render::{FlowOut, StepOut};
 use select::{HostFilter, LeftOut};
 
@@ -61,6 +65,9 @@ pub struct HarOptions {
     pub skip_hosts: Vec<String>,
     /// Request headers to keep although the rule drops them (`-har-keep-header`).
     pub keep_headers: Vec<String>,
+    /// Where the steps go instead of their recorded origin (`-base-url`): see
+    /// `rebase`'s docs for which origins.
+    pub base_url: Option<String>,
 }
 
 /// A flow made from a HAR file.
@@ -93,7 +100,10 @@ struct Selection {
 
 /// A HAR file's HTTP entries in file order, read with the checks and messages of the
 /// import, for `attack -replay` (the access log reader, `access_log::har_entries`).
-pub(crate) fn read_entries(text: &str, source_name: &str) -> Result<Vec<Entry>, WorkloadError> {
+pub(crate) fn read_entries<'a>(
+    text: &'a str,
+    source_name: &str,
+) -> Result<Vec<Entry<'a>>, WorkloadError> {
     // Some Windows tools write a byte order mark; JSON has none.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let source = Source {
@@ -105,6 +115,13 @@ pub(crate) fn read_entries(text: &str, source_name: &str) -> Result<Vec<Entry>, 
 
 /// Turns HAR text into a flow; see the module docs.
 pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, WorkloadError> {
+    let rebase = match &options.base_url {
+        Some(text) => Some(Rebase::parse(text).map_err(|reason| WorkloadError::Field {
+            label: "-base-url".to_owned(),
+            reason,
+        })?),
+        None => None,
+    };
     // Some Windows tools write a byte order mark; JSON has none.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let source = Source {
@@ -114,9 +131,13 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     let har = source.read()?;
     let entry_count = har.entries.len() + har.other_schemes.len();
     let mut entries = har.entries;
-    // HAR orders entries by start "usually"; a flow must.
-    entries.sort_by(|a, b| a.started_ms.total_cmp(&b.started_ms));
-    let selection = select_steps(&entries, options);
+    // HAR orders entries by start "usually"; a flow must. The check first: a sort
+    // allocates a scratch copy of the entries even when they are in order.
+    let by_start = |a: &Entry<'_>, b: &Entry<'_>| a.started_ms.total_cmp(&b.started_ms);
+    if !entries.is_sorted_by(|a, b| by_start(a, b).is_le()) {
+        entries.sort_by(by_start);
+    }
+    let selection = select_steps(&entries, options, rebase.as_ref());
     if selection.steps.is_empty() {
         let reason = format!(
             "every entry was left out ({}): -har-keep-static keeps static assets, \
@@ -129,9 +150,9 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     let mut requests: Vec<Request> = selection
         .steps
         .iter()
-        .map(|x| step_request(&entries[x.request], &options.keep_headers))
+        .map(|x| step_request(&entries[x.request], &options.keep_headers, rebase.as_ref()))
         .collect();
-    let answers: Vec<&Entry> = selection.steps.iter().map(|x| &entries[x.answer]).collect();
+    let answers: Vec<&Entry<'_>> = selection.steps.iter().map(|x| &entries[x.answer]).collect();
     let variables = extract::propose(&mut requests, &answers);
     let names = step_names(&requests, &variables);
     let steps = steps_out(&selection.steps, &entries, &requests, &variables, &names);
@@ -145,6 +166,8 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
         variables: &variables,
         names: &names,
         notes: review_notes(&selection.steps, &entries, &requests, &names),
+        rebase: rebase.as_ref(),
+        chose_hosts: !options.hosts.is_empty(),
     };
     let flow = FlowOut {
         header: header.paragraphs(),
@@ -159,12 +182,33 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     })
 }
 
-/// Chooses the steps (see `select`'s docs).
-fn select_steps(entries: &[Entry], options: &HarOptions) -> Selection {
+/// Chooses the steps (see `select`'s docs); when rebased without `-har-host`, only
+/// those to the main origin (see `rebase`'s docs).
+fn select_steps(entries: &[Entry<'_>], options: &HarOptions, rebase: Option<&Rebase>) -> Selection {
     let hosts = HostFilter {
         only: &options.hosts,
         skip: &options.skip_hosts,
+        origin: None,
     };
+    let selection = select_with(entries, options, &hosts);
+    if rebase.is_none() || !options.hosts.is_empty() {
+        return selection;
+    }
+    let steps = selection.steps.iter().map(|x| &entries[x.request]);
+    match rebase::main_origin(steps) {
+        Some(main) => select_with(
+            entries,
+            options,
+            &HostFilter {
+                origin: Some(&main),
+                ..hosts
+            },
+        ),
+        None => selection,
+    }
+}
+
+fn select_with(entries: &[Entry<'_>], options: &HarOptions, hosts: &HostFilter<'_>) -> Selection {
     let mut selection = Selection::default();
     for (i, entry) in entries.iter().enumerate() {
         // A followed redirect first: the engine follows it whatever the filters say.
@@ -196,12 +240,18 @@ fn select_steps(entries: &[Entry], options: &HarOptions) -> Selection {
 }
 
 /// A step's request with the headers it keeps, in parts for the extractions.
-fn step_request(entry: &Entry, keep_headers: &[String]) -> Request {
+fn step_request(entry: &Entry<'_>, keep_headers: &[String], rebase: Option<&Rebase>) -> Request {
     let mut headers: Vec<(String, Text)> = entry
         .headers
         .iter()
         .filter(|(name, _)| select::keeps_header(name, keep_headers))
-        .map(|(name, value)| (name.clone(), Text::literal(value)))
+        .map(|(name, value)| {
+            let value = match rebase {
+                Some(rebase) => rebase.header_value(name, value, &entry.url),
+                None => value,
+            };
+            (name.as_ref().to_owned(), Text::literal(value))
+        })
         .collect();
     let content_type = entry
         .headers
@@ -229,8 +279,11 @@ fn step_request(entry: &Entry, keep_headers: &[String]) -> Request {
         _ => BodyKind::Other,
     };
     Request {
-        method: entry.method.clone(),
-        base: entry.url[..url::Position::BeforePath].to_owned(),
+        method: entry.method.as_ref().to_owned(),
+        base: match rebase {
+            Some(rebase) => rebase.prefix.clone(),
+            None => entry.url[..url::Position::BeforePath].to_owned(),
+        },
         path: Text::literal(entry.url.path()),
         query: entry.url.query().map(Text::literal),
         headers,
@@ -241,18 +294,20 @@ fn step_request(entry: &Entry, keep_headers: &[String]) -> Request {
 
 /// The request in vegeta's http target syntax, placeholders written in.
 fn target_text(request: &Request, variables: &[Variable]) -> String {
-    let mut text = format!(
-        "{} {}{}",
-        request.method,
-        request.base,
-        request.path.render(variables)
-    );
+    let mut text = String::with_capacity(256);
+    text.push_str(&request.method);
+    text.push(' ');
+    text.push_str(&request.base);
+    request.path.render_into(&mut text, variables);
     if let Some(query) = &request.query {
         text.push('?');
-        text.push_str(&query.render(variables));
+        query.render_into(&mut text, variables);
     }
     for (name, value) in &request.headers {
-        text.push_str(&format!("\n{name}: {}", value.render(variables)));
+        text.push('\n');
+        text.push_str(name);
+        text.push_str(": ");
+        value.render_into(&mut text, variables);
     }
     text
 }
@@ -328,7 +383,7 @@ fn id_label(segment: &str) -> String {
 /// The steps as written: request, body, extractions, checks, think.
 fn steps_out(
     steps: &[Exchange],
-    entries: &[Entry],
+    entries: &[Entry<'_>],
     requests: &[Request],
     variables: &[Variable],
     names: &[String],
@@ -364,13 +419,13 @@ fn steps_out(
 }
 
 /// The pause from the end of `answer` to the next step's start, in ms.
-fn pause_ms(answer: &Entry, next_start_ms: f64) -> f64 {
+fn pause_ms(answer: &Entry<'_>, next_start_ms: f64) -> f64 {
     next_start_ms - (answer.started_ms + answer.time_ms)
 }
 
 /// The pause from the end of `answer` to the next step's start, when it is a user's,
 /// at most [`MAX_THINK_MS`].
-fn think(answer: &Entry, next_start_ms: f64) -> Option<String> {
+fn think(answer: &Entry<'_>, next_start_ms: f64) -> Option<String> {
     let pause_ms = pause_ms(answer, next_start_ms);
     (pause_ms >= MIN_THINK_MS).then(|| render::think_text(pause_ms.min(MAX_THINK_MS)))
 }
@@ -397,16 +452,16 @@ fn scenario_name(options: &HarOptions) -> String {
 /// What a person should look at before running the flow.
 fn review_notes(
     steps: &[Exchange],
-    entries: &[Entry],
+    entries: &[Entry<'_>],
     requests: &[Request],
     names: &[String],
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut jar: HashSet<String> = HashSet::new();
+    let mut jar: HashSet<&str> = HashSet::new();
     for (i, exchange) in steps.iter().enumerate() {
         let (sent, answer) = (&entries[exchange.request], &entries[exchange.answer]);
         let name = &names[i];
-        let missing: Vec<String> = sent_cookie_names(sent)
+        let missing: Vec<&str> = sent_cookie_names(sent)
             .into_iter()
             .filter(|c| !jar.contains(c))
             .collect();
@@ -445,14 +500,14 @@ fn review_notes(
     notes
 }
 
-fn sent_cookie_names(entry: &Entry) -> Vec<String> {
-    let mut names = entry.sent_cookies.clone();
+fn sent_cookie_names<'e>(entry: &'e Entry<'_>) -> Vec<&'e str> {
+    let mut names: Vec<&str> = entry.sent_cookies.iter().map(AsRef::as_ref).collect();
     for (name, value) in &entry.headers {
         if name.eq_ignore_ascii_case("cookie") {
             for pair in value.split(';') {
                 let cookie = pair.split('=').next().unwrap_or_default().trim();
-                if !cookie.is_empty() && !names.iter().any(|n| n == cookie) {
-                    names.push(cookie.to_owned());
+                if !cookie.is_empty() && !names.contains(&cookie) {
+                    names.push(cookie);
                 }
             }
         }
@@ -460,15 +515,15 @@ fn sent_cookie_names(entry: &Entry) -> Vec<String> {
     names
 }
 
-fn set_cookie_names(entry: &Entry) -> Vec<String> {
-    let mut names = entry.set_cookies.clone();
+fn set_cookie_names<'e>(entry: &'e Entry<'_>) -> Vec<&'e str> {
+    let mut names: Vec<&str> = entry.set_cookies.iter().map(AsRef::as_ref).collect();
     for (name, value) in &entry.response_headers {
         if name.eq_ignore_ascii_case("set-cookie") {
             // Firefox joins several Set-Cookie lines in one value, one per line.
             for line in value.lines() {
                 let cookie = line.split('=').next().unwrap_or_default().trim();
                 if !cookie.is_empty() {
-                    names.push(cookie.to_owned());
+                    names.push(cookie);
                 }
             }
         }
@@ -538,7 +593,7 @@ fn has_literal_braces(request: &Request) -> bool {
 }
 
 /// Each host of the entries, once, in order of first appearance.
-fn host_labels(entries: &[Entry]) -> Vec<String> {
+fn host_labels(entries: &[Entry<'_>]) -> Vec<String> {
     let mut hosts: Vec<String> = Vec::new();
     for entry in entries {
         let label = select::host_label(&entry.url);
@@ -603,13 +658,16 @@ const MAX_LISTED_NOTES: usize = 40;
 struct Header<'a> {
     source_name: &'a str,
     creator: Option<&'a str>,
-    entries: &'a [Entry],
+    entries: &'a [Entry<'a>],
     entry_count: usize,
     selection: &'a Selection,
     other_schemes: &'a [String],
     variables: &'a [Variable],
     names: &'a [String],
     notes: Vec<String>,
+    rebase: Option<&'a Rebase>,
+    /// `-har-host` was given (with `-base-url`, every host it keeps is rebased).
+    chose_hosts: bool,
 }
 
 impl Header<'_> {
@@ -638,6 +696,7 @@ impl Header<'_> {
             "Hosts: {}; -har-host and -har-skip-host choose.",
             self.hosts()
         ));
+        out.extend(self.rebased());
         out.push(
             "Headers: as recorded, less those the engine and the cookie jar write (Host, \
              Content-Length, Cookie, HTTP/2's), Accept-Encoding, and the browser's own \
@@ -683,7 +742,7 @@ impl Header<'_> {
             LeftOut::Host,
             LeftOut::Redirect,
         ] {
-            let which: Vec<&Entry> = self
+            let which: Vec<&Entry<'_>> = self
                 .selection
                 .left_out
                 .iter()
@@ -720,6 +779,32 @@ impl Header<'_> {
             parts.push(not_http_phrase(self.other_schemes));
         }
         parts.join("; ")
+    }
+
+    /// Where `-base-url` sends the steps, and instead of which origins.
+    fn rebased(&self) -> Option<String> {
+        let rebase = self.rebase?;
+        let mut origins: Vec<String> = Vec::new();
+        for step in &self.selection.steps {
+            let origin = self.entries[step.request]
+                .url
+                .origin()
+                .ascii_serialization();
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        let which = if self.chose_hosts {
+            "the hosts -har-host keeps"
+        } else {
+            "the recording's main origin (most steps), other hosts left out"
+        };
+        Some(format!(
+            "Sent to {} (-base-url) instead of {} ({which}): paths after its own, queries as \
+             recorded.",
+            rebase.prefix,
+            origins.join(", ")
+        ))
     }
 
     /// `127.0.0.1:8080 (9 entries, 4 steps)`, in order of first appearance.

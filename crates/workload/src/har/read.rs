@@ -6,54 +6,62 @@
 //! `startedDateTime`, `time`, `request.method`, `request.url`, `response.status`.
 //! Optional: headers, `postData`, `response.content` (tools leave them out when empty),
 //! and Chrome's `_resourceType` and `_fromCache`.
+//!
+//! The text is read once by serde into the members of `raw` (borrowed, nothing else
+//! built), then checked entry by entry in a fixed order; a field's path is made only
+//! for its error.
+
+use std::borrow::Cow;
 
 use base64::Engine as _;
-use serde_json::{Map, Value};
+use serde::de::MapAccess;
 use url::Url;
 
 use super::locate::{JsonPath, line_of};
+use super::raw::{Flag, Found, List, Member, Members, Obj, describe, read_into, skip};
 use super::sniff;
 use crate::WorkloadError;
 
-/// One request and its answer, as recorded.
+/// One request and its answer, as recorded; strings borrowed from the HAR text where
+/// they hold no escape.
 #[derive(Debug, Clone)]
-pub(crate) struct Entry {
+pub(crate) struct Entry<'a> {
     /// When the request started, in milliseconds since the Unix epoch.
     pub started_ms: f64,
     /// How long the exchange took, in milliseconds (HAR's `time`).
     pub time_ms: f64,
-    pub method: String,
+    pub method: Cow<'a, str>,
     /// Without its fragment (`#...`), which is never sent.
     pub url: Url,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<String>,
+    pub headers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    pub body: Option<Cow<'a, str>>,
     /// `postData.mimeType`, for a body whose headers lack a `Content-Type`.
-    pub body_mime: Option<String>,
+    pub body_mime: Option<Cow<'a, str>>,
     /// 0 when the browser got no answer (blocked, cancelled).
     pub status: u16,
-    pub response_headers: Vec<(String, String)>,
+    pub response_headers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
     /// `response.content.mimeType` without its parameters, lowercase.
     pub response_mime: String,
     /// The answer's body when it was recorded and is text.
-    pub response_text: Option<String>,
+    pub response_text: Option<Cow<'a, str>>,
     /// `response.bodySize`, bytes, when known (HAR writes -1 when not).
     pub body_size: Option<u64>,
     /// Chrome's `_resourceType` (`script`, `image`, `xhr`, ...).
-    pub resource_type: Option<String>,
+    pub resource_type: Option<Cow<'a, str>>,
     /// Chrome's `_fromCache`: served by the browser's cache, not the network.
     pub from_cache: bool,
     /// Cookie names the request sent and the answer set (`request.cookies`,
     /// `response.cookies`, besides the `Cookie` and `Set-Cookie` headers).
-    pub sent_cookies: Vec<String>,
-    pub set_cookies: Vec<String>,
+    pub sent_cookies: Vec<Cow<'a, str>>,
+    pub set_cookies: Vec<Cow<'a, str>>,
 }
 
 /// A HAR file's entries, with what was left out while reading.
 #[derive(Debug, Default)]
-pub(crate) struct Har {
+pub(crate) struct Har<'a> {
     /// `log.creator.name` and `version`, for the flow's header comment.
     pub creator: Option<String>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Entry<'a>>,
     /// Entries whose URL is a browser's own (`data:`, `blob:`, `ws:`, extensions):
     /// their schemes, one per entry.
     pub other_schemes: Vec<String>,
@@ -79,13 +87,171 @@ const BROWSER_SCHEMES: &[&str] = &[
 /// recursion limit); a HAR file is about eight levels deep.
 const MAX_JSON_DEPTH: usize = 128;
 
+type Str<'a> = Cow<'a, str>;
+type Objects<T> = List<Found<Obj<T>>>;
+
+/// The members of the file the import reads, level by level.
+#[derive(Default)]
+struct RawFile<'a> {
+    log: Member<Obj<RawLog<'a>>>,
+}
+
+#[derive(Default)]
+struct RawLog<'a> {
+    creator: Member<Obj<Named<'a>>>,
+    entries: Member<Objects<RawEntry<'a>>>,
+}
+
+/// Header, cookie and form parameter records alike (`{name, value}`), and the
+/// creator (`{name, version}`).
+#[derive(Default)]
+struct Named<'a> {
+    name: Member<Str<'a>>,
+    value: Member<Str<'a>>,
+    version: Member<Str<'a>>,
+}
+
+#[derive(Default)]
+struct RawEntry<'a> {
+    started: Member<Str<'a>>,
+    time: Member<f64>,
+    request: Member<Obj<RawRequest<'a>>>,
+    response: Member<Obj<RawResponse<'a>>>,
+    resource_type: Member<Str<'a>>,
+    from_cache: Member<Flag>,
+}
+
+#[derive(Default)]
+struct RawRequest<'a> {
+    method: Member<Str<'a>>,
+    url: Member<Str<'a>>,
+    headers: Member<Objects<Named<'a>>>,
+    cookies: Member<Objects<Named<'a>>>,
+    post_data: Member<Obj<RawPostData<'a>>>,
+}
+
+#[derive(Default)]
+struct RawPostData<'a> {
+    mime_type: Member<Str<'a>>,
+    text: Member<Str<'a>>,
+    params: Member<Objects<Named<'a>>>,
+}
+
+#[derive(Default)]
+struct RawResponse<'a> {
+    status: Member<f64>,
+    headers: Member<Objects<Named<'a>>>,
+    cookies: Member<Objects<Named<'a>>>,
+    content: Member<Obj<RawContent<'a>>>,
+    body_size: Member<f64>,
+}
+
+#[derive(Default)]
+struct RawContent<'a> {
+    mime_type: Member<Str<'a>>,
+    text: Member<Str<'a>>,
+    encoding: Member<Str<'a>>,
+}
+
+impl<'de> Members<'de> for RawFile<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "log" => read_into(&mut self.log, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawLog<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "creator" => read_into(&mut self.creator, map),
+            "entries" => read_into(&mut self.entries, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for Named<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "name" => read_into(&mut self.name, map),
+            "value" => read_into(&mut self.value, map),
+            "version" => read_into(&mut self.version, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawEntry<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "startedDateTime" => read_into(&mut self.started, map),
+            "time" => read_into(&mut self.time, map),
+            "request" => read_into(&mut self.request, map),
+            "response" => read_into(&mut self.response, map),
+            "_resourceType" => read_into(&mut self.resource_type, map),
+            "_fromCache" => read_into(&mut self.from_cache, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawRequest<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "method" => read_into(&mut self.method, map),
+            "url" => read_into(&mut self.url, map),
+            "headers" => read_into(&mut self.headers, map),
+            "cookies" => read_into(&mut self.cookies, map),
+            "postData" => read_into(&mut self.post_data, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawPostData<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "mimeType" => read_into(&mut self.mime_type, map),
+            "text" => read_into(&mut self.text, map),
+            "params" => read_into(&mut self.params, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawResponse<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "status" => read_into(&mut self.status, map),
+            "headers" => read_into(&mut self.headers, map),
+            "cookies" => read_into(&mut self.cookies, map),
+            "content" => read_into(&mut self.content, map),
+            "bodySize" => read_into(&mut self.body_size, map),
+            _ => skip(map),
+        }
+    }
+}
+
+impl<'de> Members<'de> for RawContent<'de> {
+    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "mimeType" => read_into(&mut self.mime_type, map),
+            "text" => read_into(&mut self.text, map),
+            "encoding" => read_into(&mut self.encoding, map),
+            _ => skip(map),
+        }
+    }
+}
+
 /// The input's name and text, for errors that name a line.
-pub(crate) struct Source<'a> {
-    pub name: &'a str,
+pub(crate) struct Source<'n, 'a> {
+    pub name: &'n str,
     pub text: &'a str,
 }
 
-impl Source<'_> {
+impl<'a> Source<'_, 'a> {
     /// An error about the field at `path`.
     pub fn fail(&self, path: &JsonPath, reason: impl Into<String>) -> WorkloadError {
         let line = line_of(self.text, path);
@@ -101,30 +267,34 @@ impl Source<'_> {
     }
 
     /// Parses the whole text as a HAR file.
-    pub fn read(&self) -> Result<Har, WorkloadError> {
-        let root = self.parse_json()?;
-        let log = self.log(&root)?;
-        let log_path = JsonPath::default().key("log");
-        let entries_path = log_path.key("entries");
-        let list = match log.get("entries") {
-            Some(Value::Array(list)) => list,
-            Some(other) => return Err(self.fail(&entries_path, wrong_type("an array", other))),
+    pub fn read(&self) -> Result<Har<'a>, WorkloadError> {
+        let log = self.log()?;
+        let entries_path = || JsonPath::default().key("log").key("entries");
+        let list = match log.entries {
+            Some(Found::Is(List(list))) => list,
+            Some(other) => return Err(self.fail(&entries_path(), wrong_type("an array", &other))),
             None => {
                 return Err(self.fail(
-                    &entries_path,
+                    &entries_path(),
                     "missing: a HAR log lists its requests in \"entries\"",
                 ));
             }
         };
         if list.is_empty() {
-            return Err(self.fail(&entries_path, "no entries: the recording holds no request"));
+            return Err(self.fail(
+                &entries_path(),
+                "no entries: the recording holds no request",
+            ));
         }
         let mut har = Har {
-            creator: creator(log),
-            ..Har::default()
+            creator: log.creator.and_then(Found::ok).and_then(creator),
+            entries: Vec::with_capacity(list.len()),
+            other_schemes: Vec::new(),
         };
-        for (index, value) in list.iter().enumerate() {
-            match self.entry(value, &entries_path.index(index))? {
+        for (index, value) in list.into_iter().enumerate() {
+            let at = EntryAt(index);
+            let raw = self.required(Some(value), || at.path(&[]), "an object")?;
+            match self.entry(raw, at)? {
                 Ok(entry) => har.entries.push(entry),
                 Err(scheme) => har.other_schemes.push(scheme),
             }
@@ -132,110 +302,123 @@ impl Source<'_> {
         Ok(har)
     }
 
-    /// The text as JSON, or an error saying where it breaks and what it looks like.
-    fn parse_json(&self) -> Result<Value, WorkloadError> {
-        serde_json::from_str(self.text).map_err(|err| {
-            let reason = match (err.classify(), sniff::describe_text(self.text)) {
-                (serde_json::error::Category::Eof, _) if !self.text.trim().is_empty() => {
-                    format!("the JSON ends early (a truncated file?): {}", message(&err))
-                }
-                // Before the sniffing: `[[[[...` would read as TOML's `[[scenario]]`.
-                _ if message(&err) == "recursion limit exceeded" => format!(
-                    "not JSON: nested deeper than {MAX_JSON_DEPTH} levels (serde_json's limit), \
-                     not a HAR file"
-                ),
-                (_, Some(looks_like)) => {
-                    format!("not JSON: this looks like {looks_like}, not a HAR file")
-                }
-                _ => format!("not JSON: {}", message(&err)),
-            };
-            WorkloadError::Field {
-                label: format!("{}:{}:{}", self.name, err.line(), err.column()),
-                reason,
-            }
-        })
+    /// `log`, or an error saying where the JSON breaks or what the document looks
+    /// like instead.
+    fn log(&self) -> Result<RawLog<'a>, WorkloadError> {
+        let root: Found<Obj<RawFile<'a>>> =
+            serde_json::from_str(self.text).map_err(|err| self.not_json(&err))?;
+        match root {
+            Found::Is(Obj(RawFile {
+                log: Some(Found::Is(Obj(log))),
+            })) => Ok(log),
+            Found::Is(Obj(RawFile { log: Some(other) })) => Err(self.fail(
+                &JsonPath::default().key("log"),
+                wrong_type("an object", &other),
+            )),
+            _ => Err(self.not_har()),
+        }
     }
 
-    /// `log`, or an error saying what the document looks like instead.
-    fn log<'v>(&self, root: &'v Value) -> Result<&'v Map<String, Value>, WorkloadError> {
-        let path = JsonPath::default().key("log");
-        match root.get("log") {
-            Some(Value::Object(log)) => Ok(log),
-            Some(other) => Err(self.fail(&path, wrong_type("an object", other))),
-            None => Err(self.fail(
-                &JsonPath::default(),
-                format!(
-                    "not a HAR file: this looks like {}; a HAR file is a JSON object whose \
-                     \"log\" holds \"entries\" (a browser saves one from its developer tools: \
-                     Network tab, \"Save all as HAR\")",
-                    sniff::describe_json(root)
-                ),
-            )),
+    /// Where the text stops being JSON, and what it looks like.
+    fn not_json(&self, err: &serde_json::Error) -> WorkloadError {
+        let reason = match (err.classify(), sniff::describe_text(self.text)) {
+            (serde_json::error::Category::Eof, _) if !self.text.trim().is_empty() => {
+                format!("the JSON ends early (a truncated file?): {}", message(err))
+            }
+            // Before the sniffing: `[[[[...` would read as TOML's `[[scenario]]`.
+            _ if message(err) == "recursion limit exceeded" => format!(
+                "not JSON: nested deeper than {MAX_JSON_DEPTH} levels (serde_json's limit), \
+                 not a HAR file"
+            ),
+            (_, Some(looks_like)) => {
+                format!("not JSON: this looks like {looks_like}, not a HAR file")
+            }
+            _ => format!("not JSON: {}", message(err)),
+        };
+        WorkloadError::Field {
+            label: format!("{}:{}:{}", self.name, err.line(), err.column()),
+            reason,
         }
+    }
+
+    /// JSON without a `log`: named for what it looks like (read again whole, as
+    /// values: only on this error).
+    fn not_har(&self) -> WorkloadError {
+        let looks_like = serde_json::from_str(self.text)
+            .map_or_else(|_| "JSON".to_owned(), |root| sniff::describe_json(&root));
+        self.fail(
+            &JsonPath::default(),
+            format!(
+                "not a HAR file: this looks like {looks_like}; a HAR file is a JSON object whose \
+                 \"log\" holds \"entries\" (a browser saves one from its developer tools: \
+                 Network tab, \"Save all as HAR\")"
+            ),
+        )
     }
 
     /// One entry; `Err(scheme)` inside when its URL is a browser's own.
     fn entry(
         &self,
-        value: &Value,
-        path: &JsonPath,
-    ) -> Result<Result<Entry, String>, WorkloadError> {
-        let object = self.object(value, path)?;
-        let request_path = path.key("request");
-        let request = self.object(self.member(object, path, "request")?, &request_path)?;
-        let url_path = request_path.key("url");
-        let url_text = self.text(self.member(request, &request_path, "url")?, &url_path)?;
-        let url = match self.url(url_text, &url_path)? {
+        raw: Obj<RawEntry<'a>>,
+        at: EntryAt,
+    ) -> Result<Result<Entry<'a>, String>, WorkloadError> {
+        let Obj(raw) = raw;
+        let Obj(request) = self.required(raw.request, || at.path(&["request"]), "an object")?;
+        let url_text = self.required(request.url, || at.path(&["request", "url"]), "a string")?;
+        let url = match self.url(&url_text, || at.path(&["request", "url"]))? {
             Ok(url) => url,
             Err(scheme) => return Ok(Err(scheme)),
         };
-        let method_path = request_path.key("method");
-        let method = self.text(self.member(request, &request_path, "method")?, &method_path)?;
-        crate::target::check_method(method).map_err(|reason| self.fail(&method_path, reason))?;
-        let response_path = path.key("response");
-        let response = self.object(self.member(object, path, "response")?, &response_path)?;
-        let started_path = path.key("startedDateTime");
-        let started = self.text(self.member(object, path, "startedDateTime")?, &started_path)?;
-        let started_ms = parse_timestamp_ms(started).ok_or_else(|| {
+        let method_path = || at.path(&["request", "method"]);
+        let method = self.required(request.method, method_path, "a string")?;
+        crate::target::check_method(&method).map_err(|reason| self.fail(&method_path(), reason))?;
+        let Obj(response) = self.required(raw.response, || at.path(&["response"]), "an object")?;
+        let started_path = || at.path(&["startedDateTime"]);
+        let started = self.required(raw.started, started_path, "a string")?;
+        let started_ms = parse_timestamp_ms(&started).ok_or_else(|| {
             self.fail(
-                &started_path,
+                &started_path(),
                 format!(
                     "{started:?} is not an ISO 8601 date and time (like 2024-05-01T10:00:00.123Z)"
                 ),
             )
         })?;
-        let time_ms = self.number(self.member(object, path, "time")?, &path.key("time"))?;
-        let (body, body_mime) = self.post_data(request, &request_path)?;
-        let content = self.content(response, &response_path)?;
+        let time_ms = self.required(raw.time, || at.path(&["time"]), "a number")?;
+        let (body, body_mime) = self.post_data(request.post_data, at)?;
+        let (response_mime, response_text) = self.content(response.content, at)?;
         Ok(Ok(Entry {
             started_ms,
             time_ms: time_ms.max(0.0),
-            method: method.to_owned(),
+            method,
             url,
-            headers: self.headers(request, &request_path, true)?,
+            headers: self.headers(request.headers, at, "request")?,
             body,
             body_mime,
-            status: self.status(response, &response_path)?,
-            response_headers: self.headers(response, &response_path, false)?,
-            response_mime: content.0,
-            response_text: content.1,
+            status: self.status(response.status, at)?,
+            response_headers: self.headers(response.headers, at, "response")?,
+            response_mime,
+            response_text,
             body_size: response
-                .get("bodySize")
-                .and_then(Value::as_f64)
+                .body_size
+                .and_then(Found::ok)
                 .filter(|size| *size >= 0.0)
                 .map(|size| size as u64),
-            resource_type: object
-                .get("_resourceType")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            from_cache: from_cache(object),
-            sent_cookies: cookie_names(request),
-            set_cookies: cookie_names(response),
+            resource_type: raw.resource_type.and_then(Found::ok),
+            from_cache: raw
+                .from_cache
+                .and_then(Found::ok)
+                .is_some_and(|Flag(yes)| yes),
+            sent_cookies: cookie_names(request.cookies),
+            set_cookies: cookie_names(response.cookies),
         }))
     }
 
     /// An http(s) URL without its fragment; `Err(scheme)` inside for a browser's own.
-    fn url(&self, text: &str, path: &JsonPath) -> Result<Result<Url, String>, WorkloadError> {
+    fn url(
+        &self,
+        text: &str,
+        path: impl Fn() -> JsonPath,
+    ) -> Result<Result<Url, String>, WorkloadError> {
         let scheme = text
             .split(':')
             .next()
@@ -246,52 +429,51 @@ impl Source<'_> {
         }
         let shown = units::redact_url(text);
         let mut url = Url::parse(text)
-            .map_err(|err| self.fail(path, format!("{shown:?} is not a URL ({err})")))?;
+            .map_err(|err| self.fail(&path(), format!("{shown:?} is not a URL ({err})")))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(self.fail(path, format!("{shown:?} is not an http or https URL")));
+            return Err(self.fail(&path(), format!("{shown:?} is not an http or https URL")));
         }
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(self.fail(path, format!("{shown:?} has no host")));
+            return Err(self.fail(&path(), format!("{shown:?} has no host")));
         }
         url.set_fragment(None);
         Ok(Ok(url))
     }
 
-    fn status(&self, response: &Map<String, Value>, path: &JsonPath) -> Result<u16, WorkloadError> {
-        let status_path = path.key("status");
-        let status = self.number(self.member(response, path, "status")?, &status_path)?;
+    fn status(&self, status: Member<f64>, at: EntryAt) -> Result<u16, WorkloadError> {
+        let status_path = || at.path(&["response", "status"]);
+        let status = self.required(status, status_path, "a number")?;
         if status.fract() != 0.0 || !(0.0..=999.0).contains(&status) {
-            return Err(self.fail(&status_path, format!("{status} is not an HTTP status")));
+            return Err(self.fail(&status_path(), format!("{status} is not an HTTP status")));
         }
         Ok(status as u16)
     }
 
-    /// `headers`: absent means none; present, each must be `{name, value}` strings,
-    /// and a request's must be sendable (a token for a name, no line break in a value;
-    /// HTTP/2 pseudo headers are dropped later, whatever they hold).
+    /// `headers` of the `request` or `response`: absent means none; present, each must
+    /// be `{name, value}` strings, and a request's must be sendable (a token for a
+    /// name, no line break in a value; HTTP/2 pseudo headers are dropped later,
+    /// whatever they hold).
     fn headers(
         &self,
-        object: &Map<String, Value>,
-        path: &JsonPath,
-        request: bool,
-    ) -> Result<Vec<(String, String)>, WorkloadError> {
-        let headers_path = path.key("headers");
-        let list = match object.get("headers") {
-            None | Some(Value::Null) => return Ok(Vec::new()),
-            Some(Value::Array(list)) => list,
-            Some(other) => return Err(self.fail(&headers_path, wrong_type("an array", other))),
+        list: Member<Objects<Named<'a>>>,
+        at: EntryAt,
+        side: &'static str,
+    ) -> Result<Vec<(Str<'a>, Str<'a>)>, WorkloadError> {
+        let headers_path = || at.path(&[side, "headers"]);
+        let Some(List(list)) = self.optional(list, headers_path, "an array")? else {
+            return Ok(Vec::new());
         };
         let mut headers = Vec::with_capacity(list.len());
-        for (i, header) in list.iter().enumerate() {
-            let at = headers_path.index(i);
-            let header = self.object(header, &at)?;
-            let name = self.text(self.member(header, &at, "name")?, &at.key("name"))?;
-            let value = self.text(self.member(header, &at, "value")?, &at.key("value"))?;
-            if request && !name.starts_with(':') {
-                crate::target::check_header(name, value)
-                    .map_err(|reason| self.fail(&at, reason))?;
+        for (i, header) in list.into_iter().enumerate() {
+            let header_path = || headers_path().index(i);
+            let Obj(header) = self.required(Some(header), header_path, "an object")?;
+            let name = self.required(header.name, || header_path().key("name"), "a string")?;
+            let value = self.required(header.value, || header_path().key("value"), "a string")?;
+            if side == "request" && !name.starts_with(':') {
+                crate::target::check_header(&name, &value)
+                    .map_err(|reason| self.fail(&header_path(), reason))?;
             }
-            headers.push((name.to_owned(), value.to_owned()));
+            headers.push((name, value));
         }
         Ok(headers)
     }
@@ -300,21 +482,17 @@ impl Source<'_> {
     /// the text out; and its MIME type.
     fn post_data(
         &self,
-        request: &Map<String, Value>,
-        path: &JsonPath,
-    ) -> Result<(Option<String>, Option<String>), WorkloadError> {
-        let post_path = path.key("postData");
-        let post = match request.get("postData") {
-            None | Some(Value::Null) => return Ok((None, None)),
-            Some(value) => self.object(value, &post_path)?,
+        post: Member<Obj<RawPostData<'a>>>,
+        at: EntryAt,
+    ) -> Result<(Option<Str<'a>>, Option<Str<'a>>), WorkloadError> {
+        let post_path = || at.path(&["request", "postData"]);
+        let Some(Obj(post)) = self.optional(post, post_path, "an object")? else {
+            return Ok((None, None));
         };
-        let mime = match post.get("mimeType") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(self.text(value, &post_path.key("mimeType"))?.to_owned()),
-        };
-        let text = match post.get("text") {
-            None | Some(Value::Null) => form_from_params(post),
-            Some(value) => Some(self.text(value, &post_path.key("text"))?.to_owned()),
+        let mime = self.optional(post.mime_type, || post_path().key("mimeType"), "a string")?;
+        let text = match self.optional(post.text, || post_path().key("text"), "a string")? {
+            None => form_from_params(post.params).map(Cow::Owned),
+            text => text,
         };
         Ok((text.filter(|t| !t.is_empty()), mime))
     }
@@ -323,65 +501,70 @@ impl Source<'_> {
     /// it is text (base64 bodies decoded).
     fn content(
         &self,
-        response: &Map<String, Value>,
-        path: &JsonPath,
-    ) -> Result<(String, Option<String>), WorkloadError> {
-        let content_path = path.key("content");
-        let content = match response.get("content") {
-            None | Some(Value::Null) => return Ok((String::new(), None)),
-            Some(value) => self.object(value, &content_path)?,
+        content: Member<Obj<RawContent<'a>>>,
+        at: EntryAt,
+    ) -> Result<(String, Option<Str<'a>>), WorkloadError> {
+        let content_path = || at.path(&["response", "content"]);
+        let Some(Obj(content)) = self.optional(content, content_path, "an object")? else {
+            return Ok((String::new(), None));
         };
-        let mime = match content.get("mimeType") {
-            Some(Value::String(mime)) => bare_mime(mime),
-            _ => String::new(),
-        };
-        let text = match content.get("text") {
-            Some(Value::String(text)) => Some(text.as_str()),
-            _ => None,
-        };
-        let base64 = content.get("encoding").and_then(Value::as_str) == Some("base64");
+        let mime = content
+            .mime_type
+            .and_then(Found::ok)
+            .map(|mime| bare_mime(&mime))
+            .unwrap_or_default();
+        let text = content.text.and_then(Found::ok);
+        let base64 = content.encoding.and_then(Found::ok).as_deref() == Some("base64");
         let text = match (text, base64) {
             (Some(text), true) => base64::engine::general_purpose::STANDARD
                 .decode(text.trim())
                 .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok()),
-            (text, false) => text.map(str::to_owned),
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .map(Cow::Owned),
+            (text, false) => text,
             (None, true) => None,
         };
         Ok((mime, text))
     }
 
-    fn member<'v>(
+    /// A member that must be there and of the wanted type (`want`, as errors say it).
+    fn required<T>(
         &self,
-        object: &'v Map<String, Value>,
-        path: &JsonPath,
-        key: &str,
-    ) -> Result<&'v Value, WorkloadError> {
-        object
-            .get(key)
-            .ok_or_else(|| self.fail(&path.key(key), "missing"))
+        member: Member<T>,
+        path: impl FnOnce() -> JsonPath,
+        want: &str,
+    ) -> Result<T, WorkloadError> {
+        match member {
+            Some(Found::Is(value)) => Ok(value),
+            Some(other) => Err(self.fail(&path(), wrong_type(want, &other))),
+            None => Err(self.fail(&path(), "missing")),
+        }
     }
 
-    fn object<'v>(
+    /// A member that may be left out or null, and else is of the wanted type.
+    fn optional<T>(
         &self,
-        value: &'v Value,
-        path: &JsonPath,
-    ) -> Result<&'v Map<String, Value>, WorkloadError> {
-        value
-            .as_object()
-            .ok_or_else(|| self.fail(path, wrong_type("an object", value)))
+        member: Member<T>,
+        path: impl FnOnce() -> JsonPath,
+        want: &str,
+    ) -> Result<Option<T>, WorkloadError> {
+        match member {
+            Some(Found::Is(value)) => Ok(Some(value)),
+            None | Some(Found::Null) => Ok(None),
+            Some(other) => Err(self.fail(&path(), wrong_type(want, &other))),
+        }
     }
+}
 
-    fn text<'v>(&self, value: &'v Value, path: &JsonPath) -> Result<&'v str, WorkloadError> {
-        value
-            .as_str()
-            .ok_or_else(|| self.fail(path, wrong_type("a string", value)))
-    }
+/// Which entry of `log.entries` a field is in, for the path of an error.
+#[derive(Debug, Clone, Copy)]
+struct EntryAt(usize);
 
-    fn number(&self, value: &Value, path: &JsonPath) -> Result<f64, WorkloadError> {
-        value
-            .as_f64()
-            .ok_or_else(|| self.fail(path, wrong_type("a number", value)))
+impl EntryAt {
+    /// `log.entries[N]` and then `keys`.
+    fn path(self, keys: &[&str]) -> JsonPath {
+        let entry = JsonPath::default().key("log").key("entries").index(self.0);
+        keys.iter().fold(entry, |path, key| path.key(key))
     }
 }
 
@@ -394,61 +577,49 @@ fn message(err: &serde_json::Error) -> String {
     }
 }
 
-fn wrong_type(want: &str, found: &Value) -> String {
-    let found = match found {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) if s.chars().count() <= 40 => format!("{s:?}"),
-        Value::String(_) => "a string".to_owned(),
-        Value::Array(_) => "an array".to_owned(),
-        Value::Object(_) => "an object".to_owned(),
-    };
-    format!("expected {want}, found {found}")
+fn wrong_type<T>(want: &str, found: &Found<T>) -> String {
+    format!("expected {want}, found {}", describe(found))
 }
 
-fn creator(log: &Map<String, Value>) -> Option<String> {
-    let creator = log.get("creator")?;
-    let name = creator.get("name")?.as_str()?;
-    Some(match creator.get("version").and_then(Value::as_str) {
+fn creator(Obj(creator): Obj<Named<'_>>) -> Option<String> {
+    let name = creator.name?.ok()?;
+    Some(match creator.version.and_then(Found::ok) {
         Some(version) if !version.is_empty() => format!("{name} {version}"),
-        _ => name.to_owned(),
+        _ => name.into_owned(),
     })
 }
 
-/// Chrome writes `"_fromCache": "memory"` or `"disk"`.
-fn from_cache(entry: &Map<String, Value>) -> bool {
-    match entry.get("_fromCache") {
-        Some(Value::String(place)) => !place.is_empty(),
-        Some(Value::Bool(yes)) => *yes,
-        _ => false,
-    }
-}
-
 /// The names in a request's or response's `cookies` array.
-fn cookie_names(object: &Map<String, Value>) -> Vec<String> {
-    let Some(Value::Array(cookies)) = object.get("cookies") else {
+fn cookie_names(list: Member<Objects<Named<'_>>>) -> Vec<Str<'_>> {
+    let Some(List(cookies)) = list.and_then(Found::ok) else {
         return Vec::new();
     };
     cookies
-        .iter()
-        .filter_map(|c| c.get("name")?.as_str())
-        .map(str::to_owned)
+        .into_iter()
+        .filter_map(|c| c.ok()?.0.name?.ok())
         .collect()
 }
 
 /// `name=value&...` from `postData.params`, for tools that record a form that way.
-fn form_from_params(post: &Map<String, Value>) -> Option<String> {
-    let params = post.get("params")?.as_array()?;
-    let pairs: Vec<String> = params
-        .iter()
-        .filter_map(|p| {
-            let name = p.get("name")?.as_str()?;
-            let value = p.get("value").and_then(Value::as_str).unwrap_or_default();
-            Some(format!("{name}={value}"))
-        })
-        .collect();
-    (!pairs.is_empty()).then(|| pairs.join("&"))
+fn form_from_params(params: Member<Objects<Named<'_>>>) -> Option<String> {
+    let List(params) = params?.ok()?;
+    let mut form = String::new();
+    for param in params {
+        let Some(Obj(param)) = param.ok() else {
+            continue;
+        };
+        let Some(name) = param.name.and_then(Found::ok) else {
+            continue;
+        };
+        let value = param.value.and_then(Found::ok).unwrap_or_default();
+        if !form.is_empty() {
+            form.push('&');
+        }
+        form.push_str(&name);
+        form.push('=');
+        form.push_str(&value);
+    }
+    (!form.is_empty()).then_some(form)
 }
 
 /// `application/json; charset=utf-8` -> `application/json`.

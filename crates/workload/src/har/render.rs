@@ -1,8 +1,10 @@
 //! The flow as TOML text: a header comment, the `[[scenario]]` table and one
 //! `[[scenario.step]]` per step, in docs/FLOWS.md's layout. Written by hand rather than
 //! serialized, for the comments and an order a person reads top to bottom; every
-//! string goes through [`basic_string`] or its siblings, which the tests read back
+//! string goes through [`push_basic`] or its siblings, which the tests read back
 //! with the `toml` crate.
+
+use std::fmt::Write as _;
 
 /// One step, ready to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +33,9 @@ pub(super) struct FlowOut {
 const COMMENT_WIDTH: usize = 92;
 
 pub(super) fn flow(out: &FlowOut) -> String {
-    let mut text = String::new();
+    // Steps are most of the file: about their requests' length each.
+    let steps_len: usize = out.steps.iter().map(|s| 160 + s.request.len()).sum();
+    let mut text = String::with_capacity(4096 + steps_len);
     for paragraph in &out.header {
         if paragraph.is_empty() {
             text.push_str("#\n");
@@ -44,49 +48,62 @@ pub(super) fn flow(out: &FlowOut) -> String {
             text.push('\n');
         }
     }
-    text.push_str("\n[[scenario]]\n");
-    text.push_str(&format!("name = {}\n", basic_string(&out.name)));
-    text.push_str("concurrency = 1   # one user looping the flow: a starting point\n");
+    text.push_str("\n[[scenario]]\nname = ");
+    push_basic(&mut text, &out.name);
+    text.push_str("\nconcurrency = 1   # one user looping the flow: a starting point\n");
     text.push_str("duration = \"1m\"\n");
     for step in &out.steps {
-        text.push('\n');
-        text.push_str(&step_table(step));
+        push_step(&mut text, step);
     }
     text
 }
 
-fn step_table(step: &StepOut) -> String {
-    let mut text = String::from("[[scenario.step]]\n");
-    text.push_str(&format!("name = {}\n", basic_string(&step.name)));
-    text.push_str(&format!("request = {}\n", request_string(&step.request)));
+/// One `[[scenario.step]]` table, after a blank line, written in place (a flow of
+/// 100,000 steps should not build each line apart).
+fn push_step(text: &mut String, step: &StepOut) {
+    text.push_str("\n[[scenario.step]]\nname = ");
+    push_basic(text, &step.name);
+    text.push_str("\nrequest = ");
+    push_request(text, &step.request);
     if let Some(body) = &step.body {
-        text.push_str(&format!("body = {}\n", body_string(body)));
+        text.push_str("\nbody = ");
+        push_body(text, body);
     }
     if !step.extract.is_empty() {
-        let pairs: Vec<String> = step
-            .extract
-            .iter()
-            .map(|(name, expression)| format!("{name} = {}", basic_string(expression)))
-            .collect();
-        text.push_str(&format!("extract = {{ {} }}\n", pairs.join(", ")));
+        text.push_str("\nextract = { ");
+        for (i, (name, expression)) in step.extract.iter().enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(name);
+            text.push_str(" = ");
+            push_basic(text, expression);
+        }
+        text.push_str(" }");
     }
-    let checks: Vec<String> = step.checks.iter().map(|c| basic_string(c)).collect();
-    text.push_str(&format!("checks = [{}]\n", checks.join(", ")));
+    text.push_str("\nchecks = [");
+    for (i, check) in step.checks.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        push_basic(text, check);
+    }
+    text.push(']');
     if let Some(think) = &step.think {
-        text.push_str(&format!("think = {}\n", basic_string(think)));
+        text.push_str("\nthink = ");
+        push_basic(text, think);
     }
-    text
+    text.push('\n');
 }
 
-/// A TOML basic string: `"..."` with escapes.
-pub(super) fn basic_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+/// Writes `text` as a TOML basic string: `"..."` with escapes.
+fn push_basic(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
     out.push('"');
     for c in text.chars() {
-        push_escaped(&mut out, c, true);
+        push_escaped(out, c, true);
     }
     out.push('"');
-    out
 }
 
 /// Escapes one character of a basic string; `newline` says whether `\n` is escaped
@@ -99,32 +116,37 @@ fn push_escaped(out: &mut String, c: char, newline: bool) {
         '\n' => out.push_str("\\n"),
         '\t' => out.push_str("\\t"),
         '\r' => out.push_str("\\r"),
-        c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+        c if c.is_control() => {
+            let _ = write!(out, "\\u{:04X}", c as u32);
+        }
         c => out.push(c),
     }
 }
 
 /// A request: one line in a basic string, or several in a multi-line one (a request
 /// line and its headers read best one per line, as in a targets file).
-fn request_string(request: &str) -> String {
+fn push_request(out: &mut String, request: &str) {
     if !request.contains('\n') {
-        return basic_string(request);
+        return push_basic(out, request);
     }
-    let mut out = String::from("\"\"\"\n");
+    out.reserve(request.len() + 8);
+    out.push_str("\"\"\"\n");
     for c in request.chars() {
-        push_escaped(&mut out, c, false);
+        push_escaped(out, c, false);
     }
     out.push_str("\n\"\"\"");
-    out
 }
 
 /// A body: a literal string when it needs no escape (JSON reads best without its
 /// quotes escaped), a multi-line literal one for text with line breaks, else a basic
 /// string.
-fn body_string(body: &str) -> String {
+fn push_body(out: &mut String, body: &str) {
     let plain = |c: char| !c.is_control() || c == '\t';
     if !body.contains('\'') && body.chars().all(plain) {
-        return format!("'{body}'");
+        out.push('\'');
+        out.push_str(body);
+        out.push('\'');
+        return;
     }
     let multi_plain = |c: char| plain(c) || c == '\n';
     if body.contains('\n')
@@ -133,9 +155,12 @@ fn body_string(body: &str) -> String {
         && !body.starts_with('\n')
         && body.chars().all(multi_plain)
     {
-        return format!("'''\n{body}'''");
+        out.push_str("'''\n");
+        out.push_str(body);
+        out.push_str("'''");
+        return;
     }
-    basic_string(body)
+    push_basic(out, body);
 }
 
 /// A think time from a recorded pause: to 100 ms under 10 s, to the second above.
@@ -180,6 +205,24 @@ fn wrap(paragraph: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn basic_string(text: &str) -> String {
+        let mut out = String::new();
+        push_basic(&mut out, text);
+        out
+    }
+
+    fn request_string(request: &str) -> String {
+        let mut out = String::new();
+        push_request(&mut out, request);
+        out
+    }
+
+    fn body_string(body: &str) -> String {
+        let mut out = String::new();
+        push_body(&mut out, body);
+        out
+    }
 
     /// A document with `value` under `key`, read back by the toml crate.
     fn read_back(key: &str, written: &str) -> String {

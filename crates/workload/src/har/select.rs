@@ -27,7 +27,7 @@
 //!   `Sec-*` header (`Sec-Fetch-*`, `Sec-CH-UA*`, `Sec-GPC`, ...), `Purpose`,
 //!   `X-Client-Data`.
 
-use url::Url;
+use url::{Origin, Url};
 
 use super::read::Entry;
 
@@ -108,6 +108,8 @@ pub(super) enum LeftOut {
 pub(super) struct HostFilter<'a> {
     pub only: &'a [String],
     pub skip: &'a [String],
+    /// Only this origin (`-base-url` without `-har-host`: the main origin).
+    pub origin: Option<&'a Origin>,
 }
 
 impl HostFilter<'_> {
@@ -115,7 +117,9 @@ impl HostFilter<'_> {
     /// `HOST:PORT` that port only.
     pub fn keeps(&self, url: &Url) -> bool {
         let matches = |pattern: &String| host_matches(pattern, url);
-        (self.only.is_empty() || self.only.iter().any(matches)) && !self.skip.iter().any(matches)
+        (self.only.is_empty() || self.only.iter().any(matches))
+            && !self.skip.iter().any(matches)
+            && self.origin.is_none_or(|origin| url.origin() == *origin)
     }
 }
 
@@ -151,7 +155,7 @@ pub(super) fn host_label(url: &Url) -> String {
 }
 
 /// Whether an entry is a static asset.
-pub(super) fn is_static(entry: &Entry) -> bool {
+pub(super) fn is_static(entry: &Entry<'_>) -> bool {
     let mime = entry.response_mime.as_str();
     let static_mime = ["image/", "font/", "audio/", "video/"]
         .iter()
@@ -193,7 +197,7 @@ pub(super) fn keeps_header(name: &str, keep: &[String]) -> bool {
 /// Whether `next` is the browser following `entry`'s redirect: `entry` answered a
 /// 3xx with a `Location`, and `next` asks for that URL (with GET, or the same method
 /// after 307 and 308, as the engine would).
-pub(super) fn follows_redirect(entry: &Entry, next: &Entry) -> bool {
+pub(super) fn follows_redirect(entry: &Entry<'_>, next: &Entry<'_>) -> bool {
     if !matches!(entry.status, 301 | 302 | 303 | 307 | 308) {
         return false;
     }
@@ -219,11 +223,11 @@ pub(super) fn follows_redirect(entry: &Entry, next: &Entry) -> bool {
 pub(super) mod tests {
     use super::*;
 
-    pub(crate) fn entry(method: &str, url: &str, status: u16, mime: &str) -> Entry {
+    pub(crate) fn entry(method: &str, url: &str, status: u16, mime: &str) -> Entry<'static> {
         Entry {
             started_ms: 0.0,
             time_ms: 0.0,
-            method: method.to_owned(),
+            method: method.to_owned().into(),
             url: Url::parse(url).unwrap(),
             headers: Vec::new(),
             body: None,
@@ -257,7 +261,7 @@ pub(super) mod tests {
         ];
         for (url, mime, kind, want) in rows {
             let mut e = entry("GET", url, 200, mime);
-            e.resource_type = kind.map(str::to_owned);
+            e.resource_type = kind.map(|k| k.to_owned().into());
             assert_eq!(is_static(&e), *want, "{url} {mime} {kind:?}");
         }
     }
@@ -311,6 +315,7 @@ pub(super) mod tests {
             let filter = HostFilter {
                 only: &only,
                 skip: &skip,
+                origin: None,
             };
             assert_eq!(
                 filter.keeps(&Url::parse(url).unwrap()),
@@ -324,7 +329,7 @@ pub(super) mod tests {
     fn tells_a_followed_redirect() {
         let with_location = |status: u16, method: &str, location: &str| {
             let mut e = entry(method, "http://a/login", status, "text/html");
-            e.response_headers = vec![("Location".to_owned(), location.to_owned())];
+            e.response_headers = vec![("Location".into(), location.to_owned().into())];
             e
         };
         let rows: &[(u16, &str, &str, &str, &str, bool)] = &[

@@ -382,6 +382,125 @@ fn options_choose_entries_headers_and_name() {
     );
 }
 
+/// A session on shop.test with third parties: a font host, analytics, and one call to
+/// an API on another origin.
+fn session_with_third_parties() -> Vec<E> {
+    vec![
+        E::new(0, "GET", "https://shop.test/").answer(200, "text/html", "<html>"),
+        E::new(20, "GET", "https://fonts.test/css2?family=Inter").answer(200, "text/html", ""),
+        E::new(40, "POST", "https://analytics.test/collect?v=2"),
+        E::new(900, "GET", "https://shop.test/items?page=2")
+            .header("Origin", "https://shop.test")
+            .header("X-Back", "https://shop.test/items"),
+        E::new(1800, "GET", "https://api.shop.test/stock/7"),
+        E::new(2700, "POST", "https://shop.test/cart")
+            .header("Origin", "https://shop.test")
+            .body("application/json", r#"{"item":7}"#),
+    ]
+}
+
+#[test]
+fn base_url_sends_the_main_origin_or_the_chosen_hosts_elsewhere() {
+    let text = har(&session_with_third_parties());
+    let base = |url: &str, hosts: &[&str]| HarOptions {
+        base_url: Some(url.to_owned()),
+        hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+        ..options()
+    };
+    // (what, options, each step's request line, a line the header must hold)
+    let rows: &[(&str, HarOptions, &[&str], &str)] = &[
+        (
+            "none: the recorded origins",
+            options(),
+            &[
+                "GET https://shop.test/",
+                "GET https://fonts.test/css2?family=Inter",
+                "POST https://analytics.test/collect?v=2",
+                "GET https://shop.test/items?page=2",
+                "GET https://api.shop.test/stock/7",
+                "POST https://shop.test/cart",
+            ],
+            "Hosts: shop.test (3 entries, 3 steps), fonts.test",
+        ),
+        (
+            "the main origin, others left out",
+            base("http://127.0.0.1:8080", &[]),
+            &[
+                "GET http://127.0.0.1:8080/",
+                "GET http://127.0.0.1:8080/items?page=2",
+                "POST http://127.0.0.1:8080/cart",
+            ],
+            "Left out: 3 to other hosts (fonts.test, analytics.test, api.shop.test)",
+        ),
+        (
+            "a path prefix, with or without its last slash",
+            base("https://staging.test:8443/v2/shop/", &[]),
+            &[
+                "GET https://staging.test:8443/v2/shop/",
+                "GET https://staging.test:8443/v2/shop/items?page=2",
+                "POST https://staging.test:8443/v2/shop/cart",
+            ],
+            "Sent to https://staging.test:8443/v2/shop (-base-url) instead of https://shop.test",
+        ),
+        (
+            "-har-host: every host it keeps",
+            base("http://[::1]:9000", &["shop.test", "api.shop.test"]),
+            &[
+                "GET http://[::1]:9000/",
+                "GET http://[::1]:9000/items?page=2",
+                "GET http://[::1]:9000/stock/7",
+                "POST http://[::1]:9000/cart",
+            ],
+            "instead of https://shop.test, https://api.shop.test (the hosts -har-host keeps)",
+        ),
+    ];
+    for (what, options, want, header) in rows {
+        let flow = convert(&text, options);
+        let file = check_flow(&flow.toml);
+        let lines: Vec<&str> = file.scenario[0]
+            .step
+            .iter()
+            .map(|s| s.request.lines().next().unwrap())
+            .collect();
+        assert_eq!(lines, *want, "{what}");
+        let header_text = flow.toml.replace("\n# ", " ");
+        assert!(
+            header_text.contains(header),
+            "{what}: {header}\n{}",
+            flow.toml
+        );
+    }
+    // A recorded Origin names the base URL's; other values keep the recorded origin.
+    let flow = convert(&text, &base("http://127.0.0.1:8080/shop", &[]));
+    let file = check_flow(&flow.toml);
+    assert_eq!(
+        step(&file, "GET items").request,
+        "GET http://127.0.0.1:8080/shop/items?page=2\nOrigin: http://127.0.0.1:8080\nX-Back: https://shop.test/items\n"
+    );
+    // A bad URL is named by its flag, before the file is read.
+    let rows: &[(&str, &str)] = &[
+        (
+            "localhost:8080",
+            "-base-url: \"localhost:8080\" has no scheme",
+        ),
+        (
+            "ftp://a.test/",
+            "-base-url: \"ftp://a.test/\" is not an http or https URL",
+        ),
+        (
+            "http://a.test/?x=1",
+            "-base-url: \"http://a.test/?x=1\" has a query",
+        ),
+        ("", "-base-url: \"\" has no scheme"),
+    ];
+    for (url, want) in rows {
+        let err = har_to_flow("not even JSON", &base(url, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{url}: {err}");
+    }
+}
+
 #[test]
 fn handles_what_browsers_record() {
     struct Row {
