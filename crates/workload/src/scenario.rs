@@ -95,6 +95,10 @@ pub struct AttackFields {
     pub check_body_limit: Option<TextOrNumber>,
     /// Replay access logs instead of targets (`-replay`; `[scenario.replay]`).
     pub replay: Option<crate::ReplayFields>,
+    /// `.proto` files of the gRPC targets' services (`-proto`).
+    pub proto: Option<Vec<String>>,
+    /// Directories their imports are looked up in (`-import-path`).
+    pub import_path: Option<Vec<String>>,
     /// Every target's scheme, host and port replaced by this `scheme://host:port`
     /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
     #[serde(skip)]
@@ -264,6 +268,8 @@ impl AttackFields {
             cookies: self.cookies.or(d.cookies),
             check_body_limit: self.check_body_limit.or(d.check_body_limit),
             replay: self.replay.or(d.replay),
+            proto: self.proto.or(d.proto),
+            import_path: self.import_path.or(d.import_path),
             base_url: self.base_url,
         }
     }
