@@ -34,6 +34,22 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// One second of `targets` at `rate` with `proto`, recorded into `records`.
+fn call_for_a_second(rate: &str, proto: &Path, records: &Path, targets: &str) {
+    let output = attack(
+        &[
+            &format!("-rate={rate}"),
+            "-duration=1s",
+            "-proto",
+            proto.to_str().unwrap(),
+            "-output",
+            records.to_str().unwrap(),
+        ],
+        targets,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}
+
 /// `report` of `file` in `format`.
 fn report(file: &Path, format: &str) -> String {
     let output = loadlab()
@@ -139,18 +155,7 @@ fn unary_calls_to_grpc_gos_greeter_succeed_and_report_their_grpc_statuses() {
         "GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\nx-caller: loadlab-test\ngrpc-timeout: 2s\n{{\"name\": \"loadlab\"}}\n\n\
          GRPC 127.0.0.1:{port} helloworld.Greeter/SayGoodbye\n{{\"name\": \"loadlab\"}}\n"
     );
-    let output = attack(
-        &[
-            "-rate=200/s",
-            "-duration=1s",
-            "-proto",
-            proto.to_str().unwrap(),
-            "-output",
-            records.to_str().unwrap(),
-        ],
-        &targets,
-    );
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    call_for_a_second("200/s", &proto, &records, &targets);
     let json = report(&records, "json");
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["requests"], 200, "{json}");
@@ -196,18 +201,7 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
          {{\"lo\": {{\"latitude\": 400000000, \"longitude\": -750000000}}, \"hi\": {{\"latitude\": 420000000, \"longitude\": -730000000}}}}\n",
         server.port
     );
-    let output = attack(
-        &[
-            "-rate=20/s",
-            "-duration=1s",
-            "-proto",
-            proto.to_str().unwrap(),
-            "-output",
-            records.to_str().unwrap(),
-        ],
-        &targets,
-    );
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    call_for_a_second("20/s", &proto, &records, &targets);
     let value: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
     assert_eq!(value["requests"], 20);
     assert_eq!(value["status_codes"]["OK"], 20, "{value}");
