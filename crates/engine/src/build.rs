@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use workload::{
     AttackFields, AttackSettings, DataTable, Flow, FlowOptions, HttpTargetReader, JsonTargetReader,
-    Origin, Pacing, ReplayFields, RunFields, StepFields, Target, TargetFormat, WorkloadError,
-    defaults,
+    Origin, Pacing, ProtoSet, ReplayFields, RunFields, StepFields, Target, TargetFormat,
+    WorkloadError, defaults,
 };
 
 use crate::replay::{self, Replay};
@@ -261,17 +261,15 @@ fn targets(
         })?,
         None => Vec::new(),
     };
+    let protos = protos(fields, origin)?;
     let (input, name) = target_input(fields, origin)?;
     let input = BufReader::new(input);
     let headers = &settings.headers;
     let stream: TargetIter = match settings.format {
-        TargetFormat::Http => Box::new(HttpTargetReader::new(
-            input,
-            &name,
-            headers,
-            &body,
-            &read_body_file,
-        )),
+        TargetFormat::Http => Box::new(
+            HttpTargetReader::new(input, &name, headers, &body, &read_body_file)
+                .with_protos(protos),
+        ),
         TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
         TargetFormat::TankUri => Box::new(workload::TankAmmoReader::new(
             input,
@@ -315,6 +313,21 @@ fn targets(
     }
     check_columns(&list, data, &name).map_err(EngineError::Targets)?;
     Ok(Targets::List(list))
+}
+
+/// The `.proto` files of gRPC targets, compiled once (none when `proto` is not given).
+fn protos(fields: &AttackFields, origin: &Origin) -> Result<Option<Arc<ProtoSet>>, EngineError> {
+    let Some(files) = &fields.proto else {
+        if fields.import_path.is_some() {
+            let reason = "is where a .proto's imports are looked up: give the .proto too (-proto)";
+            return Err(EngineError::Targets(origin.error("import_path", reason)));
+        }
+        return Ok(None);
+    };
+    let paths = |list: &[String]| list.iter().map(|f| origin.path(f)).collect::<Vec<_>>();
+    let imports = paths(fields.import_path.as_deref().unwrap_or_default());
+    let set = ProtoSet::compile(&paths(files), &imports).map_err(EngineError::Targets)?;
+    Ok(Some(Arc::new(set)))
 }
 
 /// The reader and name of the targets: inline text, a file, or stdin.

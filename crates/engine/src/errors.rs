@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use record::{ErrorEntry, ErrorKind};
+use record::{ErrorEntry, ErrorKind, GrpcStatus};
 
 use crate::render::Refusal;
 
@@ -85,6 +85,8 @@ pub(crate) struct ErrorCache {
     registry: Arc<ErrorRegistry>,
     causes: Vec<(Cause, u32)>,
     statuses: Vec<(u16, Box<[u8]>, u32)>,
+    /// gRPC statuses met, with their messages, and their ids.
+    grpc: Vec<(GrpcStatus, Box<[u8]>, u32)>,
     tls: Vec<(rustls::Error, u32)>,
     /// Per `-redirects` limit: attacks may set different ones.
     redirect_limits: Vec<(i32, u32)>,
@@ -102,6 +104,7 @@ impl ErrorCache {
             registry,
             causes: Vec::new(),
             statuses: Vec::new(),
+            grpc: Vec::new(),
             tls: Vec::new(),
             redirect_limits: Vec::new(),
             flows: Vec::new(),
@@ -206,6 +209,28 @@ impl ErrorCache {
             text: format!("stopped after {limit} redirects"),
         });
         self.redirect_limits.push((limit, id));
+        id
+    }
+
+    /// The id of a gRPC call's status other than `OK`: its name, and its
+    /// `grpc-message` when it sent one (`UNAVAILABLE: no backend`).
+    pub(crate) fn grpc(&mut self, code: GrpcStatus, message: &[u8]) -> u32 {
+        if let Some(&(_, _, id)) = self
+            .grpc
+            .iter()
+            .find(|(c, m, _)| *c == code && **m == *message)
+        {
+            return id;
+        }
+        let text = match String::from_utf8_lossy(message) {
+            m if m.is_empty() => code.to_string(),
+            m => format!("{code}: {m}"),
+        };
+        let id = self.registry.intern(ErrorEntry {
+            kind: ErrorKind::Grpc,
+            text,
+        });
+        self.grpc.push((code, message.into(), id));
         id
     }
 

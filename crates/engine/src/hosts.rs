@@ -20,6 +20,8 @@ pub(crate) struct Host {
     pub address: Address,
     /// Set for https: the name to send in SNI and check the certificate against.
     pub tls_name: Option<ServerName<'static>>,
+    /// Cleartext HTTP/2 with prior knowledge whatever `-h2c` says: a gRPC server.
+    pub h2c: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -33,6 +35,18 @@ impl HostTable {
     pub(crate) fn insert(&mut self, host: Host) -> usize {
         self.hosts.push(host);
         self.hosts.len() - 1
+    }
+
+    /// The id of the host `target` goes to ([`HostTable::resolve`]); a gRPC call's
+    /// host speaks HTTP/2 (h2c in cleartext) from then on.
+    pub(crate) fn resolve_target(
+        &mut self,
+        target: &workload::Target,
+        unix_socket: Option<&PathBuf>,
+    ) -> Result<usize, EngineError> {
+        let id = self.resolve(&target.url, unix_socket)?;
+        self.hosts[id].h2c |= target.is_grpc();
+        Ok(id)
     }
 
     /// The id of the host for `url`, resolving it on first sight. `unix_socket` sends
@@ -81,7 +95,11 @@ impl HostTable {
         } else {
             None
         };
-        self.hosts.push(Host { address, tls_name });
+        self.hosts.push(Host {
+            address,
+            tls_name,
+            h2c: false,
+        });
         self.index.insert(key, self.hosts.len() - 1);
         Ok(self.hosts.len() - 1)
     }

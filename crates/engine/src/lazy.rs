@@ -168,7 +168,9 @@ impl<'a> Dealer<'a> {
         due_ns: u64,
         stop: &StopHandle,
     ) -> Result<bool, EngineError> {
-        let host = self.hosts.resolve(&target.url, self.unix_socket.as_ref())?;
+        let host = self
+            .hosts
+            .resolve_target(&target, self.unix_socket.as_ref())?;
         let worker = self.dealt % self.queues.len();
         self.dealt += 1;
         let seen = &mut self.known_hosts[worker];

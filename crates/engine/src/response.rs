@@ -5,6 +5,7 @@
 //! except for a flow step's answer: its head and the start of its body are kept for
 //! its checks and extractions ([`ResponseParser::keep`]), in buffers the parser reuses.
 
+use record::GrpcStatus;
 use wire::{ChunkedDecoder, Progress};
 
 /// Why a response could not be parsed. Static text: parsing never allocates.
@@ -27,6 +28,8 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// again line by line ([`parse_long_head`]), off the common path.
 const MAX_HEADERS: usize = 96;
 const REASON_BYTES: usize = 48;
+/// The most of a `grpc-message` kept (for the error's text, like a status's reason).
+pub(crate) const GRPC_MESSAGE_BYTES: usize = 128;
 
 #[derive(Debug)]
 enum State {
@@ -54,6 +57,10 @@ pub(crate) struct ResponseParser {
     pub location: Vec<u8>,
     /// The connection cannot carry another request after this response.
     pub close: bool,
+    /// A gRPC call's `grpc-status` (HTTP/2 trailers, or a trailers-only answer).
+    pub grpc_status: Option<GrpcStatus>,
+    /// Its `grpc-message`, as sent (percent-encoded), at most [`GRPC_MESSAGE_BYTES`].
+    pub grpc_message: Vec<u8>,
     head_only: bool,
     want_location: bool,
     body_limit: u64,
@@ -86,6 +93,8 @@ impl ResponseParser {
             reason: [0; REASON_BYTES],
             reason_len: 0,
             location: Vec::new(),
+            grpc_status: None,
+            grpc_message: Vec::new(),
             close: false,
             head_only: false,
             want_location: false,
@@ -119,6 +128,8 @@ impl ResponseParser {
         self.reason_len = 0;
         self.location.clear();
         self.close = false;
+        self.grpc_status = None;
+        self.grpc_message.clear();
         self.head_only = head_only;
         self.want_location = want_location;
         self.body_limit = body_limit;

@@ -213,7 +213,7 @@ fn prepare_attack(
     let targets = list
         .iter()
         .map(|target| {
-            let host = hosts.resolve(&target.url, unix_socket)?;
+            let host = hosts.resolve_target(target, unix_socket)?;
             match &attack.flow {
                 Some(flow) => PreparedTarget::step(
                     target.clone(),

@@ -5,13 +5,16 @@
 //! Columns keep similar numbers together, so small values stay one byte and the
 //! optional zstd pass finds the repetition (status codes, byte counts, targets).
 //! Format version 2 appended the `protocol` column; version 1 blocks end before it.
-//! Format version 3 appended `checks_failed`; older blocks end before it.
+//! Format version 3 appended `checks_failed`, version 4 `grpc_status`; older blocks
+//! end before them.
 
-use crate::format::{CHECKS_SINCE_VERSION, PROTOCOL_SINCE_VERSION};
-use crate::record::{Protocol, Record};
+use crate::format::{CHECKS_SINCE_VERSION, GRPC_SINCE_VERSION, PROTOCOL_SINCE_VERSION};
+use crate::record::{GrpcStatus, Protocol, Record};
 
 /// Columns on disk in the current format. Changing their order is a format change.
-const FIELDS: usize = 13;
+const FIELDS: usize = 14;
+/// Columns in a format version 3 block (no `grpc_status`).
+const FIELDS_V3: usize = 13;
 /// Columns in a format version 1 block (no `protocol`).
 const FIELDS_V1: usize = 11;
 /// Columns in a format version 2 block (no `checks_failed`).
@@ -32,6 +35,7 @@ pub(crate) fn encode(records: &[Record], out: &mut Vec<u8>) {
     put_column(out, records, |r| r.bytes_out);
     put_column(out, records, |r| u64::from(r.protocol.id()));
     put_column(out, records, |r| u64::from(r.checks_failed));
+    put_column(out, records, |r| GrpcStatus::stored(r.grpc_status));
 }
 
 fn put_column(out: &mut Vec<u8>, records: &[Record], field: impl Fn(&Record) -> u64) {
@@ -77,8 +81,10 @@ pub(crate) fn decode(
     out.clear();
     let has_protocol = version >= PROTOCOL_SINCE_VERSION;
     let has_checks = version >= CHECKS_SINCE_VERSION;
+    let has_grpc = version >= GRPC_SINCE_VERSION;
     let fields = match (has_protocol, has_checks) {
-        (_, true) => FIELDS,
+        (_, true) if has_grpc => FIELDS,
+        (_, true) => FIELDS_V3,
         (true, false) => FIELDS_V2,
         (false, false) => FIELDS_V1,
     };
@@ -146,6 +152,14 @@ pub(crate) fn decode(
     if has_checks {
         cursor.column(out, |r, v| {
             r.checks_failed = narrow(v, "checks_failed")?;
+            Ok(())
+        })?;
+    }
+    // Older records were HTTP only: no gRPC status.
+    if has_grpc {
+        cursor.column(out, |r, v| {
+            r.grpc_status = GrpcStatus::from_stored(v)
+                .ok_or_else(|| format!("record seq {}: gRPC status {v} is out of range", r.seq))?;
             Ok(())
         })?;
     }
@@ -254,11 +268,13 @@ mod tests {
             } else {
                 Protocol::Http2
             },
+            grpc_status: n.is_multiple_of(5).then_some(GrpcStatus((n % 17) as u8)),
         }
     }
 
     const V1: u16 = 1;
     const V2: u16 = 2;
+    const V3: u16 = 3;
 
     #[test]
     fn round_trips_including_extremes() {
@@ -277,6 +293,7 @@ mod tests {
             bytes_in: u64::MAX,
             bytes_out: u64::MAX,
             protocol: Protocol::Http2,
+            grpc_status: Some(GrpcStatus(254)),
         });
         records.push(Record::default());
         let mut bytes = Vec::new();
@@ -296,18 +313,18 @@ mod tests {
     }
 
     fn v1_bytes(records: &[Record]) -> Vec<u8> {
-        old_bytes(records, 2)
+        old_bytes(records, 3)
     }
 
     #[test]
-    fn version_2_blocks_read_without_failed_checks() {
+    fn version_3_blocks_read_without_grpc_statuses() {
         let records: Vec<Record> = (0..100).map(sample).collect();
         let mut decoded = Vec::new();
-        decode(&old_bytes(&records, 1), records.len(), V2, &mut decoded).unwrap();
+        decode(&old_bytes(&records, 1), records.len(), V3, &mut decoded).unwrap();
         let want: Vec<Record> = records
             .iter()
             .map(|r| Record {
-                checks_failed: 0,
+                grpc_status: None,
                 ..*r
             })
             .collect();
@@ -320,6 +337,58 @@ mod tests {
                 &mut decoded
             )
             .is_err(),
+            "the same bytes read as version 4 lack a column"
+        );
+    }
+
+    #[test]
+    fn the_grpc_status_column_is_checked() {
+        let records: Vec<Record> = (1..4).map(sample).collect();
+        let mut bytes = Vec::new();
+        encode(&records, &mut bytes);
+        let statuses = bytes.len() - records.len();
+        let mut out = Vec::new();
+        for (stored, want) in [
+            (
+                &[0u8, 1, 15][..],
+                Ok([None, Some(GrpcStatus::OK), Some(GrpcStatus(14))]),
+            ),
+            (
+                &[0x80, 0x02, 0, 0],
+                Err("record seq 1: gRPC status 256 is out of range"),
+            ),
+        ] {
+            let input = [&bytes[..statuses], stored].concat();
+            match (
+                decode(&input, records.len(), FORMAT_VERSION, &mut out),
+                want,
+            ) {
+                (Ok(()), Ok(want)) => {
+                    let got: Vec<_> = out.iter().map(|r| r.grpc_status).collect();
+                    assert_eq!(got, want, "{stored:?}");
+                }
+                (Err(err), Err(want)) => assert!(err.contains(want), "{stored:?}: {err}"),
+                (got, want) => panic!("{stored:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn version_2_blocks_read_without_failed_checks() {
+        let records: Vec<Record> = (0..100).map(sample).collect();
+        let mut decoded = Vec::new();
+        decode(&old_bytes(&records, 2), records.len(), V2, &mut decoded).unwrap();
+        let want: Vec<Record> = records
+            .iter()
+            .map(|r| Record {
+                checks_failed: 0,
+                grpc_status: None,
+                ..*r
+            })
+            .collect();
+        assert_eq!(decoded, want);
+        assert!(
+            decode(&old_bytes(&records, 2), records.len(), V3, &mut decoded).is_err(),
             "the same bytes read as version 3 lack a column"
         );
     }
@@ -334,6 +403,7 @@ mod tests {
             .map(|r| Record {
                 protocol: Protocol::Http1,
                 checks_failed: 0,
+                grpc_status: None,
                 ..*r
             })
             .collect();
@@ -357,7 +427,7 @@ mod tests {
         let records: Vec<Record> = (1..4).map(sample).collect();
         let mut bytes = Vec::new();
         encode(&records, &mut bytes);
-        let protocols = bytes.len() - 2 * records.len();
+        let protocols = bytes.len() - 3 * records.len();
         let checks = &bytes[protocols + records.len()..].to_vec();
         assert_eq!(
             &bytes[protocols..protocols + records.len()],

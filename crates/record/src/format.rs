@@ -14,12 +14,14 @@ use std::io::{self, Write};
 pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// Bumped whenever the bytes written change; readers accept every version up to theirs.
 /// Version 2 appended the `protocol` column to records blocks, version 3 the
-/// `checks_failed` column.
-pub const FORMAT_VERSION: u16 = 3;
+/// `checks_failed` column, version 4 the `grpc_status` column.
+pub const FORMAT_VERSION: u16 = 4;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;
 /// The first version whose records blocks carry the `checks_failed` column.
 pub(crate) const CHECKS_SINCE_VERSION: u16 = 3;
+/// The first version whose records blocks carry the `grpc_status` column.
+pub(crate) const GRPC_SINCE_VERSION: u16 = 4;
 
 pub(crate) const PREAMBLE_LEN: usize = 12;
 pub(crate) const BLOCK_HEAD_LEN: usize = 9;

@@ -209,6 +209,8 @@ impl Interner {
             bytes_in: result.bytes_in,
             bytes_out: result.bytes_out,
             protocol: result.protocol,
+            // The JSON and CSV codecs do not carry gRPC statuses yet.
+            grpc_status: None,
         })
     }
 

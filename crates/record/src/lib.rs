@@ -65,7 +65,7 @@ pub use meta::{
     RunHeader, RunTables, ShardInfo, StopReason, TargetInfo,
 };
 pub use reader::BinaryReader;
-pub use record::{Protocol, Record};
+pub use record::{GrpcStatus, Protocol, Record};
 pub use resource_samples::{
     MAX_PENDING_SAMPLE_BATCHES, MAX_REASON_BYTES, SampleBatch, SampleFrame, SampleGap,
     SampleSummary, SampleTables, SampleValue, SamplerInfo, SamplerKind, SeriesInfo, SeriesKind,

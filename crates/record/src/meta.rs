@@ -169,6 +169,9 @@ pub enum ErrorKind {
     /// replayed log line) would have changed its shape, so it was not sent: the text
     /// names the step or target, the placeholder and the header.
     UnsafeValue,
+    /// A gRPC call ended with a status other than `OK`: the text is the code's name
+    /// and the server's `grpc-message` (`UNAVAILABLE: no backend`).
+    Grpc,
     /// An error imported from another tool, or written by a newer loadlab.
     #[serde(other)]
     Other,
@@ -176,7 +179,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in id order.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Timeout,
@@ -193,6 +196,7 @@ impl ErrorKind {
         ErrorKind::Check,
         ErrorKind::Cookie,
         ErrorKind::UnsafeValue,
+        ErrorKind::Grpc,
         ErrorKind::Other,
     ];
 
@@ -220,6 +224,7 @@ impl ErrorKind {
             ErrorKind::Check => "check",
             ErrorKind::Cookie => "cookie",
             ErrorKind::UnsafeValue => "unsafe_value",
+            ErrorKind::Grpc => "grpc",
             ErrorKind::Other => "other",
         }
     }

@@ -78,6 +78,7 @@ fn record() -> impl Strategy<Value = Record> {
                     bytes_in,
                     bytes_out,
                     protocol,
+                    grpc_status: None,
                 }
             },
         )

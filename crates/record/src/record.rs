@@ -1,4 +1,5 @@
-//! [`Record`]: one request, as plain data; [`Protocol`]: the HTTP version it went over.
+//! [`Record`]: one request, as plain data; [`Protocol`]: the HTTP version it went over;
+//! [`GrpcStatus`]: a gRPC call's status code.
 
 use std::fmt;
 
@@ -42,6 +43,10 @@ pub struct Record {
     /// whatever its status. 0 for a target without checks, and in files of format
     /// version 2 and older.
     pub checks_failed: u32,
+    /// The `grpc-status` of a gRPC call's answer (its trailers, or a trailers-only
+    /// answer); `None` for HTTP requests, calls that got none, and files of format
+    /// version 3 and older.
+    pub grpc_status: Option<GrpcStatus>,
 }
 
 impl Record {
@@ -62,14 +67,88 @@ impl Record {
     }
 
     /// vegeta's success rule: a status in 200..400; and, in a flow, an answer its
-    /// checks and extractions did not fail ([`Record::FAILED_BY_FLOW`]).
+    /// checks and extractions did not fail ([`Record::FAILED_BY_FLOW`]); and, for a
+    /// gRPC call, `grpc-status` 0 (`OK`).
     pub fn is_success(&self) -> bool {
-        (200..400).contains(&self.status) && self.checks_failed & Record::FAILED_BY_FLOW == 0
+        (200..400).contains(&self.status)
+            && self.checks_failed & Record::FAILED_BY_FLOW == 0
+            && self.grpc_status.is_none_or(|s| s == GrpcStatus::OK)
     }
 
     /// Whether check `index` of the record's target failed.
     pub fn check_failed(&self, index: usize) -> bool {
         index < Record::MAX_CHECKS && self.checks_failed & (1 << index) != 0
+    }
+}
+
+/// A gRPC status code (0 `OK` .. 16 `UNAUTHENTICATED`, and whatever else a server
+/// sends up to 254). Stored as the code plus one, 0 for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrpcStatus(pub u8);
+
+impl GrpcStatus {
+    /// The call succeeded.
+    pub const OK: GrpcStatus = GrpcStatus(0);
+
+    /// The names of the codes of the gRPC spec, by code.
+    const NAMES: [&'static str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+
+    /// The code's name as the spec spells it (`UNAVAILABLE`); `None` past 16.
+    pub fn name(self) -> Option<&'static str> {
+        GrpcStatus::NAMES.get(usize::from(self.0)).copied()
+    }
+
+    /// The code of a `grpc-status` value (decimal digits); `None` for anything else.
+    pub fn parse(value: &[u8]) -> Option<GrpcStatus> {
+        if value.is_empty() || value.len() > 3 || !value.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let code = value.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
+        u8::try_from(code)
+            .ok()
+            .filter(|&c| c < u8::MAX)
+            .map(GrpcStatus)
+    }
+
+    /// What the `grpc_status` column stores: 0 for none, else the code plus one.
+    pub(crate) fn stored(status: Option<GrpcStatus>) -> u64 {
+        status.map_or(0, |s| u64::from(s.0) + 1)
+    }
+
+    /// The status the column's `value` stands for; `None` (outer) when out of range.
+    pub(crate) fn from_stored(value: u64) -> Option<Option<GrpcStatus>> {
+        match value {
+            0 => Some(None),
+            1..=255 => Some(Some(GrpcStatus(value as u8 - 1))),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for GrpcStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "code {}", self.0),
+        }
     }
 }
 
@@ -132,6 +211,43 @@ impl fmt::Display for Protocol {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_statuses_parse_name_and_store() {
+        let rows: &[(&[u8], Option<u8>, &str)] = &[
+            (b"0", Some(0), "OK"),
+            (b"14", Some(14), "UNAVAILABLE"),
+            (b"4", Some(4), "DEADLINE_EXCEEDED"),
+            (b"16", Some(16), "UNAUTHENTICATED"),
+            (b"17", Some(17), "code 17"),
+            (b"254", Some(254), "code 254"),
+            (b"255", None, ""),
+            (b"1000", None, ""),
+            (b"", None, ""),
+            (b"-1", None, ""),
+            (b"OK", None, ""),
+        ];
+        for &(value, code, name) in rows {
+            let got = GrpcStatus::parse(value);
+            assert_eq!(got.map(|s| s.0), code, "{value:?}");
+            if let Some(status) = got {
+                assert_eq!(status.to_string(), name);
+                let stored = GrpcStatus::stored(Some(status));
+                assert_eq!(GrpcStatus::from_stored(stored), Some(Some(status)));
+            }
+        }
+        assert_eq!(GrpcStatus::stored(None), 0);
+        assert_eq!(GrpcStatus::from_stored(0), Some(None));
+        assert_eq!(GrpcStatus::from_stored(256), None);
+        let call = |grpc_status| Record {
+            status: 200,
+            grpc_status,
+            ..Record::default()
+        };
+        assert!(call(None).is_success());
+        assert!(call(Some(GrpcStatus::OK)).is_success());
+        assert!(!call(Some(GrpcStatus(14))).is_success());
+    }
 
     #[test]
     fn protocol_ids_and_names_round_trip() {

@@ -9,7 +9,7 @@ use std::io::Cursor;
 
 use record::{
     AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
-    Inputs, LoadModel, Logged, Protocol, ReadOrder, Record, RecordError, RecordSource,
+    GrpcStatus, Inputs, LoadModel, Logged, Protocol, ReadOrder, Record, RecordError, RecordSource,
     RecordStream, RecordWriter, ReplayEnd, ReplayInfo, RunEnd, RunHeader, SampleBatch, SampleFrame,
     SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind, StopReason, TargetInfo,
     open_reader,
@@ -63,6 +63,8 @@ fn record(n: u64) -> Record {
         } else {
             Protocol::Http1
         },
+        // Every fifth request a gRPC call, now and then UNAVAILABLE.
+        grpc_status: (n % 5 == 2).then_some(GrpcStatus(if n % 10 == 7 { 14 } else { 0 })),
     }
 }
 
@@ -424,6 +426,7 @@ fn the_version_1_golden_file_reads_every_record_as_http1() {
             .map(|n| Record {
                 protocol: Protocol::Http1,
                 checks_failed: 0,
+                grpc_status: None,
                 ..record(n)
             })
             .collect();
@@ -434,7 +437,7 @@ fn the_version_1_golden_file_reads_every_record_as_http1() {
 }
 
 #[test]
-fn the_protocol_and_failed_checks_round_trip_as_the_last_columns() {
+fn the_protocol_failed_checks_and_grpc_statuses_round_trip_as_the_last_columns() {
     let (bytes, records) = write_run(Compression::Raw);
     assert_eq!(&bytes[8..10], &FORMAT_VERSION.to_le_bytes());
     const { assert!(FORMAT_VERSION >= 2, "version 2 added the protocol column") };
@@ -443,19 +446,25 @@ fn the_protocol_and_failed_checks_round_trip_as_the_last_columns() {
     assert!(read.iter().any(|r| r.protocol == Protocol::Http2));
     assert!(read.iter().any(|r| r.protocol == Protocol::Http1));
     assert!(read.iter().any(|r| r.check_failed(0) && !r.check_failed(1)));
+    assert!(read.iter().any(|r| r.grpc_status == Some(GrpcStatus(14))));
     // The first records block (records 0..100) ends with their protocol ids, then
-    // their failed checks.
+    // their failed checks, then their gRPC statuses (code + 1, 0 for none).
     let (_, block) = blocks(&bytes)
         .into_iter()
         .find(|(kind, _)| *kind == 3)
         .unwrap();
     let ids: Vec<u8> = records[..100].iter().map(|r| r.protocol.id()).collect();
-    assert_eq!(&block[block.len() - 200..block.len() - 100], &ids[..]);
+    assert_eq!(&block[block.len() - 300..block.len() - 200], &ids[..]);
     let checks: Vec<u8> = records[..100]
         .iter()
         .map(|r| r.checks_failed as u8)
         .collect();
-    assert_eq!(&block[block.len() - 100..], &checks[..]);
+    assert_eq!(&block[block.len() - 200..block.len() - 100], &checks[..]);
+    let grpc: Vec<u8> = records[..100]
+        .iter()
+        .map(|r| r.grpc_status.map_or(0, |s| s.0 + 1))
+        .collect();
+    assert_eq!(&block[block.len() - 100..], &grpc[..]);
 }
 
 /// The first records block of `bytes` (a raw run) with the protocol id of its last
@@ -468,8 +477,9 @@ fn with_protocol_id(bytes: &[u8], id: u8) -> (Vec<u8>, usize) {
     let start = block.as_ptr() as usize - bytes.as_ptr() as usize;
     let end = start + block.len();
     let mut patched = bytes.to_vec();
-    // The last protocol id sits before the block's 100 `checks_failed` bytes.
-    patched[end - 101] = id;
+    // The last protocol id sits before the block's 100 `checks_failed` and 100
+    // `grpc_status` bytes.
+    patched[end - 201] = id;
     let crc = crc32fast::hash(&patched[start + 9..end]);
     patched[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
     (patched, start)

@@ -166,6 +166,7 @@ fn synth(seq: u64, gap_ns: u64, rng: &mut SplitMix) -> Record {
         },
         bytes_out: 38,
         protocol: Protocol::Http1,
+        grpc_status: None,
     }
 }
 

@@ -7,7 +7,7 @@
 //! throughput = successes / (attack + wait) seconds; success is a status in 200..400.
 //! Our latency counts from the *intended* send time, so it includes the send lag.
 
-use record::{Protocol, Record, RunTables};
+use record::{GrpcStatus, Protocol, Record, RunTables};
 use units::go_seconds;
 
 use crate::checks::{CheckCounts, CheckFigures, CheckedTarget};
@@ -27,7 +27,8 @@ pub struct Metrics {
     end_unix_ns: u64,
     successes: u64,
     /// (status, count), in order of first sight; few distinct codes, so a scan is fast.
-    status_counts: Vec<(u16, u64)>,
+    /// A gRPC call counts its gRPC status ([`status_key`]).
+    status_counts: Vec<(u32, u64)>,
     /// Requests per [`Protocol::id`].
     protocol_counts: [u64; Protocol::ALL.len()],
     /// Per error id - 1: the (send time, arrival) of its first record.
@@ -97,7 +98,7 @@ impl Metrics {
         self.latest_unix_ns = self.latest_unix_ns.max(sent);
         self.end_unix_ns = self.end_unix_ns.max(record.end_unix_ns());
         self.successes += u64::from(record.is_success());
-        self.count_status(record.status);
+        self.count_status(status_key(record));
         // Ids are 0.. in `Protocol::ALL` order, so the id is the index.
         self.protocol_counts[usize::from(record.protocol.id())] += 1;
         self.count_attack(record.attack, record.seq, sent);
@@ -117,7 +118,7 @@ impl Metrics {
     }
 
     #[inline]
-    fn count_status(&mut self, status: u16) {
+    fn count_status(&mut self, status: u32) {
         match self
             .status_counts
             .iter_mut()
@@ -208,11 +209,28 @@ impl Metrics {
     }
 }
 
-/// Status codes sorted as strings (`"200" < "404" < "50"`), as vegeta prints them.
-fn status_codes_as_strings(counts: Vec<(u16, u64)>) -> Vec<(String, u64)> {
+/// Where a gRPC status is counted among HTTP statuses (above every u16).
+const GRPC_KEYS: u32 = 1 << 16;
+
+/// The status a record is counted under: its gRPC status when it has one (a gRPC
+/// call's HTTP status is 200 whatever happened), else its HTTP status.
+fn status_key(record: &Record) -> u32 {
+    match record.grpc_status {
+        Some(code) => GRPC_KEYS + u32::from(code.0),
+        None => u32::from(record.status),
+    }
+}
+
+/// Status codes sorted as strings (`"200" < "404" < "50" < "OK" < "UNAVAILABLE"`),
+/// as vegeta prints them; gRPC statuses by name.
+fn status_codes_as_strings(counts: Vec<(u32, u64)>) -> Vec<(String, u64)> {
+    let name = |key: u32| match key.checked_sub(GRPC_KEYS) {
+        Some(code) => GrpcStatus(code as u8).to_string(),
+        None => key.to_string(),
+    };
     let mut codes: Vec<(String, u64)> = counts
         .into_iter()
-        .map(|(code, count)| (code.to_string(), count))
+        .map(|(code, count)| (name(code), count))
         .collect();
     codes.sort();
     codes
@@ -460,14 +478,32 @@ mod tests {
     }
 
     #[test]
-    fn status_codes_sort_as_strings() {
-        let rows: &[(&[u16], &[&str])] = &[
-            (&[500, 200, 50], &["200", "50", "500"]),
-            (&[0, 1000, 99], &["0", "1000", "99"]),
+    fn status_codes_sort_as_strings_and_grpc_calls_count_their_grpc_status() {
+        let grpc = |code| Some(GrpcStatus(code));
+        /// Records' (HTTP status, gRPC status), and the status row's names.
+        type Row<'a> = (&'a [(u16, Option<GrpcStatus>)], &'a [&'a str]);
+        let rows: &[Row<'_>] = &[
+            (
+                &[(500, None), (200, None), (50, None)],
+                &["200", "50", "500"],
+            ),
+            (&[(0, None), (1000, None), (99, None)], &["0", "1000", "99"]),
+            (
+                &[(200, grpc(14)), (200, grpc(0)), (503, None), (200, grpc(4))],
+                &["503", "DEADLINE_EXCEEDED", "OK", "UNAVAILABLE"],
+            ),
+            (&[(200, grpc(40)), (0, None)], &["0", "code 40"]),
         ];
-        for (codes, want) in rows {
-            let counts = codes.iter().map(|&c| (c, 1)).collect();
-            let got: Vec<String> = status_codes_as_strings(counts)
+        for (records, want) in rows {
+            let mut metrics = Metrics::new(None);
+            for &(status, grpc_status) in *records {
+                metrics.add(&Record {
+                    status,
+                    grpc_status,
+                    ..Record::default()
+                });
+            }
+            let got: Vec<String> = status_codes_as_strings(metrics.status_counts)
                 .into_iter()
                 .map(|(code, _)| code)
                 .collect();

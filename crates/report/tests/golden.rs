@@ -141,6 +141,7 @@ fn api_record(n: u64) -> Record {
         bytes_in,
         bytes_out: if n % 2 == 1 { 48 } else { 0 },
         protocol: Protocol::Http1,
+        grpc_status: None,
     }
 }
 
@@ -159,6 +160,7 @@ fn static_record(n: u64) -> Record {
         bytes_in: 90,
         bytes_out: 0,
         protocol: Protocol::Http1,
+        grpc_status: None,
     }
 }
 
@@ -1401,6 +1403,7 @@ fn replay_record(n: u64) -> Record {
         bytes_in: 500,
         bytes_out: 90,
         protocol: Protocol::Http1,
+        grpc_status: None,
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! - [`Target`]: one request template (method, URL, headers, body), read from vegeta's
 //!   `http` format ([`parse_http_targets`]) or `json` format ([`JsonTargetReader`]), or
-//!   from Yandex.Tank's `uri`, `uripost` and `phantom` ammo ([`TankAmmoReader`]).
+//!   from Yandex.Tank's `uri`, `uripost` and `phantom` ammo ([`TankAmmoReader`]); a
+//!   gRPC call (`GRPC HOST:PORT pkg.Service/Method`) is a target whose message is
+//!   encoded once through a [`ProtoSet`] (`.proto` files compiled in process).
 //! - [`Schedule`]: the open model's pacing. [`Schedule::intended_ns`] gives the intended
 //!   send time of the k-th request as a pure function of k, so pacing never drifts and
 //!   a late generator shows its lag instead of silently skipping requests.
@@ -37,6 +39,7 @@ mod data;
 pub mod defaults;
 mod field_names;
 mod flow;
+mod grpc;
 mod har;
 mod json_path;
 mod lines;
@@ -72,6 +75,7 @@ pub use flow::{
     Condition, DEFAULT_CHECK_BODY_LIMIT, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
     MAX_CHECKS, MAX_VARIABLES, Next, Step, Think, UserState, Verdict,
 };
+pub use grpc::{GRPC_CONTENT_TYPE, ProtoSet, encode_message, frame};
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;
@@ -140,6 +144,15 @@ pub enum WorkloadError {
     Log {
         /// The log's name: a file or `stdin`.
         source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `.proto` file that does not compile (`file` names its line and column when
+    /// the compiler says them).
+    #[error("{file}: {reason}")]
+    Proto {
+        /// The file, as the compiler names it, with `:LINE:COLUMN` when known.
+        file: String,
         /// What is wrong.
         reason: String,
     },

@@ -163,6 +163,9 @@ pub const OPTIONS: &[OptionSpec] = &[
     attack("redirects", "redirects"),
     attack("max-workers", "max_workers"),
     attack("max-body", "max_body"),
+    // gRPC calls' message types (docs/GRPC.md).
+    attack("proto", "proto"),
+    attack("import-path", "import_path"),
     // A plan variant's `base_url`; `[scenario.replay] base_url` in a file.
     OptionSpec {
         scope: Scope::Command,

@@ -95,6 +95,10 @@ pub struct AttackFields {
     pub check_body_limit: Option<TextOrNumber>,
     /// Replay access logs instead of targets (`-replay`; `[scenario.replay]`).
     pub replay: Option<crate::ReplayFields>,
+    /// `.proto` files of the gRPC targets' services (`-proto`).
+    pub proto: Option<Vec<String>>,
+    /// Directories their imports are looked up in (`-import-path`).
+    pub import_path: Option<Vec<String>>,
     /// Every target's scheme, host and port replaced by this `scheme://host:port`
     /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
     #[serde(skip)]
@@ -294,6 +298,8 @@ impl AttackFields {
             cookies: o.cookies.or(under.cookies),
             check_body_limit: o.check_body_limit.or(under.check_body_limit),
             replay: o.replay.or(under.replay),
+            proto: o.proto.or(under.proto),
+            import_path: o.import_path.or(under.import_path),
             base_url: o.base_url.or(under.base_url),
         }
     }

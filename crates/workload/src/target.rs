@@ -91,6 +91,12 @@ impl Target {
         self
     }
 
+    /// True for a gRPC call (its content type is `application/grpc...`): it goes over
+    /// HTTP/2, and its answer's `grpc-status` judges it.
+    pub fn is_grpc(&self) -> bool {
+        crate::grpc::is_grpc(self)
+    }
+
     /// The `Host` header the user set, if any (it overrides the URL's host on the wire).
     pub fn host_override(&self) -> Option<&str> {
         self.headers

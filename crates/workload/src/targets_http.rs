@@ -11,11 +11,19 @@
 //! ```
 //! A target is a `METHOD URL` line, then `Key: Value` header lines (split at the first
 //! `:`), then an optional `@path` body line, which ends it. Blank lines separate targets.
+//!
+//! A gRPC call is a `GRPC HOST:PORT package.Service/Method` line, metadata lines, then
+//! its message as an inline JSON line or an `@path` JSON file (see `grpc.rs`); it needs
+//! the `.proto` files ([`HttpTargetReader::with_protos`]).
 
 use std::io::BufRead;
 use std::path::Path;
+use std::sync::Arc;
+
+use prost_reflect::MessageDescriptor;
 
 use crate::WorkloadError;
+use crate::grpc::{self, GRPC_VERB, ProtoSet};
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
@@ -52,6 +60,10 @@ pub struct HttpTargetReader<'a, R: BufRead> {
     read_body: &'a (dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
     current: Option<Target>,
     failed: bool,
+    /// The `.proto` files gRPC targets are encoded with.
+    protos: Option<Arc<ProtoSet>>,
+    /// The input message of the current target, when it is a gRPC call.
+    grpc_input: Option<MessageDescriptor>,
 }
 
 impl<'a, R: BufRead> HttpTargetReader<'a, R> {
@@ -73,7 +85,15 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             read_body,
             current: None,
             failed: false,
+            protos: None,
+            grpc_input: None,
         }
+    }
+
+    /// Reads gRPC targets' messages with `protos`.
+    pub fn with_protos(mut self, protos: Option<Arc<ProtoSet>>) -> Self {
+        self.protos = protos;
+        self
     }
 
     fn fail(&mut self, reason: String) -> WorkloadError {
@@ -92,6 +112,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             return Ok(None);
         }
         if line.is_empty() {
+            self.grpc_input = None;
             return Ok(self.current.take());
         }
         let starts_target = starts_with_method(line) || self.current.is_none();
@@ -102,21 +123,31 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             )));
         }
         if starts_target {
-            let target = parse_request_line(line, &self.global_headers, &self.default_body)
-                .map_err(|r| self.fail(r))?;
+            let target = match line
+                .strip_prefix(GRPC_VERB)
+                .filter(|r| r.starts_with([' ', '\t']))
+            {
+                Some(rest) => {
+                    let (target, input) =
+                        grpc::parse_call(rest, self.protos.as_deref(), &self.global_headers)
+                            .map_err(|r| self.fail(r))?;
+                    self.grpc_input = Some(input);
+                    target
+                }
+                None => {
+                    self.grpc_input = None;
+                    parse_request_line(line, &self.global_headers, &self.default_body)
+                        .map_err(|r| self.fail(r))?
+                }
+            };
             return Ok(self.current.replace(target));
+        }
+        if let Some(input) = self.grpc_input.clone() {
+            return self.take_grpc_line(line, &input);
         }
         if let Some(path) = line.strip_prefix('@') {
             let path = path.trim();
-            let body = (self.read_body)(Path::new(path)).map_err(|source| {
-                self.failed = true;
-                WorkloadError::BodyFile {
-                    source_name: self.source_name.clone(),
-                    line: self.line_number,
-                    path: path.to_owned(),
-                    source,
-                }
-            })?;
+            let body = self.read_file(path)?;
             check_body(&body).map_err(|r| self.fail(format!("body file {path:?}: {r}")))?;
             let mut target = self.current.take();
             if let Some(target) = target.as_mut() {
@@ -129,6 +160,59 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             target.headers.push(header);
         }
         Ok(None)
+    }
+}
+
+impl<R: BufRead> HttpTargetReader<'_, R> {
+    /// The file of an `@path` line (a body, or a gRPC message's JSON).
+    fn read_file(&mut self, path: &str) -> Result<Vec<u8>, WorkloadError> {
+        (self.read_body)(Path::new(path)).map_err(|source| {
+            self.failed = true;
+            WorkloadError::BodyFile {
+                source_name: self.source_name.clone(),
+                line: self.line_number,
+                path: path.to_owned(),
+                source,
+            }
+        })
+    }
+
+    /// A line of a gRPC target: its message (inline JSON or an `@path` file of JSON,
+    /// which ends the target) or a metadata line.
+    fn take_grpc_line(
+        &mut self,
+        line: &str,
+        input: &MessageDescriptor,
+    ) -> Result<Option<Target>, WorkloadError> {
+        let json = if let Some(path) = line.strip_prefix('@') {
+            let path = path.trim();
+            let bytes = self.read_file(path)?;
+            String::from_utf8(bytes)
+                .map_err(|_| self.fail(format!("message file {path:?} is not UTF-8 text")))?
+        } else if line.starts_with('{') {
+            line.to_owned()
+        } else {
+            let header = parse_header_line(line)
+                .and_then(grpc::metadata)
+                .map_err(|r| self.fail(r))?;
+            if let Some(target) = self.current.as_mut() {
+                target.headers.push(header);
+            }
+            return Ok(None);
+        };
+        if json.contains("{{") {
+            return Err(self.fail(
+                "a gRPC message is encoded once: placeholders are not supported in it yet"
+                    .to_owned(),
+            ));
+        }
+        let body = grpc::encode_message(input, &json).map_err(|r| self.fail(r))?;
+        self.grpc_input = None;
+        let mut target = self.current.take();
+        if let Some(target) = target.as_mut() {
+            target.body = body;
+        }
+        Ok(target)
     }
 }
 
@@ -165,7 +249,7 @@ impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
 }
 
 fn starts_with_method(line: &str) -> bool {
-    crate::HTTP_METHODS.iter().any(|m| {
+    crate::HTTP_METHODS.iter().chain([&GRPC_VERB]).any(|m| {
         line.strip_prefix(m)
             .is_some_and(|rest| rest.starts_with([' ', '\t']))
     })

@@ -10,9 +10,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use record::GrpcStatus;
+
 use super::frame::{self, ConnError, FrameHeader, FrameReader};
 use super::hpack::HeaderDecoder;
 use super::request;
+use crate::response::GRPC_MESSAGE_BYTES;
 
 /// Streams a connection carries at once until the server's SETTINGS say how many:
 /// what most servers allow, and the usual client assumption.
@@ -122,6 +125,9 @@ pub(crate) struct Session {
     block: Vec<u8>,
     /// The `location` of the last response head decoded.
     pub location: Vec<u8>,
+    /// The `grpc-status` and `grpc-message` of the last header block decoded.
+    pub grpc_status: Option<GrpcStatus>,
+    pub grpc_message: Vec<u8>,
     /// The header block of the last request sent, and the HTTP/1.1 head and scheme it
     /// was encoded from.
     encoded: Vec<u8>,
@@ -149,6 +155,8 @@ impl Session {
             continuing: None,
             block: Vec::new(),
             location: Vec::new(),
+            grpc_status: None,
+            grpc_message: Vec::new(),
             encoded: Vec::new(),
             encoded_from: Vec::new(),
             encoded_https: false,
@@ -421,11 +429,28 @@ impl Session {
         let mut status = 0u16;
         let location = &mut self.location;
         location.clear();
-        let wanted = |name: &[u8]| name == b":status" || name == b"location";
+        let grpc_status = &mut self.grpc_status;
+        *grpc_status = None;
+        let grpc_message = &mut self.grpc_message;
+        grpc_message.clear();
+        let wanted = |name: &[u8]| {
+            matches!(
+                name,
+                b":status" | b"location" | b"grpc-status" | b"grpc-message"
+            )
+        };
         self.decoder
             .decode(block, wanted, |name, value| match name {
                 b":status" => status = parse_status(value),
                 b"location" => location.extend_from_slice(value),
+                // A status that is not a number is UNKNOWN, as gRPC's clients take it.
+                b"grpc-status" => {
+                    *grpc_status = Some(GrpcStatus::parse(value).unwrap_or(GrpcStatus(2)));
+                }
+                b"grpc-message" => {
+                    let kept = value.len().min(GRPC_MESSAGE_BYTES);
+                    grpc_message.extend_from_slice(&value[..kept]);
+                }
                 _ => {}
             })
             .map_err(|reason| ConnError {
@@ -784,6 +809,73 @@ mod tests {
             })
         );
         assert_eq!(session.location, b"/next");
+    }
+
+    #[test]
+    fn grpc_statuses_are_read_from_trailers_and_trailers_only_answers() {
+        /// A literal field without indexing, its name spelled out.
+        fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
+            let mut out = vec![0x00];
+            for bytes in [name, value] {
+                request::put_integer(&mut out, 7, 0, bytes.len());
+                out.extend_from_slice(bytes);
+            }
+            out
+        }
+        let status_200 = [0x88u8]; // indexed :status 200
+        /// A header block; the `:status`, gRPC status and message it gives.
+        type Row<'a> = (Vec<u8>, u16, Option<u8>, &'a [u8]);
+        let rows: &[Row<'_>] = &[
+            // Trailers: no :status.
+            (field(b"grpc-status", b"0"), 0, Some(0), b""),
+            (
+                [
+                    field(b"grpc-status", b"14"),
+                    field(b"grpc-message", b"no%20backend"),
+                ]
+                .concat(),
+                0,
+                Some(14),
+                b"no%20backend",
+            ),
+            // Trailers-only: the head carries the status.
+            (
+                [&status_200[..], &field(b"grpc-status", b"12")].concat(),
+                200,
+                Some(12),
+                b"",
+            ),
+            // Not a number: UNKNOWN, as gRPC's clients take it.
+            (field(b"grpc-status", b"x"), 0, Some(2), b""),
+            // A plain HTTP head: none.
+            (status_200.to_vec(), 200, None, b""),
+            (
+                [
+                    field(b"grpc-status", b"3"),
+                    field(b"grpc-message", &[b'a'; 200]),
+                ]
+                .concat(),
+                0,
+                Some(3),
+                &[b'a'; GRPC_MESSAGE_BYTES],
+            ),
+        ];
+        for (block, status, code, message) in rows {
+            let (mut session, _) = open_session();
+            let head = handle(
+                &mut session,
+                frame::HEADERS,
+                frame::FLAG_END_HEADERS | frame::FLAG_END_STREAM,
+                1,
+                block,
+            );
+            assert!(
+                matches!(head, Ok(Event::Head { status: s, .. }) if s == *status),
+                "{head:?}"
+            );
+            assert_eq!(session.grpc_status, code.map(GrpcStatus), "{block:?}");
+            assert_eq!(session.grpc_message, *message, "{block:?}");
+        }
     }
 
     #[test]

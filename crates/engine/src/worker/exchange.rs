@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use record::{ErrorKind, Record};
+use record::{ErrorKind, GrpcStatus, Record};
 
 use super::Worker;
 use super::dispatch::connect_error_kind;
@@ -114,8 +114,10 @@ impl Worker {
         } else {
             Vec::new()
         };
-        let error = match status {
-            200..400 => 0,
+        let grpc_status = conn.parser.grpc_status;
+        let error = match (status, grpc_status) {
+            (200..400, None | Some(GrpcStatus::OK)) => 0,
+            (200..400, Some(code)) => self.errors.grpc(code, &conn.parser.grpc_message),
             _ => self.errors.status(status, reason_phrase(conn, status)),
         };
         let reusable = !conn.parser.close && options.keepalive;
@@ -132,7 +134,7 @@ impl Worker {
             }
             self.follow_redirect(request, status, &location, now);
         } else {
-            self.push_record(&request, now, status, error);
+            self.push_answer(&request, now, status, error, grpc_status);
         }
     }
 
@@ -269,6 +271,18 @@ impl Worker {
     /// latency ends when the answer arrived, if it ended in a read (`arrival.rs`);
     /// its user goes on from now, when the worker saw it.
     pub(super) fn push_record(&mut self, request: &InFlight, now: u64, status: u16, error: u32) {
+        self.push_answer(request, now, status, error, None);
+    }
+
+    /// [`Worker::push_record`] of an answer, with its gRPC status if it had one.
+    fn push_answer(
+        &mut self,
+        request: &InFlight,
+        now: u64,
+        status: u16,
+        error: u32,
+        grpc_status: Option<GrpcStatus>,
+    ) {
         let answered_ns = arrived_ns(self.arrival_age_ns, now, request.dispatched_ns);
         let (error, checks_failed) = if request.is_flow() {
             self.flow_answered(request, now, answered_ns, status, error)
@@ -293,6 +307,7 @@ impl Worker {
             bytes_out: request.bytes_out,
             protocol: request.protocol,
             checks_failed,
+            grpc_status,
         });
         self.counters.completed += 1;
         let split = self.split();

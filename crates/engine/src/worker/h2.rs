@@ -292,6 +292,8 @@ impl Worker {
         entry.remote_closed |= end_stream;
         let slot = entry.slot as usize;
         let mut location = std::mem::take(&mut session.location);
+        let grpc_status = session.grpc_status.take();
+        let mut grpc_message = std::mem::take(&mut session.grpc_message);
         let conn = &mut self.conns[slot];
         let Some(request) = conn.request.as_mut() else {
             return;
@@ -300,6 +302,11 @@ impl Worker {
             request.first_byte_ns = arrived_ns(age_ns, now, request.dispatched_ns);
         }
         request.bytes_in += block_bytes as u64;
+        // Trailers, or a trailers-only answer, carry a gRPC call's status.
+        if grpc_status.is_some() {
+            conn.parser.grpc_status = grpc_status;
+            std::mem::swap(&mut conn.parser.grpc_message, &mut grpc_message);
+        }
         let failure = match status {
             // Interim heads (100 Continue, 103 Early Hints): the answer is still to come.
             100..=199 if !end_stream => None,
@@ -316,6 +323,8 @@ impl Worker {
         if let Some(session) = self.conns[carrier].session_mut() {
             location.clear();
             session.location = location;
+            grpc_message.clear();
+            session.grpc_message = grpc_message;
         }
         match failure {
             Some(reason) => self.fail(slot, Cause::new(ErrorKind::Protocol, reason)),

@@ -96,6 +96,7 @@ pub fn ok(attack: u16, seq: u64, offset_ns: u64, latency_ns: u64) -> Record {
         bytes_in: 1_200,
         bytes_out: 90,
         protocol: Protocol::Http1,
+        grpc_status: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn incident() -> Vec<(Record, Logged)> {
                 bytes_in: 900,
                 bytes_out: 80,
                 protocol: Protocol::Http1,
+                grpc_status: None,
             };
             let logged = Logged {
                 attack: 0,

@@ -1,0 +1,58 @@
+# grpc-go's example servers, a gRPC implementation nobody here wrote, for the gRPC
+# tests (crates/cli/tests/grpc.rs) and bench/grpc: `helloworld/greeter_server` and
+# `route_guide/server`, with their .proto files, built from the Go module proxy into
+# $LOADLAB_GRPC_GO (default ~/.cache/loadlab/grpc-go). Sourced by .ci/run on a fresh
+# machine; also run it by hand (`source .ci/setup/grpc-go.sh`). Idempotent: builds
+# only what is missing.
+#
+# `go install ...@latest` refuses the examples module (its go.mod has `replace`
+# directives), so the module is downloaded, copied out of the module cache, its
+# `replace` lines dropped, and built against the published grpc.
+# LOADLAB_REQUIRE_GRPC_GO=1 makes the tests fail, not skip, without the servers.
+
+loadlab_grpc_go_setup() {
+    local dir="${LOADLAB_GRPC_GO:-$HOME/.cache/loadlab/grpc-go}"
+    if [ -x "$dir/bin/greeter_server" ] && [ -x "$dir/bin/route_guide_server" ] \
+        && [ -f "$dir/proto/helloworld.proto" ] && [ -f "$dir/proto/route_guide.proto" ]; then
+        echo "grpc-go examples: $dir"
+        return 0
+    fi
+    if ! command -v go >/dev/null 2>&1; then
+        if [ -x /usr/local/go/bin/go ]; then
+            export PATH="$PATH:/usr/local/go/bin"
+        else
+            echo "installing: golang-go"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -qq
+            apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+        fi
+    fi
+    local work
+    work="$(mktemp -d)"
+    (
+        set -e
+        cd "$work"
+        export GOFLAGS=-mod=mod
+        local module
+        module="$(go mod download -json google.golang.org/grpc/examples@latest | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+        cp -r "$module" examples
+        chmod -R u+w examples
+        cd examples
+        sed -i '/^replace /d; /=> \.\./d' go.mod
+        mkdir -p "$dir/bin" "$dir/proto"
+        go build -o "$dir/bin/greeter_server" ./helloworld/greeter_server
+        go build -o "$dir/bin/route_guide_server" ./route_guide/server
+        cp helloworld/helloworld/helloworld.proto "$dir/proto/"
+        cp route_guide/routeguide/route_guide.proto "$dir/proto/"
+        # The route_guide server reads its features from this file when given -json_db_file.
+        cp route_guide/testdata/route_guide_db.json "$dir/proto/" 2>/dev/null || true
+    )
+    local status=$?
+    rm -rf "$work"
+    [ "$status" -eq 0 ] && echo "grpc-go examples built: $dir"
+    return "$status"
+}
+
+loadlab_grpc_go_setup
+unset -f loadlab_grpc_go_setup
+export LOADLAB_REQUIRE_GRPC_GO=1

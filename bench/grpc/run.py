@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Unary gRPC calls at a constant rate against grpc-go's greeter (one server core), loadlab
+beside ghz in the same run: CPU per call of each generator (one core), the rate achieved,
+latency p50/p99, and record bytes per call beside an HTTP request's (nginx).
+
+ghz is a closed-model tool: `--rps R` paces its workers, so it is compared at the rate it
+reaches with `--rps` (loadlab in the open model at the same rate), and closed against
+closed (`-concurrency` users against ghz's `-c` workers, no pacing), each tool's CPU per
+call from wait4.
+
+Setup: `source .ci/setup/grpc-go.sh` (the greeter) and ghz from the Go module proxy
+(`GOBIN=$PWD/bench/out/bin go install github.com/bojand/ghz/cmd/ghz@latest`; found on
+PATH, in $GHZ or in bench/out/bin). Usage: bench/grpc/run.py [--seconds N] [--rates 5000]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import benchlib  # noqa: E402
+
+GRPC_GO = os.environ.get("LOADLAB_GRPC_GO") or os.path.expanduser("~/.cache/loadlab/grpc-go")
+PROTO = os.path.join(GRPC_GO, "proto", "helloworld.proto")
+MESSAGE = '{"name": "loadlab"}'
+
+
+def ghz_binary():
+    for path in (os.environ.get("GHZ"), shutil.which("ghz"),
+                 os.path.join(benchlib.ROOT, "bench", "out", "bin", "ghz")):
+        if path and os.path.exists(path):
+            return path
+    sys.exit("ghz not found: GOBIN=$PWD/bench/out/bin go install github.com/bojand/ghz/cmd/ghz@latest")
+
+
+class Greeter:
+    """grpc-go's greeter on SERVER_CPU, GOMAXPROCS=1."""
+
+    def __init__(self):
+        self.port = benchlib.free_port()
+        env = dict(os.environ, GOMAXPROCS="1")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", benchlib.SERVER_CPU, os.path.join(GRPC_GO, "bin", "greeter_server"),
+             "-port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def loadlab(port, flags, label):
+    targets = f"GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\n{MESSAGE}\n"
+    result = benchlib.run_loadlab(None, [*flags, "-proto", PROTO], label, stdin_text=targets)
+    return result
+
+
+def ghz(port, flags, label, seconds):
+    out = os.path.join(benchlib.OUT, "ghz.json")
+    cpu, rss, _, _ = benchlib.measured(
+        [ghz_binary(), "--insecure", "--proto", PROTO, "--call", "helloworld.Greeter/SayHello",
+         "-d", MESSAGE, "-z", f"{seconds}s", "--cpus", "1", "-O", "json", "-o", out, *flags,
+         f"127.0.0.1:{port}"])
+    with open(out) as f:
+        report = json.load(f)
+    count = max(report["count"], 1)
+    latency = {d["percentage"]: d["latency"] for d in report.get("latencyDistribution") or []}
+    ok = report.get("statusCodeDistribution", {}).get("OK", 0)
+    return {"tool": label, "requests": report["count"], "rate": report["rps"],
+            "cpu_us": cpu / count * 1e6, "rss_mib": rss / 1024, "success": ok / count,
+            "p50_us": latency.get(50, 0) / 1e3, "p99_us": latency.get(99, 0) / 1e3}
+
+
+def http_bytes(seconds, rate):
+    """Record bytes per request of plain HTTP/1.1 GETs against nginx at the same rate."""
+    nginx = benchlib.Nginx()
+    try:
+        return benchlib.loadlab(nginx.url, rate, seconds)
+    finally:
+        nginx.stop()
+
+
+def row(r):
+    extra = ""
+    if "p50_us" in r:
+        extra = f"  p50 {r['p50_us']:.0f} us  p99 {r['p99_us']:.0f} us"
+    if "bytes_per_request" in r:
+        extra += f"  {r['bytes_per_request']:.2f} record bytes/call"
+    print(f"  {r['tool']:<36} {r['rate']:>9.0f}/s  {r['cpu_us']:6.1f} CPU-us/call  "
+          f"ok {r['success'] * 100:5.1f}%  {r['rss_mib']:.0f} MiB{extra}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--rates", default="5000")
+    parser.add_argument("--users", type=int, default=50)
+    args = parser.parse_args()
+    if not os.path.exists(os.path.join(GRPC_GO, "bin", "greeter_server")):
+        sys.exit("no greeter: source .ci/setup/grpc-go.sh")
+    benchlib.ensure_packages()
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "loadlab"], check=True, cwd=benchlib.ROOT)
+    server = Greeter()
+    try:
+        for rate in [int(r) for r in args.rates.split(",")]:
+            print(f"== unary SayHello at {rate}/s, {args.seconds} s", flush=True)
+            ours = loadlab(server.port, [f"-rate={rate}", f"-duration={args.seconds}s"],
+                           f"loadlab open {rate}/s")
+            theirs = ghz(server.port, ["--rps", str(rate), "-c", str(args.users)],
+                         f"ghz --rps {rate} -c {args.users}", args.seconds)
+            row(ours)
+            row(theirs)
+            print(f"  CPU per call, loadlab / ghz: {ours['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
+        print(f"== closed model, {args.users} users / workers, no pacing, {args.seconds} s", flush=True)
+        ours = loadlab(server.port, ["-rate=0", f"-concurrency={args.users}", f"-duration={args.seconds}s"],
+                       f"loadlab closed {args.users} users")
+        theirs = ghz(server.port, ["-c", str(args.users)], f"ghz -c {args.users}", args.seconds)
+        row(ours)
+        row(theirs)
+        print(f"  CPU per call, loadlab / ghz: {ours['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
+    finally:
+        server.stop()
+    http = http_bytes(args.seconds, 5000)
+    row(http)
+    print(f"  record bytes per gRPC call / per HTTP request: "
+          f"{ours['bytes_per_request'] / http['bytes_per_request']:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

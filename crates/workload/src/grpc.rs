@@ -1,0 +1,521 @@
+//! gRPC calls as targets. [`ProtoSet`]: `.proto` files compiled in process (protox, no
+//! `protoc`) into one descriptor pool; a method's JSON message is encoded through it once
+//! per target into the length-prefixed frame the call sends, so nothing is encoded per call.
+//!
+//! A gRPC target in the `http` format:
+//!
+//! ```text
+//! GRPC 127.0.0.1:50051 helloworld.Greeter/SayHello
+//! authorization: Bearer abc
+//! grpc-timeout: 250ms
+//! {"name": "world"}
+//! ```
+//! Metadata lines are headers; `grpc-timeout` takes a Go duration (the call's deadline);
+//! the message is an inline JSON line or an `@path` file of JSON, and ends the target
+//! (without one the message is empty, every field its default).
+
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+use serde::de::DeserializeSeed;
+
+use crate::WorkloadError;
+use crate::target::{Header, Target};
+
+/// The request line's word that starts a gRPC target.
+pub(crate) const GRPC_VERB: &str = "GRPC";
+
+/// The content type of gRPC over HTTP/2 (the protobuf encoding).
+pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
+
+/// The `.proto` files of a run, compiled once.
+#[derive(Debug, Clone)]
+pub struct ProtoSet {
+    pool: DescriptorPool,
+}
+
+impl ProtoSet {
+    /// Compiles `files` (with their imports, looked up in `import_paths`, then in each
+    /// file's own directory, as grpcurl and ghz do).
+    pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<ProtoSet, WorkloadError> {
+        let mut includes = import_paths.to_vec();
+        for file in files {
+            let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+            includes.push(dir.unwrap_or(Path::new(".")).to_path_buf());
+        }
+        let mut compiler =
+            protox::Compiler::new(&includes).map_err(|e| proto_error(&e, &includes))?;
+        compiler.include_imports(true);
+        for file in files {
+            if !file.exists() {
+                return Err(WorkloadError::Proto {
+                    file: file.display().to_string(),
+                    reason: "no such file".to_owned(),
+                });
+            }
+            compiler
+                .open_file(file)
+                .map_err(|e| proto_error(&e, &includes))?;
+        }
+        Ok(ProtoSet {
+            pool: compiler.descriptor_pool(),
+        })
+    }
+
+    /// The method named `pkg.Service/Method` (or `pkg.Service.Method`); when there is
+    /// none, the reason names the methods there are.
+    pub fn method(&self, name: &str) -> Result<MethodDescriptor, String> {
+        let (service, method) = name
+            .rsplit_once('/')
+            .or_else(|| name.rsplit_once('.'))
+            .ok_or_else(|| format!("bad method {name:?}: want package.Service/Method"))?;
+        let found = self
+            .pool
+            .get_service_by_name(service)
+            .and_then(|s| s.methods().find(|m| m.name() == method));
+        found.ok_or_else(|| {
+            let known: Vec<String> = self
+                .pool
+                .services()
+                .flat_map(|s| {
+                    let service = s.full_name().to_owned();
+                    s.methods()
+                        .map(move |m| format!("{service}/{}", m.name()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let known = if known.is_empty() {
+                "the .proto files define no service".to_owned()
+            } else {
+                format!("known: {}", known.join(", "))
+            };
+            format!("no method {name:?} in the .proto files ({known})")
+        })
+    }
+}
+
+/// `text` as `input`'s message, encoded and framed: a 5-byte prefix (uncompressed, then
+/// the length, big-endian) before the protobuf bytes. The reason of a JSON that does
+/// not fit names the field's path.
+pub fn encode_message(input: &MessageDescriptor, text: &str) -> Result<Vec<u8>, String> {
+    let mut json = serde_json::Deserializer::from_str(text);
+    let mut track = serde_path_to_error::Track::new();
+    let message: DynamicMessage = input
+        .clone()
+        .deserialize(serde_path_to_error::Deserializer::new(
+            &mut json, &mut track,
+        ))
+        .map_err(|err| {
+            let path = track.path().to_string();
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!(" at {path}")
+            };
+            format!("message {}{at}: {err}", input.full_name())
+        })?;
+    json.end()
+        .map_err(|err| format!("message {}: {err}", input.full_name()))?;
+    Ok(frame(&message.encode_to_vec()))
+}
+
+/// `message` behind gRPC's length prefix (not compressed).
+pub fn frame(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.push(0);
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// A gRPC target's request line, `GRPC HOST:PORT package.Service/Method` (after the
+/// verb): the call as a POST of the empty message, and the method's input type.
+pub(crate) fn parse_call(
+    rest: &str,
+    protos: Option<&ProtoSet>,
+    global_headers: &[Header],
+) -> Result<(Target, MessageDescriptor), String> {
+    let mut words = rest.split_whitespace();
+    let (Some(address), Some(method), None) = (words.next(), words.next(), words.next()) else {
+        return Err(format!(
+            "bad gRPC target {:?}: want 'GRPC HOST:PORT package.Service/Method'",
+            rest.trim()
+        ));
+    };
+    let protos = protos.ok_or_else(|| {
+        "a GRPC target needs the .proto files of its service: give -proto FILE (and -import-path DIR for its imports)".to_owned()
+    })?;
+    let method = protos.method(method)?;
+    if method.is_client_streaming() {
+        return Err(format!(
+            "{}: client and bidirectional streaming calls are not supported yet",
+            method.full_name()
+        ));
+    }
+    let url = url::Url::parse(&format!(
+        "http://{address}/{}/{}",
+        method.parent_service().full_name(),
+        method.name()
+    ))
+    .ok()
+    .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.port().is_some())
+    .ok_or_else(|| format!("bad gRPC address {address:?}: want HOST:PORT"))?;
+    let mut headers = global_headers.to_vec();
+    for (name, value) in [("content-type", GRPC_CONTENT_TYPE), ("te", "trailers")] {
+        headers.push(Header {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    let target = Target {
+        method: "POST".to_owned(),
+        url,
+        headers,
+        body: frame(&[]),
+        templated_path: None,
+    };
+    Ok((target, method.input()))
+}
+
+/// A metadata line of a gRPC target: `grpc-timeout` (the deadline) is written as a Go
+/// duration and sent in gRPC's spelling; other metadata as written.
+pub(crate) fn metadata(mut header: Header) -> Result<Header, String> {
+    if header.name.eq_ignore_ascii_case("grpc-timeout") {
+        let deadline =
+            units::parse_duration(&header.value).map_err(|e| format!("grpc-timeout: {e}"))?;
+        header.value = timeout_text(deadline)?;
+    }
+    Ok(header)
+}
+
+/// A deadline in gRPC's `grpc-timeout` spelling: at most 8 digits and a unit.
+fn timeout_text(deadline: std::time::Duration) -> Result<String, String> {
+    const MOST: u128 = 99_999_999;
+    let units = [
+        (deadline.as_micros(), "u"),
+        (deadline.as_millis(), "m"),
+        (u128::from(deadline.as_secs()), "S"),
+    ];
+    if deadline.is_zero() {
+        return Err("grpc-timeout: a deadline must be above 0".to_owned());
+    }
+    units
+        .iter()
+        .find(|(value, _)| *value <= MOST && *value > 0)
+        .map(|(value, unit)| format!("{value}{unit}"))
+        .ok_or_else(|| format!("grpc-timeout: {deadline:?} is longer than gRPC can say"))
+}
+
+/// Is `target` a gRPC call (its content type is gRPC's)?
+pub(crate) fn is_grpc(target: &Target) -> bool {
+    target.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("content-type")
+            && h.value.to_ascii_lowercase().starts_with(GRPC_CONTENT_TYPE)
+    })
+}
+
+/// A compile error with the file, line and column it names (the paths tried for an
+/// import not found).
+fn proto_error(err: &protox::Error, includes: &[PathBuf]) -> WorkloadError {
+    use miette::Diagnostic;
+    let at = err
+        .labels()
+        .and_then(|mut labels| labels.next())
+        .and_then(|label| {
+            let code = err.source_code()?;
+            let span = code.read_span(label.inner(), 0, 0).ok()?;
+            Some(format!(":{}:{}", span.line() + 1, span.column() + 1))
+        })
+        .unwrap_or_default();
+    let file = format!("{}{at}", err.file().unwrap_or("proto"));
+    let mut reason = err.to_string();
+    if err.is_file_not_found() {
+        let tried: Vec<String> = includes.iter().map(|p| p.display().to_string()).collect();
+        reason = format!("{reason} (import paths tried: {})", tried.join(", "));
+    }
+    WorkloadError::Proto { file, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GREETER: &str = r#"syntax = "proto3";
+package helloworld;
+import "point.proto";
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply) {}
+  rpc SayHelloStream (HelloRequest) returns (stream HelloReply) {}
+  rpc Chat (stream HelloRequest) returns (stream HelloReply) {}
+}
+message HelloRequest { string name = 1; int32 times = 2; geo.Point where = 3; }
+message HelloReply { string message = 1; }
+"#;
+    const POINT: &str = r#"syntax = "proto3";
+package geo;
+message Point { int32 latitude = 1; int32 longitude = 2; }
+"#;
+
+    /// A directory with `greeter.proto` importing `geo/point.proto`, and the set.
+    fn greeter() -> (tempfile::TempDir, ProtoSet) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("geo")).unwrap();
+        std::fs::write(dir.path().join("greeter.proto"), GREETER).unwrap();
+        std::fs::write(dir.path().join("geo/point.proto"), POINT).unwrap();
+        let set = ProtoSet::compile(
+            &[dir.path().join("greeter.proto")],
+            &[dir.path().join("geo")],
+        )
+        .unwrap();
+        (dir, set)
+    }
+
+    #[test]
+    fn bad_proto_files_name_the_file_line_and_column() {
+        let rows: &[(&str, &str, &[&str])] = &[
+            (
+                "syntax = \"proto3\";\nmessage A {\n  string name = ;\n}\n",
+                "",
+                &["bad.proto:3:17", "expected an integer"],
+            ),
+            (
+                "syntax = \"proto3\";\nimport \"missing.proto\";\n",
+                "",
+                &[
+                    "bad.proto:2:1",
+                    "import 'missing.proto' not found",
+                    "import paths tried:",
+                ],
+            ),
+            (
+                "syntax = \"proto3\";\nmessage A { Nope b = 1; }\n",
+                "",
+                &["bad.proto:2:13", "Nope"],
+            ),
+        ];
+        for (text, _, wants) in rows {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("bad.proto");
+            std::fs::write(&path, text).unwrap();
+            let err = ProtoSet::compile(&[path], &[]).unwrap_err().to_string();
+            for want in *wants {
+                assert!(err.contains(want), "{text:?}: {err}");
+            }
+        }
+        let err = ProtoSet::compile(&[PathBuf::from("/nonexistent/x.proto")], &[])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "/nonexistent/x.proto: no such file");
+    }
+
+    #[test]
+    fn methods_are_found_by_either_spelling_or_the_known_ones_listed() {
+        let (_dir, set) = greeter();
+        let rows = [
+            (
+                "helloworld.Greeter/SayHello",
+                Ok("helloworld.Greeter.SayHello"),
+            ),
+            (
+                "helloworld.Greeter.SayHello",
+                Ok("helloworld.Greeter.SayHello"),
+            ),
+            (
+                "helloworld.Greeter/SayHi",
+                Err(
+                    "no method \"helloworld.Greeter/SayHi\" in the .proto files (known: helloworld.Greeter/SayHello, helloworld.Greeter/SayHelloStream, helloworld.Greeter/Chat)",
+                ),
+            ),
+            ("Greeter/SayHello", Err("no method \"Greeter/SayHello\"")),
+            (
+                "SayHello",
+                Err("bad method \"SayHello\": want package.Service/Method"),
+            ),
+        ];
+        for (name, want) in rows {
+            match (set.method(name), want) {
+                (Ok(m), Ok(want)) => assert_eq!(m.full_name(), want),
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{name}: {err}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn json_messages_encode_once_or_name_the_field_that_does_not_fit() {
+        let (_dir, set) = greeter();
+        let input = set.method("helloworld.Greeter/SayHello").unwrap().input();
+        let rows: &[(&str, Result<&[u8], &str>)] = &[
+            ("{}", Ok(&[0, 0, 0, 0, 0])),
+            (r#"{"name":"w"}"#, Ok(&[0, 0, 0, 0, 3, 0x0a, 1, b'w'])),
+            (
+                r#"{"where":{"latitude":1}}"#,
+                Ok(&[0, 0, 0, 0, 4, 0x1a, 2, 0x08, 1]),
+            ),
+            (
+                r#"{"where":{"latitude":"north"}}"#,
+                Err("message helloworld.HelloRequest at where.latitude: "),
+            ),
+            (
+                r#"{"nme":"w"}"#,
+                Err("message helloworld.HelloRequest: unrecognized field name 'nme' at line 1"),
+            ),
+            (
+                r#"{"where":{"lat":1}}"#,
+                Err("message helloworld.HelloRequest at where: unrecognized field name 'lat'"),
+            ),
+            (
+                r#"{"times":1.5}"#,
+                Err("message helloworld.HelloRequest at times: "),
+            ),
+            (
+                r#"{"name":"w"} x"#,
+                Err("message helloworld.HelloRequest: trailing characters"),
+            ),
+            (
+                "[1]",
+                Err("message helloworld.HelloRequest: invalid type: sequence"),
+            ),
+        ];
+        for (json, want) in rows {
+            match (encode_message(&input, json), want) {
+                (Ok(bytes), Ok(want)) => assert_eq!(&bytes, want, "{json}"),
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{json}: {err}"),
+                (got, want) => panic!("{json}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn grpc_targets_read_from_the_http_format_or_say_why_not() {
+        let (_dir, set) = greeter();
+        let set = Some(std::sync::Arc::new(set));
+        let json_file = |path: &Path| match path.to_str() {
+            Some("m.json") => Ok(br#"{"name":"file"}"#.to_vec()),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file",
+            )),
+        };
+        let parse = |text: &str, protos: &Option<std::sync::Arc<ProtoSet>>| {
+            crate::HttpTargetReader::new(text.as_bytes(), "t.txt", &[], b"", &json_file)
+                .with_protos(protos.clone())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())
+        };
+        let greet = "GRPC 127.0.0.1:50051 helloworld.Greeter/SayHello";
+        let ok = parse(
+            &format!("{greet}\nx-user: 7\ngrpc-timeout: 1s\n{{\"name\":\"w\"}}\nGET http://h/\n\n{greet}\n@m.json\n{greet}\n"),
+            &set,
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 4);
+        assert_eq!(ok[0].method, "POST");
+        assert_eq!(
+            ok[0].url.as_str(),
+            "http://127.0.0.1:50051/helloworld.Greeter/SayHello"
+        );
+        let headers: Vec<(&str, &str)> = ok[0]
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str()))
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                ("content-type", "application/grpc"),
+                ("te", "trailers"),
+                ("x-user", "7"),
+                ("grpc-timeout", "1000000u")
+            ]
+        );
+        assert_eq!(ok[0].body, [0, 0, 0, 0, 3, 0x0a, 1, b'w']);
+        assert!(ok[0].is_grpc() && !ok[1].is_grpc() && ok[2].is_grpc());
+        assert_eq!(&ok[2].body[5..], b"\x0a\x04file");
+        assert_eq!(
+            ok[3].body,
+            [0, 0, 0, 0, 0],
+            "no message line: the empty one"
+        );
+
+        let rows = [
+            (
+                format!("{greet}\n"),
+                None,
+                "t.txt:1: a GRPC target needs the .proto files",
+            ),
+            (
+                "GRPC 127.0.0.1:50051\n".to_owned(),
+                set.clone(),
+                "t.txt:1: bad gRPC target",
+            ),
+            (
+                "GRPC 127.0.0.1 helloworld.Greeter/SayHello\n".to_owned(),
+                set.clone(),
+                "t.txt:1: bad gRPC address \"127.0.0.1\": want HOST:PORT",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Nope\n".to_owned(),
+                set.clone(),
+                "t.txt:1: no method \"helloworld.Greeter/Nope\" in the .proto files (known: ",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n".to_owned(),
+                set.clone(),
+                "t.txt:1: helloworld.Greeter.Chat: client and bidirectional streaming",
+            ),
+            (
+                format!("{greet}\nx: 1\n{{\"where\":{{\"longitude\":true}}}}\n"),
+                set.clone(),
+                "t.txt:3: message helloworld.HelloRequest at where.longitude: ",
+            ),
+            (
+                format!("{greet}\n{{\"name\":\"{{{{csv.name}}}}\"}}\n"),
+                set.clone(),
+                "t.txt:2: a gRPC message is encoded once: placeholders",
+            ),
+            (
+                format!("{greet}\ngrpc-timeout: 0s\n"),
+                set.clone(),
+                "t.txt:2: grpc-timeout: a deadline must be above 0",
+            ),
+            (
+                format!("{greet}\n@nope.json\n"),
+                set,
+                "t.txt:2: body file \"nope.json\"",
+            ),
+        ];
+        for (text, protos, want) in rows {
+            let err = parse(&text, &protos).unwrap_err();
+            assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn deadlines_are_spelled_as_grpc_says() {
+        let rows = [
+            ("250ms", Ok("250000u")),
+            ("1s", Ok("1000000u")),
+            ("2m", Ok("120000m")),
+            ("48h", Ok("172800S")),
+            (
+                "30000h",
+                Err("grpc-timeout: 108000000s is longer than gRPC can say"),
+            ),
+            ("0s", Err("grpc-timeout: a deadline must be above 0")),
+            ("soon", Err("grpc-timeout: ")),
+        ];
+        for (text, want) in rows {
+            let header = Header {
+                name: "grpc-timeout".to_owned(),
+                value: text.to_owned(),
+            };
+            match (metadata(header), want) {
+                (Ok(h), Ok(want)) => assert_eq!(h.value, want, "{text}"),
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{text}: {err}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}
