@@ -1430,8 +1430,13 @@ fn attack_help_explains_with_examples() {
         "-laddr",
         "-unix-socket",
     ] {
-        // Printed as every doc writes it: -rate, not --rate.
-        assert!(help.contains(&format!("\n      {flag} ")), "{flag}: {help}");
+        // Printed as every doc writes it: -rate, not --rate (`-H, -header` with its short).
+        let alone = format!("\n      {flag} ");
+        let beside_short = format!(", {flag} ");
+        assert!(
+            help.contains(&alone) || help.contains(&beside_short),
+            "{flag}: {help}"
+        );
         assert!(!help.contains(&format!("-{flag} ")), "-{flag}: {help}");
     }
     assert_eq!(ok(&run(&["attack", "-help"], None)), help);
