@@ -21,13 +21,10 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 use serde::de::DeserializeSeed;
 
 use crate::WorkloadError;
-use crate::target::{Header, Target};
+use crate::target::{GRPC_CONTENT_TYPE, Header, Target};
 
 /// The request line's word that starts a gRPC target.
 pub(crate) const GRPC_VERB: &str = "GRPC";
-
-/// The content type of gRPC over HTTP/2 (the protobuf encoding).
-pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
 
 /// The `.proto` files of a run, compiled once.
 #[derive(Debug, Clone)]
@@ -205,14 +202,6 @@ fn timeout_text(deadline: std::time::Duration) -> Result<String, String> {
         .find(|(value, _)| *value <= MOST && *value > 0)
         .map(|(value, unit)| format!("{value}{unit}"))
         .ok_or_else(|| format!("grpc-timeout: {deadline:?} is longer than gRPC can say"))
-}
-
-/// Is `target` a gRPC call (its content type is gRPC's)?
-pub(crate) fn is_grpc(target: &Target) -> bool {
-    target.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("content-type")
-            && h.value.to_ascii_lowercase().starts_with(GRPC_CONTENT_TYPE)
-    })
 }
 
 /// A compile error with the file, line and column it names (the paths tried for an

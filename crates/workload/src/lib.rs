@@ -75,7 +75,7 @@ pub use flow::{
     Condition, DEFAULT_CHECK_BODY_LIMIT, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
     MAX_CHECKS, MAX_VARIABLES, Next, Step, Think, UserState, Verdict,
 };
-pub use grpc::{GRPC_CONTENT_TYPE, ProtoSet, encode_message, frame};
+pub use grpc::{ProtoSet, encode_message, frame};
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;
@@ -89,7 +89,7 @@ pub use step_fields::{CheckField, ExtractField, StepFields};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };
-pub use target::{HTTP_METHODS, Header, Target};
+pub use target::{GRPC_CONTENT_TYPE, HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use targets_tank::{TankAmmo, TankAmmoReader};

@@ -2,6 +2,10 @@
 
 use url::Url;
 
+/// The content type of gRPC over HTTP/2 (the protobuf encoding): a target with it is
+/// a gRPC call.
+pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
+
 /// The methods vegeta accepts in target files.
 pub const HTTP_METHODS: [&str; 9] = [
     "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE",
@@ -94,7 +98,10 @@ impl Target {
     /// True for a gRPC call (its content type is `application/grpc...`): it goes over
     /// HTTP/2, and its answer's `grpc-status` judges it.
     pub fn is_grpc(&self) -> bool {
-        crate::grpc::is_grpc(self)
+        self.headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("content-type")
+                && h.value.to_ascii_lowercase().starts_with(GRPC_CONTENT_TYPE)
+        })
     }
 
     /// The `Host` header the user set, if any (it overrides the URL's host on the wire).
