@@ -320,8 +320,8 @@ fn plan_text(args: &SearchArgs, targets: &Targets) -> anyhow::Result<String> {
     out.push_str("\n[load]\n");
     let mut key = |k: &str, v: String| out.push_str(&format!("{k} = {v}\n"));
     if sweep {
-        let rates: Vec<String> = args.rates.iter().map(|r| format!("{r:?}")).collect();
-        key("rates", format!("[{}]", rates.join(", ")));
+        // Debug prints a float list as TOML writes it: [100.0, 200.0].
+        key("rates", format!("{:?}", args.rates));
     }
     match targets {
         Targets::Inline(list) => key("targets", quote_all(list)),
