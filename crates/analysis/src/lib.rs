@@ -30,7 +30,7 @@ pub use diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble, Watched, d
 pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
-    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Percentile, Slo, StepSummary, Verdict,
+    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
     judge, parse_percentile,
 };
 

@@ -199,7 +199,7 @@ mod tests {
         ];
         for (case, health, lag_ms, p50_ms, in_flight, warnings, served_badly, want) in cases {
             report.latencies.p50_ns = p50_ms * MS;
-            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS, None));
             report.extras.warnings = warnings;
             let facts = RunFacts {
                 in_flight_peak: in_flight,

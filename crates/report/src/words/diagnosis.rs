@@ -120,11 +120,12 @@ pub fn behind(how: &Behind) -> String {
              their pace: the rate asked needs more in flight; raise -max-workers"
         ),
         Behind::Lag(lag) => format!(
-            "send lag p99 {} over {} and against a median latency of {}, with requests in \
-             flight under the cap; give it more CPU or less load",
+            "send lag p99 {} over {} and against a median latency of {}{}, with requests \
+             in flight under the cap; give it more CPU or less load",
             GoDuration::report_ns(lag.p99_ns),
             GoDuration::report_ns(lag.limit_ns),
-            GoDuration::report_ns(lag.latency_p50_ns)
+            GoDuration::report_ns(lag.latency_p50_ns),
+            super::lag_gap(lag)
         ),
         Behind::SentShort {
             asked_per_sec,
@@ -521,7 +522,7 @@ mod tests {
     #[test]
     fn verdicts_without_a_first_limit_in_words() {
         let cpu = watched("app", Resource::CpuAllowance, 100.0, 40.0, None);
-        let lag = analysis::GeneratorHealth::default().weigh_lag(8_000_000, 100_000);
+        let lag = analysis::GeneratorHealth::default().weigh_lag(8_000_000, 100_000, None);
         let failed = Some(Trouble {
             failed_ratio: 0.168,
         });
