@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use record::{LoadModel, ReadOrder, RecordError, RecordStream, RunTables, SourceSummary};
+use record::{LoadModel, ReadOrder, Record, RecordError, RecordStream, RunTables, SourceSummary};
 
 use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
@@ -69,6 +69,9 @@ pub fn run_report(
     let mut replays = Replays::new();
     let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
+        if let Some(window_ns) = config.window_ns {
+            keep_window(&mut batch, stream.summaries(), window_ns);
+        }
         groups.add_all(&batch, stream.tables());
         evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
@@ -131,6 +134,15 @@ pub fn run_report(
     })
 }
 
+/// Keeps the records whose intended send is `[start, end)` from the run's time zero
+/// (its first input's start, as a plan step's verdict reads it).
+fn keep_window(batch: &mut Vec<Record>, summaries: &[SourceSummary], (start, end): (u64, u64)) {
+    let zero_unix_ns = summaries.first().map_or(0, |s| s.header.start_unix_ns);
+    batch.retain(|record| {
+        (start..end).contains(&record.intended_unix_ns.saturating_sub(zero_unix_ns))
+    });
+}
+
 fn input_names(paths: &[String]) -> String {
     if paths.is_empty() {
         "stdin".to_owned()
@@ -163,7 +175,7 @@ impl RowPrinter {
 
     fn add(
         &mut self,
-        batch: &[record::Record],
+        batch: &[Record],
         tables: &RunTables,
         summaries: &[SourceSummary],
         out: &mut dyn Write,
