@@ -331,9 +331,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// Resources that never did, with their peaks (headroom), closest first.
     pub held: Vec<Watched>,
-    /// Without a knee: why the load has none ("no saturation point: the rate is
-    /// constant"), when the caller knows.
-    pub no_knee: Option<String>,
+    /// Without a knee: why the load has none (not a ramp, or no saturation up to its
+    /// highest rate), when the caller knows.
+    pub no_knee: Option<crate::saturation::Finding>,
     /// What could not be judged, and why ("db: 12 readings missing from 3.0 s: login
     /// refused"): said, never guessed around.
     pub unjudged: Vec<String>,

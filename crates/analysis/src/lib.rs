@@ -27,7 +27,9 @@ pub mod slo;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
 pub use diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble, Watched, diagnose};
-pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
+pub use saturation::{
+    Finding, NoRamp, SaturationConfig, Seen, Turn, TurnKind, Window, find_saturation,
+};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
     CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,

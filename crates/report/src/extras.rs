@@ -149,14 +149,14 @@ impl RunFacts {
     /// `Ok` when some attack is an open-model one (the only load whose offered rate
     /// follows a schedule, so the only one with a saturation point; closed-model
     /// attacks beside it are left out of the windows); else why not.
-    pub fn open_model(&self) -> Result<(), String> {
+    pub fn open_model(&self) -> Result<(), analysis::NoRamp> {
         let mut models = self.attacks.iter().filter_map(|a| a.model);
         if models.clone().any(|m| m == LoadModel::Open) {
             return Ok(());
         }
         match model_name(&mut models) {
-            "closed" => Err("a closed-model load: its rate follows the responses".to_owned()),
-            _ => Err("the load model is not recorded (an imported file)".to_owned()),
+            "closed" => Err(analysis::NoRamp::ClosedModel),
+            _ => Err(analysis::NoRamp::ModelUnknown),
         }
     }
 
@@ -791,15 +791,16 @@ mod tests {
     #[test]
     fn only_open_model_loads_have_a_saturation_point() {
         use LoadModel::{Closed, Open, Unknown};
-        let rows: &[(&[LoadModel], Option<&str>)] = &[
-            (&[Open], None),
-            (&[Open, Open], None),
-            (&[Closed], Some("closed-model")),
-            (&[Open, Closed], None),
-            (&[Closed, Closed], Some("closed-model")),
-            (&[Unknown, Closed], Some("not recorded")),
-            (&[Unknown], Some("not recorded")),
-            (&[], Some("not recorded")),
+        use analysis::NoRamp::{ClosedModel, ModelUnknown};
+        let rows: &[(&[LoadModel], Result<(), analysis::NoRamp>)] = &[
+            (&[Open], Ok(())),
+            (&[Open, Open], Ok(())),
+            (&[Closed], Err(ClosedModel)),
+            (&[Open, Closed], Ok(())),
+            (&[Closed, Closed], Err(ClosedModel)),
+            (&[Unknown, Closed], Err(ModelUnknown)),
+            (&[Unknown], Err(ModelUnknown)),
+            (&[], Err(ModelUnknown)),
         ];
         for (models, want) in rows {
             let facts = RunFacts {
@@ -812,11 +813,7 @@ mod tests {
                     .collect(),
                 ..RunFacts::default()
             };
-            match (facts.open_model(), want) {
-                (Ok(()), None) => {}
-                (Err(reason), Some(want)) => assert!(reason.contains(want), "{reason}"),
-                (got, _) => panic!("{models:?}: {got:?}"),
-            }
+            assert_eq!(&facts.open_model(), want, "{models:?}");
         }
     }
 }

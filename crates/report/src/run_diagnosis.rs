@@ -28,7 +28,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
             at_ns: point.start_ns,
             offered_per_sec: point.offered_per_sec,
             peak_ok_per_sec: *peak_ok_per_sec,
-            signal: point.kind,
+            signal: point.kind(),
         }),
         _ => None,
     };
@@ -46,7 +46,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     let watched = facts.watched.as_deref().unwrap_or_default();
     let no_knee = match &facts.saturation {
         Some(finding @ (Finding::NotARamp { .. } | Finding::NoSaturation { .. })) => {
-            Some(finding.describe())
+            Some(finding.clone())
         }
         _ => None,
     };
@@ -265,7 +265,10 @@ mod tests {
         let cases = [
             (
                 Finding::NotARamp {
-                    reason: "6 loaded windows, 9 needed".to_owned(),
+                    reason: analysis::NoRamp::TooFewWindows {
+                        loaded: 6,
+                        needed: 9,
+                    },
                 },
                 "no saturation point: 6 loaded windows, 9 needed; nothing monitored",
             ),

@@ -103,7 +103,10 @@ pub fn headline(diagnosis: &Diagnosis) -> String {
             }
         }
         Verdict::Held => match &diagnosis.no_knee {
-            Some(why) => format!("{why}; nothing monitored reached its limit"),
+            Some(why) => format!(
+                "{}; nothing monitored reached its limit",
+                super::saturation::finding(why)
+            ),
             None => "no knee, and nothing monitored reached its limit".to_owned(),
         },
         Verdict::NotJudged => {

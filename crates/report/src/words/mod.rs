@@ -5,6 +5,7 @@
 
 pub mod diagnosis;
 mod percent;
+pub mod saturation;
 mod step;
 
 pub use percent::{floor_percent, pass_rate};
