@@ -26,7 +26,9 @@ pub mod search;
 pub mod slo;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
-pub use diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble, Watched, diagnose};
+pub use diagnosis::{
+    Behind, Diagnosis, GeneratorState, Hole, Knee, Note, Trouble, Unjudged, Watched, diagnose,
+};
 pub use saturation::{
     Finding, NoRamp, SaturationConfig, Seen, Turn, TurnKind, Window, find_saturation,
 };

@@ -4,7 +4,7 @@
 //! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
 //! they say the same sentences for the same inputs.
 
-use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Watched};
+use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Unjudged, Watched};
 use analysis::{Finding, diagnose};
 use record::{Record, RunTables, SampleBatch, SampleTables};
 
@@ -84,7 +84,7 @@ pub struct ClosedEvidence {
     failing_from: Option<(u64, f64)>,
     start_unix_ns: Option<u64>,
     watched: Vec<Watched>,
-    unjudged: Vec<String>,
+    unjudged: Vec<Unjudged>,
 }
 
 impl ClosedEvidence {
@@ -151,7 +151,7 @@ pub fn judge_run(report: &mut Report, facts: &RunFacts) {
 /// Samples alone have no knee and no generator: what reached its limit, in time order.
 fn diagnose_samples(
     watched: &[Watched],
-    unjudged: &[String],
+    unjudged: &[Unjudged],
     start_unix_ns: Option<u64>,
 ) -> Diagnosis {
     let mut diagnosis = diagnose(None, None, &GeneratorState::default(), watched);

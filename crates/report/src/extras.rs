@@ -89,7 +89,7 @@ pub struct RunFacts {
     /// Each watched resource against its limit (set by the pipeline from the samples).
     pub watched: Option<Vec<analysis::Watched>>,
     /// What the samples leave unjudged, and why (set by the pipeline with `watched`).
-    pub unjudged: Vec<String>,
+    pub unjudged: Vec<analysis::Unjudged>,
     /// The most requests in flight at once, summed over the inputs' generator stats.
     pub in_flight_peak: u64,
     /// The open-model attacks' in-flight caps, summed; `None` without one.

@@ -253,7 +253,12 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
         out.push('}');
     }
     out.push_str("],\"unjudged\":[");
-    push_strings(out, &diagnosis.unjudged);
+    let unjudged: Vec<String> = diagnosis
+        .unjudged
+        .iter()
+        .map(words::diagnosis::unjudged)
+        .collect();
+    push_strings(out, &unjudged);
     out.push_str("]}");
 }
 
@@ -275,7 +280,8 @@ fn write_watched(out: &mut String, watched: &analysis::Watched) {
     out.push_str(",\"peak\":");
     push_float(out, watched.peak);
     let _ = write!(out, ",\"peak_at_ns\":{}", watched.peak_at_ns);
-    for (key, text) in [("note", &watched.note), ("example", &watched.example)] {
+    let note = watched.note.as_ref().map(words::diagnosis::note);
+    for (key, text) in [("note", &note), ("example", &watched.example)] {
         if let Some(text) = text {
             let _ = write!(out, ",\"{key}\":");
             push_string(out, text);

@@ -284,7 +284,14 @@ mod tests {
             let facts = RunFacts {
                 saturation: Some(saturation),
                 watched: Some(vec![host.clone()]),
-                unjudged: vec!["db: 3 readings missing from 1.0 s (login refused)".to_owned()],
+                unjudged: vec![analysis::Unjudged {
+                    sampler: "db".to_owned(),
+                    hole: analysis::Hole::Missed {
+                        readings: 3,
+                        from_ns: 1_000_000_000,
+                        reason: "login refused".to_owned(),
+                    },
+                }],
                 ..RunFacts::default()
             };
             let diagnosis = run_diagnosis(&report, &facts).unwrap();
@@ -292,7 +299,10 @@ mod tests {
             assert!(lines[0].starts_with(want), "{lines:?}");
             assert_eq!(
                 lines.last().map(String::as_str),
-                Some("not judged: db: 3 readings missing from 1.0 s (login refused)")
+                Some(
+                    "not judged: db: 3 readings missing from 1.0 s (login refused); its \
+                     resources are judged on the readings it has"
+                )
             );
         }
     }
