@@ -9,8 +9,7 @@ use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
-use crate::evidence::{Evidence, judge_run};
-use crate::extra_rows::Extras;
+use crate::evidence::{Evidence, close_run};
 use crate::extras::{RunFacts, Scope};
 use crate::grouping::{GroupBy, GroupKey, Grouper, Groups};
 use crate::hdrplot::write_hdrplot;
@@ -313,14 +312,9 @@ fn render_groups(
     // The smallest p50 of the groups: the latency a shard's start skew is judged by.
     let mut p50_ns: Option<u64> = None;
     for (index, (key, metrics)) in sorted.into_iter().enumerate() {
-        let mut report = metrics.close(tables);
+        let report = close_run(metrics, facts, tables, scope(by, key));
         let p50 = report.latencies.p50_ns;
         p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
-        let scope = scope(by, key);
-        report.extras = Extras::build(&report, facts, scope);
-        if scope == Scope::Run {
-            judge_run(&mut report, facts);
-        }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
         if let (Some(grouper), false) = (&grouper, json) {
