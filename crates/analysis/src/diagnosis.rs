@@ -161,9 +161,67 @@ pub struct Watched {
     pub brief: Option<Brief>,
     /// The first line that made it a finding, for a log.
     pub example: Option<String>,
-    /// More evidence in words, said after the meaning ("transactions peaked at
-    /// 212/s").
-    pub note: Option<String>,
+    /// More evidence, said after the meaning ("transactions peaked at 212/s").
+    pub note: Option<Note>,
+}
+
+/// More evidence beside a watched resource; renderers word it (`report::words`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Note {
+    /// Meanwhile the hypervisor took up to this share of the host's CPU (steal), in
+    /// percent: a core gave less than a whole one.
+    Steal {
+        /// The steal's peak, percent.
+        peak_percent: f64,
+    },
+    /// The database's transactions peaked at this rate.
+    Transactions {
+        /// Their peak, per second.
+        peak_per_sec: f64,
+    },
+}
+
+/// What could not be judged of one sampler, and why: said, never guessed around.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unjudged {
+    /// The sampler, as the report names it (`db`, `postgres`).
+    pub sampler: String,
+    /// What is missing.
+    pub hole: Hole,
+}
+
+/// What of a sampler's readings is missing; times from the run's start.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Hole {
+    /// Every reading missing (a `process=` pattern that matched nothing, a scrape
+    /// refused throughout): nothing of it was watched.
+    NeverRead {
+        /// The monitor's reason for the first.
+        reason: String,
+    },
+    /// Some readings missing; its resources are judged on the readings it has.
+    Missed {
+        /// How many.
+        readings: u64,
+        /// The first, from the run's start.
+        from_ns: u64,
+        /// The monitor's reason for the first.
+        reason: String,
+    },
+    /// Its clock went back: no stretch across it counts as sustained.
+    ClockBack {
+        /// By how much.
+        by_ns: u64,
+        /// When, from the run's start.
+        at_ns: u64,
+    },
+    /// Its longest stretch without readings: what happened then is not known.
+    Silent {
+        /// How long.
+        for_ns: u64,
+        /// From when, from the run's start.
+        from_ns: u64,
+    },
 }
 
 impl Watched {
@@ -331,12 +389,12 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// Resources that never did, with their peaks (headroom), closest first.
     pub held: Vec<Watched>,
-    /// Without a knee: why the load has none ("no saturation point: the rate is
-    /// constant"), when the caller knows.
-    pub no_knee: Option<String>,
+    /// Without a knee: why the load has none (not a ramp, or no saturation up to its
+    /// highest rate), when the caller knows.
+    pub no_knee: Option<crate::saturation::Finding>,
     /// What could not be judged, and why ("db: 12 readings missing from 3.0 s: login
     /// refused"): said, never guessed around.
-    pub unjudged: Vec<String>,
+    pub unjudged: Vec<Unjudged>,
     /// What the failed requests said, when some failed (set by the caller).
     pub failures: Option<Failures>,
 }

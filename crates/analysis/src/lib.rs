@@ -26,11 +26,15 @@ pub mod search;
 pub mod slo;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
-pub use diagnosis::{Behind, Diagnosis, GeneratorState, Knee, Trouble, Watched, diagnose};
-pub use saturation::{Finding, SaturationConfig, Turn, TurnKind, Window, find_saturation};
+pub use diagnosis::{
+    Behind, Diagnosis, GeneratorState, Hole, Knee, Note, Trouble, Unjudged, Watched, diagnose,
+};
+pub use saturation::{
+    Finding, NoRamp, SaturationConfig, Seen, Turn, TurnKind, Window, find_saturation,
+};
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
-    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Percentile, Slo, StepSummary, Verdict,
+    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
     judge, parse_percentile,
 };
 

@@ -10,8 +10,6 @@
 //!
 //! The saturation point is the earliest of the three; each comes with its reason.
 
-use std::fmt::Write as _;
-
 /// One window (usually a second) of a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
@@ -69,17 +67,85 @@ pub enum TurnKind {
     Latency,
 }
 
-/// Where one signal turned, with the reason in words.
+/// Where one signal turned, with what was seen against which threshold: renderers
+/// word it (`report::words`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {
-    /// The signal.
-    pub kind: TurnKind,
     /// Start of the first window of the sustained run, from the run's start.
     pub start_ns: u64,
     /// The offered rate in that window, requests per second.
     pub offered_per_sec: f64,
-    /// One sentence: what was seen, against which threshold, from when.
-    pub reason: String,
+    /// The windows in a row it held for ([`SaturationConfig::sustain_windows`]).
+    pub windows: usize,
+    /// The signal, with its figure and threshold.
+    pub seen: Seen,
+}
+
+/// What a signal showed when it turned, with the threshold it passed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Seen {
+    /// Successful throughput fell below the offered rate by more than a share.
+    Throughput {
+        /// Successful requests per second in the first window.
+        ok_per_sec: f64,
+        /// The share it fell by, at least ([`SaturationConfig::shortfall_ratio`]).
+        shortfall_ratio: f64,
+    },
+    /// The failed share of completions passed its threshold.
+    Errors {
+        /// The failed share in the first window (0..1).
+        failed_share: f64,
+        /// The threshold ([`SaturationConfig::error_ratio`]).
+        max_share: f64,
+    },
+    /// Latency rose past a multiple of its early level.
+    Latency {
+        /// The window's latency, nanoseconds.
+        latency_ns: u64,
+        /// The multiple ([`SaturationConfig::latency_factor`]).
+        factor: f64,
+        /// The early ramp's latency it was held to, nanoseconds.
+        early_ns: u64,
+    },
+}
+
+impl Turn {
+    /// Which signal turned.
+    pub fn kind(&self) -> TurnKind {
+        match self.seen {
+            Seen::Throughput { .. } => TurnKind::Throughput,
+            Seen::Errors { .. } => TurnKind::Errors,
+            Seen::Latency { .. } => TurnKind::Latency,
+        }
+    }
+}
+
+/// Why a load has no saturation point to read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoRamp {
+    /// Fewer loaded windows than the rule needs.
+    TooFewWindows {
+        /// Windows with an offered rate.
+        loaded: usize,
+        /// Windows the rule needs.
+        needed: usize,
+    },
+    /// The offered rate did not rise by half from its first tenth to its last.
+    Flat {
+        /// Mean offered rate of the first tenth, per second.
+        first_per_sec: f64,
+        /// Mean offered rate of the last tenth, per second.
+        last_per_sec: f64,
+    },
+    /// A closed-model load: its rate follows the responses.
+    ClosedModel,
+    /// The load model is not recorded (an imported file).
+    ModelUnknown,
+    /// The run spans more seconds than a report keeps.
+    TooLong {
+        /// The most seconds kept.
+        max_seconds: u64,
+    },
 }
 
 /// What one load says about saturation.
@@ -88,7 +154,7 @@ pub enum Finding {
     /// The load did not rise enough to tell (a constant rate, a closed model, too short).
     NotARamp {
         /// Why not.
-        reason: String,
+        reason: NoRamp,
     },
     /// Every signal stayed healthy up to the highest offered rate.
     NoSaturation {
@@ -106,36 +172,6 @@ pub enum Finding {
         /// The highest successful throughput held for `sustain_windows`, per second.
         peak_ok_per_sec: f64,
     },
-}
-
-impl Finding {
-    /// One or a few lines for a report.
-    pub fn describe(&self) -> String {
-        match self {
-            Finding::NotARamp { reason } => format!("no saturation point: {reason}"),
-            Finding::NoSaturation {
-                up_to_per_sec,
-                peak_ok_per_sec,
-            } => format!(
-                "no saturation: throughput, latency and errors held up to {up_to_per_sec:.0}/s offered \
-                 (peak {peak_ok_per_sec:.0}/s successful)"
-            ),
-            Finding::Saturated {
-                point,
-                turns,
-                peak_ok_per_sec,
-            } => {
-                let mut text = format!(
-                    "saturated at {:.0}/s offered (peak {peak_ok_per_sec:.0}/s successful): {}",
-                    point.offered_per_sec, point.reason
-                );
-                for turn in turns.iter().filter(|t| t.kind != point.kind) {
-                    let _ = write!(text, "; {}", turn.reason);
-                }
-                text
-            }
-        }
-    }
 }
 
 /// Reads the saturation point of a rising load from its windows (in time order).
@@ -157,7 +193,7 @@ pub fn find_saturation(windows: &[Window], config: &SaturationConfig) -> Finding
     .into_iter()
     .flatten()
     .collect();
-    turns.sort_by_key(|t| (t.start_ns, t.kind));
+    turns.sort_by_key(|t| (t.start_ns, t.kind()));
     match turns.first().cloned() {
         Some(point) => Finding::Saturated {
             point,
@@ -172,10 +208,13 @@ pub fn find_saturation(windows: &[Window], config: &SaturationConfig) -> Finding
 }
 
 /// A load rises when it has enough windows and its last windows offer at least 1.5x its first.
-fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), String> {
+fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), NoRamp> {
     let needed = 2 * config.sustain_windows.max(1) + 3;
     if windows.len() < needed {
-        return Err(format!("{} loaded windows, {needed} needed", windows.len()));
+        return Err(NoRamp::TooFewWindows {
+            loaded: windows.len(),
+            needed,
+        });
     }
     let edge = (windows.len() / 10).max(1);
     let first = mean(windows[..edge].iter().map(|w| w.offered_per_sec));
@@ -185,9 +224,10 @@ fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), String> {
             .map(|w| w.offered_per_sec),
     );
     if last < first * 1.5 {
-        return Err(format!(
-            "the offered rate did not rise (from {first:.0}/s to {last:.0}/s)"
-        ));
+        return Err(NoRamp::Flat {
+            first_per_sec: first,
+            last_per_sec: last,
+        });
     }
     Ok(())
 }
@@ -238,15 +278,11 @@ fn throughput_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn
         .collect();
     let i = first_sustained_index(&short, config.sustain_windows)?;
     let w = windows[i];
-    let reason = format!(
-        "successful throughput {:.0}/s fell more than {:.0}% below the offered {:.0}/s for {} windows from {}",
-        w.ok_per_sec,
-        config.shortfall_ratio * 100.0,
-        w.offered_per_sec,
-        config.sustain_windows,
-        seconds(w.start_ns)
-    );
-    Some(turn(TurnKind::Throughput, w, reason))
+    let seen = Seen::Throughput {
+        ok_per_sec: w.ok_per_sec,
+        shortfall_ratio: config.shortfall_ratio,
+    };
+    Some(turn(seen, w, config))
 }
 
 fn errors_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
@@ -262,14 +298,11 @@ fn errors_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
         failed_share(w) > config.error_ratio
     })?;
     let w = windows[i];
-    let reason = format!(
-        "errors reached {:.1}% of completions (threshold {:.1}%) for {} windows from {}",
-        failed_share(&w) * 100.0,
-        config.error_ratio * 100.0,
-        config.sustain_windows,
-        seconds(w.start_ns)
-    );
-    Some(turn(TurnKind::Errors, w, reason))
+    let seen = Seen::Errors {
+        failed_share: failed_share(&w),
+        max_share: config.error_ratio,
+    };
+    Some(turn(seen, w, config))
 }
 
 /// The median latency of the early ramp's answered windows: the level latency turns from.
@@ -300,23 +333,20 @@ fn latency_turn(windows: &[Window], config: &SaturationConfig) -> Option<Turn> {
         w.latency_ns > limit_ns
     })?;
     let w = answered[i];
-    let reason = format!(
-        "latency {} passed {:.0}x the early ramp's {} for {} windows from {}",
-        millis(w.latency_ns),
-        config.latency_factor,
-        millis(baseline_ns),
-        config.sustain_windows,
-        seconds(w.start_ns)
-    );
-    Some(turn(TurnKind::Latency, w, reason))
+    let seen = Seen::Latency {
+        latency_ns: w.latency_ns,
+        factor: config.latency_factor,
+        early_ns: baseline_ns,
+    };
+    Some(turn(seen, w, config))
 }
 
-fn turn(kind: TurnKind, window: Window, reason: String) -> Turn {
+fn turn(seen: Seen, window: Window, config: &SaturationConfig) -> Turn {
     Turn {
-        kind,
         start_ns: window.start_ns,
         offered_per_sec: window.offered_per_sec,
-        reason,
+        windows: config.sustain_windows,
+        seen,
     }
 }
 
@@ -331,14 +361,6 @@ fn sustained_peak(windows: &[Window], sustain: usize) -> f64 {
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let (sum, count) = values.fold((0.0, 0usize), |(sum, count), v| (sum + v, count + 1));
     if count == 0 { 0.0 } else { sum / count as f64 }
-}
-
-fn seconds(ns: u64) -> String {
-    format!("{:.0}s", ns as f64 / 1e9)
-}
-
-fn millis(ns: u64) -> String {
-    format!("{:.1}ms", ns as f64 / 1e6)
 }
 
 #[cfg(test)]
@@ -424,9 +446,9 @@ mod tests {
             let step = 12_000.0 / 119.0;
             assert!(
                 (point.offered_per_sec - capacity).abs() <= 2.0 * step,
-                "capacity {capacity}: knee at {} ({})",
+                "capacity {capacity}: knee at {} ({:?})",
                 point.offered_per_sec,
-                point.reason
+                point.seen
             );
             assert!(
                 (peak_ok_per_sec - capacity).abs() < 1.0,
@@ -445,8 +467,9 @@ mod tests {
         };
         // Past 3000/s the excess fails at once (3.2% at 3100/s) and queues (latency turns in
         // the same window); the shortfall passes 5% one window later, at 3200/s.
-        let kinds: Vec<(TurnKind, f64)> =
-            turns.iter().map(|t| (t.kind, t.offered_per_sec)).collect();
+        let kinds: Vec<(TurnKind, f64)> = (turns.iter())
+            .map(|t| (t.kind(), t.offered_per_sec))
+            .collect();
         assert_eq!(
             kinds,
             [
@@ -455,22 +478,27 @@ mod tests {
                 (TurnKind::Throughput, 3200.0)
             ]
         );
-        assert_eq!(point.kind, TurnKind::Errors);
-        assert!(
-            point.reason.contains("errors reached 3.2% of completions"),
-            "{}",
-            point.reason
+        let Seen::Errors {
+            failed_share,
+            max_share,
+        } = point.seen
+        else {
+            panic!("the errors turned first: {point:?}");
+        };
+        assert_eq!(
+            (
+                format!("{:.1}", failed_share * 100.0),
+                max_share,
+                point.windows
+            ),
+            ("3.2".to_owned(), 0.01, 3)
         );
-        let text = find_saturation(&windows, &SaturationConfig::default()).describe();
         assert!(
-            text.starts_with("saturated at 3100/s offered (peak 3000/s successful): errors"),
-            "{text}"
+            matches!(turns[2].seen, Seen::Throughput { ok_per_sec, shortfall_ratio }
+                if ok_per_sec == 3000.0 && shortfall_ratio == 0.05),
+            "{:?}",
+            turns[2]
         );
-        assert!(
-            text.contains("fell more than 5% below the offered 3200/s"),
-            "{text}"
-        );
-        assert!(text.contains("latency "), "{text}");
     }
 
     #[test]
@@ -479,11 +507,6 @@ mod tests {
         let finding = find_saturation(&windows, &SaturationConfig::default());
         assert!(
             matches!(finding, Finding::NoSaturation { up_to_per_sec, .. } if up_to_per_sec == 1000.0)
-        );
-        assert!(
-            finding.describe().starts_with("no saturation: "),
-            "{}",
-            finding.describe()
         );
     }
 
@@ -523,17 +546,23 @@ mod tests {
                 ..w
             })
             .collect();
-        for (name, windows, says) in [
-            ("flat", flat, "did not rise"),
-            ("short", short, "5 loaded windows, 9 needed"),
-            ("closed model", idle, "0 loaded windows"),
-            ("empty", Vec::new(), "0 loaded windows"),
-        ] {
+        let too_few = |loaded| NoRamp::TooFewWindows { loaded, needed: 9 };
+        let rows = [
+            (
+                "flat",
+                flat,
+                NoRamp::Flat {
+                    first_per_sec: 1000.0,
+                    last_per_sec: 1000.0,
+                },
+            ),
+            ("short", short, too_few(5)),
+            ("closed model", idle, too_few(0)),
+            ("empty", Vec::new(), too_few(0)),
+        ];
+        for (name, windows, want) in rows {
             let finding = find_saturation(&windows, &SaturationConfig::default());
-            assert!(
-                matches!(&finding, Finding::NotARamp { reason } if reason.contains(says)),
-                "{name}: {finding:?}"
-            );
+            assert_eq!(finding, Finding::NotARamp { reason: want }, "{name}");
         }
     }
 }

@@ -41,8 +41,10 @@ impl Default for GeneratorHealth {
 pub enum LagWeight {
     /// At or under the bound: the generator kept its schedule.
     Within,
-    /// Over the bound but under the answers' median latency: small beside them, so the
-    /// latencies are still the server's.
+    /// Over the bound but small beside the answers' median latency (the latencies are
+    /// still the server's) or, with the asked rate delivered, under half the gap between
+    /// two sends (each send still lands nearer its own slot than the next one's: the
+    /// arrivals are the ones asked for; timer jitter at a low rate).
     Light,
     /// Over the bound and the median latency: the generator's own delay is the slow
     /// part of the latencies; they say little about the server.
@@ -58,16 +60,35 @@ pub struct Lag {
     pub limit_ns: u64,
     /// The answers' median latency it was weighed against.
     pub latency_p50_ns: u64,
+    /// The gap between two sends at the asked rate, when that rate was delivered (it
+    /// was weighed against half of it too); none in a closed model or a short rate.
+    pub send_gap_ns: Option<u64>,
     /// The judgement.
     pub weight: LagWeight,
 }
 
+/// The rate a lag is weighed against: asked and sent, requests per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pace {
+    /// Requests per second asked (0 in a closed model: no gap between sends).
+    pub asked_per_sec: f64,
+    /// Requests per second sent.
+    pub sent_per_sec: f64,
+}
+
 impl GeneratorHealth {
-    /// Weighs a send lag p99 against this bound and the answers' median latency.
-    pub fn weigh_lag(&self, lag_p99_ns: u64, latency_p50_ns: u64) -> Lag {
+    /// Weighs a send lag p99 against this bound, the answers' median latency and, when
+    /// the asked rate was delivered, the gap between two sends (docs/DIAGNOSIS.md).
+    pub fn weigh_lag(&self, lag_p99_ns: u64, latency_p50_ns: u64, pace: Option<Pace>) -> Lag {
+        let send_gap_ns = pace
+            .filter(|pace| pace.asked_per_sec > 0.0)
+            .filter(|pace| !self.sent_short(pace.asked_per_sec, pace.sent_per_sec))
+            .map(|pace| (1e9 / pace.asked_per_sec) as u64);
         let weight = if lag_p99_ns <= self.max_lag_p99_ns {
             LagWeight::Within
-        } else if lag_p99_ns < latency_p50_ns {
+        } else if lag_p99_ns < latency_p50_ns
+            || send_gap_ns.is_some_and(|gap_ns| lag_p99_ns < gap_ns / 2)
+        {
             LagWeight::Light
         } else {
             LagWeight::Heavy
@@ -76,6 +97,7 @@ impl GeneratorHealth {
             p99_ns: lag_p99_ns,
             limit_ns: self.max_lag_p99_ns,
             latency_p50_ns,
+            send_gap_ns,
             weight,
         }
     }
@@ -292,7 +314,11 @@ fn generator_misses(step: &StepSummary, health: &GeneratorHealth) -> Vec<Miss> {
         .find(|(p, _)| *p == Percentile::P50)
         .map_or(0, |&(_, ns)| ns);
     // A lag small beside the answers leaves them the server's (docs/DIAGNOSIS.md).
-    let lag = health.weigh_lag(step.lag_p99_ns, p50_ns);
+    let pace = Pace {
+        asked_per_sec: step.asked_per_sec,
+        sent_per_sec: step.sent_per_sec,
+    };
+    let lag = health.weigh_lag(step.lag_p99_ns, p50_ns, Some(pace));
     if lag.weight == LagWeight::Heavy {
         misses.push(Miss::Lag(lag));
     }
@@ -409,8 +435,12 @@ mod tests {
     fn verdicts() {
         type Change = fn(&mut StepSummary);
         const MS: u64 = 1_000_000;
-        let lag = |p50_ns| GeneratorHealth::default().weigh_lag(5 * MS, p50_ns);
-        let rows: [(&str, Change, Verdict); 10] = [
+        let pace = Pace {
+            asked_per_sec: 1000.0,
+            sent_per_sec: 999.5,
+        };
+        let lag = |p50_ns| GeneratorHealth::default().weigh_lag(5 * MS, p50_ns, Some(pace));
+        let rows: [(&str, Change, Verdict); 12] = [
             ("healthy", |_| {}, Verdict::Pass),
             (
                 "slow",
@@ -471,6 +501,37 @@ mod tests {
                 Verdict::Pass,
             ),
             (
+                "timer jitter at 100/s: 2 ms of lag beside 1 ms answers, the rate delivered",
+                |s| {
+                    (s.asked_per_sec, s.sent_per_sec) = (100.0, 100.0);
+                    s.lag_p99_ns = 2 * MS;
+                    s.latency_ns[0].1 = MS;
+                },
+                Verdict::Pass,
+            ),
+            (
+                "20k/s not delivered, 5 ms of lag beside 1 ms answers",
+                |s| {
+                    (s.asked_per_sec, s.sent_per_sec) = (20_000.0, 15_000.0);
+                    s.lag_p99_ns = 5 * MS;
+                    s.latency_ns[0].1 = MS;
+                },
+                Verdict::Inconclusive(vec![
+                    Miss::SentShort {
+                        sent_per_sec: 15_000.0,
+                        asked_per_sec: 20_000.0,
+                        min_ratio: 0.99,
+                    },
+                    Miss::Lag(Lag {
+                        p99_ns: 5 * MS,
+                        limit_ns: MS,
+                        latency_p50_ns: MS,
+                        send_gap_ns: None,
+                        weight: LagWeight::Heavy,
+                    }),
+                ]),
+            ),
+            (
                 "every connect failed, the generator behind too",
                 |s| {
                     s.errors_by_kind = vec![("connect".to_owned(), 10_000)];
@@ -500,32 +561,81 @@ mod tests {
     }
 
     #[test]
-    fn lag_weighs_against_its_bound_and_the_median_latency() {
+    fn lag_weighs_against_its_bound_the_median_latency_and_the_send_gap() {
         const MS: u64 = 1_000_000;
         let health = GeneratorHealth {
             max_lag_p99_ns: MS,
             ..GeneratorHealth::default()
         };
-        // (case, lag p99, latency p50, weight)
+        let pace = |asked_per_sec, sent_per_sec| {
+            Some(Pace {
+                asked_per_sec,
+                sent_per_sec,
+            })
+        };
+        // (case, lag p99, latency p50, the rate asked and sent, weight)
         let rows = [
-            ("under the bound", MS / 2, 0, LagWeight::Within),
-            ("at the bound", MS, 0, LagWeight::Within),
+            ("under the bound", MS / 2, 0, None, LagWeight::Within),
+            ("at the bound", MS, 0, None, LagWeight::Within),
             (
                 "3 ms beside 1 s answers",
                 3 * MS,
                 1000 * MS,
+                None,
                 LagWeight::Light,
             ),
             (
                 "3 ms beside 100 µs answers",
                 3 * MS,
                 MS / 10,
+                None,
                 LagWeight::Heavy,
             ),
-            ("as slow as the answers", 3 * MS, 3 * MS, LagWeight::Heavy),
+            (
+                "as slow as the answers",
+                3 * MS,
+                3 * MS,
+                None,
+                LagWeight::Heavy,
+            ),
+            (
+                "2 ms at 100/s delivered: under half the 10 ms gap",
+                2 * MS,
+                MS,
+                pace(100.0, 100.0),
+                LagWeight::Light,
+            ),
+            (
+                "6 ms at 100/s delivered: past half the gap",
+                6 * MS,
+                MS,
+                pace(100.0, 100.0),
+                LagWeight::Heavy,
+            ),
+            (
+                "2 ms at 100/s, not delivered",
+                2 * MS,
+                MS,
+                pace(100.0, 90.0),
+                LagWeight::Heavy,
+            ),
+            (
+                "5 ms at 20k/s, not delivered",
+                5 * MS,
+                MS,
+                pace(20_000.0, 15_000.0),
+                LagWeight::Heavy,
+            ),
+            (
+                "2 ms in a closed model: no gap",
+                2 * MS,
+                MS,
+                pace(0.0, 100.0),
+                LagWeight::Heavy,
+            ),
         ];
-        for (case, lag_ns, p50_ns, want) in rows {
-            let lag = health.weigh_lag(lag_ns, p50_ns);
+        for (case, lag_ns, p50_ns, pace, want) in rows {
+            let lag = health.weigh_lag(lag_ns, p50_ns, pace);
             assert_eq!(lag.weight, want, "{case}");
             assert_eq!((lag.limit_ns, lag.latency_p50_ns), (MS, p50_ns), "{case}");
         }
@@ -533,7 +643,7 @@ mod tests {
             max_lag_p99_ns: 25 * MS,
             ..GeneratorHealth::default()
         };
-        assert_eq!(loose.weigh_lag(3 * MS, 0).weight, LagWeight::Within);
+        assert_eq!(loose.weigh_lag(3 * MS, 0, None).weight, LagWeight::Within);
     }
 
     fn check(name: &str, passes: u64, fails: u64) -> CheckCount {

@@ -161,7 +161,7 @@ fn judge_cell(
     let end_ns = outcome.fired.as_ref().map_or(planned_end_ns, |(_, at_ns)| {
         (*at_ns).clamp(start_ns + 1, planned_end_ns)
     });
-    let window = Window { start_ns, end_ns };
+    let mut window = Window { start_ns, end_ns };
     let asked = |attack: usize, from: u64, to: u64| {
         let plan = outcome.plans.get(attack)?;
         Some(plan.asked_by(to)?.saturating_sub(plan.asked_by(from)?))
@@ -170,8 +170,7 @@ fn judge_cell(
     // A shard's own stop rule ends the step's window where it fired, as one process's.
     let shard_rule = figures.as_ref().ok().and_then(shard_rule);
     if let Some((_, at_ns)) = &shard_rule {
-        let end_ns = (*at_ns).clamp(start_ns + 1, planned_end_ns);
-        let window = Window { start_ns, end_ns };
+        window.end_ns = (*at_ns).clamp(start_ns + 1, planned_end_ns);
         figures = summarise(&outcome.records, window, outcome.plans.len(), &asked);
     }
     let figures = match figures {
@@ -203,11 +202,13 @@ fn judge_cell(
     }
     // The report and the page judge by the plan's bounds, as the verdict.
     let bounds = (plan.slo.generator, plan.slo.min_success_ratio);
+    // The report (and so the diagnosis) reads the verdict's window.
     row.diagnosis = write_report(
         &outcome.records,
         &dir.join("report.txt"),
         plan.load.shards.is_some(),
         bounds,
+        window,
     );
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
@@ -341,7 +342,8 @@ fn with_stop_rule(verdict: Verdict, fired: Option<&str>) -> Verdict {
     }
 }
 
-/// `report.txt` as `loadlab report` prints it; a report that cannot be made is noted
+/// `report.txt` as `loadlab report` prints it, of the verdict's `window` (so its
+/// figures and diagnosis are the verdict's); a report that cannot be made is noted
 /// in the file instead (the verdict does not depend on it). Returns its diagnosis. A
 /// sharded step's report ends with the warnings `report` prints on stderr about its
 /// shards (one missing, one that ended early, their start skews).
@@ -350,6 +352,7 @@ fn write_report(
     path: &Path,
     sharded: bool,
     (health, min_success_ratio): Bounds,
+    window: Window,
 ) -> Vec<String> {
     let Ok(file) = std::fs::File::create(path) else {
         return Vec::new();
@@ -360,6 +363,7 @@ fn write_report(
         report::ReportConfig::new(report::ReportType::Text, None, None).and_then(|mut config| {
             config.health = health;
             config.min_success_ratio = min_success_ratio;
+            config.window_ns = Some((window.start_ns, window.end_ns));
             report::run_report(records, &config, &mut out, &mut warnings)
         });
     if sharded && !warnings.is_empty() {
@@ -526,6 +530,7 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use units::GoDuration;
 
     #[test]
     fn a_fired_stop_rule_fails_the_step_unless_the_generator_was_at_fault() {
@@ -677,5 +682,84 @@ mod tests {
         for (verdicts, want) in rows {
             assert_eq!(combine(verdicts.clone()), want, "{verdicts:?}");
         }
+    }
+
+    /// A step of 2 s at 1000/s, watched by a host sampler: its first second (the
+    /// warm-up) with a send lag of 5 ms, its second 3 ms, answers in 100 µs.
+    fn lagging_step(start_unix_ns: u64) -> Vec<u8> {
+        use record::{Compression, RecordWriter, RunHeader, SampleBatch, SampleFrame};
+        use record::{SamplerInfo, SeriesInfo, SeriesKind};
+        const MS: u64 = 1_000_000;
+        let header = RunHeader {
+            tool: "loadlab test".to_owned(),
+            start_unix_ns,
+            attacks: vec![record::AttackInfo::default()],
+            targets: vec![record::TargetInfo {
+                method: "GET".to_owned(),
+                url: "http://127.0.0.1:8080/".to_owned(),
+                ..record::TargetInfo::default()
+            }],
+            ..RunHeader::default()
+        };
+        let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+        for n in 0..2000u64 {
+            writer.push(&record::Record {
+                intended_unix_ns: start_unix_ns + n * MS,
+                send_lag_ns: if n < 1000 { 5 * MS } else { 3 * MS },
+                latency_ns: MS / 10,
+                status: 200,
+                ..record::Record::default()
+            });
+        }
+        let mut frame = SampleFrame {
+            samplers: vec![SamplerInfo {
+                kind: "host".into(),
+                name: "host".to_owned(),
+            }],
+            series: vec![SeriesInfo {
+                sampler: 0,
+                name: "host.cpu_percent".to_owned(),
+                labels: [("cpu".to_owned(), "all".to_owned())].into_iter().collect(),
+                unit: "percent".to_owned(),
+                kind: SeriesKind::Gauge,
+            }],
+            ..SampleFrame::default()
+        };
+        for second in 0..3 {
+            frame.batch = SampleBatch::dense(start_unix_ns + second * 1000 * MS, &[40.0]);
+            writer.write_samples(&frame).unwrap();
+            frame.first_sampler += frame.samplers.len() as u32;
+            frame.first_series += frame.series.len() as u32;
+            frame.samplers.clear();
+            frame.series.clear();
+        }
+        writer.close().unwrap()
+    }
+
+    /// The write-up's "What ran out first" (the step's diagnosis) and its verdict read
+    /// one window: the lag the diagnosis quotes is the verdict's (3 ms), not the whole
+    /// file's with its warm-up (5 ms).
+    #[test]
+    fn the_diagnosis_quotes_the_lag_of_the_verdicts_window() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("records.llr");
+        std::fs::write(&path, lagging_step(1_000_000_000_000)).expect("write");
+        let records = [path.display().to_string()];
+        let window = Window {
+            start_ns: 1_000_000_000,
+            end_ns: 2_000_000_000,
+        };
+        let figures = summarise(&records, window, 1, &|_, _, _| None).expect("figures");
+        let verdict = judge(&figures.summary, &analysis::Slo::default());
+        let [Miss::Lag(lag)] = verdict.misses() else {
+            panic!("want the lag alone: {verdict:?}");
+        };
+        let health = analysis::GeneratorHealth::default();
+        let report = dir.path().join("report.txt");
+        let lines = write_report(&records, &report, false, (health, None), window);
+        let quoted = format!("send lag p99 {}", GoDuration::report_ns(lag.p99_ns));
+        let said = lines.first().map(String::as_str).unwrap_or_default();
+        assert!(said.contains(&quoted), "{said:?} does not say {quoted:?}");
+        assert_eq!(lag.p99_ns, 3_000_000);
     }
 }

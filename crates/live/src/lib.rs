@@ -39,6 +39,7 @@ mod prometheus;
 mod remote_write;
 mod resources;
 mod serve;
+mod settle;
 mod sink;
 mod snapshot;
 mod stats;

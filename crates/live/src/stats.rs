@@ -15,11 +15,8 @@ use workload::{Plan, RuleWatch};
 use crate::checks::{self, CheckTable};
 use crate::latest::Latest;
 use crate::resources::Headlines;
+use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
 use crate::snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck};
-
-const SECOND_NS: u64 = 1_000_000_000;
-/// A second of completions is settled this long after it ends.
-const SETTLE_NS: u64 = 300_000_000;
 
 /// Where the display thread reads the latest [`Snapshot`].
 pub type LiveHandle = Latest<Snapshot>;
@@ -70,17 +67,19 @@ impl Completions {
     }
 }
 
+impl Default for Completions {
+    fn default() -> Completions {
+        Completions::new()
+    }
+}
+
 /// Folds a run into a [`Snapshot`] on the collector thread; see the module docs.
 pub struct LiveStats {
     plans: Vec<Plan>,
     start_unix_ns: u64,
-    /// The latest moment seen (a completion or a stats sample), from time zero.
-    now_ns: u64,
-    /// Completions by second, for seconds not settled yet.
-    bins: BTreeMap<u64, Completions>,
-    /// Seconds before this one are settled; later completions in them count only
-    /// for the run.
-    next_second: u64,
+    /// Completions by second, for seconds not settled yet (later completions in a
+    /// settled one count only for the run).
+    seconds: SettlingSeconds<Completions>,
     run: Completions,
     status_codes: BTreeMap<u16, u64>,
     /// Failures by error id - 1, and the kinds of the ids known so far.
@@ -110,9 +109,7 @@ impl LiveStats {
         LiveStats {
             plans,
             start_unix_ns: 0,
-            now_ns: 0,
-            bins: BTreeMap::new(),
-            next_second: 0,
+            seconds: SettlingSeconds::new(),
             run: Completions::new(),
             status_codes: BTreeMap::new(),
             error_counts: Vec::new(),
@@ -184,7 +181,9 @@ impl LiveStats {
 
     fn add(&mut self, record: &Record) {
         let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
-        self.now_ns = self.now_ns.max(end_ns);
+        if let Some(bin) = self.seconds.bin(end_ns) {
+            bin.add(record);
+        }
         self.run.add(record);
         self.checks.add(record);
         *self.status_codes.entry(record.status).or_default() += 1;
@@ -194,42 +193,19 @@ impl LiveStats {
             }
             self.error_counts[index] += 1;
         }
-        let second = end_ns / SECOND_NS;
-        if second >= self.next_second {
-            self.bins
-                .entry(second)
-                .or_insert_with(Completions::new)
-                .add(record);
-        }
     }
 
     /// Settles the seconds that are over by `now_ns` (all of them at the end): the
     /// last settled one becomes the last second, and the run's percentiles are read
     /// anew (about once a second, not per batch).
     fn settle(&mut self, now_ns: u64) {
-        let mut settled = None;
-        while (self.next_second + 1)
-            .saturating_mul(SECOND_NS)
-            .saturating_add(SETTLE_NS)
-            <= now_ns
-        {
-            settled = Some(self.next_second);
-            self.next_second += 1;
-        }
-        let Some(second) = settled else {
+        let mut last = None;
+        self.seconds.settle(now_ns, |_, bin| last = Some(bin));
+        let Some(bin) = last else {
             return;
         };
-        let later = self.bins.split_off(&(second + 1));
-        let bin = std::mem::replace(&mut self.bins, later).remove(&second);
-        let last = &mut self.snapshot.last_second;
-        // A second without completions has no bin: its figures are zero.
-        last.completed = 0;
-        last.successes = 0;
-        last.latency = Latency::default();
-        last.lag_p99_ns = 0;
-        if let Some(bin) = bin {
-            bin.fill(last);
-        }
+        // A second without completions has an empty bin: its figures are zero.
+        bin.fill(&mut self.snapshot.last_second);
         self.run.fill(&mut self.snapshot.run);
         // Once a second: a sentence is only written while nothing answers.
         self.snapshot.unreachable = self.unreachable();
@@ -237,7 +213,7 @@ impl LiveStats {
 
     /// Counts that change per batch: cheap to refresh each time.
     fn refresh(&mut self) {
-        let now_ns = self.now_ns;
+        let now_ns = self.seconds.now_ns();
         let asked = self.asked_by(now_ns);
         let snapshot = &mut self.snapshot;
         snapshot.elapsed_ns = now_ns;
@@ -262,7 +238,7 @@ impl LiveStats {
 
     fn publish(&mut self) {
         self.refresh();
-        self.settle(self.now_ns);
+        self.settle(self.seconds.now_ns());
         self.handle.publish(&self.snapshot);
     }
 }
@@ -345,7 +321,7 @@ impl RunObserver for LiveStats {
         snapshot.in_flight = stats.in_flight;
         snapshot.connections_open = stats.connections_open;
         snapshot.behind = stats.behind;
-        self.now_ns = self.now_ns.max(at_ns);
+        self.seconds.advance(at_ns);
         self.publish();
     }
 
@@ -380,7 +356,7 @@ impl RunObserver for LiveStats {
         self.snapshot.finished = true;
         self.refresh();
         // Every completion is in: settle the second the last one ended in.
-        self.settle(self.now_ns.saturating_add(SECOND_NS + SETTLE_NS));
+        self.settle(self.seconds.now_ns().saturating_add(SECOND_NS + SETTLE_NS));
         self.handle.publish(&self.snapshot);
     }
 }

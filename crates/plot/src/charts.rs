@@ -636,28 +636,18 @@ fn distribution(data: &RunData, scale: Scale) -> Chart {
             || attacks
                 .iter()
                 .all(|(_, a)| a.requests <= GROUP_EXACT_LIMIT as u64));
-    let exactness = if exact {
-        "exact"
-    } else {
-        "to 3 significant digits"
-    };
-    Chart {
-        id: "distribution",
-        title: "Latency distribution".to_owned(),
-        x_axis: XAxis::Nines,
-        unit: Unit::Duration,
+    let caption = format!(
+        "Latency at each percentile, HDR style: each step right is ten times rarer. \
+         Percentiles are {}; the curve ends at the slowest request.",
+        exactness(exact)
+    );
+    nines_chart(
+        "distribution",
+        "Latency distribution",
         scale,
-        toggle: true,
         series,
-        labels: Vec::new(),
-        caption: format!(
-            "Latency at each percentile, HDR style: each step right is ten times rarer. \
-             Percentiles are {exactness}; the curve ends at the slowest request."
-        ),
-        height: 340.0,
-        bands: Vec::new(),
-        markers: Vec::new(),
-    }
+        caption,
+    )
 }
 
 /// A percentile curve per flow step: which step is slow, and how far into its tail.
@@ -679,26 +669,43 @@ fn step_distribution(data: &RunData, scale: Scale) -> Chart {
         .steps
         .iter()
         .all(|step| step.requests <= GROUP_EXACT_LIMIT as u64);
-    let exactness = if exact {
+    let caption = format!(
+        "Latency at each percentile for each step of the flows, HDR style (a step's \
+         latency counts from its own intended time: the previous answer plus the think \
+         time). Percentiles are {}; each curve ends at the step's slowest request.",
+        exactness(exact)
+    );
+    let title = "Latency distribution by step";
+    nines_chart("step-distribution", title, scale, series, caption)
+}
+
+/// How exact a percentile curve is: whether its values stayed under the exact limit.
+fn exactness(exact: bool) -> &'static str {
+    if exact {
         "exact"
     } else {
         "to 3 significant digits"
-    };
+    }
+}
+
+/// A chart of percentile curves (x: the nines), toggled by series.
+fn nines_chart(
+    id: &'static str,
+    title: &str,
+    scale: Scale,
+    series: Vec<Series>,
+    caption: String,
+) -> Chart {
     Chart {
-        id: "step-distribution",
-        title: "Latency distribution by step".to_owned(),
+        id,
+        title: title.to_owned(),
         x_axis: XAxis::Nines,
         unit: Unit::Duration,
         scale,
         toggle: true,
         series,
         labels: Vec::new(),
-        caption: format!(
-            "Latency at each percentile for each step of the flows, HDR style (a step's \
-             latency counts from its own intended time: the previous answer plus the think \
-             time). Percentiles are {exactness}; each curve ends at the step's slowest \
-             request."
-        ),
+        caption,
         height: 340.0,
         bands: Vec::new(),
         markers: Vec::new(),

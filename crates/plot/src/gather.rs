@@ -16,8 +16,8 @@ use record::{
     SampleTables, SourceSummary,
 };
 use report::{
-    ClosedEvidence, Distribution, Evidence, Extras, GROUP_EXACT_LIMIT, Metrics, Quantiles,
-    ReplayFigures, Report, RunFacts, Scope,
+    ClosedEvidence, Distribution, Evidence, GROUP_EXACT_LIMIT, Metrics, Quantiles, ReplayFigures,
+    Report, RunFacts, Scope,
 };
 
 use crate::PlotError;
@@ -370,9 +370,7 @@ impl Gather {
         facts.resources.clone_from(&samples.summary);
         facts.replay = self.replay.finish(&mut self.bins, &summaries, &tables);
         self.judging.close().fill(&mut facts, &tables);
-        let mut report = self.metrics.close(&tables);
-        report.extras = Extras::build(&report, &facts, Scope::Run);
-        report::judge_run(&mut report, &facts);
+        let report = report::close_run(self.metrics, &facts, &tables, Scope::Run);
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);

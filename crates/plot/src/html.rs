@@ -807,7 +807,7 @@ mod tests {
                 p99_ns: lag_ms * MS,
                 ..report::LagStats::default()
             });
-            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS, None));
             let tiles = generator_tiles(&report);
             assert_eq!(tiles[0].3, want, "{case}");
         }

@@ -65,6 +65,10 @@ pub struct ReportConfig {
     /// The least success ratio of a load that was served: a plan's `[slo] success`, or
     /// `None` for the report's 99%.
     pub min_success_ratio: Option<f64>,
+    /// Only the records whose *intended* send falls in `[start, end)` nanoseconds from
+    /// the run's time zero: a plan step's measured window (warm-up excluded), so its
+    /// `report.txt` and diagnosis read the figures its verdict reads. `None`: all.
+    pub window_ns: Option<(u64, u64)>,
 }
 
 impl ReportConfig {
@@ -88,6 +92,7 @@ impl ReportConfig {
             by,
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
+            window_ns: None,
         })
     }
 }

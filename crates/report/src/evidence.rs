@@ -4,13 +4,14 @@
 //! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
 //! they say the same sentences for the same inputs.
 
-use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Watched};
+use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Unjudged, Watched};
 use analysis::{Finding, diagnose};
 use record::{Record, RunTables, SampleBatch, SampleTables};
 
 use crate::answers::Answers;
-use crate::extras::RunFacts;
-use crate::metrics::Report;
+use crate::extra_rows::Extras;
+use crate::extras::{RunFacts, Scope};
+use crate::metrics::{Metrics, Report};
 use crate::pressure::Pressures;
 use crate::run_diagnosis::run_diagnosis;
 use crate::seconds::Seconds;
@@ -84,7 +85,7 @@ pub struct ClosedEvidence {
     failing_from: Option<(u64, f64)>,
     start_unix_ns: Option<u64>,
     watched: Vec<Watched>,
-    unjudged: Vec<String>,
+    unjudged: Vec<Unjudged>,
 }
 
 impl ClosedEvidence {
@@ -148,10 +149,23 @@ pub fn judge_run(report: &mut Report, facts: &RunFacts) {
     report.extras.diagnosis = diagnosis;
 }
 
+/// The one summary of a run (or of one group of it, `scope`): `metrics` closed, its
+/// extra rows built from `facts` and, for the whole run, judged ([`judge_run`]) once.
+/// `report` and `plot` (and the live page through it) read this, never a fold of
+/// their own.
+pub fn close_run(metrics: Metrics, facts: &RunFacts, tables: &RunTables, scope: Scope) -> Report {
+    let mut report = metrics.close(tables);
+    report.extras = Extras::build(&report, facts, scope);
+    if scope == Scope::Run {
+        judge_run(&mut report, facts);
+    }
+    report
+}
+
 /// Samples alone have no knee and no generator: what reached its limit, in time order.
 fn diagnose_samples(
     watched: &[Watched],
-    unjudged: &[String],
+    unjudged: &[Unjudged],
     start_unix_ns: Option<u64>,
 ) -> Diagnosis {
     let mut diagnosis = diagnose(None, None, &GeneratorState::default(), watched);
@@ -163,9 +177,7 @@ fn diagnose_samples(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extra_rows::Extras;
-    use crate::extras::{AttackFacts, Scope};
-    use crate::metrics::Metrics;
+    use crate::extras::AttackFacts;
     use crate::resources::ResourceSummary;
     use analysis::diagnosis::Resource;
     use record::{AttackInfo, LoadModel, SamplerInfo, SeriesInfo, SeriesKind};
@@ -258,9 +270,7 @@ mod tests {
             facts.resources = Some(ResourceSummary::default());
         }
         evidence.close().fill(&mut facts, &tables);
-        let mut report = metrics.close(&tables);
-        report.extras = Extras::build(&report, &facts, Scope::Run);
-        judge_run(&mut report, &facts);
+        let report = close_run(metrics, &facts, &tables, Scope::Run);
         (report.extras.diagnosis, report.extras.warnings)
     }
 

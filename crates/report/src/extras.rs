@@ -89,7 +89,7 @@ pub struct RunFacts {
     /// Each watched resource against its limit (set by the pipeline from the samples).
     pub watched: Option<Vec<analysis::Watched>>,
     /// What the samples leave unjudged, and why (set by the pipeline with `watched`).
-    pub unjudged: Vec<String>,
+    pub unjudged: Vec<analysis::Unjudged>,
     /// The most requests in flight at once, summed over the inputs' generator stats.
     pub in_flight_peak: u64,
     /// The open-model attacks' in-flight caps, summed; `None` without one.
@@ -149,14 +149,14 @@ impl RunFacts {
     /// `Ok` when some attack is an open-model one (the only load whose offered rate
     /// follows a schedule, so the only one with a saturation point; closed-model
     /// attacks beside it are left out of the windows); else why not.
-    pub fn open_model(&self) -> Result<(), String> {
+    pub fn open_model(&self) -> Result<(), analysis::NoRamp> {
         let mut models = self.attacks.iter().filter_map(|a| a.model);
         if models.clone().any(|m| m == LoadModel::Open) {
             return Ok(());
         }
         match model_name(&mut models) {
-            "closed" => Err("a closed-model load: its rate follows the responses".to_owned()),
-            _ => Err("the load model is not recorded (an imported file)".to_owned()),
+            "closed" => Err(analysis::NoRamp::ClosedModel),
+            _ => Err(analysis::NoRamp::ModelUnknown),
         }
     }
 
@@ -297,7 +297,17 @@ impl Extras {
                 attacks: attacks.len(),
                 stop: stop.clone(),
             });
-        let lag = send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns));
+        // A flow's asked rate counts flow starts, not sends: no gap between sends to read.
+        let flows = attacks.iter().any(|&id| facts.attacks[id].flow);
+        let pace = asked
+            .as_ref()
+            .filter(|_| !flows)
+            .map(|asked| analysis::Pace {
+                asked_per_sec: asked.asked_per_sec,
+                sent_per_sec: asked.achieved_per_sec,
+            });
+        let lag =
+            send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns, pace));
         let warnings = assess(lag, asked.as_ref(), &facts.health);
         Extras {
             diagnosis: None,
@@ -420,7 +430,7 @@ mod tests {
 
     /// A send lag p99 beside answers of `p50_ms`, weighed by the report's defaults.
     fn lag(p99_ns: u64, p50_ms: u64) -> analysis::Lag {
-        analysis::GeneratorHealth::default().weigh_lag(p99_ns, p50_ms * 1_000_000)
+        analysis::GeneratorHealth::default().weigh_lag(p99_ns, p50_ms * 1_000_000, None)
     }
 
     fn asked(asked_per_sec: f64, achieved_per_sec: f64, unsent: u64) -> AskedRate {
@@ -720,6 +730,48 @@ mod tests {
         assert_eq!(extras.asked.map(|a| a.achieved_per_sec), Some(400.0));
     }
 
+    /// Timer jitter at a low rate: 2 ms of send lag beside 1 ms answers, at 100/s
+    /// delivered (a 10 ms gap between sends), is not a generator that fell behind; the
+    /// same lag with the rate not delivered is.
+    #[test]
+    fn a_lag_under_half_the_send_gap_with_the_rate_delivered_is_no_warning() {
+        use crate::metrics::Metrics;
+        let record = |i: u64| record::Record {
+            intended_unix_ns: i * 10_000_000,
+            send_lag_ns: 2_000_000,
+            latency_ns: 1_000_000,
+            status: 200,
+            ..record::Record::default()
+        };
+        let mut metrics = Metrics::new(None);
+        metrics.add_all(&(0..200).map(record).collect::<Vec<_>>());
+        let report = metrics.close(&RunTables::default());
+        // (rate asked, the lag's weight, warnings)
+        let rows = [
+            (100.0, analysis::LagWeight::Light, 0),
+            (150.0, analysis::LagWeight::Heavy, 2),
+        ];
+        for (asked, weight, warnings) in rows {
+            let facts = RunFacts {
+                lag_recorded: true,
+                attacks: vec![AttackFacts {
+                    model: Some(LoadModel::Open),
+                    asked_rate_per_sec: Some(asked),
+                    ..AttackFacts::default()
+                }],
+                ..RunFacts::default()
+            };
+            let extras = Extras::build(&report, &facts, Scope::Run);
+            assert_eq!(extras.lag.map(|lag| lag.weight), Some(weight), "{asked}/s");
+            assert_eq!(
+                extras.warnings.len(),
+                warnings,
+                "{asked}/s: {:?}",
+                extras.warnings
+            );
+        }
+    }
+
     #[test]
     fn model_names() {
         use LoadModel::{Closed, Open, Unknown};
@@ -739,15 +791,16 @@ mod tests {
     #[test]
     fn only_open_model_loads_have_a_saturation_point() {
         use LoadModel::{Closed, Open, Unknown};
-        let rows: &[(&[LoadModel], Option<&str>)] = &[
-            (&[Open], None),
-            (&[Open, Open], None),
-            (&[Closed], Some("closed-model")),
-            (&[Open, Closed], None),
-            (&[Closed, Closed], Some("closed-model")),
-            (&[Unknown, Closed], Some("not recorded")),
-            (&[Unknown], Some("not recorded")),
-            (&[], Some("not recorded")),
+        use analysis::NoRamp::{ClosedModel, ModelUnknown};
+        let rows: &[(&[LoadModel], Result<(), analysis::NoRamp>)] = &[
+            (&[Open], Ok(())),
+            (&[Open, Open], Ok(())),
+            (&[Closed], Err(ClosedModel)),
+            (&[Open, Closed], Ok(())),
+            (&[Closed, Closed], Err(ClosedModel)),
+            (&[Unknown, Closed], Err(ModelUnknown)),
+            (&[Unknown], Err(ModelUnknown)),
+            (&[], Err(ModelUnknown)),
         ];
         for (models, want) in rows {
             let facts = RunFacts {
@@ -760,11 +813,7 @@ mod tests {
                     .collect(),
                 ..RunFacts::default()
             };
-            match (facts.open_model(), want) {
-                (Ok(()), None) => {}
-                (Err(reason), Some(want)) => assert!(reason.contains(want), "{reason}"),
-                (got, _) => panic!("{models:?}: {got:?}"),
-            }
+            assert_eq!(&facts.open_model(), want, "{models:?}");
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::json_write::{push_float, push_string, push_strings};
 use crate::metrics::Report;
 use crate::replay_render::write_replay_json;
 use crate::resources::{ResourceSummary, SamplerFigures};
+use crate::words;
 use crate::words::diagnosis::turn_name;
 
 /// Names the group a report covers, for `-by`.
@@ -216,7 +217,7 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
         "{{\"verdict\":\"{}\",\"first_limit\":{first_limit},\"lines\":[",
         diagnosis.verdict_name()
     );
-    push_strings(out, crate::words::diagnosis::lines(diagnosis));
+    push_strings(out, words::diagnosis::lines(diagnosis));
     out.push_str("],\"knee\":");
     match &diagnosis.knee {
         Some(knee) => {
@@ -252,7 +253,12 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
         out.push('}');
     }
     out.push_str("],\"unjudged\":[");
-    push_strings(out, &diagnosis.unjudged);
+    let unjudged: Vec<String> = diagnosis
+        .unjudged
+        .iter()
+        .map(words::diagnosis::unjudged)
+        .collect();
+    push_strings(out, &unjudged);
     out.push_str("]}");
 }
 
@@ -274,7 +280,8 @@ fn write_watched(out: &mut String, watched: &analysis::Watched) {
     out.push_str(",\"peak\":");
     push_float(out, watched.peak);
     let _ = write!(out, ",\"peak_at_ns\":{}", watched.peak_at_ns);
-    for (key, text) in [("note", &watched.note), ("example", &watched.example)] {
+    let note = watched.note.as_ref().map(words::diagnosis::note);
+    for (key, text) in [("note", &note), ("example", &watched.example)] {
         if let Some(text) = text {
             let _ = write!(out, ",\"{key}\":");
             push_string(out, text);
@@ -292,7 +299,7 @@ fn write_saturation(out: &mut String, finding: &Finding) {
         Finding::Saturated { .. } => "saturated",
     };
     let _ = write!(out, "{{\"finding\":\"{kind}\",\"reason\":");
-    push_string(out, &finding.describe());
+    push_string(out, &words::saturation::finding(finding));
     match finding {
         Finding::NotARamp { .. } => {}
         Finding::NoSaturation {
@@ -330,11 +337,11 @@ fn write_turn(out: &mut String, turn: &Turn) {
     let _ = write!(
         out,
         "{{\"signal\":\"{}\",\"offered_rate\":",
-        turn_name(turn.kind)
+        turn_name(turn.kind())
     );
     push_float(out, turn.offered_per_sec);
     let _ = write!(out, ",\"at\":{},\"reason\":", turn.start_ns);
-    push_string(out, &turn.reason);
+    push_string(out, &words::saturation::turn(turn));
     out.push('}');
 }
 

@@ -78,7 +78,7 @@ pub use config::{ReportConfig, ReportType};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
 pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles, nearest_rank};
 pub use every::{IntervalRow, Intervals};
-pub use evidence::{ClosedEvidence, Evidence, diagnose_run, judge_run};
+pub use evidence::{ClosedEvidence, Evidence, close_run, diagnose_run, judge_run};
 pub use extra_rows::{AskedRate, Extras, GeneratorUse, LagStats, RunShape};
 pub use extras::{RunFacts, Scope};
 pub use grouping::{GroupBy, GroupKey, Grouper};

@@ -3,14 +3,13 @@
 
 use std::io::Write;
 
-use record::{LoadModel, ReadOrder, RecordError, RecordStream, RunTables, SourceSummary};
+use record::{LoadModel, ReadOrder, Record, RecordError, RecordStream, RunTables, SourceSummary};
 
 use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
-use crate::evidence::{Evidence, judge_run};
-use crate::extra_rows::Extras;
+use crate::evidence::{Evidence, close_run};
 use crate::extras::{RunFacts, Scope};
 use crate::grouping::{GroupBy, GroupKey, Grouper, Groups};
 use crate::hdrplot::write_hdrplot;
@@ -69,6 +68,9 @@ pub fn run_report(
     let mut replays = Replays::new();
     let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
+        if let Some(window_ns) = config.window_ns {
+            keep_window(&mut batch, stream.summaries(), window_ns);
+        }
         groups.add_all(&batch, stream.tables());
         evidence.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
@@ -131,6 +133,15 @@ pub fn run_report(
     })
 }
 
+/// Keeps the records whose intended send is `[start, end)` from the run's time zero
+/// (its first input's start, as a plan step's verdict reads it).
+fn keep_window(batch: &mut Vec<Record>, summaries: &[SourceSummary], (start, end): (u64, u64)) {
+    let zero_unix_ns = summaries.first().map_or(0, |s| s.header.start_unix_ns);
+    batch.retain(|record| {
+        (start..end).contains(&record.intended_unix_ns.saturating_sub(zero_unix_ns))
+    });
+}
+
 fn input_names(paths: &[String]) -> String {
     if paths.is_empty() {
         "stdin".to_owned()
@@ -163,7 +174,7 @@ impl RowPrinter {
 
     fn add(
         &mut self,
-        batch: &[record::Record],
+        batch: &[Record],
         tables: &RunTables,
         summaries: &[SourceSummary],
         out: &mut dyn Write,
@@ -301,14 +312,9 @@ fn render_groups(
     // The smallest p50 of the groups: the latency a shard's start skew is judged by.
     let mut p50_ns: Option<u64> = None;
     for (index, (key, metrics)) in sorted.into_iter().enumerate() {
-        let mut report = metrics.close(tables);
+        let report = close_run(metrics, facts, tables, scope(by, key));
         let p50 = report.latencies.p50_ns;
         p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
-        let scope = scope(by, key);
-        report.extras = Extras::build(&report, facts, scope);
-        if scope == Scope::Run {
-            judge_run(&mut report, facts);
-        }
         diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
         let json = matches!(report_type, ReportType::Json { .. });
         if let (Some(grouper), false) = (&grouper, json) {

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use analysis::diagnosis::{Brief, Crossing, Resource, Watched};
+use analysis::diagnosis::{Brief, Crossing, Note, Resource, Unjudged, Watched};
 use record::{
     PROM_LIMIT_SUFFIX, ResourceSeries, SampleBatch, SampleTables, SamplerKind, SeriesKind,
 };
@@ -397,7 +397,7 @@ impl Pressures {
     }
 
     /// What could not be judged for each sampler, with times from `start_unix_ns`.
-    pub fn unjudged(&self, start_unix_ns: u64) -> Vec<String> {
+    pub fn unjudged(&self, start_unix_ns: u64) -> Vec<Unjudged> {
         self.health
             .iter()
             .zip(&self.samplers)
@@ -552,7 +552,7 @@ impl Pressures {
     }
 
     /// More evidence for a measure, from its sampler's other tracks.
-    fn note(&self, sampler: u32, measure: Measure) -> Option<String> {
+    fn note(&self, sampler: u32, measure: Measure) -> Option<Note> {
         match measure {
             Measure::OneCore | Measure::CpuAllowance => {
                 let steal = self
@@ -561,16 +561,15 @@ impl Pressures {
                     .filter(|((_, m), _)| *m == Measure::Steal)
                     .map(|(_, track)| track.peak)
                     .fold(0.0, f64::max);
-                (steal >= STEAL_PERCENT).then(|| {
-                    format!(
-                        "meanwhile the hypervisor took up to {steal:.0}% of the host's CPU \
-                         (steal): a core gave less than a whole one"
-                    )
+                (steal >= STEAL_PERCENT).then_some(Note::Steal {
+                    peak_percent: steal,
                 })
             }
             Measure::DbBusy => {
                 let transactions = self.tracks.get(&(sampler, Measure::DbTransactions))?;
-                Some(format!("transactions peaked at {:.0}/s", transactions.peak))
+                Some(Note::Transactions {
+                    peak_per_sec: transactions.peak,
+                })
             }
             _ => None,
         }
@@ -1229,8 +1228,11 @@ mod tests {
             let one_core = find(&got, Resource::OneCore);
             assert_eq!(one_core.is_some(), crossed, "{case}: {got:?}");
             if let Some(one_core) = one_core {
-                let note = one_core.note.as_deref().unwrap_or_default();
-                assert!(note.contains("took up to 25%"), "{case}: {note}");
+                assert_eq!(
+                    one_core.note,
+                    Some(Note::Steal { peak_percent: 25.0 }),
+                    "{case}"
+                );
             }
         }
     }
@@ -1261,7 +1263,10 @@ mod tests {
         let row: &[f64] = &[1.0, 1.0, 212.0, 5e6, 125e6];
         let got = watched(&tables, &[row; 4]);
         let busy = find(&got, Resource::DbBusy).unwrap();
-        assert_eq!(busy.note.as_deref(), Some("transactions peaked at 212/s"));
+        let transactions = Note::Transactions {
+            peak_per_sec: 212.0,
+        };
+        assert_eq!(busy.note, Some(transactions));
         assert!(find(&got, Resource::DbConnections).is_none(), "{got:?}");
         let link = find(&got, Resource::Network).unwrap();
         assert_eq!((link.name.as_str(), link.limit), ("host eth1", Some(125e6)));

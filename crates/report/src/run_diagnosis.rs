@@ -28,7 +28,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
             at_ns: point.start_ns,
             offered_per_sec: point.offered_per_sec,
             peak_ok_per_sec: *peak_ok_per_sec,
-            signal: point.kind,
+            signal: point.kind(),
         }),
         _ => None,
     };
@@ -46,7 +46,7 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     let watched = facts.watched.as_deref().unwrap_or_default();
     let no_knee = match &facts.saturation {
         Some(finding @ (Finding::NotARamp { .. } | Finding::NoSaturation { .. })) => {
-            Some(finding.describe())
+            Some(finding.clone())
         }
         _ => None,
     };
@@ -199,7 +199,7 @@ mod tests {
         ];
         for (case, health, lag_ms, p50_ms, in_flight, warnings, served_badly, want) in cases {
             report.latencies.p50_ns = p50_ms * MS;
-            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS));
+            report.extras.lag = Some(health.weigh_lag(lag_ms * MS, p50_ms * MS, None));
             report.extras.warnings = warnings;
             let facts = RunFacts {
                 in_flight_peak: in_flight,
@@ -265,7 +265,10 @@ mod tests {
         let cases = [
             (
                 Finding::NotARamp {
-                    reason: "6 loaded windows, 9 needed".to_owned(),
+                    reason: analysis::NoRamp::TooFewWindows {
+                        loaded: 6,
+                        needed: 9,
+                    },
                 },
                 "no saturation point: 6 loaded windows, 9 needed; nothing monitored",
             ),
@@ -281,7 +284,14 @@ mod tests {
             let facts = RunFacts {
                 saturation: Some(saturation),
                 watched: Some(vec![host.clone()]),
-                unjudged: vec!["db: 3 readings missing from 1.0 s (login refused)".to_owned()],
+                unjudged: vec![analysis::Unjudged {
+                    sampler: "db".to_owned(),
+                    hole: analysis::Hole::Missed {
+                        readings: 3,
+                        from_ns: 1_000_000_000,
+                        reason: "login refused".to_owned(),
+                    },
+                }],
                 ..RunFacts::default()
             };
             let diagnosis = run_diagnosis(&report, &facts).unwrap();
@@ -289,7 +299,10 @@ mod tests {
             assert!(lines[0].starts_with(want), "{lines:?}");
             assert_eq!(
                 lines.last().map(String::as_str),
-                Some("not judged: db: 3 readings missing from 1.0 s (login refused)")
+                Some(
+                    "not judged: db: 3 readings missing from 1.0 s (login refused); its \
+                     resources are judged on the readings it has"
+                )
             );
         }
     }

@@ -4,7 +4,7 @@
 //! in a row; across a jump or a silence it starts again, and the diagnosis says what it
 //! could not judge instead of guessing across the hole.
 
-use std::fmt::Write as _;
+use analysis::{Hole, Unjudged};
 
 /// A silence longer than this many of the sampler's shortest steps breaks a stretch.
 const SILENT_STEPS: u64 = 3;
@@ -63,46 +63,41 @@ impl SamplerHealth {
         !silent
     }
 
-    /// What could not be judged, as sentences naming `name`, times from `start_unix_ns`.
-    pub(crate) fn unjudged(&self, name: &str, start_unix_ns: u64) -> Vec<String> {
-        let at = |unix_ns: u64| unix_ns.saturating_sub(start_unix_ns) as f64 / 1e9;
-        let mut out = Vec::new();
+    /// What could not be judged of sampler `name`, times from `start_unix_ns`.
+    pub(crate) fn unjudged(&self, name: &str, start_unix_ns: u64) -> Vec<Unjudged> {
+        let at = |unix_ns: u64| unix_ns.saturating_sub(start_unix_ns);
+        let mut holes = Vec::new();
         match &self.first_missed {
             // A `process=` pattern that matched nothing, a scrape refused throughout:
             // nothing of it was watched, which must not read as "it held".
-            Some((_, reason)) if self.missed == self.readings => out.push(format!(
-                "{name}: every reading missing ({reason}): nothing of it was watched"
-            )),
-            Some((first_at, reason)) => {
-                let mut text = format!(
-                    "{name}: {} reading{} missing from {:.1} s ({reason})",
-                    self.missed,
-                    if self.missed == 1 { "" } else { "s" },
-                    at(*first_at)
-                );
-                text.push_str("; its resources are judged on the readings it has");
-                out.push(text);
-            }
+            Some((_, reason)) if self.missed == self.readings => holes.push(Hole::NeverRead {
+                reason: reason.clone(),
+            }),
+            Some((first_at, reason)) => holes.push(Hole::Missed {
+                readings: self.missed,
+                from_ns: at(*first_at),
+                reason: reason.clone(),
+            }),
             None => {}
         }
         if let Some((back_at, by_ns)) = self.clock_back {
-            out.push(format!(
-                "{name}: its clock went back {:.1} s at {:.1} s; no stretch across it counts \
-                 as sustained",
-                by_ns as f64 / 1e9,
-                at(back_at)
-            ));
+            holes.push(Hole::ClockBack {
+                by_ns,
+                at_ns: at(back_at),
+            });
         }
-        if let Some((from, silent_ns)) = self.longest_silence {
-            let mut text = format!(
-                "{name}: no readings for {:.1} s from {:.1} s",
-                silent_ns as f64 / 1e9,
-                at(from)
-            );
-            let _ = write!(text, "; what happened then is not known");
-            out.push(text);
+        if let Some((from, for_ns)) = self.longest_silence {
+            holes.push(Hole::Silent {
+                for_ns,
+                from_ns: at(from),
+            });
         }
-        out
+        (holes.into_iter())
+            .map(|hole| Unjudged {
+                sampler: name.to_owned(),
+                hole,
+            })
+            .collect()
     }
 }
 
@@ -175,7 +170,10 @@ mod tests {
                 .map(|&(at, missed)| health.add(at * S, missed))
                 .collect();
             assert_eq!(got, continuity, "{case}");
-            assert_eq!(health.unjudged("db", 0), said, "{case}");
+            let got: Vec<String> = (health.unjudged("db", 0).iter())
+                .map(crate::words::diagnosis::unjudged)
+                .collect();
+            assert_eq!(got, said, "{case}");
         }
     }
 }

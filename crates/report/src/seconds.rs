@@ -194,13 +194,15 @@ impl Seconds {
     }
 
     /// The saturation point, when `open` says the load is an open-model one.
-    pub fn saturation(&self, open: Result<(), String>) -> Finding {
+    pub fn saturation(&self, open: Result<(), analysis::NoRamp>) -> Finding {
         if let Err(reason) = open {
             return Finding::NotARamp { reason };
         }
         if self.too_long {
             return Finding::NotARamp {
-                reason: format!("the run spans more than {MAX_SECONDS} seconds"),
+                reason: analysis::NoRamp::TooLong {
+                    max_seconds: MAX_SECONDS as u64,
+                },
             };
         }
         find_saturation(&self.windows(), &SaturationConfig::default())
@@ -409,17 +411,19 @@ mod tests {
         seconds.add_all(&[record(365 * 86_400_000, 1, 200)], &tables);
         assert!(matches!(
             seconds.saturation(Ok(())),
-            Finding::NotARamp { reason } if reason.contains("more than 86400 seconds")
+            Finding::NotARamp {
+                reason: analysis::NoRamp::TooLong { max_seconds: 86400 }
+            }
         ));
     }
 
     #[test]
     fn closed_loads_are_not_ramps() {
-        let finding = Seconds::default().saturation(Err("a closed-model load".to_owned()));
+        let finding = Seconds::default().saturation(Err(analysis::NoRamp::ClosedModel));
         assert_eq!(
             finding,
             Finding::NotARamp {
-                reason: "a closed-model load".to_owned()
+                reason: analysis::NoRamp::ClosedModel
             }
         );
     }

@@ -15,6 +15,7 @@ use crate::metrics::Report;
 use crate::replay_render::write_replay_text;
 use crate::resources::{ResourceSummary, SamplerFigures};
 use crate::tabwriter::align;
+use crate::words;
 use crate::words::diagnosis::turn_name;
 
 /// Width of vegeta's label column (`Status Codes` + padding).
@@ -73,7 +74,7 @@ fn write_checks(out: &mut String, checks: &[CheckFigures]) {
             name.to_owned(),
             passes.to_string(),
             fails.to_string(),
-            crate::words::floor_percent(passes, passes + fails),
+            words::floor_percent(passes, passes + fails),
         ]
     };
     let mut rows = vec![["Checks", "Passes", "Fails", "Pass Rate"].map(str::to_owned)];
@@ -102,7 +103,7 @@ fn write_checks(out: &mut String, checks: &[CheckFigures]) {
 /// The diagnosis block: sentences, not columns, as a reader pastes them.
 fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
     out.push_str("Diagnosis:\n");
-    for line in crate::words::diagnosis::lines(diagnosis) {
+    for line in words::diagnosis::lines(diagnosis) {
         let _ = writeln!(out, "{line}");
     }
 }
@@ -345,7 +346,11 @@ fn saturation_rows(text: &mut String, finding: &Finding) {
     match finding {
         Finding::NotARamp { .. } => {}
         Finding::NoSaturation { .. } => {
-            let _ = writeln!(text, "Saturation\t[none]\t{}", finding.describe());
+            let _ = writeln!(
+                text,
+                "Saturation\t[none]\t{}",
+                words::saturation::finding(finding)
+            );
         }
         Finding::Saturated {
             point,
@@ -357,14 +362,14 @@ fn saturation_rows(text: &mut String, finding: &Finding) {
                 "Saturation\t[offered, peak ok, at, signal]\t{:.2}, {peak_ok_per_sec:.2}, {}, {}",
                 point.offered_per_sec,
                 GoDuration::report_ns(point.start_ns),
-                turn_name(point.kind)
+                turn_name(point.kind())
             );
             for turn in turns {
                 let _ = writeln!(
                     text,
                     "Saturation\t[{}]\t{}",
-                    turn_name(turn.kind),
-                    turn.reason
+                    turn_name(turn.kind()),
+                    words::saturation::turn(turn)
                 );
             }
         }

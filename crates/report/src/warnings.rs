@@ -52,10 +52,11 @@ impl fmt::Display for Warning {
             Warning::FellBehind { lag } => write!(
                 f,
                 "the generator fell behind: send lag p99 was {} (> {}, and not under the \
-                 median latency {}); latencies above include the generator's own delay.",
+                 median latency {}{}); latencies above include the generator's own delay.",
                 GoDuration::report_ns(lag.p99_ns),
                 GoDuration::report_ns(lag.limit_ns),
-                GoDuration::report_ns(lag.latency_p50_ns)
+                GoDuration::report_ns(lag.latency_p50_ns),
+                crate::words::lag_gap(&lag)
             ),
             Warning::RateShort {
                 min_ratio,

@@ -29,15 +29,13 @@ use workload::Plan;
 
 use super::buckets::Buckets;
 use super::second::{ShardReport, ShardSecond, ShardState};
+use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
 use crate::{Handler, PrometheusHandle, Request, Response};
 
 /// The most `/records` answers in one call.
 pub const RECORDS_CHUNK: usize = 4 << 20;
 /// Seconds kept for a coordinator that fell behind (ten minutes).
 pub const KEPT_SECONDS: usize = 600;
-const SECOND_NS: u64 = 1_000_000_000;
-/// A second is settled this long after it ends (workers ship every 100 ms).
-const SETTLE_NS: u64 = 300_000_000;
 
 /// One second of completions, until it settles.
 #[derive(Default)]
@@ -82,9 +80,7 @@ impl FinalAnswer {
 pub struct SteerFeed {
     plans: Vec<Plan>,
     start_unix_ns: u64,
-    now_ns: u64,
-    next_second: u64,
-    bins: BTreeMap<u64, Bin>,
+    seconds: SettlingSeconds<Bin>,
     error_kinds: Vec<ErrorKind>,
     /// Records seen, all seconds.
     completed: u64,
@@ -112,9 +108,7 @@ impl SteerFeed {
                 .map(|attack| attack.settings.plan.clone())
                 .collect(),
             start_unix_ns: 0,
-            now_ns: 0,
-            next_second: 0,
-            bins: BTreeMap::new(),
+            seconds: SettlingSeconds::new(),
             error_kinds: Vec::new(),
             completed: 0,
             shared: Arc::new(Mutex::new(Shared {
@@ -166,13 +160,12 @@ impl SteerFeed {
     /// Settles the seconds over by `now_ns`, empty ones too: the coordinator must
     /// know a second with no completions is over.
     fn settle(&mut self, now_ns: u64) {
-        let mut settled = Vec::new();
-        while (self.next_second + 1) * SECOND_NS + SETTLE_NS <= now_ns {
-            let second = self.next_second;
-            self.next_second += 1;
-            let bin = self.bins.remove(&second).unwrap_or_default();
-            settled.push(self.second_of(second, bin));
-        }
+        let mut bins = Vec::new();
+        self.seconds
+            .settle(now_ns, |second, bin| bins.push((second, bin)));
+        let settled: Vec<ShardSecond> = (bins.into_iter())
+            .map(|(second, bin)| self.second_of(second, bin))
+            .collect();
         if settled.is_empty() {
             return;
         }
@@ -227,12 +220,9 @@ impl RunObserver for SteerFeed {
         self.completed += records.len() as u64;
         for record in records {
             let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
-            self.now_ns = self.now_ns.max(end_ns);
-            let second = end_ns / SECOND_NS;
-            if second < self.next_second {
+            let Some(bin) = self.seconds.bin(end_ns) else {
                 continue;
-            }
-            let bin = self.bins.entry(second).or_default();
+            };
             bin.successes += u64::from(record.is_success());
             bin.latencies_ns.push(record.latency_ns);
             bin.lags_ns.push(record.send_lag_ns);
@@ -243,13 +233,13 @@ impl RunObserver for SteerFeed {
         }
         // Records come every few hundred ms, stats once a second: settling here puts
         // a second in the coordinator's hands as soon as it is over.
-        self.settle(self.now_ns);
+        self.settle(self.seconds.now_ns());
     }
 
     fn stats(&mut self, stats: &GeneratorStats) {
         let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
-        self.now_ns = self.now_ns.max(at_ns);
-        self.settle(self.now_ns);
+        self.seconds.advance(at_ns);
+        self.settle(self.seconds.now_ns());
         let asked = (self.plans.iter())
             .filter_map(|plan| plan.asked_by(at_ns))
             .reduce(|a, b| a + b);
@@ -271,7 +261,7 @@ impl RunObserver for SteerFeed {
 
     fn finish(&mut self) {
         // Every completion is in: the last second settles now.
-        self.settle(self.now_ns + SECOND_NS + SETTLE_NS);
+        self.settle(self.seconds.now_ns() + SECOND_NS + SETTLE_NS);
         let stopping = self.stop.is_stopping();
         let completed = self.completed;
         self.set_state(ShardState::Finished);

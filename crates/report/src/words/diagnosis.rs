@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use analysis::TurnKind;
 use analysis::diagnosis::{
-    Behind, Diagnosis, FailedAs, Failures, Finding, Knee, Resource, Timing, Trouble, Unreached,
-    Verdict, Watched,
+    Behind, Diagnosis, FailedAs, Failures, Finding, Hole, Knee, Note, Resource, Timing, Trouble,
+    Unjudged, Unreached, Verdict, Watched,
 };
 use units::GoDuration;
 
@@ -27,7 +27,7 @@ pub fn lines(diagnosis: &Diagnosis) -> Vec<String> {
         lines.push(format!("held (peak of each): {}", held.join("; ")));
     }
     for what in &diagnosis.unjudged {
-        lines.push(format!("not judged: {what}"));
+        lines.push(format!("not judged: {}", unjudged(what)));
     }
     lines
 }
@@ -103,7 +103,10 @@ pub fn headline(diagnosis: &Diagnosis) -> String {
             }
         }
         Verdict::Held => match &diagnosis.no_knee {
-            Some(why) => format!("{why}; nothing monitored reached its limit"),
+            Some(why) => format!(
+                "{}; nothing monitored reached its limit",
+                super::saturation::finding(why)
+            ),
             None => "no knee, and nothing monitored reached its limit".to_owned(),
         },
         Verdict::NotJudged => {
@@ -120,11 +123,12 @@ pub fn behind(how: &Behind) -> String {
              their pace: the rate asked needs more in flight; raise -max-workers"
         ),
         Behind::Lag(lag) => format!(
-            "send lag p99 {} over {} and against a median latency of {}, with requests in \
-             flight under the cap; give it more CPU or less load",
+            "send lag p99 {} over {} and against a median latency of {}{}, with requests \
+             in flight under the cap; give it more CPU or less load",
             GoDuration::report_ns(lag.p99_ns),
             GoDuration::report_ns(lag.limit_ns),
-            GoDuration::report_ns(lag.latency_p50_ns)
+            GoDuration::report_ns(lag.latency_p50_ns),
+            super::lag_gap(lag)
         ),
         Behind::SentShort {
             asked_per_sec,
@@ -242,13 +246,59 @@ pub fn finding(finding: &Finding, knee: Option<&Knee>, start_unix_ns: Option<u64
         seconds(w.peak_at_ns),
         w.series
     );
-    if let Some(note) = &w.note {
-        let _ = write!(text, "; {note}");
+    if let Some(more) = &w.note {
+        let _ = write!(text, "; {}", note(more));
     }
     if let Some(line) = &w.example {
         let _ = write!(text, "; first line: {line:?}");
     }
     text
+}
+
+/// More evidence beside a watched resource.
+pub fn note(note: &Note) -> String {
+    match note {
+        Note::Steal { peak_percent } => format!(
+            "meanwhile the hypervisor took up to {peak_percent:.0}% of the host's CPU (steal): \
+             a core gave less than a whole one"
+        ),
+        Note::Transactions { peak_per_sec } => {
+            format!("transactions peaked at {peak_per_sec:.0}/s")
+        }
+    }
+}
+
+/// What could not be judged of one sampler: `db: 12 readings missing from 3.0 s
+/// (login refused); its resources are judged on the readings it has`.
+pub fn unjudged(what: &Unjudged) -> String {
+    let name = &what.sampler;
+    let s = |ns: u64| ns as f64 / 1e9;
+    match &what.hole {
+        Hole::NeverRead { reason } => {
+            format!("{name}: every reading missing ({reason}): nothing of it was watched")
+        }
+        Hole::Missed {
+            readings,
+            from_ns,
+            reason,
+        } => format!(
+            "{name}: {readings} reading{} missing from {:.1} s ({reason}); its resources are \
+             judged on the readings it has",
+            if *readings == 1 { "" } else { "s" },
+            s(*from_ns)
+        ),
+        Hole::ClockBack { by_ns, at_ns } => format!(
+            "{name}: its clock went back {:.1} s at {:.1} s; no stretch across it counts as \
+             sustained",
+            s(*by_ns),
+            s(*at_ns)
+        ),
+        Hole::Silent { for_ns, from_ns } => format!(
+            "{name}: no readings for {:.1} s from {:.1} s; what happened then is not known",
+            s(*for_ns),
+            s(*from_ns)
+        ),
+    }
 }
 
 /// Who and what in a few words, for a chart's label: `nginx fds`, `host CPU`,
@@ -521,7 +571,7 @@ mod tests {
     #[test]
     fn verdicts_without_a_first_limit_in_words() {
         let cpu = watched("app", Resource::CpuAllowance, 100.0, 40.0, None);
-        let lag = analysis::GeneratorHealth::default().weigh_lag(8_000_000, 100_000);
+        let lag = analysis::GeneratorHealth::default().weigh_lag(8_000_000, 100_000, None);
         let failed = Some(Trouble {
             failed_ratio: 0.168,
         });
@@ -658,7 +708,9 @@ mod tests {
         };
         let busy = Watched {
             unit: "connections busy",
-            note: Some("transactions peaked at 212/s".to_owned()),
+            note: Some(Note::Transactions {
+                peak_per_sec: 212.0,
+            }),
             ..watched("db", Resource::DbBusy, 1.0, 0.98, Some(8))
         };
         let link = Watched {

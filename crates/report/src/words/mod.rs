@@ -5,7 +5,21 @@
 
 pub mod diagnosis;
 mod percent;
+pub mod saturation;
 mod step;
 
 pub use percent::{floor_percent, pass_rate};
 pub use step::{miss, verdict_why};
+
+use units::GoDuration;
+
+/// What else a heavy lag was over: half the gap between sends when the asked rate was
+/// delivered (` nor half the 10ms gap between sends`), else nothing.
+pub fn lag_gap(lag: &analysis::Lag) -> String {
+    lag.send_gap_ns.map_or_else(String::new, |gap_ns| {
+        format!(
+            " nor half the {} gap between sends",
+            GoDuration::report_ns(gap_ns)
+        )
+    })
+}

@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn each_miss_in_words() {
-        let lag = GeneratorHealth::default().weigh_lag(5 * MS, 2 * MS);
+        let lag = GeneratorHealth::default().weigh_lag(5 * MS, 2 * MS, None);
         let check = |name: &str, passes, fails, min| Miss::Check {
             name: name.to_owned(),
             passes,
