@@ -388,6 +388,14 @@ fn call_simulator(sim: &Simulate, proto: &Path, dir: &Path, method: &str) -> ser
     );
     call_for_a_second("100/s", proto, &records, &targets);
     let value = serde_json::from_str(&report(&records, "json")).unwrap();
+    let output = loadlab()
+        .args(["report", "-by=target"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    let by_target = text(&output.stdout);
+    let name = format!("GRPC http://127.0.0.1:{}/{method}", sim.port);
+    assert!(by_target.contains(&name), "want {name} in {by_target}");
     let _ = std::fs::remove_file(&records);
     value
 }
