@@ -939,7 +939,7 @@ fn mix_status(
         Invalid::new(
             field,
             format!(
-                "{name:?} is neither a status (200 to 599) nor one of {}",
+                "{name:?} is neither a status (200 to 599), one of {}, nor a gRPC status name (OK, UNAVAILABLE, ...)",
                 STATUSLESS_MODES.join(", ")
             ),
         )
@@ -964,13 +964,13 @@ fn grpc_outcomes(
 ) -> Result<(), Invalid> {
     let outcomes = stages.iter_mut().flat_map(|s| s.outcomes.iter_mut());
     if !is_grpc {
-        return match outcomes.into_iter().any(|o| o.grpc_status.is_some()) {
-            true => Err(fields.err(
+        if outcomes.into_iter().any(|o| o.grpc_status.is_some()) {
+            return Err(fields.err(
                 "stages",
                 "gRPC status names are for routes with a \"grpc\" method",
-            )),
-            false => Ok(()),
-        };
+            ));
+        }
+        return Ok(());
     }
     if *payload != PayloadSpec::Empty {
         return Err(fields.err(
@@ -1207,7 +1207,7 @@ mod tests {
             (r#"{"stages": [{"at": 0, "status": {"200": -1}}]}"#.into(), "stages[0].status.200: weight -1 is not a number >= 0"),
             (r#"{"stages": [{"at": 0, "status": {"200": 0, "500": 0}}]}"#.into(), "stages[0].status: weights add up to 0"),
             (r#"{"stages": [{"at": 0, "status": {}}]}"#.into(), "stages[0].status: empty mix"),
-            (r#"{"stages": [{"at": 0, "status": {"ok": 1}}]}"#.into(), "stages[0].status.ok: \"ok\" is neither a status"),
+            (r#"{"stages": [{"at": 0, "status": {"ok": 1}}]}"#.into(), "stages[0].status.ok: \"ok\" is neither a status (200 to 599), one of reset, close, stall, malformed, rst_stream, nor a gRPC status name"),
             (r#"{"stages": [{"at": 0, "status": {"500": {"latency": "1s"}}}]}"#.into(), "stages[0].status.500.weight: missing"),
             (r#"{"stages": [{"at": 0, "status": {"500": {"weight": 1, "latency": "fast"}}}]}"#.into(), "stages[0].status.500.latency: bad duration \"fast\""),
             (r#"{"stages": [{"at": 0, "status": [{"weight": 1}]}]}"#.into(), "stages[0].status[0].status: missing"),
