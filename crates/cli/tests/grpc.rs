@@ -468,6 +468,22 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
 }
 
 #[test]
+fn the_example_grpc_recipe_is_valid() {
+    let recipe = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/recipes/grpc_greeter.json"
+    );
+    let output = loadlab()
+        .args(["simulate", "-check", recipe])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("is valid (2 routes)"), "{err}");
+}
+
+#[test]
 fn bad_grpc_recipes_name_the_file_and_field() {
     let method = |m: &str, rest: &str| {
         format!(r#"[{{"grpc": {{"proto": "sim.proto", "method": "{m}"{rest}}}}}]"#)
