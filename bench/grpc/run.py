@@ -10,7 +10,10 @@ call from wait4.
 
 Setup: `source .ci/setup/grpc-go.sh` (the greeter) and ghz from the Go module proxy
 (`GOBIN=$PWD/bench/out/bin go install github.com/bojand/ghz/cmd/ghz@latest`; found on
-PATH, in $GHZ or in bench/out/bin). Usage: bench/grpc/run.py [--seconds N] [--rates 5000]
+PATH, in $GHZ or in bench/out/bin). Usage: bench/grpc/run.py [--seconds N] [--rates 5000,20000]
+[--ladder 10000,20000,...]: the ladder finds each tool's highest rate held within 1% (the
+rate achieved at least 99% of the rate asked, at least 99% of calls OK), climbing until
+the first rung a tool does not hold.
 """
 
 import argparse
@@ -75,6 +78,31 @@ def ghz(port, flags, label, seconds):
             "p50_us": latency.get(50, 0) / 1e3, "p99_us": latency.get(99, 0) / 1e3}
 
 
+def held(r, rate):
+    """Whether a run held `rate` within 1%: the rate and the calls."""
+    return r["rate"] >= 0.99 * rate and r["success"] >= 0.99
+
+
+def ladder(port, rates, seconds, users):
+    """Each tool's highest rung held within 1% on one core, climbing `rates`."""
+    print(f"== highest rate held within 1% (rungs {','.join(map(str, rates))}/s, {seconds} s each)", flush=True)
+    runs = {
+        "loadlab": lambda rate: loadlab(port, [f"-rate={rate}", f"-duration={seconds}s"],
+                                        f"loadlab open {rate}/s"),
+        "ghz": lambda rate: ghz(port, ["--rps", str(rate), "-c", str(users)],
+                                f"ghz --rps {rate} -c {users}", seconds),
+    }
+    for tool, run in runs.items():
+        best = 0
+        for rate in rates:
+            r = run(rate)
+            row(r)
+            if not held(r, rate):
+                break
+            best = rate
+        print(f"  {tool}: highest rate held within 1%: {best}/s", flush=True)
+
+
 def http_bytes(seconds, rate):
     """Record bytes per request of plain HTTP/1.1 GETs against nginx at the same rate."""
     nginx = benchlib.Nginx()
@@ -99,6 +127,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rates", default="5000")
     parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--ladder", default="", help="rates to climb, e.g. 10000,20000,30000")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(GRPC_GO, "bin", "greeter_server")):
         sys.exit("no greeter: source .ci/setup/grpc-go.sh")
@@ -122,6 +151,8 @@ def main():
         row(ours)
         row(theirs)
         print(f"  CPU per call, loadlab / ghz: {ours['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
+        if args.ladder:
+            ladder(server.port, [int(r) for r in args.ladder.split(",")], args.seconds, args.users)
     finally:
         server.stop()
     http = http_bytes(args.seconds, 5000)

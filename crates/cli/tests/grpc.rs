@@ -286,3 +286,240 @@ fn bad_grpc_input_is_named_and_refused_before_any_call() {
         assert!(output.stdout.is_empty(), "{args:?}: no records");
     }
 }
+
+/// A method of each kind the simulator serves, with answers to encode.
+const SIM_PROTO: &str = r#"syntax = "proto3";
+package sim;
+service Greeter {
+  rpc SayHello (Req) returns (Reply) {}
+  rpc SayMany (Req) returns (stream Reply) {}
+  rpc Refuse (Req) returns (Reply) {}
+}
+message Req { string name = 1; }
+message Reply { string message = 1; int32 n = 2; }
+"#;
+
+/// `loadlab simulate` on a free loopback port, stopped when dropped.
+struct Simulate {
+    child: Child,
+    port: u16,
+}
+
+impl Simulate {
+    /// Serves `recipe` (a file) and waits for the line that says where.
+    fn start(recipe: &Path) -> Simulate {
+        use std::io::BufRead;
+        let mut child = loadlab()
+            .args([
+                "simulate",
+                "-threads",
+                "1",
+                "-seed",
+                "7",
+                "-addr",
+                "127.0.0.1:0",
+            ])
+            .arg(recipe)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        let port = lines.by_ref().find_map(|line| {
+            let line = line.ok()?;
+            seen.push_str(&line);
+            let at = line.find("on http://127.0.0.1:")? + "on http://127.0.0.1:".len();
+            let digits: String = line[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        });
+        let Some(port) = port else {
+            let _ = child.kill();
+            panic!("simulate did not start: {seen}");
+        };
+        // Read on to the end: simulate dies writing to a closed pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Simulate { child, port }
+    }
+
+    /// `/metrics`, over HTTP/1.1.
+    fn metrics(&self) -> String {
+        use std::io::Read;
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nhost: sim\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    }
+}
+
+impl Drop for Simulate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The proto and a recipe for it in a fresh directory.
+fn sim_files(recipe: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = tmp.path().join("sim.proto");
+    std::fs::write(&proto, SIM_PROTO).unwrap();
+    let path = tmp.path().join("recipe.json");
+    std::fs::write(&path, recipe).unwrap();
+    (tmp, proto, path)
+}
+
+/// One second of calls to `method` of the simulator, and the report's JSON.
+fn call_simulator(sim: &Simulate, proto: &Path, dir: &Path, method: &str) -> serde_json::Value {
+    let records = dir.join(format!("{}.llr", method.replace('/', "_")));
+    let targets = format!(
+        "GRPC 127.0.0.1:{} {method}\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    call_for_a_second("100/s", proto, &records, &targets);
+    let value = serde_json::from_str(&report(&records, "json")).unwrap();
+    let output = loadlab()
+        .args(["report", "-by=target"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    let by_target = text(&output.stdout);
+    let name = format!("GRPC http://127.0.0.1:{}/{method}", sim.port);
+    assert!(by_target.contains(&name), "want {name} in {by_target}");
+    let _ = std::fs::remove_file(&records);
+    value
+}
+
+#[test]
+fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metrics() {
+    let (tmp, proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {"message": "hi", "n": 7}},
+             "stages": [{"status": {"OK": 1, "UNAVAILABLE": 1}, "latency": "2ms"}]},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {"message": "hi", "n": 7},
+                      "stream": {"count": 4, "every": "5ms"}}},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Refuse"},
+             "stages": [{"status": "PERMISSION_DENIED"}]}]"#,
+    );
+    let sim = Simulate::start(&recipe);
+    let dir = tmp.path();
+
+    let unary = call_simulator(&sim, &proto, dir, "sim.Greeter/SayHello");
+    assert_eq!(unary["requests"], 100, "{unary}");
+    let (ok, unavailable) = (
+        unary["status_codes"]["OK"].as_u64().unwrap_or(0),
+        unary["status_codes"]["UNAVAILABLE"].as_u64().unwrap_or(0),
+    );
+    assert!(
+        ok + unavailable == 100 && ok > 0 && unavailable > 0,
+        "{unary}"
+    );
+    assert!(
+        unary["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("UNAVAILABLE: simulated UNAVAILABLE"),
+        "{unary}"
+    );
+    assert!(
+        unary["latencies"]["min"].as_f64().unwrap() >= 1e6,
+        "the 2ms stage: {unary}"
+    );
+
+    let stream = call_simulator(&sim, &proto, dir, "sim.Greeter/SayMany");
+    assert_eq!(stream["status_codes"]["OK"], 100, "{stream}");
+    // The answer `{"message": "hi", "n": 7}` is 6 bytes behind a 5-byte prefix, 4 times
+    // (bytes in count the compressed head too, a few bytes once HPACK has it).
+    let mean_in = stream["bytes_in"]["mean"].as_f64().unwrap();
+    assert!((44.0..70.0).contains(&mean_in), "four messages: {stream}");
+    assert!(
+        stream["latencies"]["min"].as_f64().unwrap() >= 14e6,
+        "three 5ms gaps: {stream}"
+    );
+
+    let refused = call_simulator(&sim, &proto, dir, "sim.Greeter/Refuse");
+    assert_eq!(
+        refused["status_codes"]["PERMISSION_DENIED"], 100,
+        "{refused}"
+    );
+    assert_eq!(refused["success"], 0.0, "{refused}");
+
+    let metrics = sim.metrics();
+    for want in [
+        format!("loadlab_sim_requests_total{{route=\"/sim.Greeter/SayHello\",status=\"OK\"}} {ok}"),
+        format!(
+            "loadlab_sim_requests_total{{route=\"/sim.Greeter/SayHello\",status=\"UNAVAILABLE\"}} {unavailable}"
+        ),
+        "loadlab_sim_requests_total{route=\"/sim.Greeter/SayMany\",status=\"OK\"} 100".to_owned(),
+        "loadlab_sim_requests_total{route=\"/sim.Greeter/Refuse\",status=\"PERMISSION_DENIED\"} 100"
+            .to_owned(),
+    ] {
+        assert!(metrics.contains(&want), "want {want} in {metrics}");
+    }
+}
+
+#[test]
+fn the_example_grpc_recipe_is_valid() {
+    let recipe = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/recipes/grpc_greeter.json"
+    );
+    let output = loadlab()
+        .args(["simulate", "-check", recipe])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("is valid (2 routes)"), "{err}");
+}
+
+#[test]
+fn bad_grpc_recipes_name_the_file_and_field() {
+    let method = |m: &str, rest: &str| {
+        format!(r#"[{{"grpc": {{"proto": "sim.proto", "method": "{m}"{rest}}}}}]"#)
+    };
+    let rows = [
+        (
+            method("sim.Greeter/SayBye", ""),
+            "recipe.json: recipe[0].grpc.method: no method \"sim.Greeter/SayBye\" in the .proto files (known: sim.Greeter/SayHello, sim.Greeter/SayMany, sim.Greeter/Refuse)",
+        ),
+        (
+            method("sim.Greeter/SayHello", r#", "answer": {"n": "seven"}"#),
+            "recipe.json: recipe[0].grpc.answer: message sim.Reply at n: ",
+        ),
+        (
+            method("sim.Greeter/SayHello", r#", "answer": {"mesage": "hi"}"#),
+            "recipe.json: recipe[0].grpc.answer: message sim.Reply: unrecognized field name 'mesage'",
+        ),
+        (
+            r#"[{"grpc": {"proto": "gone.proto", "method": "sim.Greeter/SayHello"}}]"#.to_owned(),
+            "recipe.json: recipe[0].grpc.proto: ",
+        ),
+        (
+            r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello"}, "stages": [{"status": "UNAVAILBLE"}]}]"#.to_owned(),
+            "recipe.json: recipe[0].stages[0].status: expected a status code, a weighted mix or a gRPC status name, got \"UNAVAILBLE\"",
+        ),
+    ];
+    for (recipe, want) in rows {
+        let (_tmp, _proto, path) = sim_files(&recipe);
+        let output = loadlab()
+            .args(["simulate", "-check"])
+            .arg(&path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{recipe}: {err}");
+        assert!(err.contains(want), "{recipe}:\n want {want}\n in {err}");
+    }
+}

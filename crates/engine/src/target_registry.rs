@@ -42,12 +42,18 @@ impl TargetRegistry {
     }
 }
 
-/// How a target is named in the record file (its URL redacted).
+/// How a target is named in the record file (its URL redacted; a gRPC call's method
+/// is `GRPC`, as its target is written, so `report -by=target` names it so).
 pub(crate) fn target_info(target: &workload::Target) -> TargetInfo {
+    let method = if target.is_grpc() {
+        "GRPC".to_owned()
+    } else {
+        target.method.clone()
+    };
     TargetInfo {
         step: None,
         checks: Vec::new(),
-        method: target.method.clone(),
+        method,
         url: target.display_url(),
     }
 }

@@ -49,6 +49,7 @@ mod dispatch;
 mod duration_size;
 mod error;
 mod failure;
+mod grpc;
 mod http;
 mod latency;
 mod metrics;

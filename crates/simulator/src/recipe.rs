@@ -15,6 +15,7 @@ use crate::body::PayloadSpec;
 use crate::duration_size::{duration_from_json, parse_size_range};
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::{Failure, STATUSLESS_MODES};
+use crate::grpc::GrpcSpec;
 use crate::latency::Latency;
 use crate::template::Template;
 
@@ -31,6 +32,7 @@ const ROUTE_KEYS: &[&str] = &[
     "requires",
     "list",
     "ids_from",
+    "grpc",
 ];
 const REQUIRES_KEYS: &[&str] = &["header", "cookie", "matches"];
 const LIST_KEYS: &[&str] = &["count"];
@@ -102,6 +104,8 @@ pub(crate) struct RouteSpec {
     pub id_count: Option<u64>,
     pub stages: Vec<StageSpec>,
     pub capacity: Option<CapacitySpec>,
+    /// A gRPC route's method and answer ([`crate::grpc`]).
+    pub grpc: Option<GrpcSpec>,
     /// The route as submitted, echoed by `current_recipe`.
     pub json: Value,
 }
@@ -134,6 +138,8 @@ pub(crate) struct OutcomeSpec {
     pub failure: Option<Failure>,
     /// Overrides the route's body for this outcome.
     pub body: Option<OutcomeBody>,
+    /// A gRPC route's status code (`OK` for its 2xx outcomes).
+    pub grpc_status: Option<u8>,
 }
 
 /// A mix entry's own `body`, with its path in the recipe for build-time errors.
@@ -272,13 +278,13 @@ fn resolve_ids_from(routes: &mut [RouteSpec]) -> Result<(), Invalid> {
 
 /// Fields of one JSON object, with `null` treated as absent (recipes exported by
 /// origin_simulator carry `"body": null`).
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     map: &'a Map<String, Value>,
-    path: String,
+    pub path: String,
 }
 
 impl<'a> Fields<'a> {
-    fn new(value: &'a Value, path: String, allowed: &[&str]) -> Result<Self, Invalid> {
+    pub(crate) fn new(value: &'a Value, path: String, allowed: &[&str]) -> Result<Self, Invalid> {
         let Value::Object(map) = value else {
             return Err(Invalid::new(
                 or_top(&path),
@@ -294,19 +300,19 @@ impl<'a> Fields<'a> {
         Ok(Self { map, path })
     }
 
-    fn get(&self, key: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
-    fn field(&self, key: &str) -> String {
+    pub(crate) fn field(&self, key: &str) -> String {
         join(&self.path, key)
     }
 
-    fn err(&self, key: &str, message: impl Into<String>) -> Invalid {
+    pub(crate) fn err(&self, key: &str, message: impl Into<String>) -> Invalid {
         Invalid::new(self.field(key), message)
     }
 
-    fn string(&self, key: &str) -> Result<Option<&'a str>, Invalid> {
+    pub(crate) fn string(&self, key: &str) -> Result<Option<&'a str>, Invalid> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -314,7 +320,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn count(&self, key: &str, default: usize) -> Result<usize, Invalid> {
+    pub(crate) fn count(&self, key: &str, default: usize) -> Result<usize, Invalid> {
         match self.get(key) {
             None => Ok(default),
             Some(v) => v
@@ -330,7 +336,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn parsed<T>(
+    pub(crate) fn parsed<T>(
         &self,
         key: &str,
         parse: impl Fn(&Value) -> Result<T, String>,
@@ -343,16 +349,30 @@ impl<'a> Fields<'a> {
 
 fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<RouteSpec, Invalid> {
     let fields = Fields::new(value, path, ROUTE_KEYS)?;
-    let route = fields.string("route")?.unwrap_or("/*").to_owned();
+    let grpc = fields
+        .get("grpc")
+        .map(|v| crate::grpc::parse_spec(v, fields.field("grpc"), base))
+        .transpose()?;
+    let route = match (fields.string("route")?, &grpc) {
+        (Some(route), _) => route.to_owned(),
+        (None, Some(grpc)) => grpc.route(),
+        (None, None) => "/*".to_owned(),
+    };
     check_route(&route).map_err(|m| fields.err("route", m))?;
     let param = route_param(&route).map(str::to_owned);
     let (headers, header_templates) = parse_headers(&fields, param.as_deref())?;
     let gzip = headers
         .iter()
         .any(|(k, v)| k == "content-encoding" && v.eq_ignore_ascii_case("gzip"));
-    let stages_value = fields
-        .get("stages")
-        .ok_or_else(|| fields.err("stages", "missing: a route needs at least one stage"))?;
+    let default_stages = Value::Array(vec![Value::Object(Map::new())]);
+    let stages_value = match (fields.get("stages"), &grpc) {
+        (Some(stages), _) => stages,
+        // A gRPC method answers OK at once unless told otherwise.
+        (None, Some(_)) => &default_stages,
+        (None, None) => {
+            return Err(fields.err("stages", "missing: a route needs at least one stage"));
+        }
+    };
     let ids_from = parse_ids_from(&fields, param.as_deref())?;
     let (payload, body_template) = match parse_payload(&fields, base, param.as_deref(), gzip)? {
         // An item route without a body of its own answers the item.
@@ -363,6 +383,7 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
     };
     let mut stages = parse_stages(stages_value, fields.field("stages"))?;
     template_outcome_bodies(&mut stages, param.as_deref(), gzip)?;
+    grpc_outcomes(&fields, grpc.is_some(), &payload, &mut stages)?;
     Ok(RouteSpec {
         payload,
         body_template,
@@ -380,6 +401,7 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
         gzip,
         ids_from,
         id_count: None,
+        grpc,
         json: value.clone(),
     })
 }
@@ -713,6 +735,12 @@ fn parse_stage(value: &Value, path: String) -> Result<StageSpec, Invalid> {
         Some(mix @ (Value::Object(_) | Value::Array(_))) => {
             parse_mix(mix, &fields.field("status"), &latency, failure.as_ref())?
         }
+        Some(Value::String(name)) => {
+            let code = grpc_code(name).map_err(|m| fields.err("status", m))?;
+            let mut outcome = single_outcome(&fields, 200, latency, failure)?;
+            outcome.grpc_status = Some(code);
+            vec![outcome]
+        }
         Some(other) => {
             return Err(fields.err(
                 "status",
@@ -753,6 +781,7 @@ fn single_outcome(
         latency,
         failure,
         body: None,
+        grpc_status: None,
     })
 }
 
@@ -853,7 +882,7 @@ fn parse_mix_entry(
         crate::body::check_placeholders(&body.text).map_err(|m| Invalid::new(&body.field, m))?;
     }
     let status_value = fields.as_ref().and_then(|f| f.get("status"));
-    let (status, key_failure) = mix_status(field, key, status_value)?;
+    let (status, key_failure, grpc_status) = mix_status(field, key, status_value)?;
     let failure = key_failure.or(own_failure).or_else(|| failure.cloned());
     let status = if failure.as_ref().is_some_and(|f| !f.sends_status()) {
         0
@@ -866,6 +895,7 @@ fn parse_mix_entry(
         latency: own_latency.unwrap_or_else(|| latency.clone()),
         failure,
         body,
+        grpc_status,
     })
 }
 
@@ -877,13 +907,13 @@ fn weight_field(field: &str, object: bool) -> String {
     }
 }
 
-/// The status of a mix entry: its key (`"503"`, `"reset"`) or, in the array form, its
-/// `status` field (a code or a mode name).
+/// The status of a mix entry: its key (`"503"`, `"reset"`, `"UNAVAILABLE"`) or, in the
+/// array form, its `status` field (a code, a mode name or a gRPC status name).
 fn mix_status(
     field: &str,
     key: Option<&str>,
     status: Option<&Value>,
-) -> Result<(u16, Option<Failure>), Invalid> {
+) -> Result<(u16, Option<Failure>, Option<u8>), Invalid> {
     let name = match (key, status) {
         (Some(key), None) => key.to_owned(),
         (Some(_), Some(_)) => {
@@ -899,19 +929,71 @@ fn mix_status(
     if STATUSLESS_MODES.contains(&name.as_str()) {
         let failure =
             Failure::from_json(&Value::String(name)).map_err(|m| Invalid::new(field, m))?;
-        return Ok((0, Some(failure)));
+        return Ok((0, Some(failure), None));
+    }
+    if let Some(code) = crate::grpc::code_of(&name) {
+        return Ok((200, None, Some(code)));
     }
     let code = name.parse::<u64>().ok().map(Value::from);
     let status = status_code(code.as_ref()).map_err(|_| {
         Invalid::new(
             field,
             format!(
-                "{name:?} is neither a status (200 to 599) nor one of {}",
+                "{name:?} is neither a status (200 to 599), one of {}, nor a gRPC status name (OK, UNAVAILABLE, ...)",
                 STATUSLESS_MODES.join(", ")
             ),
         )
     })?;
-    Ok((status, None))
+    Ok((status, None, None))
+}
+
+/// A stage's `status` written as a string: a gRPC status name.
+fn grpc_code(name: &str) -> Result<u8, String> {
+    crate::grpc::code_of(name).ok_or_else(|| {
+        format!("expected a status code, a weighted mix or a gRPC status name, got {name:?}")
+    })
+}
+
+/// A gRPC route's 2xx outcomes answer `OK` unless their status names a gRPC code; its
+/// answer is `grpc.answer`, so it takes no body. Other routes take no gRPC codes.
+fn grpc_outcomes(
+    fields: &Fields<'_>,
+    is_grpc: bool,
+    payload: &PayloadSpec,
+    stages: &mut [StageSpec],
+) -> Result<(), Invalid> {
+    let outcomes = stages.iter_mut().flat_map(|s| s.outcomes.iter_mut());
+    if !is_grpc {
+        if outcomes.into_iter().any(|o| o.grpc_status.is_some()) {
+            return Err(fields.err(
+                "stages",
+                "gRPC status names are for routes with a \"grpc\" method",
+            ));
+        }
+        return Ok(());
+    }
+    if *payload != PayloadSpec::Empty {
+        return Err(fields.err(
+            "grpc",
+            "a gRPC route answers grpc.answer: drop its body, origin, random_content, body_file or list",
+        ));
+    }
+    for outcome in outcomes {
+        if outcome.grpc_status.is_none() && (200..300).contains(&outcome.status) {
+            outcome.grpc_status = Some(0);
+        }
+        if let Some(body) = outcome
+            .body
+            .as_ref()
+            .filter(|_| outcome.grpc_status.is_some())
+        {
+            return Err(Invalid::new(
+                &body.field,
+                "a gRPC answer is grpc.answer, not a body",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn parse_capacity(value: &Value, path: String) -> Result<CapacitySpec, Invalid> {
@@ -1116,12 +1198,16 @@ mod tests {
             (format!(r#"{{"headers": {{"x-n": 5}}, {stage}}}"#), "headers.x-n: expected a string value, got a number"),
             (format!(r#"{{"headers": ["x"], {stage}}}"#), "headers: expected an object"),
             (r#"{"stages": [{"at": 0, "status": 700}]}"#.into(), "stages[0].status: 700 is not a final HTTP status"),
-            (r#"{"stages": [{"at": 0, "status": "200"}]}"#.into(), "stages[0].status: expected a status code or a weighted mix, got a string"),
+            (r#"{"stages": [{"at": 0, "status": "200"}]}"#.into(), "stages[0].status: expected a status code, a weighted mix or a gRPC status name, got \"200\""),
+            (r#"{"stages": [{"status": "UNAVAILABLE"}]}"#.into(), "stages: gRPC status names are for routes with a \"grpc\" method"),
+            (r#"{"stages": [{"status": {"OK": 1, "500": 1}}]}"#.into(), "stages: gRPC status names are for routes with a \"grpc\" method"),
+            (r#"{"grpc": {"proto": "g.proto", "method": "p.S/M"}, "body": "x"}"#.into(), "grpc: a gRPC route answers grpc.answer: drop its body"),
+            (r#"{"grpc": {"proto": "g.proto", "method": "p.S/M"}, "stages": [{"status": {"OK": {"weight": 1, "body": "x"}}}]}"#.into(), "stages[0].status.OK.body: a gRPC answer is grpc.answer, not a body"),
             (r#"{"stages": [{"at": 0, "status": {"200": "lots"}}]}"#.into(), "stages[0].status.200: weight \"lots\" is not a number >= 0"),
             (r#"{"stages": [{"at": 0, "status": {"200": -1}}]}"#.into(), "stages[0].status.200: weight -1 is not a number >= 0"),
             (r#"{"stages": [{"at": 0, "status": {"200": 0, "500": 0}}]}"#.into(), "stages[0].status: weights add up to 0"),
             (r#"{"stages": [{"at": 0, "status": {}}]}"#.into(), "stages[0].status: empty mix"),
-            (r#"{"stages": [{"at": 0, "status": {"ok": 1}}]}"#.into(), "stages[0].status.ok: \"ok\" is neither a status"),
+            (r#"{"stages": [{"at": 0, "status": {"ok": 1}}]}"#.into(), "stages[0].status.ok: \"ok\" is neither a status (200 to 599), one of reset, close, stall, malformed, rst_stream, nor a gRPC status name"),
             (r#"{"stages": [{"at": 0, "status": {"500": {"latency": "1s"}}}]}"#.into(), "stages[0].status.500.weight: missing"),
             (r#"{"stages": [{"at": 0, "status": {"500": {"weight": 1, "latency": "fast"}}}]}"#.into(), "stages[0].status.500.latency: bad duration \"fast\""),
             (r#"{"stages": [{"at": 0, "status": [{"weight": 1}]}]}"#.into(), "stages[0].status[0].status: missing"),
@@ -1141,6 +1227,43 @@ mod tests {
                 Err(got) => assert!(got.contains(want), "for {json}\n got: {got}\nwant: {want}"),
             }
         }
+    }
+
+    #[test]
+    fn grpc_routes_read_status_names_from_their_stages() {
+        let recipe = parse(
+            r#"[{"grpc": {"proto": "g.proto", "method": "p.S/M", "answer": {"a": 1}},
+                 "stages": [{"status": {"OK": 9, "UNAVAILABLE": {"weight": 1, "latency": "1ms"}, "503": 1, "reset": 1}},
+                            {"at": "1s", "status": "DEADLINE_EXCEEDED", "latency": "2s"}]},
+                {"route": "/other", "grpc": {"proto": "g.proto", "method": "p.S.N"}}]"#,
+        )
+        .unwrap();
+        let [mixed, plain] = &recipe.routes[..] else {
+            panic!("two routes");
+        };
+        assert_eq!(mixed.route, "/p.S/M");
+        let codes: Vec<(u16, Option<u8>)> = mixed
+            .stages
+            .iter()
+            .flat_map(|s| s.outcomes.iter().map(|o| (o.status, o.grpc_status)))
+            .collect();
+        assert_eq!(
+            codes,
+            // A mix object's keys come sorted.
+            [
+                (503, None),
+                (200, Some(0)),
+                (200, Some(14)),
+                (0, None),
+                (200, Some(4))
+            ]
+        );
+        assert_eq!(plain.route, "/other");
+        assert_eq!(
+            plain.stages[0].outcomes[0].grpc_status,
+            Some(0),
+            "no stages: OK at once"
+        );
     }
 
     #[test]

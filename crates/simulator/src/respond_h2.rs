@@ -198,11 +198,14 @@ async fn send_reply(
         }
     };
     let head = (outcome.status, headers);
-    match &outcome.failure {
-        None => {
+    match (&outcome.failure, &outcome.grpc) {
+        (None, Some(grpc)) => {
+            let _ = crate::grpc::send(respond, response(head, None), body, grpc).await;
+        }
+        (None, None) => {
             let _ = send_whole(&mut respond, head, body, reply.head_only);
         }
-        Some(failure) => {
+        (Some(failure), _) => {
             let answer = Answer {
                 respond,
                 head,

@@ -19,6 +19,7 @@ use crate::body_file::FileAccess;
 use crate::budget::Budget;
 use crate::error::{Invalid, SimulatorError};
 use crate::failure::Failure;
+use crate::grpc::{GrpcAnswer, GrpcRoute};
 use crate::latency::Latency;
 use crate::metrics::Registry;
 use crate::pool::Pool;
@@ -91,6 +92,8 @@ pub(crate) struct Outcome {
     pub body_template: Option<Template>,
     /// Metrics counter slot for (route, status).
     pub slot: usize,
+    /// A gRPC route's answer: its code, stream shape and trailers.
+    pub grpc: Option<GrpcAnswer>,
 }
 
 impl Table {
@@ -207,9 +210,16 @@ pub(crate) fn build_routes(
         let (body, content_type) =
             load_payload(&spec.payload, spec.gzip, &spec.field, access, budget, rng)
                 .map_err(within)?;
+        let grpc = spec
+            .grpc
+            .as_ref()
+            .map(|g| crate::grpc::load(g, access))
+            .transpose()
+            .map_err(within)?;
         let payload = Payload {
             body: Arc::new(body),
             content_type,
+            grpc,
         };
         let mut registry = registry.lock().unwrap_or_else(PoisonError::into_inner);
         let mut route = build_route(spec, &payload, &mut registry, budget, rng).map_err(within)?;
@@ -222,6 +232,7 @@ pub(crate) fn build_routes(
 struct Payload {
     body: Arc<Body>,
     content_type: &'static str,
+    grpc: Option<GrpcRoute>,
 }
 
 /// Builds outcomes for one route; shares the route's body and headers.
@@ -322,6 +333,7 @@ fn plain(status: u16, latency: Latency) -> OutcomeSpec {
         latency,
         failure: None,
         body: None,
+        grpc_status: None,
     }
 }
 
@@ -333,6 +345,9 @@ impl OutcomeMaker<'_> {
         budget: &mut Budget,
         rng: &mut impl Rng,
     ) -> Result<Outcome, Invalid> {
+        if let (Some(code), Some(grpc)) = (spec.grpc_status, &self.payload.grpc) {
+            return Ok(self.grpc_outcome(spec, code, grpc, registry));
+        }
         let status_label = match (&spec.failure, spec.status) {
             (Some(failure), 0) => failure.label().to_owned(),
             (_, status) => status.to_string(),
@@ -360,7 +375,36 @@ impl OutcomeMaker<'_> {
             body,
             body_template,
             slot: registry.counter_slot(self.label, &status_label),
+            grpc: None,
         })
+    }
+
+    /// A gRPC call's answer: HTTP 200, `application/grpc`, the method's message for
+    /// `OK` (none for other codes), counted under the code's name.
+    fn grpc_outcome(
+        &self,
+        spec: &OutcomeSpec,
+        code: u8,
+        grpc: &GrpcRoute,
+        registry: &mut Registry,
+    ) -> Outcome {
+        let content_type = (!self.has_content_type).then_some(crate::grpc::CONTENT_TYPE);
+        let body = if code == 0 {
+            grpc.message.clone()
+        } else {
+            bytes::Bytes::new()
+        };
+        Outcome {
+            status: spec.status,
+            latency: spec.latency.clone(),
+            failure: spec.failure.clone(),
+            head_prefix: crate::http::head_prefix(spec.status, content_type, &self.spec.headers),
+            h2_headers: h2_headers(content_type, &self.spec.headers),
+            body: Arc::new(Body::Fixed(body)),
+            body_template: None,
+            slot: registry.counter_slot(self.label, crate::grpc::name_of(code)),
+            grpc: Some(GrpcAnswer::new(code, grpc.stream)),
+        }
     }
 
     /// The route's payload for 2xx, origin_simulator's short texts for other statuses,
