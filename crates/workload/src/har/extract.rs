@@ -40,11 +40,15 @@
 //! Bounds, so a huge recording stays quick: at most [`MAX_VALUES_PER_ANSWER`] values
 //! are taken from one answer and [`MAX_VALUE_CHARS`] characters per value.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
+use std::fmt::{self, Write as _};
+
 use serde_json::Value;
 
+use super::json::Node;
 use super::locate::Step;
 use super::read::Entry;
 
@@ -158,14 +162,19 @@ impl Text {
 
     /// The text with a NUL for each variable: no value holds one, so a field with a
     /// variable in it never counts as sent by the client.
-    fn masked(&self) -> String {
-        self.0
-            .iter()
-            .map(|piece| match piece {
-                Piece::Literal(text) => text.as_str(),
-                Piece::Var(_) => "\0",
-            })
-            .collect()
+    fn masked(&self) -> Cow<'_, str> {
+        match self.0.as_slice() {
+            [Piece::Literal(text)] => Cow::Borrowed(text),
+            pieces => Cow::Owned(
+                pieces
+                    .iter()
+                    .map(|piece| match piece {
+                        Piece::Literal(text) => text.as_str(),
+                        Piece::Var(_) => "\0",
+                    })
+                    .collect(),
+            ),
+        }
     }
 
     pub fn has_variables(&self) -> bool {
@@ -207,18 +216,40 @@ pub(super) struct Request {
 
 impl Request {
     /// Each text of the request with its place, for reading or rewriting.
-    fn texts_mut(&mut self) -> Vec<(String, Place, &mut Text)> {
-        let mut texts = vec![("path".to_owned(), Place::Path, &mut self.path)];
+    fn texts_mut(&mut self) -> Vec<(Label<'_>, Place, &mut Text)> {
+        let mut texts = Vec::with_capacity(3 + self.headers.len());
+        texts.push((Label::Path, Place::Path, &mut self.path));
         if let Some(query) = &mut self.query {
-            texts.push(("query".to_owned(), Place::Query, query));
+            texts.push((Label::Query, Place::Query, query));
         }
         for (name, value) in &mut self.headers {
-            texts.push((format!("header {name}"), Place::Header, value));
+            texts.push((Label::Header(name), Place::Header, value));
         }
         if let Some(body) = &mut self.body {
-            texts.push(("body".to_owned(), Place::Body(self.body_kind), body));
+            texts.push((Label::Body, Place::Body(self.body_kind), body));
         }
         texts
+    }
+}
+
+/// Which text of a request, as [`Variable::uses`] names it: `path`, `query`,
+/// `header NAME`, `body`.
+#[derive(Debug, Clone, Copy)]
+enum Label<'r> {
+    Path,
+    Query,
+    Header(&'r str),
+    Body,
+}
+
+impl fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Label::Path => f.write_str("path"),
+            Label::Query => f.write_str("query"),
+            Label::Header(name) => write!(f, "header {name}"),
+            Label::Body => f.write_str("body"),
+        }
     }
 }
 
@@ -245,10 +276,9 @@ enum Strength {
     Field,
 }
 
-/// A value an answer gave.
+/// A value an answer gave (the value itself is its key in [`Known::by_value`]).
 #[derive(Debug, Clone)]
 struct Candidate {
-    value: String,
     strength: Strength,
     step: usize,
     expression: String,
@@ -292,35 +322,26 @@ pub(super) fn propose(requests: &mut [Request], answers: &[&Entry<'_>]) -> Vec<V
         let Some(answer) = answers.get(step) else {
             continue;
         };
-        for candidate in answer_values(answer, step) {
-            if !client_fields.contains(&candidate.value) {
-                known.add(candidate);
-            }
+        Learning {
+            known: &mut known,
+            step,
+            client_fields: &client_fields,
+            offered: 0,
+            digits: String::new(),
         }
+        .answer(answer);
     }
     variables
 }
 
 impl Known {
-    fn add(&mut self, candidate: Candidate) {
-        let sources = self.by_value.entry(candidate.value.clone()).or_default();
-        if sources.len() >= MAX_SOURCES_PER_VALUE
-            || sources
-                .iter()
-                .any(|&id| self.candidates[id].expression == candidate.expression)
-        {
-            return; // the same value at the same place of a later answer: the first is it
-        }
-        sources.push(self.candidates.len());
-        let length = candidate.value.len();
-        self.lengths.insert(length);
-        self.longest = self.longest.max(length);
-        self.candidates.push(candidate);
-    }
-
     /// The candidate of `value` whose name fits `context` best; the first on a tie.
-    fn choose(&self, value: &str, context: &[String]) -> Option<usize> {
+    fn choose(&self, value: &str, context: impl FnOnce() -> Vec<String>) -> Option<usize> {
         let sources = self.by_value.get(value)?;
+        if let [only] = sources.as_slice() {
+            return Some(*only);
+        }
+        let context = context();
         let score = |id: &usize| {
             let hint = with_singulars(words(&self.candidates[*id].name_hint));
             hint.iter().filter(|w| context.contains(w)).count()
@@ -378,23 +399,30 @@ impl Known {
 
 /// Rewrites one step's request with the known values it sends.
 fn rewrite(request: &mut Request, step: usize, known: &mut Known, variables: &mut Vec<Variable>) {
+    if known.candidates.is_empty() {
+        return;
+    }
     for (label, place, text) in request.texts_mut() {
-        let recorded = text.recorded().to_owned();
-        let found = known.find(&recorded, place);
+        let found = known.find(text.recorded(), place);
         if found.is_empty() {
             continue;
         }
+        // Found values mean the text is still as recorded: one literal, taken whole.
+        let recorded = match std::mem::replace(text, Text(Vec::new())).0.pop() {
+            Some(Piece::Literal(recorded)) => recorded,
+            _ => String::new(),
+        };
+        let label = label.to_string();
         let mut pieces = Vec::new();
         let mut at = 0;
         for (range, first) in found {
             if range.start > at {
                 pieces.push(Piece::Literal(recorded[at..range.start].to_owned()));
             }
-            let context = context_words(&recorded, range.start, place, &label);
-            let id = known
-                .choose(&recorded[range.clone()], &context)
-                .unwrap_or(first);
-            let var = bind(known, id, variables);
+            let value = &recorded[range.clone()];
+            let context = || context_words(&recorded, range.start, place, &label);
+            let id = known.choose(value, context).unwrap_or(first);
+            let var = bind(known, id, value, variables);
             let uses = &mut variables[var].uses;
             // Uses come in step order: only this step's can repeat (a scan of them
             // all made a token every request sends quadratic).
@@ -459,7 +487,7 @@ fn with_singulars(mut words: Vec<String>) -> Vec<String> {
 }
 
 /// The variable of candidate `id`, made on its first use.
-fn bind(known: &mut Known, id: usize, variables: &mut Vec<Variable>) -> usize {
+fn bind(known: &mut Known, id: usize, value: &str, variables: &mut Vec<Variable>) -> usize {
     if let Some(&var) = known.bound.get(&id) {
         return var;
     }
@@ -469,7 +497,7 @@ fn bind(known: &mut Known, id: usize, variables: &mut Vec<Variable>) -> usize {
         name,
         step: candidate.step,
         expression: candidate.expression.clone(),
-        value: candidate.value.clone(),
+        value: value.to_owned(),
         uses: Vec::new(),
     });
     known.bound.insert(id, variables.len() - 1);
@@ -530,7 +558,7 @@ fn whole_field(
 /// variable, for "the client knew it".
 fn collect_fields(request: &Request, fields: &mut HashSet<String>) {
     let mut add = |field: &str| {
-        if !field.is_empty() && !field.contains('\0') {
+        if !field.is_empty() && !field.contains('\0') && !fields.contains(field) {
             fields.insert(field.to_owned());
         }
     };
@@ -576,101 +604,179 @@ fn json_scalars(value: &Value, add: &mut impl FnMut(&str)) {
     }
 }
 
-/// The values an answer gives: its JSON body's, then its headers'.
-fn answer_values(answer: &Entry<'_>, step: usize) -> Vec<Candidate> {
-    let mut out = Vec::new();
-    if let Some(json) = answer_json(answer) {
-        let mut path = Vec::new();
-        json_values(&json, &mut path, step, &mut out);
-    }
-    for (name, value) in &answer.response_headers {
-        let lower = name.to_ascii_lowercase();
-        if lower == "set-cookie" {
-            out.extend(cookie_values(value, step));
-        }
-        if PLAIN_RESPONSE_HEADERS.contains(&lower.as_str()) || out.len() >= MAX_VALUES_PER_ANSWER {
-            continue;
-        }
-        if let Some(strength) = strength(value, name, false) {
-            out.push(Candidate {
-                value: value.as_ref().to_owned(),
-                strength,
-                step,
-                expression: format!("header {name}"),
-                name_hint: lower.strip_prefix("x-").unwrap_or(&lower).to_owned(),
-            });
-        }
-    }
-    out
+/// Where an answer gave a value; its expression and name are made only for a value
+/// that is kept.
+#[derive(Clone, Copy)]
+enum Origin<'p, 'k> {
+    /// The value's JSON path.
+    Json(&'p [PathStep<'k>]),
+    /// A header's name as recorded.
+    Header(&'p str),
+    /// A cookie's name.
+    Cookie(&'p str),
 }
 
-/// The cookies of a `Set-Cookie` value (Firefox puts several in one, a line each).
-fn cookie_values(header: &str, step: usize) -> Vec<Candidate> {
-    header
-        .lines()
-        .filter_map(|line| {
-            let pair = line.split(';').next()?;
-            let (name, value) = pair.split_once('=')?;
+impl Origin<'_, '_> {
+    fn expression(self) -> String {
+        match self {
+            Origin::Json(path) => json_expression(path),
+            Origin::Header(name) => format!("header {name}"),
+            Origin::Cookie(name) => format!("cookie {name}"),
+        }
+    }
+
+    fn name_hint(self) -> String {
+        match self {
+            Origin::Json(path) => json_name_hint(path),
+            Origin::Header(name) => {
+                let lower = name.to_ascii_lowercase();
+                lower.strip_prefix("x-").unwrap_or(&lower).to_owned()
+            }
+            Origin::Cookie(name) => name.to_owned(),
+        }
+    }
+}
+
+/// One answer's values on their way into [`Known`]: read where they lie in the answer
+/// (its JSON body's, then its headers'), kept unless the client had sent them.
+struct Learning<'a> {
+    known: &'a mut Known,
+    step: usize,
+    client_fields: &'a HashSet<String>,
+    /// Values that counted so far, for [`MAX_VALUES_PER_ANSWER`].
+    offered: usize,
+    /// An integer's digits, written here rather than in a new string each.
+    digits: String,
+}
+
+impl Learning<'_> {
+    /// Every value of `answer` that counts: its JSON body's, then its headers'.
+    fn answer(&mut self, answer: &Entry<'_>) {
+        if let Some(text) = json_text(answer)
+            && let Some(json) = Node::parse(text)
+        {
+            self.json(&json, &mut Vec::new());
+        }
+        for (name, value) in &answer.response_headers {
+            if name.eq_ignore_ascii_case("set-cookie") {
+                self.cookies(value);
+            }
+            let plain = PLAIN_RESPONSE_HEADERS
+                .iter()
+                .any(|plain| name.eq_ignore_ascii_case(plain));
+            if plain || self.offered >= MAX_VALUES_PER_ANSWER {
+                continue;
+            }
+            if let Some(strength) = strength(value, name, false) {
+                self.offer(value, strength, Origin::Header(name));
+            }
+        }
+    }
+
+    /// The cookies of a `Set-Cookie` value (Firefox puts several in one, a line each).
+    fn cookies(&mut self, header: &str) {
+        for line in header.lines() {
+            let Some(pair) = line.split(';').next() else {
+                continue;
+            };
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
             let (name, value) = (name.trim(), value.trim().trim_matches('"'));
-            Some(Candidate {
-                value: value.to_owned(),
-                strength: strength(value, name, false)?,
-                step,
-                expression: format!("cookie {name}"),
-                name_hint: name.to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// The answer's body as JSON, when it is JSON.
-fn answer_json(answer: &Entry<'_>) -> Option<Value> {
-    let text = answer.response_text.as_deref()?.trim_start();
-    let looks_json = answer.response_mime.contains("json") || text.starts_with(['{', '[']);
-    looks_json
-        .then(|| serde_json::from_str(text).ok())
-        .flatten()
-}
-
-/// Every string and integer under `value` that counts, with its JSONPath.
-fn json_values(value: &Value, path: &mut Vec<Step>, step: usize, out: &mut Vec<Candidate>) {
-    if out.len() >= MAX_VALUES_PER_ANSWER {
-        return;
+            if let Some(strength) = strength(value, name, false) {
+                self.offer(value, strength, Origin::Cookie(name));
+            }
+        }
     }
-    let key = path.iter().rev().find_map(|s| match s {
-        Step::Key(key) => Some(key.as_str()),
-        Step::Index(_) => None,
-    });
-    let (text, is_number) = match value {
-        Value::String(text) => (text.clone(), false),
-        Value::Number(number) if number.is_u64() => (number.to_string(), true),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.push(Step::Index(i));
-                json_values(item, path, step, out);
-                path.pop();
-            }
+
+    /// Every string and integer under `node` that counts, with its JSONPath.
+    fn json<'k>(&mut self, node: &'k Node<'_>, path: &mut Vec<PathStep<'k>>) {
+        if self.offered >= MAX_VALUES_PER_ANSWER {
             return;
         }
-        Value::Object(members) => {
-            for (name, item) in members {
-                path.push(Step::Key(name.clone()));
-                json_values(item, path, step, out);
-                path.pop();
+        match node {
+            Node::Str(text) => self.scalar(text, false, path),
+            Node::Uint(number) => {
+                let mut digits = std::mem::take(&mut self.digits);
+                digits.clear();
+                let _ = write!(digits, "{number}");
+                self.scalar(&digits, true, path);
+                self.digits = digits;
             }
+            Node::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(PathStep::Index(i));
+                    self.json(item, path);
+                    path.pop();
+                }
+            }
+            Node::Object(members) => {
+                for (name, item) in members {
+                    path.push(PathStep::Key(name));
+                    self.json(item, path);
+                    path.pop();
+                }
+            }
+            Node::Other => {}
+        }
+    }
+
+    /// A string or integer at `path`, named by its last key.
+    fn scalar(&mut self, text: &str, is_number: bool, path: &[PathStep<'_>]) {
+        let key = path.iter().rev().find_map(|s| match s {
+            PathStep::Key(key) => Some(*key),
+            PathStep::Index(_) => None,
+        });
+        if let Some(strength) = strength(text, key.unwrap_or_default(), is_number) {
+            self.offer(text, strength, Origin::Json(path));
+        }
+    }
+
+    /// Remembers `value`, unless the client had sent it, or it is already known from
+    /// this place of an earlier answer (the first is it), or from enough answers.
+    fn offer(&mut self, value: &str, strength: Strength, origin: Origin<'_, '_>) {
+        self.offered += 1;
+        if self.client_fields.contains(value) {
             return;
         }
-        _ => return,
-    };
-    if let Some(strength) = strength(&text, key.unwrap_or_default(), is_number) {
-        out.push(Candidate {
-            value: text,
+        let known = &mut *self.known;
+        let id = known.candidates.len();
+        let expression = match known.by_value.get_mut(value) {
+            Some(sources) => {
+                if sources.len() >= MAX_SOURCES_PER_VALUE {
+                    return;
+                }
+                let expression = origin.expression();
+                if sources
+                    .iter()
+                    .any(|&other| known.candidates[other].expression == expression)
+                {
+                    return;
+                }
+                sources.push(id);
+                expression
+            }
+            None => {
+                known.by_value.insert(value.to_owned(), vec![id]);
+                origin.expression()
+            }
+        };
+        known.lengths.insert(value.len());
+        known.longest = known.longest.max(value.len());
+        known.candidates.push(Candidate {
             strength,
-            step,
-            expression: json_expression(path),
-            name_hint: json_name_hint(path),
+            step: self.step,
+            expression,
+            name_hint: origin.name_hint(),
         });
     }
+}
+
+/// The answer's body when it may be JSON.
+fn json_text<'e>(answer: &'e Entry<'_>) -> Option<&'e str> {
+    let text = answer.response_text.as_deref()?.trim_start();
+    let looks_json = answer.response_mime.contains("json") || text.starts_with(['{', '[']);
+    looks_json.then_some(text)
 }
 
 /// Whether a value counts, and how (see the module docs). `name` is its JSON member's
@@ -683,7 +789,8 @@ fn strength(value: &str, name: &str, is_number: bool) -> Option<Strength> {
         || value.starts_with('/')
         || value.contains("://")
         || ["true", "false", "null", "undefined", "none", "nan"]
-            .contains(&value.to_ascii_lowercase().as_str())
+            .iter()
+            .any(|word| value.eq_ignore_ascii_case(word))
     {
         return None;
     }
@@ -701,9 +808,40 @@ fn strength(value: &str, name: &str, is_number: bool) -> Option<Strength> {
 
 /// Whether a name's last word is one of [`IDENTIFIER_WORDS`].
 fn names_identifier(name: &str) -> bool {
-    words(name)
-        .last()
-        .is_some_and(|word| IDENTIFIER_WORDS.contains(&word.as_str()))
+    last_word(name).is_some_and(|last| {
+        let lower = || last.chars().flat_map(char::to_lowercase);
+        IDENTIFIER_WORDS.iter().any(|word| lower().eq(word.chars()))
+    })
+}
+
+/// The last of [`words`], as it is written in `name` (not lowercased): a value's
+/// name is read for every value of every answer.
+fn last_word(name: &str) -> Option<&str> {
+    let mut last = None;
+    let mut start: Option<usize> = None;
+    let mut previous_lower = false;
+    for (at, c) in name.char_indices() {
+        if !c.is_alphanumeric() {
+            previous_lower = false;
+            if let Some(from) = start.take() {
+                last = Some(&name[from..at]);
+            }
+            continue;
+        }
+        match start {
+            Some(from) if c.is_uppercase() && previous_lower => {
+                last = Some(&name[from..at]);
+                start = Some(at);
+            }
+            Some(_) => {}
+            None => start = Some(at),
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    match start {
+        Some(from) => Some(&name[from..]),
+        None => last,
+    }
 }
 
 /// `accessToken`, `access_token`, `Access-Token` -> `access`, `token`.
@@ -731,29 +869,58 @@ fn words(name: &str) -> Vec<String> {
     words
 }
 
+/// A step of a value's JSON path, its key borrowed from the answer.
+#[derive(Debug, Clone, Copy)]
+enum PathStep<'k> {
+    Key(&'k str),
+    Index(usize),
+}
+
+/// A path step as [`json_expression`] and [`json_name_hint`] read it: an answer's
+/// borrowed one, or `locate`'s.
+trait AsPathStep {
+    fn as_step(&self) -> PathStep<'_>;
+}
+
+impl AsPathStep for PathStep<'_> {
+    fn as_step(&self) -> PathStep<'_> {
+        *self
+    }
+}
+
+impl AsPathStep for Step {
+    fn as_step(&self) -> PathStep<'_> {
+        match self {
+            Step::Key(key) => PathStep::Key(key),
+            Step::Index(index) => PathStep::Index(*index),
+        }
+    }
+}
+
 /// `json $.items[3].id`; a JSON pointer (`json /a'b/0`) when a key cannot be written
 /// in the JSONPath subset (it holds a quote or a backslash).
-fn json_expression(path: &[Step]) -> String {
+fn json_expression(path: &[impl AsPathStep]) -> String {
     let awkward = path
         .iter()
-        .any(|s| matches!(s, Step::Key(k) if k.contains(['\'', '\\'])));
+        .any(|s| matches!(s.as_step(), PathStep::Key(k) if k.contains(['\'', '\\'])));
+    let mut out = String::with_capacity(32);
     if awkward {
-        let pointer: String = path
-            .iter()
-            .map(|s| match s {
-                Step::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
-                Step::Index(i) => format!("/{i}"),
-            })
-            .collect();
-        return format!("json {pointer}");
-    }
-    let mut out = String::from("json $");
-    for step in path {
-        match step {
-            Step::Key(key) if is_identifier(key) => out.push_str(&format!(".{key}")),
-            Step::Key(key) => out.push_str(&format!("['{key}']")),
-            Step::Index(index) => out.push_str(&format!("[{index}]")),
+        out.push_str("json ");
+        for step in path {
+            let _ = match step.as_step() {
+                PathStep::Key(k) => write!(out, "/{}", k.replace('~', "~0").replace('/', "~1")),
+                PathStep::Index(i) => write!(out, "/{i}"),
+            };
         }
+        return out;
+    }
+    out.push_str("json $");
+    for step in path {
+        let _ = match step.as_step() {
+            PathStep::Key(key) if is_identifier(key) => write!(out, ".{key}"),
+            PathStep::Key(key) => write!(out, "['{key}']"),
+            PathStep::Index(index) => write!(out, "[{index}]"),
+        };
     }
     out
 }
@@ -768,10 +935,10 @@ fn is_identifier(key: &str) -> bool {
 
 /// A variable name for a JSON value: its key, or for a generic key (`id`) its
 /// container's name too, in the singular: `$.items[3].id` -> `item_id`.
-fn json_name_hint(path: &[Step]) -> String {
-    let mut keys = path.iter().rev().filter_map(|s| match s {
-        Step::Key(key) => Some(key.as_str()),
-        Step::Index(_) => None,
+fn json_name_hint(path: &[impl AsPathStep]) -> String {
+    let mut keys = path.iter().rev().filter_map(|s| match s.as_step() {
+        PathStep::Key(key) => Some(key),
+        PathStep::Index(_) => None,
     });
     let Some(last) = keys.next() else {
         return "value".to_owned();
@@ -1124,6 +1291,29 @@ mod tests {
         ];
         for (value, name, is_number, want) in rows {
             assert_eq!(strength(value, name, *is_number), *want, "{value} {name}");
+        }
+    }
+
+    #[test]
+    fn last_word_is_the_last_of_words() {
+        let rows = [
+            "accessToken",
+            "x-request-id",
+            "XMLHttpRequest",
+            "sessionID",
+            "item_id_",
+            "a b",
+            "名前",
+            "ÀbcDéf",
+            "id2Token",
+            "--",
+            "",
+            "K\u{212a}ey",
+        ];
+        for name in rows {
+            let want = words(name).last().cloned();
+            let got = last_word(name).map(|w| w.chars().flat_map(char::to_lowercase).collect());
+            assert_eq!(got, want, "{name:?}");
         }
     }
 

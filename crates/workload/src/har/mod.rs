@@ -17,6 +17,7 @@
 //!    proposed and worth a review (recorded passwords, cookies the jar will lack).
 
 mod extract;
+mod json;
 mod locate;
 mod raw;
 mod read;
@@ -30,7 +31,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use crate::WorkloadError;
@@ -318,14 +319,16 @@ fn target_text(request: &Request, variables: &[Variable]) -> String {
 fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
     let mut names: Vec<String> = Vec::with_capacity(requests.len());
     let mut taken: HashSet<String> = HashSet::with_capacity(requests.len());
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut path = String::new();
     for request in requests {
-        let base = format!(
-            "{} {}",
-            request.method,
-            path_label(&request.path.render(variables))
-        );
-        let count = seen.entry(base.clone()).or_insert(0);
+        path.clear();
+        request.path.render_into(&mut path, variables);
+        let base = format!("{} {}", request.method, path_label(&path));
+        let count = match seen.get_mut(&base) {
+            Some(count) => count,
+            None => seen.entry(base.clone()).or_insert(0),
+        };
         *count += 1;
         let mut name = if *count == 1 {
             base.clone()
@@ -546,7 +549,9 @@ const CREDENTIAL_HEADERS: &[&str] = &[
 fn secret_notes(request: &Request, name: &str) -> Vec<String> {
     let mut notes = Vec::new();
     for (header, value) in &request.headers {
-        if CREDENTIAL_HEADERS.contains(&header.to_ascii_lowercase().as_str())
+        if CREDENTIAL_HEADERS
+            .iter()
+            .any(|credential| header.eq_ignore_ascii_case(credential))
             && !value.has_variables()
         {
             notes.push(format!(

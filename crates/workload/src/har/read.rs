@@ -419,22 +419,26 @@ impl<'a> Source<'_, 'a> {
         text: &str,
         path: impl Fn() -> JsonPath,
     ) -> Result<Result<Url, String>, WorkloadError> {
-        let scheme = text
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        if text.contains(':') && BROWSER_SCHEMES.contains(&scheme.as_str()) {
-            return Ok(Err(scheme));
+        let scheme = text.split(':').next().unwrap_or_default();
+        if text.contains(':')
+            && BROWSER_SCHEMES
+                .iter()
+                .any(|s| scheme.eq_ignore_ascii_case(s))
+        {
+            return Ok(Err(scheme.to_ascii_lowercase()));
         }
-        let shown = units::redact_url(text);
+        // Redacted only for an error: every entry has a URL.
+        let shown = || units::redact_url(text);
         let mut url = Url::parse(text)
-            .map_err(|err| self.fail(&path(), format!("{shown:?} is not a URL ({err})")))?;
+            .map_err(|err| self.fail(&path(), format!("{:?} is not a URL ({err})", shown())))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(self.fail(&path(), format!("{shown:?} is not an http or https URL")));
+            return Err(self.fail(
+                &path(),
+                format!("{:?} is not an http or https URL", shown()),
+            ));
         }
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(self.fail(&path(), format!("{shown:?} has no host")));
+            return Err(self.fail(&path(), format!("{:?} has no host", shown())));
         }
         url.set_fragment(None);
         Ok(Ok(url))
@@ -658,13 +662,30 @@ pub(super) fn parse_timestamp_ms(text: &str) -> Option<f64> {
     let fraction_ms = if fraction.is_empty() {
         0.0
     } else if fraction.bytes().all(|b| b.is_ascii_digit()) {
-        format!("0.{fraction}").parse::<f64>().ok()? * 1000.0
+        fraction_value(fraction)? * 1000.0
     } else {
         return None;
     };
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
     Some(seconds as f64 * 1000.0 + fraction_ms)
+}
+
+/// `0.DIGITS` as f64, read as Rust reads that text; written on the stack for the
+/// usual few digits (every entry has a timestamp).
+fn fraction_value(digits: &str) -> Option<f64> {
+    let mut buffer = [0u8; 32];
+    match buffer.get_mut(2..2 + digits.len()) {
+        Some(tail) => {
+            tail.copy_from_slice(digits.as_bytes());
+            buffer[..2].copy_from_slice(b"0.");
+            std::str::from_utf8(&buffer[..2 + digits.len()])
+                .ok()?
+                .parse()
+                .ok()
+        }
+        None => format!("0.{digits}").parse().ok(),
+    }
 }
 
 /// Exactly `count` ASCII digits.

@@ -184,14 +184,17 @@ pub(super) fn is_static(entry: &Entry<'_>) -> bool {
 
 /// Whether a request header is kept; `keep` holds the `-har-keep-header` names.
 pub(super) fn keeps_header(name: &str, keep: &[String]) -> bool {
-    let lower = name.to_ascii_lowercase();
-    if lower.starts_with(':') {
+    if name.starts_with(':') {
         return false; // pseudo headers are the request line's, never headers
     }
-    if keep.iter().any(|k| k.eq_ignore_ascii_case(&lower)) {
+    if keep.iter().any(|k| k.eq_ignore_ascii_case(name)) {
         return true;
     }
-    !(DROPPED_HEADERS.contains(&lower.as_str()) || lower.starts_with("sec-"))
+    let sec = name
+        .as_bytes()
+        .get(..4)
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"sec-"));
+    !(DROPPED_HEADERS.iter().any(|d| name.eq_ignore_ascii_case(d)) || sec)
 }
 
 /// Whether `next` is the browser following `entry`'s redirect: `entry` answered a
