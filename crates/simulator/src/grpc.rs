@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::body_file::FileAccess;
 use crate::duration_size::duration_from_json;
 use crate::error::Invalid;
-use crate::recipe::Fields;
+use crate::recipe_fields::Fields;
 
 /// The content type of a gRPC call and its answer.
 pub(crate) const CONTENT_TYPE: &str = "application/grpc";

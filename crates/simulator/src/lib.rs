@@ -57,6 +57,7 @@ mod negotiate;
 mod origin;
 mod pool;
 mod recipe;
+mod recipe_fields;
 mod reply;
 mod request;
 mod respond;
