@@ -65,6 +65,8 @@ pub struct ReportConfig {
     /// The least success ratio of a load that was served: a plan's `[slo] success`, or
     /// `None` for the report's 99%.
     pub min_success_ratio: Option<f64>,
+    /// Where a traced request's trace is shown (`-trace-link`).
+    pub trace_link: Option<crate::TraceLink>,
 }
 
 impl ReportConfig {
@@ -88,6 +90,7 @@ impl ReportConfig {
             by,
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
+            trace_link: None,
         })
     }
 }
