@@ -11,11 +11,15 @@ body; every generator pinned to CPU 0. Figures:
   3. Send lag p99 at 50k req/s.
   4. Peak RSS over a long run at 50k req/s, and record bytes per request.
 
+  6. The cost of -trace per request: off, on at 1% (-trace-sample=0.01) and on at 100%,
+     at 20k req/s, alternating, three rounds, medians and ratios to off (--trace-only runs
+     this section alone).
+
   0. With --baseline BIN (another loadlab build, e.g. the last release): CPU per request and
      send lag of both builds at 20k and 50k req/s, alternating, three rounds each, medians
      and ratios: how a change (a refactor, say) shows "the same figures within noise".
 
-Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...] [--baseline BIN]
+Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...] [--baseline BIN] [--trace-only]
 Installs wrk and nginx-light with apt-get when missing; vegeta via bench/lib/vegeta.sh.
 Everything goes to loopback. Output: a table with goals and ratios.
 """
@@ -40,6 +44,7 @@ def main():
     parser.add_argument("--long-seconds", type=int, default=60)
     parser.add_argument("--rates", default="50000,60000,70000,75000,80000,90000,100000,150000")
     parser.add_argument("--baseline", help="another loadlab binary to measure beside this build")
+    parser.add_argument("--trace-only", action="store_true", help="only section 6, the cost of -trace")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()
@@ -55,6 +60,9 @@ def main():
 
 def run_all(url, args):
     s = args.seconds
+    if args.trace_only:
+        trace_cost(url, s)
+        return
     if args.baseline:
         against_baseline(url, args.baseline, s)
     print(f"== 1. CPU per request ({s}s each; generators on CPU {GENERATOR_CPU}, nginx on CPU {SERVER_CPU})", flush=True)
@@ -87,6 +95,7 @@ def run_all(url, args):
           f"(goal <= 16), achieved {long['ratio'] * 100:.2f}%, lag p99 {long['lag_p99_us']:.1f} µs")
     os.remove(os.path.join(OUT, "long.llr"))
     connections_10k(args.seconds)
+    trace_cost(url, s)
 
 
 def against_baseline(url, baseline, seconds, rounds=3):
@@ -106,6 +115,27 @@ def against_baseline(url, baseline, seconds, rounds=3):
         print(f"   {rate:>6}/s this/baseline CPU per request: "
               f"{median['this build']['cpu_us'] / median['baseline']['cpu_us']:.3f}x "
               f"(all rounds {min(spread):.2f}..{max(spread):.2f} µs)", flush=True)
+
+
+def trace_cost(url, seconds, rate=20000, rounds=3):
+    """-trace off, at 1% and at 100%, alternating so that drift hits all three alike."""
+    print(f"== 6. the cost of -trace per request ({rate}/s, {seconds}s each, {rounds} rounds, medians)", flush=True)
+    rows = {"off": [], "-trace 1%": ["-trace", "-trace-sample=0.01"], "-trace 100%": ["-trace"]}
+    runs = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, flags in rows.items():
+            runs[name].append(run_loadlab(url, [f"-rate={rate}", f"-duration={seconds}s", "-seed=1", *flags],
+                                          f"loadlab {name}"))
+    median = {name: {key: statistics.median(r[key] for r in rs)
+                     for key in ("cpu_us", "lag_p99_us", "ratio", "bytes_per_request")}
+              for name, rs in runs.items()}
+    off = median["off"]["cpu_us"]
+    for name, m in median.items():
+        print(f"   {name:<12} {m['cpu_us']:6.2f} CPU-µs/request ({m['cpu_us'] / off:.3f}x off)  "
+              f"lag p99 {m['lag_p99_us']:8.1f} µs  achieved {m['ratio'] * 100:6.2f}%  "
+              f"record {m['bytes_per_request']:.2f} bytes/request", flush=True)
+    spread = [r["cpu_us"] for rs in runs.values() for r in rs]
+    print(f"   all rounds {min(spread):.2f}..{max(spread):.2f} CPU-µs/request", flush=True)
 
 
 def connections_10k(seconds):

@@ -125,9 +125,19 @@ pub struct AttackArgs {
         GoDuration(defaults::MONITOR_INTERVAL),
     ))]
     monitor_interval: Option<String>,
-    /// Seed for template placeholders: the same seed sends the same requests
+    /// Seed for template placeholders and trace ids: the same seed sends the same
+    /// requests
     #[arg(help_heading = "Targets", long, value_name = "N")]
     seed: Option<u64>,
+    /// Send a W3C traceparent on sampled requests (ids from -seed), and keep the
+    /// slowest and failed traced requests' ids in the record for `report -trace-link`
+    /// (docs/TRACES.md); a traceparent a target sets itself is sent as written
+    #[arg(help_heading = "Monitoring", long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    trace: Option<bool>,
+    /// The share of requests -trace sends a traceparent on, above 0 and at most 1
+    /// [default: 1]
+    #[arg(help_heading = "Monitoring", long, value_name = "SHARE")]
+    trace_sample: Option<f64>,
     /// CSV file (with a header row) for {{csv.COLUMN}} placeholders
     #[arg(help_heading = "Targets", long, value_name = "FILE")]
     data: Option<String>,
@@ -380,7 +390,10 @@ fn add_attacks(
     config.settings.seed = args
         .seed
         .or(file_seed)
-        .unwrap_or_else(|| announce_seed(&config.attacks, shard));
+        .unwrap_or_else(|| announce_seed(&config, shard));
+    if config.settings.trace.is_some() {
+        announce_own_traceparents(&config.attacks);
+    }
     Ok(config.with_shard(shard))
 }
 
@@ -392,6 +405,8 @@ fn run_fields(args: &AttackArgs) -> RunFields {
         workers: args.workers,
         connections: args.connections,
         seed: args.seed,
+        trace: args.trace,
+        trace_sample: args.trace_sample,
         precision: args.precision.clone(),
         http2: Some(args.http2),
         h2c: Some(args.h2c),
@@ -531,7 +546,7 @@ fn given_attack_fields(args: &AttackArgs) -> AttackFields {
 
 /// Without -seed, templates get a fresh seed; say it so the run can be repeated. A
 /// shard cannot pick its own: the shards must render one run's requests.
-fn announce_seed(attacks: &[AttackConfig], shard: workload::Shard) -> u64 {
+fn announce_seed(config: &RunConfig, shard: workload::Shard) -> u64 {
     if !shard.is_whole() {
         return 0;
     }
@@ -539,13 +554,43 @@ fn announce_seed(attacks: &[AttackConfig], shard: workload::Shard) -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id());
-    let templated = attacks.iter().any(|a| matches!(&a.targets, engine::Targets::List(list) if list.iter().any(Target::is_templated)));
-    if templated {
+    let templated = config.attacks.iter().any(|a| matches!(&a.targets, engine::Targets::List(list) if list.iter().any(Target::is_templated)));
+    let seeded = match (templated, config.settings.trace.is_some()) {
+        (true, true) => "templates and trace ids are",
+        (true, false) => "templates are",
+        (false, true) => "trace ids are",
+        (false, false) => return seed,
+    };
+    eprintln!(
+        "loadlab: {seeded} seeded with {seed}; add -seed={seed} to send the same requests again"
+    );
+    seed
+}
+
+/// Under `-trace`, says once which targets set their own `traceparent`: theirs is
+/// sent as written, so those requests carry no loadlab trace ids.
+fn announce_own_traceparents(attacks: &[AttackConfig]) {
+    let own: Vec<String> = attacks
+        .iter()
+        .filter_map(|attack| match &attack.targets {
+            engine::Targets::List(list) => Some(list),
+            _ => None,
+        })
+        .flatten()
+        .filter(|target| {
+            (target.headers.iter()).any(|h| h.name.eq_ignore_ascii_case(workload::TRACEPARENT))
+        })
+        .map(|target| format!("{} {}", target.method, target.display_url()))
+        .collect();
+    if let Some(first) = own.first() {
+        let more = match own.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
         eprintln!(
-            "loadlab: templates are seeded with {seed}; add -seed={seed} to send the same requests again"
+            "loadlab: -trace: {first}{more} set their own traceparent: it is sent as written, without loadlab's trace ids"
         );
     }
-    seed
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use report::{GroupBy, ReportConfig, ReportType, run_report};
+use report::{GroupBy, ReportConfig, ReportType, TraceLink, run_report};
 
 /// How the report reads and what it adds to vegeta's; shown under the options by
 /// `loadlab report --help` (the one-line summary is the arguments struct's doc).
@@ -37,6 +37,10 @@ Unlike vegeta, latency counts from the *intended* send time (no coordinated omis
 and -every prints one row per interval instead of cumulative reprints. Single-dash
 flags work as in vegeta (-type=json).
 
+Runs recorded with attack -trace add a Traced requests block (\"traces\" in json): the
+slowest traced requests and each error's first, with the trace id each sent and, with
+-trace-link, the link to its trace (docs/TRACES.md).
+
 Examples:
   loadlab report run.llr
   loadlab attack -targets=t.txt -rate=500 -duration=1m | loadlab report -every 1s
@@ -45,7 +49,8 @@ Examples:
   loadlab report -by status old-vegeta-results.json
   loadlab report -by protocol h2-run.llr
   loadlab report -by step flow-run.llr
-  loadlab report -type json flow-run.llr | jq '.checks[] | select(.fails > 0)'";
+  loadlab report -type json flow-run.llr | jq '.checks[] | select(.fails > 0)'
+  loadlab report -trace-link 'http://127.0.0.1:16686/trace/{trace_id}' traced.llr";
 
 /// Summarize record files: text, JSON, histograms, HDR plots, per-interval rows.
 #[derive(clap::Args, Debug)]
@@ -65,6 +70,10 @@ pub struct ReportArgs {
     /// (http/1.1, h2)
     #[arg(long, value_name = "GROUP")]
     by: Option<GroupBy>,
+    /// Link each traced request (attack -trace) to its trace: a URL with {trace_id},
+    /// e.g. 'http://127.0.0.1:16686/trace/{trace_id}' (Jaeger's UI)
+    #[arg(long, value_name = "URL")]
+    trace_link: Option<String>,
     /// Output file ("stdout" or "-" for standard output)
     #[arg(long, default_value = "stdout", value_name = "FILE")]
     output: String,
@@ -79,6 +88,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         buckets,
         every,
         by,
+        trace_link,
         output,
         files,
     } = args;
@@ -89,7 +99,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .context("-every")?
         .map(|every| u64::try_from(every.as_nanos()).unwrap_or(u64::MAX));
-    let config = ReportConfig::new(report_type, every_ns, by)?;
+    let mut config = ReportConfig::new(report_type, every_ns, by)?;
+    config.trace_link = trace_link.as_deref().map(TraceLink::parse).transpose()?;
     crate::signals::outlive_first_interrupt(&files)?;
     let mut out = open_output(&output)?;
     run_report(&files, &config, &mut out, &mut std::io::stderr().lock())?;

@@ -96,6 +96,7 @@ impl Drop for TempDir {
 
 fn header() -> RunHeader {
     RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab cli test".to_owned(),
         start_unix_ns: START_NS,
@@ -167,6 +168,7 @@ fn run_file_over(count: u64, offset_ns: u64, protocol: fn(u64) -> Protocol) -> V
         }
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + offset_ns + count * MS,
         reason: StopReason::Completed,

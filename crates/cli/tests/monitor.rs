@@ -108,6 +108,7 @@ fn a_monitor_file_reports_on_its_own() {
 /// An attack's record file written here: 40 requests over 2 s starting at `start_ns`.
 fn attack_file(dir: &TempDir, start_ns: u64) -> String {
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: start_ns,

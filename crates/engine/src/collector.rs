@@ -12,6 +12,7 @@ use workload::{Fired, Plan};
 use crate::EngineError;
 use crate::clock::Clock;
 use crate::errors::ErrorRegistry;
+use crate::exemplars::ExemplarKeeper;
 use crate::observer::RunObserver;
 use crate::replay_feed::ReplayOutput;
 use crate::sample_feed::SampleFeed;
@@ -51,6 +52,8 @@ pub(crate) struct Collector<W: Write> {
     /// Replayed requests' logged figures not yet due (their `intended_unix_ns` is
     /// still an offset from time zero).
     pub logged: Vec<Logged>,
+    /// Under `-trace`: the traced requests worth looking at, for the end block.
+    pub exemplars: Option<ExemplarKeeper>,
 }
 
 impl<W: Write> Collector<W> {
@@ -135,6 +138,9 @@ impl<W: Write> Collector<W> {
     fn take(&mut self, mut report: WorkerReport) {
         self.writer.extend(&report.records);
         self.watcher.add(&report.records);
+        if let Some(exemplars) = &mut self.exemplars {
+            exemplars.add(&report.records);
+        }
         self.attack_counters[report.worker] = std::mem::take(&mut report.attacks);
         self.watermarks[report.worker] = if report.done {
             u64::MAX

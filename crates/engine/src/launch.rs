@@ -10,11 +10,12 @@ use record::{
     AttackEnd, AttackInfo, Compression, LoadModel, Record, RecordWriter, RunEnd, RunHeader,
     StopReason, TargetInfo,
 };
-use workload::{Pacing, Plan};
+use workload::{Pacing, Plan, TraceSampler};
 
 use crate::clock::Clock;
 use crate::collector::{self, Collector, Registries};
 use crate::errors::{ErrorCache, ErrorRegistry};
+use crate::exemplars::ExemplarKeeper;
 use crate::lazy::{self, FeederResult, LazyTarget};
 use crate::observer::RunObserver;
 use crate::replay_feed::{self, ReplayFeeder, ReplayOutput};
@@ -225,6 +226,7 @@ fn start_feeders(
                 let setup = lazy::FeederSetup {
                     stream: stream.clone(),
                     keepalive: attack.settings.keepalive,
+                    trace: config.settings.trace.is_some(),
                     unix_socket: config.settings.unix_socket.clone(),
                     registry: Arc::clone(feeders.registry),
                     stop: feeders.stop.clone(),
@@ -239,6 +241,7 @@ fn start_feeders(
                     attack: index as u16,
                     shard: attack.settings.plan.shard,
                     end_ns: attack.settings.plan.end_ns(),
+                    trace: config.settings.trace.is_some(),
                     unix_socket: config.settings.unix_socket.clone(),
                     registry: Arc::clone(feeders.registry),
                     output: Arc::clone(feeders.replays),
@@ -370,6 +373,10 @@ fn collect<W: Write>(
         recycle,
         stop: stop.clone(),
         logged: Vec::new(),
+        exemplars: (config.settings.trace).map(|trace| {
+            let sampler = TraceSampler::new(trace, config.settings.seed);
+            ExemplarKeeper::new(sampler, own_traceparents(config))
+        }),
     };
     collector.run(&reports, registries, samples, observer)?;
     observer.finish();
@@ -398,6 +405,7 @@ fn collect<W: Write>(
         cpu_ns: collector::process_cpu_ns(),
         peak_rss_bytes: collector::peak_resident_bytes(),
         replays: replay_ends(config, registries.replays),
+        exemplars: (collector.exemplars.take()).map_or_else(Vec::new, ExemplarKeeper::finish),
     };
     let out = collector.writer.finish(&end).map_err(EngineError::Record)?;
     Ok((
@@ -412,6 +420,22 @@ fn collect<W: Write>(
             capped: totals.cap_waits > 0,
         },
     ))
+}
+
+/// Record ids of the fixed targets that set their own `traceparent` (in the order of
+/// the run's target table: each attack's list in turn).
+fn own_traceparents(config: &RunConfig) -> Vec<u32> {
+    let lists = config.attacks.iter().map(|attack| match &attack.targets {
+        Targets::List(list) => list.as_slice(),
+        Targets::Stream(_) | Targets::Replay(_) => &[],
+    });
+    let has_own = |target: &workload::Target| {
+        (target.headers.iter()).any(|h| h.name.eq_ignore_ascii_case(workload::TRACEPARENT))
+    };
+    (lists.flatten().enumerate())
+        .filter(|(_, target)| has_own(target))
+        .map(|(id, _)| id as u32)
+        .collect()
 }
 
 /// Per attack: what the plan asked for up to `end_ns` (the end, or the stop), what
@@ -471,6 +495,9 @@ fn header(config: &RunConfig, start: Start, targets: Vec<TargetInfo>) -> RunHead
         seed: Some(config.settings.seed),
         shard: start::shard_info(config, start.skew_ns),
         precision_ns: Some(config.settings.precision_ns),
+        trace: (config.settings.trace).map(|trace| record::TraceInfo {
+            sample: trace.sample,
+        }),
     }
 }
 

@@ -62,6 +62,8 @@ pub(crate) type FeederResult = Arc<Mutex<Option<EngineError>>>;
 pub(crate) struct FeederSetup {
     pub stream: TargetStream,
     pub keepalive: bool,
+    /// The run sends `traceparent`s (`-trace`).
+    pub trace: bool,
     pub unix_socket: Option<std::path::PathBuf>,
     pub registry: Arc<TargetRegistry>,
     pub stop: StopHandle,
@@ -108,7 +110,11 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
     let Some(targets) = setup.stream.take() else {
         return Ok(());
     };
-    let mut dealer = Dealer::new(queues, setup.keepalive, setup.unix_socket.clone());
+    let mut dealer = Dealer::new(
+        queues,
+        (setup.keepalive, setup.trace),
+        setup.unix_socket.clone(),
+    );
     let mut count = 0u64;
     // A shard takes the stream's targets whose run-wide index is its own: its k-th
     // request then sends the target one machine's request I + k·N would have.
@@ -134,6 +140,7 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
 pub(crate) struct Dealer<'a> {
     queues: &'a [SyncSender<LazyTarget>],
     keepalive: bool,
+    trace: bool,
     unix_socket: Option<std::path::PathBuf>,
     hosts: HostTable,
     known_hosts: Vec<Vec<bool>>,
@@ -143,14 +150,17 @@ pub(crate) struct Dealer<'a> {
 }
 
 impl<'a> Dealer<'a> {
+    /// `(keepalive, trace)`: the attack's keep-alive, and whether the run sends
+    /// `traceparent`s.
     pub(crate) fn new(
         queues: &'a [SyncSender<LazyTarget>],
-        keepalive: bool,
+        (keepalive, trace): (bool, bool),
         unix_socket: Option<std::path::PathBuf>,
     ) -> Dealer<'a> {
         Dealer {
             queues,
             keepalive,
+            trace,
             unix_socket,
             hosts: HostTable::default(),
             known_hosts: vec![Vec::new(); queues.len()],
@@ -179,7 +189,7 @@ impl<'a> Dealer<'a> {
             (!std::mem::replace(&mut seen[host], true)).then(|| self.hosts.hosts[host].clone());
         let lazy = LazyTarget {
             id,
-            prepared: PreparedTarget::streamed(target, self.keepalive, host)?,
+            prepared: PreparedTarget::streamed(target, self.keepalive, host, self.trace)?,
             new_host,
             due_ns,
         };

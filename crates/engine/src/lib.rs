@@ -47,6 +47,7 @@ mod clock;
 mod collector;
 mod conn;
 mod errors;
+mod exemplars;
 mod flow_users;
 mod h2;
 mod hosts;

@@ -6,7 +6,10 @@
 
 use std::io::Write as _;
 
-use workload::{Place, RenderContext, Target, Template};
+use workload::{
+    Place, RenderContext, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, Target, Template,
+    TraceIds,
+};
 
 /// The `User-Agent` header line we send unless the target sets one, as bytes to copy
 /// per request.
@@ -48,6 +51,8 @@ pub(crate) struct RequestTemplate {
     user_agent: bool,
     content_length: bool,
     close: bool,
+    /// The target sets its own `traceparent`: ours is never added (theirs wins).
+    own_traceparent: bool,
     /// Some part has placeholders: it renders differently per request.
     templated: bool,
 }
@@ -124,6 +129,7 @@ impl RequestTemplate {
             user_agent: !has("user-agent"),
             content_length: !has("content-length") && !has("transfer-encoding"),
             close: !keepalive && !has("connection"),
+            own_traceparent: has(TRACEPARENT),
             templated: false,
         }
     }
@@ -191,19 +197,36 @@ impl RequestTemplate {
     pub(crate) fn render_once(&self) -> Vec<u8> {
         let context = RenderContext::plain(0, 0, None);
         let (mut out, mut body) = (Vec::new(), Vec::new());
-        self.render(&context, &mut out, &mut body, &[]);
+        self.render(&context, &mut out, &mut body, &[], None);
         out
     }
 
+    /// The bytes of a request without placeholders with a `traceparent` whose ids
+    /// are zeros, and where those ids start: rendered once, the ids overwritten per
+    /// request ([`TraceIds::write_hex`]). `None` when the target sets its own.
+    pub(crate) fn render_traced_once(&self) -> Option<(Vec<u8>, usize)> {
+        let context = RenderContext::plain(0, 0, None);
+        let (mut out, mut body) = (Vec::new(), Vec::new());
+        let zero = TraceIds {
+            trace_id: 0,
+            span_id: 0,
+        };
+        let at = self.render(&context, &mut out, &mut body, &[], Some(zero))?;
+        Some((out, at))
+    }
+
     /// Renders request `context.seq` into `out` (cleared first); `body` is scratch;
-    /// `extra_headers` (whole CRLF-ended lines: a flow user's `Cookie`) go last.
+    /// `extra_headers` (whole CRLF-ended lines: a flow user's `Cookie`) go last; a
+    /// `traceparent` with `trace`'s ids before them, unless the target sets its own.
+    /// Returns where the trace ids' digits start in `out`, when they were written.
     pub(crate) fn render(
         &self,
         context: &RenderContext<'_>,
         out: &mut Vec<u8>,
         body: &mut Vec<u8>,
         extra_headers: &[u8],
-    ) {
+        trace: Option<TraceIds>,
+    ) -> Option<usize> {
         out.clear();
         body.clear();
         self.body.render(context, body);
@@ -230,9 +253,16 @@ impl RequestTemplate {
         if self.close {
             out.extend_from_slice(b"Connection: close\r\n");
         }
+        let ids_at = trace.filter(|_| !self.own_traceparent).map(|ids| {
+            let at = out.len() + TRACEPARENT_IDS_AT;
+            out.extend_from_slice(TRACEPARENT_LINE);
+            ids.write_hex(&mut out[at..]);
+            at
+        });
         out.extend_from_slice(extra_headers);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
+        ids_at
     }
 }
 
@@ -295,7 +325,13 @@ mod tests {
         let dynamic = RequestTemplate::new(&templated, false).unwrap();
         assert!(dynamic.is_templated());
         let (mut out, mut body) = (Vec::new(), Vec::new());
-        dynamic.render(&RenderContext::plain(1, 42, None), &mut out, &mut body, &[]);
+        dynamic.render(
+            &RenderContext::plain(1, 42, None),
+            &mut out,
+            &mut body,
+            &[],
+            None,
+        );
         let text = String::from_utf8(out).unwrap();
         let head = format!(
             "POST /search?q=42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 42\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{{\"q\":\""
@@ -319,6 +355,7 @@ mod tests {
             &mut out,
             &mut scratch,
             b"Cookie: a=1\r\n",
+            None,
         );
         let mut want = format!(
             "POST /p HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nX-Id: 7\r\nContent-Length: {}\r\nCookie: a=1\r\n\r\n",
@@ -426,6 +463,49 @@ mod tests {
         assert_eq!(
             template.unsafe_text().as_deref(),
             Some("the path holds a space or a control character")
+        );
+    }
+
+    #[test]
+    fn a_traced_request_carries_its_ids_in_one_fixed_slot_unless_the_target_sets_its_own() {
+        let ids = TraceIds {
+            trace_id: 0x0af7_6519_16cd_43dd_8448_eb21_1c80_319c,
+            span_id: 0xb7ad_6b71_6920_3331,
+        };
+        let line = "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n";
+        // A static target: rendered once with zeros, the ids written over them.
+        let plain = RequestTemplate::new(&target("GET", "http://h/a", &[], b""), true).unwrap();
+        let (mut bytes, at) = plain.render_traced_once().unwrap();
+        ids.write_hex(&mut bytes[at..]);
+        let want = format!("GET /a HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\n{line}\r\n");
+        assert_eq!(String::from_utf8(bytes).unwrap(), want);
+        // A templated one: the same line, beside a flow's cookies.
+        let mut templated = target("POST", "http://h/p", &[], b"{{seq}}");
+        templated.templated_path = Some("/p".to_owned());
+        let dynamic = RequestTemplate::new(&templated, true).unwrap();
+        let (mut out, mut body) = (Vec::new(), Vec::new());
+        let context = RenderContext::plain(1, 7, None);
+        let at = dynamic.render(&context, &mut out, &mut body, b"Cookie: a=1\r\n", Some(ids));
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(&format!("Content-Length: 1\r\n{line}Cookie: a=1\r\n\r\n7")),
+            "{text}"
+        );
+        assert_eq!(&text[at.unwrap()..at.unwrap() + 4], "0af7");
+        // The user's own header wins: sent as written, ours left out.
+        let own = target("GET", "http://h/", &[("TraceParent", "00-1-2-01")], b"");
+        let template = RequestTemplate::new(&own, true).unwrap();
+        assert_eq!(template.render_traced_once(), None);
+        let (mut out, mut body) = (Vec::new(), Vec::new());
+        assert_eq!(
+            template.render(&context, &mut out, &mut body, &[], Some(ids)),
+            None
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.to_lowercase().matches("traceparent").count(),
+            1,
+            "{text}"
         );
     }
 

@@ -67,6 +67,8 @@ pub(crate) struct ReplayFeeder {
     pub shard: Shard,
     /// When the plan ends (`-duration`), ns from time zero.
     pub end_ns: Option<u64>,
+    /// The run sends `traceparent`s (`-trace`).
+    pub trace: bool,
     pub unix_socket: Option<std::path::PathBuf>,
     pub registry: Arc<TargetRegistry>,
     pub output: Arc<ReplayOutput>,
@@ -86,7 +88,11 @@ pub(crate) fn start(
 impl ReplayFeeder {
     fn feed(&self, queues: &[SyncSender<LazyTarget>]) -> Result<(), EngineError> {
         let mut pass = Pass {
-            dealer: Dealer::new(queues, self.replay.keepalive, self.unix_socket.clone()),
+            dealer: Dealer::new(
+                queues,
+                (self.replay.keepalive, self.trace),
+                self.unix_socket.clone(),
+            ),
             index: 0,
             logged: Vec::with_capacity(LOGGED_BATCH),
             first: true,

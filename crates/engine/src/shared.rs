@@ -18,6 +18,15 @@ pub(crate) struct PreparedTarget {
     pub request: PreparedRequest,
     pub host: usize,
     pub head_only: bool,
+    /// A static request under `-trace`: its bytes with a `traceparent` slot.
+    pub traced: Option<TracedBytes>,
+}
+
+/// A static request's bytes with a `traceparent` of zeros, rendered once; each
+/// sampled request copies them and writes its ids at `ids_at`.
+pub(crate) struct TracedBytes {
+    pub bytes: Arc<[u8]>,
+    pub ids_at: usize,
 }
 
 /// A request's bytes: rendered once, or per request from its template.
@@ -30,14 +39,16 @@ pub(crate) enum PreparedRequest {
 }
 
 impl PreparedTarget {
+    /// A fixed target; `trace`: the run sends `traceparent`s (`-trace`).
     pub(crate) fn new(
         target: Target,
         keepalive: bool,
         host: usize,
+        trace: bool,
     ) -> Result<PreparedTarget, EngineError> {
         let template = parsed(&target, keepalive)?;
         refuse_unsafe(&target, &template)?;
-        Ok(PreparedTarget::with_template(target, template, host))
+        Ok(PreparedTarget::with_template(target, template, host, trace))
     }
 
     /// A target of a stream, prepared as the run goes: one that cannot be sent as
@@ -46,6 +57,7 @@ impl PreparedTarget {
         target: Target,
         keepalive: bool,
         host: usize,
+        trace: bool,
     ) -> Result<PreparedTarget, EngineError> {
         let template = parsed(&target, keepalive)?;
         if let Err(EngineError::Config(text)) = refuse_unsafe(&target, &template) {
@@ -53,10 +65,11 @@ impl PreparedTarget {
                 request: PreparedRequest::Refused(format!("{text}: not sent").into()),
                 host,
                 head_only: false,
+                traced: None,
                 target,
             });
         }
-        Ok(PreparedTarget::with_template(target, template, host))
+        Ok(PreparedTarget::with_template(target, template, host, trace))
     }
 
     /// A flow step: rendered per request for its user.
@@ -73,20 +86,37 @@ impl PreparedTarget {
             request: PreparedRequest::Templated(Arc::new(template)),
             host,
             head_only: target.method == "HEAD",
+            traced: None,
             target,
         })
     }
 
-    fn with_template(target: Target, template: RequestTemplate, host: usize) -> PreparedTarget {
-        let request = if template.is_templated() {
-            PreparedRequest::Templated(Arc::new(template))
+    fn with_template(
+        target: Target,
+        template: RequestTemplate,
+        host: usize,
+        trace: bool,
+    ) -> PreparedTarget {
+        let (request, traced) = if template.is_templated() {
+            (PreparedRequest::Templated(Arc::new(template)), None)
         } else {
-            PreparedRequest::Static(template.render_once().into())
+            let traced =
+                (trace.then(|| template.render_traced_once()).flatten()).map(|(bytes, ids_at)| {
+                    TracedBytes {
+                        bytes: bytes.into(),
+                        ids_at,
+                    }
+                });
+            (
+                PreparedRequest::Static(template.render_once().into()),
+                traced,
+            )
         };
         PreparedTarget {
             request,
             host,
             head_only: target.method == "HEAD",
+            traced,
             target,
         }
     }
@@ -136,6 +166,8 @@ pub(crate) struct Shared {
     pub local_ip: Option<IpAddr>,
     pub unix_socket: Option<PathBuf>,
     pub seed: u64,
+    /// Which requests carry a `traceparent`, and their ids (`-trace`).
+    pub trace: Option<workload::TraceSampler>,
     pub http2: bool,
     pub h2c: bool,
     pub max_streams: u32,
@@ -152,6 +184,7 @@ impl Shared {
                 &mut hosts,
                 config.settings.unix_socket.as_ref(),
                 target_offset,
+                config.settings.trace.is_some(),
             )?;
             target_offset += shared.targets.len() as u32;
             attacks.push(shared);
@@ -188,6 +221,8 @@ impl Shared {
             local_ip: config.settings.local_addr,
             unix_socket: config.settings.unix_socket.clone(),
             seed: config.settings.seed,
+            trace: (config.settings.trace)
+                .map(|trace| workload::TraceSampler::new(trace, config.settings.seed)),
             http2,
             h2c: config.settings.h2c,
             max_streams: config.settings.max_streams,
@@ -205,6 +240,7 @@ fn prepare_attack(
     hosts: &mut HostTable,
     unix_socket: Option<&PathBuf>,
     target_offset: u32,
+    trace: bool,
 ) -> Result<AttackShared, EngineError> {
     let list = match &attack.targets {
         Targets::List(list) => list.as_slice(),
@@ -221,7 +257,7 @@ fn prepare_attack(
                     host,
                     &flow.variables,
                 ),
-                None => PreparedTarget::new(target.clone(), attack.settings.keepalive, host),
+                None => PreparedTarget::new(target.clone(), attack.settings.keepalive, host, trace),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

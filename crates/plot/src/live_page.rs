@@ -478,6 +478,7 @@ mod tests {
 
     fn header() -> RunHeader {
         RunHeader {
+            trace: None,
             tool: "loadlab test".to_owned(),
             start_unix_ns: START_NS,
             attacks: vec![AttackInfo {

@@ -25,6 +25,9 @@
 //!   ([`RecordWriter::write_logged`]) and streamed through
 //!   [`RecordSource::drain_logged`] / [`Inputs::drain_logged`] /
 //!   [`RecordStream::take_logged`].
+//! - [`Exemplar`]: a traced request worth looking at (`attack -trace`), with its trace
+//!   ids, in the end block ([`RunEnd::exemplars`]); [`Inputs::exemplars`] and
+//!   [`RecordStream::exemplars`] give them with merged ids.
 //! - [`format_timestamp`]: unix nanoseconds as RFC 3339, as vegeta prints times.
 //!
 //! Errors are [`RecordError`]; each names the input (file, byte offset or line, field).
@@ -34,6 +37,7 @@
 mod codec_csv;
 mod codec_json;
 mod columns;
+mod exemplar;
 mod format;
 mod import;
 mod input;
@@ -56,6 +60,7 @@ mod proptests;
 
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
+pub use exemplar::{Exemplar, ExemplarKind, TraceInfo};
 pub use format::{FORMAT_VERSION, MAGIC};
 pub use input::{open_input, open_reader};
 pub use logged::{Logged, ReplayEnd, ReplayInfo};

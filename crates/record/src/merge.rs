@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::RecordError;
+use crate::exemplar::Exemplar;
 use crate::input::open_input;
 use crate::logged::Logged;
 use crate::meta::{ErrorEntry, RunTables, TargetInfo};
@@ -122,6 +123,26 @@ impl Inputs {
             }
         }
         self.sample_scratch = scratch;
+    }
+
+    /// Every input's exemplars (`attack -trace`) read so far (they are in the end
+    /// blocks: complete once drained), with merged attack, target and error ids.
+    pub fn exemplars(&self) -> Vec<Exemplar> {
+        let mut out = Vec::new();
+        for (source, remap) in self.sources.iter().zip(&self.remaps) {
+            let Some(end) = &source.summary().end else {
+                continue;
+            };
+            out.extend(end.exemplars.iter().filter_map(|exemplar| {
+                Some(Exemplar {
+                    attack: *remap.attacks.get(usize::from(exemplar.attack))?,
+                    target: *remap.targets.get(exemplar.target as usize)?,
+                    error: *remap.errors.get(exemplar.error as usize)?,
+                    ..exemplar.clone()
+                })
+            }));
+        }
+        out
     }
 
     /// Appends the logged originals of a replay read by the last `next_batch`, with

@@ -31,6 +31,9 @@ pub struct RunHeader {
     /// was recorded, and in imports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_ns: Option<u64>,
+    /// How the run sent trace context (`attack -trace`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::TraceInfo>,
 }
 
 /// Which part of a sharded run a file holds, and how well its clock lined up.
@@ -290,6 +293,9 @@ pub struct RunEnd {
     /// How reading each replay attack's logs went (`attack -replay`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<crate::ReplayEnd>,
+    /// Traced requests worth looking at, with their trace ids (`attack -trace`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exemplars: Vec<crate::Exemplar>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -18,6 +18,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
 
 use crate::RecordError;
+use crate::exemplar::Exemplar;
 use crate::logged::Logged;
 use crate::merge::{Inputs, Sorted};
 use crate::meta::RunTables;
@@ -72,6 +73,7 @@ struct Done {
     samples: Vec<SampleBatch>,
     sample_tables: SampleTables,
     logged: Vec<Logged>,
+    exemplars: Vec<Exemplar>,
 }
 
 /// Record inputs read and merged on a background thread; see the module documentation.
@@ -99,6 +101,8 @@ pub struct RecordStream {
     sample_tables: SampleTables,
     /// Logged originals received with the last batch, until taken.
     logged: Vec<Logged>,
+    /// The inputs' exemplars, once drained.
+    exemplars: Vec<Exemplar>,
     done: bool,
 }
 
@@ -144,6 +148,7 @@ impl RecordStream {
             samples: Vec::new(),
             sample_tables: SampleTables::default(),
             logged: Vec::new(),
+            exemplars: Vec::new(),
             done: false,
         })
     }
@@ -168,8 +173,10 @@ impl RecordStream {
                     samples,
                     sample_tables,
                     logged,
+                    exemplars,
                 } = *done;
                 (self.tables, self.summaries, self.done) = (tables, summaries, true);
+                self.exemplars = exemplars;
                 self.sample_tables = sample_tables;
                 self.logged = logged;
                 self.samples.extend(samples);
@@ -229,6 +236,12 @@ impl RecordStream {
     /// and once more after the last (`next_batch` returned false).
     pub fn take_logged(&mut self, out: &mut Vec<Logged>) {
         out.append(&mut self.logged);
+    }
+
+    /// The inputs' traced requests worth looking at (`attack -trace`), with merged
+    /// ids; known once `next_batch` returned false (they are in the end blocks).
+    pub fn exemplars(&self) -> &[Exemplar] {
+        &self.exemplars
     }
 
     /// The merged tables and the inputs' summaries; complete once the stream is drained.
@@ -368,6 +381,7 @@ fn read(
                     samples: std::mem::take(&mut samples),
                     sample_tables: inputs.sample_tables().clone(),
                     logged: std::mem::take(&mut logged),
+                    exemplars: inputs.exemplars(),
                 }))
             }
             Err(err) => Message::Failed(err),

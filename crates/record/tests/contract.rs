@@ -8,11 +8,11 @@
 use std::io::Cursor;
 
 use record::{
-    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, FORMAT_VERSION, GeneratorStats,
-    GrpcStatus, Inputs, LoadModel, Logged, Protocol, ReadOrder, Record, RecordError, RecordSource,
-    RecordStream, RecordWriter, ReplayEnd, ReplayInfo, RunEnd, RunHeader, SampleBatch, SampleFrame,
-    SampleGap, SampleValue, SamplerInfo, SeriesInfo, SeriesKind, StopReason, TargetInfo,
-    open_reader,
+    AttackEnd, AttackInfo, Compression, ErrorEntry, ErrorKind, Exemplar, ExemplarKind,
+    FORMAT_VERSION, GeneratorStats, GrpcStatus, Inputs, LoadModel, Logged, Protocol, ReadOrder,
+    Record, RecordError, RecordSource, RecordStream, RecordWriter, ReplayEnd, ReplayInfo, RunEnd,
+    RunHeader, SampleBatch, SampleFrame, SampleGap, SampleValue, SamplerInfo, SeriesInfo,
+    SeriesKind, StopReason, TargetInfo, TraceInfo, open_reader,
 };
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
@@ -40,6 +40,7 @@ fn header() -> RunHeader {
         }],
         shard: None,
         precision_ns: None,
+        trace: None,
     }
 }
 
@@ -129,6 +130,7 @@ fn write_run_with_samples(compression: Compression, samples: bool) -> (Vec<u8>, 
         }],
         cpu_ns: 12_345,
         peak_rss_bytes: 8 << 20,
+        exemplars: Vec::new(),
     };
     (writer.finish(&end).unwrap(), records)
 }
@@ -1370,4 +1372,101 @@ fn merged_and_streamed_logged_originals_take_the_merged_ids() {
         want(&tables, &logged);
         assert_eq!(summaries[1].logged, 300, "{order:?}");
     }
+}
+
+fn exemplar_of(record: &Record, kind: ExemplarKind) -> Exemplar {
+    Exemplar {
+        kind,
+        attack: record.attack,
+        target: record.target,
+        seq: record.seq,
+        trace_id: format!("{:032x}", u128::from(record.seq) + 1),
+        span_id: format!("{:016x}", record.seq + 1),
+        intended_unix_ns: record.intended_unix_ns,
+        latency_ns: record.latency_ns,
+        status: record.status,
+        error: record.error,
+    }
+}
+
+/// A traced run's header and exemplars round-trip, and merged with another run (whose
+/// tables number the same target and error differently) they take the merged ids.
+#[test]
+fn a_traced_runs_exemplars_read_back_with_merged_ids() {
+    let (plain, _) = write_run(Compression::Raw);
+    let traced_header = RunHeader {
+        trace: Some(TraceInfo { sample: 0.25 }),
+        targets: Vec::new(),
+        ..header()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &traced_header, Compression::Raw).unwrap();
+    // Its own order: "things" is target 0 here, 1 in the plain run.
+    let things = TargetInfo {
+        step: Some("add thing".to_owned()),
+        checks: vec!["status 201".to_owned(), "json $.id exists".to_owned()],
+        method: "POST".to_owned(),
+        url: "http://127.0.0.1:8080/things".to_owned(),
+    };
+    writer
+        .add_targets(0, &[things, header().targets[0].clone()])
+        .unwrap();
+    let timeout = ErrorEntry {
+        kind: ErrorKind::Timeout,
+        text: "timeout".to_owned(),
+    };
+    writer.add_errors(0, &[timeout]).unwrap();
+    let slow = Record {
+        target: 0,
+        latency_ns: 9_000_000,
+        ..record(3)
+    };
+    let failed = Record {
+        target: 1,
+        status: 0,
+        error: 1,
+        ..record(4)
+    };
+    writer.extend(&[slow, failed]);
+    writer.flush_records(None).unwrap();
+    let exemplars = vec![
+        exemplar_of(&slow, ExemplarKind::Slow),
+        exemplar_of(&failed, ExemplarKind::Failed),
+    ];
+    let end = RunEnd {
+        exemplars: exemplars.clone(),
+        ..RunEnd::default()
+    };
+    let traced = writer.finish(&end).unwrap();
+    let (_, source) = read_all(&traced).unwrap();
+    assert_eq!(
+        source.summary().header.trace,
+        Some(TraceInfo { sample: 0.25 })
+    );
+    assert_eq!(source.summary().end.as_ref().unwrap().exemplars, exemplars);
+    let sources = vec![
+        open_reader(Box::new(Cursor::new(plain)), "a.llr").unwrap(),
+        open_reader(Box::new(Cursor::new(traced)), "b.llr").unwrap(),
+    ];
+    let mut inputs = Inputs::from_sources(sources);
+    let mut batch = Vec::new();
+    while inputs.next_batch(&mut batch).unwrap() {}
+    let merged = inputs.exemplars();
+    let tables = inputs.tables();
+    let names: Vec<(&str, Option<&str>)> = merged
+        .iter()
+        .map(|e| {
+            (
+                tables.targets[e.target as usize].url.as_str(),
+                tables.error(e.error).map(|error| error.text.as_str()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("http://127.0.0.1:8080/things", None),
+            ("http://127.0.0.1:8080/", Some("timeout")),
+        ]
+    );
+    assert_eq!(merged[1].trace_id, exemplars[1].trace_id);
 }

@@ -51,6 +51,7 @@ fn header(rate_per_sec: u64) -> RunHeader {
         url: url.to_owned(),
     };
     RunHeader {
+        trace: None,
         seed: None,
         tool: "synth_records".to_owned(),
         start_unix_ns: START_UNIX_NS,
@@ -111,6 +112,7 @@ fn write(path: &str, count: u64, rate_per_sec: u64) -> Result<u64, Box<dyn std::
         }
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_UNIX_NS + count * gap_ns,
         reason: StopReason::Completed,

@@ -69,6 +69,8 @@ pub struct ReportConfig {
     /// the run's time zero: a plan step's measured window (warm-up excluded), so its
     /// `report.txt` and diagnosis read the figures its verdict reads. `None`: all.
     pub window_ns: Option<(u64, u64)>,
+    /// Where a traced request's trace is shown (`-trace-link`).
+    pub trace_link: Option<crate::TraceLink>,
 }
 
 impl ReportConfig {
@@ -93,6 +95,7 @@ impl ReportConfig {
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
             window_ns: None,
+            trace_link: None,
         })
     }
 }

@@ -315,6 +315,8 @@ fn merged_header(summaries: &[SourceSummary], tables: &RunTables, first: &Record
         },
         shard: None,
         precision_ns: None,
+        // Exemplars are not re-encoded yet, so the output does not claim a trace.
+        trace: None,
     }
 }
 

@@ -104,4 +104,6 @@ pub struct Extras {
     /// Whole-run reports only: each replay attack against its original
     /// (`attack -replay`); empty without one.
     pub replay: Vec<crate::replay::ReplayFigures>,
+    /// Whole-run reports only: the traced requests worth looking at (`attack -trace`).
+    pub traces: Option<crate::TracedRequests>,
 }

@@ -106,6 +106,8 @@ pub struct RunFacts {
     pub unreached: Vec<analysis::diagnosis::Unreached>,
     /// How the failed requests failed, when some did (set by the pipeline).
     pub failures: Option<analysis::diagnosis::Failures>,
+    /// The traced requests worth looking at (`attack -trace`; set by the pipeline).
+    pub traces: Option<crate::TracedRequests>,
 }
 
 impl RunFacts {
@@ -326,6 +328,7 @@ impl Extras {
             } else {
                 Vec::new()
             },
+            traces: facts.traces.clone().filter(|_| whole_run),
         }
     }
 }

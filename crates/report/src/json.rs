@@ -191,6 +191,7 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         write_diagnosis(out, diagnosis);
     }
     write_replay_json(out, &extras.replay);
+    crate::traces::write_traces_json(out, extras.traces.as_ref());
     out.push_str(",\"warnings\":[");
     let resource_warnings = extras
         .resources

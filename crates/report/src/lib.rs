@@ -64,6 +64,7 @@ mod sampler_health;
 mod seconds;
 pub mod tabwriter;
 mod text;
+mod traces;
 mod warnings;
 pub mod words;
 
@@ -97,6 +98,7 @@ pub use resources::{
 };
 pub use seconds::{MAX_SECONDS, Seconds};
 pub use text::{write_resources_text, write_text};
+pub use traces::{TraceLink, TracedRequest, TracedRequests, judge_traces};
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, shard_warnings, torn_warnings};
 
 /// Why a report or conversion could not be made. Messages name the input or flag.

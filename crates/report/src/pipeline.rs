@@ -118,6 +118,13 @@ pub fn run_report(
     facts.min_success_ratio = config.min_success_ratio;
     facts.resources = resources.close(Some(groups.earliest_unix_ns()));
     facts.replay = replays.close(stream.summaries(), stream.tables());
+    facts.traces = crate::traces::judge_traces(
+        stream.exemplars(),
+        stream.summaries(),
+        stream.tables(),
+        config.trace_link.as_ref(),
+        groups.earliest_unix_ns(),
+    );
     evidence.close().fill(&mut facts, stream.tables());
     let (text, p50_ns, diagnosis) =
         render_groups(groups, &facts, stream.tables(), &config.report_type);

@@ -47,6 +47,7 @@ pub fn write_text(out: &mut String, report: &Report) {
         write_diagnosis(out, diagnosis);
     }
     write_replay_text(out, &report.extras.replay);
+    crate::traces::write_traces_text(out, report.extras.traces.as_ref());
     for warning in &report.extras.warnings {
         let _ = writeln!(out, "WARNING: {warning}");
     }
@@ -448,6 +449,7 @@ mod tests {
             saturation: None,
             diagnosis: None,
             replay: Vec::new(),
+            traces: None,
         };
         let rows = extra_rows(&extras);
         assert_eq!(rows.lines().count(), 6);

@@ -46,6 +46,7 @@ fn target(method: &str, url: &str) -> TargetInfo {
 /// requests 45 ms apart). Nothing to warn about.
 fn steady_run() -> Vec<u8> {
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -96,6 +97,7 @@ fn steady_run() -> Vec<u8> {
         })
         .unwrap();
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + 600 * MS,
         reason: StopReason::Completed,
@@ -168,6 +170,7 @@ fn static_record(n: u64) -> Record {
 /// over HTTP/1.1 (13 of 50), the rest over h2 (37).
 fn mixed_protocol_run() -> Vec<u8> {
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -206,6 +209,7 @@ fn mixed_protocol_run() -> Vec<u8> {
         });
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + 600 * MS,
         reason: StopReason::Completed,
@@ -226,6 +230,7 @@ fn mixed_protocol_run() -> Vec<u8> {
 /// asked, with send lag growing to 4 ms.
 fn behind_run() -> Vec<u8> {
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -248,6 +253,7 @@ fn behind_run() -> Vec<u8> {
         });
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + 100 * MS,
         reason: StopReason::Interrupted,
@@ -269,6 +275,7 @@ fn behind_run() -> Vec<u8> {
 /// away with 503s while its latency grows 20 ms a second.
 fn ramp_run(capacity: u64) -> Vec<u8> {
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -311,6 +318,7 @@ fn ramp_run(capacity: u64) -> Vec<u8> {
         }
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + 30_500 * MS,
         reason: StopReason::Completed,
@@ -349,6 +357,7 @@ fn flow_run(news: bool) -> Vec<u8> {
         attacks.push(attack("news", LoadModel::Open, Some(10.0)));
     }
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -408,6 +417,7 @@ fn flow_run(news: bool) -> Vec<u8> {
         writer.push(record);
     }
     let end = RunEnd {
+        exemplars: Vec::new(),
         replays: Vec::new(),
         at_unix_ns: START_NS + 1_500 * MS,
         reason: StopReason::Completed,
@@ -1273,6 +1283,7 @@ fn saturation_appears_only_for_rising_open_loads() {
 /// 10 s at 50/s, answered in about `latency_ms`, every `fail_every`-th request timing out.
 fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
     let header = RunHeader {
+        trace: None,
         seed: Some(7),
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,
@@ -1445,6 +1456,7 @@ fn replay_run() -> Vec<u8> {
         log_start_unix_ns: START_NS - 86_400_000 * MS,
     });
     let header = RunHeader {
+        trace: None,
         seed: None,
         tool: "loadlab test".to_owned(),
         start_unix_ns: START_NS,

@@ -59,6 +59,7 @@ mod targets_http;
 mod targets_json;
 mod targets_tank;
 mod template;
+mod trace;
 
 #[cfg(test)]
 mod proptests;
@@ -94,6 +95,10 @@ pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use targets_tank::{TankAmmo, TankAmmoReader};
 pub use template::{Place, RenderContext, Template, breaks_header, path_encoded, query_encoded};
+pub use trace::{
+    TRACE_HEX_LEN, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, TraceIds, TraceSampler,
+    TraceSettings,
+};
 
 /// Why targets or a plan were rejected. Messages name the input.
 #[derive(Debug, thiserror::Error)]

@@ -176,6 +176,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     run("workers", "workers", true),
     run("connections", "connections", true),
     run("seed", "seed", false),
+    run("trace", "trace", true),
+    run("trace-sample", "trace_sample", true),
     run("precision", "precision", true),
     run("http2", "http2", true),
     run("h2c", "h2c", true),

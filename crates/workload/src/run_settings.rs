@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use units::{GoDuration, parse_duration};
 
-use crate::{Origin, StopRule, WorkloadError, defaults};
+use crate::{Origin, StopRule, TraceSettings, WorkloadError, defaults};
 
 /// The run-wide fields, as written (every field optional); the keys of a plan's
 /// `[load]` and the flags of `loadlab attack` that are not per attack.
@@ -28,6 +28,10 @@ pub struct RunFields {
     pub seed: Option<u64>,
     /// How late a worker may wake (`-precision`).
     pub precision: Option<String>,
+    /// Send a W3C `traceparent` on sampled requests (`-trace`).
+    pub trace: Option<bool>,
+    /// The share of requests traced, in (0, 1] (`-trace-sample`; 1 by default).
+    pub trace_sample: Option<f64>,
     /// Offer HTTP/2 to https targets in ALPN (`-http2`).
     pub http2: Option<bool>,
     /// HTTP/2 to http targets with prior knowledge (`-h2c`).
@@ -99,6 +103,8 @@ pub struct RunSettings {
     /// HTTP/2 streams per connection at most (`-max-streams`; 0: the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`).
     pub max_streams: u32,
+    /// Which requests carry a `traceparent` (`-trace`); `None`: none.
+    pub trace: Option<TraceSettings>,
     /// Monitor specs sampled beside the records; the caller starts the samplers.
     pub monitor: Vec<String>,
     /// How often the monitor samples.
@@ -122,6 +128,7 @@ impl Default for RunSettings {
             http2: defaults::HTTP2,
             h2c: false,
             max_streams: 0,
+            trace: None,
             monitor: Vec::new(),
             monitor_interval: defaults::MONITOR_INTERVAL,
         }
@@ -156,6 +163,7 @@ impl RunFields {
             http2: self.http2.unwrap_or(defaults::HTTP2),
             h2c: self.h2c.unwrap_or(false),
             max_streams: self.max_streams.unwrap_or(0),
+            trace: self.trace(origin)?,
             monitor: self.monitor.clone().unwrap_or_default(),
             monitor_interval: self.monitor_interval(origin)?,
         })
@@ -175,6 +183,27 @@ impl RunFields {
             client_cert: self.cert.as_ref().map(path),
             client_key: self.key.as_ref().map(path),
         })
+    }
+
+    fn trace(&self, origin: &Origin) -> Result<Option<TraceSettings>, WorkloadError> {
+        let sample = self.trace_sample.unwrap_or(1.0);
+        if !(sample > 0.0 && sample <= 1.0) {
+            return Err(origin.error(
+                "trace_sample",
+                format!("want a share above 0 and at most 1, like 0.01, got {sample}"),
+            ));
+        }
+        match self.trace {
+            Some(true) => Ok(Some(TraceSettings { sample })),
+            _ if self.trace_sample.is_some() => Err(origin.error(
+                "trace_sample",
+                format!(
+                    "samples the traced requests: give {} too",
+                    origin.spelled("trace")
+                ),
+            )),
+            _ => Ok(None),
+        }
     }
 
     fn stop_rules(&self, origin: &Origin) -> Result<Vec<StopRule>, WorkloadError> {
@@ -287,6 +316,29 @@ mod tests {
             ),
             (
                 RunFields {
+                    trace: Some(true),
+                    trace_sample: Some(0.0),
+                    ..RunFields::default()
+                },
+                Err("-trace-sample: want a share above 0 and at most 1, like 0.01, got 0"),
+            ),
+            (
+                RunFields {
+                    trace: Some(true),
+                    trace_sample: Some(1.5),
+                    ..RunFields::default()
+                },
+                Err("-trace-sample: want a share above 0 and at most 1"),
+            ),
+            (
+                RunFields {
+                    trace_sample: Some(0.5),
+                    ..RunFields::default()
+                },
+                Err("-trace-sample: samples the traced requests: give -trace too"),
+            ),
+            (
+                RunFields {
                     precision: Some("0".to_owned()),
                     max_streams: Some(100),
                     ..RunFields::default()
@@ -306,6 +358,19 @@ mod tests {
                 (got, want) => panic!("{fields:?}: got {got:?}, want {want:?}"),
             }
         }
+        let traced = RunFields {
+            trace: Some(true),
+            trace_sample: Some(0.01),
+            ..RunFields::default()
+        };
+        let settings = traced.settings(&Origin::flags()).unwrap();
+        assert_eq!(settings.trace, Some(TraceSettings { sample: 0.01 }));
+        let every = RunFields {
+            trace: Some(true),
+            ..RunFields::default()
+        };
+        let settings = every.settings(&Origin::flags()).unwrap();
+        assert_eq!(settings.trace, Some(TraceSettings { sample: 1.0 }));
         let bad = RunFields {
             threads: Some(0),
             ..RunFields::default()

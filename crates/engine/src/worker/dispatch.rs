@@ -293,9 +293,23 @@ impl Worker {
         let shared = &self.shared;
         let attack = &shared.attacks[request.attack as usize];
         let prepared = lazy.unwrap_or_else(|| &attack.targets[request.target_index as usize]);
+        let trace = (shared.trace.as_ref()).and_then(|t| t.ids(request.attack, request.seq));
         let template = match &prepared.request {
             PreparedRequest::Static(bytes) => {
-                return (RequestBytes::Shared(Arc::clone(bytes)), prepared.head_only);
+                let Some(traced) = &prepared.traced else {
+                    return (RequestBytes::Shared(Arc::clone(bytes)), prepared.head_only);
+                };
+                // Under -trace a static request goes from the connection's own buffer,
+                // so that sampled and unsampled ones alike reuse it (no allocation).
+                let mut buffer = self.conns[slot].spare_buffer();
+                match trace {
+                    Some(ids) => {
+                        buffer.extend_from_slice(&traced.bytes);
+                        ids.write_hex(&mut buffer[traced.ids_at..]);
+                    }
+                    None => buffer.extend_from_slice(bytes),
+                }
+                return (RequestBytes::Owned(buffer), prepared.head_only);
             }
             PreparedRequest::Templated(template) => template,
             // `refused` kept it from a connection.
@@ -307,7 +321,7 @@ impl Worker {
             attack.data.as_deref(),
         );
         let mut buffer = self.conns[slot].spare_buffer();
-        template.render(&context, &mut buffer, &mut self.body_scratch, &[]);
+        template.render(&context, &mut buffer, &mut self.body_scratch, &[], trace);
         (RequestBytes::Owned(buffer), prepared.head_only)
     }
 

@@ -172,11 +172,13 @@ impl Worker {
             variables: &user.variables,
             user: user.number,
         };
+        let trace = (shared.trace.as_ref()).and_then(|t| t.ids(request.attack, request.seq));
         template.render(
             &context,
             &mut buffer,
             &mut self.body_scratch,
             &self.cookie_scratch,
+            trace,
         );
         RequestBytes::Owned(buffer)
     }

@@ -144,10 +144,15 @@ fn cwd_absolute(path: &str) -> String {
 /// Which keys, and their flags, are declared in [`workload::options`].
 pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
     let path = |text: &String| absolute(origin, text);
-    let words: [(&str, Option<String>); 13] = [
+    let words: [(&str, Option<String>); 15] = [
         ("threads", run.threads.map(|n| n.to_string())),
         ("workers", run.workers.map(|n| n.to_string())),
         ("connections", run.connections.map(|n| n.to_string())),
+        ("trace", run.trace.map(|b| b.to_string())),
+        (
+            "trace_sample",
+            run.trace_sample.map(|share| share.to_string()),
+        ),
         ("precision", run.precision.clone()),
         ("http2", run.http2.map(|b| b.to_string())),
         ("h2c", run.h2c.map(|b| b.to_string())),
@@ -250,6 +255,8 @@ mod tests {
             stop_when: Some(Vec::new()),
             monitor: Some(Vec::new()),
             monitor_interval: Some("1s".to_owned()),
+            trace: Some(true),
+            trace_sample: Some(0.5),
         };
         let flags: Vec<String> = run_flags(&every, &origin)
             .iter()
