@@ -2,7 +2,8 @@
 # nobody here wrote, for trying -trace by hand (docs/TRACES.md; no test starts it yet),
 # `github.com/jaegertracing/jaeger/cmd/jaeger` (Jaeger v2) built from
 # the Go module proxy into $LOADLAB_JAEGER (default ~/.cache/loadlab/jaeger). Sourced
-# by .ci/run on a fresh machine; also run it by hand (`source .ci/setup/jaeger.sh`).
+# by hand (`source .ci/by-hand/jaeger.sh`); not by .ci/run, since no test starts Jaeger
+# yet (it moves to .ci/setup/ with the first test that does).
 # Idempotent: builds only when the binary of the pinned version is missing.
 
 # Jaeger v2's releases are also tagged v1.x, the Go module's versions: pinned here.
