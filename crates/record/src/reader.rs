@@ -289,7 +289,9 @@ impl<R: Read> BinaryReader<R> {
         Ok(())
     }
 
-    /// Every id must point into the dictionaries read so far.
+    /// Every id must point into the dictionaries read so far. A file declaring no
+    /// attack or no target (a monitor's) has no id for a record to name: unlike an
+    /// import, it gets no placeholder in the merge.
     fn check_ids(&self, records: &[Record]) -> Result<(), Tear> {
         let (attacks, targets, errors) = (
             self.tables.attacks.len(),
@@ -297,8 +299,8 @@ impl<R: Read> BinaryReader<R> {
             self.tables.errors.len(),
         );
         match records.iter().find(|r| {
-            usize::from(r.attack) >= attacks.max(1)
-                || r.target as usize >= targets.max(1)
+            usize::from(r.attack) >= attacks
+                || r.target as usize >= targets
                 || r.error as usize > errors
         }) {
             Some(r) => Err(Tear(format!(

@@ -1470,3 +1470,36 @@ fn a_traced_runs_exemplars_read_back_with_merged_ids() {
     );
     assert_eq!(merged[1].trace_id, exemplars[1].trace_id);
 }
+
+/// A file whose header declares no attack and no target (a monitor's file, or a damaged
+/// one) that holds a record anyway: the record names ids nothing declared, which is
+/// damage named with its block, never an index out of bounds in the merge.
+#[test]
+fn a_record_naming_ids_the_file_never_declared_is_damage_not_a_panic() {
+    let empty = RunHeader {
+        attacks: Vec::new(),
+        targets: Vec::new(),
+        ..header()
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &empty, Compression::Raw).unwrap();
+    writer.push(&record(0));
+    writer.flush_records(Some(START_NS)).unwrap();
+    let bytes = writer.finish(&RunEnd::default()).unwrap();
+    let source = open_reader(Box::new(Cursor::new(bytes)), "bare.llr").unwrap();
+    let mut sorted = Inputs::from_sources(vec![source]).sorted();
+    let mut batch = Vec::new();
+    let mut read = 0;
+    while sorted.next_batch(&mut batch).unwrap() {
+        read += batch.len();
+    }
+    assert_eq!(read, 0, "no record with undeclared ids is handed on");
+    let torn = sorted
+        .summaries()
+        .find_map(|s| s.torn.clone())
+        .expect("the damage is reported");
+    assert!(
+        torn.reason
+            .contains("record seq 0 names attack 0, target 0 or error 0 not in the dictionary"),
+        "{torn:?}"
+    );
+}
