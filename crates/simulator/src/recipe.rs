@@ -31,6 +31,8 @@ const ROUTE_KEYS: &[&str] = &[
     "requires",
     "list",
     "ids_from",
+    "websocket",
+    "events",
 ];
 const REQUIRES_KEYS: &[&str] = &["header", "cookie", "matches"];
 const LIST_KEYS: &[&str] = &["count"];
@@ -104,6 +106,8 @@ pub(crate) struct RouteSpec {
     pub capacity: Option<CapacitySpec>,
     /// The route as submitted, echoed by `current_recipe`.
     pub json: Value,
+    /// A route that holds its connection open (`websocket`, `events`).
+    pub stream: Option<crate::stream::StreamSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -381,6 +385,8 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
         ids_from,
         id_count: None,
         json: value.clone(),
+        stream: crate::stream::parse(fields.get("websocket"), fields.get("events"))
+            .map_err(|(key, message)| Invalid::new(join(&fields.path, &key), message))?,
     })
 }
 
