@@ -1140,6 +1140,13 @@ mod tests {
             (format!(r#"{{"capacity": {{"workers": 4, "queue_timeout": 5}}, {stage}}}"#), "capacity.queue_timeout: bad duration 5"),
             (format!(r#"{{"capacity": {{"workers": 4, "reject_status": 99}}, {stage}}}"#), "capacity.reject_status: 99 is not a final HTTP status"),
             (format!(r#"{{"capacity": {{"workers": 4, "pool": 2}}, {stage}}}"#), "capacity.pool: unknown field"),
+            (format!(r#"{{"websocket": "broadcast", {stage}}}"#), "websocket: \"broadcast\": want \"echo\""),
+            (format!(r#"{{"websocket": "echo", "events": {{"count": 1}}, {stage}}}"#), "events: a route has websocket or events, not both"),
+            (format!(r#"{{"events": {{"count": 0}}, {stage}}}"#), "events.count: missing or not a whole number above 0"),
+            (format!(r#"{{"events": {{"count": 2, "every": "soon"}}, {stage}}}"#), "events.every: bad duration \"soon\""),
+            (format!(r#"{{"events": {{"count": 2, "data": "a\nb"}}, {stage}}}"#), "events.data: \"a\\nb\": want one line of text"),
+            (format!(r#"{{"events": {{"count": 2, "rate": 5}}, {stage}}}"#), "events.rate: unknown field"),
+            (format!(r#"{{"events": 5, {stage}}}"#), "events: 5: want"),
         ];
         for (json, want) in rows {
             match parse(&json) {

@@ -277,3 +277,71 @@ impl Reader<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events of `wire`, fed `step` bytes at a time.
+    fn events(wire: &[u8], chunked: bool, step: usize) -> (Vec<String>, bool) {
+        let mut events = Events {
+            chunked: chunked.then(ChunkedDecoder::new),
+            pending: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+        };
+        let (mut seen, mut ended) = (Vec::new(), false);
+        for piece in wire.chunks(step) {
+            ended |= events
+                .feed(piece, &mut |data| {
+                    seen.push(String::from_utf8_lossy(data).into_owned());
+                })
+                .unwrap();
+        }
+        (seen, ended)
+    }
+
+    #[test]
+    fn events_are_cut_at_blank_lines_however_the_bytes_arrive() {
+        let rows: &[(&[u8], bool, &[&str], bool)] = &[
+            (b"data: a\n\ndata: b\n\n", false, &["a", "b"], false),
+            (b"data: a\r\ndata:b\r\n\r\n", false, &["a\nb"], false),
+            (
+                b": comment\nid: 1\nevent: x\ndata: a\n\n",
+                false,
+                &["a"],
+                false,
+            ),
+            (b"id: 1\n\ndata\n\n", false, &[""][..], false),
+            (b"data: a\n", false, &[], false),
+            (
+                b"8\r\ndata: a\n\r\n1\r\n\n\r\n0\r\n\r\n",
+                true,
+                &["a"],
+                true,
+            ),
+        ];
+        for (wire, chunked, want, ended) in rows {
+            for step in [1, 3, wire.len()] {
+                let got = events(wire, *chunked, step);
+                assert_eq!(
+                    got,
+                    (want.iter().map(|s| (*s).to_owned()).collect(), *ended),
+                    "{wire:?} by {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_broken_chunked_body_is_a_protocol_error() {
+        let mut events = Events {
+            chunked: Some(ChunkedDecoder::new()),
+            pending: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+        };
+        let failure = events.feed(b"zz\r\n", &mut |_| {}).unwrap_err();
+        assert_eq!(failure.0, ErrorKind::Protocol, "{}", failure.1);
+    }
+}
