@@ -147,12 +147,12 @@ impl Connection {
             } else {
                 ErrorKind::Connect
             };
-            (kind, format!("connect {}: {e}", job.address))
+            (kind, io_text("connect", &e))
         })?;
         let _ = tcp.set_nodelay(true);
         let reader = tcp
             .try_clone()
-            .map_err(|e| (ErrorKind::Io, format!("socket: {e}")))?;
+            .map_err(|e| (ErrorKind::Io, io_text("socket", &e)))?;
         let io: Box<dyn ReadWrite> = match &job.tls {
             Some((config, name)) => {
                 let client = ClientConnection::new(Arc::clone(config), name.clone())
@@ -176,7 +176,7 @@ impl Connection {
             .io
             .write_all(&job.request)
             .and_then(|()| connection.io.flush())
-            .map_err(|e| (ErrorKind::Io, format!("write: {e}")))?;
+            .map_err(|e| (ErrorKind::Io, io_text("write", &e)))?;
         outcome.bytes_out = job.request.len() as u64;
         let deadline_ns = outcome.started_ns.saturating_add(job.timeout_ns);
         let head = read_head(&mut connection, job, deadline_ns)?;
@@ -312,7 +312,15 @@ pub(crate) fn io_failure(e: &io::Error) -> Failure {
         io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionAborted => ErrorKind::Closed,
         _ => ErrorKind::Io,
     };
-    (kind, format!("read: {e}"))
+    (kind, io_text("read", e))
+}
+
+/// `operation: what failed`, spelled as the engine's own transport errors are
+/// (lowercase, without the errno), so equal causes read alike in the error set.
+fn io_text(operation: &str, e: &io::Error) -> String {
+    let message = e.to_string();
+    let message = message.split(" (os error").next().unwrap_or(&message);
+    format!("{operation}: {}", message.to_ascii_lowercase())
 }
 
 /// How long `ns` is, as a user writes it (`1s`, `250ms`).
