@@ -1,6 +1,9 @@
 //! Flows end to end: `loadlab attack -scenarios` runs flows (docs/FLOWS.md) against the
 //! simulator's application recipe on loopback, in both models, and the record file
 //! says what each step got and which checks failed; bad flows are refused by name.
+//! Steps that hold a connection open (`ws`, `sse`; docs/STREAMING.md) run against the
+//! simulator's streaming routes and Python's `websockets` echo: a record per connect,
+//! action and event, named by step; refusals, timeouts and early ends counted by kind.
 
 #![allow(clippy::unwrap_used)]
 
@@ -465,4 +468,308 @@ fn bad_flows_are_refused_before_the_run_by_file_line_step_and_field() {
         assert!(!run.status.success(), "{flow}");
         assert!(err.contains(want), "{flow}\n{err}");
     }
+}
+
+/// A login, a WebSocket echo that wants the login's token, an event stream of 5
+/// events 20 ms apart, and a plain route that refuses.
+const STREAMS: &str = r#"[
+  {"route": "/login", "body": "{\"token\": \"t{{id}}\"}", "stages": [{"status": 200}]},
+  {"route": "/chat", "websocket": "echo",
+   "requires": {"header": "authorization", "matches": "^Bearer t[0-9]+$"},
+   "stages": [{"status": 200}]},
+  {"route": "/ticks", "events": {"count": 5, "every": "20ms", "data": "tick"},
+   "stages": [{"status": 200}]},
+  {"route": "/plain", "body": "no streams here", "stages": [{"status": 403}]}
+]"#;
+
+/// The simulator serving [`STREAMS`].
+fn streams() -> simulator::Simulator {
+    serve(STREAMS)
+}
+
+/// A chat: log in over HTTP, connect with the token, send, expect the echo (taking a
+/// value from it), close.
+fn chat_flow(addr: std::net::SocketAddr) -> String {
+    format!(
+        r#"
+[[scenario]]
+name = "chat"
+rate = 5
+duration = "1s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "login"
+request = "POST http://{addr}/login"
+extract = {{ token = "json $.token" }}
+checks = ["status 200"]
+
+[[scenario.step]]
+name = "chat"
+ws = "ws://{addr}/chat\nAuthorization: Bearer {{{{token}}}}"
+actions = [
+  {{ send = '{{"text": "hi from {{{{token}}}}"}}' }},
+  {{ name = "reply", expect = "json $.text exists", within = "1s", extract = {{ echoed = "json $.text" }} }},
+  {{ close = 1000 }},
+]
+
+[[scenario.step]]
+name = "after"
+request = "POST http://{addr}/login\nX-Echoed: {{{{echoed}}}}"
+checks = ["status 200"]
+"#
+    )
+}
+
+#[test]
+fn a_chat_flow_logs_in_connects_with_the_token_and_gets_its_echo() {
+    let server = streams();
+    let dir = TempDir::new();
+    let (steps, tables, output) = run_chat(&dir, &chat_flow(server.local_addr()));
+    let names: Vec<&str> = steps.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "after",
+            "chat",
+            "chat close 3",
+            "chat reply",
+            "chat send 1",
+            "login"
+        ]
+    );
+    // The echo carried the token the login gave, so `after` could send it on.
+    assert!(steps["chat reply"].iter().all(|r| r.bytes_in > 10));
+    let chat = tables
+        .targets
+        .iter()
+        .find(|t| t.step.as_deref() == Some("chat"));
+    assert_eq!(chat.unwrap().method, "WS");
+    assert!(chat.unwrap().url.starts_with("ws://"));
+    let report = loadlab(&["report", "-by=step", &output]);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    assert!(
+        text(&report.stdout).contains("chat reply"),
+        "{}",
+        text(&report.stdout)
+    );
+}
+
+#[test]
+fn refusals_timeouts_and_early_ends_are_counted_error_kinds() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "sad"
+rate = 2
+duration = "1s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "no token"
+ws = "ws://{addr}/chat"
+
+[[scenario.step]]
+name = "silent"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+actions = [{{ name = "never", expect = "body contains nobody said this", within = "200ms" }}]
+
+[[scenario.step]]
+name = "not a stream"
+sse = "http://{addr}/plain"
+events = 1
+
+[[scenario.step]]
+name = "short stream"
+sse = "http://{addr}/ticks"
+events = 10
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    let error = |step: &str| {
+        let record = steps[step][0];
+        assert!(!record.is_success(), "{step}: {record:?}");
+        let entry = &tables.errors[record.error as usize - 1];
+        (entry.kind, entry.text.clone(), record.status)
+    };
+    let (kind, why, status) = error("no token");
+    assert_eq!((kind, status), (ErrorKind::Status, 401), "{why}");
+    assert!(why.starts_with("websocket upgrade refused: 401"), "{why}");
+    assert!(steps["silent"][0].is_success(), "the connect itself worked");
+    let (kind, why, _) = error("silent never");
+    assert_eq!(kind, ErrorKind::Timeout, "{why}");
+    assert!(why.contains("within 200ms"), "{why}");
+    assert_eq!(
+        steps["silent never"][0].checks_failed & 1,
+        1,
+        "its check failed"
+    );
+    let (kind, why, status) = error("not a stream");
+    assert_eq!(status, 403, "{why}");
+    assert_eq!(kind, ErrorKind::Status, "{why}");
+    // The stream's events came (5), then its end, short of the 10 asked.
+    let events = &steps["short stream event"];
+    let flows = steps["no token"].len();
+    assert_eq!(events.iter().filter(|r| r.is_success()).count(), 5 * flows);
+    let last = events.iter().find(|r| !r.is_success()).unwrap();
+    let entry = &tables.errors[last.error as usize - 1];
+    assert_eq!(entry.kind, ErrorKind::Closed, "{}", entry.text);
+    assert!(
+        entry.text.contains("after 5 of 10 events"),
+        "{}",
+        entry.text
+    );
+}
+
+#[test]
+fn an_event_stream_is_timed_to_its_first_event_and_each_event_is_checked() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "ticks"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+
+[[scenario.step]]
+name = "ticks"
+sse = "http://{addr}/ticks"
+events = 3
+checks = ["body contains tick", {{ name = "fourth", expect = "body contains tick 4" }}]
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps["ticks"].len(), 2, "two runs of the flow");
+    for first in &steps["ticks"] {
+        assert!(first.is_success(), "{first:?}");
+        // The first event comes 20 ms after the answer's head.
+        assert!(first.latency_ns >= 15_000_000, "{first:?}");
+        assert!(first.ttfb_ns < first.latency_ns, "{first:?}");
+    }
+    let events = &steps["ticks event"];
+    assert_eq!(events.len(), 6, "3 events a run, no more");
+    // "tick 1" .. "tick 3": every one passes the first check and fails the second.
+    assert!(
+        events.iter().all(|e| e.checks_failed & 0b11 == 0b10),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().all(|e| e.latency_ns >= 15_000_000),
+        "{events:?}"
+    );
+}
+
+/// Runs a chat flow (5 a second for a second) and checks that each of its steps has
+/// one record per flow, every one a success (`after` runs only when the echo gave it
+/// `echoed`); the records by step, the tables and the record file.
+fn run_chat(dir: &TempDir, flow: &str) -> (BTreeMap<String, Vec<Record>>, RunTables, String) {
+    let (run, output) = attack(dir, flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    let flows = steps["login"].len();
+    assert!(flows >= 4, "5 flows a second for a second: {flows}");
+    assert_eq!(steps.len(), 6, "{:?}", steps.keys());
+    for (name, records) in &steps {
+        assert_eq!(records.len(), flows, "{name}: one record per flow");
+        for record in records {
+            assert!(
+                record.is_success(),
+                "{name}: {record:?} {:?}",
+                tables.errors.get(record.error as usize - 1)
+            );
+        }
+    }
+    (steps, tables, output)
+}
+
+/// The venv `.ci/setup/websockets.sh` made, or `None` (a loud skip) when it has not
+/// run and CI did not ask for it (`LOADLAB_REQUIRE_WEBSOCKETS`).
+fn websockets_python() -> Option<PathBuf> {
+    let dir = std::env::var_os("LOADLAB_WEBSOCKETS").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/loadlab/websockets")
+        },
+        PathBuf::from,
+    );
+    let python = dir.join("bin/python");
+    let found = Command::new(&python)
+        .args(["-c", "import websockets.asyncio.server"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("LOADLAB_REQUIRE_WEBSOCKETS").is_none(),
+            "LOADLAB_REQUIRE_WEBSOCKETS is set but {} cannot import websockets: run .ci/setup/websockets.sh",
+            dir.display()
+        );
+        eprintln!(
+            "\n!!! SKIPPED: Python's websockets is not installed (source .ci/setup/websockets.sh) !!!\n"
+        );
+    }
+    found.then_some(python)
+}
+
+/// `examples/apps/websockets_echo.py` on a free loopback port, killed when dropped.
+struct PythonEcho {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl PythonEcho {
+    fn start(python: &std::path::Path) -> PythonEcho {
+        use std::io::BufRead as _;
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/apps/websockets_echo.py"
+        );
+        let mut child = Command::new(python)
+            .args([script, "0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().unwrap();
+        PythonEcho { child, port }
+    }
+}
+
+impl Drop for PythonEcho {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_chat_flow_runs_against_the_websockets_librarys_own_echo_server() {
+    let Some(python) = websockets_python() else {
+        return;
+    };
+    let echo = PythonEcho::start(&python);
+    let login = streams();
+    let dir = TempDir::new();
+    // The login is the simulator's; the WebSocket is Python's.
+    let flow = chat_flow(login.local_addr()).replace(
+        &format!("ws://{}/chat", login.local_addr()),
+        &format!("ws://127.0.0.1:{}/", echo.port),
+    );
+    let (steps, _, _) = run_chat(&dir, &flow);
+    assert!(steps.contains_key("chat reply"), "{steps:?}");
 }

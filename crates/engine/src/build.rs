@@ -46,7 +46,7 @@ impl AttackConfig {
             let flow = flow(fields, steps, &settings, origin, data.as_deref())
                 .map_err(EngineError::Targets)?;
             return Ok(AttackConfig {
-                targets: Targets::List(flow.steps.iter().map(|s| s.target.clone()).collect()),
+                targets: Targets::List(flow_targets(&flow)),
                 settings,
                 data,
                 flow: Some(Arc::new(flow)),
@@ -128,6 +128,17 @@ fn replay_pace(
         replay: surveyed,
         shape_only,
     })
+}
+
+/// A flow's targets: its steps', then its stream steps' actions and events (each the
+/// request of its step, never sent: records name them).
+fn flow_targets(flow: &Flow) -> Vec<Target> {
+    let steps = flow.steps.iter().map(|s| s.target.clone());
+    let streams = flow
+        .stream_targets
+        .iter()
+        .map(|t| flow.steps[t.step].target.clone());
+    steps.chain(streams).collect()
 }
 
 /// A flow scenario's steps, checked: their templates, their data columns, and one

@@ -169,6 +169,15 @@ impl ErrorCache {
         id
     }
 
+    /// The id of an error described already (a session's: they end seconds apart,
+    /// so taking the registry's lock each time costs nothing that matters).
+    pub(crate) fn text(&mut self, kind: ErrorKind, text: &str) -> u32 {
+        self.registry.intern(ErrorEntry {
+            kind,
+            text: text.to_owned(),
+        })
+    }
+
     /// The id of a transport error.
     pub(crate) fn cause(&mut self, cause: Cause) -> u32 {
         if let Some(&(_, id)) = self.causes.iter().find(|(c, _)| *c == cause) {

@@ -29,6 +29,39 @@ use crate::worker::{AttackSetup, Worker, WorkerSetup};
 use crate::worker_report::WorkerReport;
 use crate::{EngineError, RunConfig, RunOutcome, StopHandle, Targets};
 
+/// Target `index` of a flow as its step (or its stream step's action or events) names
+/// it; a WebSocket's URL is shown with its own scheme.
+fn flow_target_info(flow: &workload::Flow, index: usize, info: &mut TargetInfo) {
+    let (step, name, checks) = match flow.steps.get(index) {
+        // A stream step's checks judge its events, which have a target of their own.
+        Some(step) if step.stream.is_some() => (step, step.name.clone(), Vec::new()),
+        Some(step) => (
+            step,
+            step.name.clone(),
+            step.checks.iter().map(|c| c.name.clone()).collect(),
+        ),
+        None => {
+            let extra = &flow.stream_targets[index - flow.steps.len()];
+            (
+                &flow.steps[extra.step],
+                extra.name.clone(),
+                extra.checks.clone(),
+            )
+        }
+    };
+    if let Some(workload::Stream::WebSocket(_)) = step.stream {
+        info.method = "WS".to_owned();
+        if let Some(rest) = info.url.strip_prefix("http") {
+            info.url = format!("ws{rest}");
+        }
+    }
+    if let Some(workload::Stream::Events(_)) = step.stream {
+        info.method = "SSE".to_owned();
+    }
+    info.step = Some(name);
+    info.checks = checks;
+}
+
 /// [`run_with_samples`](crate::run_with_samples), shown to `observer` as it goes (from
 /// the collector thread: each batch of records, each stats sample, new errors, the
 /// stop rules' state).
@@ -49,9 +82,8 @@ pub fn run_with_observer<W: Write + Send>(
     targets.prefill(shared.attacks.iter().flat_map(|attack| {
         attack.targets.iter().enumerate().map(|(index, t)| {
             let mut info = target_info(&t.target);
-            if let Some(step) = attack.flow.as_ref().map(|f| &f.steps[index]) {
-                info.step = Some(step.name.clone());
-                info.checks = step.checks.iter().map(|c| c.name.clone()).collect();
+            if let Some(flow) = attack.flow.as_deref() {
+                flow_target_info(flow, index, &mut info);
             }
             info
         })

@@ -64,6 +64,7 @@ mod replay;
 mod replay_feed;
 mod response;
 mod sample_feed;
+mod session;
 mod shared;
 mod split;
 mod start;

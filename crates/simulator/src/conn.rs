@@ -30,6 +30,8 @@ enum Pending {
     /// The only request in flight; awaited in place when its turn comes.
     Inline(Step),
     Spawned(Spawned),
+    /// A streaming route: the connection is its from here on.
+    Stream(crate::stream::StreamStart),
 }
 
 /// A spawned request task, aborted if the connection goes away first (which returns
@@ -84,6 +86,10 @@ impl<S: Transport> Conn<S> {
                         self.io.flush().await?;
                         run_step(Rc::clone(worker), step).await
                     }
+                    Pending::Stream(start) => {
+                        self.io.flush().await?;
+                        return crate::stream::serve(&mut self.io.stream, start).await;
+                    }
                     Pending::Spawned(mut task) => {
                         self.io.flush().await?;
                         match (&mut task.0).await {
@@ -133,6 +139,11 @@ impl<S: Transport> Conn<S> {
             );
             consumed += request.total_len;
             let alone = pending.is_empty() && consumed == self.inbuf.len();
+            if let Step::Stream(start, _) = step {
+                pending.push_back(Pending::Stream(start));
+                closing = true;
+                break;
+            }
             pending.push_back(match step {
                 Step::Ready(reply) => Pending::Ready(reply),
                 step if alone => Pending::Inline(step),

@@ -19,6 +19,9 @@ pub(crate) enum Step {
     /// Sleep and/or queue for a worker, then answer: see [`wait`].
     Wait(Waiting),
     Admin(crate::admin::AdminRequest),
+    /// A streaming route: served on its HTTP/1.1 connection, which it then keeps;
+    /// over HTTP/2 the reply (501) is sent instead.
+    Stream(crate::stream::StreamStart, Reply),
 }
 
 pub(crate) struct Waiting {
@@ -79,6 +82,15 @@ pub(crate) fn dispatch(worker: &Rc<Worker>, request: &Incoming<'_>) -> Step {
     if let Some(refused) = app_refusal(route, &parts) {
         return Step::Ready(reply(refused));
     }
+    if let Some(spec) = &route.stream {
+        return match crate::stream::StreamStart::new(spec, &request.headers) {
+            Ok(start) => {
+                let why = "streaming routes are served over HTTP/1.1 only";
+                Step::Stream(start, reply(refusal(worker, 501, why)))
+            }
+            Err(why) => Step::Ready(reply(refusal(worker, 400, &why))),
+        };
+    }
     let mut rng = worker.rng.borrow_mut();
     let outcome = match route.stage_at(table.elapsed_ns(request.arrival)) {
         Some(stage) => route.stages[stage].pick(&mut *rng),
@@ -108,6 +120,7 @@ pub(crate) async fn run_step(worker: Rc<Worker>, step: Step) -> Reply {
         Step::Ready(reply) => reply,
         Step::Wait(waiting) => wait(worker, waiting).await,
         Step::Admin(request) => crate::admin::handle(worker, request).await,
+        Step::Stream(_, fallback) => fallback,
     }
 }
 

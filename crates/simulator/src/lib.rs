@@ -64,6 +64,7 @@ mod respond;
 mod respond_h2;
 mod server;
 mod state;
+mod stream;
 mod table;
 mod template;
 mod tls;

@@ -34,6 +34,8 @@ const ROUTE_KEYS: &[&str] = &[
     "list",
     "ids_from",
     "grpc",
+    "websocket",
+    "events",
 ];
 const REQUIRES_KEYS: &[&str] = &["header", "cookie", "matches"];
 const LIST_KEYS: &[&str] = &["count"];
@@ -109,6 +111,8 @@ pub(crate) struct RouteSpec {
     pub grpc: Option<GrpcSpec>,
     /// The route as submitted, echoed by `current_recipe`.
     pub json: Value,
+    /// A route that holds its connection open (`websocket`, `events`).
+    pub stream: Option<crate::stream::StreamSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -314,6 +318,11 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
     let mut stages = parse_stages(stages_value, fields.field("stages"))?;
     template_outcome_bodies(&mut stages, param.as_deref(), gzip)?;
     grpc_outcomes(&fields, grpc.is_some(), &payload, &mut stages)?;
+    let stream = crate::stream::parse(fields.get("websocket"), fields.get("events"))
+        .map_err(|(key, message)| Invalid::new(join(&fields.path, &key), message))?;
+    if grpc.is_some() && stream.is_some() {
+        return Err(fields.err("grpc", "a route has grpc, websocket or events, one of them"));
+    }
     Ok(RouteSpec {
         payload,
         body_template,
@@ -333,6 +342,7 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
         id_count: None,
         grpc,
         json: value.clone(),
+        stream,
     })
 }
 
@@ -1127,6 +1137,14 @@ mod tests {
             (format!(r#"{{"capacity": {{"workers": 4, "queue_timeout": 5}}, {stage}}}"#), "capacity.queue_timeout: bad duration 5"),
             (format!(r#"{{"capacity": {{"workers": 4, "reject_status": 99}}, {stage}}}"#), "capacity.reject_status: 99 is not a final HTTP status"),
             (format!(r#"{{"capacity": {{"workers": 4, "pool": 2}}, {stage}}}"#), "capacity.pool: unknown field"),
+            (format!(r#"{{"websocket": "broadcast", {stage}}}"#), "websocket: \"broadcast\": want \"echo\""),
+            (format!(r#"{{"websocket": "echo", "events": {{"count": 1}}, {stage}}}"#), "events: a route has websocket or events, not both"),
+            (format!(r#"{{"events": {{"count": 0}}, {stage}}}"#), "events.count: missing or not a whole number above 0"),
+            (format!(r#"{{"events": {{"count": 2, "every": "soon"}}, {stage}}}"#), "events.every: bad duration \"soon\""),
+            (format!(r#"{{"events": {{"count": 2, "data": "a\nb"}}, {stage}}}"#), "events.data: \"a\\nb\": want one line of text"),
+            (format!(r#"{{"events": {{"count": 2, "rate": 5}}, {stage}}}"#), "events.rate: unknown field"),
+            (format!(r#"{{"events": 5, {stage}}}"#), "events: 5: want"),
+            (r#"{"grpc": {"proto": "g.proto", "method": "p.S/M"}, "websocket": "echo"}"#.into(), "grpc: a route has grpc, websocket or events, one of them"),
         ];
         for (json, want) in rows {
             match parse(&json) {

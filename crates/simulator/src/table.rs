@@ -55,6 +55,8 @@ pub(crate) struct Route {
     pub json: Value,
     /// Memory charged for this route's bodies, against the recipe memory cap.
     pub held_bytes: u64,
+    /// A route that holds its connection open (HTTP/1.1 only).
+    pub stream: Option<crate::stream::StreamSpec>,
 }
 
 pub(crate) struct Capacity {
@@ -311,6 +313,7 @@ fn build_route(
         rules: app_rules(spec, label, registry),
         json: spec.json.clone(),
         held_bytes: 0,
+        stream: spec.stream.clone(),
     })
 }
 

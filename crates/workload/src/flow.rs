@@ -28,6 +28,10 @@ use crate::target::{
 use crate::template::is_variable_name;
 use crate::{Origin, Template, WorkloadError};
 
+mod stream;
+
+pub use stream::{Action, ActionKind, EventStream, Stream, StreamTarget};
+
 /// Variables one flow may extract (one bit each in [`UserState`]).
 pub const MAX_VARIABLES: usize = 64;
 /// Body bytes kept for checks and extraction unless `check_body_limit` says otherwise.
@@ -65,6 +69,9 @@ pub struct Flow {
     pub options: FlowOptions,
     /// Regex extractions, for [`FlowScratch`].
     regexes: Vec<Regex>,
+    /// The targets of stream steps' actions and events, after the steps' own (target
+    /// `steps.len() + i` is `stream_targets[i]`).
+    pub stream_targets: Vec<StreamTarget>,
 }
 
 /// One step, checked.
@@ -88,6 +95,8 @@ pub struct Step {
     pub needs: u64,
     /// Whether its checks or extractions read the body.
     pub reads_body: bool,
+    /// A step that holds its connection open (`ws`, `sse`) instead of one request.
+    pub stream: Option<Stream>,
 }
 
 /// A variable taken from an answer.
@@ -238,6 +247,7 @@ impl Flow {
             variables: Vec::new(),
             options,
             regexes: Vec::new(),
+            stream_targets: Vec::new(),
         };
         for (index, fields) in steps.iter().enumerate() {
             let step = flow
@@ -245,6 +255,7 @@ impl Flow {
                 .map_err(|reason| step_error(origin, index, fields, reason))?;
             flow.steps.push(step);
         }
+        flow.number_stream_targets();
         Ok(flow)
     }
 
@@ -261,19 +272,32 @@ impl Flow {
             return Err(format!("name: {name:?} is used by another step"));
         }
         let known = self.variables.clone();
-        let request = fields
-            .request
-            .as_deref()
-            .ok_or("request: every step needs one")?;
-        let target = parse_request(
-            request,
-            fields.body.as_deref(),
-            headers,
-            &known,
-            origin,
-            read_body,
-        )?;
-        let needs = needed_variables(&target, &known)?;
+        let (target, stream) = match (&fields.request, &fields.ws, &fields.sse) {
+            (Some(request), None, None) => {
+                refuse_stream_keys(fields)?;
+                let target = parse_request(
+                    request,
+                    fields.body.as_deref(),
+                    headers,
+                    &known,
+                    origin,
+                    read_body,
+                )?;
+                (target, None)
+            }
+            (None, None, None) => {
+                return Err("request: every step needs one (or ws, or sse)".to_owned());
+            }
+            (None, _, _) => {
+                let (target, stream) = self.stream_step(fields, headers, &known, origin)?;
+                (target, Some(stream))
+            }
+            (Some(_), _, _) => {
+                return Err("request: a step has one of request, ws and sse".to_owned());
+            }
+        };
+        let needs =
+            needed_variables(&target, &known)? | stream.as_ref().map_or(0, Flow::stream_needs);
         let condition = fields
             .condition
             .as_deref()
@@ -304,6 +328,7 @@ impl Flow {
             condition,
             needs,
             reads_body,
+            stream,
         })
     }
 
@@ -391,6 +416,40 @@ impl Flow {
                 "{text:?}: want json PATH, regex PATTERN, header NAME or cookie NAME"
             )),
         }
+    }
+
+    /// Takes `extractions` (a WebSocket action's) from `message` into the user's
+    /// variables; the text of the first that found nothing, naming `step_name`.
+    pub fn extract_message(
+        &self,
+        user: &mut UserState,
+        extractions: &[Extraction],
+        message: &[u8],
+        step_name: &str,
+        scratch: &mut FlowScratch,
+    ) -> Option<String> {
+        let answer = Answer {
+            status: 200,
+            body: message,
+            body_bytes: message.len() as u64,
+            ..Answer::default()
+        };
+        let mut failure = None;
+        for extraction in extractions {
+            if self.extract(extraction, &answer, user, scratch) == Extracted::Value {
+                user.extracted |= 1 << extraction.variable;
+                continue;
+            }
+            user.extracted &= !(1 << extraction.variable);
+            if !extraction.optional && failure.is_none() {
+                failure = Some(format!(
+                    "step {step_name:?}: extract {}: {:?} found nothing",
+                    self.variables[usize::from(extraction.variable)],
+                    extraction.text
+                ));
+            }
+        }
+        failure
     }
 
     /// The CSV columns the steps' templates read.
@@ -683,6 +742,19 @@ fn step_name(index: usize, fields: &StepFields) -> Result<String, String> {
             "name: {name:?} cannot hold \": \" (it separates steps from checks in names)"
         )),
         Some(name) => Ok(name.to_owned()),
+    }
+}
+
+/// A request step with keys only stream steps take: named, so it is not ignored.
+fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
+    let stray = [
+        ("actions", !fields.actions.is_empty()),
+        ("events", fields.events.is_some()),
+        ("listen", fields.listen.is_some()),
+    ];
+    match stray.iter().find(|(_, given)| *given) {
+        Some((key, _)) => Err(format!("{key}: only a ws or sse step takes it")),
+        None => Ok(()),
     }
 }
 

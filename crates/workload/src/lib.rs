@@ -73,8 +73,9 @@ pub use check::Check;
 pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
 pub use data::{DataOrder, DataTable};
 pub use flow::{
-    Condition, DEFAULT_CHECK_BODY_LIMIT, Extraction, Flow, FlowFailure, FlowOptions, FlowScratch,
-    MAX_CHECKS, MAX_VARIABLES, Next, Step, Think, UserState, Verdict,
+    Action, ActionKind, Condition, DEFAULT_CHECK_BODY_LIMIT, EventStream, Extraction, Flow,
+    FlowFailure, FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, Stream,
+    StreamTarget, Think, UserState, Verdict,
 };
 pub use grpc::{ProtoSet, encode_message, frame};
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
@@ -86,7 +87,7 @@ pub use scenario::{AttackFields, ScenarioFile, TextOrNumber};
 pub use schedule::Schedule;
 pub use settings::{AttackSettings, Origin, TargetFormat, parse_base_url};
 pub use shard::Shard;
-pub use step_fields::{CheckField, ExtractField, StepFields};
+pub use step_fields::{ActionFields, CheckField, ExtractField, StepFields};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };

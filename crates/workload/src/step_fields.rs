@@ -29,9 +29,42 @@ pub struct StepFields {
     /// Run only when this variable was extracted or this check passed.
     #[serde(rename = "if")]
     pub condition: Option<String>,
+    /// A WebSocket session instead of a request: `ws://HOST/PATH`, then header lines.
+    pub ws: Option<String>,
+    /// What a `ws` step does once connected, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ActionFields>,
+    /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
+    /// header lines.
+    pub sse: Option<String>,
+    /// An `sse` step stops reading after this many events.
+    pub events: Option<u64>,
+    /// An `sse` step stops reading after this long: `10s`.
+    pub listen: Option<String>,
     /// The line of the step's table, when the file says (set by the parser).
     #[serde(skip)]
     pub line: Option<u64>,
+}
+
+/// One action of a `ws` step: exactly one of `send`, `expect`, `hold`, `close`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionFields {
+    /// The action's name in reports (after its step's): `send 1`, `expect 2` unless given.
+    pub name: Option<String>,
+    /// Send this text message (a template).
+    pub send: Option<String>,
+    /// Wait for a message this check passes on (`body contains hi`, `json $.id exists`).
+    pub expect: Option<String>,
+    /// How long `expect` waits (default: the scenario's `timeout`).
+    pub within: Option<String>,
+    /// Variables taken from the message `expect` matched.
+    #[serde(default)]
+    pub extract: BTreeMap<String, ExtractField>,
+    /// Keep the connection open this long: `5s`.
+    pub hold: Option<String>,
+    /// Close the connection with this code (1000: normal).
+    pub close: Option<i64>,
 }
 
 /// `token = "json $.token"` or `coupon = { from = "json $.coupon", optional = true }`.

@@ -70,6 +70,10 @@ impl Worker {
             return false;
         };
         let step = users.user(user).step;
+        if self.is_stream_step(attack, step) {
+            self.start_stream(attack, user, intended_ns, now);
+            return true;
+        }
         let host = options.targets[step].host;
         let acquired = match self.step_refused(attack, user, step) {
             Some(id) => Err(id),
@@ -114,7 +118,7 @@ impl Worker {
     /// data column of the user holds what its header cannot carry (docs/FLOWS.md,
     /// "Values from outside a request"). The user's flow goes on as after a
     /// transport error.
-    fn step_refused(&mut self, attack: usize, user: u32, step: usize) -> Option<u32> {
+    pub(super) fn step_refused(&mut self, attack: usize, user: u32, step: usize) -> Option<u32> {
         let options = &self.shared.attacks[attack];
         let users = self.attacks[attack].flow.as_ref()?;
         let PreparedRequest::Templated(template) = &options.targets[step].request else {
@@ -262,7 +266,7 @@ impl Worker {
 
     /// After an answer: the user thinks and sends its next step, or its run of the
     /// flow ends (closed model: it starts over after the think time, if still wanted).
-    fn next_step(&mut self, attack: usize, user: u32, now: u64) {
+    pub(super) fn next_step(&mut self, attack: usize, user: u32, now: u64) {
         let split = self.split();
         let seed = self.shared.seed;
         let plan = &self.shared.attacks[attack].plan;

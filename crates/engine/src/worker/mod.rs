@@ -19,6 +19,7 @@ mod flow;
 mod h1;
 mod h2;
 mod protocol;
+mod stream;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -152,6 +153,8 @@ pub(crate) struct Worker {
     cookie_scratch: Vec<u8>,
     /// The answer of the flow request being recorded.
     answer: flow::KeptAnswer,
+    /// Flow steps that hold a connection open, on threads of their own.
+    sessions: Option<stream::Sessions>,
 }
 
 impl Worker {
@@ -199,6 +202,7 @@ impl Worker {
             flushes: Vec::new(),
             cookie_scratch: Vec::new(),
             answer: flow::KeptAnswer::default(),
+            sessions: None,
         })
     }
 
@@ -353,6 +357,10 @@ impl Worker {
             self.attacks.iter_mut().for_each(|a| a.exhausted = true);
             return;
         }
+        if token == stream::SESSION_TOKEN {
+            self.finish_sessions();
+            return;
+        }
         let slot = token as u32 as usize;
         let generation = (token >> 32) as u32;
         let Some(conn) = self.conns.get(slot) else {
@@ -482,6 +490,7 @@ impl Worker {
             .filter_map(|a| a.in_flight.front())
             .filter_map(|slot| self.conns[slot].request.as_ref())
             .map(|r| r.dispatched_ns)
+            .chain(self.sessions.as_ref().and_then(stream::Sessions::oldest_ns))
             .fold(now, u64::min);
         self.counters.in_flight = self.attacks.iter().map(|a| a.in_flight_count as u64).sum();
         (self.counters.behind, self.counters.behind_at_cap) = (0..self.attacks.len())

@@ -349,3 +349,180 @@ fn a_regex_extraction_never_takes_a_value_cut_short_by_bytes_not_utf8() {
         }
     }
 }
+
+/// `text` as a scenarios file's one scenario, its steps compiled: the error as the
+/// engine shows it (file, line, scenario, step, field).
+fn compile_scenario(text: &str) -> Result<Flow, String> {
+    let file = crate::ScenarioFile::parse(text, "chat.toml").map_err(|e| e.to_string())?;
+    let (line, fields) = &file.scenarios[0];
+    let origin = Origin::scenario("chat.toml", *line, "chat", Path::new("."));
+    let steps = fields.step.as_deref().unwrap_or_default();
+    Flow::compile(steps, FlowOptions::default(), &[], &origin, &|_| {
+        Ok(Vec::new())
+    })
+    .map_err(|e| e.to_string())
+}
+
+#[test]
+fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
+    let scenario = "[[scenario]]\nname = \"chat\"\nrate = 1\n\n[[scenario.step]]\nname = \"ws\"\n";
+    let rows: &[(&str, &str)] = &[
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ ping = \"x\" }]\n",
+            "chat.toml:8: unknown field `ping`, expected one of",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ name = \"nothing\" }]\n",
+            "chat.toml:5: scenario \"chat\": step \"ws\": actions[0]: want exactly one of send, expect, hold, close",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", close = 1000 }]\n",
+            "step \"ws\": actions[0]: want exactly one of",
+        ),
+        (
+            "ws = \"\"\n",
+            "chat.toml:5: scenario \"chat\": step \"ws\": ws: empty (want a URL, then header lines)",
+        ),
+        (
+            "ws = \"http://h/chat\"\n",
+            "step \"ws\": ws: \"http://h/chat\": the scheme is \"http\", want ws or wss",
+        ),
+        (
+            "sse = \"ws://h/events\"\nevents = 1\n",
+            "step \"ws\": sse: \"ws://h/events\": the scheme is \"ws\", want http or https",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ close = 999 }]\n",
+            "step \"ws\": actions[0].close: 999 is not a code a client may send",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ close = 1006 }]\n",
+            "actions[0].close: 1006 is not a code a client may send",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ expect = \"body contains a\", within = \"soon\" }]\n",
+            "step \"ws\": actions[0].within: ",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\" }, { hold = \"5\" }]\n",
+            "step \"ws\": actions[1].hold: ",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ expect = \"bodyy contains a\" }]\n",
+            "step \"ws\": actions[0].expect: ",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"{{token}}\" }]\n",
+            "step \"ws\": actions[0].send: template \"{{token}}\": unknown variable {{token}}",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ hold = \"1s\", within = \"1s\" }]\n",
+            "actions[0]: within and extract go with expect",
+        ),
+        (
+            "ws = \"ws://h/chat\\nUpgrade: h2c\"\n",
+            "step \"ws\": ws: Upgrade: loadlab writes this header itself",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nchecks = [\"status 200\"]\n",
+            "step \"ws\": checks: a ws step checks its messages in expect actions",
+        ),
+        (
+            "request = \"GET http://h/\"\nws = \"ws://h/chat\"\n",
+            "step \"ws\": request: a step has one of request, ws and sse",
+        ),
+        (
+            "request = \"GET http://h/\"\nactions = [{ send = \"a\" }]\n",
+            "step \"ws\": actions: only a ws or sse step takes it",
+        ),
+        (
+            "sse = \"http://h/events\"\n",
+            "step \"ws\": sse: give events = N or listen = DURATION",
+        ),
+        (
+            "sse = \"http://h/events\"\nlisten = \"a while\"\n",
+            "step \"ws\": listen: ",
+        ),
+        (
+            "sse = \"http://h/events\"\nevents = 0\n",
+            "step \"ws\": events: must be at least 1",
+        ),
+        (
+            "sse = \"http://h/events\"\nevents = 1\nactions = [{ send = \"a\" }]\n",
+            "step \"ws\": actions: for ws steps",
+        ),
+    ];
+    for (step, want) in rows {
+        let err = compile_scenario(&format!("{scenario}{step}")).unwrap_err();
+        assert!(err.contains(want), "{step}:\n{err}");
+    }
+}
+
+#[test]
+fn stream_steps_get_a_target_per_action_and_for_their_events() {
+    let flow = compile_scenario(
+        r#"
+[[scenario]]
+name = "chat"
+rate = 1
+
+[[scenario.step]]
+name = "login"
+request = "POST http://h/login"
+extract = { token = "json $.token" }
+
+[[scenario.step]]
+name = "chat"
+ws = "wss://h/chat?room=1\nAuthorization: Bearer {{token}}"
+actions = [
+  { send = "hi {{token}}" },
+  { name = "reply", expect = "json $.text exists", extract = { said = "json $.text" } },
+  { hold = "1s" },
+  { close = 4000 },
+]
+
+[[scenario.step]]
+name = "ticks"
+sse = "http://h/events"
+listen = "2s"
+checks = ["body contains tick"]
+"#,
+    )
+    .unwrap();
+    let chat = &flow.steps[1];
+    assert_eq!(chat.target.url.as_str(), "https://h/chat?room=1");
+    assert_eq!(chat.needs, 1, "its header and its message read the token");
+    let Some(Stream::WebSocket(actions)) = &chat.stream else {
+        panic!("{:?}", chat.stream);
+    };
+    let names: Vec<&str> = actions.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["send 1", "reply", "hold 3", "close 4"]);
+    assert!(matches!(actions[3].kind, ActionKind::Close(4000)));
+    assert_eq!(flow.variables, ["token", "said"]);
+    let targets: Vec<(usize, &str, usize)> = flow
+        .stream_targets
+        .iter()
+        .map(|t| (t.step, t.name.as_str(), t.checks.len()))
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            (1, "chat send 1", 0),
+            (1, "chat reply", 1),
+            (1, "chat hold 3", 0),
+            (1, "chat close 4", 0),
+            (2, "ticks event", 1),
+        ]
+    );
+    assert_eq!(
+        actions.iter().map(|a| a.target).collect::<Vec<_>>(),
+        [3, 4, 5, 6]
+    );
+    let Some(Stream::Events(events)) = &flow.steps[2].stream else {
+        panic!("{:?}", flow.steps[2].stream);
+    };
+    assert_eq!(
+        (events.max_events, events.listen_ns, events.event_target),
+        (None, Some(2_000_000_000), 7)
+    );
+}

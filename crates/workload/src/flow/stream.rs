@@ -1,0 +1,362 @@
+//! Steps that hold a connection open (docs/STREAMING.md): a WebSocket session (`ws`,
+//! with its `actions`) or a server-sent event stream (`sse`). Each is checked here into
+//! a [`Stream`]: its upgrade or stream request is an ordinary [`Target`] (the same
+//! placeholder rules as a request step), and every action, and an event stream's
+//! events, gets a target of its own after the flow's steps ([`StreamTarget`]), so
+//! reports split them by name.
+
+use crate::check::Check;
+use crate::step_fields::{ActionFields, StepFields};
+use crate::target::{Header, Target};
+use crate::template::Place;
+use crate::{Origin, Template};
+
+use super::{Extraction, Flow, parse_request};
+
+/// What a step that holds a connection open does.
+#[derive(Debug, Clone)]
+pub enum Stream {
+    /// A WebSocket session: the upgrade, then these actions in order.
+    WebSocket(Vec<Action>),
+    /// A `text/event-stream` answer read event by event.
+    Events(EventStream),
+}
+
+/// One action of a WebSocket session.
+#[derive(Debug, Clone)]
+pub struct Action {
+    /// Its name within its step (`send 1`, or as given).
+    pub name: String,
+    /// What it does.
+    pub kind: ActionKind,
+    /// Variables taken from the message an `expect` matched.
+    pub extractions: Vec<Extraction>,
+    /// Its target: an index into the attack's targets ([`Flow::stream_targets`]).
+    pub target: usize,
+}
+
+/// What an action does.
+#[derive(Debug, Clone)]
+pub enum ActionKind {
+    /// Sends a text message, rendered for the user like a request body.
+    Send(Template),
+    /// Waits for a message the check passes on (others are skipped), at most
+    /// `within_ns` (`None`: the scenario's timeout).
+    Expect {
+        /// The check a message must pass.
+        check: Check,
+        /// How long to wait.
+        within_ns: Option<u64>,
+    },
+    /// Keeps the connection open this long.
+    HoldNs(u64),
+    /// Closes the connection with this code.
+    Close(u16),
+}
+
+/// When an event stream stops being read: after `max_events`, or `listen_ns`, at
+/// least one of them given.
+#[derive(Debug, Clone, Copy)]
+pub struct EventStream {
+    /// Events read before it stops.
+    pub max_events: Option<u64>,
+    /// How long it is read.
+    pub listen_ns: Option<u64>,
+    /// The target of each event's record (index into the attack's targets).
+    pub event_target: usize,
+}
+
+/// A target past the flow's steps: a WebSocket action or an event stream's events.
+#[derive(Debug, Clone)]
+pub struct StreamTarget {
+    /// The step it belongs to.
+    pub step: usize,
+    /// Its name in reports: the step's, then the action's (`chat send 1`).
+    pub name: String,
+    /// Its checks' names (an `expect`'s check, an event's checks).
+    pub checks: Vec<String>,
+}
+
+/// Close codes a client may send (RFC 6455 7.4.1 and the IANA registry; 1004-1006
+/// and 1015 are never sent, 3000-4999 are the applications').
+fn sendable_close(code: i64) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
+}
+
+/// The step's URL line and header lines as a `GET` request, the URL's scheme mapped
+/// by `schemes` (`ws` -> `http`); errors name `field`.
+fn stream_request(
+    text: &str,
+    field: &str,
+    schemes: &[(&str, &str)],
+    headers: &[Header],
+    known: &[String],
+    origin: &Origin,
+) -> Result<Target, String> {
+    let mut lines = text.trim_start().splitn(2, '\n');
+    let url = lines.next().unwrap_or_default().trim();
+    if url.is_empty() {
+        return Err(format!("{field}: empty (want a URL, then header lines)"));
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("{field}: {url:?}: want a URL"));
+    };
+    let Some((_, http)) = schemes.iter().find(|(from, _)| *from == scheme) else {
+        let want: Vec<&str> = schemes.iter().map(|(from, _)| *from).collect();
+        return Err(format!(
+            "{field}: {url:?}: the scheme is {scheme:?}, want {}",
+            want.join(" or ")
+        ));
+    };
+    let request = format!("GET {http}://{rest}\n{}", lines.next().unwrap_or_default());
+    parse_request(&request, None, headers, known, origin, &|_| Ok(Vec::new()))
+        .map_err(|reason| reason.replacen("request:", &format!("{field}:"), 1))
+}
+
+impl Flow {
+    /// The `ws` or `sse` step `fields` (whose text is `text`): its request and stream.
+    pub(super) fn stream_step(
+        &mut self,
+        fields: &StepFields,
+        headers: &[Header],
+        known: &[String],
+        origin: &Origin,
+    ) -> Result<(Target, Stream), String> {
+        if fields.body.is_some() {
+            return Err("body: a ws or sse step sends no body".to_owned());
+        }
+        if !fields.extract.is_empty() {
+            return Err("extract: a ws step extracts in its expect actions; an sse step does not extract yet".to_owned());
+        }
+        match (fields.ws.as_deref(), fields.sse.as_deref()) {
+            (Some(ws), None) => self.websocket(ws, fields, headers, known, origin),
+            (None, Some(sse)) => events(sse, fields, headers, known, origin),
+            _ => Err("ws: a step has one of request, ws and sse".to_owned()),
+        }
+    }
+
+    fn websocket(
+        &mut self,
+        text: &str,
+        fields: &StepFields,
+        headers: &[Header],
+        known: &[String],
+        origin: &Origin,
+    ) -> Result<(Target, Stream), String> {
+        if !fields.checks.is_empty() {
+            return Err("checks: a ws step checks its messages in expect actions".to_owned());
+        }
+        if fields.events.is_some() || fields.listen.is_some() {
+            return Err("events, listen: for sse steps; a ws step has actions".to_owned());
+        }
+        let mut target = stream_request(
+            text,
+            "ws",
+            &[("ws", "http"), ("wss", "https")],
+            headers,
+            known,
+            origin,
+        )?;
+        for (name, value) in [
+            ("Upgrade", "websocket"),
+            ("Connection", "Upgrade"),
+            ("Sec-WebSocket-Version", "13"),
+        ] {
+            if target
+                .headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case(name))
+            {
+                return Err(format!("ws: {name}: loadlab writes this header itself"));
+            }
+            target.headers.push(Header {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            });
+        }
+        let actions = fields
+            .actions
+            .iter()
+            .enumerate()
+            .map(|(index, action)| {
+                self.action(index, action, known)
+                    .map_err(|reason| format!("actions[{index}]{reason}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((target, Stream::WebSocket(actions)))
+    }
+
+    /// Action `index` as written; errors start with `.FIELD: ` or `: `.
+    fn action(
+        &mut self,
+        index: usize,
+        fields: &ActionFields,
+        known: &[String],
+    ) -> Result<Action, String> {
+        let duration = |field: &str, text: &str| {
+            units::parse_duration(text.trim())
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .map_err(|e| format!(".{field}: {e}"))
+        };
+        let given = [
+            fields.send.is_some(),
+            fields.expect.is_some(),
+            fields.hold.is_some(),
+            fields.close.is_some(),
+        ];
+        if given.iter().filter(|&&g| g).count() != 1 {
+            return Err(": want exactly one of send, expect, hold, close".to_owned());
+        }
+        if fields.expect.is_none() && (fields.within.is_some() || !fields.extract.is_empty()) {
+            return Err(": within and extract go with expect".to_owned());
+        }
+        let (verb, kind) = if let Some(text) = &fields.send {
+            let template = Template::parse_with(text, Some(known))
+                .map_err(|reason| format!(".send: {reason}"))?
+                .placed(Place::Body);
+            ("send", ActionKind::Send(template))
+        } else if let Some(expect) = &fields.expect {
+            let check = Check::parse(expect, fields.name.as_deref())
+                .map_err(|reason| format!(".expect: {reason}"))?;
+            let within_ns = fields
+                .within
+                .as_deref()
+                .map(|text| duration("within", text))
+                .transpose()?;
+            ("expect", ActionKind::Expect { check, within_ns })
+        } else if let Some(hold) = &fields.hold {
+            ("hold", ActionKind::HoldNs(duration("hold", hold)?))
+        } else {
+            let code = fields.close.unwrap_or(1000);
+            if !sendable_close(code) {
+                return Err(format!(
+                    ".close: {code} is not a code a client may send (1000 to 1003, 1007 to 1014, 3000 to 4999)"
+                ));
+            }
+            ("close", ActionKind::Close(code as u16))
+        };
+        let name = match fields.name.as_deref().map(str::trim) {
+            Some("") => return Err(".name: an action's name cannot be empty".to_owned()),
+            Some(name) if name.contains(": ") => {
+                return Err(format!(".name: {name:?} cannot hold \": \""));
+            }
+            Some(name) => name.to_owned(),
+            None => format!("{verb} {}", index + 1),
+        };
+        let extractions = self
+            .extractions(&fields.extract)
+            .map_err(|reason| format!(".{reason}"))?;
+        Ok(Action {
+            name,
+            kind,
+            extractions,
+            target: 0,
+        })
+    }
+
+    /// Numbers the targets of every stream step's actions and events, after the
+    /// steps' own (called once the steps are compiled).
+    pub(super) fn number_stream_targets(&mut self) {
+        let mut next = self.steps.len();
+        let mut targets = Vec::new();
+        for (index, step) in self.steps.iter_mut().enumerate() {
+            let checks = step.checks.iter().map(|c| c.name.clone()).collect();
+            match &mut step.stream {
+                Some(Stream::WebSocket(actions)) => {
+                    for action in actions {
+                        action.target = next;
+                        next += 1;
+                        let checks = match &action.kind {
+                            ActionKind::Expect { check, .. } => vec![check.name.clone()],
+                            _ => Vec::new(),
+                        };
+                        targets.push(StreamTarget {
+                            step: index,
+                            name: format!("{} {}", step.name, action.name),
+                            checks,
+                        });
+                    }
+                }
+                Some(Stream::Events(events)) => {
+                    events.event_target = next;
+                    next += 1;
+                    targets.push(StreamTarget {
+                        step: index,
+                        name: format!("{} event", step.name),
+                        checks,
+                    });
+                }
+                None => {}
+            }
+        }
+        self.stream_targets = targets;
+    }
+
+    /// The variables a stream step's messages read, as bits.
+    pub(super) fn stream_needs(stream: &Stream) -> u64 {
+        let Stream::WebSocket(actions) = stream else {
+            return 0;
+        };
+        actions
+            .iter()
+            .filter_map(|a| match &a.kind {
+                ActionKind::Send(template) => Some(template),
+                _ => None,
+            })
+            .flat_map(Template::variables)
+            .fold(0, |bits, v| bits | (1 << v))
+    }
+}
+
+fn events(
+    text: &str,
+    fields: &StepFields,
+    headers: &[Header],
+    known: &[String],
+    origin: &Origin,
+) -> Result<(Target, Stream), String> {
+    if !fields.actions.is_empty() {
+        return Err("actions: for ws steps; an sse step reads events".to_owned());
+    }
+    let mut target = stream_request(
+        text,
+        "sse",
+        &[("http", "http"), ("https", "https")],
+        headers,
+        known,
+        origin,
+    )?;
+    if !target
+        .headers
+        .iter()
+        .any(|h| h.name.eq_ignore_ascii_case("accept"))
+    {
+        target.headers.push(Header {
+            name: "Accept".to_owned(),
+            value: "text/event-stream".to_owned(),
+        });
+    }
+    let listen_ns = fields
+        .listen
+        .as_deref()
+        .map(|text| {
+            units::parse_duration(text.trim())
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .map_err(|e| format!("listen: {e}"))
+        })
+        .transpose()?;
+    if fields.events == Some(0) {
+        return Err("events: must be at least 1".to_owned());
+    }
+    if fields.events.is_none() && listen_ns.is_none() {
+        return Err("sse: give events = N or listen = DURATION (when to stop reading)".to_owned());
+    }
+    Ok((
+        target,
+        Stream::Events(EventStream {
+            max_events: fields.events,
+            listen_ns,
+            event_target: 0,
+        }),
+    ))
+}
