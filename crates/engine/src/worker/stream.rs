@@ -168,7 +168,8 @@ impl Worker {
         }
         let mut request = Vec::new();
         if let PreparedRequest::Templated(template) = &target.request {
-            template.render(&context, &mut request, &mut Vec::new(), &extra);
+            // No traceparent on an upgrade or an event stream yet (docs/TRACES.md).
+            template.render(&context, &mut request, &mut Vec::new(), &extra, None);
         }
         let sends = match &flow.steps[step].stream {
             Some(Stream::WebSocket(actions)) => actions
