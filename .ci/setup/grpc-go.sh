@@ -1,6 +1,7 @@
 # grpc-go's example servers, a gRPC implementation nobody here wrote, for the gRPC
-# tests (crates/cli/tests/grpc.rs) and bench/grpc: `helloworld/greeter_server` and
-# `route_guide/server`, with their .proto files, built from the Go module proxy into
+# tests (crates/cli/tests/grpc.rs) and bench/grpc: `helloworld/greeter_server`,
+# `route_guide/server` and `features/reflection/server` (a greeter with reflection on),
+# with their .proto files, built from the Go module proxy into
 # $LOADLAB_GRPC_GO (default ~/.cache/loadlab/grpc-go). Sourced by .ci/run on a fresh
 # machine; also run it by hand (`source .ci/setup/grpc-go.sh`). Idempotent: builds
 # only what is missing.
@@ -13,6 +14,7 @@
 loadlab_grpc_go_setup() {
     local dir="${LOADLAB_GRPC_GO:-$HOME/.cache/loadlab/grpc-go}"
     if [ -x "$dir/bin/greeter_server" ] && [ -x "$dir/bin/route_guide_server" ] \
+        && [ -x "$dir/bin/reflection_server" ] \
         && [ -f "$dir/proto/helloworld.proto" ] && [ -f "$dir/proto/route_guide.proto" ]; then
         echo "grpc-go examples: $dir"
         return 0
@@ -42,6 +44,7 @@ loadlab_grpc_go_setup() {
         mkdir -p "$dir/bin" "$dir/proto"
         go build -o "$dir/bin/greeter_server" ./helloworld/greeter_server
         go build -o "$dir/bin/route_guide_server" ./route_guide/server
+        go build -o "$dir/bin/reflection_server" ./features/reflection/server
         cp helloworld/helloworld/helloworld.proto "$dir/proto/"
         cp route_guide/routeguide/route_guide.proto "$dir/proto/"
         # The route_guide server reads its features from this file when given -json_db_file.

@@ -11,9 +11,11 @@ call from wait4.
 Setup: `source .ci/setup/grpc-go.sh` (the greeter) and ghz from the Go module proxy
 (`GOBIN=$PWD/bench/out/bin go install github.com/bojand/ghz/cmd/ghz@latest`; found on
 PATH, in $GHZ or in bench/out/bin). Usage: bench/grpc/run.py [--seconds N] [--rates 5000,20000]
-[--ladder 10000,20000,...]: the ladder finds each tool's highest rate held within 1% (the
+[--ladder 10000,20000,...] [--placeholders]: the ladder finds each tool's highest rate held within 1% (the
 rate achieved at least 99% of the rate asked, at least 99% of calls OK), climbing until
-the first rung a tool does not hold.
+the first rung a tool does not hold. --placeholders prices a message rendered per call
+(`{"name": "user-{{seq}}"}`, split once at start) against the same message static, and
+ghz's own per-call template (`{{.RequestNumber}}`) beside them, at the first rate.
 """
 
 import argparse
@@ -56,17 +58,17 @@ class Greeter:
         self.proc.wait()
 
 
-def loadlab(port, flags, label):
-    targets = f"GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\n{MESSAGE}\n"
+def loadlab(port, flags, label, message=MESSAGE):
+    targets = f"GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\n{message}\n"
     result = benchlib.run_loadlab(None, [*flags, "-proto", PROTO], label, stdin_text=targets)
     return result
 
 
-def ghz(port, flags, label, seconds):
+def ghz(port, flags, label, seconds, message=MESSAGE):
     out = os.path.join(benchlib.OUT, "ghz.json")
     cpu, rss, _, _ = benchlib.measured(
         [ghz_binary(), "--insecure", "--proto", PROTO, "--call", "helloworld.Greeter/SayHello",
-         "-d", MESSAGE, "-z", f"{seconds}s", "--cpus", "1", "-O", "json", "-o", out, *flags,
+         "-d", message, "-z", f"{seconds}s", "--cpus", "1", "-O", "json", "-o", out, *flags,
          f"127.0.0.1:{port}"])
     with open(out) as f:
         report = json.load(f)
@@ -103,6 +105,22 @@ def ladder(port, rates, seconds, users):
         print(f"  {tool}: highest rate held within 1%: {best}/s", flush=True)
 
 
+def placeholders(port, rate, seconds, users):
+    """CPU per call of a message rendered per call beside the static one, and ghz's."""
+    print(f"== a placeholder in the message, {rate}/s, {seconds} s", flush=True)
+    flags = [f"-rate={rate}", f"-duration={seconds}s"]
+    static = loadlab(port, flags, f"loadlab static {rate}/s")
+    templated = loadlab(port, flags, f"loadlab {{{{seq}}}} {rate}/s",
+                        '{"name": "user-{{seq}}"}')
+    theirs = ghz(port, ["--rps", str(rate), "-c", str(users)],
+                 f"ghz {{{{.RequestNumber}}}} --rps {rate}", seconds,
+                 '{"name": "user-{{.RequestNumber}}"}')
+    for r in (static, templated, theirs):
+        row(r)
+    print(f"  CPU per call, loadlab templated / static: {templated['cpu_us'] / static['cpu_us']:.2f}"
+          f", templated / ghz templated: {templated['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
+
+
 def http_bytes(seconds, rate):
     """Record bytes per request of plain HTTP/1.1 GETs against nginx at the same rate."""
     nginx = benchlib.Nginx()
@@ -128,6 +146,8 @@ def main():
     parser.add_argument("--rates", default="5000")
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--ladder", default="", help="rates to climb, e.g. 10000,20000,30000")
+    parser.add_argument("--placeholders", action="store_true",
+                        help="price a per-call message beside the static one (and ghz's)")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(GRPC_GO, "bin", "greeter_server")):
         sys.exit("no greeter: source .ci/setup/grpc-go.sh")
@@ -151,6 +171,8 @@ def main():
         row(ours)
         row(theirs)
         print(f"  CPU per call, loadlab / ghz: {ours['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
+        if args.placeholders:
+            placeholders(server.port, int(args.rates.split(",")[0]), args.seconds, args.users)
         if args.ladder:
             ladder(server.port, [int(r) for r in args.ladder.split(",")], args.seconds, args.users)
     finally:

@@ -182,6 +182,60 @@ fn unary_calls_to_grpc_gos_greeter_succeed_and_report_their_grpc_statuses() {
 }
 
 #[test]
+fn placeholders_and_data_rows_land_in_string_fields_of_each_call() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "greeter_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = greeter_proto(&dir, tmp.path());
+    // Rows a JSON template would break on: quotes, braces, CR LF, a placeholder's text.
+    let data = tmp.path().join("who.csv");
+    std::fs::write(
+        &data,
+        "who\nplain\n\"quote\"\"}, {\"\"name\"\": 1\"\n\"line\r\nbreak {{seq}}\"\n",
+    )
+    .unwrap();
+    let records = tmp.path().join("run.llr");
+    let targets = format!(
+        "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\n{{\"name\": \"{{{{csv.who}}}} #{{{{seq}}}}\"}}\n",
+        server.port
+    );
+    let output = attack(
+        &[
+            "-rate=60/s",
+            "-duration=1s",
+            "-proto",
+            proto.to_str().unwrap(),
+            "-data",
+            data.to_str().unwrap(),
+            "-output",
+            records.to_str().unwrap(),
+        ],
+        &targets,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let value: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
+    // grpc-go answers INTERNAL to a message that does not decode: every call OK says
+    // every rendered message was whole.
+    // (A busy host may leave the last call unsent: every call sent is counted.)
+    let calls = value["requests"].as_u64().unwrap();
+    assert!(calls >= 50, "{value}");
+    assert_eq!(value["status_codes"]["OK"], calls, "{value}");
+    // The rows' lengths differ, so the calls' bytes out do: a message per call.
+    let csv = loadlab()
+        .args(["encode", "-to=csv"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    let csv = text(&csv.stdout);
+    let sizes: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split(',').nth(3))
+        .collect();
+    assert!(sizes.len() >= 3, "bytes out per call: {sizes:?}");
+}
+
+#[test]
 fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     let Some(dir) = grpc_go() else { return };
     let server = Server::start(&dir, "route_guide_server");
@@ -208,6 +262,82 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     // Many messages per call: far more bytes in than one feature's.
     let mean_in = value["bytes_in"]["mean"].as_f64().unwrap();
     assert!(mean_in > 1000.0, "a stream of features, not one: {mean_in}");
+}
+
+/// `attack` of `targets` for `seconds` without `-proto`, and the report's JSON (or
+/// the refusal's text).
+fn attack_by_reflection(
+    targets: &str,
+    rate: &str,
+    dir: &Path,
+) -> Result<serde_json::Value, String> {
+    let records = dir.join("reflected.llr");
+    let output = attack(
+        &[
+            &format!("-rate={rate}"),
+            "-duration=1s",
+            "-output",
+            records.to_str().unwrap(),
+        ],
+        targets,
+    );
+    let err = text(&output.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    if !output.status.success() {
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        return Err(err);
+    }
+    Ok(serde_json::from_str(&report(&records, "json")).unwrap())
+}
+
+#[test]
+fn calls_without_a_proto_take_their_types_from_grpc_gos_reflection() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "reflection_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let port = server.port;
+    // Two services of the same server, so both are asked for (each once).
+    let targets = format!(
+        "GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\n{{\"name\": \"loadlab\"}}\n\n\
+         GRPC 127.0.0.1:{port} grpc.examples.echo.Echo/UnaryEcho\n{{\"message\": \"hi\"}}\n"
+    );
+    let value = attack_by_reflection(&targets, "100/s", tmp.path()).unwrap();
+    assert_eq!(value["requests"], 100, "{value}");
+    assert_eq!(value["status_codes"]["OK"], 100, "{value}");
+
+    let without = Server::start(&dir, "greeter_server");
+    let rows = [
+        (
+            format!("GRPC 127.0.0.1:{port} helloworld.Nope/SayHello\n"),
+            format!("stdin:1: 127.0.0.1:{port} does not serve helloworld.Nope by reflection ("),
+            "its services: grpc.examples.echo.Echo, grpc.reflection.v1.ServerReflection, grpc.reflection.v1alpha.ServerReflection, helloworld.Greeter)",
+        ),
+        (
+            format!("GRPC 127.0.0.1:{port} helloworld.Greeter/SayHi\n"),
+            format!(
+                "stdin:1: no method \"helloworld.Greeter/SayHi\" in 127.0.0.1:{port}'s reflection (known: "
+            ),
+            "helloworld.Greeter/SayHello",
+        ),
+        (
+            format!(
+                "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\n",
+                without.port
+            ),
+            format!(
+                "stdin:1: 127.0.0.1:{} does not answer reflection (no grpc.reflection service): give -proto FILE",
+                without.port
+            ),
+            "",
+        ),
+    ];
+    for (targets, want, and) in rows {
+        let err = attack_by_reflection(&targets, "10/s", tmp.path()).unwrap_err();
+        assert!(
+            err.contains(&want) && err.contains(and),
+            "{targets}: want {want:?} and {and:?} in {err}"
+        );
+    }
 }
 
 #[test]
@@ -263,9 +393,19 @@ fn bad_grpc_input_is_named_and_refused_before_any_call() {
             &["stdin:2: message p.Q at n: "],
         ),
         (
+            &["-proto", good],
+            format!("{call}{{\"n\": \"{{{{seq}}}}\"}}\n"),
+            &[
+                "stdin:2: message p.Q at n: ",
+                "(placeholders go only in string fields)",
+            ],
+        ),
+        (
             &[],
             call.to_owned(),
-            &["stdin:1: a GRPC target needs the .proto files"],
+            &[
+                "stdin:1: cannot reach 127.0.0.1:9 to ask its reflection service for the message types (or give -proto FILE): ",
+            ],
         ),
         (
             &["-import-path", "/tmp"],
@@ -465,6 +605,59 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
     ] {
         assert!(metrics.contains(&want), "want {want} in {metrics}");
     }
+}
+
+#[test]
+fn the_simulator_answers_reflection_for_its_grpc_routes_and_http_servers_are_named() {
+    let (tmp, _proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {"message": "hi"}}},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayMany", "stream": {"count": 2}}}]"#,
+    );
+    let sim = Simulate::start(&recipe);
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/SayMany\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    let value = attack_by_reflection(&targets, "50/s", tmp.path()).unwrap();
+    assert_eq!(value["status_codes"]["OK"], 50, "{value}");
+    let err = attack_by_reflection(
+        &format!("GRPC 127.0.0.1:{} sim.Nope/X\n", sim.port),
+        "10/s",
+        tmp.path(),
+    )
+    .unwrap_err();
+    let want = format!(
+        "stdin:1: 127.0.0.1:{} does not serve sim.Nope by reflection (symbol not found: sim.Nope; its services: grpc.reflection.v1.ServerReflection, sim.Greeter)",
+        sim.port
+    );
+    assert!(err.contains(&want), "want {want} in {err}");
+
+    // A server that speaks HTTP/2 but not gRPC, and one that speaks HTTP/1.1 only.
+    let (_tmp, _proto, plain) =
+        sim_files(r#"[{"route": "/x", "body": "x", "stages": [{"status": 200}]}]"#);
+    let http = Simulate::start(&plain);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let h1_port = listener.local_addr().unwrap().port();
+    let h1 = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+    });
+    let rows = [
+        (
+            http.port,
+            "is not a gRPC server (HTTP status 406, no grpc-status): give -proto FILE and check the address",
+        ),
+        (
+            h1_port,
+            "h2: the server answered in HTTP/1.x (it does not speak h2c)",
+        ),
+    ];
+    for (port, want) in rows {
+        let targets = format!("GRPC 127.0.0.1:{port} sim.Greeter/SayHello\n");
+        let err = attack_by_reflection(&targets, "10/s", tmp.path()).unwrap_err();
+        assert!(err.contains(want), "want {want} in {err}");
+    }
+    h1.join().unwrap();
 }
 
 #[test]

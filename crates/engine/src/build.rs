@@ -279,7 +279,8 @@ fn targets(
     let stream: TargetIter = match settings.format {
         TargetFormat::Http => Box::new(
             HttpTargetReader::new(input, &name, headers, &body, &read_body_file)
-                .with_protos(protos),
+                .with_protos(protos)
+                .with_reflector(Some(Arc::new(crate::grpc_reflect::H2Reflector))),
         ),
         TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
         TargetFormat::TankUri => Box::new(workload::TankAmmoReader::new(

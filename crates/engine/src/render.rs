@@ -5,10 +5,11 @@
 //! steady state allocates nothing (it formats its placeholders and `Content-Length`).
 
 use std::io::Write as _;
+use std::sync::Arc;
 
 use workload::{
-    Place, RenderContext, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, Target, Template,
-    TraceIds,
+    GrpcMessage, Place, RenderContext, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, Target,
+    Template, TraceIds,
 };
 
 /// The `User-Agent` header line we send unless the target sets one, as bytes to copy
@@ -47,7 +48,7 @@ pub(crate) struct RequestTemplate {
     path: Template,
     host: String,
     headers: Vec<(String, Template)>,
-    body: Template,
+    body: Body,
     user_agent: bool,
     content_length: bool,
     close: bool,
@@ -82,10 +83,11 @@ impl RequestTemplate {
         variables: Option<&[String]>,
     ) -> Result<RequestTemplate, String> {
         let parse = |text: &str| Template::parse_with(text, variables);
-        let body = match std::str::from_utf8(&target.body) {
-            Ok(text) => parse(text)?,
+        let body = match (&target.grpc_message, std::str::from_utf8(&target.body)) {
+            (Some(message), _) => Body::Grpc(Arc::clone(message)),
+            (None, Ok(text)) => Body::Text(parse(text)?),
             // Not text, so no placeholders: the bytes go out as they are.
-            Err(_) => Template::literal(&target.body),
+            (None, Err(_)) => Body::Text(Template::literal(&target.body)),
         };
         let path = match &target.templated_path {
             Some(path) => parse(path)?,
@@ -125,7 +127,7 @@ impl RequestTemplate {
                     (h.name.clone(), value.placed(Place::Header))
                 })
                 .collect(),
-            body: Template::literal(&target.body),
+            body: Body::Text(Template::literal(&target.body)),
             user_agent: !has("user-agent"),
             content_length: !has("content-length") && !has("transfer-encoding"),
             close: !keepalive && !has("connection"),
@@ -266,6 +268,27 @@ impl RequestTemplate {
     }
 }
 
+/// A request body: text with placeholders, or a gRPC message split at its string
+/// fields that hold them.
+#[derive(Debug)]
+enum Body {
+    Text(Template),
+    Grpc(Arc<GrpcMessage>),
+}
+
+impl Body {
+    fn render(&self, context: &RenderContext<'_>, out: &mut Vec<u8>) {
+        match self {
+            Body::Text(template) => template.render(context, out),
+            Body::Grpc(message) => message.render(context, out),
+        }
+    }
+
+    fn is_static(&self) -> bool {
+        matches!(self, Body::Text(t) if t.is_static())
+    }
+}
+
 /// The request target: the path, and `?query` if there is one.
 fn path_and_query(url: &url::Url) -> String {
     match url.query() {
@@ -310,6 +333,7 @@ mod tests {
                 .collect(),
             body: body.to_vec(),
             templated_path: None,
+            grpc_message: None,
         }
     }
 

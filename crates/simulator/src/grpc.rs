@@ -170,6 +170,8 @@ fn paths(fields: &Fields<'_>, key: &str, base: Option<&Path>) -> Result<Vec<Path
 pub(crate) struct GrpcRoute {
     pub message: Bytes,
     pub stream: Stream,
+    /// The compiled `.proto` files, for reflection.
+    pub pool: DescriptorPool,
 }
 
 /// Compiles the route's `.proto` files, finds its method and encodes its answer.
@@ -193,6 +195,7 @@ pub(crate) fn load(spec: &GrpcSpec, access: FileAccess<'_>) -> Result<GrpcRoute,
     Ok(GrpcRoute {
         message: Bytes::from(message),
         stream: spec.stream,
+        pool,
     })
 }
 

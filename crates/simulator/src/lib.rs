@@ -50,6 +50,7 @@ mod duration_size;
 mod error;
 mod failure;
 mod grpc;
+mod grpc_reflection;
 mod http;
 mod latency;
 mod metrics;

@@ -85,6 +85,10 @@ pub(crate) async fn serve_stream(
 ) {
     let arrival = Instant::now();
     let (head, body) = request.into_parts();
+    if let Some(pools) = reflection(&worker, head.uri.path()) {
+        let _ = crate::grpc_reflection::serve(pools, body, respond).await;
+        return;
+    }
     let reply = match read_body(body).await {
         Ok(body) => {
             let incoming = Incoming {
@@ -114,6 +118,17 @@ pub(crate) async fn serve_stream(
         Err(BodyError::Gone) => return,
     };
     send_reply(&worker, respond, reply, &control).await;
+}
+
+/// The pools to answer reflection from, when `path` is the reflection service's, the
+/// recipe has gRPC routes and none of them is on that path.
+fn reflection(worker: &Worker, path: &str) -> Option<Vec<prost_reflect::DescriptorPool>> {
+    if !crate::grpc_reflection::PATHS.contains(&path) {
+        return None;
+    }
+    let table = worker.view.table(&worker.shared);
+    let pools = crate::grpc_reflection::pools(&table);
+    (table.find(path).is_none() && !pools.is_empty()).then_some(pools)
 }
 
 enum BodyError {

@@ -57,6 +57,8 @@ pub(crate) struct Route {
     pub held_bytes: u64,
     /// A route that holds its connection open (HTTP/1.1 only).
     pub stream: Option<crate::stream::StreamSpec>,
+    /// A gRPC route's `.proto` files, which reflection sends.
+    pub grpc_pool: Option<prost_reflect::DescriptorPool>,
 }
 
 pub(crate) struct Capacity {
@@ -314,6 +316,7 @@ fn build_route(
         json: spec.json.clone(),
         held_bytes: 0,
         stream: spec.stream.clone(),
+        grpc_pool: payload.grpc.as_ref().map(|g| g.pool.clone()),
     })
 }
 

@@ -813,6 +813,7 @@ fn parse_request(
         headers: headers.to_vec(),
         body: Vec::new(),
         templated_path,
+        grpc_message: None,
     };
     for line in lines {
         if let Some(path) = line.strip_prefix('@') {

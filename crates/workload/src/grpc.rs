@@ -15,12 +15,14 @@
 //! (without one the message is empty, every field its default).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 use serde::de::DeserializeSeed;
 
 use crate::WorkloadError;
+use crate::grpc_reflection::{Reflector, reflect};
 use crate::target::{GRPC_CONTENT_TYPE, Header, Target};
 
 /// The request line's word that starts a gRPC target.
@@ -30,9 +32,24 @@ pub(crate) const GRPC_VERB: &str = "GRPC";
 #[derive(Debug, Clone)]
 pub struct ProtoSet {
     pool: DescriptorPool,
+    /// Where the types came from, for errors: `the .proto files`, or a server's reflection.
+    origin: String,
 }
 
 impl ProtoSet {
+    /// The set of a pool built from `address`'s reflection.
+    pub(crate) fn reflected(pool: DescriptorPool, address: &str) -> ProtoSet {
+        ProtoSet {
+            pool,
+            origin: format!("{address}'s reflection"),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &DescriptorPool {
+        &self.pool
+    }
+
     /// Compiles `files` (with their imports, looked up in `import_paths`, then in each
     /// file's own directory, as grpcurl and ghz do).
     pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<ProtoSet, WorkloadError> {
@@ -57,16 +74,14 @@ impl ProtoSet {
         }
         Ok(ProtoSet {
             pool: compiler.descriptor_pool(),
+            origin: "the .proto files".to_owned(),
         })
     }
 
     /// The method named `pkg.Service/Method` (or `pkg.Service.Method`); when there is
     /// none, the reason names the methods there are.
     pub fn method(&self, name: &str) -> Result<MethodDescriptor, String> {
-        let (service, method) = name
-            .rsplit_once('/')
-            .or_else(|| name.rsplit_once('.'))
-            .ok_or_else(|| format!("bad method {name:?}: want package.Service/Method"))?;
+        let (service, method) = split_method(name)?;
         let found = self
             .pool
             .get_service_by_name(service)
@@ -83,12 +98,51 @@ impl ProtoSet {
                 })
                 .collect();
             let known = if known.is_empty() {
-                "the .proto files define no service".to_owned()
+                "no service is defined there".to_owned()
             } else {
                 format!("known: {}", known.join(", "))
             };
-            format!("no method {name:?} in the .proto files ({known})")
+            format!("no method {name:?} in {} ({known})", self.origin)
         })
+    }
+}
+
+/// `pkg.Service/Method` (or `pkg.Service.Method`) as service and method.
+fn split_method(name: &str) -> Result<(&str, &str), String> {
+    name.rsplit_once('/')
+        .or_else(|| name.rsplit_once('.'))
+        .ok_or_else(|| format!("bad method {name:?}: want package.Service/Method"))
+}
+
+/// Where a gRPC target's message types come from: the run's `.proto` files, or the
+/// server's reflection (asked once per address and service, then kept).
+#[derive(Clone, Default)]
+pub(crate) struct TypeSource {
+    pub protos: Option<Arc<ProtoSet>>,
+    pub reflector: Option<Arc<dyn Reflector>>,
+    reflected: Vec<(String, String, Arc<ProtoSet>)>,
+}
+
+impl TypeSource {
+    /// The set `service` at `address` is read with.
+    fn types(&mut self, address: &str, service: &str) -> Result<Arc<ProtoSet>, String> {
+        if let Some(protos) = &self.protos {
+            return Ok(protos.clone());
+        }
+        let known = self
+            .reflected
+            .iter()
+            .find(|(a, s, _)| a == address && s == service);
+        if let Some((_, _, set)) = known {
+            return Ok(set.clone());
+        }
+        let reflector = self.reflector.as_deref().ok_or_else(|| {
+            "a GRPC target needs the .proto files of its service: give -proto FILE (and -import-path DIR for its imports)".to_owned()
+        })?;
+        let set = Arc::new(reflect(reflector, address, service)?);
+        self.reflected
+            .push((address.to_owned(), service.to_owned(), set.clone()));
+        Ok(set)
     }
 }
 
@@ -130,7 +184,7 @@ pub fn frame(message: &[u8]) -> Vec<u8> {
 /// verb): the call as a POST of the empty message, and the method's input type.
 pub(crate) fn parse_call(
     rest: &str,
-    protos: Option<&ProtoSet>,
+    types: &mut TypeSource,
     global_headers: &[Header],
 ) -> Result<(Target, MessageDescriptor), String> {
     let mut words = rest.split_whitespace();
@@ -140,24 +194,23 @@ pub(crate) fn parse_call(
             rest.trim()
         ));
     };
-    let protos = protos.ok_or_else(|| {
-        "a GRPC target needs the .proto files of its service: give -proto FILE (and -import-path DIR for its imports)".to_owned()
-    })?;
-    let method = protos.method(method)?;
+    let mut url = url::Url::parse(&format!("http://{address}/"))
+        .ok()
+        .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.port().is_some())
+        .ok_or_else(|| format!("bad gRPC address {address:?}: want HOST:PORT"))?;
+    let (service, _) = split_method(method)?;
+    let method = types.types(address, service)?.method(method)?;
     if method.is_client_streaming() {
         return Err(format!(
             "{}: client and bidirectional streaming calls are not supported yet",
             method.full_name()
         ));
     }
-    let url = url::Url::parse(&format!(
-        "http://{address}/{}/{}",
+    url.set_path(&format!(
+        "/{}/{}",
         method.parent_service().full_name(),
         method.name()
-    ))
-    .ok()
-    .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.port().is_some())
-    .ok_or_else(|| format!("bad gRPC address {address:?}: want HOST:PORT"))?;
+    ));
     let mut headers = global_headers.to_vec();
     for (name, value) in [("content-type", GRPC_CONTENT_TYPE), ("te", "trailers")] {
         headers.push(Header {
@@ -171,6 +224,7 @@ pub(crate) fn parse_call(
         headers,
         body: frame(&[]),
         templated_path: None,
+        grpc_message: None,
     };
     Ok((target, method.input()))
 }
@@ -379,7 +433,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
     #[test]
     fn grpc_targets_read_from_the_http_format_or_say_why_not() {
         let (_dir, set) = greeter();
-        let set = Some(std::sync::Arc::new(set));
+        let set = Some(Arc::new(set));
         let json_file = |path: &Path| match path.to_str() {
             Some("m.json") => Ok(br#"{"name":"file"}"#.to_vec()),
             _ => Err(std::io::Error::new(
@@ -387,7 +441,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 "no such file",
             )),
         };
-        let parse = |text: &str, protos: &Option<std::sync::Arc<ProtoSet>>| {
+        let parse = |text: &str, protos: &Option<Arc<ProtoSet>>| {
             crate::HttpTargetReader::new(text.as_bytes(), "t.txt", &[], b"", &json_file)
                 .with_protos(protos.clone())
                 .collect::<Result<Vec<_>, _>>()
@@ -427,6 +481,16 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             [0, 0, 0, 0, 0],
             "no message line: the empty one"
         );
+        assert!(ok.iter().all(|t| t.grpc_message.is_none()));
+        let templated = parse(
+            &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
+            &set,
+        )
+        .unwrap();
+        let message = templated[0].grpc_message.as_ref().expect("split at start");
+        assert_eq!(message.texts().collect::<Vec<_>>(), ["{{csv.who}}"]);
+        assert_eq!(templated[0].template_columns(), ["who"]);
+        assert!(templated[0].is_templated());
 
         let rows = [
             (
@@ -460,9 +524,9 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 "t.txt:3: message helloworld.HelloRequest at where.longitude: ",
             ),
             (
-                format!("{greet}\n{{\"name\":\"{{{{csv.name}}}}\"}}\n"),
+                format!("{greet}\n{{\"times\":\"{{{{seq}}}}\"}}\n"),
                 set.clone(),
-                "t.txt:2: a gRPC message is encoded once: placeholders",
+                "t.txt:2: message helloworld.HelloRequest at times: ",
             ),
             (
                 format!("{greet}\ngrpc-timeout: 0s\n"),

@@ -40,6 +40,8 @@ pub mod defaults;
 mod field_names;
 mod flow;
 mod grpc;
+mod grpc_reflection;
+mod grpc_template;
 mod har;
 mod json_path;
 mod lines;
@@ -78,6 +80,8 @@ pub use flow::{
     StreamTarget, Think, UserState, Verdict,
 };
 pub use grpc::{ProtoSet, encode_message, frame};
+pub use grpc_reflection::{CallAnswer, Reflector};
+pub use grpc_template::GrpcMessage;
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};
 pub use json_path::JsonPath;
 pub use lines::MAX_TARGET_BYTES;

@@ -1,6 +1,10 @@
 //! [`Target`]: one request template.
 
+use std::sync::Arc;
+
 use url::Url;
+
+use crate::grpc_template::GrpcMessage;
 
 /// The content type of gRPC over HTTP/2 (the protobuf encoding): a target with it is
 /// a gRPC call.
@@ -34,6 +38,9 @@ pub struct Target {
     pub body: Vec<u8>,
     /// The path and query as written, when they hold placeholders.
     pub templated_path: Option<String>,
+    /// A gRPC call's message when it holds placeholders (its `body` is then the empty
+    /// message's frame): split once, rendered per call.
+    pub grpc_message: Option<Arc<GrpcMessage>>,
 }
 
 impl Target {
@@ -45,6 +52,7 @@ impl Target {
             headers: Vec::new(),
             body: Vec::new(),
             templated_path: None,
+            grpc_message: None,
         }
     }
 
@@ -62,6 +70,7 @@ impl Target {
     /// True when any part renders differently per request.
     pub fn is_templated(&self) -> bool {
         self.templated_path.is_some()
+            || self.grpc_message.is_some()
             || self.headers.iter().any(|h| h.value.contains("{{"))
             || std::str::from_utf8(&self.body).is_ok_and(|b| b.contains("{{"))
     }
@@ -73,6 +82,7 @@ impl Target {
             .map(|h| h.value.as_str())
             .chain(self.templated_path.as_deref())
             .chain(std::str::from_utf8(&self.body).ok())
+            .chain(self.grpc_message.iter().flat_map(|m| m.texts()))
             .filter(|t| t.contains("{{"))
     }
 

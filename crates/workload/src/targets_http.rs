@@ -23,7 +23,9 @@ use std::sync::Arc;
 use prost_reflect::MessageDescriptor;
 
 use crate::WorkloadError;
-use crate::grpc::{self, GRPC_VERB, ProtoSet};
+use crate::grpc::{self, GRPC_VERB, ProtoSet, TypeSource};
+use crate::grpc_reflection::Reflector;
+use crate::grpc_template::GrpcMessage;
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
@@ -60,8 +62,8 @@ pub struct HttpTargetReader<'a, R: BufRead> {
     read_body: &'a (dyn Fn(&Path) -> std::io::Result<Vec<u8>> + Sync),
     current: Option<Target>,
     failed: bool,
-    /// The `.proto` files gRPC targets are encoded with.
-    protos: Option<Arc<ProtoSet>>,
+    /// Where gRPC targets' message types come from.
+    grpc_types: TypeSource,
     /// The input message of the current target, when it is a gRPC call.
     grpc_input: Option<MessageDescriptor>,
 }
@@ -85,14 +87,21 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             read_body,
             current: None,
             failed: false,
-            protos: None,
+            grpc_types: TypeSource::default(),
             grpc_input: None,
         }
     }
 
     /// Reads gRPC targets' messages with `protos`.
     pub fn with_protos(mut self, protos: Option<Arc<ProtoSet>>) -> Self {
-        self.protos = protos;
+        self.grpc_types.protos = protos;
+        self
+    }
+
+    /// Without `.proto` files, asks each gRPC target's server for its types through
+    /// `reflector` (once per address and service).
+    pub fn with_reflector(mut self, reflector: Option<Arc<dyn Reflector>>) -> Self {
+        self.grpc_types.reflector = reflector;
         self
     }
 
@@ -129,7 +138,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             {
                 Some(rest) => {
                     let (target, input) =
-                        grpc::parse_call(rest, self.protos.as_deref(), &self.global_headers)
+                        grpc::parse_call(rest, &mut self.grpc_types, &self.global_headers)
                             .map_err(|r| self.fail(r))?;
                     self.grpc_input = Some(input);
                     target
@@ -200,17 +209,16 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
             }
             return Ok(None);
         };
-        if json.contains("{{") {
-            return Err(self.fail(
-                "a gRPC message is encoded once: placeholders are not supported in it yet"
-                    .to_owned(),
-            ));
-        }
-        let body = grpc::encode_message(input, &json).map_err(|r| self.fail(r))?;
+        let message = GrpcMessage::parse(input, &json, None).map_err(|r| self.fail(r))?;
+        let body = match &message {
+            Some(_) => grpc::frame(&[]),
+            None => grpc::encode_message(input, &json).map_err(|r| self.fail(r))?,
+        };
         self.grpc_input = None;
         let mut target = self.current.take();
         if let Some(target) = target.as_mut() {
             target.body = body;
+            target.grpc_message = message.map(Arc::new);
         }
         Ok(target)
     }
@@ -280,6 +288,7 @@ fn parse_request_line(
         headers: global_headers.to_vec(),
         body: default_body.to_vec(),
         templated_path,
+        grpc_message: None,
     })
 }
 

@@ -130,6 +130,7 @@ pub fn parse_json_target(
         headers,
         body,
         templated_path,
+        grpc_message: None,
     })
 }
 

@@ -225,6 +225,7 @@ impl<R: BufRead> TankAmmoReader<R> {
             headers,
             body: request.body,
             templated_path,
+            grpc_message: None,
         })
     }
 }
