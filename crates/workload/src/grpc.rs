@@ -22,6 +22,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 use serde::de::DeserializeSeed;
 
 use crate::WorkloadError;
+use crate::grpc_frame::frame;
 use crate::grpc_reflection::{Reflector, reflect};
 use crate::target::{GRPC_CONTENT_TYPE, Header, Target};
 
@@ -139,7 +140,10 @@ impl TypeSource {
         let reflector = self.reflector.as_deref().ok_or_else(|| {
             "a GRPC target needs the .proto files of its service: give -proto FILE (and -import-path DIR for its imports)".to_owned()
         })?;
-        let set = Arc::new(reflect(reflector, address, service)?);
+        let set = Arc::new(ProtoSet::reflected(
+            reflect(reflector, address, service)?,
+            address,
+        ));
         self.reflected
             .push((address.to_owned(), service.to_owned(), set.clone()));
         Ok(set)
@@ -169,15 +173,6 @@ pub fn encode_message(input: &MessageDescriptor, text: &str) -> Result<Vec<u8>, 
     json.end()
         .map_err(|err| format!("message {}: {err}", input.full_name()))?;
     Ok(frame(&message.encode_to_vec()))
-}
-
-/// `message` behind gRPC's length prefix (not compressed).
-pub fn frame(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + message.len());
-    out.push(0);
-    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    out.extend_from_slice(message);
-    out
 }
 
 /// A gRPC target's request line, `GRPC HOST:PORT package.Service/Method` (after the

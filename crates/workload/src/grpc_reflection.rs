@@ -14,7 +14,7 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_reflect::prost_types::FileDescriptorProto;
 
-use crate::grpc::{ProtoSet, frame};
+use crate::grpc_frame::frame;
 
 /// The reflection method's path, newest version first.
 const PATHS: [&str; 2] = [
@@ -107,7 +107,7 @@ pub(crate) fn reflect(
     reflector: &dyn Reflector,
     address: &str,
     service: &str,
-) -> Result<ProtoSet, String> {
+) -> Result<DescriptorPool, String> {
     let mut session = Session::open(reflector, address)?;
     let first = session.ask(&[symbol(service)])?;
     if let Some(error) = first.iter().find_map(|r| r.error_response.as_ref()) {
@@ -299,16 +299,17 @@ fn missing_imports(files: &[FileDescriptorProto]) -> BTreeSet<String> {
         .collect()
 }
 
-fn build(files: Vec<FileDescriptorProto>, address: &str) -> Result<ProtoSet, String> {
+fn build(files: Vec<FileDescriptorProto>, address: &str) -> Result<DescriptorPool, String> {
     let mut pool = DescriptorPool::new();
     pool.add_file_descriptor_protos(files)
         .map_err(|e| format!("{address}'s reflection sent files that do not build: {e}"))?;
-    Ok(ProtoSet::reflected(pool, address))
+    Ok(pool)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grpc::ProtoSet;
     use std::sync::Mutex;
 
     /// A server answering from a pool, as the reflection service does: a file and
@@ -427,7 +428,8 @@ mod tests {
         let rows: &[(&[&str], bool)] = &[(&["v1."], true), (&["v1alpha"], true), (&["v1."], false)];
         for (versions, with_imports) in rows {
             let server = fake(Some(pool()), versions, *with_imports);
-            let set = reflect(&server, "h:1", "hello.Greeter").unwrap();
+            let pool = reflect(&server, "h:1", "hello.Greeter").unwrap();
+            let set = ProtoSet::reflected(pool, "h:1");
             let method = set.method("hello.Greeter/Hi").unwrap();
             assert_eq!(method.input().full_name(), "geo.Point", "{versions:?}");
             let calls = server.calls.lock().unwrap();

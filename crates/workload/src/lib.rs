@@ -40,6 +40,7 @@ pub mod defaults;
 mod field_names;
 mod flow;
 mod grpc;
+mod grpc_frame;
 mod grpc_reflection;
 mod grpc_template;
 mod har;
@@ -79,7 +80,8 @@ pub use flow::{
     FlowFailure, FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, Stream,
     StreamTarget, Think, UserState, Verdict,
 };
-pub use grpc::{ProtoSet, encode_message, frame};
+pub use grpc::{ProtoSet, encode_message};
+pub use grpc_frame::frame;
 pub use grpc_reflection::{CallAnswer, Reflector};
 pub use grpc_template::GrpcMessage;
 pub use har::{HarFlow, HarOptions, MIN_THINK_MS, har_to_flow};

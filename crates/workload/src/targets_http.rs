@@ -211,7 +211,7 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
         };
         let message = GrpcMessage::parse(input, &json, None).map_err(|r| self.fail(r))?;
         let body = match &message {
-            Some(_) => grpc::frame(&[]),
+            Some(_) => crate::grpc_frame::frame(&[]),
             None => grpc::encode_message(input, &json).map_err(|r| self.fail(r))?,
         };
         self.grpc_input = None;
