@@ -773,3 +773,107 @@ fn the_chat_flow_runs_against_the_websockets_librarys_own_echo_server() {
     let (steps, _, _) = run_chat(&dir, &flow);
     assert!(steps.contains_key("chat reply"), "{steps:?}");
 }
+
+/// Open model: WebSocket connections arrive at the rate asked, whatever the server
+/// does. Here it never answers the upgrade (a listener that accepts nothing: the
+/// kernel completes the connects), so each session waits out its timeout, and still
+/// the next starts on time; each connect's latency counts from its intended start.
+#[test]
+fn websocket_connections_arrive_at_the_rate_while_the_server_never_answers() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "arrive"
+rate = 20
+duration = "1s"
+timeout = "400ms"
+
+[[scenario.step]]
+name = "upgrade"
+ws = "ws://{addr}/chat"
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let mut upgrades = per_step(&records, &tables).remove("upgrade").unwrap();
+    assert!(
+        (19..=21).contains(&upgrades.len()),
+        "20 a second for a second: {}",
+        upgrades.len()
+    );
+    upgrades.sort_by_key(|r| r.intended_unix_ns);
+    for pair in upgrades.windows(2) {
+        let gap_ns = pair[1].intended_unix_ns - pair[0].intended_unix_ns;
+        assert!(
+            (45_000_000..=55_000_000).contains(&gap_ns),
+            "one every 50 ms: {gap_ns}"
+        );
+    }
+    for upgrade in &upgrades {
+        let entry = &tables.errors[upgrade.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Timeout, "{}", entry.text);
+        assert!(upgrade.latency_ns >= 400_000_000, "{upgrade:?}");
+        // Started when due, not after the sessions before it (8 overlap at a time):
+        // waiting for one would lag by its whole timeout at least.
+        assert!(upgrade.send_lag_ns < 400_000_000, "{upgrade:?}");
+    }
+    drop(silent);
+}
+
+/// Closed model: N users each hold a connection, then connect again; never more than
+/// N are open at once, and the users keep them busy.
+#[test]
+fn websocket_users_hold_their_connections_one_at_a_time_each() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "held"
+concurrency = 3
+duration = "1s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "held"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+actions = [{{ hold = "250ms" }}]
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    let (connects, holds) = (&steps["held"], &steps["held hold 1"]);
+    assert!(connects.iter().chain(holds).all(Record::is_success));
+    assert!(
+        (6..=15).contains(&connects.len()),
+        "3 users, ~4 sessions each: {}",
+        connects.len()
+    );
+    // Each session's span: its connect's intended start to its hold's end.
+    let mut edges: Vec<(u64, i32)> = Vec::new();
+    for connect in connects {
+        let hold = holds
+            .iter()
+            .find(|h| h.seq >> 16 == connect.seq >> 16)
+            .unwrap();
+        edges.push((connect.intended_unix_ns, 1));
+        edges.push((hold.intended_unix_ns + hold.latency_ns, -1));
+    }
+    edges.sort();
+    let mut open = 0;
+    let peak = edges
+        .iter()
+        .map(|(_, step)| {
+            open += step;
+            open
+        })
+        .max();
+    assert_eq!(peak, Some(3), "three users, three connections at most");
+}

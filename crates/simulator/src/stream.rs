@@ -11,10 +11,15 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
 use crate::duration_size::duration_from_json;
 use crate::request::RequestHeaders;
+
+/// An echo connection's frame read buffer. Small: tungstenite zero-fills the whole
+/// buffer before a read, and at its default (128 KiB) tens of thousands of idle
+/// connections would cost gigabytes; bigger messages grow it as they come.
+const READ_BUFFER_BYTES: usize = 4096;
 
 /// Keys of an `events` object.
 const EVENTS_KEYS: &[&str] = &["count", "every", "data"];
@@ -125,7 +130,8 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             );
             stream.write_all(head.as_bytes()).await?;
             stream.flush().await?;
-            echo(WebSocketStream::from_raw_socket(stream, Role::Server, None).await).await;
+            let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
+            echo(WebSocketStream::from_raw_socket(stream, Role::Server, Some(config)).await).await;
             Ok(())
         }
         StreamSpec::Events { count, every, data } => {

@@ -1,24 +1,27 @@
 //! Sessions: flow steps that hold a connection open (a WebSocket's actions, a
 //! server-sent event stream; docs/STREAMING.md). The worker renders the step for its
 //! user (the same templates, header rules and cookies as a request step) and hands it
-//! here; each session runs on a thread of its own with blocking sockets and hands back
-//! one [`Outcome`] per record, then wakes its worker through an eventfd.
+//! to its session loop; the session hands back one [`Outcome`] per record when it
+//! ends, and the loop wakes the worker through an eventfd.
 //!
-//! Why not the worker's own loop: a session lives for seconds, waits on its own
-//! deadlines (an `expect`'s `within`, a `hold`) and speaks frames, not answers; the
-//! loop's slots, timeouts and watermarks are built around one request, one answer. A
-//! thread per session is the first working slice; holding tens of thousands of idle
-//! connections cheaply needs them in the loop (docs/STREAMING.md says what is missing).
+//! Why a loop of its own and not the worker's: a session lives for seconds or hours,
+//! waits on its own deadlines (an `expect`'s `within`, a `hold`) and speaks frames, not
+//! answers; the worker's slots, timeouts and watermarks are built around one request,
+//! one answer. Each session is a non-blocking state machine ([`Session::drive`]) on
+//! the loop's epoll, so a held connection costs a socket and a few hundred bytes of
+//! state, not a thread and its stack.
 //!
+//! - `event_loop.rs`: the loop thread (epoll, deadlines, jobs in, outcomes out);
 //! - `ws.rs`: the upgrade and the actions (RFC 6455 framing by `tungstenite`);
 //! - `sse.rs`: a `text/event-stream` answer read event by event.
 
+mod event_loop;
 mod sse;
 mod ws;
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::OwnedFd;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -29,13 +32,17 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use workload::Flow;
 
 use crate::clock::Clock;
+use crate::hosts::Address;
 use crate::stop_handle::StopHandle;
+
+pub(crate) use event_loop::Runner;
 
 /// Bytes of a refusing answer's body quoted in its error.
 const QUOTED_BODY_BYTES: usize = 200;
 /// The longest answer head read.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// How often a session waiting on a deadline looks whether the run is stopping.
+/// How often the loop looks whether the run is stopping while no session's deadline
+/// is due.
 const STOP_LOOK_NS: u64 = 100_000_000;
 
 /// One stream step of one user, rendered and ready to run.
@@ -51,6 +58,8 @@ pub(crate) struct SessionJob {
     /// Each `send` action's message, rendered for the user, in order.
     pub sends: Vec<Vec<u8>>,
     pub address: SocketAddr,
+    /// The run's `-local-addr`, the source address of the connection.
+    pub local_ip: Option<IpAddr>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     /// The scenario's timeout: connect, the answer's head, an `expect` without
     /// `within`, the gap between two events.
@@ -95,109 +104,278 @@ pub(crate) struct Reply {
     pub waker: Arc<OwnedFd>,
 }
 
-/// Starts `job` on a thread of its own; it reports to `reply` when it ends.
-pub(crate) fn spawn(job: SessionJob, reply: Reply) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("loadlab-session".to_owned())
-        // Frames and events are read into heap buffers: a small stack is plenty.
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            let (attack, user, intended_ns) = (job.attack, job.user, job.intended_ns);
-            let outcomes = run(&job);
-            let done = SessionDone {
-                attack,
-                user,
-                intended_ns,
-                outcomes,
-            };
-            if reply.done.send(done).is_ok() {
-                let _ = rustix::io::write(reply.waker.as_ref(), &1u64.to_ne_bytes());
-            }
-        })
-        .map(|_| ())
+/// What a session waits for after [`Session::drive`].
+pub(crate) enum Drive {
+    /// Readiness of its socket, or this time (`u64::MAX`: none), whichever first.
+    Wait(u64),
+    /// It ended with these records.
+    Done(Vec<Outcome>),
 }
 
-fn run(job: &SessionJob) -> Vec<Outcome> {
-    match job.flow.steps[job.step].stream {
-        Some(workload::Stream::WebSocket(_)) => ws::run(job),
-        Some(workload::Stream::Events(events)) => sse::run(job, events),
-        None => Vec::new(),
+/// A failure: its kind and text.
+pub(crate) type Failure = (ErrorKind, String);
+
+/// A running session: the job and its state machine.
+pub(crate) struct Session {
+    job: SessionJob,
+    machine: Machine,
+}
+
+enum Machine {
+    Ws(Box<ws::Ws>),
+    Sse(Box<sse::Sse>),
+}
+
+impl Session {
+    /// Starts `job`: its connect is under way (or failed, said at the first drive).
+    pub(crate) fn start(job: SessionJob) -> Option<Session> {
+        let machine = match job.flow.steps[job.step].stream {
+            Some(workload::Stream::WebSocket(_)) => Machine::Ws(Box::new(ws::Ws::start(&job))),
+            Some(workload::Stream::Events(events)) => {
+                Machine::Sse(Box::new(sse::Sse::start(&job, events)))
+            }
+            None => return None,
+        };
+        Some(Session { job, machine })
+    }
+
+    /// Runs the session as far as it goes without blocking.
+    pub(crate) fn drive(&mut self) -> Drive {
+        match &mut self.machine {
+            Machine::Ws(ws) => ws.drive(&self.job),
+            Machine::Sse(sse) => sse.drive(&self.job),
+        }
+    }
+
+    /// Its socket, to register once with the loop's epoll.
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.machine {
+            Machine::Ws(ws) => ws.fd(),
+            Machine::Sse(sse) => sse.fd(),
+        }
+    }
+
+    pub(crate) fn job(&self) -> &SessionJob {
+        &self.job
     }
 }
 
-/// A connection, over TLS or not, with the socket kept to set its read timeouts.
-pub(crate) struct Connection {
-    pub tcp: TcpStream,
-    pub io: Box<dyn ReadWrite>,
+/// A connection, over TLS or not, non-blocking.
+pub(crate) enum Wire {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
 }
 
-pub(crate) trait ReadWrite: Read + Write + Send {}
-impl<T: Read + Write + Send> ReadWrite for T {}
+impl Wire {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Wire::Plain(tcp) => tcp,
+            Wire::Tls(tls) => tls.get_ref(),
+        }
+    }
 
-/// A failure of the connect: its kind and text.
-pub(crate) type Failure = (ErrorKind, String);
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.tcp().as_fd()
+    }
+}
 
-impl Connection {
-    /// Connects (TCP, then TLS if asked) within the session's timeout.
-    pub(crate) fn open(job: &SessionJob) -> Result<Connection, Failure> {
-        let timeout = Duration::from_nanos(job.timeout_ns.max(1));
-        let tcp = TcpStream::connect_timeout(&job.address, timeout).map_err(|e| {
-            let kind = if e.kind() == io::ErrorKind::TimedOut {
-                ErrorKind::ConnectTimeout
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Wire::Plain(tcp) => tcp.read(buf),
+            Wire::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Wire {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Wire::Plain(tcp) => tcp.write(buf),
+            Wire::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Wire::Plain(tcp) => tcp.flush(),
+            Wire::Tls(tls) => tls.flush(),
+        }
+    }
+}
+
+/// The connect, the request and its answer's head, one non-blocking step at a time.
+pub(crate) struct Ask {
+    wire: Option<Wire>,
+    connected: bool,
+    written: usize,
+    flushed: bool,
+    buffer: Vec<u8>,
+    first_byte_ns: u64,
+}
+
+impl Ask {
+    /// Starts connecting to the job's address.
+    pub(crate) fn start(job: &SessionJob) -> Result<Ask, Failure> {
+        let socket = crate::conn::start_connect(&Address::Tcp(job.address), job.local_ip)
+            .map_err(|e| (ErrorKind::Connect, io_text("connect", &e)))?;
+        Ok(Ask {
+            wire: Some(Wire::Plain(socket.into())),
+            connected: false,
+            written: 0,
+            flushed: false,
+            buffer: Vec::new(),
+            first_byte_ns: 0,
+        })
+    }
+
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.wire.as_ref().map(Wire::fd)
+    }
+
+    /// Goes on connecting, sending the job's request and reading its answer's head,
+    /// by the session's timeout from `outcome.started_ns`; `outcome` (the connect's
+    /// record) counts the bytes and the first byte's time. `Ok(None)`: wait.
+    pub(crate) fn poll(
+        &mut self,
+        job: &SessionJob,
+        outcome: &mut Outcome,
+    ) -> Result<Option<(Wire, Head)>, Failure> {
+        let deadline_ns = outcome.started_ns.saturating_add(job.timeout_ns);
+        let late = || job.stop.is_aborting() || job.clock.now_ns() >= deadline_ns;
+        if !self.connected && !self.connect(job)? {
+            return if late() {
+                Err((
+                    ErrorKind::ConnectTimeout,
+                    "connect: connection timed out".to_owned(),
+                ))
             } else {
-                ErrorKind::Connect
+                Ok(None)
             };
-            (kind, io_text("connect", &e))
-        })?;
-        let _ = tcp.set_nodelay(true);
-        let reader = tcp
-            .try_clone()
-            .map_err(|e| (ErrorKind::Io, io_text("socket", &e)))?;
-        let io: Box<dyn ReadWrite> = match &job.tls {
+        }
+        if !self.send(job, outcome)? || !self.read_head(job)? {
+            return if late() {
+                Err((
+                    ErrorKind::Timeout,
+                    "timeout awaiting response headers".to_owned(),
+                ))
+            } else {
+                Ok(None)
+            };
+        }
+        let end = self.buffer.windows(4).position(|w| w == b"\r\n\r\n");
+        let end = end.map_or(self.buffer.len(), |end| end + 4);
+        let mut head = parse_head(&self.buffer[..end])?;
+        head.rest = self.buffer[end..].to_vec();
+        head.bytes = self.buffer.len() as u64;
+        head.first_byte_ns = self.first_byte_ns;
+        outcome.first_byte_ns = head.first_byte_ns;
+        outcome.bytes_in = head.bytes;
+        let wire = self.wire.take().ok_or((ErrorKind::Io, String::new()))?;
+        Ok(Some((wire, head)))
+    }
+
+    /// Whether the connect is done (then TLS wraps the socket if asked).
+    fn connect(&mut self, job: &SessionJob) -> Result<bool, Failure> {
+        let Some(Wire::Plain(tcp)) = self.wire.take() else {
+            return Err((ErrorKind::Io, "connect: no socket".to_owned()));
+        };
+        if let Ok(Some(e)) | Err(e) = tcp.take_error() {
+            return Err((ErrorKind::Connect, io_text("connect", &e)));
+        }
+        match tcp.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                self.wire = Some(Wire::Plain(tcp));
+                return Ok(false);
+            }
+            Err(e) => return Err((ErrorKind::Connect, io_text("connect", &e))),
+        }
+        self.connected = true;
+        self.wire = Some(match &job.tls {
             Some((config, name)) => {
                 let client = ClientConnection::new(Arc::clone(config), name.clone())
                     .map_err(|e| (ErrorKind::Tls, format!("tls: {e}")))?;
-                Box::new(StreamOwned::new(client, reader))
+                Wire::Tls(Box::new(StreamOwned::new(client, tcp)))
             }
-            None => Box::new(reader),
+            None => Wire::Plain(tcp),
+        });
+        Ok(true)
+    }
+
+    /// Whether the whole request went out.
+    fn send(&mut self, job: &SessionJob, outcome: &mut Outcome) -> Result<bool, Failure> {
+        let Some(wire) = self.wire.as_mut() else {
+            return Ok(false);
         };
-        Ok(Connection { tcp, io })
+        while self.written < job.request.len() {
+            match wire.write(&job.request[self.written..]) {
+                Ok(written) => self.written += written,
+                Err(e) if would_block(&e) => return Ok(false),
+                Err(e) => return Err((ErrorKind::Io, io_text("write", &e))),
+            }
+        }
+        if !self.flushed {
+            match wire.flush() {
+                Ok(()) => self.flushed = true,
+                Err(e) if would_block(&e) => return Ok(false),
+                Err(e) => return Err((ErrorKind::Io, io_text("write", &e))),
+            }
+            outcome.bytes_out = job.request.len() as u64;
+        }
+        Ok(true)
     }
 
-    /// Connects, sends the job's request and reads its answer's head, by the
-    /// session's timeout; `outcome` (the connect's record) counts the bytes and the
-    /// first byte's time.
-    pub(crate) fn ask(
-        job: &SessionJob,
-        outcome: &mut Outcome,
-    ) -> Result<(Connection, Head), Failure> {
-        let mut connection = Connection::open(job)?;
-        connection
-            .io
-            .write_all(&job.request)
-            .and_then(|()| connection.io.flush())
-            .map_err(|e| (ErrorKind::Io, io_text("write", &e)))?;
-        outcome.bytes_out = job.request.len() as u64;
-        let deadline_ns = outcome.started_ns.saturating_add(job.timeout_ns);
-        let head = read_head(&mut connection, job, deadline_ns)?;
-        outcome.first_byte_ns = head.first_byte_ns;
-        outcome.bytes_in = head.bytes;
-        Ok((connection, head))
+    /// Whether the answer's head is in.
+    fn read_head(&mut self, job: &SessionJob) -> Result<bool, Failure> {
+        let Some(wire) = self.wire.as_mut() else {
+            return Ok(false);
+        };
+        let mut chunk = [0u8; 4096];
+        loop {
+            if self.buffer.windows(4).any(|w| w == b"\r\n\r\n") {
+                return Ok(true);
+            }
+            if self.buffer.len() > MAX_HEAD_BYTES {
+                return Err((
+                    ErrorKind::Protocol,
+                    format!("the answer's head is over {MAX_HEAD_BYTES} bytes"),
+                ));
+            }
+            match wire.read(&mut chunk) {
+                Ok(0) => {
+                    return Err((
+                        ErrorKind::Closed,
+                        "the server closed the connection before answering".to_owned(),
+                    ));
+                }
+                Ok(read) => {
+                    if self.first_byte_ns == 0 {
+                        self.first_byte_ns = job.clock.now_ns();
+                    }
+                    self.buffer.extend_from_slice(&chunk[..read]);
+                }
+                Err(e) if would_block(&e) => return Ok(false),
+                Err(e) => return Err(io_failure(&e)),
+            }
+        }
     }
 }
 
-/// Sets the next read's timeout so it ends by `deadline_ns`; false once that passed.
-pub(crate) fn read_until(tcp: &TcpStream, clock: &Clock, deadline_ns: u64) -> bool {
-    let left_ns = deadline_ns.saturating_sub(clock.now_ns());
-    if left_ns == 0 {
-        return false;
+/// The wait of a session blocked until `deadline_ns`, or the failure `late` when
+/// that time passed (or the run is stopping at once).
+pub(crate) fn wait_until(
+    job: &SessionJob,
+    deadline_ns: u64,
+    late: impl FnOnce() -> Failure,
+) -> Result<u64, Failure> {
+    if job.stop.is_aborting() || job.clock.now_ns() >= deadline_ns {
+        Err(late())
+    } else {
+        Ok(deadline_ns)
     }
-    // A session looks at the stop handle at least this often.
-    let wait = Duration::from_nanos(left_ns.min(STOP_LOOK_NS));
-    tcp.set_read_timeout(Some(wait)).is_ok()
 }
-
-/// An answer's head, read off `connection`, and the bytes read past it.
+/// An answer's head, and the bytes read past it.
 pub(crate) struct Head {
     pub status: u16,
     /// The status line, for an error text.
@@ -208,54 +386,6 @@ pub(crate) struct Head {
     pub rest: Vec<u8>,
     pub bytes: u64,
     pub first_byte_ns: u64,
-}
-
-/// Reads an answer's head by `deadline_ns`.
-fn read_head(
-    connection: &mut Connection,
-    job: &SessionJob,
-    deadline_ns: u64,
-) -> Result<Head, Failure> {
-    let mut buffer = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 4096];
-    let mut first_byte_ns = 0;
-    loop {
-        if job.stop.is_aborting() || !read_until(&connection.tcp, &job.clock, deadline_ns) {
-            return Err((
-                ErrorKind::Timeout,
-                "timeout awaiting response headers".to_owned(),
-            ));
-        }
-        match connection.io.read(&mut chunk) {
-            Ok(0) => {
-                return Err((
-                    ErrorKind::Closed,
-                    "the server closed the connection before answering".to_owned(),
-                ));
-            }
-            Ok(read) => {
-                if first_byte_ns == 0 {
-                    first_byte_ns = job.clock.now_ns();
-                }
-                buffer.extend_from_slice(&chunk[..read]);
-            }
-            Err(e) if timed_out(&e) => continue,
-            Err(e) => return Err(io_failure(&e)),
-        }
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            let mut head = parse_head(&buffer[..end + 4])?;
-            head.rest = buffer[end + 4..].to_vec();
-            head.bytes = buffer.len() as u64;
-            head.first_byte_ns = first_byte_ns;
-            return Ok(head);
-        }
-        if buffer.len() > MAX_HEAD_BYTES {
-            return Err((
-                ErrorKind::Protocol,
-                format!("the answer's head is over {MAX_HEAD_BYTES} bytes"),
-            ));
-        }
-    }
 }
 
 fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
@@ -299,10 +429,11 @@ pub(crate) fn refused(what: &str, head: &Head) -> Failure {
     (ErrorKind::Status, text)
 }
 
-pub(crate) fn timed_out(e: &io::Error) -> bool {
+/// Whether a non-blocking read or write has to wait for readiness.
+pub(crate) fn would_block(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
     )
 }
 

@@ -5,13 +5,14 @@
 //! since the one before.
 
 use std::io::Read;
+use std::os::fd::BorrowedFd;
 
 use record::ErrorKind;
-use wire::{ChunkedDecoder, Progress};
+use wire::ChunkedDecoder;
 use workload::{Answer, EventStream};
 
 use super::{
-    Connection, Failure, Outcome, SessionJob, io_failure, read_until, refused, spelled, timed_out,
+    Ask, Drive, Failure, Head, Outcome, SessionJob, Wire, io_failure, refused, spelled, would_block,
 };
 
 /// Reads a stream's body, chunked or not, and cuts it into events.
@@ -34,7 +35,7 @@ impl Events {
                 let progress = decoder
                     .feed(input, |data| pending.extend_from_slice(data))
                     .map_err(|e| (ErrorKind::Protocol, format!("chunked body: {e}")))?;
-                matches!(progress, Progress::Done { .. })
+                matches!(progress, wire::Progress::Done { .. })
             }
             None => {
                 self.pending.extend_from_slice(input);
@@ -70,75 +71,93 @@ impl Events {
     }
 }
 
-pub(super) fn run(job: &SessionJob, events: EventStream) -> Vec<Outcome> {
-    let clock = job.clock;
-    let started_ns = clock.now_ns();
-    let mut first = Outcome {
-        target_index: job.step as u32,
-        intended_ns: job.intended_ns,
-        started_ns,
-        ..Outcome::default()
-    };
-    let mut outcomes = Vec::new();
-    let listen_end_ns = events
-        .listen_ns
-        .map_or(u64::MAX, |ns| started_ns.saturating_add(ns));
-    let mut reader = Reader {
-        job,
-        events,
-        listen_end_ns,
-        last_ns: started_ns,
-        count: 0,
-        outcomes: &mut outcomes,
-    };
-    let read = reader.read(&mut first);
-    let count = reader.count;
-    if let Err(failure) = read {
-        // The step's own record carries a failure before the first event; after it,
-        // an event's record does.
-        if count == 0 {
-            first.status = if failure.0 == ErrorKind::Status {
-                first.status
-            } else {
-                0
-            };
-            first.failure = Some(failure);
-        } else {
-            let now = clock.now_ns();
-            outcomes.push(Outcome {
-                target_index: events.event_target as u32,
-                intended_ns: now,
-                started_ns: now,
-                end_ns: now,
-                failure: Some(failure),
-                ..Outcome::default()
-            });
-        }
-    }
-    if first.end_ns == 0 {
-        first.end_ns = clock.now_ns();
-    }
-    outcomes.insert(0, first);
-    outcomes
+/// An event stream in progress.
+pub(super) struct Sse {
+    state: State,
+    tally: Tally,
 }
 
-struct Reader<'a> {
-    job: &'a SessionJob,
-    events: EventStream,
+enum State {
+    Asking(Ask),
+    /// The connect could not even start: said at the first drive.
+    Refused(Failure),
+    Reading(Wire, Events),
+    Ended,
+}
+
+/// The stream's records and counts so far.
+struct Tally {
+    stream: EventStream,
+    /// The step's own record: the time to the first event.
+    first: Outcome,
+    /// The events' records.
+    outcomes: Vec<Outcome>,
     listen_end_ns: u64,
     /// When the last event (or the request) came.
     last_ns: u64,
     count: u64,
-    outcomes: &'a mut Vec<Outcome>,
 }
 
-impl Reader<'_> {
-    fn read(&mut self, first: &mut Outcome) -> Result<(), Failure> {
-        let job = self.job;
-        let (mut connection, head) = Connection::ask(job, first)?;
-        first.status = head.status;
+impl Sse {
+    pub(super) fn start(job: &SessionJob, stream: EventStream) -> Sse {
+        let started_ns = job.clock.now_ns();
+        let first = Outcome {
+            target_index: job.step as u32,
+            intended_ns: job.intended_ns,
+            started_ns,
+            ..Outcome::default()
+        };
+        let listen_end_ns = stream
+            .listen_ns
+            .map_or(u64::MAX, |ns| started_ns.saturating_add(ns));
+        Sse {
+            state: Ask::start(job).map_or_else(State::Refused, State::Asking),
+            tally: Tally {
+                stream,
+                first,
+                outcomes: Vec::new(),
+                listen_end_ns,
+                last_ns: started_ns,
+                count: 0,
+            },
+        }
+    }
+
+    pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.state {
+            State::Asking(ask) => ask.fd(),
+            State::Reading(wire, _) => Some(wire.fd()),
+            State::Refused(_) | State::Ended => None,
+        }
+    }
+
+    pub(super) fn drive(&mut self, job: &SessionJob) -> Drive {
+        let read = match std::mem::replace(&mut self.state, State::Ended) {
+            State::Refused(failure) => Err(failure),
+            State::Asking(mut ask) => match ask.poll(job, &mut self.tally.first) {
+                Ok(None) => {
+                    self.state = State::Asking(ask);
+                    let deadline_ns = self.tally.first.started_ns.saturating_add(job.timeout_ns);
+                    return Drive::Wait(deadline_ns);
+                }
+                Ok(Some((wire, head))) => self.answered(job, wire, &head),
+                Err(failure) => Err(failure),
+            },
+            State::Reading(wire, events) => self.read(job, wire, events),
+            State::Ended => Ok(None),
+        };
+        match read {
+            Ok(Some(deadline_ns)) => Drive::Wait(deadline_ns),
+            Ok(None) => self.tally.finish(job, Ok(())),
+            Err(failure) => self.tally.finish(job, Err(failure)),
+        }
+    }
+
+    /// The answer's head came: a 2xx `text/event-stream`, or the stream's failure.
+    fn answered(&mut self, job: &SessionJob, wire: Wire, head: &Head) -> Progress {
+        self.tally.first.status = head.status;
         if !(200..300).contains(&head.status) {
-            return Err(refused("event stream", &head));
+            return Err(refused("event stream", head));
         }
         let content_type = head.content_type.clone().unwrap_or_default();
         if !content_type
@@ -158,51 +177,107 @@ impl Reader<'_> {
             data: Vec::new(),
             has_data: false,
         };
-        let mut input = head.rest;
-        let mut chunk = vec![0u8; 16 * 1024];
+        // The head's bytes (those past it too) are counted already.
+        if self.tally.take(job, &mut events, &head.rest)? {
+            return Ok(None);
+        }
+        self.read(job, wire, events)
+    }
+
+    /// Reads what the socket has; `Ok(None)` when the stream is done.
+    fn read(&mut self, job: &SessionJob, mut wire: Wire, mut events: Events) -> Progress {
+        let mut chunk = [0u8; 16 * 1024];
         loop {
-            first.bytes_in += input.len() as u64;
-            let ended = events.feed(&input, &mut |data| self.event(first, data))?;
-            if self.enough() {
-                return Ok(());
+            if job.stop.is_aborting() {
+                return Ok(None);
             }
-            if ended {
-                return self.ended_early();
-            }
-            let deadline_ns = self
-                .last_ns
-                .saturating_add(job.timeout_ns)
-                .min(self.listen_end_ns);
-            input.clear();
-            loop {
-                if job.stop.is_aborting() {
-                    return Ok(());
-                }
-                if !read_until(&connection.tcp, &job.clock, deadline_ns) {
-                    return self.quiet();
-                }
-                match connection.io.read(&mut chunk) {
-                    Ok(0) => return self.ended_early(),
-                    Ok(read) => {
-                        input.extend_from_slice(&chunk[..read]);
-                        break;
+            match wire.read(&mut chunk) {
+                Ok(0) => return self.tally.ended_early().map(|()| None),
+                Ok(read) => {
+                    self.tally.first.bytes_in += read as u64;
+                    if self.tally.take(job, &mut events, &chunk[..read])? {
+                        return Ok(None);
                     }
-                    Err(e) if timed_out(&e) => {}
-                    Err(e) => return Err(io_failure(&e)),
                 }
+                Err(e) if would_block(&e) => {
+                    let deadline_ns = self
+                        .tally
+                        .last_ns
+                        .saturating_add(job.timeout_ns)
+                        .min(self.tally.listen_end_ns);
+                    if job.clock.now_ns() >= deadline_ns {
+                        return self.tally.quiet(job).map(|()| None);
+                    }
+                    self.state = State::Reading(wire, events);
+                    return Ok(Some(deadline_ns));
+                }
+                Err(e) => return Err(io_failure(&e)),
             }
         }
     }
+}
 
+/// A read's progress: `Ok(Some(t))` waits (for the socket, or until `t`), `Ok(None)`
+/// is done.
+type Progress = Result<Option<u64>, Failure>;
+
+impl Tally {
+    /// Cuts `input` into events; `Ok(true)` when the stream is done (enough events,
+    /// or its chunked body ended with all it was asked for).
+    fn take(
+        &mut self,
+        job: &SessionJob,
+        events: &mut Events,
+        input: &[u8],
+    ) -> Result<bool, Failure> {
+        let ended = events.feed(input, &mut |data| self.event(job, data))?;
+        if self.enough() {
+            return Ok(true);
+        }
+        if ended {
+            self.ended_early()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The records: the step's own first (it carries a failure before the first
+    /// event; after it, an event's record does).
+    fn finish(&mut self, job: &SessionJob, read: Result<(), Failure>) -> Drive {
+        let now = job.clock.now_ns();
+        if let Err(failure) = read {
+            if self.count == 0 {
+                if failure.0 != ErrorKind::Status {
+                    self.first.status = 0;
+                }
+                self.first.failure = Some(failure);
+            } else {
+                self.outcomes.push(Outcome {
+                    target_index: self.stream.event_target as u32,
+                    intended_ns: now,
+                    started_ns: now,
+                    end_ns: now,
+                    failure: Some(failure),
+                    ..Outcome::default()
+                });
+            }
+        }
+        if self.first.end_ns == 0 {
+            self.first.end_ns = now;
+        }
+        let mut outcomes = Vec::with_capacity(self.outcomes.len() + 1);
+        outcomes.push(std::mem::take(&mut self.first));
+        outcomes.append(&mut self.outcomes);
+        Drive::Done(outcomes)
+    }
     /// An event arrived: its record, judged by the step's checks.
-    fn event(&mut self, first: &mut Outcome, data: &[u8]) {
+    fn event(&mut self, job: &SessionJob, data: &[u8]) {
         if self.enough() {
             return;
         }
-        let job = self.job;
         let now = job.clock.now_ns();
         if self.count == 0 {
-            first.end_ns = now;
+            self.first.end_ns = now;
         }
         self.count += 1;
         let flow = &job.flow;
@@ -229,7 +304,7 @@ impl Reader<'_> {
             )
         });
         self.outcomes.push(Outcome {
-            target_index: self.events.event_target as u32,
+            target_index: self.stream.event_target as u32,
             intended_ns: self.last_ns,
             started_ns: self.last_ns,
             end_ns: now,
@@ -243,16 +318,17 @@ impl Reader<'_> {
     }
 
     fn enough(&self) -> bool {
-        self.events.max_events.is_some_and(|max| self.count >= max)
+        self.stream.max_events.is_some_and(|max| self.count >= max)
     }
 
     /// No event came by the deadline: the listening time is over, or the stream
     /// went quiet for longer than the timeout.
-    fn quiet(&self) -> Result<(), Failure> {
-        if self.job.clock.now_ns() >= self.listen_end_ns && self.count > 0 {
+    fn quiet(&self, job: &SessionJob) -> Result<(), Failure> {
+        let now = job.clock.now_ns();
+        if now >= self.listen_end_ns && self.count > 0 {
             return Ok(());
         }
-        let waited_ns = self.job.clock.now_ns().saturating_sub(self.last_ns);
+        let waited_ns = now.saturating_sub(self.last_ns);
         Err((
             ErrorKind::Timeout,
             format!(
@@ -265,7 +341,7 @@ impl Reader<'_> {
 
     /// The server ended the stream: an error when more events were asked for.
     fn ended_early(&self) -> Result<(), Failure> {
-        match self.events.max_events {
+        match self.stream.max_events {
             Some(max) if self.count < max => Err((
                 ErrorKind::Closed,
                 format!(

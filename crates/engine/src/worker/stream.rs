@@ -1,13 +1,14 @@
 //! Flow steps that hold a connection open (`ws`, `sse`) in the worker: the step is
 //! rendered for its user as a request step is (variables, data row, cookies; the same
-//! refusal of outside values a header cannot carry), handed to a session thread
-//! (`crate::session`), and when the session ends its outcomes become records, its
+//! refusal of outside values a header cannot carry), handed to the worker's session
+//! loop (`crate::session`), and when the session ends its outcomes become records, its
 //! matched messages' extractions the user's variables, and the user goes on.
 //!
 //! An open session counts as a request in flight (caps, the end of the run) and holds
 //! the worker's watermark at its intended time, so its records, written when it ends,
 //! are never behind what the collector has already released.
 
+use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
@@ -18,7 +19,7 @@ use workload::{ActionKind, RenderContext, Stream};
 
 use super::Worker;
 use crate::hosts::Address;
-use crate::session::{self, Outcome, Reply, SessionDone, SessionJob};
+use crate::session::{Outcome, Reply, Runner, SessionDone, SessionJob};
 use crate::shared::PreparedRequest;
 
 /// The poller's token of the sessions' eventfd.
@@ -26,16 +27,31 @@ pub(super) const SESSION_TOKEN: u64 = u64::MAX - 1;
 
 /// The worker's side of its sessions.
 pub(super) struct Sessions {
-    reply: Reply,
+    runner: Runner,
+    waker: Arc<OwnedFd>,
     done: Receiver<SessionDone>,
-    /// The intended times of the sessions still open (their records are to come).
-    open: Vec<u64>,
+    /// The intended times of the sessions still open (their records are to come),
+    /// each with how many: tens of thousands may be open at once.
+    open: BTreeMap<u64, u32>,
 }
 
 impl Sessions {
     /// The earliest intended time of an open session.
     pub(super) fn oldest_ns(&self) -> Option<u64> {
-        self.open.iter().copied().min()
+        self.open.keys().next().copied()
+    }
+
+    fn opened(&mut self, intended_ns: u64) {
+        *self.open.entry(intended_ns).or_default() += 1;
+    }
+
+    fn closed(&mut self, intended_ns: u64) {
+        if let Some(count) = self.open.get_mut(&intended_ns) {
+            *count -= 1;
+            if *count == 0 {
+                self.open.remove(&intended_ns);
+            }
+        }
     }
 }
 
@@ -48,7 +64,7 @@ impl Worker {
             .is_some_and(|flow| flow.steps[step].stream.is_some())
     }
 
-    /// Starts user `user`'s stream step on a session thread.
+    /// Starts user `user`'s stream step on the session loop.
     pub(super) fn start_stream(&mut self, attack: usize, user: u32, intended_ns: u64, now: u64) {
         let Some(users) = self.attacks[attack].flow.as_ref() else {
             return;
@@ -59,8 +75,11 @@ impl Worker {
             None => self.session_job(attack, user, intended_ns, now),
         };
         let job = job.and_then(|job| {
-            let reply = self.sessions().map_err(|e| self.io_error("session", &e))?;
-            session::spawn(job, reply).map_err(|e| self.io_error("session thread", &e))
+            self.sessions()
+                .map_err(|e| self.io_error("session loop", &e))?;
+            let sessions = self.sessions.as_ref().ok_or(0u32)?;
+            let submitted = sessions.runner.submit(job);
+            submitted.map_err(|e| self.io_error("session loop", &e))
         });
         let state = &mut self.attacks[attack];
         state.sent += 1;
@@ -71,7 +90,7 @@ impl Worker {
             Ok(()) => {
                 state.in_flight_count += 1;
                 if let Some(sessions) = self.sessions.as_mut() {
-                    sessions.open.push(intended_ns);
+                    sessions.opened(intended_ns);
                 }
             }
             Err(id) => {
@@ -95,10 +114,10 @@ impl Worker {
             .cause(crate::errors::Cause::io(ErrorKind::Io, operation, e))
     }
 
-    /// The sessions' channel and eventfd, made at the first session.
-    fn sessions(&mut self) -> std::io::Result<Reply> {
-        if let Some(sessions) = &self.sessions {
-            return Ok(sessions.reply.clone());
+    /// The session loop, its channel back and its eventfd, made at the first session.
+    fn sessions(&mut self) -> std::io::Result<()> {
+        if self.sessions.is_some() {
+            return Ok(());
         }
         let waker: Arc<OwnedFd> =
             Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
@@ -106,14 +125,16 @@ impl Worker {
         let (sender, done) = channel();
         let reply = Reply {
             done: sender,
-            waker,
+            waker: Arc::clone(&waker),
         };
+        let runner = Runner::spawn(reply, self.clock, self.stop.clone())?;
         self.sessions = Some(Sessions {
-            reply: reply.clone(),
+            runner,
+            waker,
             done,
-            open: Vec::new(),
+            open: BTreeMap::new(),
         });
-        Ok(reply)
+        Ok(())
     }
 
     /// The step rendered for its user: the request (with its cookies and, for a
@@ -194,6 +215,7 @@ impl Worker {
             key,
             sends,
             address,
+            local_ip: shared.local_ip,
             tls,
             timeout_ns: options.timeout_ns,
             intended_ns,
@@ -208,13 +230,11 @@ impl Worker {
             return;
         };
         let mut counter = [0u8; 8];
-        let _ = rustix::io::read(sessions.reply.waker.as_ref(), &mut counter);
+        let _ = rustix::io::read(sessions.waker.as_ref(), &mut counter);
         while let Some(sessions) = self.sessions.as_mut()
             && let Ok(done) = sessions.done.try_recv()
         {
-            if let Some(at) = sessions.open.iter().position(|&t| t == done.intended_ns) {
-                sessions.open.swap_remove(at);
-            }
+            sessions.closed(done.intended_ns);
             self.session_ended(done);
         }
     }

@@ -1,0 +1,344 @@
+//! The session loop: one thread per worker (made at its first session) running every
+//! session the worker starts as a non-blocking state machine on an epoll. Sessions
+//! come in over a channel (with an eventfd to wake the loop), their deadlines wait in
+//! a heap, and each ended session's records go back to the worker ([`Reply`]).
+//!
+//! Sockets are registered edge-triggered, once: a session is driven at every event
+//! and deadline of its own, and it always tries its read or write before it waits,
+//! so no edge is lost between two drives.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+
+use rustix::event::{EventfdFlags, eventfd};
+
+use super::{Drive, Reply, STOP_LOOK_NS, Session, SessionDone, SessionJob};
+use crate::clock::Clock;
+use crate::poller::Poller;
+use crate::stop_handle::StopHandle;
+
+/// The poller's token of the loop's own eventfd (new jobs, or the worker gone).
+const JOBS_TOKEN: u64 = u64::MAX;
+
+/// The worker's handle on its session loop: dropping it lets the loop end once its
+/// sessions have.
+pub(crate) struct Runner {
+    jobs: Option<Sender<SessionJob>>,
+    waker: Arc<OwnedFd>,
+}
+
+impl Runner {
+    /// Starts the loop thread; ended sessions report to `reply`.
+    pub(crate) fn spawn(reply: Reply, clock: Clock, stop: StopHandle) -> io::Result<Runner> {
+        let waker = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
+        let poller = Poller::new()?;
+        poller.add_level_read(waker.as_ref(), JOBS_TOKEN)?;
+        let (sender, jobs) = channel();
+        let mut event_loop = Loop {
+            poller,
+            waker: Arc::clone(&waker),
+            jobs,
+            jobs_open: true,
+            reply,
+            clock,
+            stop,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            deadlines: BinaryHeap::new(),
+        };
+        std::thread::Builder::new()
+            .name("loadlab-sessions".to_owned())
+            .spawn(move || event_loop.run())?;
+        Ok(Runner {
+            jobs: Some(sender),
+            waker,
+        })
+    }
+
+    /// Hands `job` to the loop.
+    pub(crate) fn submit(&self, job: SessionJob) -> io::Result<()> {
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
+        if !sent {
+            return Err(io::Error::other("the session loop has ended"));
+        }
+        wake(&self.waker);
+        Ok(())
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        // Closing the channel first: the loop, woken, sees it gone.
+        self.jobs = None;
+        wake(&self.waker);
+    }
+}
+
+fn wake(fd: &OwnedFd) {
+    let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
+}
+
+/// A session in its slot; `generation` tells a stale event or deadline from a live one.
+struct Slot {
+    generation: u32,
+    session: Option<Session>,
+    /// The deadline last put in the heap for it (`u64::MAX`: none).
+    armed_ns: u64,
+}
+
+struct Loop {
+    poller: Poller,
+    waker: Arc<OwnedFd>,
+    jobs: Receiver<SessionJob>,
+    jobs_open: bool,
+    reply: Reply,
+    clock: Clock,
+    stop: StopHandle,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+    /// (deadline, token) of the sessions waiting on a time; stale entries are skipped.
+    deadlines: BinaryHeap<Reverse<(u64, u64)>>,
+}
+
+impl Loop {
+    fn run(&mut self) {
+        let mut events = Vec::with_capacity(1024);
+        while self.jobs_open || self.live > 0 {
+            let now = self.clock.now_ns();
+            let next_ns = self.deadlines.peek().map_or(u64::MAX, |d| d.0.0);
+            let timeout_ns = next_ns.saturating_sub(now).min(STOP_LOOK_NS);
+            if self.poller.wait(&mut events, Some(timeout_ns)).is_err() {
+                // An epoll that fails cannot wait: drive every session to its end.
+                self.stop.abort();
+            }
+            for event in &events {
+                let token = event.data.u64();
+                if token == JOBS_TOKEN {
+                    self.take_jobs();
+                } else {
+                    self.drive(token);
+                }
+            }
+            if self.stop.is_aborting() {
+                // Each session sees the abort at its next drive and ends.
+                self.drive_all();
+            } else {
+                self.drive_due();
+            }
+        }
+    }
+
+    fn take_jobs(&mut self) {
+        let mut counter = [0u8; 8];
+        let _ = rustix::io::read(self.waker.as_ref(), &mut counter);
+        loop {
+            match self.jobs.try_recv() {
+                Ok(job) => self.add(job),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.jobs_open = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, job: SessionJob) {
+        let Some(session) = Session::start(job) else {
+            return;
+        };
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot {
+                generation: 0,
+                session: None,
+                armed_ns: u64::MAX,
+            });
+            (self.slots.len() - 1) as u32
+        });
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.armed_ns = u64::MAX;
+        let token = u64::from(index) | (u64::from(slot.generation) << 32);
+        if let Some(fd) = session.fd() {
+            // A socket that cannot be watched is driven by its deadlines only.
+            let _ = self.poller.add(fd, token);
+        }
+        slot.session = Some(session);
+        self.live += 1;
+        self.drive(token);
+    }
+
+    /// Drives the session of `token` if it is still the one that token named.
+    fn drive(&mut self, token: u64) {
+        let index = token as u32 as usize;
+        let generation = (token >> 32) as u32;
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        if slot.generation != generation {
+            return;
+        }
+        let Some(session) = slot.session.as_mut() else {
+            return;
+        };
+        match session.drive() {
+            Drive::Wait(deadline_ns) => {
+                if deadline_ns != slot.armed_ns && deadline_ns != u64::MAX {
+                    self.deadlines.push(Reverse((deadline_ns, token)));
+                }
+                slot.armed_ns = deadline_ns;
+            }
+            Drive::Done(outcomes) => {
+                let Some(session) = slot.session.take() else {
+                    return;
+                };
+                self.free.push(index as u32);
+                self.live -= 1;
+                let job = session.job();
+                let done = SessionDone {
+                    attack: job.attack,
+                    user: job.user,
+                    intended_ns: job.intended_ns,
+                    outcomes,
+                };
+                // Dropping the session closes its socket (and leaves the epoll).
+                drop(session);
+                if self.reply.done.send(done).is_ok() {
+                    wake(&self.reply.waker);
+                }
+            }
+        }
+    }
+
+    /// Drives the sessions whose deadline has come.
+    fn drive_due(&mut self) {
+        let now = self.clock.now_ns();
+        while let Some(&Reverse((deadline_ns, token))) = self.deadlines.peek() {
+            if deadline_ns > now {
+                return;
+            }
+            self.deadlines.pop();
+            let index = token as u32 as usize;
+            let current = self.slots.get(index).is_some_and(|slot| {
+                slot.generation == (token >> 32) as u32 && slot.armed_ns == deadline_ns
+            });
+            if current {
+                self.drive(token);
+            }
+        }
+    }
+
+    fn drive_all(&mut self) {
+        let tokens: Vec<u64> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.session.is_some())
+            .map(|(index, slot)| index as u64 | (u64::from(slot.generation) << 32))
+            .collect();
+        for token in tokens {
+            self.drive(token);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    use record::ErrorKind;
+    use workload::{ActionFields, Flow, FlowOptions, Origin, StepFields};
+
+    use super::*;
+
+    fn flow() -> Arc<Flow> {
+        let steps = [StepFields {
+            ws: Some("ws://127.0.0.1:1/".to_owned()),
+            actions: vec![ActionFields {
+                hold: Some("1s".to_owned()),
+                ..ActionFields::default()
+            }],
+            ..StepFields::default()
+        }];
+        let origin = Origin::scenario("f.toml", 1, "f", std::path::Path::new("."));
+        let compiled = Flow::compile(&steps, FlowOptions::default(), &[], &origin, &|_| {
+            Ok(Vec::new())
+        });
+        Arc::new(compiled.unwrap())
+    }
+
+    /// Threads of this process named for the session loop (or, before it, a session).
+    fn session_threads() -> usize {
+        let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+        tasks
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|name| name.starts_with("loadlab-sessio"))
+            .count()
+    }
+
+    #[test]
+    fn many_sessions_wait_on_one_thread_and_each_ends_at_its_own_deadline() {
+        // The kernel completes the connects; nobody ever answers the upgrades.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (clock, stop) = (Clock::start(), StopHandle::new());
+        let waker = Arc::new(eventfd(0, EventfdFlags::CLOEXEC).unwrap());
+        let (done, finished) = channel();
+        let reply = Reply { done, waker };
+        let runner = Runner::spawn(reply, clock, stop.clone()).unwrap();
+        let flow = flow();
+        let sessions = 100u32;
+        for user in 0..sessions {
+            // Deadlines from 200 ms to 299 ms: each must end at its own.
+            let timeout_ns = 200_000_000 + u64::from(user) * 1_000_000;
+            let job = SessionJob {
+                attack: 0,
+                user,
+                step: 0,
+                flow: Arc::clone(&flow),
+                request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
+                key: String::new(),
+                sends: Vec::new(),
+                address: silent.local_addr().unwrap(),
+                local_ip: None,
+                tls: None,
+                timeout_ns,
+                intended_ns: clock.now_ns(),
+                clock,
+                stop: stop.clone(),
+            };
+            runner.submit(job).unwrap();
+        }
+        assert_eq!(session_threads(), 1, "one loop thread, not one per session");
+        let started = Instant::now();
+        for _ in 0..sessions {
+            let session = finished.recv_timeout(Duration::from_secs(10)).unwrap();
+            let [connect] = &session.outcomes[..] else {
+                panic!("{:?}", session.outcomes);
+            };
+            let (kind, text) = connect.failure.clone().unwrap();
+            assert_eq!(kind, ErrorKind::Timeout, "{text}");
+            let waited_ns = connect.end_ns - connect.started_ns;
+            let timeout_ns = 200_000_000 + u64::from(session.user) * 1_000_000;
+            assert!(
+                (timeout_ns..timeout_ns + 150_000_000).contains(&waited_ns),
+                "user {}: {waited_ns} ns for a {timeout_ns} ns timeout",
+                session.user
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "they waited together"
+        );
+        drop(runner);
+    }
+}
