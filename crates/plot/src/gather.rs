@@ -1,15 +1,14 @@
-//! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]),
-//! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
-//! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
-//! latency [`Distribution`] (the percentile curve), and for flows each check's passes
-//! and failures and each step's latency ([`FlowGather`]). Resource samples read beside the
-//! records go to a [`SampleGather`] once per batch, never per record. The diagnosis's
-//! [`Evidence`] (seconds for the knee, watched resources against their limits) takes
-//! each batch of records and samples whole, as `loadlab report` feeds it, and the page
-//! is judged as `report` judges it ([`report::diagnose_run`]). A replay's logged
-//! originals (`attack -replay`) go with the records to a [`ReplayGather`]. Memory is
-//! bounded by the
-//! samplers' limits and the number of intervals, never by the number of records.
+//! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]). Each
+//! batch of records, logged originals and resource samples goes to the report's one
+//! fold, [`Measure`], whose [`report::Summary`] the page reads: its figures, its
+//! diagnosis (judged as `loadlab report` judges it), the resources, the replay's tally
+//! and each attack's latency distribution (the percentile curve). Beside it, this
+//! gathers only what is drawn: the per-interval [`Bins`], per attack a
+//! [`PointSampler`] for OK and for failed requests, for flows each check's passes and
+//! failures and each step's latency ([`FlowGather`]), the resource traces
+//! ([`SampleGather`], once per batch) and a replay's per-interval p99s
+//! ([`ReplayGather`]). Memory is bounded by the samplers' limits and the number of
+//! intervals, never by the number of records.
 
 use record::{
     ErrorKind, LoadModel, Logged, ReadOrder, Record, RecordStream, RunTables, SampleBatch,
