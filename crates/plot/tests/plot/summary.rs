@@ -10,11 +10,15 @@ use crate::fixture;
 
 fn report_json(path: &Path, by: Option<GroupBy>) -> String {
     let json = ReportType::Json { buckets: None };
-    let config = ReportConfig::new(json, None, by).unwrap();
+    report_of(path, &ReportConfig::new(json, None, by).unwrap())
+}
+
+/// What `loadlab report` prints for `path` with `config`.
+pub fn report_of(path: &Path, config: &ReportConfig) -> String {
     let (mut out, mut diagnostics) = (Vec::new(), Vec::new());
     report::run_report(
         &[path.display().to_string()],
-        &config,
+        config,
         &mut out,
         &mut diagnostics,
     )
