@@ -212,7 +212,8 @@ fn judge_cell(
     );
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
-    match write_plot(&outcome.records, &title, &dir.join("plot.html"), bounds) {
+    let plot = dir.join("plot.html");
+    match write_plot(&outcome.records, &title, &plot, bounds, window) {
         Ok(()) => row.plot = Some(relative(&dir.join("plot.html"), run_dir)),
         Err(why) => row.notes.push(why),
     }
@@ -241,13 +242,16 @@ fn shard_rule(figures: &Figures) -> Option<(String, u64)> {
 /// least success ratio.
 type Bounds = (analysis::GeneratorHealth, Option<f64>);
 
-/// `plot.html` as `loadlab plot` makes it. A plot that cannot be made is the step's
-/// note, not its failure (the verdict does not depend on it), and leaves no file.
+/// `plot.html` as `loadlab plot` makes it, of the verdict's `window` (so its figures,
+/// charts and diagnosis are the verdict's, and it says the warm-up is left out). A plot
+/// that cannot be made is the step's note, not its failure (the verdict does not depend
+/// on it), and leaves no file.
 fn write_plot(
     records: &[String],
     title: &str,
     path: &Path,
     (health, min_success_ratio): Bounds,
+    window: Window,
 ) -> Result<(), String> {
     let mut config = plot::PlotConfig::new(
         Some(title.to_owned()),
@@ -257,6 +261,7 @@ fn write_plot(
     .map_err(|e| format!("no plot: {e}"))?;
     config.health = health;
     config.min_success_ratio = min_success_ratio;
+    config.window_ns = Some((window.start_ns, window.end_ns));
     let html = plot::RunPlot::read(records, &config)
         .map_err(|e| format!("no plot: {e}"))?
         .html();
@@ -587,6 +592,10 @@ mod tests {
                 "t",
                 &plot,
                 (analysis::GeneratorHealth::default(), None),
+                Window {
+                    start_ns: 0,
+                    end_ns: u64::MAX,
+                },
             )
             .expect_err("no plot from unreadable records");
             assert!(
@@ -761,5 +770,27 @@ mod tests {
         let said = lines.first().map(String::as_str).unwrap_or_default();
         assert!(said.contains(&quoted), "{said:?} does not say {quoted:?}");
         assert_eq!(lag.p99_ns, 3_000_000);
+
+        // The page reads the same window, and says the warm-up is left out of it.
+        let page = dir.path().join("plot.html");
+        write_plot(&records, "t", &page, (health, None), window).expect("plot");
+        let html = std::fs::read_to_string(&page).expect("page");
+        let report = std::fs::read_to_string(&report).expect("report");
+        let requests = |text: &str| {
+            let line = (text.lines().map(|l| l.trim_start_matches("<pre>")))
+                .find(|l| l.starts_with("Requests"))
+                .unwrap_or_default();
+            line.split_whitespace()
+                .nth(4)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(requests(&html), requests(&report), "{report}");
+        assert_eq!(requests(&report), format!("{},", figures.summary.requests));
+        assert!(html.contains("the warm-up before it was sent but is left out of this page"));
+        assert!(
+            html.contains(&quoted),
+            "the page's panel quotes the verdict's lag"
+        );
     }
 }

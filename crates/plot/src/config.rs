@@ -29,6 +29,10 @@ pub struct PlotConfig {
     /// The least success ratio of a load that was served: a plan's `[slo] success`, or
     /// `None` for the report's 99%.
     pub min_success_ratio: Option<f64>,
+    /// A plan step's measured window (`[start, end)` of intended send time from the
+    /// run's start, warm-up left out): the page draws and judges it alone, as the
+    /// step's verdict and `report.txt` do; `None` for the whole file.
+    pub window_ns: Option<(u64, u64)>,
 }
 
 impl PlotConfig {
@@ -56,6 +60,7 @@ impl PlotConfig {
             every_ns,
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
+            window_ns: None,
         })
     }
 
@@ -73,6 +78,7 @@ impl Default for PlotConfig {
             every_ns: DEFAULT_EVERY_NS,
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
+            window_ns: None,
         }
     }
 }

@@ -1,24 +1,20 @@
-//! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]),
-//! feeding each record to the report's [`Metrics`] (the text summary), the per-interval
-//! [`Bins`], and per attack a [`PointSampler`] for OK and for failed requests and a
-//! latency [`Distribution`] (the percentile curve), and for flows each check's passes
-//! and failures and each step's latency ([`FlowGather`]). Resource samples read beside the
-//! records go to a [`SampleGather`] once per batch, never per record. The diagnosis's
-//! [`Evidence`] (seconds for the knee, watched resources against their limits) takes
-//! each batch of records and samples whole, as `loadlab report` feeds it, and the page
-//! is judged as `report` judges it ([`report::diagnose_run`]). A replay's logged
-//! originals (`attack -replay`) go with the records to a [`ReplayGather`]. Memory is
-//! bounded by the
-//! samplers' limits and the number of intervals, never by the number of records.
+//! [`read_run`]: one pass over the inputs in send-time order ([`RecordStream`]). Each
+//! batch of records, logged originals and resource samples goes to the report's one
+//! fold, [`Measure`], whose [`report::Summary`] the page reads: its figures, its
+//! diagnosis (judged as `loadlab report` judges it), the resources, the replay's tally
+//! and each attack's latency distribution (the percentile curve). Beside it, this
+//! gathers only what is drawn: the per-interval [`Bins`], per attack a
+//! [`PointSampler`] for OK and for failed requests, for flows each check's passes and
+//! failures and each step's latency ([`FlowGather`]), the resource traces
+//! ([`SampleGather`], once per batch) and a replay's per-interval p99s
+//! ([`ReplayGather`]). Memory is bounded by the samplers' limits and the number of
+//! intervals, never by the number of records.
 
 use record::{
     ErrorKind, LoadModel, Logged, ReadOrder, Record, RecordStream, RunTables, SampleBatch,
     SampleTables, SourceSummary,
 };
-use report::{
-    ClosedEvidence, Distribution, Evidence, GROUP_EXACT_LIMIT, Metrics, Quantiles, ReplayFigures,
-    Report, RunFacts, Scope,
-};
+use report::{AttackLatency, Bounds, Measure, Metrics, Quantiles, ReplayFigures, Report, RunFacts};
 
 use crate::PlotError;
 use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
@@ -50,6 +46,8 @@ pub struct RunData {
     pub attacks: Vec<AttackData>,
     pub rows: Vec<Row>,
     pub every_ns: u64,
+    /// The plan step's window the page shows ([`PlotConfig::window_ns`]).
+    pub window_ns: Option<(u64, u64)>,
     /// Resource samples of the system under test (empty when the inputs hold none).
     pub samples: SampleData,
     /// The flows' checks and steps (empty for a run without flows).
@@ -79,6 +77,9 @@ pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotEr
     let mut gather = RunGather::new(config);
     let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
     while stream.next_batch(&mut batch)? {
+        if let Some(window_ns) = config.window_ns {
+            report::keep_window(&mut batch, stream.summaries(), window_ns);
+        }
         gather.add_records(&batch, stream.tables());
         stream.take_logged(&mut logged);
         gather.add_logged(&logged, stream.tables());
@@ -121,7 +122,7 @@ impl RunGather {
         for record in records {
             self.gather.add(record, tables);
         }
-        self.gather.judging.add_records(records, tables);
+        self.gather.measure.add_records(records, tables);
         if let Some(origin) = self.gather.origin_unix_ns {
             let gather = &mut self.gather;
             gather
@@ -133,21 +134,22 @@ impl RunGather {
     /// Adds a replay's logged originals, in any order; `tables` resolves their ids.
     pub fn add_logged(&mut self, logged: &[Logged], tables: &RunTables) {
         let gather = &mut self.gather;
+        gather.measure.add_logged(logged, tables);
         gather
             .replay
-            .add_logged(logged, tables, gather.origin_unix_ns, &mut gather.bins);
+            .add_logged(logged, gather.origin_unix_ns, &mut gather.bins);
     }
 
     /// Adds resource samples; `tables` names their samplers and series.
     pub fn add_samples(&mut self, tables: &SampleTables, samples: &[SampleBatch]) {
         self.gather.samples.add(tables, samples);
-        self.gather.judging.add_samples(tables, samples);
+        self.gather.measure.add_samples(tables, samples);
     }
 
     /// A copy to draw a live page from: the same, except that its rows stop growing
-    /// past `max_rows` (`Bins::coarse_copy`) and its diagnosis's evidence is closed
-    /// (its per-second windows are not copied), so the copy made each second keeps a
-    /// size however long the run.
+    /// past `max_rows` (`Bins::coarse_copy`) and its measure's evidence is closed
+    /// ([`Measure::live_copy`]), so the copy made each second keeps a size however
+    /// long the run.
     pub fn live_copy(&self, max_rows: usize) -> RunGather {
         let gather = &self.gather;
         RunGather {
@@ -155,21 +157,21 @@ impl RunGather {
                 threshold: gather.threshold,
                 health: gather.health,
                 min_success_ratio: gather.min_success_ratio,
+                window_ns: gather.window_ns,
                 origin_unix_ns: gather.origin_unix_ns,
-                metrics: gather.metrics.clone(),
+                measure: gather.measure.live_copy(),
                 bins: gather.replay.live_bins(&gather.bins, max_rows),
                 replay: gather.replay.live_copy(),
                 attacks: gather.attacks.clone(),
                 flows: gather.flows.clone(),
                 samples: gather.samples.clone(),
-                judging: Judging::Closed(Box::new(gather.judging.close())),
             },
         }
     }
 
     /// Requests added so far.
     pub fn requests(&self) -> u64 {
-        self.gather.metrics.requests()
+        self.gather.measure.requests()
     }
 
     /// The page's data, with the inputs' tables and summaries as they stand. Fails
@@ -182,7 +184,7 @@ impl RunGather {
         sample_tables: SampleTables,
     ) -> Result<RunData, PlotError> {
         let gather = self.gather;
-        if gather.metrics.requests() == 0 && gather.samples.first_unix_ns().is_none() {
+        if gather.measure.requests() == 0 && gather.samples.first_unix_ns().is_none() {
             return Err(PlotError::NoRecords {
                 inputs: inputs.to_owned(),
                 detail: why_empty(&summaries),
@@ -226,50 +228,22 @@ struct Gather {
     threshold: usize,
     health: analysis::GeneratorHealth,
     min_success_ratio: Option<f64>,
+    window_ns: Option<(u64, u64)>,
     origin_unix_ns: Option<u64>,
-    metrics: Metrics,
+    /// The report's one fold: the summary, the diagnosis, the resources, the replay's
+    /// tally and each attack's latency distribution are read from it, never refolded.
+    measure: Measure,
     bins: Bins,
     attacks: Vec<AttackGather>,
     flows: FlowGather,
     samples: SampleGather,
-    judging: Judging,
     replay: ReplayGather,
-}
-
-/// The diagnosis's evidence: gathered as the records go by, or closed in a live copy,
-/// which is drawn and never fed.
-#[derive(Clone)]
-enum Judging {
-    Gathering(Box<Evidence>),
-    Closed(Box<ClosedEvidence>),
-}
-
-impl Judging {
-    fn add_records(&mut self, records: &[Record], tables: &RunTables) {
-        if let Judging::Gathering(evidence) = self {
-            evidence.add_records(records, tables);
-        }
-    }
-
-    fn add_samples(&mut self, tables: &SampleTables, samples: &[SampleBatch]) {
-        if let Judging::Gathering(evidence) = self {
-            evidence.add_samples(tables, samples);
-        }
-    }
-
-    fn close(&self) -> ClosedEvidence {
-        match self {
-            Judging::Gathering(evidence) => evidence.close(),
-            Judging::Closed(closed) => ClosedEvidence::clone(closed),
-        }
-    }
 }
 
 #[derive(Clone)]
 struct AttackGather {
     ok: PointSampler,
     failed: PointSampler,
-    latency: Distribution,
     /// Count intended send times per interval: the asked rate is not a known constant.
     counts_intended: bool,
     last_intended_unix_ns: u64,
@@ -281,13 +255,13 @@ impl Gather {
             threshold: config.threshold,
             health: config.health,
             min_success_ratio: config.min_success_ratio,
+            window_ns: config.window_ns,
             origin_unix_ns: None,
-            metrics: Metrics::new(None),
+            measure: Measure::new(None, Metrics::new(None)).with_attack_latency(),
             bins: Bins::new(config.every_ns),
             attacks: Vec::new(),
             flows: FlowGather::default(),
             samples: SampleGather::new(config.threshold),
-            judging: Judging::Gathering(Box::default()),
             replay: ReplayGather::default(),
         }
     }
@@ -300,7 +274,6 @@ impl Gather {
         let origin = *self
             .origin_unix_ns
             .get_or_insert(record.intended_unix_ns.min(sent));
-        self.metrics.add(record);
         let attack = self.attack(record.attack, tables);
         let success = record.is_success();
         let point = Kept {
@@ -314,7 +287,6 @@ impl Gather {
         } else {
             attack.failed.add(point);
         }
-        attack.latency.add(record.latency_ns);
         attack.last_intended_unix_ns = attack.last_intended_unix_ns.max(record.intended_unix_ns);
         let intended_ns = attack
             .counts_intended
@@ -342,8 +314,6 @@ impl Gather {
             self.attacks.push(AttackGather {
                 ok: PointSampler::new(self.threshold),
                 failed: PointSampler::new(self.threshold * ERROR_POINTS_FACTOR),
-                // Runs may have many attacks: 128 KiB each before the histogram takes over.
-                latency: Distribution::with_exact_limit(GROUP_EXACT_LIMIT),
                 counts_intended,
                 last_intended_unix_ns: 0,
             });
@@ -357,38 +327,48 @@ impl Gather {
         summaries: Vec<SourceSummary>,
         sample_tables: SampleTables,
     ) -> RunData {
-        let mut facts = RunFacts::from_inputs(&summaries, &tables);
-        facts.health = self.health;
-        facts.min_success_ratio = self.min_success_ratio;
         let (origin_unix_ns, zero) = match self.origin_unix_ns {
             Some(origin) => (Some(origin), TimeZero::FirstRequest),
             None => (self.samples.first_unix_ns(), TimeZero::FirstSample),
         };
-        let samples = self.samples.finish(sample_tables, self.origin_unix_ns);
-        // The page's report shows the resource rows and warnings as `report` does, and
-        // its diagnosis, from the same evidence judged the same way.
-        facts.resources.clone_from(&samples.summary);
-        facts.replay = self.replay.finish(&mut self.bins, &summaries, &tables);
-        self.judging.close().fill(&mut facts, &tables);
-        let report = report::close_run(self.metrics, &facts, &tables, Scope::Run);
+        let samples = self.samples.finish(sample_tables);
+        self.replay.finish(&mut self.bins);
+        let bounds = Bounds {
+            health: self.health,
+            min_success_ratio: self.min_success_ratio,
+            traces: None,
+        };
+        let summary = self.measure.close(&summaries, &tables, bounds);
         let every_ns = self.bins.every_ns();
         let mut attacks = self.attacks;
         share_the_ok_grid(&mut attacks);
         let flows = self.flows.finish(&tables);
-        let facts_replay = facts.replay.clone();
+        let report::Summary {
+            facts,
+            mut groups,
+            attacks: latencies,
+            ..
+        } = summary;
+        // Without `-by` the summary holds the whole run's report alone.
+        let (_, report) = groups.swap_remove(0);
+        let mut latencies = latencies.into_iter();
+        let attacks = (attacks.into_iter())
+            .map(|attack| attack.finish(latencies.next()))
+            .collect();
         RunData {
             origin_unix_ns: origin_unix_ns.unwrap_or(0),
             zero,
             report,
+            replay: facts.replay.clone(),
             facts,
             tables,
             summaries,
-            attacks: attacks.into_iter().map(AttackGather::finish).collect(),
+            attacks,
             rows: self.bins.finish(),
             every_ns,
+            window_ns: self.window_ns,
             samples,
             flows,
-            replay: facts_replay,
         }
     }
 }
@@ -410,12 +390,16 @@ fn share_the_ok_grid(attacks: &mut [AttackGather]) {
 }
 
 impl AttackGather {
-    fn finish(self) -> AttackData {
-        let (requests, max_latency_ns) = (self.latency.count(), self.latency.max());
+    /// The attack's points, and its latency from the summary (`None`: it sent nothing).
+    fn finish(self, latency: Option<AttackLatency>) -> AttackData {
+        let (requests, max_latency_ns, latency) = match latency {
+            Some(l) => (l.requests, l.max_ns, l.quantiles),
+            None => (0, 0, report::Distribution::new().into_quantiles()),
+        };
         AttackData {
             ok: self.ok.finish(),
             failed: self.failed.finish(),
-            latency: self.latency.into_quantiles(),
+            latency,
             requests,
             max_latency_ns,
             last_intended_unix_ns: self.last_intended_unix_ns,

@@ -29,7 +29,6 @@ use crate::json;
 use crate::live_script::{self, LiveState};
 use crate::model::{Chart, TimeAxis, TimeZero};
 use crate::replay_page;
-use crate::sample_gather::SampleData;
 use crate::svg::{self, escape};
 
 const STYLE: &str = include_str!("page.css");
@@ -81,7 +80,7 @@ pub fn page(
     replay_page::panel(&mut out, &data.replay);
     if data.report.requests > 0 {
         summary(&mut out, &data.report);
-    } else if let Some(resources) = &data.samples.summary {
+    } else if let Some(resources) = &data.facts.resources {
         resources_summary(&mut out, resources, diagnosis);
     }
     out.push_str(
@@ -93,7 +92,7 @@ pub fn page(
         figure(&mut out, chart, &charts.axis);
     }
     let counted = if data.report.requests == 0 {
-        let values = data.samples.summary.as_ref().map_or(0, |s| s.values);
+        let values = data.facts.resources.as_ref().map_or(0, |s| s.values);
         format!("{} resource samples", format::grouped(values))
     } else {
         format!("{} requests", format::grouped(data.report.requests))
@@ -163,7 +162,16 @@ fn run_facts(out: &mut String, data: &RunData, axis: &TimeAxis) {
         ),
     };
     fact(out, "time", &time);
-    if let Some(samples) = samples_text(&data.samples, axis) {
+    if let Some((start_ns, end_ns)) = data.window_ns {
+        let window = format!(
+            "the plan step's measured window, {} to {} after its start: the warm-up \
+             before it was sent but is left out of this page, as of the step's verdict",
+            span_text(start_ns),
+            span_text(end_ns)
+        );
+        fact(out, "window", &window);
+    }
+    if let Some(samples) = samples_text(data, axis) {
         fact(out, "samples", &samples);
     }
     let attacks: Vec<String> = data
@@ -219,8 +227,8 @@ fn protocols_text(protocols: &[(Protocol, u64)]) -> String {
 
 /// Who sampled, how much, and over what time: `host, nginx (13 series, 260 values, 20
 /// gaps) from -2s to 1m5s`.
-fn samples_text(samples: &SampleData, axis: &TimeAxis) -> Option<String> {
-    let summary = samples.summary.as_ref()?;
+fn samples_text(data: &RunData, axis: &TimeAxis) -> Option<String> {
+    let (samples, summary) = (&data.samples, data.facts.resources.as_ref()?);
     const SHOWN: usize = 6;
     let samplers = &samples.tables.samplers;
     let mut names: Vec<String> = samplers
@@ -333,8 +341,8 @@ fn warnings(out: &mut String, data: &RunData) {
     // limit), unless the diagnosis panel says it with its evidence, as `report` does.
     if data.report.extras.diagnosis.is_none() {
         lines.extend(
-            data.samples
-                .summary
+            data.facts
+                .resources
                 .iter()
                 .flat_map(|s| s.warnings.iter().cloned()),
         );

@@ -6,10 +6,10 @@
 //!   our `-every` and `-format`, and where chart files go.
 //! - [`RunPlot::read`] streams the records once in send-time order (merged on a reader
 //!   thread, [`record::RecordStream`]; gathered in `gather.rs`) into
-//!   the report's [`report::Metrics`] (the text summary on the page), per-interval
+//!   the report's one fold, [`report::Measure`] (the summary, diagnosis, resources and
+//!   each attack's latency on the page are its [`report::Summary`]'s), per-interval
 //!   rows (`bins.rs`: rates asked / sent / successful, status codes, latency and send
-//!   lag percentiles), per-attack latency distributions (the percentile curve) and
-//!   per-series [`PointSampler`]s (the latency scatter), all in bounded memory.
+//!   lag percentiles) and per-series [`PointSampler`]s (the latency scatter), all in bounded memory.
 //!   The gathering itself is [`RunGather`]: fed records in send-time order one batch at a
 //!   time, cloned cheaply (bounded) to draw the page so far.
 //! - [`LivePage`] (`live_page.rs`, with `live.js`): the page while a run goes, for
@@ -24,10 +24,9 @@
 //!   bounded [`Trace`] with its gaps), and `resources/` draws them on the same time
 //!   axis under the request charts: CPU, memory, connections, TCP errors, network,
 //!   database, and the rest by unit, each with at most [`MAX_SERIES_PER_CHART`] series.
-//! - The run's diagnosis (what ran out first): a [`report::Evidence`] takes each batch
-//!   of records and samples in the same pass, and the page is judged as `loadlab report`
-//!   judges it ([`report::diagnose_run`]): a panel on top says its lines, and every time
-//!   chart marks the knee and each finding ([`Marker`], `markers.rs`).
+//! - The run's diagnosis (what ran out first) is the summary's, judged as `loadlab
+//!   report` judges it: a panel on top says its lines, and every time chart marks the
+//!   knee and each finding ([`Marker`], `markers.rs`).
 //! - [`Chart`] / [`Series`] (`model.rs`): every chart is named series over a shared
 //!   [`TimeAxis`] (or the percentile axis); `charts.rs` builds a run's charts, `svg.rs`
 //!   draws any chart, `png.rs` rasterises that SVG, `html.rs` makes the page with its

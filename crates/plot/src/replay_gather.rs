@@ -1,6 +1,6 @@
-//! [`ReplayGather`]: what a replay (`attack -replay`) adds to the page, gathered beside
-//! the rest (`gather.rs`): the report's [`Replays`] tally (status mix, per path group
-//! p99: the "Replay vs original" panel), each interval's count of logged originals
+//! [`ReplayGather`]: what a replay (`attack -replay`) adds to the page's rows, gathered
+//! beside the rest (`gather.rs`; the "Replay vs original" panel reads the summary's
+//! tally, `report::Measure`): each interval's count of logged originals
 //! (the original's rate, [`Bins::add_logged`]), and each interval's original and
 //! replay p99 ([`Bins::set_replay_p99`]).
 //!
@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use record::{Logged, Record, RunTables};
-use report::{Distribution, ReplayFigures, Replays};
+use report::Distribution;
 
 use crate::bins::Bins;
 
@@ -31,7 +31,6 @@ const OPEN_EXACT_LIMIT: usize = 1 << 10;
 /// A replay's originals and records on the page; see the module documentation.
 #[derive(Clone, Default)]
 pub struct ReplayGather {
-    tally: Replays,
     /// Per merged attack id: a replay's (the header says so, or originals name it).
     replay_attacks: Vec<bool>,
     /// Originals read before the first record fixed the origin.
@@ -71,7 +70,6 @@ impl ReplayGather {
         origin_unix_ns: u64,
         bins: &mut Bins,
     ) {
-        self.tally.add_records(records, tables);
         let mut any = false;
         for record in records {
             if !self.is_replay_attack(record.attack, tables) {
@@ -91,17 +89,10 @@ impl ReplayGather {
     }
 
     /// Adds originals (any order); held until `origin_unix_ns` is known.
-    pub fn add_logged(
-        &mut self,
-        logged: &[Logged],
-        tables: &RunTables,
-        origin_unix_ns: Option<u64>,
-        bins: &mut Bins,
-    ) {
+    pub fn add_logged(&mut self, logged: &[Logged], origin_unix_ns: Option<u64>, bins: &mut Bins) {
         if logged.is_empty() {
             return;
         }
-        self.tally.add_logged(logged, tables);
         for entry in logged {
             self.mark_replay(entry.attack);
         }
@@ -187,11 +178,10 @@ impl ReplayGather {
         filled.coarse_copy(max_rows)
     }
 
-    /// A copy for a live page, drawn and never fed: the tally, without the open
-    /// intervals ([`ReplayGather::live_bins`] put them in the rows).
+    /// A copy for a live page, drawn and never fed: without the open intervals
+    /// ([`ReplayGather::live_bins`] put them in the rows).
     pub fn live_copy(&self) -> ReplayGather {
         ReplayGather {
-            tally: self.tally.clone(),
             replay_attacks: self.replay_attacks.clone(),
             early: Vec::new(),
             open: BTreeMap::new(),
@@ -199,17 +189,10 @@ impl ReplayGather {
         }
     }
 
-    /// Closes every interval into `bins` and returns the replays' figures (empty for
-    /// a run without one).
-    pub fn finish(
-        mut self,
-        bins: &mut Bins,
-        summaries: &[record::SourceSummary],
-        tables: &RunTables,
-    ) -> Vec<ReplayFigures> {
+    /// Closes every interval into `bins`.
+    pub fn finish(mut self, bins: &mut Bins) {
         // Without any record there is no origin: the early originals stay undrawn.
         self.close_behind(bins, true);
-        self.tally.close(summaries, tables)
     }
 }
 
@@ -275,7 +258,7 @@ mod tests {
         let tables = tables();
         let (mut gather, mut bins) = (ReplayGather::default(), Bins::new(S));
         // Originals read before any record: held until the origin is known.
-        gather.add_logged(&[original(1, Some(900))], &tables, None, &mut bins);
+        gather.add_logged(&[original(1, Some(900))], None, &mut bins);
         let records = [record(0, 0, 10), record(0, 1, 20), record(1, 1, 5_000)];
         gather.add_records(&records, &tables, ORIGIN, &mut bins);
         let late = [
@@ -283,9 +266,8 @@ mod tests {
             original(1, None),
             original(2, Some(3)),
         ];
-        gather.add_logged(&late, &tables, Some(ORIGIN), &mut bins);
-        let figures = gather.finish(&mut bins, &[], &tables);
-        assert_eq!(figures.len(), 1, "the plain attack is no replay");
+        gather.add_logged(&late, Some(ORIGIN), &mut bins);
+        gather.finish(&mut bins);
         assert_eq!(
             rows(bins),
             [
@@ -312,7 +294,7 @@ mod tests {
             Some(50),
             "the live copy sees it"
         );
-        gather.finish(&mut bins, &[], &tables);
+        gather.finish(&mut bins);
         assert_eq!(bins.finish()[0].replay_p99_ns, Some(50));
     }
 
@@ -326,8 +308,8 @@ mod tests {
             ORIGIN,
             &mut bins,
         );
-        gather.add_logged(&[], &tables, Some(ORIGIN), &mut bins);
-        assert!(gather.finish(&mut bins, &[], &tables).is_empty());
+        gather.add_logged(&[], Some(ORIGIN), &mut bins);
+        gather.finish(&mut bins);
         assert!(bins.finish().is_empty());
     }
 }

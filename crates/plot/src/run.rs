@@ -64,6 +64,12 @@ impl RunPlot {
         self.data.report.requests
     }
 
+    /// The run's summary as the page shows it: `report::Measure`'s, closed and judged
+    /// once, so `loadlab report` of the same inputs prints the same figures.
+    pub fn report(&self) -> &report::Report {
+        &self.data.report
+    }
+
     /// One line per input that stopped at a cut or damaged block.
     pub fn torn_warnings(&self) -> Vec<String> {
         report::torn_warnings(&self.data.summaries)

@@ -12,13 +12,12 @@
 //!   Prometheus endpoint exposes.
 //! - Gaps become [`GapSpan`]s per sampler (or series) and reason, consecutive ticks
 //!   merged, so a chart can shade "no process matches nginx" from 12 s to 15 s.
-//! - The report's [`Resources`] sees every batch too, for the text summary's resource
-//!   rows and warnings.
+//!
+//! The resource rows and warnings are the summary's (`report::Measure`), not this.
 
 use std::collections::HashMap;
 
 use record::{SampleBatch, SampleTables};
-use report::{ResourceSummary, Resources};
 
 use crate::place::{self, Place};
 
@@ -210,7 +209,6 @@ pub struct SampleGather {
     open_spans: HashMap<(u32, Option<u32>, u32), usize>,
     dropped_spans: u64,
     reasons: Vec<String>,
-    resources: Resources,
     first_unix_ns: Option<u64>,
     last_unix_ns: Option<u64>,
     batches: u64,
@@ -241,8 +239,6 @@ pub struct SampleData {
     pub first_unix_ns: Option<u64>,
     pub last_unix_ns: Option<u64>,
     pub batches: u64,
-    /// The report's resource rows and warnings.
-    pub summary: Option<ResourceSummary>,
 }
 
 impl SampleData {
@@ -272,7 +268,6 @@ impl SampleGather {
             open_spans: HashMap::new(),
             dropped_spans: 0,
             reasons: Vec::new(),
-            resources: Resources::default(),
             first_unix_ns: None,
             last_unix_ns: None,
             batches: 0,
@@ -289,7 +284,6 @@ impl SampleGather {
         if batches.is_empty() {
             return;
         }
-        self.resources.add(tables, batches);
         for batch in batches {
             self.add_batch(tables, batch);
         }
@@ -439,9 +433,8 @@ impl SampleGather {
         });
     }
 
-    /// The gathered samples; warnings count time from `start_unix_ns` (the first
-    /// request), or from the first sample when there is none.
-    pub fn finish(self, tables: SampleTables, start_unix_ns: Option<u64>) -> SampleData {
+    /// The gathered samples.
+    pub fn finish(self, tables: SampleTables) -> SampleData {
         let budget = self.budget();
         let series = self
             .slots
@@ -471,7 +464,6 @@ impl SampleGather {
             first_unix_ns: self.first_unix_ns,
             last_unix_ns: self.last_unix_ns,
             batches: self.batches,
-            summary: self.resources.close(start_unix_ns),
         }
     }
 }
@@ -626,7 +618,7 @@ mod tests {
                 &[batch(second, &host, &[]), batch(second, &process, &gaps)],
             );
         }
-        let data = gather.finish(tables, Some(0));
+        let data = gather.finish(tables);
         // memory_available has no chart: not traced.
         let ids: Vec<u32> = data.series.iter().map(|s| s.id).collect();
         assert_eq!(ids, [0, 2, 3]);
@@ -651,12 +643,6 @@ mod tests {
         assert_eq!(data.reasons, [gone]);
         assert_eq!(data.step_ns(1), S);
         assert_eq!(data.step_ns(7), DEFAULT_STEP_NS);
-        let summary = data.summary.unwrap();
-        assert!(
-            summary.warnings.iter().any(|w| w.contains(gone)),
-            "{:?}",
-            summary.warnings
-        );
     }
 
     #[test]
@@ -674,7 +660,7 @@ mod tests {
         );
         assert!(gather.slots.len() <= tables.series.len());
         assert!(gather.clocks.len() <= tables.samplers.len());
-        let data = gather.finish(tables, None);
+        let data = gather.finish(tables);
         assert_eq!(data.series.len(), 1);
         assert_eq!(data.spans.len(), 1);
     }
@@ -702,7 +688,7 @@ mod tests {
                 one.at_unix_ns = tenths * S / 10;
                 gather.add(&tables, &[one]);
             }
-            let data = gather.finish(tables.clone(), None);
+            let data = gather.finish(tables.clone());
             let got = [data.step_ns(0) * 10 / S, data.step_ns(1) * 10 / S];
             assert_eq!(got, *want, "{batches:?}");
         }
@@ -732,7 +718,7 @@ mod tests {
             gather.add(&tables, &[batch(second, &values, &[])]);
         }
         assert_eq!(gather.budget(), MIN_POINTS_PER_SERIES);
-        let data = gather.finish(tables, None);
+        let data = gather.finish(tables);
         assert_eq!(data.series.len(), MAX_TRACED_SERIES);
         assert_eq!(data.untraced, 5);
         assert_eq!(data.first_unix_ns, Some(0));

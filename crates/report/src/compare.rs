@@ -23,10 +23,9 @@ use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 use units::GoDuration;
 
 use crate::ReportError;
-use crate::config::ReportConfig;
 use crate::json_write::{push_float, push_string, push_strings};
+use crate::measure::{Bounds, Measure};
 use crate::metrics::{Metrics, Report};
-use crate::pipeline::run_report;
 use crate::seconds::Seconds;
 use crate::tabwriter::align;
 
@@ -77,7 +76,8 @@ impl CompareFormat {
 pub struct RunFigures {
     /// The input's name.
     pub name: String,
-    /// The whole-run report.
+    /// The whole-run report: the summary [`Measure`] closes, judged as `report` judges
+    /// it (its diagnosis is the "What ran out first" line).
     pub report: Report,
     /// Per-second windows, the bootstrap's samples.
     pub seconds: Seconds,
@@ -95,16 +95,17 @@ fn read_record_file(path: &str) -> Result<RunFigures, ReportError> {
 }
 
 /// A record file's figures and per-second windows, leaving out the requests due in its
-/// first `skip_ns` (a plan step's warm-up): what `compare` bootstraps.
+/// first `skip_ns` (a plan step's warm-up): what `compare` bootstraps. One pass: the
+/// summary (and its diagnosis) is folded beside the windows.
 pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, ReportError> {
     let not_a_record_file = || ReportError::NotARecordFile {
         path: path.to_owned(),
     };
     let paths = [path.to_owned()];
     let mut stream = RecordStream::open(&paths, ReadOrder::Input, false)?;
-    let mut metrics = Metrics::new(None);
+    let mut measure = Measure::new(None, Metrics::new(None));
     let mut seconds = Seconds::default();
-    let mut batch = Vec::new();
+    let (mut batch, mut samples) = (Vec::new(), Vec::new());
     let mut window = Vec::new();
     while stream.next_batch(&mut batch)? {
         if stream
@@ -129,9 +130,14 @@ pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, Report
             );
             &window
         };
-        metrics.add_all(batch);
+        measure.add_records(batch, stream.tables());
         seconds.add_all(batch, stream.tables());
+        let tables = stream.take_samples(&mut samples);
+        measure.add_samples(tables, &samples);
+        samples.clear();
     }
+    let tables = stream.take_samples(&mut samples);
+    measure.add_samples(tables, &samples);
     if stream
         .summaries()
         .iter()
@@ -139,7 +145,7 @@ pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, Report
     {
         return Err(not_a_record_file());
     }
-    if metrics.requests() == 0 {
+    if measure.requests() == 0 {
         return Err(record::RecordError::Empty {
             source_name: path.to_owned(),
         }
@@ -147,7 +153,11 @@ pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, Report
     }
     Ok(RunFigures {
         name: path.to_owned(),
-        report: metrics.close(stream.tables()),
+        report: (measure
+            .close(stream.summaries(), stream.tables(), Bounds::default())
+            .groups)
+            .swap_remove(0)
+            .1,
         seconds,
     })
 }
@@ -813,7 +823,7 @@ pub fn run_compare(
     out.write_all(comparison.render(format).as_bytes())
         .map_err(ReportError::Write)?;
     if format != CompareFormat::Json {
-        let block = ran_out_first(inputs, format)?;
+        let block = ran_out_first(inputs, &runs, format);
         out.write_all(block.as_bytes())
             .map_err(ReportError::Write)?;
     }
@@ -821,28 +831,17 @@ pub fn run_compare(
     Ok(threshold.map_or_else(Vec::new, |t| comparison.regressions(t)))
 }
 
-/// Each input's diagnosis headline ("A ran out of one core, B of its pool"), read by
-/// the report's own pipeline (a second pass over each file); empty when no input has
-/// one (no samples and no knee).
-fn ran_out_first(inputs: &[CompareInput], format: CompareFormat) -> Result<String, ReportError> {
-    let config = ReportConfig::new(crate::ReportType::Text, None, None)?;
-    let mut lines = Vec::new();
-    for input in inputs {
-        let CompareInput::RecordFile(path) = input;
-        let outcome = run_report(
-            std::slice::from_ref(path),
-            &config,
-            &mut std::io::sink(),
-            &mut std::io::sink(),
-        )?;
-        if let Some(diagnosis) = outcome.diagnosis {
-            lines.push((
-                input.name().to_owned(),
-                crate::words::diagnosis::headline(&diagnosis),
-            ));
-        }
-    }
-    Ok(ran_out_block(format, &lines))
+/// Each input's diagnosis headline ("A ran out of one core, B of its pool"), from its
+/// summary; empty when no input has one (no samples and no knee).
+fn ran_out_first(inputs: &[CompareInput], runs: &[RunFigures], format: CompareFormat) -> String {
+    let lines: Vec<(String, String)> = (inputs.iter().zip(runs))
+        .filter_map(|(input, run)| {
+            let diagnosis = run.report.extras.diagnosis.as_ref()?;
+            let headline = crate::words::diagnosis::headline(diagnosis);
+            Some((input.name().to_owned(), headline))
+        })
+        .collect();
+    ran_out_block(format, &lines)
 }
 
 /// "What ran out first": one line per (name, sentence), as text or Markdown; empty

@@ -210,6 +210,7 @@ impl Grouper {
 
 /// One [`Metrics`] per group (or one for everything without `-by`), each counting the
 /// flow checks of its records too.
+#[derive(Clone)]
 pub struct Groups {
     grouper: Option<Grouper>,
     checked: CheckedTargets,
@@ -288,6 +289,11 @@ impl Groups {
         });
         self.last = Some((key, slot));
         slot
+    }
+
+    /// What each new group starts as: an empty group's figures.
+    pub fn template(&self) -> &Metrics {
+        &self.template
     }
 
     pub fn requests(&self) -> u64 {

@@ -8,6 +8,9 @@
 //! - [`CheckedTargets`] / [`CheckCounts`]: each flow check's passes and failures
 //!   ([`CheckFigures`]), the `Checks` block and `checks` array of a report, and what a
 //!   plan's `[slo] checks` judge.
+//! - [`Measure`] is the one fold of a run (its records, a replay's originals, the
+//!   resource samples) and [`Summary`] what it closes into, judged once: every renderer
+//!   (the layouts here, `plot`'s page, a plan step's write-up) reads it.
 //! - [`Metrics`] aggregates records in bounded memory; [`Metrics::close`] yields a
 //!   [`Report`], vegeta's metrics plus [`Extras`]. Percentiles come from a
 //!   [`Distribution`]: exact for small sets, 3 significant digits (HdrHistogram) beyond.
@@ -53,6 +56,7 @@ mod hdrplot;
 mod hist;
 mod json;
 mod json_write;
+mod measure;
 mod metrics;
 mod pipeline;
 mod pressure;
@@ -86,8 +90,9 @@ pub use grouping::{GroupBy, GroupKey, Grouper};
 pub use hdrplot::HDRPLOT_QUANTILES;
 pub use hist::{BucketCounts, Buckets};
 pub use json_write::{push_string as push_json_string, push_strings as push_json_strings};
+pub use measure::{AttackLatency, Bounds, Measure, Summary};
 pub use metrics::{AttackActivity, ByteStats, LatencyStats, Metrics, Report};
-pub use pipeline::{ReportOutcome, run_report};
+pub use pipeline::{ReportOutcome, keep_window, render, run_report};
 pub use replay::{
     GroupFigures, LatencyFigures, MAX_REPLAY_GROUPS, REPLAY_TOP_GROUPS, ReplayFigures, Replays,
     SideFigures, StatusMix,

@@ -9,16 +9,14 @@ use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
-use crate::evidence::{Evidence, close_run};
-use crate::extras::{RunFacts, Scope};
-use crate::grouping::{GroupBy, GroupKey, Grouper, Groups};
+use crate::grouping::{GroupBy, Grouper};
 use crate::hdrplot::write_hdrplot;
 use crate::hist::write_hist;
 use crate::json::write_resources_json;
 use crate::json::{GroupLabel, write_json};
+use crate::measure::{Bounds, Measure, Summary};
 use crate::metrics::{Metrics, Report};
-use crate::replay::Replays;
-use crate::resources::{ResourceSummary, Resources};
+use crate::resources::ResourceSummary;
 use crate::text::write_resources_text;
 use crate::text::write_text;
 use crate::warnings::{shard_warnings, torn_warnings};
@@ -61,50 +59,49 @@ pub fn run_report(
     } else {
         EXACT_LIMIT
     };
-    let mut groups = Groups::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
+    let mut measure = Measure::new(config.by, Metrics::with_exact_limit(buckets, exact_limit));
     let mut rows = RowPrinter::new(config);
     let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
-    let mut resources = Resources::default();
-    let mut replays = Replays::new();
-    let mut evidence = Evidence::new();
     while stream.next_batch(&mut batch)? {
         if let Some(window_ns) = config.window_ns {
             keep_window(&mut batch, stream.summaries(), window_ns);
         }
-        groups.add_all(&batch, stream.tables());
-        evidence.add_records(&batch, stream.tables());
+        measure.add_records(&batch, stream.tables());
         rows.add(&batch, stream.tables(), stream.summaries(), out)?;
-        replays.add_records(&batch, stream.tables());
-        stream.take_logged(&mut logged);
-        replays.add_logged(&logged, stream.tables());
-        logged.clear();
-        let tables = stream.take_samples(&mut samples);
-        resources.add(tables, &samples);
-        evidence.add_samples(tables, &samples);
-        samples.clear();
+        take_the_rest(&mut stream, &mut measure, &mut logged, &mut samples);
     }
-    stream.take_logged(&mut logged);
-    replays.add_logged(&logged, stream.tables());
-    let tables = stream.take_samples(&mut samples);
-    resources.add(tables, &samples);
-    evidence.add_samples(tables, &samples);
+    take_the_rest(&mut stream, &mut measure, &mut logged, &mut samples);
     rows.finish(stream.tables(), stream.summaries(), out)?;
     let torn = torn_warnings(stream.summaries());
     for line in &torn {
         writeln!(diagnostics, "{line}").map_err(ReportError::Write)?;
     }
-    let requests = groups.requests();
+    let requests = measure.requests();
+    let traces = measure.earliest_unix_ns().and_then(|earliest_unix_ns| {
+        crate::traces::judge_traces(
+            stream.exemplars(),
+            stream.summaries(),
+            stream.tables(),
+            config.trace_link.as_ref(),
+            earliest_unix_ns,
+        )
+    });
+    let bounds = Bounds {
+        health: config.health,
+        min_success_ratio: config.min_success_ratio,
+        traces,
+    };
+    let summary = measure.close(stream.summaries(), stream.tables(), bounds);
     if requests == 0 {
         // A monitor file alone: its resource summary (and what reached its limit) is
         // the report.
-        let Some(summary) = resources.close(None) else {
+        let Some(resources) = &summary.facts.resources else {
             return Err(RecordError::Empty {
                 source_name: input_names(paths),
             }
             .into());
         };
-        let diagnosis = evidence.close().diagnose_samples();
-        let text = render_resources_only(&summary, &diagnosis, &config.report_type);
+        let text = render_resources_only(resources, summary.diagnosis(), &config.report_type);
         out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
         out.flush().map_err(ReportError::Write)?;
         return Ok(ReportOutcome {
@@ -113,21 +110,7 @@ pub fn run_report(
             diagnosis: None,
         });
     }
-    let mut facts = RunFacts::from_inputs(stream.summaries(), stream.tables());
-    facts.health = config.health;
-    facts.min_success_ratio = config.min_success_ratio;
-    facts.resources = resources.close(Some(groups.earliest_unix_ns()));
-    facts.replay = replays.close(stream.summaries(), stream.tables());
-    facts.traces = crate::traces::judge_traces(
-        stream.exemplars(),
-        stream.summaries(),
-        stream.tables(),
-        config.trace_link.as_ref(),
-        groups.earliest_unix_ns(),
-    );
-    evidence.close().fill(&mut facts, stream.tables());
-    let (text, p50_ns, diagnosis) =
-        render_groups(groups, &facts, stream.tables(), &config.report_type);
+    let (text, p50_ns) = render_groups(&summary, stream.tables(), &config.report_type);
     out.write_all(text.as_bytes()).map_err(ReportError::Write)?;
     out.flush().map_err(ReportError::Write)?;
     for line in shard_warnings(stream.summaries(), p50_ns) {
@@ -136,13 +119,29 @@ pub fn run_report(
     Ok(ReportOutcome {
         requests,
         torn_inputs: torn.len(),
-        diagnosis,
+        diagnosis: summary.diagnosis().cloned(),
     })
 }
 
+/// Folds the logged originals and resource samples read with the last batch.
+fn take_the_rest(
+    stream: &mut RecordStream,
+    measure: &mut Measure,
+    logged: &mut Vec<record::Logged>,
+    samples: &mut Vec<record::SampleBatch>,
+) {
+    stream.take_logged(logged);
+    measure.add_logged(logged, stream.tables());
+    logged.clear();
+    let tables = stream.take_samples(samples);
+    measure.add_samples(tables, samples);
+    samples.clear();
+}
+
 /// Keeps the records whose intended send is `[start, end)` from the run's time zero
-/// (its first input's start, as a plan step's verdict reads it).
-fn keep_window(batch: &mut Vec<Record>, summaries: &[SourceSummary], (start, end): (u64, u64)) {
+/// (its first input's start, as a plan step's verdict reads it): a step's report and
+/// page read the verdict's window through this one rule.
+pub fn keep_window(batch: &mut Vec<Record>, summaries: &[SourceSummary], (start, end): (u64, u64)) {
     let zero_unix_ns = summaries.first().map_or(0, |s| s.header.start_unix_ns);
     batch.retain(|record| {
         (start..end).contains(&record.intended_unix_ns.saturating_sub(zero_unix_ns))
@@ -294,62 +293,51 @@ fn users_at(summaries: &[SourceSummary], unix_ns: u64, attack: Option<usize>) ->
 /// The resource summary of inputs without requests (`loadlab monitor` files).
 fn render_resources_only(
     summary: &ResourceSummary,
-    diagnosis: &analysis::Diagnosis,
+    diagnosis: Option<&analysis::Diagnosis>,
     report_type: &ReportType,
 ) -> String {
     let mut text = String::new();
     match report_type {
-        ReportType::Json { .. } => write_resources_json(&mut text, summary, Some(diagnosis)),
-        _ => write_resources_text(&mut text, summary, Some(diagnosis)),
+        ReportType::Json { .. } => write_resources_json(&mut text, summary, diagnosis),
+        _ => write_resources_text(&mut text, summary, diagnosis),
     }
     text
 }
 
-/// Every group's report in the chosen layout, under a title line with `-by`.
+/// Every group's report in the chosen layout, under a title line with `-by`, and the
+/// smallest p50 of the groups: the latency a shard's start skew is judged by.
 fn render_groups(
-    groups: Groups,
-    facts: &RunFacts,
+    summary: &Summary,
     tables: &RunTables,
     report_type: &ReportType,
-) -> (String, Option<u64>, Option<analysis::Diagnosis>) {
-    let (grouper, sorted) = groups.into_sorted();
-    let by = grouper.as_ref().map(Grouper::by);
+) -> (String, Option<u64>) {
+    let grouper = summary.grouper.as_ref();
+    let by = grouper.map(Grouper::by);
+    let json = matches!(report_type, ReportType::Json { .. });
     let mut text = String::new();
-    let mut diagnosis = None;
-    // The smallest p50 of the groups: the latency a shard's start skew is judged by.
-    let mut p50_ns: Option<u64> = None;
-    for (index, (key, metrics)) in sorted.into_iter().enumerate() {
-        let report = close_run(metrics, facts, tables, scope(by, key));
-        let p50 = report.latencies.p50_ns;
-        p50_ns = Some(p50_ns.map_or(p50, |min| min.min(p50)));
-        diagnosis = diagnosis.or_else(|| report.extras.diagnosis.clone());
-        let json = matches!(report_type, ReportType::Json { .. });
-        if let (Some(grouper), false) = (&grouper, json) {
+    for (index, (key, report)) in summary.groups.iter().enumerate() {
+        if let (Some(grouper), false) = (grouper, json) {
             if index > 0 {
                 text.push('\n');
             }
-            text.push_str(&grouper.title(key, tables));
+            text.push_str(&grouper.title(*key, tables));
             text.push('\n');
         }
-        let name = grouper.as_ref().map(|g| g.group_name(key, tables));
+        let name = grouper.map(|g| g.group_name(*key, tables));
         let label = by.zip(name.as_deref()).map(|(by, name)| GroupLabel {
             by: by.name(),
             name,
         });
-        render_one(&mut text, &report, report_type, label);
+        render(&mut text, report, report_type, label);
     }
-    (text, p50_ns, diagnosis)
+    let p50_ns = (summary.groups.iter())
+        .map(|(_, report)| report.latencies.p50_ns)
+        .min();
+    (text, p50_ns)
 }
 
-fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {
-    match by {
-        None => Scope::Run,
-        Some(GroupBy::Attack) => Scope::Attack(u16::try_from(key.0).unwrap_or(u16::MAX)),
-        Some(GroupBy::Target | GroupBy::Step | GroupBy::Status | GroupBy::Protocol) => Scope::Part,
-    }
-}
-
-fn render_one(
+/// One report in `report_type`'s layout, labelled with its group under `-by`.
+pub fn render(
     text: &mut String,
     report: &Report,
     report_type: &ReportType,

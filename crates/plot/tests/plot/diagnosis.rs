@@ -18,15 +18,7 @@ fn plot_of(path: &Path) -> RunPlot {
 /// The lines of `loadlab report`'s `Diagnosis:` block for `path`, or none.
 pub fn report_lines(path: &Path) -> Vec<String> {
     let config = ReportConfig::new(ReportType::Text, None, None).unwrap();
-    let (mut out, mut diagnostics) = (Vec::new(), Vec::new());
-    report::run_report(
-        &[path.display().to_string()],
-        &config,
-        &mut out,
-        &mut diagnostics,
-    )
-    .unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let text = crate::summary::report_of(path, &config);
     text.lines()
         .skip_while(|line| *line != "Diagnosis:")
         .skip(1)

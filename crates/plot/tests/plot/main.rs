@@ -11,3 +11,4 @@ mod flows;
 mod golden;
 mod replay;
 mod samples;
+mod summary;
