@@ -122,7 +122,7 @@ pub fn run_report(
         stream.exemplars(),
         stream.summaries(),
         stream.tables(),
-        config.trace_link.as_ref(),
+        (config.trace_link.as_ref(), config.trace_store.as_ref()),
         groups.earliest_unix_ns(),
     );
     evidence.close().fill(&mut facts, stream.tables());
