@@ -41,7 +41,10 @@ pub use slo::{
     CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
     judge, parse_percentile,
 };
-pub use spans::{Arrived, Fetched, OperationTime, Span, SpanBreakdown, SpanJudgement, judge_spans};
+pub use spans::{
+    Arrived, Fetched, OUTSIDE, OperationTime, Span, SpanBreakdown, SpanJudgement, TracedCall,
+    judge_spans,
+};
 
 /// What can go wrong turning user input into analysis settings.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use analysis::{Fetched, SpanJudgement};
+use analysis::{Fetched, SpanJudgement, TracedCall};
 use record::{Exemplar, ExemplarKind};
 
 use crate::json_write::{push_float, push_string};
@@ -77,9 +77,16 @@ pub fn where_time_went(exemplars: &[Exemplar], store: &dyn TraceStore) -> SpanJu
             fetched.len(),
             ids.len()
         )),
-        Ok(mut fetched) => {
-            let typical = fetched.split_off(slow.len());
-            analysis::judge_spans(&fetched, &typical)
+        Ok(fetched) => {
+            let mut calls: Vec<TracedCall> = (slow.iter().chain(&typical))
+                .zip(fetched)
+                .map(|(exemplar, spans)| TracedCall {
+                    latency_us: exemplar.latency_ns / 1000,
+                    spans,
+                })
+                .collect();
+            let typical = calls.split_off(slow.len());
+            analysis::judge_spans(&calls, &typical)
         }
     }
 }

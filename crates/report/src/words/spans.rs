@@ -22,8 +22,11 @@ pub fn headline(judgement: &SpanJudgement) -> String {
     }
 }
 
-/// `traced-orders UPDATE`.
+/// `traced-orders UPDATE`; the time no span covers as what it may be.
 pub fn operation(time: &OperationTime) -> String {
+    if time.service.is_empty() && time.operation == analysis::OUTSIDE {
+        return "no span (a queue before the server's first span, or the network)".to_owned();
+    }
     format!("{} {}", time.service, time.operation)
 }
 
