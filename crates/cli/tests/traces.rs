@@ -95,11 +95,7 @@ fn serve(stream: TcpStream, log: &Mutex<Arrivals>) {
 /// `/fast` and `/slow` on the server, and a loopback port nobody listens on.
 fn targets(dir: &Path, server: &Server, own_traceparent: Option<&str>) -> String {
     let port = server.port;
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = free_port();
     let own = own_traceparent.map_or_else(String::new, |value| format!("traceparent: {value}\n"));
     let body = format!(
         "GET http://127.0.0.1:{port}/fast\n{own}\nGET http://127.0.0.1:{port}/slow\n\nGET http://127.0.0.1:{closed}/refused\n"
@@ -338,11 +334,7 @@ fn a_trace_store_down_or_answering_garbage_is_not_judged() {
     let out = dir.path().join("a.llr");
     let output = attack(&targets, &out, &["-trace", "-seed=2"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = free_port();
     // (-trace-store, what the "not judged" reason says): the test's server answers
     // every path with an empty 200, which is no trace JSON.
     let rows = [
