@@ -15,6 +15,9 @@
 //! - [`compare`]: whether a difference between two samples is beyond the noise
 //!   ([`compare_samples`], a seeded block bootstrap of the difference of means).
 //!
+//! - [`spans`]: where the slow requests' time went, by service and operation, from
+//!   their traces against typical requests' ([`judge_spans`] gives a [`SpanJudgement`]).
+//!
 //! Errors are [`AnalysisError`].
 
 #![warn(missing_docs)]
@@ -24,6 +27,7 @@ pub mod diagnosis;
 pub mod saturation;
 pub mod search;
 pub mod slo;
+pub mod spans;
 
 pub use compare::{CompareConfig, Difference, Direction, compare_samples};
 pub use diagnosis::{
@@ -36,6 +40,10 @@ pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::{
     CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
     judge, parse_percentile,
+};
+pub use spans::{
+    Arrived, Fetched, OUTSIDE, OperationTime, Span, SpanBreakdown, SpanJudgement, TracedCall,
+    judge_spans,
 };
 
 /// What can go wrong turning user input into analysis settings.

@@ -3,9 +3,12 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
-use report::{GroupBy, ReportConfig, ReportType, TraceLink, run_report};
+use report::{
+    GroupBy, ReportConfig, ReportType, TraceLink, TraceStore, TraceStoreHandle, run_report,
+};
 
 /// How the report reads and what it adds to vegeta's; shown under the options by
 /// `loadlab report --help` (the one-line summary is the arguments struct's doc).
@@ -39,7 +42,12 @@ flags work as in vegeta (-type=json).
 
 Runs recorded with attack -trace add a Traced requests block (\"traces\" in json): the
 slowest traced requests and each error's first, with the trace id each sent and, with
--trace-link, the link to its trace (docs/TRACES.md).
+-trace-link, the link to its trace (docs/TRACES.md). With -trace-store (Jaeger's query
+API), it reads back the traces of the 20 slowest traced requests and of 20 typical ones
+(at most 20s, 3s a trace) and says where the slow ones' time went: the (service,
+operation) whose self time grew most, with its share and medians (\"spans\" in json);
+traces the store lacks are counted; a store that is down or answers garbage gives a
+\"not judged\" line naming why, the report otherwise unchanged.
 
 Examples:
   loadlab report run.llr
@@ -50,7 +58,8 @@ Examples:
   loadlab report -by protocol h2-run.llr
   loadlab report -by step flow-run.llr
   loadlab report -type json flow-run.llr | jq '.checks[] | select(.fails > 0)'
-  loadlab report -trace-link 'http://127.0.0.1:16686/trace/{trace_id}' traced.llr";
+  loadlab report -trace-link 'http://127.0.0.1:16686/trace/{trace_id}' traced.llr
+  loadlab report -trace-store http://127.0.0.1:16686 traced.llr";
 
 /// Summarize record files: text, JSON, histograms, HDR plots, per-interval rows.
 #[derive(clap::Args, Debug)]
@@ -74,6 +83,10 @@ pub struct ReportArgs {
     /// e.g. 'http://127.0.0.1:16686/trace/{trace_id}' (Jaeger's UI)
     #[arg(long, value_name = "URL")]
     trace_link: Option<String>,
+    /// Read the traced requests' traces back from this trace store's query API (Jaeger's,
+    /// e.g. http://127.0.0.1:16686) and say where the slow requests' time went
+    #[arg(long, value_name = "URL")]
+    trace_store: Option<String>,
     /// Output file ("stdout" or "-" for standard output)
     #[arg(long, default_value = "stdout", value_name = "FILE")]
     output: String,
@@ -89,6 +102,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         every,
         by,
         trace_link,
+        trace_store,
         output,
         files,
     } = args;
@@ -101,11 +115,31 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .map(|every| u64::try_from(every.as_nanos()).unwrap_or(u64::MAX));
     let mut config = ReportConfig::new(report_type, every_ns, by)?;
     config.trace_link = trace_link.as_deref().map(TraceLink::parse).transpose()?;
+    config.trace_store = trace_store.as_deref().map(jaeger).transpose()?;
     crate::signals::outlive_first_interrupt(&files)?;
     let mut out = open_output(&output)?;
     run_report(&files, &config, &mut out, &mut std::io::stderr().lock())?;
     out.flush().context("writing the report")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `-trace-store URL`: Jaeger's query API, read by the monitor's client.
+fn jaeger(base: &str) -> anyhow::Result<TraceStoreHandle> {
+    Ok(TraceStoreHandle(Arc::new(Jaeger(
+        monitor::TraceStoreClient::new(base)?,
+    ))))
+}
+
+struct Jaeger(monitor::TraceStoreClient);
+
+impl TraceStore for Jaeger {
+    fn name(&self) -> &str {
+        self.0.base()
+    }
+
+    fn fetch(&self, trace_ids: &[String]) -> Result<analysis::Fetched, String> {
+        self.0.fetch(trace_ids)
+    }
 }
 
 /// Whether an `-output` value names standard output ("stdout" or "-").

@@ -95,11 +95,7 @@ fn serve(stream: TcpStream, log: &Mutex<Arrivals>) {
 /// `/fast` and `/slow` on the server, and a loopback port nobody listens on.
 fn targets(dir: &Path, server: &Server, own_traceparent: Option<&str>) -> String {
     let port = server.port;
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = free_port();
     let own = own_traceparent.map_or_else(String::new, |value| format!("traceparent: {value}\n"));
     let body = format!(
         "GET http://127.0.0.1:{port}/fast\n{own}\nGET http://127.0.0.1:{port}/slow\n\nGET http://127.0.0.1:{closed}/refused\n"
@@ -326,4 +322,280 @@ fn bad_trace_flags_are_named_and_fail() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+/// A trace store that is down or answers garbage gives a "not judged" line naming
+/// why; the rest of the report is unharmed and the exit is 0.
+#[test]
+fn a_trace_store_down_or_answering_garbage_is_not_judged() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let targets = targets(dir.path(), &server, None);
+    let out = dir.path().join("a.llr");
+    let output = attack(&targets, &out, &["-trace", "-seed=2"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let closed = free_port();
+    // (-trace-store, what the "not judged" reason says): the test's server answers
+    // every path with an empty 200, which is no trace JSON.
+    let rows = [
+        (format!("http://127.0.0.1:{closed}"), "could not be read"),
+        (format!("http://127.0.0.1:{}", server.port), "not JSON"),
+    ];
+    for (store, want) in rows {
+        let report = run(&[
+            "report",
+            &format!("-trace-store={store}"),
+            out.to_str().unwrap(),
+        ]);
+        assert!(report.status.success(), "{}", text(&report.stderr));
+        let words = text(&report.stdout);
+        assert!(
+            words.contains("Where the time went (-trace-store): not judged: the trace store"),
+            "{words}"
+        );
+        assert!(words.contains(want), "{words}");
+        assert!(
+            words.contains("Traced requests (-trace, 100% sampled)"),
+            "{words}"
+        );
+        assert!(words.contains("Latencies"), "{words}");
+        let report = run(&[
+            "report",
+            "-type=json",
+            &format!("-trace-store={store}"),
+            out.to_str().unwrap(),
+        ]);
+        let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let spans = &json["loadlab"]["traces"]["spans"];
+        assert_eq!(spans["judged"], false, "{spans}");
+        assert!(spans["reason"].as_str().unwrap().contains(want), "{spans}");
+    }
+    let report = run(&["report", "-trace-store=ftp://x", out.to_str().unwrap()]);
+    assert!(!report.status.success());
+    assert!(
+        text(&report.stderr).contains("-trace-store \"ftp://x\": want the store's query API"),
+        "{}",
+        text(&report.stderr)
+    );
+}
+
+/// A process of the end-to-end test, killed and reaped on drop.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free right now (Jaeger and gunicorn are told their ports).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The status line of `GET url`'s answer, or none.
+fn get_status(port: u16, path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.lines().next().map(str::to_owned)
+}
+
+/// Waits until `GET path` on `port` answers 200, while `child` runs.
+fn wait_for(child: &mut Child, port: u16, path: &str, what: &str) {
+    for _ in 0..300 {
+        if get_status(port, path).is_some_and(|s| s.starts_with("HTTP/1.1 200")) {
+            return;
+        }
+        assert!(child.0.try_wait().unwrap().is_none(), "{what} exited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what} did not answer on {port}");
+}
+
+/// What the end-to-end test needs, from `.ci/setup/jaeger.sh`, `postgres.sh` and
+/// `traced-app.sh`; `None` (said on stderr) when missing, unless one of their
+/// LOADLAB_REQUIRE_* says it must be there.
+fn traced_app_parts() -> Option<(std::path::PathBuf, String, std::path::PathBuf)> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let cached = |var: &str, under: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".cache/loadlab").join(under)))
+            .filter(|path| path.exists())
+    };
+    let jaeger = cached("LOADLAB_JAEGER_BIN", "jaeger/v1.76.0/jaeger");
+    let venv = cached("LOADLAB_TRACED_APP_VENV", "traced-app-venv")
+        .filter(|venv| venv.join("bin/gunicorn").exists());
+    let postgres = std::env::var("LOADLAB_TEST_POSTGRES_URL").ok();
+    let required = ["LOADLAB_REQUIRE_JAEGER", "LOADLAB_REQUIRE_TRACED_APP"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some());
+    match (jaeger, postgres, venv) {
+        (Some(jaeger), Some(postgres), Some(venv)) => Some((jaeger, postgres, venv)),
+        (jaeger, postgres, venv) => {
+            let missing = format!(
+                "jaeger: {}, postgres: {}, traced app venv: {} (source .ci/setup/jaeger.sh, postgres.sh and traced-app.sh)",
+                jaeger.is_some(),
+                postgres.is_some(),
+                venv.is_some()
+            );
+            assert!(
+                !required,
+                "LOADLAB_REQUIRE_JAEGER or _TRACED_APP is set but {missing}"
+            );
+            eprintln!("skipped: the traced app's parts are missing: {missing}");
+            None
+        }
+    }
+}
+
+/// Jaeger (OTLP in, memory store, query API) on ports of its own, configured in `dir`.
+fn start_jaeger(bin: &Path, dir: &Path) -> (Child, u16, u16) {
+    let (query, otlp, grpc) = (free_port(), free_port(), free_port());
+    let config = format!(
+        "service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces: {{receivers: [otlp], processors: [batch], exporters: [jaeger_storage_exporter]}}
+  telemetry: {{metrics: {{level: none}}, logs: {{level: warn}}}}
+extensions:
+  jaeger_query:
+    storage: {{traces: memstore}}
+    http: {{endpoint: 127.0.0.1:{query}}}
+    grpc: {{endpoint: 127.0.0.1:{grpc}}}
+  jaeger_storage:
+    backends: {{memstore: {{memory: {{max_traces: 100000}}}}}}
+receivers:
+  otlp:
+    protocols: {{http: {{endpoint: 127.0.0.1:{otlp}}}}}
+processors:
+  batch: {{timeout: 100ms}}
+exporters:
+  jaeger_storage_exporter: {{trace_storage: memstore}}
+"
+    );
+    let path = dir.join("jaeger.yaml");
+    std::fs::write(&path, config).unwrap();
+    let log = std::fs::File::create(dir.join("jaeger.log")).unwrap();
+    let mut child = Child(
+        Command::new(bin)
+            .arg(format!("--config={}", path.display()))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(&mut child, query, "/api/services", "jaeger");
+    (child, query, otlp)
+}
+
+/// The whole story, as a user would run it: a Flask app traced by OpenTelemetry's own
+/// SDK (examples/apps/traced_orders.py, under gunicorn) exports to a real Jaeger; a
+/// ramp with `-trace` pushes it past the capacity of its hot-row UPDATE; `report
+/// -trace-store` reads the traces back and must name that UPDATE as where the slow
+/// requests' time went.
+#[test]
+fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
+    let Some((jaeger_bin, postgres, venv)) = traced_app_parts() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_jaeger, query, otlp) = start_jaeger(&jaeger_bin, dir.path());
+    let port = free_port();
+    let apps = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/apps");
+    let mut app = Child(
+        Command::new(venv.join("bin/gunicorn"))
+            .args([
+                "-k",
+                "gthread",
+                "--threads",
+                "32",
+                "-w",
+                "1",
+                "--no-control-socket",
+            ])
+            .args(["-b", &format!("127.0.0.1:{port}")])
+            .arg("--chdir")
+            .arg(&apps)
+            .arg("traced_orders:app")
+            .env("DATABASE_URL", postgres)
+            .env(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                format!("http://127.0.0.1:{otlp}/v1/traces"),
+            )
+            // Each request holds the hot row ~11 ms: ~90 requests a second at most. The
+            // threads and the pool outnumber the requests in flight past the knee, so
+            // they wait in the UPDATE, not in a queue before the server's first span.
+            .env("HOLD_MS", "10")
+            .env("POOL_SIZE", "64")
+            .env("EXPORT_MS", "200")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(&mut app, port, "/health", "gunicorn (traced_orders)");
+
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(&targets, format!("GET http://127.0.0.1:{port}/orders/7\n")).unwrap();
+    let out = dir.path().join("run.llr");
+    // Under the knee (~60-90/s, the host's load decides) for more than half the run,
+    // so typical requests are quick; bounded by its 10 s and -timeout.
+    let output = run(&[
+        "attack",
+        &format!("-targets={}", targets.display()),
+        "-schedule=line(5, 100, 10s)",
+        "-timeout=5s",
+        "-trace",
+        "-seed=40",
+        &format!("-output={}", out.display()),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+
+    // The SDK exports every 200 ms and Jaeger batches every 100 ms: read back until
+    // the slow traces have all arrived, 20 s at most.
+    let store = format!("-trace-store=http://127.0.0.1:{query}");
+    let mut spans = serde_json::Value::Null;
+    for _ in 0..40 {
+        let report = run(&["report", "-type=json", &store, out.to_str().unwrap()]);
+        assert!(report.status.success(), "{}", text(&report.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        spans = json["loadlab"]["traces"]["spans"].clone();
+        let found = &spans["found"];
+        if spans["judged"] == true && found["slow"] == found["slow_asked"] {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(spans["judged"], true, "{spans}");
+    let grew = &spans["operations"][0];
+    assert_eq!(
+        (grew["service"].as_str(), grew["operation"].as_str()),
+        (Some("traced-orders"), Some("UPDATE")),
+        "{spans}"
+    );
+    assert!(
+        grew["slow_median"].as_u64().unwrap() > 3 * grew["typical_median"].as_u64().unwrap(),
+        "{spans}"
+    );
+    let report = run(&["report", &store, out.to_str().unwrap()]);
+    let words = text(&report.stdout);
+    eprintln!("{words}");
+    assert!(
+        words.contains("of their time in traced-orders UPDATE (median"),
+        "{words}"
+    );
+    drop(app);
 }

@@ -1,6 +1,7 @@
 //! [`ExemplarKeeper`]: under `-trace`, the collector keeps the traced requests worth
 //! looking at as it writes them, bounded: the slowest few successful ones of each
-//! second and target, and the first few of each error. The collector already sees
+//! second and target, a typical one of each second and target (the median of its
+//! first few, what the slow ones are compared with), and the first few of each error. The collector already sees
 //! every record on its own thread, so the workers do nothing more per request and no
 //! lock is taken; the ids are the sampler's pure function of (attack, seq), so they
 //! are computed here again rather than carried.
@@ -12,6 +13,9 @@ use workload::{TraceIds, TraceSampler};
 
 /// The slowest successful requests kept per second and target.
 pub(crate) const SLOWEST_PER_SECOND: usize = 2;
+/// The first traced successful requests of each second and target whose median is kept
+/// as its typical one: the first ones are a fair draw, whatever their latency.
+pub(crate) const TYPICAL_DRAWN: usize = 5;
 /// The first failed requests kept per error.
 pub(crate) const FIRST_PER_ERROR: usize = 3;
 /// Distinct errors whose first requests are kept (a run with thousands of distinct
@@ -25,6 +29,8 @@ pub(crate) struct ExemplarKeeper {
     own_traceparent: Vec<u32>,
     /// By (target, second of the intended send): the slowest, slowest first.
     slowest: HashMap<(u32, u64), Vec<Record>>,
+    /// By (target, second of the intended send): the first ones, in the order they came.
+    first: HashMap<(u32, u64), Vec<Record>>,
     /// By error id: the first ones, in the order they came.
     failed: HashMap<u32, Vec<Record>>,
 }
@@ -35,6 +41,7 @@ impl ExemplarKeeper {
             sampler,
             own_traceparent,
             slowest: HashMap::new(),
+            first: HashMap::new(),
             failed: HashMap::new(),
         }
     }
@@ -55,6 +62,10 @@ impl ExemplarKeeper {
 
     fn add_slow(&mut self, record: &Record) {
         let second = record.intended_unix_ns / 1_000_000_000;
+        let first = self.first.entry((record.target, second)).or_default();
+        if first.len() < TYPICAL_DRAWN && self.sampler.ids(record.attack, record.seq).is_some() {
+            first.push(*record);
+        }
         let kept = self.slowest.entry((record.target, second)).or_default();
         let at = kept.partition_point(|k| k.latency_ns >= record.latency_ns);
         if at < SLOWEST_PER_SECOND && self.sampler.ids(record.attack, record.seq).is_some() {
@@ -75,10 +86,13 @@ impl ExemplarKeeper {
         }
     }
 
-    /// What was kept, slow ones by send time, then failures by error and send time.
+    /// What was kept, slow ones by send time, then failures by error and send time,
+    /// then typical ones by send time.
     pub(crate) fn finish(self) -> Vec<Exemplar> {
         let mut slow: Vec<Record> = self.slowest.into_values().flatten().collect();
         slow.sort_by_key(|r| (r.intended_unix_ns, r.attack, r.seq));
+        let mut typical: Vec<Record> = self.first.into_values().filter_map(median).collect();
+        typical.sort_by_key(|r| (r.intended_unix_ns, r.attack, r.seq));
         let mut failed: Vec<Record> = self.failed.into_values().flatten().collect();
         failed.sort_by_key(|r| (r.error, r.intended_unix_ns, r.attack, r.seq));
         let sampler = self.sampler;
@@ -94,8 +108,19 @@ impl ExemplarKeeper {
                     .into_iter()
                     .filter_map(exemplar(ExemplarKind::Failed)),
             )
+            .chain(
+                typical
+                    .into_iter()
+                    .filter_map(exemplar(ExemplarKind::Typical)),
+            )
             .collect()
     }
+}
+
+/// The middle one by latency (the lower of two middles).
+fn median(mut drawn: Vec<Record>) -> Option<Record> {
+    drawn.sort_by_key(|r| r.latency_ns);
+    drawn.get(drawn.len().saturating_sub(1) / 2).copied()
 }
 
 fn exemplar_of(record: &Record, ids: TraceIds, kind: ExemplarKind) -> Exemplar {
@@ -168,6 +193,14 @@ mod tests {
             .map(|e| e.seq)
             .collect();
         assert_eq!(failed, [7, 32, 57]);
+        // Each second's and target's first five successes (target 0: n = 0, 2, 4, 6, 8;
+        // target 1: 1, 3, 5, 9, 11, as 7 failed) give their median.
+        let mut typical: Vec<(u64, u64)> = (kept.iter())
+            .filter(|e| e.kind == ExemplarKind::Typical)
+            .map(|e| (e.seq / 1000, e.latency_ns / 1_000_000))
+            .collect();
+        typical.sort_unstable();
+        assert_eq!(typical, [(0, 4), (0, 5), (1, 4), (1, 5), (2, 4), (2, 5)]);
         let ids = sampler.ids(0, 7).unwrap();
         let first = kept.iter().find(|e| e.seq == 7).unwrap();
         assert_eq!(first.trace_id, ids.trace_hex());
@@ -200,7 +233,11 @@ mod tests {
             .filter(|e| e.kind == ExemplarKind::Failed)
             .count();
         assert!(failed <= MAX_ERRORS * FIRST_PER_ERROR, "{failed}");
-        assert!(kept.len() <= 600 * 2 * SLOWEST_PER_SECOND + failed);
+        let typical = (kept.iter())
+            .filter(|e| e.kind == ExemplarKind::Typical)
+            .count();
+        assert!(typical <= 600 * 2, "{typical}");
+        assert!(kept.len() <= 600 * 2 * SLOWEST_PER_SECOND + failed + typical);
         assert!(kept.len() > 600, "{}", kept.len());
     }
 }

@@ -15,6 +15,8 @@
 //!   Prometheus endpoints (`prom.rs` over `prom_parse.rs`, `rates.rs`, `http_get.rs`);
 //!   PostgreSQL (`pg.rs`); a remote agent (`agent.rs`).
 //! - [`AgentServer`]: `loadlab monitor -serve`, streaming frames to attack-side clients.
+//! - [`TraceStoreClient`]: after a run, reads traces back from a trace store's query
+//!   API (Jaeger's) for `report -trace-store` (`trace_store.rs`).
 //! - What a sampler thread is given and must do (`sampler.rs`: the trait, its tick, the
 //!   stop every thread watches) is imported by each sampler; `runner.rs` starts and
 //!   drives them.
@@ -50,6 +52,7 @@ mod sampler;
 mod sockstat;
 mod spec;
 mod tcp_states;
+mod trace_store;
 
 pub use agent::AgentServer;
 pub use clock::ClockAnchor;
@@ -58,6 +61,7 @@ pub use spec::{
     LimitOf, LogSource, LogSpec, MIN_INTERVAL, MonitorConfig, NamedSampler, PostgresSpec,
     ProcessMatch, PromFilters, PromLimit, PromSpec, SamplerSpec,
 };
+pub use trace_store::TraceStoreClient;
 pub use units::redact_url;
 
 /// Why a monitor could not start or serve. Messages name the spec or address.
@@ -91,5 +95,13 @@ pub enum MonitorError {
         /// The socket error.
         #[source]
         source: std::io::Error,
+    },
+    /// A `-trace-store` that cannot be a trace store's query API.
+    #[error("-trace-store {base:?}: {reason}")]
+    TraceStore {
+        /// The base URL as given.
+        base: String,
+        /// What is wrong with it.
+        reason: String,
     },
 }

@@ -1,7 +1,8 @@
 //! [`Exemplar`]: a traced request worth looking at (`attack -trace`), kept in the run's
 //! end block with its trace ids, so a report can point from a slow or failed request
 //! to the server's trace of it. Bounded by the generator: the slowest few per second
-//! and target, and each error's first few (docs/TRACES.md).
+//! and target, a typical one per second and target (to compare the slow ones with),
+//! and each error's first few (docs/TRACES.md).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,9 @@ pub enum ExemplarKind {
     Slow,
     /// Among the first requests that failed with its error.
     Failed,
+    /// The median of the first few successful requests of its second and target: what
+    /// the slow ones are compared with (format version 6 on).
+    Typical,
 }
 
 /// One traced request and its ids. It joins its record by `(attack, seq)`; the rest

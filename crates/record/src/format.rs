@@ -15,8 +15,9 @@ pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// Bumped whenever the bytes written change; readers accept every version up to theirs.
 /// Version 2 appended the `protocol` column to records blocks, version 3 the
 /// `checks_failed` column, version 4 the `grpc_status` column, version 5 the header's
-/// `trace` and the end block's `exemplars` (JSON fields older readers would refuse).
-pub const FORMAT_VERSION: u16 = 5;
+/// `trace` and the end block's `exemplars` (JSON fields older readers would refuse),
+/// version 6 the exemplars' `typical` kind.
+pub const FORMAT_VERSION: u16 = 6;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;
 /// The first version whose records blocks carry the `checks_failed` column.

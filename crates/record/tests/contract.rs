@@ -1431,6 +1431,7 @@ fn a_traced_runs_exemplars_read_back_with_merged_ids() {
     let exemplars = vec![
         exemplar_of(&slow, ExemplarKind::Slow),
         exemplar_of(&failed, ExemplarKind::Failed),
+        exemplar_of(&slow, ExemplarKind::Typical),
     ];
     let end = RunEnd {
         exemplars: exemplars.clone(),
@@ -1466,9 +1467,11 @@ fn a_traced_runs_exemplars_read_back_with_merged_ids() {
         [
             ("http://127.0.0.1:8080/things", None),
             ("http://127.0.0.1:8080/", Some("timeout")),
+            ("http://127.0.0.1:8080/things", None),
         ]
     );
     assert_eq!(merged[1].trace_id, exemplars[1].trace_id);
+    assert_eq!(merged[2].kind, ExemplarKind::Typical);
 }
 
 /// A file whose header declares no attack and no target (a monitor's file, or a damaged

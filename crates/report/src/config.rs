@@ -71,6 +71,8 @@ pub struct ReportConfig {
     pub window_ns: Option<(u64, u64)>,
     /// Where a traced request's trace is shown (`-trace-link`).
     pub trace_link: Option<crate::TraceLink>,
+    /// Where traced requests' traces are read back from (`-trace-store`).
+    pub trace_store: Option<crate::TraceStoreHandle>,
 }
 
 impl ReportConfig {
@@ -96,6 +98,7 @@ impl ReportConfig {
             min_success_ratio: None,
             window_ns: None,
             trace_link: None,
+            trace_store: None,
         })
     }
 }

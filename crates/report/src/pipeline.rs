@@ -82,7 +82,7 @@ pub fn run_report(
             stream.exemplars(),
             stream.summaries(),
             stream.tables(),
-            config.trace_link.as_ref(),
+            (config.trace_link.as_ref(), config.trace_store.as_ref()),
             earliest_unix_ns,
         )
     });

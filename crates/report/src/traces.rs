@@ -12,6 +12,9 @@ use units::GoDuration;
 
 use crate::ReportError;
 use crate::json_write::{push_float, push_string};
+use crate::span_breakdown::{
+    TraceStoreHandle, where_time_went, write_spans_json, write_spans_text,
+};
 
 /// The slowest traced requests a report lists.
 pub const SLOWEST_LISTED: usize = 10;
@@ -54,6 +57,9 @@ pub struct TracedRequests {
     pub slowest: Vec<TracedRequest>,
     /// The first traced request of each error, by send time.
     pub failures: Vec<TracedRequest>,
+    /// Where the slow requests' time went, read back from `-trace-store`; `None`
+    /// when no store was given.
+    pub spans: Option<analysis::SpanJudgement>,
 }
 
 /// One traced request, resolved for the reader.
@@ -76,18 +82,19 @@ pub struct TracedRequest {
 }
 
 /// Judges the exemplars of the inputs (merged ids, `tables`'), once: `None` when no
-/// input was traced and no link was asked for.
+/// input was traced and neither a link nor a store was asked for. With a `store`, reads
+/// the chosen traces back from it ([`crate::span_breakdown`]).
 pub fn judge_traces(
     exemplars: &[Exemplar],
     summaries: &[SourceSummary],
     tables: &RunTables,
-    link: Option<&TraceLink>,
+    (link, store): (Option<&TraceLink>, Option<&TraceStoreHandle>),
     start_unix_ns: u64,
 ) -> Option<TracedRequests> {
     let sample = (summaries.iter())
         .filter_map(|s| s.header.trace.map(|t| t.sample))
         .reduce(f64::min);
-    if sample.is_none() && link.is_none() {
+    if sample.is_none() && link.is_none() && store.is_none() {
         return None;
     }
     let resolve = |exemplar: &Exemplar| TracedRequest {
@@ -121,6 +128,9 @@ pub fn judge_traces(
             .take(FAILURES_LISTED)
             .map(resolve)
             .collect(),
+        spans: store
+            .filter(|_| sample.is_some())
+            .map(|store| where_time_went(exemplars, &*store.0)),
     })
 }
 
@@ -141,7 +151,7 @@ pub fn write_traces_text(out: &mut String, traces: Option<&TracedRequests>) {
     };
     let Some(sample) = traces.sample else {
         out.push_str(
-            "\nTraced requests: not judged: no input was recorded with attack -trace, so -trace-link has no trace ids to link\n",
+            "\nTraced requests: not judged: no input was recorded with attack -trace, so there are no trace ids to link (-trace-link) or read back (-trace-store)\n",
         );
         return;
     };
@@ -175,6 +185,9 @@ pub fn write_traces_text(out: &mut String, traces: Option<&TracedRequests>) {
         table.push('\n');
     }
     out.push_str(&crate::tabwriter::align(&table, &[]));
+    if let Some(spans) = &traces.spans {
+        write_spans_text(out, spans);
+    }
 }
 
 /// A share as a percentage without trailing zeros: `1%`, `0.5%`, `100%`.
@@ -204,6 +217,9 @@ pub fn write_traces_json(out: &mut String, traces: Option<&TracedRequests>) {
             write_request_json(out, request);
         }
         out.push(']');
+    }
+    if let Some(spans) = &traces.spans {
+        write_spans_json(out, spans);
     }
     out.push('}');
 }
@@ -310,7 +326,8 @@ mod tests {
         ]);
         let link = TraceLink::parse("http://j/trace/{trace_id}").unwrap();
         let summaries = [traced_summary(Some(0.01))];
-        let traces = judge_traces(&exemplars, &summaries, &tables(), Some(&link), T0).unwrap();
+        let traces =
+            judge_traces(&exemplars, &summaries, &tables(), (Some(&link), None), T0).unwrap();
         assert_eq!(traces.sample, Some(0.01));
         let slow: Vec<u64> = traces
             .slowest
@@ -368,7 +385,7 @@ mod tests {
         ];
         for (sample, link, want) in rows {
             let summaries = [traced_summary(sample)];
-            let traces = judge_traces(&[], &summaries, &tables(), link, T0);
+            let traces = judge_traces(&[], &summaries, &tables(), (link, None), T0);
             let mut text = String::new();
             write_traces_text(&mut text, traces.as_ref());
             match want {

@@ -1,9 +1,10 @@
 # Jaeger (all-in-one: OTLP receiver, in-memory store, query API and UI), a trace store
-# nobody here wrote, for trying -trace by hand (docs/TRACES.md; no test starts it yet),
-# `github.com/jaegertracing/jaeger/cmd/jaeger` (Jaeger v2) built from
-# the Go module proxy into $LOADLAB_JAEGER (default ~/.cache/loadlab/jaeger). Sourced
-# by hand (`source .ci/by-hand/jaeger.sh`); not by .ci/run, since no test starts Jaeger
-# yet (it moves to .ci/setup/ with the first test that does).
+# nobody here wrote, for the end-to-end trace test (crates/cli/tests/traces.rs) and for
+# trying -trace by hand (docs/TRACES.md): `github.com/jaegertracing/jaeger/cmd/jaeger`
+# (Jaeger v2) built from the Go module proxy into $LOADLAB_JAEGER (default
+# ~/.cache/loadlab/jaeger). Sourced by .ci/run; also by hand (`source .ci/setup/jaeger.sh`).
+# Exports LOADLAB_JAEGER_BIN and LOADLAB_REQUIRE_JAEGER=1 (the test fails, not skips,
+# without it). On a fresh cache the build takes several minutes (see docs/TRACES.md).
 # Idempotent: builds only when the binary of the pinned version is missing.
 
 # Jaeger v2's releases are also tagged v1.x, the Go module's versions: pinned here.
@@ -52,3 +53,4 @@ loadlab_jaeger_setup() {
 loadlab_jaeger_setup
 unset -f loadlab_jaeger_setup
 export LOADLAB_JAEGER_BIN="${LOADLAB_JAEGER:-$HOME/.cache/loadlab/jaeger}/$LOADLAB_JAEGER_VERSION/jaeger"
+export LOADLAB_REQUIRE_JAEGER=1
