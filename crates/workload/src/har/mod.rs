@@ -33,7 +33,9 @@ mod tests;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
+use std::rc::Rc;
 
 use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
 use url::Url;
@@ -325,11 +327,17 @@ fn push_target_text(text: &mut String, request: &Request<'_>, variables: &[Varia
 /// Each step's name: its method and last path segment (`GET items`); an id segment
 /// (a number, a hex or UUID string, a variable) shows with the segment before it and
 /// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
-fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::with_capacity(requests.len());
-    let mut taken: HashSet<String> = HashSet::with_capacity(requests.len());
+fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Rc<str>> {
+    let mut names: Vec<Rc<str>> = Vec::with_capacity(requests.len());
+    // The names themselves, shared: one string per step.
+    let mut taken: HashSet<Rc<str>> = HashSet::with_capacity(requests.len());
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let (mut path, mut base) = (String::new(), String::new());
+    let (mut path, mut base, mut numbered) = (String::new(), String::new(), String::new());
+    let mut number = |base: &str, count: usize| {
+        numbered.clear();
+        let _ = write!(numbered, "{base} {count}");
+        Rc::<str>::from(numbered.as_str())
+    };
     for request in requests {
         path.clear();
         request.path.render_into(&mut path, variables);
@@ -343,16 +351,15 @@ fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<String> {
         };
         *count += 1;
         let mut name = if *count == 1 {
-            base.clone()
+            Rc::from(base.as_str())
         } else {
-            format!("{base} {count}")
+            number(&base, *count)
         };
         // `2` may have been a real segment (`GET page 2`): count on.
-        while taken.contains(&name) {
+        while !taken.insert(Rc::clone(&name)) {
             *count += 1;
-            name = format!("{base} {count}");
+            name = number(&base, *count);
         }
-        taken.insert(name.clone());
         names.push(name);
     }
     names
@@ -412,7 +419,7 @@ fn write_steps(
     entries: &[Entry<'_>],
     requests: &[Request<'_>],
     variables: &[Variable],
-    names: &[String],
+    names: &[Rc<str>],
 ) {
     let mut extracted: Vec<Vec<(&str, &str)>> = vec![Vec::new(); steps.len()];
     for variable in variables {
@@ -479,7 +486,7 @@ fn review_notes(
     steps: &[Exchange],
     entries: &[Entry<'_>],
     requests: &[Request<'_>],
-    names: &[String],
+    names: &[Rc<str>],
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let mut jar: HashSet<&str> = HashSet::new();
@@ -696,7 +703,7 @@ struct Header<'a> {
     selection: &'a Selection,
     other_schemes: &'a [String],
     variables: &'a [Variable],
-    names: &'a [String],
+    names: &'a [Rc<str>],
     notes: Vec<String>,
     rebase: Option<&'a Rebase>,
     /// `-har-host` was given (with `-base-url`, every host it keeps is rebased).

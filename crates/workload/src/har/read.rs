@@ -20,8 +20,8 @@ use url::Url;
 
 use super::locate::{JsonPath, line_of};
 use super::raw::{
-    Fill, Flag, Found, FoundSeed, List, Member, Members, Obj, Reader, Skip, describe, read_into,
-    skip,
+    Fill, Flag, Found, FoundSeed, List, Member, Members, Obj, Reader, Skip, Want, describe,
+    read_into, skip,
 };
 use super::sniff;
 use crate::WorkloadError;
@@ -149,6 +149,33 @@ impl<'a> Reader<'a> for EntryReader<'_, 'a> {
     }
 }
 
+/// A `headers` array as (name, value) pairs, read without a list of its records (a
+/// browser records a dozen headers each way): the pairs up to the first record that
+/// is not `{name, value}` strings, and that one with its index, for the error.
+#[derive(Default)]
+struct Pairs<'a> {
+    pairs: Vec<(Str<'a>, Str<'a>)>,
+    bad: Option<(usize, Found<Obj<Named<'a>>>)>,
+}
+
+impl<'a> Want<'a> for Pairs<'a> {
+    fn from_seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut list = Pairs::default();
+        while let Some(record) = seq.next_element::<Found<Obj<Named<'a>>>>()? {
+            match record {
+                _ if list.bad.is_some() => {}
+                Found::Is(Obj(Named {
+                    name: Some(Found::Is(name)),
+                    value: Some(Found::Is(value)),
+                    ..
+                })) => list.pairs.push((name, value)),
+                record => list.bad = Some((list.pairs.len(), record)),
+            }
+        }
+        Ok(Some(list))
+    }
+}
+
 /// Header, cookie and form parameter records alike (`{name, value}`), and the
 /// creator (`{name, version}`).
 #[derive(Default)]
@@ -172,7 +199,7 @@ struct RawEntry<'a> {
 struct RawRequest<'a> {
     method: Member<Str<'a>>,
     url: Member<Str<'a>>,
-    headers: Member<Objects<Named<'a>>>,
+    headers: Member<Pairs<'a>>,
     cookies: Member<Objects<Named<'a>>>,
     post_data: Member<Obj<RawPostData<'a>>>,
 }
@@ -187,7 +214,7 @@ struct RawPostData<'a> {
 #[derive(Default)]
 struct RawResponse<'a> {
     status: Member<f64>,
-    headers: Member<Objects<Named<'a>>>,
+    headers: Member<Pairs<'a>>,
     cookies: Member<Objects<Named<'a>>>,
     content: Member<Obj<RawContent<'a>>>,
     body_size: Member<f64>,
@@ -522,27 +549,28 @@ impl<'a> Source<'_, 'a> {
     /// whatever they hold).
     fn headers(
         &self,
-        list: Member<Objects<Named<'a>>>,
+        list: Member<Pairs<'a>>,
         at: EntryAt,
         side: &'static str,
     ) -> Result<Vec<(Str<'a>, Str<'a>)>, WorkloadError> {
         let headers_path = || at.path(&[side, "headers"]);
-        let Some(List(list)) = self.optional(list, headers_path, "an array")? else {
+        let Some(Pairs { pairs, bad }) = self.optional(list, headers_path, "an array")? else {
             return Ok(Vec::new());
         };
-        let mut headers = Vec::with_capacity(list.len());
-        for (i, header) in list.into_iter().enumerate() {
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if side == "request" && !name.starts_with(':') {
+                crate::target::check_header(name, value)
+                    .map_err(|reason| self.fail(&headers_path().index(i), reason))?;
+            }
+        }
+        if let Some((i, header)) = bad {
+            // The first record that is not two strings: one of these fails.
             let header_path = || headers_path().index(i);
             let Obj(header) = self.required(Some(header), header_path, "an object")?;
-            let name = self.required(header.name, || header_path().key("name"), "a string")?;
-            let value = self.required(header.value, || header_path().key("value"), "a string")?;
-            if side == "request" && !name.starts_with(':') {
-                crate::target::check_header(&name, &value)
-                    .map_err(|reason| self.fail(&header_path(), reason))?;
-            }
-            headers.push((name, value));
+            self.required(header.name, || header_path().key("name"), "a string")?;
+            self.required(header.value, || header_path().key("value"), "a string")?;
         }
-        Ok(headers)
+        Ok(pairs)
     }
 
     /// `postData`: its text, or a form rebuilt from its `params` when the tool left
