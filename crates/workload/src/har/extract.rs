@@ -355,6 +355,7 @@ pub(super) fn propose(requests: &mut [Request<'_>], answers: &[&Entry<'_>]) -> V
         }
         .answer(answer);
     }
+    super::drop_aside((known, client_fields));
     variables
 }
 

@@ -35,7 +35,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
 use url::Url;
@@ -188,12 +188,24 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
         &variables,
         &names,
     );
-    Ok(HarFlow {
+    let flow = HarFlow {
         toml,
         entries: entry_count,
         steps: selection.steps.len(),
         extractions: variables.len(),
-    })
+    };
+    drop_aside((variables, names));
+    Ok(flow)
+}
+
+/// Drops `value` on a thread of its own: a long recording's variables, names and
+/// values are hundreds of thousands of small strings, and freeing them took a tenth
+/// of the import (glibc's free merges chunks as it goes). Dropped here when no
+/// thread can be started.
+pub(super) fn drop_aside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("har-drop".to_owned())
+        .spawn(move || drop(value));
 }
 
 /// Chooses the steps (see `select`'s docs); when rebased without `-har-host`, only
@@ -327,16 +339,16 @@ fn push_target_text(text: &mut String, request: &Request<'_>, variables: &[Varia
 /// Each step's name: its method and last path segment (`GET items`); an id segment
 /// (a number, a hex or UUID string, a variable) shows with the segment before it and
 /// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
-fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Rc<str>> {
-    let mut names: Vec<Rc<str>> = Vec::with_capacity(requests.len());
+fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Arc<str>> {
+    let mut names: Vec<Arc<str>> = Vec::with_capacity(requests.len());
     // The names themselves, shared: one string per step.
-    let mut taken: HashSet<Rc<str>> = HashSet::with_capacity(requests.len());
+    let mut taken: HashSet<Arc<str>> = HashSet::with_capacity(requests.len());
     let mut seen: HashMap<String, usize> = HashMap::new();
     let (mut path, mut base, mut numbered) = (String::new(), String::new(), String::new());
     let mut number = |base: &str, count: usize| {
         numbered.clear();
         let _ = write!(numbered, "{base} {count}");
-        Rc::<str>::from(numbered.as_str())
+        Arc::<str>::from(numbered.as_str())
     };
     for request in requests {
         path.clear();
@@ -351,12 +363,12 @@ fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Rc<str>> 
         };
         *count += 1;
         let mut name = if *count == 1 {
-            Rc::from(base.as_str())
+            Arc::from(base.as_str())
         } else {
             number(&base, *count)
         };
         // `2` may have been a real segment (`GET page 2`): count on.
-        while !taken.insert(Rc::clone(&name)) {
+        while !taken.insert(Arc::clone(&name)) {
             *count += 1;
             name = number(&base, *count);
         }
@@ -419,7 +431,7 @@ fn write_steps(
     entries: &[Entry<'_>],
     requests: &[Request<'_>],
     variables: &[Variable],
-    names: &[Rc<str>],
+    names: &[Arc<str>],
 ) {
     let mut extracted: Vec<Vec<(&str, &str)>> = vec![Vec::new(); steps.len()];
     for variable in variables {
@@ -486,7 +498,7 @@ fn review_notes(
     steps: &[Exchange],
     entries: &[Entry<'_>],
     requests: &[Request<'_>],
-    names: &[Rc<str>],
+    names: &[Arc<str>],
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let mut jar: HashSet<&str> = HashSet::new();
@@ -703,7 +715,7 @@ struct Header<'a> {
     selection: &'a Selection,
     other_schemes: &'a [String],
     variables: &'a [Variable],
-    names: &'a [Rc<str>],
+    names: &'a [Arc<str>],
     notes: Vec<String>,
     rebase: Option<&'a Rebase>,
     /// `-har-host` was given (with `-base-url`, every host it keeps is rebased).
