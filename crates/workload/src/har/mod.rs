@@ -320,9 +320,9 @@ fn step_request<'e>(
 /// The request in vegeta's http target syntax, placeholders written in, onto the end
 /// of `text`.
 fn push_target_text(text: &mut String, request: &Request<'_>, variables: &[Variable]) {
-    text.push_str(&request.method);
+    text.push_str(request.method);
     text.push(' ');
-    text.push_str(&request.base);
+    text.push_str(request.base);
     request.path.render_into(text, variables);
     if let Some(query) = &request.query {
         text.push('?');
@@ -354,7 +354,7 @@ fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Arc<str>>
         path.clear();
         request.path.render_into(&mut path, variables);
         base.clear();
-        base.push_str(&request.method);
+        base.push_str(request.method);
         base.push(' ');
         push_path_label(&mut base, &path);
         let count = match seen.get_mut(&base) {

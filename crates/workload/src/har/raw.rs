@@ -52,20 +52,20 @@ pub(super) fn describe<T>(found: &Found<T>) -> &str {
 /// (the entries, each checked as soon as it is read, so no tree of them is built).
 pub(super) trait Reader<'de>: Sized {
     type Out;
-    fn from_str(self, _text: Cow<'de, str>) -> Option<Self::Out> {
+    fn read_str(self, _text: Cow<'de, str>) -> Option<Self::Out> {
         None
     }
-    fn from_f64(self, _number: f64) -> Option<Self::Out> {
+    fn read_f64(self, _number: f64) -> Option<Self::Out> {
         None
     }
-    fn from_bool(self, _yes: bool) -> Option<Self::Out> {
+    fn read_bool(self, _yes: bool) -> Option<Self::Out> {
         None
     }
-    fn from_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Self::Out>, A::Error> {
+    fn read_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Self::Out>, A::Error> {
         while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(None)
     }
-    fn from_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
+    fn read_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
         while seq.next_element::<Skip>()?.is_some() {}
         Ok(None)
     }
@@ -94,19 +94,19 @@ pub(super) trait Want<'de>: Sized {
 
 impl<'de, T: Want<'de>> Reader<'de> for PhantomData<T> {
     type Out = T;
-    fn from_str(self, text: Cow<'de, str>) -> Option<T> {
+    fn read_str(self, text: Cow<'de, str>) -> Option<T> {
         T::from_str(text)
     }
-    fn from_f64(self, number: f64) -> Option<T> {
+    fn read_f64(self, number: f64) -> Option<T> {
         T::from_f64(number)
     }
-    fn from_bool(self, yes: bool) -> Option<T> {
+    fn read_bool(self, yes: bool) -> Option<T> {
         T::from_bool(yes)
     }
-    fn from_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+    fn read_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
         T::from_map(map)
     }
-    fn from_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<T>, A::Error> {
+    fn read_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<T>, A::Error> {
         T::from_seq(seq)
     }
 }
@@ -161,7 +161,7 @@ pub(super) trait Members<'de> {
 
 impl<'de, T: Members<'de> + Default> Want<'de> for Obj<T> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
-        Ok(Fill(T::default()).from_map(map)?.map(Obj))
+        Ok(Fill(T::default()).read_map(map)?.map(Obj))
     }
 }
 
@@ -171,7 +171,7 @@ pub(super) struct Fill<T>(pub T);
 
 impl<'de, T: Members<'de>> Reader<'de> for Fill<T> {
     type Out = T;
-    fn from_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+    fn read_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
         let mut members = self.0;
         while let Some(Key(key)) = map.next_key()? {
             members.member(&key, &mut map)?;
@@ -245,44 +245,44 @@ impl<'de, R: Reader<'de>> Visitor<'de> for FoundVisitor<R> {
     }
 
     fn visit_bool<E>(self, yes: bool) -> Result<Self::Value, E> {
-        Ok(or_other(self.0.from_bool(yes), || yes.to_string()))
+        Ok(or_other(self.0.read_bool(yes), || yes.to_string()))
     }
 
     fn visit_u64<E>(self, number: u64) -> Result<Self::Value, E> {
-        Ok(or_other(self.0.from_f64(number as f64), || {
+        Ok(or_other(self.0.read_f64(number as f64), || {
             number.to_string()
         }))
     }
 
     fn visit_i64<E>(self, number: i64) -> Result<Self::Value, E> {
-        Ok(or_other(self.0.from_f64(number as f64), || {
+        Ok(or_other(self.0.read_f64(number as f64), || {
             number.to_string()
         }))
     }
 
     fn visit_f64<E>(self, number: f64) -> Result<Self::Value, E> {
-        Ok(or_other(self.0.from_f64(number), || describe_f64(number)))
+        Ok(or_other(self.0.read_f64(number), || describe_f64(number)))
     }
 
     fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-        Ok(or_other(self.0.from_str(Cow::Borrowed(text)), || {
+        Ok(or_other(self.0.read_str(Cow::Borrowed(text)), || {
             describe_str(text)
         }))
     }
 
     fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
         Ok(or_other(
-            self.0.from_str(Cow::Owned(text.to_owned())),
+            self.0.read_str(Cow::Owned(text.to_owned())),
             || describe_str(text),
         ))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Ok(or_other(self.0.from_map(map)?, || "an object".to_owned()))
+        Ok(or_other(self.0.read_map(map)?, || "an object".to_owned()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Ok(or_other(self.0.from_seq(seq)?, || "an array".to_owned()))
+        Ok(or_other(self.0.read_seq(seq)?, || "an array".to_owned()))
     }
 }
 

@@ -124,7 +124,7 @@ struct EntryReader<'s, 'a>(&'s Source<'s, 'a>);
 impl<'a> Reader<'a> for EntryReader<'_, 'a> {
     type Out = ReadEntries<'a>;
 
-    fn from_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
+    fn read_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
         let mut read = ReadEntries::default();
         loop {
             let at = EntryAt(read.count);
