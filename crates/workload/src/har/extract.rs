@@ -40,8 +40,8 @@
 //! Bounds, so a huge recording stays quick: at most [`MAX_VALUES_PER_ANSWER`] values
 //! are taken from one answer and [`MAX_VALUE_CHARS`] characters per value.
 
+use foldhash::{HashMap, HashSet, HashSetExt as _};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use std::fmt::{self, Write as _};
@@ -106,25 +106,27 @@ pub(super) const PLAIN_RESPONSE_HEADERS: &[&str] = &[
     "x-xss-protection",
 ];
 
-/// A piece of request text: as recorded, or a variable's placeholder.
+/// A piece of request text: as recorded (borrowed from the entry), or a variable's
+/// placeholder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Piece {
-    Literal(String),
+pub(super) enum Piece<'a> {
+    Literal(&'a str),
     /// The index of a [`Variable`].
     Var(usize),
 }
 
 /// Request text in pieces.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Text(pub Vec<Piece>);
+pub(super) struct Text<'a>(pub Vec<Piece<'a>>);
 
-impl Text {
-    pub fn literal(text: &str) -> Text {
-        Text(vec![Piece::Literal(text.to_owned())])
+impl<'a> Text<'a> {
+    pub fn literal(text: &'a str) -> Text<'a> {
+        Text(vec![Piece::Literal(text)])
     }
 
     /// The text with `{{NAME}}` for each variable, and a recorded `{{` written as the
     /// literal placeholder `{{"{{"}}`.
+    #[cfg(test)]
     pub fn render(&self, variables: &[Variable]) -> String {
         let mut out = String::new();
         self.render_into(&mut out, variables);
@@ -153,7 +155,7 @@ impl Text {
     }
 
     /// The text as recorded (only before its rewriting: each step is rewritten once).
-    fn recorded(&self) -> &str {
+    fn recorded(&self) -> &'a str {
         match self.0.as_slice() {
             [Piece::Literal(text)] => text,
             _ => "",
@@ -169,7 +171,7 @@ impl Text {
                 pieces
                     .iter()
                     .map(|piece| match piece {
-                        Piece::Literal(text) => text.as_str(),
+                        Piece::Literal(text) => *text,
                         Piece::Var(_) => "\0",
                     })
                     .collect(),
@@ -202,21 +204,21 @@ enum Place {
 /// A step's request, in the parts a variable may go into. The scheme, host and port
 /// never take one (targets may not template them).
 #[derive(Debug, Clone)]
-pub(super) struct Request {
-    pub method: String,
+pub(super) struct Request<'a> {
+    pub method: &'a str,
     /// `scheme://host:port`.
-    pub base: String,
-    pub path: Text,
+    pub base: &'a str,
+    pub path: Text<'a>,
     /// Without its `?`.
-    pub query: Option<Text>,
-    pub headers: Vec<(String, Text)>,
-    pub body: Option<Text>,
+    pub query: Option<Text<'a>>,
+    pub headers: Vec<(&'a str, Text<'a>)>,
+    pub body: Option<Text<'a>>,
     pub body_kind: BodyKind,
 }
 
-impl Request {
+impl<'a> Request<'a> {
     /// Each text of the request with its place, for reading or rewriting.
-    fn texts_mut(&mut self) -> Vec<(Label<'_>, Place, &mut Text)> {
+    fn texts_mut(&mut self) -> Vec<(Label<'a>, Place, &mut Text<'a>)> {
         let mut texts = Vec::with_capacity(3 + self.headers.len());
         texts.push((Label::Path, Place::Path, &mut self.path));
         if let Some(query) = &mut self.query {
@@ -290,12 +292,32 @@ struct Candidate {
 struct Known {
     candidates: Vec<Candidate>,
     /// Each value's candidates (several answers may give one).
-    by_value: HashMap<String, Vec<usize>>,
-    lengths: HashSet<usize>,
+    by_value: HashMap<String, Sources>,
+    /// Whether a value of each length (bytes) is known, up to `longest`: asked for
+    /// every word of every request.
+    lengths: Vec<bool>,
     longest: usize,
     /// The candidate's variable, once a request used it.
     bound: HashMap<usize, usize>,
     names: Names,
+}
+
+/// A value's candidates, first answer first: most values come from one answer, and
+/// need no vector of their own.
+#[derive(Debug)]
+struct Sources {
+    first: usize,
+    more: Vec<usize>,
+}
+
+impl Sources {
+    fn len(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        std::iter::once(self.first).chain(self.more.iter().copied())
+    }
 }
 
 /// Variable names given so far, and the next number to try for each base name (a
@@ -312,12 +334,13 @@ const MAX_SOURCES_PER_VALUE: usize = 8;
 
 /// Rewrites `requests` (each step's, with the headers it keeps) with variables for the
 /// values `answers` (each step's final answer) gave earlier, and returns them.
-pub(super) fn propose(requests: &mut [Request], answers: &[&Entry<'_>]) -> Vec<Variable> {
+pub(super) fn propose(requests: &mut [Request<'_>], answers: &[&Entry<'_>]) -> Vec<Variable> {
     let mut known = Known::default();
     let mut variables: Vec<Variable> = Vec::new();
     let mut client_fields: HashSet<String> = HashSet::new();
+    let mut ends = Vec::new();
     for (step, request) in requests.iter_mut().enumerate() {
-        rewrite(request, step, &mut known, &mut variables);
+        rewrite(request, step, &mut known, &mut variables, &mut ends);
         collect_fields(request, &mut client_fields);
         let Some(answer) = answers.get(step) else {
             continue;
@@ -328,9 +351,11 @@ pub(super) fn propose(requests: &mut [Request], answers: &[&Entry<'_>]) -> Vec<V
             client_fields: &client_fields,
             offered: 0,
             digits: String::new(),
+            expression: String::new(),
         }
         .answer(answer);
     }
+    super::drop_aside((known, client_fields));
     variables
 }
 
@@ -338,35 +363,35 @@ impl Known {
     /// The candidate of `value` whose name fits `context` best; the first on a tie.
     fn choose(&self, value: &str, context: impl FnOnce() -> Vec<String>) -> Option<usize> {
         let sources = self.by_value.get(value)?;
-        if let [only] = sources.as_slice() {
-            return Some(*only);
+        if sources.more.is_empty() {
+            return Some(sources.first);
         }
         let context = context();
-        let score = |id: &usize| {
-            let hint = with_singulars(words(&self.candidates[*id].name_hint));
+        let score = |id: usize| {
+            let hint = with_singulars(words(&self.candidates[id].name_hint));
             hint.iter().filter(|w| context.contains(w)).count()
         };
         // max_by_key keeps the last of equals: go backwards so the first answer wins.
-        sources.iter().rev().max_by_key(|id| score(id)).copied()
+        sources.iter().rev().max_by_key(|id| score(*id))
     }
 
     /// Where known values sit in `text`, leftmost first, longest first at each place;
-    /// non-overlapping. Each is (byte range, the value's first candidate).
-    fn find(&self, text: &str, place: Place) -> Vec<(Range<usize>, usize)> {
+    /// non-overlapping. Each is (byte range, the value's first candidate). `ends` is
+    /// scratch space, kept between calls.
+    fn find(&self, text: &str, place: Place, ends: &mut Vec<usize>) -> Vec<(Range<usize>, usize)> {
         if self.candidates.is_empty() {
             return Vec::new();
         }
         let bytes = text.as_bytes();
         // Values start after a non-word byte and end before one (or at the ends); bytes
         // of non-ASCII characters count as word bytes, so each cut is a char boundary.
-        let ends: Vec<usize> = (1..=bytes.len())
-            .filter(|&e| e == bytes.len() || !is_word_byte(bytes[e]))
-            .collect();
+        ends.clear();
+        ends.extend((1..=bytes.len()).filter(|&e| e == bytes.len() || !is_word_byte(bytes[e])));
         let mut found = Vec::new();
         let mut start = 0;
         while start < bytes.len() {
             if (start == 0 || !is_word_byte(bytes[start - 1]))
-                && let Some((end, id)) = self.longest_at(text, start, &ends, place)
+                && let Some((end, id)) = self.longest_at(text, start, ends, place)
             {
                 found.push((start..end, id));
                 start = end;
@@ -388,39 +413,42 @@ impl Known {
         let first = ends.partition_point(|&e| e <= start);
         let last = ends.partition_point(|&e| e <= start + self.longest);
         ends[first..last].iter().rev().find_map(|&end| {
-            if !self.lengths.contains(&(end - start)) {
+            if !self.lengths.get(end - start).copied().unwrap_or(false) {
                 return None;
             }
-            let id = *self.by_value.get(&text[start..end])?.first()?;
+            let id = self.by_value.get(&text[start..end])?.first;
             sits_right(text, start..end, place, self.candidates[id].strength).then_some((end, id))
         })
     }
 }
 
 /// Rewrites one step's request with the known values it sends.
-fn rewrite(request: &mut Request, step: usize, known: &mut Known, variables: &mut Vec<Variable>) {
+fn rewrite(
+    request: &mut Request<'_>,
+    step: usize,
+    known: &mut Known,
+    variables: &mut Vec<Variable>,
+    ends: &mut Vec<usize>,
+) {
     if known.candidates.is_empty() {
         return;
     }
     for (label, place, text) in request.texts_mut() {
-        let found = known.find(text.recorded(), place);
+        let found = known.find(text.recorded(), place, ends);
         if found.is_empty() {
             continue;
         }
         // Found values mean the text is still as recorded: one literal, taken whole.
-        let recorded = match std::mem::replace(text, Text(Vec::new())).0.pop() {
-            Some(Piece::Literal(recorded)) => recorded,
-            _ => String::new(),
-        };
+        let recorded = text.recorded();
         let label = label.to_string();
         let mut pieces = Vec::new();
         let mut at = 0;
         for (range, first) in found {
             if range.start > at {
-                pieces.push(Piece::Literal(recorded[at..range.start].to_owned()));
+                pieces.push(Piece::Literal(&recorded[at..range.start]));
             }
             let value = &recorded[range.clone()];
-            let context = || context_words(&recorded, range.start, place, &label);
+            let context = || context_words(recorded, range.start, place, &label);
             let id = known.choose(value, context).unwrap_or(first);
             let var = bind(known, id, value, variables);
             let uses = &mut variables[var].uses;
@@ -434,7 +462,7 @@ fn rewrite(request: &mut Request, step: usize, known: &mut Known, variables: &mu
             at = range.end;
         }
         if at < recorded.len() {
-            pieces.push(Piece::Literal(recorded[at..].to_owned()));
+            pieces.push(Piece::Literal(&recorded[at..]));
         }
         *text = Text(pieces);
     }
@@ -556,7 +584,7 @@ fn whole_field(
 
 /// The whole fields a request sends (see the module docs) but those holding a
 /// variable, for "the client knew it".
-fn collect_fields(request: &Request, fields: &mut HashSet<String>) {
+fn collect_fields(request: &Request<'_>, fields: &mut HashSet<String>) {
     let mut add = |field: &str| {
         if !field.is_empty() && !field.contains('\0') && !fields.contains(field) {
             fields.insert(field.to_owned());
@@ -617,11 +645,19 @@ enum Origin<'p, 'k> {
 }
 
 impl Origin<'_, '_> {
-    fn expression(self) -> String {
+    /// The expression, written into `out` (emptied first).
+    fn write_expression(self, out: &mut String) {
+        out.clear();
         match self {
-            Origin::Json(path) => json_expression(path),
-            Origin::Header(name) => format!("header {name}"),
-            Origin::Cookie(name) => format!("cookie {name}"),
+            Origin::Json(path) => json_expression(out, path),
+            Origin::Header(name) => {
+                out.push_str("header ");
+                out.push_str(name);
+            }
+            Origin::Cookie(name) => {
+                out.push_str("cookie ");
+                out.push_str(name);
+            }
         }
     }
 
@@ -647,6 +683,8 @@ struct Learning<'a> {
     offered: usize,
     /// An integer's digits, written here rather than in a new string each.
     digits: String,
+    /// A value's expression, written here: most values met again are dropped.
+    expression: String,
 }
 
 impl Learning<'_> {
@@ -741,32 +779,39 @@ impl Learning<'_> {
         }
         let known = &mut *self.known;
         let id = known.candidates.len();
-        let expression = match known.by_value.get_mut(value) {
+        let expression = &mut self.expression;
+        match known.by_value.get_mut(value) {
             Some(sources) => {
                 if sources.len() >= MAX_SOURCES_PER_VALUE {
                     return;
                 }
-                let expression = origin.expression();
+                origin.write_expression(expression);
                 if sources
                     .iter()
-                    .any(|&other| known.candidates[other].expression == expression)
+                    .any(|other| known.candidates[other].expression == *expression)
                 {
                     return;
                 }
-                sources.push(id);
-                expression
+                sources.more.push(id);
             }
             None => {
-                known.by_value.insert(value.to_owned(), vec![id]);
-                origin.expression()
+                let sources = Sources {
+                    first: id,
+                    more: Vec::new(),
+                };
+                known.by_value.insert(value.to_owned(), sources);
+                origin.write_expression(expression);
             }
-        };
-        known.lengths.insert(value.len());
+        }
+        if known.lengths.len() <= value.len() {
+            known.lengths.resize(value.len() + 1, false);
+        }
+        known.lengths[value.len()] = true;
         known.longest = known.longest.max(value.len());
         known.candidates.push(Candidate {
             strength,
             step: self.step,
-            expression,
+            expression: expression.clone(),
             name_hint: origin.name_hint(),
         });
     }
@@ -897,13 +942,12 @@ impl AsPathStep for Step {
     }
 }
 
-/// `json $.items[3].id`; a JSON pointer (`json /a'b/0`) when a key cannot be written
-/// in the JSONPath subset (it holds a quote or a backslash).
-fn json_expression(path: &[impl AsPathStep]) -> String {
+/// `json $.items[3].id` onto the end of `out`; a JSON pointer (`json /a'b/0`) when a
+/// key cannot be written in the JSONPath subset (it holds a quote or a backslash).
+fn json_expression(out: &mut String, path: &[impl AsPathStep]) {
     let awkward = path
         .iter()
         .any(|s| matches!(s.as_step(), PathStep::Key(k) if k.contains(['\'', '\\'])));
-    let mut out = String::with_capacity(32);
     if awkward {
         out.push_str("json ");
         for step in path {
@@ -912,7 +956,7 @@ fn json_expression(path: &[impl AsPathStep]) -> String {
                 PathStep::Index(i) => write!(out, "/{i}"),
             };
         }
-        return out;
+        return;
     }
     out.push_str("json $");
     for step in path {
@@ -922,7 +966,6 @@ fn json_expression(path: &[impl AsPathStep]) -> String {
             PathStep::Index(index) => write!(out, "[{index}]"),
         };
     }
-    out
 }
 
 fn is_identifier(key: &str) -> bool {
@@ -1007,24 +1050,24 @@ mod tests {
     use super::*;
 
     fn request(
-        path: &str,
-        query: Option<&str>,
-        headers: &[(&str, &str)],
-        body: Option<&str>,
-    ) -> Request {
+        path: &'static str,
+        query: Option<&'static str>,
+        headers: &[(&'static str, &'static str)],
+        body: Option<&'static str>,
+    ) -> Request<'static> {
         let body_kind = match body {
             Some(b) if b.trim_start().starts_with(['{', '[']) => BodyKind::Json,
             Some(b) if b.contains('=') => BodyKind::Form,
             _ => BodyKind::Other,
         };
         Request {
-            method: "GET".to_owned(),
-            base: "http://a".to_owned(),
+            method: "GET",
+            base: "http://a",
             path: Text::literal(path),
             query: query.map(Text::literal),
             headers: headers
                 .iter()
-                .map(|(n, v)| ((*n).to_owned(), Text::literal(v)))
+                .map(|(n, v)| (*n, Text::literal(v)))
                 .collect(),
             body: body.map(Text::literal),
             body_kind,
@@ -1043,7 +1086,7 @@ mod tests {
     }
 
     /// The requests rendered as one line each, after the proposals.
-    fn run(requests: Vec<Request>, answers: &[Entry<'_>]) -> (Vec<String>, Vec<Variable>) {
+    fn run(requests: Vec<Request<'_>>, answers: &[Entry<'_>]) -> (Vec<String>, Vec<Variable>) {
         let mut requests = requests;
         let answers: Vec<&Entry<'_>> = answers.iter().collect();
         let variables = propose(&mut requests, &answers);
@@ -1073,7 +1116,7 @@ mod tests {
             what: &'static str,
             answer: &'static str,
             answer_headers: &'static [(&'static str, &'static str)],
-            later: Request,
+            later: Request<'static>,
             want: &'static str,
             want_expressions: &'static [&'static str],
         }

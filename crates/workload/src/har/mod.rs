@@ -31,8 +31,14 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
+use url::Url;
 
 use crate::WorkloadError;
 use extract::{BodyKind, Piece, Request, Text, Variable};
@@ -148,7 +154,7 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
         );
         return Err(source.fail(&JsonPath::default().key("log").key("entries"), reason));
     }
-    let mut requests: Vec<Request> = selection
+    let mut requests: Vec<Request<'_>> = selection
         .steps
         .iter()
         .map(|x| step_request(&entries[x.request], &options.keep_headers, rebase.as_ref()))
@@ -156,7 +162,6 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     let answers: Vec<&Entry<'_>> = selection.steps.iter().map(|x| &entries[x.answer]).collect();
     let variables = extract::propose(&mut requests, &answers);
     let names = step_names(&requests, &variables);
-    let steps = steps_out(&selection.steps, &entries, &requests, &variables, &names);
     let header = Header {
         source_name: &options.source_name,
         creator: har.creator.as_deref(),
@@ -173,14 +178,34 @@ pub fn har_to_flow(text: &str, options: &HarOptions) -> Result<HarFlow, Workload
     let flow = FlowOut {
         header: header.paragraphs(),
         name: scenario_name(options),
-        steps,
     };
-    Ok(HarFlow {
-        toml: render::flow(&flow),
+    let mut toml = render::flow(&flow, selection.steps.len());
+    write_steps(
+        &mut toml,
+        &selection.steps,
+        &entries,
+        &requests,
+        &variables,
+        &names,
+    );
+    let flow = HarFlow {
+        toml,
         entries: entry_count,
         steps: selection.steps.len(),
         extractions: variables.len(),
-    })
+    };
+    drop_aside((variables, names));
+    Ok(flow)
+}
+
+/// Drops `value` on a thread of its own: a long recording's variables, names and
+/// values are hundreds of thousands of small strings, and freeing them took a tenth
+/// of the import (glibc's free merges chunks as it goes). Dropped here when no
+/// thread can be started.
+pub(super) fn drop_aside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("har-drop".to_owned())
+        .spawn(move || drop(value));
 }
 
 /// Chooses the steps (see `select`'s docs); when rebased without `-har-host`, only
@@ -241,8 +266,12 @@ fn select_with(entries: &[Entry<'_>], options: &HarOptions, hosts: &HostFilter<'
 }
 
 /// A step's request with the headers it keeps, in parts for the extractions.
-fn step_request(entry: &Entry<'_>, keep_headers: &[String], rebase: Option<&Rebase>) -> Request {
-    let mut headers: Vec<(String, Text)> = entry
+fn step_request<'e>(
+    entry: &'e Entry<'_>,
+    keep_headers: &[String],
+    rebase: Option<&'e Rebase>,
+) -> Request<'e> {
+    let mut headers: Vec<(&str, Text<'_>)> = entry
         .headers
         .iter()
         .filter(|(name, _)| select::keeps_header(name, keep_headers))
@@ -251,39 +280,34 @@ fn step_request(entry: &Entry<'_>, keep_headers: &[String], rebase: Option<&Reba
                 Some(rebase) => rebase.header_value(name, value, &entry.url),
                 None => value,
             };
-            (name.as_ref().to_owned(), Text::literal(value))
+            (name.as_ref(), Text::literal(value))
         })
         .collect();
     let content_type = entry
         .headers
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        .map(|(_, value)| value.clone());
+        .map(|(_, value)| value.as_ref());
     // Some tools keep the body's type in postData only; the server needs the header.
     if entry.body.is_some()
         && content_type.is_none()
         && let Some(mime) = &entry.body_mime
         && !mime.is_empty()
     {
-        headers.push(("Content-Type".to_owned(), Text::literal(mime)));
+        headers.push(("Content-Type", Text::literal(mime)));
     }
-    let mime = read::bare_mime(
-        content_type
-            .as_deref()
-            .or(entry.body_mime.as_deref())
-            .unwrap_or(""),
-    );
-    let body_kind = match (mime.as_str(), entry.body.as_deref()) {
-        (m, _) if m.contains("json") => BodyKind::Json,
-        ("application/x-www-form-urlencoded", _) => BodyKind::Form,
-        (_, Some(b)) if b.trim_start().starts_with(['{', '[']) => BodyKind::Json,
+    let mime = read::bare_mime(content_type.or(entry.body_mime.as_deref()).unwrap_or(""));
+    let body_kind = match entry.body.as_deref() {
+        _ if contains_ignore_case(&mime, "json") => BodyKind::Json,
+        _ if mime.eq_ignore_ascii_case("application/x-www-form-urlencoded") => BodyKind::Form,
+        Some(b) if b.trim_start().starts_with(['{', '[']) => BodyKind::Json,
         _ => BodyKind::Other,
     };
     Request {
-        method: entry.method.as_ref().to_owned(),
+        method: &entry.method,
         base: match rebase {
-            Some(rebase) => rebase.prefix.clone(),
-            None => entry.url[..url::Position::BeforePath].to_owned(),
+            Some(rebase) => &rebase.prefix,
+            None => &entry.url[..url::Position::BeforePath],
         },
         path: Text::literal(entry.url.path()),
         query: entry.url.query().map(Text::literal),
@@ -293,78 +317,94 @@ fn step_request(entry: &Entry<'_>, keep_headers: &[String], rebase: Option<&Reba
     }
 }
 
-/// The request in vegeta's http target syntax, placeholders written in.
-fn target_text(request: &Request, variables: &[Variable]) -> String {
-    let mut text = String::with_capacity(256);
-    text.push_str(&request.method);
+/// The request in vegeta's http target syntax, placeholders written in, onto the end
+/// of `text`.
+fn push_target_text(text: &mut String, request: &Request<'_>, variables: &[Variable]) {
+    text.push_str(request.method);
     text.push(' ');
-    text.push_str(&request.base);
-    request.path.render_into(&mut text, variables);
+    text.push_str(request.base);
+    request.path.render_into(text, variables);
     if let Some(query) = &request.query {
         text.push('?');
-        query.render_into(&mut text, variables);
+        query.render_into(text, variables);
     }
     for (name, value) in &request.headers {
         text.push('\n');
         text.push_str(name);
         text.push_str(": ");
-        value.render_into(&mut text, variables);
+        value.render_into(text, variables);
     }
-    text
 }
 
 /// Each step's name: its method and last path segment (`GET items`); an id segment
 /// (a number, a hex or UUID string, a variable) shows with the segment before it and
 /// in braces (`GET items/{item_id}`). Repeats get ` 2`, ` 3`.
-fn step_names(requests: &[Request], variables: &[Variable]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::with_capacity(requests.len());
-    let mut taken: HashSet<String> = HashSet::with_capacity(requests.len());
+fn step_names(requests: &[Request<'_>], variables: &[Variable]) -> Vec<Arc<str>> {
+    let mut names: Vec<Arc<str>> = Vec::with_capacity(requests.len());
+    // The names themselves, shared: one string per step.
+    let mut taken: HashSet<Arc<str>> = HashSet::with_capacity(requests.len());
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut path = String::new();
+    let (mut path, mut base, mut numbered) = (String::new(), String::new(), String::new());
+    let mut number = |base: &str, count: usize| {
+        numbered.clear();
+        let _ = write!(numbered, "{base} {count}");
+        Arc::<str>::from(numbered.as_str())
+    };
     for request in requests {
         path.clear();
         request.path.render_into(&mut path, variables);
-        let base = format!("{} {}", request.method, path_label(&path));
+        base.clear();
+        base.push_str(request.method);
+        base.push(' ');
+        push_path_label(&mut base, &path);
         let count = match seen.get_mut(&base) {
             Some(count) => count,
             None => seen.entry(base.clone()).or_insert(0),
         };
         *count += 1;
         let mut name = if *count == 1 {
-            base.clone()
+            Arc::from(base.as_str())
         } else {
-            format!("{base} {count}")
+            number(&base, *count)
         };
         // `2` may have been a real segment (`GET page 2`): count on.
-        while taken.contains(&name) {
+        while !taken.insert(Arc::clone(&name)) {
             *count += 1;
-            name = format!("{base} {count}");
+            name = number(&base, *count);
         }
-        taken.insert(name.clone());
         names.push(name);
     }
     names
 }
 
-/// The part of a path a step is named by.
-fn path_label(path: &str) -> String {
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let label = match segments.as_slice() {
-        [] => "/".to_owned(),
-        [.., last] if !is_id_segment(last) => (*last).to_owned(),
-        [.., before, last] => format!("{before}/{}", id_label(last)),
-        [last] => id_label(last),
-    };
+/// The part of a path a step is named by, onto the end of `out`.
+fn push_path_label(out: &mut String, path: &str) {
+    let start = out.len();
     // A colon would read as `if = "step: check"`'s separator; keep names short.
-    let label: String = label
-        .chars()
-        .filter(|c| *c != ':' && !c.is_control())
-        .take(60)
-        .collect();
-    if label.is_empty() {
-        "/".to_owned()
-    } else {
-        label
+    let mut room = 60_usize;
+    let mut push = |text: &str| {
+        for c in text.chars().filter(|c| *c != ':' && !c.is_control()) {
+            if room == 0 {
+                return;
+            }
+            out.push(c);
+            room -= 1;
+        }
+    };
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    match segments.next_back() {
+        None => push("/"),
+        Some(last) if !is_id_segment(last) => push(last),
+        Some(last) => {
+            if let Some(before) = segments.next_back() {
+                push(before);
+                push("/");
+            }
+            push(&id_label(last));
+        }
+    }
+    if out.len() == start {
+        out.push('/');
     }
 }
 
@@ -375,50 +415,51 @@ fn is_id_segment(segment: &str) -> bool {
     segment.contains("{{") || segment.bytes().all(|b| b.is_ascii_digit()) || hexish
 }
 
-fn id_label(segment: &str) -> String {
+fn id_label(segment: &str) -> Cow<'static, str> {
     if segment.contains("{{") {
-        segment.replace("{{", "{").replace("}}", "}")
+        Cow::Owned(segment.replace("{{", "{").replace("}}", "}"))
     } else {
-        "{id}".to_owned()
+        Cow::Borrowed("{id}")
     }
 }
 
-/// The steps as written: request, body, extractions, checks, think.
-fn steps_out(
+/// The steps as written (request, body, extractions, check, think), onto the end of
+/// `text`, one at a time through the same scratch strings.
+fn write_steps(
+    text: &mut String,
     steps: &[Exchange],
     entries: &[Entry<'_>],
-    requests: &[Request],
+    requests: &[Request<'_>],
     variables: &[Variable],
-    names: &[String],
-) -> Vec<StepOut> {
-    let mut extracted: Vec<Vec<&Variable>> = vec![Vec::new(); steps.len()];
+    names: &[Arc<str>],
+) {
+    let mut extracted: Vec<Vec<(&str, &str)>> = vec![Vec::new(); steps.len()];
     for variable in variables {
-        extracted[variable.step].push(variable);
+        extracted[variable.step].push((&variable.name, &variable.expression));
     }
-    steps
-        .iter()
-        .enumerate()
-        .map(|(i, exchange)| {
-            let answer = &entries[exchange.answer];
-            let next_start = steps
-                .get(i + 1)
-                .map(|next| entries[next.request].started_ms);
-            StepOut {
-                name: names[i].clone(),
-                request: target_text(&requests[i], variables),
-                body: requests[i].body.as_ref().map(|b| b.render(variables)),
-                extract: extracted[i]
-                    .iter()
-                    .map(|v| (v.name.clone(), v.expression.clone()))
-                    .collect(),
-                checks: match answer.status {
-                    0 => Vec::new(),
-                    status => vec![format!("status {status}")],
-                },
-                think: next_start.and_then(|start| think(answer, start)),
-            }
-        })
-        .collect()
+    let (mut request, mut body) = (String::new(), String::new());
+    for (i, exchange) in steps.iter().enumerate() {
+        let answer = &entries[exchange.answer];
+        let next_start = steps
+            .get(i + 1)
+            .map(|next| entries[next.request].started_ms);
+        request.clear();
+        push_target_text(&mut request, &requests[i], variables);
+        body.clear();
+        if let Some(text) = &requests[i].body {
+            text.render_into(&mut body, variables);
+        }
+        let think = next_start.and_then(|start| think(answer, start));
+        let step = StepOut {
+            name: &names[i],
+            request: &request,
+            body: requests[i].body.as_ref().map(|_| body.as_str()),
+            extract: &extracted[i],
+            status: answer.status,
+            think: think.as_deref(),
+        };
+        render::push_step(text, &step);
+    }
 }
 
 /// The pause from the end of `answer` to the next step's start, in ms.
@@ -456,8 +497,8 @@ fn scenario_name(options: &HarOptions) -> String {
 fn review_notes(
     steps: &[Exchange],
     entries: &[Entry<'_>],
-    requests: &[Request],
-    names: &[String],
+    requests: &[Request<'_>],
+    names: &[Arc<str>],
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let mut jar: HashSet<&str> = HashSet::new();
@@ -546,7 +587,7 @@ const CREDENTIAL_HEADERS: &[&str] = &[
 ];
 
 /// Recorded credentials the flow would send as they are.
-fn secret_notes(request: &Request, name: &str) -> Vec<String> {
+fn secret_notes(request: &Request<'_>, name: &str) -> Vec<String> {
     let mut notes = Vec::new();
     for (header, value) in &request.headers {
         if CREDENTIAL_HEADERS
@@ -559,11 +600,12 @@ fn secret_notes(request: &Request, name: &str) -> Vec<String> {
             ));
         }
     }
-    let query = request.query.as_ref().map(literal_text).unwrap_or_default();
-    let body = request.body.as_ref().map(literal_text).unwrap_or_default();
-    for (place, text) in [("query", query), ("body", body)] {
-        let lower = text.to_ascii_lowercase();
-        if let Some(word) = SECRET_WORDS.iter().find(|w| lower.contains(*w)) {
+    for (place, text) in [("query", &request.query), ("body", &request.body)] {
+        let Some(text) = text else {
+            continue;
+        };
+        let holds = |word: &str| literals(text).any(|piece| contains_ignore_case(piece, word));
+        if let Some(word) = SECRET_WORDS.iter().find(|word| holds(word)) {
             notes.push(format!(
                 "\"{name}\" sends a recorded {word} in its {place}: a data file keeps it out \
                  of this file (`data = \"users.csv\"` and `{{{{csv.{word}}}}}`)"
@@ -573,18 +615,23 @@ fn secret_notes(request: &Request, name: &str) -> Vec<String> {
     notes
 }
 
-fn literal_text(text: &Text) -> String {
-    text.0
-        .iter()
-        .filter_map(|piece| match piece {
-            Piece::Literal(text) => Some(text.as_str()),
-            Piece::Var(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// The recorded pieces of `text` (a step is read for secrets and braces, piece by
+/// piece: no word sought spans a variable).
+fn literals<'a>(text: &Text<'a>) -> impl Iterator<Item = &'a str> {
+    text.0.iter().filter_map(|piece| match piece {
+        Piece::Literal(text) => Some(*text),
+        Piece::Var(_) => None,
+    })
 }
 
-fn has_literal_braces(request: &Request) -> bool {
+/// Whether `text` holds `word` (lowercase ASCII), in any case.
+fn contains_ignore_case(text: &str, word: &str) -> bool {
+    text.as_bytes()
+        .windows(word.len())
+        .any(|window| window.eq_ignore_ascii_case(word.as_bytes()))
+}
+
+fn has_literal_braces(request: &Request<'_>) -> bool {
     let texts = [
         Some(&request.path),
         request.query.as_ref(),
@@ -594,7 +641,7 @@ fn has_literal_braces(request: &Request) -> bool {
         .into_iter()
         .flatten()
         .chain(request.headers.iter().map(|(_, v)| v))
-        .any(|text| literal_text(text).contains("{{"))
+        .any(|text| literals(text).any(|piece| piece.contains("{{")))
 }
 
 /// Each host of the entries, once, in order of first appearance.
@@ -668,7 +715,7 @@ struct Header<'a> {
     selection: &'a Selection,
     other_schemes: &'a [String],
     variables: &'a [Variable],
-    names: &'a [String],
+    names: &'a [Arc<str>],
     notes: Vec<String>,
     rebase: Option<&'a Rebase>,
     /// `-har-host` was given (with `-base-url`, every host it keeps is rebased).
@@ -818,22 +865,27 @@ impl Header<'_> {
         for step in &self.selection.steps {
             is_step[step.request] = true;
         }
-        let mut hosts: Vec<(String, usize, usize)> = Vec::new();
+        // Told apart by host and port, as their labels are; a label is made once.
+        let mut hosts: Vec<(&Url, usize, usize)> = Vec::new();
         for (entry, &is_step) in self.entries.iter().zip(&is_step) {
-            let label = select::host_label(&entry.url);
-            match hosts.iter_mut().find(|(h, _, _)| *h == label) {
+            let url = &entry.url;
+            let same = |(h, _, _): &&mut (&Url, usize, usize)| {
+                h.host_str() == url.host_str() && h.port() == url.port()
+            };
+            match hosts.iter_mut().find(same) {
                 Some((_, seen, steps)) => {
                     *seen += 1;
                     *steps += usize::from(is_step);
                 }
-                None => hosts.push((label, 1, usize::from(is_step))),
+                None => hosts.push((url, 1, usize::from(is_step))),
             }
         }
         hosts
             .iter()
-            .map(|(host, seen, steps)| {
+            .map(|(url, seen, steps)| {
                 format!(
-                    "{host} ({}, {})",
+                    "{} ({}, {})",
+                    select::host_label(url),
                     plural(*seen, "entry", "entries"),
                     plural(*steps, "step", "steps")
                 )

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// A member's value: what the import wants, `null`, or a description of what else
 /// stood there, for the error.
@@ -46,8 +46,32 @@ pub(super) fn describe<T>(found: &Found<T>) -> &str {
     }
 }
 
-/// A type a member may be wanted as: which JSON values it takes. Each `from_*` returns
-/// `None` for a value of another kind (a map or sequence is then skipped).
+/// What reads a member's value: which JSON values it takes. Each `from_*` returns `None`
+/// for a value of another kind (a map or sequence is then skipped). A type reads
+/// itself ([`Want`], through `PhantomData`); a reader with state is a value of its own
+/// (the entries, each checked as soon as it is read, so no tree of them is built).
+pub(super) trait Reader<'de>: Sized {
+    type Out;
+    fn read_str(self, _text: Cow<'de, str>) -> Option<Self::Out> {
+        None
+    }
+    fn read_f64(self, _number: f64) -> Option<Self::Out> {
+        None
+    }
+    fn read_bool(self, _yes: bool) -> Option<Self::Out> {
+        None
+    }
+    fn read_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Self::Out>, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(None)
+    }
+    fn read_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// A type a member may be wanted as: which JSON values it takes, as [`Reader`]'s.
 pub(super) trait Want<'de>: Sized {
     fn from_str(_text: Cow<'de, str>) -> Option<Self> {
         None
@@ -65,6 +89,25 @@ pub(super) trait Want<'de>: Sized {
     fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
         while seq.next_element::<Skip>()?.is_some() {}
         Ok(None)
+    }
+}
+
+impl<'de, T: Want<'de>> Reader<'de> for PhantomData<T> {
+    type Out = T;
+    fn read_str(self, text: Cow<'de, str>) -> Option<T> {
+        T::from_str(text)
+    }
+    fn read_f64(self, number: f64) -> Option<T> {
+        T::from_f64(number)
+    }
+    fn read_bool(self, yes: bool) -> Option<T> {
+        T::from_bool(yes)
+    }
+    fn read_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+        T::from_map(map)
+    }
+    fn read_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<T>, A::Error> {
+        T::from_seq(seq)
     }
 }
 
@@ -112,17 +155,39 @@ impl<'de, T: Deserialize<'de>> Want<'de> for List<T> {
 pub(super) struct Obj<T>(pub T);
 
 /// A struct of members: `member` reads the value of the one named `key`, or skips it.
-pub(super) trait Members<'de>: Default {
+pub(super) trait Members<'de> {
     fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
 }
 
-impl<'de, T: Members<'de>> Want<'de> for Obj<T> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut members = T::default();
+impl<'de, T: Members<'de> + Default> Want<'de> for Obj<T> {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+        Ok(Fill(T::default()).read_map(map)?.map(Obj))
+    }
+}
+
+/// A JSON object read into the members a value holds (one with state, where [`Obj`]
+/// starts from `Default`).
+pub(super) struct Fill<T>(pub T);
+
+impl<'de, T: Members<'de>> Reader<'de> for Fill<T> {
+    type Out = T;
+    fn read_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut members = self.0;
         while let Some(Key(key)) = map.next_key()? {
             members.member(&key, &mut map)?;
         }
-        Ok(Some(Obj(members)))
+        Ok(Some(members))
+    }
+}
+
+/// Reads a member with a [`Reader`] value, as [`Found`] of what it reads.
+pub(super) struct FoundSeed<R>(pub R);
+
+impl<'de, R: Reader<'de>> DeserializeSeed<'de> for FoundSeed<R> {
+    type Value = Found<R::Out>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(FoundVisitor(self.0))
     }
 }
 
@@ -141,18 +206,16 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 impl<'de, T: Want<'de>> Deserialize<'de> for Found<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(FoundVisitor(PhantomData))
+        FoundSeed(PhantomData::<T>).deserialize(deserializer)
     }
 }
 
-struct FoundVisitor<T>(PhantomData<T>);
+struct FoundVisitor<R>(R);
 
-impl<T> FoundVisitor<T> {
-    fn or_other(value: Option<T>, describe: impl FnOnce() -> String) -> Found<T> {
-        match value {
-            Some(value) => Found::Is(value),
-            None => Found::Other(describe()),
-        }
+fn or_other<T>(value: Option<T>, describe: impl FnOnce() -> String) -> Found<T> {
+    match value {
+        Some(value) => Found::Is(value),
+        None => Found::Other(describe()),
     }
 }
 
@@ -170,56 +233,56 @@ fn describe_f64(number: f64) -> String {
     serde_json::Number::from_f64(number).map_or_else(|| number.to_string(), |n| n.to_string())
 }
 
-impl<'de, T: Want<'de>> Visitor<'de> for FoundVisitor<T> {
-    type Value = Found<T>;
+impl<'de, R: Reader<'de>> Visitor<'de> for FoundVisitor<R> {
+    type Value = Found<R::Out>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Found<T>, E> {
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(Found::Null)
     }
 
-    fn visit_bool<E>(self, yes: bool) -> Result<Found<T>, E> {
-        Ok(Self::or_other(T::from_bool(yes), || yes.to_string()))
+    fn visit_bool<E>(self, yes: bool) -> Result<Self::Value, E> {
+        Ok(or_other(self.0.read_bool(yes), || yes.to_string()))
     }
 
-    fn visit_u64<E>(self, number: u64) -> Result<Found<T>, E> {
-        Ok(Self::or_other(T::from_f64(number as f64), || {
+    fn visit_u64<E>(self, number: u64) -> Result<Self::Value, E> {
+        Ok(or_other(self.0.read_f64(number as f64), || {
             number.to_string()
         }))
     }
 
-    fn visit_i64<E>(self, number: i64) -> Result<Found<T>, E> {
-        Ok(Self::or_other(T::from_f64(number as f64), || {
+    fn visit_i64<E>(self, number: i64) -> Result<Self::Value, E> {
+        Ok(or_other(self.0.read_f64(number as f64), || {
             number.to_string()
         }))
     }
 
-    fn visit_f64<E>(self, number: f64) -> Result<Found<T>, E> {
-        Ok(Self::or_other(T::from_f64(number), || describe_f64(number)))
+    fn visit_f64<E>(self, number: f64) -> Result<Self::Value, E> {
+        Ok(or_other(self.0.read_f64(number), || describe_f64(number)))
     }
 
-    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Found<T>, E> {
-        Ok(Self::or_other(T::from_str(Cow::Borrowed(text)), || {
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+        Ok(or_other(self.0.read_str(Cow::Borrowed(text)), || {
             describe_str(text)
         }))
     }
 
-    fn visit_str<E>(self, text: &str) -> Result<Found<T>, E> {
-        Ok(Self::or_other(
-            T::from_str(Cow::Owned(text.to_owned())),
+    fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(or_other(
+            self.0.read_str(Cow::Owned(text.to_owned())),
             || describe_str(text),
         ))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Found<T>, A::Error> {
-        Ok(Self::or_other(T::from_map(map)?, || "an object".to_owned()))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Ok(or_other(self.0.read_map(map)?, || "an object".to_owned()))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Found<T>, A::Error> {
-        Ok(Self::or_other(T::from_seq(seq)?, || "an array".to_owned()))
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Ok(or_other(self.0.read_seq(seq)?, || "an array".to_owned()))
     }
 }
 

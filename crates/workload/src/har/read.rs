@@ -8,17 +8,21 @@
 //! and Chrome's `_resourceType` and `_fromCache`.
 //!
 //! The text is read once by serde into the members of `raw` (borrowed, nothing else
-//! built), then checked entry by entry in a fixed order; a field's path is made only
-//! for its error.
+//! built), each entry checked in a fixed order as soon as it is read, so no tree of
+//! the whole file is ever held; a field's path is made only for its error, and an
+//! error of the JSON itself, anywhere in the file, comes before an entry's.
 
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use serde::de::MapAccess;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess};
 use url::Url;
 
 use super::locate::{JsonPath, line_of};
-use super::raw::{Flag, Found, List, Member, Members, Obj, describe, read_into, skip};
+use super::raw::{
+    Fill, Flag, Found, FoundSeed, List, Member, Members, Obj, Reader, Skip, Want, describe,
+    read_into, skip,
+};
 use super::sniff;
 use crate::WorkloadError;
 
@@ -41,7 +45,7 @@ pub(crate) struct Entry<'a> {
     pub status: u16,
     pub response_headers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
     /// `response.content.mimeType` without its parameters, lowercase.
-    pub response_mime: String,
+    pub response_mime: Cow<'a, str>,
     /// The answer's body when it was recorded and is text.
     pub response_text: Option<Cow<'a, str>>,
     /// `response.bodySize`, bytes, when known (HAR writes -1 when not).
@@ -90,16 +94,86 @@ const MAX_JSON_DEPTH: usize = 128;
 type Str<'a> = Cow<'a, str>;
 type Objects<T> = List<Found<Obj<T>>>;
 
-/// The members of the file the import reads, level by level.
-#[derive(Default)]
-struct RawFile<'a> {
-    log: Member<Obj<RawLog<'a>>>,
+/// The members of the file the import reads, level by level; `log.entries` are
+/// checked one by one as they are read ([`EntryReader`]), so only one entry's members
+/// are ever held.
+struct RawFile<'s, 'a> {
+    source: &'s Source<'s, 'a>,
+    log: Member<RawLog<'s, 'a>>,
 }
 
-#[derive(Default)]
-struct RawLog<'a> {
+struct RawLog<'s, 'a> {
+    source: &'s Source<'s, 'a>,
     creator: Member<Obj<Named<'a>>>,
-    entries: Member<Objects<RawEntry<'a>>>,
+    entries: Member<ReadEntries<'a>>,
+}
+
+/// `log.entries` as read: the entries checked so far, and the first error (the rest
+/// of the file is still read, for an error of its JSON first).
+#[derive(Default)]
+struct ReadEntries<'a> {
+    entries: Vec<Entry<'a>>,
+    other_schemes: Vec<String>,
+    count: usize,
+    error: Option<WorkloadError>,
+}
+
+/// Reads `log.entries`, each entry checked and turned into an [`Entry`] once read.
+struct EntryReader<'s, 'a>(&'s Source<'s, 'a>);
+
+impl<'a> Reader<'a> for EntryReader<'_, 'a> {
+    type Out = ReadEntries<'a>;
+
+    fn read_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<Option<Self::Out>, A::Error> {
+        let mut read = ReadEntries::default();
+        loop {
+            let at = EntryAt(read.count);
+            if read.error.is_some() {
+                if seq.next_element::<Skip>()?.is_none() {
+                    break;
+                }
+            } else {
+                let Some(value) = seq.next_element::<Found<Obj<RawEntry<'a>>>>()? else {
+                    break;
+                };
+                let checked = self.0.required(Some(value), || at.path(&[]), "an object");
+                match checked.and_then(|raw| self.0.entry(raw, at)) {
+                    Ok(Ok(entry)) => read.entries.push(entry),
+                    Ok(Err(scheme)) => read.other_schemes.push(scheme),
+                    Err(err) => read.error = Some(err),
+                }
+            }
+            read.count += 1;
+        }
+        Ok(Some(read))
+    }
+}
+
+/// A `headers` array as (name, value) pairs, read without a list of its records (a
+/// browser records a dozen headers each way): the pairs up to the first record that
+/// is not `{name, value}` strings, and that one with its index, for the error.
+#[derive(Default)]
+struct Pairs<'a> {
+    pairs: Vec<(Str<'a>, Str<'a>)>,
+    bad: Option<(usize, Found<Obj<Named<'a>>>)>,
+}
+
+impl<'a> Want<'a> for Pairs<'a> {
+    fn from_seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut list = Pairs::default();
+        while let Some(record) = seq.next_element::<Found<Obj<Named<'a>>>>()? {
+            match record {
+                _ if list.bad.is_some() => {}
+                Found::Is(Obj(Named {
+                    name: Some(Found::Is(name)),
+                    value: Some(Found::Is(value)),
+                    ..
+                })) => list.pairs.push((name, value)),
+                record => list.bad = Some((list.pairs.len(), record)),
+            }
+        }
+        Ok(Some(list))
+    }
 }
 
 /// Header, cookie and form parameter records alike (`{name, value}`), and the
@@ -125,7 +199,7 @@ struct RawEntry<'a> {
 struct RawRequest<'a> {
     method: Member<Str<'a>>,
     url: Member<Str<'a>>,
-    headers: Member<Objects<Named<'a>>>,
+    headers: Member<Pairs<'a>>,
     cookies: Member<Objects<Named<'a>>>,
     post_data: Member<Obj<RawPostData<'a>>>,
 }
@@ -140,7 +214,7 @@ struct RawPostData<'a> {
 #[derive(Default)]
 struct RawResponse<'a> {
     status: Member<f64>,
-    headers: Member<Objects<Named<'a>>>,
+    headers: Member<Pairs<'a>>,
     cookies: Member<Objects<Named<'a>>>,
     content: Member<Obj<RawContent<'a>>>,
     body_size: Member<f64>,
@@ -153,20 +227,32 @@ struct RawContent<'a> {
     encoding: Member<Str<'a>>,
 }
 
-impl<'de> Members<'de> for RawFile<'de> {
-    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+impl<'a> Members<'a> for RawFile<'_, 'a> {
+    fn member<A: MapAccess<'a>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "log" => read_into(&mut self.log, map),
+            "log" => {
+                let log = RawLog {
+                    source: self.source,
+                    creator: None,
+                    entries: None,
+                };
+                self.log = Some(map.next_value_seed(FoundSeed(Fill(log)))?);
+                Ok(())
+            }
             _ => skip(map),
         }
     }
 }
 
-impl<'de> Members<'de> for RawLog<'de> {
-    fn member<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+impl<'a> Members<'a> for RawLog<'_, 'a> {
+    fn member<A: MapAccess<'a>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "creator" => read_into(&mut self.creator, map),
-            "entries" => read_into(&mut self.entries, map),
+            "entries" => {
+                let entries = map.next_value_seed(FoundSeed(EntryReader(self.source)))?;
+                self.entries = Some(entries);
+                Ok(())
+            }
             _ => skip(map),
         }
     }
@@ -270,8 +356,8 @@ impl<'a> Source<'_, 'a> {
     pub fn read(&self) -> Result<Har<'a>, WorkloadError> {
         let log = self.log()?;
         let entries_path = || JsonPath::default().key("log").key("entries");
-        let list = match log.entries {
-            Some(Found::Is(List(list))) => list,
+        let read = match log.entries {
+            Some(Found::Is(read)) => read,
             Some(other) => return Err(self.fail(&entries_path(), wrong_type("an array", &other))),
             None => {
                 return Err(self.fail(
@@ -280,38 +366,42 @@ impl<'a> Source<'_, 'a> {
                 ));
             }
         };
-        if list.is_empty() {
+        if read.count == 0 {
             return Err(self.fail(
                 &entries_path(),
                 "no entries: the recording holds no request",
             ));
         }
-        let mut har = Har {
-            creator: log.creator.and_then(Found::ok).and_then(creator),
-            entries: Vec::with_capacity(list.len()),
-            other_schemes: Vec::new(),
-        };
-        for (index, value) in list.into_iter().enumerate() {
-            let at = EntryAt(index);
-            let raw = self.required(Some(value), || at.path(&[]), "an object")?;
-            match self.entry(raw, at)? {
-                Ok(entry) => har.entries.push(entry),
-                Err(scheme) => har.other_schemes.push(scheme),
-            }
+        if let Some(err) = read.error {
+            return Err(err);
         }
-        Ok(har)
+        Ok(Har {
+            creator: log.creator.and_then(Found::ok).and_then(creator),
+            entries: read.entries,
+            other_schemes: read.other_schemes,
+        })
     }
 
     /// `log`, or an error saying where the JSON breaks or what the document looks
     /// like instead.
-    fn log(&self) -> Result<RawLog<'a>, WorkloadError> {
-        let root: Found<Obj<RawFile<'a>>> =
-            serde_json::from_str(self.text).map_err(|err| self.not_json(&err))?;
+    fn log<'s>(&'s self) -> Result<RawLog<'s, 'a>, WorkloadError> {
+        let root = FoundSeed(Fill(RawFile {
+            source: self,
+            log: None,
+        }));
+        let mut json = serde_json::Deserializer::from_str(self.text);
+        let root = root
+            .deserialize(&mut json)
+            .and_then(|root| json.end().map(|()| root))
+            .map_err(|err| self.not_json(&err))?;
         match root {
-            Found::Is(Obj(RawFile {
-                log: Some(Found::Is(Obj(log))),
-            })) => Ok(log),
-            Found::Is(Obj(RawFile { log: Some(other) })) => Err(self.fail(
+            Found::Is(RawFile {
+                log: Some(Found::Is(log)),
+                ..
+            }) => Ok(log),
+            Found::Is(RawFile {
+                log: Some(other), ..
+            }) => Err(self.fail(
                 &JsonPath::default().key("log"),
                 wrong_type("an object", &other),
             )),
@@ -459,27 +549,28 @@ impl<'a> Source<'_, 'a> {
     /// whatever they hold).
     fn headers(
         &self,
-        list: Member<Objects<Named<'a>>>,
+        list: Member<Pairs<'a>>,
         at: EntryAt,
         side: &'static str,
     ) -> Result<Vec<(Str<'a>, Str<'a>)>, WorkloadError> {
         let headers_path = || at.path(&[side, "headers"]);
-        let Some(List(list)) = self.optional(list, headers_path, "an array")? else {
+        let Some(Pairs { pairs, bad }) = self.optional(list, headers_path, "an array")? else {
             return Ok(Vec::new());
         };
-        let mut headers = Vec::with_capacity(list.len());
-        for (i, header) in list.into_iter().enumerate() {
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if side == "request" && !name.starts_with(':') {
+                crate::target::check_header(name, value)
+                    .map_err(|reason| self.fail(&headers_path().index(i), reason))?;
+            }
+        }
+        if let Some((i, header)) = bad {
+            // The first record that is not two strings: one of these fails.
             let header_path = || headers_path().index(i);
             let Obj(header) = self.required(Some(header), header_path, "an object")?;
-            let name = self.required(header.name, || header_path().key("name"), "a string")?;
-            let value = self.required(header.value, || header_path().key("value"), "a string")?;
-            if side == "request" && !name.starts_with(':') {
-                crate::target::check_header(&name, &value)
-                    .map_err(|reason| self.fail(&header_path(), reason))?;
-            }
-            headers.push((name, value));
+            self.required(header.name, || header_path().key("name"), "a string")?;
+            self.required(header.value, || header_path().key("value"), "a string")?;
         }
-        Ok(headers)
+        Ok(pairs)
     }
 
     /// `postData`: its text, or a form rebuilt from its `params` when the tool left
@@ -507,15 +598,15 @@ impl<'a> Source<'_, 'a> {
         &self,
         content: Member<Obj<RawContent<'a>>>,
         at: EntryAt,
-    ) -> Result<(String, Option<Str<'a>>), WorkloadError> {
+    ) -> Result<(Str<'a>, Option<Str<'a>>), WorkloadError> {
         let content_path = || at.path(&["response", "content"]);
         let Some(Obj(content)) = self.optional(content, content_path, "an object")? else {
-            return Ok((String::new(), None));
+            return Ok((Cow::Borrowed(""), None));
         };
         let mime = content
             .mime_type
             .and_then(Found::ok)
-            .map(|mime| bare_mime(&mime))
+            .map(bare_mime)
             .unwrap_or_default();
         let text = content.text.and_then(Found::ok);
         let base64 = content.encoding.and_then(Found::ok).as_deref() == Some("base64");
@@ -626,13 +717,18 @@ fn form_from_params(params: Member<Objects<Named<'_>>>) -> Option<String> {
     (!form.is_empty()).then_some(form)
 }
 
-/// `application/json; charset=utf-8` -> `application/json`.
-pub(super) fn bare_mime(mime: &str) -> String {
-    mime.split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
+/// `application/json; charset=utf-8` -> `application/json`; borrowed when it was
+/// lowercase (every entry has one).
+pub(super) fn bare_mime<'a>(mime: impl Into<Cow<'a, str>>) -> Cow<'a, str> {
+    fn bare(mime: &str) -> &str {
+        mime.split(';').next().unwrap_or_default().trim()
+    }
+    match mime.into() {
+        Cow::Borrowed(mime) if !bare(mime).bytes().any(|b| b.is_ascii_uppercase()) => {
+            Cow::Borrowed(bare(mime))
+        }
+        mime => Cow::Owned(bare(&mime).to_ascii_lowercase()),
+    }
 }
 
 /// An ISO 8601 date and time (`2024-05-01T10:00:00.123+02:00`, `Z`, or no zone as

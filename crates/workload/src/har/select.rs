@@ -156,7 +156,7 @@ pub(super) fn host_label(url: &Url) -> String {
 
 /// Whether an entry is a static asset.
 pub(super) fn is_static(entry: &Entry<'_>) -> bool {
-    let mime = entry.response_mime.as_str();
+    let mime = entry.response_mime.as_ref();
     let static_mime = ["image/", "font/", "audio/", "video/"]
         .iter()
         .any(|prefix| mime.starts_with(prefix))
@@ -237,7 +237,7 @@ pub(super) mod tests {
             body_mime: None,
             status,
             response_headers: Vec::new(),
-            response_mime: mime.to_owned(),
+            response_mime: mime.to_owned().into(),
             response_text: None,
             body_size: None,
             resource_type: None,
