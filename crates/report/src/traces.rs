@@ -83,7 +83,7 @@ pub struct TracedRequest {
 
 /// Judges the exemplars of the inputs (merged ids, `tables`'), once: `None` when no
 /// input was traced and neither a link nor a store was asked for. With a `store`, reads
-/// the chosen traces back from it ([`crate::span_breakdown`]).
+/// the chosen traces back from it (see `span_breakdown.rs`).
 pub fn judge_traces(
     exemplars: &[Exemplar],
     summaries: &[SourceSummary],
