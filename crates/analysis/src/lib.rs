@@ -42,8 +42,8 @@ pub use slo::{
     judge, parse_percentile,
 };
 pub use spans::{
-    Arrived, Fetched, OUTSIDE, OperationTime, Span, SpanBreakdown, SpanJudgement, TracedCall,
-    judge_spans,
+    Arrived, Fetched, OUTSIDE, OperationTime, SLOW_FACTOR, Span, SpanBreakdown, SpanJudgement,
+    TracedCall, judge_spans,
 };
 
 /// What can go wrong turning user input into analysis settings.

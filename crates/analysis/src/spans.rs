@@ -104,6 +104,11 @@ impl OperationTime {
     }
 }
 
+/// A slow traced request is compared only when its latency is at least this many times
+/// the typical ones' median: the collector keeps the slowest requests of every second,
+/// and those of a calm second are typical themselves, so they would blur the comparison.
+pub const SLOW_FACTOR: u64 = 3;
+
 /// Judges the slow requests' traces against the typical ones' (each as asked, in any
 /// order).
 pub fn judge_spans(slow: &[TracedCall], typical: &[TracedCall]) -> SpanJudgement {
@@ -119,7 +124,9 @@ pub fn judge_spans(slow: &[TracedCall], typical: &[TracedCall]) -> SpanJudgement
         counts: Some(arrived),
     };
     if arrived.slow_asked == 0 {
-        return not_judged("no slow traced request was kept".to_owned());
+        return not_judged(format!(
+            "no traced request took {SLOW_FACTOR}x the typical ones' median latency or more"
+        ));
     }
     if arrived.slow_found == 0 {
         return not_judged(format!(
@@ -338,7 +345,7 @@ mod tests {
         );
         // (slow, typical, what the reason says)
         let rows = [
-            (vec![], found(&[(1, 1)], 1), "no slow traced request"),
+            (vec![], found(&[(1, 1)], 1), "no traced request took 3x"),
             (
                 vec![missing(), missing()],
                 found(&[(1, 1)], 1),

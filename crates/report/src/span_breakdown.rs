@@ -48,17 +48,20 @@ impl PartialEq for TraceStoreHandle {
 
 /// Reads the chosen traces back from `store` and judges where the slow ones' time went.
 pub fn where_time_went(exemplars: &[Exemplar], store: &dyn TraceStore) -> SpanJudgement {
-    let mut slow: Vec<&Exemplar> = of_kind(exemplars, ExemplarKind::Slow).collect();
-    slow.sort_by_key(|e| (std::cmp::Reverse(e.latency_ns), e.intended_unix_ns));
-    slow.truncate(SLOW_FETCHED);
     let mut typical: Vec<&Exemplar> = of_kind(exemplars, ExemplarKind::Typical).collect();
     typical.sort_by_key(|e| (e.latency_ns, e.intended_unix_ns));
+    let typical_median_ns = typical.get(typical.len() / 2).map_or(0, |e| e.latency_ns);
     let from = (typical.len() / 2).saturating_sub(TYPICAL_FETCHED / 2);
     let typical: Vec<&Exemplar> = typical
         .into_iter()
         .skip(from)
         .take(TYPICAL_FETCHED)
         .collect();
+    let mut slow: Vec<&Exemplar> = of_kind(exemplars, ExemplarKind::Slow)
+        .filter(|e| e.latency_ns >= analysis::SLOW_FACTOR.saturating_mul(typical_median_ns))
+        .collect();
+    slow.sort_by_key(|e| (std::cmp::Reverse(e.latency_ns), e.intended_unix_ns));
+    slow.truncate(SLOW_FETCHED);
     let ids: Vec<String> = (slow.iter().chain(&typical))
         .map(|e| e.trace_id.clone())
         .collect();
@@ -307,7 +310,7 @@ mod tests {
             (
                 false,
                 Vec::new(),
-                "not judged: no slow traced request was kept",
+                "not judged: no traced request took 3x the typical ones' median latency or more",
             ),
         ];
         for (down, exemplars, want) in rows {
