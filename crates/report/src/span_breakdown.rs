@@ -299,6 +299,45 @@ mod tests {
     }
 
     #[test]
+    fn a_calm_second_s_slowest_are_not_compared() {
+        // Typical requests take 1..=60 ms (median 31 ms, so 93 ms is 3x). Slow exemplars
+        // 1001..=1040 take (n - 1000) * `step_ms`: (step, the slow ones asked for).
+        let rows: [(u64, Vec<u64>); 3] = [
+            (3, (1031..=1040).rev().collect()),
+            (5, (1021..=1040).rev().collect()),
+            (2, Vec::new()),
+        ];
+        for (step_ms, want_slow) in rows {
+            let mut exemplars: Vec<Exemplar> = (1001..=1040)
+                .map(|n| exemplar(ExemplarKind::Slow, n, (n - 1000) * step_ms))
+                .collect();
+            exemplars.extend((1..=60).map(|n| exemplar(ExemplarKind::Typical, n, n)));
+            let store = FakeStore {
+                missing: Vec::new(),
+                down: false,
+                asked: Mutex::new(Vec::new()),
+            };
+            let judgement = where_time_went(&exemplars, &store);
+            let asked: Vec<u64> = (store.asked.lock().unwrap().iter())
+                .map(|id| u64::from_str_radix(id, 16).unwrap())
+                .collect();
+            let mut want = want_slow.clone();
+            want.extend(21..41);
+            assert_eq!(asked, want, "step {step_ms} ms");
+            match judgement {
+                SpanJudgement::NotJudged { reason, .. } => {
+                    assert!(want_slow.is_empty(), "{reason}");
+                    assert!(
+                        reason.contains("took 3x the typical ones' median"),
+                        "{reason}"
+                    );
+                }
+                SpanJudgement::Judged(_) => assert!(!want_slow.is_empty()),
+            }
+        }
+    }
+
+    #[test]
     fn a_store_that_fails_is_not_judged_naming_it() {
         // (store down, exemplars, what the text says)
         let rows = [

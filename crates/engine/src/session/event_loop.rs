@@ -318,6 +318,11 @@ mod tests {
             };
             runner.submit(job).unwrap();
         }
+        // A thread names itself once it runs: wait for the loop's name to show.
+        let named = Instant::now();
+        while session_threads() == 0 && named.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(session_threads(), 1, "one loop thread, not one per session");
         let started = Instant::now();
         for _ in 0..sessions {
