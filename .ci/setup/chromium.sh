@@ -6,15 +6,15 @@
 # LOADLAB_REQUIRE_BROWSER=1 makes the browser test fail, not skip, without chromium, so
 # CI never passes by silently skipping it.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_chromium_setup() {
     local need=()
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
     [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
     if [ "${#need[@]}" -gt 0 ]; then
-        echo "installing: ${need[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+        loadlab_apt_install "${need[@]}"
     fi
     chromium --version
 }

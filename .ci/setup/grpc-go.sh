@@ -11,6 +11,9 @@
 # `replace` lines dropped, and built against the published grpc.
 # LOADLAB_REQUIRE_GRPC_GO=1 makes the tests fail, not skip, without the servers.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_grpc_go_setup() {
     local dir="${LOADLAB_GRPC_GO:-$HOME/.cache/loadlab/grpc-go}"
     if [ -x "$dir/bin/greeter_server" ] && [ -x "$dir/bin/route_guide_server" ] \
@@ -19,26 +22,14 @@ loadlab_grpc_go_setup() {
         echo "grpc-go examples: $dir"
         return 0
     fi
-    if ! command -v go >/dev/null 2>&1; then
-        if [ -x /usr/local/go/bin/go ]; then
-            export PATH="$PATH:/usr/local/go/bin"
-        else
-            echo "installing: golang-go"
-            export DEBIAN_FRONTEND=noninteractive
-            apt-get update -qq
-            apt-get install -y -qq --no-install-recommends golang-go >/dev/null
-        fi
-    fi
+    loadlab_need_go || return 1
     local work
     work="$(mktemp -d)"
     (
         set -e
         cd "$work"
         export GOFLAGS=-mod=mod
-        local module
-        module="$(go mod download -json google.golang.org/grpc/examples@latest | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-        cp -r "$module" examples
-        chmod -R u+w examples
+        loadlab_go_module_copy google.golang.org/grpc/examples@latest examples
         cd examples
         sed -i '/^replace /d; /=> \.\./d' go.mod
         mkdir -p "$dir/bin" "$dir/proto"

@@ -6,14 +6,13 @@
 # (`source .ci/setup/gunicorn.sh`). Idempotent: installs Debian's packages only when
 # missing. LOADLAB_REQUIRE_GUNICORN=1 makes the test fail, not skip, without them.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_gunicorn_setup() {
     if ! command -v gunicorn >/dev/null 2>&1 \
         || ! python3 -c 'import psycopg, psycopg_pool' >/dev/null 2>&1; then
-        echo "installing: gunicorn python3-psycopg python3-psycopg-pool"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends gunicorn python3-psycopg \
-            python3-psycopg-pool >/dev/null
+        loadlab_apt_install gunicorn python3-psycopg python3-psycopg-pool
     fi
     gunicorn --version
 }

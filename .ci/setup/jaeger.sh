@@ -7,6 +7,9 @@
 # without it). On a fresh cache the build takes several minutes (see docs/TRACES.md).
 # Idempotent: builds only when the binary of the pinned version is missing.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 # Jaeger v2's releases are also tagged v1.x, the Go module's versions: pinned here.
 LOADLAB_JAEGER_VERSION=v1.76.0
 
@@ -17,29 +20,16 @@ loadlab_jaeger_setup() {
         echo "jaeger: $bin"
         return 0
     fi
-    if ! command -v go >/dev/null 2>&1; then
-        if [ -x /usr/local/go/bin/go ]; then
-            export PATH="$PATH:/usr/local/go/bin"
-        else
-            echo "installing: golang-go"
-            export DEBIAN_FRONTEND=noninteractive
-            apt-get update -qq
-            apt-get install -y -qq --no-install-recommends golang-go >/dev/null
-        fi
-    fi
-    # `go install pkg@version` refuses a module whose go.mod has `replace` lines
-    # (jaeger pins sarama so), so the module is copied out of the module cache and
-    # built as the main module, its go.mod as published.
+    loadlab_need_go || return 1
+    # jaeger's go.mod pins sarama with a `replace` line, so the module is built as the
+    # main module (loadlab_go_module_copy), its go.mod as published.
     local work
     work="$(mktemp -d)"
     (
         set -e
         cd "$work"
         export GOFLAGS=-mod=mod
-        local module
-        module="$(go mod download -json "github.com/jaegertracing/jaeger@$LOADLAB_JAEGER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-        cp -r "$module" jaeger
-        chmod -R u+w jaeger
+        loadlab_go_module_copy "github.com/jaegertracing/jaeger@$LOADLAB_JAEGER_VERSION" jaeger
         cd jaeger
         mkdir -p "$dir/$LOADLAB_JAEGER_VERSION"
         go build -o "$bin" ./cmd/jaeger

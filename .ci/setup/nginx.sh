@@ -7,12 +7,12 @@
 # The package's own service (on :80) is not needed; where systemd runs, it is stopped.
 # LOADLAB_REQUIRE_NGINX=1 makes the tests fail, not skip, without the binary.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_nginx_setup() {
     if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-        echo "installing: nginx-light"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends nginx-light >/dev/null
+        loadlab_apt_install nginx-light
     fi
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
         systemctl stop nginx || true

@@ -10,14 +10,14 @@
 #
 # PostgreSQL refuses to run as root: the cluster belongs to the `postgres` user.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_postgres_setup() {
     local data=/var/tmp/loadlab-postgres
     local password=loadlab-test
     if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
-        echo "installing: postgresql"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+        loadlab_apt_install postgresql
     fi
     local bin
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)

@@ -9,12 +9,12 @@
 # stopped so it holds no port. LOADLAB_REQUIRE_PROMETHEUS=1 makes the test fail, not
 # skip, without the binary, so CI never passes by skipping it.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_prometheus_setup() {
     if ! command -v prometheus >/dev/null 2>&1; then
-        echo "installing: prometheus"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+        loadlab_apt_install prometheus
     fi
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
         systemctl stop prometheus || true

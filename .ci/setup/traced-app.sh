@@ -9,6 +9,9 @@
 # fails, not skips, without the venv). PostgreSQL comes from .ci/setup/postgres.sh,
 # Jaeger from .ci/setup/jaeger.sh.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 LOADLAB_TRACED_APP_PINS="flask==3.1.3 gunicorn==27.0.1 psycopg[binary]==3.3.9 psycopg-pool==3.3.3 \
 opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 opentelemetry-exporter-otlp-proto-http==1.45.1 \
 opentelemetry-instrumentation-flask==0.66b1 opentelemetry-instrumentation-psycopg==0.66b1"
@@ -20,16 +23,8 @@ loadlab_traced_app_setup() {
         echo "traced app venv: $venv"
         return 0
     fi
-    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
-        echo "installing: python3-venv"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv" || return 1
     # shellcheck disable=SC2086 # the pins are words
-    "$venv/bin/pip" install -q --disable-pip-version-check $LOADLAB_TRACED_APP_PINS || return 1
+    loadlab_python_venv "$venv" $LOADLAB_TRACED_APP_PINS || return 1
     printf '%s' "$LOADLAB_TRACED_APP_PINS" >"$stamp"
     echo "traced app venv built: $venv"
 }

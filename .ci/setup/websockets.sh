@@ -6,21 +6,16 @@
 # Idempotent: installs only when the venv cannot import it.
 # LOADLAB_REQUIRE_WEBSOCKETS=1 makes the tests fail, not skip, without it.
 
+# shellcheck source=.ci/setup/common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
 loadlab_websockets_setup() {
     local dir="${LOADLAB_WEBSOCKETS:-$HOME/.cache/loadlab/websockets}"
     if "$dir/bin/python" -c 'import websockets.asyncio.server' >/dev/null 2>&1; then
         echo "websockets: $dir ($("$dir/bin/python" -c 'import websockets; print(websockets.__version__)'))"
         return 0
     fi
-    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
-        echo "installing: python3-venv"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-    fi
-    python3 -m venv "$dir" \
-        && "$dir/bin/pip" install --quiet --disable-pip-version-check 'websockets>=14,<18' \
-        && echo "websockets installed: $dir"
+    loadlab_python_venv "$dir" 'websockets>=14,<18' && echo "websockets installed: $dir"
 }
 
 loadlab_websockets_setup
