@@ -38,6 +38,13 @@ mod watch;
 
 use std::process::ExitCode;
 
+/// mimalloc, not glibc's malloc: the importers and report's fold allocate and free
+/// millions of small strings, where glibc's free and consolidation cost a quarter of the
+/// time (bench/flows/har_import.py); the engine's per-request path does not allocate.
+/// Its transparent huge pages are turned off in `main`.
+#[global_allocator]
+static GLOBAL_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// loadlab: load testing and capacity lab.
@@ -88,6 +95,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // mimalloc asks for transparent huge pages, then purges and refaults them, so the
+    // kernel zeroed 2 MiB at a time: a third of a HAR import's CPU went to clearing pages.
+    // Best effort: a kernel without the flag keeps its huge pages.
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
     let args = match flags::normalize_long_flags(&Cli::command(), std::env::args_os().collect()) {
         Ok(args) => args,
         Err(usage) => {
