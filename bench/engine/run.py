@@ -17,9 +17,10 @@ body; every generator pinned to CPU 0. Figures:
 
   0. With --baseline BIN (another loadlab build, e.g. the last release): CPU per request and
      send lag of both builds at 20k and 50k req/s, alternating, three rounds each, medians
-     and ratios: how a change (a refactor, say) shows "the same figures within noise".
+     and ratios: how a change (a refactor, say) shows "the same figures within noise";
+     --baseline-only runs this section alone.
 
-Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...] [--baseline BIN] [--trace-only]
+Usage: bench/engine/run.py [--seconds N] [--long-seconds N] [--rates 50000,100000,...] [--baseline BIN [--baseline-only]] [--trace-only]
 Installs wrk and nginx-light with apt-get when missing; vegeta via bench/lib/vegeta.sh.
 Everything goes to loopback. Output: a table with goals and ratios.
 """
@@ -44,8 +45,11 @@ def main():
     parser.add_argument("--long-seconds", type=int, default=60)
     parser.add_argument("--rates", default="50000,60000,70000,75000,80000,90000,100000,150000")
     parser.add_argument("--baseline", help="another loadlab binary to measure beside this build")
+    parser.add_argument("--baseline-only", action="store_true", help="only section 0, this build vs --baseline")
     parser.add_argument("--trace-only", action="store_true", help="only section 6, the cost of -trace")
     args = parser.parse_args()
+    if args.baseline_only and not args.baseline:
+        parser.error("--baseline-only needs --baseline BIN")
     os.makedirs(OUT, exist_ok=True)
     ensure_packages()
     print("== building loadlab (release)", flush=True)
@@ -65,6 +69,8 @@ def run_all(url, args):
         return
     if args.baseline:
         against_baseline(url, args.baseline, s)
+        if args.baseline_only:
+            return
     print(f"== 1. CPU per request ({s}s each; generators on CPU {GENERATOR_CPU}, nginx on CPU {SERVER_CPU})", flush=True)
     peers = [wrk(url, s), loadlab(url, 20000, s)]
     peers += [p for p in (vegeta(url, 10000, s), hey(url, s)) if p]
