@@ -716,3 +716,192 @@ fn bad_grpc_recipes_name_the_file_and_field() {
         assert!(err.contains(want), "{recipe}:\n want {want}\n in {err}");
     }
 }
+
+/// A login token no JSON template survives (quotes, braces), as JSON text and as
+/// the value it holds.
+const HOSTILE_TOKEN: (&str, &str) = (
+    r#"a\"}, \"name\": 7, \"x\": {\"b"#,
+    r#"a"}, "name": 7, "x": {"b"#,
+);
+
+/// Runs the flow scenario file `scenarios` (4 flows in a second), recording to
+/// `records`; the report's JSON.
+fn run_flow(scenarios: &Path, records: &Path) -> serde_json::Value {
+    let output = loadlab()
+        .args(["attack", "-scenarios"])
+        .arg(scenarios)
+        .arg("-output")
+        .arg(records)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    serde_json::from_str(&report(records, "json")).unwrap()
+}
+
+/// Each check's passes and failures, by its full name.
+fn checks_of(value: &serde_json::Value) -> std::collections::BTreeMap<String, (u64, u64)> {
+    value["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no checks: {value}"))
+        .iter()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap().to_owned();
+            (
+                name,
+                (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_flow_logs_in_over_http_and_calls_the_simulators_grpc_methods_with_its_token() {
+    // One simulator on one port: the login over HTTP/1.1, the calls over h2c.
+    let (tmp, _proto, recipe) = sim_files(&format!(
+        r#"[{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {{"message": "hi", "n": 7}}}}}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {{"message": "hi", "n": 7}},
+                       "stream": {{"count": 3, "every": "1ms"}}}}}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}}]"#,
+        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let sim = Simulate::start(&recipe);
+    let port = sim.port;
+    let scenarios = tmp.path().join("flow.toml");
+    std::fs::write(
+        &scenarios,
+        format!(
+            r#"[[scenario]]
+name = "grpc"
+rate = "4/1s"
+duration = "1s"
+proto = ["sim.proto"]
+
+[[scenario.step]]
+name = "login"
+request = "POST http://127.0.0.1:{port}/login"
+extract = {{ token = "json $.token" }}
+checks = ["status 200"]
+
+[[scenario.step]]
+name = "hello"
+request = """
+GRPC 127.0.0.1:{port} sim.Greeter/SayHello
+authorization: Bearer {{{{token}}}}
+grpc-timeout: 5s
+"""
+body = '{{"name": "{{{{token}}}}"}}'
+extract = {{ said = "json $.message" }}
+checks = ["grpc OK", "json $.n = 7", "json $.message = hi"]
+
+[[scenario.step]]
+name = "many"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/SayMany"
+body = '{{"name": "{{{{said}}}} {{{{token}}}}"}}'
+checks = ["grpc = OK", "json $[2].n = 7", "json $[3] exists"]
+
+[[scenario.step]]
+name = "refused"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/Refuse"
+checks = ["grpc PERMISSION_DENIED", "grpc OK"]
+"#
+        ),
+    )
+    .unwrap();
+    let value = run_flow(&scenarios, &tmp.path().join("flow.llr"));
+    assert_eq!(value["requests"], 16, "{value}");
+    let checks = checks_of(&value);
+    let want: std::collections::BTreeMap<String, (u64, u64)> = [
+        ("login: status 200", (4, 0)),
+        ("hello: grpc OK", (4, 0)),
+        ("hello: json $.n = 7", (4, 0)),
+        ("hello: json $.message = hi", (4, 0)),
+        ("many: grpc = OK", (4, 0)),
+        ("many: json $[2].n = 7", (4, 0)),
+        ("many: json $[3] exists", (0, 4)),
+        ("refused: grpc PERMISSION_DENIED", (4, 0)),
+        ("refused: grpc OK", (0, 4)),
+    ]
+    .into_iter()
+    .map(|(name, counts)| (name.to_owned(), counts))
+    .collect();
+    assert_eq!(checks, want, "{value}");
+    assert_eq!(value["status_codes"]["OK"], 8, "{value}");
+    assert_eq!(value["status_codes"]["200"], 4, "{value}");
+    assert_eq!(value["status_codes"]["PERMISSION_DENIED"], 4, "{value}");
+    // The login over HTTP/1.1, the calls over h2c, to the one port.
+    let records = loadlab()
+        .args(["encode", "-to=json"])
+        .arg(tmp.path().join("flow.llr"))
+        .output()
+        .unwrap();
+    for line in text(&records.stdout).lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let want = if record["step"] == "login" {
+            serde_json::Value::Null
+        } else {
+            "h2".into()
+        };
+        assert_eq!(record["protocol"], want, "{line}");
+    }
+}
+
+#[test]
+fn a_flow_calls_grpc_gos_greeter_with_a_hostile_token_in_its_message_and_metadata() {
+    let Some(dir) = grpc_go() else { return };
+    let greeter = Server::start(&dir, "greeter_server");
+    let reflecting = Server::start(&dir, "reflection_server");
+    let (tmp, _proto, recipe) = sim_files(&format!(
+        r#"[{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}}]"#,
+        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let sim = Simulate::start(&recipe);
+    let proto = dir.join("proto/helloworld.proto");
+    // The greeter answers "Hello " and the name: the token comes back whole, the
+    // message's one string field, however it is made.
+    let said = serde_json::to_string(&format!("Hello {}", HOSTILE_TOKEN.1)).unwrap();
+    let scenarios = tmp.path().join("flow.toml");
+    std::fs::write(
+        &scenarios,
+        format!(
+            r#"[[scenario]]
+name = "greet"
+rate = "4/1s"
+duration = "1s"
+
+[[scenario.step]]
+name = "login"
+request = "POST http://127.0.0.1:{}/login"
+extract = {{ token = "json $.token" }}
+
+[[scenario.step]]
+name = "by proto"
+proto = [{proto:?}]
+request = "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\nx-token: {{{{token}}}}"
+body = '{{"name": "{{{{token}}}}"}}'
+extract = {{ said = "json $.message" }}
+checks = ["grpc OK", '''json $.message = {said}''']
+
+[[scenario.step]]
+name = "by reflection"
+request = "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello"
+body = '{{"name": "{{{{said}}}}"}}'
+checks = ["grpc OK", "body contains Hello Hello a"]
+"#,
+            sim.port, greeter.port, reflecting.port
+        ),
+    )
+    .unwrap();
+    let value = run_flow(&scenarios, &tmp.path().join("greet.llr"));
+    assert_eq!(value["requests"], 12, "{value}");
+    assert_eq!(value["success"], 1.0, "{value}");
+    let checks = checks_of(&value);
+    assert!(
+        checks
+            .values()
+            .all(|&(passes, fails)| passes == 4 && fails == 0)
+            && checks.len() == 4,
+        "{checks:?}"
+    );
+}
