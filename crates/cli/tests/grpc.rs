@@ -905,3 +905,84 @@ checks = ["grpc OK", "body contains Hello Hello a"]
         "{checks:?}"
     );
 }
+
+#[test]
+fn search_and_run_take_the_proto_of_a_method_reflection_does_not_know() {
+    // The simulator serves sim.Greeter/SayHello at another path: its reflection knows
+    // sim.Greeter only, so a call of other.Svc/Call needs -proto.
+    let (tmp, _proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {"message": "hi"}},
+             "route": "/other.Svc/Call"}]"#,
+    );
+    std::fs::write(
+        tmp.path().join("other.proto"),
+        "syntax = \"proto3\";\npackage other;\nservice Svc { rpc Call (Q) returns (Q) {} }\nmessage Q { string name = 1; }\n",
+    )
+    .unwrap();
+    let sim = Simulate::start(&recipe);
+    let targets = tmp.path().join("targets.txt");
+    std::fs::write(
+        &targets,
+        format!(
+            "GRPC 127.0.0.1:{} other.Svc/Call\n{{\"name\": \"x\"}}\n",
+            sim.port
+        ),
+    )
+    .unwrap();
+    let search = |folder: &str, proto: &[&str]| {
+        loadlab()
+            .current_dir(tmp.path())
+            .args(["search", "-targets", "targets.txt", "-rates", "20"])
+            .args(["-step-duration", "500ms", "-warmup", "0s", "-quiet"])
+            .args(["-output", folder])
+            .args(proto)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let without = search("without", &[]);
+    assert!(
+        text(&without.stderr).contains("does not serve other.Svc by reflection"),
+        "{}",
+        text(&without.stderr)
+    );
+    let found = search("found", &["-proto", "other.proto"]);
+    assert!(found.status.success(), "{}", text(&found.stderr));
+    let summary = std::fs::read_to_string(tmp.path().join("found/summary.md")).unwrap();
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.contains("| 20/s |") && l.contains("| pass |")),
+        "{summary}"
+    );
+    // The plan written names the .proto by its absolute path; without it, `run`
+    // takes -proto from where it runs.
+    let plan = std::fs::read_to_string(tmp.path().join("found/plan.toml")).unwrap();
+    let named = format!(
+        "proto = [{:?}]",
+        tmp.path().join("other.proto").display().to_string()
+    );
+    assert!(plan.contains(&named), "{plan}");
+    let bare = tmp.path().join("bare.toml");
+    std::fs::write(&bare, plan.replace(&named, "")).unwrap();
+    let rerun = |folder: &str, proto: &[&str]| {
+        loadlab()
+            .current_dir(tmp.path())
+            .args(["run", "bare.toml", "-quiet", "-output", folder])
+            .args(proto)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = rerun("refused", &[]);
+    assert!(
+        !refused.status.success()
+            && text(&refused.stderr).contains("does not serve other.Svc by reflection"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let again = rerun("again", &["-proto", "other.proto"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let summary = std::fs::read_to_string(tmp.path().join("again/summary.md")).unwrap();
+    assert!(summary.contains("| pass |"), "{summary}");
+}
