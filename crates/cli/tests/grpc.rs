@@ -724,19 +724,47 @@ const HOSTILE_TOKEN: (&str, &str) = (
     r#"a"}, "name": 7, "x": {"b"#,
 );
 
-/// Runs the flow scenario file `scenarios` (4 flows in a second), recording to
-/// `records`; the report's JSON.
-fn run_flow(scenarios: &Path, records: &Path) -> serde_json::Value {
+/// The simulator's login route: it answers [`HOSTILE_TOKEN`].
+fn login_route() -> String {
+    format!(
+        r#"{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}}"#,
+        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+/// Runs 4 flows in a second of a scenario with `keys`: a login at `login_port` that
+/// extracts its token, then `steps`; records into `dir`. The report's JSON.
+fn run_flow(dir: &Path, keys: &str, login_port: u16, steps: &str) -> serde_json::Value {
+    let scenarios = dir.join("flow.toml");
+    let records = dir.join("flow.llr");
+    std::fs::write(
+        &scenarios,
+        format!(
+            r#"[[scenario]]
+name = "flow"
+rate = "4/1s"
+duration = "1s"
+{keys}
+
+[[scenario.step]]
+name = "login"
+request = "POST http://127.0.0.1:{login_port}/login"
+extract = {{ token = "json $.token" }}
+checks = ["status 200"]
+{steps}"#
+        ),
+    )
+    .unwrap();
     let output = loadlab()
         .args(["attack", "-scenarios"])
-        .arg(scenarios)
+        .arg(&scenarios)
         .arg("-output")
-        .arg(records)
+        .arg(&records)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    serde_json::from_str(&report(records, "json")).unwrap()
+    serde_json::from_str(&report(&records, "json")).unwrap()
 }
 
 /// Each check's passes and failures, by its full name.
@@ -759,31 +787,17 @@ fn checks_of(value: &serde_json::Value) -> std::collections::BTreeMap<String, (u
 fn a_flow_logs_in_over_http_and_calls_the_simulators_grpc_methods_with_its_token() {
     // One simulator on one port: the login over HTTP/1.1, the calls over h2c.
     let (tmp, _proto, recipe) = sim_files(&format!(
-        r#"[{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}},
+        r#"[{},
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {{"message": "hi", "n": 7}}}}}},
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {{"message": "hi", "n": 7}},
                        "stream": {{"count": 3, "every": "1ms"}}}}}},
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}}]"#,
-        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
+        login_route()
     ));
     let sim = Simulate::start(&recipe);
     let port = sim.port;
-    let scenarios = tmp.path().join("flow.toml");
-    std::fs::write(
-        &scenarios,
-        format!(
-            r#"[[scenario]]
-name = "grpc"
-rate = "4/1s"
-duration = "1s"
-proto = ["sim.proto"]
-
-[[scenario.step]]
-name = "login"
-request = "POST http://127.0.0.1:{port}/login"
-extract = {{ token = "json $.token" }}
-checks = ["status 200"]
-
+    let steps = format!(
+        r#"
 [[scenario.step]]
 name = "hello"
 request = """
@@ -806,10 +820,8 @@ name = "refused"
 request = "GRPC 127.0.0.1:{port} sim.Greeter/Refuse"
 checks = ["grpc PERMISSION_DENIED", "grpc OK"]
 "#
-        ),
-    )
-    .unwrap();
-    let value = run_flow(&scenarios, &tmp.path().join("flow.llr"));
+    );
+    let value = run_flow(tmp.path(), "proto = [\"sim.proto\"]", port, &steps);
     assert_eq!(value["requests"], 16, "{value}");
     let checks = checks_of(&value);
     let want: std::collections::BTreeMap<String, (u64, u64)> = [
@@ -852,29 +864,14 @@ fn a_flow_calls_grpc_gos_greeter_with_a_hostile_token_in_its_message_and_metadat
     let Some(dir) = grpc_go() else { return };
     let greeter = Server::start(&dir, "greeter_server");
     let reflecting = Server::start(&dir, "reflection_server");
-    let (tmp, _proto, recipe) = sim_files(&format!(
-        r#"[{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}}]"#,
-        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
-    ));
+    let (tmp, _proto, recipe) = sim_files(&format!("[{}]", login_route()));
     let sim = Simulate::start(&recipe);
     let proto = dir.join("proto/helloworld.proto");
     // The greeter answers "Hello " and the name: the token comes back whole, the
     // message's one string field, however it is made.
     let said = serde_json::to_string(&format!("Hello {}", HOSTILE_TOKEN.1)).unwrap();
-    let scenarios = tmp.path().join("flow.toml");
-    std::fs::write(
-        &scenarios,
-        format!(
-            r#"[[scenario]]
-name = "greet"
-rate = "4/1s"
-duration = "1s"
-
-[[scenario.step]]
-name = "login"
-request = "POST http://127.0.0.1:{}/login"
-extract = {{ token = "json $.token" }}
-
+    let steps = format!(
+        r#"
 [[scenario.step]]
 name = "by proto"
 proto = [{proto:?}]
@@ -889,11 +886,9 @@ request = "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello"
 body = '{{"name": "{{{{said}}}}"}}'
 checks = ["grpc OK", "body contains Hello Hello a"]
 "#,
-            sim.port, greeter.port, reflecting.port
-        ),
-    )
-    .unwrap();
-    let value = run_flow(&scenarios, &tmp.path().join("greet.llr"));
+        greeter.port, reflecting.port
+    );
+    let value = run_flow(tmp.path(), "", sim.port, &steps);
     assert_eq!(value["requests"], 12, "{value}");
     assert_eq!(value["success"], 1.0, "{value}");
     let checks = checks_of(&value);
@@ -901,7 +896,7 @@ checks = ["grpc OK", "body contains Hello Hello a"]
         checks
             .values()
             .all(|&(passes, fails)| passes == 4 && fails == 0)
-            && checks.len() == 4,
+            && checks.len() == 5,
         "{checks:?}"
     );
 }
