@@ -257,14 +257,6 @@ pub struct AttackArgs {
     // Last: its help heading holds for the flags after it.
     #[command(flatten)]
     replay: ReplayArgs,
-    /// A .proto file of the gRPC targets' services (`GRPC HOST:PORT pkg.Service/Method`
-    /// targets), compiled in process; repeatable (see docs/GRPC.md)
-    #[arg(long, value_name = "FILE", help_heading = "Protocols")]
-    proto: Vec<String>,
-    /// A directory the .proto files' imports are looked up in (then each file's own
-    /// directory); repeatable
-    #[arg(long, value_name = "DIR", help_heading = "Protocols")]
-    import_path: Vec<String>,
 }
 
 pub fn run(args: &AttackArgs) -> anyhow::Result<ExitCode> {
@@ -479,8 +471,6 @@ fn fields_from_flags(args: &AttackArgs) -> AttackFields {
         data_order: args.data_order.clone(),
         base_url: args.base_url.clone(),
         replay,
-        proto: (!args.proto.is_empty()).then(|| args.proto.clone()),
-        import_path: (!args.import_path.is_empty()).then(|| args.import_path.clone()),
         ..args.request.fields()
     }
 }

@@ -37,6 +37,14 @@ pub struct RequestArgs {
         value_name = "SIZE"
     )]
     max_body: Option<String>,
+    /// A .proto file of the gRPC targets' services (`GRPC HOST:PORT pkg.Service/Method`
+    /// targets), compiled in process; repeatable (see docs/GRPC.md)
+    #[arg(long, value_name = "FILE", help_heading = "Protocols")]
+    proto: Vec<String>,
+    /// A directory the .proto files' imports are looked up in (then each file's own
+    /// directory); repeatable
+    #[arg(long, value_name = "DIR", help_heading = "Protocols")]
+    import_path: Vec<String>,
 }
 
 impl RequestArgs {
@@ -49,6 +57,8 @@ impl RequestArgs {
             headers: Some(self.header.clone()).filter(|h| !h.is_empty()),
             max_workers: self.max_workers,
             max_body: self.max_body.clone().map(TextOrNumber::Text),
+            proto: absolute_paths(&self.proto),
+            import_path: absolute_paths(&self.import_path),
             ..AttackFields::default()
         }
     }
@@ -82,8 +92,22 @@ impl RequestArgs {
         if let Some(size) = &self.max_body {
             word("max_body", size);
         }
+        for (key, paths) in [("proto", &self.proto), ("import_path", &self.import_path)] {
+            for path in paths {
+                word(key, path);
+            }
+        }
         words.join(" ")
     }
+}
+
+/// Paths given on the command line, made absolute: a plan or scenario file that takes
+/// them reads its own paths from its folder, and these from where the command ran.
+fn absolute_paths(paths: &[String]) -> Option<Vec<String>> {
+    let absolute = |path: &String| {
+        std::path::absolute(path).map_or_else(|_| path.clone(), |p| p.display().to_string())
+    };
+    (!paths.is_empty()).then(|| paths.iter().map(absolute).collect())
 }
 
 /// `text` as one shell word: quoted unless it is plain.

@@ -716,3 +716,268 @@ fn bad_grpc_recipes_name_the_file_and_field() {
         assert!(err.contains(want), "{recipe}:\n want {want}\n in {err}");
     }
 }
+
+/// A login token no JSON template survives (quotes, braces), as JSON text and as
+/// the value it holds.
+const HOSTILE_TOKEN: (&str, &str) = (
+    r#"a\"}, \"name\": 7, \"x\": {\"b"#,
+    r#"a"}, "name": 7, "x": {"b"#,
+);
+
+/// The simulator's login route: it answers [`HOSTILE_TOKEN`].
+fn login_route() -> String {
+    format!(
+        r#"{{"route": "/login", "body": "{{\"token\": \"{}\"}}", "stages": [{{"status": 200}}]}}"#,
+        HOSTILE_TOKEN.0.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+/// Runs 4 flows in a second of a scenario with `keys`: a login at `login_port` that
+/// extracts its token, then `steps`; records into `dir`. The report's JSON.
+fn run_flow(dir: &Path, keys: &str, login_port: u16, steps: &str) -> serde_json::Value {
+    let scenarios = dir.join("flow.toml");
+    let records = dir.join("flow.llr");
+    std::fs::write(
+        &scenarios,
+        format!(
+            r#"[[scenario]]
+name = "flow"
+rate = "4/1s"
+duration = "1s"
+{keys}
+
+[[scenario.step]]
+name = "login"
+request = "POST http://127.0.0.1:{login_port}/login"
+extract = {{ token = "json $.token" }}
+checks = ["status 200"]
+{steps}"#
+        ),
+    )
+    .unwrap();
+    let output = loadlab()
+        .args(["attack", "-scenarios"])
+        .arg(&scenarios)
+        .arg("-output")
+        .arg(&records)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    serde_json::from_str(&report(&records, "json")).unwrap()
+}
+
+/// Each check's passes and failures, by its full name.
+fn checks_of(value: &serde_json::Value) -> std::collections::BTreeMap<String, (u64, u64)> {
+    value["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no checks: {value}"))
+        .iter()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap().to_owned();
+            (
+                name,
+                (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_flow_logs_in_over_http_and_calls_the_simulators_grpc_methods_with_its_token() {
+    // One simulator on one port: the login over HTTP/1.1, the calls over h2c.
+    let (tmp, _proto, recipe) = sim_files(&format!(
+        r#"[{},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {{"message": "hi", "n": 7}}}}}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {{"message": "hi", "n": 7}},
+                       "stream": {{"count": 3, "every": "1ms"}}}}}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}}]"#,
+        login_route()
+    ));
+    let sim = Simulate::start(&recipe);
+    let port = sim.port;
+    let steps = format!(
+        r#"
+[[scenario.step]]
+name = "hello"
+request = """
+GRPC 127.0.0.1:{port} sim.Greeter/SayHello
+authorization: Bearer {{{{token}}}}
+grpc-timeout: 5s
+"""
+body = '{{"name": "{{{{token}}}}"}}'
+extract = {{ said = "json $.message" }}
+checks = ["grpc OK", "json $.n = 7", "json $.message = hi"]
+
+[[scenario.step]]
+name = "many"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/SayMany"
+body = '{{"name": "{{{{said}}}} {{{{token}}}}"}}'
+checks = ["grpc = OK", "json $[2].n = 7", "json $[3] exists"]
+
+[[scenario.step]]
+name = "refused"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/Refuse"
+checks = ["grpc PERMISSION_DENIED", "grpc OK"]
+"#
+    );
+    let value = run_flow(tmp.path(), "proto = [\"sim.proto\"]", port, &steps);
+    assert_eq!(value["requests"], 16, "{value}");
+    let checks = checks_of(&value);
+    let want: std::collections::BTreeMap<String, (u64, u64)> = [
+        ("login: status 200", (4, 0)),
+        ("hello: grpc OK", (4, 0)),
+        ("hello: json $.n = 7", (4, 0)),
+        ("hello: json $.message = hi", (4, 0)),
+        ("many: grpc = OK", (4, 0)),
+        ("many: json $[2].n = 7", (4, 0)),
+        ("many: json $[3] exists", (0, 4)),
+        ("refused: grpc PERMISSION_DENIED", (4, 0)),
+        ("refused: grpc OK", (0, 4)),
+    ]
+    .into_iter()
+    .map(|(name, counts)| (name.to_owned(), counts))
+    .collect();
+    assert_eq!(checks, want, "{value}");
+    assert_eq!(value["status_codes"]["OK"], 8, "{value}");
+    assert_eq!(value["status_codes"]["200"], 4, "{value}");
+    assert_eq!(value["status_codes"]["PERMISSION_DENIED"], 4, "{value}");
+    // The login over HTTP/1.1, the calls over h2c, to the one port.
+    let records = loadlab()
+        .args(["encode", "-to=json"])
+        .arg(tmp.path().join("flow.llr"))
+        .output()
+        .unwrap();
+    for line in text(&records.stdout).lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let want = if record["step"] == "login" {
+            serde_json::Value::Null
+        } else {
+            "h2".into()
+        };
+        assert_eq!(record["protocol"], want, "{line}");
+    }
+}
+
+#[test]
+fn a_flow_calls_grpc_gos_greeter_with_a_hostile_token_in_its_message_and_metadata() {
+    let Some(dir) = grpc_go() else { return };
+    let greeter = Server::start(&dir, "greeter_server");
+    let reflecting = Server::start(&dir, "reflection_server");
+    let (tmp, _proto, recipe) = sim_files(&format!("[{}]", login_route()));
+    let sim = Simulate::start(&recipe);
+    let proto = dir.join("proto/helloworld.proto");
+    // The greeter answers "Hello " and the name: the token comes back whole, the
+    // message's one string field, however it is made.
+    let said = serde_json::to_string(&format!("Hello {}", HOSTILE_TOKEN.1)).unwrap();
+    let steps = format!(
+        r#"
+[[scenario.step]]
+name = "by proto"
+proto = [{proto:?}]
+request = "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\nx-token: {{{{token}}}}"
+body = '{{"name": "{{{{token}}}}"}}'
+extract = {{ said = "json $.message" }}
+checks = ["grpc OK", '''json $.message = {said}''']
+
+[[scenario.step]]
+name = "by reflection"
+request = "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello"
+body = '{{"name": "{{{{said}}}}"}}'
+checks = ["grpc OK", "body contains Hello Hello a"]
+"#,
+        greeter.port, reflecting.port
+    );
+    let value = run_flow(tmp.path(), "", sim.port, &steps);
+    assert_eq!(value["requests"], 12, "{value}");
+    assert_eq!(value["success"], 1.0, "{value}");
+    let checks = checks_of(&value);
+    assert!(
+        checks
+            .values()
+            .all(|&(passes, fails)| passes == 4 && fails == 0)
+            && checks.len() == 5,
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn search_and_run_take_the_proto_of_a_method_reflection_does_not_know() {
+    // The simulator serves sim.Greeter/SayHello at another path: its reflection knows
+    // sim.Greeter only, so a call of other.Svc/Call needs -proto.
+    let (tmp, _proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {"message": "hi"}},
+             "route": "/other.Svc/Call"}]"#,
+    );
+    std::fs::write(
+        tmp.path().join("other.proto"),
+        "syntax = \"proto3\";\npackage other;\nservice Svc { rpc Call (Q) returns (Q) {} }\nmessage Q { string name = 1; }\n",
+    )
+    .unwrap();
+    let sim = Simulate::start(&recipe);
+    let targets = tmp.path().join("targets.txt");
+    std::fs::write(
+        &targets,
+        format!(
+            "GRPC 127.0.0.1:{} other.Svc/Call\n{{\"name\": \"x\"}}\n",
+            sim.port
+        ),
+    )
+    .unwrap();
+    let search = |folder: &str, proto: &[&str]| {
+        loadlab()
+            .current_dir(tmp.path())
+            .args(["search", "-targets", "targets.txt", "-rates", "20"])
+            .args(["-step-duration", "500ms", "-warmup", "0s", "-quiet"])
+            .args(["-output", folder])
+            .args(proto)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let without = search("without", &[]);
+    assert!(
+        text(&without.stderr).contains("does not serve other.Svc by reflection"),
+        "{}",
+        text(&without.stderr)
+    );
+    let found = search("found", &["-proto", "other.proto"]);
+    assert!(found.status.success(), "{}", text(&found.stderr));
+    let summary = std::fs::read_to_string(tmp.path().join("found/summary.md")).unwrap();
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.contains("| 20/s |") && l.contains("| pass |")),
+        "{summary}"
+    );
+    // The plan written names the .proto by its absolute path; without it, `run`
+    // takes -proto from where it runs.
+    let plan = std::fs::read_to_string(tmp.path().join("found/plan.toml")).unwrap();
+    let named = format!(
+        "proto = [{:?}]",
+        tmp.path().join("other.proto").display().to_string()
+    );
+    assert!(plan.contains(&named), "{plan}");
+    let bare = tmp.path().join("bare.toml");
+    std::fs::write(&bare, plan.replace(&named, "")).unwrap();
+    let rerun = |folder: &str, proto: &[&str]| {
+        loadlab()
+            .current_dir(tmp.path())
+            .args(["run", "bare.toml", "-quiet", "-output", folder])
+            .args(proto)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = rerun("refused", &[]);
+    assert!(
+        !refused.status.success()
+            && text(&refused.stderr).contains("does not serve other.Svc by reflection"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let again = rerun("again", &["-proto", "other.proto"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let summary = std::fs::read_to_string(tmp.path().join("again/summary.md")).unwrap();
+    assert!(summary.contains("| pass |"), "{summary}");
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use workload::{
     AttackFields, AttackSettings, DataTable, Flow, FlowOptions, HttpTargetReader, JsonTargetReader,
     Origin, Pacing, ProtoSet, ReplayFields, RunFields, StepFields, Target, TargetFormat,
-    WorkloadError, defaults,
+    TypeSource, WorkloadError, defaults,
 };
 
 use crate::replay::{self, Replay};
@@ -43,8 +43,7 @@ impl AttackConfig {
         }
         let data = data_table(fields, &settings, origin)?;
         if let Some(steps) = &fields.step {
-            let flow = flow(fields, steps, &settings, origin, data.as_deref())
-                .map_err(EngineError::Targets)?;
+            let flow = flow(fields, steps, &settings, origin, data.as_deref())?;
             return Ok(AttackConfig {
                 targets: Targets::List(flow_targets(&flow)),
                 settings,
@@ -142,13 +141,29 @@ fn flow_targets(flow: &Flow) -> Vec<Target> {
 }
 
 /// A flow scenario's steps, checked: their templates, their data columns, and one
-/// data row per closed-model user.
+/// data row per closed-model user. gRPC steps read their types from the scenario's
+/// `.proto` files, or from their servers' reflection.
 fn flow(
     fields: &AttackFields,
     steps: &[StepFields],
     settings: &AttackSettings,
     origin: &Origin,
     data: Option<&DataTable>,
+) -> Result<Flow, EngineError> {
+    let mut types = TypeSource::new(
+        protos(fields, origin)?,
+        Some(Arc::new(crate::grpc_reflect::H2Reflector)),
+    );
+    flow_steps(fields, steps, settings, origin, data, &mut types).map_err(EngineError::Targets)
+}
+
+fn flow_steps(
+    fields: &AttackFields,
+    steps: &[StepFields],
+    settings: &AttackSettings,
+    origin: &Origin,
+    data: Option<&DataTable>,
+    types: &mut TypeSource,
 ) -> Result<Flow, WorkloadError> {
     let check_body_limit = match &fields.check_body_limit {
         Some(text) => units::parse_size(&text.text())
@@ -160,9 +175,8 @@ fn flow(
         cookies: fields.cookies.unwrap_or(true),
         check_body_limit,
     };
-    let mut flow = Flow::compile(steps, options, &settings.headers, origin, &|path| {
-        std::fs::read(path)
-    })?;
+    let read = |path: &Path| std::fs::read(path);
+    let mut flow = Flow::compile_with(steps, options, &settings.headers, origin, &read, types)?;
     if let Some(base) = &settings.base_url {
         for step in &mut flow.steps {
             step.target = step.target.clone().rebased(base);

@@ -115,11 +115,13 @@ impl Call {
                     stream,
                     len,
                     end_stream,
+                    data: (start, end),
                 }) => {
                     let consumed = before.len() - input.len();
                     session.on_data(stream, len, out).map_err(|e| e.reason)?;
                     if stream == self.id {
-                        self.data(&before[consumed - len..consumed], end_stream)?;
+                        let piece = &before[consumed - len..consumed];
+                        self.data(&piece[start..end], end_stream)?;
                     }
                 }
                 Some(Piece::Frame(header)) => {

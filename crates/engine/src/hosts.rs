@@ -27,7 +27,8 @@ pub(crate) struct Host {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HostTable {
     pub hosts: Vec<Host>,
-    index: HashMap<(bool, String, u16), usize>,
+    /// By scheme (https or not), host, port, and whether gRPC calls go there.
+    index: HashMap<(bool, String, u16, bool), usize>,
 }
 
 impl HostTable {
@@ -37,15 +38,17 @@ impl HostTable {
         self.hosts.len() - 1
     }
 
-    /// The id of the host `target` goes to ([`HostTable::resolve`]); a gRPC call's
-    /// host speaks HTTP/2 (h2c in cleartext) from then on.
+    /// The id of the host `target` goes to ([`HostTable::resolve`]). gRPC calls go to
+    /// a host of their own, which speaks HTTP/2 (h2c in cleartext), so the same
+    /// address's HTTP targets (a flow's login beside its calls) keep their protocol.
     pub(crate) fn resolve_target(
         &mut self,
         target: &workload::Target,
         unix_socket: Option<&PathBuf>,
     ) -> Result<usize, EngineError> {
-        let id = self.resolve(&target.url, unix_socket)?;
-        self.hosts[id].h2c |= target.is_grpc();
+        let grpc = target.is_grpc();
+        let id = self.resolve_as(&target.url, unix_socket, grpc)?;
+        self.hosts[id].h2c |= grpc;
         Ok(id)
     }
 
@@ -56,10 +59,19 @@ impl HostTable {
         url: &url::Url,
         unix_socket: Option<&PathBuf>,
     ) -> Result<usize, EngineError> {
+        self.resolve_as(url, unix_socket, false)
+    }
+
+    fn resolve_as(
+        &mut self,
+        url: &url::Url,
+        unix_socket: Option<&PathBuf>,
+        grpc: bool,
+    ) -> Result<usize, EngineError> {
         let tls = url.scheme() == "https";
         let host = url.host_str().unwrap_or_default().to_owned();
         let port = url.port_or_known_default().unwrap_or(80);
-        let key = (tls, host.clone(), port);
+        let key = (tls, host.clone(), port, grpc);
         if let Some(&id) = self.index.get(&key) {
             return Ok(id);
         }

@@ -120,6 +120,13 @@ impl ResponseParser {
         self.body_read
     }
 
+    /// Body bytes an HTTP/2 stream's DATA frames carried (the session frames and
+    /// counts them): kept as far as [`ResponseParser::keep`] asked, and counted.
+    pub(crate) fn keep_data(&mut self, data: &[u8]) {
+        keep_body(&mut self.kept_body, self.keep_body_bytes, data);
+        self.body_read += data.len() as u64;
+    }
+
     /// Prepares for the response to a new request.
     pub(crate) fn start(&mut self, head_only: bool, want_location: bool, body_limit: u64) {
         self.state = State::Head;

@@ -196,7 +196,8 @@ impl Shared {
             .any(|a| matches!(a.targets, Targets::Stream(_) | Targets::Replay(_)));
         let needs_tls = lazy || hosts.hosts.iter().any(|host| host.tls_name.is_some());
         // A flow's checks read HTTP/1.1 answers (heads and bodies as the parser keeps
-        // them): a run with a flow speaks HTTP/1.1 to every host.
+        // them): a run with a flow speaks HTTP/1.1 to every host but its gRPC steps'
+        // (whose answers are their messages, kept from the DATA frames).
         let flows = config.attacks.iter().any(|a| a.flow.is_some());
         if flows && config.settings.h2c {
             return Err(EngineError::Config(

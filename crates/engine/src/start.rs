@@ -105,6 +105,11 @@ pub fn plan_fingerprint(config: &RunConfig) -> u64 {
                         hash.field(header.value.as_bytes());
                     }
                     hash.field(&target.body);
+                    // A templated message's body is the empty frame: what it sends
+                    // (its bytes and placeholders) is in the split message.
+                    if let Some(message) = &target.grpc_message {
+                        hash.field(format!("{message:?}").as_bytes());
+                    }
                 }
             }
             // A stream is read during the run: only its being one can be compared.
@@ -145,5 +150,57 @@ impl Fnv {
             self.0 ^= u64::from(byte);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AttackConfig;
+    use workload::{AttackFields, Origin, RunFields};
+
+    /// A run of one inline gRPC target whose message is `message`.
+    fn grpc_run(dir: &std::path::Path, message: &str) -> RunConfig {
+        let fields = AttackFields {
+            targets: Some(vec![format!("GRPC 127.0.0.1:50051 p.S/Get\n{message}")]),
+            proto: Some(vec!["p.proto".to_owned()]),
+            rate: Some(workload::TextOrNumber::Text("10/s".to_owned())),
+            duration: Some("1s".to_owned()),
+            ..AttackFields::default()
+        };
+        let origin = Origin::file("s.toml: ".to_owned(), dir);
+        let attack = AttackConfig::from_fields(&fields, &origin).unwrap();
+        RunConfig::from_fields(vec![attack], &RunFields::default(), &origin).unwrap()
+    }
+
+    #[test]
+    fn templated_grpc_messages_tell_shards_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("p.proto"),
+            "syntax = \"proto3\";\npackage p;\nservice S { rpc Get (Q) returns (Q) {} }\nmessage Q { string name = 1; int32 n = 2; }\n",
+        )
+        .unwrap();
+        let rows = [
+            r#"{"name": "a"}"#,
+            r#"{"name": "b"}"#,
+            r#"{"name": "{{seq}}"}"#,
+            r#"{"name": "{{seq}} a"}"#,
+            r#"{"name": "{{seq}}", "n": 2}"#,
+        ];
+        let prints: Vec<u64> = rows
+            .iter()
+            .map(|message| plan_fingerprint(&grpc_run(dir.path(), message)))
+            .collect();
+        for (i, a) in prints.iter().enumerate() {
+            for (j, b) in prints.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "{} and {} agree", rows[i], rows[j]);
+            }
+        }
+        assert_eq!(
+            prints[2],
+            plan_fingerprint(&grpc_run(dir.path(), rows[2])),
+            "the same message, the same fingerprint"
+        );
     }
 }

@@ -90,30 +90,9 @@ impl GrpcStatus {
     /// The call succeeded.
     pub const OK: GrpcStatus = GrpcStatus(0);
 
-    /// The names of the codes of the gRPC spec, by code.
-    const NAMES: [&'static str; 17] = [
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    ];
-
     /// The code's name as the spec spells it (`UNAVAILABLE`); `None` past 16.
     pub fn name(self) -> Option<&'static str> {
-        GrpcStatus::NAMES.get(usize::from(self.0)).copied()
+        units::GRPC_CODE_NAMES.get(usize::from(self.0)).copied()
     }
 
     /// The code of a `grpc-status` value (decimal digits); `None` for anything else.

@@ -13,12 +13,14 @@
 //! [`redact_header_value`], [`redact_header_line`]; see the `redact` module): it lives
 //! here because every crate that echoes user input already reads it with this crate.
 //! For the same reason, [`error_chain`]: an error and its causes as one line of text,
-//! and [`LatencyStat`]: a latency statistic by its name (`p99`, `max`).
+//! [`LatencyStat`]: a latency statistic by its name (`p99`, `max`), and gRPC status
+//! codes by theirs ([`grpc_code`]).
 
 #![warn(missing_docs)]
 
 mod duration;
 mod error_chain;
+mod grpc_code;
 mod latency_stat;
 mod rate;
 pub mod redact;
@@ -29,6 +31,7 @@ mod proptests;
 
 pub use duration::{GoDuration, go_seconds, parse_duration, round_for_report};
 pub use error_chain::error_chain;
+pub use grpc_code::{GRPC_CODE_NAMES, grpc_code};
 pub use latency_stat::{LatencyStat, nearest_rank};
 pub use rate::Rate;
 pub use redact::{REDACTED, redact_header_line, redact_header_value, redact_url};

@@ -15,6 +15,8 @@ pub struct Answer<'a> {
     pub body_bytes: u64,
     /// From the request's intended send time to its end.
     pub latency_ns: u64,
+    /// A gRPC call's status code (`grpc-status`), when the answer had one.
+    pub grpc_status: Option<u8>,
 }
 
 impl<'a> Answer<'a> {
@@ -55,6 +57,7 @@ mod tests {
             body: b"{}",
             body_bytes: 2,
             latency_ns: 5,
+            grpc_status: None,
         };
         assert_eq!(
             answer.header("content-type"),

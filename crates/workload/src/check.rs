@@ -31,6 +31,8 @@ enum Expect {
     },
     Size(Compare, u64),
     LatencyNs(Compare, u64),
+    /// A gRPC call's status is any of these codes.
+    Grpc(Vec<u8>),
 }
 
 #[derive(Debug, Clone)]
@@ -59,7 +61,7 @@ enum Compare {
 
 const FORMS: &str = "status 200 | status 2xx | header NAME [= VALUE | contains TEXT | matches REGEX] | \
      body contains TEXT | body matches REGEX | json PATH exists | json PATH = VALUE | json PATH != VALUE | \
-     size < 10kb | latency < 200ms";
+     size < 10kb | latency < 200ms | grpc OK";
 
 impl Check {
     /// Parses `expect`, named `name` (the text itself when `None`).
@@ -85,6 +87,7 @@ impl Check {
                     u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX),
                 )
             }
+            "grpc" => Expect::Grpc(parse_grpc_codes(rest)?),
             _ => return Err(format!("check {text:?}: want one of: {FORMS}")),
         };
         Ok(Check {
@@ -113,7 +116,18 @@ impl Check {
             }
             Expect::Size(compare, size) => compare.holds(answer.body_bytes, *size),
             Expect::LatencyNs(compare, bound) => compare.holds(answer.latency_ns, *bound),
+            Expect::Grpc(codes) => answer.grpc_status.is_some_and(|code| codes.contains(&code)),
         }
+    }
+
+    /// Whether judging the check needs the answer's head (its headers).
+    pub fn reads_head(&self) -> bool {
+        matches!(self.expect, Expect::Header { .. })
+    }
+
+    /// Whether the check reads a gRPC call's status.
+    pub fn reads_grpc_status(&self) -> bool {
+        matches!(self.expect, Expect::Grpc(_))
     }
 
     /// Whether judging the check needs the body's bytes.
@@ -182,6 +196,28 @@ impl Compare {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `OK`, `OK NOT_FOUND` (any of them), or `= OK` / `= "OK"` as a status by name.
+fn parse_grpc_codes(rest: &str) -> Result<Vec<u8>, String> {
+    let rest = rest.strip_prefix('=').unwrap_or(rest);
+    let codes: Vec<u8> = rest
+        .split([' ', ','])
+        .map(|w| w.trim_matches('"'))
+        .filter(|w| !w.is_empty())
+        .map(|word| {
+            units::grpc_code(word).ok_or_else(|| {
+                format!(
+                    "grpc {word:?}: want a gRPC status by name ({})",
+                    units::GRPC_CODE_NAMES.join(", ")
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if codes.is_empty() {
+        return Err("grpc: want a gRPC status by name, like grpc OK".to_owned());
+    }
+    Ok(codes)
 }
 
 fn parse_statuses(rest: &str) -> Result<Vec<(u16, u16)>, String> {
@@ -301,6 +337,7 @@ mod tests {
             body: body.as_bytes(),
             body_bytes: body.len() as u64,
             latency_ns: latency_ms * 1_000_000,
+            grpc_status: None,
         }
     }
 
@@ -356,6 +393,22 @@ mod tests {
                 .unwrap()
                 .passes(&none, &mut scratch)
         );
+        let grpc = |code| Answer {
+            grpc_status: code,
+            ..answer(200, "{}", 1)
+        };
+        let rows: &[(&str, Option<u8>, bool)] = &[
+            ("grpc OK", Some(0), true),
+            ("grpc = \"OK\"", Some(0), true),
+            ("grpc = OK", Some(14), false),
+            ("grpc OK UNAVAILABLE", Some(14), true),
+            ("grpc not_found", Some(5), true),
+            ("grpc OK", None, false),
+        ];
+        for (text, code, want) in rows {
+            let check = Check::parse(text, None).unwrap();
+            assert_eq!(check.passes(&grpc(*code), &mut scratch), *want, "{text}");
+        }
         let named = Check::parse("status 200", Some("logged in")).unwrap();
         assert_eq!(named.name, "logged in");
     }
@@ -377,6 +430,12 @@ mod tests {
             ("size < lots", "size:"),
             ("latency ~ 1s", "want < <= > >= or ="),
             ("latency < 5", "latency:"),
+            ("grpc", "want a gRPC status by name, like grpc OK"),
+            (
+                "grpc 0",
+                "grpc \"0\": want a gRPC status by name (OK, CANCELLED",
+            ),
+            ("grpc = FINE", "grpc \"FINE\": want a gRPC status by name"),
         ];
         for (text, want) in rows {
             let err = Check::parse(text, None).unwrap_err();

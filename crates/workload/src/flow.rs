@@ -26,10 +26,12 @@ use crate::target::{
     Header, Target, check_body_with, check_header_with, check_method, check_target_url_with,
 };
 use crate::template::is_variable_name;
-use crate::{Origin, Template, WorkloadError};
+use crate::{Origin, Template, TypeSource, WorkloadError};
 
+mod grpc_step;
 mod stream;
 
+pub use grpc_step::{DecodeFailure, GrpcCall};
 pub use stream::{Action, ActionKind, EventStream, Stream, StreamTarget};
 
 /// Variables one flow may extract (one bit each in [`UserState`]).
@@ -97,6 +99,8 @@ pub struct Step {
     pub reads_body: bool,
     /// A step that holds its connection open (`ws`, `sse`) instead of one request.
     pub stream: Option<Stream>,
+    /// A step that calls a gRPC method: how its answer is read.
+    pub grpc: Option<GrpcCall>,
 }
 
 /// A variable taken from an answer.
@@ -172,6 +176,8 @@ pub struct UserState {
 pub struct FlowScratch {
     locations: Vec<CaptureLocations>,
     text: Vec<u8>,
+    /// A gRPC step's answer as JSON.
+    json: Vec<u8>,
 }
 
 /// Why the flow judged an answer a failure.
@@ -195,6 +201,8 @@ pub enum FlowFailure {
         /// Index in the step's extractions.
         extraction: usize,
     },
+    /// A gRPC step's answer could not be read as its messages.
+    Decode(DecodeFailure),
 }
 
 /// What an extraction made of an answer.
@@ -242,6 +250,20 @@ impl Flow {
         origin: &Origin,
         read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
     ) -> Result<Flow, WorkloadError> {
+        let mut types = TypeSource::default();
+        Flow::compile_with(steps, options, headers, origin, read_body, &mut types)
+    }
+
+    /// [`Flow::compile`], its gRPC steps' types from `types` (the scenario's `.proto`
+    /// files, or the servers' reflection) unless a step names its own.
+    pub fn compile_with(
+        steps: &[StepFields],
+        options: FlowOptions,
+        headers: &[Header],
+        origin: &Origin,
+        read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+        types: &mut TypeSource,
+    ) -> Result<Flow, WorkloadError> {
         let mut flow = Flow {
             steps: Vec::with_capacity(steps.len()),
             variables: Vec::new(),
@@ -251,7 +273,7 @@ impl Flow {
         };
         for (index, fields) in steps.iter().enumerate() {
             let step = flow
-                .compile_step(index, fields, headers, origin, read_body)
+                .compile_step(index, fields, headers, origin, read_body, types)
                 .map_err(|reason| step_error(origin, index, fields, reason))?;
             flow.steps.push(step);
         }
@@ -266,31 +288,44 @@ impl Flow {
         headers: &[Header],
         origin: &Origin,
         read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+        types: &mut TypeSource,
     ) -> Result<Step, String> {
         let name = step_name(index, fields)?;
         if self.steps.iter().any(|s| s.name == name) {
             return Err(format!("name: {name:?} is used by another step"));
         }
         let known = self.variables.clone();
-        let (target, stream) = match (&fields.request, &fields.ws, &fields.sse) {
+        let (target, stream, grpc) = match (&fields.request, &fields.ws, &fields.sse) {
             (Some(request), None, None) => {
                 refuse_stream_keys(fields)?;
-                let target = parse_request(
-                    request,
-                    fields.body.as_deref(),
-                    headers,
-                    &known,
-                    origin,
-                    read_body,
-                )?;
-                (target, None)
+                let mut lines = request_lines(request);
+                let first = lines.next().ok_or("request: empty (want METHOD URL)")?;
+                if let Some(rest) = grpc_step::grpc_line(first) {
+                    let (target, call) = grpc_step::parse_call_step(
+                        rest, lines, fields, headers, &known, origin, read_body, types,
+                    )?;
+                    (target, None, Some(call))
+                } else {
+                    grpc_step::refuse_proto_keys(fields)?;
+                    let target = parse_request_lines(
+                        first,
+                        lines,
+                        fields.body.as_deref(),
+                        headers,
+                        &known,
+                        origin,
+                        read_body,
+                    )?;
+                    (target, None, None)
+                }
             }
             (None, None, None) => {
                 return Err("request: every step needs one (or ws, or sse)".to_owned());
             }
             (None, _, _) => {
+                grpc_step::refuse_proto_keys(fields)?;
                 let (target, stream) = self.stream_step(fields, headers, &known, origin)?;
-                (target, Some(stream))
+                (target, Some(stream), None)
             }
             (Some(_), _, _) => {
                 return Err("request: a step has one of request, ws and sse".to_owned());
@@ -306,6 +341,7 @@ impl Flow {
             .map_err(|reason| format!("if: {reason}"))?;
         let checks = parse_checks(&fields.checks)?;
         let extractions = self.extractions(&fields.extract)?;
+        check_reads(grpc.is_some(), &checks, &extractions)?;
         let reads_body = checks.iter().any(Check::reads_body)
             || extractions
                 .iter()
@@ -329,6 +365,7 @@ impl Flow {
             needs,
             reads_body,
             stream,
+            grpc,
         })
     }
 
@@ -468,6 +505,7 @@ impl Flow {
         FlowScratch {
             locations: self.regexes.iter().map(Regex::capture_locations).collect(),
             text: Vec::new(),
+            json: Vec::new(),
         }
     }
 
@@ -486,6 +524,40 @@ impl Flow {
     /// Judges the answer to the user's current step: cookies kept, variables
     /// extracted, checks judged. `url` is where the request went; `now_unix_s` dates cookies.
     pub fn judge(
+        &self,
+        user: &mut UserState,
+        answer: &Answer<'_>,
+        url: CookieUrl<'_>,
+        now_unix_s: i64,
+        scratch: &mut FlowScratch,
+    ) -> Verdict {
+        let step = &self.steps[user.step];
+        let Some(call) = step
+            .grpc
+            .as_ref()
+            .filter(|_| step.reads_body && answer.status != 0)
+        else {
+            return self.judge_read(user, answer, url, now_unix_s, scratch);
+        };
+        // A gRPC answer is judged as its messages' JSON.
+        let mut json = std::mem::take(&mut scratch.json);
+        json.clear();
+        let decoded = call.decode(answer.body, answer.body_cut(), &mut json);
+        let read = Answer {
+            body: &json,
+            ..*answer
+        };
+        let mut verdict = self.judge_read(user, &read, url, now_unix_s, scratch);
+        scratch.json = json;
+        // What could not be read says more than the checks that failed on it.
+        if let Err(failure) = decoded {
+            verdict.failure = Some(FlowFailure::Decode(failure));
+        }
+        verdict
+    }
+
+    /// [`Flow::judge`] of an answer as its checks read it.
+    fn judge_read(
         &self,
         user: &mut UserState,
         answer: &Answer<'_>,
@@ -655,6 +727,10 @@ impl Flow {
                     extraction.text
                 )
             }
+            FlowFailure::Decode(failure) => match &step.grpc {
+                Some(call) => call.failure_text(&step.name, failure),
+                None => format!("step {:?}: the answer is not a gRPC message", step.name),
+            },
         }
     }
 }
@@ -787,6 +863,40 @@ fn parse_checks(fields: &[CheckField]) -> Result<Vec<Check>, String> {
 /// bit is taken.
 pub const MAX_CHECKS: usize = 31;
 
+/// A step's `request` text's lines, trimmed, without blank lines and comments.
+fn request_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// A gRPC step's answer keeps no headers (its metadata; HTTP/2 heads are not kept), so
+/// checks and extractions that read them are refused; a `grpc` check needs a gRPC step.
+fn check_reads(grpc: bool, checks: &[Check], extractions: &[Extraction]) -> Result<(), String> {
+    if grpc {
+        if let Some(check) = checks.iter().find(|c| c.reads_head()) {
+            return Err(format!(
+                "checks: {:?}: a gRPC step's answer keeps no metadata to check (check grpc, json, body, size or latency)",
+                check.name
+            ));
+        }
+        let reads_head =
+            |e: &&Extraction| matches!(e.source, Source::Header(_) | Source::Cookie(_));
+        if let Some(extraction) = extractions.iter().find(reads_head) {
+            return Err(format!(
+                "extract: {:?}: a gRPC step's answer keeps no metadata or cookies (extract with json or regex)",
+                extraction.text
+            ));
+        }
+    } else if let Some(check) = checks.iter().find(|c| c.reads_grpc_status()) {
+        return Err(format!(
+            "checks: {:?}: only a GRPC step's answer has a gRPC status",
+            check.name
+        ));
+    }
+    Ok(())
+}
+
 /// Parses a step's `request` text: `METHOD URL`, header lines, maybe an `@file` line.
 fn parse_request(
     text: &str,
@@ -796,11 +906,21 @@ fn parse_request(
     origin: &Origin,
     read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
 ) -> Result<Target, String> {
-    let mut lines = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let mut lines = request_lines(text);
     let first = lines.next().ok_or("request: empty (want METHOD URL)")?;
+    parse_request_lines(first, lines, body, headers, known, origin, read_body)
+}
+
+/// [`parse_request`] of its `first` line, then the rest of its `lines`.
+fn parse_request_lines<'a>(
+    first: &str,
+    lines: impl Iterator<Item = &'a str>,
+    body: Option<&str>,
+    headers: &[Header],
+    known: &[String],
+    origin: &Origin,
+    read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+) -> Result<Target, String> {
     let (method, url) = first
         .split_once(char::is_whitespace)
         .ok_or_else(|| format!("request: {first:?}: want METHOD URL"))?;

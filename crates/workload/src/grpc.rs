@@ -24,6 +24,7 @@ use serde::de::DeserializeSeed;
 use crate::WorkloadError;
 use crate::grpc_frame::frame;
 use crate::grpc_reflection::{Reflector, reflect};
+use crate::grpc_template::GrpcMessage;
 use crate::target::{GRPC_CONTENT_TYPE, Header, Target};
 
 /// The request line's word that starts a gRPC target.
@@ -118,13 +119,23 @@ fn split_method(name: &str) -> Result<(&str, &str), String> {
 /// Where a gRPC target's message types come from: the run's `.proto` files, or the
 /// server's reflection (asked once per address and service, then kept).
 #[derive(Clone, Default)]
-pub(crate) struct TypeSource {
-    pub protos: Option<Arc<ProtoSet>>,
-    pub reflector: Option<Arc<dyn Reflector>>,
+pub struct TypeSource {
+    pub(crate) protos: Option<Arc<ProtoSet>>,
+    pub(crate) reflector: Option<Arc<dyn Reflector>>,
     reflected: Vec<(String, String, Arc<ProtoSet>)>,
 }
 
 impl TypeSource {
+    /// Types from `protos` when given, else from each server's reflection through
+    /// `reflector` (none: a gRPC call without `.proto` files is refused).
+    pub fn new(protos: Option<Arc<ProtoSet>>, reflector: Option<Arc<dyn Reflector>>) -> Self {
+        TypeSource {
+            protos,
+            reflector,
+            reflected: Vec::new(),
+        }
+    }
+
     /// The set `service` at `address` is read with.
     fn types(&mut self, address: &str, service: &str) -> Result<Arc<ProtoSet>, String> {
         if let Some(protos) = &self.protos {
@@ -175,13 +186,27 @@ pub fn encode_message(input: &MessageDescriptor, text: &str) -> Result<Vec<u8>, 
     Ok(frame(&message.encode_to_vec()))
 }
 
+/// A gRPC call's message from its JSON `json`: the frame sent, or (when the JSON has
+/// placeholders, which may name a flow's `variables`) the empty message's frame and
+/// the message split for rendering per call.
+pub(crate) fn message_body(
+    input: &MessageDescriptor,
+    json: &str,
+    variables: Option<&[String]>,
+) -> Result<(Vec<u8>, Option<Arc<GrpcMessage>>), String> {
+    match GrpcMessage::parse(input, json, variables)? {
+        Some(message) => Ok((frame(&[]), Some(Arc::new(message)))),
+        None => Ok((encode_message(input, json)?, None)),
+    }
+}
+
 /// A gRPC target's request line, `GRPC HOST:PORT package.Service/Method` (after the
-/// verb): the call as a POST of the empty message, and the method's input type.
+/// verb): the call as a POST of the empty message, and the method.
 pub(crate) fn parse_call(
     rest: &str,
     types: &mut TypeSource,
     global_headers: &[Header],
-) -> Result<(Target, MessageDescriptor), String> {
+) -> Result<(Target, MethodDescriptor), String> {
     let mut words = rest.split_whitespace();
     let (Some(address), Some(method), None) = (words.next(), words.next(), words.next()) else {
         return Err(format!(
@@ -221,7 +246,7 @@ pub(crate) fn parse_call(
         templated_path: None,
         grpc_message: None,
     };
-    Ok((target, method.input()))
+    Ok((target, method))
 }
 
 /// A metadata line of a gRPC target: `grpc-timeout` (the deadline) is written as a Go

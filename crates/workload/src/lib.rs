@@ -80,7 +80,7 @@ pub use flow::{
     FlowFailure, FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Step, Stream,
     StreamTarget, Think, UserState, Verdict,
 };
-pub use grpc::{ProtoSet, encode_message};
+pub use grpc::{ProtoSet, TypeSource, encode_message};
 pub use grpc_frame::frame;
 pub use grpc_reflection::{CallAnswer, Reflector};
 pub use grpc_template::GrpcMessage;

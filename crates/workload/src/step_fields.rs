@@ -14,8 +14,12 @@ pub struct StepFields {
     pub name: Option<String>,
     /// The request in vegeta's http target syntax.
     pub request: Option<String>,
-    /// An inline body (a template).
+    /// An inline body (a template); a gRPC step's message, in JSON.
     pub body: Option<String>,
+    /// A gRPC step's `.proto` files (instead of the scenario's `proto`).
+    pub proto: Option<Vec<String>>,
+    /// Where its `.proto` files' imports are looked up.
+    pub import_path: Option<Vec<String>>,
     /// Variables to take from the answer: name -> expression.
     #[serde(default)]
     pub extract: BTreeMap<String, ExtractField>,

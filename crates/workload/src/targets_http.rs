@@ -25,7 +25,6 @@ use prost_reflect::MessageDescriptor;
 use crate::WorkloadError;
 use crate::grpc::{self, GRPC_VERB, ProtoSet, TypeSource};
 use crate::grpc_reflection::Reflector;
-use crate::grpc_template::GrpcMessage;
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
@@ -137,10 +136,10 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
                 .filter(|r| r.starts_with([' ', '\t']))
             {
                 Some(rest) => {
-                    let (target, input) =
+                    let (target, method) =
                         grpc::parse_call(rest, &mut self.grpc_types, &self.global_headers)
                             .map_err(|r| self.fail(r))?;
-                    self.grpc_input = Some(input);
+                    self.grpc_input = Some(method.input());
                     target
                 }
                 None => {
@@ -209,16 +208,12 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
             }
             return Ok(None);
         };
-        let message = GrpcMessage::parse(input, &json, None).map_err(|r| self.fail(r))?;
-        let body = match &message {
-            Some(_) => crate::grpc_frame::frame(&[]),
-            None => grpc::encode_message(input, &json).map_err(|r| self.fail(r))?,
-        };
+        let (body, message) = grpc::message_body(input, &json, None).map_err(|r| self.fail(r))?;
         self.grpc_input = None;
         let mut target = self.current.take();
         if let Some(target) = target.as_mut() {
             target.body = body;
-            target.grpc_message = message.map(Arc::new);
+            target.grpc_message = message;
         }
         Ok(target)
     }

@@ -166,6 +166,9 @@ pub(crate) enum Piece {
         stream: u32,
         len: usize,
         end_stream: bool,
+        /// Where the data is in the piece's `len` bytes, `start..end`: all of them
+        /// but a padded frame's pad length and padding.
+        data: (usize, usize),
     },
     /// A whole frame of another type; its payload is [`FrameReader::payload`].
     Frame(FrameHeader),
@@ -180,6 +183,8 @@ pub(crate) struct FrameReader {
     payload: Vec<u8>,
     /// Whether the server's first frame (its SETTINGS) has come.
     prefaced: bool,
+    /// A padded DATA frame's pad length (its first payload byte), once read.
+    pad: usize,
 }
 
 impl FrameReader {
@@ -191,6 +196,7 @@ impl FrameReader {
             remaining: 0,
             payload: Vec::new(),
             prefaced: false,
+            pad: 0,
         }
     }
 
@@ -227,6 +233,21 @@ impl FrameReader {
         Ok(())
     }
 
+    /// Where the data is in `piece`, the bytes of a DATA frame's payload from offset
+    /// `at`: a padded frame's first byte (its pad length) and its padding are not.
+    fn data_within(&mut self, header: &FrameHeader, at: usize, piece: &[u8]) -> (usize, usize) {
+        if !header.has(FLAG_PADDED) {
+            return (0, piece.len());
+        }
+        if at == 0 && !piece.is_empty() {
+            self.pad = usize::from(piece[0]);
+        }
+        let data_end = (header.len as usize).saturating_sub(self.pad).max(1);
+        let start = 1usize.saturating_sub(at).min(piece.len());
+        let end = data_end.saturating_sub(at).clamp(start, piece.len());
+        (start, end)
+    }
+
     /// The next piece in `input` (consuming it), `None` when `input` is used up
     /// in the middle of a frame.
     pub(crate) fn next(&mut self, input: &mut &[u8]) -> Result<Option<Piece>, ConnError> {
@@ -258,9 +279,11 @@ impl FrameReader {
             }
         };
         let take = self.remaining.min(input.len());
+        let at = header.len as usize - self.remaining;
         self.remaining -= take;
         let done = self.remaining == 0;
         if header.kind == DATA {
+            let data = self.data_within(&header, at, &input[..take]);
             *input = &input[take..];
             if take == 0 && !done {
                 return Ok(None);
@@ -272,6 +295,7 @@ impl FrameReader {
                 stream: header.stream,
                 len: take,
                 end_stream: done && header.has(FLAG_END_STREAM),
+                data,
             }));
         }
         self.payload.extend_from_slice(&input[..take]);
@@ -375,6 +399,37 @@ mod tests {
                 "chunk {chunk}"
             );
             assert_eq!(data_total(&pieces), (300, 1), "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_padded_data_frames_data_is_told_apart_from_its_padding() {
+        let mut bytes = frame(SETTINGS, 0, 0, &[]);
+        // Pad length 3, then "hello", then three bytes of padding.
+        bytes.extend(frame(DATA, FLAG_PADDED, 1, b"\x03hello\0\0\0"));
+        bytes.extend(frame(DATA, FLAG_END_STREAM, 1, b" world"));
+        bytes.extend(frame(DATA, FLAG_PADDED, 1, b"\x00!"));
+        for chunk in [1, 2, 3, 7, 4096] {
+            let mut reader = FrameReader::new();
+            let mut data = Vec::new();
+            for mut input in bytes.chunks(chunk) {
+                while !input.is_empty() {
+                    let before = input;
+                    match reader.next(&mut input).unwrap() {
+                        Some(Piece::Data {
+                            len,
+                            data: (start, end),
+                            ..
+                        }) => {
+                            let used = before.len() - input.len();
+                            let piece = &before[used - len..used];
+                            data.extend_from_slice(&piece[start..end]);
+                        }
+                        Some(Piece::Frame(_)) | None => {}
+                    }
+                }
+            }
+            assert_eq!(data, b"hello world!", "chunk {chunk}");
         }
     }
 

@@ -285,7 +285,7 @@ impl Worker {
     ) {
         let answered_ns = arrived_ns(self.arrival_age_ns, now, request.dispatched_ns);
         let (error, checks_failed) = if request.is_flow() {
-            self.flow_answered(request, now, answered_ns, status, error)
+            self.flow_answered(request, now, answered_ns, (status, grpc_status), error)
         } else {
             (error, 0)
         };

@@ -214,15 +214,15 @@ impl Worker {
         answer.ready = true;
     }
 
-    /// A flow request ended (`status` 0: without an answer) at `now`, its answer having
-    /// arrived at `answered_ns`: its answer judged (its error and failed checks
-    /// returned), and its user's next step set.
+    /// A flow request ended (`status` 0: without an answer; a gRPC call's status
+    /// beside it) at `now`, its answer having arrived at `answered_ns`: its answer
+    /// judged (its error and failed checks returned), and its user's next step set.
     pub(super) fn flow_answered(
         &mut self,
         request: &InFlight,
         now: u64,
         answered_ns: u64,
-        status: u16,
+        (status, grpc_status): (u16, Option<record::GrpcStatus>),
         error: u32,
     ) -> (u32, u32) {
         let attack = request.attack as usize;
@@ -234,6 +234,7 @@ impl Worker {
                 body: &self.answer.body,
                 body_bytes: self.answer.body_bytes,
                 latency_ns: answered_ns.saturating_sub(request.intended_ns),
+                grpc_status: grpc_status.map(|code| code.0),
             }
         } else {
             Answer::default()
@@ -352,6 +353,7 @@ fn flow_error(flow: &Flow, step: usize, failure: FlowFailure) -> (record::ErrorK
         FlowFailure::Extract { .. } | FlowFailure::NotText { .. } => record::ErrorKind::Extract,
         FlowFailure::Check { .. } => record::ErrorKind::Check,
         FlowFailure::Cookie(_) => record::ErrorKind::Cookie,
+        FlowFailure::Decode(_) => record::ErrorKind::Grpc,
     };
     (kind, flow.failure_text(step, failure))
 }

@@ -195,7 +195,12 @@ impl Worker {
                     stream,
                     len,
                     end_stream,
-                })) => self.h2_data(carrier, stream, len, end_stream, now),
+                    data: (start, end),
+                })) => {
+                    let read = n - input.len();
+                    let data = &buffer[read - len..read][start..end];
+                    self.h2_data(carrier, stream, (len, data), end_stream, now);
+                }
                 Ok(Some(Piece::Frame(header))) => match session.on_frame(header, frames) {
                     Ok(event) => self.h2_event(carrier, event, now),
                     Err(err) => self.h2_connection_error(carrier, err),
@@ -211,7 +216,16 @@ impl Worker {
         alive
     }
 
-    fn h2_data(&mut self, carrier: usize, stream: u32, len: usize, end_stream: bool, now: u64) {
+    /// `len` bytes of a DATA frame on `stream`, `data` of them its data (a flow's
+    /// gRPC step keeps them for its checks).
+    fn h2_data(
+        &mut self,
+        carrier: usize,
+        stream: u32,
+        (len, data): (usize, &[u8]),
+        end_stream: bool,
+        now: u64,
+    ) {
         let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
             return;
         };
@@ -227,6 +241,7 @@ impl Worker {
             return;
         };
         request.bytes_in += len as u64;
+        conn.parser.keep_data(data);
         if conn.parser.status == 0 {
             let cause = Cause::new(ErrorKind::Protocol, "h2: DATA before the response head");
             return self.fail(slot, cause);

@@ -1,5 +1,8 @@
 use super::*;
 use serde::Deserialize;
+use std::sync::Arc;
+
+use crate::RenderContext;
 
 const LOGIN: &str = r#"
 [[step]]
@@ -49,6 +52,7 @@ fn answer<'a>(status: u16, head: &'a [u8], body: &'a [u8]) -> Answer<'a> {
         body,
         body_bytes: body.len() as u64,
         latency_ns: 1_000_000,
+        grpc_status: None,
     }
 }
 
@@ -524,5 +528,287 @@ checks = ["body contains tick"]
     assert_eq!(
         (events.max_events, events.listen_ns, events.event_target),
         (None, Some(2_000_000_000), 7)
+    );
+}
+
+const GREETER_PROTO: &str = r#"syntax = "proto3";
+package hello;
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply) {}
+  rpc SayMany (HelloRequest) returns (stream HelloReply) {}
+}
+message HelloRequest { string name = 1; int32 times = 2; Inner inner = 3; }
+message Inner { string note = 1; }
+message HelloReply { string message = 1; int32 count = 2; }
+"#;
+
+/// A flow of an HTTP login and gRPC calls, the `.proto` in a fresh directory (the
+/// scenario's `proto`, or a step's own when `step_proto`).
+fn compile_grpc(steps: &str, step_proto: bool) -> (tempfile::TempDir, Result<Flow, String>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greeter.proto"), GREETER_PROTO).unwrap();
+    let steps: Steps = toml::from_str(steps).unwrap();
+    let origin = Origin::scenario("flow.toml", 3, "shop", dir.path());
+    let protos = (!step_proto).then(|| {
+        Arc::new(crate::ProtoSet::compile(&[dir.path().join("greeter.proto")], &[]).unwrap())
+    });
+    let mut types = TypeSource::new(protos, None);
+    let read = |path: &Path| std::fs::read(path);
+    let flow = Flow::compile_with(
+        &steps.step,
+        FlowOptions::default(),
+        &[],
+        &origin,
+        &read,
+        &mut types,
+    );
+    (dir, flow.map_err(|e| e.to_string()))
+}
+
+const GRPC_FLOW: &str = r#"
+[[step]]
+name = "login"
+request = "POST http://127.0.0.1:8080/login"
+extract = { token = "json $.token" }
+
+[[step]]
+name = "hello"
+request = "GRPC 127.0.0.1:50051 hello.Greeter/SayHello\nauthorization: Bearer {{token}}\ngrpc-timeout: 2s"
+body = '{"name": "{{token}}", "times": 3, "inner": {"note": "n {{user}}"}}'
+extract = { said = "json $.message" }
+checks = ["grpc OK", "json $.count = 0"]
+
+[[step]]
+name = "many"
+request = "GRPC 127.0.0.1:50051 hello.Greeter/SayMany"
+checks = ["grpc = OK", "json $[1].message = b"]
+"#;
+
+/// `messages` of `hello.HelloReply` (message text, count), each behind its prefix.
+fn reply_frames(messages: &[(&str, u8)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (text, count) in messages {
+        let mut bytes = vec![0x0a, text.len() as u8];
+        bytes.extend_from_slice(text.as_bytes());
+        if *count > 0 {
+            bytes.extend_from_slice(&[0x10, *count]);
+        }
+        out.extend_from_slice(&crate::frame(&bytes));
+    }
+    out
+}
+
+#[test]
+fn grpc_steps_call_with_outside_values_in_string_fields_and_judge_the_answers_json() {
+    for step_proto in [false, true] {
+        let steps = if step_proto {
+            GRPC_FLOW
+                .replace(
+                    "name = \"hello\"",
+                    "name = \"hello\"\nproto = [\"greeter.proto\"]",
+                )
+                .replace(
+                    "name = \"many\"",
+                    "name = \"many\"\nproto = [\"greeter.proto\"]",
+                )
+        } else {
+            GRPC_FLOW.to_owned()
+        };
+        let (_dir, flow) = compile_grpc(&steps, step_proto);
+        let flow = flow.unwrap();
+        let hello = &flow.steps[1];
+        assert!(hello.target.is_grpc() && hello.grpc.is_some());
+        assert_eq!(
+            hello.target.url.as_str(),
+            "http://127.0.0.1:50051/hello.Greeter/SayHello"
+        );
+        assert_eq!(hello.needs, 0b1, "hello reads token");
+        let metadata: Vec<(&str, &str)> = hello
+            .target
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str()))
+            .collect();
+        assert_eq!(
+            metadata,
+            [
+                ("content-type", "application/grpc"),
+                ("te", "trailers"),
+                ("authorization", "Bearer {{token}}"),
+                ("grpc-timeout", "2000000u")
+            ]
+        );
+
+        // A hostile token lands as the string field's bytes, whatever it holds.
+        let token = br#"x", "times": 9, "inner": {"note": "}}{{"#;
+        let message = hello
+            .target
+            .grpc_message
+            .as_ref()
+            .expect("templated message");
+        let variables = vec![token.to_vec()];
+        let context = RenderContext {
+            seed: 0,
+            seq: 0,
+            data: None,
+            row: 0,
+            variables: &variables,
+            user: 7,
+        };
+        let mut frame = Vec::new();
+        message.render(&context, &mut frame);
+        let input = crate::ProtoSet::compile(&[_dir.path().join("greeter.proto")], &[])
+            .unwrap()
+            .method("hello.Greeter/SayHello")
+            .unwrap()
+            .input();
+        let sent = prost_reflect::DynamicMessage::decode(input, &frame[5..]).unwrap();
+        let sent = serde_json::to_value(&sent).unwrap();
+        assert_eq!(
+            sent,
+            serde_json::json!({"name": String::from_utf8_lossy(token), "times": 3, "inner": {"note": "n 7"}})
+        );
+
+        // The answer's message as JSON: extracted from, checked, its status by name.
+        let mut scratch = flow.scratch();
+        let mut user = UserState::default();
+        flow.start(&mut user, 7);
+        user.step = 1;
+        let body = reply_frames(&[("Hello \"you\"", 0)]);
+        let ok = Answer {
+            grpc_status: Some(0),
+            ..answer(200, b"", &body)
+        };
+        let url = hello.cookie_url();
+        assert_eq!(
+            flow.judge(&mut user, &ok, url, 0, &mut scratch),
+            Verdict::default()
+        );
+        assert_eq!(user.variables[1], br#"Hello "you""#);
+        let failed = Answer {
+            grpc_status: Some(14),
+            ..answer(200, b"", b"")
+        };
+        let verdict = flow.judge(&mut user, &failed, url, 0, &mut scratch);
+        assert_eq!(verdict.checks_failed, 0b11, "no message: no count either");
+        assert_eq!(verdict.failure, Some(FlowFailure::Check { check: 0 }));
+
+        user.step = 2;
+        let body = reply_frames(&[("a", 1), ("b", 2)]);
+        let stream = Answer {
+            grpc_status: Some(0),
+            ..answer(200, b"", &body)
+        };
+        assert_eq!(
+            flow.judge(&mut user, &stream, url, 0, &mut scratch),
+            Verdict::default()
+        );
+        let rows: &[(&[u8], u64, DecodeFailure, &str)] = &[
+            (
+                &body[..body.len() - 2],
+                body.len() as u64,
+                DecodeFailure::Cut,
+                "step \"many\": the answer's hello.HelloReply goes past check_body_limit",
+            ),
+            (
+                &body[..body.len() - 2],
+                body.len() as u64 - 2,
+                DecodeFailure::Malformed,
+                "step \"many\": the answer is not a hello.HelloReply message",
+            ),
+            (
+                b"\x01\0\0\0\0",
+                5,
+                DecodeFailure::Compressed,
+                "step \"many\": the answer's hello.HelloReply is compressed",
+            ),
+            (
+                b"\0\0\0\0\x02\x0a\x05",
+                7,
+                DecodeFailure::Malformed,
+                "step \"many\": the answer is not a hello.HelloReply",
+            ),
+        ];
+        for (body, body_bytes, want, text) in rows {
+            let cut = Answer {
+                grpc_status: Some(0),
+                body_bytes: *body_bytes,
+                ..answer(200, b"", body)
+            };
+            let verdict = flow.judge(&mut user, &cut, url, 0, &mut scratch);
+            assert_eq!(
+                verdict.failure,
+                Some(FlowFailure::Decode(*want)),
+                "{body:?}"
+            );
+            let said = flow.failure_text(2, verdict.failure.unwrap());
+            assert!(said.starts_with(text), "{said}");
+        }
+    }
+}
+
+#[test]
+fn grpc_step_mistakes_are_named() {
+    let login = "[[step]]\nname = \"login\"\nrequest = \"POST http://127.0.0.1:8080/login\"\nextract = { token = \"json $.token\" }\n";
+    let call =
+        "[[step]]\nname = \"hello\"\nrequest = \"GRPC 127.0.0.1:50051 hello.Greeter/SayHello\"\n";
+    let rows: &[(String, &str)] = &[
+        (
+            format!("{call}checks = [\"header x-a\"]"),
+            "step \"hello\": checks: \"header x-a\": a gRPC step's answer keeps no metadata",
+        ),
+        (
+            format!("{call}extract = {{ a = \"cookie s\" }}"),
+            "extract: \"cookie s\": a gRPC step's answer keeps no metadata or cookies",
+        ),
+        (
+            format!("{login}checks = [\"grpc OK\"]"),
+            "step \"login\": checks: \"grpc OK\": only a GRPC step's answer has a gRPC status",
+        ),
+        (
+            format!("{login}proto = [\"greeter.proto\"]"),
+            "step \"login\": proto: only a GRPC step",
+        ),
+        (
+            format!("{login}{call}body = '{{\"times\": \"{{{{token}}}}\"}}'"),
+            "step \"hello\": body: message hello.HelloRequest at times: ",
+        ),
+        (
+            format!("{call}body = '{{\"nme\": \"x\"}}'"),
+            "step \"hello\": body: message hello.HelloRequest: unrecognized field name 'nme'",
+        ),
+        (
+            format!("{call}body = '{{\"name\": \"{{{{nope}}}}\"}}'"),
+            "step \"hello\": body: template \"{{nope}}\": unknown variable",
+        ),
+        (
+            format!(
+                "{call}body = '{{}}'\n[[step]]\nrequest = \"GRPC 127.0.0.1:50051 hello.Greeter/SayHi\""
+            ),
+            "step 2: request: no method \"hello.Greeter/SayHi\" in the .proto files (known: hello.Greeter/SayHello, hello.Greeter/SayMany)",
+        ),
+        (
+            format!("{call}import_path = [\"x\"]"),
+            "step \"hello\": import_path: is where a .proto's imports are looked up",
+        ),
+        (
+            format!("{call}proto = [\"gone.proto\"]"),
+            "step \"hello\": proto: ",
+        ),
+        (
+            call.replace("SayHello\"", "SayHello\\nx-a: 1\\n{}\"") + "body = '{}'",
+            "step \"hello\": body: the request has its message on a line already",
+        ),
+    ];
+    for (steps, want) in rows {
+        let (_dir, flow) = compile_grpc(steps, false);
+        let err = flow.unwrap_err();
+        assert!(err.contains(want), "{steps}: {err}");
+    }
+    let (_dir, flow) = compile_grpc(&format!("{call}body = '{{}}'"), true);
+    let err = flow.unwrap_err();
+    assert!(
+        err.contains("step \"hello\": request: a GRPC target needs the .proto files"),
+        "{err}"
     );
 }
