@@ -78,7 +78,9 @@ fn is_zero_u16(value: &u16) -> bool {
 }
 
 /// Who closed a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClosedBy {
     /// loadlab (an action's `close`, the flow's end, the run's).

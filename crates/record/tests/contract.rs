@@ -1527,14 +1527,14 @@ fn connection_of(record: &Record) -> record::Connection {
         messages_failed: n % 3,
         latency,
         close: record::Close {
-            by: if n % 2 == 0 {
+            by: if n.is_multiple_of(2) {
                 record::ClosedBy::Client
             } else {
                 record::ClosedBy::Server
             },
-            code: if n % 11 == 0 { 0 } else { 1000 },
+            code: if n.is_multiple_of(11) { 0 } else { 1000 },
         },
-        subprotocol: (n % 4 == 0).then(|| "chat".to_owned()),
+        subprotocol: n.is_multiple_of(4).then(|| "chat".to_owned()),
         ..record::Connection::default()
     }
 }
@@ -1671,7 +1671,7 @@ fn the_writer_refuses_connections_naming_ids_not_written_and_merges_remap_them()
         assert_eq!(connections.len(), 300, "{order:?}");
         for c in &connections {
             let url = &tables.targets[c.target as usize].url;
-            let want = if c.seq % 2 == 0 {
+            let want = if c.seq.is_multiple_of(2) {
                 "http://127.0.0.1:8080/"
             } else {
                 "http://127.0.0.1:8080/things"

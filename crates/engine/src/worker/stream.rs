@@ -193,8 +193,7 @@ impl Worker {
             template.render(&context, &mut request, &mut Vec::new(), &extra, None);
         }
         let sends = match &flow.steps[step].stream {
-            Some(Stream::WebSocket(actions)) => actions
-                .iter()
+            Some(Stream::WebSocket(session)) => (session.actions.iter())
                 .filter_map(|a| match &a.kind {
                     ActionKind::Send(template) => {
                         let mut out = Vec::new();
@@ -244,6 +243,7 @@ impl Worker {
         let now = self.clock.now_ns();
         self.attacks[attack].in_flight_count -= 1;
         self.extract_matched(attack, done.user, &mut done.outcomes);
+        let mut connect_seq = 0;
         for (index, outcome) in done.outcomes.iter().enumerate() {
             if index > 0 {
                 // The session's first record was counted as sent when it started.
@@ -254,11 +254,25 @@ impl Worker {
                 .flow
                 .as_mut()
                 .map_or(0, |users| users.next_seq(done.user));
+            if index == 0 {
+                connect_seq = seq;
+            }
             let error = outcome
                 .failure
                 .as_ref()
                 .map_or(0, |(kind, text)| self.errors.text(*kind, text));
             self.push_outcome(attack, seq, outcome, error);
+        }
+        if let (Some(held), Some(first)) = (done.held, done.outcomes.first()) {
+            let target = self.shared.attacks[attack].target_offset + first.target_index;
+            self.connections.push(record::Connection {
+                attack: done.attack,
+                target,
+                seq: connect_seq,
+                opened_unix_ns: self.clock.unix_ns(held.opened_ns),
+                closed_unix_ns: self.clock.unix_ns(held.closed_ns),
+                ..held.figures
+            });
         }
         self.next_step(attack, done.user, now);
     }
@@ -302,9 +316,10 @@ impl Worker {
         };
         let (state, scratch, flow) = users.user_and_scratch(user);
         let step = &flow.steps[state.step];
-        let Some(Stream::WebSocket(actions)) = &step.stream else {
+        let Some(Stream::WebSocket(session)) = &step.stream else {
             return;
         };
+        let actions = &session.actions;
         for outcome in outcomes {
             let Some((action, message)) = &outcome.matched else {
                 continue;
