@@ -772,30 +772,47 @@ fn pings_unanswered_fail_the_session_as_a_timeout_and_answered_ones_are_counted(
 name = "pings"
 concurrency = 1
 max_requests = 4
-duration = "10s"
+duration = "4s"
 timeout = "300ms"
 
 [[scenario.step]]
 name = "answered"
 ws = "ws://{addr}/proto"
 ping = "50ms"
-actions = [{{ send = "x", every = "20ms", count = 10 }}, {{ hold = "400ms" }}]
+actions = [{{ send = "x", every = "20ms", count = 10 }}, {{ hold = "400ms" }}, {{ close = 1000 }}]
 
 [[scenario.step]]
 name = "deaf"
 ws = "ws://{addr}/deaf"
 ping = "50ms"
 actions = [{{ hold = "2s" }}]
+
+# Twenty sessions whose pings fall due around their close: none may follow our
+# close frame (one did, and broke the close, before the fix).
+[[scenario]]
+name = "closing"
+rate = 20
+duration = "1s"
+timeout = "1s"
+
+[[scenario.step]]
+name = "closing"
+ws = "ws://{addr}/proto"
+ping = "200ms"
+actions = [{{ hold = "1s" }}, {{ close = 1000 }}]
 "#
     );
     let (run, output) = attack(&dir, &flow);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let (records, tables) = read(&output);
     let steps = per_step(&records, &tables);
-    assert!(
-        steps["answered hold 2"].iter().all(Record::is_success),
-        "{steps:?}"
-    );
+    assert_eq!(steps["closing close 2"].len(), 20);
+    for name in ["answered hold 2", "answered close 3", "closing close 2"] {
+        assert!(
+            steps[name].iter().all(Record::is_success),
+            "{name}: {steps:?}"
+        );
+    }
     // Ten messages 20 ms apart: the paced send's one record spans them.
     for record in &steps["answered send 1"] {
         assert!(
@@ -814,6 +831,13 @@ actions = [{{ hold = "2s" }}]
     let held = connections(&output);
     for c in &held["answered"] {
         assert!(c.pings >= 5 && c.pings_unanswered == 0, "{c:?}");
+        assert_eq!(
+            c.close,
+            record::Close {
+                by: record::ClosedBy::Client,
+                code: 1000
+            }
+        );
         // Every echo came back, counted without a record each.
         assert_eq!((c.messages_out, c.messages_in), (10, 10), "{c:?}");
     }

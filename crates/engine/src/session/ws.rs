@@ -144,12 +144,17 @@ impl Ws {
                     let Some(action) = actions.get(self.action) else {
                         return self.end(job, socket, None);
                     };
-                    let progress =
-                        self.keep_alive(job, &mut socket, session.ping_ns)
-                            .and_then(|ping_ns| {
-                                let acted = self.act(job, &mut socket, action)?;
-                                Ok(acted.map(|deadline_ns| deadline_ns.min(ping_ns)))
-                            });
+                    // No ping once our close frame may be out: nothing follows it.
+                    let ping_ns = match action.kind {
+                        ActionKind::Close(_) => None,
+                        _ => session.ping_ns,
+                    };
+                    let progress = self
+                        .keep_alive(job, &mut socket, ping_ns)
+                        .and_then(|ping_ns| {
+                            let acted = self.act(job, &mut socket, action)?;
+                            Ok(acted.map(|deadline_ns| deadline_ns.min(ping_ns)))
+                        });
                     match progress {
                         Ok(Some(deadline_ns)) => {
                             self.state = State::Open(socket);
