@@ -754,6 +754,9 @@ const ROOMS: &str = r#"[
   {"route": "/login", "body": "{\"token\": \"t{{id}}\"}", "stages": [{"status": 200}]},
   {"route": "/proto", "websocket": {"mode": "echo", "subprotocol": "chat"}, "stages": [{"status": 200}]},
   {"route": "/deaf", "websocket": "silent", "stages": [{"status": 200}]},
+  {"route": "/traced", "websocket": "echo",
+   "requires": {"header": "traceparent", "matches": "^00-[0-9a-f]{32}-[0-9a-f]{16}-01$"},
+   "stages": [{"status": 200}]},
   {"route": "/news", "events": {"count": 3, "every": "20ms", "data": "tick", "retry": "50ms"},
    "stages": [{"status": 200}]},
   {"route": "/room", "websocket": {"mode": "broadcast", "every": "50ms", "data": "news"},
@@ -964,6 +967,56 @@ actions = [
     );
     // Users overlapped: some heard more than their own message.
     assert!(held.iter().any(|c| c.messages_in > 1), "{held:?}");
+}
+
+#[test]
+fn under_trace_the_upgrade_carries_its_traceparent() {
+    let server = serve(ROOMS);
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "traced"
+concurrency = 1
+max_requests = 3
+duration = "5s"
+
+[[scenario.step]]
+name = "traced"
+ws = "ws://{}/traced"
+actions = [{{ send = "hi" }}, {{ expect = "body contains hi" }}]
+"#,
+        server.local_addr()
+    );
+    let scenarios = dir.write("flow.toml", &flow);
+    // The route refuses an upgrade without a traceparent: with -trace, none is refused.
+    for (trace, want_ok) in [(false, false), (true, true)] {
+        let output = dir
+            .0
+            .join(format!("{trace}.llr"))
+            .to_string_lossy()
+            .into_owned();
+        let mut args = vec![
+            "attack",
+            "-scenarios",
+            &scenarios,
+            "-output",
+            &output,
+            "-quiet",
+        ];
+        if trace {
+            args.push("-trace");
+        }
+        let run = loadlab(&args);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let (records, tables) = read(&output);
+        let upgrades = &per_step(&records, &tables)["traced"];
+        assert!(!upgrades.is_empty());
+        assert!(
+            upgrades.iter().all(|r| r.is_success() == want_ok),
+            "-trace {trace}: {upgrades:?}"
+        );
+    }
 }
 
 #[test]

@@ -215,6 +215,7 @@ impl Loop {
                 let done = SessionDone {
                     attack: job.attack,
                     user: job.user,
+                    seq: job.seq,
                     intended_ns: job.intended_ns,
                     outcomes,
                     held,
@@ -312,6 +313,7 @@ mod tests {
             let job = SessionJob {
                 attack: 0,
                 user,
+                seq: u64::from(user),
                 step: 0,
                 flow: Arc::clone(&flow),
                 request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),

@@ -49,6 +49,8 @@ const STOP_LOOK_NS: u64 = 100_000_000;
 pub(crate) struct SessionJob {
     pub attack: u16,
     pub user: u32,
+    /// The `seq` of the upgrade's (stream request's) record.
+    pub seq: u64,
     pub step: usize,
     pub flow: Arc<Flow>,
     /// The upgrade or stream request's bytes.
@@ -94,6 +96,8 @@ pub(crate) struct Outcome {
 pub(crate) struct SessionDone {
     pub attack: u16,
     pub user: u32,
+    /// The `seq` of its first record (the upgrade's, the stream request's).
+    pub seq: u64,
     pub intended_ns: u64,
     pub outcomes: Vec<Outcome>,
     pub held: Option<Held>,
