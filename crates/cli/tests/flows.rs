@@ -921,50 +921,9 @@ fn a_chat_room_on_the_websockets_librarys_broadcast_hears_every_user() {
     let dir = TempDir::new();
     // Three users at once in Python's room: each hears its own message through the
     // broadcast, and the others' when they overlap.
-    let flow = format!(
-        r#"
-[[scenario]]
-name = "room"
-concurrency = 3
-max_requests = 30
-duration = "3s"
-timeout = "2s"
-
-[[scenario.step]]
-name = "login"
-request = "POST http://{}/login"
-extract = {{ token = "json $.token" }}
-
-[[scenario.step]]
-name = "room"
-ws = "ws://127.0.0.1:{}/\nAuthorization: Bearer {{{{token}}}}"
-actions = [
-  {{ send = '{{"from": "{{{{token}}}}"}}' }},
-  {{ name = "heard", expect = "json $.from exists", within = "1s" }},
-  {{ hold = "100ms" }},
-  {{ close = 1000 }},
-]
-"#,
-        login.local_addr(),
-        room.port
-    );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
-    for name in ["room", "room heard", "room close 4"] {
-        let records = &steps[name];
-        assert!(
-            !records.is_empty() && records.iter().all(Record::is_success),
-            "{name}: {records:?}"
-        );
-    }
-    let held = &connections(&output)["room"];
-    assert!(
-        held.iter()
-            .all(|c| c.messages_out == 1 && c.messages_in >= 1),
-        "{held:?}"
-    );
+    let url = format!("ws://127.0.0.1:{}/", room.port);
+    let held = run_room(&dir, login.local_addr(), &url, r#"{ hold = "100ms" }"#);
+    assert!(held.iter().all(|c| c.messages_in >= 1), "{held:?}");
     // Users overlapped: some heard more than their own message.
     assert!(held.iter().any(|c| c.messages_in > 1), "{held:?}");
 }
@@ -1072,8 +1031,25 @@ actions = [{{ send = "hi" }}]
 #[test]
 fn a_chat_room_logs_in_sends_and_hears_the_broadcast_and_the_ticks() {
     let server = serve(ROOMS);
-    let addr = server.local_addr();
     let dir = TempDir::new();
+    let url = format!("ws://{}/room", server.local_addr());
+    let news = r#"{ name = "news", expect = "body contains news", within = "1s" }"#;
+    for c in run_room(&dir, server.local_addr(), &url, news) {
+        // Its own message came back through the room, with the ticks around it.
+        assert!(c.messages_in >= 2, "{c:?}");
+        assert_eq!(c.latency.count(), 2, "{c:?}");
+    }
+}
+
+/// Three users log in (at `login`), enter the room at `url` with the token, send a
+/// message, hear one, do `then`, leave; every record a success, each connection one
+/// message out. The connections' figures.
+fn run_room(
+    dir: &TempDir,
+    login: std::net::SocketAddr,
+    url: &str,
+    then: &str,
+) -> Vec<record::Connection> {
     let flow = format!(
         r#"
 [[scenario]]
@@ -1085,36 +1061,32 @@ timeout = "2s"
 
 [[scenario.step]]
 name = "login"
-request = "POST http://{addr}/login"
+request = "POST http://{login}/login"
 extract = {{ token = "json $.token" }}
 
 [[scenario.step]]
 name = "room"
-ws = "ws://{addr}/room\nAuthorization: Bearer {{{{token}}}}"
+ws = "{url}\nAuthorization: Bearer {{{{token}}}}"
 actions = [
   {{ send = '{{"text": "hi from {{{{token}}}}"}}' }},
   {{ name = "heard", expect = "json $.text exists", within = "1s" }},
-  {{ name = "news", expect = "body contains news", within = "1s" }},
+  {then},
   {{ close = 1000 }},
 ]
 "#
     );
-    let (run, output) = attack(&dir, &flow);
+    let (run, output) = attack(dir, &flow);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let (records, tables) = read(&output);
     let steps = per_step(&records, &tables);
-    for name in ["login", "room", "room heard", "room news", "room close 4"] {
+    for name in ["login", "room", "room heard", "room close 4"] {
         let records = &steps[name];
-        assert!(
-            !records.is_empty() && records.iter().all(Record::is_success),
-            "{name}: {records:?}"
-        );
+        let all_ok = records.iter().all(Record::is_success);
+        assert!(!records.is_empty() && all_ok, "{name}: {records:?}");
     }
-    for c in &connections(&output)["room"] {
-        // Its own message came back through the room, with the ticks around it.
-        assert!(c.messages_in >= 2 && c.messages_out == 1, "{c:?}");
-        assert_eq!(c.latency.count(), 2, "{c:?}");
-    }
+    let held = connections(&output).remove("room").unwrap();
+    assert!(held.iter().all(|c| c.messages_out == 1), "{held:?}");
+    held
 }
 
 /// Runs a chat flow (5 a second for a second) and checks that each of its steps has

@@ -95,18 +95,7 @@ impl Connections {
 
 impl Folded {
     fn add(&mut self, c: &Connection) {
-        let f = &mut self.figures;
-        f.opened += 1;
-        f.messages_out += c.messages_out;
-        f.messages_in += c.messages_in;
-        f.bytes_out += c.bytes_out;
-        f.bytes_in += c.bytes_in;
-        f.messages_failed += c.messages_failed;
-        f.latency.merge(&c.latency);
-        f.pings += c.pings;
-        f.pings_unanswered += c.pings_unanswered;
-        f.reconnects += c.reconnects;
-        *f.closes.entry((c.close.by, c.close.code)).or_default() += 1;
+        self.figures.merge(&ConnectionFigures::of(c));
         let closed = c.closed_unix_ns.max(c.opened_unix_ns);
         self.edges.push((c.opened_unix_ns, 1));
         self.edges.push((closed, -1));
@@ -114,6 +103,25 @@ impl Folded {
 }
 
 impl ConnectionFigures {
+    /// One connection's figures (without its times: the peak and series come from
+    /// every connection's together).
+    fn of(c: &Connection) -> ConnectionFigures {
+        ConnectionFigures {
+            opened: 1,
+            messages_out: c.messages_out,
+            messages_in: c.messages_in,
+            bytes_out: c.bytes_out,
+            bytes_in: c.bytes_in,
+            messages_failed: c.messages_failed,
+            latency: c.latency.clone(),
+            pings: c.pings,
+            pings_unanswered: c.pings_unanswered,
+            reconnects: c.reconnects,
+            closes: [((c.close.by, c.close.code), 1)].into(),
+            ..ConnectionFigures::default()
+        }
+    }
+
     fn merge(&mut self, other: &ConnectionFigures) {
         self.opened += other.opened;
         self.messages_out += other.messages_out;
