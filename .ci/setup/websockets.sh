@@ -1,6 +1,7 @@
 # Python's `websockets` (PyPI), a WebSocket server nobody here wrote, for the streaming
-# tests (crates/cli/tests/streaming.rs): examples/apps/websockets_echo.py is the
-# library's documented echo server, on a port of the test's choosing. Installed into a
+# tests (crates/cli/tests/flows.rs): examples/apps/websockets_echo.py is the library's
+# documented echo server, examples/apps/websockets_broadcast.py a chat room on its
+# documented broadcast, each on a port of the test's choosing. Installed into a
 # venv at $LOADLAB_WEBSOCKETS (default ~/.cache/loadlab/websockets). Sourced by .ci/run
 # on a fresh machine; also run it by hand (`source .ci/setup/websockets.sh`).
 # Idempotent: installs only when the venv cannot import it.

@@ -111,6 +111,23 @@ fn read(path: &str) -> (Vec<Record>, RunTables) {
 }
 
 /// Records per step name.
+/// The figures of every `ws` and `sse` connection of the record file at `path`, by
+/// their step's name.
+fn connections(path: &str) -> BTreeMap<String, Vec<record::Connection>> {
+    let mut source = record::open_input(path).unwrap();
+    let (mut all, mut batch) = (Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        source.drain_connections(&mut all);
+    }
+    source.drain_connections(&mut all);
+    let mut out: BTreeMap<String, Vec<record::Connection>> = BTreeMap::new();
+    for c in all {
+        let step = source.tables().targets[c.target as usize].step.clone();
+        out.entry(step.unwrap()).or_default().push(c);
+    }
+    out
+}
+
 fn per_step(records: &[Record], tables: &RunTables) -> BTreeMap<String, Vec<Record>> {
     let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for record in records {
@@ -546,13 +563,34 @@ fn a_chat_flow_logs_in_connects_with_the_token_and_gets_its_echo() {
         .find(|t| t.step.as_deref() == Some("chat"));
     assert_eq!(chat.unwrap().method, "WS");
     assert!(chat.unwrap().url.starts_with("ws://"));
+    // One entry per connection: a message each way, its round trip, our close.
+    let held = &connections(&output)["chat"];
+    assert_eq!(held.len(), steps["chat"].len());
+    for c in held {
+        assert_eq!(
+            (c.messages_out, c.messages_in, c.latency.count()),
+            (1, 1, 1),
+            "{c:?}"
+        );
+        assert_eq!(
+            c.close,
+            record::Close {
+                by: record::ClosedBy::Client,
+                code: 1000
+            }
+        );
+        assert!(c.opened_unix_ns < c.closed_unix_ns, "{c:?}");
+    }
     let report = loadlab(&["report", "-by=step", &output]);
     assert!(report.status.success(), "{}", text(&report.stderr));
-    assert!(
-        text(&report.stdout).contains("chat reply"),
-        "{}",
-        text(&report.stdout)
-    );
+    let report = text(&report.stdout);
+    assert!(report.contains("chat reply"), "{report}");
+    // The chat step's group has the connection rows; the login's has none.
+    let chat_group = report.split("\n\n").find(|g| g.contains("Connections"));
+    let rows = format!("{}, {}", held.len(), held.len());
+    assert!(chat_group.is_some_and(|g| g.contains(&rows)), "{report}");
+    assert!(report.contains("client 1000:"), "{report}");
+    assert_eq!(report.matches("Connections ").count(), 1, "{report}");
 }
 
 #[test]
@@ -613,18 +651,37 @@ events = 10
     let (kind, why, status) = error("not a stream");
     assert_eq!(status, 403, "{why}");
     assert_eq!(kind, ErrorKind::Status, "{why}");
-    // The stream's events came (5), then its end, short of the 10 asked.
-    let events = &steps["short stream event"];
+    // The stream's events came (5), then its end, short of the 10 asked: one
+    // record for the events, failed, and the five counted in its connection.
+    let events = &steps["short stream events"];
     let flows = steps["no token"].len();
-    assert_eq!(events.iter().filter(|r| r.is_success()).count(), 5 * flows);
-    let last = events.iter().find(|r| !r.is_success()).unwrap();
-    let entry = &tables.errors[last.error as usize - 1];
-    assert_eq!(entry.kind, ErrorKind::Closed, "{}", entry.text);
-    assert!(
-        entry.text.contains("after 5 of 10 events"),
-        "{}",
-        entry.text
-    );
+    assert_eq!(events.len(), flows, "one events record per stream");
+    for record in events {
+        let entry = &tables.errors[record.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Closed, "{}", entry.text);
+        assert!(
+            entry.text.contains("after 5 of 10 events"),
+            "{}",
+            entry.text
+        );
+    }
+    let held = connections(&output);
+    for c in &held["short stream"] {
+        assert_eq!((c.messages_in, c.latency.count()), (5, 5), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+    // A refused upgrade or stream never opened: no figures.
+    assert!(!held.contains_key("no token") && !held.contains_key("not a stream"));
+    // The silent expect gave up: we closed, with 1000.
+    for c in &held["silent"] {
+        assert_eq!(
+            c.close,
+            record::Close {
+                by: record::ClosedBy::Client,
+                code: 1000
+            }
+        );
+    }
 }
 
 #[test]
@@ -658,17 +715,378 @@ checks = ["body contains tick", {{ name = "fourth", expect = "body contains tick
         assert!(first.latency_ns >= 15_000_000, "{first:?}");
         assert!(first.ttfb_ns < first.latency_ns, "{first:?}");
     }
-    let events = &steps["ticks event"];
-    assert_eq!(events.len(), 6, "3 events a run, no more");
+    let events = &steps["ticks events"];
+    assert_eq!(
+        events.len(),
+        2,
+        "one record for a run's 3 events, not one each"
+    );
     // "tick 1" .. "tick 3": every one passes the first check and fails the second.
     assert!(
         events.iter().all(|e| e.checks_failed & 0b11 == 0b10),
         "{events:?}"
     );
+    // From the first event to the third: two gaps of 20 ms.
     assert!(
-        events.iter().all(|e| e.latency_ns >= 15_000_000),
+        events.iter().all(|e| e.latency_ns >= 30_000_000),
         "{events:?}"
     );
+    let held = &connections(&output)["ticks"];
+    assert_eq!(held.len(), 2);
+    for c in held {
+        assert_eq!((c.messages_in, c.messages_failed), (3, 3), "{c:?}");
+        assert_eq!(c.bytes_in, 3 * "tick 1".len() as u64, "{c:?}");
+        // Each gap (the first: since the answer's head) is about 20 ms.
+        let median_ns = c.latency.quantile(0.5).unwrap();
+        assert!((15_000_000..200_000_000).contains(&median_ns), "{c:?}");
+        assert_eq!(
+            c.close.by,
+            record::ClosedBy::Client,
+            "we stopped at 3: {c:?}"
+        );
+    }
+}
+
+/// Routes for pings, subprotocols and broadcasts: an echo that chooses `chat`, a
+/// server that never reads (so never answers a ping), and a room that sends every
+/// message to everyone, with a `news N` tick every 50 ms, for logged-in users.
+const ROOMS: &str = r#"[
+  {"route": "/login", "body": "{\"token\": \"t{{id}}\"}", "stages": [{"status": 200}]},
+  {"route": "/proto", "websocket": {"mode": "echo", "subprotocol": "chat"}, "stages": [{"status": 200}]},
+  {"route": "/deaf", "websocket": "silent", "stages": [{"status": 200}]},
+  {"route": "/traced", "websocket": "echo",
+   "requires": {"header": "traceparent", "matches": "^00-[0-9a-f]{32}-[0-9a-f]{16}-01$"},
+   "stages": [{"status": 200}]},
+  {"route": "/news", "events": {"count": 3, "every": "20ms", "data": "tick", "retry": "50ms"},
+   "stages": [{"status": 200}]},
+  {"route": "/room", "websocket": {"mode": "broadcast", "every": "50ms", "data": "news"},
+   "requires": {"header": "authorization", "matches": "^Bearer t[0-9]+$"},
+   "stages": [{"status": 200}]}
+]"#;
+
+#[test]
+fn pings_unanswered_fail_the_session_as_a_timeout_and_answered_ones_are_counted() {
+    let server = serve(ROOMS);
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "pings"
+concurrency = 1
+max_requests = 4
+duration = "4s"
+timeout = "300ms"
+
+[[scenario.step]]
+name = "answered"
+ws = "ws://{addr}/proto"
+ping = "50ms"
+actions = [{{ send = "x", every = "20ms", count = 10 }}, {{ hold = "400ms" }}, {{ close = 1000 }}]
+
+[[scenario.step]]
+name = "deaf"
+ws = "ws://{addr}/deaf"
+ping = "50ms"
+actions = [{{ hold = "2s" }}]
+
+# Twenty sessions whose pings fall due around their close: none may follow our
+# close frame (one did, and broke the close, before the fix).
+[[scenario]]
+name = "closing"
+rate = 20
+duration = "1s"
+timeout = "1s"
+
+[[scenario.step]]
+name = "closing"
+ws = "ws://{addr}/proto"
+ping = "200ms"
+actions = [{{ hold = "1s" }}, {{ close = 1000 }}]
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps["closing close 2"].len(), 20);
+    for name in ["answered hold 2", "answered close 3", "closing close 2"] {
+        assert!(
+            steps[name].iter().all(Record::is_success),
+            "{name}: {steps:?}"
+        );
+    }
+    // Ten messages 20 ms apart: the paced send's one record spans them.
+    for record in &steps["answered send 1"] {
+        assert!(
+            record.is_success() && record.latency_ns >= 175_000_000,
+            "{record:?}"
+        );
+        assert_eq!(record.bytes_out, 10, "{record:?}");
+    }
+    for record in &steps["deaf hold 1"] {
+        let entry = &tables.errors[record.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Timeout, "{}", entry.text);
+        assert_eq!(entry.text, "no pong answered a ping within 300ms");
+        // Failed at the pong's deadline, not at the hold's 2 s end.
+        assert!(record.latency_ns < 1_000_000_000, "{record:?}");
+    }
+    let held = connections(&output);
+    for c in &held["answered"] {
+        assert!(c.pings >= 5 && c.pings_unanswered == 0, "{c:?}");
+        assert_eq!(
+            c.close,
+            record::Close {
+                by: record::ClosedBy::Client,
+                code: 1000
+            }
+        );
+        // Every echo came back, counted without a record each.
+        assert_eq!((c.messages_out, c.messages_in), (10, 10), "{c:?}");
+    }
+    for c in &held["deaf"] {
+        assert_eq!((c.pings, c.pings_unanswered), (1, 1), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Client, "{c:?}");
+    }
+    let report = loadlab(&["report", "-by=step", &output]);
+    let report = text(&report.stdout);
+    assert!(report.contains("Pings"), "{report}");
+}
+
+#[test]
+fn an_event_stream_reconnects_with_the_last_event_id_a_bounded_number_of_times() {
+    let server = serve(ROOMS);
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    // Each stream of the route is 3 events: 8 need two reconnects, 20 more than 2.
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "news"
+concurrency = 1
+max_requests = 8
+duration = "10s"
+timeout = "1s"
+
+[[scenario.step]]
+name = "eight"
+sse = "http://{addr}/news"
+events = 8
+reconnect = 3
+checks = [{{ name = "first three", expect = "body matches ^tick [1-3]$" }}]
+
+[[scenario.step]]
+name = "twenty"
+sse = "http://{addr}/news"
+events = 20
+reconnect = 2
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    let held = connections(&output);
+    for c in &held["eight"] {
+        assert_eq!((c.messages_in, c.reconnects), (8, 2), "{c:?}");
+        // Ticks 4 to 8 came after the reconnects: the ids went on, not from 1.
+        assert_eq!(c.messages_failed, 5, "{c:?}");
+        // The gaps include the server's 50 ms retry, twice.
+        assert!(c.latency.quantile(1.0).unwrap() >= 50_000_000, "{c:?}");
+    }
+    for record in &steps["twenty events"] {
+        let entry = &tables.errors[record.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Closed, "{}", entry.text);
+        assert!(
+            entry.text.contains("after 9 of 20 events"),
+            "{}",
+            entry.text
+        );
+    }
+    for c in &held["twenty"] {
+        assert_eq!((c.messages_in, c.reconnects), (9, 2), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+    let report = text(&loadlab(&["report", "-by=step", &output]).stdout);
+    assert!(report.contains("Reconnects"), "{report}");
+}
+
+#[test]
+fn a_chat_room_on_the_websockets_librarys_broadcast_hears_every_user() {
+    let Some(python) = websockets_python() else {
+        return;
+    };
+    let room = PythonEcho::run(&python, "websockets_broadcast.py");
+    let login = serve(ROOMS);
+    let dir = TempDir::new();
+    // Three users at once in Python's room: each hears its own message through the
+    // broadcast, and the others' when they overlap.
+    let url = format!("ws://127.0.0.1:{}/", room.port);
+    let held = run_room(&dir, login.local_addr(), &url, r#"{ hold = "100ms" }"#);
+    assert!(held.iter().all(|c| c.messages_in >= 1), "{held:?}");
+    // Users overlapped: some heard more than their own message.
+    assert!(held.iter().any(|c| c.messages_in > 1), "{held:?}");
+}
+
+#[test]
+fn under_trace_the_upgrade_carries_its_traceparent() {
+    let server = serve(ROOMS);
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "traced"
+concurrency = 1
+max_requests = 3
+duration = "5s"
+
+[[scenario.step]]
+name = "traced"
+ws = "ws://{}/traced"
+actions = [{{ send = "hi" }}, {{ expect = "body contains hi" }}]
+"#,
+        server.local_addr()
+    );
+    let scenarios = dir.write("flow.toml", &flow);
+    // The route refuses an upgrade without a traceparent: with -trace, none is refused.
+    for (trace, want_ok) in [(false, false), (true, true)] {
+        let output = dir
+            .0
+            .join(format!("{trace}.llr"))
+            .to_string_lossy()
+            .into_owned();
+        let mut args = vec![
+            "attack",
+            "-scenarios",
+            &scenarios,
+            "-output",
+            &output,
+            "-quiet",
+        ];
+        if trace {
+            args.push("-trace");
+        }
+        let run = loadlab(&args);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let (records, tables) = read(&output);
+        let upgrades = &per_step(&records, &tables)["traced"];
+        assert!(!upgrades.is_empty());
+        assert!(
+            upgrades.iter().all(|r| r.is_success() == want_ok),
+            "-trace {trace}: {upgrades:?}"
+        );
+    }
+}
+
+#[test]
+fn a_subprotocol_is_asked_recorded_and_checked() {
+    let server = serve(ROOMS);
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "protocols"
+concurrency = 1
+max_requests = 4
+duration = "10s"
+timeout = "1s"
+
+[[scenario.step]]
+name = "chosen"
+ws = "ws://{addr}/proto"
+subprotocols = ["chat.v2", "chat"]
+actions = [{{ send = "hi" }}, {{ expect = "body contains hi" }}]
+
+[[scenario.step]]
+name = "refused"
+ws = "ws://{addr}/proto"
+subprotocols = ["chat.v2"]
+actions = [{{ send = "hi" }}]
+"#
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert!(steps["chosen"].iter().all(Record::is_success), "{steps:?}");
+    for record in &steps["refused"] {
+        let entry = &tables.errors[record.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Protocol, "{}", entry.text);
+        assert_eq!(
+            entry.text,
+            "websocket upgrade: the server chose no subprotocol (asked: chat.v2)"
+        );
+    }
+    let held = connections(&output);
+    assert!(
+        !held.contains_key("refused"),
+        "a refused upgrade never opened"
+    );
+    for c in &held["chosen"] {
+        assert_eq!(c.subprotocol.as_deref(), Some("chat"), "{c:?}");
+    }
+}
+
+#[test]
+fn a_chat_room_logs_in_sends_and_hears_the_broadcast_and_the_ticks() {
+    let server = serve(ROOMS);
+    let dir = TempDir::new();
+    let url = format!("ws://{}/room", server.local_addr());
+    let news = r#"{ name = "news", expect = "body contains news", within = "1s" }"#;
+    for c in run_room(&dir, server.local_addr(), &url, news) {
+        // Its own message came back through the room, with the ticks around it.
+        assert!(c.messages_in >= 2, "{c:?}");
+        assert_eq!(c.latency.count(), 2, "{c:?}");
+    }
+}
+
+/// Three users log in (at `login`), enter the room at `url` with the token, send a
+/// message, hear one, do `then`, leave; every record a success, each connection one
+/// message out. The connections' figures.
+fn run_room(
+    dir: &TempDir,
+    login: std::net::SocketAddr,
+    url: &str,
+    then: &str,
+) -> Vec<record::Connection> {
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "room"
+concurrency = 3
+max_requests = 60
+duration = "3s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "login"
+request = "POST http://{login}/login"
+extract = {{ token = "json $.token" }}
+
+[[scenario.step]]
+name = "room"
+ws = "{url}\nAuthorization: Bearer {{{{token}}}}"
+actions = [
+  {{ send = '{{"text": "hi from {{{{token}}}}"}}' }},
+  {{ name = "heard", expect = "json $.text exists", within = "1s" }},
+  {then},
+  {{ close = 1000 }},
+]
+"#
+    );
+    let (run, output) = attack(dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    for name in ["login", "room", "room heard", "room close 4"] {
+        let records = &steps[name];
+        let all_ok = records.iter().all(Record::is_success);
+        assert!(!records.is_empty() && all_ok, "{name}: {records:?}");
+    }
+    let held = connections(&output).remove("room").unwrap();
+    assert!(held.iter().all(|c| c.messages_out == 1), "{held:?}");
+    held
 }
 
 /// Runs a chat flow (5 a second for a second) and checks that each of its steps has
@@ -731,13 +1149,18 @@ struct PythonEcho {
 
 impl PythonEcho {
     fn start(python: &std::path::Path) -> PythonEcho {
+        PythonEcho::run(python, "websockets_echo.py")
+    }
+
+    /// `examples/apps/SCRIPT` under `python`, on the port it prints.
+    fn run(python: &std::path::Path, script: &str) -> PythonEcho {
         use std::io::BufRead as _;
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/apps/websockets_echo.py"
+        let script = format!(
+            "{}/../../examples/apps/{script}",
+            env!("CARGO_MANIFEST_DIR")
         );
         let mut child = Command::new(python)
-            .args([script, "0"])
+            .args([script.as_str(), "0"])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
-use record::{AttackStats, GeneratorStats, Logged, Record, RecordWriter, SampleFrame};
+use record::{AttackStats, Connection, GeneratorStats, Logged, Record, RecordWriter, SampleFrame};
 use workload::{Fired, Plan};
 
 use crate::EngineError;
@@ -52,6 +52,8 @@ pub(crate) struct Collector<W: Write> {
     /// Replayed requests' logged figures not yet due (their `intended_unix_ns` is
     /// still an offset from time zero).
     pub logged: Vec<Logged>,
+    /// Stream steps' connection figures taken since the last flush.
+    pub connections: Vec<Connection>,
     /// Under `-trace`: the traced requests worth looking at, for the end block.
     pub exemplars: Option<ExemplarKeeper>,
 }
@@ -137,6 +139,7 @@ impl<W: Write> Collector<W> {
 
     fn take(&mut self, mut report: WorkerReport) {
         self.writer.extend(&report.records);
+        self.connections.append(&mut report.connections);
         self.watcher.add(&report.records);
         if let Some(exemplars) = &mut self.exemplars {
             exemplars.add(&report.records);
@@ -183,6 +186,13 @@ impl<W: Write> Collector<W> {
         self.writer
             .flush_records(watermark)
             .map_err(EngineError::Record)?;
+        if !self.connections.is_empty() {
+            // Their records went out with this flush or an earlier one.
+            self.writer
+                .write_connections(&self.connections)
+                .map_err(EngineError::Record)?;
+            self.connections.clear();
+        }
         self.write_logged()
     }
 

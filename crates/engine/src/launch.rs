@@ -405,6 +405,7 @@ fn collect<W: Write>(
         recycle,
         stop: stop.clone(),
         logged: Vec::new(),
+        connections: Vec::new(),
         exemplars: (config.settings.trace).map(|trace| {
             let sampler = TraceSampler::new(trace, config.settings.seed);
             ExemplarKeeper::new(sampler, own_traceparents(config))

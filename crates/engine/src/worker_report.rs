@@ -2,12 +2,15 @@
 //! end (its records, watermark and running [`Counters`]). Workers send it and the
 //! collector reads it; neither needs the other's module.
 
-use record::{AttackStats, Record};
+use record::{AttackStats, Connection, Record};
 
 /// What a worker tells the collector, every ~100 ms and at the end.
 pub(crate) struct WorkerReport {
     pub worker: usize,
     pub records: Vec<Record>,
+    /// Figures of the `ws` and `sse` connections that closed since the last report
+    /// (their records are in this report or an earlier one).
+    pub connections: Vec<Connection>,
     /// Every request this worker dispatched before this offset is in this or an
     /// earlier report.
     pub watermark_ns: u64,

@@ -25,6 +25,10 @@
 //!   ([`RecordWriter::write_logged`]) and streamed through
 //!   [`RecordSource::drain_logged`] / [`Inputs::drain_logged`] /
 //!   [`RecordStream::take_logged`].
+//! - [`Connection`]: one WebSocket or event-stream connection's figures (messages,
+//!   bytes, [`MessageLatency`], its [`Close`]), in optional blocks beside the records
+//!   ([`RecordWriter::write_connections`]), streamed like a replay's originals
+//!   ([`RecordSource::drain_connections`], [`RecordStream::take_connections`]).
 //! - [`Exemplar`]: a traced request worth looking at (`attack -trace`), with its trace
 //!   ids, in the end block ([`RunEnd::exemplars`]); [`Inputs::exemplars`] and
 //!   [`RecordStream::exemplars`] give them with merged ids.
@@ -37,6 +41,7 @@
 mod codec_csv;
 mod codec_json;
 mod columns;
+mod connections;
 mod exemplar;
 mod format;
 mod import;
@@ -60,6 +65,7 @@ mod proptests;
 
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
+pub use connections::{Close, ClosedBy, Connection, MessageLatency};
 pub use exemplar::{Exemplar, ExemplarKind, TraceInfo};
 pub use format::{FORMAT_VERSION, MAGIC};
 pub use input::{open_input, open_reader};

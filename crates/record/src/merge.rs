@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::RecordError;
+use crate::connections::Connection;
 use crate::exemplar::Exemplar;
 use crate::input::open_input;
 use crate::logged::Logged;
@@ -31,6 +32,8 @@ pub struct Inputs {
     sample_scratch: Vec<SampleBatch>,
     /// Logged originals read by the last `next_batch`, with merged ids.
     logged: Vec<Logged>,
+    /// Connection figures read by the last `next_batch`, with merged ids.
+    connections: Vec<Connection>,
 }
 
 /// One source's ids -> merged ids; grows as the source's dictionaries grow.
@@ -80,6 +83,7 @@ impl Inputs {
             series_ids: HashMap::new(),
             sample_scratch: Vec::new(),
             logged: Vec::new(),
+            connections: Vec::new(),
         };
         for index in 0..inputs.sources.len() {
             inputs.sync_tables(index);
@@ -152,6 +156,12 @@ impl Inputs {
         out.append(&mut self.logged);
     }
 
+    /// Appends the connection figures read by the last `next_batch`, with merged
+    /// attack and target ids, on the terms of [`Inputs::drain_logged`].
+    pub fn drain_connections(&mut self, out: &mut Vec<Connection>) {
+        out.append(&mut self.connections);
+    }
+
     fn sync_samples(&mut self, index: usize) {
         let source = &self.sources[index].summary().samples.tables;
         let remap = &mut self.remaps[index];
@@ -178,6 +188,7 @@ impl Inputs {
     /// The next records in input order (one input after another), with merged ids.
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         self.logged.clear();
+        self.connections.clear();
         while self.current < self.sources.len() {
             if self.pull(self.current, out)? {
                 return Ok(true);
@@ -216,6 +227,12 @@ impl Inputs {
         for logged in &mut self.logged[from..] {
             logged.attack = remap.attacks[usize::from(logged.attack)];
             logged.target = remap.targets[logged.target as usize];
+        }
+        let from = self.connections.len();
+        self.sources[index].drain_connections(&mut self.connections);
+        for connection in &mut self.connections[from..] {
+            connection.attack = remap.attacks[usize::from(connection.attack)];
+            connection.target = remap.targets[connection.target as usize];
         }
         Ok(more)
     }
@@ -329,6 +346,11 @@ impl Sorted {
         self.inputs.drain_logged(out);
     }
 
+    /// See [`Inputs::drain_connections`]; in the order they were read.
+    pub fn drain_connections(&mut self, out: &mut Vec<Connection>) {
+        self.inputs.drain_connections(out);
+    }
+
     /// See [`Inputs::drain_samples`]; batches come in the order they were read, not
     /// sorted by time (each input's own batches are in time order).
     pub fn drain_samples(&mut self, out: &mut Vec<SampleBatch>) {
@@ -341,6 +363,7 @@ impl Sorted {
     pub fn next_batch(&mut self, out: &mut Vec<Record>) -> Result<bool, RecordError> {
         out.clear();
         self.inputs.logged.clear();
+        self.inputs.connections.clear();
         let mut scratch = std::mem::take(&mut self.scratch);
         let result = self.fill(out, &mut scratch);
         self.scratch = scratch;

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::RecordError;
 use crate::columns;
+use crate::connections::{CONNECTIONS_BLOCK, Connection, ConnectionsBlock};
 use crate::format::{
     BLOCK_HEAD_LEN, BlockKind, CODEC_RAW, CODEC_ZSTD, FORMAT_VERSION, MAGIC, MAX_PAYLOAD_LEN,
     MAX_RECORDS_PER_BLOCK, NO_WATERMARK, PREAMBLE_LEN, RECORDS_HEAD_LEN,
@@ -40,6 +41,8 @@ pub struct BinaryReader<R: Read> {
     pending_samples: VecDeque<SampleBatch>,
     /// Logged originals read by the last `next_batch`; the next one drops them.
     pending_logged: Vec<Logged>,
+    /// Connection figures read by the last `next_batch`; the next one drops them.
+    pending_connections: Vec<Connection>,
     logged_scratch: Vec<Logged>,
 }
 
@@ -106,6 +109,7 @@ impl<R: Read> BinaryReader<R> {
             decompressor: None,
             pending_samples: VecDeque::new(),
             pending_logged: Vec::new(),
+            pending_connections: Vec::new(),
             logged_scratch: Vec::new(),
         };
         let kind = match reader.read_block() {
@@ -192,6 +196,7 @@ impl<R: Read> BinaryReader<R> {
             }
             BlockKind::Optional(SAMPLES_BLOCK) => self.apply_samples()?,
             BlockKind::Optional(LOGGED_BLOCK) => self.apply_logged()?,
+            BlockKind::Optional(CONNECTIONS_BLOCK) => self.apply_connections()?,
             BlockKind::Records | BlockKind::Optional(_) => {}
         }
         Ok(())
@@ -289,6 +294,27 @@ impl<R: Read> BinaryReader<R> {
         Ok(())
     }
 
+    /// Reads a connections block onto the pending ones, checking its ids like records'.
+    fn apply_connections(&mut self) -> Result<(), Tear> {
+        let bad = |reason: String| Tear(format!("connections block: {reason}"));
+        let block: ConnectionsBlock<Vec<Connection>> =
+            serde_json::from_slice(&self.payload).map_err(|e| bad(e.to_string()))?;
+        let (attacks, targets) = (self.tables.attacks.len(), self.tables.targets.len());
+        for c in &block.connections {
+            if usize::from(c.attack) >= attacks || c.target as usize >= targets {
+                return Err(bad(format!(
+                    "seq {} names attack {} or target {} not in the dictionary",
+                    c.seq, c.attack, c.target
+                )));
+            }
+            c.latency
+                .check()
+                .map_err(|reason| bad(format!("seq {}: {reason}", c.seq)))?;
+        }
+        self.pending_connections.extend(block.connections);
+        Ok(())
+    }
+
     /// Every id must point into the dictionaries read so far. A file declaring no
     /// attack or no target (a monitor's) has no id for a record to name: unlike an
     /// import, it gets no placeholder in the merge.
@@ -342,6 +368,7 @@ impl<R: Read> RecordSource for BinaryReader<R> {
         // Undrained originals go: a reader that does not want them keeps no more
         // than a batch's worth.
         self.pending_logged.clear();
+        self.pending_connections.clear();
         while !self.done {
             let kind = match self.read_block() {
                 Ok(Some(kind)) => kind,
@@ -383,6 +410,10 @@ impl<R: Read> RecordSource for BinaryReader<R> {
 
     fn drain_logged(&mut self, out: &mut Vec<Logged>) {
         out.append(&mut self.pending_logged);
+    }
+
+    fn drain_connections(&mut self, out: &mut Vec<Connection>) {
+        out.append(&mut self.pending_connections);
     }
 }
 

@@ -3,6 +3,7 @@
 //! ([`SourceSummary`], [`TornTail`]). `input.rs` opens an input and picks its reader.
 
 use crate::RecordError;
+use crate::connections::Connection;
 use crate::logged::Logged;
 use crate::meta::{GeneratorStats, RunEnd, RunHeader, RunTables};
 use crate::record::Record;
@@ -44,6 +45,11 @@ pub trait RecordSource {
     /// that wants them calls this after every `next_batch`, and one that does not
     /// holds no more than a batch's worth.
     fn drain_logged(&mut self, out: &mut Vec<Logged>) {
+        let _ = out;
+    }
+    /// Appends the connection figures (`ws` and `sse` steps) read by the last
+    /// `next_batch`, on the same terms as [`RecordSource::drain_logged`].
+    fn drain_connections(&mut self, out: &mut Vec<Connection>) {
         let _ = out;
     }
 }

@@ -18,6 +18,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread;
 
 use crate::RecordError;
+use crate::connections::Connection;
 use crate::exemplar::Exemplar;
 use crate::logged::Logged;
 use crate::merge::{Inputs, Sorted};
@@ -64,6 +65,8 @@ struct Batch {
     sample_tables: Option<SampleTables>,
     /// Logged originals read since the last message.
     logged: Vec<Logged>,
+    /// Connection figures read since the last message.
+    connections: Vec<Connection>,
 }
 
 /// Everything, complete, once the inputs are drained.
@@ -73,6 +76,7 @@ struct Done {
     samples: Vec<SampleBatch>,
     sample_tables: SampleTables,
     logged: Vec<Logged>,
+    connections: Vec<Connection>,
     exemplars: Vec<Exemplar>,
 }
 
@@ -101,6 +105,8 @@ pub struct RecordStream {
     sample_tables: SampleTables,
     /// Logged originals received with the last batch, until taken.
     logged: Vec<Logged>,
+    /// Connection figures received with the last batch, until taken.
+    connections: Vec<Connection>,
     /// The inputs' exemplars, once drained.
     exemplars: Vec<Exemplar>,
     done: bool,
@@ -148,6 +154,7 @@ impl RecordStream {
             samples: Vec::new(),
             sample_tables: SampleTables::default(),
             logged: Vec::new(),
+            connections: Vec::new(),
             exemplars: Vec::new(),
             done: false,
         })
@@ -173,12 +180,14 @@ impl RecordStream {
                     samples,
                     sample_tables,
                     logged,
+                    connections,
                     exemplars,
                 } = *done;
                 (self.tables, self.summaries, self.done) = (tables, summaries, true);
                 self.exemplars = exemplars;
                 self.sample_tables = sample_tables;
                 self.logged = logged;
+                self.connections = connections;
                 self.samples.extend(samples);
                 out.clear();
                 Ok(false)
@@ -207,6 +216,7 @@ impl RecordStream {
         self.samples.extend(batch.samples);
         // Replaced, not appended: a consumer that never takes them holds one batch's.
         self.logged = batch.logged;
+        self.connections = batch.connections;
     }
 
     /// The merged dictionaries, as far as the records returned so far need them.
@@ -236,6 +246,12 @@ impl RecordStream {
     /// and once more after the last (`next_batch` returned false).
     pub fn take_logged(&mut self, out: &mut Vec<Logged>) {
         out.append(&mut self.logged);
+    }
+
+    /// Appends to `out` the connection figures (`ws`, `sse` steps) received with the
+    /// last batch, with merged ids, on the terms of [`RecordStream::take_logged`].
+    pub fn take_connections(&mut self, out: &mut Vec<Connection>) {
+        out.append(&mut self.connections);
     }
 
     /// The inputs' traced requests worth looking at (`attack -trace`), with merged
@@ -295,6 +311,13 @@ impl Reader {
             Reader::SendTime(sorted) => sorted.drain_logged(out),
         }
     }
+
+    fn drain_connections(&mut self, out: &mut Vec<Connection>) {
+        match self {
+            Reader::Input(inputs) => inputs.drain_connections(out),
+            Reader::SendTime(sorted) => sorted.drain_connections(out),
+        }
+    }
 }
 
 /// What the reader thread last sent, to send tables and summaries only when they grew.
@@ -348,6 +371,7 @@ fn read(
     let mut records = Vec::new();
     let mut samples = Vec::new();
     let mut logged = Vec::new();
+    let mut connections = Vec::new();
     loop {
         if records.capacity() == 0 {
             records = spare.try_recv().unwrap_or_default();
@@ -356,6 +380,7 @@ fn read(
         // Drained after every batch, so an input's pending samples stay few.
         reader.drain_samples(&mut samples);
         reader.drain_logged(&mut logged);
+        reader.drain_connections(&mut connections);
         let message = match result {
             // Samples alone: gather a few before waking the consumer.
             Ok(true) if records.is_empty() && samples.len() < SAMPLE_BATCHES_PER_MESSAGE => {
@@ -369,6 +394,7 @@ fn read(
                     samples: std::mem::take(&mut samples),
                     sample_tables: None,
                     logged: std::mem::take(&mut logged),
+                    connections: std::mem::take(&mut connections),
                 };
                 sent.batch(reader.inputs(), live_summaries, &mut batch);
                 Message::Batch(batch)
@@ -381,6 +407,7 @@ fn read(
                     samples: std::mem::take(&mut samples),
                     sample_tables: inputs.sample_tables().clone(),
                     logged: std::mem::take(&mut logged),
+                    connections: std::mem::take(&mut connections),
                     exemplars: inputs.exemplars(),
                 }))
             }

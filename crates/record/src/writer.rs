@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::RecordError;
 use crate::columns;
+use crate::connections::{CONNECTIONS_BLOCK, Connection, ConnectionsBlock};
 use crate::format::{
     self, BlockKind, CODEC_RAW, CODEC_ZSTD, MAX_RECORDS_PER_BLOCK, NO_WATERMARK, RECORDS_HEAD_LEN,
 };
@@ -283,6 +284,29 @@ impl<W: Write> RecordWriter<W> {
             &mut self.block,
         )
         .map_err(RecordError::Write)
+    }
+
+    /// Writes the figures of connections that closed (`ws` and `sse` steps): one
+    /// optional `connections` block (kind 0x43) of JSON per call. Every attack and
+    /// target id must be written already, as for [`RecordWriter::write_logged`].
+    pub fn write_connections(&mut self, connections: &[Connection]) -> Result<(), RecordError> {
+        if let Some(bad) = connections.iter().find(|c| {
+            usize::from(c.attack) >= self.attacks || c.target as usize >= self.targets_written
+        }) {
+            return Err(RecordError::Write(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "connections: seq {} names attack {} or target {}, but {} attacks \
+                     and {} targets were written",
+                    bad.seq, bad.attack, bad.target, self.attacks, self.targets_written
+                ),
+            )));
+        }
+        // A JSON block stays well under the 64 MiB payload limit at this many.
+        connections.chunks(100_000).try_for_each(|chunk| {
+            let block = ConnectionsBlock { connections: chunk };
+            self.write_json(BlockKind::Optional(CONNECTIONS_BLOCK), &block)
+        })
     }
 
     /// Writes a generator statistics sample.

@@ -1506,3 +1506,177 @@ fn a_record_naming_ids_the_file_never_declared_is_damage_not_a_panic() {
         "{torn:?}"
     );
 }
+
+/// The figures of the connection opened by [`record`] `n` (a `ws` step's upgrade).
+fn connection_of(record: &Record) -> record::Connection {
+    let n = record.seq;
+    let mut latency = record::MessageLatency::default();
+    for i in 0..n % 5 {
+        latency.add(1_000_000 + i * 250_000);
+    }
+    record::Connection {
+        attack: record.attack,
+        target: record.target,
+        seq: n,
+        opened_unix_ns: record.intended_unix_ns + 500_000,
+        closed_unix_ns: record.intended_unix_ns + 2_000_000_000,
+        messages_out: n % 5,
+        bytes_out: 20 * (n % 5),
+        messages_in: n % 7,
+        bytes_in: 30 * (n % 7),
+        messages_failed: n % 3,
+        latency,
+        close: record::Close {
+            by: if n.is_multiple_of(2) {
+                record::ClosedBy::Client
+            } else {
+                record::ClosedBy::Server
+            },
+            code: if n.is_multiple_of(11) { 0 } else { 1000 },
+        },
+        subprotocol: n.is_multiple_of(4).then(|| "chat".to_owned()),
+        ..record::Connection::default()
+    }
+}
+
+/// [`write_run`]'s records with, when `connections` is set, a connections block
+/// after each records block, as the engine writes them.
+fn write_streams_run(connections: bool) -> (Vec<u8>, Vec<Record>) {
+    let records: Vec<Record> = (0..300).map(record).collect();
+    let mut writer = RecordWriter::new(Vec::new(), &header(), Compression::Raw).unwrap();
+    let target = TargetInfo {
+        step: Some("chat".to_owned()),
+        method: "GET".to_owned(),
+        url: "http://127.0.0.1:8080/things".to_owned(),
+        ..TargetInfo::default()
+    };
+    writer.add_targets(1, &[target]).unwrap();
+    let error = ErrorEntry {
+        kind: ErrorKind::Status,
+        text: "503 Service Unavailable".to_owned(),
+    };
+    writer.add_errors(0, &[error]).unwrap();
+    for chunk in records.chunks(100) {
+        writer.extend(chunk);
+        writer.flush_records(None).unwrap();
+        if connections {
+            let figures: Vec<record::Connection> = chunk.iter().map(connection_of).collect();
+            writer.write_connections(&figures).unwrap();
+        }
+    }
+    (writer.finish(&RunEnd::default()).unwrap(), records)
+}
+
+fn read_connections(bytes: &[u8]) -> (Vec<Record>, Vec<record::Connection>, Box<dyn RecordSource>) {
+    let mut source = open_reader(Box::new(Cursor::new(bytes.to_vec())), "run.llr").unwrap();
+    let (mut records, mut connections, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        records.extend_from_slice(&batch);
+        source.drain_connections(&mut connections);
+    }
+    source.drain_connections(&mut connections);
+    (records, connections, source)
+}
+
+#[test]
+fn connection_figures_round_trip_and_older_readers_skip_them() {
+    let (with, records) = write_streams_run(true);
+    let (without, _) = write_streams_run(false);
+    let (read, connections, source) = read_connections(&with);
+    assert_eq!(read, records);
+    let want: Vec<record::Connection> = records.iter().map(connection_of).collect();
+    assert_eq!(connections, want);
+    assert_eq!(source.summary().torn, None);
+    // Without its 0x43 blocks the file is the plain run, byte for byte; a reader that
+    // predates the kind skips it as any optional kind (here: renamed to one unknown).
+    let (mut stripped, mut unknown) = (with[..12].to_vec(), with[..12].to_vec());
+    for (kind, block) in blocks(&with) {
+        if kind != 0x43 {
+            stripped.extend_from_slice(block);
+        }
+        unknown.extend_from_slice(block);
+        if kind == 0x43 {
+            let at = unknown.len() - block.len();
+            unknown[at] = 0x7e;
+        }
+    }
+    assert_eq!(stripped, without);
+    let (read, connections, source) = read_connections(&unknown);
+    assert_eq!((read, connections.len()), (records, 0));
+    assert_eq!(source.summary().torn, None);
+}
+
+#[test]
+fn a_connections_block_naming_unknown_ids_or_bad_buckets_is_damage() {
+    let rows: &[(&str, &str)] = &[
+        (
+            r#"{"connections":[{"attack":0,"target":9,"seq":4,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":0,"bytes_out":0,"messages_in":0,"bytes_in":0,"close":{"by":"client"}}]}"#,
+            "seq 4 names attack 0 or target 9",
+        ),
+        (
+            r#"{"connections":[{"attack":0,"target":0,"seq":5,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":0,"bytes_out":0,"messages_in":0,"bytes_in":0,"latency":[[3,1],[2,1]],"close":{"by":"client"}}]}"#,
+            "seq 5: latency buckets",
+        ),
+        (r#"{"connections":[{"attack":0}]}"#, "missing field"),
+    ];
+    for (json, want) in rows {
+        let (mut bytes, _) = write_streams_run(false);
+        let end = blocks(&bytes).last().unwrap().1.len();
+        let end_block = bytes.split_off(bytes.len() - end);
+        let payload = json.as_bytes();
+        bytes.push(0x43);
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        bytes.extend_from_slice(&end_block);
+        let (read, connections, source) = read_connections(&bytes);
+        assert_eq!((read.len(), connections.len()), (300, 0), "{want}");
+        let torn = source.summary().torn.clone().unwrap();
+        assert!(
+            torn.reason.contains("connections block") && torn.reason.contains(want),
+            "{want}: {}",
+            torn.reason
+        );
+    }
+}
+
+#[test]
+fn the_writer_refuses_connections_naming_ids_not_written_and_merges_remap_them() {
+    let mut writer = RecordWriter::new(Vec::new(), &header(), Compression::Raw).unwrap();
+    let bad = record::Connection {
+        target: 5,
+        ..record::Connection::default()
+    };
+    let err = writer.write_connections(&[bad]).unwrap_err();
+    assert!(
+        format!("{err:?}").contains("names attack 0 or target 5"),
+        "{err:?}"
+    );
+    // Two inputs: the second's ids move when merged, and its figures move with them.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.llr");
+    let streams = dir.path().join("streams.llr");
+    let (replay_bytes, _) = write_replay_run(Compression::Raw, false);
+    std::fs::write(&plain, replay_bytes).unwrap();
+    std::fs::write(&streams, write_streams_run(true).0).unwrap();
+    let paths = [plain, streams].map(|p| p.display().to_string());
+    for order in [ReadOrder::Input, ReadOrder::SendTime] {
+        let mut stream = RecordStream::open(&paths, order, false).unwrap();
+        let (mut batch, mut connections) = (Vec::new(), Vec::new());
+        while stream.next_batch(&mut batch).unwrap() {
+            stream.take_connections(&mut connections);
+        }
+        stream.take_connections(&mut connections);
+        let (tables, _) = stream.into_parts();
+        assert_eq!(connections.len(), 300, "{order:?}");
+        for c in &connections {
+            let url = &tables.targets[c.target as usize].url;
+            let want = if c.seq.is_multiple_of(2) {
+                "http://127.0.0.1:8080/"
+            } else {
+                "http://127.0.0.1:8080/things"
+            };
+            assert_eq!(url, want, "{order:?} seq {}", c.seq);
+        }
+    }
+}

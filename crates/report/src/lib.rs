@@ -45,6 +45,7 @@ mod answers;
 mod checks;
 mod compare;
 mod config;
+mod connections;
 mod convert;
 mod distribution;
 mod every;
@@ -81,6 +82,7 @@ pub use compare::{
     side_letter,
 };
 pub use config::{ReportConfig, ReportType};
+pub use connections::{ConnectionFigures, Connections, write_connections_text};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
 pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles, nearest_rank};
 pub use every::{IntervalRow, Intervals};

@@ -7,8 +7,9 @@
 //! differ.
 
 use analysis::GeneratorHealth;
-use record::{Logged, Record, RunTables, SampleBatch, SampleTables, SourceSummary};
+use record::{Connection, Logged, Record, RunTables, SampleBatch, SampleTables, SourceSummary};
 
+use crate::connections::Connections;
 use crate::distribution::{Distribution, GROUP_EXACT_LIMIT, Quantiles};
 use crate::evidence::{ClosedEvidence, Evidence, close_run};
 use crate::extras::{RunFacts, Scope};
@@ -26,6 +27,8 @@ pub struct Measure {
     judging: Judging,
     resources: Resources,
     replays: Replays,
+    /// The `ws` and `sse` steps' connections.
+    connections: Connections,
     /// Per merged attack id, when a renderer draws each attack's percentile curve.
     attacks: Option<Vec<Distribution>>,
 }
@@ -75,6 +78,9 @@ pub struct Summary {
     pub groups: Vec<(GroupKey, Report)>,
     /// Per merged attack id; empty unless asked for ([`Measure::with_attack_latency`]).
     pub attacks: Vec<AttackLatency>,
+    /// The `ws` and `sse` steps' connections, merged per group when rendered
+    /// ([`Connections::merged`]: peak held, the count open each second, messages).
+    pub connections: Connections,
 }
 
 impl Measure {
@@ -86,6 +92,7 @@ impl Measure {
             judging: Judging::Gathering(Box::default()),
             resources: Resources::default(),
             replays: Replays::new(),
+            connections: Connections::default(),
             attacks: None,
         }
     }
@@ -119,6 +126,11 @@ impl Measure {
     /// Adds a replay's logged originals (any order).
     pub fn add_logged(&mut self, logged: &[Logged], tables: &RunTables) {
         self.replays.add_logged(logged, tables);
+    }
+
+    /// Adds the figures of `ws` and `sse` connections (any order).
+    pub fn add_connections(&mut self, connections: &[Connection]) {
+        self.connections.add(connections);
     }
 
     /// Adds resource sample batches whose ids index `tables` (as read so far).
@@ -178,6 +190,7 @@ impl Measure {
                 quantiles: latency.into_quantiles(),
             })
             .collect();
+        let connections = self.connections;
         let empty = (self.groups.requests() == 0).then(|| self.groups.template().clone());
         let (grouper, mut sorted) = self.groups.into_sorted();
         if let (Some(empty), None) = (empty, &grouper) {
@@ -192,6 +205,7 @@ impl Measure {
             grouper,
             groups,
             attacks,
+            connections,
         }
     }
 }

@@ -133,6 +133,9 @@ fn take_the_rest(
     stream.take_logged(logged);
     measure.add_logged(logged, stream.tables());
     logged.clear();
+    let mut connections = Vec::new();
+    stream.take_connections(&mut connections);
+    measure.add_connections(&connections);
     let tables = stream.take_samples(samples);
     measure.add_samples(tables, samples);
     samples.clear();
@@ -329,6 +332,25 @@ fn render_groups(
             name,
         });
         render(&mut text, report, report_type, label);
+        if matches!(report_type, ReportType::Text) {
+            // A step's connections under `-by=step`, else the whole run's, once.
+            let figures = match (grouper, by) {
+                (Some(grouper), Some(GroupBy::Step)) => {
+                    summary.connections.merged(|attack, target| {
+                        grouper.key(&Record {
+                            attack,
+                            target,
+                            ..Record::default()
+                        }) == *key
+                    })
+                }
+                _ if index + 1 == summary.groups.len() => summary.connections.merged(|_, _| true),
+                _ => None,
+            };
+            if let Some(figures) = figures {
+                crate::connections::write_connections_text(&mut text, &figures);
+            }
+        }
     }
     let p50_ns = (summary.groups.iter())
         .map(|(_, report)| report.latencies.p50_ns)

@@ -32,7 +32,7 @@ mod grpc_step;
 mod stream;
 
 pub use grpc_step::{DecodeFailure, GrpcCall};
-pub use stream::{Action, ActionKind, EventStream, Stream, StreamTarget};
+pub use stream::{Action, ActionKind, EventStream, Pace, Stream, StreamTarget, WebSocket};
 
 /// Variables one flow may extract (one bit each in [`UserState`]).
 pub const MAX_VARIABLES: usize = 64;
@@ -827,6 +827,9 @@ fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
         ("actions", !fields.actions.is_empty()),
         ("events", fields.events.is_some()),
         ("listen", fields.listen.is_some()),
+        ("ping", fields.ping.is_some()),
+        ("reconnect", fields.reconnect.is_some()),
+        ("subprotocols", !fields.subprotocols.is_empty()),
     ];
     match stray.iter().find(|(_, given)| *given) {
         Some((key, _)) => Err(format!("{key}: only a ws or sse step takes it")),

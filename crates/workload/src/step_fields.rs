@@ -38,6 +38,13 @@ pub struct StepFields {
     /// What a `ws` step does once connected, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<ActionFields>,
+    /// A `ws` step sends a ping this often while connected (`5s`); a ping without a
+    /// pong within the scenario's timeout fails the session.
+    pub ping: Option<String>,
+    /// A `ws` step asks for these subprotocols (`Sec-WebSocket-Protocol`); the server
+    /// must choose one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subprotocols: Vec<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,
@@ -45,6 +52,9 @@ pub struct StepFields {
     pub events: Option<u64>,
     /// An `sse` step stops reading after this long: `10s`.
     pub listen: Option<String>,
+    /// An `sse` step reconnects (with `Last-Event-ID`) at most this many times when the
+    /// server ends the stream before `events` or `listen` are done.
+    pub reconnect: Option<u32>,
     /// The line of the step's table, when the file says (set by the parser).
     #[serde(skip)]
     pub line: Option<u64>,
@@ -58,6 +68,10 @@ pub struct ActionFields {
     pub name: Option<String>,
     /// Send this text message (a template).
     pub send: Option<String>,
+    /// With `send`: send it this often (`50ms`), `count` times in all.
+    pub every: Option<String>,
+    /// With `send` and `every`: how many messages.
+    pub count: Option<u64>,
     /// Wait for a message this check passes on (`body contains hi`, `json $.id exists`).
     pub expect: Option<String>,
     /// How long `expect` waits (default: the scenario's `timeout`).

@@ -190,7 +190,14 @@ impl Loop {
         let Some(session) = slot.session.as_mut() else {
             return;
         };
-        match session.drive() {
+        let drive = session.drive();
+        if session.take_new_socket()
+            && let Some(fd) = session.fd()
+        {
+            // A reconnect's socket; the old one left the epoll when it closed.
+            let _ = self.poller.add(fd, token);
+        }
+        match drive {
             Drive::Wait(deadline_ns) => {
                 if deadline_ns != slot.armed_ns && deadline_ns != u64::MAX {
                     self.deadlines.push(Reverse((deadline_ns, token)));
@@ -198,17 +205,20 @@ impl Loop {
                 slot.armed_ns = deadline_ns;
             }
             Drive::Done(outcomes) => {
-                let Some(session) = slot.session.take() else {
+                let Some(mut session) = slot.session.take() else {
                     return;
                 };
                 self.free.push(index as u32);
                 self.live -= 1;
+                let held = session.take_held();
                 let job = session.job();
                 let done = SessionDone {
                     attack: job.attack,
                     user: job.user,
+                    seq: job.seq,
                     intended_ns: job.intended_ns,
                     outcomes,
+                    held,
                 };
                 // Dropping the session closes its socket (and leaves the epoll).
                 drop(session);
@@ -303,6 +313,7 @@ mod tests {
             let job = SessionJob {
                 attack: 0,
                 user,
+                seq: u64::from(user),
                 step: 0,
                 flow: Arc::clone(&flow),
                 request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),

@@ -49,6 +49,8 @@ const STOP_LOOK_NS: u64 = 100_000_000;
 pub(crate) struct SessionJob {
     pub attack: u16,
     pub user: u32,
+    /// The `seq` of the upgrade's (stream request's) record.
+    pub seq: u64,
     pub step: usize,
     pub flow: Arc<Flow>,
     /// The upgrade or stream request's bytes.
@@ -89,12 +91,55 @@ pub(crate) struct Outcome {
     pub matched: Option<(usize, Vec<u8>)>,
 }
 
-/// A session that ended: its user and its records.
+/// A session that ended: its user, its records and, when its connection opened, the
+/// connection's merged figures.
 pub(crate) struct SessionDone {
     pub attack: u16,
     pub user: u32,
+    /// The `seq` of its first record (the upgrade's, the stream request's).
+    pub seq: u64,
     pub intended_ns: u64,
     pub outcomes: Vec<Outcome>,
+    pub held: Option<Held>,
+}
+
+/// What a connection that opened did, merged over its messages (docs/STREAMING.md,
+/// "Records"): the worker stamps the record ids and turns the run's clock into unix
+/// times. Its times here are on the run's clock.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Held {
+    pub opened_ns: u64,
+    pub closed_ns: u64,
+    /// The counts, latencies and close; ids and times are the worker's to fill.
+    pub figures: record::Connection,
+}
+
+impl Held {
+    /// A connection that opened now.
+    pub(crate) fn opened(now_ns: u64) -> Held {
+        Held {
+            opened_ns: now_ns,
+            ..Held::default()
+        }
+    }
+
+    /// It closed now, `by` whom and with `code` (0: none).
+    pub(crate) fn close(&mut self, now_ns: u64, by: record::ClosedBy, code: u16) {
+        self.closed_ns = now_ns;
+        self.figures.close = record::Close { by, code };
+    }
+
+    /// A message went out.
+    pub(crate) fn sent(&mut self, bytes: u64) {
+        self.figures.messages_out += 1;
+        self.figures.bytes_out += bytes;
+    }
+
+    /// A message (an event) came in.
+    pub(crate) fn received(&mut self, bytes: u64) {
+        self.figures.messages_in += 1;
+        self.figures.bytes_in += bytes;
+    }
 }
 
 /// Where sessions report back to their worker.
@@ -158,6 +203,23 @@ impl Session {
     pub(crate) fn job(&self) -> &SessionJob {
         &self.job
     }
+
+    /// Whether the session made a new socket since the last call (a reconnect),
+    /// which the loop must watch.
+    pub(crate) fn take_new_socket(&mut self) -> bool {
+        match &mut self.machine {
+            Machine::Ws(_) => false,
+            Machine::Sse(sse) => std::mem::take(&mut sse.new_socket),
+        }
+    }
+
+    /// The connection's figures, once the session is done, if it opened.
+    pub(crate) fn take_held(&mut self) -> Option<Held> {
+        match &mut self.machine {
+            Machine::Ws(ws) => ws.held.take(),
+            Machine::Sse(sse) => sse.take_held(),
+        }
+    }
 }
 
 /// A connection, over TLS or not, non-blocking.
@@ -206,6 +268,10 @@ impl Write for Wire {
 
 /// The connect, the request and its answer's head, one non-blocking step at a time.
 pub(crate) struct Ask {
+    /// When it started (a reconnect's own start).
+    pub started_ns: u64,
+    /// The request, when it is not the job's (a reconnect's, with `Last-Event-ID`).
+    request: Option<Vec<u8>>,
     wire: Option<Wire>,
     connected: bool,
     written: usize,
@@ -217,9 +283,20 @@ pub(crate) struct Ask {
 impl Ask {
     /// Starts connecting to the job's address.
     pub(crate) fn start(job: &SessionJob) -> Result<Ask, Failure> {
+        Ask::connect_for(job, None)
+    }
+
+    /// Starts connecting to send `request` instead of the job's.
+    pub(crate) fn start_with(job: &SessionJob, request: Vec<u8>) -> Result<Ask, Failure> {
+        Ask::connect_for(job, Some(request))
+    }
+
+    fn connect_for(job: &SessionJob, request: Option<Vec<u8>>) -> Result<Ask, Failure> {
         let socket = crate::conn::start_connect(&Address::Tcp(job.address), job.local_ip)
             .map_err(|e| (ErrorKind::Connect, io_text("connect", &e)))?;
         Ok(Ask {
+            started_ns: job.clock.now_ns(),
+            request,
             wire: Some(Wire::Plain(socket.into())),
             connected: false,
             written: 0,
@@ -308,8 +385,9 @@ impl Ask {
         let Some(wire) = self.wire.as_mut() else {
             return Ok(false);
         };
-        while self.written < job.request.len() {
-            match wire.write(&job.request[self.written..]) {
+        let request = self.request.as_deref().unwrap_or(&job.request);
+        while self.written < request.len() {
+            match wire.write(&request[self.written..]) {
                 Ok(written) => self.written += written,
                 Err(e) if would_block(&e) => return Ok(false),
                 Err(e) => return Err((ErrorKind::Io, io_text("write", &e))),
@@ -321,7 +399,7 @@ impl Ask {
                 Err(e) if would_block(&e) => return Ok(false),
                 Err(e) => return Err((ErrorKind::Io, io_text("write", &e))),
             }
-            outcome.bytes_out = job.request.len() as u64;
+            outcome.bytes_out = request.len() as u64;
         }
         Ok(true)
     }
@@ -383,6 +461,8 @@ pub(crate) struct Head {
     pub content_type: Option<String>,
     pub chunked: bool,
     pub accept: Option<String>,
+    /// The subprotocol a WebSocket server chose (`Sec-WebSocket-Protocol`).
+    pub protocol: Option<String>,
     pub rest: Vec<u8>,
     pub bytes: u64,
     pub first_byte_ns: u64,
@@ -409,6 +489,7 @@ fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
         chunked: header("transfer-encoding")
             .is_some_and(|v| v.to_ascii_lowercase().contains("chunked")),
         accept: header("sec-websocket-accept"),
+        protocol: header("sec-websocket-protocol"),
         rest: Vec::new(),
         bytes: 0,
         first_byte_ns: 0,

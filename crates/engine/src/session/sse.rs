@@ -1,18 +1,22 @@
 //! A server-sent event stream: the request, an answer that must be `200` and
 //! `text/event-stream`, then its events (RFC-less but WHATWG HTML §9.2: `data:` lines
 //! joined, dispatched at a blank line), each judged by the step's checks. Records: the
-//! step's own is the time to the first event; each event's (`STEP event`) is the gap
-//! since the one before.
+//! step's own is the time to the first event; the events' (`STEP events`), one per
+//! stream, spans the first event to the stream's end and carries every check that
+//! failed on any of them. Each event's gap since the one before goes into the
+//! connection's figures ([`Held`]), not a record of its own: a stream of millions of
+//! events costs two records and one entry.
 
 use std::io::Read;
 use std::os::fd::BorrowedFd;
 
-use record::ErrorKind;
+use record::{ClosedBy, ErrorKind};
 use wire::ChunkedDecoder;
 use workload::{Answer, EventStream};
 
 use super::{
-    Ask, Drive, Failure, Head, Outcome, SessionJob, Wire, io_failure, refused, spelled, would_block,
+    Ask, Drive, Failure, Head, Held, Outcome, SessionJob, Wire, io_failure, refused, spelled,
+    would_block,
 };
 
 /// Reads a stream's body, chunked or not, and cuts it into events.
@@ -23,6 +27,25 @@ struct Events {
     /// The event being read: its `data:` lines joined by `\n`.
     data: Vec<u8>,
     has_data: bool,
+    /// The last `id:` field read, and the last event id as of the last event
+    /// dispatched (what a reconnect sends as `Last-Event-ID`).
+    id_buffer: Vec<u8>,
+    last_id: Vec<u8>,
+    /// The reconnection delay a `retry:` field set, milliseconds.
+    retry_ms: Option<u64>,
+}
+
+/// The wait before a reconnect when the server set none (`retry:`).
+const DEFAULT_RETRY_MS: u64 = 1_000;
+
+/// What a piece of the stream did.
+#[derive(PartialEq)]
+enum Fed {
+    More,
+    /// Enough events were read.
+    Done,
+    /// The server ended the stream (its chunked body ended).
+    Ended,
 }
 
 impl Events {
@@ -42,32 +65,71 @@ impl Events {
                 false
             }
         };
+        // Out of `self` while its lines are read, so each can update the rest.
+        let mut pending = std::mem::take(&mut self.pending);
         let mut start = 0;
-        while let Some(end) = self.pending[start..].iter().position(|&b| b == b'\n') {
-            let line = &self.pending[start..start + end];
+        while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
+            let line = &pending[start..start + end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.is_empty() {
+                self.last_id.clone_from(&self.id_buffer);
                 if self.has_data {
                     on_event(&self.data);
                 }
                 self.data.clear();
                 self.has_data = false;
-            } else if let Some(value) = line.strip_prefix(b"data") {
-                let value = match value {
-                    [b':', b' ', rest @ ..] | [b':', rest @ ..] => rest,
-                    _ => &[][..],
-                };
+            } else {
+                self.field(line);
+            }
+            start += end + 1;
+        }
+        pending.drain(..start);
+        self.pending = pending;
+        Ok(ended)
+    }
+
+    /// One `field: value` line (WHATWG HTML 9.2.6); `event` and `:` comments are
+    /// not read.
+    fn field(&mut self, line: &[u8]) {
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
+        };
+        match name {
+            b"data" => {
                 if self.has_data {
                     self.data.push(b'\n');
                 }
                 self.data.extend_from_slice(value);
                 self.has_data = true;
             }
-            // Other fields (`event`, `id`, `retry`) and `:` comments are not read yet.
-            start += end + 1;
+            // An id holding NUL is ignored; the rest goes back verbatim in a header,
+            // which a line (cut at CR and LF) cannot break.
+            b"id" if !value.contains(&0) => self.id_buffer = value.to_vec(),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            _ => {}
         }
-        self.pending.drain(..start);
-        Ok(ended)
+    }
+
+    /// A new connection's reader: its own framing, this stream's ids and retry.
+    fn new(chunked: bool, before: Option<Events>) -> Events {
+        let (id_buffer, last_id, retry_ms) = before.map_or((Vec::new(), Vec::new(), None), |b| {
+            (b.id_buffer, b.last_id, b.retry_ms)
+        });
+        Events {
+            chunked: chunked.then(ChunkedDecoder::new),
+            pending: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            id_buffer,
+            last_id,
+            retry_ms,
+        }
     }
 }
 
@@ -75,6 +137,8 @@ impl Events {
 pub(super) struct Sse {
     state: State,
     tally: Tally,
+    /// A reconnect made a socket the loop has not watched yet.
+    pub(super) new_socket: bool,
 }
 
 enum State {
@@ -82,6 +146,10 @@ enum State {
     /// The connect could not even start: said at the first drive.
     Refused(Failure),
     Reading(Wire, Events),
+    /// The server ended the stream early: a reconnect starts at this time.
+    Waiting(u64, Events),
+    /// A reconnect's request, with `Last-Event-ID`.
+    Reconnecting(Ask, Events),
     Ended,
 }
 
@@ -90,12 +158,19 @@ struct Tally {
     stream: EventStream,
     /// The step's own record: the time to the first event.
     first: Outcome,
-    /// The events' records.
-    outcomes: Vec<Outcome>,
+    /// The events' record, from the first event on.
+    events: Outcome,
     listen_end_ns: u64,
+    /// The connection's figures, from the answer's head on.
+    held: Option<Held>,
+    /// The server ended the stream (its chunked body's end, or the connection's).
+    server_ended: bool,
+    /// The first check an event failed, when failed checks fail requests.
+    check_failure: Option<Failure>,
     /// When the last event (or the request) came.
     last_ns: u64,
     count: u64,
+    reconnects: u32,
 }
 
 impl Sse {
@@ -115,19 +190,33 @@ impl Sse {
             tally: Tally {
                 stream,
                 first,
-                outcomes: Vec::new(),
+                events: Outcome {
+                    target_index: stream.event_target as u32,
+                    status: 200,
+                    ..Outcome::default()
+                },
                 listen_end_ns,
+                held: None,
+                server_ended: false,
+                check_failure: None,
                 last_ns: started_ns,
                 count: 0,
+                reconnects: 0,
             },
+            new_socket: false,
         }
+    }
+
+    /// The connection's figures, once the stream is done, if its answer came.
+    pub(super) fn take_held(&mut self) -> Option<Held> {
+        self.tally.held.take()
     }
 
     pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.state {
-            State::Asking(ask) => ask.fd(),
+            State::Asking(ask) | State::Reconnecting(ask, _) => ask.fd(),
             State::Reading(wire, _) => Some(wire.fd()),
-            State::Refused(_) | State::Ended => None,
+            State::Refused(_) | State::Waiting(..) | State::Ended => None,
         }
     }
 
@@ -144,6 +233,8 @@ impl Sse {
                 Err(failure) => Err(failure),
             },
             State::Reading(wire, events) => self.read(job, wire, events),
+            State::Waiting(at_ns, events) => self.reconnect(job, at_ns, events),
+            State::Reconnecting(ask, events) => self.reconnecting(job, ask, events),
             State::Ended => Ok(None),
         };
         match read {
@@ -156,34 +247,102 @@ impl Sse {
     /// The answer's head came: a 2xx `text/event-stream`, or the stream's failure.
     fn answered(&mut self, job: &SessionJob, wire: Wire, head: &Head) -> Progress {
         self.tally.first.status = head.status;
-        if !(200..300).contains(&head.status) {
-            return Err(refused("event stream", head));
-        }
-        let content_type = head.content_type.clone().unwrap_or_default();
-        if !content_type
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
-        {
-            return Err((
-                ErrorKind::Protocol,
-                format!(
-                    "event stream: the answer is Content-Type {content_type:?}, not text/event-stream"
-                ),
-            ));
-        }
-        let mut events = Events {
-            chunked: head.chunked.then(ChunkedDecoder::new),
-            pending: Vec::new(),
-            data: Vec::new(),
-            has_data: false,
-        };
+        is_event_stream(head)?;
+        self.tally.held = Some(Held::opened(job.clock.now_ns()));
+        let mut events = Events::new(head.chunked, None);
         // The head's bytes (those past it too) are counted already.
-        if self.tally.take(job, &mut events, &head.rest)? {
-            return Ok(None);
+        match self.tally.take(job, &mut events, &head.rest)? {
+            Fed::More => self.read(job, wire, events),
+            Fed::Done => Ok(None),
+            Fed::Ended => self.server_ended(job, events),
         }
-        self.read(job, wire, events)
     }
 
+    /// The server ended the stream: a reconnect when one is left and it is still
+    /// wanted, else the end (an error when more events were asked for).
+    fn server_ended(&mut self, job: &SessionJob, events: Events) -> Progress {
+        let tally = &mut self.tally;
+        let now = job.clock.now_ns();
+        if tally.reconnects < tally.stream.max_reconnects && now < tally.listen_end_ns {
+            let delay_ns = events.retry_ms.unwrap_or(DEFAULT_RETRY_MS) * 1_000_000;
+            let at_ns = now.saturating_add(delay_ns);
+            self.state = State::Waiting(at_ns, events);
+            return Ok(Some(at_ns));
+        }
+        tally.ended_early().map(|()| None)
+    }
+
+    /// Starts the reconnect when its time came: the request again, with the last
+    /// event id.
+    fn reconnect(&mut self, job: &SessionJob, at_ns: u64, events: Events) -> Progress {
+        if job.stop.is_aborting() {
+            return Ok(None);
+        }
+        if job.clock.now_ns() < at_ns {
+            self.state = State::Waiting(at_ns, events);
+            return Ok(Some(at_ns));
+        }
+        let mut request = job.request.clone();
+        if !events.last_id.is_empty() {
+            // Before the head's closing blank line: the request has no body.
+            let at = request.len().saturating_sub(2);
+            let header = [b"Last-Event-ID: ", events.last_id.as_slice(), b"\r\n"].concat();
+            request.splice(at..at, header);
+        }
+        self.tally.reconnects += 1;
+        if let Some(held) = &mut self.tally.held {
+            held.figures.reconnects += 1;
+        }
+        let ask = Ask::start_with(job, request)?;
+        self.new_socket = true;
+        self.reconnecting(job, ask, events)
+    }
+
+    /// A reconnect's answer: read on as the stream, or its failure.
+    fn reconnecting(&mut self, job: &SessionJob, mut ask: Ask, events: Events) -> Progress {
+        let mut scratch = Outcome {
+            started_ns: ask.started_ns,
+            ..Outcome::default()
+        };
+        let polled = ask.poll(job, &mut scratch);
+        self.tally.first.bytes_out += scratch.bytes_out;
+        let Some((wire, head)) = polled? else {
+            let deadline_ns = ask.started_ns.saturating_add(job.timeout_ns);
+            self.state = State::Reconnecting(ask, events);
+            return Ok(Some(deadline_ns));
+        };
+        self.tally.first.bytes_in += head.bytes;
+        is_event_stream(&head)?;
+        let mut events = Events::new(head.chunked, Some(events));
+        match self.tally.take(job, &mut events, &head.rest)? {
+            Fed::More => self.read(job, wire, events),
+            Fed::Done => Ok(None),
+            Fed::Ended => self.server_ended(job, events),
+        }
+    }
+}
+
+/// Whether `head` is a 2xx `text/event-stream`, else the stream's failure.
+fn is_event_stream(head: &Head) -> Result<(), Failure> {
+    if !(200..300).contains(&head.status) {
+        return Err(refused("event stream", head));
+    }
+    let content_type = head.content_type.clone().unwrap_or_default();
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+    {
+        return Err((
+            ErrorKind::Protocol,
+            format!(
+                "event stream: the answer is Content-Type {content_type:?}, not text/event-stream"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Sse {
     /// Reads what the socket has; `Ok(None)` when the stream is done.
     fn read(&mut self, job: &SessionJob, mut wire: Wire, mut events: Events) -> Progress {
         let mut chunk = [0u8; 16 * 1024];
@@ -192,11 +351,13 @@ impl Sse {
                 return Ok(None);
             }
             match wire.read(&mut chunk) {
-                Ok(0) => return self.tally.ended_early().map(|()| None),
+                Ok(0) => return self.server_ended(job, events),
                 Ok(read) => {
                     self.tally.first.bytes_in += read as u64;
-                    if self.tally.take(job, &mut events, &chunk[..read])? {
-                        return Ok(None);
+                    match self.tally.take(job, &mut events, &chunk[..read])? {
+                        Fed::More => {}
+                        Fed::Done => return Ok(None),
+                        Fed::Ended => return self.server_ended(job, events),
                     }
                 }
                 Err(e) if would_block(&e) => {
@@ -222,55 +383,68 @@ impl Sse {
 type Progress = Result<Option<u64>, Failure>;
 
 impl Tally {
-    /// Cuts `input` into events; `Ok(true)` when the stream is done (enough events,
-    /// or its chunked body ended with all it was asked for).
+    /// Cuts `input` into events: done when enough came, ended when its chunked
+    /// body did.
     fn take(
         &mut self,
         job: &SessionJob,
         events: &mut Events,
         input: &[u8],
-    ) -> Result<bool, Failure> {
+    ) -> Result<Fed, Failure> {
         let ended = events.feed(input, &mut |data| self.event(job, data))?;
-        if self.enough() {
-            return Ok(true);
-        }
-        if ended {
-            self.ended_early()?;
-            return Ok(true);
-        }
-        Ok(false)
+        Ok(if self.enough() {
+            Fed::Done
+        } else if ended {
+            Fed::Ended
+        } else {
+            Fed::More
+        })
     }
 
-    /// The records: the step's own first (it carries a failure before the first
-    /// event; after it, an event's record does).
+    /// The records: the step's own, then the events' once one came; a failure goes
+    /// on the step's before the first event, on the events' after it.
     fn finish(&mut self, job: &SessionJob, read: Result<(), Failure>) -> Drive {
         let now = job.clock.now_ns();
-        if let Err(failure) = read {
-            if self.count == 0 {
-                if failure.0 != ErrorKind::Status {
-                    self.first.status = 0;
-                }
-                self.first.failure = Some(failure);
-            } else {
-                self.outcomes.push(Outcome {
-                    target_index: self.stream.event_target as u32,
-                    intended_ns: now,
-                    started_ns: now,
-                    end_ns: now,
-                    failure: Some(failure),
-                    ..Outcome::default()
-                });
-            }
+        let (by, code) = match &read {
+            Ok(()) if self.server_ended => (ClosedBy::Server, 0),
+            Ok(()) => (ClosedBy::Client, 0),
+            Err((ErrorKind::Closed, _)) if self.server_ended => (ClosedBy::Server, 0),
+            Err((ErrorKind::Timeout, _)) => (ClosedBy::Client, 0),
+            Err(_) => (ClosedBy::Broken, 0),
+        };
+        if let Some(held) = &mut self.held {
+            held.close(now, by, code);
         }
         if self.first.end_ns == 0 {
             self.first.end_ns = now;
         }
-        let mut outcomes = Vec::with_capacity(self.outcomes.len() + 1);
+        let mut outcomes = Vec::with_capacity(2);
+        if self.count == 0 {
+            if let Err(failure) = read {
+                if failure.0 != ErrorKind::Status {
+                    self.first.status = 0;
+                }
+                self.first.failure = Some(failure);
+            }
+            outcomes.push(std::mem::take(&mut self.first));
+            return Drive::Done(outcomes);
+        }
+        let events = &mut self.events;
+        events.end_ns = now;
+        match read {
+            Err(failure) => {
+                events.status = 0;
+                events.failure = Some(failure);
+            }
+            Ok(()) => events.failure = self.check_failure.take(),
+        }
         outcomes.push(std::mem::take(&mut self.first));
-        outcomes.append(&mut self.outcomes);
+        outcomes.push(std::mem::take(&mut self.events));
         Drive::Done(outcomes)
     }
-    /// An event arrived: its record, judged by the step's checks.
+
+    /// An event arrived: judged by the step's checks, counted into the events' record
+    /// and the connection's figures.
     fn event(&mut self, job: &SessionJob, data: &[u8]) {
         if self.enough() {
             return;
@@ -278,15 +452,17 @@ impl Tally {
         let now = job.clock.now_ns();
         if self.count == 0 {
             self.first.end_ns = now;
+            (self.events.intended_ns, self.events.started_ns) = (now, now);
         }
         self.count += 1;
         let flow = &job.flow;
         let step = &flow.steps[job.step];
+        let gap_ns = now.saturating_sub(self.last_ns);
         let answer = Answer {
             status: 200,
             body: data,
             body_bytes: data.len() as u64,
-            latency_ns: now.saturating_sub(self.last_ns),
+            latency_ns: gap_ns,
             ..Answer::default()
         };
         let mut text = Vec::new();
@@ -296,24 +472,20 @@ impl Tally {
                 checks_failed |= 1 << index;
             }
         }
-        let failure = (checks_failed != 0 && flow.options.checks_fail_requests).then(|| {
+        if checks_failed != 0 && flow.options.checks_fail_requests && self.check_failure.is_none() {
             let check = &step.checks[checks_failed.trailing_zeros() as usize];
-            (
+            self.check_failure = Some((
                 ErrorKind::Check,
                 format!("step {:?}: check {:?} failed", step.name, check.name),
-            )
-        });
-        self.outcomes.push(Outcome {
-            target_index: self.stream.event_target as u32,
-            intended_ns: self.last_ns,
-            started_ns: self.last_ns,
-            end_ns: now,
-            status: 200,
-            failure,
-            checks_failed,
-            bytes_in: data.len() as u64,
-            ..Outcome::default()
-        });
+            ));
+        }
+        self.events.checks_failed |= checks_failed;
+        self.events.bytes_in += data.len() as u64;
+        if let Some(held) = &mut self.held {
+            held.received(data.len() as u64);
+            held.figures.latency.add(gap_ns);
+            held.figures.messages_failed += u64::from(checks_failed != 0);
+        }
         self.last_ns = now;
     }
 
@@ -340,7 +512,8 @@ impl Tally {
     }
 
     /// The server ended the stream: an error when more events were asked for.
-    fn ended_early(&self) -> Result<(), Failure> {
+    fn ended_early(&mut self) -> Result<(), Failure> {
+        self.server_ended = true;
         match self.stream.max_events {
             Some(max) if self.count < max => Err((
                 ErrorKind::Closed,
@@ -360,12 +533,7 @@ mod tests {
 
     /// The events of `wire`, fed `step` bytes at a time.
     fn events(wire: &[u8], chunked: bool, step: usize) -> (Vec<String>, bool) {
-        let mut events = Events {
-            chunked: chunked.then(ChunkedDecoder::new),
-            pending: Vec::new(),
-            data: Vec::new(),
-            has_data: false,
-        };
+        let mut events = Events::new(chunked, None);
         let (mut seen, mut ended) = (Vec::new(), false);
         for piece in wire.chunks(step) {
             ended |= events
@@ -410,13 +578,28 @@ mod tests {
     }
 
     #[test]
+    fn ids_and_retry_are_kept_for_a_reconnect_and_bad_ones_ignored() {
+        let mut events = Events::new(false, None);
+        let wire = b"id: 7\nretry: 250\ndata: a\n\nid: 8\0x\nretry: soon\ndata: b\n\nid: 9\n";
+        let mut seen = 0;
+        events.feed(wire, &mut |_| seen += 1).unwrap();
+        assert_eq!(seen, 2);
+        // `id: 9` is not dispatched yet: the last event id is still 7.
+        assert_eq!(
+            (events.last_id.as_slice(), events.retry_ms),
+            (&b"7"[..], Some(250))
+        );
+        let next = Events::new(true, Some(events));
+        assert_eq!(
+            (next.last_id.as_slice(), next.retry_ms),
+            (&b"7"[..], Some(250))
+        );
+        assert!(next.chunked.is_some() && next.pending.is_empty());
+    }
+
+    #[test]
     fn a_broken_chunked_body_is_a_protocol_error() {
-        let mut events = Events {
-            chunked: Some(ChunkedDecoder::new()),
-            pending: Vec::new(),
-            data: Vec::new(),
-            has_data: false,
-        };
+        let mut events = Events::new(true, None);
         let failure = events.feed(b"zz\r\n", &mut |_| {}).unwrap_err();
         assert_eq!(failure.0, ErrorKind::Protocol, "{}", failure.1);
     }

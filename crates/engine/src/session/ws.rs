@@ -7,14 +7,16 @@
 
 use std::os::fd::BorrowedFd;
 
-use record::ErrorKind;
+use record::{ClosedBy, ErrorKind};
 use tungstenite::error::ProtocolError;
 use tungstenite::protocol::frame::CloseFrame;
 use tungstenite::protocol::{Role, WebSocket, WebSocketConfig};
 use tungstenite::{Error, Message};
-use workload::{Action, ActionKind, Answer, Stream};
+use workload::{Action, ActionKind, Answer, Stream, WebSocket as Session};
 
-use super::{Ask, Drive, Failure, Head, Outcome, SessionJob, Wire, io_failure, refused, spelled};
+use super::{
+    Ask, Drive, Failure, Head, Held, Outcome, SessionJob, Wire, io_failure, refused, spelled,
+};
 
 /// The frame reader's buffer. Small on purpose: tungstenite fills its whole read
 /// buffer with zeros before each read, and its default (128 KiB) would make every
@@ -33,6 +35,16 @@ pub(super) struct Ws {
     act: Act,
     /// The next `send` action's message.
     sends: usize,
+    /// The connection's figures, from the upgrade on.
+    pub(super) held: Option<Held>,
+    /// The code of the server's close frame, when it sent one.
+    server_close: Option<u16>,
+    /// The last `send` action's message, for a paced send's repeats.
+    message: Option<Message>,
+    /// When the next ping is due (a step with `ping`).
+    ping_next_ns: u64,
+    /// The ping waiting for its pong: when it went, and its payload's number.
+    ping_out: Option<(u64, u64)>,
 }
 
 enum State {
@@ -56,6 +68,11 @@ enum Act {
     },
     Hold {
         deadline_ns: u64,
+    },
+    /// A paced `send`: messages sent so far, and when the next is due.
+    Paced {
+        sent: u64,
+        next_ns: u64,
     },
     Close {
         deadline_ns: u64,
@@ -81,6 +98,11 @@ impl Ws {
             action: 0,
             act: Act::Begin,
             sends: 0,
+            held: None,
+            server_close: None,
+            message: None,
+            ping_next_ns: u64::MAX,
+            ping_out: None,
         }
     }
 
@@ -93,9 +115,10 @@ impl Ws {
     }
 
     pub(super) fn drive(&mut self, job: &SessionJob) -> Drive {
-        let Some(Stream::WebSocket(actions)) = &job.flow.steps[job.step].stream else {
+        let Some(Stream::WebSocket(session)) = &job.flow.steps[job.step].stream else {
             return Drive::Done(Vec::new());
         };
+        let actions = &session.actions;
         loop {
             match std::mem::replace(&mut self.state, State::Ended) {
                 State::Refused(failure) => return self.refused(job, failure),
@@ -104,17 +127,35 @@ impl Ws {
                         self.state = State::Asking(ask);
                         return Drive::Wait(self.current.started_ns.saturating_add(job.timeout_ns));
                     }
-                    Ok(Some((wire, head))) => match upgraded(job, wire, head, &mut self.current) {
-                        Ok(socket) => self.opened(job, socket, actions),
-                        Err(failure) => return self.refused(job, failure),
-                    },
+                    Ok(Some((wire, head))) => {
+                        match upgraded(job, session, wire, head, &mut self.current) {
+                            Ok((socket, chosen)) => {
+                                self.opened(job, socket, session);
+                                if let Some(held) = &mut self.held {
+                                    held.figures.subprotocol = chosen;
+                                }
+                            }
+                            Err(failure) => return self.refused(job, failure),
+                        }
+                    }
                     Err(failure) => return self.refused(job, failure),
                 },
                 State::Open(mut socket) => {
                     let Some(action) = actions.get(self.action) else {
-                        return self.end(socket, false);
+                        return self.end(job, socket, None);
                     };
-                    match self.act(job, &mut socket, action) {
+                    // No ping once our close frame may be out: nothing follows it.
+                    let ping_ns = match action.kind {
+                        ActionKind::Close(_) => None,
+                        _ => session.ping_ns,
+                    };
+                    let progress = self
+                        .keep_alive(job, &mut socket, ping_ns)
+                        .and_then(|ping_ns| {
+                            let acted = self.act(job, &mut socket, action)?;
+                            Ok(acted.map(|deadline_ns| deadline_ns.min(ping_ns)))
+                        });
+                    match progress {
                         Ok(Some(deadline_ns)) => {
                             self.state = State::Open(socket);
                             return Drive::Wait(deadline_ns);
@@ -122,21 +163,34 @@ impl Ws {
                         Ok(None) => {
                             self.current.end_ns = job.clock.now_ns();
                             self.outcomes.push(std::mem::take(&mut self.current));
-                            if matches!(action.kind, ActionKind::Close(_)) {
-                                return self.end(socket, true);
+                            if let ActionKind::Close(code) = action.kind {
+                                return self.end(job, socket, Some(code));
                             }
                             if job.stop.is_aborting() {
-                                return self.end(socket, false);
+                                return self.end(job, socket, None);
                             }
                             self.next_action(job, socket, actions);
                         }
                         Err(failure) => {
                             self.current.end_ns = job.clock.now_ns();
                             self.current.status = 0;
+                            let broken = matches!(
+                                failure.0,
+                                ErrorKind::Closed
+                                    | ErrorKind::Reset
+                                    | ErrorKind::Io
+                                    | ErrorKind::Protocol
+                            );
                             self.current.failure = Some(failure);
                             self.outcomes.push(std::mem::take(&mut self.current));
-                            let closed = matches!(action.kind, ActionKind::Close(_));
-                            return self.end(socket, closed);
+                            if broken {
+                                return self.broken(job);
+                            }
+                            let ours = match action.kind {
+                                ActionKind::Close(code) => Some(code),
+                                _ => None,
+                            };
+                            return self.end(job, socket, ours);
                         }
                     }
                 }
@@ -147,12 +201,57 @@ impl Ws {
 
     /// The upgrade did what it asked: 200, as a record's success reads it (101 would
     /// read as a failure in every report); the first action begins.
-    fn opened(&mut self, job: &SessionJob, socket: Socket, actions: &[Action]) {
+    fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session) {
         self.current.status = 200;
         self.current.end_ns = job.clock.now_ns();
+        self.held = Some(Held::opened(self.current.end_ns));
+        if let Some(every_ns) = session.ping_ns {
+            self.ping_next_ns = self.current.end_ns.saturating_add(every_ns);
+        }
         self.outcomes.push(std::mem::take(&mut self.current));
         self.action = usize::MAX;
-        self.next_action(job, Box::new(socket), actions);
+        self.next_action(job, Box::new(socket), &session.actions);
+    }
+
+    /// Sends a ping when one is due (one at a time) and fails the session when the
+    /// one out has waited the timeout for its pong; `Ok(t)`: the next time to look.
+    fn keep_alive(
+        &mut self,
+        job: &SessionJob,
+        socket: &mut Socket,
+        ping_ns: Option<u64>,
+    ) -> Result<u64, Failure> {
+        let Some(every_ns) = ping_ns else {
+            return Ok(u64::MAX);
+        };
+        let now = job.clock.now_ns();
+        let pong_late = |(sent_ns, _): (u64, u64)| sent_ns.saturating_add(job.timeout_ns);
+        if self.ping_out.is_some_and(|out| now >= pong_late(out)) {
+            if let Some(held) = &mut self.held {
+                held.figures.pings_unanswered += 1;
+            }
+            return Err((
+                ErrorKind::Timeout,
+                format!("no pong answered a ping within {}", spelled(job.timeout_ns)),
+            ));
+        }
+        if now >= self.ping_next_ns {
+            if self.ping_out.is_none() {
+                let number = self.held.as_ref().map_or(0, |h| h.figures.pings) + 1;
+                let payload = number.to_be_bytes().to_vec();
+                queued(socket.write(Message::Ping(payload.into())))?;
+                queued(socket.flush())?;
+                self.ping_out = Some((now, number));
+                if let Some(held) = &mut self.held {
+                    held.figures.pings += 1;
+                }
+            }
+            self.ping_next_ns = now.saturating_add(every_ns);
+        }
+        Ok(self
+            .ping_out
+            .map_or(u64::MAX, pong_late)
+            .min(self.ping_next_ns))
     }
 
     fn next_action(&mut self, job: &SessionJob, socket: Box<Socket>, actions: &[Action]) {
@@ -177,12 +276,37 @@ impl Ws {
         Drive::Done(std::mem::take(&mut self.outcomes))
     }
 
-    /// The session ends; one its actions did not close leaves as a client should,
-    /// without waiting.
-    fn end(&mut self, mut socket: Box<Socket>, closed: bool) -> Drive {
-        if !closed {
-            let _ = socket.close(None);
-            let _ = socket.flush();
+    /// The session ends: after the server's close frame, our `close` action's
+    /// (`ours`), or else with a close frame of 1000 sent without waiting, as a client
+    /// leaves.
+    fn end(&mut self, job: &SessionJob, mut socket: Box<Socket>, ours: Option<u16>) -> Drive {
+        let (by, code) = match (self.server_close, ours) {
+            (Some(code), _) => (ClosedBy::Server, code),
+            (None, Some(code)) => (ClosedBy::Client, code),
+            (None, None) => {
+                let frame = CloseFrame {
+                    code: 1000.into(),
+                    reason: "".into(),
+                };
+                let _ = socket.close(Some(frame));
+                let _ = socket.flush();
+                (ClosedBy::Client, 1000)
+            }
+        };
+        if let Some(held) = &mut self.held {
+            held.close(job.clock.now_ns(), by, code);
+        }
+        Drive::Done(std::mem::take(&mut self.outcomes))
+    }
+
+    /// The session ends on a connection that broke (or a close frame from the server).
+    fn broken(&mut self, job: &SessionJob) -> Drive {
+        let (by, code) = match self.server_close {
+            Some(code) => (ClosedBy::Server, code),
+            None => (ClosedBy::Broken, 0),
+        };
+        if let Some(held) = &mut self.held {
+            held.close(job.clock.now_ns(), by, code);
         }
         Drive::Done(std::mem::take(&mut self.outcomes))
     }
@@ -194,18 +318,25 @@ impl Ws {
             (Act::Begin, ActionKind::Send(_)) => {
                 let bytes = job.sends.get(self.sends).cloned().unwrap_or_default();
                 self.sends += 1;
-                self.current.bytes_out = bytes.len() as u64;
                 let message = match String::from_utf8(bytes) {
                     Ok(text) => Message::text(text),
                     Err(e) => Message::binary(e.into_bytes()),
                 };
-                // A write that would block has queued the message: the flush sends it.
-                queued(socket.write(message))?;
-                self.act = Act::Flush {
-                    deadline_ns: timeout_ns,
+                self.act = match action.pace {
+                    Some(pace) if pace.count > 1 => Act::Paced {
+                        sent: 1,
+                        next_ns: started_ns.saturating_add(pace.every_ns),
+                    },
+                    _ => Act::Flush {
+                        deadline_ns: timeout_ns,
+                    },
                 };
+                // Kept for a paced send's next messages (a clone shares the bytes).
+                self.send(socket, message.clone())?;
+                self.message = Some(message);
                 self.act(job, socket, action)
             }
+            (Act::Paced { sent, next_ns }, _) => self.paced(job, socket, action, sent, next_ns),
             (Act::Begin, ActionKind::Expect { within_ns, .. }) => {
                 let within_ns = within_ns.unwrap_or(job.timeout_ns);
                 self.act = Act::Expect {
@@ -257,7 +388,7 @@ impl Ws {
                 if job.stop.is_aborting() || job.clock.now_ns() >= deadline_ns {
                     return Ok(None);
                 }
-                match next_message(socket)? {
+                match self.next_message(socket)? {
                     Some(message) => self.current.bytes_in += message.len() as u64,
                     None => return Ok(Some(deadline_ns)),
                 }
@@ -279,6 +410,56 @@ impl Ws {
                 }
             },
             (Act::Expect { .. }, _) => Ok(None),
+        }
+    }
+
+    /// Queues `message` (a write that would block has queued it: a flush sends it),
+    /// counted.
+    fn send(&mut self, socket: &mut Socket, message: Message) -> Result<(), Failure> {
+        let bytes = message.len() as u64;
+        self.current.bytes_out += bytes;
+        if let Some(held) = &mut self.held {
+            held.sent(bytes);
+        }
+        queued(socket.write(message))
+    }
+
+    /// A paced `send`: each message at its time (a late one at once, in turn),
+    /// reading what comes meanwhile, until `count` went out.
+    fn paced(
+        &mut self,
+        job: &SessionJob,
+        socket: &mut Socket,
+        action: &Action,
+        mut sent: u64,
+        mut next_ns: u64,
+    ) -> Progress {
+        let Some(pace) = action.pace else {
+            return Ok(None);
+        };
+        loop {
+            while let Some(message) = self.next_message(socket)? {
+                self.current.bytes_in += message.len() as u64;
+            }
+            let now = job.clock.now_ns();
+            if job.stop.is_aborting() {
+                return Ok(None);
+            }
+            if sent >= pace.count {
+                self.act = Act::Flush {
+                    deadline_ns: now.saturating_add(job.timeout_ns),
+                };
+                return self.act(job, socket, action);
+            }
+            if now < next_ns {
+                queued(socket.flush())?;
+                self.act = Act::Paced { sent, next_ns };
+                return Ok(Some(next_ns));
+            }
+            let message = self.message.clone().unwrap_or_else(|| Message::text(""));
+            self.send(socket, message)?;
+            sent += 1;
+            next_ns = next_ns.saturating_add(pace.every_ns);
         }
     }
 
@@ -305,7 +486,7 @@ impl Ws {
                     ),
                 ));
             }
-            let Some(message) = next_message(socket)? else {
+            let Some(message) = self.next_message(socket)? else {
                 return Ok(Some(deadline_ns));
             };
             let body = message.into_data();
@@ -318,6 +499,9 @@ impl Ws {
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
+                if let Some(held) = &mut self.held {
+                    held.figures.latency.add(answer.latency_ns);
+                }
                 self.current.matched = Some((self.action, body.to_vec()));
                 return Ok(None);
             }
@@ -325,14 +509,52 @@ impl Ws {
     }
 }
 
+impl Ws {
+    /// The next data message, counted (pings are answered on the way), `None` when
+    /// none is there to read yet; a close from the server is an error, its code kept.
+    fn next_message(&mut self, socket: &mut Socket) -> Result<Option<Message>, Failure> {
+        loop {
+            match socket.read() {
+                Ok(message @ (Message::Text(_) | Message::Binary(_))) => {
+                    if let Some(held) = &mut self.held {
+                        held.received(message.len() as u64);
+                    }
+                    return Ok(Some(message));
+                }
+                Ok(Message::Pong(payload)) => {
+                    let answers = |(_, number): (u64, u64)| *payload == number.to_be_bytes();
+                    if self.ping_out.is_some_and(answers) {
+                        self.ping_out = None;
+                    }
+                }
+                Ok(Message::Close(frame)) => {
+                    let (code, reason) = frame.map_or((1005, String::new()), |f| {
+                        (u16::from(f.code), f.reason.to_string())
+                    });
+                    self.server_close = Some(code);
+                    return Err((
+                        ErrorKind::Closed,
+                        format!("the server closed the websocket: code {code} {reason:?}"),
+                    ));
+                }
+                Ok(_) => {}
+                Err(Error::Io(e)) if super::would_block(&e) => return Ok(None),
+                Err(e) => return Err(failure(&e)),
+            }
+        }
+    }
+}
+
 /// The socket over the upgraded connection, once the answer is a `101` with the
 /// accept our key asks for.
+/// The subprotocol it chose comes along: one of those asked, or none when none was.
 fn upgraded(
     job: &SessionJob,
+    session: &Session,
     wire: Wire,
     head: Head,
     outcome: &mut Outcome,
-) -> Result<Socket, Failure> {
+) -> Result<(Socket, Option<String>), Failure> {
     if head.status != 101 {
         outcome.status = head.status;
         return Err(refused("websocket upgrade", &head));
@@ -344,13 +566,35 @@ fn upgraded(
             "websocket upgrade: Sec-WebSocket-Accept does not answer our key".to_owned(),
         ));
     }
+    let asked = &session.subprotocols;
+    match &head.protocol {
+        Some(chosen) if !asked.contains(chosen) => {
+            return Err((
+                ErrorKind::Protocol,
+                format!(
+                    "websocket upgrade: the server chose subprotocol {chosen:?}, not one asked ({})",
+                    if asked.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        asked.join(", ")
+                    }
+                ),
+            ));
+        }
+        None if !asked.is_empty() => {
+            return Err((
+                ErrorKind::Protocol,
+                format!(
+                    "websocket upgrade: the server chose no subprotocol (asked: {})",
+                    asked.join(", ")
+                ),
+            ));
+        }
+        _ => {}
+    }
     let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
-    Ok(WebSocket::from_partially_read(
-        wire,
-        head.rest,
-        Role::Client,
-        Some(config),
-    ))
+    let socket = WebSocket::from_partially_read(wire, head.rest, Role::Client, Some(config));
+    Ok((socket, head.protocol))
 }
 
 /// A write that queued its frame (the socket would block) counts as done.
@@ -358,28 +602,6 @@ fn queued(written: Result<(), Error>) -> Result<(), Failure> {
     match written {
         Err(Error::Io(e)) if super::would_block(&e) => Ok(()),
         other => other.map_err(|e| failure(&e)),
-    }
-}
-
-/// The next data message (pings are answered on the way), `None` when none is there
-/// to read yet; a close from the server is an error.
-fn next_message(socket: &mut Socket) -> Result<Option<Message>, Failure> {
-    loop {
-        match socket.read() {
-            Ok(message @ (Message::Text(_) | Message::Binary(_))) => return Ok(Some(message)),
-            Ok(Message::Close(frame)) => {
-                let (code, reason) = frame.map_or((1005, String::new()), |f| {
-                    (u16::from(f.code), f.reason.to_string())
-                });
-                return Err((
-                    ErrorKind::Closed,
-                    format!("the server closed the websocket: code {code} {reason:?}"),
-                ));
-            }
-            Ok(_) => {}
-            Err(Error::Io(e)) if super::would_block(&e) => return Ok(None),
-            Err(e) => return Err(failure(&e)),
-        }
     }
 }
 

@@ -134,6 +134,8 @@ pub(crate) struct Worker {
     /// The lazy feeders' host ids -> this worker's.
     lazy_hosts: Vec<usize>,
     batch: Vec<Record>,
+    /// Figures of the stream steps' connections that closed, shipped with the batch.
+    connections: Vec<record::Connection>,
     last_ship_ns: u64,
     counters: Counters,
     read_buf: Box<[u8]>,
@@ -191,6 +193,7 @@ impl Worker {
             attacks,
             lazy_hosts: Vec::new(),
             batch: Vec::with_capacity(SHIP_RECORDS * 2),
+            connections: Vec::new(),
             last_ship_ns: 0,
             counters: Counters::default(),
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
@@ -516,6 +519,7 @@ impl Worker {
         WorkerReport {
             worker: self.index,
             records,
+            connections: std::mem::take(&mut self.connections),
             watermark_ns,
             counters: self.counters,
             attacks,

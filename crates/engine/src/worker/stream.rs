@@ -66,13 +66,16 @@ impl Worker {
 
     /// Starts user `user`'s stream step on the session loop.
     pub(super) fn start_stream(&mut self, attack: usize, user: u32, intended_ns: u64, now: u64) {
-        let Some(users) = self.attacks[attack].flow.as_ref() else {
+        let Some(users) = self.attacks[attack].flow.as_mut() else {
             return;
         };
         let step = users.user(user).step;
+        // The upgrade's record's, known before it is rendered: its trace ids, under
+        // -trace, are those of (attack, seq), as the exemplars find them.
+        let seq = users.next_seq(user);
         let job = match self.step_refused(attack, user, step) {
             Some(id) => Err(id),
-            None => self.session_job(attack, user, intended_ns, now),
+            None => self.session_job(attack, user, seq, intended_ns, now),
         };
         let job = job.and_then(|job| {
             self.sessions()
@@ -84,7 +87,6 @@ impl Worker {
         let state = &mut self.attacks[attack];
         state.sent += 1;
         self.counters.sent += 1;
-        let seq = state.flow.as_mut().map_or(0, |users| users.next_seq(user));
         let step = step as u32;
         match job {
             Ok(()) => {
@@ -143,6 +145,7 @@ impl Worker {
         &mut self,
         attack: usize,
         user: u32,
+        seq: u64,
         intended_ns: u64,
         now: u64,
     ) -> Result<SessionJob, u32> {
@@ -166,7 +169,7 @@ impl Worker {
         };
         let context = RenderContext {
             seed: shared.seed ^ attack as u64,
-            seq: 0,
+            seq,
             data: options.data.as_deref(),
             row: state.number,
             variables: &state.variables,
@@ -189,12 +192,12 @@ impl Worker {
         }
         let mut request = Vec::new();
         if let PreparedRequest::Templated(template) = &target.request {
-            // No traceparent on an upgrade or an event stream yet (docs/TRACES.md).
-            template.render(&context, &mut request, &mut Vec::new(), &extra, None);
+            // Under -trace the upgrade (or stream request) carries its traceparent.
+            let trace = (shared.trace.as_ref()).and_then(|t| t.ids(attack as u16, seq));
+            template.render(&context, &mut request, &mut Vec::new(), &extra, trace);
         }
         let sends = match &flow.steps[step].stream {
-            Some(Stream::WebSocket(actions)) => actions
-                .iter()
+            Some(Stream::WebSocket(session)) => (session.actions.iter())
                 .filter_map(|a| match &a.kind {
                     ActionKind::Send(template) => {
                         let mut out = Vec::new();
@@ -209,6 +212,7 @@ impl Worker {
         Ok(SessionJob {
             attack: attack as u16,
             user,
+            seq,
             step,
             flow,
             request,
@@ -245,20 +249,31 @@ impl Worker {
         self.attacks[attack].in_flight_count -= 1;
         self.extract_matched(attack, done.user, &mut done.outcomes);
         for (index, outcome) in done.outcomes.iter().enumerate() {
-            if index > 0 {
-                // The session's first record was counted as sent when it started.
+            let seq = if index == 0 {
+                // Counted as sent, and numbered, when it started.
+                done.seq
+            } else {
                 self.attacks[attack].sent += 1;
                 self.counters.sent += 1;
-            }
-            let seq = self.attacks[attack]
-                .flow
-                .as_mut()
-                .map_or(0, |users| users.next_seq(done.user));
+                let users = self.attacks[attack].flow.as_mut();
+                users.map_or(0, |users| users.next_seq(done.user))
+            };
             let error = outcome
                 .failure
                 .as_ref()
                 .map_or(0, |(kind, text)| self.errors.text(*kind, text));
             self.push_outcome(attack, seq, outcome, error);
+        }
+        if let (Some(held), Some(first)) = (done.held, done.outcomes.first()) {
+            let target = self.shared.attacks[attack].target_offset + first.target_index;
+            self.connections.push(record::Connection {
+                attack: done.attack,
+                target,
+                seq: done.seq,
+                opened_unix_ns: self.clock.unix_ns(held.opened_ns),
+                closed_unix_ns: self.clock.unix_ns(held.closed_ns),
+                ..held.figures
+            });
         }
         self.next_step(attack, done.user, now);
     }
@@ -302,9 +317,10 @@ impl Worker {
         };
         let (state, scratch, flow) = users.user_and_scratch(user);
         let step = &flow.steps[state.step];
-        let Some(Stream::WebSocket(actions)) = &step.stream else {
+        let Some(Stream::WebSocket(session)) = &step.stream else {
             return;
         };
+        let actions = &session.actions;
         for outcome in outcomes {
             let Some((action, message)) = &outcome.matched else {
                 continue;

@@ -16,10 +16,21 @@ use super::{Extraction, Flow, parse_request};
 /// What a step that holds a connection open does.
 #[derive(Debug, Clone)]
 pub enum Stream {
-    /// A WebSocket session: the upgrade, then these actions in order.
-    WebSocket(Vec<Action>),
+    /// A WebSocket session: the upgrade, then its actions in order.
+    WebSocket(WebSocket),
     /// A `text/event-stream` answer read event by event.
     Events(EventStream),
+}
+
+/// A WebSocket session: its actions, and what goes on beside them.
+#[derive(Debug, Clone)]
+pub struct WebSocket {
+    /// The actions, in order.
+    pub actions: Vec<Action>,
+    /// A ping is sent this often while connected (`None`: never).
+    pub ping_ns: Option<u64>,
+    /// The subprotocols asked for (the server must choose one); empty: none asked.
+    pub subprotocols: Vec<String>,
 }
 
 /// One action of a WebSocket session.
@@ -31,8 +42,20 @@ pub struct Action {
     pub kind: ActionKind,
     /// Variables taken from the message an `expect` matched.
     pub extractions: Vec<Extraction>,
+    /// A `send` repeated: every this many nanoseconds, this many messages in all
+    /// (`None`: one message).
+    pub pace: Option<Pace>,
     /// Its target: an index into the attack's targets ([`Flow::stream_targets`]).
     pub target: usize,
+}
+
+/// A `send` repeated at a rate: `count` messages, `every_ns` apart, the first at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    /// The time between two messages.
+    pub every_ns: u64,
+    /// Messages in all.
+    pub count: u64,
 }
 
 /// What an action does.
@@ -62,6 +85,8 @@ pub struct EventStream {
     pub max_events: Option<u64>,
     /// How long it is read.
     pub listen_ns: Option<u64>,
+    /// Times it reconnects (with `Last-Event-ID`) when the server ends it early.
+    pub max_reconnects: u32,
     /// The target of each event's record (index into the attack's targets).
     pub event_target: usize,
 }
@@ -146,9 +171,21 @@ impl Flow {
         if !fields.checks.is_empty() {
             return Err("checks: a ws step checks its messages in expect actions".to_owned());
         }
-        if fields.events.is_some() || fields.listen.is_some() {
-            return Err("events, listen: for sse steps; a ws step has actions".to_owned());
+        if fields.events.is_some() || fields.listen.is_some() || fields.reconnect.is_some() {
+            return Err(
+                "events, listen, reconnect: for sse steps; a ws step has actions".to_owned(),
+            );
         }
+        let ping_ns = fields
+            .ping
+            .as_deref()
+            .map(|text| match units::parse_duration(text.trim()) {
+                Ok(d) if !d.is_zero() => Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+                Ok(_) => Err("ping: must be above 0".to_owned()),
+                Err(e) => Err(format!("ping: {e}")),
+            })
+            .transpose()?;
+        let subprotocols = subprotocols(&fields.subprotocols)?;
         let mut target = stream_request(
             text,
             "ws",
@@ -157,11 +194,16 @@ impl Flow {
             known,
             origin,
         )?;
-        for (name, value) in [
+        let asked = subprotocols.join(", ");
+        let mut written = vec![
             ("Upgrade", "websocket"),
             ("Connection", "Upgrade"),
             ("Sec-WebSocket-Version", "13"),
-        ] {
+        ];
+        if !subprotocols.is_empty() {
+            written.push(("Sec-WebSocket-Protocol", asked.as_str()));
+        }
+        for (name, value) in written {
             if target
                 .headers
                 .iter()
@@ -183,7 +225,12 @@ impl Flow {
                     .map_err(|reason| format!("actions[{index}]{reason}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((target, Stream::WebSocket(actions)))
+        let session = WebSocket {
+            actions,
+            ping_ns,
+            subprotocols,
+        };
+        Ok((target, Stream::WebSocket(session)))
     }
 
     /// Action `index` as written; errors start with `.FIELD: ` or `: `.
@@ -210,6 +257,19 @@ impl Flow {
         if fields.expect.is_none() && (fields.within.is_some() || !fields.extract.is_empty()) {
             return Err(": within and extract go with expect".to_owned());
         }
+        let pace = match (&fields.send, fields.every.as_deref(), fields.count) {
+            (_, None, None) => None,
+            (Some(_), Some(every), Some(count)) if count > 0 => {
+                let every_ns = duration("every", every)?;
+                if every_ns == 0 {
+                    return Err(".every: must be above 0".to_owned());
+                }
+                Some(Pace { every_ns, count })
+            }
+            (Some(_), Some(_), Some(_)) => return Err(".count: must be at least 1".to_owned()),
+            (Some(_), _, _) => return Err(": every and count go together".to_owned()),
+            (None, _, _) => return Err(": every and count go with send".to_owned()),
+        };
         let (verb, kind) = if let Some(text) = &fields.send {
             let template = Template::parse_with(text, Some(known))
                 .map_err(|reason| format!(".send: {reason}"))?
@@ -250,6 +310,7 @@ impl Flow {
             name,
             kind,
             extractions,
+            pace,
             target: 0,
         })
     }
@@ -262,8 +323,8 @@ impl Flow {
         for (index, step) in self.steps.iter_mut().enumerate() {
             let checks = step.checks.iter().map(|c| c.name.clone()).collect();
             match &mut step.stream {
-                Some(Stream::WebSocket(actions)) => {
-                    for action in actions {
+                Some(Stream::WebSocket(session)) => {
+                    for action in &mut session.actions {
                         action.target = next;
                         next += 1;
                         let checks = match &action.kind {
@@ -282,7 +343,7 @@ impl Flow {
                     next += 1;
                     targets.push(StreamTarget {
                         step: index,
-                        name: format!("{} event", step.name),
+                        name: format!("{} events", step.name),
                         checks,
                     });
                 }
@@ -294,10 +355,11 @@ impl Flow {
 
     /// The variables a stream step's messages read, as bits.
     pub(super) fn stream_needs(stream: &Stream) -> u64 {
-        let Stream::WebSocket(actions) = stream else {
+        let Stream::WebSocket(session) = stream else {
             return 0;
         };
-        actions
+        session
+            .actions
             .iter()
             .filter_map(|a| match &a.kind {
                 ActionKind::Send(template) => Some(template),
@@ -306,6 +368,27 @@ impl Flow {
             .flat_map(Template::variables)
             .fold(0, |bits, v| bits | (1 << v))
     }
+}
+
+/// The subprotocols as asked: tokens (RFC 6455 4.1, RFC 7230 3.2.6), each once.
+fn subprotocols(asked: &[String]) -> Result<Vec<String>, String> {
+    let token = |name: &str| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    for (index, name) in asked.iter().enumerate() {
+        if !token(name) {
+            return Err(format!(
+                "subprotocols[{index}]: {name:?} is not a token (letters, digits, !#$%&'*+-.^_`|~)"
+            ));
+        }
+        if asked[..index].contains(name) {
+            return Err(format!("subprotocols[{index}]: {name:?} is asked twice"));
+        }
+    }
+    Ok(asked.to_vec())
 }
 
 fn events(
@@ -317,6 +400,9 @@ fn events(
 ) -> Result<(Target, Stream), String> {
     if !fields.actions.is_empty() {
         return Err("actions: for ws steps; an sse step reads events".to_owned());
+    }
+    if fields.ping.is_some() || !fields.subprotocols.is_empty() {
+        return Err("ping, subprotocols: for ws steps".to_owned());
     }
     let mut target = stream_request(
         text,
@@ -356,6 +442,7 @@ fn events(
         Stream::Events(EventStream {
             max_events: fields.events,
             listen_ns,
+            max_reconnects: fields.reconnect.unwrap_or(0),
             event_target: 0,
         }),
     ))

@@ -455,6 +455,58 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
             "sse = \"http://h/events\"\nevents = 1\nactions = [{ send = \"a\" }]\n",
             "step \"ws\": actions: for ws steps",
         ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", every = \"10ms\" }]\n",
+            "step \"ws\": actions[0]: every and count go together",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ hold = \"1s\", every = \"10ms\", count = 2 }]\n",
+            "step \"ws\": actions[0]: every and count go with send",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", every = \"0s\", count = 2 }]\n",
+            "step \"ws\": actions[0].every: must be above 0",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", every = \"1s\", count = 0 }]\n",
+            "step \"ws\": actions[0].count: must be at least 1",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nreconnect = 2\n",
+            "step \"ws\": events, listen, reconnect: for sse steps",
+        ),
+        (
+            "request = \"GET http://h/\"\nreconnect = 2\n",
+            "step \"ws\": reconnect: only a ws or sse step takes it",
+        ),
+        (
+            "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
+            "step \"ws\": ping, subprotocols: for ws steps",
+        ),
+        (
+            "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
+            "step \"ws\": subprotocols: only a ws or sse step takes it",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nping = \"0s\"\n",
+            "step \"ws\": ping: must be above 0",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nping = \"often\"\n",
+            "step \"ws\": ping: ",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsubprotocols = [\"chat v2\"]\n",
+            "step \"ws\": subprotocols[0]: \"chat v2\" is not a token",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsubprotocols = [\"a\", \"a\"]\n",
+            "step \"ws\": subprotocols[1]: \"a\" is asked twice",
+        ),
+        (
+            "ws = \"ws://h/chat\\nSec-WebSocket-Protocol: x\"\nsubprotocols = [\"a\"]\n",
+            "step \"ws\": ws: Sec-WebSocket-Protocol: loadlab writes this header itself",
+        ),
     ];
     for (step, want) in rows {
         let err = compile_scenario(&format!("{scenario}{step}")).unwrap_err();
@@ -479,16 +531,19 @@ extract = { token = "json $.token" }
 name = "chat"
 ws = "wss://h/chat?room=1\nAuthorization: Bearer {{token}}"
 actions = [
-  { send = "hi {{token}}" },
+  { send = "hi {{token}}", every = "20ms", count = 5 },
   { name = "reply", expect = "json $.text exists", extract = { said = "json $.text" } },
   { hold = "1s" },
   { close = 4000 },
 ]
+ping = "250ms"
+subprotocols = ["chat.v2", "chat"]
 
 [[scenario.step]]
 name = "ticks"
 sse = "http://h/events"
 listen = "2s"
+reconnect = 3
 checks = ["body contains tick"]
 "#,
     )
@@ -496,12 +551,29 @@ checks = ["body contains tick"]
     let chat = &flow.steps[1];
     assert_eq!(chat.target.url.as_str(), "https://h/chat?room=1");
     assert_eq!(chat.needs, 1, "its header and its message read the token");
-    let Some(Stream::WebSocket(actions)) = &chat.stream else {
+    let Some(Stream::WebSocket(WebSocket {
+        actions,
+        ping_ns,
+        subprotocols,
+    })) = &chat.stream
+    else {
         panic!("{:?}", chat.stream);
     };
+    assert_eq!((*ping_ns, subprotocols.len()), (Some(250_000_000), 2));
+    let asked = chat
+        .target
+        .headers
+        .iter()
+        .find(|h| h.name == "Sec-WebSocket-Protocol");
+    assert_eq!(asked.map(|h| h.value.as_str()), Some("chat.v2, chat"));
     let names: Vec<&str> = actions.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["send 1", "reply", "hold 3", "close 4"]);
     assert!(matches!(actions[3].kind, ActionKind::Close(4000)));
+    let pace = Pace {
+        every_ns: 20_000_000,
+        count: 5,
+    };
+    assert_eq!((actions[0].pace, actions[1].pace), (Some(pace), None));
     assert_eq!(flow.variables, ["token", "said"]);
     let targets: Vec<(usize, &str, usize)> = flow
         .stream_targets
@@ -515,7 +587,7 @@ checks = ["body contains tick"]
             (1, "chat reply", 1),
             (1, "chat hold 3", 0),
             (1, "chat close 4", 0),
-            (2, "ticks event", 1),
+            (2, "ticks events", 1),
         ]
     );
     assert_eq!(
@@ -526,8 +598,13 @@ checks = ["body contains tick"]
         panic!("{:?}", flow.steps[2].stream);
     };
     assert_eq!(
-        (events.max_events, events.listen_ns, events.event_target),
-        (None, Some(2_000_000_000), 7)
+        (
+            events.max_events,
+            events.listen_ns,
+            events.event_target,
+            events.max_reconnects
+        ),
+        (None, Some(2_000_000_000), 7, 3)
     );
 }
 

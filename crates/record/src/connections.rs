@@ -1,0 +1,281 @@
+//! Per-connection figures of the steps that hold a connection open (`ws`, `sse`;
+//! docs/STREAMING.md): one [`Connection`] per connection that opened, with its
+//! messages and bytes each way, its message latencies merged into a small
+//! histogram ([`MessageLatency`]) and how it closed. A stream of millions of
+//! messages costs one entry, not a record per message. Stored as JSON in optional
+//! `connections` blocks (kind 0x43), so readers that predate them skip them and a run
+//! without streams has exactly the bytes it had before.
+
+use serde::{Deserialize, Serialize};
+
+/// The optional block kind of connection figures.
+pub(crate) const CONNECTIONS_BLOCK: u8 = 0x43;
+
+/// One connection's figures, written when it closed. It joins the record of its
+/// upgrade (or stream request) by `(attack, seq)`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Connection {
+    /// Index into the header's attacks.
+    pub attack: u16,
+    /// The step's target (the upgrade's or the stream request's record's).
+    pub target: u32,
+    /// The `seq` of that record.
+    pub seq: u64,
+    /// When the upgrade's `101` (the stream's head) came, unix nanoseconds.
+    pub opened_unix_ns: u64,
+    /// When the connection closed, unix nanoseconds.
+    pub closed_unix_ns: u64,
+    /// Messages sent (WebSocket text or binary messages).
+    pub messages_out: u64,
+    /// Payload bytes of the messages sent.
+    pub bytes_out: u64,
+    /// Messages (or events) received.
+    pub messages_in: u64,
+    /// Payload bytes of the messages (the events' data) received.
+    pub bytes_in: u64,
+    /// Received messages that failed a check (an event failing the step's checks).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_failed: u64,
+    /// Message latencies: a WebSocket's round trips (an `expect` after a `send`), an
+    /// event stream's gaps between events.
+    #[serde(default, skip_serializing_if = "MessageLatency::is_empty")]
+    pub latency: MessageLatency,
+    /// Pings sent, and those the server never answered (a WebSocket's `ping`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pings: u64,
+    /// Pings the server never answered with a pong.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pings_unanswered: u64,
+    /// How it closed.
+    pub close: Close,
+    /// The subprotocol the server chose (`Sec-WebSocket-Protocol`), when one was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subprotocol: Option<String>,
+    /// Times an event stream reconnected (`Last-Event-ID`) after the server closed it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnects: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Who closed a connection, and with what code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Close {
+    /// Who closed it.
+    pub by: ClosedBy,
+    /// The close frame's code; 0 when none was sent (an event stream, a connection
+    /// dropped without a close frame).
+    #[serde(default, skip_serializing_if = "is_zero_u16")]
+    pub code: u16,
+}
+
+fn is_zero_u16(value: &u16) -> bool {
+    *value == 0
+}
+
+/// Who closed a connection.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ClosedBy {
+    /// loadlab (an action's `close`, the flow's end, the run's).
+    #[default]
+    Client,
+    /// The server, with a close frame (or the end of an event stream).
+    Server,
+    /// Nobody cleanly: the connection broke or timed out.
+    Broken,
+}
+
+impl ClosedBy {
+    /// Its name, as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClosedBy::Client => "client",
+            ClosedBy::Server => "server",
+            ClosedBy::Broken => "broken",
+        }
+    }
+}
+
+/// Sub-buckets per power of two: a bucket is at most 1/32 (3%) of its values wide.
+const SUB_BUCKETS: u64 = 32;
+const SUB_BITS: u32 = 5;
+
+/// A latency histogram small enough for one connection and mergeable across them:
+/// log-linear buckets (exact below 32 ns, then 32 per power of two, so any quantile
+/// read back is within 3% of the true value), kept sparse as `[bucket, count]` pairs
+/// in bucket order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MessageLatency {
+    buckets: Vec<(u16, u64)>,
+}
+
+impl MessageLatency {
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// Values added.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|(_, count)| count).sum()
+    }
+
+    /// Adds one latency.
+    pub fn add(&mut self, latency_ns: u64) {
+        self.add_count(bucket(latency_ns), 1);
+    }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &MessageLatency) {
+        for &(bucket, count) in &other.buckets {
+            self.add_count(bucket, count);
+        }
+    }
+
+    fn add_count(&mut self, bucket: u16, count: u64) {
+        match self.buckets.binary_search_by_key(&bucket, |(b, _)| *b) {
+            Ok(at) => self.buckets[at].1 += count,
+            Err(at) => self.buckets.insert(at, (bucket, count)),
+        }
+    }
+
+    /// The nearest-rank quantile `q` (0 to 1), as its bucket's middle; `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        let count = self.count();
+        if count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for &(bucket, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return Some(middle(bucket));
+            }
+        }
+        self.buckets.last().map(|&(bucket, _)| middle(bucket))
+    }
+
+    /// Checks what was read: buckets in order, none past the last one, no zero count.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let in_order = self.buckets.windows(2).all(|w| w[0].0 < w[1].0);
+        let valid = self
+            .buckets
+            .iter()
+            .all(|&(bucket, count)| bucket <= MAX_BUCKET && count > 0);
+        if in_order && valid {
+            Ok(())
+        } else {
+            Err("latency buckets out of order, out of range or empty".to_owned())
+        }
+    }
+}
+
+/// The bucket of `u64::MAX`.
+const MAX_BUCKET: u16 =
+    (SUB_BUCKETS + (63 - SUB_BITS as u64) * SUB_BUCKETS + SUB_BUCKETS - 1) as u16;
+
+fn bucket(value: u64) -> u16 {
+    if value < SUB_BUCKETS {
+        return value as u16;
+    }
+    let power = 63 - value.leading_zeros();
+    let sub = (value >> (power - SUB_BITS)) - SUB_BUCKETS;
+    (SUB_BUCKETS + u64::from(power - SUB_BITS) * SUB_BUCKETS + sub) as u16
+}
+
+/// The lowest value of `bucket` and its width.
+fn bounds(bucket: u16) -> (u64, u64) {
+    let bucket = u64::from(bucket);
+    if bucket < SUB_BUCKETS {
+        return (bucket, 1);
+    }
+    let shift = (bucket - SUB_BUCKETS) / SUB_BUCKETS;
+    let sub = (bucket - SUB_BUCKETS) % SUB_BUCKETS;
+    ((SUB_BUCKETS + sub) << shift, 1 << shift)
+}
+
+fn middle(bucket: u16) -> u64 {
+    let (low, width) = bounds(bucket);
+    low.saturating_add(width / 2)
+}
+
+/// A connections block's payload.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConnectionsBlock<C> {
+    pub connections: C,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_hold_their_values_within_three_percent() {
+        for value in [
+            0,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            1000,
+            123_456_789,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let (low, width) = bounds(bucket(value));
+            assert!(
+                low <= value && value - low < width,
+                "{value} in [{low}, +{width})"
+            );
+            assert!(width == 1 || width * 32 <= low, "{value}: width {width}");
+        }
+        assert_eq!(bucket(u64::MAX), MAX_BUCKET);
+    }
+
+    #[test]
+    fn quantiles_of_merged_histograms_are_those_of_all_values() {
+        let (mut a, mut b) = (MessageLatency::default(), MessageLatency::default());
+        for ms in 1..=50u64 {
+            a.add(ms * 1_000_000);
+        }
+        for ms in 51..=100u64 {
+            b.add(ms * 1_000_000);
+        }
+        a.merge(&b);
+        assert_eq!(a.count(), 100);
+        for (q, want_ms) in [(0.5, 50.0), (0.9, 90.0), (0.99, 99.0), (1.0, 100.0)] {
+            let got_ms = a.quantile(q).unwrap() as f64 / 1e6;
+            assert!(
+                (got_ms - want_ms).abs() <= want_ms * 0.03,
+                "q{q}: {got_ms} ms, want {want_ms}"
+            );
+        }
+        assert_eq!(MessageLatency::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn bad_buckets_read_back_are_refused() {
+        let rows: &[(&str, bool)] = &[
+            ("[[1,2],[5,1]]", true),
+            ("[[5,1],[1,2]]", false),
+            ("[[1,0]]", false),
+            ("[[60000,1]]", false),
+        ];
+        for (json, good) in rows {
+            let latency: MessageLatency = serde_json::from_str(json).unwrap();
+            assert_eq!(latency.check().is_ok(), *good, "{json}");
+        }
+    }
+}

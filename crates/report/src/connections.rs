@@ -1,0 +1,320 @@
+//! The connections of `ws` and `sse` steps (docs/STREAMING.md): each connection's
+//! figures ([`record::Connection`], written when it closed) folded per target, and
+//! merged per group when rendered: connections opened, the peak held at once, the
+//! count open each second (a series kept for charts), messages and bytes each way,
+//! message latency percentiles from the merged histograms, and closes by who and code.
+//!
+//! Memory: a few hundred bytes per target, and 16 bytes per connection for the exact
+//! peak (every open and close time; 50,000 connections cost 800 KB).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use record::{ClosedBy, Connection, MessageLatency};
+use units::GoDuration;
+
+use crate::tabwriter::align;
+use crate::text::{BRACKET_WIDTH, LABEL_WIDTH};
+
+/// Every connection folded, by (attack, target) of its upgrade's record.
+#[derive(Debug, Clone, Default)]
+pub struct Connections {
+    by_target: BTreeMap<(u16, u32), Folded>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Folded {
+    figures: ConnectionFigures,
+    /// (time, +1 open / -1 close), unix ns.
+    edges: Vec<(u64, i8)>,
+}
+
+/// The connections of a group (or the run), merged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConnectionFigures {
+    /// Connections that opened.
+    pub opened: u64,
+    /// The most open at once.
+    pub peak_held: u64,
+    /// The unix second of [`ConnectionFigures::open_per_second`]'s first entry.
+    pub first_second_unix: u64,
+    /// Connections open during each second from the first opening (any part of it).
+    pub open_per_second: Vec<u64>,
+    /// From the first opening to the last close, nanoseconds.
+    pub span_ns: u64,
+    /// Messages sent and received.
+    pub messages_out: u64,
+    /// Messages (events) received.
+    pub messages_in: u64,
+    /// Payload bytes sent.
+    pub bytes_out: u64,
+    /// Payload bytes received.
+    pub bytes_in: u64,
+    /// Received messages that failed a check.
+    pub messages_failed: u64,
+    /// Round trips (WebSocket) and gaps between events (SSE), merged.
+    pub latency: MessageLatency,
+    /// Pings sent and those never answered.
+    pub pings: u64,
+    /// Pings the server never answered.
+    pub pings_unanswered: u64,
+    /// Event-stream reconnects.
+    pub reconnects: u64,
+    /// Closes by (who, code), in that order.
+    pub closes: BTreeMap<(ClosedBy, u16), u64>,
+}
+
+impl Connections {
+    /// Adds connection figures (merged ids, any order).
+    pub fn add(&mut self, connections: &[Connection]) {
+        for c in connections {
+            let folded = self.by_target.entry((c.attack, c.target)).or_default();
+            folded.add(c);
+        }
+    }
+
+    /// Whether any connection was folded.
+    pub fn is_empty(&self) -> bool {
+        self.by_target.is_empty()
+    }
+
+    /// The figures of the connections whose (attack, target) `keep` says, merged;
+    /// `None` when there are none.
+    pub fn merged(&self, mut keep: impl FnMut(u16, u32) -> bool) -> Option<ConnectionFigures> {
+        let mut figures = ConnectionFigures::default();
+        let mut edges = Vec::new();
+        for (&(attack, target), folded) in &self.by_target {
+            if keep(attack, target) {
+                figures.merge(&folded.figures);
+                edges.extend_from_slice(&folded.edges);
+            }
+        }
+        (figures.opened > 0).then(|| figures.held(edges))
+    }
+}
+
+impl Folded {
+    fn add(&mut self, c: &Connection) {
+        self.figures.merge(&ConnectionFigures::of(c));
+        let closed = c.closed_unix_ns.max(c.opened_unix_ns);
+        self.edges.push((c.opened_unix_ns, 1));
+        self.edges.push((closed, -1));
+    }
+}
+
+impl ConnectionFigures {
+    /// One connection's figures (without its times: the peak and series come from
+    /// every connection's together).
+    fn of(c: &Connection) -> ConnectionFigures {
+        ConnectionFigures {
+            opened: 1,
+            messages_out: c.messages_out,
+            messages_in: c.messages_in,
+            bytes_out: c.bytes_out,
+            bytes_in: c.bytes_in,
+            messages_failed: c.messages_failed,
+            latency: c.latency.clone(),
+            pings: c.pings,
+            pings_unanswered: c.pings_unanswered,
+            reconnects: c.reconnects,
+            closes: [((c.close.by, c.close.code), 1)].into(),
+            ..ConnectionFigures::default()
+        }
+    }
+
+    fn merge(&mut self, other: &ConnectionFigures) {
+        self.opened += other.opened;
+        self.messages_out += other.messages_out;
+        self.messages_in += other.messages_in;
+        self.bytes_out += other.bytes_out;
+        self.bytes_in += other.bytes_in;
+        self.messages_failed += other.messages_failed;
+        self.latency.merge(&other.latency);
+        self.pings += other.pings;
+        self.pings_unanswered += other.pings_unanswered;
+        self.reconnects += other.reconnects;
+        for (key, count) in &other.closes {
+            *self.closes.entry(*key).or_default() += count;
+        }
+    }
+
+    /// The peak, the span and the per-second series from every open and close.
+    fn held(mut self, mut edges: Vec<(u64, i8)>) -> ConnectionFigures {
+        // Closes before opens at the same instant: a connection replaced is not two.
+        edges.sort_unstable();
+        let (mut open, mut peak) = (0i64, 0i64);
+        for &(_, delta) in &edges {
+            open += i64::from(delta);
+            peak = peak.max(open);
+        }
+        self.peak_held = peak as u64;
+        let (Some(first), Some(last)) = (edges.first(), edges.last()) else {
+            return self;
+        };
+        self.span_ns = last.0 - first.0;
+        let first_s = first.0 / 1_000_000_000;
+        let seconds = (last.0 / 1_000_000_000 - first_s + 1) as usize;
+        // Open during second s: opened by its end and not closed before its start.
+        let mut starts = vec![0i64; seconds + 1];
+        for &(at, delta) in &edges {
+            let s = (at / 1_000_000_000 - first_s) as usize;
+            if delta > 0 {
+                starts[s] += 1;
+            } else {
+                starts[s + 1] -= 1;
+            }
+        }
+        let mut running = 0i64;
+        self.open_per_second = starts[..seconds]
+            .iter()
+            .map(|d| {
+                running += d;
+                running.max(0) as u64
+            })
+            .collect();
+        self.first_second_unix = first_s;
+        self
+    }
+
+    /// Messages a second each way over the connections' span.
+    pub fn per_second(&self, messages: u64) -> f64 {
+        if self.span_ns == 0 {
+            return 0.0;
+        }
+        messages as f64 / (self.span_ns as f64 / 1e9)
+    }
+}
+
+/// Appends the connection rows (after a blank line), aligned to the report's columns.
+pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
+    let mut rows = String::new();
+    let open_at_end = figures.open_per_second.last().copied().unwrap_or(0);
+    let _ = writeln!(
+        rows,
+        "Connections\t[opened, peak held, last second]\t{}, {}, {}",
+        figures.opened, figures.peak_held, open_at_end
+    );
+    let _ = writeln!(
+        rows,
+        "Messages\t[out, in, out/s, in/s]\t{}, {}, {:.2}, {:.2}",
+        figures.messages_out,
+        figures.messages_in,
+        figures.per_second(figures.messages_out),
+        figures.per_second(figures.messages_in)
+    );
+    let _ = writeln!(
+        rows,
+        "Message Bytes\t[out, in]\t{}, {}",
+        figures.bytes_out, figures.bytes_in
+    );
+    let quantile = |q| {
+        (figures.latency.quantile(q)).map_or_else(
+            || "-".to_owned(),
+            |ns| GoDuration::report_ns(ns).to_string(),
+        )
+    };
+    if !figures.latency.is_empty() {
+        let _ = writeln!(
+            rows,
+            "Msg Latency\t[50, 90, 99, max]\t{}, {}, {}, {}",
+            quantile(0.5),
+            quantile(0.9),
+            quantile(0.99),
+            quantile(1.0)
+        );
+    }
+    if figures.messages_failed > 0 {
+        let _ = writeln!(
+            rows,
+            "Msg Checks\t[messages failed]\t{}",
+            figures.messages_failed
+        );
+    }
+    if figures.pings > 0 {
+        let _ = writeln!(
+            rows,
+            "Pings\t[sent, unanswered]\t{}, {}",
+            figures.pings, figures.pings_unanswered
+        );
+    }
+    if figures.reconnects > 0 {
+        let _ = writeln!(rows, "Reconnects\t[count]\t{}", figures.reconnects);
+    }
+    let closes: Vec<String> = (figures.closes.iter())
+        .map(|(&(by, code), count)| match code {
+            0 => format!("{}:{count}", by.name()),
+            code => format!("{} {code}:{count}", by.name()),
+        })
+        .collect();
+    let _ = writeln!(rows, "Closes\t[by, code: count]\t{}", closes.join("  "));
+    out.push('\n');
+    out.push_str(&align(&rows, &[LABEL_WIDTH, BRACKET_WIDTH]));
+}
+
+#[cfg(test)]
+mod tests {
+    use record::Close;
+
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn connection(
+        target: u32,
+        opened_s: f64,
+        closed_s: f64,
+        by: ClosedBy,
+        code: u16,
+    ) -> Connection {
+        let mut latency = MessageLatency::default();
+        latency.add(2_000_000);
+        Connection {
+            target,
+            opened_unix_ns: (1_000.0 * S as f64 + opened_s * S as f64) as u64,
+            closed_unix_ns: (1_000.0 * S as f64 + closed_s * S as f64) as u64,
+            messages_out: 2,
+            messages_in: 3,
+            bytes_out: 20,
+            bytes_in: 30,
+            latency,
+            close: Close { by, code },
+            ..Connection::default()
+        }
+    }
+
+    #[test]
+    fn peak_series_and_closes_merge_over_the_chosen_targets() {
+        let mut connections = Connections::default();
+        connections.add(&[
+            connection(1, 0.1, 2.5, ClosedBy::Client, 1000),
+            connection(1, 0.2, 0.9, ClosedBy::Server, 1011),
+            // Opens as the second one closes: never three at once.
+            connection(1, 0.9, 1.5, ClosedBy::Client, 1000),
+            connection(2, 0.5, 3.2, ClosedBy::Broken, 0),
+        ]);
+        let one = connections.merged(|_, target| target == 1).unwrap();
+        assert_eq!((one.opened, one.peak_held), (3, 2));
+        assert_eq!(one.first_second_unix, 1_000);
+        assert_eq!(one.open_per_second, vec![3, 2, 1]);
+        assert_eq!(
+            (one.messages_out, one.messages_in, one.bytes_in),
+            (6, 9, 90)
+        );
+        assert_eq!(one.latency.count(), 3);
+        assert_eq!(one.closes[&(ClosedBy::Client, 1000)], 2);
+        assert_eq!(one.closes[&(ClosedBy::Server, 1011)], 1);
+        assert_eq!(one.span_ns, 2_400_000_000);
+        let all = connections.merged(|_, _| true).unwrap();
+        assert_eq!((all.opened, all.peak_held), (4, 3));
+        assert_eq!(all.open_per_second, vec![4, 3, 2, 1]);
+        assert!(connections.merged(|_, target| target == 9).is_none());
+        let mut text = String::new();
+        write_connections_text(&mut text, &all);
+        assert!(text.contains("4, 3, 1"), "{text}");
+        assert!(
+            text.contains("client 1000:2  server 1011:1  broken:1"),
+            "{text}"
+        );
+        assert!(text.contains("Msg Latency"), "{text}");
+    }
+}
