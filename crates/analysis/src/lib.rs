@@ -43,7 +43,7 @@ pub use slo::{
 };
 pub use spans::{
     Arrived, Fetched, OUTSIDE, OperationTime, SLOW_FACTOR, Span, SpanBreakdown, SpanJudgement,
-    TracedCall, judge_spans,
+    SpansUnjudged, TracedCall, judge_spans,
 };
 
 /// What can go wrong turning user input into analysis settings.

@@ -369,6 +369,7 @@ fn a_trace_store_down_or_answering_garbage_is_not_judged() {
         let spans = &json["loadlab"]["traces"]["spans"];
         assert_eq!(spans["judged"], false, "{spans}");
         assert!(spans["reason"].as_str().unwrap().contains(want), "{spans}");
+        assert_eq!(spans["reason_kind"], "store_unreadable", "{spans}");
     }
     let report = run(&["report", "-trace-store=ftp://x", out.to_str().unwrap()]);
     assert!(!report.status.success());

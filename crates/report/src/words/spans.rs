@@ -1,6 +1,6 @@
 //! Where the slow requests' time went ([`analysis::SpanJudgement`]) in words.
 
-use analysis::{Arrived, OperationTime, SpanJudgement};
+use analysis::{Arrived, OperationTime, SLOW_FACTOR, SpanJudgement, SpansUnjudged};
 use units::GoDuration;
 
 /// The headline: `the slowest traced requests spent 81% of their time in
@@ -18,7 +18,33 @@ pub fn headline(judgement: &SpanJudgement) -> String {
             ),
             None => "not judged: the traces found hold no spans".to_owned(),
         },
-        SpanJudgement::NotJudged { reason, .. } => format!("not judged: {reason}"),
+        SpanJudgement::NotJudged { why, .. } => format!("not judged: {}", reason(why)),
+    }
+}
+
+/// Why the traces were not compared, in lowercase words naming the store or the traces.
+pub fn reason(why: &SpansUnjudged) -> String {
+    match why {
+        SpansUnjudged::StoreUnreadable { store, reason } => {
+            format!("the trace store {store} could not be read: {reason}")
+        }
+        SpansUnjudged::StoreMiscounted {
+            store,
+            answered,
+            asked,
+        } => format!("the trace store {store} answered {answered} traces of {asked} asked"),
+        SpansUnjudged::NoSlowRequest => format!(
+            "no traced request took {SLOW_FACTOR}x the typical ones' median latency or more"
+        ),
+        SpansUnjudged::SlowNotFound { asked } => format!(
+            "none of the {} slowest traced requests' traces is in the store (not sent, not yet flushed, or sampled out by the server)",
+            asked
+        ),
+        SpansUnjudged::NoTypicalKept => "no typical traced request was kept to compare the slow ones with (a record written before format version 6)".to_owned(),
+        SpansUnjudged::TypicalNotFound { asked } => format!(
+            "none of the {} typical traced requests' traces is in the store, so there is nothing to compare the slow ones with",
+            asked
+        ),
     }
 }
 
@@ -101,10 +127,52 @@ mod tests {
             ),
             (
                 SpanJudgement::NotJudged {
-                    reason: "http://127.0.0.1:1/api/traces/ab: connection refused".to_owned(),
+                    why: SpansUnjudged::StoreUnreadable {
+                        store: "http://127.0.0.1:1/".to_owned(),
+                        reason: "connection refused".to_owned(),
+                    },
                     counts: None,
                 },
-                "not judged: http://127.0.0.1:1/api/traces/ab: connection refused",
+                "not judged: the trace store http://127.0.0.1:1/ could not be read: connection refused",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::StoreMiscounted {
+                        store: "http://j/".to_owned(),
+                        answered: 3,
+                        asked: 40,
+                    },
+                    counts: None,
+                },
+                "not judged: the trace store http://j/ answered 3 traces of 40 asked",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::NoSlowRequest,
+                    counts: Some(counts),
+                },
+                "not judged: no traced request took 3x the typical ones' median latency or more",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::SlowNotFound { asked: 20 },
+                    counts: Some(counts),
+                },
+                "not judged: none of the 20 slowest traced requests' traces is in the store (not sent, not yet flushed, or sampled out by the server)",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::NoTypicalKept,
+                    counts: Some(counts),
+                },
+                "not judged: no typical traced request was kept to compare the slow ones with (a record written before format version 6)",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::TypicalNotFound { asked: 7 },
+                    counts: Some(counts),
+                },
+                "not judged: none of the 7 typical traced requests' traces is in the store, so there is nothing to compare the slow ones with",
             ),
         ];
         for (judgement, want) in rows {
