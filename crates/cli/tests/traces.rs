@@ -201,6 +201,23 @@ fn the_ids_sent_are_the_ids_the_record_keeps_and_the_report_links() {
     let slowest_id = slowest[0]["trace_id"].as_str().unwrap();
     assert!(words.contains(&format!("trace {slowest_id}")), "{words}");
 
+    // The page links the same requests from its latency chart and its panel.
+    let page = dir.path().join("a.html");
+    let plot = run(&[
+        "plot",
+        &format!("-trace-link={link}"),
+        &format!("-output={}", page.display()),
+        first.to_str().unwrap(),
+    ]);
+    assert!(plot.status.success(), "{}", text(&plot.stderr));
+    let page = std::fs::read_to_string(page).unwrap();
+    let href = format!("href=\"{}\"", link.replace("{trace_id}", slowest_id));
+    assert!(
+        page.contains(&format!("<a class=\"trace\" {href}")),
+        "a ring on the latency chart"
+    );
+    assert!(page.contains(&format!("<a {href}")), "a row of the panel");
+
     // The same seed sends the same ids.
     let again = dir.path().join("b.llr");
     let output = attack(&targets, &again, &["-trace", "-seed=11"]);
@@ -288,7 +305,7 @@ fn bad_trace_flags_are_named_and_fail() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("none.llr");
     // (arguments, what stderr must say)
-    let rows: [(&[&str], &str); 4] = [
+    let rows: [(&[&str], &str); 5] = [
         (
             &[
                 "report",
@@ -296,6 +313,10 @@ fn bad_trace_flags_are_named_and_fail() {
                 "x.llr",
             ],
             "-trace-link: \"http://127.0.0.1:16686/trace/\" has no {trace_id}",
+        ),
+        (
+            &["plot", "-trace-link=http://j/trace/", "x.llr"],
+            "-trace-link: \"http://j/trace/\" has no {trace_id}",
         ),
         (
             &["attack", "-trace", "-trace-sample=0", "-duration=1s"],

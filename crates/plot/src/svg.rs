@@ -552,7 +552,10 @@ fn plot(out: &mut String, chart: &Chart, layout: &Layout, scale: Scale) {
     let mut stack: usize = 0;
     for series in &chart.series {
         match series.style {
-            Style::Points => points(out, series, layout, scale),
+            Style::Points => {
+                points(out, series, layout, scale);
+                crate::traces_page::link_rings(out, series, layout, scale);
+            }
             Style::Line | Style::Dashed => line(out, series, layout, scale),
             Style::LinePoints => {
                 line(out, series, layout, scale);

@@ -81,6 +81,13 @@ pub fn row(time: &OperationTime) -> [String; 4] {
     ]
 }
 
+/// The share of requests traced, without trailing zeros: `1%`, `0.5%`, `100%`.
+pub fn sample_share(share: f64) -> String {
+    let text = format!("{:.4}", share * 100.0);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}%")
+}
+
 fn share(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
