@@ -10,17 +10,14 @@ use analysis::SpanJudgement;
 use report::words::spans as words;
 use report::{TracedRequest, TracedRequests};
 
-use crate::axis::Scale;
 use crate::format;
 use crate::gather::RunData;
 use crate::model::{Chart, Series, Style, x_seconds};
-use crate::svg::{self, Layout, escape};
+use crate::svg::escape;
 
 const TRACES_STYLE: &str = include_str!("traces.css");
 /// The traced requests' dots: dark, apart from the blue and red of the scatter.
 const TRACED: &str = "#111827";
-/// The radius of a linked dot's ring (the page's hover ring is 5).
-const RING: f64 = 4.0;
 
 /// Adds the traced requests to the latency chart, on top, at their intended send time
 /// and latency, named by trace id on hover.
@@ -60,26 +57,6 @@ pub fn mark_traced(charts: &mut [Chart], data: &RunData) {
         } else {
             "; named by trace id on hover."
         });
-}
-
-/// Each linked point of `series` as a ring inside a link to its trace, over its dot
-/// (`page.js` draws the same in `linkRings`).
-pub fn link_rings(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {
-    for ((&x, &y), link) in series.x.iter().zip(&series.y).zip(&series.links) {
-        if !(x.is_finite() && y.is_finite()) {
-            continue;
-        }
-        let _ = write!(
-            out,
-            "<a class=\"trace\" href=\"{}\" target=\"_blank\" rel=\"noopener noreferrer\">\
-             <circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{RING}\" fill=\"{color}\" fill-opacity=\"0\" \
-             stroke=\"{color}\" stroke-width=\"1.5\"/></a>",
-            escape(link),
-            svg::x_px(layout, x),
-            svg::y_px(layout, scale, y),
-            color = series.color,
-        );
-    }
 }
 
 /// The panel: where the slow requests' time went (with `-trace-store`), then the
