@@ -537,6 +537,19 @@ fn a_real_prometheus_keeps_the_trace_exemplars_of_a_traced_run() {
     );
     let prometheus =
         start_prometheus_with(&binary, &config, &["--enable-feature=exemplar-storage"]);
+    // Prometheus hands new targets to its scrapers every 5 s: wait until it has ours
+    // (bounded: 30 s), so the run is scraped while it goes.
+    let listed = (0..300).any(|_| {
+        let targets = get(&prometheus.address, "/api/v1/targets");
+        let found = targets.contains(&format!(
+            "\"scrapeUrl\":\"http://127.0.0.1:{port}/metrics\""
+        ));
+        if !found {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        found
+    });
+    assert!(listed, "prometheus never listed the scrape target");
     let server = simulator();
     let targets = format!("GET http://{}/traced\n", server.local_addr());
     let dir = TempDir::new("exemplars");
