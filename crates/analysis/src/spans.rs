@@ -221,6 +221,46 @@ pub fn judge_spans(slow: &[TracedCall], typical: &[TracedCall]) -> SpanJudgement
     })
 }
 
+/// How one operation's median self time in the slow traces moved from one run (A) to
+/// another (B): `compare`'s "which span grew".
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanShift {
+    /// The service that reported it.
+    pub service: String,
+    /// The operation.
+    pub operation: String,
+    /// Its slow median in A, microseconds (0 where A's traces lack it).
+    pub from_us: u64,
+    /// Its slow median in B, microseconds (0 where B's traces lack it).
+    pub to_us: u64,
+}
+
+impl SpanShift {
+    /// Whether it grew from A to B.
+    pub fn grew(&self) -> bool {
+        self.to_us > self.from_us
+    }
+}
+
+/// The operation whose slow median moved most from `a` to `b` (grew or shrank), read
+/// from both breakdowns, not judged again; `None` when none moved.
+pub fn span_shift(a: &SpanBreakdown, b: &SpanBreakdown) -> Option<SpanShift> {
+    let median = |side: &SpanBreakdown, time: &OperationTime| {
+        (side.operations.iter())
+            .find(|o| o.service == time.service && o.operation == time.operation)
+            .map_or(0, |o| o.slow_median_us)
+    };
+    (a.operations.iter().chain(&b.operations))
+        .map(|time| SpanShift {
+            service: time.service.clone(),
+            operation: time.operation.clone(),
+            from_us: median(a, time),
+            to_us: median(b, time),
+        })
+        .filter(|shift| shift.from_us != shift.to_us)
+        .max_by_key(|shift| shift.from_us.abs_diff(shift.to_us))
+}
+
 /// Self time per (service, operation) of one found trace, microseconds, with the
 /// latency its root spans do not cover as [`OUTSIDE`].
 fn self_times(call: &TracedCall) -> Option<BTreeMap<(String, String), u64>> {
@@ -408,6 +448,31 @@ mod tests {
                     assert_eq!(counts.unwrap().slow_asked, slow.len());
                 }
                 judged => panic!("{want:?}: judged {judged:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_span_that_moved_most_between_two_runs_is_named() {
+        let breakdown =
+            |slow: &[(u64, u64)]| match judge_spans(&found(slow, 1), &found(&[(1, 1)], 1)) {
+                SpanJudgement::Judged(breakdown) => breakdown,
+                judged => panic!("{judged:?}"),
+            };
+        // (A's slow (select, update) ms, B's, the operation named, A's and B's median ms)
+        let rows = [
+            (&[(1, 20)], &[(1, 600)], Some(("UPDATE", 20, 600))),
+            (&[(1, 600)], &[(300, 20)], Some(("UPDATE", 600, 20))),
+            (&[(2, 2)], &[(2, 2)], None),
+        ];
+        for (a, b, want) in rows {
+            let shift = span_shift(&breakdown(a), &breakdown(b));
+            let got = shift
+                .as_ref()
+                .map(|s| (s.operation.as_str(), s.from_us / 1000, s.to_us / 1000));
+            assert_eq!(got, want, "{a:?} -> {b:?}");
+            if let Some(shift) = shift {
+                assert_eq!(shift.grew(), shift.to_us > shift.from_us);
             }
         }
     }

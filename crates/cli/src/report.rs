@@ -122,10 +122,8 @@ pub struct TraceArgs {
     /// e.g. 'http://127.0.0.1:16686/trace/{trace_id}' (Jaeger's UI)
     #[arg(long, value_name = "URL")]
     trace_link: Option<String>,
-    /// Read the traced requests' traces back from this trace store's query API (Jaeger's,
-    /// e.g. http://127.0.0.1:16686) and say where the slow requests' time went
-    #[arg(long, value_name = "URL")]
-    trace_store: Option<String>,
+    #[command(flatten)]
+    store: TraceStoreArg,
 }
 
 impl TraceArgs {
@@ -136,8 +134,24 @@ impl TraceArgs {
                 .as_deref()
                 .map(TraceLink::parse)
                 .transpose()?,
-            self.trace_store.as_deref().map(jaeger).transpose()?,
+            self.store.parse()?,
         ))
+    }
+}
+
+/// `-trace-store`, for `report`, `plot` and `compare`.
+#[derive(clap::Args, Debug)]
+pub struct TraceStoreArg {
+    /// Read the traced requests' traces back from this trace store's query API (Jaeger's,
+    /// e.g. http://127.0.0.1:16686) and say where the slow requests' time went
+    #[arg(long, value_name = "URL")]
+    trace_store: Option<String>,
+}
+
+impl TraceStoreArg {
+    /// The store, checked.
+    pub fn parse(&self) -> anyhow::Result<Option<TraceStoreHandle>> {
+        self.trace_store.as_deref().map(jaeger).transpose()
     }
 }
 

@@ -392,6 +392,22 @@ fn a_trace_store_down_or_answering_garbage_is_not_judged() {
         assert!(spans["reason"].as_str().unwrap().contains(want), "{spans}");
         assert_eq!(spans["reason_kind"], "store_unreadable", "{spans}");
     }
+    // compare says it per input, and names no span moving between runs it could not read.
+    let file = out.to_str().unwrap();
+    let store = format!("-trace-store=http://127.0.0.1:{closed}");
+    let compare = run(&["compare", &store, file, file]);
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let words = text(&compare.stdout);
+    let block = words
+        .split("\nWhere the time went (-trace-store):\n")
+        .nth(1)
+        .expect(&words);
+    assert_eq!(
+        block.matches("not judged: the trace store").count(),
+        2,
+        "{block}"
+    );
+    assert!(!block.contains(" against "), "{block}");
     let report = run(&["report", "-trace-store=ftp://x", out.to_str().unwrap()]);
     assert!(!report.status.success());
     assert!(

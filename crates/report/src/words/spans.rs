@@ -1,6 +1,6 @@
 //! Where the slow requests' time went ([`analysis::SpanJudgement`]) in words.
 
-use analysis::{Arrived, OperationTime, SLOW_FACTOR, SpanJudgement, SpansUnjudged};
+use analysis::{Arrived, OperationTime, SLOW_FACTOR, SpanJudgement, SpanShift, SpansUnjudged};
 use units::GoDuration;
 
 /// The headline: `the slowest traced requests spent 81% of their time in
@@ -50,10 +50,26 @@ pub fn reason(why: &SpansUnjudged) -> String {
 
 /// `traced-orders UPDATE`; the time no span covers as what it may be.
 pub fn operation(time: &OperationTime) -> String {
-    if time.service.is_empty() && time.operation == analysis::OUTSIDE {
+    named(&time.service, &time.operation)
+}
+
+fn named(service: &str, operation: &str) -> String {
+    if service.is_empty() && operation == analysis::OUTSIDE {
         return "no span (a queue before the server's first span, or the network)".to_owned();
     }
-    format!("{} {}", time.service, time.operation)
+    format!("{service} {operation}")
+}
+
+/// Which span moved most from run `a` to run `b`: `traced-orders UPDATE grew most:
+/// median 15ms in a.llr's slowest traced requests, 476ms in b.llr's`.
+pub fn shift(a: &str, b: &str, shift: &SpanShift) -> String {
+    format!(
+        "{} {} most: median {} in {a}'s slowest traced requests, {} in {b}'s",
+        named(&shift.service, &shift.operation),
+        if shift.grew() { "grew" } else { "shrank" },
+        micros(shift.from_us),
+        micros(shift.to_us),
+    )
 }
 
 /// What arrived: `traces found: 18 of 20 slow, 20 of 20 typical (2 never arrived)`.
