@@ -640,5 +640,29 @@ fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
         words.contains("of their time in traced-orders UPDATE (median"),
         "{words}"
     );
+    // The page says it in its panel, with a row per operation.
+    let page = dir.path().join("run.html");
+    let plot = run(&[
+        "plot",
+        &store,
+        "-trace-link=http://127.0.0.1:16686/trace/{trace_id}",
+        &format!("-output={}", page.display()),
+        out.to_str().unwrap(),
+    ]);
+    assert!(plot.status.success(), "{}", text(&plot.stderr));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("of their time in traced-orders UPDATE (median"),
+        "the page's panel"
+    );
+    assert!(page.contains("<td>traced-orders UPDATE</td>"));
+    // compare reads the same traces for each side: the same run moved no span.
+    let file = out.to_str().unwrap();
+    let compare = run(&["compare", &store, file, file]);
+    let words = text(&compare.stdout);
+    assert!(
+        words.contains(&format!("{file} against {file}: no span's median moved")),
+        "{words}"
+    );
     drop(app);
 }
