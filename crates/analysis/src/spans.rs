@@ -59,6 +59,16 @@ pub enum SpanJudgement {
     },
 }
 
+impl SpanJudgement {
+    /// The traces asked for and found, when the store answered.
+    pub fn arrived(&self) -> Option<&Arrived> {
+        match self {
+            SpanJudgement::Judged(breakdown) => Some(&breakdown.arrived),
+            SpanJudgement::NotJudged { counts, .. } => counts.as_ref(),
+        }
+    }
+}
+
 /// Why the slow requests' traces were not compared; `report::words::spans` words it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpansUnjudged {

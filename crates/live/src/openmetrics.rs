@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use crate::exemplar::BucketExemplar;
-use crate::exposition::{escape_label_value, format_value};
+use crate::exposition::{escape_label_value, format_value, write_sample};
 use crate::latest::Latest;
 use crate::prometheus::Metrics;
 use crate::sink::{Kind, Sink};
@@ -71,21 +71,7 @@ impl Sink for OpenMetrics {
     }
 
     fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, String)], value: f64) {
-        self.0.push_str(name);
-        self.0.push_str(suffix);
-        if !labels.is_empty() {
-            self.0.push('{');
-            for (i, (label, value)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.0.push(',');
-                }
-                let _ = write!(self.0, "{label}=\"{}\"", escape_label_value(value));
-            }
-            self.0.push('}');
-        }
-        self.0.push(' ');
-        self.0.push_str(&format_value(value));
-        self.0.push('\n');
+        write_sample(&mut self.0, (name, suffix), labels, value);
     }
 
     fn exemplar(&mut self, exemplar: &BucketExemplar) {

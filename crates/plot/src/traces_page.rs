@@ -88,11 +88,7 @@ fn spans_html(out: &mut String, judgement: &SpanJudgement) {
         "<p class=\"headline\">Where the time went (-trace-store): {}</p>",
         escape(&words::headline(judgement))
     );
-    let counts = match judgement {
-        SpanJudgement::Judged(breakdown) => Some(&breakdown.arrived),
-        SpanJudgement::NotJudged { counts, .. } => counts.as_ref(),
-    };
-    if let Some(counts) = counts {
+    if let Some(counts) = judgement.arrived() {
         let _ = writeln!(out, "<p>{}</p>", escape(&words::arrived(counts)));
     }
     let SpanJudgement::Judged(breakdown) = judgement else {

@@ -108,11 +108,7 @@ pub fn write_spans_text(out: &mut String, judgement: &SpanJudgement) {
         "\nWhere the time went (-trace-store): {}",
         words::headline(judgement)
     );
-    let counts = match judgement {
-        SpanJudgement::Judged(breakdown) => Some(&breakdown.arrived),
-        SpanJudgement::NotJudged { counts, .. } => counts.as_ref(),
-    };
-    if let Some(counts) = counts {
+    if let Some(counts) = judgement.arrived() {
         let _ = writeln!(out, "  {}", words::arrived(counts));
     }
     let SpanJudgement::Judged(breakdown) = judgement else {
@@ -133,20 +129,20 @@ pub fn write_spans_json(out: &mut String, judgement: &SpanJudgement) {
     let _ = write!(out, ",\"spans\":{{\"judged\":{judged},\"headline\":");
     push_string(out, &words::headline(judgement));
     out.push_str(",\"reason\":");
-    let (counts, operations) = match judgement {
+    let operations = match judgement {
         SpanJudgement::Judged(breakdown) => {
             out.push_str("null,\"reason_kind\":null");
-            (Some(&breakdown.arrived), breakdown.operations.as_slice())
+            breakdown.operations.as_slice()
         }
-        SpanJudgement::NotJudged { why, counts } => {
+        SpanJudgement::NotJudged { why, .. } => {
             push_string(out, &words::reason(why));
             out.push_str(",\"reason_kind\":");
             push_string(out, why.kind());
-            (counts.as_ref(), [].as_slice())
+            [].as_slice()
         }
     };
     out.push_str(",\"found\":");
-    match counts {
+    match judgement.arrived() {
         Some(c) => {
             let _ = write!(
                 out,
