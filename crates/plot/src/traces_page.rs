@@ -45,18 +45,17 @@ pub fn mark_traced(charts: &mut [Chart], data: &RunData) {
     series.links = (requests.iter())
         .map_while(|request| request.link.clone())
         .collect();
+    let linked = !series.links.is_empty();
     chart.series.push(series);
     chart.caption.push_str(
         " Dark dots: the slowest traced requests and each error's first (attack -trace), at \
          their intended send time",
     );
-    chart
-        .caption
-        .push_str(if traces.slowest.iter().any(|r| r.link.is_some()) {
-            "; each ring links to its trace (-trace-link)."
-        } else {
-            "; named by trace id on hover."
-        });
+    chart.caption.push_str(if linked {
+        "; each ring links to its trace (-trace-link)."
+    } else {
+        "; named by trace id on hover."
+    });
 }
 
 /// The panel: where the slow requests' time went (with `-trace-store`), then the
