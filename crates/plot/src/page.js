@@ -376,7 +376,7 @@
         return '<div class="note">' + swatch(k.m[4]) + "<b>" + escapeText(k.m[1]) + "</b>: " + escapeText(k.m[2]) + "</div>";
       }).join("");
   }
-  // A ring per linked point (a traced request), inside a link to its trace (traces_page.rs
+  // A ring per linked point (a traced request), inside a link to its trace (svg.rs
   // link_rings).
   function linkRings(c, s) {
     return (s.k || []).map(function (href, i) {
