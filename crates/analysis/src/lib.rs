@@ -43,7 +43,7 @@ pub use slo::{
 };
 pub use spans::{
     Arrived, Fetched, OUTSIDE, OperationTime, SLOW_FACTOR, Span, SpanBreakdown, SpanJudgement,
-    TracedCall, judge_spans,
+    SpanShift, SpansUnjudged, TracedCall, judge_spans, span_shift,
 };
 
 /// What can go wrong turning user input into analysis settings.

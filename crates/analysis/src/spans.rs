@@ -52,11 +52,70 @@ pub enum SpanJudgement {
     /// Why nothing is said (the store was down, no trace arrived, ...), with the
     /// counts when the store answered.
     NotJudged {
-        /// Why, in lowercase words naming the store or the traces.
-        reason: String,
+        /// Why.
+        why: SpansUnjudged,
         /// The counts, when the store answered.
         counts: Option<Arrived>,
     },
+}
+
+impl SpanJudgement {
+    /// The traces asked for and found, when the store answered.
+    pub fn arrived(&self) -> Option<&Arrived> {
+        match self {
+            SpanJudgement::Judged(breakdown) => Some(&breakdown.arrived),
+            SpanJudgement::NotJudged { counts, .. } => counts.as_ref(),
+        }
+    }
+}
+
+/// Why the slow requests' traces were not compared; `report::words::spans` words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpansUnjudged {
+    /// The store could not be read (down, slow, not Jaeger's JSON).
+    StoreUnreadable {
+        /// The store, as the user named it.
+        store: String,
+        /// The client's reason.
+        reason: String,
+    },
+    /// The store answered another number of traces than asked.
+    StoreMiscounted {
+        /// The store, as the user named it.
+        store: String,
+        /// Traces it answered.
+        answered: usize,
+        /// Traces asked for.
+        asked: usize,
+    },
+    /// No traced request took [`SLOW_FACTOR`] times the typical ones' median.
+    NoSlowRequest,
+    /// None of the slow requests' traces is in the store.
+    SlowNotFound {
+        /// Slow requests' traces asked for.
+        asked: usize,
+    },
+    /// No typical traced request was kept (a record before format version 6).
+    NoTypicalKept,
+    /// None of the typical requests' traces is in the store.
+    TypicalNotFound {
+        /// Typical requests' traces asked for.
+        asked: usize,
+    },
+}
+
+impl SpansUnjudged {
+    /// Its name in JSON (`store_unreadable`, `no_slow_request`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SpansUnjudged::StoreUnreadable { .. } => "store_unreadable",
+            SpansUnjudged::StoreMiscounted { .. } => "store_miscounted",
+            SpansUnjudged::NoSlowRequest => "no_slow_request",
+            SpansUnjudged::SlowNotFound { .. } => "slow_not_found",
+            SpansUnjudged::NoTypicalKept => "no_typical_kept",
+            SpansUnjudged::TypicalNotFound { .. } => "typical_not_found",
+        }
+    }
 }
 
 /// How many traces were asked for and found, per side.
@@ -119,32 +178,26 @@ pub fn judge_spans(slow: &[TracedCall], typical: &[TracedCall]) -> SpanJudgement
         typical_asked: typical.len(),
         typical_found: found(typical),
     };
-    let not_judged = |reason: String| SpanJudgement::NotJudged {
-        reason,
-        counts: Some(arrived),
+    let why = if arrived.slow_asked == 0 {
+        Some(SpansUnjudged::NoSlowRequest)
+    } else if arrived.slow_found == 0 {
+        Some(SpansUnjudged::SlowNotFound {
+            asked: arrived.slow_asked,
+        })
+    } else if arrived.typical_asked == 0 {
+        Some(SpansUnjudged::NoTypicalKept)
+    } else if arrived.typical_found == 0 {
+        Some(SpansUnjudged::TypicalNotFound {
+            asked: arrived.typical_asked,
+        })
+    } else {
+        None
     };
-    if arrived.slow_asked == 0 {
-        return not_judged(format!(
-            "no traced request took {SLOW_FACTOR}x the typical ones' median latency or more"
-        ));
-    }
-    if arrived.slow_found == 0 {
-        return not_judged(format!(
-            "none of the {} slowest traced requests' traces is in the store (not sent, not yet flushed, or sampled out by the server)",
-            arrived.slow_asked
-        ));
-    }
-    if arrived.typical_asked == 0 {
-        return not_judged(
-            "no typical traced request was kept to compare the slow ones with (a record written before format version 6)"
-                .to_owned(),
-        );
-    }
-    if arrived.typical_found == 0 {
-        return not_judged(format!(
-            "none of the {} typical traced requests' traces is in the store, so there is nothing to compare the slow ones with",
-            arrived.typical_asked
-        ));
+    if let Some(why) = why {
+        return SpanJudgement::NotJudged {
+            why,
+            counts: Some(arrived),
+        };
     }
     let slow_times: Vec<_> = slow.iter().filter_map(self_times).collect();
     let typical_times: Vec<_> = typical.iter().filter_map(self_times).collect();
@@ -176,6 +229,46 @@ pub fn judge_spans(slow: &[TracedCall], typical: &[TracedCall]) -> SpanJudgement
         arrived,
         operations,
     })
+}
+
+/// How one operation's median self time in the slow traces moved from one run (A) to
+/// another (B): `compare`'s "which span grew".
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanShift {
+    /// The service that reported it.
+    pub service: String,
+    /// The operation.
+    pub operation: String,
+    /// Its slow median in A, microseconds (0 where A's traces lack it).
+    pub from_us: u64,
+    /// Its slow median in B, microseconds (0 where B's traces lack it).
+    pub to_us: u64,
+}
+
+impl SpanShift {
+    /// Whether it grew from A to B.
+    pub fn grew(&self) -> bool {
+        self.to_us > self.from_us
+    }
+}
+
+/// The operation whose slow median moved most from `a` to `b` (grew or shrank), read
+/// from both breakdowns, not judged again; `None` when none moved.
+pub fn span_shift(a: &SpanBreakdown, b: &SpanBreakdown) -> Option<SpanShift> {
+    let median = |side: &SpanBreakdown, time: &OperationTime| {
+        (side.operations.iter())
+            .find(|o| o.service == time.service && o.operation == time.operation)
+            .map_or(0, |o| o.slow_median_us)
+    };
+    (a.operations.iter().chain(&b.operations))
+        .map(|time| SpanShift {
+            service: time.service.clone(),
+            operation: time.operation.clone(),
+            from_us: median(a, time),
+            to_us: median(b, time),
+        })
+        .filter(|shift| shift.from_us != shift.to_us)
+        .max_by_key(|shift| shift.from_us.abs_diff(shift.to_us))
 }
 
 /// Self time per (service, operation) of one found trace, microseconds, with the
@@ -343,28 +436,53 @@ mod tests {
                 typical_found: 1
             }
         );
-        // (slow, typical, what the reason says)
+        // (slow, typical, why not judged)
         let rows = [
-            (vec![], found(&[(1, 1)], 1), "no traced request took 3x"),
+            (vec![], found(&[(1, 1)], 1), SpansUnjudged::NoSlowRequest),
             (
                 vec![missing(), missing()],
                 found(&[(1, 1)], 1),
-                "none of the 2 slowest",
+                SpansUnjudged::SlowNotFound { asked: 2 },
             ),
             (
                 found(&[(1, 600)], 1),
                 vec![missing()],
-                "none of the 1 typical",
+                SpansUnjudged::TypicalNotFound { asked: 1 },
             ),
-            (found(&[(1, 600)], 1), vec![], "no typical traced request"),
+            (found(&[(1, 600)], 1), vec![], SpansUnjudged::NoTypicalKept),
         ];
         for (slow, typical, want) in rows {
             match judge_spans(&slow, &typical) {
-                SpanJudgement::NotJudged { reason, counts } => {
-                    assert!(reason.contains(want), "{reason}");
+                SpanJudgement::NotJudged { why, counts } => {
+                    assert_eq!(why, want);
                     assert_eq!(counts.unwrap().slow_asked, slow.len());
                 }
-                judged => panic!("{want}: judged {judged:?}"),
+                judged => panic!("{want:?}: judged {judged:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_span_that_moved_most_between_two_runs_is_named() {
+        let breakdown =
+            |slow: &[(u64, u64)]| match judge_spans(&found(slow, 1), &found(&[(1, 1)], 1)) {
+                SpanJudgement::Judged(breakdown) => breakdown,
+                judged => panic!("{judged:?}"),
+            };
+        // (A's slow (select, update) ms, B's, the operation named, A's and B's median ms)
+        let rows = [
+            (&[(1, 20)], &[(1, 600)], Some(("UPDATE", 20, 600))),
+            (&[(1, 600)], &[(300, 20)], Some(("UPDATE", 600, 20))),
+            (&[(2, 2)], &[(2, 2)], None),
+        ];
+        for (a, b, want) in rows {
+            let shift = span_shift(&breakdown(a), &breakdown(b));
+            let got = shift
+                .as_ref()
+                .map(|s| (s.operation.as_str(), s.from_us / 1000, s.to_us / 1000));
+            assert_eq!(got, want, "{a:?} -> {b:?}");
+            if let Some(shift) = shift {
+                assert_eq!(shift.grew(), shift.to_us > shift.from_us);
             }
         }
     }

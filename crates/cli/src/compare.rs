@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use lab::compare::CompareArgs as Inputs;
-use report::{CompareFormat, CompareInput, parse_threshold, run_compare};
+use report::{CompareFormat, CompareInput, TraceStoreHandle, parse_threshold, run_compare};
 
 /// The exit code when an input regressed beyond `-threshold` and the noise.
 pub const REGRESSION_EXIT: u8 = 7;
@@ -47,6 +47,10 @@ Run folders of `loadlab run` (docs/PLANS.md) compare the same way:
   DIR                 alone: every variant against the plan's first (its baseline).
 Record files and run folders do not mix.
 
+With -trace-store URL (record files recorded with attack -trace), text and Markdown
+end with where each run's slow requests' time went and, for each input after A, the
+span whose slow median moved most from A (docs/TRACES.md).
+
 With -threshold, compare exits with code 7 when an input is worse than A on
 throughput, success or latency p99 (run folders: achieved/s, success, p99 of a step)
 by more than the threshold (of A's whole-run value) *and* beyond the noise, or when a
@@ -75,6 +79,8 @@ pub struct CompareArgs {
     /// than this share of A (e.g. 5%) and beyond the noise
     #[arg(long, value_name = "PERCENT")]
     threshold: Option<String>,
+    #[command(flatten)]
+    trace_store: crate::report::TraceStoreArg,
     /// Output file ("stdout" or "-" for standard output)
     #[arg(long, default_value = "stdout", value_name = "FILE")]
     output: String,
@@ -88,6 +94,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let CompareArgs {
         format,
         threshold: threshold_text,
+        trace_store,
         output,
         files,
     } = args;
@@ -104,9 +111,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(USAGE_EXIT));
         }
         Inputs::RecordFiles(files) => {
-            return compare_records(files, format, threshold, &threshold_text, &output);
+            let store = trace_store.parse()?;
+            let threshold = (threshold, &*threshold_text, store.as_ref());
+            return compare_records(files, format, threshold, &output);
         }
     };
+    if trace_store.parse()?.is_some() {
+        anyhow::bail!("-trace-store: compares record files' traced requests, not run folders");
+    }
     let mut out = crate::report::open_output(&output)?;
     let regressions = lab::compare::run_compare_folders(&folders, format, threshold, &mut out)?;
     out.flush().context("writing the comparison")?;
@@ -146,16 +158,16 @@ fn regressions_baseline(folders: &[lab::compare::FolderInput]) -> String {
     }
 }
 
+/// Record files side by side; `(threshold, as typed, -trace-store)`.
 fn compare_records(
     files: Vec<String>,
     format: CompareFormat,
-    threshold: Option<f64>,
-    threshold_text: &str,
+    (threshold, threshold_text, store): (Option<f64>, &str, Option<&TraceStoreHandle>),
     output: &str,
 ) -> anyhow::Result<ExitCode> {
     let inputs: Vec<CompareInput> = files.into_iter().map(CompareInput::RecordFile).collect();
     let mut out = crate::report::open_output(output)?;
-    let regressions = run_compare(&inputs, format, threshold, &mut out)?;
+    let regressions = run_compare(&inputs, format, (threshold, store), &mut out)?;
     out.flush().context("writing the comparison")?;
     let found: Vec<String> = regressions
         .iter()

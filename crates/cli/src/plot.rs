@@ -42,6 +42,11 @@ with the highest peaks and says how many it left out. Gaps (a process gone, an e
 down) break the lines and are shaded, their reason on hover. The axis grows to show
 samples taken before the first request or after the last.
 
+Traced runs (attack -trace): the slowest traced requests and each error's first are
+dark dots on the latency chart, named by trace id on hover; -trace-link rings each with
+a link to its trace, and a panel lists them. -trace-store also says there where the slow
+requests' time went (docs/TRACES.md).
+
 -format svg|png writes one file per chart, for Markdown reports: -output names a
 directory (one that exists, or a path ending in /) for DIR/latency.png, DIR/rate.png,
 ..., or a file prefix for PREFIX-latency.png, PREFIX-rate.png, ... The files written are
@@ -61,6 +66,7 @@ Examples:
   loadlab plot -format png -output charts/ run.llr
   loadlab plot -format svg -output report/step-64 step-64.llr
   loadlab plot run.llr run.mon -output run.html        # with `loadlab monitor -output run.mon`
+  loadlab plot -trace-link 'http://127.0.0.1:16686/trace/{trace_id}' run.llr > run.html
   loadlab plot old-vegeta-results.json > old.html";
 
 /// Plot record files: one self-contained HTML page, or SVG/PNG charts.
@@ -83,6 +89,8 @@ pub struct PlotArgs {
     /// Interval of the per-interval charts (rates, status codes, percentiles)
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     every: String,
+    #[command(flatten)]
+    traces: crate::report::TraceArgs,
     /// Input files: record files, monitor files, vegeta/loadlab JSON or CSV ("-" for
     /// stdin; default stdin)
     #[arg(value_name = "FILE")]
@@ -101,7 +109,8 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     }
     let every = units::parse_duration(&args.every).context("-every")?;
     let every_ns = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
-    let config = PlotConfig::new(args.title.clone(), args.threshold, every_ns)?;
+    let mut config = PlotConfig::new(args.title.clone(), args.threshold, every_ns)?;
+    (config.trace_link, config.trace_store) = args.traces.parse()?;
     crate::signals::outlive_first_interrupt(&args.files)?;
     let run = RunPlot::read(&args.files, &config)?;
     for warning in run.torn_warnings().into_iter().chain(run.shard_warnings()) {

@@ -157,7 +157,8 @@ fn serve(addr: &str, current: Arc<Mutex<Option<live::PrometheusHandle>>>) -> Opt
             .clone();
         match (request.path.as_str(), handle) {
             ("/metrics", Some(handle)) => {
-                live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, handle.render_text())
+                let (content_type, body) = handle.render_for(request.accept.as_deref());
+                live::Response::ok(content_type, body)
             }
             // Up, with nothing to say yet (a plan before its first step).
             ("/metrics", None) => live::Response::ok(live::PROMETHEUS_CONTENT_TYPE, String::new()),

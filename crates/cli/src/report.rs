@@ -79,14 +79,8 @@ pub struct ReportArgs {
     /// (http/1.1, h2)
     #[arg(long, value_name = "GROUP")]
     by: Option<GroupBy>,
-    /// Link each traced request (attack -trace) to its trace: a URL with {trace_id},
-    /// e.g. 'http://127.0.0.1:16686/trace/{trace_id}' (Jaeger's UI)
-    #[arg(long, value_name = "URL")]
-    trace_link: Option<String>,
-    /// Read the traced requests' traces back from this trace store's query API (Jaeger's,
-    /// e.g. http://127.0.0.1:16686) and say where the slow requests' time went
-    #[arg(long, value_name = "URL")]
-    trace_store: Option<String>,
+    #[command(flatten)]
+    traces: TraceArgs,
     /// Output file ("stdout" or "-" for standard output)
     #[arg(long, default_value = "stdout", value_name = "FILE")]
     output: String,
@@ -101,8 +95,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         buckets,
         every,
         by,
-        trace_link,
-        trace_store,
+        traces,
         output,
         files,
     } = args;
@@ -114,13 +107,52 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .context("-every")?
         .map(|every| u64::try_from(every.as_nanos()).unwrap_or(u64::MAX));
     let mut config = ReportConfig::new(report_type, every_ns, by)?;
-    config.trace_link = trace_link.as_deref().map(TraceLink::parse).transpose()?;
-    config.trace_store = trace_store.as_deref().map(jaeger).transpose()?;
+    (config.trace_link, config.trace_store) = traces.parse()?;
     crate::signals::outlive_first_interrupt(&files)?;
     let mut out = open_output(&output)?;
     run_report(&files, &config, &mut out, &mut std::io::stderr().lock())?;
     out.flush().context("writing the report")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `-trace-link` and `-trace-store`, for `report` and `plot` alike.
+#[derive(clap::Args, Debug)]
+pub struct TraceArgs {
+    /// Link each traced request (attack -trace) to its trace: a URL with {trace_id},
+    /// e.g. 'http://127.0.0.1:16686/trace/{trace_id}' (Jaeger's UI)
+    #[arg(long, value_name = "URL")]
+    trace_link: Option<String>,
+    #[command(flatten)]
+    store: TraceStoreArg,
+}
+
+impl TraceArgs {
+    /// The link template and the store, checked.
+    pub fn parse(&self) -> anyhow::Result<(Option<TraceLink>, Option<TraceStoreHandle>)> {
+        Ok((
+            self.trace_link
+                .as_deref()
+                .map(TraceLink::parse)
+                .transpose()?,
+            self.store.parse()?,
+        ))
+    }
+}
+
+/// `-trace-store`, for `report`, `plot` and `compare`.
+#[derive(clap::Args, Debug)]
+pub struct TraceStoreArg {
+    /// Read the traced requests' traces back from this trace store's query API (Jaeger's,
+    /// e.g. http://127.0.0.1:16686) and say where the slow requests' time went
+    #[arg(long, value_name = "URL")]
+    trace_store: Option<String>,
+}
+
+impl TraceStoreArg {
+    /// The store, checked.
+    pub fn parse(&self) -> anyhow::Result<Option<TraceStoreHandle>> {
+        self.trace_store.as_deref().map(jaeger).transpose()
+    }
 }
 
 /// `-trace-store URL`: Jaeger's query API, read by the monitor's client.

@@ -403,19 +403,25 @@ fn free_port() -> u16 {
 }
 
 fn start_prometheus(binary: &PathBuf) -> Prometheus {
+    start_prometheus_with(binary, "global:\n  scrape_interval: 15s\n", &[])
+}
+
+/// A Prometheus server with `config` (YAML) and `flags` beside the usual ones.
+fn start_prometheus_with(binary: &PathBuf, config: &str, flags: &[&str]) -> Prometheus {
     let dir = TempDir::new("server");
-    let config = dir.path("prometheus.yml");
-    std::fs::write(&config, "global:\n  scrape_interval: 15s\n").unwrap();
+    let config_path = dir.path("prometheus.yml");
+    std::fs::write(&config_path, config).unwrap();
     let address = format!("127.0.0.1:{}", free_port());
     let log = std::fs::File::create(dir.path("prometheus.log")).unwrap();
     let child = Command::new(binary)
         .args([
-            &format!("--config.file={config}"),
+            &format!("--config.file={config_path}"),
             &format!("--storage.tsdb.path={}", dir.path("data")),
             &format!("--web.listen-address={address}"),
             // 2.x and 3.x both take this flag for the /api/v1/write receiver.
             "--web.enable-remote-write-receiver",
         ])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -514,4 +520,79 @@ fn remote_write_reaches_a_real_prometheus_with_the_report_s_count() {
         "sum%28request_seconds_count%7Brun_id%3D%22no-such-run%22%7D%29",
     );
     assert_eq!(other_run, None, "series carry their run id");
+}
+
+/// Under `-trace`, Prometheus scrapes `-prometheus-addr` in OpenMetrics (it asks for it)
+/// and, with exemplar storage on, keeps each latency bucket's traced request: the
+/// trace ids are ones the run sent (the sampler's, for its seed).
+#[test]
+fn a_real_prometheus_keeps_the_trace_exemplars_of_a_traced_run() {
+    let Some(binary) = prometheus_binary() else {
+        return;
+    };
+    let port = free_port();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: loadlab\n    \
+         static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+    );
+    let prometheus =
+        start_prometheus_with(&binary, &config, &["--enable-feature=exemplar-storage"]);
+    // Prometheus hands new targets to its scrapers every 5 s: wait until it has ours
+    // (bounded: 30 s), so the run is scraped while it goes.
+    let listed = (0..300).any(|_| {
+        let targets = get(&prometheus.address, "/api/v1/targets");
+        let found = targets.contains(&format!(
+            "\"scrapeUrl\":\"http://127.0.0.1:{port}/metrics\""
+        ));
+        if !found {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        found
+    });
+    assert!(listed, "prometheus never listed the scrape target");
+    let server = simulator();
+    let targets = format!("GET http://{}/traced\n", server.local_addr());
+    let dir = TempDir::new("exemplars");
+    let file = dir.path("run.llr");
+    let output = attack(
+        &[
+            "-rate=50",
+            "-duration=5s",
+            "-quiet",
+            "-trace",
+            "-seed=3",
+            &format!("-prometheus-addr=127.0.0.1:{port}"),
+            &format!("-output={file}"),
+        ],
+        &targets,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let body = get(
+        &prometheus.address,
+        &format!(
+            "/api/v1/query_exemplars?query=request_seconds_bucket&start={}&end={}",
+            now_s - 120,
+            now_s + 1
+        ),
+    );
+    let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    assert_eq!(json["status"], "success", "{json}");
+    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, 3);
+    let sent: std::collections::HashSet<String> = (0..250)
+        .filter_map(|seq| sampler.ids(0, seq))
+        .map(|ids| ids.trace_hex())
+        .collect();
+    let series = json["data"].as_array().unwrap();
+    assert!(!series.is_empty(), "no exemplar kept: {json}");
+    for exemplars in series {
+        assert_eq!(exemplars["seriesLabels"]["job"], "loadlab", "{exemplars}");
+        for exemplar in exemplars["exemplars"].as_array().unwrap() {
+            let id = exemplar["labels"]["trace_id"].as_str().unwrap();
+            assert!(sent.contains(id), "{id} was never sent: {exemplar}");
+        }
+    }
 }

@@ -201,6 +201,23 @@ fn the_ids_sent_are_the_ids_the_record_keeps_and_the_report_links() {
     let slowest_id = slowest[0]["trace_id"].as_str().unwrap();
     assert!(words.contains(&format!("trace {slowest_id}")), "{words}");
 
+    // The page links the same requests from its latency chart and its panel.
+    let page = dir.path().join("a.html");
+    let plot = run(&[
+        "plot",
+        &format!("-trace-link={link}"),
+        &format!("-output={}", page.display()),
+        first.to_str().unwrap(),
+    ]);
+    assert!(plot.status.success(), "{}", text(&plot.stderr));
+    let page = std::fs::read_to_string(page).unwrap();
+    let href = format!("href=\"{}\"", link.replace("{trace_id}", slowest_id));
+    assert!(
+        page.contains(&format!("<a class=\"trace\" {href}")),
+        "a ring on the latency chart"
+    );
+    assert!(page.contains(&format!("<a {href}")), "a row of the panel");
+
     // The same seed sends the same ids.
     let again = dir.path().join("b.llr");
     let output = attack(&targets, &again, &["-trace", "-seed=11"]);
@@ -288,7 +305,7 @@ fn bad_trace_flags_are_named_and_fail() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("none.llr");
     // (arguments, what stderr must say)
-    let rows: [(&[&str], &str); 4] = [
+    let rows: [(&[&str], &str); 5] = [
         (
             &[
                 "report",
@@ -296,6 +313,10 @@ fn bad_trace_flags_are_named_and_fail() {
                 "x.llr",
             ],
             "-trace-link: \"http://127.0.0.1:16686/trace/\" has no {trace_id}",
+        ),
+        (
+            &["plot", "-trace-link=http://j/trace/", "x.llr"],
+            "-trace-link: \"http://j/trace/\" has no {trace_id}",
         ),
         (
             &["attack", "-trace", "-trace-sample=0", "-duration=1s"],
@@ -369,7 +390,24 @@ fn a_trace_store_down_or_answering_garbage_is_not_judged() {
         let spans = &json["loadlab"]["traces"]["spans"];
         assert_eq!(spans["judged"], false, "{spans}");
         assert!(spans["reason"].as_str().unwrap().contains(want), "{spans}");
+        assert_eq!(spans["reason_kind"], "store_unreadable", "{spans}");
     }
+    // compare says it per input, and names no span moving between runs it could not read.
+    let file = out.to_str().unwrap();
+    let store = format!("-trace-store=http://127.0.0.1:{closed}");
+    let compare = run(&["compare", &store, file, file]);
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let words = text(&compare.stdout);
+    let block = words
+        .split("\nWhere the time went (-trace-store):\n")
+        .nth(1)
+        .expect(&words);
+    assert_eq!(
+        block.matches("not judged: the trace store").count(),
+        2,
+        "{block}"
+    );
+    assert!(!block.contains(" against "), "{block}");
     let report = run(&["report", "-trace-store=ftp://x", out.to_str().unwrap()]);
     assert!(!report.status.success());
     assert!(
@@ -600,6 +638,30 @@ fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
     eprintln!("{words}");
     assert!(
         words.contains("of their time in traced-orders UPDATE (median"),
+        "{words}"
+    );
+    // The page says it in its panel, with a row per operation.
+    let page = dir.path().join("run.html");
+    let plot = run(&[
+        "plot",
+        &store,
+        "-trace-link=http://127.0.0.1:16686/trace/{trace_id}",
+        &format!("-output={}", page.display()),
+        out.to_str().unwrap(),
+    ]);
+    assert!(plot.status.success(), "{}", text(&plot.stderr));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("of their time in traced-orders UPDATE (median"),
+        "the page's panel"
+    );
+    assert!(page.contains("<td>traced-orders UPDATE</td>"));
+    // compare reads the same traces for each side: the same run moved no span.
+    let file = out.to_str().unwrap();
+    let compare = run(&["compare", &store, file, file]);
+    let words = text(&compare.stdout);
+    assert!(
+        words.contains(&format!("{file} against {file}: no span's median moved")),
         "{words}"
     );
     drop(app);

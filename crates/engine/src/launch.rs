@@ -456,8 +456,9 @@ fn collect<W: Write>(
 }
 
 /// Record ids of the fixed targets that set their own `traceparent` (in the order of
-/// the run's target table: each attack's list in turn).
-fn own_traceparents(config: &RunConfig) -> Vec<u32> {
+/// the run's target table: each attack's list in turn): their requests carry the
+/// user's ids, not the sampler's.
+pub fn own_traceparents(config: &RunConfig) -> Vec<u32> {
     let lists = config.attacks.iter().map(|attack| match &attack.targets {
         Targets::List(list) => list.as_slice(),
         Targets::Stream(_) | Targets::Replay(_) => &[],

@@ -84,7 +84,7 @@ use record::StopReason;
 use workload::{AttackSettings, DataTable, Fired, Plan, RunSettings, Shard, Target};
 
 pub use clock::Clock;
-pub use launch::run_with_observer;
+pub use launch::{own_traceparents, run_with_observer};
 pub use lazy::{TargetIter, TargetStream};
 pub use observer::RunObserver;
 pub use replay::{Replay, Survey};

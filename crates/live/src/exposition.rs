@@ -37,22 +37,32 @@ impl Sink for Text {
     }
 
     fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, String)], value: f64) {
-        self.0.push_str(name);
-        self.0.push_str(suffix);
-        if !labels.is_empty() {
-            self.0.push('{');
-            for (i, (label, value)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.0.push(',');
-                }
-                let _ = write!(self.0, "{label}=\"{}\"", escape_label_value(value));
-            }
-            self.0.push('}');
-        }
-        self.0.push(' ');
-        self.0.push_str(&format_value(value));
-        self.0.push('\n');
+        write_sample(&mut self.0, (name, suffix), labels, value);
     }
+}
+
+/// `name{labels} value` and a line feed: a sample line, the same in both formats.
+pub(crate) fn write_sample(
+    out: &mut String,
+    (name, suffix): (&str, &str),
+    labels: &[(&str, String)],
+    value: f64,
+) {
+    out.push_str(name);
+    out.push_str(suffix);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (label, value)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{label}=\"{}\"", escape_label_value(value));
+        }
+        out.push('}');
+    }
+    out.push(' ');
+    out.push_str(&format_value(value));
+    out.push('\n');
 }
 
 /// A label value: backslash, double quote and line feed escaped.

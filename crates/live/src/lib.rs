@@ -20,7 +20,8 @@
 //!   the run cleanly (as Ctrl-C does).
 //! - [`PrometheusStats`] is another observer: vegeta's Prometheus series and ours
 //!   (`loadlab_*`) in bounded memory, read through a [`PrometheusHandle`] by the
-//!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`) and
+//!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`, or
+//!   OpenMetrics with trace exemplars when the scraper asks, `openmetrics.rs`) and
 //!   by [`RemoteWrite`], the thread behind `-prometheus-remote-write` (protobuf and
 //!   snappy, `remote_write.rs`), which pushes off the collector under a deadline.
 //! - [`steer`]: one run over many shards steered as one: the shard's feed of settled
@@ -32,9 +33,11 @@
 #![warn(missing_docs)]
 
 mod checks;
+mod exemplar;
 mod exposition;
 mod keys;
 mod latest;
+mod openmetrics;
 mod prometheus;
 mod remote_write;
 mod resources;
@@ -46,9 +49,11 @@ mod stats;
 pub mod steer;
 mod view;
 
+pub use exemplar::BucketExemplar;
 pub use exposition::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
 pub use keys::{KeyAction, Keys, restore_terminal};
 pub use latest::Latest;
+pub use openmetrics::{OPENMETRICS_CONTENT_TYPE, wants_openmetrics};
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
 pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};

@@ -19,6 +19,7 @@ use record::{ErrorEntry, ErrorKind, GeneratorStats, Record, TargetInfo};
 use workload::{Plan, RuleWatch};
 
 use crate::checks::{self, Check, CheckTable};
+use crate::exemplar::{BucketExemplar, Tracing};
 use crate::latest::Latest;
 use crate::sink::{Kind, Sink};
 
@@ -75,31 +76,35 @@ struct Histogram {
 }
 
 impl Histogram {
-    fn observe(&mut self, bounds_ns: &[u64], value_ns: u64) {
+    /// Counts `value_ns`; its bucket's slot.
+    fn observe(&mut self, bounds_ns: &[u64], value_ns: u64) -> usize {
         // The first bucket whose bound is >= the value (Prometheus' `le`).
         let slot = bounds_ns.partition_point(|&bound| bound < value_ns);
         self.counts[slot] += 1;
         self.count += 1;
         self.sum_ns += u128::from(value_ns);
+        slot
     }
 
+    /// Its series; `exemplars` by slot (none for a histogram without them).
     fn visit(
         &self,
         sink: &mut dyn Sink,
         name: &str,
         labels: &mut Vec<(&str, String)>,
-        le: &[&str],
+        (le, exemplars): (&[&str], &[Option<BucketExemplar>]),
     ) {
         let mut cumulative = 0;
-        for (bound, count) in le.iter().zip(&self.counts) {
+        let bounds = le.iter().copied().chain(["+Inf"]);
+        for (slot, (bound, count)) in bounds.zip(&self.counts).enumerate() {
             cumulative += count;
-            labels.push(("le", (*bound).to_owned()));
+            labels.push(("le", bound.to_owned()));
             sink.sample(name, "_bucket", labels, cumulative as f64);
             labels.pop();
+            if let Some(Some(exemplar)) = exemplars.get(slot) {
+                sink.exemplar(exemplar);
+            }
         }
-        labels.push(("le", "+Inf".to_owned()));
-        sink.sample(name, "_bucket", labels, self.count as f64);
-        labels.pop();
         sink.sample(name, "_sum", labels, self.sum_ns as f64 / 1e9);
         sink.sample(name, "_count", labels, self.count as f64);
     }
@@ -115,6 +120,8 @@ struct Cell {
     bytes_out: u64,
     /// Failures by [`ErrorKind`] (in [`ErrorKind::ALL`] order).
     fails: [u64; ErrorKind::ALL.len()],
+    /// Per latency slot, the latest traced request in it (`-trace`).
+    exemplars: [Option<BucketExemplar>; SLOTS],
 }
 
 /// One stop rule's streak.
@@ -174,6 +181,8 @@ pub struct PrometheusStats {
     pending_fails: Vec<(u32, u32, u64)>,
     /// The flows' checks, copied into the metrics when they are published.
     checks: CheckTable,
+    /// Under `-trace`: which records carried our trace ids (the buckets' exemplars).
+    tracing: Option<Tracing>,
     folded_targets: usize,
     last_publish: Instant,
     metrics: Metrics,
@@ -203,6 +212,7 @@ impl PrometheusStats {
             error_kinds: Vec::new(),
             pending_fails: Vec::new(),
             checks: CheckTable::default(),
+            tracing: Tracing::of(config),
             folded_targets: 0,
             last_publish: Instant::now(),
             metrics: Metrics {
@@ -282,6 +292,7 @@ impl PrometheusStats {
             bytes_in: 0,
             bytes_out: 0,
             fails: [0; ErrorKind::ALL.len()],
+            exemplars: [None; SLOTS],
         });
         index
     }
@@ -300,7 +311,10 @@ impl PrometheusStats {
         };
         let index = self.cell(key, record.status);
         let cell = &mut self.metrics.cells[index];
-        cell.latency.observe(&LATENCY_BOUNDS_NS, record.latency_ns);
+        let slot = cell.latency.observe(&LATENCY_BOUNDS_NS, record.latency_ns);
+        if let Some(exemplar) = self.tracing.as_ref().and_then(|t| t.exemplar(record)) {
+            cell.exemplars[slot] = Some(exemplar);
+        }
         cell.bytes_in += record.bytes_in;
         cell.bytes_out += record.bytes_out;
         if let Some(id) = (record.error as usize).checked_sub(1) {
@@ -462,8 +476,9 @@ impl Metrics {
         sink.family("request_seconds", Kind::Histogram, "Request latency");
         for cell in &cells {
             let mut labels = self.cell_labels(cell);
+            let buckets = (LATENCY_LE.as_slice(), cell.exemplars.as_slice());
             cell.latency
-                .visit(sink, "request_seconds", &mut labels, &LATENCY_LE);
+                .visit(sink, "request_seconds", &mut labels, buckets);
         }
         let counters: [Figure<Cell>; 2] = [
             (
@@ -533,8 +548,9 @@ impl Metrics {
             Kind::Histogram,
             "How late requests left after their intended send time",
         );
+        let buckets = (LAG_LE.as_slice(), [].as_slice());
         self.lag
-            .visit(sink, "loadlab_send_lag_seconds", &mut Vec::new(), &LAG_LE);
+            .visit(sink, "loadlab_send_lag_seconds", &mut Vec::new(), buckets);
         let gauges = [
             (
                 "loadlab_in_flight_requests",
@@ -724,6 +740,55 @@ pub(crate) mod tests {
         });
         stats.rules(2_000 * MS, &[crate::stats::failing_for(2)]);
         stats
+    }
+
+    /// Under `-trace` (every request, seed 7) an OpenMetrics scrape gets each latency
+    /// bucket's latest traced request; the text format is the same as without.
+    #[test]
+    fn an_openmetrics_scrape_carries_the_buckets_traced_requests() {
+        let mut config = config(&["http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"]);
+        // The second target sets its own traceparent: its requests carry the user's ids.
+        if let Targets::List(targets) = &mut config.attacks[0].targets {
+            targets[1].headers.push(workload::Header {
+                name: workload::TRACEPARENT.to_owned(),
+                value: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned(),
+            });
+        }
+        config.settings.trace = Some(workload::TraceSettings { sample: 1.0 });
+        config.settings.seed = 7;
+        let mut stats = PrometheusStats::new(&config);
+        // (target, seq, latency ms): two in the 5 ms bucket (the later one is kept), one
+        // in the 0.5 s bucket, one of the target with its own traceparent.
+        let rows = [(0, 1, 3), (0, 2, 4), (0, 3, 400), (1, 4, 30)];
+        stats.records(&rows.map(|(target, seq, latency_ms)| Record {
+            seq,
+            ..record(target, 200, 0, latency_ms)
+        }));
+        stats.finish();
+        let handle = stats.handle();
+        let (content_type, text) = handle.render_for(Some("application/openmetrics-text"));
+        assert_eq!(content_type, crate::OPENMETRICS_CONTENT_TYPE);
+        let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, 7);
+        let id = |seq| sampler.ids(0, seq).unwrap().trace_hex();
+        let exemplars: Vec<&str> = text.lines().filter(|l| l.contains(" # {")).collect();
+        assert_eq!(
+            exemplars,
+            [
+                format!(
+                    "request_seconds_bucket{{method=\"GET\",url=\"http://127.0.0.1:8080/a\",status=\"200\",le=\"0.005\"}} 2 # {{trace_id=\"{}\"}} 0.004 1.004",
+                    id(2)
+                ),
+                format!(
+                    "request_seconds_bucket{{method=\"GET\",url=\"http://127.0.0.1:8080/a\",status=\"200\",le=\"0.5\"}} 3 # {{trace_id=\"{}\"}} 0.4 1.400",
+                    id(3)
+                ),
+            ]
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let (content_type, plain) = handle.render_for(Some("text/plain"));
+        assert_eq!(content_type, crate::PROMETHEUS_CONTENT_TYPE);
+        assert_eq!(plain, handle.render_text());
+        assert!(!plain.contains(" # {") && !plain.contains("# EOF"));
     }
 
     #[test]

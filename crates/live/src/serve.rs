@@ -30,6 +30,8 @@ pub struct Request {
     pub path: String,
     /// The query string after `?`, if any.
     pub query: Option<String>,
+    /// The `Accept` header, if any (a scrape's content negotiation).
+    pub accept: Option<String>,
 }
 
 impl Request {
@@ -299,9 +301,13 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Request>, Response> {
                 Some((path, query)) => (path, Some(query.to_owned())),
                 None => (target, None),
             };
+            let accept = (request.headers.iter())
+                .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                .map(|h| String::from_utf8_lossy(h.value).into_owned());
             Ok(Some(Request {
                 path: path.to_owned(),
                 query,
+                accept,
             }))
         }
     }

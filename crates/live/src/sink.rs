@@ -27,4 +27,6 @@ pub(crate) trait Sink {
     fn family(&mut self, name: &str, kind: Kind, help: &str);
     /// One series: `name` + `suffix` (`_bucket`, `_sum`, `_count` or nothing).
     fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, String)], value: f64);
+    /// The traced request of the bucket just given; only OpenMetrics carries it.
+    fn exemplar(&mut self, _exemplar: &crate::exemplar::BucketExemplar) {}
 }

@@ -94,6 +94,7 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
         charts.push(generator_queue(&tracks, threshold));
     }
     mark_the_diagnosis(&mut charts, data);
+    crate::traces_page::mark_traced(&mut charts, data);
     let rows_end_s = data.rows.last().map_or(0.0, |row| {
         (row.index + 1) as f64 * data.every_ns as f64 / 1e9
     });

@@ -33,6 +33,11 @@ pub struct PlotConfig {
     /// run's start, warm-up left out): the page draws and judges it alone, as the
     /// step's verdict and `report.txt` do; `None` for the whole file.
     pub window_ns: Option<(u64, u64)>,
+    /// `-trace-link`: the traced requests on the page link to their traces.
+    pub trace_link: Option<report::TraceLink>,
+    /// `-trace-store`: where the slow requests' time went, read back once the records
+    /// are drawn (not on the live dashboard, whose exemplars come at the run's end).
+    pub trace_store: Option<report::TraceStoreHandle>,
 }
 
 impl PlotConfig {
@@ -61,6 +66,8 @@ impl PlotConfig {
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
             window_ns: None,
+            trace_link: None,
+            trace_store: None,
         })
     }
 
@@ -79,6 +86,8 @@ impl Default for PlotConfig {
             health: analysis::GeneratorHealth::default(),
             min_success_ratio: None,
             window_ns: None,
+            trace_link: None,
+            trace_store: None,
         }
     }
 }

@@ -14,7 +14,10 @@ use record::{
     ErrorKind, LoadModel, Logged, ReadOrder, Record, RecordStream, RunTables, SampleBatch,
     SampleTables, SourceSummary,
 };
-use report::{AttackLatency, Bounds, Measure, Metrics, Quantiles, ReplayFigures, Report, RunFacts};
+use report::{
+    AttackLatency, Bounds, Measure, Metrics, Quantiles, ReplayFigures, Report, RunFacts,
+    TracedRequests,
+};
 
 use crate::PlotError;
 use crate::bins::{BinnedRequest, Bins, Row, StatusKey, TRANSPORT};
@@ -93,6 +96,7 @@ pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotEr
     let sample_tables = stream.take_samples(&mut samples);
     gather.add_samples(sample_tables, &samples);
     let sample_tables = sample_tables.clone();
+    gather.judge_traces(&stream, config);
     let (tables, summaries) = stream.into_parts();
     gather.finish(&input_names(paths), tables, summaries, sample_tables)
 }
@@ -159,6 +163,7 @@ impl RunGather {
                 min_success_ratio: gather.min_success_ratio,
                 window_ns: gather.window_ns,
                 origin_unix_ns: gather.origin_unix_ns,
+                traces: gather.traces.clone(),
                 measure: gather.measure.live_copy(),
                 bins: gather.replay.live_bins(&gather.bins, max_rows),
                 replay: gather.replay.live_copy(),
@@ -167,6 +172,25 @@ impl RunGather {
                 samples: gather.samples.clone(),
             },
         }
+    }
+
+    /// Judges the inputs' traced requests with `config`'s `-trace-link` and
+    /// `-trace-store`, once every record is read (the exemplars are in the end blocks),
+    /// their send times from the earliest request's, as `loadlab report` lists them.
+    fn judge_traces(&mut self, stream: &RecordStream, config: &PlotConfig) {
+        let gather = &mut self.gather;
+        gather.traces = gather
+            .measure
+            .earliest_unix_ns()
+            .and_then(|earliest_unix_ns| {
+                report::judge_traces(
+                    stream.exemplars(),
+                    stream.summaries(),
+                    stream.tables(),
+                    (config.trace_link.as_ref(), config.trace_store.as_ref()),
+                    earliest_unix_ns,
+                )
+            });
     }
 
     /// Requests added so far.
@@ -230,6 +254,8 @@ struct Gather {
     min_success_ratio: Option<f64>,
     window_ns: Option<(u64, u64)>,
     origin_unix_ns: Option<u64>,
+    /// The traced requests (`-trace`), judged once the inputs' exemplars are read.
+    traces: Option<TracedRequests>,
     /// The report's one fold: the summary, the diagnosis, the resources, the replay's
     /// tally and each attack's latency distribution are read from it, never refolded.
     measure: Measure,
@@ -257,6 +283,7 @@ impl Gather {
             min_success_ratio: config.min_success_ratio,
             window_ns: config.window_ns,
             origin_unix_ns: None,
+            traces: None,
             measure: Measure::new(None, Metrics::new(None)).with_attack_latency(),
             bins: Bins::new(config.every_ns),
             attacks: Vec::new(),
@@ -336,7 +363,7 @@ impl Gather {
         let bounds = Bounds {
             health: self.health,
             min_success_ratio: self.min_success_ratio,
-            traces: None,
+            traces: self.traces,
         };
         let summary = self.measure.close(&summaries, &tables, bounds);
         let every_ns = self.bins.every_ns();

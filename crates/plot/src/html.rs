@@ -77,6 +77,7 @@ pub fn page(
         diagnosis_panel(&mut out, diagnosis, marked);
     }
     checks_panel(&mut out, &data.flows.checks);
+    crate::traces_page::panel(&mut out, data.report.extras.traces.as_ref());
     replay_page::panel(&mut out, &data.replay);
     if data.report.requests > 0 {
         summary(&mut out, &data.report);

@@ -139,6 +139,12 @@ fn push_series(out: &mut String, chart: &Chart, series: &Series) {
         }
         out.push(']');
     }
+    if !series.links.is_empty() {
+        // Each point's link (a traced request's trace): the script draws its ring.
+        out.push_str(",\"k\":[");
+        push_strings(out, &series.links);
+        out.push(']');
+    }
     out.push('}');
 }
 

@@ -66,6 +66,7 @@ mod resources;
 mod run;
 mod sample_gather;
 mod svg;
+mod traces_page;
 
 pub use axis::Scale;
 pub use chart_page::ChartPage;

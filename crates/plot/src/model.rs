@@ -128,6 +128,8 @@ pub struct Series {
     pub weights: Vec<u64>,
     /// Drawn bolder, on top: failed requests.
     pub emphasis: bool,
+    /// Per point, where it links to (a traced request's trace); empty if none.
+    pub links: Vec<String>,
 }
 
 impl Series {
@@ -143,6 +145,7 @@ impl Series {
             total: None,
             weights: Vec::new(),
             emphasis: false,
+            links: Vec::new(),
         }
     }
 

@@ -7,7 +7,7 @@
 // and reports on <html>.
 (function () {
   "use strict";
-  var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4, RATE_PARTS = 8, STEP_DOT = 6;
+  var CHAR_WIDTH = 6.4, RIGHT = 20, MAX_TICKS = 10, HOVER_PX = 12, SHADES = 4, RATE_PARTS = 8, STEP_DOT = 6, LINK_RING = 4;
   // Marker labels (svg.rs marker_places): rows, row height, bold glyph width, gaps; and
   // how near the mouse must be to a marker's line to name it.
   var MARKER_ROWS = 3, MARKER_ROW_PX = 13, MARKER_CHAR_WIDTH = 6.8, MARKER_GAP_PX = 4, MARKER_HOVER_PX = 6;
@@ -376,10 +376,20 @@
         return '<div class="note">' + swatch(k.m[4]) + "<b>" + escapeText(k.m[1]) + "</b>: " + escapeText(k.m[2]) + "</div>";
       }).join("");
   }
+  // A ring per linked point (a traced request), inside a link to its trace (svg.rs
+  // link_rings).
+  function linkRings(c, s) {
+    return (s.k || []).map(function (href, i) {
+      if (!isValue(s.y[i]) || !isValue(s.x[i])) return "";
+      return '<a class="trace" href="' + escapeText(href) + '" target="_blank" rel="noopener noreferrer">' +
+        '<circle cx="' + xPx(c, s.x[i]).toFixed(1) + '" cy="' + yPx(c, s.y[i]).toFixed(1) + '" r="' + LINK_RING +
+        '" fill="' + s.color + '" fill-opacity="0" stroke="' + s.color + '" stroke-width="1.5"/></a>';
+    }).join("");
+  }
   function plotMarkup(c) {
     var tops = stackedTops(c), t = 0, out = [];
     c.spec.series.forEach(function (s) {
-      if (s.style === "points") out.push(pointsPath(c, s));
+      if (s.style === "points") out.push(pointsPath(c, s) + linkRings(c, s));
       else if (s.style === "stacked") { out.push(areaPath(c, s, tops[t], t ? tops[t - 1] : null)); t++; }
       else if (s.style === "line_points") out.push(linePath(c, s) + stepDotsPath(c, s));
       else out.push(linePath(c, s));
@@ -443,7 +453,8 @@
     var cell = s.n && s.n[i] > 1
       ? '<br><span class="muted">the slowest of ' + s.n[i].toLocaleString("en-US") + " requests here</span>" : "";
     return swatch(s.color) + escapeText(s.name) + ": <b>" + exactText(c.spec.unit, s.y[i]) + "</b>" +
-      (label ? " &middot; " + escapeText(label) : "") + "<br>" + xHeading(c, s.x[i], false) + cell;
+      (label ? " &middot; " + escapeText(label) : "") + "<br>" + xHeading(c, s.x[i], false) + cell +
+      (s.k && s.k[i] ? '<br><span class="muted">click its ring to open the trace</span>' : "");
   }
   function rowTip(c, x) {
     var lines = [], heading = null, total = 0, stacked = false, crossAt = null;
@@ -533,6 +544,8 @@
   function overlay(c) {
     var g = document.createElementNS("http://www.w3.org/2000/svg", "g");
     g.setAttribute("class", "overlay");
+    // Clicks go through to what is drawn (a traced request's link).
+    g.setAttribute("pointer-events", "none");
     g.innerHTML = '<line class="cross" y1="' + c.plot.y + '" y2="' + (c.plot.y + c.plot.h) +
       '" stroke="#111827" stroke-opacity="0.5" visibility="hidden"/>' +
       '<circle class="dot" r="5" fill="none" stroke-width="2" visibility="hidden"/>' +
@@ -624,6 +637,10 @@
       if (c.ticks.querySelectorAll("text").length < 2) problems.push(c.spec.id + " " + what + ": no ticks");
       var placed = markerPlaces(c).length, drawn = c.markers ? c.markers.querySelectorAll("line").length : 0;
       if (placed !== drawn) problems.push(c.spec.id + " " + what + ": " + drawn + " of " + placed + " markers drawn");
+      var linked = c.spec.series.reduce(function (n, s) {
+        return n + (s.k || []).filter(function (_, i) { return isValue(s.y[i]); }).length;
+      }, 0), rings = c.marks.querySelectorAll("a.trace").length;
+      if (linked !== rings) problems.push(c.spec.id + " " + what + ": " + rings + " of " + linked + " trace links drawn");
     }
     // The mouse on a marker's line, halfway down the plot, names it.
     function probeMarker(c) {

@@ -29,6 +29,8 @@ pub const BAND_OPACITY: f64 = 0.28;
 const RATE_LABEL: &str = "offered rate (requests per second asked)";
 /// Dot diameter of [`Style::LinePoints`]: bigger than a scatter's, each is a step.
 const STEP_DOT: f64 = 6.0;
+/// The radius of a linked point's ring (a traced request's; the page's hover ring is 5).
+const RING: f64 = 4.0;
 /// The legend entry of a chart with gap bands.
 const GAP_LEGEND: &str = "no sample (gap)";
 /// Rows of marker labels at the top of the plot: labels that would overlap step down.
@@ -552,7 +554,10 @@ fn plot(out: &mut String, chart: &Chart, layout: &Layout, scale: Scale) {
     let mut stack: usize = 0;
     for series in &chart.series {
         match series.style {
-            Style::Points => points(out, series, layout, scale),
+            Style::Points => {
+                points(out, series, layout, scale);
+                link_rings(out, series, layout, scale);
+            }
             Style::Line | Style::Dashed => line(out, series, layout, scale),
             Style::LinePoints => {
                 line(out, series, layout, scale);
@@ -597,6 +602,26 @@ fn points(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {
             "\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{opacity}\" \
              stroke-width=\"{width}\" stroke-linecap=\"round\"/>",
             series.color
+        );
+    }
+}
+
+/// Each linked point of `series` (a traced request, `traces_page.rs`) as a ring inside
+/// a link to its trace, over its dot; `page.js` draws the same in `linkRings`.
+fn link_rings(out: &mut String, series: &Series, layout: &Layout, scale: Scale) {
+    for ((&x, &y), link) in series.x.iter().zip(&series.y).zip(&series.links) {
+        if !(x.is_finite() && y.is_finite()) {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<a class=\"trace\" href=\"{}\" target=\"_blank\" rel=\"noopener noreferrer\">\
+             <circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{RING}\" fill=\"{color}\" fill-opacity=\"0\" \
+             stroke=\"{color}\" stroke-width=\"1.5\"/></a>",
+            escape(link),
+            x_px(layout, x),
+            y_px(layout, scale, y),
+            color = series.color,
         );
     }
 }

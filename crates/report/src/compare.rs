@@ -22,12 +22,12 @@ use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 
 use units::GoDuration;
 
-use crate::ReportError;
 use crate::json_write::{push_float, push_string, push_strings};
 use crate::measure::{Bounds, Measure};
 use crate::metrics::{Metrics, Report};
 use crate::seconds::Seconds;
 use crate::tabwriter::align;
+use crate::{ReportError, TraceStoreHandle};
 
 /// One side of a comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,21 +83,28 @@ pub struct RunFigures {
     pub seconds: Seconds,
 }
 
-/// Reads one side.
-pub fn read_input(input: &CompareInput) -> Result<RunFigures, ReportError> {
+/// Reads one side; with `store` (`-trace-store`), its traced requests' traces too.
+pub fn read_input(
+    input: &CompareInput,
+    store: Option<&TraceStoreHandle>,
+) -> Result<RunFigures, ReportError> {
     match input {
-        CompareInput::RecordFile(path) => read_record_file(path),
+        CompareInput::RecordFile(path) => read_window(path, 0, store),
     }
-}
-
-fn read_record_file(path: &str) -> Result<RunFigures, ReportError> {
-    read_record_window(path, 0)
 }
 
 /// A record file's figures and per-second windows, leaving out the requests due in its
 /// first `skip_ns` (a plan step's warm-up): what `compare` bootstraps. One pass: the
 /// summary (and its diagnosis) is folded beside the windows.
 pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, ReportError> {
+    read_window(path, skip_ns, None)
+}
+
+fn read_window(
+    path: &str,
+    skip_ns: u64,
+    store: Option<&TraceStoreHandle>,
+) -> Result<RunFigures, ReportError> {
     let not_a_record_file = || ReportError::NotARecordFile {
         path: path.to_owned(),
     };
@@ -151,10 +158,24 @@ pub fn read_record_window(path: &str, skip_ns: u64) -> Result<RunFigures, Report
         }
         .into());
     }
+    // Where the slow requests' time went, judged once as `report -trace-store` judges it.
+    let traces = (store.zip(measure.earliest_unix_ns())).and_then(|(store, earliest_unix_ns)| {
+        crate::judge_traces(
+            stream.exemplars(),
+            stream.summaries(),
+            stream.tables(),
+            (None, Some(store)),
+            earliest_unix_ns,
+        )
+    });
+    let bounds = Bounds {
+        traces,
+        ..Bounds::default()
+    };
     Ok(RunFigures {
         name: path.to_owned(),
         report: (measure
-            .close(stream.summaries(), stream.tables(), Bounds::default())
+            .close(stream.summaries(), stream.tables(), bounds)
             .groups)
             .swap_remove(0)
             .1,
@@ -802,11 +823,13 @@ pub fn parse_threshold(text: &str) -> Result<f64, ReportError> {
 }
 
 /// Reads `inputs` (A first), prints the comparison to `out` in `format`, and returns
-/// the regressions beyond `threshold` (none without one).
+/// the regressions beyond `threshold` (none without one). With `store`
+/// (`-trace-store`), text and Markdown also say where each run's slow requests' time
+/// went and which span moved most from A.
 pub fn run_compare(
     inputs: &[CompareInput],
     format: CompareFormat,
-    threshold: Option<f64>,
+    (threshold, store): (Option<f64>, Option<&TraceStoreHandle>),
     out: &mut dyn std::io::Write,
 ) -> Result<Vec<Regression>, ReportError> {
     if inputs.len() < 2 {
@@ -817,13 +840,23 @@ pub fn run_compare(
     }
     let runs = inputs
         .iter()
-        .map(read_input)
+        .map(|input| read_input(input, store))
         .collect::<Result<Vec<_>, _>>()?;
     let comparison = compare_runs(&runs);
     out.write_all(comparison.render(format).as_bytes())
         .map_err(ReportError::Write)?;
     if format != CompareFormat::Json {
         let block = ran_out_first(inputs, &runs, format);
+        out.write_all(block.as_bytes())
+            .map_err(ReportError::Write)?;
+        let spans: Vec<(&str, Option<&analysis::SpanJudgement>)> = (inputs.iter().zip(&runs))
+            .map(|(input, run)| {
+                let traces = run.report.extras.traces.as_ref();
+                (input.name(), traces.and_then(|t| t.spans.as_ref()))
+            })
+            .collect();
+        let markdown = format == CompareFormat::Markdown;
+        let block = crate::compare_spans::where_time_went(&spans, markdown);
         out.write_all(block.as_bytes())
             .map_err(ReportError::Write)?;
     }
@@ -1007,7 +1040,8 @@ mod tests {
                 CompareInput::RecordFile(path.clone()),
                 CompareInput::RecordFile(path.clone()),
             ];
-            let err = run_compare(&inputs, CompareFormat::Text, None, &mut Vec::new()).unwrap_err();
+            let err = run_compare(&inputs, CompareFormat::Text, (None, None), &mut Vec::new())
+                .unwrap_err();
             let chain = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
@@ -1018,7 +1052,8 @@ mod tests {
             );
         }
         let one = [CompareInput::RecordFile(json)];
-        let err = run_compare(&one, CompareFormat::Text, None, &mut Vec::new()).unwrap_err();
+        let err =
+            run_compare(&one, CompareFormat::Text, (None, None), &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("at least two"), "{err}");
     }
 }

@@ -44,6 +44,7 @@
 mod answers;
 mod checks;
 mod compare;
+mod compare_spans;
 mod config;
 mod connections;
 mod convert;

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use analysis::{Fetched, SpanJudgement, TracedCall};
+use analysis::{Fetched, SpanJudgement, SpansUnjudged, TracedCall};
 use record::{Exemplar, ExemplarKind};
 
 use crate::json_write::{push_float, push_string};
@@ -65,21 +65,17 @@ pub fn where_time_went(exemplars: &[Exemplar], store: &dyn TraceStore) -> SpanJu
     let ids: Vec<String> = (slow.iter().chain(&typical))
         .map(|e| e.trace_id.clone())
         .collect();
-    let not_judged = |reason: String| SpanJudgement::NotJudged {
-        reason,
-        counts: None,
-    };
+    let not_judged = |why: SpansUnjudged| SpanJudgement::NotJudged { why, counts: None };
     match store.fetch(&ids) {
-        Err(reason) => not_judged(format!(
-            "the trace store {} could not be read: {reason}",
-            store.name()
-        )),
-        Ok(fetched) if fetched.len() != ids.len() => not_judged(format!(
-            "the trace store {} answered {} traces of {} asked",
-            store.name(),
-            fetched.len(),
-            ids.len()
-        )),
+        Err(reason) => not_judged(SpansUnjudged::StoreUnreadable {
+            store: store.name().to_owned(),
+            reason,
+        }),
+        Ok(fetched) if fetched.len() != ids.len() => not_judged(SpansUnjudged::StoreMiscounted {
+            store: store.name().to_owned(),
+            answered: fetched.len(),
+            asked: ids.len(),
+        }),
         Ok(fetched) => {
             let mut calls: Vec<TracedCall> = (slow.iter().chain(&typical))
                 .zip(fetched)
@@ -112,11 +108,7 @@ pub fn write_spans_text(out: &mut String, judgement: &SpanJudgement) {
         "\nWhere the time went (-trace-store): {}",
         words::headline(judgement)
     );
-    let counts = match judgement {
-        SpanJudgement::Judged(breakdown) => Some(&breakdown.arrived),
-        SpanJudgement::NotJudged { counts, .. } => counts.as_ref(),
-    };
-    if let Some(counts) = counts {
+    if let Some(counts) = judgement.arrived() {
         let _ = writeln!(out, "  {}", words::arrived(counts));
     }
     let SpanJudgement::Judged(breakdown) = judgement else {
@@ -129,25 +121,28 @@ pub fn write_spans_text(out: &mut String, judgement: &SpanJudgement) {
     out.push_str(&crate::tabwriter::align(&table, &[]));
 }
 
-/// `,"spans":{"judged":…,"headline":…,"reason":…,"found":…,"operations":[…]}` inside the
-/// report's `traces` object; medians in nanoseconds, the operation that grew most first.
+/// `,"spans":{"judged":…,"headline":…,"reason":…,"reason_kind":…,"found":…,"operations":[…]}`
+/// inside the report's `traces` object; medians in nanoseconds, the operation that grew
+/// most first; `reason` and `reason_kind` (`store_unreadable`, ...) null when judged.
 pub fn write_spans_json(out: &mut String, judgement: &SpanJudgement) {
     let judged = matches!(judgement, SpanJudgement::Judged(_));
     let _ = write!(out, ",\"spans\":{{\"judged\":{judged},\"headline\":");
     push_string(out, &words::headline(judgement));
     out.push_str(",\"reason\":");
-    let (counts, operations) = match judgement {
+    let operations = match judgement {
         SpanJudgement::Judged(breakdown) => {
-            out.push_str("null");
-            (Some(&breakdown.arrived), breakdown.operations.as_slice())
+            out.push_str("null,\"reason_kind\":null");
+            breakdown.operations.as_slice()
         }
-        SpanJudgement::NotJudged { reason, counts } => {
-            push_string(out, reason);
-            (counts.as_ref(), [].as_slice())
+        SpanJudgement::NotJudged { why, .. } => {
+            push_string(out, &words::reason(why));
+            out.push_str(",\"reason_kind\":");
+            push_string(out, why.kind());
+            [].as_slice()
         }
     };
     out.push_str(",\"found\":");
-    match counts {
+    match judgement.arrived() {
         Some(c) => {
             let _ = write!(
                 out,
@@ -293,6 +288,7 @@ mod tests {
         write_spans_json(&mut json, &judgement);
         let json: serde_json::Value = serde_json::from_str(&json[",\"spans\":".len()..]).unwrap();
         assert_eq!(json["judged"], true);
+        assert_eq!(json["reason_kind"], serde_json::Value::Null);
         assert_eq!(json["operations"][0]["operation"], "UPDATE");
         assert_eq!(json["operations"][0]["slow_median"], 1_030_000_000_u64);
         assert_eq!(json["found"]["slow"], 19);
@@ -325,12 +321,9 @@ mod tests {
             want.extend(21..41);
             assert_eq!(asked, want, "step {step_ms} ms");
             match judgement {
-                SpanJudgement::NotJudged { reason, .. } => {
-                    assert!(want_slow.is_empty(), "{reason}");
-                    assert!(
-                        reason.contains("took 3x the typical ones' median"),
-                        "{reason}"
-                    );
+                SpanJudgement::NotJudged { why, .. } => {
+                    assert!(want_slow.is_empty(), "{why:?}");
+                    assert_eq!(why, SpansUnjudged::NoSlowRequest);
                 }
                 SpanJudgement::Judged(_) => assert!(!want_slow.is_empty()),
             }
@@ -339,20 +332,22 @@ mod tests {
 
     #[test]
     fn a_store_that_fails_is_not_judged_naming_it() {
-        // (store down, exemplars, what the text says)
+        // (store down, exemplars, what the text says, the JSON's kind)
         let rows = [
             (
                 true,
                 run(),
                 "not judged: the trace store http://fake/ could not be read: connection refused",
+                "store_unreadable",
             ),
             (
                 false,
                 Vec::new(),
                 "not judged: no traced request took 3x the typical ones' median latency or more",
+                "no_slow_request",
             ),
         ];
-        for (down, exemplars, want) in rows {
+        for (down, exemplars, want, kind) in rows {
             let store = FakeStore {
                 missing: Vec::new(),
                 down,
@@ -364,8 +359,17 @@ mod tests {
             assert!(text.contains(want), "{text}");
             let mut json = String::new();
             write_spans_json(&mut json, &judgement);
-            assert!(json.contains("\"judged\":false"), "{json}");
-            assert!(json.contains("\"operations\":[]"), "{json}");
+            let json: serde_json::Value =
+                serde_json::from_str(&json[",\"spans\":".len()..]).unwrap();
+            assert_eq!(json["judged"], false);
+            assert_eq!(json["reason_kind"], kind);
+            assert!(
+                json["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&want["not judged: ".len()..])
+            );
+            assert_eq!(json["operations"], serde_json::json!([]));
         }
     }
 }

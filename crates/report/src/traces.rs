@@ -15,6 +15,7 @@ use crate::json_write::{push_float, push_string};
 use crate::span_breakdown::{
     TraceStoreHandle, where_time_went, write_spans_json, write_spans_text,
 };
+use crate::words::spans as words;
 
 /// The slowest traced requests a report lists.
 pub const SLOWEST_LISTED: usize = 10;
@@ -158,7 +159,7 @@ pub fn write_traces_text(out: &mut String, traces: Option<&TracedRequests>) {
     let _ = writeln!(
         out,
         "\nTraced requests (-trace, {} sampled)",
-        percent(sample)
+        words::sample_share(sample)
     );
     if traces.slowest.is_empty() && traces.failures.is_empty() {
         out.push_str("  none kept: no traced request completed\n");
@@ -188,13 +189,6 @@ pub fn write_traces_text(out: &mut String, traces: Option<&TracedRequests>) {
     if let Some(spans) = &traces.spans {
         write_spans_text(out, spans);
     }
-}
-
-/// A share as a percentage without trailing zeros: `1%`, `0.5%`, `100%`.
-fn percent(share: f64) -> String {
-    let text = format!("{:.4}", share * 100.0);
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text}%")
 }
 
 /// `,"traces":{"sample":…,"slowest":[…],"failures":[…]}` inside the report's
@@ -367,7 +361,7 @@ mod tests {
             "{json}"
         );
         assert!(json.contains("\"failures\":[{\"at\":20000000000,\"latency\":30000000000,\"status\":0,\"target\":\"GET http://127.0.0.1:8080/a\""), "{json}");
-        assert_eq!(percent(0.005), "0.5%");
+        assert_eq!(words::sample_share(0.005), "0.5%");
     }
 
     #[test]

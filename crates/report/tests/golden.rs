@@ -1337,7 +1337,7 @@ fn golden_compare() {
         ("compare.json", CompareFormat::Json),
     ] {
         let mut out = Vec::new();
-        let regressions = run_compare(&inputs, format, Some(0.05), &mut out).unwrap();
+        let regressions = run_compare(&inputs, format, (Some(0.05), None), &mut out).unwrap();
         let rows: Vec<&str> = regressions.iter().map(|r| r.row.as_str()).collect();
         assert_eq!(rows, ["throughput", "success", "latency p99"], "{name}");
         check_golden(name, &String::from_utf8(out).unwrap().replace(&prefix, ""));
@@ -1357,7 +1357,7 @@ fn compare_says_what_ran_out_first_in_each_run_that_can_tell() {
     let prefix = format!("{}/", dir.path().display());
     let compare = |format| {
         let mut out = Vec::new();
-        run_compare(&inputs, format, None, &mut out).unwrap();
+        run_compare(&inputs, format, (None, None), &mut out).unwrap();
         String::from_utf8(out).unwrap().replace(&prefix, "")
     };
     let text = compare(CompareFormat::Text);

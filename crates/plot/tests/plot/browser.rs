@@ -253,6 +253,10 @@ fn pages_render_in_chromium_without_errors() {
     check_page(&chromium, "diagnosis", &ramp, &shots);
     check_diagnosis_layout(&chromium, &ramp, &shots);
 
+    // Traced requests: linked rings on the latency chart, drawn again on every view.
+    let traced = crate::traces::traced_plot(dir.path());
+    check_page(&chromium, "traced", &traced, &shots);
+
     // A page of charts over the offered rate (a run folder's index.html).
     let page = rate_page();
     let html = page.render();

@@ -12,3 +12,4 @@ mod golden;
 mod replay;
 mod samples;
 mod summary;
+mod traces;

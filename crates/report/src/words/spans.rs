@@ -1,6 +1,6 @@
 //! Where the slow requests' time went ([`analysis::SpanJudgement`]) in words.
 
-use analysis::{Arrived, OperationTime, SpanJudgement};
+use analysis::{Arrived, OperationTime, SLOW_FACTOR, SpanJudgement, SpanShift, SpansUnjudged};
 use units::GoDuration;
 
 /// The headline: `the slowest traced requests spent 81% of their time in
@@ -18,16 +18,58 @@ pub fn headline(judgement: &SpanJudgement) -> String {
             ),
             None => "not judged: the traces found hold no spans".to_owned(),
         },
-        SpanJudgement::NotJudged { reason, .. } => format!("not judged: {reason}"),
+        SpanJudgement::NotJudged { why, .. } => format!("not judged: {}", reason(why)),
+    }
+}
+
+/// Why the traces were not compared, in lowercase words naming the store or the traces.
+pub fn reason(why: &SpansUnjudged) -> String {
+    match why {
+        SpansUnjudged::StoreUnreadable { store, reason } => {
+            format!("the trace store {store} could not be read: {reason}")
+        }
+        SpansUnjudged::StoreMiscounted {
+            store,
+            answered,
+            asked,
+        } => format!("the trace store {store} answered {answered} traces of {asked} asked"),
+        SpansUnjudged::NoSlowRequest => format!(
+            "no traced request took {SLOW_FACTOR}x the typical ones' median latency or more"
+        ),
+        SpansUnjudged::SlowNotFound { asked } => format!(
+            "none of the {} slowest traced requests' traces is in the store (not sent, not yet flushed, or sampled out by the server)",
+            asked
+        ),
+        SpansUnjudged::NoTypicalKept => "no typical traced request was kept to compare the slow ones with (a record written before format version 6)".to_owned(),
+        SpansUnjudged::TypicalNotFound { asked } => format!(
+            "none of the {} typical traced requests' traces is in the store, so there is nothing to compare the slow ones with",
+            asked
+        ),
     }
 }
 
 /// `traced-orders UPDATE`; the time no span covers as what it may be.
 pub fn operation(time: &OperationTime) -> String {
-    if time.service.is_empty() && time.operation == analysis::OUTSIDE {
+    named(&time.service, &time.operation)
+}
+
+fn named(service: &str, operation: &str) -> String {
+    if service.is_empty() && operation == analysis::OUTSIDE {
         return "no span (a queue before the server's first span, or the network)".to_owned();
     }
-    format!("{} {}", time.service, time.operation)
+    format!("{service} {operation}")
+}
+
+/// Which span moved most from run `a` to run `b`: `traced-orders UPDATE grew most:
+/// median 15ms in a.llr's slowest traced requests, 476ms in b.llr's`.
+pub fn shift(a: &str, b: &str, shift: &SpanShift) -> String {
+    format!(
+        "{} {} most: median {} in {a}'s slowest traced requests, {} in {b}'s",
+        named(&shift.service, &shift.operation),
+        if shift.grew() { "grew" } else { "shrank" },
+        micros(shift.from_us),
+        micros(shift.to_us),
+    )
 }
 
 /// What arrived: `traces found: 18 of 20 slow, 20 of 20 typical (2 never arrived)`.
@@ -53,6 +95,13 @@ pub fn row(time: &OperationTime) -> [String; 4] {
         micros(time.typical_median_us),
         micros(time.slow_median_us),
     ]
+}
+
+/// The share of requests traced, without trailing zeros: `1%`, `0.5%`, `100%`.
+pub fn sample_share(share: f64) -> String {
+    let text = format!("{:.4}", share * 100.0);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}%")
 }
 
 fn share(share: f64) -> String {
@@ -101,10 +150,52 @@ mod tests {
             ),
             (
                 SpanJudgement::NotJudged {
-                    reason: "http://127.0.0.1:1/api/traces/ab: connection refused".to_owned(),
+                    why: SpansUnjudged::StoreUnreadable {
+                        store: "http://127.0.0.1:1/".to_owned(),
+                        reason: "connection refused".to_owned(),
+                    },
                     counts: None,
                 },
-                "not judged: http://127.0.0.1:1/api/traces/ab: connection refused",
+                "not judged: the trace store http://127.0.0.1:1/ could not be read: connection refused",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::StoreMiscounted {
+                        store: "http://j/".to_owned(),
+                        answered: 3,
+                        asked: 40,
+                    },
+                    counts: None,
+                },
+                "not judged: the trace store http://j/ answered 3 traces of 40 asked",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::NoSlowRequest,
+                    counts: Some(counts),
+                },
+                "not judged: no traced request took 3x the typical ones' median latency or more",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::SlowNotFound { asked: 20 },
+                    counts: Some(counts),
+                },
+                "not judged: none of the 20 slowest traced requests' traces is in the store (not sent, not yet flushed, or sampled out by the server)",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::NoTypicalKept,
+                    counts: Some(counts),
+                },
+                "not judged: no typical traced request was kept to compare the slow ones with (a record written before format version 6)",
+            ),
+            (
+                SpanJudgement::NotJudged {
+                    why: SpansUnjudged::TypicalNotFound { asked: 7 },
+                    counts: Some(counts),
+                },
+                "not judged: none of the 7 typical traced requests' traces is in the store, so there is nothing to compare the slow ones with",
             ),
         ];
         for (judgement, want) in rows {
