@@ -29,11 +29,31 @@ pub fn push_float(out: &mut String, value: f64) {
 /// Strings separated by commas (the inside of a JSON array), each as [`push_string`]
 /// writes it.
 pub fn push_strings<S: AsRef<str>>(out: &mut String, items: impl IntoIterator<Item = S>) {
+    push_each(out, items, |out, item| push_string(out, item.as_ref()));
+}
+
+/// A JSON array: `[`, each item as `each` writes it, separated by commas, `]`.
+pub fn push_list<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    each: impl FnMut(&mut String, T),
+) {
+    out.push('[');
+    push_each(out, items, each);
+    out.push(']');
+}
+
+/// The items as `each` writes them, separated by commas.
+fn push_each<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    mut each: impl FnMut(&mut String, T),
+) {
     for (index, item) in items.into_iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
-        push_string(out, item.as_ref());
+        each(out, item);
     }
 }
 
