@@ -11,7 +11,7 @@ use record::format_timestamp;
 use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::hist::BucketCounts;
-use crate::json_write::{push_float, push_list, push_string, push_strings};
+use crate::json_write::{push_float, push_list, push_nullable, push_string, push_strings};
 use crate::metrics::Report;
 use crate::replay_render::write_replay_json;
 use crate::resources::{ResourceSummary, SamplerFigures};
@@ -142,12 +142,15 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         let _ = write!(out, ",\"precision_ns\":{precision_ns}");
     }
     if let Some(asked) = &extras.asked {
-        out.push_str(",\"asked_rate\":");
-        push_float(out, asked.asked_per_sec);
-        out.push_str(",\"achieved_rate\":");
-        push_float(out, asked.achieved_per_sec);
-        out.push_str(",\"rate_ratio\":");
-        push_float(out, asked.ratio);
+        let rates = [
+            ("asked_rate", asked.asked_per_sec),
+            ("achieved_rate", asked.achieved_per_sec),
+            ("rate_ratio", asked.ratio),
+        ];
+        for (key, value) in rates {
+            let _ = write!(out, ",\"{key}\":");
+            push_float(out, value);
+        }
         let _ = write!(out, ",\"unsent\":{}", asked.unsent);
     }
     if let Some(generator) = &extras.generator {
@@ -216,16 +219,13 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
     );
     push_strings(out, words::diagnosis::lines(diagnosis));
     out.push_str("],\"knee\":");
-    match &diagnosis.knee {
-        Some(knee) => {
-            let _ = write!(out, "{{\"at_ns\":{},\"offered_rate\":", knee.at_ns);
-            push_float(out, knee.offered_per_sec);
-            out.push_str(",\"peak_ok_rate\":");
-            push_float(out, knee.peak_ok_per_sec);
-            out.push('}');
-        }
-        None => out.push_str("null"),
-    }
+    push_nullable(out, diagnosis.knee.as_ref(), |out, knee| {
+        let _ = write!(out, "{{\"at_ns\":{},\"offered_rate\":", knee.at_ns);
+        push_float(out, knee.offered_per_sec);
+        out.push_str(",\"peak_ok_rate\":");
+        push_float(out, knee.peak_ok_per_sec);
+        out.push('}');
+    });
     out.push_str(",\"findings\":");
     push_list(out, &diagnosis.findings, |out, finding| {
         write_watched(out, &finding.watched);

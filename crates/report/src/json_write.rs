@@ -43,6 +43,14 @@ pub fn push_list<T>(
     out.push(']');
 }
 
+/// `null`, or the value as `each` writes it.
+pub fn push_nullable<T>(out: &mut String, value: Option<T>, each: impl FnOnce(&mut String, T)) {
+    match value {
+        Some(value) => each(out, value),
+        None => out.push_str("null"),
+    }
+}
+
 /// The items as `each` writes them, separated by commas.
 fn push_each<T>(
     out: &mut String,

@@ -166,9 +166,9 @@ pub fn write_replay_json(out: &mut String, replays: &[ReplayFigures]) {
         out.push_str("{\"attack\":");
         push_string(out, &replay.attack);
         if let Some(info) = &replay.info {
-            out.push_str(",\"files\":[");
-            push_strings(out, &info.files);
-            out.push_str("],\"format\":");
+            out.push_str(",\"files\":");
+            push_list(out, &info.files, |out, file| push_string(out, file));
+            out.push_str(",\"format\":");
             push_string(out, &info.format);
             out.push_str(",\"speed\":");
             push_float(out, info.speed);

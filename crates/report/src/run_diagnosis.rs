@@ -263,7 +263,12 @@ mod tests {
         };
         let check = FailedAs::Unmet("step \"login\": check \"status 200\" failed".to_owned());
         /// (case, what the answers said, the success bound, the headline's words)
-        type Row = (&'static str, Option<Failures>, Option<f64>, Option<&'static str>);
+        type Row = (
+            &'static str,
+            Option<Failures>,
+            Option<f64>,
+            Option<&'static str>,
+        );
         let rows: [Row; 6] = [
             (
                 "nginx's 503s",
