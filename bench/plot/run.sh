@@ -21,6 +21,8 @@
 # The machine is shared: run it when it is quiet, and read the figures as +-20%.
 #
 # Usage: bench/plot/run.sh [RECORDS]   (default 10000000)
+#   BASELINE=/path/to/older/loadlab bench/plot/run.sh   also times that build's `plot` on
+#   the same files in the same run (for a refactor: "no more than before").
 set -euo pipefail
 
 RECORDS=${1:-10000000}
@@ -40,9 +42,10 @@ fi
 echo "== building (release)"
 (cd "$ROOT" && cargo build --release -q -p loadlab && cargo build --release -q -p loadlab-report --example synth_records &&
     cargo build --release -q -p loadlab-plot --example synth_samples)
-LOADLAB=$ROOT/target/release/loadlab
-SYNTH=$ROOT/target/release/examples/synth_records
-SYNTH_SAMPLES=$ROOT/target/release/examples/synth_samples
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+LOADLAB=$TARGET/release/loadlab
+SYNTH=$TARGET/release/examples/synth_records
+SYNTH_SAMPLES=$TARGET/release/examples/synth_samples
 
 RUN=$OUT/run-$RECORDS.llr
 if [ ! -s "$RUN" ] || [ "$SYNTH" -nt "$RUN" ]; then
@@ -105,6 +108,17 @@ read -r S_MEAN S_MIN < <(stats "$OUT/loadlab-samples.json")
 S_RSS=$(peak_rss_mb "$LOADLAB" plot -output "$S_PAGE" "$RUN" "$MON")
 S_SIZE=$(size_mb "$S_PAGE")
 
+if [ -n "${BASELINE:-}" ]; then
+    echo "== timing the baseline's plot (same files)"
+    hyperfine -N --warmup 1 --runs 5 --export-json "$OUT/baseline.json" \
+        --command-name "baseline plot" "$BASELINE plot -output $OUT/baseline.html $RUN" >/dev/null
+    read -r B_MEAN B_MIN < <(stats "$OUT/baseline.json")
+    B_RSS=$(peak_rss_mb "$BASELINE" plot -output "$OUT/baseline.html" "$RUN")
+    hyperfine -N --warmup 1 --runs 5 --export-json "$OUT/baseline-samples.json" \
+        --command-name "baseline plot + samples" "$BASELINE plot -output $OUT/baseline-samples.html $RUN $MON" >/dev/null
+    read -r BS_MEAN BS_MIN < <(stats "$OUT/baseline-samples.json")
+fi
+
 echo "== loading pages in headless chromium"
 BLANK=$OUT/blank.html
 printf '<!DOCTYPE html><title>blank</title><p>blank</p>\n' >"$BLANK"
@@ -149,6 +163,12 @@ printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
 awk -v p="$L_S" -v b="$B_S" -v r="$L_READY" 'BEGIN{printf "  %-22s %7.3f s to load and render (%.3f s screenshot - %.3f s empty page); script ready at %d ms\n", "loadlab page", p-b, p, b, r}'
 printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
     "loadlab plot + samples" "$S_MEAN" "$S_MIN" "$S_RSS" "$S_SIZE"
+if [ -n "${BASELINE:-}" ]; then
+    printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB\n' "baseline plot" "$B_MEAN" "$B_MIN" "$B_RSS"
+    printf '  %-22s %7.3f s mean, %.3f s min\n' "baseline plot + samples" "$BS_MEAN" "$BS_MIN"
+    awk -v b="$B_MEAN" -v l="$L_MEAN" -v bs="$BS_MEAN" -v ls="$S_MEAN" \
+        'BEGIN{printf "  this build / baseline: %.3fx (plot), %.3fx (plot + samples)\n", l/b, ls/bs}'
+fi
 if [ -n "$VEGETA" ]; then
     printf '  %-22s %7.3f s mean, %.3f s min, peak RSS %s MB, page %s MB\n' \
         "vegeta plot" "$V_MEAN" "$V_MIN" "$V_RSS" "$V_SIZE"

@@ -27,8 +27,9 @@ fi
 echo "== building (release)"
 # Two commands: a target filter (--example) limits a build to the targets it names.
 (cd "$ROOT" && cargo build --release -q -p loadlab && cargo build --release -q -p loadlab-report --example synth_records)
-LOADLAB=$ROOT/target/release/loadlab
-SYNTH=$ROOT/target/release/examples/synth_records
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+LOADLAB=$TARGET/release/loadlab
+SYNTH=$TARGET/release/examples/synth_records
 
 RUN=$OUT/run-$RECORDS.llr
 if [ ! -s "$RUN" ] || [ "$SYNTH" -nt "$RUN" ]; then

@@ -333,6 +333,10 @@ pub struct Unreached {
 pub enum FailedAs {
     /// The server answered this status (outside 200..400).
     Status(u16),
+    /// The server answered in time, but not as a flow's step asks: the error's text
+    /// (`step "login": check "status 200" failed`, an extraction that found nothing, a
+    /// cookie refused).
+    Unmet(String),
     /// No answer: the error kind (`timeout`, `reset`, `connect`).
     Error(String),
 }

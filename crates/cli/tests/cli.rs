@@ -694,9 +694,13 @@ fn encode_imports_vegeta_results_for_our_reports() {
         "{report}"
     );
     // No lag, CPU, asked rate or stop reason in vegeta's results: no rows that would
-    // say zero or unknown.
+    // say zero or unknown; what the failed answers said, as for any run.
     assert!(
-        report.ends_with("Error Set:\n500 Internal Server Error\n"),
+        report.ends_with(
+            "Error Set:\n500 Internal Server Error\nDiagnosis:\n33.3% of the requests \
+             failed: localhost:8080 answered 500 (1) with nothing watched: the server's own \
+             errors; its logs say why\n"
+        ),
         "{report}"
     );
     let json = ok(&run(&["encode", &csv], None));

@@ -652,10 +652,11 @@ fn a_search_against_a_closed_port_names_it() {
     assert!(page.contains(&every), "the page says it too");
 }
 
-/// A search against nginx's own rate limit (`limit_req`, which no monitor can watch):
-/// the write-up reports on the first step that did not pass, says why in the verdict
-/// table's words, and says what the answers say (nginx's 503s, from which rate), judged
-/// with the plan's `max_lag`, not a rule of its own.
+/// A search against nginx's own rate limit (`limit_req`, which no monitor can watch),
+/// with nginx's process watched and with nothing watched: the write-up reports on each
+/// variant's first step that did not pass, says why in the verdict table's words, and
+/// says what the answers say (nginx's 503s, from which rate), judged with the plan's
+/// `max_lag`, not a rule of its own. Unwatched, it still says it (it said nothing).
 #[test]
 fn a_search_against_nginx_rate_limit_says_what_the_answers_say() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -675,42 +676,52 @@ http {
     let Some(nginx) = Nginx::start("limit-req", conf, &[]) else {
         return;
     };
-    // nginx's own process is watched (the host is shared with whatever else runs).
+    // nginx's own process is watched in one variant (the host is shared with whatever
+    // else runs), nothing in the other.
     let plan = format!(
-        "mode = \"search\"\n[[variant]]\nname = \"nginx\"\n[load]\n\
-         targets = [\"GET {}\"]\nstep_duration = \"2s\"\nmonitor = [\"nginx:pid={}\"]\n\
+        "mode = \"search\"\n[[variant]]\nname = \"watched\"\nmonitor = [\"nginx:pid={}\"]\n\
+         [[variant]]\nname = \"unwatched\"\n[load]\n\
+         targets = [\"GET {}\"]\nstep_duration = \"2s\"\n\
          [slo]\nmax_lag = \"25ms\"\n[search]\nstart = 50\nmax_probes = 3\nprecision = 0.5\n",
+        nginx.pid().unwrap(),
         nginx.url(),
-        nginx.pid().unwrap()
     );
     let (status, stderr, out) = run_plan(&nginx.dir.0, &plan, &[]);
     assert!(status.success(), "{stderr}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let steps = summary["steps"].as_array().unwrap();
-    let first_miss = steps
-        .iter()
-        .find(|s| s["verdict"] != "pass")
-        .unwrap_or_else(|| panic!("nginx's limit never failed a step: {summary}"));
-    let (name, why) = (
-        first_miss["step"].as_str().unwrap(),
-        first_miss["why"].as_str().unwrap(),
-    );
-    assert_eq!(first_miss["verdict"], "fail", "{summary}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    let lead = format!("step {name} (fail: {why})");
-    assert!(md.contains(&lead), "{lead}\n{md}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let ran_out = md.split("## What ran out first").nth(1).unwrap();
-    assert!(ran_out.contains("answered 503 ("), "{md}");
-    assert!(
-        ran_out.contains("a limit the server is configured with (a rate limit"),
-        "{md}"
-    );
+    let ran_out = ran_out.trim_start().split("\n\n").next().unwrap();
+    for variant in ["watched", "unwatched"] {
+        let first_miss = steps
+            .iter()
+            .find(|s| s["variant"] == variant && s["verdict"] != "pass")
+            .unwrap_or_else(|| panic!("nginx's limit never failed {variant}: {summary}"));
+        let (name, why) = (
+            first_miss["step"].as_str().unwrap(),
+            first_miss["why"].as_str().unwrap(),
+        );
+        assert_eq!(first_miss["verdict"], "fail", "{summary}");
+        let lead = format!("**{variant}**, step {name} (fail: {why})");
+        let said = (ran_out
+            .split("\n- ")
+            .map(|item| item.trim_start_matches("- ")))
+        .find(|item| item.starts_with(&lead))
+        .unwrap_or_else(|| panic!("{lead}\n{md}"));
+        assert!(said.contains("answered 503 ("), "{variant}: {said}");
+        assert!(
+            said.contains("a limit the server is configured with (a rate limit"),
+            "{variant}: {said}"
+        );
+        let lead = format!("step {name} (fail: {why})");
+        assert!(page.contains(&lead), "index.html says it as summary.md");
+    }
     for wrong in ["generator ran out", "lies in something not watched"] {
         assert!(!md.contains(wrong), "{wrong}: {md}");
     }
-    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(page.contains(&lead), "index.html says it as summary.md");
 }
 
 /// A `process=` pattern that matches nothing is said at the run's start (stderr) and in

@@ -203,18 +203,6 @@ impl Replay {
         keepalive: bool,
         origin: &Origin,
     ) -> Result<Replay, EngineError> {
-        let mut replay = Replay::check(fields, headers, base_url, keepalive, origin)?;
-        replay.survey = replay.read_once(origin)?;
-        Ok(replay)
-    }
-
-    fn check(
-        fields: &ReplayFields,
-        headers: &[Header],
-        base_url: Option<&Url>,
-        keepalive: bool,
-        origin: &Origin,
-    ) -> Result<Replay, EngineError> {
         let fail =
             |field: &str, reason: String| EngineError::Targets(field_error(origin, field, reason));
         if fields.files.is_empty() {
@@ -258,7 +246,7 @@ impl Replay {
             &fields.hosts,
         )
         .map_err(EngineError::Targets)?;
-        Ok(Replay {
+        let mut replay = Replay {
             files: fields.files.iter().map(|f| origin.path(f)).collect(),
             names: fields.files.clone(),
             format,
@@ -274,7 +262,9 @@ impl Replay {
             base_url,
             keepalive,
             survey: Survey::default(),
-        })
+        };
+        replay.survey = replay.read_once(origin)?;
+        Ok(replay)
     }
 
     /// Opens the logs as one time-ordered stream; with the format each file is read

@@ -169,26 +169,19 @@ fn case_xml(xml: &mut String, case: &TestCase) {
     xml.push_str("    </testcase>\n");
 }
 
-/// Text as XML character data or an attribute value: the five markup characters
-/// escaped, and characters XML 1.0 cannot hold (most control characters) dropped.
+/// Text as XML character data or an attribute value: the markup characters escaped
+/// as HTML's ([`plot::escape_html`], one escaper for both), line breaks and tabs kept
+/// as character references (an attribute's value would fold them into spaces), and
+/// the characters XML 1.0 cannot hold (most control characters) dropped.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' | '\r' => {
-                let _ = write!(out, "&#{};", u32::from(c));
-            }
-            c if u32::from(c) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let held = |c: &char| {
+        matches!(c, '\n' | '\t' | '\r')
+            || (u32::from(*c) >= 0x20 && !matches!(c, '\u{fffe}' | '\u{ffff}'))
+    };
+    let kept: String = text.chars().filter(held).collect();
+    (plot::escape_html(&kept).replace('\n', "&#10;"))
+        .replace('\t', "&#9;")
+        .replace('\r', "&#13;")
 }
 
 /// A plan's run (judged by `slo`) as test suites: one per variant (in the order its steps ran), each
@@ -393,7 +386,7 @@ mod tests {
     #[test]
     fn markup_in_names_and_reasons_is_escaped() {
         let rows = [
-            ("<&\"'>", "&lt;&amp;&quot;&apos;&gt;"),
+            ("<&\"'>", "&lt;&amp;&quot;&#39;&gt;"),
             ("a\nb\tc\u{1}d", "a&#10;b&#9;cd"),
             ("plain é", "plain é"),
         ];

@@ -441,11 +441,7 @@ fn attack(
     Ok(Attacked {
         records: vec![path.display().to_string()],
         failures: Vec::new(),
-        plans: config
-            .attacks
-            .iter()
-            .map(|a| a.settings.plan.clone())
-            .collect(),
+        plans: plans(&config),
         fired: outcome.fired.map(|f| (f.describe(), f.at_ns)),
     })
 }
@@ -474,13 +470,16 @@ fn sharded_attack(
             .map(|f| f.display().to_string())
             .collect(),
         failures: sharded.failures,
-        plans: config
-            .attacks
-            .iter()
-            .map(|a| a.settings.plan.clone())
-            .collect(),
+        plans: plans(&config),
         fired: None,
     })
+}
+
+/// Each attack's plan, the step's main load first: what gives the asked rate.
+fn plans(config: &RunConfig) -> Vec<workload::Plan> {
+    (config.attacks.iter())
+        .map(|attack| attack.settings.plan.clone())
+        .collect()
 }
 
 /// [`engine::run`] on a handle of its own: a stop rule that fires drains the handle it

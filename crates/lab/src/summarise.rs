@@ -1,23 +1,20 @@
 //! A step's record file to the figures of its measured window: the records whose
-//! *intended* send time falls after the warm-up and before the step's end. Judging by
-//! intended time keeps a late generator's backlog in the step that caused it. A step
-//! with background scenarios holds several attacks; each record carries its attack's
-//! index (the step's main load is 0, the scenarios 1.. in plan order), so each attack
-//! gets figures of its own. A flow's plan asks for flow starts, so its sent rate counts
-//! the records that start a run of the flow (`seq & 0xffff == 0`).
+//! *intended* send time falls after the warm-up and before the step's end
+//! ([`report::keep_window`], the rule the step's `report.txt` and `plot.html` read
+//! by). Judging by intended time keeps a late generator's backlog in the step that
+//! caused it. A step with background scenarios holds several attacks; each record
+//! carries its attack's index (the step's main load is 0, the scenarios 1.. in plan
+//! order), so each attack gets figures of its own. A flow's plan asks for flow starts,
+//! so its sent rate counts the records that start a run of the flow.
 //!
-//! Latency and send-lag percentiles come from [`report::Distribution`], the report's own:
-//! exact up to [`report::EXACT_LIMIT`] values, then a log-linear histogram (relative error
-//! below 1/1024), nearest rank in both regimes. So a step's `p99` is the `p99` its
-//! `report.txt` prints, and a 10M-record step needs kilobytes, not 160 MB of `Vec`s.
-//! Flow checks are counted by the report's own [`report::CheckCounts`] too, and named
-//! `STEP: CHECK` (each attack is judged apart, so without the attack's name).
-
-use std::collections::BTreeMap;
+//! The figures are not folded here: the window goes through [`report::Measure`] by
+//! attack, and each attack's [`report::Report`] (with the whole run's exact limit) is
+//! read into the [`StepSummary`] the verdict judges. So a step's `p99`, success ratio
+//! and failures are those its `report.txt` prints, by construction.
 
 use analysis::{CheckCount, Percentile, StepSummary};
-use record::{Record, RunTables};
-use report::{CheckCounts, CheckedTargets, Distribution};
+use record::RunTables;
+use report::{Bounds, GroupBy, Measure, Metrics, Report};
 
 use crate::LabError;
 
@@ -60,39 +57,26 @@ pub fn summarise(
     let fail = |e: record::RecordError| LabError::Folder(e.to_string());
     let mut stream =
         record::RecordStream::open(paths, record::ReadOrder::Input, false).map_err(fail)?;
-    let mut batch: Vec<Record> = Vec::new();
-    let mut accs: Vec<Accumulator> = (0..attacks.max(1))
-        .map(|_| Accumulator::default())
-        .collect();
+    // A step has a few attacks: each keeps the whole run's exact limit, so its
+    // percentiles are those of the step's report (which is of the whole window).
+    let mut measure = Measure::new(Some(GroupBy::Attack), Metrics::new(None));
+    let mut batch = Vec::new();
     let mut all = 0;
-    let mut checked = CheckedTargets::default();
     while stream.next_batch(&mut batch).map_err(fail)? {
-        let start_unix_ns = stream
-            .summaries()
-            .first()
-            .map_or(0, |s| s.header.start_unix_ns);
-        checked.update(stream.tables());
-        for record in &batch {
-            all += 1;
-            let at_ns = record.intended_unix_ns.saturating_sub(start_unix_ns);
-            if (window.start_ns..window.end_ns).contains(&at_ns)
-                && let Some(acc) = accs.get_mut(usize::from(record.attack))
-            {
-                acc.add(record, stream.tables());
-                if let Some(target) = checked.get(record.target) {
-                    acc.checks.add(record, target);
-                }
-            }
-        }
+        all += batch.len() as u64;
+        let span = (window.start_ns, window.end_ns);
+        report::keep_window(&mut batch, stream.summaries(), span);
+        measure.add_records(&batch, stream.tables());
     }
     let sources = stream.summaries().to_vec();
     let tables = stream.tables();
-    let mut summaries = accs.into_iter().enumerate().map(|(attack, acc)| {
-        acc.finish(
-            window,
-            asked(attack, window.start_ns, window.end_ns),
-            tables,
-        )
+    let summary = measure.close(&sources, tables, Bounds::default());
+    let mut summaries = (0..attacks.max(1)).map(|attack| {
+        let report = (summary.groups.iter())
+            .find(|(key, _)| key.0 == attack as u64)
+            .map(|(_, report)| report);
+        let asked = asked(attack, window.start_ns, window.end_ns);
+        step_summary(report, attack, window, asked, tables)
     });
     Ok(Figures {
         summary: summaries.next().unwrap_or_default(),
@@ -102,195 +86,160 @@ pub fn summarise(
     })
 }
 
-#[derive(Default)]
-struct Accumulator {
-    latencies_ns: Distribution,
-    lags_ns: Distribution,
-    successes: u64,
-    errors: BTreeMap<String, u64>,
-    /// A flow's runs started (its first requests), and whether the attack is a flow.
-    flow_starts: Option<u64>,
-    checks: CheckCounts,
-}
-
-impl Accumulator {
-    fn add(&mut self, record: &Record, tables: &RunTables) {
-        if tables
-            .attacks
-            .get(usize::from(record.attack))
-            .is_some_and(|a| a.flow)
-        {
-            *self.flow_starts.get_or_insert(0) += u64::from(record.seq & 0xffff == 0);
-        }
-        self.latencies_ns.add(record.latency_ns);
-        self.lags_ns.add(record.send_lag_ns);
-        if record.is_success() && record.error == 0 {
-            self.successes += 1;
-            return;
-        }
-        let kind = match (record.status, tables.error(record.error)) {
-            (status, _) if status != 0 => status.to_string(),
-            (_, Some(entry)) => entry.kind.name().to_owned(),
-            (_, None) => "other".to_owned(),
+/// One attack's figures in its window, read from its report (`None`: no request).
+fn step_summary(
+    report: Option<&Report>,
+    attack: usize,
+    window: Window,
+    asked: Option<u64>,
+    tables: &RunTables,
+) -> StepSummary {
+    let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
+    let asked_per_sec = asked.map_or(0.0, |n| n as f64 / seconds);
+    let Some(report) = report.filter(|r| r.requests > 0) else {
+        return StepSummary {
+            asked_per_sec,
+            ..StepSummary::default()
         };
-        *self.errors.entry(kind).or_default() += 1;
-    }
-
-    fn finish(self, window: Window, asked: Option<u64>, tables: &RunTables) -> StepSummary {
-        let requests = self.latencies_ns.count();
-        let seconds = (window.end_ns - window.start_ns) as f64 / 1e9;
-        // The exact mean (the report's own truncates a float division).
-        let mean_ns = (self.latencies_ns.sum() / u128::from(requests.max(1))) as u64;
-        let latencies = self.latencies_ns.into_quantiles();
-        let mut latency_ns: Vec<(Percentile, u64)> = [
-            (Percentile::P50, 0.50),
-            (Percentile::P90, 0.90),
-            (Percentile::P95, 0.95),
-            (Percentile::P99, 0.99),
-            (Percentile::P999, 0.999),
-            (Percentile::Max, 1.0),
-        ]
-        .into_iter()
-        .filter(|_| requests > 0)
-        .map(|(p, q)| (p, latencies.quantile(q)))
-        .collect();
-        if requests > 0 {
-            latency_ns.push((Percentile::Mean, mean_ns));
-        }
-        let lag_p99_ns = self.lags_ns.into_quantiles().quantile(0.99);
-        StepSummary {
-            asked_per_sec: asked.map_or(0.0, |n| n as f64 / seconds),
-            sent_per_sec: self.flow_starts.unwrap_or(requests) as f64 / seconds,
-            requests,
-            success_ratio: if requests > 0 {
-                self.successes as f64 / requests as f64
-            } else {
-                0.0
-            },
-            latency_ns,
-            errors_by_kind: self.errors.into_iter().collect(),
-            lag_p99_ns,
-            checks: self
-                .checks
-                .close(tables)
-                .into_iter()
-                .map(|c| CheckCount {
-                    name: c.step_check(),
-                    passes: c.passes,
-                    fails: c.fails,
-                })
-                .collect(),
-        }
+    };
+    let latencies = &report.latencies;
+    let latency_ns = vec![
+        (Percentile::P50, latencies.p50_ns),
+        (Percentile::P90, latencies.p90_ns),
+        (Percentile::P95, latencies.p95_ns),
+        (Percentile::P99, latencies.p99_ns),
+        (Percentile::P999, latencies.quantiles.quantile(0.999)),
+        (Percentile::Max, latencies.max_ns),
+        (Percentile::Mean, latencies.mean_ns),
+    ];
+    let flow = tables.attacks.get(attack).is_some_and(|a| a.flow);
+    let sent = match report.attacks.get(attack) {
+        Some(activity) if flow => activity.flow_starts,
+        _ => report.requests,
+    };
+    StepSummary {
+        asked_per_sec,
+        sent_per_sec: sent as f64 / seconds,
+        requests: report.requests,
+        success_ratio: report.success_ratio,
+        latency_ns,
+        errors_by_kind: report.failures.clone(),
+        lag_p99_ns: report.send_lag.p99_ns,
+        checks: (report.checks.iter())
+            .map(|c| CheckCount {
+                name: c.step_check(),
+                passes: c.passes,
+                fails: c.fails,
+            })
+            .collect(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use record::Record;
 
-    /// The window's quantile as [`Accumulator::finish`] takes it.
-    fn quantile(values: &mut [u64], q: f64) -> u64 {
-        let mut distribution = Distribution::new();
-        for &value in values.iter() {
-            distribution.add(value);
-        }
-        distribution.into_quantiles().quantile(q)
-    }
-
-    fn latency_record(latency_ns: u64) -> Record {
-        Record {
-            status: 200,
-            latency_ns,
-            send_lag_ns: latency_ns / 1000,
-            ..Record::default()
-        }
-    }
-
-    #[test]
-    fn big_windows_agree_with_the_report_in_bounded_memory() {
-        // Past the exact limit both switch to the histogram: the step's percentiles are
-        // the report's (the old exact Vec gave the exact rank instead, off by up to 1/1024).
-        let n = report::EXACT_LIMIT as u64 * 2;
-        let latency = |i: u64| 1_000_000 + (i * 7_919) % 50_000_000;
-        let mut acc = Accumulator::default();
-        let mut report_side = report::Metrics::new(None);
-        let tables = RunTables::default();
-        for i in 0..n {
-            let record = latency_record(latency(i));
-            acc.add(&record, &tables);
-            report_side.add(&record);
-        }
-        let report_latencies = report_side.close(&tables).latencies;
-        let window = Window {
-            start_ns: 0,
-            end_ns: 1_000_000_000,
-        };
-        let summary = acc.finish(window, None, &tables);
-        let got = |p: Percentile| {
-            summary
-                .latency_ns
-                .iter()
-                .find(|(q, _)| *q == p)
-                .map(|(_, ns)| *ns)
-        };
-        assert_eq!(got(Percentile::P50), Some(report_latencies.p50_ns));
-        assert_eq!(got(Percentile::P90), Some(report_latencies.p90_ns));
-        assert_eq!(got(Percentile::P99), Some(report_latencies.p99_ns));
-        assert_eq!(got(Percentile::Max), Some(report_latencies.max_ns));
-        let mean = (0..n).map(|i| u128::from(latency(i))).sum::<u128>() / u128::from(n);
-        assert_eq!(got(Percentile::Mean), Some(mean as u64));
-        assert_eq!(summary.requests, n);
-    }
-
-    #[test]
-    fn quantiles_by_nearest_rank() {
-        let rows: [(&[u64], f64, u64); 5] = [
-            (&[], 0.5, 0),
-            (&[7], 0.99, 7),
-            (&[1, 2, 3, 4], 0.5, 2),
-            (&[4, 3, 2, 1], 1.0, 4),
-            (&[10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 0.9, 90),
-        ];
-        for (values, q, want) in rows {
-            assert_eq!(quantile(&mut values.to_vec(), q), want, "{values:?} {q}");
-        }
-    }
-
-    #[test]
-    fn errors_are_counted_by_status_or_kind() {
-        let tables = RunTables {
-            errors: vec![record::ErrorEntry {
-                kind: record::ErrorKind::Timeout,
-                text: "timeout".to_owned(),
+    /// A step's record file of one attack, 200 records 10 ms apart from its start:
+    /// latencies that do not divide evenly, every 7th answered 503, every 11th
+    /// refused, every 13th a 200 with an error that does not fail it, send lag rising.
+    fn plain_file(dir: &std::path::Path) -> String {
+        use record::{Compression, ErrorEntry, ErrorKind, RecordWriter, RunEnd, RunHeader};
+        let header = RunHeader {
+            tool: "loadlab test".to_owned(),
+            start_unix_ns: 1_000_000_000_000,
+            attacks: vec![record::AttackInfo::default()],
+            targets: vec![record::TargetInfo {
+                method: "GET".to_owned(),
+                url: "http://h/".to_owned(),
+                ..record::TargetInfo::default()
             }],
-            ..RunTables::default()
+            ..RunHeader::default()
         };
-        let mut acc = Accumulator::default();
-        for (status, error) in [(200, 0), (503, 1), (503, 1), (0, 1), (302, 0)] {
-            acc.add(
-                &Record {
-                    status,
-                    error,
-                    latency_ns: 1,
-                    ..Record::default()
-                },
-                &tables,
-            );
-        }
-        let summary = acc.finish(
-            Window {
-                start_ns: 0,
-                end_ns: 1_000_000_000,
+        let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+        let errors = [
+            ErrorEntry {
+                kind: ErrorKind::Status,
+                text: "503 Service Unavailable".to_owned(),
             },
-            Some(5),
-            &tables,
-        );
+            ErrorEntry {
+                kind: ErrorKind::Connect,
+                text: "connection refused".to_owned(),
+            },
+            ErrorEntry {
+                kind: ErrorKind::Io,
+                text: "reading the body's trailer".to_owned(),
+            },
+        ];
+        writer.add_errors(0, &errors).unwrap();
+        for n in 0..200u64 {
+            let (status, error) = match n {
+                _ if n % 7 == 0 => (503, 1),
+                _ if n % 11 == 0 => (0, 2),
+                _ if n % 13 == 0 => (200, 3),
+                _ => (200, 0),
+            };
+            writer.push(&Record {
+                seq: n,
+                intended_unix_ns: header.start_unix_ns + n * 10_000_000,
+                latency_ns: 1_000_003 + (n * 7_919) % 3_000_001,
+                send_lag_ns: 1_000 * n,
+                status,
+                error,
+                ..Record::default()
+            });
+        }
+        let path = dir.join("records.llr");
+        std::fs::write(&path, writer.finish(&RunEnd::default()).unwrap()).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn the_verdicts_figures_are_the_step_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = plain_file(dir.path());
+        // A warm-up of 0.3 s and an end at 1.7 s leave records 30..170 judged.
+        let window = Window {
+            start_ns: 300_000_000,
+            end_ns: 1_700_000_000,
+        };
+        let figures = summarise(std::slice::from_ref(&path), window, 1, &|_, _, _| None).unwrap();
+        let mut config =
+            report::ReportConfig::new(report::ReportType::Json { buckets: None }, None, None)
+                .unwrap();
+        config.window_ns = Some((window.start_ns, window.end_ns));
+        let mut out = Vec::new();
+        report::run_report(&[path], &config, &mut out, &mut Vec::new()).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let step = &figures.summary;
+        assert_eq!(Some(step.requests), json["requests"].as_u64());
+        assert_eq!(Some(step.success_ratio), json["success"].as_f64());
+        let latency = |p: Percentile| step.latency_ns.iter().find(|(q, _)| *q == p).unwrap().1;
+        for (p, key) in [
+            (Percentile::Mean, "mean"),
+            (Percentile::P50, "50th"),
+            (Percentile::P90, "90th"),
+            (Percentile::P95, "95th"),
+            (Percentile::P99, "99th"),
+            (Percentile::Max, "max"),
+        ] {
+            assert_eq!(Some(latency(p)), json["latencies"][key].as_u64(), "{key}");
+        }
         assert_eq!(
-            summary.errors_by_kind,
-            vec![("503".to_owned(), 2), ("timeout".to_owned(), 1)]
+            Some(step.lag_p99_ns),
+            json["loadlab"]["send_lag"]["99th"].as_u64()
         );
-        assert_eq!(summary.success_ratio, 0.4);
-        assert_eq!((summary.asked_per_sec, summary.sent_per_sec), (5.0, 5.0));
+        // The failures are the statuses' (503) and the errors' kinds, so they add up
+        // with the successes to the requests.
+        let failed: u64 = step.errors_by_kind.iter().map(|(_, n)| n).sum();
+        let successes = json["status_codes"]["200"].as_u64();
+        assert_eq!(Some(step.requests - failed), successes);
+        let kinds: Vec<&str> = step
+            .errors_by_kind
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(kinds, ["503", "connect"]);
     }
 
     /// A step's record file with a flow "shop" (attack 0) and a background "news"

@@ -43,10 +43,6 @@ impl Check {
         }
         out.push_str(&self.name);
     }
-
-    fn runs(&self) -> u64 {
-        self.passed + self.failed
-    }
 }
 
 /// A flow step's target, as announced, and its check ids once a record resolved them.
@@ -199,19 +195,7 @@ pub(crate) fn copy_counts(into: &mut Vec<Check>, from: &[Check]) {
 /// All checks so far: passes, runs, and the worst: the lowest pass rate of those that
 /// failed (the most failures on a tie). `None` when no check ran.
 pub(crate) fn overall(checks: &[Check]) -> Option<(u64, u64, Option<&Check>)> {
-    let (passed, runs) = checks
-        .iter()
-        .fold((0, 0), |(p, r), c| (p + c.passed, r + c.runs()));
-    if runs == 0 {
-        return None;
-    }
-    // Compared as passed_a / runs_a < passed_b / runs_b, exactly.
-    let worst = checks.iter().filter(|c| c.failed > 0).min_by(|a, b| {
-        let left = u128::from(a.passed) * u128::from(b.runs());
-        let right = u128::from(b.passed) * u128::from(a.runs());
-        left.cmp(&right).then(b.failed.cmp(&a.failed))
-    });
-    Some((passed, runs, worst))
+    report::checks_overall(checks, |c| (c.passed, c.failed))
 }
 
 #[cfg(test)]

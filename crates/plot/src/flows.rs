@@ -266,11 +266,6 @@ impl CheckTotal {
     pub fn runs(&self) -> u64 {
         self.passed + self.failed
     }
-
-    /// Passes over runs, as a percentage; `None` when it never ran.
-    pub fn pass_percent(&self) -> Option<f64> {
-        (self.runs() > 0).then(|| self.passed as f64 * 100.0 / self.runs() as f64)
-    }
 }
 
 /// One step over the whole run.
@@ -285,17 +280,7 @@ pub struct StepData {
 /// All checks together: their passes and runs, and the worst one: the lowest pass
 /// rate of those that failed (the most failures on a tie). `None` when no check ran.
 pub fn overall(checks: &[CheckTotal]) -> Option<(u64, u64, Option<&CheckTotal>)> {
-    let (passed, runs) = checks
-        .iter()
-        .fold((0, 0), |(p, r), c| (p + c.passed, r + c.runs()));
-    if runs == 0 {
-        return None;
-    }
-    let worst = checks.iter().filter(|c| c.failed > 0).min_by(|a, b| {
-        let rate = |c: &CheckTotal| c.pass_percent().unwrap_or(100.0);
-        rate(a).total_cmp(&rate(b)).then(b.failed.cmp(&a.failed))
-    });
-    Some((passed, runs, worst))
+    report::checks_overall(checks, |c| (c.passed, c.failed))
 }
 
 #[cfg(test)]

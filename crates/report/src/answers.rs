@@ -25,6 +25,9 @@ pub struct Answers {
     targets: Vec<TargetCount>,
     statuses: Vec<(u16, u64)>,
     errors: [u64; KINDS],
+    /// Answers a flow's step did not accept, per error id (one per step and check,
+    /// extraction or cookie: few).
+    unmet: Vec<(u32, u64)>,
 }
 
 impl Answers {
@@ -56,6 +59,16 @@ impl Answers {
             return;
         }
         let kind = kind.unwrap_or(ErrorKind::Other);
+        if matches!(
+            kind,
+            ErrorKind::Check | ErrorKind::Extract | ErrorKind::Cookie
+        ) {
+            match self.unmet.iter_mut().find(|(e, _)| *e == record.error) {
+                Some((_, n)) => *n += 1,
+                None => self.unmet.push((record.error, 1)),
+            }
+            return;
+        }
         if kind == ErrorKind::Connect {
             if count.connects_failed == 0 {
                 count.error = record.error;
@@ -100,10 +113,16 @@ impl Answers {
             .collect()
     }
 
-    /// Each way requests failed with its count, most first: statuses, then errors.
-    pub fn failed_as(&self) -> Vec<(FailedAs, u64)> {
+    /// Each way requests failed with its count, most first: statuses, then what a
+    /// flow did not accept (named by `tables`), then errors.
+    pub fn failed_as(&self, tables: &RunTables) -> Vec<(FailedAs, u64)> {
+        let unmet = (self.unmet.iter()).map(|&(error, n)| {
+            let text = tables.error(error).map_or("", |e| e.text.as_str());
+            (FailedAs::Unmet(text.to_owned()), n)
+        });
         let mut kinds: Vec<(FailedAs, u64)> = (self.statuses.iter())
             .map(|&(status, n)| (FailedAs::Status(status), n))
+            .chain(unmet)
             .chain(
                 (ErrorKind::ALL.iter())
                     .filter(|kind| **kind != ErrorKind::Status)
@@ -202,6 +221,10 @@ mod tests {
                     kind: ErrorKind::Timeout,
                     text: "timeout".to_owned(),
                 },
+                ErrorEntry {
+                    kind: ErrorKind::Check,
+                    text: "step \"login\": check \"status 200\" failed".to_owned(),
+                },
             ],
             ..RunTables::default()
         }
@@ -252,17 +275,29 @@ mod tests {
     fn failures_are_the_statuses_then_the_errors_most_first() {
         let tables = tables();
         let mut answers = Answers::default();
+        // An answer a flow's check failed: its status is 200, the check failed it.
+        let unmet = Record {
+            checks_failed: 1 | Record::FAILED_BY_FLOW,
+            ..record(2, 200, 4)
+        };
         let records = [
             record(2, 503, 2),
             record(2, 503, 2),
+            record(2, 503, 2),
+            unmet,
+            unmet,
             record(2, 0, 3),
             record(2, 200, 0),
         ];
         answers.add_all(&records, &tables);
         assert_eq!(
-            answers.failed_as(),
+            answers.failed_as(&tables),
             [
-                (FailedAs::Status(503), 2),
+                (FailedAs::Status(503), 3),
+                (
+                    FailedAs::Unmet("step \"login\": check \"status 200\" failed".to_owned()),
+                    2
+                ),
                 (FailedAs::Error("timeout".to_owned()), 1)
             ]
         );

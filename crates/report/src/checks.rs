@@ -189,6 +189,32 @@ impl CheckFigures {
     }
 }
 
+/// All checks together, each tallied by `tally` as (passes, fails): the passes, the
+/// runs, and the worst check: the lowest pass rate of those that failed (the most
+/// failures on a tie). `None` when no check ran. The live view and `plot`'s checks
+/// panel both say it through this.
+pub fn checks_overall<T>(
+    checks: &[T],
+    tally: impl Fn(&T) -> (u64, u64),
+) -> Option<(u64, u64, Option<&T>)> {
+    let (passed, runs) = (checks.iter().map(&tally)).fold((0, 0), |(p, r), (passes, fails)| {
+        (p + passes, r + passes + fails)
+    });
+    if runs == 0 {
+        return None;
+    }
+    // Compared as passed_a / runs_a < passed_b / runs_b, exactly.
+    let worst = (checks.iter().map(|c| (c, tally(c))))
+        .filter(|(_, (_, fails))| *fails > 0)
+        .min_by(|(_, (pa, fa)), (_, (pb, fb))| {
+            let left = u128::from(*pa) * u128::from(pb + fb);
+            let right = u128::from(*pb) * u128::from(pa + fa);
+            left.cmp(&right).then(fb.cmp(fa))
+        })
+        .map(|(c, _)| c);
+    Some((passed, runs, worst))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

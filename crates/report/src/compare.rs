@@ -22,7 +22,7 @@ use record::{ErrorKind, InputFormat, ReadOrder, RecordStream};
 
 use units::GoDuration;
 
-use crate::json_write::{push_float, push_string, push_strings};
+use crate::json_write::{push_float, push_list, push_nullable, push_string, push_strings};
 use crate::measure::{Bounds, Measure};
 use crate::metrics::{Metrics, Report};
 use crate::seconds::Seconds;
@@ -727,22 +727,11 @@ fn json_row(out: &mut String, row: &Row) {
     out.push_str("{\"row\":");
     push_string(out, &row.name);
     let _ = write!(out, ",\"unit\":\"{}\",\"better\":", row.unit.json_name());
-    match row.better_word() {
-        Some(word) => push_string(out, word),
-        None => out.push_str("null"),
-    }
-    out.push_str(",\"values\":[");
-    for (index, value) in row.values.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        push_value(out, *value);
-    }
-    out.push_str("],\"versus\":[");
-    for (index, versus) in row.versus.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
+    push_nullable(out, row.better_word(), push_string);
+    out.push_str(",\"values\":");
+    push_list(out, &row.values, |out, value| push_value(out, *value));
+    out.push_str(",\"versus\":");
+    push_list(out, &row.versus, |out, versus| {
         out.push_str("{\"diff\":");
         push_value(out, versus.diff);
         out.push_str(",\"relative\":");
@@ -750,19 +739,16 @@ fn json_row(out: &mut String, row: &Row) {
         out.push_str(",\"improvement\":");
         push_optional(out, versus.improvement);
         let _ = write!(out, ",\"noise\":\"{}\",\"interval\":", versus.noise_word());
-        match versus.noise {
-            Some(d) => {
-                out.push('[');
-                push_float(out, d.diff_low);
-                out.push(',');
-                push_float(out, d.diff_high);
-                out.push(']');
-            }
-            None => out.push_str("null"),
-        }
+        push_nullable(out, versus.noise, |out, d| {
+            out.push('[');
+            push_float(out, d.diff_low);
+            out.push(',');
+            push_float(out, d.diff_high);
+            out.push(']');
+        });
         out.push('}');
-    }
-    out.push_str("]}");
+    });
+    out.push('}');
 }
 
 /// A value (non-finite ones as 0, as every figure of the JSON report), or null.

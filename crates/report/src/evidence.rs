@@ -95,7 +95,7 @@ impl ClosedEvidence {
     /// `facts.watched` and `facts.unjudged`.
     pub fn fill(self, facts: &mut RunFacts, tables: &RunTables) {
         facts.unreached = self.answers.unreached(tables);
-        let kinds = self.answers.failed_as();
+        let kinds = self.answers.failed_as(tables);
         facts.failures = (!kinds.is_empty()).then(|| Failures {
             server: self.answers.server(tables),
             kinds,
@@ -335,12 +335,13 @@ mod tests {
                 true,
                 0,
             ),
+            // No knee (not a ramp) and nothing watched, but its failures are said.
             (
                 "a closed model, unwatched",
                 ramp(),
                 None,
                 LoadModel::Closed,
-                None,
+                Some("nothing_watched"),
                 false,
                 0,
             ),

@@ -11,7 +11,7 @@ use record::format_timestamp;
 use crate::checks::CheckFigures;
 use crate::extra_rows::Extras;
 use crate::hist::BucketCounts;
-use crate::json_write::{push_float, push_string, push_strings};
+use crate::json_write::{push_float, push_list, push_nullable, push_string, push_strings};
 use crate::metrics::Report;
 use crate::replay_render::write_replay_json;
 use crate::resources::{ResourceSummary, SamplerFigures};
@@ -84,11 +84,8 @@ pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_
 /// `,"checks":[{"name","scenario","step","check","passes","fails","pass_rate"}...]`
 /// in report order; `pass_rate` is passes over passes and fails, unrounded.
 fn write_checks(out: &mut String, checks: &[CheckFigures]) {
-    out.push_str(",\"checks\":[");
-    for (index, check) in checks.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
+    out.push_str(",\"checks\":");
+    push_list(out, checks, |out, check| {
         out.push_str("{\"name\":");
         push_string(out, &check.name);
         out.push_str(",\"scenario\":");
@@ -104,8 +101,7 @@ fn write_checks(out: &mut String, checks: &[CheckFigures]) {
         );
         push_float(out, check.pass_rate());
         out.push('}');
-    }
-    out.push(']');
+    });
 }
 
 /// vegeta's `buckets` object: bound in ns -> count.
@@ -146,12 +142,15 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
         let _ = write!(out, ",\"precision_ns\":{precision_ns}");
     }
     if let Some(asked) = &extras.asked {
-        out.push_str(",\"asked_rate\":");
-        push_float(out, asked.asked_per_sec);
-        out.push_str(",\"achieved_rate\":");
-        push_float(out, asked.achieved_per_sec);
-        out.push_str(",\"rate_ratio\":");
-        push_float(out, asked.ratio);
+        let rates = [
+            ("asked_rate", asked.asked_per_sec),
+            ("achieved_rate", asked.achieved_per_sec),
+            ("rate_ratio", asked.ratio),
+        ];
+        for (key, value) in rates {
+            let _ = write!(out, ",\"{key}\":");
+            push_float(out, value);
+        }
         let _ = write!(out, ",\"unsent\":{}", asked.unsent);
     }
     if let Some(generator) = &extras.generator {
@@ -220,21 +219,15 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
     );
     push_strings(out, words::diagnosis::lines(diagnosis));
     out.push_str("],\"knee\":");
-    match &diagnosis.knee {
-        Some(knee) => {
-            let _ = write!(out, "{{\"at_ns\":{},\"offered_rate\":", knee.at_ns);
-            push_float(out, knee.offered_per_sec);
-            out.push_str(",\"peak_ok_rate\":");
-            push_float(out, knee.peak_ok_per_sec);
-            out.push('}');
-        }
-        None => out.push_str("null"),
-    }
-    out.push_str(",\"findings\":[");
-    for (index, finding) in diagnosis.findings.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
+    push_nullable(out, diagnosis.knee.as_ref(), |out, knee| {
+        let _ = write!(out, "{{\"at_ns\":{},\"offered_rate\":", knee.at_ns);
+        push_float(out, knee.offered_per_sec);
+        out.push_str(",\"peak_ok_rate\":");
+        push_float(out, knee.peak_ok_per_sec);
+        out.push('}');
+    });
+    out.push_str(",\"findings\":");
+    push_list(out, &diagnosis.findings, |out, finding| {
         write_watched(out, &finding.watched);
         let _ = write!(
             out,
@@ -244,16 +237,13 @@ fn write_diagnosis(out: &mut String, diagnosis: &analysis::Diagnosis) {
         );
         push_float(out, finding.crossing.value);
         out.push('}');
-    }
-    out.push_str("],\"held\":[");
-    for (index, watched) in diagnosis.held.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
+    });
+    out.push_str(",\"held\":");
+    push_list(out, &diagnosis.held, |out, watched| {
         write_watched(out, watched);
         out.push('}');
-    }
-    out.push_str("],\"unjudged\":[");
+    });
+    out.push_str(",\"unjudged\":[");
     let unjudged: Vec<String> = diagnosis
         .unjudged
         .iter()

@@ -29,11 +29,39 @@ pub fn push_float(out: &mut String, value: f64) {
 /// Strings separated by commas (the inside of a JSON array), each as [`push_string`]
 /// writes it.
 pub fn push_strings<S: AsRef<str>>(out: &mut String, items: impl IntoIterator<Item = S>) {
+    push_each(out, items, |out, item| push_string(out, item.as_ref()));
+}
+
+/// A JSON array: `[`, each item as `each` writes it, separated by commas, `]`.
+pub fn push_list<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    each: impl FnMut(&mut String, T),
+) {
+    out.push('[');
+    push_each(out, items, each);
+    out.push(']');
+}
+
+/// `null`, or the value as `each` writes it.
+pub fn push_nullable<T>(out: &mut String, value: Option<T>, each: impl FnOnce(&mut String, T)) {
+    match value {
+        Some(value) => each(out, value),
+        None => out.push_str("null"),
+    }
+}
+
+/// The items as `each` writes them, separated by commas.
+fn push_each<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    mut each: impl FnMut(&mut String, T),
+) {
     for (index, item) in items.into_iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
-        push_string(out, item.as_ref());
+        each(out, item);
     }
 }
 

@@ -76,7 +76,7 @@ mod warnings;
 pub mod words;
 
 pub use answers::target_address;
-pub use checks::{CheckCounts, CheckFigures, CheckedTarget, CheckedTargets};
+pub use checks::{CheckCounts, CheckFigures, CheckedTarget, CheckedTargets, checks_overall};
 pub use compare::{
     CompareFormat, CompareInput, Comparison, GATED_ROWS, Regression, Row, RunFigures, Unit, Versus,
     compare_runs, parse_threshold, ran_out_block, read_input, read_record_window, run_compare,

@@ -38,6 +38,16 @@ pub struct Metrics {
     buckets: Option<BucketCounts>,
     /// Flow checks' passes and failures ([`Metrics::add_checks`]).
     checks: CheckCounts,
+    /// Failed requests by what failed them, in order of first sight (few keys).
+    failures: Vec<(FailureKey, u64)>,
+}
+
+/// What failed a request: the status it was answered with (outside 200..400, or a
+/// gRPC status other than OK), else its error (a failed check, a connect, a timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailureKey {
+    Status(u32),
+    Error(u32),
 }
 
 impl Metrics {
@@ -64,6 +74,7 @@ impl Metrics {
             attacks: Vec::new(),
             buckets: buckets.map(BucketCounts::new),
             checks: CheckCounts::default(),
+            failures: Vec::new(),
         }
     }
 
@@ -97,8 +108,13 @@ impl Metrics {
         self.earliest_unix_ns = self.earliest_unix_ns.min(sent);
         self.latest_unix_ns = self.latest_unix_ns.max(sent);
         self.end_unix_ns = self.end_unix_ns.max(record.end_unix_ns());
-        self.successes += u64::from(record.is_success());
-        self.count_status(status_key(record));
+        let success = record.is_success();
+        self.successes += u64::from(success);
+        let status = status_key(record);
+        self.count_status(status);
+        if !success {
+            self.count_failure(record, status);
+        }
         // Ids are 0.. in `Protocol::ALL` order, so the id is the index.
         self.protocol_counts[usize::from(record.protocol.id())] += 1;
         self.count_attack(record.attack, record.seq, sent);
@@ -126,6 +142,23 @@ impl Metrics {
         {
             Some((_, count)) => *count += 1,
             None => self.status_counts.push((status, 1)),
+        }
+    }
+
+    /// Counts a failed request under its [`FailureKey`].
+    fn count_failure(&mut self, record: &Record, status: u32) {
+        let answered = match record.grpc_status {
+            Some(code) => code != GrpcStatus::OK,
+            None => record.status != 0 && !(200..400).contains(&record.status),
+        };
+        let key = if answered {
+            FailureKey::Status(status)
+        } else {
+            FailureKey::Error(record.error)
+        };
+        match self.failures.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, count)) => *count += 1,
+            None => self.failures.push((key, 1)),
         }
     }
 
@@ -196,6 +229,7 @@ impl Metrics {
             throughput_per_sec: throughput,
             success_ratio: self.successes as f64 / requests.max(1) as f64,
             status_codes: status_codes_as_strings(self.status_counts),
+            failures: failures_by_name(&self.failures, tables),
             protocols: protocols_by_name(&self.protocol_counts),
             errors: errors_in_first_order(&self.first_errors, tables),
             latencies,
@@ -221,19 +255,40 @@ fn status_key(record: &Record) -> u32 {
     }
 }
 
+/// A status key's name: the HTTP code, or the gRPC status's name.
+fn status_name(key: u32) -> String {
+    match key.checked_sub(GRPC_KEYS) {
+        Some(code) => GrpcStatus(code as u8).to_string(),
+        None => key.to_string(),
+    }
+}
+
 /// Status codes sorted as strings (`"200" < "404" < "50" < "OK" < "UNAVAILABLE"`),
 /// as vegeta prints them; gRPC statuses by name.
 fn status_codes_as_strings(counts: Vec<(u32, u64)>) -> Vec<(String, u64)> {
-    let name = |key: u32| match key.checked_sub(GRPC_KEYS) {
-        Some(code) => GrpcStatus(code as u8).to_string(),
-        None => key.to_string(),
-    };
     let mut codes: Vec<(String, u64)> = counts
         .into_iter()
-        .map(|(code, count)| (name(code), count))
+        .map(|(code, count)| (status_name(code), count))
         .collect();
     codes.sort();
     codes
+}
+
+/// Failed requests by status (its code or gRPC name) or error kind (`connect`,
+/// `check`; `other` without an error), in name order.
+fn failures_by_name(failures: &[(FailureKey, u64)], tables: &RunTables) -> Vec<(String, u64)> {
+    let mut by_name = std::collections::BTreeMap::<String, u64>::new();
+    for &(key, count) in failures {
+        let name = match key {
+            FailureKey::Status(status) => status_name(status),
+            FailureKey::Error(error) => tables
+                .error(error)
+                .map_or("other", |entry| entry.kind.name())
+                .to_owned(),
+        };
+        *by_name.entry(name).or_default() += count;
+    }
+    by_name.into_iter().collect()
 }
 
 /// The protocols with requests and their counts, in name order (`h2` before
@@ -381,6 +436,10 @@ pub struct Report {
     pub success_ratio: f64,
     /// Sorted as strings, as vegeta does.
     pub status_codes: Vec<(String, u64)>,
+    /// Failed requests by what failed them, in name order: the status they were
+    /// answered with (`503`, a gRPC status's name), else their error's kind
+    /// (`connect`, `check`, `timeout`; `other`). A plan step's verdict reads these.
+    pub failures: Vec<(String, u64)>,
     /// Requests per protocol, those with any, in name order.
     pub protocols: Vec<(Protocol, u64)>,
     /// In order of first appearance (by send time).
@@ -465,6 +524,58 @@ mod tests {
         assert_eq!(report.latencies.mean_ns, 27_000_000);
         assert_eq!(report.latencies.p50_ns, 2_000_000);
         assert_eq!(report.latencies.p99_ns, 100_000_000);
+    }
+
+    #[test]
+    fn failures_are_named_by_their_answer_else_their_error() {
+        let entry = |kind: ErrorKind| ErrorEntry {
+            kind,
+            text: kind.name().to_owned(),
+        };
+        let tables = RunTables {
+            errors: [ErrorKind::Status, ErrorKind::Connect, ErrorKind::Check]
+                .map(entry)
+                .to_vec(),
+            ..RunTables::default()
+        };
+        let failed_check = Record {
+            checks_failed: 1 | Record::FAILED_BY_FLOW,
+            ..record(0, 1, 200, 3)
+        };
+        let unavailable = Record {
+            grpc_status: Some(GrpcStatus(14)),
+            ..record(0, 1, 200, 0)
+        };
+        /// (records, the failures they are counted as)
+        type Row = (Vec<Record>, &'static [(&'static str, u64)]);
+        let rows: [Row; 6] = [
+            (vec![record(0, 1, 200, 0)], &[]),
+            // A check's failure is the check's, not its answer's 200.
+            (vec![failed_check], &[("check", 1)]),
+            // An answer outside 200..400 is its status, whatever its error says.
+            (
+                vec![record(0, 1, 503, 1), record(0, 1, 503, 0)],
+                &[("503", 2)],
+            ),
+            (
+                vec![record(0, 1, 0, 2), record(0, 1, 0, 2)],
+                &[("connect", 2)],
+            ),
+            (vec![unavailable], &[("UNAVAILABLE", 1)]),
+            // No status and no error: said as such, never lost.
+            (vec![record(0, 1, 0, 0)], &[("other", 1)]),
+        ];
+        for (records, want) in rows {
+            let mut metrics = Metrics::new(None);
+            metrics.add_all(&records);
+            let report = metrics.close(&tables);
+            let got: Vec<(&str, u64)> = (report.failures.iter())
+                .map(|(name, n)| (name.as_str(), *n))
+                .collect();
+            assert_eq!(got, want, "{records:?}");
+            let failed: u64 = want.iter().map(|(_, n)| n).sum();
+            assert_eq!(report.successes + failed, report.requests);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use units::GoDuration;
 
-use crate::json_write::{push_float, push_string, push_strings};
+use crate::json_write::{push_float, push_list, push_string, push_strings};
 use crate::replay::{GroupFigures, LatencyFigures, ReplayFigures, SideFigures, StatusMix};
 use crate::tabwriter::align;
 
@@ -161,17 +161,14 @@ pub fn write_replay_json(out: &mut String, replays: &[ReplayFigures]) {
     if replays.is_empty() {
         return;
     }
-    out.push_str(",\"replay\":[");
-    for (index, replay) in replays.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
+    out.push_str(",\"replay\":");
+    push_list(out, replays, |out, replay| {
         out.push_str("{\"attack\":");
         push_string(out, &replay.attack);
         if let Some(info) = &replay.info {
-            out.push_str(",\"files\":[");
-            push_strings(out, &info.files);
-            out.push_str("],\"format\":");
+            out.push_str(",\"files\":");
+            push_list(out, &info.files, |out, file| push_string(out, file));
+            out.push_str(",\"format\":");
             push_string(out, &info.format);
             out.push_str(",\"speed\":");
             push_float(out, info.speed);
@@ -197,21 +194,14 @@ pub fn write_replay_json(out: &mut String, replays: &[ReplayFigures]) {
         side_json(out, &replay.original);
         out.push_str(",\"replay\":");
         side_json(out, &replay.replay);
-        out.push_str(",\"groups\":[");
-        for (index, group) in replay.groups.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            group_json(out, group);
-        }
-        out.push(']');
+        out.push_str(",\"groups\":");
+        push_list(out, &replay.groups, group_json);
         if let Some(rest) = &replay.rest {
             out.push_str(",\"rest\":");
             group_json(out, rest);
         }
         out.push('}');
-    }
-    out.push(']');
+    });
 }
 
 /// `{"requests","rate","status":{"2xx",...},"latency":{"50th",...}}`; `null` where

@@ -17,7 +17,9 @@ const SUCCESS_RATIO: f64 = 0.99;
 /// that follows is the server's, not the generator's.
 const CAP_SHARE: f64 = 0.9;
 
-/// The run's diagnosis, when there is something to judge: resource samples, or a knee.
+/// The run's diagnosis, when there is something to judge: resource samples, a knee, an
+/// address nothing listened at, or a load that was not served and the answers that say
+/// how.
 pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     let knee = match &facts.saturation {
         Some(Finding::Saturated {
@@ -32,13 +34,15 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
         }),
         _ => None,
     };
-    if knee.is_none() && facts.watched.is_none() && facts.unreached.is_empty() {
-        return None;
-    }
     let min_success = facts.min_success_ratio.unwrap_or(SUCCESS_RATIO);
     let trouble = (knee.is_none() && report.success_ratio < min_success).then_some(Trouble {
         failed_ratio: 1.0 - report.success_ratio,
     });
+    // A load that failed says what its answers said, even with nothing watched.
+    let answered = trouble.is_some() && facts.failures.is_some();
+    if knee.is_none() && facts.watched.is_none() && facts.unreached.is_empty() && !answered {
+        return None;
+    }
     let served_badly = knee.is_some() || trouble.is_some();
     let generator = GeneratorState {
         fell_behind: fell_behind(report, facts, served_badly),
@@ -241,6 +245,87 @@ mod tests {
             let said = diagnosis.trouble.map(|_| words::headline(&diagnosis));
             let said = said.as_deref().and_then(|s| s.split(':').next());
             assert_eq!(said, want, "{case}");
+        }
+    }
+
+    /// A failing load with no knee, no monitor and every address reached still says
+    /// what its answers say: a status is a limit the server is configured with, a
+    /// failed check is the answers' content, neither a guess about the unwatched.
+    #[test]
+    fn failures_without_a_knee_or_a_monitor_say_what_the_answers_say() {
+        use analysis::diagnosis::{FailedAs, Failures};
+        let mut report = Metrics::new(None).close(&RunTables::default());
+        report.success_ratio = 0.9;
+        let failures = |kinds: Vec<(FailedAs, u64)>| Failures {
+            server: "127.0.0.1:8080".to_owned(),
+            kinds,
+            from: Some((2_000_000_000, 714.0)),
+        };
+        let check = FailedAs::Unmet("step \"login\": check \"status 200\" failed".to_owned());
+        /// (case, what the answers said, the success bound, the headline's words)
+        type Row = (
+            &'static str,
+            Option<Failures>,
+            Option<f64>,
+            Option<&'static str>,
+        );
+        let rows: [Row; 6] = [
+            (
+                "nginx's 503s",
+                Some(failures(vec![(FailedAs::Status(503), 300)])),
+                None,
+                Some(
+                    "10.0% of the requests failed: 127.0.0.1:8080 answered 503 (300) from \
+                     714/s with nothing watched: a limit the server is configured with (a \
+                     rate limit, a queue, an upstream)",
+                ),
+            ),
+            (
+                "a server's own errors",
+                Some(failures(vec![(FailedAs::Status(500), 300)])),
+                None,
+                Some(
+                    "10.0% of the requests failed: 127.0.0.1:8080 answered 500 (300) from \
+                     714/s with nothing watched: the server's own errors; its logs say why",
+                ),
+            ),
+            (
+                "a failed check",
+                Some(failures(vec![(check, 300)])),
+                None,
+                Some(
+                    "10.0% of the requests failed: answers from 127.0.0.1:8080 did not hold \
+                     what the flow asks: step \"login\": check \"status 200\" failed (300) \
+                     from 714/s with nothing watched: the server answered, but not as the \
+                     flow asks (the checks table says which)",
+                ),
+            ),
+            (
+                "timeouts",
+                Some(failures(vec![(FailedAs::Error("timeout".to_owned()), 300)])),
+                None,
+                Some(
+                    "10.0% of the requests failed: requests to 127.0.0.1:8080 failed with \
+                     timeout (300) from 714/s with nothing watched: the server (or what is \
+                     between) stopped answering in time; its logs or a monitor of it say why",
+                ),
+            ),
+            (
+                "within the plan's bound",
+                Some(failures(vec![(FailedAs::Status(503), 300)])),
+                Some(0.8),
+                None,
+            ),
+            ("nothing failed", None, None, None),
+        ];
+        for (case, failures, bound, want) in rows {
+            let facts = RunFacts {
+                failures,
+                min_success_ratio: bound,
+                ..RunFacts::default()
+            };
+            let said = run_diagnosis(&report, &facts).map(|d| words::headline(&d));
+            assert_eq!(said.as_deref(), want, "{case}");
         }
     }
 

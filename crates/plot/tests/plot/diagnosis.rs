@@ -69,9 +69,9 @@ fn the_panel_says_what_report_says_and_the_time_charts_mark_it() {
     type Case<'a> = (&'a str, std::path::PathBuf, Option<&'a str>, &'a [&'a str]);
     let cases: Vec<Case<'_>> = vec![
         (
-            "a constant rate, unwatched: nothing to judge",
+            "a constant rate, unwatched, some failed: what the answers said",
             fixture::golden_run(dir.path()),
-            None,
+            Some("nothing_watched"),
             &[],
         ),
         (

@@ -153,46 +153,72 @@ pub fn unreached(target: &Unreached) -> String {
     )
 }
 
-/// `127.0.0.1:8080 answered 503 (1234) from 714/s`, `requests to 127.0.0.1:8080
-/// failed with timeout (12) from 714/s`: the statuses first, then the errors.
+/// `127.0.0.1:8080 answered 503 (1234) from 714/s`, `answers from 127.0.0.1:8080 did
+/// not hold what the flow asks: step "login": check "status 200" failed (12)`,
+/// `requests to 127.0.0.1:8080 failed with timeout (12) from 714/s`: the statuses
+/// first, then what a flow did not accept, then the errors.
 pub fn failures(answers: &Failures) -> String {
-    let list = |status: bool| -> Vec<String> {
-        (answers.kinds.iter())
-            .filter_map(|(kind, count)| match (kind, status) {
-                (FailedAs::Status(code), true) => Some(format!("{code} ({count})")),
-                (FailedAs::Error(name), false) => Some(format!("{name} ({count})")),
-                _ => None,
-            })
-            .collect()
-    };
-    let (statuses, errors) = (list(true), list(false));
-    let mut text = String::new();
+    let (mut statuses, mut unmet, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for (kind, count) in &answers.kinds {
+        match kind {
+            FailedAs::Status(code) => statuses.push(format!("{code} ({count})")),
+            FailedAs::Unmet(text) => unmet.push(format!("{text} ({count})")),
+            FailedAs::Error(name) => errors.push(format!("{name} ({count})")),
+        }
+    }
+    let server = &answers.server;
+    let mut parts = Vec::new();
     if !statuses.is_empty() {
-        let _ = write!(text, "{} answered {}", answers.server, statuses.join(", "));
+        parts.push(format!("{server} answered {}", statuses.join(", ")));
+    }
+    if !unmet.is_empty() {
+        let whose = if parts.is_empty() {
+            format!("answers from {server}")
+        } else {
+            "answers".to_owned()
+        };
+        parts.push(format!(
+            "{whose} did not hold what the flow asks: {}",
+            unmet.join("; ")
+        ));
     }
     if !errors.is_empty() {
-        let lead = if text.is_empty() {
-            format!("requests to {}", answers.server)
+        let whose = if parts.is_empty() {
+            format!("requests to {server}")
         } else {
-            ", and requests".to_owned()
+            "requests".to_owned()
         };
-        let _ = write!(text, "{lead} failed with {}", errors.join(", "));
+        parts.push(format!("{whose} failed with {}", errors.join(", ")));
     }
+    let mut text = parts.join(", and ");
     if let Some((_, per_sec)) = answers.from {
         let _ = write!(text, " from {}", value(per_sec, "/s"));
     }
     text
 }
 
-/// What answers like these mean, without guessing at what was not watched.
+/// What answers like these mean (the most frequent decides), without guessing at what
+/// was not watched.
 fn meaning(answers: &Failures) -> &'static str {
-    let answered =
-        (answers.kinds.first()).is_some_and(|(kind, _)| matches!(kind, FailedAs::Status(_)));
-    if answered {
-        "a limit the server is configured with (a rate limit, a queue, an upstream)"
-    } else {
-        "the server (or what is between) stopped answering in time; its logs or a \
-         monitor of it say why"
+    match answers.kinds.first().map(|(kind, _)| kind) {
+        Some(FailedAs::Status(429 | 503)) => {
+            "a limit the server is configured with (a rate limit, a queue, an upstream)"
+        }
+        Some(FailedAs::Status(502 | 504)) => {
+            "what is behind the server (an upstream) failed or did not answer in time"
+        }
+        Some(FailedAs::Status(400..=499)) => {
+            "the server refused the requests themselves (their URL, headers or body): \
+             not a limit of its capacity"
+        }
+        Some(FailedAs::Status(_)) => "the server's own errors; its logs say why",
+        Some(FailedAs::Unmet(_)) => {
+            "the server answered, but not as the flow asks (the checks table says which)"
+        }
+        Some(FailedAs::Error(_)) | None => {
+            "the server (or what is between) stopped answering in time; its logs or a \
+             monitor of it say why"
+        }
     }
 }
 
