@@ -189,7 +189,7 @@ impl<'a> Dealer<'a> {
             (!std::mem::replace(&mut seen[host], true)).then(|| self.hosts.hosts[host].clone());
         let lazy = LazyTarget {
             id,
-            prepared: PreparedTarget::streamed(target, self.keepalive, host, self.trace)?,
+            prepared: PreparedTarget::new(target, self.keepalive, host, self.trace, true)?,
             new_host,
             due_ns,
         };

@@ -39,37 +39,28 @@ pub(crate) enum PreparedRequest {
 }
 
 impl PreparedTarget {
-    /// A fixed target; `trace`: the run sends `traceparent`s (`-trace`).
+    /// A target; `trace`: the run sends `traceparent`s (`-trace`). One that cannot be
+    /// sent as written stops a run of fixed targets; a stream's (a replayed log line, a
+    /// `-lazy` file), prepared as the run goes, is counted per request instead.
     pub(crate) fn new(
         target: Target,
         keepalive: bool,
         host: usize,
         trace: bool,
+        streamed: bool,
     ) -> Result<PreparedTarget, EngineError> {
         let template = parsed(&target, keepalive)?;
-        refuse_unsafe(&target, &template)?;
-        Ok(PreparedTarget::with_template(target, template, host, trace))
-    }
-
-    /// A target of a stream, prepared as the run goes: one that cannot be sent as
-    /// written is counted per request, not a reason to stop the run.
-    pub(crate) fn streamed(
-        target: Target,
-        keepalive: bool,
-        host: usize,
-        trace: bool,
-    ) -> Result<PreparedTarget, EngineError> {
-        let template = parsed(&target, keepalive)?;
-        if let Err(EngineError::Config(text)) = refuse_unsafe(&target, &template) {
-            return Ok(PreparedTarget {
+        match refuse_unsafe(&target, &template) {
+            Ok(()) => Ok(PreparedTarget::with_template(target, template, host, trace)),
+            Err(EngineError::Config(text)) if streamed => Ok(PreparedTarget {
                 request: PreparedRequest::Refused(format!("{text}: not sent").into()),
                 host,
                 head_only: false,
                 traced: None,
                 target,
-            });
+            }),
+            Err(err) => Err(err),
         }
-        Ok(PreparedTarget::with_template(target, template, host, trace))
     }
 
     /// A flow step: rendered per request for its user.
@@ -258,7 +249,13 @@ fn prepare_attack(
                     host,
                     &flow.variables,
                 ),
-                None => PreparedTarget::new(target.clone(), attack.settings.keepalive, host, trace),
+                None => PreparedTarget::new(
+                    target.clone(),
+                    attack.settings.keepalive,
+                    host,
+                    trace,
+                    false,
+                ),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

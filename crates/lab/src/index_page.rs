@@ -421,12 +421,13 @@ fn throughput_chart(
             );
         }
     }
-    let mut chart = Chart::rate_series(
+    let mut chart = Chart::time_series(
         "throughput",
         "Successful requests per second against the offered rate",
         Unit::PerSecond,
         series,
     )
+    .over_rate()
     .with_caption(format!(
         "A dot per judged step (repeats each drawn): requests sent per second in the \
          step's window times its success ratio. A variant that keeps up stays on the dashed \
@@ -465,12 +466,13 @@ fn latency_chart(points: &Points<'_>, left_out: &str) -> Chart {
     } else {
         Scale::Linear
     };
-    let mut chart = Chart::rate_series(
+    let mut chart = Chart::time_series(
         "latency",
         "Latency p50 and p99 against the offered rate",
         Unit::Duration,
         series,
     )
+    .over_rate()
     .with_scale(scale, true)
     .with_caption(format!(
         "Per variant: p99 solid with a dot per judged step, p50 dashed; each step's window \
@@ -483,12 +485,13 @@ fn latency_chart(points: &Points<'_>, left_out: &str) -> Chart {
 /// Share of the window's requests that succeeded, against the offered rate.
 fn success_chart(points: &Points<'_>, left_out: &str) -> Chart {
     let series = points.series(Style::LinePoints, &|v| v.to_owned(), &|r| r.success * 100.0);
-    let mut chart = Chart::rate_series(
+    let mut chart = Chart::time_series(
         "success",
         "Success against the offered rate",
         Unit::Share,
         series,
     )
+    .over_rate()
     .with_caption(format!(
         "Share of each judged step's requests that succeeded.{left_out}"
     ));

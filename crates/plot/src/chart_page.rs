@@ -15,7 +15,8 @@ use crate::model::{Chart, TimeAxis, TimeZero};
 ///     .with_points(vec![50.0, 200.0], vec![50.0, 198.0]);
 /// let mut page = ChartPage::new("two <variants>");
 /// page.html(format!("<h1>{}</h1>\n", escape_html("two <variants>")));
-/// page.chart(Chart::rate_series("throughput", "throughput", Unit::PerSecond, vec![throughput]));
+/// let chart = Chart::time_series("throughput", "throughput", Unit::PerSecond, vec![throughput]);
+/// page.chart(chart.over_rate());
 /// let html = page.render();
 /// assert!(html.contains("<title>two &lt;variants&gt;</title>"));
 /// assert!(html.contains("id=\"chart-throughput\""));
@@ -119,7 +120,7 @@ mod tests {
     use crate::svg::escape;
 
     fn rate_chart(id: &'static str, style: Style) -> Chart {
-        Chart::rate_series(
+        Chart::time_series(
             id,
             format!("{id} <&>"),
             Unit::PerSecond,
@@ -128,6 +129,7 @@ mod tests {
                     .with_points(vec![50.0, 200.0], vec![49.0, 120.0]),
             ],
         )
+        .over_rate()
     }
 
     #[test]
@@ -182,7 +184,7 @@ mod tests {
                 assert!(svg.contains(label), "{style:?}: {label} missing: {svg}");
             }
         }
-        let empty = Chart::rate_series("e", "empty", Unit::Percent, Vec::new());
+        let empty = Chart::time_series("e", "empty", Unit::Percent, Vec::new()).over_rate();
         let svg = crate::svg::render(&empty, &NO_TIME, None);
         assert!(svg.contains("no data") && !svg.contains("NaN"), "{svg}");
     }

@@ -34,7 +34,7 @@
 //! - [`ChartPage`] (`chart_page.rs`): the same self-contained page (style, script,
 //!   content policy) for charts and HTML sections made elsewhere, such as a run
 //!   folder's `index.html` (`lab`): charts over the offered rate ([`XAxis::Rate`],
-//!   [`Chart::rate_series`]) with a dot per step ([`Style::LinePoints`]); text in its
+//!   [`Chart::over_rate`]) with a dot per step ([`Style::LinePoints`]); text in its
 //!   sections is escaped with [`escape_html`].
 //!
 //! Errors are [`PlotError`]; each names the input, flag or output at fault.

@@ -248,17 +248,12 @@ impl Chart {
         }
     }
 
-    /// A chart over the offered rate (requests per second), e.g. throughput, latency or
-    /// success per step of a run folder.
-    pub fn rate_series(
-        id: &'static str,
-        title: impl Into<String>,
-        unit: Unit,
-        series: Vec<Series>,
-    ) -> Chart {
+    /// The chart over the offered rate (requests per second) instead of time, e.g.
+    /// throughput, latency or success per step of a run folder.
+    pub fn over_rate(self) -> Chart {
         Chart {
             x_axis: XAxis::Rate,
-            ..Chart::time_series(id, title, unit, series)
+            ..self
         }
     }
 

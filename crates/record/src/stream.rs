@@ -70,6 +70,7 @@ struct Batch {
 }
 
 /// Everything, complete, once the inputs are drained.
+#[derive(Default)]
 struct Done {
     tables: RunTables,
     summaries: Vec<SourceSummary>,
@@ -99,16 +100,10 @@ struct Done {
 pub struct RecordStream {
     batches: Receiver<Message>,
     spare: Sender<Vec<Record>>,
-    tables: RunTables,
-    summaries: Vec<SourceSummary>,
-    samples: Vec<SampleBatch>,
-    sample_tables: SampleTables,
-    /// Logged originals received with the last batch, until taken.
-    logged: Vec<Logged>,
-    /// Connection figures received with the last batch, until taken.
-    connections: Vec<Connection>,
-    /// The inputs' exemplars, once drained.
-    exemplars: Vec<Exemplar>,
+    /// What the reader has handed over: the tables, summaries and samples so far; the
+    /// logged originals and connection figures of the last batch, until taken; the
+    /// exemplars once drained.
+    got: Done,
     done: bool,
 }
 
@@ -149,13 +144,7 @@ impl RecordStream {
         Ok(RecordStream {
             batches,
             spare,
-            tables: RunTables::default(),
-            summaries: Vec::new(),
-            samples: Vec::new(),
-            sample_tables: SampleTables::default(),
-            logged: Vec::new(),
-            connections: Vec::new(),
-            exemplars: Vec::new(),
+            got: Done::default(),
             done: false,
         })
     }
@@ -174,21 +163,12 @@ impl RecordStream {
                 Ok(true)
             }
             Ok(Message::Done(done)) => {
-                let Done {
-                    tables,
-                    summaries,
-                    samples,
-                    sample_tables,
-                    logged,
-                    connections,
-                    exemplars,
-                } = *done;
-                (self.tables, self.summaries, self.done) = (tables, summaries, true);
-                self.exemplars = exemplars;
-                self.sample_tables = sample_tables;
-                self.logged = logged;
-                self.connections = connections;
-                self.samples.extend(samples);
+                // Samples not taken yet come before the last ones.
+                let mut done = *done;
+                let mut samples = std::mem::take(&mut self.got.samples);
+                samples.append(&mut done.samples);
+                self.got = Done { samples, ..done };
+                self.done = true;
                 out.clear();
                 Ok(false)
             }
@@ -205,23 +185,23 @@ impl RecordStream {
             let _ = self.spare.send(used);
         }
         if let Some(tables) = batch.tables {
-            self.tables = tables;
+            self.got.tables = tables;
         }
         if let Some(summaries) = batch.summaries {
-            self.summaries = summaries;
+            self.got.summaries = summaries;
         }
         if let Some(sample_tables) = batch.sample_tables {
-            self.sample_tables = sample_tables;
+            self.got.sample_tables = sample_tables;
         }
-        self.samples.extend(batch.samples);
+        self.got.samples.extend(batch.samples);
         // Replaced, not appended: a consumer that never takes them holds one batch's.
-        self.logged = batch.logged;
-        self.connections = batch.connections;
+        self.got.logged = batch.logged;
+        self.got.connections = batch.connections;
     }
 
     /// The merged dictionaries, as far as the records returned so far need them.
     pub fn tables(&self) -> &RunTables {
-        &self.tables
+        &self.got.tables
     }
 
     /// What each input said about itself, in the order given: headers from the first
@@ -229,15 +209,15 @@ impl RecordStream {
     /// Mid-run, statistics are current only with live summaries (see
     /// [`RecordStream::open`]).
     pub fn summaries(&self) -> &[SourceSummary] {
-        &self.summaries
+        &self.got.summaries
     }
 
     /// Appends the resource sample batches received since the last call to `out`, and
     /// returns the merged sampler and series tables their ids index (the records'
     /// batches and these travel together).
     pub fn take_samples(&mut self, out: &mut Vec<SampleBatch>) -> &SampleTables {
-        out.append(&mut self.samples);
-        &self.sample_tables
+        out.append(&mut self.got.samples);
+        &self.got.sample_tables
     }
 
     /// Appends to `out` the logged originals of a replay received with the last batch
@@ -245,24 +225,24 @@ impl RecordStream {
     /// those not taken, so a consumer that wants them calls this after every batch,
     /// and once more after the last (`next_batch` returned false).
     pub fn take_logged(&mut self, out: &mut Vec<Logged>) {
-        out.append(&mut self.logged);
+        out.append(&mut self.got.logged);
     }
 
     /// Appends to `out` the connection figures (`ws`, `sse` steps) received with the
     /// last batch, with merged ids, on the terms of [`RecordStream::take_logged`].
     pub fn take_connections(&mut self, out: &mut Vec<Connection>) {
-        out.append(&mut self.connections);
+        out.append(&mut self.got.connections);
     }
 
     /// The inputs' traced requests worth looking at (`attack -trace`), with merged
     /// ids; known once `next_batch` returned false (they are in the end blocks).
     pub fn exemplars(&self) -> &[Exemplar] {
-        &self.exemplars
+        &self.got.exemplars
     }
 
     /// The merged tables and the inputs' summaries; complete once the stream is drained.
     pub fn into_parts(self) -> (RunTables, Vec<SourceSummary>) {
-        (self.tables, self.summaries)
+        (self.got.tables, self.got.summaries)
     }
 }
 

@@ -339,7 +339,7 @@ fn rate_page() -> ChartPage {
         vec![50.0, 99.0, 198.0, 260.0],
     );
     fast.labels = vec![0, 1, 2, 3];
-    let mut throughput = Chart::rate_series(
+    let mut throughput = Chart::time_series(
         "throughput",
         "successful requests per second",
         Unit::PerSecond,
@@ -354,11 +354,12 @@ fn rate_page() -> ChartPage {
                 vec![50.0, 80.0, 81.0, 79.0],
             ),
         ],
-    );
+    )
+    .over_rate();
     throughput.labels = ["000 pass", "001 pass", "002 pass", "003 <fail>"]
         .map(str::to_owned)
         .to_vec();
-    let latency = Chart::rate_series(
+    let latency = Chart::time_series(
         "latency",
         "latency p99",
         Unit::Duration,
@@ -369,6 +370,7 @@ fn rate_page() -> ChartPage {
             vec![2e6, 3e6, 9e6, f64::NAN],
         )],
     )
+    .over_rate()
     .with_scale(plot::Scale::Log, true);
     let mut page = ChartPage::new("rate <charts>");
     page.html("<h1>rate charts</h1>\n")
