@@ -4,9 +4,10 @@ beside it (issue 39: 50,000 idle connections at a tenth of k6's memory per conne
 
 Every connection is an upgrade to the simulator's echo route (`"websocket": "echo"`)
 on 127.0.0.1 that then sends nothing for --hold seconds (`hold` in a `ws` step). Memory
-per connection is the RSS delta over a run of --base connections, divided by the
-connections added, RSS and open sockets sampled from /proc every 0.2 s, taken at the
-sample with the most sockets open (the held count is the sockets, not the plan).
+per connection is the RSS delta over a run of --base connections per process (as many
+processes), divided by the connections added; RSS and open sockets are sampled from
+/proc every 0.2 s and taken at the sample with the most sockets open. loadlab's
+connections held are what its record files' entries say (below), k6's the sockets.
 
 One process may not open more descriptors than the hard `ulimit -n` (20,000 on the
 machine this was written on, and a container cannot raise it), so --connections are
@@ -21,7 +22,9 @@ like-for-like pair. Generators are pinned to CPU 0, simulators to CPU 1.
 
 Usage: bench/websocket/run.py [--connections 50000] [--per-process 16000] [--k6-vus 2000]
                               [--hold 25] [--rate 4000] [--base 200] [--no-build] [--binary BIN]
-Output: a table on stdout and bench/out/websocket.json.
+Output: a table on stdout and bench/out/websocket.json. loadlab's held count is the
+peak its record files' connection entries give (`report -type json`,
+`loadlab.connections.peak_held`), cross-checked against the sockets in /proc.
 """
 
 import argparse
@@ -133,7 +136,25 @@ actions = [{{ hold = "{args.hold}s" }}]
     bad = [p.returncode for p in procs if p.returncode != 0]
     if bad:
         raise SystemExit(f"loadlab {label} failed: {bad}")
-    return peak, held
+    return peak, entries_held(binary, outputs, held)
+
+
+def entries_held(binary, outputs, sockets_held):
+    """The connections the record files' entries say were held at once (each process's
+    peak, summed: they run side by side), no more than the sockets of the RSS sample."""
+    held = 0
+    for output in outputs:
+        report = subprocess.run([binary, "report", "-type", "json", output],
+                                capture_output=True, text=True, check=True).stdout
+        connections = json.loads(report.splitlines()[0])["loadlab"].get("connections")
+        if not connections:
+            raise SystemExit(f"{output}: no connection entries")
+        held += connections["peak_held"]
+    if abs(held - sockets_held) > max(10, held // 20):
+        print(f"note: entries say {held} held, /proc saw {sockets_held} sockets", file=sys.stderr)
+    # The RSS is the sample's: when fewer were open then than at the entries' peak,
+    # the sample's count (never the larger, which would flatter the figure).
+    return min(held, sockets_held)
 
 
 def k6(binary, port, vus, hold, workdir):
@@ -154,6 +175,8 @@ def find_k6():
 
 
 def per_connection(big, base):
+    """Bytes of RSS per connection held: the delta over the base run, over the
+    connections added (held as the record's entries say for loadlab, sockets for k6)."""
     (rss, held), (rss0, held0) = big, base
     added = max(1, held - held0)
     return {"rss_kib": rss, "sockets": held, "base_rss_kib": rss0, "base_sockets": held0,
@@ -181,8 +204,12 @@ def main():
     figures = {}
     try:
         base = loadlab(binary, sims.ports[:1], args.base, args, workdir, "base")
+        # The big run's base has as many processes: each one's own RSS (the binary,
+        # its threads) is not a connection's.
+        base_all = base if processes == 1 else \
+            loadlab(binary, sims.ports, args.base * processes, args, workdir, "base-all")
         big = loadlab(binary, sims.ports, args.connections, args, workdir, "big")
-        figures["loadlab"] = dict(per_connection(big, base), connections=args.connections, processes=processes)
+        figures["loadlab"] = dict(per_connection(big, base_all), connections=args.connections, processes=processes)
         k6_binary = find_k6()
         if k6_binary:
             pair = loadlab(binary, sims.ports[:1], args.k6_vus, args, workdir, "pair")

@@ -1501,6 +1501,57 @@ rate = "5/1s"
     );
 }
 
+/// A closed-model scenario stops at its `max_requests` with an open one beside it,
+/// as it does alone: two workers (the open one needs them), one user, and still every
+/// request it asked, sent at once, not at the end of its `duration`.
+#[test]
+fn a_closed_scenario_stops_at_its_count_beside_an_open_one() {
+    let server = simulator(OK_RECIPE);
+    let dir = TempDir::new();
+    let file = dir.write(
+        "mixed.toml",
+        format!(
+            r#"
+[[scenario]]
+name = "closed"
+targets = ["GET http://{addr}/closed"]
+concurrency = 1
+max_requests = 7
+duration = "30s"
+
+[[scenario]]
+name = "open"
+targets = ["GET http://{addr}/open"]
+rate = 20
+max_requests = 4
+duration = "30s"
+"#,
+            addr = server.local_addr()
+        )
+        .as_bytes(),
+    );
+    let output = dir.path("run.llr");
+    let started = std::time::Instant::now();
+    let args = [
+        "attack",
+        "-threads=2",
+        "-scenarios",
+        &file,
+        "-output",
+        &output,
+    ];
+    let attack = run(&args, None);
+    assert!(attack.status.success(), "{}", stderr(&attack));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stopped at its counts, not after 30 s: {:?}",
+        started.elapsed()
+    );
+    let by_attack = ok(&run(&["report", "-by=attack", &output], None));
+    let (closed, open) = by_attack.split_once("=== attack \"open\"").unwrap();
+    assert_eq!((requests(closed), requests(open)), (7, 4), "{by_attack}");
+}
+
 #[test]
 fn schedules_and_the_closed_model_from_flags() {
     let server = simulator(OK_RECIPE);

@@ -138,30 +138,59 @@ fn per_step(records: &[Record], tables: &RunTables) -> BTreeMap<String, Vec<Reco
 }
 
 fn attack(dir: &TempDir, flow: &str) -> (Output, String) {
+    let (mut command, output) = attack_command(dir, flow);
+    (command.output().unwrap(), output)
+}
+
+/// `loadlab attack` of `flow` (written in `dir`), and its record file's path.
+fn attack_command(dir: &TempDir, flow: &str) -> (Command, String) {
     let scenarios = dir.write("flow.toml", flow);
     let output = dir.0.join("run.llr").to_string_lossy().into_owned();
-    let run = loadlab(&[
-        "attack",
-        "-scenarios",
-        &scenarios,
-        "-output",
-        &output,
-        "-quiet",
-    ]);
-    (run, output)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loadlab"));
+    let args = ["-scenarios", &scenarios, "-output", &output, "-quiet"];
+    command.arg("attack").args(args);
+    (command, output)
+}
+
+/// Users (`pacing`) that connect to the [`STREAMS`] echo at `addr` and hold it.
+fn hold_flow(addr: std::net::SocketAddr, name: &str, pacing: &str, hold: &str) -> String {
+    format!(
+        r#"
+[[scenario]]
+name = "{name}"
+{pacing}
+duration = "1s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "{name}"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+actions = [{{ hold = "{hold}" }}]
+"#
+    )
+}
+
+/// Records by step name.
+type Steps = BTreeMap<String, Vec<Record>>;
+
+/// Runs `flow` in `dir` and checks it exited 0: the record file, its records, its
+/// tables and its records by step.
+fn attack_ok(dir: &TempDir, flow: &str) -> (String, Vec<Record>, RunTables, Steps) {
+    let (run, path) = attack(dir, flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&path);
+    let steps = per_step(&records, &tables);
+    (path, records, tables, steps)
 }
 
 #[test]
 fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
     let server = app();
     let dir = TempDir::new();
-    let (run, path) = attack(
+    let (path, records, tables, steps) = attack_ok(
         &dir,
         &shop_flow(server.local_addr(), "rate = \"40/1s\"\nmax_requests = 30"),
     );
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
     assert_eq!(steps.keys().collect::<Vec<_>>(), ["item", "list", "login"]);
     for (name, got) in &steps {
         assert_eq!(got.len(), 30, "{name}: one per flow started");
@@ -235,10 +264,7 @@ fn a_closed_model_flow_loops_its_users_with_one_data_row_each() {
         "concurrency = 2\nthink_time = \"5ms\"\nduration = \"1s\"\ndata = \"users.csv\"",
     )
     .replace("u{{user}}", "{{csv.user}}");
-    let (run, path) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
+    let (_, _, _, steps) = attack_ok(&dir, &flow);
     let logins = steps["login"].len();
     assert!(logins >= 4, "two users loop: {logins} logins");
     assert!(
@@ -267,10 +293,7 @@ fn failed_checks_and_extractions_are_counted_and_named() {
             "\"status 201\", \"json $.token exists\"",
         )
         .replace("json $.items[*].id", "json $.things[0].id");
-    let (run, path) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
+    let (path, _, tables, steps) = attack_ok(&dir, &flow);
     // The live view's last line says how the checks went.
     let scenarios = dir.write("again.toml", &flow);
     let live = loadlab(&["attack", "-scenarios", &scenarios, "-output", &path]);
@@ -314,10 +337,8 @@ fn failed_checks_and_extractions_are_counted_and_named() {
         "max_requests = 10",
         "max_requests = 10\nchecks_fail_requests = false",
     );
-    let (run, path) = attack(&dir, &lenient);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let login = &per_step(&records, &tables)["login"];
+    let (_, _, _, steps) = attack_ok(&dir, &lenient);
+    let login = &steps["login"];
     assert!(
         login
             .iter()
@@ -336,10 +357,7 @@ fn refused_cookies_and_huge_answers_are_counted_not_fatal() {
     let flow = format!(
         "[[scenario]]\nname = \"odd\"\nrate = 20\nmax_requests = 4\n\n[[scenario.step]]\nname = \"login\"\nrequest = \"GET http://{addr}/login\"\n\n[[scenario.step]]\nname = \"big\"\nrequest = \"GET http://{addr}/big\"\nchecks = [\"size > 2mb\", \"body matches [a-z]\"]\n"
     );
-    let (run, path) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
+    let (_, _, tables, steps) = attack_ok(&dir, &flow);
     for r in &steps["login"] {
         let entry = &tables.errors[r.error as usize - 1];
         assert_eq!(entry.kind, ErrorKind::Cookie);
@@ -370,10 +388,7 @@ fn a_login_that_redirects_sets_its_cookie_for_the_next_hop_and_steps() {
     let flow = format!(
         "[[scenario]]\nname = \"r\"\nrate = 20\nmax_requests = 3\n\n[[scenario.step]]\nname = \"login\"\nrequest = \"POST http://{addr}/login\"\nbody = \"user=ann\"\nchecks = [\"status 200\", \"body contains home of s\"]\nextract = {{ sid = \"cookie session\" }}\n\n[[scenario.step]]\nname = \"home\"\nrequest = \"GET http://{addr}/home\\nX-Sid: {{{{sid}}}}\"\nchecks = [\"status 200\"]\n"
     );
-    let (run, path) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&path);
-    let steps = per_step(&records, &tables);
+    let (_, records, _, steps) = attack_ok(&dir, &flow);
     assert_eq!(steps["login"].len(), 3);
     assert_eq!(steps["home"].len(), 3);
     assert!(
@@ -417,10 +432,7 @@ fn a_flow_imported_from_a_har_runs_against_the_app_it_was_recorded_from() {
         .join("\n");
     let open = imported.replace("concurrency = 1", "rate = 20");
     for flow in [imported, open] {
-        let (run, path) = attack(&dir, &flow);
-        assert!(run.status.success(), "{}", text(&run.stderr));
-        let (records, tables) = read(&path);
-        let steps = per_step(&records, &tables);
+        let (path, _, _, steps) = attack_ok(&dir, &flow);
         assert_eq!(steps.len(), 4, "{steps:?}");
         // /items needs the jar's session cookie, /items/{id} a listed id, /me the token.
         for (name, got) in &steps {
@@ -542,7 +554,7 @@ checks = ["status 200"]
 fn a_chat_flow_logs_in_connects_with_the_token_and_gets_its_echo() {
     let server = streams();
     let dir = TempDir::new();
-    let (steps, tables, output) = run_chat(&dir, &chat_flow(server.local_addr()));
+    let (output, _, tables, steps) = run_chat(&dir, &chat_flow(server.local_addr()));
     let names: Vec<&str> = steps.keys().map(String::as_str).collect();
     assert_eq!(
         names,
@@ -626,10 +638,7 @@ sse = "http://{addr}/ticks"
 events = 10
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
     let error = |step: &str| {
         let record = steps[step][0];
         assert!(!record.is_success(), "{step}: {record:?}");
@@ -704,10 +713,7 @@ events = 3
 checks = ["body contains tick", {{ name = "fourth", expect = "body contains tick 4" }}]
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
     assert_eq!(steps["ticks"].len(), 2, "two runs of the flow");
     for first in &steps["ticks"] {
         assert!(first.is_success(), "{first:?}");
@@ -805,10 +811,7 @@ ping = "200ms"
 actions = [{{ hold = "1s" }}, {{ close = 1000 }}]
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
     assert_eq!(steps["closing close 2"].len(), 20);
     for name in ["answered hold 2", "answered close 3", "closing close 2"] {
         assert!(
@@ -882,10 +885,7 @@ events = 20
 reconnect = 2
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
     let held = connections(&output);
     for c in &held["eight"] {
         assert_eq!((c.messages_in, c.reconnects), (8, 2), "{c:?}");
@@ -1005,10 +1005,7 @@ subprotocols = ["chat.v2"]
 actions = [{{ send = "hi" }}]
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
     assert!(steps["chosen"].iter().all(Record::is_success), "{steps:?}");
     for record in &steps["refused"] {
         let entry = &tables.errors[record.error as usize - 1];
@@ -1075,10 +1072,7 @@ actions = [
 ]
 "#
     );
-    let (run, output) = attack(dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let (output, _, _, steps) = attack_ok(dir, &flow);
     for name in ["login", "room", "room heard", "room close 4"] {
         let records = &steps[name];
         let all_ok = records.iter().all(Record::is_success);
@@ -1091,16 +1085,14 @@ actions = [
 
 /// Runs a chat flow (5 a second for a second) and checks that each of its steps has
 /// one record per flow, every one a success (`after` runs only when the echo gave it
-/// `echoed`); the records by step, the tables and the record file.
-fn run_chat(dir: &TempDir, flow: &str) -> (BTreeMap<String, Vec<Record>>, RunTables, String) {
-    let (run, output) = attack(dir, flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+/// `echoed`).
+fn run_chat(dir: &TempDir, flow: &str) -> (String, Vec<Record>, RunTables, Steps) {
+    let ran = attack_ok(dir, flow);
+    let (_, _, tables, steps) = &ran;
     let flows = steps["login"].len();
     assert!(flows >= 4, "5 flows a second for a second: {flows}");
     assert_eq!(steps.len(), 6, "{:?}", steps.keys());
-    for (name, records) in &steps {
+    for (name, records) in steps {
         assert_eq!(records.len(), flows, "{name}: one record per flow");
         for record in records {
             assert!(
@@ -1110,7 +1102,7 @@ fn run_chat(dir: &TempDir, flow: &str) -> (BTreeMap<String, Vec<Record>>, RunTab
             );
         }
     }
-    (steps, tables, output)
+    ran
 }
 
 /// The venv `.ci/setup/websockets.sh` made, or `None` (a loud skip) when it has not
@@ -1193,7 +1185,7 @@ fn the_chat_flow_runs_against_the_websockets_librarys_own_echo_server() {
         &format!("ws://{}/chat", login.local_addr()),
         &format!("ws://127.0.0.1:{}/", echo.port),
     );
-    let (steps, _, _) = run_chat(&dir, &flow);
+    let (_, _, _, steps) = run_chat(&dir, &flow);
     assert!(steps.contains_key("chat reply"), "{steps:?}");
 }
 
@@ -1219,10 +1211,8 @@ name = "upgrade"
 ws = "ws://{addr}/chat"
 "#
     );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let mut upgrades = per_step(&records, &tables).remove("upgrade").unwrap();
+    let (_, _, tables, mut steps) = attack_ok(&dir, &flow);
+    let mut upgrades = steps.remove("upgrade").unwrap();
     assert!(
         (19..=21).contains(&upgrades.len()),
         "20 a second for a second: {}",
@@ -1254,24 +1244,8 @@ fn websocket_users_hold_their_connections_one_at_a_time_each() {
     let server = streams();
     let addr = server.local_addr();
     let dir = TempDir::new();
-    let flow = format!(
-        r#"
-[[scenario]]
-name = "held"
-concurrency = 3
-duration = "1s"
-timeout = "2s"
-
-[[scenario.step]]
-name = "held"
-ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
-actions = [{{ hold = "250ms" }}]
-"#
-    );
-    let (run, output) = attack(&dir, &flow);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let (records, tables) = read(&output);
-    let steps = per_step(&records, &tables);
+    let flow = hold_flow(addr, "held", "concurrency = 3", "250ms");
+    let (_, _, _, steps) = attack_ok(&dir, &flow);
     let (connects, holds) = (&steps["held"], &steps["held hold 1"]);
     assert!(connects.iter().chain(holds).all(Record::is_success));
     assert!(
@@ -1299,4 +1273,57 @@ actions = [{{ hold = "250ms" }}]
         })
         .max();
     assert_eq!(peak, Some(3), "three users, three connections at most");
+}
+
+/// A run stopped while its users hold their connections (Ctrl-C here; a stop rule
+/// stops the same way): each connection still open gets its entry at the stop,
+/// marked open at the end (closed by neither side), the hold's record ends there,
+/// and the record file is whole: every upgrade has its entry, no block is damaged.
+#[test]
+fn connections_open_when_the_run_is_stopped_are_written_as_open_at_the_end() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = hold_flow(addr, "idle", "rate = 20\nmax_requests = 10", "60s");
+    let (mut command, output) = attack_command(&dir, &flow);
+    let started = std::time::Instant::now();
+    let child = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let run = child.wait_with_output().unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the stop ended the 60 s holds: {:?}",
+        started.elapsed()
+    );
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert_eq!(steps["idle"].len(), 10, "every upgrade's record");
+    assert_eq!(
+        steps["idle hold 1"].len(),
+        10,
+        "every hold's, ended at the stop"
+    );
+    let held = connections(&output).remove("idle").unwrap();
+    let mut seqs: Vec<u64> = held.iter().map(|c| c.seq).collect();
+    seqs.sort_unstable();
+    let mut upgrades: Vec<u64> = steps["idle"].iter().map(|r| r.seq).collect();
+    upgrades.sort_unstable();
+    assert_eq!(seqs, upgrades, "one entry per upgrade");
+    for c in &held {
+        assert_eq!(c.close.by, record::ClosedBy::Open, "{c:?}");
+        assert_eq!(c.close.code, 0, "{c:?}");
+        assert!(c.opened_unix_ns < c.closed_unix_ns, "{c:?}");
+    }
+    let report = loadlab(&["report", &output]);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let report = text(&report.stdout);
+    assert!(report.contains("Connections"), "{report}");
+    assert!(report.contains("10, 10, 10"), "{report}");
+    assert!(report.contains("open:10"), "{report}");
 }

@@ -33,6 +33,8 @@ pub(crate) enum Source {
 pub(crate) struct AttackState {
     /// The next request index this worker owns (`index, index + stride, ...`).
     pub next_k: u64,
+    /// This worker among those taking part in the attack (the stride of `next_k`).
+    pub split: Split,
     /// No more requests will be dispatched (plan over, or stopping).
     pub exhausted: bool,
     /// Dispatch stopped at a cap; wait for a completion, not the clock.
@@ -58,14 +60,16 @@ pub(crate) struct AttackState {
 
 impl AttackState {
     pub(crate) fn new(
-        index: usize,
+        split: Split,
         max_in_flight: usize,
         lazy: Option<Receiver<LazyTarget>>,
         flow: Option<Arc<Flow>>,
     ) -> AttackState {
         AttackState {
-            next_k: index as u64,
-            exhausted: false,
+            next_k: split.index as u64,
+            split,
+            // A worker past those taking part owns no request of the attack.
+            exhausted: split.index >= split.workers,
             capped: false,
             max_in_flight,
             in_flight: InFlightList::default(),
@@ -135,8 +139,8 @@ impl AttackState {
     }
 
     /// Records that the request due from `source` was dispatched.
-    pub(crate) fn took(&mut self, source: Source, stride: u64) {
-        self.next_k += stride;
+    pub(crate) fn took(&mut self, source: Source) {
+        self.next_k += self.split.workers as u64;
         self.sent += 1;
         if source == Source::Thinking {
             self.thinking.pop_front();
@@ -205,12 +209,12 @@ mod tests {
             index: 0,
             workers: 1,
         };
-        let mut state = AttackState::new(0, 100, None, None);
+        let mut state = AttackState::new(split, 100, None, None);
         // Two users join at once.
         for _ in 0..2 {
             let (t, source) = state.next_due(&plan, 0, split).unwrap();
             assert_eq!((t, source), (0, Source::NewUser));
-            state.took(source, 1);
+            state.took(source);
             state.in_flight_count += 1;
         }
         assert_eq!(state.next_due(&plan, 0, split), None, "both users busy");
@@ -228,7 +232,7 @@ mod tests {
             (105 * MS, Source::Thinking),
             "intended = when the user was ready"
         );
-        state.took(source, 1);
+        state.took(source);
         assert_eq!(state.users(), 1);
         assert!(!state.exhausted);
         assert_eq!(state.next_due(&plan, 61_000 * MS, split), None);
@@ -242,7 +246,7 @@ mod tests {
             index: 0,
             workers: 1,
         };
-        let mut state = AttackState::new(0, 100, None, None);
+        let mut state = AttackState::new(split, 100, None, None);
         state.in_flight_count = 2;
         state.in_flight_count -= 1;
         state.user_finished(&plan, 1500 * MS, split);

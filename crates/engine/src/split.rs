@@ -10,6 +10,21 @@ pub(crate) struct Split {
 }
 
 impl Split {
+    /// This worker among those taking part in an attack of `plan`: every worker, but
+    /// for a closed-model attack no more than its most users. A worker without a
+    /// user would own a stride of the attack's `max_requests` it never sends, and
+    /// wait for the plan's end for it (beside an open attack that needs the workers).
+    pub(crate) fn taking_part(plan: &workload::Plan, index: usize, workers: usize) -> Split {
+        let workers = match plan.pacing {
+            workload::Pacing::Closed { .. } => {
+                let users = usize::try_from(plan.max_users()).unwrap_or(usize::MAX);
+                workers.min(users.max(1))
+            }
+            workload::Pacing::Open(_) => workers,
+        };
+        Split { index, workers }
+    }
+
     /// This worker's part of `total`: the remainder goes to the first workers.
     pub(crate) fn of(self, total: u64) -> usize {
         let workers = self.workers as u64;

@@ -90,6 +90,9 @@ pub enum ClosedBy {
     Server,
     /// Nobody cleanly: the connection broke or timed out.
     Broken,
+    /// Nobody: it was open when the run ended (a stop rule, Ctrl-C), and loadlab
+    /// closed it then, as the run ended.
+    Open,
 }
 
 impl ClosedBy {
@@ -99,6 +102,7 @@ impl ClosedBy {
             ClosedBy::Client => "client",
             ClosedBy::Server => "server",
             ClosedBy::Broken => "broken",
+            ClosedBy::Open => "open",
         }
     }
 }

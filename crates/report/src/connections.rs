@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use record::{ClosedBy, Connection, MessageLatency};
 use units::GoDuration;
 
+use crate::json_write::{push_float, push_list, push_nullable};
 use crate::tabwriter::align;
 use crate::text::{BRACKET_WIDTH, LABEL_WIDTH};
 
@@ -185,10 +186,79 @@ impl ConnectionFigures {
     }
 }
 
+impl ConnectionFigures {
+    /// Connections open during the last second of the connections' span.
+    pub fn open_last_second(&self) -> u64 {
+        self.open_per_second.last().copied().unwrap_or(0)
+    }
+}
+
+/// Appends the connections as one JSON object: the text rows' figures as numbers
+/// (latencies in ns, `null` when no message was timed; rates unrounded), closes as
+/// `{"by","code","count"}` in (by, code) order, and the count open each second from
+/// `first_second_unix`.
+pub fn write_connections_json(out: &mut String, figures: &ConnectionFigures) {
+    let _ = write!(
+        out,
+        "{{\"opened\":{},\"peak_held\":{},\"open_last_second\":{},\
+         \"messages_out\":{},\"messages_in\":{},\"messages_out_per_sec\":",
+        figures.opened,
+        figures.peak_held,
+        figures.open_last_second(),
+        figures.messages_out,
+        figures.messages_in
+    );
+    push_float(out, figures.per_second(figures.messages_out));
+    out.push_str(",\"messages_in_per_sec\":");
+    push_float(out, figures.per_second(figures.messages_in));
+    let _ = write!(
+        out,
+        ",\"bytes_out\":{},\"bytes_in\":{},\"messages_failed\":{},\"latency\":",
+        figures.bytes_out, figures.bytes_in, figures.messages_failed
+    );
+    push_nullable(
+        out,
+        (!figures.latency.is_empty()).then_some(&figures.latency),
+        |out, latency| {
+            let quantile = |q| latency.quantile(q).unwrap_or(0);
+            let _ = write!(
+                out,
+                "{{\"count\":{},\"50th\":{},\"90th\":{},\"99th\":{},\"max\":{}}}",
+                latency.count(),
+                quantile(0.5),
+                quantile(0.9),
+                quantile(0.99),
+                quantile(1.0)
+            );
+        },
+    );
+    let _ = write!(
+        out,
+        ",\"pings\":{},\"pings_unanswered\":{},\"reconnects\":{},\"closes\":",
+        figures.pings, figures.pings_unanswered, figures.reconnects
+    );
+    push_list(out, &figures.closes, |out, (&(by, code), count)| {
+        let _ = write!(
+            out,
+            "{{\"by\":\"{}\",\"code\":{code},\"count\":{count}}}",
+            by.name()
+        );
+    });
+    let _ = write!(
+        out,
+        ",\"span_ns\":{},\"first_second_unix\":{},\"open_per_second\":",
+        figures.span_ns, figures.first_second_unix
+    );
+    push_list(out, &figures.open_per_second, |out, open| {
+        let _ = write!(out, "{open}");
+    });
+    out.push('}');
+}
+
 /// Appends the connection rows (after a blank line), aligned to the report's columns.
 pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
     let mut rows = String::new();
-    let open_at_end = figures.open_per_second.last().copied().unwrap_or(0);
+    let open_at_end = figures.open_last_second();
     let _ = writeln!(
         rows,
         "Connections\t[opened, peak held, last second]\t{}, {}, {}",
@@ -204,7 +274,7 @@ pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
     );
     let _ = writeln!(
         rows,
-        "Message Bytes\t[out, in]\t{}, {}",
+        "Msg Bytes\t[out, in]\t{}, {}",
         figures.bytes_out, figures.bytes_in
     );
     let quantile = |q| {
@@ -316,5 +386,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Msg Latency"), "{text}");
+        // On the report's columns: labels end at 14, brackets at 48.
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            assert_eq!(line.find('['), Some(LABEL_WIDTH), "{line}");
+            let value_at = line.find(']').unwrap() + 1;
+            assert!(
+                line[value_at..LABEL_WIDTH + BRACKET_WIDTH]
+                    .trim()
+                    .is_empty(),
+                "{line}"
+            );
+        }
     }
 }

@@ -9,7 +9,7 @@ use analysis::{Finding, Turn};
 use record::format_timestamp;
 
 use crate::checks::CheckFigures;
-use crate::extra_rows::Extras;
+use crate::connections::ConnectionFigures;
 use crate::hist::BucketCounts;
 use crate::json_write::{push_float, push_list, push_nullable, push_string, push_strings};
 use crate::metrics::Report;
@@ -26,7 +26,13 @@ pub struct GroupLabel<'a> {
 }
 
 /// Appends one line: the report as JSON.
-pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_>>) {
+/// `connections`: the `ws` and `sse` connections of the group (or the run), when any.
+pub fn write_json(
+    out: &mut String,
+    report: &Report,
+    group: Option<GroupLabel<'_>>,
+    connections: Option<&ConnectionFigures>,
+) {
     let l = &report.latencies;
     let _ = write!(
         out,
@@ -77,7 +83,7 @@ pub fn write_json(out: &mut String, report: &Report, group: Option<GroupLabel<'_
         write_checks(out, &report.checks);
     }
     out.push_str(",\"loadlab\":");
-    write_extras(out, &report.extras, report.latencies_exact, group);
+    write_extras(out, report, group, connections);
     out.push_str("}\n");
 }
 
@@ -114,7 +120,13 @@ fn write_buckets(out: &mut String, buckets: &BucketCounts) {
     out.push_str("},");
 }
 
-fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<GroupLabel<'_>>) {
+fn write_extras(
+    out: &mut String,
+    report: &Report,
+    group: Option<GroupLabel<'_>>,
+    connections: Option<&ConnectionFigures>,
+) {
+    let (extras, exact) = (&report.extras, report.latencies_exact);
     out.push_str("{\"latency_from\":\"intended\",\"percentiles\":");
     push_string(
         out,
@@ -191,6 +203,10 @@ fn write_extras(out: &mut String, extras: &Extras, exact: bool, group: Option<Gr
     }
     write_replay_json(out, &extras.replay);
     crate::traces::write_traces_json(out, extras.traces.as_ref());
+    if let Some(figures) = connections {
+        out.push_str(",\"connections\":");
+        crate::connections::write_connections_json(out, figures);
+    }
     out.push_str(",\"warnings\":[");
     let resource_warnings = extras
         .resources

@@ -331,25 +331,27 @@ fn render_groups(
             by: by.name(),
             name,
         });
-        render(&mut text, report, report_type, label);
-        if matches!(report_type, ReportType::Text) {
-            // A step's connections under `-by=step`, else the whole run's, once.
-            let figures = match (grouper, by) {
-                (Some(grouper), Some(GroupBy::Step)) => {
-                    summary.connections.merged(|attack, target| {
-                        grouper.key(&Record {
-                            attack,
-                            target,
-                            ..Record::default()
-                        }) == *key
-                    })
-                }
-                _ if index + 1 == summary.groups.len() => summary.connections.merged(|_, _| true),
-                _ => None,
-            };
-            if let Some(figures) = figures {
-                crate::connections::write_connections_text(&mut text, &figures);
+        // A step's connections under `-by=step`, else the whole run's, once.
+        let connections = match (grouper, by) {
+            (Some(grouper), Some(GroupBy::Step)) => summary.connections.merged(|attack, target| {
+                grouper.key(&Record {
+                    attack,
+                    target,
+                    ..Record::default()
+                }) == *key
+            }),
+            _ if index + 1 == summary.groups.len() => summary.connections.merged(|_, _| true),
+            _ => None,
+        };
+        match (report_type, &connections) {
+            (ReportType::Json { .. }, _) => {
+                write_json(&mut text, report, label, connections.as_ref());
             }
+            (ReportType::Text, Some(figures)) => {
+                render(&mut text, report, report_type, label);
+                crate::connections::write_connections_text(&mut text, figures);
+            }
+            _ => render(&mut text, report, report_type, label),
         }
     }
     let p50_ns = (summary.groups.iter())
@@ -367,7 +369,7 @@ pub fn render(
 ) {
     match report_type {
         ReportType::Text => write_text(text, report),
-        ReportType::Json { .. } => write_json(text, report, label),
+        ReportType::Json { .. } => write_json(text, report, label, None),
         ReportType::Hist(_) => {
             if let Some(buckets) = &report.buckets {
                 write_hist(text, buckets);

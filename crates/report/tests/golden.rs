@@ -433,6 +433,89 @@ fn flow_run(news: bool) -> Vec<u8> {
     writer.finish(&end).unwrap()
 }
 
+/// A chat flow (open model): login, then a WebSocket "chat" whose 4 users each
+/// send 3 messages and get 3 echoes 2, 4 and 8 ms later. Users 0 and 1 close with
+/// 1000 after 1 s; the server closes user 2's with 1011; user 3's is still open
+/// when the run is stopped (Ctrl-C) at 2.5 s.
+fn chat_run() -> Vec<u8> {
+    let header = RunHeader {
+        trace: None,
+        seed: None,
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("chat", LoadModel::Open, None)],
+        targets: vec![
+            step("POST", "/login", "login", &[]),
+            TargetInfo {
+                step: Some("chat".to_owned()),
+                ..target("WS", "ws://127.0.0.1:8080/chat")
+            },
+        ],
+        shard: None,
+        precision_ns: None,
+    };
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    let mut connections = Vec::new();
+    for user in 0..4u64 {
+        let intended_unix_ns = START_NS + user * 300 * MS;
+        for (step, latency_ns) in [(0u32, 3 * MS), (1, MS)] {
+            writer.push(&Record {
+                attack: 0,
+                target: step,
+                seq: (user << 16) | u64::from(step),
+                intended_unix_ns: intended_unix_ns + u64::from(step) * 5 * MS,
+                latency_ns,
+                status: 200,
+                bytes_in: 100,
+                bytes_out: 50,
+                ..Record::default()
+            });
+        }
+        let mut latency = record::MessageLatency::default();
+        for ms in [2, 4, 8] {
+            latency.add(ms * MS);
+        }
+        let opened_unix_ns = intended_unix_ns + 6 * MS;
+        let (close, closed_unix_ns) = match user {
+            0 | 1 => (
+                (record::ClosedBy::Client, 1000),
+                opened_unix_ns + 1_000 * MS,
+            ),
+            2 => ((record::ClosedBy::Server, 1011), opened_unix_ns + 500 * MS),
+            _ => ((record::ClosedBy::Open, 0), START_NS + 2_500 * MS),
+        };
+        connections.push(record::Connection {
+            attack: 0,
+            target: 1,
+            seq: (user << 16) | 1,
+            opened_unix_ns,
+            closed_unix_ns,
+            messages_out: 3,
+            bytes_out: 30,
+            messages_in: 3,
+            bytes_in: 30,
+            latency,
+            close: record::Close {
+                by: close.0,
+                code: close.1,
+            },
+            ..record::Connection::default()
+        });
+    }
+    writer.write_connections(&connections).unwrap();
+    let end = RunEnd {
+        exemplars: Vec::new(),
+        replays: Vec::new(),
+        at_unix_ns: START_NS + 2_500 * MS,
+        reason: StopReason::Interrupted,
+        detail: String::new(),
+        attacks: vec![AttackEnd::default()],
+        cpu_ns: 5 * MS,
+        peak_rss_bytes: 12 << 20,
+    };
+    writer.finish(&end).unwrap()
+}
+
 /// One user's requests of the flow in `flow_run`.
 fn flow_records(user: u64) -> Vec<Record> {
     let failed = Record::FAILED_BY_FLOW;
@@ -598,6 +681,7 @@ impl Fixture {
         std::fs::write(dir.join("ramp_holding.llr"), ramp_run(1_000)).unwrap();
         std::fs::write(dir.join("flow.llr"), flow_run(false)).unwrap();
         std::fs::write(dir.join("flow_news.llr"), flow_run(true)).unwrap();
+        std::fs::write(dir.join("chat.llr"), chat_run()).unwrap();
         Fixture { dir }
     }
 
@@ -799,6 +883,17 @@ fn golden_reports() {
             "by_step_two_attacks.txt",
             &["flow_news.llr"],
             config(ReportType::Text, None, Some(GroupBy::Step)),
+        ),
+        (
+            "chat.txt",
+            &["chat.llr"],
+            config(ReportType::Text, None, None),
+        ),
+        ("chat.json", &["chat.llr"], config(json(), None, None)),
+        (
+            "chat_by_step.json",
+            &["chat.llr"],
+            config(json(), None, Some(GroupBy::Step)),
         ),
         (
             "every_by_step.txt",

@@ -49,6 +49,7 @@ impl Runner {
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
+            stop_seen: false,
             deadlines: BinaryHeap::new(),
         };
         std::thread::Builder::new()
@@ -105,6 +106,8 @@ struct Loop {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    /// The run's stop was seen (and every session driven once since).
+    stop_seen: bool,
     /// (deadline, token) of the sessions waiting on a time; stale entries are skipped.
     deadlines: BinaryHeap<Reverse<(u64, u64)>>,
 }
@@ -128,8 +131,13 @@ impl Loop {
                     self.drive(token);
                 }
             }
-            if self.stop.is_aborting() {
-                // Each session sees the abort at its next drive and ends.
+            let stopping = self.stop.is_stopping();
+            if self.stop.is_aborting() || (stopping && !self.stop_seen) {
+                // Each session sees the stop at its next drive: a hold or a stream
+                // ends now, with its connection's entry marked open at the end; an
+                // expect or a connect in progress goes on to its deadline, as a
+                // request in flight does at a graceful stop.
+                self.stop_seen = stopping;
                 self.drive_all();
             } else {
                 self.drive_due();

@@ -165,6 +165,8 @@ struct Tally {
     held: Option<Held>,
     /// The server ended the stream (its chunked body's end, or the connection's).
     server_ended: bool,
+    /// The run ended while the stream was open: its entry says so.
+    cut: bool,
     /// The first check an event failed, when failed checks fail requests.
     check_failure: Option<Failure>,
     /// When the last event (or the request) came.
@@ -198,6 +200,7 @@ impl Sse {
                 listen_end_ns,
                 held: None,
                 server_ended: false,
+                cut: false,
                 check_failure: None,
                 last_ns: started_ns,
                 count: 0,
@@ -275,7 +278,7 @@ impl Sse {
     /// Starts the reconnect when its time came: the request again, with the last
     /// event id.
     fn reconnect(&mut self, job: &SessionJob, at_ns: u64, events: Events) -> Progress {
-        if job.stop.is_aborting() {
+        if job.stop.is_stopping() {
             return Ok(None);
         }
         if job.clock.now_ns() < at_ns {
@@ -347,7 +350,9 @@ impl Sse {
     fn read(&mut self, job: &SessionJob, mut wire: Wire, mut events: Events) -> Progress {
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            if job.stop.is_aborting() {
+            if job.stop.is_stopping() {
+                // The run ends: the stream is still open.
+                self.tally.cut = true;
                 return Ok(None);
             }
             match wire.read(&mut chunk) {
@@ -407,6 +412,7 @@ impl Tally {
         let now = job.clock.now_ns();
         let (by, code) = match &read {
             Ok(()) if self.server_ended => (ClosedBy::Server, 0),
+            Ok(()) if self.cut => (ClosedBy::Open, 0),
             Ok(()) => (ClosedBy::Client, 0),
             Err((ErrorKind::Closed, _)) if self.server_ended => (ClosedBy::Server, 0),
             Err((ErrorKind::Timeout, _)) => (ClosedBy::Client, 0),

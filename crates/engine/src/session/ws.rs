@@ -45,6 +45,8 @@ pub(super) struct Ws {
     ping_next_ns: u64,
     /// The ping waiting for its pong: when it went, and its payload's number.
     ping_out: Option<(u64, u64)>,
+    /// The run ended while the connection was open: its entry says so.
+    cut: bool,
 }
 
 enum State {
@@ -103,6 +105,7 @@ impl Ws {
             message: None,
             ping_next_ns: u64::MAX,
             ping_out: None,
+            cut: false,
         }
     }
 
@@ -166,7 +169,9 @@ impl Ws {
                             if let ActionKind::Close(code) = action.kind {
                                 return self.end(job, socket, Some(code));
                             }
-                            if job.stop.is_aborting() {
+                            if job.stop.is_stopping() {
+                                // The run ends: the connection is still open.
+                                self.cut = true;
                                 return self.end(job, socket, None);
                             }
                             self.next_action(job, socket, actions);
@@ -278,7 +283,7 @@ impl Ws {
 
     /// The session ends: after the server's close frame, our `close` action's
     /// (`ours`), or else with a close frame of 1000 sent without waiting, as a client
-    /// leaves.
+    /// leaves (or as the run ends, the connection still open: `cut`).
     fn end(&mut self, job: &SessionJob, mut socket: Box<Socket>, ours: Option<u16>) -> Drive {
         let (by, code) = match (self.server_close, ours) {
             (Some(code), _) => (ClosedBy::Server, code),
@@ -290,7 +295,11 @@ impl Ws {
                 };
                 let _ = socket.close(Some(frame));
                 let _ = socket.flush();
-                (ClosedBy::Client, 1000)
+                if self.cut {
+                    (ClosedBy::Open, 0)
+                } else {
+                    (ClosedBy::Client, 1000)
+                }
             }
         };
         if let Some(held) = &mut self.held {
@@ -385,7 +394,7 @@ impl Ws {
                 within_ns.unwrap_or(job.timeout_ns),
             ),
             (Act::Hold { deadline_ns }, _) => loop {
-                if job.stop.is_aborting() || job.clock.now_ns() >= deadline_ns {
+                if job.stop.is_stopping() || job.clock.now_ns() >= deadline_ns {
                     return Ok(None);
                 }
                 match self.next_message(socket)? {
@@ -442,7 +451,7 @@ impl Ws {
                 self.current.bytes_in += message.len() as u64;
             }
             let now = job.clock.now_ns();
-            if job.stop.is_aborting() {
+            if job.stop.is_stopping() {
                 return Ok(None);
             }
             if sent >= pace.count {

@@ -43,7 +43,7 @@ impl Worker {
     }
 
     fn dispatch_attack(&mut self, attack: usize) {
-        let split = self.split();
+        let split = self.attacks[attack].split;
         let state = &mut self.attacks[attack];
         state.capped = false;
         state.lazy_waiting = false;
@@ -85,7 +85,7 @@ impl Worker {
             let mut request = self.new_request(attack, target, target_index, intended_ns, now);
             request.protocol = self.asked_protocol(host);
             if let Some(id) = self.refused(&request) {
-                self.attacks[attack].took(source, self.workers as u64);
+                self.attacks[attack].took(source);
                 self.attacks[attack].lazy_next = None;
                 self.counters.sent += 1;
                 self.push_record(&request, now, 0, id);
@@ -102,7 +102,7 @@ impl Worker {
                 }
                 Err(cause) => Err(cause),
             };
-            self.attacks[attack].took(source, self.workers as u64);
+            self.attacks[attack].took(source);
             self.counters.sent += 1;
             let lazy = self.attacks[attack].lazy_next.take();
             match acquired {

@@ -310,11 +310,11 @@ impl Worker {
             grpc_status,
         });
         self.counters.completed += 1;
-        let split = self.split();
         let attack = request.attack as usize;
         let state = &mut self.attacks[attack];
         state.completed += 1;
         if state.flow.is_none() {
+            let split = state.split;
             state.user_finished(&self.shared.attacks[attack].plan, now, split);
         }
     }

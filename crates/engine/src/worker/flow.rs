@@ -17,7 +17,7 @@ impl Worker {
     /// Sends every step that is due (users starting their flow, users done thinking)
     /// and has a connection to go on.
     pub(super) fn dispatch_flow(&mut self, attack: usize) {
-        let split = self.split();
+        let split = self.attacks[attack].split;
         let shared = Arc::clone(&self.shared);
         let options = &shared.attacks[attack];
         self.attacks[attack].capped = false;
@@ -50,7 +50,7 @@ impl Worker {
             }
             let (user, took_run) = users.take(due, &options.plan, state.next_k, now, split);
             if took_run {
-                state.next_k += self.workers as u64;
+                state.next_k += split.workers as u64;
             }
             let Some(user) = user else {
                 continue;
@@ -268,7 +268,7 @@ impl Worker {
     /// After an answer: the user thinks and sends its next step, or its run of the
     /// flow ends (closed model: it starts over after the think time, if still wanted).
     pub(super) fn next_step(&mut self, attack: usize, user: u32, now: u64) {
-        let split = self.split();
+        let split = self.attacks[attack].split;
         let seed = self.shared.seed;
         let plan = &self.shared.attacks[attack].plan;
         let state = &mut self.attacks[attack];

@@ -168,8 +168,10 @@ impl Worker {
         let attacks = setup
             .attacks
             .into_iter()
-            .map(|a| {
-                let mut state = AttackState::new(setup.index, a.max_in_flight, a.lazy, a.flow);
+            .zip(&setup.shared.attacks)
+            .map(|(a, options)| {
+                let split = Split::taking_part(&options.plan, setup.index, setup.workers);
+                let mut state = AttackState::new(split, a.max_in_flight, a.lazy, a.flow);
                 state.replay = a.replay;
                 state
             })
@@ -212,13 +214,6 @@ impl Worker {
     /// Replaces the provisional clock with the run's (set after prewarming).
     pub(crate) fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
-    }
-
-    fn split(&self) -> Split {
-        Split {
-            index: self.index,
-            workers: self.workers,
-        }
     }
 
     /// Runs until every attack is done and nothing is in flight, or until stopped.
@@ -432,18 +427,17 @@ impl Worker {
     fn wait_ns(&mut self, now: u64) -> (u64, bool) {
         let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
         let mut behind = false;
-        let split = self.split();
         self.peek_replays();
         let shared = &self.shared;
         for (attack, state) in self.attacks.iter_mut().enumerate() {
             let plan = &shared.attacks[attack].plan;
             let next_due = if let Some(users) = &state.flow {
                 (!state.exhausted)
-                    .then(|| users.next_due(plan, state.next_k, now, split))
+                    .then(|| users.next_due(plan, state.next_k, now, state.split))
                     .flatten()
                     .map(|(due, _)| (due, crate::attack::Source::Schedule))
             } else {
-                state.next_due(plan, now, split)
+                state.next_due(plan, now, state.split)
             };
             behind |= !state.lazy_waiting && next_due.is_some_and(|(due, _)| due <= now);
             if !state.capped
