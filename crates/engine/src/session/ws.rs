@@ -11,7 +11,7 @@ use record::{ClosedBy, ErrorKind};
 use tungstenite::error::ProtocolError;
 use tungstenite::protocol::frame::coding::{Data, OpCode};
 use tungstenite::protocol::frame::{CloseFrame, Frame};
-use tungstenite::protocol::{Role, WebSocket};
+use tungstenite::protocol::{Role, WebSocket, WebSocketConfig};
 use tungstenite::{Error, Message};
 use workload::{Action, ActionKind, Answer, Stream, WebSocket as Session};
 
@@ -655,11 +655,16 @@ fn upgraded(
         .map_err(|e| (ErrorKind::Protocol, format!("websocket upgrade: {e}")))?;
     let reader = FrameReader::new(&head.rest, deflate.is_some(), wire.is_plain());
     Ok(Upgrade {
-        socket: WebSocket::from_raw_socket(wire, Role::Client, None),
+        // Its reader is never used: no read buffer for it.
+        socket: WebSocket::from_raw_socket(wire, Role::Client, Some(unread())),
         reader,
         deflate: deflate.map(Deflate::new),
         chosen: head.protocol,
     })
+}
+
+fn unread() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(0)
 }
 
 /// A write that queued its frame (the socket would block) counts as done.
