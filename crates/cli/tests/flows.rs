@@ -1189,6 +1189,60 @@ fn the_chat_flow_runs_against_the_websockets_librarys_own_echo_server() {
     assert!(steps.contains_key("chat reply"), "{steps:?}");
 }
 
+/// permessage-deflate: Python's websockets agrees to it (as it does by default) and
+/// compresses its echoes, which come back whole, and the entry says it was agreed;
+/// the simulator does not, and the same step runs uncompressed.
+#[test]
+fn permessage_deflate_is_used_when_the_server_agrees_and_not_when_it_does_not() {
+    let Some(python) = websockets_python() else {
+        return;
+    };
+    let echo = PythonEcho::start(&python);
+    let plain = streams();
+    let dir = TempDir::new();
+    let long = "the same words again and again, ".repeat(40);
+    let step = |name: &str, url: &str| {
+        format!(
+            r#"
+[[scenario.step]]
+name = "{name}"
+ws = "{url}"
+compression = "deflate"
+actions = [
+  {{ send = "{long}" }}, {{ expect = "body contains again, the same" }},
+  {{ send = "short" }}, {{ expect = "body contains short" }},
+]
+"#
+        )
+    };
+    let flow = format!(
+        "[[scenario]]\nname = \"deflate\"\nconcurrency = 1\nmax_requests = 4\nduration = \"10s\"\ntimeout = \"2s\"\n{}{}",
+        step("agreed", &format!("ws://127.0.0.1:{}/", echo.port)),
+        step(
+            "declined",
+            &format!(
+                "ws://{}/chat\\nAuthorization: Bearer t1",
+                plain.local_addr()
+            ),
+        ),
+    );
+    let (run, output) = attack(&dir, &flow);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let failed: Vec<_> = records.iter().filter(|r| !r.is_success()).collect();
+    assert!(failed.is_empty(), "{failed:?} {:?}", tables.errors);
+    let held = connections(&output);
+    for (step, compression) in [("agreed", Some("deflate")), ("declined", None)] {
+        let entries = &held[step];
+        assert_eq!(entries.len(), 4, "{step}: {entries:?}");
+        for c in entries {
+            assert_eq!(c.compression.as_deref(), compression, "{step}: {c:?}");
+            assert_eq!((c.messages_in, c.latency.count()), (2, 2), "{step}: {c:?}");
+            assert_eq!(c.bytes_in, long.len() as u64 + 5, "{step}: {c:?}");
+        }
+    }
+}
+
 /// Open model: WebSocket connections arrive at the rate asked, whatever the server
 /// does. Here it never answers the upgrade (a listener that accepts nothing: the
 /// kernel completes the connects), so each session waits out its timeout, and still

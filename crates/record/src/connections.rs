@@ -52,6 +52,10 @@ pub struct Connection {
     /// The subprotocol the server chose (`Sec-WebSocket-Protocol`), when one was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subprotocol: Option<String>,
+    /// The compression the server agreed to (`deflate`: permessage-deflate), when one
+    /// was offered and taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
     /// Times an event stream reconnected (`Last-Event-ID`) after the server closed it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reconnects: u64,

@@ -830,6 +830,7 @@ fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
         ("ping", fields.ping.is_some()),
         ("reconnect", fields.reconnect.is_some()),
         ("subprotocols", !fields.subprotocols.is_empty()),
+        ("compression", fields.compression.is_some()),
     ];
     match stray.iter().find(|(_, given)| *given) {
         Some((key, _)) => Err(format!("{key}: only a ws or sse step takes it")),

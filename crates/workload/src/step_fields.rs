@@ -45,6 +45,9 @@ pub struct StepFields {
     /// must choose one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subprotocols: Vec<String>,
+    /// A `ws` step offers this compression (`"deflate"`: permessage-deflate, RFC 7692)
+    /// and uses it when the server agrees.
+    pub compression: Option<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,

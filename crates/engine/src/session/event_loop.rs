@@ -128,7 +128,7 @@ impl Loop {
                 if token == JOBS_TOKEN {
                     self.take_jobs();
                 } else {
-                    self.drive(token);
+                    self.woken(token);
                 }
             }
             let stopping = self.stop.is_stopping();
@@ -183,6 +183,23 @@ impl Loop {
         slot.session = Some(session);
         self.live += 1;
         self.drive(token);
+    }
+
+    /// Its socket is ready: the session reads again, and goes on.
+    fn woken(&mut self, token: u64) {
+        if let Some(session) = self.session(token) {
+            session.readable();
+            self.drive(token);
+        }
+    }
+
+    /// The session `token` names, if it is still the one it named.
+    fn session(&mut self, token: u64) -> Option<&mut Session> {
+        let slot = self.slots.get_mut(token as u32 as usize)?;
+        if slot.generation != (token >> 32) as u32 {
+            return None;
+        }
+        slot.session.as_mut()
     }
 
     /// Drives the session of `token` if it is still the one that token named.

@@ -12,12 +12,14 @@
 //! state, not a thread and its stack.
 //!
 //! - `event_loop.rs`: the loop thread (epoll, deadlines, jobs in, outcomes out);
-//! - `ws.rs`: the upgrade and the actions (RFC 6455 framing by `tungstenite`);
+//! - `ws.rs`: the upgrade and the actions (what we send framed by `tungstenite`);
+//! - `ws_read.rs`: the server's frames read, and permessage-deflate both ways;
 //! - `sse.rs`: a `text/event-stream` answer read event by event.
 
 mod event_loop;
 mod sse;
 mod ws;
+mod ws_read;
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -192,6 +194,13 @@ impl Session {
         }
     }
 
+    /// The poller saw its socket ready: a read that found it drained may read again.
+    pub(crate) fn readable(&mut self) {
+        if let Machine::Ws(ws) = &mut self.machine {
+            ws.readable();
+        }
+    }
+
     /// Its socket, to register once with the loop's epoll.
     pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.machine {
@@ -238,6 +247,11 @@ impl Wire {
 
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.tcp().as_fd()
+    }
+
+    /// Whether it is a plain socket, whose short read means the kernel had no more.
+    pub(crate) fn is_plain(&self) -> bool {
+        matches!(self, Wire::Plain(_))
     }
 }
 
@@ -463,6 +477,8 @@ pub(crate) struct Head {
     pub accept: Option<String>,
     /// The subprotocol a WebSocket server chose (`Sec-WebSocket-Protocol`).
     pub protocol: Option<String>,
+    /// The extensions a WebSocket server agreed to (`Sec-WebSocket-Extensions`).
+    pub extensions: Option<String>,
     pub rest: Vec<u8>,
     pub bytes: u64,
     pub first_byte_ns: u64,
@@ -490,6 +506,7 @@ fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
             .is_some_and(|v| v.to_ascii_lowercase().contains("chunked")),
         accept: header("sec-websocket-accept"),
         protocol: header("sec-websocket-protocol"),
+        extensions: header("sec-websocket-extensions"),
         rest: Vec::new(),
         bytes: 0,
         first_byte_ns: 0,

@@ -9,20 +9,18 @@ use std::os::fd::BorrowedFd;
 
 use record::{ClosedBy, ErrorKind};
 use tungstenite::error::ProtocolError;
-use tungstenite::protocol::frame::CloseFrame;
+use tungstenite::protocol::frame::coding::{Data, OpCode};
+use tungstenite::protocol::frame::{CloseFrame, Frame};
 use tungstenite::protocol::{Role, WebSocket, WebSocketConfig};
 use tungstenite::{Error, Message};
 use workload::{Action, ActionKind, Answer, Stream, WebSocket as Session};
 
+use super::ws_read::{Deflate, FrameReader, Incoming, agreed_deflate};
 use super::{
     Ask, Drive, Failure, Head, Held, Outcome, SessionJob, Wire, io_failure, refused, spelled,
 };
 
-/// The frame reader's buffer. Small on purpose: tungstenite fills its whole read
-/// buffer with zeros before each read, and its default (128 KiB) would make every
-/// held connection cost that much; a bigger message grows the buffer as it comes.
-const READ_BUFFER_BYTES: usize = 4096;
-
+/// tungstenite frames what we send; what the server sends is read by [`FrameReader`].
 type Socket = WebSocket<Wire>;
 
 pub(super) struct Ws {
@@ -41,6 +39,10 @@ pub(super) struct Ws {
     server_close: Option<u16>,
     /// The last `send` action's message, for a paced send's repeats.
     message: Option<Message>,
+    /// The server's frames, read (from the upgrade on).
+    reader: Option<FrameReader>,
+    /// permessage-deflate for what we send, when the upgrade agreed it.
+    deflate: Option<Deflate>,
     /// When the next ping is due (a step with `ping`).
     ping_next_ns: u64,
     /// The ping waiting for its pong: when it went, and its payload's number.
@@ -103,6 +105,8 @@ impl Ws {
             held: None,
             server_close: None,
             message: None,
+            reader: None,
+            deflate: None,
             ping_next_ns: u64::MAX,
             ping_out: None,
             cut: false,
@@ -131,11 +135,15 @@ impl Ws {
                         return Drive::Wait(self.current.started_ns.saturating_add(job.timeout_ns));
                     }
                     Ok(Some((wire, head))) => {
-                        match upgraded(job, session, wire, head, &mut self.current) {
-                            Ok((socket, chosen)) => {
-                                self.opened(job, socket, session);
+                        match upgraded(session, wire, head, job, &mut self.current) {
+                            Ok(upgrade) => {
+                                self.reader = Some(upgrade.reader);
+                                self.deflate = upgrade.deflate;
+                                self.opened(job, upgrade.socket, session);
                                 if let Some(held) = &mut self.held {
-                                    held.figures.subprotocol = chosen;
+                                    held.figures.subprotocol = upgrade.chosen;
+                                    held.figures.compression =
+                                        self.deflate.as_ref().map(|_| "deflate".to_owned());
                                 }
                             }
                             Err(failure) => return self.refused(job, failure),
@@ -189,7 +197,7 @@ impl Ws {
                             self.current.failure = Some(failure);
                             self.outcomes.push(std::mem::take(&mut self.current));
                             if broken {
-                                return self.broken(job);
+                                return self.broken(job, &mut socket);
                             }
                             let ours = match action.kind {
                                 ActionKind::Close(code) => Some(code),
@@ -309,9 +317,20 @@ impl Ws {
     }
 
     /// The session ends on a connection that broke (or a close frame from the server).
-    fn broken(&mut self, job: &SessionJob) -> Drive {
+    /// The server's close frame is answered with its code, as RFC 6455 5.5.1 asks
+    /// (without a code when it gave none or one not to be sent).
+    fn broken(&mut self, job: &SessionJob, socket: &mut Socket) -> Drive {
         let (by, code) = match self.server_close {
-            Some(code) => (ClosedBy::Server, code),
+            Some(code) => {
+                let echoed = matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
+                let frame = echoed.then(|| CloseFrame {
+                    code: code.into(),
+                    reason: "".into(),
+                });
+                let _ = socket.close(frame);
+                let _ = socket.flush();
+                (ClosedBy::Server, code)
+            }
             None => (ClosedBy::Broken, 0),
         };
         if let Some(held) = &mut self.held {
@@ -398,15 +417,21 @@ impl Ws {
                     return Ok(None);
                 }
                 match self.next_message(socket)? {
-                    Some(message) => self.current.bytes_in += message.len() as u64,
+                    Some(bytes) => self.current.bytes_in += bytes,
                     None => return Ok(Some(deadline_ns)),
                 }
             },
             (Act::Close { deadline_ns }, _) => loop {
-                match socket.read() {
-                    Ok(_) => {}
-                    Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(None),
-                    Err(Error::Io(e)) if super::would_block(&e) => {
+                let Some(reader) = &mut self.reader else {
+                    return Ok(None);
+                };
+                match reader.next(socket.get_mut()) {
+                    Ok(Some(Incoming::Close { .. })) | Err((ErrorKind::Closed, _)) => {
+                        return Ok(None);
+                    }
+                    // What comes after our close frame is read and let go.
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
                         return super::wait_until(job, deadline_ns, || {
                             (
                                 ErrorKind::Timeout,
@@ -415,7 +440,7 @@ impl Ws {
                         })
                         .map(Some);
                     }
-                    Err(e) => return Err(failure(&e)),
+                    Err(e) => return Err(e),
                 }
             },
             (Act::Expect { .. }, _) => Ok(None),
@@ -424,12 +449,20 @@ impl Ws {
 
     /// Queues `message` (a write that would block has queued it: a flush sends it),
     /// counted.
+    /// With permessage-deflate agreed, the message goes compressed (RSV1 set).
     fn send(&mut self, socket: &mut Socket, message: Message) -> Result<(), Failure> {
         let bytes = message.len() as u64;
         self.current.bytes_out += bytes;
         if let Some(held) = &mut self.held {
             held.sent(bytes);
         }
+        let message = match (&mut self.deflate, &message) {
+            (Some(deflate), Message::Text(text)) => {
+                compressed(deflate, text.as_bytes(), Data::Text)
+            }
+            (Some(deflate), Message::Binary(data)) => compressed(deflate, data, Data::Binary),
+            _ => message,
+        };
         queued(socket.write(message))
     }
 
@@ -447,8 +480,8 @@ impl Ws {
             return Ok(None);
         };
         loop {
-            while let Some(message) = self.next_message(socket)? {
-                self.current.bytes_in += message.len() as u64;
+            while let Some(bytes) = self.next_message(socket)? {
+                self.current.bytes_in += bytes;
             }
             let now = job.clock.now_ns();
             if job.stop.is_stopping() {
@@ -495,10 +528,10 @@ impl Ws {
                     ),
                 ));
             }
-            let Some(message) = self.next_message(socket)? else {
+            if self.next_message(socket)?.is_none() {
                 return Ok(Some(deadline_ns));
-            };
-            let body = message.into_data();
+            }
+            let body = self.reader.as_ref().map_or(&[][..], FrameReader::message);
             self.current.bytes_in += body.len() as u64;
             let answer = Answer {
                 status: 200,
@@ -519,51 +552,77 @@ impl Ws {
 }
 
 impl Ws {
-    /// The next data message, counted (pings are answered on the way), `None` when
-    /// none is there to read yet; a close from the server is an error, its code kept.
-    fn next_message(&mut self, socket: &mut Socket) -> Result<Option<Message>, Failure> {
+    /// The next data message's length, counted (its bytes are the reader's message;
+    /// pings are answered on the way), `None` when none is there to read yet; a close
+    /// from the server is an error, its code kept.
+    fn next_message(&mut self, socket: &mut Socket) -> Result<Option<u64>, Failure> {
+        let Some(reader) = &mut self.reader else {
+            return Ok(None);
+        };
         loop {
-            match socket.read() {
-                Ok(message @ (Message::Text(_) | Message::Binary(_))) => {
+            match reader.next(socket.get_mut())? {
+                None => return Ok(None),
+                Some(Incoming::Data { .. }) => {
+                    let bytes = reader.message().len() as u64;
                     if let Some(held) = &mut self.held {
-                        held.received(message.len() as u64);
+                        held.received(bytes);
                     }
-                    return Ok(Some(message));
+                    return Ok(Some(bytes));
                 }
-                Ok(Message::Pong(payload)) => {
-                    let answers = |(_, number): (u64, u64)| *payload == number.to_be_bytes();
+                Some(Incoming::Ping(payload)) => {
+                    queued(socket.write(Message::Pong(payload.into())))?;
+                    queued(socket.flush())?;
+                }
+                Some(Incoming::Pong(payload)) => {
+                    let answers = |(_, number): (u64, u64)| payload == number.to_be_bytes();
                     if self.ping_out.is_some_and(answers) {
                         self.ping_out = None;
                     }
                 }
-                Ok(Message::Close(frame)) => {
-                    let (code, reason) = frame.map_or((1005, String::new()), |f| {
-                        (u16::from(f.code), f.reason.to_string())
-                    });
+                Some(Incoming::Close { code, reason }) => {
                     self.server_close = Some(code);
                     return Err((
                         ErrorKind::Closed,
                         format!("the server closed the websocket: code {code} {reason:?}"),
                     ));
                 }
-                Ok(_) => {}
-                Err(Error::Io(e)) if super::would_block(&e) => return Ok(None),
-                Err(e) => return Err(failure(&e)),
             }
+        }
+    }
+
+    /// The poller saw the socket ready: the reader may read again.
+    pub(super) fn readable(&mut self) {
+        if let Some(reader) = &mut self.reader {
+            reader.readable();
         }
     }
 }
 
+/// `data` compressed, as one frame marked compressed.
+fn compressed(deflate: &mut Deflate, data: &[u8], kind: Data) -> Message {
+    let mut frame = Frame::message(deflate.compress(data), OpCode::Data(kind), true);
+    frame.header_mut().rsv1 = true;
+    Message::Frame(frame)
+}
+
+/// What a good upgrade hands over.
+struct Upgrade {
+    socket: Socket,
+    reader: FrameReader,
+    deflate: Option<Deflate>,
+    /// The subprotocol chosen: one of those asked, or none when none was.
+    chosen: Option<String>,
+}
+
 /// The socket over the upgraded connection, once the answer is a `101` with the
-/// accept our key asks for.
-/// The subprotocol it chose comes along: one of those asked, or none when none was.
+/// accept our key asks for, the subprotocol and the extensions as offered.
 fn upgraded(
-    job: &SessionJob,
     session: &Session,
     wire: Wire,
     head: Head,
+    job: &SessionJob,
     outcome: &mut Outcome,
-) -> Result<(Socket, Option<String>), Failure> {
+) -> Result<Upgrade, Failure> {
     if head.status != 101 {
         outcome.status = head.status;
         return Err(refused("websocket upgrade", &head));
@@ -601,9 +660,20 @@ fn upgraded(
         }
         _ => {}
     }
-    let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
-    let socket = WebSocket::from_partially_read(wire, head.rest, Role::Client, Some(config));
-    Ok((socket, head.protocol))
+    let deflate = agreed_deflate(head.extensions.as_deref(), session.deflate)
+        .map_err(|e| (ErrorKind::Protocol, format!("websocket upgrade: {e}")))?;
+    let reader = FrameReader::new(&head.rest, deflate.is_some(), wire.is_plain());
+    Ok(Upgrade {
+        // Its reader is never used: no read buffer for it.
+        socket: WebSocket::from_raw_socket(wire, Role::Client, Some(unread())),
+        reader,
+        deflate: deflate.map(Deflate::new),
+        chosen: head.protocol,
+    })
+}
+
+fn unread() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(0)
 }
 
 /// A write that queued its frame (the socket would block) counts as done.

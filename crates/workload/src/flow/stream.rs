@@ -31,6 +31,8 @@ pub struct WebSocket {
     pub ping_ns: Option<u64>,
     /// The subprotocols asked for (the server must choose one); empty: none asked.
     pub subprotocols: Vec<String>,
+    /// permessage-deflate is offered (used when the server agrees).
+    pub deflate: bool,
 }
 
 /// One action of a WebSocket session.
@@ -186,6 +188,15 @@ impl Flow {
             })
             .transpose()?;
         let subprotocols = subprotocols(&fields.subprotocols)?;
+        let deflate = match fields.compression.as_deref() {
+            None => false,
+            Some("deflate") => true,
+            Some(other) => {
+                return Err(format!(
+                    "compression: {other:?} is not a WebSocket compression (deflate)"
+                ));
+            }
+        };
         let mut target = stream_request(
             text,
             "ws",
@@ -202,6 +213,18 @@ impl Flow {
         ];
         if !subprotocols.is_empty() {
             written.push(("Sec-WebSocket-Protocol", asked.as_str()));
+        }
+        if deflate {
+            written.push(("Sec-WebSocket-Extensions", "permessage-deflate"));
+        } else if target
+            .headers
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case("Sec-WebSocket-Extensions"))
+        {
+            return Err(
+                "ws: Sec-WebSocket-Extensions: loadlab writes this header itself (compression = \"deflate\")"
+                    .to_owned(),
+            );
         }
         for (name, value) in written {
             if target
@@ -229,6 +252,7 @@ impl Flow {
             actions,
             ping_ns,
             subprotocols,
+            deflate,
         };
         Ok((target, Stream::WebSocket(session)))
     }
@@ -401,8 +425,8 @@ fn events(
     if !fields.actions.is_empty() {
         return Err("actions: for ws steps; an sse step reads events".to_owned());
     }
-    if fields.ping.is_some() || !fields.subprotocols.is_empty() {
-        return Err("ping, subprotocols: for ws steps".to_owned());
+    if fields.ping.is_some() || !fields.subprotocols.is_empty() || fields.compression.is_some() {
+        return Err("ping, subprotocols, compression: for ws steps".to_owned());
     }
     let mut target = stream_request(
         text,

@@ -481,7 +481,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
-            "step \"ws\": ping, subprotocols: for ws steps",
+            "step \"ws\": ping, subprotocols, compression: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
@@ -506,6 +506,22 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         (
             "ws = \"ws://h/chat\\nSec-WebSocket-Protocol: x\"\nsubprotocols = [\"a\"]\n",
             "step \"ws\": ws: Sec-WebSocket-Protocol: loadlab writes this header itself",
+        ),
+        (
+            "ws = \"ws://h/chat\"\ncompression = \"gzip\"\n",
+            "step \"ws\": compression: \"gzip\" is not a WebSocket compression (deflate)",
+        ),
+        (
+            "request = \"GET http://h/\"\ncompression = \"deflate\"\n",
+            "step \"ws\": compression: only a ws or sse step takes it",
+        ),
+        (
+            "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: permessage-deflate\"\n",
+            "step \"ws\": ws: Sec-WebSocket-Extensions: loadlab writes this header itself (compression = \"deflate\")",
+        ),
+        (
+            "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: x\"\ncompression = \"deflate\"\n",
+            "step \"ws\": ws: Sec-WebSocket-Extensions: loadlab writes this header itself",
         ),
     ];
     for (step, want) in rows {
@@ -538,6 +554,7 @@ actions = [
 ]
 ping = "250ms"
 subprotocols = ["chat.v2", "chat"]
+compression = "deflate"
 
 [[scenario.step]]
 name = "ticks"
@@ -555,17 +572,24 @@ checks = ["body contains tick"]
         actions,
         ping_ns,
         subprotocols,
+        deflate,
     })) = &chat.stream
     else {
         panic!("{:?}", chat.stream);
     };
-    assert_eq!((*ping_ns, subprotocols.len()), (Some(250_000_000), 2));
-    let asked = chat
-        .target
-        .headers
-        .iter()
-        .find(|h| h.name == "Sec-WebSocket-Protocol");
-    assert_eq!(asked.map(|h| h.value.as_str()), Some("chat.v2, chat"));
+    assert_eq!(
+        (*ping_ns, subprotocols.len(), *deflate),
+        (Some(250_000_000), 2, true)
+    );
+    let header = |name: &str| {
+        let header = chat.target.headers.iter().find(|h| h.name == name);
+        header.map(|h| h.value.as_str())
+    };
+    assert_eq!(header("Sec-WebSocket-Protocol"), Some("chat.v2, chat"));
+    assert_eq!(
+        header("Sec-WebSocket-Extensions"),
+        Some("permessage-deflate")
+    );
     let names: Vec<&str> = actions.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["send 1", "reply", "hold 3", "close 4"]);
     assert!(matches!(actions[3].kind, ActionKind::Close(4000)));
