@@ -535,7 +535,7 @@ impl Ws {
             self.current.bytes_in += body.len() as u64;
             let answer = Answer {
                 status: 200,
-                body: &body,
+                body,
                 body_bytes: body.len() as u64,
                 latency_ns: job.clock.now_ns().saturating_sub(self.current.started_ns),
                 ..Answer::default()
