@@ -499,7 +499,9 @@ mod tests {
         let big = "x".repeat(70_000);
         let compressed = deflated(b"hello hello hello");
         let (first_half, second_half) = compressed.split_at(compressed.len() / 2);
-        let rows: Vec<(&str, Vec<u8>, bool, Result<Vec<String>, String>)> = vec![
+        /// A row: its name, the bytes, whether deflate was agreed, what is read.
+        type Row = (&'static str, Vec<u8>, bool, Result<Vec<String>, String>);
+        let rows: Vec<Row> = vec![
             ("text", frame(0x81, b"hi"), false, Ok(vec!["text:hi".into()])),
             ("binary", frame(0x82, b"\x01"), false, Ok(vec!["binary:\u{1}".into()])),
             (
