@@ -200,7 +200,7 @@ impl ErrorCache {
         }
         let id = self.registry.intern(ErrorEntry {
             kind: ErrorKind::Tls,
-            text: format!("tls: {err}"),
+            text: format!("tls: {err}{}", crate::tls::hint(err)),
         });
         if self.tls.len() < TLS_CACHE_ENTRIES {
             self.tls.push((err.clone(), id));

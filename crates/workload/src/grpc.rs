@@ -200,8 +200,8 @@ pub(crate) fn message_body(
     }
 }
 
-/// A gRPC target's request line, `GRPC HOST:PORT package.Service/Method` (after the
-/// verb): the call as a POST of the empty message, and the method.
+/// A gRPC target's request line, `GRPC [https://]HOST:PORT package.Service/Method`
+/// (after the verb): the call as a POST of the empty message, and the method.
 pub(crate) fn parse_call(
     rest: &str,
     types: &mut TypeSource,
@@ -210,16 +210,13 @@ pub(crate) fn parse_call(
     let mut words = rest.split_whitespace();
     let (Some(address), Some(method), None) = (words.next(), words.next(), words.next()) else {
         return Err(format!(
-            "bad gRPC target {:?}: want 'GRPC HOST:PORT package.Service/Method'",
+            "bad gRPC target {:?}: want 'GRPC [https://]HOST:PORT package.Service/Method'",
             rest.trim()
         ));
     };
-    let mut url = url::Url::parse(&format!("http://{address}/"))
-        .ok()
-        .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.port().is_some())
-        .ok_or_else(|| format!("bad gRPC address {address:?}: want HOST:PORT"))?;
+    let (mut url, address) = call_address(address)?;
     let (service, _) = split_method(method)?;
-    let method = types.types(address, service)?.method(method)?;
+    let method = types.types(&address, service)?.method(method)?;
     if method.is_client_streaming() {
         return Err(format!(
             "{}: client and bidirectional streaming calls are not supported yet",
@@ -247,6 +244,38 @@ pub(crate) fn parse_call(
         grpc_message: None,
     };
     Ok((target, method))
+}
+
+/// A call's address: `HOST:PORT` (or `http://HOST:PORT`) in cleartext (h2c),
+/// `https://HOST:PORT` over TLS; as a URL, and as reflection is asked and errors say it
+/// (`HOST:PORT`, or `https://HOST:PORT`).
+fn call_address(text: &str) -> Result<(url::Url, String), String> {
+    let (tls, host_port) = match text.split_once("://") {
+        Some(("https", rest)) => (true, rest),
+        Some(("http", rest)) => (false, rest),
+        Some(_) => return Err(bad_address(text)),
+        None => (false, text),
+    };
+    // The port is written out, even 443 (which a URL would leave implied).
+    let port_written = host_port
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    let scheme = if tls { "https" } else { "http" };
+    let url = url::Url::parse(&format!("{scheme}://{host_port}/"))
+        .ok()
+        .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.path() == "/")
+        .filter(|_| port_written && !host_port.contains('/'))
+        .ok_or_else(|| bad_address(text))?;
+    let address = if tls {
+        format!("https://{host_port}")
+    } else {
+        host_port.to_owned()
+    };
+    Ok((url, address))
+}
+
+fn bad_address(text: &str) -> String {
+    format!("bad gRPC address {text:?}: want HOST:PORT (h2c) or https://HOST:PORT (TLS)")
 }
 
 /// A metadata line of a gRPC target: `grpc-timeout` (the deadline) is written as a Go
@@ -468,6 +497,16 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 .map_err(|e| e.to_string())
         };
         let greet = "GRPC 127.0.0.1:50051 helloworld.Greeter/SayHello";
+        let tls = parse(
+            "GRPC https://localhost:8443 helloworld.Greeter/SayHello\n",
+            &set,
+        )
+        .unwrap();
+        assert_eq!(
+            tls[0].url.as_str(),
+            "https://localhost:8443/helloworld.Greeter/SayHello"
+        );
+        assert!(tls[0].is_grpc());
         let ok = parse(
             &format!("{greet}\nx-user: 7\ngrpc-timeout: 1s\n{{\"name\":\"w\"}}\nGET http://h/\n\n{greet}\n@m.json\n{greet}\n"),
             &set,
@@ -562,6 +601,70 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
         for (text, protos, want) in rows {
             let err = parse(&text, &protos).unwrap_err();
             assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn call_addresses_say_h2c_or_tls() {
+        let rows = [
+            (
+                "127.0.0.1:50051",
+                Ok(("http://127.0.0.1:50051/", "127.0.0.1:50051")),
+            ),
+            ("http://h:1", Ok(("http://h:1/", "h:1"))),
+            ("https://h:443", Ok(("https://h/", "https://h:443"))),
+            (
+                "https://[::1]:8443",
+                Ok(("https://[::1]:8443/", "https://[::1]:8443")),
+            ),
+            (
+                "h",
+                Err("bad gRPC address \"h\": want HOST:PORT (h2c) or https://HOST:PORT (TLS)"),
+            ),
+            ("https://h", Err("bad gRPC address \"https://h\"")),
+            ("https://h:1/x", Err("bad gRPC address \"https://h:1/x\"")),
+            ("grpcs://h:1", Err("bad gRPC address \"grpcs://h:1\"")),
+            ("https://:1", Err("bad gRPC address")),
+            ("[::1]", Err("bad gRPC address")),
+        ];
+        for (text, want) in rows {
+            match (call_address(text), want) {
+                (Ok((url, address)), Ok((want_url, want_address))) => {
+                    assert_eq!((url.as_str(), address.as_str()), (want_url, want_address));
+                }
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{text}: {err}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    /// Records the addresses reflection is asked at, and answers none.
+    #[derive(Default)]
+    struct Asked(std::sync::Mutex<Vec<String>>);
+
+    impl Reflector for Asked {
+        fn call(
+            &self,
+            address: &str,
+            _path: &str,
+            _body: &[u8],
+        ) -> Result<crate::CallAnswer, String> {
+            self.0.lock().unwrap().push(address.to_owned());
+            Err(format!("cannot reach {address}"))
+        }
+    }
+
+    #[test]
+    fn reflection_is_asked_over_tls_for_an_https_call() {
+        let asked = Arc::new(Asked::default());
+        for (line, want) in [
+            ("https://h:8443 p.S/M", "https://h:8443"),
+            ("h:50051 p.S/M", "h:50051"),
+        ] {
+            let mut types = TypeSource::new(None, Some(asked.clone()));
+            let err = parse_call(line, &mut types, &[]).unwrap_err();
+            assert_eq!(err, format!("cannot reach {want}"));
+            assert_eq!(asked.0.lock().unwrap().last().unwrap(), want);
         }
     }
 

@@ -186,6 +186,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     run("root-certs", "root_certs", true),
     run("cert", "cert", true),
     run("key", "key", true),
+    run("tls-server-name", "tls_server_name", true),
     run("laddr", "laddr", true),
     run("unix-socket", "unix_socket", true),
     run("stop-when", "stop_when", false),

@@ -28,6 +28,13 @@ const NO_CONNECTION: Cause = Cause {
     errno: 0,
 };
 
+/// A gRPC server over TLS that did not choose h2.
+const NO_H2_IN_ALPN: Cause = Cause {
+    kind: ErrorKind::Tls,
+    operation: "tls: the server did not choose h2 in ALPN (gRPC needs HTTP/2)",
+    errno: 0,
+};
+
 impl Worker {
     /// A stream slot on a connection to `host` with room (opened if need be and
     /// allowed); `None` at the host's connection cap. Without `keepalive` the stream
@@ -159,6 +166,11 @@ impl Worker {
             self.pools[host].proto = Some(Proto::Http2);
             self.start_session(carrier);
             return true;
+        }
+        if self.hosts.hosts[host].grpc {
+            // gRPC has no HTTP/1.1 to fall back to.
+            self.fail_carrier(carrier, Why::Cause(NO_H2_IN_ALPN));
+            return false;
         }
         self.pools[host].proto = Some(Proto::Http1);
         self.pools[host].carriers.retain(|&c| c as usize != carrier);
