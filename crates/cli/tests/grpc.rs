@@ -71,9 +71,14 @@ fn grpc_go() -> Option<PathBuf> {
         },
         PathBuf::from,
     );
-    let found = ["greeter_server", "route_guide_server", "tls_server"]
-        .iter()
-        .all(|server| dir.join("bin").join(server).is_file());
+    let found = [
+        "greeter_server",
+        "route_guide_server",
+        "tls_server",
+        "compression_server",
+    ]
+    .iter()
+    .all(|server| dir.join("bin").join(server).is_file());
     if !found {
         assert!(
             std::env::var_os("LOADLAB_REQUIRE_GRPC_GO").is_none(),
@@ -408,7 +413,7 @@ fn tls_calls_to_grpc_gos_tls_server_verify_its_certificate_or_say_why_not() {
             "tls: invalid peer certificate: UnknownIssuer (give -root-certs FILE with the CA that signed it, or -insecure)".to_owned(),
         ),
         (
-            tls.clone(),
+            tls,
             vec!["-proto", proto, "-root-certs", ca],
             "(give -tls-server-name NAME with a name it is valid for, or -insecure)".to_owned(),
         ),
@@ -1019,6 +1024,80 @@ checks = ["grpc OK", "body contains Hello Hello a"]
             .values()
             .all(|&(passes, fails)| passes == 4 && fails == 0)
             && checks.len() == 5,
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn gzip_calls_to_grpc_gos_compression_server_and_a_flow_reading_its_gzip_answers_and_trailers() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "compression_server");
+    let greeter = Server::start(&dir, "greeter_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = dir.join("proto/echo.proto");
+    let echo = format!(
+        "GRPC 127.0.0.1:{} grpc.examples.echo.Echo/UnaryEcho\n{{\"message\": \"hi\"}}\n",
+        server.port
+    );
+    let flags = ["-proto", proto.to_str().unwrap(), "-grpc-compress", "gzip"];
+    let value = attack_with(&echo, "20/s", tmp.path(), &flags).unwrap();
+    assert_eq!(value["status_codes"]["OK"], 20, "{value}");
+    // A server without gzip cannot read the calls: they really go compressed.
+    let hello = format!(
+        "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\n{{\"name\": \"x\"}}\n",
+        greeter.port
+    );
+    let greeter_proto = dir.join("proto/helloworld.proto");
+    let flags = [
+        "-proto",
+        greeter_proto.to_str().unwrap(),
+        "-grpc-compress",
+        "gzip",
+    ];
+    let value = attack_with(&hello, "10/s", tmp.path(), &flags).unwrap();
+    assert_eq!(value["status_codes"]["UNIMPLEMENTED"], 10, "{value}");
+    let err = attack_with(&echo, "10/s", tmp.path(), &["-grpc-compress", "br"]).unwrap_err();
+    assert!(
+        err.contains("-grpc-compress: \"br\": want gzip or identity (none)"),
+        "{err}"
+    );
+
+    // A flow: the answer comes gzipped (the server answers in the call's encoding), is
+    // inflated for its checks; its metadata and trailers are checked and extracted
+    // from, and what came out goes on into the next call beside the login's hostile
+    // token, inside its string field and its metadata value.
+    let (flow_tmp, _proto, recipe) = sim_files(&format!("[{}]", login_route()));
+    let sim = Simulate::start(&recipe);
+    let keys = format!(
+        "proto = [{:?}]\ngrpc_compress = \"gzip\"",
+        proto.to_str().unwrap()
+    );
+    let steps = format!(
+        r#"
+[[scenario.step]]
+name = "echo"
+request = "GRPC 127.0.0.1:{0} grpc.examples.echo.Echo/UnaryEcho"
+body = '{{"message": "hi"}}'
+extract = {{ kind = "header content-type" }}
+checks = ["grpc OK", "json $.message = hi", "header grpc-encoding = gzip", "header grpc-status = 0"]
+
+[[scenario.step]]
+name = "again"
+request = "GRPC 127.0.0.1:{0} grpc.examples.echo.Echo/UnaryEcho\nx-kind: {{{{kind}}}}"
+body = '{{"message": "{{{{kind}}}} {{{{token}}}}"}}'
+checks = ["grpc OK", "body contains application/grpc a"]
+"#,
+        server.port
+    );
+    let value = run_flow(flow_tmp.path(), &keys, sim.port, &steps);
+    assert_eq!(value["requests"], 12, "{value}");
+    assert_eq!(value["success"], 1.0, "{value}");
+    let checks = checks_of(&value);
+    assert!(
+        checks
+            .values()
+            .all(|&(passes, fails)| passes == 4 && fails == 0)
+            && checks.len() == 7,
         "{checks:?}"
     );
 }

@@ -155,7 +155,8 @@ fn flow(
     data: Option<&DataTable>,
     reflector: Arc<dyn Reflector>,
 ) -> Result<Flow, EngineError> {
-    let mut types = TypeSource::new(protos(fields, origin)?, Some(reflector));
+    let mut types = TypeSource::new(protos(fields, origin)?, Some(reflector))
+        .with_gzip(grpc_gzip(fields, origin)?);
     flow_steps(fields, steps, settings, origin, data, &mut types).map_err(EngineError::Targets)
 }
 
@@ -297,7 +298,8 @@ fn targets(
         TargetFormat::Http => Box::new(
             HttpTargetReader::new(input, &name, headers, &body, &read_body_file)
                 .with_protos(protos)
-                .with_reflector(Some(reflector)),
+                .with_reflector(Some(reflector))
+                .with_grpc_gzip(grpc_gzip(fields, origin)?),
         ),
         TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
         TargetFormat::TankUri => Box::new(workload::TankAmmoReader::new(
@@ -357,6 +359,18 @@ fn protos(fields: &AttackFields, origin: &Origin) -> Result<Option<Arc<ProtoSet>
     let imports = paths(fields.import_path.as_deref().unwrap_or_default());
     let set = ProtoSet::compile(&paths(files), &imports).map_err(EngineError::Targets)?;
     Ok(Some(Arc::new(set)))
+}
+
+/// Whether gRPC calls' messages go gzipped (`grpc_compress`).
+fn grpc_gzip(fields: &AttackFields, origin: &Origin) -> Result<bool, EngineError> {
+    match fields.grpc_compress.as_deref() {
+        None | Some("identity") => Ok(false),
+        Some("gzip") => Ok(true),
+        Some(other) => Err(EngineError::Targets(origin.error(
+            "grpc_compress",
+            format!("{other:?}: want gzip or identity (none)"),
+        ))),
+    }
 }
 
 /// The reader and name of the targets: inline text, a file, or stdin.
@@ -426,7 +440,7 @@ mod tests {
                 .map(|(line, fields)| {
                     let scenario = fields.name.as_deref().unwrap_or_default();
                     let origin = Origin::scenario(&name, *line, scenario, &dir);
-                    AttackConfig::from_fields(fields, &origin)
+                    AttackConfig::from_fields(fields, &origin, &TlsOptions::default())
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .unwrap_or_else(|e| panic!("{e}"));

@@ -123,6 +123,9 @@ pub struct TypeSource {
     pub(crate) protos: Option<Arc<ProtoSet>>,
     pub(crate) reflector: Option<Arc<dyn Reflector>>,
     reflected: Vec<(String, String, Arc<ProtoSet>)>,
+    /// Calls send their messages gzipped (`-grpc-compress gzip`): how the targets read
+    /// with these types are sent.
+    pub(crate) gzip: bool,
 }
 
 impl TypeSource {
@@ -133,7 +136,14 @@ impl TypeSource {
             protos,
             reflector,
             reflected: Vec::new(),
+            gzip: false,
         }
+    }
+
+    /// The calls read with these types send their messages gzipped.
+    pub fn with_gzip(mut self, gzip: bool) -> Self {
+        self.gzip = gzip;
+        self
     }
 
     /// The set `service` at `address` is read with.
@@ -189,15 +199,35 @@ pub fn encode_message(input: &MessageDescriptor, text: &str) -> Result<Vec<u8>, 
 /// A gRPC call's message from its JSON `json`: the frame sent, or (when the JSON has
 /// placeholders, which may name a flow's `variables`) the empty message's frame and
 /// the message split for rendering per call.
+/// `gzip`: a message without placeholders goes compressed (gzipped here, once); one
+/// with them goes as it is rendered, uncompressed (each message's flag says which).
 pub(crate) fn message_body(
     input: &MessageDescriptor,
     json: &str,
     variables: Option<&[String]>,
+    gzip: bool,
 ) -> Result<(Vec<u8>, Option<Arc<GrpcMessage>>), String> {
     match GrpcMessage::parse(input, json, variables)? {
         Some(message) => Ok((frame(&[]), Some(Arc::new(message)))),
+        None if gzip => Ok((gzip_frame(&encode_message(input, json)?), None)),
         None => Ok((encode_message(input, json)?, None)),
     }
+}
+
+/// A frame's message gzipped, behind a prefix whose flag says so.
+fn gzip_frame(plain: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let packed = encoder
+        .write_all(&plain[5..])
+        .and_then(|()| encoder.finish())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(packed.len() + 5);
+    out.push(1);
+    out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+    out.extend_from_slice(&packed);
+    out
 }
 
 /// A gRPC target's request line, `GRPC [https://]HOST:PORT package.Service/Method`
@@ -229,7 +259,16 @@ pub(crate) fn parse_call(
         method.name()
     ));
     let mut headers = global_headers.to_vec();
-    for (name, value) in [("content-type", GRPC_CONTENT_TYPE), ("te", "trailers")] {
+    let mut grpc_headers = vec![
+        ("content-type", GRPC_CONTENT_TYPE),
+        ("te", "trailers"),
+        // Answers in gzip are read (a flow's checks inflate them).
+        ("grpc-accept-encoding", "gzip"),
+    ];
+    if types.gzip {
+        grpc_headers.push(("grpc-encoding", "gzip"));
+    }
+    for (name, value) in grpc_headers {
         headers.push(Header {
             name: name.to_owned(),
             value: value.to_owned(),
@@ -528,6 +567,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             [
                 ("content-type", "application/grpc"),
                 ("te", "trailers"),
+                ("grpc-accept-encoding", "gzip"),
                 ("x-user", "7"),
                 ("grpc-timeout", "1000000u")
             ]
@@ -541,6 +581,41 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             "no message line: the empty one"
         );
         assert!(ok.iter().all(|t| t.grpc_message.is_none()));
+        // -grpc-compress gzip: a fixed message gzipped once; a templated one as rendered.
+        let gzipped = crate::HttpTargetReader::new(
+            format!("{greet}\n{{\"name\":\"w\"}}\n{greet}\n{{\"name\":\"{{{{seq}}}}\"}}\n")
+                .as_bytes(),
+            "t.txt",
+            &[],
+            b"",
+            &json_file,
+        )
+        .with_protos(set.clone())
+        .with_grpc_gzip(true)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+        let (flag, packed) = (gzipped[0].body[0], &gzipped[0].body[5..]);
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(packed), &mut plain).unwrap();
+        assert_eq!((flag, &plain[..]), (1, &[0x0a, 1, b'w'][..]));
+        assert_eq!(
+            u32::from_be_bytes(gzipped[0].body[1..5].try_into().unwrap()) as usize,
+            packed.len()
+        );
+        for target in &gzipped {
+            let named = |name: &str| {
+                target
+                    .headers
+                    .iter()
+                    .any(|h| h.name == name && h.value == "gzip")
+            };
+            assert!(named("grpc-encoding") && named("grpc-accept-encoding"));
+        }
+        assert_eq!(
+            gzipped[1].body,
+            [0, 0, 0, 0, 0],
+            "templated: rendered, not gzipped"
+        );
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,

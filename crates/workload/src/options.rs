@@ -166,6 +166,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     // gRPC calls' message types (docs/GRPC.md).
     attack("proto", "proto"),
     attack("import-path", "import_path"),
+    attack("grpc-compress", "grpc_compress"),
     // A plan variant's `base_url`; `[scenario.replay] base_url` in a file.
     OptionSpec {
         scope: Scope::Command,

@@ -251,6 +251,7 @@ mod tests {
             root_certs: Some(vec!["ca.pem".to_owned()]),
             cert: Some("c.pem".to_owned()),
             key: Some("k.pem".to_owned()),
+            tls_server_name: Some("x.test".to_owned()),
             laddr: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             unix_socket: Some("s".to_owned()),
             stop_when: Some(Vec::new()),
