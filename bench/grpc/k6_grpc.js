@@ -17,7 +17,7 @@ const calls_failed = new Counter('calls_failed');
 const messages = new Counter('messages');
 
 const client = new grpc.Client();
-client.load([__ENV.PROTO_DIR], MODE === 'stream' ? 'route_guide.proto' : 'helloworld.proto');
+client.load([__ENV.PROTO_DIR], __ENV.PROTO_FILE);
 
 export const options = {
   scenarios: {

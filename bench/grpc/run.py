@@ -39,7 +39,7 @@ import benchlib  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRPC_GO = os.environ.get("LOADLAB_GRPC_GO") or os.path.expanduser("~/.cache/loadlab/grpc-go")
 PROTO = os.path.join(GRPC_GO, "proto", "helloworld.proto")
-ROUTE_PROTO = os.path.join(GRPC_GO, "proto", "route_guide.proto")
+ROUTE_PROTO = os.path.join(benchlib.OUT, "route_guide.proto")
 MESSAGE = '{"name": "loadlab"}'
 # Every feature of the route guide's database, in one stream.
 EVERYWHERE = ('{"lo": {"latitude": -900000000, "longitude": -1800000000}, '
@@ -101,14 +101,27 @@ def ghz(port, flags, label, seconds, message=MESSAGE, call="helloworld.Greeter/S
             "p50_us": latency.get(50, 0) / 1e3, "p99_us": latency.get(99, 0) / 1e3}
 
 
+def write_route_proto():
+    """route_guide.proto in proto3 at ROUTE_PROTO: it is written in edition 2023, which
+    protox (and ghz's parser) do not read; with implicit presence it is proto3 as is."""
+    with open(os.path.join(GRPC_GO, "proto", "route_guide.proto")) as f:
+        text = f.read()
+    text = text.replace('edition = "2023";', 'syntax = "proto3";')
+    text = text.replace("option features.field_presence = IMPLICIT;", "")
+    os.makedirs(benchlib.OUT, exist_ok=True)
+    with open(ROUTE_PROTO, "w") as f:
+        f.write(text)
+
+
 def k6(binary, port, mode, rate, seconds, users, label):
     """k6_grpc.js (MODE unary or stream) at `rate` calls/s (None: `users` back to back),
     one core, its CPU per call from wait4; `messages` counted by the script."""
     summary = os.path.join(benchlib.OUT, "k6-grpc.summary.json")
     if os.path.exists(summary):
         os.remove(summary)
+    proto = ROUTE_PROTO if mode == "stream" else PROTO
     env = dict(os.environ, K6_NO_USAGE_REPORT="true", MODE=mode, ADDR=f"127.0.0.1:{port}",
-               PROTO_DIR=os.path.dirname(PROTO), SECONDS=str(seconds), VUS=str(users), SUMMARY=summary,
+               PROTO_DIR=os.path.dirname(proto), PROTO_FILE=os.path.basename(proto), SECONDS=str(seconds), VUS=str(users), SUMMARY=summary,
                GOMAXPROCS="1")
     if rate:
         env["RATE"] = str(rate)
@@ -138,6 +151,7 @@ def streams(port, rate, seconds, users, k6_binary):
     per call. loadlab counts no messages per call yet: the stream is the same every call,
     so k6's count per call stands for all three."""
     print(f"== server stream {LIST_FEATURES} at {rate}/s, {seconds} s", flush=True)
+    write_route_proto()
     runs = [loadlab(port, [f"-rate={rate}", f"-duration={seconds}s"], f"loadlab open {rate}/s",
                     EVERYWHERE, LIST_FEATURES, ROUTE_PROTO),
             ghz(port, ["--rps", str(rate), "-c", str(users)], f"ghz --rps {rate} -c {users}", seconds,
