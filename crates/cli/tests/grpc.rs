@@ -894,6 +894,20 @@ checks = ["status 200"]
     serde_json::from_str(&report(&records, "json")).unwrap()
 }
 
+/// 4 flows of 3 calls all succeeded, and each of `checks` checks passed 4 times.
+fn every_check_passed_4_flows(value: &serde_json::Value, checks: usize) {
+    assert_eq!(value["requests"], 12, "{value}");
+    assert_eq!(value["success"], 1.0, "{value}");
+    let counted = checks_of(value);
+    assert!(
+        counted
+            .values()
+            .all(|&(passes, fails)| passes == 4 && fails == 0)
+            && counted.len() == checks,
+        "{counted:?}"
+    );
+}
+
 /// Each check's passes and failures, by its full name.
 fn checks_of(value: &serde_json::Value) -> std::collections::BTreeMap<String, (u64, u64)> {
     value["checks"]
@@ -1016,16 +1030,7 @@ checks = ["grpc OK", "body contains Hello Hello a"]
         greeter.port, reflecting.port
     );
     let value = run_flow(tmp.path(), "", sim.port, &steps);
-    assert_eq!(value["requests"], 12, "{value}");
-    assert_eq!(value["success"], 1.0, "{value}");
-    let checks = checks_of(&value);
-    assert!(
-        checks
-            .values()
-            .all(|&(passes, fails)| passes == 4 && fails == 0)
-            && checks.len() == 5,
-        "{checks:?}"
-    );
+    every_check_passed_4_flows(&value, 5);
 }
 
 #[test]
@@ -1090,16 +1095,7 @@ checks = ["grpc OK", "body contains application/grpc a"]
         server.port
     );
     let value = run_flow(flow_tmp.path(), &keys, sim.port, &steps);
-    assert_eq!(value["requests"], 12, "{value}");
-    assert_eq!(value["success"], 1.0, "{value}");
-    let checks = checks_of(&value);
-    assert!(
-        checks
-            .values()
-            .all(|&(passes, fails)| passes == 4 && fails == 0)
-            && checks.len() == 7,
-        "{checks:?}"
-    );
+    every_check_passed_4_flows(&value, 7);
 }
 
 #[test]

@@ -858,17 +858,18 @@ mod tests {
         assert_eq!(session.location, b"/next");
     }
 
+    /// A literal field without indexing, its name spelled out.
+    fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut out = vec![0x00];
+        for bytes in [name, value] {
+            request::put_integer(&mut out, 7, 0, bytes.len());
+            out.extend_from_slice(bytes);
+        }
+        out
+    }
+
     #[test]
     fn grpc_statuses_are_read_from_trailers_and_trailers_only_answers() {
-        /// A literal field without indexing, its name spelled out.
-        fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
-            let mut out = vec![0x00];
-            for bytes in [name, value] {
-                request::put_integer(&mut out, 7, 0, bytes.len());
-                out.extend_from_slice(bytes);
-            }
-            out
-        }
         let status_200 = [0x88u8]; // indexed :status 200
         /// A header block; the `:status`, gRPC status and message it gives.
         type Row<'a> = (Vec<u8>, u16, Option<u8>, &'a [u8]);
@@ -927,14 +928,6 @@ mod tests {
 
     #[test]
     fn metadata_and_trailers_are_kept_as_lines_when_asked_and_the_encoding_always() {
-        fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
-            let mut out = vec![0x00];
-            for bytes in [name, value] {
-                request::put_integer(&mut out, 7, 0, bytes.len());
-                out.extend_from_slice(bytes);
-            }
-            out
-        }
         let block = [
             vec![0x88], // :status 200, left out
             field(b"grpc-encoding", b"gzip"),

@@ -552,3 +552,27 @@ impl Worker {
         self.pools[host].carriers.push(slot as u32);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_encoding;
+
+    #[test]
+    fn only_the_encodings_offered_are_read() {
+        let rows: [(&[u8], bool); 6] = [
+            (b"", true),
+            (b"identity", true),
+            (b"gzip", true),
+            (b"br", false),
+            (b"GZIP", false),
+            (b"gzip, br", false),
+        ];
+        for (name, read) in rows {
+            assert_eq!(grpc_encoding(name).is_ok(), read, "{name:?}");
+        }
+        assert_eq!(
+            grpc_encoding(b"snappy"),
+            Err("grpc: the answer's grpc-encoding is not one we accept (identity, gzip)")
+        );
+    }
+}
