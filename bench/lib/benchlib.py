@@ -68,11 +68,12 @@ http {{
         subprocess.run(["nginx", "-c", os.path.join(self.dir, "nginx.conf"), "-p", self.dir, "-s", "stop"])
 
 
-def measured(cmd, stdin=None, stdout=None):
-    """Runs cmd pinned to GENERATOR_CPU; returns (cpu_seconds, peak_rss_kib, wall, output)."""
+def measured(cmd, stdin=None, stdout=None, env=None):
+    """Runs cmd pinned to GENERATOR_CPU (in `env`, else ours); returns (cpu_seconds,
+    peak_rss_kib, wall, output)."""
     start = time.time()
     proc = subprocess.Popen(["taskset", "-c", GENERATOR_CPU, *cmd], stdin=stdin,
-                            stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     output = proc.stdout.read() if proc.stdout else b""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -214,6 +214,10 @@ pub struct AttackArgs {
     /// TLS client key (PEM)
     #[arg(help_heading = "Protocols", long, value_name = "FILE")]
     key: Option<PathBuf>,
+    /// The name to send in TLS SNI and check the server's certificate against, in place
+    /// of each target's host (a server reached by address whose certificate names another)
+    #[arg(help_heading = "Protocols", long, value_name = "NAME")]
+    tls_server_name: Option<String>,
     /// Offer HTTP/2 to https targets (TLS ALPN); false speaks HTTP/1.1 only
     #[arg(help_heading = "Protocols", long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     http2: bool,
@@ -375,7 +379,11 @@ fn add_attacks(
         Some(path) => load_scenarios(path, args, &mut config)?,
         None => {
             let fields = fields_from_flags(args);
-            config.attacks = vec![AttackConfig::from_fields(&fields, &Origin::flags())?];
+            config.attacks = vec![AttackConfig::from_fields(
+                &fields,
+                &Origin::flags(),
+                &config.settings.tls,
+            )?];
             None
         }
     };
@@ -407,6 +415,7 @@ fn run_fields(args: &AttackArgs) -> RunFields {
         root_certs: Some(paths(&args.root_certs)),
         cert: args.cert.as_ref().map(|p| p.display().to_string()),
         key: args.key.as_ref().map(|p| p.display().to_string()),
+        tls_server_name: args.tls_server_name.clone(),
         laddr: args.laddr,
         unix_socket: args.unix_socket.as_ref().map(|p| p.display().to_string()),
         stop_when: Some(args.stop_when.clone()),
@@ -502,7 +511,7 @@ fn load_scenarios(
             let name_of = fields.name.as_deref().unwrap_or_default();
             let mut origin = Origin::scenario(&name, *line, name_of, base_dir);
             origin.from_flags.clone_from(&from_flags);
-            AttackConfig::from_fields(fields, &origin)
+            AttackConfig::from_fields(fields, &origin, &config.settings.tls)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(file.seed)

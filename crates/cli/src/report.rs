@@ -34,7 +34,9 @@ never reads 100.00%), then the total. A request without an answer fails every ch
 its step. In json it is a \"checks\" array (name, scenario, step, check, passes, fails,
 pass_rate). Inputs without checks print neither, as vegeta would. -by step reports each
 step apart (within its scenario); a target that is no flow step is its own group,
-named METHOD URL.
+named METHOD URL. -by method reports each gRPC method (package.Service/Method, its
+statuses by name) and each HTTP method and path (GET /items, host and query left out)
+apart, across targets and attacks.
 
 Unlike vegeta, latency counts from the *intended* send time (no coordinated omission),
 and -every prints one row per interval instead of cumulative reprints. Single-dash
@@ -57,6 +59,7 @@ Examples:
   loadlab report -by status old-vegeta-results.json
   loadlab report -by protocol h2-run.llr
   loadlab report -by step flow-run.llr
+  loadlab report -by method grpc-run.llr
   loadlab report -type json flow-run.llr | jq '.checks[] | select(.fails > 0)'
   loadlab report -trace-link 'http://127.0.0.1:16686/trace/{trace_id}' traced.llr
   loadlab report -trace-store http://127.0.0.1:16686 traced.llr";
@@ -75,8 +78,8 @@ pub struct ReportArgs {
     /// p50/p90/p99/max), live as the input streams in, then the whole-run report; 0 = off
     #[arg(long, value_name = "DURATION")]
     every: Option<String>,
-    /// One report per group: attack, target, step (a flow's), status or protocol
-    /// (http/1.1, h2)
+    /// One report per group: attack, target, step (a flow's), method (a gRPC call's
+    /// package.Service/Method, an HTTP method and path), status or protocol (http/1.1, h2)
     #[arg(long, value_name = "GROUP")]
     by: Option<GroupBy>,
     #[command(flatten)]

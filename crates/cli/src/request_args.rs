@@ -45,6 +45,10 @@ pub struct RequestArgs {
     /// directory); repeatable
     #[arg(long, value_name = "DIR", help_heading = "Protocols")]
     import_path: Vec<String>,
+    /// Send gRPC calls' messages compressed: gzip (each message without placeholders is
+    /// compressed once, at start), or identity [default: identity]
+    #[arg(long, value_name = "ENCODING", help_heading = "Protocols")]
+    grpc_compress: Option<String>,
 }
 
 impl RequestArgs {
@@ -59,6 +63,7 @@ impl RequestArgs {
             max_body: self.max_body.clone().map(TextOrNumber::Text),
             proto: absolute_paths(&self.proto),
             import_path: absolute_paths(&self.import_path),
+            grpc_compress: self.grpc_compress.clone(),
             ..AttackFields::default()
         }
     }
@@ -91,6 +96,9 @@ impl RequestArgs {
         }
         if let Some(size) = &self.max_body {
             word("max_body", size);
+        }
+        if let Some(encoding) = &self.grpc_compress {
+            word("grpc_compress", encoding);
         }
         for (key, paths) in [("proto", &self.proto), ("import_path", &self.import_path)] {
             for path in paths {

@@ -299,7 +299,9 @@ fn report_shows_the_protocol_mix_and_splits_by_protocol() {
     assert!(!output.status.success());
     let err = stderr(&output);
     assert!(
-        err.contains("unknown group \"protocols\": want attack, target, step, status or protocol"),
+        err.contains(
+            "unknown group \"protocols\": want attack, target, step, method, status or protocol"
+        ),
         "{err}"
     );
     let help = ok(&run(&["report", "--help"], None));

@@ -71,8 +71,14 @@ fn grpc_go() -> Option<PathBuf> {
         },
         PathBuf::from,
     );
-    let found =
-        dir.join("bin/greeter_server").is_file() && dir.join("bin/route_guide_server").is_file();
+    let found = [
+        "greeter_server",
+        "route_guide_server",
+        "tls_server",
+        "compression_server",
+    ]
+    .iter()
+    .all(|server| dir.join("bin").join(server).is_file());
     if !found {
         assert!(
             std::env::var_os("LOADLAB_REQUIRE_GRPC_GO").is_none(),
@@ -97,6 +103,12 @@ impl Server {
     /// (route_guide's server does not say its port, so `-port 0` cannot be read back:
     /// the port is taken from the kernel, freed, and handed over.)
     fn start(dir: &Path, name: &str) -> Server {
+        Server::start_in(dir, name, dir)
+    }
+
+    /// [`Server::start`] in the working directory `cwd` (the TLS server finds its
+    /// certificate relative to it).
+    fn start_in(dir: &Path, name: &str, cwd: &Path) -> Server {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -104,6 +116,7 @@ impl Server {
             .port();
         let child = Command::new(dir.join("bin").join(name))
             .args(["-port", &port.to_string()])
+            .current_dir(cwd)
             // Go dies of SIGPIPE writing its log to a closed pipe: no pipe.
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -271,16 +284,26 @@ fn attack_by_reflection(
     rate: &str,
     dir: &Path,
 ) -> Result<serde_json::Value, String> {
+    attack_with(targets, rate, dir, &[])
+}
+
+/// [`attack_by_reflection`] with more flags (`-proto`, TLS's).
+fn attack_with(
+    targets: &str,
+    rate: &str,
+    dir: &Path,
+    flags: &[&str],
+) -> Result<serde_json::Value, String> {
     let records = dir.join("reflected.llr");
-    let output = attack(
-        &[
-            &format!("-rate={rate}"),
-            "-duration=1s",
-            "-output",
-            records.to_str().unwrap(),
-        ],
-        targets,
-    );
+    let mut args = vec![
+        format!("-rate={rate}"),
+        "-duration=1s".to_owned(),
+        "-output".to_owned(),
+        records.to_str().unwrap().to_owned(),
+    ];
+    args.extend(flags.iter().map(|flag| (*flag).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = attack(&args, targets);
     let err = text(&output.stderr);
     assert!(!err.contains("panicked"), "{err}");
     if !output.status.success() {
@@ -338,6 +361,104 @@ fn calls_without_a_proto_take_their_types_from_grpc_gos_reflection() {
             "{targets}: want {want:?} and {and:?} in {err}"
         );
     }
+}
+
+/// The errors of a report's JSON, joined.
+fn errors_of(value: &serde_json::Value) -> String {
+    value["errors"]
+        .as_array()
+        .map(|errors| {
+            errors
+                .iter()
+                .filter_map(|e| e.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn tls_calls_to_grpc_gos_tls_server_verify_its_certificate_or_say_why_not() {
+    let Some(dir) = grpc_go() else { return };
+    let tls_dir = dir.join("tls");
+    let server = Server::start_in(&dir, "tls_server", &tls_dir);
+    let h2c = Server::start(&dir, "greeter_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = dir.join("proto/echo.proto");
+    let proto = proto.to_str().unwrap();
+    let ca = tls_dir.join("google.golang.org/grpc/examples/data/x509/ca_cert.pem");
+    let ca = ca.to_str().unwrap();
+    let echo = |address: &str| {
+        format!("GRPC {address} grpc.examples.echo.Echo/UnaryEcho\n{{\"message\": \"hi\"}}\n")
+    };
+    let tls = echo(&format!("https://127.0.0.1:{}", server.port));
+    // Its certificate names *.test.example.com, signed by the examples' own CA.
+    let verified = [
+        "-proto",
+        proto,
+        "-root-certs",
+        ca,
+        "-tls-server-name",
+        "x.test.example.com",
+    ];
+    for flags in [&verified[..], &["-proto", proto, "-insecure"]] {
+        let value = attack_with(&tls, "20/s", tmp.path(), flags).unwrap();
+        assert_eq!(value["status_codes"]["OK"], 20, "{flags:?}: {value}");
+    }
+    // Every call fails, counted, with what to do about it.
+    let rows = [
+        (
+            tls.clone(),
+            vec!["-proto", proto],
+            "tls: invalid peer certificate: UnknownIssuer (give -root-certs FILE with the CA that signed it, or -insecure)".to_owned(),
+        ),
+        (
+            tls,
+            vec!["-proto", proto, "-root-certs", ca],
+            "(give -tls-server-name NAME with a name it is valid for, or -insecure)".to_owned(),
+        ),
+        (
+            echo(&format!("https://127.0.0.1:{}", h2c.port)),
+            vec!["-proto", proto, "-insecure"],
+            "tls: ".to_owned(),
+        ),
+    ];
+    for (targets, flags, want) in rows {
+        let value = attack_with(&targets, "10/s", tmp.path(), &flags).unwrap();
+        assert_eq!(value["success"], 0.0, "{flags:?}: {value}");
+        let errors = errors_of(&value);
+        assert!(
+            errors.contains(&want),
+            "{flags:?}: want {want:?} in {errors}"
+        );
+    }
+}
+
+#[test]
+fn reflection_over_tls_asks_the_simulators_tls_port_verified_as_calls_are() {
+    let (tmp, _proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {"message": "hi"}}}]"#,
+    );
+    let cert = tmp.path().join("sim.pem");
+    let sim = Simulate::start_with(&recipe, &["-tls", "-tls-cert-out", cert.to_str().unwrap()]);
+    let targets = format!(
+        "GRPC https://127.0.0.1:{} sim.Greeter/SayHello\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    for flags in [&["-insecure"][..], &["-root-certs", cert.to_str().unwrap()]] {
+        let value = attack_with(&targets, "20/s", tmp.path(), flags).unwrap();
+        assert_eq!(value["status_codes"]["OK"], 20, "{flags:?}: {value}");
+    }
+    let err = attack_by_reflection(&targets, "10/s", tmp.path()).unwrap_err();
+    let want = format!(
+        "stdin:1: reflection at https://127.0.0.1:{}: tls: invalid peer certificate: UnknownIssuer (give -root-certs FILE with the CA that signed it, or -insecure)",
+        sim.port
+    );
+    assert!(err.contains(&want), "want {want} in {err}");
+    // The same port asked in cleartext: not an h2c server.
+    let cleartext = targets.replace("https://", "");
+    let err = attack_by_reflection(&cleartext, "10/s", tmp.path()).unwrap_err();
+    assert!(err.contains("stdin:1: "), "{err}");
 }
 
 #[test]
@@ -448,6 +569,11 @@ struct Simulate {
 impl Simulate {
     /// Serves `recipe` (a file) and waits for the line that says where.
     fn start(recipe: &Path) -> Simulate {
+        Simulate::start_with(recipe, &[])
+    }
+
+    /// [`Simulate::start`] with more flags (`-tls`).
+    fn start_with(recipe: &Path, flags: &[&str]) -> Simulate {
         use std::io::BufRead;
         let mut child = loadlab()
             .args([
@@ -459,6 +585,7 @@ impl Simulate {
                 "-addr",
                 "127.0.0.1:0",
             ])
+            .args(flags)
             .arg(recipe)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -470,7 +597,7 @@ impl Simulate {
         let port = lines.by_ref().find_map(|line| {
             let line = line.ok()?;
             seen.push_str(&line);
-            let at = line.find("on http://127.0.0.1:")? + "on http://127.0.0.1:".len();
+            let at = line.find("://127.0.0.1:")? + "://127.0.0.1:".len();
             let digits: String = line[at..]
                 .chars()
                 .take_while(char::is_ascii_digit)
@@ -767,6 +894,20 @@ checks = ["status 200"]
     serde_json::from_str(&report(&records, "json")).unwrap()
 }
 
+/// 4 flows of 3 calls all succeeded, and each of `checks` checks passed 4 times.
+fn every_check_passed_4_flows(value: &serde_json::Value, checks: usize) {
+    assert_eq!(value["requests"], 12, "{value}");
+    assert_eq!(value["success"], 1.0, "{value}");
+    let counted = checks_of(value);
+    assert!(
+        counted
+            .values()
+            .all(|&(passes, fails)| passes == 4 && fails == 0)
+            && counted.len() == checks,
+        "{counted:?}"
+    );
+}
+
 /// Each check's passes and failures, by its full name.
 fn checks_of(value: &serde_json::Value) -> std::collections::BTreeMap<String, (u64, u64)> {
     value["checks"]
@@ -889,16 +1030,72 @@ checks = ["grpc OK", "body contains Hello Hello a"]
         greeter.port, reflecting.port
     );
     let value = run_flow(tmp.path(), "", sim.port, &steps);
-    assert_eq!(value["requests"], 12, "{value}");
-    assert_eq!(value["success"], 1.0, "{value}");
-    let checks = checks_of(&value);
-    assert!(
-        checks
-            .values()
-            .all(|&(passes, fails)| passes == 4 && fails == 0)
-            && checks.len() == 5,
-        "{checks:?}"
+    every_check_passed_4_flows(&value, 5);
+}
+
+#[test]
+fn gzip_calls_to_grpc_gos_compression_server_and_a_flow_reading_its_gzip_answers_and_trailers() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "compression_server");
+    let greeter = Server::start(&dir, "greeter_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = dir.join("proto/echo.proto");
+    let echo = format!(
+        "GRPC 127.0.0.1:{} grpc.examples.echo.Echo/UnaryEcho\n{{\"message\": \"hi\"}}\n",
+        server.port
     );
+    let flags = ["-proto", proto.to_str().unwrap(), "-grpc-compress", "gzip"];
+    let value = attack_with(&echo, "20/s", tmp.path(), &flags).unwrap();
+    assert_eq!(value["status_codes"]["OK"], 20, "{value}");
+    // A server without gzip cannot read the calls: they really go compressed.
+    let hello = format!(
+        "GRPC 127.0.0.1:{} helloworld.Greeter/SayHello\n{{\"name\": \"x\"}}\n",
+        greeter.port
+    );
+    let greeter_proto = dir.join("proto/helloworld.proto");
+    let flags = [
+        "-proto",
+        greeter_proto.to_str().unwrap(),
+        "-grpc-compress",
+        "gzip",
+    ];
+    let value = attack_with(&hello, "10/s", tmp.path(), &flags).unwrap();
+    assert_eq!(value["status_codes"]["UNIMPLEMENTED"], 10, "{value}");
+    let err = attack_with(&echo, "10/s", tmp.path(), &["-grpc-compress", "br"]).unwrap_err();
+    assert!(
+        err.contains("-grpc-compress: \"br\": want gzip or identity (none)"),
+        "{err}"
+    );
+
+    // A flow: the answer comes gzipped (the server answers in the call's encoding), is
+    // inflated for its checks; its metadata and trailers are checked and extracted
+    // from, and what came out goes on into the next call beside the login's hostile
+    // token, inside its string field and its metadata value.
+    let (flow_tmp, _proto, recipe) = sim_files(&format!("[{}]", login_route()));
+    let sim = Simulate::start(&recipe);
+    let keys = format!(
+        "proto = [{:?}]\ngrpc_compress = \"gzip\"",
+        proto.to_str().unwrap()
+    );
+    let steps = format!(
+        r#"
+[[scenario.step]]
+name = "echo"
+request = "GRPC 127.0.0.1:{0} grpc.examples.echo.Echo/UnaryEcho"
+body = '{{"message": "hi"}}'
+extract = {{ kind = "header content-type" }}
+checks = ["grpc OK", "json $.message = hi", "header grpc-encoding = gzip", "header grpc-status = 0"]
+
+[[scenario.step]]
+name = "again"
+request = "GRPC 127.0.0.1:{0} grpc.examples.echo.Echo/UnaryEcho\nx-kind: {{{{kind}}}}"
+body = '{{"message": "{{{{kind}}}} {{{{token}}}}"}}'
+checks = ["grpc OK", "body contains application/grpc a"]
+"#,
+        server.port
+    );
+    let value = run_flow(flow_tmp.path(), &keys, sim.port, &steps);
+    every_check_passed_4_flows(&value, 7);
 }
 
 #[test]

@@ -14,19 +14,22 @@ use std::sync::Arc;
 
 use workload::{
     AttackFields, AttackSettings, DataTable, Flow, FlowOptions, HttpTargetReader, JsonTargetReader,
-    Origin, Pacing, ProtoSet, ReplayFields, RunFields, StepFields, Target, TargetFormat,
-    TypeSource, WorkloadError, defaults,
+    Origin, Pacing, ProtoSet, Reflector, ReplayFields, RunFields, StepFields, Target, TargetFormat,
+    TlsOptions, TypeSource, WorkloadError, defaults,
 };
 
+use crate::grpc_reflect::H2Reflector;
 use crate::replay::{self, Replay};
 use crate::{AttackConfig, EngineError, RunConfig, TargetIter, TargetStream, Targets};
 
 impl AttackConfig {
     /// One attack from its fields: checked, defaults filled in, targets and data read
-    /// (or, with `lazy`, opened).
+    /// (or, with `lazy`, opened). `tls` (the run's) is how gRPC targets without `.proto`
+    /// files ask an `https://` server's reflection for their types.
     pub fn from_fields(
         fields: &AttackFields,
         origin: &Origin,
+        tls: &TlsOptions,
     ) -> Result<AttackConfig, EngineError> {
         let mut settings = fields.settings(origin).map_err(EngineError::Targets)?;
         let replay = match &fields.replay {
@@ -42,8 +45,9 @@ impl AttackConfig {
             });
         }
         let data = data_table(fields, &settings, origin)?;
+        let reflector: Arc<dyn Reflector> = Arc::new(H2Reflector { tls: tls.clone() });
         if let Some(steps) = &fields.step {
-            let flow = flow(fields, steps, &settings, origin, data.as_deref())?;
+            let flow = flow(fields, steps, &settings, origin, data.as_deref(), reflector)?;
             return Ok(AttackConfig {
                 targets: Targets::List(flow_targets(&flow)),
                 settings,
@@ -51,7 +55,7 @@ impl AttackConfig {
                 flow: Some(Arc::new(flow)),
             });
         }
-        let targets = targets(fields, &settings, origin, data.as_deref())?;
+        let targets = targets(fields, &settings, origin, data.as_deref(), reflector)?;
         Ok(AttackConfig {
             settings,
             targets,
@@ -149,11 +153,10 @@ fn flow(
     settings: &AttackSettings,
     origin: &Origin,
     data: Option<&DataTable>,
+    reflector: Arc<dyn Reflector>,
 ) -> Result<Flow, EngineError> {
-    let mut types = TypeSource::new(
-        protos(fields, origin)?,
-        Some(Arc::new(crate::grpc_reflect::H2Reflector)),
-    );
+    let mut types = TypeSource::new(protos(fields, origin)?, Some(reflector))
+        .with_gzip(grpc_gzip(fields, origin)?);
     flow_steps(fields, steps, settings, origin, data, &mut types).map_err(EngineError::Targets)
 }
 
@@ -278,6 +281,7 @@ fn targets(
     settings: &AttackSettings,
     origin: &Origin,
     data: Option<&DataTable>,
+    reflector: Arc<dyn Reflector>,
 ) -> Result<Targets, EngineError> {
     let body = match &fields.body_file {
         Some(file) => std::fs::read(origin.path(file)).map_err(|source| EngineError::Read {
@@ -294,7 +298,8 @@ fn targets(
         TargetFormat::Http => Box::new(
             HttpTargetReader::new(input, &name, headers, &body, &read_body_file)
                 .with_protos(protos)
-                .with_reflector(Some(Arc::new(crate::grpc_reflect::H2Reflector))),
+                .with_reflector(Some(reflector))
+                .with_grpc_gzip(grpc_gzip(fields, origin)?),
         ),
         TargetFormat::Json => Box::new(JsonTargetReader::new(input, &name, headers, &body)),
         TargetFormat::TankUri => Box::new(workload::TankAmmoReader::new(
@@ -354,6 +359,18 @@ fn protos(fields: &AttackFields, origin: &Origin) -> Result<Option<Arc<ProtoSet>
     let imports = paths(fields.import_path.as_deref().unwrap_or_default());
     let set = ProtoSet::compile(&paths(files), &imports).map_err(EngineError::Targets)?;
     Ok(Some(Arc::new(set)))
+}
+
+/// Whether gRPC calls' messages go gzipped (`grpc_compress`).
+fn grpc_gzip(fields: &AttackFields, origin: &Origin) -> Result<bool, EngineError> {
+    match fields.grpc_compress.as_deref() {
+        None | Some("identity") => Ok(false),
+        Some("gzip") => Ok(true),
+        Some(other) => Err(EngineError::Targets(origin.error(
+            "grpc_compress",
+            format!("{other:?}: want gzip or identity (none)"),
+        ))),
+    }
 }
 
 /// The reader and name of the targets: inline text, a file, or stdin.
@@ -423,7 +440,7 @@ mod tests {
                 .map(|(line, fields)| {
                     let scenario = fields.name.as_deref().unwrap_or_default();
                     let origin = Origin::scenario(&name, *line, scenario, &dir);
-                    AttackConfig::from_fields(fields, &origin)
+                    AttackConfig::from_fields(fields, &origin, &TlsOptions::default())
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .unwrap_or_else(|e| panic!("{e}"));

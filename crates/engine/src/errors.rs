@@ -200,7 +200,7 @@ impl ErrorCache {
         }
         let id = self.registry.intern(ErrorEntry {
             kind: ErrorKind::Tls,
-            text: format!("tls: {err}"),
+            text: format!("tls: {err}{}", crate::tls::hint(err)),
         });
         if self.tls.len() < TLS_CACHE_ENTRIES {
             self.tls.push((err.clone(), id));
@@ -339,7 +339,13 @@ mod tests {
         assert_eq!(a.tls.len(), 2, "a hit does not add an entry");
         let entries = registry.since(0);
         assert!(entries.iter().all(|e| e.kind == ErrorKind::Tls));
-        assert_eq!(entries[0].text, format!("tls: {unknown_issuer}"));
+        assert_eq!(
+            entries[0].text,
+            format!(
+                "tls: {unknown_issuer} (give -root-certs FILE with the CA that signed it, or -insecure)"
+            ),
+            "with its usual fix"
+        );
         assert_eq!(
             entries[1].text,
             format!("tls: {}", rustls::Error::DecryptError)

@@ -1,13 +1,15 @@
 //! The wire under gRPC reflection ([`workload::Reflector`]): one call over a fresh
-//! h2c connection, blocking, with the engine's own HTTP/2 session. It runs once per
-//! address and service while the targets are read, before any worker starts, so it
-//! is written for clarity, not speed.
+//! connection (h2c, or TLS with h2 in ALPN for an `https://` address), blocking, with
+//! the engine's own HTTP/2 session. It runs once per address and service while the
+//! targets are read, before any worker starts, so it is written for clarity, not speed.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use workload::{CallAnswer, Reflector};
+use rustls::pki_types::ServerName;
+use workload::{CallAnswer, Reflector, TlsOptions};
 
 use crate::h2::frame::{self, Piece};
 use crate::h2::{Event, Session, State};
@@ -18,17 +20,28 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most answer bytes kept: reflection sends file descriptors, kilobytes each.
 const MAX_ANSWER_BYTES: usize = 64 << 20;
 
-/// Reflection calls over h2c (gRPC targets take no TLS yet).
-pub(crate) struct H2Reflector;
+/// Reflection calls over h2c, or over TLS verified as the run's calls are (`-insecure`,
+/// `-root-certs`, `-tls-server-name`, `-cert`/`-key`).
+pub(crate) struct H2Reflector {
+    pub tls: TlsOptions,
+}
+
+/// A connection either way.
+trait Wire: Read + Write {}
+impl<T: Read + Write> Wire for T {}
 
 impl Reflector for H2Reflector {
     fn call(&self, address: &str, path: &str, body: &[u8]) -> Result<CallAnswer, String> {
-        let mut tcp = connect(address)?;
+        let mut wire: Box<dyn Wire> = match address.strip_prefix("https://") {
+            Some(host_port) => Box::new(self.tls_connect(address, host_port)?),
+            None => Box::new(connect(address)?),
+        };
+        let host_port = address.strip_prefix("https://").unwrap_or(address);
         let mut session = Session::new(State::Starting);
         let mut out = Vec::new();
         session.start(&mut out);
         let mut h1 = format!(
-            "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/grpc\r\nte: trailers\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nhost: {host_port}\r\ncontent-type: application/grpc\r\nte: trailers\r\n\r\n"
         )
         .into_bytes();
         h1.extend_from_slice(body);
@@ -43,14 +56,62 @@ impl Reflector for H2Reflector {
         };
         let mut buffer = vec![0u8; 64 * 1024];
         while !call.done {
-            tcp.write_all(&out)
-                .map_err(|e| format!("reflection at {address}: {e}"))?;
+            wire.write_all(&out)
+                .and_then(|()| wire.flush())
+                .map_err(|e| failed(address, &e))?;
             out.clear();
-            let read = read_some(&mut tcp, &mut buffer, deadline, address)?;
+            let read = read_some(&mut *wire, &mut buffer, deadline, address)?;
             call.take(&mut session, &buffer[..read], &mut out)
                 .map_err(|reason| format!("reflection at {address}: {reason}"))?;
         }
         Ok(call.answer)
+    }
+}
+
+impl H2Reflector {
+    /// A TLS connection to `host_port` that agreed to h2 in ALPN.
+    fn tls_connect(
+        &self,
+        address: &str,
+        host_port: &str,
+    ) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
+        let config = crate::tls::client_config(&self.tls, true).map_err(|e| e.to_string())?;
+        let host = host_port
+            .rsplit_once(':')
+            .map_or(host_port, |(host, _)| host)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let name = self.tls.server_name.as_deref().unwrap_or(host).to_owned();
+        let name = ServerName::try_from(name).map_err(|e| format!("{address}: {e}"))?;
+        let tls = rustls::ClientConnection::new(Arc::clone(&config), name)
+            .map_err(|e| format!("{address}: tls: {e}"))?;
+        let mut stream = rustls::StreamOwned::new(tls, connect(host_port)?);
+        while stream.conn.is_handshaking() {
+            stream
+                .conn
+                .complete_io(&mut stream.sock)
+                .map_err(|e| failed(address, &e))?;
+        }
+        if stream.conn.alpn_protocol() != Some(b"h2") {
+            return Err(format!(
+                "reflection at {address}: the server did not choose h2 in TLS ALPN (gRPC needs HTTP/2)"
+            ));
+        }
+        Ok(stream)
+    }
+}
+
+/// An I/O error of the reflection call at `address`; a TLS one with its usual fix.
+fn failed(address: &str, err: &std::io::Error) -> String {
+    let tls = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match tls {
+        Some(tls) => format!(
+            "reflection at {address}: tls: {tls}{}",
+            crate::tls::hint(tls)
+        ),
+        None => format!("reflection at {address}: {err}"),
     }
 }
 
@@ -72,7 +133,7 @@ fn connect(address: &str) -> Result<TcpStream, String> {
 }
 
 fn read_some(
-    tcp: &mut TcpStream,
+    wire: &mut dyn Wire,
     buffer: &mut [u8],
     deadline: Instant,
     address: &str,
@@ -82,12 +143,12 @@ fn read_some(
             "{address} did not answer reflection within {ANSWER_TIMEOUT:?}"
         ));
     }
-    match tcp.read(buffer) {
+    match wire.read(buffer) {
         Ok(0) => Err(format!(
             "{address} closed the connection before answering reflection (is it a gRPC server?)"
         )),
         Ok(read) => Ok(read),
-        Err(e) => Err(format!("reflection at {address}: {e}")),
+        Err(e) => Err(failed(address, &e)),
     }
 }
 

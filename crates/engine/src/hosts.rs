@@ -20,8 +20,9 @@ pub(crate) struct Host {
     pub address: Address,
     /// Set for https: the name to send in SNI and check the certificate against.
     pub tls_name: Option<ServerName<'static>>,
-    /// Cleartext HTTP/2 with prior knowledge whatever `-h2c` says: a gRPC server.
-    pub h2c: bool,
+    /// gRPC calls go here: HTTP/2 whatever `-h2c` and `-http2` say (with prior
+    /// knowledge in cleartext, h2 in ALPN over TLS).
+    pub grpc: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -48,7 +49,7 @@ impl HostTable {
     ) -> Result<usize, EngineError> {
         let grpc = target.is_grpc();
         let id = self.resolve_as(&target.url, unix_socket, grpc)?;
-        self.hosts[id].h2c |= grpc;
+        self.hosts[id].grpc |= grpc;
         Ok(id)
     }
 
@@ -110,7 +111,7 @@ impl HostTable {
         self.hosts.push(Host {
             address,
             tls_name,
-            h2c: false,
+            grpc: false,
         });
         self.index.insert(key, self.hosts.len() - 1);
         Ok(self.hosts.len() - 1)

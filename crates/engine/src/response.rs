@@ -115,6 +115,14 @@ impl ResponseParser {
         self.keep_body_bytes = body_bytes;
     }
 
+    /// An HTTP/2 answer's header block (its head, then its trailers), as `name: value`
+    /// lines: kept after what came before when [`ResponseParser::keep`] asked.
+    pub(crate) fn keep_fields(&mut self, fields: &[u8]) {
+        if self.keep_head {
+            self.kept_head.extend_from_slice(fields);
+        }
+    }
+
     /// The whole body's size so far (kept or not).
     pub(crate) fn body_read(&self) -> u64 {
         self.body_read

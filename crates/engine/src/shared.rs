@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
 use workload::{DataTable, Plan, Target};
 
 use crate::hosts::HostTable;
@@ -152,8 +153,10 @@ pub(crate) struct Shared {
     pub hosts: HostTable,
     /// For HTTP/1.1 connections (ALPN `http/1.1`).
     pub tls: Option<Arc<ClientConfig>>,
-    /// For connections that offer h2 in ALPN (`http2` on).
+    /// For connections that offer h2 in ALPN (`http2` on, or a gRPC host over TLS).
     pub tls_h2: Option<Arc<ClientConfig>>,
+    /// Sent in SNI and checked in place of each host's name (`-tls-server-name`).
+    pub tls_server_name: Option<ServerName<'static>>,
     pub local_ip: Option<IpAddr>,
     pub unix_socket: Option<PathBuf>,
     pub seed: u64,
@@ -197,8 +200,10 @@ impl Shared {
             ));
         }
         let http2 = config.settings.http2 && !flows;
+        // gRPC over TLS offers h2 whatever -http2 says (a flow's gRPC steps too).
+        let grpc_tls = (hosts.hosts.iter()).any(|host| host.grpc && host.tls_name.is_some());
         let (tls, tls_h2) = if needs_tls {
-            let h2 = http2
+            let h2 = (http2 || grpc_tls)
                 .then(|| tls::client_config(&config.settings.tls, true))
                 .transpose()?;
             (Some(tls::client_config(&config.settings.tls, false)?), h2)
@@ -210,6 +215,7 @@ impl Shared {
             hosts,
             tls,
             tls_h2,
+            tls_server_name: tls::server_name(&config.settings.tls)?,
             local_ip: config.settings.local_addr,
             unix_socket: config.settings.unix_socket.clone(),
             seed: config.settings.seed,

@@ -169,7 +169,7 @@ mod tests {
             ..AttackFields::default()
         };
         let origin = Origin::file("s.toml: ".to_owned(), dir);
-        let attack = AttackConfig::from_fields(&fields, &origin).unwrap();
+        let attack = AttackConfig::from_fields(&fields, &origin, &Default::default()).unwrap();
         RunConfig::from_fields(vec![attack], &RunFields::default(), &origin).unwrap()
     }
 

@@ -57,6 +57,21 @@ pub(crate) fn client_config(
     Ok(Arc::new(config))
 }
 
+/// `-tls-server-name`, checked: the name every TLS connection sends and verifies.
+pub(crate) fn server_name(
+    options: &TlsOptions,
+) -> Result<Option<ServerName<'static>>, EngineError> {
+    let Some(name) = &options.server_name else {
+        return Ok(None);
+    };
+    ServerName::try_from(name.clone())
+        .map(Some)
+        .map_err(|err| EngineError::Tls {
+            path: None,
+            reason: format!("-tls-server-name {name:?}: {err}"),
+        })
+}
+
 fn root_store(files: &[PathBuf]) -> Result<RootCertStore, EngineError> {
     let mut store = RootCertStore::empty();
     if files.is_empty() {
@@ -146,5 +161,22 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// What to do about a failed handshake, for the errors that have a usual fix: a
+/// certificate nobody here trusts or for another name, or a server that does not
+/// speak TLS at all (its cleartext bytes read as broken records). Empty otherwise.
+pub(crate) fn hint(err: &rustls::Error) -> &'static str {
+    use rustls::CertificateError as Cert;
+    match err {
+        rustls::Error::InvalidCertificate(Cert::UnknownIssuer) => {
+            " (give -root-certs FILE with the CA that signed it, or -insecure)"
+        }
+        rustls::Error::InvalidCertificate(
+            Cert::NotValidForName | Cert::NotValidForNameContext { .. },
+        ) => " (give -tls-server-name NAME with a name it is valid for, or -insecure)",
+        rustls::Error::InvalidMessage(_) => " (does the server speak TLS?)",
+        _ => "",
     }
 }

@@ -516,9 +516,13 @@ fn run_forwarding_stop(
 
 /// The cell's run: its attacks ([`step_fields`]) built as `attack` builds its runs.
 fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
+    let load = &plan.load;
+    // The run-wide settings first: gRPC reflection over TLS reads them.
+    let mut config = RunConfig::from_fields(Vec::new(), &load.run, &load.attack_origin)
+        .map_err(|e| e.to_string())?;
     let attacks = step_fields(plan, cell)
         .iter()
-        .map(|(fields, origin)| AttackConfig::from_fields(fields, origin))
+        .map(|(fields, origin)| AttackConfig::from_fields(fields, origin, &config.settings.tls))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let closed = attacks
@@ -527,8 +531,8 @@ fn run_config(plan: &Plan, cell: &Cell) -> Result<RunConfig, String> {
     if closed && cell.offer.rate().is_some() {
         return Err("internal: a rate step ran the closed model".to_owned());
     }
-    let load = &plan.load;
-    RunConfig::from_fields(attacks, &load.run, &load.attack_origin).map_err(|e| e.to_string())
+    config.attacks = attacks;
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! CSV: vegeta's headerless results (6, 11 or 12 columns) and ours, which starts with a
 //! header row, keeps vegeta's 12 columns in vegeta's order and appends `send_lag`,
-//! `ttfb`, `error_kind`, `protocol` and a flow step's `step`, `checks`, `checks_failed`
-//! and `failed_by_flow` (files written before a column existed read as HTTP/1.1, and
-//! without checks).
+//! `ttfb`, `error_kind`, `protocol`, a flow step's `step`, `checks`, `checks_failed`
+//! and `failed_by_flow`, and a gRPC call's `grpc_status` (files written before a column
+//! existed read as HTTP/1.1, without checks, without gRPC statuses).
 
 use std::io::{BufRead, Write};
 
@@ -12,7 +12,7 @@ use crate::import::{
     ImportSource, ImportedFlow, ImportedResult, Rows, parse_protocol, parse_timestamp,
 };
 use crate::meta::{ErrorKind, RunTables, TargetInfo};
-use crate::record::Record;
+use crate::record::{GrpcStatus, Record};
 use crate::source::InputFormat;
 pub(crate) const VEGETA_COLUMNS: [&str; 12] = [
     "timestamp",
@@ -28,7 +28,7 @@ pub(crate) const VEGETA_COLUMNS: [&str; 12] = [
     "url",
     "headers",
 ];
-pub(crate) const OUR_EXTRA_COLUMNS: [&str; 8] = [
+pub(crate) const OUR_EXTRA_COLUMNS: [&str; 9] = [
     "send_lag",
     "ttfb",
     "error_kind",
@@ -37,6 +37,7 @@ pub(crate) const OUR_EXTRA_COLUMNS: [&str; 8] = [
     "checks",
     "checks_failed",
     "failed_by_flow",
+    "grpc_status",
 ];
 
 /// A column a row is read from: its name (for errors) and its index in the row, if the
@@ -70,6 +71,7 @@ struct Layout {
     checks: Column,
     checks_failed: Column,
     failed_by_flow: Column,
+    grpc_status: Column,
 }
 
 impl Layout {
@@ -99,6 +101,7 @@ impl Layout {
             checks: column("checks"),
             checks_failed: column("checks_failed"),
             failed_by_flow: column("failed_by_flow"),
+            grpc_status: column("grpc_status"),
         }
     }
 }
@@ -240,6 +243,10 @@ impl<R: BufRead> CsvRows<R> {
             ttfb_ns: number(layout.ttfb)?,
             error_kind,
             protocol: parse_protocol(get(layout.protocol)).map_err(|r| fail("protocol", r))?,
+            grpc_status: match get(layout.grpc_status) {
+                "" => None,
+                text => Some(GrpcStatus::from_text(text).map_err(|r| fail("grpc_status", r))?),
+            },
             flow: ImportedFlow {
                 step: Some(get(layout.step))
                     .filter(|step| !step.is_empty())
@@ -310,6 +317,10 @@ impl<W: Write> CsvEncoder<W> {
         let [sent, status, latency, bytes_out, bytes_in, seq, lag, ttfb] = &mut numbers;
         fill_check_cells(record, target, &mut self.checks, &mut self.checks_failed);
         let failed_by_flow = record.checks_failed & Record::FAILED_BY_FLOW != 0;
+        let grpc_status = record
+            .grpc_status
+            .map(|s| s.to_string())
+            .unwrap_or_default();
         self.writer.write_record([
             sent.format(record.sent_unix_ns()).as_bytes(),
             status.format(record.status).as_bytes(),
@@ -335,6 +346,7 @@ impl<W: Write> CsvEncoder<W> {
             &self.checks,
             &self.checks_failed,
             if failed_by_flow { b"true" } else { b"" },
+            grpc_status.as_bytes(),
         ])?;
         Ok(())
     }
@@ -520,7 +532,12 @@ mod tests {
             let mut encoder = CsvEncoder::new(Vec::new()).unwrap();
             encoder.write(&record, &tables).unwrap();
             let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
-            assert!(text.trim_end().ends_with(end), "{checks_failed:#x}: {text}");
+            // Then an empty grpc_status.
+            let end = format!("{end},");
+            assert!(
+                text.trim_end().ends_with(&end),
+                "{checks_failed:#x}: {text}"
+            );
             let (again, again_tables) = read_all(&text).unwrap();
             assert_eq!(again[0].checks_failed, checks_failed, "{text}");
             assert_eq!(
@@ -586,11 +603,13 @@ mod tests {
         let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(
-            lines[0].ends_with(",error_kind,protocol,step,checks,checks_failed,failed_by_flow"),
+            lines[0].ends_with(
+                ",error_kind,protocol,step,checks,checks_failed,failed_by_flow,grpc_status"
+            ),
             "{text}"
         );
         assert!(
-            lines[1].ends_with(",http/1.1,,,,") && lines[2].ends_with(",h2,,,,"),
+            lines[1].ends_with(",http/1.1,,,,,") && lines[2].ends_with(",h2,,,,,"),
             "{text}"
         );
         let (again, _) = read_all(&text).unwrap();
@@ -598,5 +617,49 @@ mod tests {
         // Our CSV from before the column: every row HTTP/1.1.
         let (old, _) = read_all("timestamp,latency\n1589017970528381465,1\n").unwrap();
         assert_eq!(old[0].protocol, Protocol::Http1);
+    }
+
+    #[test]
+    fn our_csv_carries_the_grpc_status_by_name() {
+        let (records, tables) =
+            read_all("1589017970528381465,200,5,0,12,,,,0,POST,http://x/s/M,\n").unwrap();
+        assert_eq!(records[0].grpc_status, None);
+        let mut encoder = CsvEncoder::new(Vec::new()).unwrap();
+        let written: Vec<Record> = [0, 14, 200]
+            .into_iter()
+            .map(|code| Record {
+                grpc_status: Some(GrpcStatus(code)),
+                protocol: Protocol::Http2,
+                ..records[0]
+            })
+            .collect();
+        for record in &written {
+            encoder.write(record, &tables).unwrap();
+        }
+        let text = String::from_utf8(encoder.finish().unwrap()).unwrap();
+        let ends: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap())
+            .collect();
+        assert_eq!(ends, ["OK", "UNAVAILABLE", "code 200"], "{text}");
+        let (again, _) = read_all(&text).unwrap();
+        assert_eq!(again, written);
+        let header = text.lines().next().unwrap();
+        let rows = [
+            ("NOPE", "field \"grpc_status\": \"NOPE\" is no gRPC status"),
+            ("300", "field \"grpc_status\": \"300\" is no gRPC status"),
+        ];
+        for (cell, want) in rows {
+            let row = text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .replace(",OK", &format!(",{cell}"));
+            let err = read_all(&format!("{header}\n{row}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{cell}: {err}");
+        }
     }
 }

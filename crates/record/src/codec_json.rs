@@ -13,7 +13,7 @@ use crate::import::{
     unnamed_check, unnamed_check_index,
 };
 use crate::meta::{ErrorKind, RunTables, TargetInfo};
-use crate::record::{Protocol, Record};
+use crate::record::{GrpcStatus, Protocol, Record};
 use crate::source::InputFormat;
 use crate::time_format::format_timestamp;
 
@@ -128,6 +128,14 @@ impl<R: BufRead> JsonRows<R> {
                     .map_err(|r| fail("protocol", r))?,
             )
             .map_err(|r| fail("protocol", r))?,
+            grpc_status: match fields
+                .opt_string("grpc_status")
+                .map_err(|r| fail("grpc_status", r))?
+                .as_str()
+            {
+                "" => None,
+                text => Some(GrpcStatus::from_text(text).map_err(|r| fail("grpc_status", r))?),
+            },
             flow: ImportedFlow {
                 step: fields.opt_text("step").map_err(|r| fail("step", r))?,
                 checks: fields.strings("checks").map_err(|r| fail("checks", r))?,
@@ -259,6 +267,10 @@ impl<W: Write> JsonEncoder<W> {
         // field, and a missing `protocol` reads back as HTTP/1.1.
         if record.protocol != Protocol::Http1 {
             write!(line, ",\"protocol\":\"{}\"", record.protocol.name())?;
+        }
+        // Only for a gRPC call, by name (`code N` past the names).
+        if let Some(status) = record.grpc_status {
+            write!(line, ",\"grpc_status\":\"{status}\"")?;
         }
         write_flow(line, record, target);
         line.extend_from_slice(b"}\n");
@@ -453,6 +465,35 @@ mod tests {
         let (again, again_tables) = read_all(std::str::from_utf8(&out).unwrap()).unwrap();
         assert_eq!(again[0], record);
         assert_eq!(again_tables.targets, tables.targets);
+        assert!(!String::from_utf8_lossy(&out).contains("grpc_status"));
+        // A gRPC call's status by name, read back to the code.
+        let calls: Vec<Record> = [0, 4, 255 - 1]
+            .into_iter()
+            .map(|code| Record {
+                grpc_status: Some(GrpcStatus(code)),
+                ..record
+            })
+            .collect();
+        let mut encoder = JsonEncoder::new(Vec::new());
+        for call in &calls {
+            encoder.write(call, &tables).unwrap();
+        }
+        let out = String::from_utf8(encoder.finish().unwrap()).unwrap();
+        for want in [
+            "\"grpc_status\":\"OK\"",
+            "\"grpc_status\":\"DEADLINE_EXCEEDED\"",
+            "\"grpc_status\":\"code 254\"",
+        ] {
+            assert!(out.contains(want), "{want} in {out}");
+        }
+        let (again, _) = read_all(&out).unwrap();
+        assert_eq!(again, calls);
+        let bad = "{\"timestamp\":\"2020-05-09T11:52:50Z\",\"latency\":1,\"grpc_status\":\"SOON\"}";
+        let err = read_all(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("field \"grpc_status\": \"SOON\" is no gRPC status"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::RecordError;
 use crate::meta::{AttackInfo, ErrorEntry, ErrorKind, LoadModel, RunTables, TargetInfo};
-use crate::record::{Protocol, Record};
+use crate::record::{GrpcStatus, Protocol, Record};
 use crate::source::{InputFormat, RecordSource, SourceSummary};
 
 const BATCH: usize = 4096;
@@ -92,6 +92,8 @@ pub(crate) struct ImportedResult {
     pub error_kind: Option<ErrorKind>,
     /// Ours only; vegeta's results do not say (they read as HTTP/1.1).
     pub protocol: Protocol,
+    /// Ours only: a gRPC call's status.
+    pub grpc_status: Option<GrpcStatus>,
     /// Ours only, for a flow step's request: its step, its checks (in bit order), the
     /// names of those that failed, and whether the flow failed the answer.
     pub flow: ImportedFlow,
@@ -209,8 +211,7 @@ impl Interner {
             bytes_in: result.bytes_in,
             bytes_out: result.bytes_out,
             protocol: result.protocol,
-            // The JSON and CSV codecs do not carry gRPC statuses yet.
-            grpc_status: None,
+            grpc_status: result.grpc_status,
         })
     }
 

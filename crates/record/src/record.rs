@@ -107,6 +107,18 @@ impl GrpcStatus {
             .map(GrpcStatus)
     }
 
+    /// A status as JSON and CSV exports write it: its name (`UNAVAILABLE`), `code N`
+    /// past the names, or its number; `Err` says what it wants.
+    pub fn from_text(text: &str) -> Result<GrpcStatus, String> {
+        let digits = text.strip_prefix("code ").unwrap_or(text);
+        units::grpc_code(text)
+            .map(GrpcStatus)
+            .or_else(|| GrpcStatus::parse(digits.as_bytes()))
+            .ok_or_else(|| {
+                format!("{text:?} is no gRPC status: want a name like OK or UNAVAILABLE, or a code")
+            })
+    }
+
     /// What the `grpc_status` column stores: 0 for none, else the code plus one.
     pub(crate) fn stored(status: Option<GrpcStatus>) -> u64 {
         status.map_or(0, |s| u64::from(s.0) + 1)

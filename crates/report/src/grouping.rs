@@ -1,6 +1,9 @@
-//! `-by attack|target|step|status|protocol`: [`Groups`] splits records into one
+//! `-by attack|target|step|method|status|protocol`: [`Groups`] splits records into one
 //! [`Metrics`] per group, in a stable order (attacks and targets as the inputs declare
-//! them, steps in flow order, statuses by number, protocols by id: HTTP/1.1 first).
+//! them, steps in flow order, methods as targets first name them, statuses by number,
+//! protocols by id: HTTP/1.1 first). A method is a gRPC call's `package.Service/Method`
+//! or an HTTP target's method and path (`GET /items`, its query left out), so targets
+//! that differ only in their host or query share one.
 //!
 //! A [`Grouper`] keys records and names groups. `-by=step` needs the tables for both:
 //! a step is a name that several targets may carry (and a target several attacks may
@@ -13,7 +16,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use record::{Protocol, Record, RunTables};
+use record::{Protocol, Record, RunTables, TargetInfo};
 
 use crate::checks::{CheckedTargets, step_label};
 use crate::metrics::Metrics;
@@ -27,6 +30,9 @@ pub enum GroupBy {
     Target,
     /// By flow step name (within its attack); a target that is no step by itself.
     Step,
+    /// By method: a gRPC call's `package.Service/Method`, an HTTP target's method and
+    /// path (the query left out).
+    Method,
     /// By status code.
     Status,
     /// By the HTTP version the request went over (a run that mixed HTTP/1.1 and h2).
@@ -41,6 +47,7 @@ impl GroupBy {
             GroupBy::Attack => "attack",
             GroupBy::Target => "target",
             GroupBy::Step => "step",
+            GroupBy::Method => "method",
             GroupBy::Status => "status",
             GroupBy::Protocol => "protocol",
         }
@@ -55,10 +62,11 @@ impl FromStr for GroupBy {
             "attack" => Ok(GroupBy::Attack),
             "target" => Ok(GroupBy::Target),
             "step" => Ok(GroupBy::Step),
+            "method" => Ok(GroupBy::Method),
             "status" => Ok(GroupBy::Status),
             "protocol" => Ok(GroupBy::Protocol),
             other => Err(format!(
-                "unknown group {other:?}: want attack, target, step, status or protocol"
+                "unknown group {other:?}: want attack, target, step, method, status or protocol"
             )),
         }
     }
@@ -75,9 +83,9 @@ impl fmt::Display for GroupBy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupKey(pub u64);
 
-/// Step ids, from the tables alone: each step name gets the next id the first time a
-/// target names it, and each target that is no step an id of its own, in target id
-/// order, so ids sort in step order.
+/// Step (or method) ids, from the tables alone: each step name gets the next id the
+/// first time a target names it, and each target that is no step an id of its own, in
+/// target id order, so ids sort in step order.
 #[derive(Debug, Clone, Default)]
 struct StepIds {
     /// By target id.
@@ -88,12 +96,13 @@ struct StepIds {
 }
 
 impl StepIds {
-    /// Takes in the targets added to `tables` since the last call.
-    fn update(&mut self, tables: &RunTables) {
+    /// Takes in the targets added to `tables` since the last call, each named by
+    /// `name_of` (`None`: a group of its own).
+    fn update(&mut self, tables: &RunTables, name_of: impl Fn(&TargetInfo) -> Option<String>) {
         for (target, info) in tables.targets.iter().enumerate().skip(self.of_target.len()) {
             let next = self.first_target.len() as u32;
-            let id = match &info.step {
-                Some(step) => *self.by_name.entry(step.clone()).or_insert(next),
+            let id = match name_of(info) {
+                Some(name) => *self.by_name.entry(name).or_insert(next),
                 None => next,
             };
             if id == next {
@@ -155,8 +164,10 @@ impl Grouper {
     /// Takes in the targets added to `tables`: call it before keying records that may
     /// refer to them.
     pub fn update(&mut self, tables: &RunTables) {
-        if self.by == GroupBy::Step {
-            self.steps.update(tables);
+        match self.by {
+            GroupBy::Step => self.steps.update(tables, |info| info.step.clone()),
+            GroupBy::Method => self.steps.update(tables, |info| Some(method_label(info))),
+            _ => {}
         }
     }
 
@@ -169,6 +180,7 @@ impl Grouper {
             GroupBy::Step => {
                 u64::from(record.attack) << 32 | u64::from(self.steps.of(record.target))
             }
+            GroupBy::Method => u64::from(self.steps.of(record.target)),
             GroupBy::Status => u64::from(record.status),
             GroupBy::Protocol => u64::from(record.protocol.id()),
         })
@@ -188,6 +200,9 @@ impl Grouper {
                 .get(id)
                 .map_or_else(|| format!("#{id}"), |t| format!("{} {}", t.method, t.url)),
             GroupBy::Step => self.steps.name(key, tables),
+            GroupBy::Method => (self.steps.first_target.get(id))
+                .and_then(|&target| tables.targets.get(target as usize))
+                .map_or_else(|| format!("#{id}"), method_label),
             GroupBy::Status if key.0 == 0 => "0 (transport error)".to_owned(),
             GroupBy::Status => key.0.to_string(),
             GroupBy::Protocol => {
@@ -201,11 +216,28 @@ impl Grouper {
         let name = self.group_name(key, tables);
         match self.by {
             GroupBy::Attack => format!("=== attack {name:?} ==="),
-            GroupBy::Target | GroupBy::Step | GroupBy::Status | GroupBy::Protocol => {
-                format!("=== {} {name} ===", self.by.name())
-            }
+            GroupBy::Target
+            | GroupBy::Step
+            | GroupBy::Method
+            | GroupBy::Status
+            | GroupBy::Protocol => format!("=== {} {name} ===", self.by.name()),
         }
     }
+}
+
+/// A target's method: `package.Service/Method` for a gRPC call (its path), else
+/// `METHOD /path` (scheme, host and query left out).
+fn method_label(info: &TargetInfo) -> String {
+    let after_scheme = info
+        .url
+        .split_once("://")
+        .map_or(&info.url[..], |(_, rest)| rest);
+    let path = after_scheme.find('/').map_or("/", |at| &after_scheme[at..]);
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    if info.method == "GRPC" {
+        return path.trim_start_matches('/').to_owned();
+    }
+    format!("{} {path}", info.method)
 }
 
 /// One [`Metrics`] per group (or one for everything without `-by`), each counting the
@@ -319,7 +351,7 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use record::{AttackInfo, TargetInfo};
+    use record::AttackInfo;
 
     fn record(attack: u16, target: u32, status: u16) -> Record {
         Record {
@@ -396,6 +428,8 @@ mod tests {
             ),
             (GroupBy::Status, &[(0, 1), (200, 4), (500, 1)]),
             (GroupBy::Protocol, &[(0, 2), (1, 4)]),
+            // Methods: one per path here, across both attacks (target 0's two records).
+            (GroupBy::Method, &[(0, 2), (1, 1), (2, 1), (3, 1), (4, 1)]),
         ];
         for (by, want) in rows {
             let mut groups = Groups::new(Some(*by), Metrics::new(None));
@@ -529,6 +563,49 @@ mod tests {
     }
 
     #[test]
+    fn methods_are_grpc_paths_or_http_methods_and_paths() {
+        let info = |method: &str, url: &str| TargetInfo {
+            step: None,
+            checks: Vec::new(),
+            method: method.to_owned(),
+            url: url.to_owned(),
+        };
+        let tables = RunTables {
+            targets: vec![
+                info("GRPC", "http://127.0.0.1:50051/helloworld.Greeter/SayHello"),
+                info("GRPC", "https://other:443/helloworld.Greeter/SayHello"),
+                info("GET", "http://x/items?page=2"),
+                info("POST", "http://x/items#top"),
+                info("GET", "http://y/items?page=3"),
+                info("GET", "http://x"),
+            ],
+            ..RunTables::default()
+        };
+        let mut grouper = Grouper::new(GroupBy::Method);
+        grouper.update(&tables);
+        let names: Vec<(u64, String)> = (0..tables.targets.len() as u32)
+            .map(|target| {
+                let key = grouper.key(&record(0, target, 200));
+                (key.0, grouper.group_name(key, &tables))
+            })
+            .collect();
+        let want = [
+            (0, "helloworld.Greeter/SayHello"),
+            (0, "helloworld.Greeter/SayHello"),
+            (1, "GET /items"),
+            (2, "POST /items"),
+            (1, "GET /items"),
+            (3, "GET /"),
+        ];
+        let want: Vec<(u64, String)> = want.iter().map(|(k, n)| (*k, (*n).to_owned())).collect();
+        assert_eq!(names, want);
+        assert_eq!(
+            grouper.title(GroupKey(0), &tables),
+            "=== method helloworld.Greeter/SayHello ==="
+        );
+    }
+
+    #[test]
     fn parses_group_names() {
         assert_eq!("attack".parse(), Ok(GroupBy::Attack));
         assert_eq!("status".parse(), Ok(GroupBy::Status));
@@ -540,7 +617,11 @@ mod tests {
             ("step", Ok(GroupBy::Step)),
             ("steps", Err("unknown group \"steps\"")),
             ("protocols", Err("unknown group \"protocols\"")),
-            ("h2", Err("want attack, target, step, status or protocol")),
+            ("method", Ok(GroupBy::Method)),
+            (
+                "h2",
+                Err("want attack, target, step, method, status or protocol"),
+            ),
             ("", Err("unknown group")),
         ];
         for (text, want) in rows {

@@ -229,6 +229,8 @@ fn scope(by: Option<GroupBy>, key: GroupKey) -> Scope {
     match by {
         None => Scope::Run,
         Some(GroupBy::Attack) => Scope::Attack(u16::try_from(key.0).unwrap_or(u16::MAX)),
-        Some(GroupBy::Target | GroupBy::Step | GroupBy::Status | GroupBy::Protocol) => Scope::Part,
+        Some(
+            GroupBy::Target | GroupBy::Step | GroupBy::Method | GroupBy::Status | GroupBy::Protocol,
+        ) => Scope::Part,
     }
 }

@@ -123,6 +123,9 @@ pub struct TypeSource {
     pub(crate) protos: Option<Arc<ProtoSet>>,
     pub(crate) reflector: Option<Arc<dyn Reflector>>,
     reflected: Vec<(String, String, Arc<ProtoSet>)>,
+    /// Calls send their messages gzipped (`-grpc-compress gzip`): how the targets read
+    /// with these types are sent.
+    pub(crate) gzip: bool,
 }
 
 impl TypeSource {
@@ -133,7 +136,14 @@ impl TypeSource {
             protos,
             reflector,
             reflected: Vec::new(),
+            gzip: false,
         }
+    }
+
+    /// The calls read with these types send their messages gzipped.
+    pub fn with_gzip(mut self, gzip: bool) -> Self {
+        self.gzip = gzip;
+        self
     }
 
     /// The set `service` at `address` is read with.
@@ -189,19 +199,39 @@ pub fn encode_message(input: &MessageDescriptor, text: &str) -> Result<Vec<u8>, 
 /// A gRPC call's message from its JSON `json`: the frame sent, or (when the JSON has
 /// placeholders, which may name a flow's `variables`) the empty message's frame and
 /// the message split for rendering per call.
+/// `gzip`: a message without placeholders goes compressed (gzipped here, once); one
+/// with them goes as it is rendered, uncompressed (each message's flag says which).
 pub(crate) fn message_body(
     input: &MessageDescriptor,
     json: &str,
     variables: Option<&[String]>,
+    gzip: bool,
 ) -> Result<(Vec<u8>, Option<Arc<GrpcMessage>>), String> {
     match GrpcMessage::parse(input, json, variables)? {
         Some(message) => Ok((frame(&[]), Some(Arc::new(message)))),
+        None if gzip => Ok((gzip_frame(&encode_message(input, json)?), None)),
         None => Ok((encode_message(input, json)?, None)),
     }
 }
 
-/// A gRPC target's request line, `GRPC HOST:PORT package.Service/Method` (after the
-/// verb): the call as a POST of the empty message, and the method.
+/// A frame's message gzipped, behind a prefix whose flag says so.
+fn gzip_frame(plain: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let packed = encoder
+        .write_all(&plain[5..])
+        .and_then(|()| encoder.finish())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(packed.len() + 5);
+    out.push(1);
+    out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+    out.extend_from_slice(&packed);
+    out
+}
+
+/// A gRPC target's request line, `GRPC [https://]HOST:PORT package.Service/Method`
+/// (after the verb): the call as a POST of the empty message, and the method.
 pub(crate) fn parse_call(
     rest: &str,
     types: &mut TypeSource,
@@ -210,16 +240,13 @@ pub(crate) fn parse_call(
     let mut words = rest.split_whitespace();
     let (Some(address), Some(method), None) = (words.next(), words.next(), words.next()) else {
         return Err(format!(
-            "bad gRPC target {:?}: want 'GRPC HOST:PORT package.Service/Method'",
+            "bad gRPC target {:?}: want 'GRPC [https://]HOST:PORT package.Service/Method'",
             rest.trim()
         ));
     };
-    let mut url = url::Url::parse(&format!("http://{address}/"))
-        .ok()
-        .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.port().is_some())
-        .ok_or_else(|| format!("bad gRPC address {address:?}: want HOST:PORT"))?;
+    let (mut url, address) = call_address(address)?;
     let (service, _) = split_method(method)?;
-    let method = types.types(address, service)?.method(method)?;
+    let method = types.types(&address, service)?.method(method)?;
     if method.is_client_streaming() {
         return Err(format!(
             "{}: client and bidirectional streaming calls are not supported yet",
@@ -232,7 +259,16 @@ pub(crate) fn parse_call(
         method.name()
     ));
     let mut headers = global_headers.to_vec();
-    for (name, value) in [("content-type", GRPC_CONTENT_TYPE), ("te", "trailers")] {
+    let mut grpc_headers = vec![
+        ("content-type", GRPC_CONTENT_TYPE),
+        ("te", "trailers"),
+        // Answers in gzip are read (a flow's checks inflate them).
+        ("grpc-accept-encoding", "gzip"),
+    ];
+    if types.gzip {
+        grpc_headers.push(("grpc-encoding", "gzip"));
+    }
+    for (name, value) in grpc_headers {
         headers.push(Header {
             name: name.to_owned(),
             value: value.to_owned(),
@@ -247,6 +283,38 @@ pub(crate) fn parse_call(
         grpc_message: None,
     };
     Ok((target, method))
+}
+
+/// A call's address: `HOST:PORT` (or `http://HOST:PORT`) in cleartext (h2c),
+/// `https://HOST:PORT` over TLS; as a URL, and as reflection is asked and errors say it
+/// (`HOST:PORT`, or `https://HOST:PORT`).
+fn call_address(text: &str) -> Result<(url::Url, String), String> {
+    let (tls, host_port) = match text.split_once("://") {
+        Some(("https", rest)) => (true, rest),
+        Some(("http", rest)) => (false, rest),
+        Some(_) => return Err(bad_address(text)),
+        None => (false, text),
+    };
+    // The port is written out, even 443 (which a URL would leave implied).
+    let port_written = host_port
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    let scheme = if tls { "https" } else { "http" };
+    let url = url::Url::parse(&format!("{scheme}://{host_port}/"))
+        .ok()
+        .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()) && u.path() == "/")
+        .filter(|_| port_written && !host_port.contains('/'))
+        .ok_or_else(|| bad_address(text))?;
+    let address = if tls {
+        format!("https://{host_port}")
+    } else {
+        host_port.to_owned()
+    };
+    Ok((url, address))
+}
+
+fn bad_address(text: &str) -> String {
+    format!("bad gRPC address {text:?}: want HOST:PORT (h2c) or https://HOST:PORT (TLS)")
 }
 
 /// A metadata line of a gRPC target: `grpc-timeout` (the deadline) is written as a Go
@@ -468,6 +536,16 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 .map_err(|e| e.to_string())
         };
         let greet = "GRPC 127.0.0.1:50051 helloworld.Greeter/SayHello";
+        let tls = parse(
+            "GRPC https://localhost:8443 helloworld.Greeter/SayHello\n",
+            &set,
+        )
+        .unwrap();
+        assert_eq!(
+            tls[0].url.as_str(),
+            "https://localhost:8443/helloworld.Greeter/SayHello"
+        );
+        assert!(tls[0].is_grpc());
         let ok = parse(
             &format!("{greet}\nx-user: 7\ngrpc-timeout: 1s\n{{\"name\":\"w\"}}\nGET http://h/\n\n{greet}\n@m.json\n{greet}\n"),
             &set,
@@ -489,6 +567,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             [
                 ("content-type", "application/grpc"),
                 ("te", "trailers"),
+                ("grpc-accept-encoding", "gzip"),
                 ("x-user", "7"),
                 ("grpc-timeout", "1000000u")
             ]
@@ -502,6 +581,41 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             "no message line: the empty one"
         );
         assert!(ok.iter().all(|t| t.grpc_message.is_none()));
+        // -grpc-compress gzip: a fixed message gzipped once; a templated one as rendered.
+        let gzipped = crate::HttpTargetReader::new(
+            format!("{greet}\n{{\"name\":\"w\"}}\n{greet}\n{{\"name\":\"{{{{seq}}}}\"}}\n")
+                .as_bytes(),
+            "t.txt",
+            &[],
+            b"",
+            &json_file,
+        )
+        .with_protos(set.clone())
+        .with_grpc_gzip(true)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+        let (flag, packed) = (gzipped[0].body[0], &gzipped[0].body[5..]);
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(packed), &mut plain).unwrap();
+        assert_eq!((flag, &plain[..]), (1, &[0x0a, 1, b'w'][..]));
+        assert_eq!(
+            u32::from_be_bytes(gzipped[0].body[1..5].try_into().unwrap()) as usize,
+            packed.len()
+        );
+        for target in &gzipped {
+            let named = |name: &str| {
+                target
+                    .headers
+                    .iter()
+                    .any(|h| h.name == name && h.value == "gzip")
+            };
+            assert!(named("grpc-encoding") && named("grpc-accept-encoding"));
+        }
+        assert_eq!(
+            gzipped[1].body,
+            [0, 0, 0, 0, 0],
+            "templated: rendered, not gzipped"
+        );
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,
@@ -562,6 +676,70 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
         for (text, protos, want) in rows {
             let err = parse(&text, &protos).unwrap_err();
             assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn call_addresses_say_h2c_or_tls() {
+        let rows = [
+            (
+                "127.0.0.1:50051",
+                Ok(("http://127.0.0.1:50051/", "127.0.0.1:50051")),
+            ),
+            ("http://h:1", Ok(("http://h:1/", "h:1"))),
+            ("https://h:443", Ok(("https://h/", "https://h:443"))),
+            (
+                "https://[::1]:8443",
+                Ok(("https://[::1]:8443/", "https://[::1]:8443")),
+            ),
+            (
+                "h",
+                Err("bad gRPC address \"h\": want HOST:PORT (h2c) or https://HOST:PORT (TLS)"),
+            ),
+            ("https://h", Err("bad gRPC address \"https://h\"")),
+            ("https://h:1/x", Err("bad gRPC address \"https://h:1/x\"")),
+            ("grpcs://h:1", Err("bad gRPC address \"grpcs://h:1\"")),
+            ("https://:1", Err("bad gRPC address")),
+            ("[::1]", Err("bad gRPC address")),
+        ];
+        for (text, want) in rows {
+            match (call_address(text), want) {
+                (Ok((url, address)), Ok((want_url, want_address))) => {
+                    assert_eq!((url.as_str(), address.as_str()), (want_url, want_address));
+                }
+                (Err(err), Err(want)) => assert!(err.starts_with(want), "{text}: {err}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    /// Records the addresses reflection is asked at, and answers none.
+    #[derive(Default)]
+    struct Asked(std::sync::Mutex<Vec<String>>);
+
+    impl Reflector for Asked {
+        fn call(
+            &self,
+            address: &str,
+            _path: &str,
+            _body: &[u8],
+        ) -> Result<crate::CallAnswer, String> {
+            self.0.lock().unwrap().push(address.to_owned());
+            Err(format!("cannot reach {address}"))
+        }
+    }
+
+    #[test]
+    fn reflection_is_asked_over_tls_for_an_https_call() {
+        let asked = Arc::new(Asked::default());
+        for (line, want) in [
+            ("https://h:8443 p.S/M", "https://h:8443"),
+            ("h:50051 p.S/M", "h:50051"),
+        ] {
+            let mut types = TypeSource::new(None, Some(asked.clone()));
+            let err = parse_call(line, &mut types, &[]).unwrap_err();
+            assert_eq!(err, format!("cannot reach {want}"));
+            assert_eq!(asked.0.lock().unwrap().last().unwrap(), want);
         }
     }
 

@@ -166,6 +166,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     // gRPC calls' message types (docs/GRPC.md).
     attack("proto", "proto"),
     attack("import-path", "import_path"),
+    attack("grpc-compress", "grpc_compress"),
     // A plan variant's `base_url`; `[scenario.replay] base_url` in a file.
     OptionSpec {
         scope: Scope::Command,
@@ -186,6 +187,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     run("root-certs", "root_certs", true),
     run("cert", "cert", true),
     run("key", "key", true),
+    run("tls-server-name", "tls_server_name", true),
     run("laddr", "laddr", true),
     run("unix-socket", "unix_socket", true),
     run("stop-when", "stop_when", false),

@@ -46,6 +46,9 @@ pub struct RunFields {
     pub cert: Option<String>,
     /// TLS client key (`-key`).
     pub key: Option<String>,
+    /// The name sent in SNI and checked against the certificate, in place of each
+    /// target's host (`-tls-server-name`).
+    pub tls_server_name: Option<String>,
     /// The local address connections leave from (`-laddr`).
     pub laddr: Option<IpAddr>,
     /// Connect every target through this Unix socket (`-unix-socket`).
@@ -69,6 +72,9 @@ pub struct TlsOptions {
     pub client_cert: Option<PathBuf>,
     /// The PEM key of `client_cert`.
     pub client_key: Option<PathBuf>,
+    /// The name sent in SNI and checked against the server's certificate, in place of
+    /// each target's host (a server reached by address whose certificate names another).
+    pub server_name: Option<String>,
 }
 
 /// What every attack of a run shares, checked, with defaults filled in.
@@ -182,6 +188,7 @@ impl RunFields {
             root_certs: self.root_certs.iter().flatten().map(path).collect(),
             client_cert: self.cert.as_ref().map(path),
             client_key: self.key.as_ref().map(path),
+            server_name: self.tls_server_name.clone(),
         })
     }
 

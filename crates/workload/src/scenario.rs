@@ -99,6 +99,8 @@ pub struct AttackFields {
     pub proto: Option<Vec<String>>,
     /// Directories their imports are looked up in (`-import-path`).
     pub import_path: Option<Vec<String>>,
+    /// gRPC calls' messages sent compressed: `gzip`, or `identity` (`-grpc-compress`).
+    pub grpc_compress: Option<String>,
     /// Every target's scheme, host and port replaced by this `scheme://host:port`
     /// (a plan variant's `base_url`). Not a scenario key: set by the caller.
     #[serde(skip)]
@@ -300,6 +302,7 @@ impl AttackFields {
             replay: o.replay.or(under.replay),
             proto: o.proto.or(under.proto),
             import_path: o.import_path.or(under.import_path),
+            grpc_compress: o.grpc_compress.or(under.grpc_compress),
             base_url: o.base_url.or(under.base_url),
         }
     }

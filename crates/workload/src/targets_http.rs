@@ -97,6 +97,12 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
         self
     }
 
+    /// Sends gRPC targets' messages gzipped (`-grpc-compress gzip`).
+    pub fn with_grpc_gzip(mut self, gzip: bool) -> Self {
+        self.grpc_types.gzip = gzip;
+        self
+    }
+
     /// Without `.proto` files, asks each gRPC target's server for its types through
     /// `reflector` (once per address and service).
     pub fn with_reflector(mut self, reflector: Option<Arc<dyn Reflector>>) -> Self {
@@ -208,7 +214,8 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
             }
             return Ok(None);
         };
-        let (body, message) = grpc::message_body(input, &json, None).map_err(|r| self.fail(r))?;
+        let (body, message) = grpc::message_body(input, &json, None, self.grpc_types.gzip)
+            .map_err(|r| self.fail(r))?;
         self.grpc_input = None;
         let mut target = self.current.take();
         if let Some(target) = target.as_mut() {

@@ -99,6 +99,27 @@ pub(crate) enum Event {
     WindowOpened,
 }
 
+/// The most bytes of one header block's fields kept for a flow's checks.
+pub(crate) const KEPT_FIELDS_BYTES: usize = 64 << 10;
+
+/// Appends `name: value` to `fields` (pseudo-headers left out), within
+/// [`KEPT_FIELDS_BYTES`]. A field holding CR, LF or NUL is malformed (RFC 9113,
+/// 8.2.1) and left out, so each line is one field the server sent.
+fn keep_field(fields: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    let malformed = |bytes: &[u8]| bytes.iter().any(|b| matches!(b, b'\r' | b'\n' | 0));
+    if name.starts_with(b":")
+        || malformed(name)
+        || malformed(value)
+        || fields.len() + name.len() + value.len() + 4 > KEPT_FIELDS_BYTES
+    {
+        return;
+    }
+    fields.extend_from_slice(name);
+    fields.extend_from_slice(b": ");
+    fields.extend_from_slice(value);
+    fields.extend_from_slice(b"\r\n");
+}
+
 pub(crate) struct Session {
     pub state: State,
     pub reader: FrameReader,
@@ -128,6 +149,14 @@ pub(crate) struct Session {
     /// The `grpc-status` and `grpc-message` of the last header block decoded.
     pub grpc_status: Option<GrpcStatus>,
     pub grpc_message: Vec<u8>,
+    /// The `grpc-encoding` of the last header block decoded (empty: none named).
+    pub grpc_encoding: Vec<u8>,
+    /// Keep every field of each block decoded (a flow's gRPC steps check and extract
+    /// from an answer's metadata and trailers).
+    pub keep_fields: bool,
+    /// The last block's fields but pseudo-headers, as `name: value` lines, when
+    /// `keep_fields` (at most [`KEPT_FIELDS_BYTES`]).
+    pub fields: Vec<u8>,
     /// The header block of the last request sent, and the HTTP/1.1 head and scheme it
     /// was encoded from.
     encoded: Vec<u8>,
@@ -157,6 +186,9 @@ impl Session {
             location: Vec::new(),
             grpc_status: None,
             grpc_message: Vec::new(),
+            grpc_encoding: Vec::new(),
+            keep_fields: false,
+            fields: Vec::new(),
             encoded: Vec::new(),
             encoded_from: Vec::new(),
             encoded_https: false,
@@ -433,25 +465,40 @@ impl Session {
         *grpc_status = None;
         let grpc_message = &mut self.grpc_message;
         grpc_message.clear();
+        let grpc_encoding = &mut self.grpc_encoding;
+        grpc_encoding.clear();
+        let keep_fields = self.keep_fields;
+        let fields = &mut self.fields;
+        fields.clear();
         let wanted = |name: &[u8]| {
-            matches!(
-                name,
-                b":status" | b"location" | b"grpc-status" | b"grpc-message"
-            )
+            keep_fields
+                || matches!(
+                    name,
+                    b":status" | b"location" | b"grpc-status" | b"grpc-message" | b"grpc-encoding"
+                )
         };
         self.decoder
-            .decode(block, wanted, |name, value| match name {
-                b":status" => status = parse_status(value),
-                b"location" => location.extend_from_slice(value),
-                // A status that is not a number is UNKNOWN, as gRPC's clients take it.
-                b"grpc-status" => {
-                    *grpc_status = Some(GrpcStatus::parse(value).unwrap_or(GrpcStatus(2)));
+            .decode(block, wanted, |name, value| {
+                if keep_fields {
+                    keep_field(fields, name, value);
                 }
-                b"grpc-message" => {
-                    let kept = value.len().min(GRPC_MESSAGE_BYTES);
-                    grpc_message.extend_from_slice(&value[..kept]);
+                match name {
+                    b":status" => status = parse_status(value),
+                    b"location" => location.extend_from_slice(value),
+                    // A status that is not a number is UNKNOWN, as gRPC's clients take it.
+                    b"grpc-status" => {
+                        *grpc_status = Some(GrpcStatus::parse(value).unwrap_or(GrpcStatus(2)));
+                    }
+                    b"grpc-message" => {
+                        let kept = value.len().min(GRPC_MESSAGE_BYTES);
+                        grpc_message.extend_from_slice(&value[..kept]);
+                    }
+                    b"grpc-encoding" => {
+                        let kept = value.len().min(GRPC_MESSAGE_BYTES);
+                        grpc_encoding.extend_from_slice(&value[..kept]);
+                    }
+                    _ => {}
                 }
-                _ => {}
             })
             .map_err(|reason| ConnError {
                 code: frame::COMPRESSION_ERROR,
@@ -811,17 +858,18 @@ mod tests {
         assert_eq!(session.location, b"/next");
     }
 
+    /// A literal field without indexing, its name spelled out.
+    fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut out = vec![0x00];
+        for bytes in [name, value] {
+            request::put_integer(&mut out, 7, 0, bytes.len());
+            out.extend_from_slice(bytes);
+        }
+        out
+    }
+
     #[test]
     fn grpc_statuses_are_read_from_trailers_and_trailers_only_answers() {
-        /// A literal field without indexing, its name spelled out.
-        fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
-            let mut out = vec![0x00];
-            for bytes in [name, value] {
-                request::put_integer(&mut out, 7, 0, bytes.len());
-                out.extend_from_slice(bytes);
-            }
-            out
-        }
         let status_200 = [0x88u8]; // indexed :status 200
         /// A header block; the `:status`, gRPC status and message it gives.
         type Row<'a> = (Vec<u8>, u16, Option<u8>, &'a [u8]);
@@ -876,6 +924,45 @@ mod tests {
             assert_eq!(session.grpc_status, code.map(GrpcStatus), "{block:?}");
             assert_eq!(session.grpc_message, *message, "{block:?}");
         }
+    }
+
+    #[test]
+    fn metadata_and_trailers_are_kept_as_lines_when_asked_and_the_encoding_always() {
+        let block = [
+            vec![0x88], // :status 200, left out
+            field(b"grpc-encoding", b"gzip"),
+            field(b"x-token", b"abc"),
+            field(b"x-evil", b"1\r\nx-token: forged"),
+            field(b"x-nul", b"a\0b"),
+        ]
+        .concat();
+        // (keep_fields, the lines kept)
+        let rows: [(bool, &[u8]); 2] = [
+            (true, b"grpc-encoding: gzip\r\nx-token: abc\r\n"),
+            (false, b""),
+        ];
+        for (keep, want) in rows {
+            let (mut session, _) = open_session();
+            session.keep_fields = keep;
+            let flags = frame::FLAG_END_HEADERS;
+            let head = handle(&mut session, frame::HEADERS, flags, 1, &block);
+            assert!(
+                matches!(head, Ok(Event::Head { status: 200, .. })),
+                "{head:?}"
+            );
+            assert_eq!(session.fields, want, "keep {keep}");
+            assert_eq!(session.grpc_encoding, b"gzip");
+        }
+        let (mut session, _) = open_session();
+        session.keep_fields = true;
+        let big = field(b"x-big", &[b'a'; KEPT_FIELDS_BYTES]);
+        let block = [big, field(b"x-small", b"1")].concat();
+        let flags = frame::FLAG_END_HEADERS;
+        let _ = handle(&mut session, frame::HEADERS, flags, 1, &block);
+        assert_eq!(
+            session.fields, b"x-small: 1\r\n",
+            "a field past the bound is left out"
+        );
     }
 
     #[test]

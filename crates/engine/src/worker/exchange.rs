@@ -43,7 +43,9 @@ impl Worker {
             }
             (config, _) => config.clone(),
         };
-        if let (Some(config), Some(name)) = (&tls_config, &self.hosts.hosts[conn.host].tls_name) {
+        let host_name = self.hosts.hosts[conn.host].tls_name.as_ref();
+        let name = host_name.map(|name| self.shared.tls_server_name.as_ref().unwrap_or(name));
+        if let (Some(config), Some(name)) = (&tls_config, name) {
             match rustls::ClientConnection::new(Arc::clone(config), name.clone()) {
                 Ok(tls) => conn.tls = Some(Box::new(tls)),
                 Err(err) => {

@@ -28,6 +28,22 @@ const NO_CONNECTION: Cause = Cause {
     errno: 0,
 };
 
+/// Whether an answer's `grpc-encoding` is one we offer in `grpc-accept-encoding`
+/// (gzip; none or `identity` is no compression).
+fn grpc_encoding(name: &[u8]) -> Result<(), &'static str> {
+    match name {
+        b"" | b"identity" | b"gzip" => Ok(()),
+        _ => Err("grpc: the answer's grpc-encoding is not one we accept (identity, gzip)"),
+    }
+}
+
+/// A gRPC server over TLS that did not choose h2.
+const NO_H2_IN_ALPN: Cause = Cause {
+    kind: ErrorKind::Tls,
+    operation: "tls: the server did not choose h2 in ALPN (gRPC needs HTTP/2)",
+    errno: 0,
+};
+
 impl Worker {
     /// A stream slot on a connection to `host` with room (opened if need be and
     /// allowed); `None` at the host's connection cap. Without `keepalive` the stream
@@ -159,6 +175,11 @@ impl Worker {
             self.pools[host].proto = Some(Proto::Http2);
             self.start_session(carrier);
             return true;
+        }
+        if self.hosts.hosts[host].grpc {
+            // gRPC has no HTTP/1.1 to fall back to.
+            self.fail_carrier(carrier, Why::Cause(NO_H2_IN_ALPN));
+            return false;
         }
         self.pools[host].proto = Some(Proto::Http1);
         self.pools[host].carriers.retain(|&c| c as usize != carrier);
@@ -298,6 +319,7 @@ impl Worker {
         now: u64,
     ) {
         let age_ns = self.arrival_age_ns;
+        let grpc = self.hosts.hosts[self.conns[carrier].host].grpc;
         let Some(session) = self.conns[carrier].session_mut() else {
             return;
         };
@@ -309,6 +331,17 @@ impl Worker {
         let mut location = std::mem::take(&mut session.location);
         let grpc_status = session.grpc_status.take();
         let mut grpc_message = std::mem::take(&mut session.grpc_message);
+        let encoding = if grpc {
+            grpc_encoding(&session.grpc_encoding)
+        } else {
+            Ok(())
+        };
+        let fields = std::mem::take(&mut session.fields);
+        let conn = &mut self.conns[slot];
+        conn.parser.keep_fields(&fields);
+        if let Some(session) = self.conns[carrier].session_mut() {
+            session.fields = fields;
+        }
         let conn = &mut self.conns[slot];
         let Some(request) = conn.request.as_mut() else {
             return;
@@ -323,6 +356,8 @@ impl Worker {
             std::mem::swap(&mut conn.parser.grpc_message, &mut grpc_message);
         }
         let failure = match status {
+            // A gRPC answer in an encoding never offered cannot be read.
+            200..=299 if encoding.is_err() => encoding.err(),
             // Interim heads (100 Continue, 103 Early Hints): the answer is still to come.
             100..=199 if !end_stream => None,
             100..=199 => Some("h2: stream ended after an interim head"),
@@ -506,10 +541,38 @@ impl Worker {
 
     /// A new connection to `host` carries an HTTP/2 session.
     pub(super) fn new_session(&mut self, host: usize, slot: usize) {
+        let mut session = Box::new(Session::new(State::Starting));
+        // A flow's gRPC steps check and extract from metadata and trailers.
+        let flows = self.shared.attacks.iter().any(|a| a.flow.is_some());
+        session.keep_fields = flows && self.hosts.hosts[host].grpc;
         self.conns[slot].wire = Wire::H2Conn {
-            session: Box::new(Session::new(State::Starting)),
+            session,
             flush_queued: false,
         };
         self.pools[host].carriers.push(slot as u32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_encoding;
+
+    #[test]
+    fn only_the_encodings_offered_are_read() {
+        let rows: [(&[u8], bool); 6] = [
+            (b"", true),
+            (b"identity", true),
+            (b"gzip", true),
+            (b"br", false),
+            (b"GZIP", false),
+            (b"gzip, br", false),
+        ];
+        for (name, read) in rows {
+            assert_eq!(grpc_encoding(name).is_ok(), read, "{name:?}");
+        }
+        assert_eq!(
+            grpc_encoding(b"snappy"),
+            Err("grpc: the answer's grpc-encoding is not one we accept (identity, gzip)")
+        );
     }
 }

@@ -37,8 +37,8 @@ impl Worker {
             return proto;
         }
         let tls = self.hosts.hosts[host].tls_name.is_some();
-        let h2c = self.shared.h2c || self.hosts.hosts[host].h2c;
-        let proto = match (tls, self.shared.http2, h2c) {
+        let grpc = self.hosts.hosts[host].grpc;
+        let proto = match (tls, self.shared.http2 || grpc, self.shared.h2c || grpc) {
             (true, true, _) => Proto::Negotiate,
             (false, _, true) => Proto::Http2,
             _ => Proto::Http1,

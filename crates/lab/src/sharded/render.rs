@@ -144,7 +144,7 @@ fn cwd_absolute(path: &str) -> String {
 /// Which keys, and their flags, are declared in [`workload::options`].
 pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
     let path = |text: &String| absolute(origin, text);
-    let words: [(&str, Option<String>); 15] = [
+    let words: [(&str, Option<String>); 16] = [
         ("threads", run.threads.map(|n| n.to_string())),
         ("workers", run.workers.map(|n| n.to_string())),
         ("connections", run.connections.map(|n| n.to_string())),
@@ -167,6 +167,7 @@ pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
         ),
         ("cert", run.cert.as_ref().map(path)),
         ("key", run.key.as_ref().map(path)),
+        ("tls_server_name", run.tls_server_name.clone()),
         ("laddr", run.laddr.map(|ip| ip.to_string())),
         ("unix_socket", run.unix_socket.as_ref().map(path)),
     ];
@@ -250,6 +251,7 @@ mod tests {
             root_certs: Some(vec!["ca.pem".to_owned()]),
             cert: Some("c.pem".to_owned()),
             key: Some("k.pem".to_owned()),
+            tls_server_name: Some("x.test".to_owned()),
             laddr: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             unix_socket: Some("s".to_owned()),
             stop_when: Some(Vec::new()),

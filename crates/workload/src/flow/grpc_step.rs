@@ -29,10 +29,30 @@ pub struct GrpcCall {
 pub enum DecodeFailure {
     /// A message goes past the bytes kept (`check_body_limit`).
     Cut,
-    /// A message is compressed (`grpc-encoding`); none was asked for.
+    /// A message is compressed in an encoding we do not read (only gzip is offered),
+    /// or its answer named none (`grpc-encoding`).
     Compressed,
+    /// A gzip message does not inflate (or inflates past the bytes kept).
+    Inflate,
     /// The bytes are not the method's answer type.
     Malformed,
+}
+
+/// A gzip message may inflate to at least this, whatever little was kept of it.
+const MIN_INFLATED_BYTES: usize = 64 << 10;
+
+/// `bytes` gunzipped, at most `limit` bytes of it (a small message that inflates
+/// without end is a failure, not memory spent).
+fn gunzip(bytes: &[u8], limit: usize) -> Result<Vec<u8>, DecodeFailure> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let read = flate2::read::GzDecoder::new(bytes)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out);
+    match read {
+        Ok(n) if n <= limit => Ok(out),
+        _ => Err(DecodeFailure::Inflate),
+    }
 }
 
 /// The rest of a `GRPC HOST:PORT method` request line, if `first` is one.
@@ -95,7 +115,7 @@ pub(super) fn parse_call_step<'a>(
         (None, Some(body)) => body.to_owned(),
         (None, None) => "{}".to_owned(),
     };
-    let (body, message) = grpc::message_body(&method.input(), &json, Some(known))
+    let (body, message) = grpc::message_body(&method.input(), &json, Some(known), types.gzip)
         .map_err(|r| format!("body: {r}"))?;
     target.body = body;
     target.grpc_message = message;
@@ -136,8 +156,16 @@ impl GrpcCall {
     /// The answer's messages, gRPC frames in `body` (`cut`: more came than was kept),
     /// as JSON into `out`: a unary call's message (nothing when none came), a server
     /// stream's as an array. Field names as the `.proto` writes them, every field
-    /// (defaults too), so a check or extraction finds what the `.proto` says.
-    pub fn decode(&self, body: &[u8], cut: bool, out: &mut Vec<u8>) -> Result<(), DecodeFailure> {
+    /// (defaults too), so a check or extraction finds what the `.proto` says. A
+    /// compressed message is inflated when the answer's `encoding` (`grpc-encoding`)
+    /// is gzip, to at most the bytes kept or 64 KiB, whichever is more.
+    pub fn decode(
+        &self,
+        body: &[u8],
+        cut: bool,
+        encoding: Option<&[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DecodeFailure> {
         let options = SerializeOptions::new()
             .skip_default_fields(false)
             .use_proto_field_name(true);
@@ -155,9 +183,15 @@ impl GrpcCall {
             let (&[flag, a, b, c, d], after) = rest.split_first_chunk::<5>().ok_or(short)?;
             let len = u32::from_be_bytes([a, b, c, d]) as usize;
             let bytes = after.get(..len).ok_or(short)?;
-            if flag != 0 {
-                return Err(DecodeFailure::Compressed);
-            }
+            let inflated;
+            let bytes = match (flag, encoding) {
+                (0, _) => bytes,
+                (_, Some(b"gzip")) => {
+                    inflated = gunzip(bytes, body.len().max(MIN_INFLATED_BYTES))?;
+                    &inflated[..]
+                }
+                _ => return Err(DecodeFailure::Compressed),
+            };
             let message = DynamicMessage::decode(self.output.clone(), bytes)
                 .map_err(|_| DecodeFailure::Malformed)?;
             if count > 0 {
@@ -184,7 +218,10 @@ impl GrpcCall {
                 "step {step:?}: the answer's {output} goes past check_body_limit: raise it to read the answer"
             ),
             DecodeFailure::Compressed => format!(
-                "step {step:?}: the answer's {output} is compressed, which no call asked for"
+                "step {step:?}: the answer's {output} is compressed in an encoding we do not read (its grpc-encoding is not gzip)"
+            ),
+            DecodeFailure::Inflate => format!(
+                "step {step:?}: the answer's {output} does not inflate as gzip (or inflates past check_body_limit)"
             ),
             DecodeFailure::Malformed => {
                 format!("step {step:?}: the answer is not a {output} message")

@@ -735,6 +735,7 @@ fn grpc_steps_call_with_outside_values_in_string_fields_and_judge_the_answers_js
             [
                 ("content-type", "application/grpc"),
                 ("te", "trailers"),
+                ("grpc-accept-encoding", "gzip"),
                 ("authorization", "Bearer {{token}}"),
                 ("grpc-timeout", "2000000u")
             ]
@@ -804,37 +805,93 @@ fn grpc_steps_call_with_outside_values_in_string_fields_and_judge_the_answers_js
             flow.judge(&mut user, &stream, url, 0, &mut scratch),
             Verdict::default()
         );
-        let rows: &[(&[u8], u64, DecodeFailure, &str)] = &[
+        let gzip = |bytes: &[u8]| {
+            use std::io::Write;
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(bytes).unwrap();
+            encoder.finish().unwrap()
+        };
+        // One message of the stream compressed (the flag says which), one not.
+        let plain = reply_frames(&[("a", 1)]);
+        let packed = gzip(&plain[5..]);
+        let mut mixed = vec![1];
+        mixed.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+        mixed.extend_from_slice(&packed);
+        mixed.extend_from_slice(&reply_frames(&[("b", 2)]));
+        let compressed = Answer {
+            grpc_status: Some(0),
+            ..answer(200, b"grpc-encoding: gzip\r\n", &mixed)
+        };
+        assert_eq!(
+            flow.judge(&mut user, &compressed, url, 0, &mut scratch),
+            Verdict::default(),
+            "a gzip message reads as the plain one"
+        );
+        let bad_gzip = [&[1, 0, 0, 0, 4][..], b"\x1f\x8b\x08\x00"].concat();
+        let bomb = gzip(&vec![0; 1 << 20]);
+        let mut bombed = vec![1];
+        bombed.extend_from_slice(&(bomb.len() as u32).to_be_bytes());
+        bombed.extend_from_slice(&bomb);
+        let gzipped: &[u8] = b"grpc-encoding: gzip\r\n";
+        /// The answer's head and body, its size on the wire, how it fails and says so.
+        type Row<'a> = (&'a [u8], &'a [u8], u64, DecodeFailure, &'a str);
+        let rows: &[Row<'_>] = &[
             (
+                b"",
                 &body[..body.len() - 2],
                 body.len() as u64,
                 DecodeFailure::Cut,
                 "step \"many\": the answer's hello.HelloReply goes past check_body_limit",
             ),
             (
+                b"",
                 &body[..body.len() - 2],
                 body.len() as u64 - 2,
                 DecodeFailure::Malformed,
                 "step \"many\": the answer is not a hello.HelloReply message",
             ),
             (
+                b"",
                 b"\x01\0\0\0\0",
                 5,
                 DecodeFailure::Compressed,
-                "step \"many\": the answer's hello.HelloReply is compressed",
+                "step \"many\": the answer's hello.HelloReply is compressed in an encoding we do not read",
             ),
             (
+                b"grpc-encoding: br\r\n",
+                &mixed,
+                mixed.len() as u64,
+                DecodeFailure::Compressed,
+                "step \"many\": the answer's hello.HelloReply is compressed in an encoding we do not read",
+            ),
+            (
+                gzipped,
+                &bad_gzip,
+                bad_gzip.len() as u64,
+                DecodeFailure::Inflate,
+                "step \"many\": the answer's hello.HelloReply does not inflate as gzip",
+            ),
+            (
+                gzipped,
+                &bombed,
+                bombed.len() as u64,
+                DecodeFailure::Inflate,
+                "step \"many\": the answer's hello.HelloReply does not inflate as gzip",
+            ),
+            (
+                b"",
                 b"\0\0\0\0\x02\x0a\x05",
                 7,
                 DecodeFailure::Malformed,
                 "step \"many\": the answer is not a hello.HelloReply",
             ),
         ];
-        for (body, body_bytes, want, text) in rows {
+        for (head, body, body_bytes, want, text) in rows {
             let cut = Answer {
                 grpc_status: Some(0),
                 body_bytes: *body_bytes,
-                ..answer(200, b"", body)
+                ..answer(200, head, body)
             };
             let verdict = flow.judge(&mut user, &cut, url, 0, &mut scratch);
             assert_eq!(
@@ -849,18 +906,61 @@ fn grpc_steps_call_with_outside_values_in_string_fields_and_judge_the_answers_js
 }
 
 #[test]
+fn grpc_steps_check_and_extract_from_metadata_and_trailers() {
+    let steps = r#"
+[[step]]
+name = "hello"
+request = "GRPC 127.0.0.1:50051 hello.Greeter/SayHello"
+extract = { region = "header x-region" }
+checks = ["header content-type = application/grpc", "header grpc-status = 0"]
+
+[[step]]
+name = "again"
+request = "GRPC 127.0.0.1:50051 hello.Greeter/SayHello\nx-region: {{region}}"
+body = '{"name": "{{region}}"}'
+"#;
+    let (_dir, flow) = compile_grpc(steps, false);
+    let flow = flow.unwrap();
+    let mut scratch = flow.scratch();
+    let url = flow.steps[0].cookie_url();
+    let body = reply_frames(&[("hi", 0)]);
+    // The head's metadata, then the trailers, as the engine keeps them.
+    let rows: [(&[u8], Verdict, &[u8]); 2] = [
+        (
+            b"content-type: application/grpc\r\nx-region: eu-1\r\ngrpc-status: 0\r\n",
+            Verdict::default(),
+            b"eu-1",
+        ),
+        (
+            b"content-type: application/grpc\r\ngrpc-status: 14\r\n",
+            Verdict {
+                checks_failed: 0b10,
+                failure: Some(FlowFailure::Check { check: 1 }),
+            },
+            b"",
+        ),
+    ];
+    for (head, want, region) in rows {
+        let mut user = UserState::default();
+        flow.start(&mut user, 1);
+        let answer = Answer {
+            grpc_status: Some(0),
+            ..answer(200, head, &body)
+        };
+        assert_eq!(flow.judge(&mut user, &answer, url, 0, &mut scratch), want);
+        assert_eq!(user.variables[0], region);
+    }
+}
+
+#[test]
 fn grpc_step_mistakes_are_named() {
     let login = "[[step]]\nname = \"login\"\nrequest = \"POST http://127.0.0.1:8080/login\"\nextract = { token = \"json $.token\" }\n";
     let call =
         "[[step]]\nname = \"hello\"\nrequest = \"GRPC 127.0.0.1:50051 hello.Greeter/SayHello\"\n";
     let rows: &[(String, &str)] = &[
         (
-            format!("{call}checks = [\"header x-a\"]"),
-            "step \"hello\": checks: \"header x-a\": a gRPC step's answer keeps no metadata",
-        ),
-        (
             format!("{call}extract = {{ a = \"cookie s\" }}"),
-            "extract: \"cookie s\": a gRPC step's answer keeps no metadata or cookies",
+            "extract: \"cookie s\": a gRPC call sets no cookies (extract from its metadata with header NAME",
         ),
         (
             format!("{login}checks = [\"grpc OK\"]"),
