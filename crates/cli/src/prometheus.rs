@@ -48,6 +48,11 @@ pub struct PrometheusArgs {
         env = "OTEL_EXPORTER_OTLP_ENDPOINT"
     )]
     otlp_endpoint: Option<String>,
+    /// With -trace: also send a client span per traced request to -otlp-endpoint's
+    /// /v1/traces (a Collector, or Jaeger's OTLP port), its span id the traceparent's
+    /// parent id, so each trace starts at loadlab
+    #[arg(help_heading = "Live view", long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    trace_spans: bool,
     /// The run_id label of pushed series [default: the start time, e.g. 2026-01-02T15:04:05Z]
     #[arg(help_heading = "Live view", long, value_name = "ID")]
     run_id: Option<String>,
@@ -57,6 +62,8 @@ pub struct PrometheusArgs {
 pub struct PrometheusSetup {
     addr: Option<String>,
     pushes: Vec<PushOptions>,
+    /// Where `-trace-spans` sends the client spans (the OTLP push's options).
+    spans: Option<PushOptions>,
 }
 
 /// What serves the newest run's metrics (from the first run to exit) and pushes each
@@ -67,12 +74,15 @@ pub struct Prometheus {
     /// The newest run's metrics, which `/metrics` serves.
     current: Arc<Mutex<Option<live::PrometheusHandle>>>,
     pushes: Vec<PushOptions>,
+    spans: Option<PushOptions>,
 }
 
 /// One run's pushes; [`PrometheusRun::finish`] after it.
 pub struct PrometheusRun {
     /// Each push with its flag and URL, for the summary.
     pushes: Vec<(Push, &'static str, String)>,
+    /// The client spans' queue, for the count of those dropped.
+    spans: Option<live::SpanQueue>,
 }
 
 /// The job label of pushed series.
@@ -112,14 +122,24 @@ impl PrometheusSetup {
                 job: JOB.to_owned(),
             });
         }
+        let otlp = pushes.iter().find(|p| p.protocol == PushProtocol::Otlp);
+        let spans = match (args.trace_spans, otlp) {
+            (false, _) => None,
+            (true, Some(otlp)) => Some(otlp.clone()),
+            (true, None) => anyhow::bail!(
+                "-trace-spans: needs -otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT), where the spans go"
+            ),
+        };
         Ok(PrometheusSetup {
             addr: args.prometheus_addr.clone(),
             pushes,
+            spans,
         })
     }
 
     /// Starts the server, if one is asked for; nothing when neither flag is given.
     pub fn start(self) -> Option<Prometheus> {
+        // -trace-spans needs an OTLP push, so it starts nothing by itself.
         if self.addr.is_none() && self.pushes.is_empty() {
             return None;
         }
@@ -130,6 +150,7 @@ impl PrometheusSetup {
                 .and_then(|addr| serve(&addr, Arc::clone(&current))),
             current,
             pushes: self.pushes,
+            spans: self.spans,
         })
     }
 }
@@ -153,20 +174,40 @@ impl Prometheus {
         let handle = stats.handle();
         observers.push(Box::new(stats));
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle.clone());
-        let pushes = (self.pushes.iter())
+        let mut pushes: Vec<(Push, &'static str, String)> = (self.pushes.iter())
             .filter_map(|options| {
-                let (flag, shown) = (options.protocol.flag(), units::redact_url(&options.url));
-                let warn = Box::new(|line: &str| eprintln!("loadlab: {line}"));
-                match Push::start(options.clone(), handle.clone(), warn) {
-                    Ok(push) => Some((push, flag, shown)),
-                    Err(err) => {
-                        warn_going_on(&err);
-                        None
-                    }
-                }
+                start_push(options, |o, warn| Push::start(o, handle.clone(), warn))
             })
             .collect();
-        PrometheusRun { pushes }
+        let spans = self.spans.as_ref().and_then(|options| {
+            if config.settings.trace.is_none() {
+                eprintln!("loadlab: -trace-spans: this run does not -trace, so it sends no span");
+                return None;
+            }
+            let spans = live::ClientSpans::new(config);
+            let queue = spans.queue();
+            observers.push(Box::new(spans));
+            let start = |o, warn| Push::start_spans(o, queue.clone(), warn);
+            pushes.extend(start_push(options, start));
+            Some(queue)
+        });
+        PrometheusRun { pushes, spans }
+    }
+}
+
+/// Starts one push thread with `start`; a failure to start is a warning.
+fn start_push(
+    options: &PushOptions,
+    start: impl FnOnce(PushOptions, live::Warn) -> Result<Push, live::LiveError>,
+) -> Option<(Push, &'static str, String)> {
+    let (flag, shown) = (options.protocol.flag(), units::redact_url(&options.url));
+    let warn = Box::new(|line: &str| eprintln!("loadlab: {line}"));
+    match start(options.clone(), warn) {
+        Ok(push) => Some((push, flag, shown)),
+        Err(err) => {
+            warn_going_on(&err);
+            None
+        }
     }
 }
 
@@ -211,6 +252,13 @@ fn warn_going_on(err: &dyn std::error::Error) {
 impl PrometheusRun {
     /// After the run: the final push, and how the pushes went if any failed.
     pub fn finish(self) {
+        let dropped = self.spans.map_or(0, |queue| queue.dropped());
+        if dropped > 0 {
+            eprintln!(
+                "loadlab: -trace-spans: {dropped} client spans were dropped (more than {} waited for a push)",
+                live::MAX_QUEUED_SPANS
+            );
+        }
         for (push, flag, url) in self.pushes {
             let summary = push.finish();
             if summary.failed > 0 {

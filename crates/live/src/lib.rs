@@ -25,6 +25,8 @@
 //!   by [`Push`], the thread behind `-prometheus-remote-write` (protobuf and snappy,
 //!   `remote_write.rs`) and `-otlp-endpoint` (OTLP/HTTP protobuf to a Collector,
 //!   `otlp.rs`), which pushes off the collector under a deadline (`push.rs`).
+//! - [`ClientSpans`] (`-trace-spans`): a client span per traced request, made on the
+//!   collector thread and pushed by the same thread kind to the OTLP endpoint.
 //! - [`steer`]: one run over many shards steered as one: the shard's feed of settled
 //!   seconds and the coordinator that merges them, judges the stop rules on the merged
 //!   figures and stops every shard.
@@ -48,6 +50,7 @@ mod serve;
 mod settle;
 mod sink;
 mod snapshot;
+mod spans;
 mod stats;
 pub mod steer;
 mod view;
@@ -58,9 +61,10 @@ pub use keys::{KeyAction, Keys, restore_terminal};
 pub use latest::Latest;
 pub use openmetrics::{OPENMETRICS_CONTENT_TYPE, wants_openmetrics};
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
-pub use push::{Push, PushOptions, PushProtocol, PushSummary};
+pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
+pub use spans::{ClientSpans, MAX_QUEUED_SPANS, SpanQueue};
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
 

@@ -29,10 +29,7 @@ pub(crate) fn export_request(
                 attributes: attributes(resource),
             }),
             scope_metrics: vec![proto::ScopeMetrics {
-                scope: Some(proto::InstrumentationScope {
-                    name: "loadlab".to_owned(),
-                    version: env!("CARGO_PKG_VERSION").to_owned(),
-                }),
+                scope: Some(proto::InstrumentationScope::loadlab()),
                 metrics: sink.metrics,
             }],
         }],
@@ -52,12 +49,14 @@ pub(crate) fn rejected(answer: &[u8]) -> Option<String> {
     })
 }
 
-fn attributes(labels: &[(&str, String)]) -> Vec<proto::KeyValue> {
+/// String attributes, as OTLP carries them.
+pub(crate) fn attributes(labels: &[(&str, String)]) -> Vec<proto::KeyValue> {
     (labels.iter())
         .map(|(key, value)| proto::KeyValue {
             key: (*key).to_owned(),
             value: Some(proto::AnyValue {
                 string_value: Some(value.clone()),
+                int_value: None,
             }),
         })
         .collect()
@@ -243,6 +242,16 @@ pub(crate) mod proto {
         pub version: String,
     }
 
+    impl InstrumentationScope {
+        /// loadlab's own, at this version.
+        pub fn loadlab() -> InstrumentationScope {
+            InstrumentationScope {
+                name: "loadlab".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            }
+        }
+    }
+
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct KeyValue {
         #[prost(string, tag = "1")]
@@ -251,11 +260,13 @@ pub(crate) mod proto {
         pub value: Option<AnyValue>,
     }
 
-    /// The `string_value` member of `AnyValue`'s oneof.
+    /// The `string_value` and `int_value` members of `AnyValue`'s oneof (one set).
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct AnyValue {
         #[prost(string, optional, tag = "1")]
         pub string_value: Option<String>,
+        #[prost(int64, optional, tag = "3")]
+        pub int_value: Option<i64>,
     }
 
     /// `Metric` with its `data` oneof's gauge, sum and histogram members.

@@ -16,6 +16,7 @@ use prost::Message;
 
 use crate::LiveError;
 use crate::prometheus::{Metrics, PrometheusHandle};
+use crate::spans::SpanQueue;
 
 /// After the first failed push, failures are summed up at most this often.
 pub const WARN_EVERY: Duration = Duration::from_secs(30);
@@ -24,6 +25,11 @@ const MAX_ANSWER_BYTES: usize = 64 << 10;
 
 /// A request's header lines, (name, value).
 type Headers = &'static [(&'static str, &'static str)];
+/// An OTLP/HTTP protobuf export's.
+const OTLP_HEADERS: Headers = &[
+    ("Content-Type", "application/x-protobuf"),
+    ("User-Agent", concat!("loadlab/", env!("CARGO_PKG_VERSION"))),
+];
 
 /// What a push speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,9 @@ pub enum PushProtocol {
     /// OTLP/HTTP protobuf to a Collector: the endpoint given plus `/v1/metrics`, as
     /// OpenTelemetry's SDKs read `OTEL_EXPORTER_OTLP_ENDPOINT` (`-otlp-endpoint`).
     Otlp,
+    /// The client spans of traced requests (`-trace-spans`), OTLP/HTTP protobuf to the
+    /// endpoint plus `/v1/traces`; only [`Push::start_spans`] speaks it.
+    OtlpSpans,
 }
 
 impl PushProtocol {
@@ -41,15 +50,19 @@ impl PushProtocol {
         match self {
             PushProtocol::RemoteWrite => "-prometheus-remote-write",
             PushProtocol::Otlp => "-otlp-endpoint",
+            PushProtocol::OtlpSpans => "-trace-spans",
         }
     }
 
     /// The URL posted to, from the one given.
     fn target(self, mut url: url::Url) -> url::Url {
-        if self == PushProtocol::Otlp {
-            let path = format!("{}/v1/metrics", url.path().trim_end_matches('/'));
-            url.set_path(&path);
-        }
+        let signal = match self {
+            PushProtocol::RemoteWrite => return url,
+            PushProtocol::Otlp => "metrics",
+            PushProtocol::OtlpSpans => "traces",
+        };
+        let path = format!("{}/v1/{signal}", url.path().trim_end_matches('/'));
+        url.set_path(&path);
         url
     }
 
@@ -78,18 +91,10 @@ impl PushProtocol {
                 ];
                 Ok((body, headers))
             }
-            PushProtocol::Otlp => {
-                let resource = [
-                    ("service.name", options.job.clone()),
-                    ("run_id", options.run_id.clone()),
-                ];
+            PushProtocol::Otlp | PushProtocol::OtlpSpans => {
                 let now_ns = u64::try_from(timestamp_ms).unwrap_or(0) * 1_000_000;
-                let request = crate::otlp::export_request(metrics, &resource, now_ns);
-                let headers: Headers = &[
-                    ("Content-Type", "application/x-protobuf"),
-                    ("User-Agent", concat!("loadlab/", env!("CARGO_PKG_VERSION"))),
-                ];
-                Ok((request.encode_to_vec(), headers))
+                let request = crate::otlp::export_request(metrics, &options.resource(), now_ns);
+                Ok((request.encode_to_vec(), OTLP_HEADERS))
             }
         }
     }
@@ -99,6 +104,7 @@ impl PushProtocol {
         match self {
             PushProtocol::RemoteWrite => Ok(()),
             PushProtocol::Otlp => crate::otlp::rejected(answer).map_or(Ok(()), Err),
+            PushProtocol::OtlpSpans => crate::spans::rejected(answer).map_or(Ok(()), Err),
         }
     }
 
@@ -107,7 +113,9 @@ impl PushProtocol {
             PushProtocol::RemoteWrite => {
                 "expected http://HOST:PORT/PATH, e.g. http://127.0.0.1:9090/api/v1/write"
             }
-            PushProtocol::Otlp => "expected http://HOST:PORT, e.g. http://127.0.0.1:4318",
+            PushProtocol::Otlp | PushProtocol::OtlpSpans => {
+                "expected http://HOST:PORT, e.g. http://127.0.0.1:4318"
+            }
         }
     }
 }
@@ -128,6 +136,24 @@ pub struct PushOptions {
     pub run_id: String,
     /// The `job` label of every series (OTLP's `service.name`).
     pub job: String,
+}
+
+impl PushOptions {
+    /// OTLP's resource attributes: the job as `service.name`, and the run id.
+    pub(crate) fn resource(&self) -> [(&'static str, String); 2] {
+        [
+            ("service.name", self.job.clone()),
+            ("run_id", self.run_id.clone()),
+        ]
+    }
+}
+
+/// What a push thread reads.
+enum Source {
+    /// The published metrics, pushed whole each time.
+    Metrics(PrometheusHandle),
+    /// The client spans queued since the last push, taken each time.
+    Spans(SpanQueue),
 }
 
 /// How the pushes went.
@@ -157,13 +183,31 @@ impl Push {
         handle: PrometheusHandle,
         warn: Warn,
     ) -> Result<Push, LiveError> {
+        Push::spawn(options, Source::Metrics(handle), warn)
+    }
+
+    /// Checks the endpoint and starts pushing the client spans `queue` gathers
+    /// ([`crate::ClientSpans`]) to its `/v1/traces`, whatever `options.protocol` says.
+    pub fn start_spans(
+        options: PushOptions,
+        queue: SpanQueue,
+        warn: Warn,
+    ) -> Result<Push, LiveError> {
+        let options = PushOptions {
+            protocol: PushProtocol::OtlpSpans,
+            ..options
+        };
+        Push::spawn(options, Source::Spans(queue), warn)
+    }
+
+    fn spawn(options: PushOptions, source: Source, warn: Warn) -> Result<Push, LiveError> {
         let url = check_url(options.protocol, &options.url)?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let mut pusher = Pusher {
             shown_url: units::redact_url(&options.url),
             url,
             options,
-            handle,
+            source,
             warn,
             summary: PushSummary::default(),
             last_timestamp_ms: 0,
@@ -226,7 +270,7 @@ struct Pusher {
     /// The URL as warnings show it (passwords redacted).
     shown_url: String,
     options: PushOptions,
-    handle: PrometheusHandle,
+    source: Source,
     warn: Warn,
     summary: PushSummary,
     /// Samples of a series must have growing timestamps: each push is at least 1 ms
@@ -254,7 +298,6 @@ impl Pusher {
     }
 
     fn push_and_warn(&mut self) {
-        self.summary.pushes += 1;
         let Err(reason) = self.push() else {
             return;
         };
@@ -292,8 +335,18 @@ impl Pusher {
             });
         let timestamp_ms = now_ms.max(self.last_timestamp_ms + 1);
         self.last_timestamp_ms = timestamp_ms;
-        let (body, headers) =
-            (self.options.protocol).body(&self.handle.metrics(), &self.options, timestamp_ms)?;
+        let body = match &self.source {
+            Source::Metrics(handle) => {
+                (self.options.protocol).body(&handle.metrics(), &self.options, timestamp_ms)
+            }
+            Source::Spans(queue) => match queue.export(&self.options.resource()) {
+                Some(body) => Ok((body, OTLP_HEADERS)),
+                // Nothing traced since the last push: no request.
+                None => return Ok(()),
+            },
+        };
+        self.summary.pushes += 1;
+        let (body, headers) = body?;
         let request = wire::client::Request {
             method: "POST",
             url: &self.url,
