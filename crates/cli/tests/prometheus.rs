@@ -530,6 +530,16 @@ fn remote_write_reaches_a_real_prometheus_with_the_report_s_count() {
     assert_eq!(other_run, None, "series carry their run id");
 }
 
+/// The trace ids a run of one attack under `-trace -seed=SEED` sends on its first
+/// `requests` requests (the sampler's, every request sampled).
+fn sent_trace_ids(seed: u64, requests: u64) -> std::collections::HashSet<String> {
+    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, seed);
+    (0..requests)
+        .filter_map(|seq| sampler.ids(0, seq))
+        .map(|ids| ids.trace_hex())
+        .collect()
+}
+
 /// Under `-trace`, Prometheus scrapes `-prometheus-addr` in OpenMetrics (it asks for it)
 /// and, with exemplar storage on, keeps each latency bucket's traced request: the
 /// trace ids are ones the run sent (the sampler's, for its seed).
@@ -589,11 +599,7 @@ fn a_real_prometheus_keeps_the_trace_exemplars_of_a_traced_run() {
     );
     let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
     assert_eq!(json["status"], "success", "{json}");
-    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, 3);
-    let sent: std::collections::HashSet<String> = (0..250)
-        .filter_map(|seq| sampler.ids(0, seq))
-        .map(|ids| ids.trace_hex())
-        .collect();
+    let sent = sent_trace_ids(3, 250);
     let series = json["data"].as_array().unwrap();
     assert!(!series.is_empty(), "no exemplar kept: {json}");
     for exemplars in series {
@@ -766,11 +772,7 @@ fn otlp_metrics_reach_a_real_collector_with_the_report_s_count() {
         "{resource}"
     );
     // The latency buckets' exemplars are trace ids the run sent.
-    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, 4);
-    let sent: std::collections::HashSet<String> = (0..200)
-        .filter_map(|seq| sampler.ids(0, seq))
-        .map(|ids| ids.trace_hex())
-        .collect();
+    let sent = sent_trace_ids(4, 200);
     let exemplars: Vec<&str> = (export.lines())
         .filter_map(|line| line.trim().strip_prefix("-> Trace ID: "))
         .collect();
