@@ -1,7 +1,9 @@
 //! `-prometheus-addr`, `-prometheus-remote-write` and `-otlp-endpoint` (`attack` and
 //! `run`): the run's metrics for Prometheus, scraped from a loopback `/metrics` page or
-//! pushed with remote write, and the same series as OTLP metrics to a Collector. The server starts once and serves the newest run's (each step of a
-//! plan in turn: its counters start again, as a restarted exporter's do).
+//! pushed with remote write, and the same series as OTLP metrics to a Collector (with
+//! `-trace-spans`, the traced requests' client spans too). The server starts once and
+//! serves the newest run's (each step of a plan in turn: its counters start again, as
+//! a restarted exporter's do).
 //! Either one failing (a taken port, a receiver that is down) is a warning on stderr:
 //! the run and its records go on.
 
@@ -187,8 +189,12 @@ impl Prometheus {
             let spans = live::ClientSpans::new(config);
             let queue = spans.queue();
             observers.push(Box::new(spans));
+            let options = PushOptions {
+                protocol: PushProtocol::OtlpSpans,
+                ..options.clone()
+            };
             let start = |o, warn| Push::start_spans(o, queue.clone(), warn);
-            pushes.extend(start_push(options, start));
+            pushes.extend(start_push(&options, start));
             Some(queue)
         });
         PrometheusRun { pushes, spans }
