@@ -44,7 +44,8 @@ instead; -chunked=false and -dns-ttl=0 ask for what loadlab does and are accepte
 Watching: a live view on stderr (on a terminal, redrawn lines where p pauses the view
 and q stops the run; otherwise a progress line every 5 s; -quiet for none).
 -prometheus-addr serves the run's metrics (vegeta's names, plus loadlab_*);
--prometheus-remote-write pushes them. -dashboard serves the run page `loadlab plot`
+-prometheus-remote-write pushes them; -otlp-endpoint pushes them as OTLP metrics to an
+OpenTelemetry Collector. -dashboard serves the run page `loadlab plot`
 draws, redrawn every second (a taken port is a warning; -dashboard-linger keeps the
 final page up).
 

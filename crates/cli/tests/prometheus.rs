@@ -1,7 +1,8 @@
-//! `attack -prometheus-addr` and `-prometheus-remote-write` end to end: the real
-//! binary against the built-in simulator on loopback, scraped during the run; fake
-//! receivers that are closed, answer 500 or hang; and a real Prometheus server from
-//! Debian's `prometheus` package (`.ci/setup/prometheus.sh`). Every run is bounded.
+//! `attack -prometheus-addr`, `-prometheus-remote-write` and `-otlp-endpoint` end to
+//! end: the real binary against the built-in simulator on loopback, scraped during the
+//! run; fake receivers that are closed, answer 500 or hang; a real Prometheus server
+//! from Debian's `prometheus` package (`.ci/setup/prometheus.sh`) and a real
+//! OpenTelemetry Collector (`.ci/setup/otelcol.sh`). Every run is bounded.
 
 #![allow(clippy::unwrap_used)]
 
@@ -22,6 +23,8 @@ fn attack(args: &[&str], targets: &str) -> Output {
     let mut child = loadlab()
         .arg("attack")
         .args(args)
+        // The standard variable would add an OTLP push to every run here.
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -94,15 +97,12 @@ fn get(address: &str, path: &str) -> String {
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    // HTTP/1.0: a large answer comes whole, not chunked.
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains(" 200 "), "{head}");
     body.to_owned()
 }
 
@@ -339,6 +339,14 @@ fn bad_prometheus_flags_are_named_before_the_run() {
             "expected http://HOST:PORT/PATH",
         ),
         (
+            vec!["-otlp-endpoint=127.0.0.1:4318"],
+            "-otlp-endpoint 127.0.0.1:4318: relative URL without a base; expected http://HOST:PORT",
+        ),
+        (
+            vec!["-trace", "-trace-spans"],
+            "-trace-spans: needs -otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)",
+        ),
+        (
             vec!["-prometheus-remote-write-every=soon"],
             "-prometheus-remote-write-every",
         ),
@@ -522,6 +530,16 @@ fn remote_write_reaches_a_real_prometheus_with_the_report_s_count() {
     assert_eq!(other_run, None, "series carry their run id");
 }
 
+/// The trace ids a run of one attack under `-trace -seed=SEED` sends on its first
+/// `requests` requests (the sampler's, every request sampled).
+fn sent_trace_ids(seed: u64, requests: u64) -> std::collections::HashSet<String> {
+    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, seed);
+    (0..requests)
+        .filter_map(|seq| sampler.ids(0, seq))
+        .map(|ids| ids.trace_hex())
+        .collect()
+}
+
 /// Under `-trace`, Prometheus scrapes `-prometheus-addr` in OpenMetrics (it asks for it)
 /// and, with exemplar storage on, keeps each latency bucket's traced request: the
 /// trace ids are ones the run sent (the sampler's, for its seed).
@@ -581,11 +599,7 @@ fn a_real_prometheus_keeps_the_trace_exemplars_of_a_traced_run() {
     );
     let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
     assert_eq!(json["status"], "success", "{json}");
-    let sampler = workload::TraceSampler::new(workload::TraceSettings { sample: 1.0 }, 3);
-    let sent: std::collections::HashSet<String> = (0..250)
-        .filter_map(|seq| sampler.ids(0, seq))
-        .map(|ids| ids.trace_hex())
-        .collect();
+    let sent = sent_trace_ids(3, 250);
     let series = json["data"].as_array().unwrap();
     assert!(!series.is_empty(), "no exemplar kept: {json}");
     for exemplars in series {
@@ -595,4 +609,247 @@ fn a_real_prometheus_keeps_the_trace_exemplars_of_a_traced_run() {
             assert!(sent.contains(id), "{id} was never sent: {exemplar}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// A real OpenTelemetry Collector.
+
+/// The Collector `.ci/setup/otelcol.sh` builds, or `None` (a loud skip) when it is
+/// missing and CI did not ask for it (`LOADLAB_REQUIRE_OTELCOL`).
+fn otelcol_binary() -> Option<PathBuf> {
+    let found = std::env::var_os("LOADLAB_OTELCOL_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = PathBuf::from(std::env::var_os("HOME")?);
+            Some(home.join(".cache/loadlab/otelcol/v0.165.0/otelcol"))
+        })
+        .filter(|path| path.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("LOADLAB_REQUIRE_OTELCOL").is_none(),
+            "LOADLAB_REQUIRE_OTELCOL is set but the collector is missing: source .ci/setup/otelcol.sh"
+        );
+        eprintln!("\n!!! SKIPPED: no OpenTelemetry Collector (source .ci/setup/otelcol.sh) !!!\n");
+    }
+    found
+}
+
+/// A Collector whose OTLP/HTTP receiver listens on `address` and whose debug exporter
+/// logs every metric it receives (names, attributes, values) to `collector.log`.
+struct Collector {
+    child: Child,
+    address: String,
+    dir: TempDir,
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Collector {
+    fn start(binary: &PathBuf) -> Collector {
+        let dir = TempDir::new("otelcol");
+        let address = format!("127.0.0.1:{}", free_port());
+        let config = format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: {address}\n\
+             exporters:\n  debug:\n    verbosity: detailed\n\
+             service:\n  telemetry:\n    metrics:\n      level: none\n\
+             \x20 pipelines:\n    metrics:\n      receivers: [otlp]\n      exporters: [debug]\n"
+        );
+        let config_path = dir.path("otelcol.yaml");
+        std::fs::write(&config_path, config).unwrap();
+        let log = std::fs::File::create(dir.path("collector.log")).unwrap();
+        let child = Command::new(binary)
+            .arg(format!("--config=file:{config_path}"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut collector = Collector {
+            child,
+            address,
+            dir,
+        };
+        // Bounded: 30 s for the receiver to listen.
+        for _ in 0..300 {
+            if let Some(status) = collector.child.try_wait().unwrap() {
+                panic!("the collector exited ({status}):\n{}", collector.log());
+            }
+            if TcpStream::connect(&collector.address).is_ok() {
+                return collector;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "the collector on {} did not listen within 30 s",
+            collector.address
+        );
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path("collector.log")).unwrap_or_default()
+    }
+
+    /// The debug exporter's lines of the last export whose resource named `run_id`,
+    /// once `done` holds for it (bounded: 10 s, for the exporter to write).
+    fn last_export_of(&self, run_id: &str, done: impl Fn(&str) -> bool) -> String {
+        let marker = format!("-> run_id: Str({run_id})");
+        for _ in 0..100 {
+            let log = self.log();
+            if let Some(at) = log.rfind(&marker) {
+                let export = &log[at..];
+                let end = export.find("Resource attributes:").unwrap_or(export.len());
+                if done(&export[..end]) {
+                    return export[..end].to_owned();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("no finished export of {run_id}:\n{}", self.log());
+    }
+}
+
+/// The value printed after `-> Name: name` (its first data point's `Value:` or
+/// `Count:`) in one export of the debug exporter.
+fn debug_value(export: &str, name: &str, field: &str) -> Option<f64> {
+    let at = export.find(&format!("-> Name: {name}\n"))?;
+    let line = export[at..].lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().parse().ok()
+}
+
+#[test]
+fn otlp_metrics_reach_a_real_collector_with_the_report_s_count() {
+    let Some(binary) = otelcol_binary() else {
+        return;
+    };
+    let collector = Collector::start(&binary);
+    let server = simulator();
+    let targets = format!("GET http://{}/otlp\n", server.local_addr());
+    let dir = TempDir::new("otlp");
+    let file = dir.path("run.llr");
+    let run_id = format!("otlp-{}", std::process::id());
+    let output = attack(
+        &[
+            "-rate=100",
+            "-duration=2s",
+            "-quiet",
+            "-trace",
+            "-seed=4",
+            &format!("-run-id={run_id}"),
+            &format!("-otlp-endpoint=http://{}", collector.address),
+            "-prometheus-remote-write-every=500ms",
+            &format!("-output={file}"),
+        ],
+        &targets,
+    );
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(err, "", "every push was taken");
+    let total = report_requests(&file);
+    assert_eq!(total, 200);
+    let finished =
+        |export: &str| debug_value(export, "loadlab_run_finished", "Value:") == Some(1.0);
+    let export = collector.last_export_of(&run_id, finished);
+    let completed = debug_value(&export, "loadlab_requests_completed_total", "Value:");
+    assert_eq!(completed, Some(total as f64), "{export}");
+    let latency = debug_value(&export, "request_seconds", "Count:");
+    assert_eq!(latency, Some(total as f64), "{export}");
+    assert!(
+        export.contains("ExplicitBounds #10: 10.000000\n"),
+        "{export}"
+    );
+    assert!(
+        !export.contains("ExplicitBounds #11"),
+        "+Inf is no bound: {export}"
+    );
+    let log = collector.log();
+    let resource = &log[..log.rfind(&format!("-> run_id: Str({run_id})")).unwrap()];
+    assert!(
+        resource.ends_with("-> service.name: Str(loadlab)\n     "),
+        "{resource}"
+    );
+    // The latency buckets' exemplars are trace ids the run sent.
+    let sent = sent_trace_ids(4, 200);
+    let exemplars: Vec<&str> = (export.lines())
+        .filter_map(|line| line.trim().strip_prefix("-> Trace ID: "))
+        .collect();
+    assert!(!exemplars.is_empty(), "{export}");
+    for id in exemplars {
+        assert!(sent.contains(id), "{id} was never sent");
+    }
+}
+
+/// `-trace-spans` on a run without `-trace` says it sends no span, and the run goes on.
+#[test]
+fn trace_spans_without_trace_is_said() {
+    let server = simulator();
+    let closed = format!("-otlp-endpoint=http://127.0.0.1:{}", free_port());
+    let output = attack(
+        &[
+            "-rate=10",
+            "-duration=500ms",
+            "-quiet",
+            "-trace-spans",
+            &closed,
+        ],
+        &format!("GET http://{}/untraced\n", server.local_addr()),
+    );
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("-trace-spans: this run does not -trace, so it sends no span"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("-trace-spans http"),
+        "no span push was tried: {err}"
+    );
+}
+
+/// An endpoint from the standard variable that refuses: said once, summed up at the
+/// end, the records whole.
+#[test]
+fn a_refusing_otlp_endpoint_from_the_environment_is_said_and_the_run_goes_on() {
+    let server = simulator();
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let dir = TempDir::new("otlp-refused");
+    let file = dir.path("run.llr");
+    let output = loadlab()
+        .args(["attack", "-rate=50", "-duration=2s", "-quiet"])
+        .args([
+            "-prometheus-remote-write-every=500ms",
+            &format!("-output={file}"),
+        ])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &closed)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            let targets = format!("GET http://{}/refused\n", server.local_addr());
+            child.stdin.take().unwrap().write_all(targets.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(report_requests(&file), 100, "records intact");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "said once, summed up once: {err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "loadlab: -otlp-endpoint {closed}: push failed: connect: "
+        )),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains(" pushes failed (last: connect: "),
+        "{err}"
+    );
 }

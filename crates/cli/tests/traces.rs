@@ -507,6 +507,7 @@ fn start_jaeger(bin: &Path, dir: &Path) -> (Child, u16, u16) {
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
     traces: {{receivers: [otlp], processors: [batch], exporters: [jaeger_storage_exporter]}}
+    metrics: {{receivers: [otlp], exporters: [nop]}}
   telemetry: {{metrics: {{level: none}}, logs: {{level: warn}}}}
 extensions:
   jaeger_query:
@@ -522,6 +523,7 @@ processors:
   batch: {{timeout: 100ms}}
 exporters:
   jaeger_storage_exporter: {{trace_storage: memstore}}
+  nop: {{}}
 "
     );
     let path = dir.join("jaeger.yaml");
@@ -537,6 +539,49 @@ exporters:
     );
     wait_for(&mut child, query, "/api/services", "jaeger");
     (child, query, otlp)
+}
+
+/// The slowest traced request's trace in Jaeger: its root is loadlab's client span
+/// (`-trace-spans`, the span id the request sent) and the app's server span is its child.
+fn assert_trace_starts_at_loadlab(query: u16, record: &str) {
+    let report = run(&["report", "-type=json", record]);
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let trace_id = json["loadlab"]["traces"]["slowest"][0]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut stream = TcpStream::connect(("127.0.0.1", query)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    // HTTP/1.0: the answer comes whole, not chunked.
+    let request = format!("GET /api/traces/{trace_id} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    let body = answer.split_once("\r\n\r\n").unwrap().1;
+    let trace: serde_json::Value = serde_json::from_str(body).unwrap();
+    let trace = &trace["data"][0];
+    let service = |span: &serde_json::Value| {
+        let process = span["processID"].as_str().unwrap();
+        trace["processes"][process]["serviceName"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let spans = trace["spans"].as_array().unwrap();
+    let roots: Vec<&serde_json::Value> = (spans.iter())
+        .filter(|span| span["references"].as_array().is_none_or(Vec::is_empty))
+        .collect();
+    assert_eq!(roots.len(), 1, "{trace}");
+    assert_eq!(service(roots[0]), "loadlab", "{trace}");
+    let client_id = roots[0]["spanID"].as_str().unwrap();
+    let server_parents: Vec<&str> = (spans.iter())
+        .filter(|span| service(span) == "traced-orders")
+        .filter(|span| span["operationName"].as_str().unwrap().starts_with("GET"))
+        .filter_map(|span| span["references"][0]["spanID"].as_str())
+        .collect();
+    assert_eq!(server_parents, [client_id], "{trace}");
 }
 
 /// The whole story, as a user would run it: a Flask app traced by OpenTelemetry's own
@@ -599,9 +644,18 @@ fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
         "-timeout=5s",
         "-trace",
         "-seed=40",
+        // loadlab's own client spans to the same Jaeger: each trace starts at loadlab.
+        "-trace-spans",
+        &format!("-otlp-endpoint=http://127.0.0.1:{otlp}"),
+        "-prometheus-remote-write-every=1s",
         &format!("-output={}", out.display()),
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        !text(&output.stderr).contains("push"),
+        "{}",
+        text(&output.stderr)
+    );
 
     // The SDK exports every 200 ms and Jaeger batches every 100 ms: read back until
     // the slow traces have all arrived, 20 s at most.
@@ -623,6 +677,7 @@ fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
         std::thread::sleep(Duration::from_millis(1000));
     }
     assert_eq!(spans["judged"], true, "{spans}");
+    assert_trace_starts_at_loadlab(query, out.to_str().unwrap());
     let grew = &spans["operations"][0];
     assert_eq!(
         (grew["service"].as_str(), grew["operation"].as_str()),

@@ -5,7 +5,7 @@
 
 use engine::RunConfig;
 use record::Record;
-use workload::TraceSampler;
+use workload::{TraceIds, TraceSampler};
 
 /// A traced request that fell in a latency bucket: the latest one wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,12 +35,17 @@ impl Tracing {
         })
     }
 
-    /// The exemplar of `record`, when it carried our ids.
-    pub(crate) fn exemplar(&self, record: &Record) -> Option<BucketExemplar> {
+    /// The ids `record` carried, when they were ours.
+    pub(crate) fn ids(&self, record: &Record) -> Option<TraceIds> {
         if self.own_traceparent.contains(&record.target) {
             return None;
         }
-        let ids = self.sampler.ids(record.attack, record.seq)?;
+        self.sampler.ids(record.attack, record.seq)
+    }
+
+    /// The exemplar of `record`, when it carried our ids.
+    pub(crate) fn exemplar(&self, record: &Record) -> Option<BucketExemplar> {
+        let ids = self.ids(record)?;
         Some(BucketExemplar {
             trace_id: ids.trace_id,
             latency_ns: record.latency_ns,

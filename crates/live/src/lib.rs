@@ -22,8 +22,11 @@
 //!   (`loadlab_*`) in bounded memory, read through a [`PrometheusHandle`] by the
 //!   `-prometheus-addr` scrape handler (the text format 0.0.4, `exposition.rs`, or
 //!   OpenMetrics with trace exemplars when the scraper asks, `openmetrics.rs`) and
-//!   by [`RemoteWrite`], the thread behind `-prometheus-remote-write` (protobuf and
-//!   snappy, `remote_write.rs`), which pushes off the collector under a deadline.
+//!   by [`Push`], the thread behind `-prometheus-remote-write` (protobuf and snappy,
+//!   `remote_write.rs`) and `-otlp-endpoint` (OTLP/HTTP protobuf to a Collector,
+//!   `otlp.rs`), which pushes off the collector under a deadline (`push.rs`).
+//! - [`ClientSpans`] (`-trace-spans`): a client span per traced request, made on the
+//!   collector thread and pushed by the same thread kind to the OTLP endpoint.
 //! - [`steer`]: one run over many shards steered as one: the shard's feed of settled
 //!   seconds and the coordinator that merges them, judges the stop rules on the merged
 //!   figures and stops every shard.
@@ -38,13 +41,16 @@ mod exposition;
 mod keys;
 mod latest;
 mod openmetrics;
+mod otlp;
 mod prometheus;
+mod push;
 mod remote_write;
 mod resources;
 mod serve;
 mod settle;
 mod sink;
 mod snapshot;
+mod spans;
 mod stats;
 pub mod steer;
 mod view;
@@ -55,9 +61,10 @@ pub use keys::{KeyAction, Keys, restore_terminal};
 pub use latest::Latest;
 pub use openmetrics::{OPENMETRICS_CONTENT_TYPE, wants_openmetrics};
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
-pub use remote_write::{PushSummary, RemoteWrite, RemoteWriteOptions};
+pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
+pub use spans::{ClientSpans, MAX_QUEUED_SPANS, SpanQueue};
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
 
@@ -78,9 +85,11 @@ pub enum LiveError {
         #[source]
         source: std::io::Error,
     },
-    /// `-prometheus-remote-write` was not a plain http URL.
-    #[error("-prometheus-remote-write {url}: {reason}")]
-    RemoteWriteUrl {
+    /// `-prometheus-remote-write` or `-otlp-endpoint` was not a plain http URL.
+    #[error("{flag} {url}: {reason}")]
+    PushUrl {
+        /// The flag that gave it.
+        flag: &'static str,
         /// The URL given (passwords redacted).
         url: String,
         /// What is wrong with it.

@@ -446,6 +446,11 @@ impl Metrics {
         self.completed
     }
 
+    /// When the run started, unix nanoseconds (0 before it starts).
+    pub(crate) fn start_unix_ns(&self) -> u64 {
+        self.start_unix_ns
+    }
+
     /// Every series, family by family, to `sink` (the text renderer or a push).
     pub(crate) fn visit(&self, sink: &mut dyn Sink) {
         self.visit_vegeta(sink);

@@ -1,7 +1,7 @@
 //! [`Sink`]: what receives a run's Prometheus series family by family, and [`Kind`],
 //! a family's type. [`crate::Metrics`] hands every series to one; the text exposition
-//! (`exposition.rs`) and the remote-write push (`remote_write.rs`) are the two, so both
-//! always carry the same series.
+//! (`exposition.rs`, and OpenMetrics), the remote-write push (`remote_write.rs`) and the
+//! OTLP push (`otlp.rs`) are the ones, so all always carry the same series.
 
 /// A metric family's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

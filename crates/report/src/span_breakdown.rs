@@ -81,13 +81,21 @@ pub fn where_time_went(exemplars: &[Exemplar], store: &dyn TraceStore) -> SpanJu
                 .zip(fetched)
                 .map(|(exemplar, spans)| TracedCall {
                     latency_us: exemplar.latency_ns / 1000,
-                    spans,
+                    spans: spans.map(|spans| without_loadlabs(spans, &exemplar.span_id)),
                 })
                 .collect();
             let typical = calls.split_off(slow.len());
             analysis::judge_spans(&calls, &typical)
         }
     }
+}
+
+/// A trace's spans less loadlab's own client span (`attack -trace-spans`: the span id
+/// the request sent): the request's latency is already loadlab's measure, and the time
+/// no server span covers stays its own row rather than the client span's self time.
+fn without_loadlabs(mut spans: Vec<analysis::Span>, sent_span_id: &str) -> Vec<analysis::Span> {
+    spans.retain(|span| !span.span_id.eq_ignore_ascii_case(sent_span_id));
+    spans
 }
 
 fn of_kind(exemplars: &[Exemplar], kind: ExemplarKind) -> impl Iterator<Item = &Exemplar> {
@@ -218,8 +226,16 @@ mod tests {
             start_us: 0,
             duration_us: ms * 1000,
         };
+        // loadlab's own client span (`-trace-spans`): the exemplar's span id, the
+        // server span's parent, covering the whole latency; the judgement leaves it out.
+        let client = Span {
+            parent_id: None,
+            service: "loadlab".to_owned(),
+            ..span(&format!("{n:016x}"), "", "GET", update_ms + 10)
+        };
         vec![
-            span("root", "loadlab", "GET /orders", update_ms + 3),
+            client,
+            span("root", &format!("{n:016x}"), "GET /orders", update_ms + 3),
             span("u", "root", "UPDATE", update_ms),
         ]
     }
@@ -274,6 +290,10 @@ mod tests {
             (19, 19)
         );
         assert_eq!(breakdown.operations[0].operation, "UPDATE");
+        assert!(
+            (breakdown.operations.iter()).all(|op| op.service != "loadlab"),
+            "{breakdown:?}"
+        );
         let mut text = String::new();
         write_spans_text(&mut text, &judgement);
         assert!(

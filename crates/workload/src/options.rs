@@ -220,6 +220,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     command("prometheus-addr"),
     command("prometheus-remote-write"),
     command("prometheus-remote-write-every"),
+    command("otlp-endpoint"),
+    command("trace-spans"),
     command("run-id"),
     command("junit"),
     command("summary-md"),
