@@ -11,11 +11,15 @@ call from wait4.
 Setup: `source .ci/setup/grpc-go.sh` (the greeter) and ghz from the Go module proxy
 (`GOBIN=$PWD/bench/out/bin go install github.com/bojand/ghz/cmd/ghz@latest`; found on
 PATH, in $GHZ or in bench/out/bin). Usage: bench/grpc/run.py [--seconds N] [--rates 5000,20000]
-[--ladder 10000,20000,...] [--placeholders]: the ladder finds each tool's highest rate held within 1% (the
+[--ladder 10000,20000,...] [--placeholders] [--stream]: the ladder finds each tool's highest rate held within 1% (the
 rate achieved at least 99% of the rate asked, at least 99% of calls OK), climbing until
 the first rung a tool does not hold. --placeholders prices a message rendered per call
 (`{"name": "user-{{seq}}"}`, split once at start) against the same message static, and
 ghz's own per-call template (`{{.RequestNumber}}`) beside them, at the first rate.
+--stream adds server streaming: route_guide's `ListFeatures` over its whole map (every
+feature it knows, one message each), closed model (`--users` each), messages received a
+second and CPU per message of each generator on one core, loadlab's messages counted by
+its own `report` (`Messages In`), ghz's as its calls times the messages per call.
 """
 
 import argparse
@@ -32,6 +36,10 @@ import benchlib  # noqa: E402
 GRPC_GO = os.environ.get("LOADLAB_GRPC_GO") or os.path.expanduser("~/.cache/loadlab/grpc-go")
 PROTO = os.path.join(GRPC_GO, "proto", "helloworld.proto")
 MESSAGE = '{"name": "loadlab"}'
+GREETER = ("greeter_server", PROTO, "helloworld.Greeter/SayHello")
+# route_guide's whole map: ListFeatures streams every feature it knows.
+WHOLE_MAP = ('{"lo": {"latitude": 400000000, "longitude": -750000000}, '
+             '"hi": {"latitude": 420000000, "longitude": -730000000}}')
 
 
 def ghz_binary():
@@ -43,13 +51,13 @@ def ghz_binary():
 
 
 class Greeter:
-    """grpc-go's greeter on SERVER_CPU, GOMAXPROCS=1."""
+    """grpc-go's greeter (or another example server, `binary`) on SERVER_CPU, GOMAXPROCS=1."""
 
-    def __init__(self):
+    def __init__(self, binary="greeter_server"):
         self.port = benchlib.free_port()
         env = dict(os.environ, GOMAXPROCS="1")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", benchlib.SERVER_CPU, os.path.join(GRPC_GO, "bin", "greeter_server"),
+            ["taskset", "-c", benchlib.SERVER_CPU, os.path.join(GRPC_GO, "bin", binary),
              "-port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
 
@@ -58,16 +66,18 @@ class Greeter:
         self.proc.wait()
 
 
-def loadlab(port, flags, label, message=MESSAGE):
-    targets = f"GRPC 127.0.0.1:{port} helloworld.Greeter/SayHello\n{message}\n"
-    result = benchlib.run_loadlab(None, [*flags, "-proto", PROTO], label, stdin_text=targets)
+def loadlab(port, flags, label, message=MESSAGE, method=GREETER, keep=None):
+    _, proto, call = method
+    targets = f"GRPC 127.0.0.1:{port} {call}\n{message}\n"
+    result = benchlib.run_loadlab(None, [*flags, "-proto", proto], label, keep=keep, stdin_text=targets)
     return result
 
 
-def ghz(port, flags, label, seconds, message=MESSAGE):
+def ghz(port, flags, label, seconds, message=MESSAGE, method=GREETER):
+    _, proto, call = method
     out = os.path.join(benchlib.OUT, "ghz.json")
     cpu, rss, _, _ = benchlib.measured(
-        [ghz_binary(), "--insecure", "--proto", PROTO, "--call", "helloworld.Greeter/SayHello",
+        [ghz_binary(), "--insecure", "--proto", proto, "--call", call,
          "-d", message, "-z", f"{seconds}s", "--cpus", "1", "-O", "json", "-o", out, *flags,
          f"127.0.0.1:{port}"])
     with open(out) as f:
@@ -121,6 +131,55 @@ def placeholders(port, rate, seconds, users):
           f", templated / ghz templated: {templated['cpu_us'] / theirs['cpu_us']:.2f}", flush=True)
 
 
+def route_guide_proto():
+    """route_guide.proto is in edition 2023, which protox (and ghz's parser) do not read;
+    with implicit field presence it is proto3, field for field."""
+    source = open(os.path.join(GRPC_GO, "proto", "route_guide.proto")).read()
+    source = source.replace('edition = "2023";', 'syntax = "proto3";')
+    source = source.replace("option features.field_presence = IMPLICIT;", "")
+    os.makedirs(benchlib.OUT, exist_ok=True)
+    path = os.path.join(benchlib.OUT, "route_guide.proto")
+    with open(path, "w") as f:
+        f.write(source)
+    return path
+
+
+def report_row(path, label):
+    """The figures of `loadlab report`'s text row `label`, as numbers where they are."""
+    text = subprocess.run([benchlib.LOADLAB, "report", path], check=True, capture_output=True,
+                          text=True).stdout
+    line = next(line for line in text.splitlines() if line.startswith(label))
+    return [float(f) for f in line.rsplit("]", 1)[1].split(",")]
+
+
+def streaming(seconds, users):
+    """Messages received a second, and CPU per message, on one generator core."""
+    print(f"== server streaming ListFeatures (whole map), {users} users / workers, {seconds} s",
+          flush=True)
+    server = Greeter("route_guide_server")
+    method = ("route_guide_server", route_guide_proto(), "routeguide.RouteGuide/ListFeatures")
+    keep = os.path.join(benchlib.OUT, "stream.llr")
+    try:
+        ours = loadlab(server.port, ["-rate=0", f"-concurrency={users}", f"-duration={seconds}s"],
+                       f"loadlab closed {users} users", WHOLE_MAP, method, keep)
+        theirs = ghz(server.port, ["-c", str(users)], f"ghz -c {users}", seconds, WHOLE_MAP, method)
+    finally:
+        server.stop()
+    per_call = report_row(keep, "Msgs per Call")[1]
+    messages, _, ours_per_s = report_row(keep, "Messages In")
+    os.remove(keep)
+    theirs_messages = theirs["requests"] * per_call
+    rows = [(ours, messages, ours_per_s),
+            (theirs, theirs_messages, theirs["rate"] * per_call)]
+    for r, count, per_s in rows:
+        cpu_s = r["cpu_us"] * r["requests"] / 1e6
+        r["msg_cpu_us"] = cpu_s / max(count, 1) * 1e6
+        print(f"  {r['tool']:<36} {per_s:>11.0f} msgs/s  {r['msg_cpu_us']:6.2f} CPU-us/msg  "
+              f"{per_call:.0f} msgs/call  ok {r['success'] * 100:5.1f}%", flush=True)
+    print(f"  CPU per message, loadlab / ghz: {ours['msg_cpu_us'] / theirs['msg_cpu_us']:.2f}",
+          flush=True)
+
+
 def http_bytes(seconds, rate):
     """Record bytes per request of plain HTTP/1.1 GETs against nginx at the same rate."""
     nginx = benchlib.Nginx()
@@ -148,6 +207,8 @@ def main():
     parser.add_argument("--ladder", default="", help="rates to climb, e.g. 10000,20000,30000")
     parser.add_argument("--placeholders", action="store_true",
                         help="price a per-call message beside the static one (and ghz's)")
+    parser.add_argument("--stream", action="store_true",
+                        help="server streaming: messages/s received on one core, beside ghz")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(GRPC_GO, "bin", "greeter_server")):
         sys.exit("no greeter: source .ci/setup/grpc-go.sh")
@@ -177,6 +238,8 @@ def main():
             ladder(server.port, [int(r) for r in args.ladder.split(",")], args.seconds, args.users)
     finally:
         server.stop()
+    if args.stream:
+        streaming(args.seconds, args.users)
     http = http_bytes(args.seconds, 5000)
     row(http)
     print(f"  record bytes per gRPC call / per HTTP request: "

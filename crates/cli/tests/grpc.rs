@@ -262,6 +262,50 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     // Many messages per call: far more bytes in than one feature's.
     let mean_in = value["bytes_in"]["mean"].as_f64().unwrap();
     assert!(mean_in > 1000.0, "a stream of features, not one: {mean_in}");
+    // Each call's messages are the features route_guide's data has in the rectangle.
+    let want = features_in(
+        &dir,
+        (400_000_000, -750_000_000),
+        (420_000_000, -730_000_000),
+    );
+    assert!(want > 10, "the data has features there: {want}");
+    let rows = report(&records, "text");
+    assert_eq!(row(&rows, "Stream Calls"), "20, 0", "{rows}");
+    assert_eq!(
+        row(&rows, "Msgs per Call"),
+        format!("{want}, {want}"),
+        "{rows}"
+    );
+    let messages = row(&rows, "Messages In");
+    assert!(messages.starts_with(&format!("{}, ", 20 * want)), "{rows}");
+}
+
+/// The features of route_guide's data (`proto/route_guide_db.json`, the server's
+/// own) within the rectangle of corners `lo` and `hi` (latitude, longitude), edges in.
+fn features_in(dir: &Path, lo: (i64, i64), hi: (i64, i64)) -> u64 {
+    let text = std::fs::read_to_string(dir.join("proto/route_guide_db.json")).unwrap();
+    let features: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let inside = |value: &serde_json::Value, a: i64, b: i64| {
+        let value = value.as_i64().unwrap();
+        a.min(b) <= value && value <= a.max(b)
+    };
+    let features = features.as_array().unwrap();
+    let within = features.iter().filter(|f| {
+        inside(&f["location"]["latitude"], lo.0, hi.0)
+            && inside(&f["location"]["longitude"], lo.1, hi.1)
+    });
+    within.count() as u64
+}
+
+/// The figures of `report`'s text row `label` (after its bracket).
+fn row(report: &str, label: &str) -> String {
+    let line = (report.lines())
+        .find(|line| line.starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} row in {report}"));
+    line.rsplit_once(']')
+        .map_or("", |(_, figures)| figures)
+        .trim()
+        .to_owned()
 }
 
 /// `attack` of `targets` for `seconds` without `-proto`, and the report's JSON (or
@@ -586,6 +630,45 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
         "three 5ms gaps: {stream}"
     );
 
+    // Each call's four messages counted, and each timed: 5ms apart.
+    let records = dir.join("many.llr");
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/SayMany\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    call_for_a_second("50/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert_eq!(row(&rows, "Stream Calls"), "50, 0", "{rows}");
+    assert_eq!(row(&rows, "Msgs per Call"), "4, 4", "{rows}");
+    assert!(
+        row(&rows, "Messages In").starts_with("200, 1200, "),
+        "{rows}"
+    );
+    let gaps = row(&rows, "Msg Gaps");
+    let gap_p50 = gaps.split(", ").next().unwrap();
+    let gap_ms = units::parse_duration(gap_p50).unwrap().as_secs_f64() * 1e3;
+    assert!((4.5..20.0).contains(&gap_ms), "5ms gaps: {rows}");
+    let first = row(&rows, "First Message");
+    let end = row(&rows, "Call End");
+    let p50_ms = |figures: &str| {
+        let p50 = figures.split(", ").next().unwrap();
+        units::parse_duration(p50).unwrap().as_secs_f64() * 1e3
+    };
+    assert!(
+        p50_ms(&end) - p50_ms(&first) >= 14.0,
+        "three gaps between: {rows}"
+    );
+    let by_target = loadlab()
+        .args(["report", "-by=target"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    assert!(
+        text(&by_target.stdout).contains("Msgs per Call"),
+        "{}",
+        text(&by_target.stdout)
+    );
+
     let refused = call_simulator(&sim, &proto, dir, "sim.Greeter/Refuse");
     assert_eq!(
         refused["status_codes"]["PERMISSION_DENIED"], 100,
@@ -599,7 +682,7 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
         format!(
             "loadlab_sim_requests_total{{route=\"/sim.Greeter/SayHello\",status=\"UNAVAILABLE\"}} {unavailable}"
         ),
-        "loadlab_sim_requests_total{route=\"/sim.Greeter/SayMany\",status=\"OK\"} 100".to_owned(),
+        "loadlab_sim_requests_total{route=\"/sim.Greeter/SayMany\",status=\"OK\"} 150".to_owned(),
         "loadlab_sim_requests_total{route=\"/sim.Greeter/Refuse\",status=\"PERMISSION_DENIED\"} 100"
             .to_owned(),
     ] {

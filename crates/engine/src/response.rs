@@ -6,6 +6,8 @@
 //! its checks and extractions ([`ResponseParser::keep`]), in buffers the parser reuses.
 
 use record::GrpcStatus;
+
+use crate::grpc_messages::MessageCounter;
 use wire::{ChunkedDecoder, Progress};
 
 /// Why a response could not be parsed. Static text: parsing never allocates.
@@ -61,6 +63,8 @@ pub(crate) struct ResponseParser {
     pub grpc_status: Option<GrpcStatus>,
     /// Its `grpc-message`, as sent (percent-encoded), at most [`GRPC_MESSAGE_BYTES`].
     pub grpc_message: Vec<u8>,
+    /// A streaming gRPC call's messages, counted as its DATA frames arrive.
+    pub messages: MessageCounter,
     head_only: bool,
     want_location: bool,
     body_limit: u64,
@@ -95,6 +99,7 @@ impl ResponseParser {
             location: Vec::new(),
             grpc_status: None,
             grpc_message: Vec::new(),
+            messages: MessageCounter::default(),
             close: false,
             head_only: false,
             want_location: false,
@@ -137,6 +142,7 @@ impl ResponseParser {
         self.close = false;
         self.grpc_status = None;
         self.grpc_message.clear();
+        self.messages.start(false);
         self.head_only = head_only;
         self.want_location = want_location;
         self.body_limit = body_limit;

@@ -245,6 +245,7 @@ pub(crate) fn parse_call(
         body: frame(&[]),
         templated_path: None,
         grpc_message: None,
+        grpc_server_streaming: method.is_server_streaming(),
     };
     Ok((target, method))
 }

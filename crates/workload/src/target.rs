@@ -41,6 +41,9 @@ pub struct Target {
     /// A gRPC call's message when it holds placeholders (its `body` is then the empty
     /// message's frame): split once, rendered per call.
     pub grpc_message: Option<Arc<GrpcMessage>>,
+    /// A gRPC call whose answer is a stream (`returns (stream ...)`): the engine counts
+    /// its messages and times each (docs/GRPC.md).
+    pub grpc_server_streaming: bool,
 }
 
 impl Target {
@@ -53,6 +56,7 @@ impl Target {
             body: Vec::new(),
             templated_path: None,
             grpc_message: None,
+            grpc_server_streaming: false,
         }
     }
 

@@ -284,6 +284,7 @@ fn parse_request_line(
         body: default_body.to_vec(),
         templated_path,
         grpc_message: None,
+        grpc_server_streaming: false,
     })
 }
 

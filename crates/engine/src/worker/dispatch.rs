@@ -375,12 +375,29 @@ impl Worker {
         if let Some(kept) = self.kept_body_bytes(&request) {
             self.conns[slot].parser.keep(kept);
         }
+        let streams = self.streams_messages(&request);
+        self.conns[slot].parser.messages.start(streams);
         let conn = &mut self.conns[slot];
         conn.request = Some(request);
         let state = &mut self.attacks[attack];
         state.in_flight.insert(&mut self.conns, slot, dispatched_ns);
         state.in_flight_count += 1;
         self.send(slot);
+    }
+}
+
+impl Worker {
+    /// Whether `request` is a gRPC call whose answer streams: its messages are
+    /// counted (`grpc_messages.rs`) and its figures go in a connections entry.
+    fn streams_messages(&self, request: &InFlight) -> bool {
+        let options = &self.shared.attacks[request.attack as usize];
+        let index = request.target_index as usize;
+        let target = match (&request.lazy, options.flow.as_deref()) {
+            (Some(lazy), _) => Some(&**lazy),
+            (None, Some(flow)) if request.is_flow() => flow.steps.get(index).map(|s| &s.target),
+            (None, _) => options.targets.get(index).map(|t| &t.target),
+        };
+        target.is_some_and(|t| t.grpc_server_streaming)
     }
 }
 
