@@ -19,7 +19,7 @@ ghz's own per-call template (`{{.RequestNumber}}`) beside them, at the first rat
 --stream adds server streaming: route_guide's `ListFeatures` over its whole map (every
 feature it knows, one message each), closed model (`--users` each), messages received a
 second and CPU per message of each generator on one core, loadlab's messages counted by
-its own `report` (`Messages In`), ghz's as its calls times the messages per call.
+its own `report` (`Messages`), ghz's as its calls times the messages per call.
 """
 
 import argparse
@@ -165,8 +165,8 @@ def streaming(seconds, users):
         theirs = ghz(server.port, ["-c", str(users)], f"ghz -c {users}", seconds, WHOLE_MAP, method)
     finally:
         server.stop()
-    per_call = report_row(keep, "Msgs per Call")[1]
-    messages, _, ours_per_s = report_row(keep, "Messages In")
+    per_call = report_row(keep, "Msgs/Call")[1]
+    _, messages, ours_per_s = report_row(keep, "Messages")
     os.remove(keep)
     theirs_messages = theirs["requests"] * per_call
     rows = [(ours, messages, ours_per_s),

@@ -241,14 +241,7 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     let server = Server::start(&dir, "route_guide_server");
     let tmp = tempfile::tempdir().unwrap();
     let records = tmp.path().join("run.llr");
-    // route_guide.proto is written in edition 2023, which protox does not read yet;
-    // with implicit field presence it is proto3, field for field.
-    let proto = tmp.path().join("route_guide.proto");
-    let source = std::fs::read_to_string(dir.join("proto/route_guide.proto")).unwrap();
-    let source = source
-        .replace("edition = \"2023\";", "syntax = \"proto3\";")
-        .replace("option features.field_presence = IMPLICIT;", "");
-    std::fs::write(&proto, source).unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
     // The whole map: the server streams every feature it knows (about a hundred).
     let targets = format!(
         "GRPC 127.0.0.1:{} routeguide.RouteGuide/ListFeatures\n\
@@ -271,13 +264,71 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     assert!(want > 10, "the data has features there: {want}");
     let rows = report(&records, "text");
     assert_eq!(row(&rows, "Stream Calls"), "20, 0", "{rows}");
-    assert_eq!(
-        row(&rows, "Msgs per Call"),
-        format!("{want}, {want}"),
+    assert_eq!(row(&rows, "Msgs/Call"), format!("{want}, {want}"), "{rows}");
+    let messages = row(&rows, "Messages");
+    assert!(
+        messages.starts_with(&format!("20, {}, ", 20 * want)),
         "{rows}"
     );
-    let messages = row(&rows, "Messages In");
-    assert!(messages.starts_with(&format!("{}, ", 20 * want)), "{rows}");
+}
+
+/// route_guide.proto is written in edition 2023, which protox does not read yet;
+/// with implicit field presence it is proto3, field for field: that, in `out`.
+fn route_guide_proto(dir: &Path, out: &Path) -> PathBuf {
+    let proto = out.join("route_guide.proto");
+    let source = std::fs::read_to_string(dir.join("proto/route_guide.proto")).unwrap();
+    let source = source
+        .replace("edition = \"2023\";", "syntax = \"proto3\";")
+        .replace("option features.field_presence = IMPLICIT;", "");
+    std::fs::write(&proto, source).unwrap();
+    proto
+}
+
+#[test]
+fn client_and_bidirectional_streams_to_route_guide_send_every_message() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "route_guide_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
+    let records = tmp.path().join("run.llr");
+    // RecordRoute: three points, one line each; one summary back per call.
+    let points = tmp.path().join("points.jsonl");
+    std::fs::write(
+        &points,
+        "{\"latitude\": 407838351, \"longitude\": -746143763}\n\n{\"latitude\": 408122808, \"longitude\": -743999179}\n",
+    )
+    .unwrap();
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RecordRoute\n\
+         {{\"latitude\": 413628156, \"longitude\": -749015468}}\n@{}\n",
+        server.port,
+        points.display()
+    );
+    call_for_a_second("5/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:5"), "{rows}");
+    assert_eq!(row(&rows, "Stream Calls"), "5, 0", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("15, 5, "), "{rows}");
+    // RouteChat: one call of four notes at one place; the server answers each with
+    // every note it has there, that one included (1 + 2 + 3 + 4).
+    let note = |text: &str| {
+        format!(
+            "{{\"location\": {{\"latitude\": 1, \"longitude\": 2}}, \"message\": \"{text}\"}}\n"
+        )
+    };
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RouteChat\n{}{}{}{}",
+        server.port,
+        note("a"),
+        note("b"),
+        note("c"),
+        note("d")
+    );
+    call_for_a_second("1/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:1"), "{rows}");
+    assert!(row(&rows, "Messages").starts_with("4, 10, "), "{rows}");
+    assert_eq!(row(&rows, "Msgs/Call"), "10, 10", "{rows}");
 }
 
 /// The features of route_guide's data (`proto/route_guide_db.json`, the server's
@@ -478,6 +529,8 @@ service Greeter {
   rpc SayHello (Req) returns (Reply) {}
   rpc SayMany (Req) returns (stream Reply) {}
   rpc Refuse (Req) returns (Reply) {}
+  rpc Count (stream Req) returns (Reply) {}
+  rpc Echo (stream Req) returns (stream Reply) {}
 }
 message Req { string name = 1; }
 message Reply { string message = 1; int32 n = 2; }
@@ -592,7 +645,10 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
             {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {"message": "hi", "n": 7},
                       "stream": {"count": 4, "every": "5ms"}}},
             {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Refuse"},
-             "stages": [{"status": "PERMISSION_DENIED"}]}]"#,
+             "stages": [{"status": "PERMISSION_DENIED"}]},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Count", "answer": {"n": 3}}},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {"message": "e"},
+                      "stream": {"count": 2, "per_message": true}}}]"#,
     );
     let sim = Simulate::start(&recipe);
     let dir = tmp.path();
@@ -639,16 +695,14 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
     call_for_a_second("50/s", &proto, &records, &targets);
     let rows = report(&records, "text");
     assert_eq!(row(&rows, "Stream Calls"), "50, 0", "{rows}");
-    assert_eq!(row(&rows, "Msgs per Call"), "4, 4", "{rows}");
-    assert!(
-        row(&rows, "Messages In").starts_with("200, 1200, "),
-        "{rows}"
-    );
+    assert_eq!(row(&rows, "Msgs/Call"), "4, 4", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("50, 200, "), "{rows}");
+    assert_eq!(row(&rows, "Msg Bytes"), "150, 1200", "{rows}");
     let gaps = row(&rows, "Msg Gaps");
     let gap_p50 = gaps.split(", ").next().unwrap();
     let gap_ms = units::parse_duration(gap_p50).unwrap().as_secs_f64() * 1e3;
     assert!((4.5..20.0).contains(&gap_ms), "5ms gaps: {rows}");
-    let first = row(&rows, "First Message");
+    let first = row(&rows, "First Msg");
     let end = row(&rows, "Call End");
     let p50_ms = |figures: &str| {
         let p50 = figures.split(", ").next().unwrap();
@@ -664,10 +718,27 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
         .output()
         .unwrap();
     assert!(
-        text(&by_target.stdout).contains("Msgs per Call"),
+        text(&by_target.stdout).contains("Msgs/Call"),
         "{}",
         text(&by_target.stdout)
     );
+
+    // A client stream gets one answer after its end; a bidirectional one two answers
+    // for each of its three messages.
+    for (method, messages) in [("Count", "3, 1, "), ("Echo", "3, 6, ")] {
+        let targets = format!(
+            "GRPC 127.0.0.1:{} sim.Greeter/{method}\n{{\"name\": \"a\"}}\n{{\"name\": \"b\"}}\n{{}}\n",
+            sim.port
+        );
+        call_for_a_second("1/s", &proto, &records, &targets);
+        let rows = report(&records, "text");
+        assert!(rows.contains("OK:1"), "{rows}");
+        let figures = format!("{}, {}", row(&rows, "Stream Calls"), row(&rows, "Messages"));
+        assert!(
+            figures.starts_with(&format!("1, 0, {messages}")),
+            "{method}: {rows}"
+        );
+    }
 
     let refused = call_simulator(&sim, &proto, dir, "sim.Greeter/Refuse");
     assert_eq!(
@@ -767,7 +838,7 @@ fn bad_grpc_recipes_name_the_file_and_field() {
     let rows = [
         (
             method("sim.Greeter/SayBye", ""),
-            "recipe.json: recipe[0].grpc.method: no method \"sim.Greeter/SayBye\" in the .proto files (known: sim.Greeter/SayHello, sim.Greeter/SayMany, sim.Greeter/Refuse)",
+            "recipe.json: recipe[0].grpc.method: no method \"sim.Greeter/SayBye\" in the .proto files (known: sim.Greeter/SayHello, sim.Greeter/SayMany, sim.Greeter/Refuse, sim.Greeter/Count, sim.Greeter/Echo)",
         ),
         (
             method("sim.Greeter/SayHello", r#", "answer": {"n": "seven"}"#),

@@ -5,6 +5,7 @@
 //! when a gap falls into a bucket no earlier one did (a few dozen at most).
 
 use record::MessageLatency;
+use workload::GrpcStream;
 
 /// The bytes before each gRPC message: a compressed flag and a big-endian length.
 const PREFIX_LEN: usize = 5;
@@ -12,8 +13,10 @@ const PREFIX_LEN: usize = 5;
 /// One call's messages received; reset by [`MessageCounter::start`].
 #[derive(Debug, Default)]
 pub(crate) struct MessageCounter {
-    /// Counting this call at all (a server-streaming gRPC call).
+    /// Counting this call at all (a gRPC call that streams either way).
     pub on: bool,
+    /// What the call sends.
+    pub sent: GrpcStream,
     prefix: [u8; PREFIX_LEN],
     prefix_read: usize,
     /// The current message's bytes still to come (after a whole prefix).
@@ -30,9 +33,10 @@ pub(crate) struct MessageCounter {
 }
 
 impl MessageCounter {
-    /// Prepares for a new call: counted when `on`.
-    pub(crate) fn start(&mut self, on: bool) {
-        self.on = on;
+    /// Prepares for a new call: counted when it streams.
+    pub(crate) fn start(&mut self, stream: Option<GrpcStream>) {
+        self.on = stream.is_some();
+        self.sent = stream.unwrap_or_default();
         self.prefix_read = 0;
         self.body_left = 0;
         self.messages = 0;
@@ -105,7 +109,7 @@ mod tests {
         // Frames of every size from 1 byte to the whole stream.
         for cut in 1..=stream.len() {
             let mut counter = MessageCounter::default();
-            counter.start(true);
+            counter.start(Some(GrpcStream::default()));
             for (i, frame) in stream.chunks(cut).enumerate() {
                 counter.feed(frame, 1_000 + i as u64 * 10);
             }
@@ -119,7 +123,7 @@ mod tests {
     #[test]
     fn the_first_message_and_the_gaps_are_timed_when_a_message_is_whole() {
         let mut counter = MessageCounter::default();
-        counter.start(true);
+        counter.start(Some(GrpcStream::default()));
         let first = message(10);
         counter.feed(&first[..7], 100);
         assert_eq!((counter.messages, counter.first_ns), (0, 0));
@@ -128,7 +132,7 @@ mod tests {
         counter.feed(&message(2), 1_250);
         assert_eq!((counter.messages, counter.first_ns), (2, 250));
         assert_eq!(counter.gaps.quantile(1.0), Some(1_000));
-        counter.start(false);
+        counter.start(None);
         assert_eq!(
             (counter.messages, counter.gaps.count(), counter.on),
             (0, 0, false)

@@ -84,7 +84,7 @@ mod tests {
             body: b"x=1".to_vec(),
             templated_path: None,
             grpc_message: None,
-            grpc_server_streaming: false,
+            grpc_stream: None,
         }
     }
 

@@ -334,7 +334,7 @@ mod tests {
             body: body.to_vec(),
             templated_path: None,
             grpc_message: None,
-            grpc_server_streaming: false,
+            grpc_stream: None,
         }
     }
 

@@ -142,7 +142,7 @@ impl ResponseParser {
         self.close = false;
         self.grpc_status = None;
         self.grpc_message.clear();
-        self.messages.start(false);
+        self.messages.start(None);
         self.head_only = head_only;
         self.want_location = want_location;
         self.body_limit = body_limit;

@@ -36,7 +36,11 @@ pub struct StreamedCalls {
     pub calls: u64,
     /// Calls that ended without their trailers (reset, failed, over the size limit).
     pub broken: u64,
-    /// Messages received, and their payload bytes.
+    /// Messages sent (every message of a call's request stream).
+    pub messages_out: u64,
+    /// Their payload bytes.
+    pub bytes_out: u64,
+    /// Messages received.
     pub messages_in: u64,
     /// Payload bytes received.
     pub bytes_in: u64,
@@ -62,6 +66,8 @@ impl StreamedCalls {
         self.last_end_unix_ns = self.last_end_unix_ns.max(c.closed_unix_ns);
         self.calls += 1;
         self.broken += u64::from(c.close.by == ClosedBy::Broken);
+        self.messages_out += c.messages_out;
+        self.bytes_out += c.bytes_out;
         self.messages_in += c.messages_in;
         self.bytes_in += c.bytes_in;
         self.per_call.push(c.messages_in);
@@ -83,6 +89,8 @@ impl StreamedCalls {
         self.last_end_unix_ns = self.last_end_unix_ns.max(other.last_end_unix_ns);
         self.calls += other.calls;
         self.broken += other.broken;
+        self.messages_out += other.messages_out;
+        self.bytes_out += other.bytes_out;
         self.messages_in += other.messages_in;
         self.bytes_in += other.bytes_in;
         self.per_call.extend_from_slice(&other.per_call);
@@ -356,17 +364,22 @@ pub fn write_calls_text(out: &mut String, calls: &StreamedCalls) {
         calls.calls, calls.broken
     );
     if let Some((p50, max)) = calls.per_call_p50_max() {
-        let _ = writeln!(rows, "Msgs per Call\t[50, max]\t{p50}, {max}");
+        let _ = writeln!(rows, "Msgs/Call\t[50, max]\t{p50}, {max}");
     }
     let _ = writeln!(
         rows,
-        "Messages In\t[count, bytes, per second]\t{}, {}, {:.2}",
+        "Messages\t[out, in, in/s]\t{}, {}, {:.2}",
+        calls.messages_out,
         calls.messages_in,
-        calls.bytes_in,
         calls.messages_per_second()
     );
+    let _ = writeln!(
+        rows,
+        "Msg Bytes\t[out, in]\t{}, {}",
+        calls.bytes_out, calls.bytes_in
+    );
     for (label, latency) in [
-        ("First Message", &calls.first_message),
+        ("First Msg", &calls.first_message),
         ("Call End", &calls.to_end),
         ("Msg Gaps", &calls.gaps),
     ] {
@@ -516,9 +529,9 @@ mod tests {
         for want in [
             "Stream Calls",
             "4, 1",
-            "Msgs per Call",
+            "Msgs/Call",
             "2, 10",
-            "First Message",
+            "First Msg",
             "Call End",
             "Msg Gaps",
         ] {

@@ -131,7 +131,7 @@ pub fn parse_json_target(
         body,
         templated_path,
         grpc_message: None,
-        grpc_server_streaming: false,
+        grpc_stream: None,
     })
 }
 

@@ -375,8 +375,8 @@ impl Worker {
         if let Some(kept) = self.kept_body_bytes(&request) {
             self.conns[slot].parser.keep(kept);
         }
-        let streams = self.streams_messages(&request);
-        self.conns[slot].parser.messages.start(streams);
+        let stream = self.grpc_stream(&request);
+        self.conns[slot].parser.messages.start(stream);
         let conn = &mut self.conns[slot];
         conn.request = Some(request);
         let state = &mut self.attacks[attack];
@@ -387,9 +387,9 @@ impl Worker {
 }
 
 impl Worker {
-    /// Whether `request` is a gRPC call whose answer streams: its messages are
-    /// counted (`grpc_messages.rs`) and its figures go in a connections entry.
-    fn streams_messages(&self, request: &InFlight) -> bool {
+    /// What `request` streams when it is a gRPC call that streams either way: its
+    /// messages are counted (`grpc_messages.rs`) and go in a connections entry.
+    fn grpc_stream(&self, request: &InFlight) -> Option<workload::GrpcStream> {
         let options = &self.shared.attacks[request.attack as usize];
         let index = request.target_index as usize;
         let target = match (&request.lazy, options.flow.as_deref()) {
@@ -397,7 +397,7 @@ impl Worker {
             (None, Some(flow)) if request.is_flow() => flow.steps.get(index).map(|s| &s.target),
             (None, _) => options.targets.get(index).map(|t| &t.target),
         };
-        target.is_some_and(|t| t.grpc_server_streaming)
+        target.and_then(|t| t.grpc_stream)
     }
 }
 

@@ -247,7 +247,10 @@ fn grpc_stream_target(url: &str) -> Target {
             header("te", "trailers"),
         ],
         body: vec![0, 0, 0, 0, 0],
-        grpc_server_streaming: true,
+        grpc_stream: Some(workload::GrpcStream {
+            messages_out: 1,
+            bytes_out: 0,
+        }),
         ..Target::get("POST", url::Url::parse(url).unwrap())
     }
 }
