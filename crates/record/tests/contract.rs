@@ -665,18 +665,24 @@ fn samples_blocks_are_optional_so_the_records_bytes_do_not_change() {
 #[test]
 fn format_with_samples_matches_its_golden_file() {
     let (bytes, _) = write_run_with_samples(Compression::Raw, true);
+    assert_golden(&bytes, "samples", "series or samples");
+}
+
+/// `bytes` are those of `format_vN_{name}.llr` for this version (written under
+/// `UPDATE_GOLDEN=1`); `blocks` names what changed when they are not.
+fn assert_golden(bytes: &[u8], name: &str, blocks: &str) {
     let path = format!(
-        "{}/tests/golden/format_v{FORMAT_VERSION}_samples.llr",
+        "{}/tests/golden/format_v{FORMAT_VERSION}_{name}.llr",
         env!("CARGO_MANIFEST_DIR")
     );
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(&path, bytes).unwrap();
     }
     let golden = std::fs::read(&path)
         .unwrap_or_else(|_| panic!("{path} is missing: run with UPDATE_GOLDEN=1"));
     assert!(
         golden == bytes,
-        "the bytes of the series or samples blocks changed but FORMAT_VERSION is still \
+        "the bytes of the {blocks} blocks changed but FORMAT_VERSION is still \
          {FORMAT_VERSION}: bump it and document the change in docs/RECORD_FORMAT.md"
     );
 }
@@ -1616,20 +1622,7 @@ fn connection_figures_round_trip_and_older_readers_skip_them() {
 #[test]
 fn format_with_connections_matches_its_golden_file() {
     let (bytes, _) = write_streams_run(true);
-    let path = format!(
-        "{}/tests/golden/format_v{FORMAT_VERSION}_connections.llr",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &bytes).unwrap();
-    }
-    let golden = std::fs::read(&path)
-        .unwrap_or_else(|_| panic!("{path} is missing: run with UPDATE_GOLDEN=1"));
-    assert!(
-        golden == bytes,
-        "the bytes of the connections blocks changed but FORMAT_VERSION is still \
-         {FORMAT_VERSION}: bump it and document the change in docs/RECORD_FORMAT.md"
-    );
+    assert_golden(&bytes, "connections", "connections");
 }
 
 #[test]
