@@ -6,9 +6,9 @@
 //! its checks and extractions ([`ResponseParser::keep`]), in buffers the parser reuses.
 
 use record::GrpcStatus;
+use wire::{ChunkedDecoder, Progress};
 
 use crate::grpc_messages::MessageCounter;
-use wire::{ChunkedDecoder, Progress};
 
 /// Why a response could not be parsed. Static text: parsing never allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

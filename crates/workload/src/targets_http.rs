@@ -24,12 +24,12 @@ use prost_reflect::MessageDescriptor;
 
 use crate::WorkloadError;
 use crate::grpc::{self, GRPC_VERB, ProtoSet, TypeSource};
-
-/// The length prefix before each gRPC message.
-const GRPC_PREFIX_LEN: usize = 5;
 use crate::grpc_reflection::Reflector;
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
+
+/// The length prefix before each gRPC message.
+const GRPC_PREFIX_LEN: usize = 5;
 
 /// Reads every target. `global_headers` (from `-header`) come first in each target;
 /// `default_body` (from `-body`) is used by targets without an `@path` line;

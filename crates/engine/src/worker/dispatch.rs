@@ -384,9 +384,7 @@ impl Worker {
         state.in_flight_count += 1;
         self.send(slot);
     }
-}
 
-impl Worker {
     /// What `request` streams when it is a gRPC call that streams either way: its
     /// messages are counted (`grpc_messages.rs`) and go in a connections entry.
     fn grpc_stream(&self, request: &InFlight) -> Option<workload::GrpcStream> {
