@@ -254,14 +254,7 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     let server = Server::start(&dir, "route_guide_server");
     let tmp = tempfile::tempdir().unwrap();
     let records = tmp.path().join("run.llr");
-    // route_guide.proto is written in edition 2023, which protox does not read yet;
-    // with implicit field presence it is proto3, field for field.
-    let proto = tmp.path().join("route_guide.proto");
-    let source = std::fs::read_to_string(dir.join("proto/route_guide.proto")).unwrap();
-    let source = source
-        .replace("edition = \"2023\";", "syntax = \"proto3\";")
-        .replace("option features.field_presence = IMPLICIT;", "");
-    std::fs::write(&proto, source).unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
     // The whole map: the server streams every feature it knows (about a hundred).
     let targets = format!(
         "GRPC 127.0.0.1:{} routeguide.RouteGuide/ListFeatures\n\
@@ -275,6 +268,108 @@ fn server_streaming_calls_to_route_guide_run_to_their_trailers() {
     // Many messages per call: far more bytes in than one feature's.
     let mean_in = value["bytes_in"]["mean"].as_f64().unwrap();
     assert!(mean_in > 1000.0, "a stream of features, not one: {mean_in}");
+    // Each call's messages are the features route_guide's data has in the rectangle.
+    let want = features_in(
+        &dir,
+        (400_000_000, -750_000_000),
+        (420_000_000, -730_000_000),
+    );
+    assert!(want > 10, "the data has features there: {want}");
+    let rows = report(&records, "text");
+    assert_eq!(row(&rows, "Stream Calls"), "20, 0", "{rows}");
+    assert_eq!(row(&rows, "Msgs/Call"), format!("{want}, {want}"), "{rows}");
+    let messages = row(&rows, "Messages");
+    assert!(
+        messages.starts_with(&format!("20, {}, ", 20 * want)),
+        "{rows}"
+    );
+}
+
+/// route_guide.proto is written in edition 2023, which protox does not read yet;
+/// with implicit field presence it is proto3, field for field: that, in `out`.
+fn route_guide_proto(dir: &Path, out: &Path) -> PathBuf {
+    let proto = out.join("route_guide.proto");
+    let source = std::fs::read_to_string(dir.join("proto/route_guide.proto")).unwrap();
+    let source = source
+        .replace("edition = \"2023\";", "syntax = \"proto3\";")
+        .replace("option features.field_presence = IMPLICIT;", "");
+    std::fs::write(&proto, source).unwrap();
+    proto
+}
+
+#[test]
+fn client_and_bidirectional_streams_to_route_guide_send_every_message() {
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "route_guide_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
+    let records = tmp.path().join("run.llr");
+    // RecordRoute: three points, one line each; one summary back per call.
+    let points = tmp.path().join("points.jsonl");
+    std::fs::write(
+        &points,
+        "{\"latitude\": 407838351, \"longitude\": -746143763}\n\n{\"latitude\": 408122808, \"longitude\": -743999179}\n",
+    )
+    .unwrap();
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RecordRoute\n\
+         {{\"latitude\": 413628156, \"longitude\": -749015468}}\n@{}\n",
+        server.port,
+        points.display()
+    );
+    call_for_a_second("5/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:5"), "{rows}");
+    assert_eq!(row(&rows, "Stream Calls"), "5, 0", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("15, 5, "), "{rows}");
+    // RouteChat: one call of four notes at one place; the server answers each with
+    // every note it has there, that one included (1 + 2 + 3 + 4).
+    let note = |text: &str| {
+        format!(
+            "{{\"location\": {{\"latitude\": 1, \"longitude\": 2}}, \"message\": \"{text}\"}}\n"
+        )
+    };
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RouteChat\n{}{}{}{}",
+        server.port,
+        note("a"),
+        note("b"),
+        note("c"),
+        note("d")
+    );
+    call_for_a_second("1/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:1"), "{rows}");
+    assert!(row(&rows, "Messages").starts_with("4, 10, "), "{rows}");
+    assert_eq!(row(&rows, "Msgs/Call"), "10, 10", "{rows}");
+}
+
+/// The features of route_guide's data (`proto/route_guide_db.json`, the server's
+/// own) within the rectangle of corners `lo` and `hi` (latitude, longitude), edges in.
+fn features_in(dir: &Path, lo: (i64, i64), hi: (i64, i64)) -> u64 {
+    let text = std::fs::read_to_string(dir.join("proto/route_guide_db.json")).unwrap();
+    let features: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let inside = |value: &serde_json::Value, a: i64, b: i64| {
+        let value = value.as_i64().unwrap();
+        a.min(b) <= value && value <= a.max(b)
+    };
+    let features = features.as_array().unwrap();
+    let within = features.iter().filter(|f| {
+        inside(&f["location"]["latitude"], lo.0, hi.0)
+            && inside(&f["location"]["longitude"], lo.1, hi.1)
+    });
+    within.count() as u64
+}
+
+/// The figures of `report`'s text row `label` (after its bracket).
+fn row(report: &str, label: &str) -> String {
+    let line = (report.lines())
+        .find(|line| line.starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} row in {report}"));
+    line.rsplit_once(']')
+        .map_or("", |(_, figures)| figures)
+        .trim()
+        .to_owned()
 }
 
 /// `attack` of `targets` for `seconds` without `-proto`, and the report's JSON (or
@@ -555,6 +650,8 @@ service Greeter {
   rpc SayHello (Req) returns (Reply) {}
   rpc SayMany (Req) returns (stream Reply) {}
   rpc Refuse (Req) returns (Reply) {}
+  rpc Count (stream Req) returns (Reply) {}
+  rpc Echo (stream Req) returns (stream Reply) {}
 }
 message Req { string name = 1; }
 message Reply { string message = 1; int32 n = 2; }
@@ -675,7 +772,10 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
             {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {"message": "hi", "n": 7},
                       "stream": {"count": 4, "every": "5ms"}}},
             {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Refuse"},
-             "stages": [{"status": "PERMISSION_DENIED"}]}]"#,
+             "stages": [{"status": "PERMISSION_DENIED"}]},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Count", "answer": {"n": 3}}},
+            {"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {"message": "e"},
+                      "stream": {"count": 2, "per_message": true}}}]"#,
     );
     let sim = Simulate::start(&recipe);
     let dir = tmp.path();
@@ -713,6 +813,60 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
         "three 5ms gaps: {stream}"
     );
 
+    // Each call's four messages counted, and each timed: 5ms apart.
+    let records = dir.join("many.llr");
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/SayMany\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    call_for_a_second("50/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert_eq!(row(&rows, "Stream Calls"), "50, 0", "{rows}");
+    assert_eq!(row(&rows, "Msgs/Call"), "4, 4", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("50, 200, "), "{rows}");
+    assert_eq!(row(&rows, "Msg Bytes"), "150, 1200", "{rows}");
+    let gaps = row(&rows, "Msg Gaps");
+    let gap_p50 = gaps.split(", ").next().unwrap();
+    let gap_ms = units::parse_duration(gap_p50).unwrap().as_secs_f64() * 1e3;
+    assert!((4.5..20.0).contains(&gap_ms), "5ms gaps: {rows}");
+    let first = row(&rows, "First Msg");
+    let end = row(&rows, "Call End");
+    let p50_ms = |figures: &str| {
+        let p50 = figures.split(", ").next().unwrap();
+        units::parse_duration(p50).unwrap().as_secs_f64() * 1e3
+    };
+    assert!(
+        p50_ms(&end) - p50_ms(&first) >= 14.0,
+        "three gaps between: {rows}"
+    );
+    let by_target = loadlab()
+        .args(["report", "-by=target"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    assert!(
+        text(&by_target.stdout).contains("Msgs/Call"),
+        "{}",
+        text(&by_target.stdout)
+    );
+
+    // A client stream gets one answer after its end; a bidirectional one two answers
+    // for each of its three messages.
+    for (method, messages) in [("Count", "3, 1, "), ("Echo", "3, 6, ")] {
+        let targets = format!(
+            "GRPC 127.0.0.1:{} sim.Greeter/{method}\n{{\"name\": \"a\"}}\n{{\"name\": \"b\"}}\n{{}}\n",
+            sim.port
+        );
+        call_for_a_second("1/s", &proto, &records, &targets);
+        let rows = report(&records, "text");
+        assert!(rows.contains("OK:1"), "{rows}");
+        let figures = format!("{}, {}", row(&rows, "Stream Calls"), row(&rows, "Messages"));
+        assert!(
+            figures.starts_with(&format!("1, 0, {messages}")),
+            "{method}: {rows}"
+        );
+    }
+
     let refused = call_simulator(&sim, &proto, dir, "sim.Greeter/Refuse");
     assert_eq!(
         refused["status_codes"]["PERMISSION_DENIED"], 100,
@@ -726,7 +880,7 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
         format!(
             "loadlab_sim_requests_total{{route=\"/sim.Greeter/SayHello\",status=\"UNAVAILABLE\"}} {unavailable}"
         ),
-        "loadlab_sim_requests_total{route=\"/sim.Greeter/SayMany\",status=\"OK\"} 100".to_owned(),
+        "loadlab_sim_requests_total{route=\"/sim.Greeter/SayMany\",status=\"OK\"} 150".to_owned(),
         "loadlab_sim_requests_total{route=\"/sim.Greeter/Refuse\",status=\"PERMISSION_DENIED\"} 100"
             .to_owned(),
     ] {
@@ -811,7 +965,7 @@ fn bad_grpc_recipes_name_the_file_and_field() {
     let rows = [
         (
             method("sim.Greeter/SayBye", ""),
-            "recipe.json: recipe[0].grpc.method: no method \"sim.Greeter/SayBye\" in the .proto files (known: sim.Greeter/SayHello, sim.Greeter/SayMany, sim.Greeter/Refuse)",
+            "recipe.json: recipe[0].grpc.method: no method \"sim.Greeter/SayBye\" in the .proto files (known: sim.Greeter/SayHello, sim.Greeter/SayMany, sim.Greeter/Refuse, sim.Greeter/Count, sim.Greeter/Echo)",
         ),
         (
             method("sim.Greeter/SayHello", r#", "answer": {"n": "seven"}"#),

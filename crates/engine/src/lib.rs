@@ -49,6 +49,7 @@ mod conn;
 mod errors;
 mod exemplars;
 mod flow_users;
+mod grpc_messages;
 mod grpc_reflect;
 mod h2;
 mod hosts;

@@ -84,6 +84,7 @@ mod tests {
             body: b"x=1".to_vec(),
             templated_path: None,
             grpc_message: None,
+            grpc_stream: None,
         }
     }
 

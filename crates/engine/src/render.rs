@@ -334,6 +334,7 @@ mod tests {
             body: body.to_vec(),
             templated_path: None,
             grpc_message: None,
+            grpc_stream: None,
         }
     }
 

@@ -8,6 +8,8 @@
 use record::GrpcStatus;
 use wire::{ChunkedDecoder, Progress};
 
+use crate::grpc_messages::MessageCounter;
+
 /// Why a response could not be parsed. Static text: parsing never allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProtocolError(pub &'static str);
@@ -61,6 +63,8 @@ pub(crate) struct ResponseParser {
     pub grpc_status: Option<GrpcStatus>,
     /// Its `grpc-message`, as sent (percent-encoded), at most [`GRPC_MESSAGE_BYTES`].
     pub grpc_message: Vec<u8>,
+    /// A streaming gRPC call's messages, counted as its DATA frames arrive.
+    pub messages: MessageCounter,
     head_only: bool,
     want_location: bool,
     body_limit: u64,
@@ -95,6 +99,7 @@ impl ResponseParser {
             location: Vec::new(),
             grpc_status: None,
             grpc_message: Vec::new(),
+            messages: MessageCounter::default(),
             close: false,
             head_only: false,
             want_location: false,
@@ -145,6 +150,7 @@ impl ResponseParser {
         self.close = false;
         self.grpc_status = None;
         self.grpc_message.clear();
+        self.messages.start(None);
         self.head_only = head_only;
         self.want_location = want_location;
         self.body_limit = body_limit;

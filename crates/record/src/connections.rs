@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 /// The optional block kind of connection figures.
 pub(crate) const CONNECTIONS_BLOCK: u8 = 0x43;
 
-/// One connection's figures, written when it closed. It joins the record of its
-/// upgrade (or stream request) by `(attack, seq)`.
+/// One connection's figures, written when it closed, or (format version 7 on) one
+/// gRPC streaming call's ([`EntryKind::GrpcCall`]). It joins the record of its
+/// upgrade (stream request, call) by `(attack, seq)`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Connection {
@@ -49,6 +50,13 @@ pub struct Connection {
     pub pings_unanswered: u64,
     /// How it closed.
     pub close: Close,
+    /// What the entry is about: a connection (absent) or a gRPC call (version 7 on).
+    #[serde(default, skip_serializing_if = "EntryKind::is_connection")]
+    pub kind: EntryKind,
+    /// A gRPC call's time from its send to its first whole message received,
+    /// nanoseconds; absent when none came (version 7 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_message_ns: Option<u64>,
     /// The subprotocol the server chose (`Sec-WebSocket-Protocol`), when one was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subprotocol: Option<String>,
@@ -59,6 +67,25 @@ pub struct Connection {
     /// Times an event stream reconnected (`Last-Event-ID`) after the server closed it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reconnects: u64,
+}
+
+/// What a [`Connection`] entry is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A `ws` or `sse` step's connection.
+    #[default]
+    Connection,
+    /// A gRPC call that streams (`returns (stream ...)`): opened when it was sent,
+    /// closed at its trailers; its `latency` holds the gaps between the messages
+    /// received, its `close` is `server` (or `broken` when reset or failed).
+    GrpcCall,
+}
+
+impl EntryKind {
+    fn is_connection(&self) -> bool {
+        *self == EntryKind::Connection
+    }
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -134,6 +161,11 @@ impl MessageLatency {
     /// Values added.
     pub fn count(&self) -> u64 {
         self.buckets.iter().map(|(_, count)| count).sum()
+    }
+
+    /// Empties it, keeping its room (a call's counter, reused).
+    pub fn clear(&mut self) {
+        self.buckets.clear();
     }
 
     /// Adds one latency.

@@ -665,18 +665,24 @@ fn samples_blocks_are_optional_so_the_records_bytes_do_not_change() {
 #[test]
 fn format_with_samples_matches_its_golden_file() {
     let (bytes, _) = write_run_with_samples(Compression::Raw, true);
+    assert_golden(&bytes, "samples", "series or samples");
+}
+
+/// `bytes` are those of `format_vN_{name}.llr` for this version (written under
+/// `UPDATE_GOLDEN=1`); `blocks` names what changed when they are not.
+fn assert_golden(bytes: &[u8], name: &str, blocks: &str) {
     let path = format!(
-        "{}/tests/golden/format_v{FORMAT_VERSION}_samples.llr",
+        "{}/tests/golden/format_v{FORMAT_VERSION}_{name}.llr",
         env!("CARGO_MANIFEST_DIR")
     );
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(&path, bytes).unwrap();
     }
     let golden = std::fs::read(&path)
         .unwrap_or_else(|_| panic!("{path} is missing: run with UPDATE_GOLDEN=1"));
     assert!(
         golden == bytes,
-        "the bytes of the series or samples blocks changed but FORMAT_VERSION is still \
+        "the bytes of the {blocks} blocks changed but FORMAT_VERSION is still \
          {FORMAT_VERSION}: bump it and document the change in docs/RECORD_FORMAT.md"
     );
 }
@@ -1535,6 +1541,13 @@ fn connection_of(record: &Record) -> record::Connection {
             code: if n.is_multiple_of(11) { 0 } else { 1000 },
         },
         subprotocol: n.is_multiple_of(4).then(|| "chat".to_owned()),
+        // Every third a gRPC streaming call's (version 7 on).
+        kind: if n.is_multiple_of(3) {
+            record::EntryKind::GrpcCall
+        } else {
+            record::EntryKind::Connection
+        },
+        first_message_ns: n.is_multiple_of(3).then_some(400_000 + n),
         ..record::Connection::default()
     }
 }
@@ -1604,6 +1617,32 @@ fn connection_figures_round_trip_and_older_readers_skip_them() {
     let (read, connections, source) = read_connections(&unknown);
     assert_eq!((read, connections.len()), (records, 0));
     assert_eq!(source.summary().torn, None);
+}
+
+#[test]
+fn format_with_connections_matches_its_golden_file() {
+    let (bytes, _) = write_streams_run(true);
+    assert_golden(&bytes, "connections", "connections");
+}
+
+#[test]
+fn connections_entries_of_version_6_read_as_connections() {
+    // A version 6 entry has neither `kind` nor `first_message_ns`.
+    let json = r#"{"attack":0,"target":0,"seq":1,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":1,"bytes_out":3,"messages_in":2,"bytes_in":4,"close":{"by":"server"}}"#;
+    let entry: record::Connection = serde_json::from_str(json).unwrap();
+    assert_eq!(entry.kind, record::EntryKind::Connection);
+    assert_eq!(entry.first_message_ns, None);
+    let call = record::Connection {
+        kind: record::EntryKind::GrpcCall,
+        first_message_ns: Some(7),
+        ..entry.clone()
+    };
+    let written = serde_json::to_string(&call).unwrap();
+    assert!(
+        written.contains(r#""kind":"grpc_call","first_message_ns":7"#),
+        "{written}"
+    );
+    assert_eq!(serde_json::to_string(&entry).unwrap(), json);
 }
 
 #[test]

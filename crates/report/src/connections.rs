@@ -4,13 +4,18 @@
 //! count open each second (a series kept for charts), messages and bytes each way,
 //! message latency percentiles from the merged histograms, and closes by who and code.
 //!
+//! Streaming gRPC calls' entries ([`record::EntryKind::GrpcCall`]) fold apart, as
+//! [`StreamedCalls`]: calls, messages per call, time to the first message and to the
+//! end, the gaps between messages.
+//!
 //! Memory: a few hundred bytes per target, and 16 bytes per connection for the exact
-//! peak (every open and close time; 50,000 connections cost 800 KB).
+//! peak (every open and close time; 50,000 connections cost 800 KB); 8 bytes per
+//! streamed call for the exact messages per call.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use record::{ClosedBy, Connection, MessageLatency};
+use record::{ClosedBy, Connection, EntryKind, MessageLatency};
 use units::GoDuration;
 
 use crate::json_write::{push_float, push_list, push_nullable};
@@ -21,6 +26,98 @@ use crate::text::{BRACKET_WIDTH, LABEL_WIDTH};
 #[derive(Debug, Clone, Default)]
 pub struct Connections {
     by_target: BTreeMap<(u16, u32), Folded>,
+    calls: BTreeMap<(u16, u32), StreamedCalls>,
+}
+
+/// Streaming gRPC calls (a group's, or the run's), merged: what `report` words in its
+/// `Stream Calls` rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamedCalls {
+    /// Calls with an entry (every streaming call that was sent).
+    pub calls: u64,
+    /// Calls that ended without their trailers (reset, failed, over the size limit).
+    pub broken: u64,
+    /// Messages sent (every message of a call's request stream).
+    pub messages_out: u64,
+    /// Their payload bytes.
+    pub bytes_out: u64,
+    /// Messages received.
+    pub messages_in: u64,
+    /// Payload bytes received.
+    pub bytes_in: u64,
+    /// Each call's messages received, in no order (exact percentiles).
+    pub per_call: Vec<u64>,
+    /// Each call's send to its first whole message (calls that got one).
+    pub first_message: MessageLatency,
+    /// Each call's send to its end.
+    pub to_end: MessageLatency,
+    /// The gaps between a call's consecutive messages.
+    pub gaps: MessageLatency,
+    /// The first send and the last end, unix nanoseconds (the span messages/s is over).
+    pub first_sent_unix_ns: u64,
+    /// The last end, unix nanoseconds.
+    pub last_end_unix_ns: u64,
+}
+
+impl StreamedCalls {
+    fn add(&mut self, c: &Connection) {
+        if self.calls == 0 || c.opened_unix_ns < self.first_sent_unix_ns {
+            self.first_sent_unix_ns = c.opened_unix_ns;
+        }
+        self.last_end_unix_ns = self.last_end_unix_ns.max(c.closed_unix_ns);
+        self.calls += 1;
+        self.broken += u64::from(c.close.by == ClosedBy::Broken);
+        self.messages_out += c.messages_out;
+        self.bytes_out += c.bytes_out;
+        self.messages_in += c.messages_in;
+        self.bytes_in += c.bytes_in;
+        self.per_call.push(c.messages_in);
+        if let Some(first_ns) = c.first_message_ns {
+            self.first_message.add(first_ns);
+        }
+        self.to_end
+            .add(c.closed_unix_ns.saturating_sub(c.opened_unix_ns));
+        self.gaps.merge(&c.latency);
+    }
+
+    fn merge(&mut self, other: &StreamedCalls) {
+        if other.calls == 0 {
+            return;
+        }
+        if self.calls == 0 || other.first_sent_unix_ns < self.first_sent_unix_ns {
+            self.first_sent_unix_ns = other.first_sent_unix_ns;
+        }
+        self.last_end_unix_ns = self.last_end_unix_ns.max(other.last_end_unix_ns);
+        self.calls += other.calls;
+        self.broken += other.broken;
+        self.messages_out += other.messages_out;
+        self.bytes_out += other.bytes_out;
+        self.messages_in += other.messages_in;
+        self.bytes_in += other.bytes_in;
+        self.per_call.extend_from_slice(&other.per_call);
+        self.first_message.merge(&other.first_message);
+        self.to_end.merge(&other.to_end);
+        self.gaps.merge(&other.gaps);
+    }
+
+    /// Messages per call: the median and the most (nearest rank); `None` without calls.
+    pub fn per_call_p50_max(&self) -> Option<(u64, u64)> {
+        let mut sorted = self.per_call.clone();
+        sorted.sort_unstable();
+        let max = *sorted.last()?;
+        Some((sorted[(sorted.len() - 1) / 2], max))
+    }
+
+    /// Messages received a second, over the first send to the last end.
+    pub fn messages_per_second(&self) -> f64 {
+        let span_ns = self
+            .last_end_unix_ns
+            .saturating_sub(self.first_sent_unix_ns);
+        if span_ns == 0 {
+            return 0.0;
+        }
+        self.messages_in as f64 / (span_ns as f64 / 1e9)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -69,14 +166,29 @@ impl Connections {
     /// Adds connection figures (merged ids, any order).
     pub fn add(&mut self, connections: &[Connection]) {
         for c in connections {
-            let folded = self.by_target.entry((c.attack, c.target)).or_default();
-            folded.add(c);
+            let key = (c.attack, c.target);
+            match c.kind {
+                EntryKind::Connection => self.by_target.entry(key).or_default().add(c),
+                EntryKind::GrpcCall => self.calls.entry(key).or_default().add(c),
+            }
         }
     }
 
-    /// Whether any connection was folded.
+    /// The streamed gRPC calls whose (attack, target) `keep` says, merged; `None`
+    /// when there are none.
+    pub fn calls(&self, mut keep: impl FnMut(u16, u32) -> bool) -> Option<StreamedCalls> {
+        let mut merged = StreamedCalls::default();
+        for (&(attack, target), calls) in &self.calls {
+            if keep(attack, target) {
+                merged.merge(calls);
+            }
+        }
+        (merged.calls > 0).then_some(merged)
+    }
+
+    /// Whether any connection (or streamed call) was folded.
     pub fn is_empty(&self) -> bool {
-        self.by_target.is_empty()
+        self.by_target.is_empty() && self.calls.is_empty()
     }
 
     /// The figures of the connections whose (attack, target) `keep` says, merged;
@@ -277,20 +389,11 @@ pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
         "Msg Bytes\t[out, in]\t{}, {}",
         figures.bytes_out, figures.bytes_in
     );
-    let quantile = |q| {
-        (figures.latency.quantile(q)).map_or_else(
-            || "-".to_owned(),
-            |ns| GoDuration::report_ns(ns).to_string(),
-        )
-    };
     if !figures.latency.is_empty() {
         let _ = writeln!(
             rows,
-            "Msg Latency\t[50, 90, 99, max]\t{}, {}, {}, {}",
-            quantile(0.5),
-            quantile(0.9),
-            quantile(0.99),
-            quantile(1.0)
+            "Msg Latency\t[50, 90, 99, max]\t{}",
+            quantiles_text(&figures.latency)
         );
     }
     if figures.messages_failed > 0 {
@@ -319,6 +422,59 @@ pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
     let _ = writeln!(rows, "Closes\t[by, code: count]\t{}", closes.join("  "));
     out.push('\n');
     out.push_str(&align(&rows, &[LABEL_WIDTH, BRACKET_WIDTH]));
+}
+
+/// Appends the streamed gRPC calls' rows (after a blank line), aligned to the
+/// report's columns.
+pub fn write_calls_text(out: &mut String, calls: &StreamedCalls) {
+    let mut rows = String::new();
+    let _ = writeln!(
+        rows,
+        "Stream Calls\t[calls, broken]\t{}, {}",
+        calls.calls, calls.broken
+    );
+    if let Some((p50, max)) = calls.per_call_p50_max() {
+        let _ = writeln!(rows, "Msgs/Call\t[50, max]\t{p50}, {max}");
+    }
+    let _ = writeln!(
+        rows,
+        "Messages\t[out, in, in/s]\t{}, {}, {:.2}",
+        calls.messages_out,
+        calls.messages_in,
+        calls.messages_per_second()
+    );
+    let _ = writeln!(
+        rows,
+        "Msg Bytes\t[out, in]\t{}, {}",
+        calls.bytes_out, calls.bytes_in
+    );
+    for (label, latency) in [
+        ("First Msg", &calls.first_message),
+        ("Call End", &calls.to_end),
+        ("Msg Gaps", &calls.gaps),
+    ] {
+        if !latency.is_empty() {
+            let _ = writeln!(
+                rows,
+                "{label}\t[50, 90, 99, max]\t{}",
+                quantiles_text(latency)
+            );
+        }
+    }
+    out.push('\n');
+    out.push_str(&align(&rows, &[LABEL_WIDTH, BRACKET_WIDTH]));
+}
+
+/// `p50, p90, p99, max` of a histogram, as durations.
+fn quantiles_text(latency: &MessageLatency) -> String {
+    [0.5, 0.9, 0.99, 1.0]
+        .map(|q| {
+            latency.quantile(q).map_or_else(
+                || "-".to_owned(),
+                |ns| GoDuration::report_ns(ns).to_string(),
+            )
+        })
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -396,6 +552,71 @@ mod tests {
                     .is_empty(),
                 "{line}"
             );
+        }
+    }
+
+    fn call(target: u32, sent_ms: u64, gaps_ms: &[u64], by: ClosedBy) -> Connection {
+        let mut latency = MessageLatency::default();
+        for gap in gaps_ms {
+            latency.add(gap * 1_000_000);
+        }
+        let messages = if by == ClosedBy::Broken {
+            gaps_ms.len() as u64
+        } else {
+            gaps_ms.len() as u64 + 1
+        };
+        let first_ms = 10;
+        let end_ms = first_ms + gaps_ms.iter().sum::<u64>() + 5;
+        Connection {
+            kind: EntryKind::GrpcCall,
+            target,
+            opened_unix_ns: 1_000 * S + sent_ms * 1_000_000,
+            closed_unix_ns: 1_000 * S + (sent_ms + end_ms) * 1_000_000,
+            first_message_ns: (messages > 0).then_some(first_ms * 1_000_000),
+            messages_out: 1,
+            messages_in: messages,
+            bytes_in: messages * 8,
+            latency,
+            close: Close { by, code: 0 },
+            ..Connection::default()
+        }
+    }
+
+    #[test]
+    fn streamed_calls_fold_apart_from_connections() {
+        let mut connections = Connections::default();
+        connections.add(&[
+            call(3, 0, &[20, 20, 20], ClosedBy::Server),
+            call(3, 100, &[40], ClosedBy::Server),
+            call(3, 200, &[], ClosedBy::Broken),
+            call(4, 300, &[1, 1, 1, 1, 1, 1, 1, 1, 1], ClosedBy::Server),
+            connection(1, 0.1, 2.5, ClosedBy::Client, 1000),
+        ]);
+        // The connection rows do not count the calls.
+        let ws = connections.merged(|_, _| true).unwrap();
+        assert_eq!((ws.opened, ws.messages_in), (1, 3));
+        let three = connections.calls(|_, target| target == 3).unwrap();
+        assert_eq!((three.calls, three.broken, three.messages_in), (3, 1, 6));
+        assert_eq!(three.per_call_p50_max(), Some((2, 4)));
+        assert_eq!(three.first_message.count(), 2);
+        assert_eq!(three.gaps.count(), 4);
+        // The last end: 200 ms + 10 + 5; six messages over 215 ms.
+        assert!((three.messages_per_second() - 6.0 / 0.215).abs() < 1e-6);
+        let all = connections.calls(|_, _| true).unwrap();
+        assert_eq!(all.per_call_p50_max(), Some((2, 10)));
+        assert!(connections.calls(|_, target| target == 1).is_none());
+        let mut text = String::new();
+        write_calls_text(&mut text, &all);
+        for want in [
+            "Stream Calls",
+            "4, 1",
+            "Msgs/Call",
+            "2, 10",
+            "First Msg",
+            "Call End",
+            "Msg Gaps",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
         }
     }
 }

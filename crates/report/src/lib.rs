@@ -83,7 +83,9 @@ pub use compare::{
     side_letter,
 };
 pub use config::{ReportConfig, ReportType};
-pub use connections::{ConnectionFigures, Connections, write_connections_text};
+pub use connections::{
+    ConnectionFigures, Connections, StreamedCalls, write_calls_text, write_connections_text,
+};
 pub use convert::{EncodeFormat, EncodeOutcome, run_encode};
 pub use distribution::{Distribution, EXACT_LIMIT, GROUP_EXACT_LIMIT, Quantiles, nearest_rank};
 pub use every::{IntervalRow, Intervals};

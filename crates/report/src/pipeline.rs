@@ -7,9 +7,10 @@ use record::{LoadModel, ReadOrder, Record, RecordError, RecordStream, RunTables,
 
 use crate::ReportError;
 use crate::config::{ReportConfig, ReportType};
+use crate::connections::StreamedCalls;
 use crate::distribution::{EXACT_LIMIT, GROUP_EXACT_LIMIT};
 use crate::every::{IntervalRow, Intervals, json_row, text_header, text_row};
-use crate::grouping::{GroupBy, Grouper};
+use crate::grouping::{GroupBy, GroupKey, Grouper};
 use crate::hdrplot::write_hdrplot;
 use crate::hist::write_hist;
 use crate::json::write_resources_json;
@@ -353,11 +354,36 @@ fn render_groups(
             }
             _ => render(&mut text, report, report_type, label),
         }
+        if matches!(report_type, ReportType::Text)
+            && let Some(calls) = streamed_calls(summary, *key, index)
+        {
+            crate::connections::write_calls_text(&mut text, &calls);
+        }
     }
     let p50_ns = (summary.groups.iter())
         .map(|(_, report)| report.latencies.p50_ns)
         .min();
     (text, p50_ns)
+}
+
+/// The streamed gRPC calls of group `key` under `-by` attack, target or step, else
+/// the whole run's, once, after the last group.
+fn streamed_calls(summary: &Summary, key: GroupKey, index: usize) -> Option<StreamedCalls> {
+    let grouper = summary.grouper.as_ref();
+    match grouper.map(Grouper::by) {
+        Some(GroupBy::Attack | GroupBy::Target | GroupBy::Step) => {
+            let grouper = grouper?;
+            (summary.connections).calls(|attack, target| {
+                grouper.key(&Record {
+                    attack,
+                    target,
+                    ..Record::default()
+                }) == key
+            })
+        }
+        _ if index + 1 == summary.groups.len() => summary.connections.calls(|_, _| true),
+        _ => None,
+    }
 }
 
 /// One report in `report_type`'s layout, labelled with its group under `-by`.

@@ -30,7 +30,7 @@ pub(crate) const CONTENT_TYPE: &str = "application/grpc";
 
 /// The keys of a route's `grpc` object.
 pub(crate) const GRPC_KEYS: &[&str] = &["proto", "import_path", "method", "answer", "stream"];
-const STREAM_KEYS: &[&str] = &["count", "every"];
+const STREAM_KEYS: &[&str] = &["count", "every", "per_message"];
 
 /// gRPC's status codes by name; a code is its index.
 const CODES: [&str; 17] = [
@@ -80,6 +80,9 @@ pub(crate) struct GrpcSpec {
 pub(crate) struct Stream {
     pub count: usize,
     pub every: Duration,
+    /// `count` answers for each message of the request's stream (a client or
+    /// bidirectional streaming call's), not for the call.
+    pub per_message: bool,
 }
 
 impl GrpcSpec {
@@ -122,6 +125,7 @@ pub(crate) fn parse_spec(
         None => Stream {
             count: 1,
             every: Duration::ZERO,
+            per_message: false,
         },
         Some(v) => {
             let stream = Fields::new(v, fields.field("stream"), STREAM_KEYS)?;
@@ -130,6 +134,16 @@ pub(crate) fn parse_spec(
                 every: stream
                     .parsed("every", duration_from_json)?
                     .unwrap_or(Duration::ZERO),
+                per_message: match stream.get("per_message") {
+                    None => false,
+                    Some(Value::Bool(on)) => *on,
+                    Some(other) => {
+                        return Err(stream.err(
+                            "per_message",
+                            format!("expected true or false, got {other}"),
+                        ));
+                    }
+                },
             }
         }
     };
@@ -300,13 +314,26 @@ impl GrpcAnswer {
     }
 }
 
-/// Sends one call's answer: an `OK` as HEADERS, the message `stream.count` times and
-/// the trailers; any other code as one HEADERS frame that ends the stream.
+/// The messages of a request's body, by their length prefixes (a body cut short
+/// counts its last, partial message).
+pub(crate) fn messages_in(mut body: &[u8]) -> usize {
+    let mut count = 0;
+    while body.len() >= 5 {
+        let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+        body = body.get(5 + len..).unwrap_or_default();
+        count += 1;
+    }
+    count
+}
+
+/// Sends one call's answer: an `OK` as HEADERS, the message `stream.count` times (for
+/// each of the request's `request_messages` under `per_message`) and the trailers;
+/// any other code as one HEADERS frame that ends the stream.
 pub(crate) async fn send(
     mut respond: SendResponse<Bytes>,
     head: http::Response<()>,
     message: Bytes,
-    answer: &GrpcAnswer,
+    (answer, request_messages): (&GrpcAnswer, usize),
 ) -> Result<(), h2::Error> {
     if answer.code != 0 {
         let (mut parts, ()) = head.into_parts();
@@ -315,7 +342,12 @@ pub(crate) async fn send(
         return Ok(());
     }
     let mut stream = respond.send_response(head, false)?;
-    for i in 0..answer.stream.count {
+    let count = if answer.stream.per_message {
+        answer.stream.count * request_messages
+    } else {
+        answer.stream.count
+    };
+    for i in 0..count {
         if i > 0 && !answer.stream.every.is_zero() {
             tokio::time::sleep(answer.stream.every).await;
         }
@@ -367,7 +399,8 @@ message Inner { int32 depth = 1; }
             ok.stream,
             Stream {
                 count: 3,
-                every: Duration::from_millis(10)
+                every: Duration::from_millis(10),
+                per_message: false,
             }
         );
         let dotted = spec(&json!({"proto": ["a.proto"], "method": "p.S.M"}), None).unwrap();
@@ -390,6 +423,10 @@ message Inner { int32 depth = 1; }
             (
                 json!({"proto": "g.proto", "method": "p.S/M", "answr": {}}),
                 "r[0].grpc.answr: unknown field",
+            ),
+            (
+                json!({"proto": "g.proto", "method": "p.S/M", "stream": {"per_message": 1}}),
+                "r[0].grpc.stream.per_message: expected true or false, got 1",
             ),
         ];
         for (value, want) in rows {
@@ -455,6 +492,20 @@ message Inner { int32 depth = 1; }
     }
 
     #[test]
+    fn a_request_bodys_messages_are_counted_by_their_prefixes() {
+        let rows: &[(&[u8], usize)] = &[
+            (b"", 0),
+            (&[0, 0, 0, 0, 0], 1),
+            (&[0, 0, 0, 0, 1, b'a', 0, 0, 0, 0, 2, b'b', b'c'], 2),
+            (&[0, 0, 0, 0, 9, b'a'], 1),
+            (&[0, 0, 0, 0, 0, 0, 0], 1),
+        ];
+        for (body, want) in rows {
+            assert_eq!(messages_in(body), *want, "{body:?}");
+        }
+    }
+
+    #[test]
     fn codes_and_names_agree() {
         assert_eq!(code_of("OK"), Some(0));
         assert_eq!(code_of("UNAVAILABLE"), Some(14));
@@ -468,6 +519,7 @@ message Inner { int32 depth = 1; }
             Stream {
                 count: 1,
                 every: Duration::ZERO,
+                per_message: false,
             },
         );
         assert_eq!(answer.trailers["grpc-status"], "14");

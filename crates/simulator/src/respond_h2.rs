@@ -89,8 +89,10 @@ pub(crate) async fn serve_stream(
         let _ = crate::grpc_reflection::serve(pools, body, respond).await;
         return;
     }
+    let mut request_messages = 0;
     let reply = match read_body(body).await {
         Ok(body) => {
+            request_messages = crate::grpc::messages_in(&body);
             let incoming = Incoming {
                 method: method_of(&head.method),
                 path: head.uri.path().as_bytes(),
@@ -117,7 +119,7 @@ pub(crate) async fn serve_stream(
         }
         Err(BodyError::Gone) => return,
     };
-    send_reply(&worker, respond, reply, &control).await;
+    send_reply(&worker, respond, (reply, request_messages), &control).await;
 }
 
 /// The pools to answer reflection from, when `path` is the reflection service's, the
@@ -165,7 +167,7 @@ fn method_of(method: &http::Method) -> Method {
 async fn send_reply(
     worker: &Worker,
     mut respond: SendResponse<Bytes>,
-    reply: Reply,
+    (reply, request_messages): (Reply, usize),
     control: &ConnControl,
 ) {
     let arrival = reply.arrival;
@@ -215,7 +217,8 @@ async fn send_reply(
     let head = (outcome.status, headers);
     match (&outcome.failure, &outcome.grpc) {
         (None, Some(grpc)) => {
-            let _ = crate::grpc::send(respond, response(head, None), body, grpc).await;
+            let answer = (grpc, request_messages);
+            let _ = crate::grpc::send(respond, response(head, None), body, answer).await;
         }
         (None, None) => {
             let _ = send_whole(&mut respond, head, body, reply.head_only);

@@ -932,6 +932,7 @@ fn parse_request_lines<'a>(
         body: Vec::new(),
         templated_path,
         grpc_message: None,
+        grpc_stream: None,
     };
     for line in lines {
         if let Some(path) = line.strip_prefix('@') {

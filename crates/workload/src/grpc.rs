@@ -25,7 +25,7 @@ use crate::WorkloadError;
 use crate::grpc_frame::frame;
 use crate::grpc_reflection::{Reflector, reflect};
 use crate::grpc_template::GrpcMessage;
-use crate::target::{GRPC_CONTENT_TYPE, Header, Target};
+use crate::target::{GRPC_CONTENT_TYPE, GrpcStream, Header, Target};
 
 /// The request line's word that starts a gRPC target.
 pub(crate) const GRPC_VERB: &str = "GRPC";
@@ -247,12 +247,6 @@ pub(crate) fn parse_call(
     let (mut url, address) = call_address(address)?;
     let (service, _) = split_method(method)?;
     let method = types.types(&address, service)?.method(method)?;
-    if method.is_client_streaming() {
-        return Err(format!(
-            "{}: client and bidirectional streaming calls are not supported yet",
-            method.full_name()
-        ));
-    }
     url.set_path(&format!(
         "/{}/{}",
         method.parent_service().full_name(),
@@ -281,6 +275,13 @@ pub(crate) fn parse_call(
         body: frame(&[]),
         templated_path: None,
         grpc_message: None,
+        // Until its messages are read: the empty one.
+        grpc_stream: (method.is_client_streaming() || method.is_server_streaming()).then_some(
+            GrpcStream {
+                messages_out: 1,
+                bytes_out: 0,
+            },
+        ),
     };
     Ok((target, method))
 }
@@ -616,6 +617,42 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             [0, 0, 0, 0, 0],
             "templated: rendered, not gzipped"
         );
+
+        // A stream of messages: each line one, a file's lines each one, to the blank line.
+        let chat = "GRPC 127.0.0.1:50051 helloworld.Greeter/Chat";
+        let streams = parse(
+            &format!(
+                "{chat}\n{{\"name\":\"a\"}}\n@m.json\n{{\"name\":\"bc\"}}\n\n{chat}\n\n{greet}Stream\n{{\"name\":\"w\"}}\n"
+            ),
+            &set,
+        )
+        .unwrap();
+        let stream = |messages_out, bytes_out| {
+            Some(GrpcStream {
+                messages_out,
+                bytes_out,
+            })
+        };
+        assert_eq!(streams[0].grpc_stream, stream(3, 3 + 6 + 4));
+        let want: Vec<u8> = [
+            &[0, 0, 0, 0, 3, 0x0a, 1, b'a'][..],
+            &[0, 0, 0, 0, 6, 0x0a, 4, b'f', b'i', b'l', b'e'],
+            &[0, 0, 0, 0, 4, 0x0a, 2, b'b', b'c'],
+        ]
+        .concat();
+        assert_eq!(streams[0].body, want);
+        assert_eq!(
+            streams[1].grpc_stream,
+            stream(1, 0),
+            "no message: the empty one"
+        );
+        assert_eq!(streams[1].body, [0, 0, 0, 0, 0]);
+        assert_eq!(
+            streams[2].grpc_stream,
+            stream(1, 3),
+            "a server stream's request"
+        );
+        assert_eq!(ok[0].grpc_stream, None, "unary");
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,
@@ -648,9 +685,15 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 "t.txt:1: no method \"helloworld.Greeter/Nope\" in the .proto files (known: ",
             ),
             (
-                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n".to_owned(),
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"{{seq}}\"}\n".to_owned(),
                 set.clone(),
-                "t.txt:1: helloworld.Greeter.Chat: client and bidirectional streaming",
+                "t.txt:2: placeholders in a streaming call's messages are not supported yet",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"a\"}\n@nope.json\n"
+                    .to_owned(),
+                set.clone(),
+                "t.txt:3: body file \"nope.json\"",
             ),
             (
                 format!("{greet}\nx: 1\n{{\"where\":{{\"longitude\":true}}}}\n"),

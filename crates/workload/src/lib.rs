@@ -97,7 +97,7 @@ pub use step_fields::{ActionFields, CheckField, ExtractField, StepFields};
 pub use stop_rule::{
     Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
 };
-pub use target::{GRPC_CONTENT_TYPE, HTTP_METHODS, Header, Target};
+pub use target::{GRPC_CONTENT_TYPE, GrpcStream, HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};
 pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use targets_tank::{TankAmmo, TankAmmoReader};

@@ -41,6 +41,19 @@ pub struct Target {
     /// A gRPC call's message when it holds placeholders (its `body` is then the empty
     /// message's frame): split once, rendered per call.
     pub grpc_message: Option<Arc<GrpcMessage>>,
+    /// A gRPC call that streams either way: the engine counts its messages and times
+    /// each (docs/GRPC.md).
+    pub grpc_stream: Option<GrpcStream>,
+}
+
+/// What a streaming gRPC call sends: its `body` holds every message, each behind its
+/// length prefix, sent as the flow control allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GrpcStream {
+    /// Messages in the body (1 for a server-streaming call's request).
+    pub messages_out: u32,
+    /// Their payload bytes (without the prefixes).
+    pub bytes_out: u64,
 }
 
 impl Target {
@@ -53,6 +66,7 @@ impl Target {
             body: Vec::new(),
             templated_path: None,
             grpc_message: None,
+            grpc_stream: None,
         }
     }
 

@@ -28,6 +28,9 @@ use crate::grpc_reflection::Reflector;
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
+/// The length prefix before each gRPC message.
+const GRPC_PREFIX_LEN: usize = 5;
+
 /// Reads every target. `global_headers` (from `-header`) come first in each target;
 /// `default_body` (from `-body`) is used by targets without an `@path` line;
 /// `read_body` loads `@path` files (the caller decides how; tests pass a fake).
@@ -65,6 +68,9 @@ pub struct HttpTargetReader<'a, R: BufRead> {
     grpc_types: TypeSource,
     /// The input message of the current target, when it is a gRPC call.
     grpc_input: Option<MessageDescriptor>,
+    /// The current gRPC target streams its messages (client or bidirectional): each
+    /// message line adds one, and only a blank line or the next target ends it.
+    grpc_streamed: Option<u32>,
 }
 
 impl<'a, R: BufRead> HttpTargetReader<'a, R> {
@@ -88,6 +94,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             failed: false,
             grpc_types: TypeSource::default(),
             grpc_input: None,
+            grpc_streamed: None,
         }
     }
 
@@ -127,6 +134,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
         }
         if line.is_empty() {
             self.grpc_input = None;
+            self.grpc_streamed = None;
             return Ok(self.current.take());
         }
         let starts_target = starts_with_method(line) || self.current.is_none();
@@ -146,10 +154,12 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
                         grpc::parse_call(rest, &mut self.grpc_types, &self.global_headers)
                             .map_err(|r| self.fail(r))?;
                     self.grpc_input = Some(method.input());
+                    self.grpc_streamed = method.is_client_streaming().then_some(0);
                     target
                 }
                 None => {
                     self.grpc_input = None;
+                    self.grpc_streamed = None;
                     parse_request_line(line, &self.global_headers, &self.default_body)
                         .map_err(|r| self.fail(r))?
                 }
@@ -214,15 +224,54 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
             }
             return Ok(None);
         };
+        if self.grpc_streamed.is_some() {
+            return self.add_streamed_messages(&json, input).map(|()| None);
+        }
         let (body, message) = grpc::message_body(input, &json, None, self.grpc_types.gzip)
             .map_err(|r| self.fail(r))?;
         self.grpc_input = None;
         let mut target = self.current.take();
         if let Some(target) = target.as_mut() {
+            if let Some(stream) = target.grpc_stream.as_mut() {
+                stream.bytes_out = (body.len() - GRPC_PREFIX_LEN) as u64;
+            }
             target.body = body;
             target.grpc_message = message;
         }
         Ok(target)
+    }
+
+    /// Messages of a client or bidirectional streaming call: `text`'s every non-blank
+    /// line one, each encoded once and put behind the ones before in the body.
+    fn add_streamed_messages(
+        &mut self,
+        text: &str,
+        input: &MessageDescriptor,
+    ) -> Result<(), WorkloadError> {
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (body, message) =
+                grpc::message_body(input, line, None, self.grpc_types.gzip)
+                    .map_err(|r| self.fail(r))?;
+            if message.is_some() {
+                return Err(self.fail(
+                    "placeholders in a streaming call's messages are not supported yet".to_owned(),
+                ));
+            }
+            let first = self.grpc_streamed == Some(0);
+            self.grpc_streamed = self.grpc_streamed.map(|n| n + 1);
+            let Some(target) = self.current.as_mut() else {
+                continue;
+            };
+            if first {
+                target.body.clear();
+            }
+            let stream = target.grpc_stream.get_or_insert_default();
+            stream.messages_out = self.grpc_streamed.unwrap_or(1);
+            stream.bytes_out = if first { 0 } else { stream.bytes_out };
+            stream.bytes_out += (body.len() - GRPC_PREFIX_LEN) as u64;
+            target.body.extend_from_slice(&body);
+        }
+        Ok(())
     }
 }
 
@@ -291,6 +340,7 @@ fn parse_request_line(
         body: default_body.to_vec(),
         templated_path,
         grpc_message: None,
+        grpc_stream: None,
     })
 }
 

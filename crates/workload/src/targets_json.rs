@@ -131,6 +131,7 @@ pub fn parse_json_target(
         body,
         templated_path,
         grpc_message: None,
+        grpc_stream: None,
     })
 }
 

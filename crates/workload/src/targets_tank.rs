@@ -226,6 +226,7 @@ impl<R: BufRead> TankAmmoReader<R> {
             body: request.body,
             templated_path,
             grpc_message: None,
+            grpc_stream: None,
         })
     }
 }

@@ -375,12 +375,27 @@ impl Worker {
         if let Some(kept) = self.kept_body_bytes(&request) {
             self.conns[slot].parser.keep(kept);
         }
+        let stream = self.grpc_stream(&request);
+        self.conns[slot].parser.messages.start(stream);
         let conn = &mut self.conns[slot];
         conn.request = Some(request);
         let state = &mut self.attacks[attack];
         state.in_flight.insert(&mut self.conns, slot, dispatched_ns);
         state.in_flight_count += 1;
         self.send(slot);
+    }
+
+    /// What `request` streams when it is a gRPC call that streams either way: its
+    /// messages are counted (`grpc_messages.rs`) and go in a connections entry.
+    fn grpc_stream(&self, request: &InFlight) -> Option<workload::GrpcStream> {
+        let options = &self.shared.attacks[request.attack as usize];
+        let index = request.target_index as usize;
+        let target = match (&request.lazy, options.flow.as_deref()) {
+            (Some(lazy), _) => Some(&**lazy),
+            (None, Some(flow)) if request.is_flow() => flow.steps.get(index).map(|s| &s.target),
+            (None, _) => options.targets.get(index).map(|t| &t.target),
+        };
+        target.and_then(|t| t.grpc_stream)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use record::{ErrorKind, GrpcStatus, Record};
+use record::{Close, ClosedBy, EntryKind, ErrorKind, GrpcStatus, Record};
 
 use super::Worker;
 use super::dispatch::connect_error_kind;
@@ -129,6 +129,7 @@ impl Worker {
         let Some(request) = self.take_request(slot) else {
             return;
         };
+        self.push_call_figures(slot, &request, now, ClosedBy::Server);
         self.released(slot, reusable);
         if follow {
             if request.is_flow() {
@@ -250,9 +251,39 @@ impl Worker {
     /// The request of `slot` ends with `error`, and its connection (or stream) closes.
     pub(super) fn record_failure(&mut self, slot: usize, error: u32) {
         if let Some(request) = self.take_request(slot) {
-            self.push_record(&request, self.clock.now_ns(), 0, error);
+            let now = self.clock.now_ns();
+            self.push_call_figures(slot, &request, now, ClosedBy::Broken);
+            self.push_record(&request, now, 0, error);
         }
         self.close(slot);
+    }
+
+    /// A streaming gRPC call's messages, one entry beside its record (docs/GRPC.md):
+    /// its times from its send, so the first message and the end compare.
+    fn push_call_figures(&mut self, slot: usize, request: &InFlight, now: u64, by: ClosedBy) {
+        let counter = &self.conns[slot].parser.messages;
+        if !counter.on {
+            return;
+        }
+        let sent_ns = request.dispatched_ns;
+        let ended_ns = arrived_ns(self.arrival_age_ns, now, sent_ns);
+        self.connections.push(record::Connection {
+            kind: EntryKind::GrpcCall,
+            attack: request.attack,
+            target: request.target,
+            seq: request.seq,
+            opened_unix_ns: self.clock.unix_ns(sent_ns),
+            closed_unix_ns: self.clock.unix_ns(ended_ns.max(sent_ns)),
+            first_message_ns: (counter.messages > 0)
+                .then(|| counter.first_ns.saturating_sub(sent_ns)),
+            messages_out: u64::from(counter.sent.messages_out),
+            bytes_out: counter.sent.bytes_out,
+            messages_in: counter.messages,
+            bytes_in: counter.payload_bytes,
+            latency: counter.gaps.clone(),
+            close: Close { by, code: 0 },
+            ..record::Connection::default()
+        });
     }
 
     fn record_cause(&mut self, request: &InFlight, now: u64, cause: Cause) {

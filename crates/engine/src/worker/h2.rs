@@ -44,6 +44,16 @@ const NO_H2_IN_ALPN: Cause = Cause {
     errno: 0,
 };
 
+/// The largest gRPC message a streamed call takes, as grpc-go's default receive limit.
+const MAX_MESSAGE_BYTES: u64 = 4 << 20;
+
+/// Recorded for a streamed call whose next message announces more than that.
+const MESSAGE_TOO_LARGE: Cause = Cause {
+    kind: ErrorKind::Grpc,
+    operation: "RESOURCE_EXHAUSTED: a message over the 4 MiB receive limit",
+    errno: 0,
+};
+
 impl Worker {
     /// A stream slot on a connection to `host` with room (opened if need be and
     /// allowed); `None` at the host's connection cap. Without `keepalive` the stream
@@ -263,6 +273,13 @@ impl Worker {
         };
         request.bytes_in += len as u64;
         conn.parser.keep_data(data);
+        if conn.parser.messages.on {
+            let at_ns = arrived_ns(self.arrival_age_ns, now, request.dispatched_ns);
+            conn.parser.messages.feed(data, at_ns);
+            if conn.parser.messages.announced_len() > Some(MAX_MESSAGE_BYTES) {
+                return self.fail(slot, MESSAGE_TOO_LARGE);
+            }
+        }
         if conn.parser.status == 0 {
             let cause = Cause::new(ErrorKind::Protocol, "h2: DATA before the response head");
             return self.fail(slot, cause);

@@ -235,6 +235,75 @@ fn statuses_redirects_and_resets_over_h2() {
     assert_eq!(errors(&run), want);
 }
 
+/// A server-streaming gRPC call of `path` (its request is the empty message).
+fn grpc_stream_target(url: &str) -> Target {
+    let header = |name: &str, value: &str| workload::Header {
+        name: name.to_owned(),
+        value: value.to_owned(),
+    };
+    Target {
+        headers: vec![
+            header("content-type", "application/grpc"),
+            header("te", "trailers"),
+        ],
+        body: vec![0, 0, 0, 0, 0],
+        grpc_stream: Some(workload::GrpcStream {
+            messages_out: 1,
+            bytes_out: 0,
+        }),
+        ..Target::get("POST", url::Url::parse(url).unwrap())
+    }
+}
+
+#[test]
+fn server_streams_are_counted_per_call_and_a_reset_or_oversized_one_is_broken() {
+    let server = H2Server::start(H2Options::default());
+    let urls = [
+        server.url("/grpc/5/ok"),
+        server.url("/grpc/3/reset"),
+        server.url("/grpc/2/big"),
+    ];
+    let mut config = h2c(&urls, open_rate(60.0, 12));
+    config.attacks[0].targets = Targets::List(urls.iter().map(|u| grpc_stream_target(u)).collect());
+    let run = run(&config);
+    assert_eq!(run.records.len(), 12);
+    // One entry per call, beside its record, whatever its end.
+    assert_eq!(run.connections.len(), 12, "{:?}", run.connections);
+    for (record, call) in run.records.iter().zip(&run.connections) {
+        assert_eq!((call.seq, call.target), (record.seq, record.target));
+        assert_eq!(call.kind, record::EntryKind::GrpcCall);
+        // Payload bytes count the oversized message's first byte too.
+        let (messages, bytes, by) = match record.target {
+            0 => (5, 15, record::ClosedBy::Server),
+            1 => (3, 9, record::ClosedBy::Broken),
+            _ => (2, 7, record::ClosedBy::Broken),
+        };
+        let figures = (call.messages_in, call.bytes_in, call.close.by);
+        assert_eq!(figures, (messages, bytes, by), "{call:?}");
+        // Each message timed: the gaps between them, at least the server's 2ms.
+        assert_eq!(call.latency.count(), messages - 1);
+        assert!(call.latency.quantile(0.0).unwrap() >= 1_900_000, "{call:?}");
+        let first_ns = call.first_message_ns.unwrap();
+        let span_ns = call.closed_unix_ns - call.opened_unix_ns;
+        assert!(first_ns >= 1_900_000 && first_ns < span_ns, "{call:?}");
+    }
+    let want = HashMap::from([
+        (
+            (ErrorKind::Stream, "rst_stream: internal_error".to_owned()),
+            4,
+        ),
+        (
+            (
+                ErrorKind::Grpc,
+                "RESOURCE_EXHAUSTED: a message over the 4 MiB receive limit".to_owned(),
+            ),
+            4,
+        ),
+    ]);
+    assert_eq!(errors(&run), want);
+    assert_eq!(run.summary.torn, None);
+}
+
 #[test]
 fn closed_model_users_over_h2() {
     let server = H2Server::start(H2Options::default());

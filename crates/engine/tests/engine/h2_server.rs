@@ -4,7 +4,9 @@
 //! h2c with prior knowledge or TLS with ALPN (`h2`, and HTTP/1.1 answered by hand
 //! for clients that do not offer h2). Paths: `/ok`, `/slow/MS`, `/stall`,
 //! `/status/NNN`, `/t/ANY...`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
-//! `/big/BYTES`, `/echo` (reads the whole body).
+//! `/big/BYTES`, `/echo` (reads the whole body), `/grpc/N/END` (a gRPC server stream:
+//! N messages of 3 bytes 2ms apart, then END: `ok` trailers, `reset` (RST_STREAM
+//! INTERNAL_ERROR) or `big` (a message announcing 5 MiB)).
 //!
 //! [`RawServer`] speaks frames by hand, for what a real server would not do on
 //! demand: refusing streams, GOAWAY mid-run, broken frames, answering in HTTP/1.1.
@@ -67,6 +69,8 @@ impl H2Server {
         let accept_stats = Arc::clone(&stats);
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
+                // As real servers (grpc-go) do: small frames go at once, not held for an ACK.
+                let _ = socket.set_nodelay(true);
                 accept_stats.connections.fetch_add(1, Ordering::SeqCst);
                 let (stats, acceptor) = (Arc::clone(&accept_stats), acceptor.clone());
                 tokio::spawn(async move {
@@ -202,6 +206,7 @@ async fn answer(
             return;
         }
         ["reset"] => return respond.send_reset(h2::Reason::INTERNAL_ERROR),
+        ["grpc", count, end] => return grpc_stream(respond, count.parse().unwrap(), end).await,
         ["big", bytes] => (200, Bytes::from(vec![b'x'; bytes.parse().unwrap()])),
         ["echo"] => {
             let mut body = request.into_body();
@@ -217,6 +222,40 @@ async fn answer(
         return;
     };
     send_all(&mut stream, body).await;
+}
+
+/// A gRPC server stream: `count` messages 2ms apart, each its own DATA frame, then
+/// `end` (see the module documentation).
+async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize, end: &str) {
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let Ok(mut stream) = respond.send_response(head, false) else {
+        return;
+    };
+    for _ in 0..count {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let message = Bytes::from_static(&[0, 0, 0, 0, 3, b'a', b'b', b'c']);
+        if stream.send_data(message, false).is_err() {
+            return;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    match end {
+        "reset" => stream.send_reset(h2::Reason::INTERNAL_ERROR),
+        "big" => {
+            let _ = stream.send_data(Bytes::from_static(&[0, 0, 0x50, 0, 0, b'x']), false);
+            // Held open: the client must give up on its own.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        _ => {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+            let _ = stream.send_trailers(trailers);
+        }
+    }
 }
 
 /// Sends `body` as the window allows, then ends the stream.

@@ -44,6 +44,8 @@ fn open_rate(rate_per_sec: f64, max_requests: u64) -> Plan {
 
 struct Run {
     records: Vec<Record>,
+    /// The connections blocks' entries (streams, streamed gRPC calls).
+    connections: Vec<record::Connection>,
     tables: RunTables,
     summary: SourceSummary,
     outcome: RunOutcome,
@@ -64,14 +66,18 @@ fn run(config: &RunConfig) -> Run {
 fn run_with_stop(config: &RunConfig, stop: &StopHandle) -> Run {
     let (bytes, outcome) = engine::run(config, Vec::new(), stop).unwrap();
     let mut source = record::open_reader(Box::new(Cursor::new(bytes)), "run").unwrap();
-    let mut records = Vec::new();
+    let (mut records, mut connections) = (Vec::new(), Vec::new());
     let mut batch = Vec::new();
     while source.next_batch(&mut batch).unwrap() {
         records.extend_from_slice(&batch);
+        source.drain_connections(&mut connections);
     }
+    source.drain_connections(&mut connections);
     records.sort_by_key(|r| r.seq);
+    connections.sort_by_key(|c| c.seq);
     Run {
         records,
+        connections,
         tables: source.tables().clone(),
         summary: source.summary().clone(),
         outcome,

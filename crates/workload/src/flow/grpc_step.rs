@@ -79,6 +79,12 @@ pub(super) fn parse_call_step<'a>(
     let types = own.as_mut().unwrap_or(types);
     let (mut target, method) =
         grpc::parse_call(rest, types, headers).map_err(|r| format!("request: {r}"))?;
+    if method.is_client_streaming() {
+        return Err(format!(
+            "request: {}: a flow's step does not call client or bidirectional streaming methods yet",
+            method.full_name()
+        ));
+    }
     let mut json = None;
     for line in lines {
         if let Some(path) = line.strip_prefix('@') {

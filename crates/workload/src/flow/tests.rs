@@ -637,6 +637,7 @@ package hello;
 service Greeter {
   rpc SayHello (HelloRequest) returns (HelloReply) {}
   rpc SayMany (HelloRequest) returns (stream HelloReply) {}
+  rpc Chat (stream HelloRequest) returns (stream HelloReply) {}
 }
 message HelloRequest { string name = 1; int32 times = 2; Inner inner = 3; }
 message Inner { string note = 1; }
@@ -986,7 +987,11 @@ fn grpc_step_mistakes_are_named() {
             format!(
                 "{call}body = '{{}}'\n[[step]]\nrequest = \"GRPC 127.0.0.1:50051 hello.Greeter/SayHi\""
             ),
-            "step 2: request: no method \"hello.Greeter/SayHi\" in the .proto files (known: hello.Greeter/SayHello, hello.Greeter/SayMany)",
+            "step 2: request: no method \"hello.Greeter/SayHi\" in the .proto files (known: hello.Greeter/SayHello, hello.Greeter/SayMany, hello.Greeter/Chat)",
+        ),
+        (
+            call.replace("SayHello", "Chat"),
+            "step \"hello\": request: hello.Greeter.Chat: a flow's step does not call client or bidirectional streaming methods yet",
         ),
         (
             format!("{call}import_path = [\"x\"]"),
