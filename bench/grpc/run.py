@@ -148,8 +148,8 @@ def k6(binary, port, mode, rate, seconds, users, label):
 
 def streams(port, rate, seconds, users, k6_binary):
     """A server stream of every feature at `rate` calls/s: calls and messages per second, CPU
-    per call. loadlab counts no messages per call yet: the stream is the same every call,
-    so k6's count per call stands for all three."""
+    per call. The stream is the same every call, so k6's count per call stands for all
+    three (loadlab's own is `report`'s `Msgs/Call` row)."""
     print(f"== server stream {LIST_FEATURES} at {rate}/s, {seconds} s", flush=True)
     write_route_proto()
     runs = [loadlab(port, [f"-rate={rate}", f"-duration={seconds}s"], f"loadlab open {rate}/s",
