@@ -249,9 +249,8 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
         input: &MessageDescriptor,
     ) -> Result<(), WorkloadError> {
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (body, message) =
-                grpc::message_body(input, line, None, self.grpc_types.gzip)
-                    .map_err(|r| self.fail(r))?;
+            let (body, message) = grpc::message_body(input, line, None, self.grpc_types.gzip)
+                .map_err(|r| self.fail(r))?;
             if message.is_some() {
                 return Err(self.fail(
                     "placeholders in a streaming call's messages are not supported yet".to_owned(),
