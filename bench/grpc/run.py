@@ -147,25 +147,34 @@ def k6(binary, port, mode, rate, seconds, users, label):
 
 
 def streams(port, rate, seconds, users, k6_binary):
-    """A server stream of every feature at `rate` calls/s: calls and messages per second, CPU
-    per call. The stream is the same every call, so k6's count per call stands for all
-    three (loadlab's own is `report`'s `Msgs/Call` row)."""
-    print(f"== server stream {LIST_FEATURES} at {rate}/s, {seconds} s", flush=True)
+    """A server stream of every feature, first at `rate` calls/s (CPU per call at the same
+    pace), then closed, `users` back to back (messages per second received on one core).
+    The stream is the same every call, so k6's count per call stands for all three
+    (loadlab's own is `report`'s `Msgs/Call` row)."""
     write_route_proto()
-    runs = [loadlab(port, [f"-rate={rate}", f"-duration={seconds}s"], f"loadlab open {rate}/s",
-                    EVERYWHERE, LIST_FEATURES, ROUTE_PROTO),
-            ghz(port, ["--rps", str(rate), "-c", str(users)], f"ghz --rps {rate} -c {users}", seconds,
-                EVERYWHERE, LIST_FEATURES, ROUTE_PROTO)]
-    if k6_binary:
-        runs.append(k6(k6_binary, port, "stream", rate, seconds, users, f"k6 arrival-rate {rate}/s"))
-    per_call = next((r["messages_per_call"] for r in runs if "messages_per_call" in r), None)
-    for r in runs:
-        row(r)
-        if per_call:
-            print(f"    {r['rate'] * per_call:,.0f} messages/s ({per_call:.0f} per call)", flush=True)
-    for r in runs[1:]:
-        print(f"  CPU per call, loadlab / {r['tool'].split()[0]}: {runs[0]['cpu_us'] / r['cpu_us']:.2f}",
-              flush=True)
+    call = (EVERYWHERE, LIST_FEATURES, ROUTE_PROTO)
+    shapes = [
+        (f"at {rate}/s", [f"-rate={rate}"], ["--rps", str(rate), "-c", str(users)], rate,
+         [f"loadlab open {rate}/s", f"ghz --rps {rate} -c {users}", f"k6 arrival-rate {rate}/s"]),
+        (f"closed, {users} users", ["-rate=0", f"-concurrency={users}"], ["-c", str(users)], None,
+         [f"loadlab closed {users} users", f"ghz -c {users}", f"k6 {users} VUs"]),
+    ]
+    per_call = None
+    for title, ours, theirs, k6_rate, labels in shapes:
+        print(f"== server stream {LIST_FEATURES} {title}, {seconds} s", flush=True)
+        runs = [loadlab(port, [*ours, f"-duration={seconds}s"], labels[0], *call),
+                ghz(port, theirs, labels[1], seconds, *call)]
+        if k6_binary:
+            runs.append(k6(k6_binary, port, "stream", k6_rate, seconds, users, labels[2]))
+        per_call = next((r["messages_per_call"] for r in runs if "messages_per_call" in r), per_call)
+        for r in runs:
+            row(r)
+            if per_call:
+                print(f"    {r['rate'] * per_call:,.0f} messages/s ({per_call:.0f} per call), "
+                      f"{r['cpu_us'] / per_call:.2f} CPU-us per message", flush=True)
+        for r in runs[1:]:
+            print(f"  CPU per call, loadlab / {r['tool'].split()[0]}: {runs[0]['cpu_us'] / r['cpu_us']:.2f}",
+                  flush=True)
 
 
 def held(r, rate):
