@@ -328,22 +328,7 @@ pub fn write_connections_json(out: &mut String, figures: &ConnectionFigures) {
         ",\"bytes_out\":{},\"bytes_in\":{},\"messages_failed\":{},\"latency\":",
         figures.bytes_out, figures.bytes_in, figures.messages_failed
     );
-    push_nullable(
-        out,
-        (!figures.latency.is_empty()).then_some(&figures.latency),
-        |out, latency| {
-            let quantile = |q| latency.quantile(q).unwrap_or(0);
-            let _ = write!(
-                out,
-                "{{\"count\":{},\"50th\":{},\"90th\":{},\"99th\":{},\"max\":{}}}",
-                latency.count(),
-                quantile(0.5),
-                quantile(0.9),
-                quantile(0.99),
-                quantile(1.0)
-            );
-        },
-    );
+    push_latency_json(out, &figures.latency);
     let _ = write!(
         out,
         ",\"pings\":{},\"pings_unanswered\":{},\"reconnects\":{},\"closes\":",
@@ -364,6 +349,59 @@ pub fn write_connections_json(out: &mut String, figures: &ConnectionFigures) {
     push_list(out, &figures.open_per_second, |out, open| {
         let _ = write!(out, "{open}");
     });
+    out.push('}');
+}
+
+/// A histogram as `{"count","50th","90th","99th","max"}` in ns, or `null` when empty.
+fn push_latency_json(out: &mut String, latency: &MessageLatency) {
+    push_nullable(
+        out,
+        (!latency.is_empty()).then_some(latency),
+        |out, latency| {
+            let quantile = |q| latency.quantile(q).unwrap_or(0);
+            let _ = write!(
+                out,
+                "{{\"count\":{},\"50th\":{},\"90th\":{},\"99th\":{},\"max\":{}}}",
+                latency.count(),
+                quantile(0.5),
+                quantile(0.9),
+                quantile(0.99),
+                quantile(1.0)
+            );
+        },
+    );
+}
+
+/// The streamed gRPC calls' figures as a JSON object: the same ones the text rows
+/// word (`Stream Calls`, `Msgs/Call`, ...), latencies in ns.
+pub fn write_calls_json(out: &mut String, calls: &StreamedCalls) {
+    let _ = write!(
+        out,
+        "{{\"calls\":{},\"broken\":{},\"messages_per_call\":",
+        calls.calls, calls.broken
+    );
+    push_nullable(out, calls.per_call_p50_max(), |out, (p50, max)| {
+        let _ = write!(out, "{{\"50th\":{p50},\"max\":{max}}}");
+    });
+    let _ = write!(
+        out,
+        ",\"messages_out\":{},\"messages_in\":{},\"messages_in_per_sec\":",
+        calls.messages_out, calls.messages_in
+    );
+    push_float(out, calls.messages_per_second());
+    let _ = write!(
+        out,
+        ",\"bytes_out\":{},\"bytes_in\":{}",
+        calls.bytes_out, calls.bytes_in
+    );
+    for (key, latency) in [
+        ("first_message", &calls.first_message),
+        ("call_end", &calls.to_end),
+        ("gaps", &calls.gaps),
+    ] {
+        let _ = write!(out, ",\"{key}\":");
+        push_latency_json(out, latency);
+    }
     out.push('}');
 }
 
@@ -618,5 +656,25 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} in {text}");
         }
+        // The JSON words the same figures.
+        let mut json = String::new();
+        write_calls_json(&mut json, &all);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (value["calls"].as_u64(), value["broken"].as_u64()),
+            (Some(4), Some(1))
+        );
+        assert_eq!(value["messages_per_call"]["max"].as_u64(), Some(10));
+        assert_eq!(value["messages_in"].as_u64(), Some(all.messages_in));
+        assert_eq!(value["gaps"]["count"].as_u64(), Some(all.gaps.count()));
+        assert_eq!(value["first_message"]["count"].as_u64(), Some(3));
+        let none = StreamedCalls::default();
+        let mut json = String::new();
+        write_calls_json(&mut json, &none);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(
+            value["messages_per_call"].is_null() && value["gaps"].is_null(),
+            "{json}"
+        );
     }
 }

@@ -9,7 +9,7 @@ use analysis::{Finding, Turn};
 use record::format_timestamp;
 
 use crate::checks::CheckFigures;
-use crate::connections::ConnectionFigures;
+use crate::connections::{ConnectionFigures, StreamedCalls};
 use crate::hist::BucketCounts;
 use crate::json_write::{push_float, push_list, push_nullable, push_string, push_strings};
 use crate::metrics::Report;
@@ -32,6 +32,7 @@ pub fn write_json(
     report: &Report,
     group: Option<GroupLabel<'_>>,
     connections: Option<&ConnectionFigures>,
+    calls: Option<&StreamedCalls>,
 ) {
     let l = &report.latencies;
     let _ = write!(
@@ -83,7 +84,7 @@ pub fn write_json(
         write_checks(out, &report.checks);
     }
     out.push_str(",\"loadlab\":");
-    write_extras(out, report, group, connections);
+    write_extras(out, report, group, connections, calls);
     out.push_str("}\n");
 }
 
@@ -125,6 +126,7 @@ fn write_extras(
     report: &Report,
     group: Option<GroupLabel<'_>>,
     connections: Option<&ConnectionFigures>,
+    calls: Option<&StreamedCalls>,
 ) {
     let (extras, exact) = (&report.extras, report.latencies_exact);
     out.push_str("{\"latency_from\":\"intended\",\"percentiles\":");
@@ -203,6 +205,10 @@ fn write_extras(
     }
     write_replay_json(out, &extras.replay);
     crate::traces::write_traces_json(out, extras.traces.as_ref());
+    if let Some(calls) = calls {
+        out.push_str(",\"grpc_streams\":");
+        crate::connections::write_calls_json(out, calls);
+    }
     if let Some(figures) = connections {
         out.push_str(",\"connections\":");
         crate::connections::write_connections_json(out, figures);

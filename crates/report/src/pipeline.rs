@@ -344,9 +344,16 @@ fn render_groups(
             _ if index + 1 == summary.groups.len() => summary.connections.merged(|_, _| true),
             _ => None,
         };
+        let calls = streamed_calls(summary, *key, index);
         match (report_type, &connections) {
             (ReportType::Json { .. }, _) => {
-                write_json(&mut text, report, label, connections.as_ref());
+                write_json(
+                    &mut text,
+                    report,
+                    label,
+                    connections.as_ref(),
+                    calls.as_ref(),
+                );
             }
             (ReportType::Text, Some(figures)) => {
                 render(&mut text, report, report_type, label);
@@ -354,10 +361,8 @@ fn render_groups(
             }
             _ => render(&mut text, report, report_type, label),
         }
-        if matches!(report_type, ReportType::Text)
-            && let Some(calls) = streamed_calls(summary, *key, index)
-        {
-            crate::connections::write_calls_text(&mut text, &calls);
+        if let (ReportType::Text, Some(calls)) = (report_type, &calls) {
+            crate::connections::write_calls_text(&mut text, calls);
         }
     }
     let p50_ns = (summary.groups.iter())
@@ -395,7 +400,7 @@ pub fn render(
 ) {
     match report_type {
         ReportType::Text => write_text(text, report),
-        ReportType::Json { .. } => write_json(text, report, label, None),
+        ReportType::Json { .. } => write_json(text, report, label, None, None),
         ReportType::Hist(_) => {
             if let Some(buckets) = &report.buckets {
                 write_hist(text, buckets);
