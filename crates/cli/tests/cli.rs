@@ -1043,10 +1043,13 @@ fn attack_shows_progress_lines_on_a_piped_stderr_and_none_with_quiet() {
     assert_eq!(requests(&report), 1200, "{report}");
     assert_eq!(requests(&quiet_report), 1200, "the view changes no record");
     let rate = report_rate(&report);
+    // The line's figures are over its last second: 200 requests at this rate, of which
+    // those sent at its very end may be counted in the next one on a busy machine
+    // (seen: 189 of 199), so within 10%.
     for label in ["asked ", "sent "] {
         let live = progress_figure(&lines[0], label);
         assert!(
-            (live - rate).abs() <= rate * 0.05,
+            (live - rate).abs() <= rate * 0.10,
             "{label}{live}/s vs the report's {rate}/s: {}",
             lines[0]
         );
