@@ -349,7 +349,6 @@ fn inflate_into(
 pub(super) struct Deflate {
     compress: Compress,
     reset_each: bool,
-    out: Vec<u8>,
 }
 
 impl Deflate {
@@ -357,34 +356,32 @@ impl Deflate {
         Deflate {
             compress: Compress::new(Compression::fast(), false),
             reset_each,
-            out: Vec::new(),
         }
     }
 
-    /// `message` compressed, its sync flush's tail left off.
+    /// `message` compressed, its sync flush's tail left off: the frame's payload.
     pub(super) fn compress(&mut self, message: &[u8]) -> Vec<u8> {
-        self.out.clear();
-        self.out.reserve(message.len() / 2 + 64);
+        let mut out = Vec::with_capacity(message.len() / 2 + 64);
         let mut input = message;
         loop {
             let read_before = self.compress.total_in();
             // Compressing into a Vec cannot fail: only a stream misused errs.
             let _ = self
                 .compress
-                .compress_vec(input, &mut self.out, FlushCompress::Sync);
+                .compress_vec(input, &mut out, FlushCompress::Sync);
             input = &input[(self.compress.total_in() - read_before) as usize..];
-            if input.is_empty() && self.out.len() < self.out.capacity() {
+            if input.is_empty() && out.len() < out.capacity() {
                 break;
             }
-            self.out.reserve(self.out.capacity().max(64));
+            out.reserve(out.capacity().max(64));
         }
-        if self.out.ends_with(&DEFLATE_TAIL) {
-            self.out.truncate(self.out.len() - DEFLATE_TAIL.len());
+        if out.ends_with(&DEFLATE_TAIL) {
+            out.truncate(out.len() - DEFLATE_TAIL.len());
         }
         if self.reset_each {
             self.compress.reset();
         }
-        self.out.clone()
+        out
     }
 }
 
