@@ -91,10 +91,13 @@ mod tests {
     fn a_closed_port_and_a_name_that_does_not_resolve_are_named() {
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let open_port = open.local_addr().unwrap().port();
-        let closed_port = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap().port()
-        };
+        // Bound but never listening: the kernel refuses connects to it, and no other test
+        // can take the port while it is held (a dropped listener's port can be reused at once).
+        let held =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        let closed_port = held.local_addr().unwrap().as_socket().unwrap().port();
         // (case, addresses, the error's start, or None)
         // (A name that does not resolve is not a row: looking it up leaves loopback.)
         type Row<'a> = (&'a str, Vec<(String, u16)>, Option<String>);

@@ -195,10 +195,12 @@ fn beyond_the_cap_requests_queue_and_their_lag_shows() {
 #[test]
 fn every_failure_is_recorded_with_its_kind() {
     let server = TestServer::start();
-    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
+    // Bound but never listening, so connects are refused and no parallel test can reuse the
+    // port (as it could a dropped listener's).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
         .unwrap();
+    let closed_port = held.local_addr().unwrap().as_socket().unwrap();
     let paths = [
         "/status/503",
         "/status/422",
