@@ -485,6 +485,7 @@ impl Worker {
         let Some(session) = self.conns[carrier].session() else {
             return;
         };
+        let mut sent_bytes = 0;
         for (id, slot) in session.blocked_bodies() {
             let slot = slot as usize;
             let bytes = self.conns[slot].take_request_bytes();
@@ -495,10 +496,15 @@ impl Worker {
                 if let Some(link) = self.conns[slot].stream_mut() {
                     link.bytes_out += wire_bytes;
                 }
+                sent_bytes += wire_bytes;
             }
             self.conns[slot].set_request_bytes(bytes);
         }
-        self.queue_flush(carrier);
+        // A window opened with no body waiting (grpc-go tops windows up with every
+        // answer) writes nothing, and must not carry a held PING ACK off early.
+        if sent_bytes > 0 {
+            self.queue_flush(carrier);
+        }
     }
 
     /// The server broke the protocol: say so in a GOAWAY and fail every stream.

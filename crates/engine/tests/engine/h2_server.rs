@@ -312,7 +312,8 @@ pub enum Raw {
     BadHpack,
     /// An HTTP/1.1 server's answer to the h2c preface.
     Http1,
-    /// Each answer followed by a PING, as grpc-go's does (to size its window).
+    /// Each answer followed by a connection WINDOW_UPDATE and a PING, as grpc-go's
+    /// (it gives back the window our request took, and pings to size its own).
     PingEachAnswer,
 }
 
@@ -379,6 +380,7 @@ const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
 const GOAWAY: u8 = 7;
+const WINDOW_UPDATE: u8 = 8;
 /// `:status: 200` (static table entry 8), END_STREAM | END_HEADERS.
 fn ok_head(stream: u32) -> Vec<u8> {
     frame(HEADERS, 0x5, stream, &[0x88])
@@ -452,9 +454,12 @@ fn raw_answer(behaviour: Raw, id: u32, first: bool, first_id: u32) -> Vec<u8> {
         Raw::DataOnStreamZero => frame(0, 0, 0, b"junk"),
         // An indexed field past the end of both tables.
         Raw::BadHpack => frame(HEADERS, 0x5, id, &[0xff, 0x7f]),
-        Raw::PingEachAnswer => {
-            [ok_head(id), frame(PING, 0, 0, &u64::from(id).to_be_bytes())].concat()
-        }
+        Raw::PingEachAnswer => [
+            ok_head(id),
+            frame(WINDOW_UPDATE, 0, 0, &64u32.to_be_bytes()),
+            frame(PING, 0, 0, &u64::from(id).to_be_bytes()),
+        ]
+        .concat(),
         _ => ok_head(id),
     }
 }
