@@ -517,6 +517,12 @@ fn tls_calls_to_grpc_gos_tls_server_verify_its_certificate_or_say_why_not() {
             vec!["-proto", proto, "-insecure"],
             "tls: ".to_owned(),
         ),
+        // h2c to the TLS port: Go hangs up on the preface without a word.
+        (
+            echo(&format!("127.0.0.1:{}", server.port)),
+            vec!["-proto", proto],
+            "h2: connection closed before the server's SETTINGS (a TLS port? then https://HOST:PORT)".to_owned(),
+        ),
     ];
     for (targets, flags, want) in rows {
         let value = attack_with(&targets, "10/s", tmp.path(), &flags).unwrap();

@@ -267,6 +267,13 @@ impl Conn {
         self.out.as_slice().len() as u64
     }
 
+    /// Whether exactly the last `bytes` queued are unwritten (nothing before them, no
+    /// TLS record pending).
+    pub(crate) fn holds_only(&self, bytes: usize) -> bool {
+        self.out.as_slice().len() - self.out_written == bytes
+            && !self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+
     pub(crate) fn has_unwritten(&self) -> bool {
         self.out_written < self.out.as_slice().len()
             || self.tls.as_ref().is_some_and(|tls| tls.wants_write())

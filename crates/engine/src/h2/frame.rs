@@ -146,6 +146,9 @@ pub(crate) fn put_rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
+/// A PING ACK's length on the wire: a frame header and 8 bytes of payload.
+pub(crate) const PING_ACK_BYTES: usize = 9 + 8;
+
 pub(crate) fn put_ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
     put_header(out, payload.len(), PING, FLAG_ACK, 0);
     out.extend_from_slice(payload);

@@ -82,6 +82,8 @@ pub(crate) struct StreamEntry {
 pub(crate) enum Event {
     /// Handled here (settings, pings, window updates, priorities, unknown frames).
     Nothing,
+    /// A PING answered: its ACK ([`frame::PING_ACK_BYTES`]) is all this frame wrote.
+    PingAnswered,
     /// A whole header block: a response head (`status` > 0) or trailers (0).
     Head {
         stream: u32,
@@ -595,10 +597,11 @@ fn on_ping(header: FrameHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<Eve
     if payload.len() != 8 {
         return Err(frame_size("h2: PING not 8 bytes"));
     }
-    if !header.has(frame::FLAG_ACK) {
-        frame::put_ping_ack(out, payload);
+    if header.has(frame::FLAG_ACK) {
+        return Ok(Event::Nothing);
     }
-    Ok(Event::Nothing)
+    frame::put_ping_ack(out, payload);
+    Ok(Event::PingAnswered)
 }
 
 fn frame_size(reason: &'static str) -> ConnError {

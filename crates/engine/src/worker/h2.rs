@@ -44,6 +44,11 @@ const NO_H2_IN_ALPN: Cause = Cause {
     errno: 0,
 };
 
+/// How long a PING ACK may wait for its connection's next write
+/// ([`Worker::release_ping_acks`]): far below any keepalive's timeout, and a
+/// round trip a server measures by its PINGs grows by at most this.
+const PING_ACK_WAIT_NS: u64 = 2_000_000;
+
 /// The largest gRPC message a streamed call takes, as grpc-go's default receive limit.
 const MAX_MESSAGE_BYTES: u64 = 4 << 20;
 
@@ -215,6 +220,8 @@ impl Worker {
         let buffer = std::mem::take(&mut self.read_buf);
         let mut input = &buffer[..n];
         let now = self.clock.now_ns();
+        let unwritten_before = self.conns[carrier].has_unwritten();
+        let mut ack_bytes = 0;
         // Until the connection is gone (its slot may be a new one's by then).
         let generation = self.conns[carrier].generation;
         while self.conns[carrier].generation == generation
@@ -233,6 +240,7 @@ impl Worker {
                     self.h2_data(carrier, stream, (len, data), end_stream, now);
                 }
                 Ok(Some(Piece::Frame(header))) => match session.on_frame(header, frames) {
+                    Ok(Event::PingAnswered) => ack_bytes += frame::PING_ACK_BYTES,
                     Ok(event) => self.h2_event(carrier, event, now),
                     Err(err) => self.h2_connection_error(carrier, err),
                 },
@@ -241,10 +249,52 @@ impl Worker {
         }
         self.read_buf = buffer;
         let alive = self.conns[carrier].generation == generation;
-        if alive {
+        let only_acks =
+            !unwritten_before && ack_bytes > 0 && self.conns[carrier].holds_only(ack_bytes);
+        if alive && only_acks {
+            self.hold_ping_acks(carrier, now);
+        } else if alive {
             self.queue_flush(carrier);
         }
         alive
+    }
+
+    /// Lets the PING ACKs just queued on `carrier` wait for the connection's next
+    /// write (the next request's frames) instead of writing them alone: grpc-go pings
+    /// with every answer (to size its window), and a write of their own cost a
+    /// `sendto` and a wake-up of the server per call (at 5k calls/s on loopback, most
+    /// of the generator's CPU was the kernel waking the server). They wait at most
+    /// [`PING_ACK_WAIT_NS`] ([`Worker::release_ping_acks`]).
+    fn hold_ping_acks(&mut self, carrier: usize, now: u64) {
+        if self.acks_waiting.is_empty() {
+            self.acks_waiting_since_ns = now;
+        }
+        let held = (carrier as u32, self.conns[carrier].generation);
+        if self.acks_waiting.last() != Some(&held) {
+            self.acks_waiting.push(held);
+        }
+    }
+
+    /// Writes the held PING ACKs when waiting `wait_ns` more (and a precision budget)
+    /// would keep the first of them past [`PING_ACK_WAIT_NS`].
+    pub(super) fn release_ping_acks(&mut self, now: u64, wait_ns: u64) {
+        if self.acks_waiting.is_empty()
+            || now
+                .saturating_add(wait_ns)
+                .saturating_add(self.precision_ns)
+                < self.acks_waiting_since_ns + PING_ACK_WAIT_NS
+        {
+            return;
+        }
+        let mut held = std::mem::take(&mut self.acks_waiting);
+        for &(carrier, generation) in &held {
+            if self.conns[carrier as usize].generation == generation {
+                self.queue_flush(carrier as usize);
+            }
+        }
+        held.clear();
+        self.acks_waiting = held;
+        self.flush_queued();
     }
 
     /// `len` bytes of a DATA frame on `stream`, `data` of them its data (a flow's
@@ -292,7 +342,7 @@ impl Worker {
 
     fn h2_event(&mut self, carrier: usize, event: Event, now: u64) {
         match event {
-            Event::Nothing => {}
+            Event::Nothing | Event::PingAnswered => {}
             Event::Head {
                 stream,
                 status,
@@ -435,6 +485,7 @@ impl Worker {
         let Some(session) = self.conns[carrier].session() else {
             return;
         };
+        let mut sent_bytes = 0;
         for (id, slot) in session.blocked_bodies() {
             let slot = slot as usize;
             let bytes = self.conns[slot].take_request_bytes();
@@ -445,10 +496,15 @@ impl Worker {
                 if let Some(link) = self.conns[slot].stream_mut() {
                     link.bytes_out += wire_bytes;
                 }
+                sent_bytes += wire_bytes;
             }
             self.conns[slot].set_request_bytes(bytes);
         }
-        self.queue_flush(carrier);
+        // A window opened with no body waiting (grpc-go tops windows up with every
+        // answer) writes nothing, and must not carry a held PING ACK off early.
+        if sent_bytes > 0 {
+            self.queue_flush(carrier);
+        }
     }
 
     /// The server broke the protocol: say so in a GOAWAY and fail every stream.
@@ -552,8 +608,19 @@ impl Worker {
                 self.write(carrier as usize);
             }
         }
+        if !self.acks_waiting.is_empty() {
+            // Held ACKs went out with whatever else was written on their connection.
+            self.acks_waiting
+                .retain(|(carrier, _)| !flushes.contains(carrier));
+        }
         flushes.clear();
         self.flushes = flushes;
+    }
+
+    /// Whether `slot`'s unwritten bytes are PING ACKs held for its next write.
+    pub(super) fn holds_ping_acks(&self, slot: usize) -> bool {
+        let held = (slot as u32, self.conns[slot].generation);
+        !self.acks_waiting.is_empty() && self.acks_waiting.contains(&held)
     }
 
     /// A new connection to `host` carries an HTTP/2 session.

@@ -151,6 +151,10 @@ pub(crate) struct Worker {
     arrival_age_ns: u64,
     /// HTTP/2 connections with frames queued ([`Worker::flush_queued`]).
     flushes: Vec<u32>,
+    /// HTTP/2 connections (slot, generation) whose PING ACKs wait for their next
+    /// write, and since when the first of them waits ([`Worker::release_ping_acks`]).
+    acks_waiting: Vec<(u32, u32)>,
+    acks_waiting_since_ns: u64,
     /// A flow user's `Cookie` header line, rendered per request.
     cookie_scratch: Vec<u8>,
     /// The answer of the flow request being recorded.
@@ -205,6 +209,8 @@ impl Worker {
             pace: SendPace::default(),
             arrival_age_ns: 0,
             flushes: Vec::new(),
+            acks_waiting: Vec::new(),
+            acks_waiting_since_ns: 0,
             cookie_scratch: Vec::new(),
             answer: flow::KeptAnswer::default(),
             sessions: None,
@@ -240,9 +246,11 @@ impl Worker {
             }
             self.ship(now, false);
             let (wait_ns, behind) = self.wait_ns(now);
+            self.release_ping_acks(now, wait_ns);
             self.pause(wait_ns, behind)?;
             self.counters.wakeups += 1;
         }
+        self.release_ping_acks(0, u64::MAX);
         self.ship(self.clock.now_ns(), true);
         Ok(())
     }
@@ -389,9 +397,11 @@ impl Worker {
                 return;
             }
         }
+        // (Edge-triggered: a read's event says OUT too, and held ACKs must not go.)
         if flags.contains(EventFlags::OUT)
             && self.conns[slot].phase == Phase::Open
             && self.conns[slot].has_unwritten()
+            && !self.holds_ping_acks(slot)
         {
             self.write(slot);
         }

@@ -123,8 +123,16 @@ impl Worker {
     pub(super) fn on_eof(&mut self, slot: usize) {
         match self.conns[slot].wire {
             Wire::Http1 => self.h1_eof(slot),
-            Wire::H2Conn { .. } => {
-                let cause = Cause::new(record::ErrorKind::Closed, "h2: connection closed");
+            Wire::H2Conn { ref session, .. } => {
+                // A TLS server read our preface as a broken handshake and hung up
+                // (grpc-go's does so without a word).
+                let tls_port = session.waiting() && self.conns[slot].tls.is_none();
+                let operation = if tls_port {
+                    "h2: connection closed before the server's SETTINGS (a TLS port? then https://HOST:PORT)"
+                } else {
+                    "h2: connection closed"
+                };
+                let cause = Cause::new(record::ErrorKind::Closed, operation);
                 self.fail_carrier(slot, Why::Cause(cause));
             }
             Wire::H2Stream(_) => {}

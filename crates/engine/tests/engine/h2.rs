@@ -340,6 +340,36 @@ fn refused_streams_go_once_more() {
     assert_eq!(errors(&run), HashMap::from([(refused, 10)]));
 }
 
+/// A server that pings with every answer (grpc-go does) gets each ACK, and most go
+/// out with the next request's frames rather than in a write of their own (each such
+/// write woke the server once more per call).
+#[test]
+fn ping_acks_go_with_the_next_requests_and_none_is_lost() {
+    let server = RawServer::start(Raw::PingEachAnswer);
+    let mut cfg = h2c(&[server.url("/")], open_rate(2000.0, 200));
+    cfg.settings.threads = Some(1);
+    let run = run(&cfg);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 200)]),
+        "{:?}",
+        errors(&run)
+    );
+    // The last ACK may still be on its way when the run's results are in.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while server.ping_acks.lock().unwrap().len() < 200 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let acks = server.ping_acks.lock().unwrap().clone();
+    assert_eq!(acks.len(), 200, "every PING answered");
+    let together = acks.iter().filter(|&&t| t).count();
+    // Before, none came with a request (each ACK was written as its answer was read).
+    assert!(
+        together >= 100,
+        "{together} of 200 ACKs came with the next requests"
+    );
+}
+
 #[test]
 fn goaway_sends_the_streams_the_server_never_saw_elsewhere() {
     let server = RawServer::start(Raw::GoAwayAfterFirst);

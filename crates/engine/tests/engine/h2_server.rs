@@ -312,11 +312,17 @@ pub enum Raw {
     BadHpack,
     /// An HTTP/1.1 server's answer to the h2c preface.
     Http1,
+    /// Each answer followed by a connection WINDOW_UPDATE and a PING, as grpc-go's
+    /// (it gives back the window our request took, and pings to size its own).
+    PingEachAnswer,
 }
 
 pub struct RawServer {
     pub addr: SocketAddr,
     pub connections: Arc<AtomicUsize>,
+    /// Per PING ACK read (`PingEachAnswer`): whether more frames had come with it
+    /// (were readable at once), in arrival order.
+    pub ping_acks: Arc<std::sync::Mutex<Vec<bool>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -327,13 +333,16 @@ impl RawServer {
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(AtomicUsize::new(0));
+        let ping_acks = Arc::default();
         let (stop_accept, count) = (Arc::clone(&stop), Arc::clone(&connections));
+        let acks = Arc::clone(&ping_acks);
         std::thread::spawn(move || {
             while !stop_accept.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
                         count.fetch_add(1, Ordering::SeqCst);
-                        std::thread::spawn(move || serve_raw(stream, behaviour));
+                        let acks = Arc::clone(&acks);
+                        std::thread::spawn(move || serve_raw(stream, behaviour, &acks));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -342,6 +351,7 @@ impl RawServer {
         RawServer {
             addr,
             connections,
+            ping_acks,
             stop,
         }
     }
@@ -368,13 +378,15 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 const HEADERS: u8 = 1;
 const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
+const PING: u8 = 6;
 const GOAWAY: u8 = 7;
+const WINDOW_UPDATE: u8 = 8;
 /// `:status: 200` (static table entry 8), END_STREAM | END_HEADERS.
 fn ok_head(stream: u32) -> Vec<u8> {
     frame(HEADERS, 0x5, stream, &[0x88])
 }
 
-fn serve_raw(mut stream: TcpStream, behaviour: Raw) {
+fn serve_raw(mut stream: TcpStream, behaviour: Raw, ping_acks: &std::sync::Mutex<Vec<bool>>) {
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
@@ -410,6 +422,13 @@ fn serve_raw(mut stream: TcpStream, behaviour: Raw) {
         let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
         let reply = match (head[3], head[4]) {
             (SETTINGS, 0) => frame(SETTINGS, 1, 0, &[]),
+            (PING, 1) => {
+                stream.set_nonblocking(true).unwrap();
+                let together = stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+                stream.set_nonblocking(false).unwrap();
+                ping_acks.lock().unwrap().push(together);
+                continue;
+            }
             (HEADERS, _) => {
                 let first = *first_stream.get_or_insert(id) == id;
                 raw_answer(behaviour, id, first, first_stream.unwrap_or(id))
@@ -435,6 +454,12 @@ fn raw_answer(behaviour: Raw, id: u32, first: bool, first_id: u32) -> Vec<u8> {
         Raw::DataOnStreamZero => frame(0, 0, 0, b"junk"),
         // An indexed field past the end of both tables.
         Raw::BadHpack => frame(HEADERS, 0x5, id, &[0xff, 0x7f]),
+        Raw::PingEachAnswer => [
+            ok_head(id),
+            frame(WINDOW_UPDATE, 0, 0, &64u32.to_be_bytes()),
+            frame(PING, 0, 0, &u64::from(id).to_be_bytes()),
+        ]
+        .concat(),
         _ => ok_head(id),
     }
 }
