@@ -54,7 +54,8 @@ writes what it has; a second Ctrl-C exits at once.
 
 Exit status: 0 when the run completed or was interrupted (whatever the server
 answered); 1 on bad input or an I/O error; 2 on a usage error; when a -stop-when rule
-stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag.
+stopped the run: 3 errors, 4 latency (p50..max, mean), 5 throughput, 6 lag, 7 streams
+(connections_open, messages_*_per_sec, message_p50..message_max).
 
 Examples:
   echo \"GET http://127.0.0.1:8080/\" | loadlab attack -rate=500 -duration=10s | loadlab report
@@ -112,7 +113,7 @@ pub struct AttackArgs {
     /// Run the named scenarios of a TOML file at once, plain targets or user flows (see docs/FLOWS.md and examples/scenarios)
     #[arg(help_heading = "Flows", long, value_name = "FILE")]
     scenarios: Option<PathBuf>,
-    /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s" (repeatable)
+    /// Stop the run when a rule holds, e.g. "errors > 50% for 5s", "p99 > 2s for 10s", "connections_open < 900 for 5s" (repeatable)
     #[arg(help_heading = "Load model", long, value_name = "RULE")]
     stop_when: Vec<String>,
     /// Sample the system under test beside the records, on the run's clock: host,

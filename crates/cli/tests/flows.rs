@@ -1381,3 +1381,129 @@ fn connections_open_when_the_run_is_stopped_are_written_as_open_at_the_end() {
     assert!(report.contains("10, 10, 10"), "{report}");
     assert!(report.contains("open:10"), "{report}");
 }
+
+/// The stats samples (about one a second) of the record file at `path`.
+fn stats(path: &str) -> Vec<record::GeneratorStats> {
+    let mut source = record::open_input(path).unwrap();
+    let mut batch = Vec::new();
+    while source.next_batch(&mut batch).unwrap() {}
+    source.summary().stats.clone()
+}
+
+/// While the run goes the stats samples count the connections open, opened and
+/// closed, and the messages each way with their latencies, second by second; over
+/// the run they add up to the connections' own entries, and nothing is left open.
+#[test]
+fn stream_figures_per_second_add_up_to_the_connections_entries() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "paced"
+rate = 10
+max_requests = 8
+duration = "1s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "paced"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+actions = [
+  {{ send = "ping" }},
+  {{ expect = "body contains ping", within = "1s" }},
+  {{ send = "tick", every = "100ms", count = 20 }},
+  {{ close = 1000 }},
+]
+"#
+    );
+    let (path, _, _, _) = attack_ok(&dir, &flow);
+    let held = connections(&path).remove("paced").unwrap();
+    assert_eq!(held.len(), 8);
+    let samples = stats(&path);
+    let seconds: Vec<&record::StreamStats> =
+        samples.iter().filter_map(|s| s.streams.as_ref()).collect();
+    assert!(
+        seconds.len() >= 2,
+        "a 2 s paced send spans samples: {samples:?}"
+    );
+    let sum =
+        |field: fn(&record::StreamStats) -> u64| seconds.iter().map(|s| field(s)).sum::<u64>();
+    let entries = |field: fn(&record::Connection) -> u64| held.iter().map(field).sum::<u64>();
+    assert_eq!(sum(|s| s.opened), 8);
+    assert_eq!(sum(|s| s.closed), 8);
+    assert_eq!(sum(|s| s.messages_out), entries(|c| c.messages_out));
+    assert_eq!(sum(|s| s.bytes_out), entries(|c| c.bytes_out));
+    assert_eq!(sum(|s| s.messages_in), entries(|c| c.messages_in));
+    assert_eq!(sum(|s| s.bytes_in), entries(|c| c.bytes_in));
+    assert_eq!(entries(|c| c.messages_out), 8 * 21);
+    let timed: u64 = seconds.iter().map(|s| s.latency.count()).sum();
+    assert_eq!(timed, entries(|c| c.latency.count()));
+    assert_eq!(timed, 8, "one round trip per connection");
+    assert!(
+        seconds.iter().any(|s| s.open == 8),
+        "all eight held at once mid-run: {seconds:?}"
+    );
+    assert_eq!(seconds.last().unwrap().open, 0, "{seconds:?}");
+}
+
+/// Users that each hold a WebSocket to a route that holds at most `limit` at once
+/// (the simulator refuses the upgrade beyond it), stopped by `rule`: the run's exit
+/// status, its end reason and detail, and how long it took.
+fn run_against_limit(limit: u32, rule: &str) -> (Output, record::RunEnd, std::time::Duration) {
+    let recipe = format!(
+        r#"[{{"route": "/held", "websocket": {{"mode": "echo", "limit": {limit}}},
+            "stages": [{{"status": 200}}]}}]"#
+    );
+    let server = serve(&recipe);
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "held"
+concurrency = 12
+think_time = "50ms"
+duration = "6s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "held"
+ws = "ws://{addr}/held"
+actions = [{{ hold = "3s" }}]
+"#
+    );
+    let (mut command, output) = attack_command(&dir, &flow);
+    let started = std::time::Instant::now();
+    let run = command.args(["-stop-when", rule]).output().unwrap();
+    let took = started.elapsed();
+    let mut source = record::open_input(&output).unwrap();
+    let mut batch = Vec::new();
+    while source.next_batch(&mut batch).unwrap() {}
+    let end = source.summary().end.clone().expect("an orderly end");
+    (run, end, took)
+}
+
+/// "How many connections does it hold": twelve users against a server that holds
+/// six; the stream rule sees six open and stops the run with its own exit status.
+/// Against a server that holds them all, the same rule never holds.
+#[test]
+fn a_connections_held_stop_rule_stops_a_run_at_the_servers_connection_limit() {
+    let rule = "connections_open < 10 for 2s";
+    let (run, end, took) = run_against_limit(6, rule);
+    assert_eq!(run.status.code(), Some(7), "{}", text(&run.stderr));
+    assert_eq!(end.reason, record::StopReason::StopRule);
+    assert!(
+        end.detail.contains("connections_open < 10 for 2s") && end.detail.contains("(value 6)"),
+        "{}",
+        end.detail
+    );
+    assert!(
+        took < std::time::Duration::from_secs(6),
+        "stopped early: {took:?}"
+    );
+    let (run, end, _) = run_against_limit(20, rule);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(end.reason, record::StopReason::Completed, "{}", end.detail);
+}

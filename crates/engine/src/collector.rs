@@ -18,6 +18,7 @@ use crate::replay_feed::ReplayOutput;
 use crate::sample_feed::SampleFeed;
 use crate::stop_handle::StopHandle;
 use crate::stop_rules::RuleWatcher;
+use crate::stream_tally::{StreamSeconds, rule_figures};
 use crate::target_registry::TargetRegistry;
 use crate::worker_report::{Counters, WorkerReport};
 
@@ -54,6 +55,10 @@ pub(crate) struct Collector<W: Write> {
     pub logged: Vec<Logged>,
     /// Stream steps' connection figures taken since the last flush.
     pub connections: Vec<Connection>,
+    /// Every worker's stream figures, read into each stats sample.
+    pub streams: StreamSeconds,
+    /// When the last stats sample was taken, unix ns (the run's start before one).
+    pub last_stats_unix_ns: u64,
     /// Under `-trace`: the traced requests worth looking at, for the end block.
     pub exemplars: Option<ExemplarKeeper>,
 }
@@ -98,6 +103,11 @@ impl<W: Write> Collector<W> {
             }
         }
         self.flush(registries, observer)?;
+        // The last part-second of a run with streams: their sums then match the
+        // connections' entries (a run without streams ends as before).
+        if self.streams.seen() {
+            self.write_stats(self.clock.now_ns(), observer)?;
+        }
         samples.finish(&mut frames);
         self.write_samples(&mut frames, observer)
     }
@@ -228,7 +238,13 @@ impl<W: Write> Collector<W> {
             behind: total.behind,
             rss_bytes: resident_bytes(),
             attacks: self.attack_totals(),
+            streams: self.streams.sample(),
         };
+        if let Some(streams) = &stats.streams {
+            let span_ns = stats.at_unix_ns.saturating_sub(self.last_stats_unix_ns);
+            self.watcher.streams(rule_figures(streams, span_ns));
+        }
+        self.last_stats_unix_ns = stats.at_unix_ns;
         self.writer
             .write_stats(&stats)
             .map_err(EngineError::Record)?;

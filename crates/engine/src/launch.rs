@@ -24,6 +24,7 @@ use crate::shared::Shared;
 use crate::split::Split;
 use crate::start;
 use crate::stop_rules::RuleWatcher;
+use crate::stream_tally::{StreamSeconds, StreamTally};
 use crate::target_registry::{TargetRegistry, target_info};
 use crate::worker::{AttackSetup, Worker, WorkerSetup};
 use crate::worker_report::WorkerReport;
@@ -109,6 +110,7 @@ pub fn run_with_observer<W: Write + Send>(
     let channels = Channels {
         reports: workers.reports,
         recycle: workers.recycle,
+        tallies: workers.tallies,
         samples,
         observer,
     };
@@ -143,6 +145,8 @@ struct Workers {
     reports: Receiver<WorkerReport>,
     /// One per worker: emptied record vectors going back.
     recycle: Vec<SyncSender<Vec<Record>>>,
+    /// One per worker: its streams' running counts.
+    tallies: Vec<Arc<StreamTally>>,
 }
 
 /// Starts one worker thread per `threads`, each with its split of every attack's caps
@@ -158,7 +162,10 @@ fn start_workers(
     let (report_tx, reports) = sync_channel::<WorkerReport>(threads * 64);
     let (ready_tx, ready) = channel::<()>();
     let (mut recycle, mut clocks, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    let mut tallies: Vec<Arc<StreamTally>> = Vec::new();
     for index in 0..threads {
+        let tally = Arc::new(StreamTally::default());
+        tallies.push(Arc::clone(&tally));
         let (recycle_tx, recycle_rx) = sync_channel(4);
         let (clock_tx, clock_rx) = sync_channel(1);
         recycle.push(recycle_tx);
@@ -192,6 +199,7 @@ fn start_workers(
             stop: stop.clone(),
             errors: ErrorCache::new(Arc::clone(errors)),
             precision_ns: config.settings.precision_ns,
+            tally,
         };
         let (prewarm, ready) = (
             split.of(config.settings.initial_connections),
@@ -209,6 +217,7 @@ fn start_workers(
         clocks,
         reports,
         recycle,
+        tallies,
     })
 }
 
@@ -337,6 +346,7 @@ fn join_workers(
 struct Channels<'a> {
     reports: Receiver<WorkerReport>,
     recycle: Vec<SyncSender<Vec<Record>>>,
+    tallies: Vec<Arc<StreamTally>>,
     samples: &'a mut dyn SampleFeed,
     observer: &'a mut dyn RunObserver,
 }
@@ -370,6 +380,7 @@ fn collect<W: Write>(
     let Channels {
         reports,
         recycle,
+        tallies,
         samples,
         observer,
     } = channels;
@@ -406,6 +417,8 @@ fn collect<W: Write>(
         stop: stop.clone(),
         logged: Vec::new(),
         connections: Vec::new(),
+        streams: StreamSeconds::new(tallies),
+        last_stats_unix_ns: clock.start_unix_ns(),
         exemplars: (config.settings.trace).map(|trace| {
             let sampler = TraceSampler::new(trace, config.settings.seed);
             ExemplarKeeper::new(sampler, own_traceparents(config))

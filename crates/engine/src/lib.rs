@@ -72,6 +72,7 @@ mod split;
 mod start;
 mod stop_handle;
 mod stop_rules;
+mod stream_tally;
 mod target_registry;
 mod tls;
 mod worker;

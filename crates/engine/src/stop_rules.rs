@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use record::Record;
-use workload::{Fired, LatencyFigures, Plan, RuleWatch, SecondStats, StopRule};
+use workload::{Fired, LatencyFigures, Plan, RuleWatch, SecondStats, StopRule, StreamFigures};
 
 const SECOND_NS: u64 = 1_000_000_000;
 /// A second is judged this long after it ends.
@@ -27,6 +27,8 @@ pub(crate) struct RuleWatcher {
     bins: BTreeMap<u64, Bin>,
     /// Seconds before this one are judged; later records for them are ignored.
     next_second: u64,
+    /// The stream connections' latest stats sample, for the stream rules.
+    streams: Option<StreamFigures>,
 }
 
 impl RuleWatcher {
@@ -36,7 +38,14 @@ impl RuleWatcher {
             start_unix_ns,
             bins: BTreeMap::new(),
             next_second: 0,
+            streams: None,
         }
+    }
+
+    /// The stream connections' figures of the stats sample just taken: a second is
+    /// judged after the sample that covers it, so each judges on the latest.
+    pub(crate) fn streams(&mut self, figures: StreamFigures) {
+        self.streams = Some(figures);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -77,7 +86,7 @@ impl RuleWatcher {
         while !self.watches.is_empty() && (self.next_second + 1) * SECOND_NS + SETTLE_NS <= now_ns {
             let second = self.next_second;
             self.next_second += 1;
-            let stats = self
+            let mut stats = self
                 .bins
                 .remove(&second)
                 .map(|bin| summarize(bin, second, plans))
@@ -85,6 +94,7 @@ impl RuleWatcher {
                     asked_rate_per_sec: asked_rate(second, plans),
                     ..SecondStats::default()
                 });
+            stats.streams = self.streams;
             for watch in &mut self.watches {
                 if let Some(fired) = watch.observe(second * SECOND_NS, &stats) {
                     return Some(fired);
@@ -113,6 +123,7 @@ fn summarize(mut bin: Bin, second: u64, plans: &[&Plan]) -> SecondStats {
         latency,
         lag_p99_ns: quantile(&mut bin.lags_ns, 0.99),
         asked_rate_per_sec: asked_rate(second, plans),
+        streams: None,
     }
 }
 

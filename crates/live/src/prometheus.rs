@@ -145,6 +145,8 @@ pub struct Metrics {
     rate_per_sec: Option<f64>,
     in_flight: u64,
     connections_open: u64,
+    /// The stream steps' connections and streamed calls, once one opened.
+    streams: Option<report::StreamsSoFar>,
     behind: u64,
     rules: Vec<Rule>,
     /// The scenario label of each attack id.
@@ -181,6 +183,8 @@ pub struct PrometheusStats {
     pending_fails: Vec<(u32, u32, u64)>,
     /// The flows' checks, copied into the metrics when they are published.
     checks: CheckTable,
+    /// The stream connections' figures, folded from every stats sample.
+    streams: report::StreamsSoFar,
     /// Under `-trace`: which records carried our trace ids (the buckets' exemplars).
     tracing: Option<Tracing>,
     folded_targets: usize,
@@ -212,6 +216,7 @@ impl PrometheusStats {
             error_kinds: Vec::new(),
             pending_fails: Vec::new(),
             checks: CheckTable::default(),
+            streams: report::StreamsSoFar::default(),
             tracing: Tracing::of(config),
             folded_targets: 0,
             last_publish: Instant::now(),
@@ -378,6 +383,7 @@ impl PrometheusStats {
 impl RunObserver for PrometheusStats {
     fn start(&mut self, clock: Clock) {
         self.metrics.start_unix_ns = clock.start_unix_ns();
+        self.streams = report::StreamsSoFar::new(clock.start_unix_ns());
         self.publish();
     }
 
@@ -400,6 +406,9 @@ impl RunObserver for PrometheusStats {
         metrics.in_flight = stats.in_flight;
         metrics.connections_open = stats.connections_open;
         metrics.behind = stats.behind;
+        if self.streams.add(stats) {
+            metrics.streams = Some(self.streams.clone());
+        }
         let at_ns = stats.at_unix_ns.saturating_sub(metrics.start_unix_ns);
         metrics.elapsed_ns = metrics.elapsed_ns.max(at_ns);
         self.publish();
@@ -594,6 +603,91 @@ impl Metrics {
         }
         self.visit_rules(sink);
         self.visit_checks(sink);
+        self.visit_streams(sink);
+    }
+
+    /// `loadlab_stream_*`: the stream steps' connections and streamed gRPC calls
+    /// (docs/PROMETHEUS.md); none before one opened.
+    fn visit_streams(&self, sink: &mut dyn Sink) {
+        let Some(streams) = &self.streams else {
+            return;
+        };
+        let name = "loadlab_stream_connections_open";
+        sink.family(
+            name,
+            Kind::Gauge,
+            "Stream connections (ws, sse) and streamed gRPC calls open",
+        );
+        sink.sample(name, "", &[], streams.last.open as f64);
+        let counters = [
+            (
+                "loadlab_stream_connections_opened_total",
+                "Stream connections and streamed calls opened",
+                None,
+                streams.opened,
+            ),
+            (
+                "loadlab_stream_connections_closed_total",
+                "Stream connections and streamed calls closed",
+                None,
+                streams.closed,
+            ),
+            (
+                "loadlab_stream_messages_total",
+                "Messages (events) of stream connections and streamed calls",
+                Some("out"),
+                streams.messages_out,
+            ),
+            (
+                "loadlab_stream_messages_total",
+                "",
+                Some("in"),
+                streams.messages_in,
+            ),
+            (
+                "loadlab_stream_message_bytes_total",
+                "Payload bytes of those messages",
+                Some("out"),
+                streams.bytes_out,
+            ),
+            (
+                "loadlab_stream_message_bytes_total",
+                "",
+                Some("in"),
+                streams.bytes_in,
+            ),
+        ];
+        for (name, help, direction, value) in counters {
+            if !help.is_empty() {
+                sink.family(name, Kind::Counter, help);
+            }
+            let labels: Vec<(&str, String)> = direction
+                .map(|d| ("direction", d.to_owned()))
+                .into_iter()
+                .collect();
+            sink.sample(name, "", &labels, value as f64);
+        }
+        let Some(latency) = streams.last.latency else {
+            return;
+        };
+        let name = "loadlab_stream_message_latency_seconds";
+        sink.family(
+            name,
+            Kind::Gauge,
+            "Message latency over the last second (round trips, gaps between events)",
+        );
+        for (quantile, ns) in [
+            ("0.5", latency.p50_ns),
+            ("0.99", latency.p99_ns),
+            ("1", latency.max_ns),
+        ] {
+            sink.sample(
+                name,
+                "",
+                &[("quantile", quantile.to_owned())],
+                ns as f64 / 1e9,
+            );
+        }
     }
 
     /// `loadlab_checks_total{scenario,step,check,result}`: each flow check's runs that
@@ -936,6 +1030,49 @@ pub(crate) mod tests {
         ]);
         stats.finish();
         stats
+    }
+
+    #[test]
+    fn stream_series_appear_once_a_connection_opened() {
+        let mut stats = sample_run();
+        let text = stats.handle().render_text();
+        assert!(!text.contains("loadlab_stream_"), "{text}");
+        let mut latency = record::MessageLatency::default();
+        (1..=100).for_each(|ms| latency.add(ms * MS));
+        stats.stats(&GeneratorStats {
+            at_unix_ns: 3_000 * MS,
+            streams: Some(record::StreamStats {
+                open: 7,
+                opened: 9,
+                closed: 2,
+                messages_out: 30,
+                bytes_out: 300,
+                messages_in: 60,
+                bytes_in: 900,
+                latency,
+            }),
+            ..GeneratorStats::default()
+        });
+        let text = stats.handle().render_text();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("loadlab_stream_"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "loadlab_stream_connections_open 7",
+                "loadlab_stream_connections_opened_total 9",
+                "loadlab_stream_connections_closed_total 2",
+                "loadlab_stream_messages_total{direction=\"out\"} 30",
+                "loadlab_stream_messages_total{direction=\"in\"} 60",
+                "loadlab_stream_message_bytes_total{direction=\"out\"} 300",
+                "loadlab_stream_message_bytes_total{direction=\"in\"} 900",
+                "loadlab_stream_message_latency_seconds{quantile=\"0.5\"} 0.04980736",
+                "loadlab_stream_message_latency_seconds{quantile=\"0.99\"} 0.09961472",
+                "loadlab_stream_message_latency_seconds{quantile=\"1\"} 0.09961472",
+            ]
+        );
     }
 
     #[test]

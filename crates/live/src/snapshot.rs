@@ -30,6 +30,9 @@ pub struct Snapshot {
     pub in_flight: u64,
     /// Connections open.
     pub connections_open: u64,
+    /// The stream steps' connections and streamed gRPC calls (`None` until one
+    /// opened): open now, messages a second each way, message latency.
+    pub streams: Option<report::StreamsSoFar>,
     /// Requests due that have not left (the generator is behind).
     pub behind: u64,
     /// Of `behind`, those waiting because every connection they may use is busy.
@@ -270,6 +273,9 @@ impl Snapshot {
         if let Some(unreachable) = &self.unreachable {
             lines.push(format!("target    {unreachable}"));
         }
+        if let Some(streams) = &self.streams {
+            lines.push(streams_line(streams));
+        }
         if let Some(checks) = &self.checks {
             lines.push(format!("checks    {}", checks.text()));
         }
@@ -324,6 +330,30 @@ fn rate_text(rate: f64) -> String {
     } else {
         format!("{rate:.0}")
     }
+}
+
+/// `streams   open 812 (+5 -1 /s)   messages/s out 200 in 400   latency 1s: p50 ... run: ...`
+fn streams_line(streams: &report::StreamsSoFar) -> String {
+    let last = &streams.last;
+    let quantiles = |q: Option<report::MessageQuantiles>| match q {
+        Some(q) => format!(
+            "p50 {}  p99 {}  max {}",
+            short_duration(q.p50_ns),
+            short_duration(q.p99_ns),
+            short_duration(q.max_ns)
+        ),
+        None => "-".to_owned(),
+    };
+    format!(
+        "streams   open {} (+{} -{} /s)   messages/s out {} in {}   latency 1s: {}  run: {}",
+        last.open,
+        rate_text(last.opened_per_sec),
+        rate_text(last.closed_per_sec),
+        rate_text(last.messages_out_per_sec),
+        rate_text(last.messages_in_per_sec),
+        quantiles(last.latency),
+        quantiles(report::MessageQuantiles::of(&streams.latency)),
+    )
 }
 
 fn percent_text(ratio: Option<f64>) -> String {

@@ -95,6 +95,8 @@ pub struct LiveStats {
     headlines: Headlines,
     /// The flows' checks.
     checks: CheckTable,
+    /// The stream connections' figures, folded from every stats sample.
+    streams: report::StreamsSoFar,
     snapshot: Snapshot,
     handle: LiveHandle,
 }
@@ -119,6 +121,7 @@ impl LiveStats {
             previous_stats: (0, 0),
             headlines: Headlines::default(),
             checks: CheckTable::default(),
+            streams: report::StreamsSoFar::default(),
             snapshot: Snapshot {
                 total_ns,
                 ..Snapshot::default()
@@ -279,6 +282,7 @@ fn errors_by_kind(counts: &[u64], kinds: &[ErrorKind]) -> Vec<(ErrorKind, u64)> 
 impl RunObserver for LiveStats {
     fn start(&mut self, clock: Clock) {
         self.start_unix_ns = clock.start_unix_ns();
+        self.streams = report::StreamsSoFar::new(self.start_unix_ns);
     }
 
     fn targets(&mut self, first_index: usize, new: &[TargetInfo]) {
@@ -321,6 +325,9 @@ impl RunObserver for LiveStats {
         snapshot.in_flight = stats.in_flight;
         snapshot.connections_open = stats.connections_open;
         snapshot.behind = stats.behind;
+        if self.streams.add(stats) {
+            snapshot.streams = Some(self.streams.clone());
+        }
         self.seconds.advance(at_ns);
         self.publish();
     }
@@ -425,6 +432,7 @@ mod tests {
             behind: 0,
             rss_bytes: 0,
             attacks: Vec::new(),
+            streams: None,
         }
     }
 
@@ -719,6 +727,38 @@ mod tests {
                 .view_lines()
                 .iter()
                 .any(|l| l.starts_with("checks"))
+        );
+    }
+
+    #[test]
+    fn stream_connections_get_their_line_once_one_opened() {
+        let mut live = LiveStats::new(vec![ten_per_second_for_10s()]);
+        live.stats(&stats(1000, 10));
+        assert!(live.snapshot().streams.is_none());
+        let view = live.snapshot().view_lines().join("\n");
+        assert!(!view.contains("streams"), "{view}");
+        let mut latency = record::MessageLatency::default();
+        latency.add(2 * MS);
+        latency.add(9 * MS);
+        let streams = record::StreamStats {
+            open: 812,
+            opened: 10,
+            closed: 2,
+            messages_out: 200,
+            messages_in: 400,
+            latency,
+            ..record::StreamStats::default()
+        };
+        live.stats(&GeneratorStats {
+            streams: Some(streams),
+            ..stats(1500, 20)
+        });
+        let lines = live.snapshot().view_lines();
+        let line = lines.iter().find(|l| l.starts_with("streams")).unwrap();
+        assert_eq!(
+            line,
+            "streams   open 812 (+20.0 -4.0 /s)   messages/s out 400 in 800   \
+             latency 1s: p50 2.02ms  p99 9.04ms  max 9.04ms  run: p50 2.02ms  p99 9.04ms  max 9.04ms"
         );
     }
 

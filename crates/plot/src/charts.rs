@@ -77,6 +77,11 @@ pub fn build(data: &RunData, threshold: usize) -> PageCharts {
             charts.push(checks(data, &rows, threshold));
         }
     }
+    // The connections held and their messages, on the run's clock under the
+    // requests' (only for a run whose connections the stats samples counted).
+    if tracks.iter().any(|track| !track.streams.is_empty()) {
+        charts.extend(stream_charts(&tracks, threshold));
+    }
     // Right under the request charts, so a latency step and the CPU or connection
     // count behind it sit one above the other.
     charts.extend(resources::charts(&data.samples, data.origin_unix_ns));
@@ -833,6 +838,72 @@ fn generator_queue(tracks: &[Track], limit: usize) -> Chart {
     );
     reduce_each(&mut chart, limit);
     chart
+}
+
+/// Connections held, messages a second each way and the message latency of each
+/// stats interval (docs/STREAMING.md), one series per input and figure.
+fn stream_charts(tracks: &[Track], limit: usize) -> [Chart; 3] {
+    type Figure = fn(&report::StreamSecond) -> Option<f64>;
+    let series_of = |parts: &[(&str, &'static str, Style, Figure)]| {
+        let mut series = Vec::new();
+        for track in tracks.iter().filter(|track| !track.streams.is_empty()) {
+            for &(what, color, style, figure) in parts {
+                let (t_s, values): (Vec<f64>, Vec<f64>) = track
+                    .streams
+                    .iter()
+                    .map(|(t_s, second)| (*t_s, figure(second).unwrap_or(f64::NAN)))
+                    .unzip();
+                series.push(
+                    Series::new(track_name(tracks, track, what), color, style)
+                        .with_points(t_s, values),
+                );
+            }
+        }
+        series
+    };
+    let open = series_of(&[("open", BLUE, Style::Line, |s| Some(s.open as f64))]);
+    let messages = series_of(&[
+        ("in", BLUE, Style::Line, |s| Some(s.messages_in_per_sec)),
+        ("out", ORANGE, Style::Dashed, |s| {
+            Some(s.messages_out_per_sec)
+        }),
+    ]);
+    let latency = series_of(&[
+        ("p50", PERCENTILE_COLORS[0], Style::Line, |s| {
+            s.latency.map(|q| q.p50_ns as f64)
+        }),
+        ("p99", PERCENTILE_COLORS[2], Style::Line, |s| {
+            s.latency.map(|q| q.p99_ns as f64)
+        }),
+        ("max", PERCENTILE_COLORS[3], Style::Line, |s| {
+            s.latency.map(|q| q.max_ns as f64)
+        }),
+    ]);
+    let mut charts = [
+        Chart::time_series("streams-open", "Connections held", Unit::Count, open).with_caption(
+            "Stream connections (ws, sse steps) and streamed gRPC calls open at each \
+             generator sample, about once a second.",
+        ),
+        Chart::time_series("streams-messages", "Messages", Unit::PerSecond, messages).with_caption(
+            "Messages (events) received and sent a second over those connections, \
+                 per sample interval.",
+        ),
+        Chart::time_series(
+            "streams-latency",
+            "Message latency",
+            Unit::Duration,
+            latency,
+        )
+        .with_caption(
+            "Message latency per sample interval: a WebSocket's round trips, an event \
+                 stream's gaps between events, a gRPC stream's gaps between messages \
+                 (within 3%).",
+        ),
+    ];
+    for chart in &mut charts {
+        reduce_each(chart, limit);
+    }
+    charts
 }
 
 /// [`reduce_rows`] for charts whose series each have their own x (one per input).

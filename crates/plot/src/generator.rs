@@ -18,6 +18,10 @@ pub struct Track {
     pub in_flight: Vec<f64>,
     pub behind: Vec<f64>,
     pub connections: Vec<f64>,
+    /// The stream connections' figures of the samples that had them (format version
+    /// 8 on): seconds from the page's origin, and the interval's figures as
+    /// `report::StreamsSoFar` reads them.
+    pub streams: Vec<(f64, report::StreamSecond)>,
 }
 
 /// The tracks of every input with stats samples.
@@ -43,7 +47,9 @@ fn track(input: &str, start_unix_ns: u64, stats: &[GeneratorStats], origin_unix_
         in_flight: Vec::with_capacity(samples.len()),
         behind: Vec::with_capacity(samples.len()),
         connections: Vec::with_capacity(samples.len()),
+        streams: Vec::new(),
     };
+    let mut streams = report::StreamsSoFar::new(start_unix_ns);
     let (mut last_at, mut last_cpu) = (start_unix_ns, 0u64);
     for sample in samples {
         let elapsed_ns = sample.at_unix_ns.saturating_sub(last_at);
@@ -57,6 +63,10 @@ fn track(input: &str, start_unix_ns: u64, stats: &[GeneratorStats], origin_unix_
         track.in_flight.push(sample.in_flight as f64);
         track.behind.push(sample.behind as f64);
         track.connections.push(sample.connections_open as f64);
+        if streams.add(&sample) {
+            let t_s = x_seconds(origin_unix_ns, sample.at_unix_ns);
+            track.streams.push((t_s, streams.last));
+        }
         (last_at, last_cpu) = (sample.at_unix_ns, sample.cpu_ns);
     }
     track

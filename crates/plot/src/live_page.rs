@@ -405,14 +405,27 @@ fn live_summary(summary: &SourceSummary) -> SourceSummary {
     let stats = &summary.stats;
     let step = stats.len().div_ceil(LIVE_THRESHOLD).next_power_of_two();
     let last = stats.len().saturating_sub(1);
+    // A dropped sample's stream figures go into the next one kept, so its interval's
+    // rates stay whole.
+    let mut dropped: Option<record::StreamStats> = None;
+    let mut kept = Vec::new();
+    for (at, stat) in stats.iter().enumerate() {
+        if at % step == 0 || at == last {
+            let mut stat = stat.clone();
+            if let (Some(streams), Some(earlier)) = (&mut stat.streams, dropped.take()) {
+                streams.absorb_earlier(&earlier);
+            }
+            kept.push(stat);
+        } else if let Some(streams) = &stat.streams {
+            let pending = dropped.get_or_insert_with(record::StreamStats::default);
+            pending.absorb_earlier(streams);
+        }
+    }
     SourceSummary {
         name: summary.name.clone(),
         format: summary.format,
         header: summary.header.clone(),
-        stats: (stats.iter().enumerate())
-            .filter(|(at, _)| at % step == 0 || *at == last)
-            .map(|(_, stat)| stat.clone())
-            .collect(),
+        stats: kept,
         end: summary.end.clone(),
         torn: summary.torn.clone(),
         records: summary.records,
@@ -883,6 +896,44 @@ mod tests {
             assert_eq!(thinned.records, 7);
         }
         assert_eq!(times(&live_summary(&summary(10))), times(&summary(10)));
+    }
+
+    #[test]
+    fn thinned_samples_keep_every_stream_message_in_the_next_one_kept() {
+        let mut offered = SourceSummary {
+            name: "run.llr".to_owned(),
+            format: record::InputFormat::Binary,
+            header: header(),
+            stats: Vec::new(),
+            end: None,
+            torn: None,
+            records: 0,
+            samples: record::SampleSummary::default(),
+            logged: 0,
+        };
+        offered.stats = (0..2001u64)
+            .map(|at| record::GeneratorStats {
+                at_unix_ns: at,
+                streams: Some(record::StreamStats {
+                    open: at,
+                    messages_in: 3,
+                    ..record::StreamStats::default()
+                }),
+                ..record::GeneratorStats::default()
+            })
+            .collect();
+        let thinned = live_summary(&offered);
+        assert!(thinned.stats.len() < 1000);
+        let streams: Vec<&record::StreamStats> = (thinned.stats.iter())
+            .filter_map(|s| s.streams.as_ref())
+            .collect();
+        let messages: u64 = streams.iter().map(|s| s.messages_in).sum();
+        assert_eq!(messages, 3 * 2001, "none lost");
+        assert_eq!(
+            streams.last().unwrap().open,
+            2000,
+            "the count open is the kept one's"
+        );
     }
 
     proptest! {

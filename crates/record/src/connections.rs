@@ -204,8 +204,34 @@ impl MessageLatency {
         self.buckets.last().map(|&(bucket, _)| middle(bucket))
     }
 
+    /// The bucket `latency_ns` falls into, below [`MessageLatency::BUCKETS`]: a dense
+    /// tally (an array of counts, nothing allocated per value) keeps its counts by it.
+    pub fn bucket_of(latency_ns: u64) -> usize {
+        usize::from(bucket(latency_ns))
+    }
+
+    /// The buckets that hold values, in order, with their counts.
+    pub fn buckets(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.buckets
+            .iter()
+            .map(|&(bucket, count)| (usize::from(bucket), count))
+    }
+
+    /// How many buckets there are.
+    pub const BUCKETS: usize = MAX_BUCKET as usize + 1;
+
+    /// Adds `count` values to bucket `index` (below [`MessageLatency::BUCKETS`]; others
+    /// are ignored); adding in bucket order appends.
+    pub fn add_to_bucket(&mut self, index: usize, count: u64) {
+        if let (Ok(bucket), true) = (u16::try_from(index), count > 0)
+            && bucket <= MAX_BUCKET
+        {
+            self.add_count(bucket, count);
+        }
+    }
+
     /// Checks what was read: buckets in order, none past the last one, no zero count.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), String> {
         let in_order = self.buckets.windows(2).all(|w| w[0].0 < w[1].0);
         let valid = self
             .buckets
@@ -246,6 +272,48 @@ fn bounds(bucket: u16) -> (u64, u64) {
 fn middle(bucket: u16) -> u64 {
     let (low, width) = bounds(bucket);
     low.saturating_add(width / 2)
+}
+
+/// The connections of stream steps (`ws`, `sse`) and streamed gRPC calls over one
+/// stats interval (about a second; format version 8 on), in a [`GeneratorStats`]
+/// sample: how many were open at its end, and what happened during it. Per interval,
+/// never per message or per connection, so it stays bounded however many there are.
+///
+/// [`GeneratorStats`]: crate::GeneratorStats
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamStats {
+    /// Connections (and calls) open at the sample's time.
+    pub open: u64,
+    /// Opened during the interval.
+    pub opened: u64,
+    /// Closed during the interval (whoever closed them).
+    pub closed: u64,
+    /// Messages sent during the interval.
+    pub messages_out: u64,
+    /// Their payload bytes.
+    pub bytes_out: u64,
+    /// Messages (events) received during the interval.
+    pub messages_in: u64,
+    /// Their payload bytes.
+    pub bytes_in: u64,
+    /// The message latencies timed during the interval (as a [`Connection`]'s).
+    #[serde(default, skip_serializing_if = "MessageLatency::is_empty")]
+    pub latency: MessageLatency,
+}
+
+impl StreamStats {
+    /// Takes in the interval just before this one (its counts and latencies; the count
+    /// open stays this sample's): a reader that drops samples keeps their figures.
+    pub fn absorb_earlier(&mut self, earlier: &StreamStats) {
+        self.opened += earlier.opened;
+        self.closed += earlier.closed;
+        self.messages_out += earlier.messages_out;
+        self.bytes_out += earlier.bytes_out;
+        self.messages_in += earlier.messages_in;
+        self.bytes_in += earlier.bytes_in;
+        self.latency.merge(&earlier.latency);
+    }
 }
 
 /// A connections block's payload.
@@ -303,6 +371,26 @@ mod tests {
             );
         }
         assert_eq!(MessageLatency::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn a_dense_tally_added_by_bucket_equals_the_values_added_one_by_one() {
+        let values = [0u64, 31, 32, 1_000, 1_000, 999_999, 5_000_000_000, u64::MAX];
+        let (mut one_by_one, mut dense) = (
+            MessageLatency::default(),
+            vec![0u64; MessageLatency::BUCKETS],
+        );
+        for value in values {
+            one_by_one.add(value);
+            dense[MessageLatency::bucket_of(value)] += 1;
+        }
+        let mut by_bucket = MessageLatency::default();
+        for (index, count) in dense.iter().enumerate() {
+            by_bucket.add_to_bucket(index, *count);
+        }
+        by_bucket.add_to_bucket(MessageLatency::BUCKETS, 5);
+        assert_eq!(by_bucket, one_by_one);
+        assert!(by_bucket.check().is_ok());
     }
 
     #[test]

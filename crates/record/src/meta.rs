@@ -256,6 +256,10 @@ pub struct GeneratorStats {
     /// Per attack, in header order (absent in files with one attack and no users).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attacks: Vec<AttackStats>,
+    /// The stream steps' connections and streamed gRPC calls over the interval
+    /// ending at this sample (version 8 on; absent until the first one opened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<crate::StreamStats>,
 }
 
 /// One attack's share of a [`GeneratorStats`] sample.

@@ -179,6 +179,12 @@ impl<R: Read> BinaryReader<R> {
             BlockKind::Stats => {
                 let stats: GeneratorStats =
                     serde_json::from_slice(&self.payload).map_err(json_err)?;
+                if let Some(streams) = &stats.streams {
+                    streams
+                        .latency
+                        .check()
+                        .map_err(|why| Tear(format!("stats block: streams: {why}")))?;
+                }
                 self.summary.stats.push(stats);
             }
             BlockKind::End => {

@@ -1569,15 +1569,90 @@ fn write_streams_run(connections: bool) -> (Vec<u8>, Vec<Record>) {
         text: "503 Service Unavailable".to_owned(),
     };
     writer.add_errors(0, &[error]).unwrap();
-    for chunk in records.chunks(100) {
+    for (index, chunk) in records.chunks(100).enumerate() {
         writer.extend(chunk);
         writer.flush_records(None).unwrap();
         if connections {
             let figures: Vec<record::Connection> = chunk.iter().map(connection_of).collect();
             writer.write_connections(&figures).unwrap();
         }
+        writer.write_stats(&streams_stats(index as u64)).unwrap();
     }
     (writer.finish(&RunEnd::default()).unwrap(), records)
+}
+
+/// The stats sample of second `n` of [`write_streams_run`] (version 8 on).
+fn streams_stats(n: u64) -> GeneratorStats {
+    let mut latency = record::MessageLatency::default();
+    for i in 0..=n {
+        latency.add(2_000_000 + i * 300_000);
+    }
+    GeneratorStats {
+        at_unix_ns: START_NS + (n + 1) * 1_000_000_000,
+        sent: 100 * (n + 1),
+        streams: Some(record::StreamStats {
+            open: 100 - n,
+            opened: 100,
+            closed: n,
+            messages_out: 40 + n,
+            bytes_out: 800 + n,
+            messages_in: 70 + n,
+            bytes_in: 2100 + n,
+            latency,
+        }),
+        ..GeneratorStats::default()
+    }
+}
+
+#[test]
+fn stream_figures_per_second_round_trip_in_the_stats_samples() {
+    let (bytes, _) = write_streams_run(true);
+    let (_, _, source) = read_connections(&bytes);
+    let read: Vec<GeneratorStats> = source.summary().stats.clone();
+    let want: Vec<GeneratorStats> = (0..3).map(streams_stats).collect();
+    assert_eq!(read, want);
+}
+
+#[test]
+fn stats_samples_of_version_7_read_without_streams_and_write_as_they_were() {
+    let path = format!("{}/tests/golden/format_v7.llr", env!("CARGO_MANIFEST_DIR"));
+    let (_, source) = read_all(&std::fs::read(&path).unwrap()).unwrap();
+    let stats = &source.summary().stats;
+    assert_eq!(stats.len(), 3);
+    assert!(stats.iter().all(|s| s.streams.is_none()), "{stats:?}");
+    // A run without streams writes its samples as version 7 did.
+    let json = r#"{"at_unix_ns":1,"cpu_ns":2,"sent":3,"completed":3,"in_flight":0,"connections_open":1,"behind":0,"rss_bytes":9}"#;
+    let sample: GeneratorStats = serde_json::from_str(json).unwrap();
+    assert_eq!(serde_json::to_string(&sample).unwrap(), json);
+}
+
+#[test]
+fn a_stats_sample_with_bad_stream_buckets_or_unknown_keys_is_damage() {
+    let rows: &[(&str, &str)] = &[
+        (
+            r#"{"at_unix_ns":1,"cpu_ns":2,"sent":3,"completed":3,"in_flight":0,"connections_open":1,"behind":0,"rss_bytes":9,"streams":{"open":1,"opened":1,"closed":0,"messages_out":0,"bytes_out":0,"messages_in":0,"bytes_in":0,"latency":[[9,1],[3,1]]}}"#,
+            "stats block: streams: latency buckets",
+        ),
+        (
+            r#"{"at_unix_ns":1,"cpu_ns":2,"sent":3,"completed":3,"in_flight":0,"connections_open":1,"behind":0,"rss_bytes":9,"streams":{"open":1,"held":2}}"#,
+            "unknown field `held`",
+        ),
+    ];
+    for (json, want) in rows {
+        let (mut bytes, _) = write_streams_run(false);
+        let end = blocks(&bytes).last().unwrap().1.len();
+        let end_block = bytes.split_off(bytes.len() - end);
+        let payload = json.as_bytes();
+        bytes.push(4);
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        bytes.extend_from_slice(&end_block);
+        let (read, _, source) = read_connections(&bytes);
+        assert_eq!(read.len(), 300, "{want}");
+        let torn = source.summary().torn.clone().unwrap();
+        assert!(torn.reason.contains(want), "{want}: {}", torn.reason);
+    }
 }
 
 fn read_connections(bytes: &[u8]) -> (Vec<Record>, Vec<record::Connection>, Box<dyn RecordSource>) {

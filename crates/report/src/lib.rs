@@ -69,6 +69,7 @@ mod run_diagnosis;
 mod sampler_health;
 mod seconds;
 mod span_breakdown;
+mod stream_seconds;
 pub mod tabwriter;
 mod text;
 mod traces;
@@ -109,6 +110,7 @@ pub use resources::{
 };
 pub use seconds::{MAX_SECONDS, Seconds};
 pub use span_breakdown::{SLOW_FETCHED, TYPICAL_FETCHED, TraceStore, TraceStoreHandle};
+pub use stream_seconds::{MessageQuantiles, StreamSecond, StreamsSoFar};
 pub use text::{write_resources_text, write_text};
 pub use traces::{TraceLink, TracedRequest, TracedRequests, judge_traces};
 pub use warnings::{LAG_P99_LIMIT_NS, RATE_RATIO_LIMIT, Warning, shard_warnings, torn_warnings};

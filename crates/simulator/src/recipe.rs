@@ -1142,6 +1142,8 @@ mod tests {
             (format!(r#"{{"websocket": {{"mode": "broadcast", "every": "0s"}}, {stage}}}"#), "websocket.every: must be above 0"),
             (format!(r#"{{"websocket": {{"mode": "broadcast", "rate": 5}}, {stage}}}"#), "websocket.rate: unknown field"),
             (format!(r#"{{"websocket": {{"subprotocol": "a, b"}}, {stage}}}"#), "websocket.subprotocol: \"a, b\": want one name"),
+            (format!(r#"{{"websocket": {{"limit": 0}}, {stage}}}"#), "websocket.limit: 0: want a whole number above 0"),
+            (format!(r#"{{"websocket": {{"limit": "many"}}, {stage}}}"#), "websocket.limit: \"many\": want a whole number above 0"),
             (format!(r#"{{"websocket": "echo", "events": {{"count": 1}}, {stage}}}"#), "events: a route has websocket or events, not both"),
             (format!(r#"{{"events": {{"count": 0}}, {stage}}}"#), "events.count: missing or not a whole number above 0"),
             (format!(r#"{{"events": {{"count": 2, "every": "soon"}}, {stage}}}"#), "events.every: bad duration \"soon\""),

@@ -30,7 +30,7 @@ const READ_BUFFER_BYTES: usize = 4096;
 /// Keys of an `events` object.
 const EVENTS_KEYS: &[&str] = &["count", "every", "data", "retry"];
 /// Keys of a `websocket` object.
-const WEBSOCKET_KEYS: &[&str] = &["mode", "every", "data", "subprotocol"];
+const WEBSOCKET_KEYS: &[&str] = &["mode", "every", "data", "subprotocol", "limit"];
 /// Messages a broadcast room keeps for a connection that reads slowly; past them it
 /// misses the oldest (a slow consumer).
 const ROOM_BACKLOG: usize = 1024;
@@ -56,6 +56,39 @@ pub(crate) struct WebSocketSpec {
     pub mode: Mode,
     /// Chosen when the client asks for it among others; without it none is chosen.
     pub subprotocol: Option<String>,
+    /// At most this many upgraded connections at once (`"limit": N`); beyond it the
+    /// upgrade is refused with a 503, as a server out of connections would.
+    pub limit: Option<Arc<ConnectionLimit>>,
+}
+
+/// A route's connection limit and the connections it holds now.
+#[derive(Debug)]
+pub(crate) struct ConnectionLimit {
+    max: usize,
+    open: std::sync::atomic::AtomicUsize,
+}
+
+/// One connection held under a [`ConnectionLimit`], given back when dropped.
+struct Held<'a>(&'a ConnectionLimit);
+
+impl ConnectionLimit {
+    fn take(&self) -> Option<Held<'_>> {
+        use std::sync::atomic::Ordering;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < self.max).then_some(open + 1)
+            })
+            .ok()
+            .map(|_| Held(self))
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// What a WebSocket route does once upgraded.
@@ -133,6 +166,7 @@ pub(crate) fn parse(
             Ok(Some(StreamSpec::WebSocket(WebSocketSpec {
                 mode,
                 subprotocol: None,
+                limit: None,
             })))
         }
         (Some(Value::Object(map)), None) => parse_websocket(map).map(Some),
@@ -183,8 +217,27 @@ fn parse_websocket(map: &serde_json::Map<String, Value>) -> Result<StreamSpec, (
             ));
         }
     };
+    let limit = match map.get("limit") {
+        None => None,
+        Some(value) => match value.as_u64().filter(|&n| n > 0) {
+            Some(max) => Some(Arc::new(ConnectionLimit {
+                max: usize::try_from(max).unwrap_or(usize::MAX),
+                open: 0.into(),
+            })),
+            None => {
+                return Err((
+                    "websocket.limit".to_owned(),
+                    format!("{value}: want a whole number above 0"),
+                ));
+            }
+        },
+    };
     let mode = parse_mode(mode, every, data).map_err(|m| ("websocket.mode".to_owned(), m))?;
-    Ok(StreamSpec::WebSocket(WebSocketSpec { mode, subprotocol }))
+    Ok(StreamSpec::WebSocket(WebSocketSpec {
+        mode,
+        subprotocol,
+        limit,
+    }))
 }
 
 /// A mode by name; `every` and `data` only go with a broadcast.
@@ -254,6 +307,10 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> std::io::Result<()> {
     match start.spec {
         StreamSpec::WebSocket(spec) => {
+            let held = match spec.limit.as_deref().map(ConnectionLimit::take) {
+                Some(None) => return refuse_over_limit(stream, &spec).await,
+                held => held,
+            };
             let key = start.key.unwrap_or_default();
             let accept =
                 tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
@@ -275,6 +332,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Mode::Silent => silent(ws).await,
                 Mode::Broadcast(room) => broadcast_to(ws, &room).await,
             }
+            drop(held);
             Ok(())
         }
         StreamSpec::Events {
@@ -305,6 +363,22 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             stream.flush().await
         }
     }
+}
+
+/// The upgrade refused: the route holds its `limit` of connections.
+async fn refuse_over_limit<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    spec: &WebSocketSpec,
+) -> std::io::Result<()> {
+    let max = spec.limit.as_ref().map_or(0, |limit| limit.max);
+    let body = format!("connection limit reached ({max} open)");
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await
 }
 
 /// Holds the connection without reading it (so pings go unanswered) until the client

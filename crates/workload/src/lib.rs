@@ -95,7 +95,7 @@ pub use settings::{AttackSettings, Origin, TargetFormat, parse_base_url};
 pub use shard::Shard;
 pub use step_fields::{ActionFields, CheckField, ExtractField, StepFields};
 pub use stop_rule::{
-    Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule,
+    Fired, LatencyFigures, LatencyStat, RuleKind, RuleWatch, SecondStats, StopRule, StreamFigures,
 };
 pub use target::{GRPC_CONTENT_TYPE, GrpcStream, HTTP_METHODS, Header, Target};
 pub use targets_http::{HttpTargetReader, parse_http_targets};

@@ -3,14 +3,21 @@
 //! ```text
 //! rule      := metric op threshold ['for' DURATION]
 //! metric    := errors | p50 | p90 | p95 | p99 | p999 | max | mean | throughput | lag
+//!            | connections_open | messages_in_per_sec | messages_out_per_sec
+//!            | message_p50 | message_p90 | message_p95 | message_p99 | message_p999 | message_max
 //! op        := > | >= | < | <=
 //! threshold := 50%            (errors: share of the second's completed requests)
-//!            | 2s | 250ms     (latency percentiles; lag = the second's p99 send lag)
-//!            | 500            (throughput: successful responses per second)
+//!            | 2s | 250ms     (latency percentiles; lag = the second's p99 send lag;
+//!                              message latency of stream connections)
+//!            | 500            (throughput: successful responses per second;
+//!                              connections open; messages a second)
 //!            | 90% of rate    (throughput against the asked rate in that second)
 //! ```
 //! Rules are checked once per second of completions. `for D` needs the condition to
-//! hold in every second for D; without it the first second that holds fires.
+//! hold in every second for D; without it the first second that holds fires. The
+//! stream metrics (`connections_open`, `messages_*`, `message_*`: `ws`/`sse` steps'
+//! connections and streamed gRPC calls) read the engine's latest stats sample at
+//! that second; before any connection opened they say nothing.
 
 use std::fmt;
 
@@ -27,6 +34,8 @@ pub enum RuleKind {
     Throughput,
     /// Send lag (exit code 6).
     Lag,
+    /// Stream connections held, messages a second or message latency (exit code 7).
+    Streams,
 }
 
 impl RuleKind {
@@ -37,6 +46,7 @@ impl RuleKind {
             RuleKind::Latency => 4,
             RuleKind::Throughput => 5,
             RuleKind::Lag => 6,
+            RuleKind::Streams => 7,
         }
     }
 }
@@ -47,6 +57,11 @@ enum Metric {
     Latency(LatencyStat),
     Throughput,
     Lag,
+    ConnectionsOpen,
+    MessagesInPerSec,
+    MessagesOutPerSec,
+    /// A stream connection's message latency (no mean: kept as buckets).
+    MessageLatency(LatencyStat),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,6 +107,23 @@ pub struct SecondStats {
     pub lag_p99_ns: u64,
     /// The asked rate in that second (open model), requests per second.
     pub asked_rate_per_sec: Option<f64>,
+    /// The stream connections' latest figures; `None` before one opened.
+    pub streams: Option<StreamFigures>,
+}
+
+/// The stream connections (`ws`, `sse` steps, streamed gRPC calls) as rules see
+/// them: the engine's latest stats sample (about a second).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StreamFigures {
+    /// Connections open.
+    pub open: u64,
+    /// Messages (events) received a second.
+    pub messages_in_per_sec: f64,
+    /// Messages sent a second.
+    pub messages_out_per_sec: f64,
+    /// The message latencies of the sample (`mean_ns` unused); `None` when none
+    /// was timed.
+    pub latency: Option<LatencyFigures>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -155,6 +187,10 @@ impl StopRule {
             Metric::Latency(_) => RuleKind::Latency,
             Metric::Throughput => RuleKind::Throughput,
             Metric::Lag => RuleKind::Lag,
+            Metric::ConnectionsOpen
+            | Metric::MessagesInPerSec
+            | Metric::MessagesOutPerSec
+            | Metric::MessageLatency(_) => RuleKind::Streams,
         }
     }
 
@@ -176,6 +212,10 @@ impl StopRule {
             Metric::Latency(stat) if second.requests > 0 => latency(&second.latency, stat) as f64,
             Metric::Lag if second.requests > 0 => second.lag_p99_ns as f64,
             Metric::Throughput => second.successes as f64,
+            Metric::ConnectionsOpen => second.streams?.open as f64,
+            Metric::MessagesInPerSec => second.streams?.messages_in_per_sec,
+            Metric::MessagesOutPerSec => second.streams?.messages_out_per_sec,
+            Metric::MessageLatency(stat) => latency(&second.streams?.latency?, stat) as f64,
             _ => return None,
         };
         let threshold = match self.threshold {
@@ -195,10 +235,13 @@ impl StopRule {
     pub fn format_value(&self, value: f64) -> String {
         match self.metric {
             Metric::Errors => format!("{:.1}%", value * 100.0),
-            Metric::Latency(_) | Metric::Lag => {
+            Metric::Latency(_) | Metric::Lag | Metric::MessageLatency(_) => {
                 units::GoDuration(std::time::Duration::from_nanos(value as u64)).to_string()
             }
-            Metric::Throughput => format!("{value:.0}/s"),
+            Metric::Throughput | Metric::MessagesInPerSec | Metric::MessagesOutPerSec => {
+                format!("{value:.0}/s")
+            }
+            Metric::ConnectionsOpen => format!("{value:.0}"),
         }
     }
 }
@@ -225,13 +268,24 @@ fn parse_metric(word: &str) -> Result<Metric, String> {
     if let Some(stat) = LatencyStat::from_name(word) {
         return Ok(Metric::Latency(stat));
     }
+    if let Some(stat) = word
+        .strip_prefix("message_")
+        .and_then(LatencyStat::from_name)
+        .filter(|stat| *stat != LatencyStat::Mean)
+    {
+        return Ok(Metric::MessageLatency(stat));
+    }
     Ok(match word {
         "errors" => Metric::Errors,
         "throughput" => Metric::Throughput,
         "lag" => Metric::Lag,
+        "connections_open" => Metric::ConnectionsOpen,
+        "messages_in_per_sec" => Metric::MessagesInPerSec,
+        "messages_out_per_sec" => Metric::MessagesOutPerSec,
         other => {
             return Err(format!(
-                "unknown metric {other:?} (want errors, p50, p90, p95, p99, p999, max, mean, throughput or lag)"
+                "unknown metric {other:?} (want errors, p50, p90, p95, p99, p999, max, mean, throughput, lag, \
+                 connections_open, messages_in_per_sec, messages_out_per_sec or message_p50 .. message_max)"
             ));
         }
     })
@@ -267,9 +321,16 @@ fn parse_threshold(metric: Metric, text: &str) -> Result<Threshold, String> {
     };
     match metric {
         Metric::Errors => Ok(Threshold::Ratio(percent(text)?)),
-        Metric::Latency(_) | Metric::Lag => {
+        Metric::Latency(_) | Metric::Lag | Metric::MessageLatency(_) => {
             let duration = units::parse_duration(text).map_err(|e| e.to_string())?;
             Ok(Threshold::Nanos(duration.as_nanos() as f64))
+        }
+        Metric::ConnectionsOpen | Metric::MessagesInPerSec | Metric::MessagesOutPerSec => {
+            let number = text.trim_end_matches("/s");
+            match number.parse::<f64>() {
+                Ok(value) if value.is_finite() && value >= 0.0 => Ok(Threshold::PerSec(value)),
+                _ => Err(format!("{text:?} is not a count (a number >= 0)")),
+            }
         }
         Metric::Throughput => match text.strip_suffix("of rate") {
             Some(share) => Ok(Threshold::OfRate(percent(share.trim())?)),
@@ -382,7 +443,53 @@ mod tests {
             },
             lag_p99_ns: 5_000_000,
             asked_rate_per_sec: Some(100.0),
+            streams: None,
         }
+    }
+
+    #[test]
+    fn stream_rules_read_the_latest_sample_and_say_nothing_before_one() {
+        let streams = StreamFigures {
+            open: 850,
+            messages_in_per_sec: 1200.0,
+            messages_out_per_sec: 40.0,
+            latency: Some(LatencyFigures {
+                p99_ns: 250_000_000,
+                max_ns: 400_000_000,
+                ..LatencyFigures::default()
+            }),
+        };
+        let with = SecondStats {
+            streams: Some(streams),
+            ..SecondStats::default()
+        };
+        let untimed = SecondStats {
+            streams: Some(StreamFigures {
+                latency: None,
+                ..streams
+            }),
+            ..SecondStats::default()
+        };
+        // The rule, the second it judges, and its value and verdict (`None`: no say).
+        type Row<'a> = (&'a str, &'a SecondStats, Option<(f64, bool)>);
+        let rows: &[Row<'_>] = &[
+            ("connections_open < 900", &with, Some((850.0, true))),
+            ("connections_open < 800", &with, Some((850.0, false))),
+            ("messages_in_per_sec < 1000", &with, Some((1200.0, false))),
+            ("messages_out_per_sec < 50", &with, Some((40.0, true))),
+            ("message_p99 > 200ms", &with, Some((250e6, true))),
+            ("message_max > 500ms", &with, Some((400e6, false))),
+            ("message_p99 > 200ms", &untimed, None),
+            ("connections_open < 900", &SecondStats::default(), None),
+        ];
+        for (text, second, want) in rows {
+            let rule = StopRule::parse(text).unwrap();
+            assert_eq!(rule.check(second), *want, "{text}");
+        }
+        let rule = StopRule::parse("connections_open < 900").unwrap();
+        assert_eq!(rule.format_value(850.0), "850");
+        let rule = StopRule::parse("messages_in_per_sec < 1000").unwrap();
+        assert_eq!(rule.format_value(1200.0), "1200/s");
     }
 
     #[test]
@@ -398,6 +505,11 @@ mod tests {
             ("lag > 100ms", RuleKind::Lag, 0),
             ("throughput <= 500/s", RuleKind::Throughput, 0),
             ("mean >= 250ms for 1m", RuleKind::Latency, 60 * S),
+            ("connections_open < 900 for 5s", RuleKind::Streams, 5 * S),
+            ("messages_in_per_sec < 1000", RuleKind::Streams, 0),
+            ("messages_out_per_sec <= 50/s", RuleKind::Streams, 0),
+            ("message_p99 > 200ms", RuleKind::Streams, 0),
+            ("message_max >= 1s for 2s", RuleKind::Streams, 2 * S),
         ];
         for &(text, kind, for_ns) in rows {
             let rule = StopRule::parse(text).unwrap_or_else(|e| panic!("{e}"));
@@ -422,6 +534,11 @@ mod tests {
             ("errors", "want METRIC OP THRESHOLD"),
             ("throughput < lots", "not requests per second"),
             ("errors > 5000%", "out of range"),
+            ("connections_open < many", "not a count"),
+            ("messages_in_per_sec < -5", "not a count"),
+            ("message_p99 > 200", "missing unit"),
+            ("message_mean > 2s", "unknown metric \"message_mean\""),
+            ("connections > 5", "unknown metric \"connections\""),
         ];
         for (text, want) in rows {
             let err = StopRule::parse(text).unwrap_err();

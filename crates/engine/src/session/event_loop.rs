@@ -351,6 +351,7 @@ mod tests {
                 intended_ns: clock.now_ns(),
                 clock,
                 stop: stop.clone(),
+                tally: Arc::default(),
             };
             runner.submit(job).unwrap();
         }

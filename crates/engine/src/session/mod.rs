@@ -36,6 +36,7 @@ use workload::Flow;
 use crate::clock::Clock;
 use crate::hosts::Address;
 use crate::stop_handle::StopHandle;
+use crate::stream_tally::StreamTally;
 
 pub(crate) use event_loop::Runner;
 
@@ -71,6 +72,8 @@ pub(crate) struct SessionJob {
     pub intended_ns: u64,
     pub clock: Clock,
     pub stop: StopHandle,
+    /// The worker's per-second stream figures, bumped as the session goes.
+    pub tally: Arc<StreamTally>,
 }
 
 /// One record's worth of a session: the connect, an action, an event.
@@ -108,25 +111,36 @@ pub(crate) struct SessionDone {
 /// What a connection that opened did, merged over its messages (docs/STREAMING.md,
 /// "Records"): the worker stamps the record ids and turns the run's clock into unix
 /// times. Its times here are on the run's clock.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Held {
     pub opened_ns: u64,
     pub closed_ns: u64,
     /// The counts, latencies and close; ids and times are the worker's to fill.
     pub figures: record::Connection,
+    /// The worker's per-second figures, bumped beside the connection's own.
+    tally: Arc<StreamTally>,
+    closed: bool,
 }
 
 impl Held {
     /// A connection that opened now.
-    pub(crate) fn opened(now_ns: u64) -> Held {
+    pub(crate) fn opened(now_ns: u64, tally: &Arc<StreamTally>) -> Held {
+        tally.opened();
         Held {
             opened_ns: now_ns,
-            ..Held::default()
+            closed_ns: 0,
+            figures: record::Connection::default(),
+            tally: Arc::clone(tally),
+            closed: false,
         }
     }
 
-    /// It closed now, `by` whom and with `code` (0: none).
+    /// It closed now, `by` whom and with `code` (0: none); counted once.
     pub(crate) fn close(&mut self, now_ns: u64, by: record::ClosedBy, code: u16) {
+        if !self.closed {
+            self.tally.closed();
+            self.closed = true;
+        }
         self.closed_ns = now_ns;
         self.figures.close = record::Close { by, code };
     }
@@ -135,12 +149,20 @@ impl Held {
     pub(crate) fn sent(&mut self, bytes: u64) {
         self.figures.messages_out += 1;
         self.figures.bytes_out += bytes;
+        self.tally.sent(1, bytes);
     }
 
     /// A message (an event) came in.
     pub(crate) fn received(&mut self, bytes: u64) {
         self.figures.messages_in += 1;
         self.figures.bytes_in += bytes;
+        self.tally.received(1, bytes);
+    }
+
+    /// A message latency was timed (a round trip, a gap between events).
+    pub(crate) fn timed(&mut self, latency_ns: u64) {
+        self.figures.latency.add(latency_ns);
+        self.tally.timed(latency_ns);
     }
 }
 

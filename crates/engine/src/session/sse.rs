@@ -251,7 +251,7 @@ impl Sse {
     fn answered(&mut self, job: &SessionJob, wire: Wire, head: &Head) -> Progress {
         self.tally.first.status = head.status;
         is_event_stream(head)?;
-        self.tally.held = Some(Held::opened(job.clock.now_ns()));
+        self.tally.held = Some(Held::opened(job.clock.now_ns(), &job.tally));
         let mut events = Events::new(head.chunked, None);
         // The head's bytes (those past it too) are counted already.
         match self.tally.take(job, &mut events, &head.rest)? {
@@ -489,7 +489,7 @@ impl Tally {
         self.events.bytes_in += data.len() as u64;
         if let Some(held) = &mut self.held {
             held.received(data.len() as u64);
-            held.figures.latency.add(gap_ns);
+            held.timed(gap_ns);
             held.figures.messages_failed += u64::from(checks_failed != 0);
         }
         self.last_ns = now;

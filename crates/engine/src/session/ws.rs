@@ -217,7 +217,7 @@ impl Ws {
     fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session) {
         self.current.status = 200;
         self.current.end_ns = job.clock.now_ns();
-        self.held = Some(Held::opened(self.current.end_ns));
+        self.held = Some(Held::opened(self.current.end_ns, &job.tally));
         if let Some(every_ns) = session.ping_ns {
             self.ping_next_ns = self.current.end_ns.saturating_add(every_ns);
         }
@@ -542,7 +542,7 @@ impl Ws {
             };
             if check.passes(&answer, &mut text) {
                 if let Some(held) = &mut self.held {
-                    held.figures.latency.add(answer.latency_ns);
+                    held.timed(answer.latency_ns);
                 }
                 self.current.matched = Some((self.action, body.to_vec()));
                 return Ok(None);

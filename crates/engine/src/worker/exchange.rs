@@ -267,6 +267,14 @@ impl Worker {
         }
         let sent_ns = request.dispatched_ns;
         let ended_ns = arrived_ns(self.arrival_age_ns, now, sent_ns);
+        // Counted whole at its end: a call is open for the seconds it lasts only in
+        // its entry (its messages join the second it ended in).
+        self.tally.opened();
+        self.tally.closed();
+        self.tally
+            .sent(u64::from(counter.sent.messages_out), counter.sent.bytes_out);
+        self.tally.received(counter.messages, counter.payload_bytes);
+        self.tally.timed_all(&counter.gaps);
         self.connections.push(record::Connection {
             kind: EntryKind::GrpcCall,
             attack: request.attack,

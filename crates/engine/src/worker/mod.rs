@@ -38,6 +38,7 @@ use crate::poller::Poller;
 use crate::shared::Shared;
 use crate::split::Split;
 use crate::stop_handle::StopHandle;
+use crate::stream_tally::StreamTally;
 use crate::worker_report::{Counters, WorkerReport};
 
 const STOP_TOKEN: u64 = u64::MAX;
@@ -78,6 +79,8 @@ pub(crate) struct WorkerSetup {
     pub stop: StopHandle,
     pub errors: ErrorCache,
     pub precision_ns: u64,
+    /// The per-second figures of this worker's streams (its sessions and calls).
+    pub tally: Arc<StreamTally>,
 }
 
 /// How often a worker sends, measured over each shipping interval.
@@ -161,6 +164,8 @@ pub(crate) struct Worker {
     answer: flow::KeptAnswer,
     /// Flow steps that hold a connection open, on threads of their own.
     sessions: Option<stream::Sessions>,
+    /// Shared with its session loop and read by the collector.
+    tally: Arc<StreamTally>,
 }
 
 impl Worker {
@@ -214,6 +219,7 @@ impl Worker {
             cookie_scratch: Vec::new(),
             answer: flow::KeptAnswer::default(),
             sessions: None,
+            tally: setup.tally,
         })
     }
 

@@ -225,6 +225,7 @@ impl Worker {
             intended_ns,
             clock: self.clock,
             stop: self.stop.clone(),
+            tally: Arc::clone(&self.tally),
         })
     }
 

@@ -146,6 +146,9 @@ impl MergedSecond {
             },
             lag_p99_ns: self.lag.quantile(0.99),
             asked_rate_per_sec: self.asked_rate_per_sec,
+            // Shards do not share their stream figures yet: stream rules say
+            // nothing to a coordinator.
+            streams: None,
         }
     }
 }

@@ -838,3 +838,47 @@ pub fn flow_run(dir: &Path) -> PathBuf {
     );
     path
 }
+
+/// The stream figures of second `second` of [`streams_run`]: connections climbing
+/// to a limit of 30 and held there, messages each way, latencies slowing at the top.
+fn streams_stats(second: u64) -> record::StreamStats {
+    let open = (second * 6).min(30);
+    let mut latency = record::MessageLatency::default();
+    for i in 0..open {
+        latency.add((2 + second * second / 4) * MS + i * 100_000);
+    }
+    record::StreamStats {
+        open,
+        opened: if open < 30 { 6 } else { 0 },
+        closed: 0,
+        messages_out: open * 2,
+        bytes_out: open * 40,
+        messages_in: open * 5,
+        bytes_in: open * 300,
+        latency,
+    }
+}
+
+/// The golden run's records, with stats samples that count stream connections.
+pub fn streams_run(dir: &Path) -> PathBuf {
+    let path = dir.join("streams.llr");
+    let header = header(vec![attack("search", 40.0), attack("news", 2.0)]);
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = RecordWriter::new(file, &header, Compression::Zstd { level: 3 }).unwrap();
+    let mut second = 1;
+    for record in golden_records() {
+        while record.sent_unix_ns() >= START_NS + second * S {
+            writer.flush_records(Some(START_NS + second * S)).unwrap();
+            let sample = GeneratorStats {
+                streams: Some(streams_stats(second)),
+                ..stats(second)
+            };
+            writer.write_stats(&sample).unwrap();
+            second += 1;
+        }
+        writer.push(&record);
+    }
+    writer.flush_records(None).unwrap();
+    writer.finish(&end(&[480, 24], 12 * S)).unwrap();
+    path
+}

@@ -255,3 +255,49 @@ fn the_golden_run_reads_right() {
     assert!((cpu.y[0] - 3.1).abs() < 1e-9, "{:?}", cpu.y);
     assert!((cpu.y[1] - 3.3).abs() < 1e-9, "{:?}", cpu.y);
 }
+
+/// A run whose stats samples counted stream connections gets the connections held,
+/// messages a second and message latency charts, under the request charts; the
+/// golden run, without them, has none (above).
+#[test]
+fn a_run_with_stream_connections_charts_them_over_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture::streams_run(dir.path());
+    let run = RunPlot::read(
+        &[path.display().to_string()],
+        &config(plot::DEFAULT_THRESHOLD),
+    )
+    .unwrap();
+    let ids: Vec<&str> = run.charts().iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        [
+            "latency",
+            "percentiles",
+            "rate",
+            "status",
+            "streams-open",
+            "streams-messages",
+            "streams-latency",
+            "distribution",
+            "send-lag",
+            "generator-cpu",
+            "generator-queue"
+        ]
+    );
+    let dir_text = format!("{}/", dir.path().display());
+    for chart in run.charts().iter().filter(|c| c.id.starts_with("streams-")) {
+        let svg = run.chart_svg(chart).replace(&dir_text, "");
+        check_golden(&format!("golden-{}.svg", chart.id), &svg);
+    }
+    let open = &run.charts()[4].series[0];
+    assert_eq!(open.name, "open");
+    assert_eq!(
+        open.y.iter().copied().fold(0.0, f64::max),
+        30.0,
+        "{:?}",
+        open.y
+    );
+    let html = run.html();
+    assert!(html.contains("Connections held") && html.contains("Message latency"));
+}
