@@ -51,7 +51,7 @@ With -trace-store URL (inputs recorded with attack -trace, or a plan's trace = t
 text and Markdown end with where each run's slow requests' time went and, for each
 input after A, the span whose slow median moved most from A; JSON has the same under
 \"traces\" and \"span_shift\". A run folder's variant is judged in its step where the
-limit shows (as \"What ran out first\" picks it) (docs/TRACES.md).
+limit shows (as \"What ran out first\" picks it; else its last step) (docs/TRACES.md).
 
 With -threshold, compare exits with code 7 when an input is worse than A on
 throughput, success or latency p99 (run folders: achieved/s, success, p99 of a step)

@@ -28,6 +28,10 @@ Each step is watched as `loadlab attack` watches its run: the live view on stder
 Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
 continues without redoing the finished steps.
 
+With trace = true in [load] and a trace store (the plan's trace_store, or
+-trace-store URL), each step's report.txt says where its slow traced requests' time
+went, and summary.md, summary.json and index.html list it per step (docs/TRACES.md).
+
 Before each step sends, one TCP connect goes to each distinct host:port of its targets
 (2 s at most): when one does not answer, the plan stops at once, naming it (\"nothing
 listened at 127.0.0.1:18199: connection refused\"). -no-check-targets (or
@@ -41,6 +45,7 @@ Examples:
   loadlab run examples/plans/capacity_search_003.toml -output runs/search
   loadlab run plan.toml -output runs/night -resume
   loadlab run plan.toml -dashboard=:8088 -prometheus-addr=127.0.0.1:8880
+  loadlab run plan.toml -trace-store http://127.0.0.1:16686
   loadlab run plan.toml -output runs/ci -junit=junit.xml -summary-md=\"$GITHUB_STEP_SUMMARY\"";
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).

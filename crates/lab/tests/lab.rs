@@ -1413,7 +1413,7 @@ achieved = 0.5
         ),
     ] {
         let text = format!(
-            "{key}mode = \"sweep\"\n[load]\ntargets = [\"GET http://{addr}/fast/1\"]\nrates = [1]\n"
+            "{key}mode = \"sweep\"\n[[variant]]\nname = \"app\"\n[load]\ntargets = [\"GET http://{addr}/fast/1\"]\nrates = [1]\n"
         );
         let err = Plan::parse(&text, "test.toml", Path::new("."))
             .expect_err(key)

@@ -102,16 +102,30 @@ fn with_spans_json(
 }
 
 /// Per side and variant (`DIR#VARIANT`), where the slow traced requests' time went in
-/// its step where the limit shows ([`RunSummary::ran_out_first`]), judged once from
-/// that step's record files as `report -trace-store` judges them; `None` for a variant
-/// whose step left no record file.
+/// its step where the limit shows ([`RunSummary::ran_out_first`]; else its last step),
+/// judged once from that step's record files as `report -trace-store` judges them;
+/// `None` for a variant whose step left no record file.
 fn side_spans(sides: &[Side], store: &TraceStoreHandle) -> Vec<(String, Option<SpanJudgement>)> {
     let mut judged = Vec::new();
     for side in sides {
-        for (variant, step) in side.summary.ran_out_first() {
+        let ran_out = side.summary.ran_out_first();
+        let mut variants: Vec<&str> = Vec::new();
+        for step in &side.summary.steps {
+            if !variants.contains(&step.variant.as_str()) {
+                variants.push(&step.variant);
+            }
+        }
+        for variant in variants {
             if (side.variant.as_deref()).is_some_and(|picked| picked != variant) {
                 continue;
             }
+            let last = (side.summary.steps.iter()).rfind(|s| s.variant == variant);
+            let Some(step) = (ran_out.iter())
+                .find_map(|(v, step)| (*v == variant).then_some(*step))
+                .or(last)
+            else {
+                continue;
+            };
             let name = match side.variant {
                 Some(_) => side.name.clone(),
                 None => format!("{}#{variant}", side.name),
