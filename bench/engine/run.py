@@ -11,9 +11,9 @@ body; every generator pinned to CPU 0. Figures:
   3. Send lag p99 at 50k req/s.
   4. Peak RSS over a long run at 50k req/s, and record bytes per request.
 
-  6. The cost of -trace per request: off, on at 1% (-trace-sample=0.01) and on at 100%,
-     at 20k req/s, alternating, three rounds, medians and ratios to off (--trace-only runs
-     this section alone).
+  6. The cost of -trace per request: off, on at 1% (-trace-sample=0.01), on at 100%, and
+     on at 100% with a -trace-state beside each traceparent, at 20k req/s, alternating,
+     three rounds, medians and ratios to off (--trace-only runs this section alone).
 
   0. With --baseline BIN (another loadlab build, e.g. the last release): CPU per request and
      send lag of both builds at 20k and 50k req/s, alternating, three rounds each, medians
@@ -124,9 +124,11 @@ def against_baseline(url, baseline, seconds, rounds=3):
 
 
 def trace_cost(url, seconds, rate=20000, rounds=3):
-    """-trace off, at 1% and at 100%, alternating so that drift hits all three alike."""
+    """-trace off, at 1%, at 100% and at 100% with -trace-state, alternating so that drift
+    hits all of them alike."""
     print(f"== 6. the cost of -trace per request ({rate}/s, {seconds}s each, {rounds} rounds, medians)", flush=True)
-    rows = {"off": [], "-trace 1%": ["-trace", "-trace-sample=0.01"], "-trace 100%": ["-trace"]}
+    rows = {"off": [], "-trace 1%": ["-trace", "-trace-sample=0.01"], "-trace 100%": ["-trace"],
+            "+tracestate": ["-trace", "-trace-state=loadlab=bench,tenant@sys=0af7651916cd43dd"]}
     runs = {name: [] for name in rows}
     for _ in range(rounds):
         for name, flags in rows.items():

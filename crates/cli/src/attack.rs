@@ -140,6 +140,11 @@ pub struct AttackArgs {
     /// [default: 1]
     #[arg(help_heading = "Monitoring", long, value_name = "SHARE")]
     trace_sample: Option<f64>,
+    /// A W3C tracestate sent beside each traceparent -trace writes, checked first
+    /// (key=value list-members, at most 32), e.g. -trace-state='vendor=abc,tenant@sys=1';
+    /// a tracestate a target sets itself is sent as written
+    #[arg(help_heading = "Monitoring", long, value_name = "LIST")]
+    trace_state: Option<String>,
     /// CSV file (with a header row) for {{csv.COLUMN}} placeholders
     #[arg(help_heading = "Targets", long, value_name = "FILE")]
     data: Option<String>,
@@ -394,7 +399,7 @@ fn add_attacks(
         .or(file_seed)
         .unwrap_or_else(|| announce_seed(&config, shard));
     if config.settings.trace.is_some() {
-        announce_own_traceparents(&config.attacks);
+        announce_own_traceparents(&config.attacks, config.settings.trace_state.is_some());
     }
     Ok(config.with_shard(shard))
 }
@@ -409,6 +414,7 @@ fn run_fields(args: &AttackArgs) -> RunFields {
         seed: args.seed,
         trace: args.trace,
         trace_sample: args.trace_sample,
+        trace_state: args.trace_state.clone(),
         precision: args.precision.clone(),
         http2: Some(args.http2),
         h2c: Some(args.h2c),
@@ -568,9 +574,28 @@ fn announce_seed(config: &RunConfig, shard: workload::Shard) -> u64 {
     seed
 }
 
-/// Under `-trace`, says once which targets set their own `traceparent`: theirs is
-/// sent as written, so those requests carry no loadlab trace ids.
-fn announce_own_traceparents(attacks: &[AttackConfig]) {
+/// Under `-trace`, says once which targets set their own `traceparent` (theirs is
+/// sent as written, so those requests carry no loadlab trace ids) and, under
+/// `-trace-state`, which set their own `tracestate` (sent in place of the flag's).
+fn announce_own_traceparents(attacks: &[AttackConfig], trace_state: bool) {
+    announce_own(
+        attacks,
+        workload::TRACEPARENT,
+        "-trace",
+        "without loadlab's trace ids",
+    );
+    if trace_state {
+        announce_own(
+            attacks,
+            workload::TRACESTATE,
+            "-trace-state",
+            "in place of the flag's",
+        );
+    }
+}
+
+/// Says once which fixed targets set header `name` themselves.
+fn announce_own(attacks: &[AttackConfig], name: &str, flag: &str, instead: &str) {
     let own: Vec<String> = attacks
         .iter()
         .filter_map(|attack| match &attack.targets {
@@ -578,9 +603,7 @@ fn announce_own_traceparents(attacks: &[AttackConfig]) {
             _ => None,
         })
         .flatten()
-        .filter(|target| {
-            (target.headers.iter()).any(|h| h.name.eq_ignore_ascii_case(workload::TRACEPARENT))
-        })
+        .filter(|target| (target.headers.iter()).any(|h| h.name.eq_ignore_ascii_case(name)))
         .map(|target| format!("{} {}", target.method, target.display_url()))
         .collect();
     if let Some(first) = own.first() {
@@ -589,7 +612,7 @@ fn announce_own_traceparents(attacks: &[AttackConfig]) {
             n => format!(" and {} more", n - 1),
         };
         eprintln!(
-            "loadlab: -trace: {first}{more} set their own traceparent: it is sent as written, without loadlab's trace ids"
+            "loadlab: {flag}: {first}{more} set their own {name}: it is sent as written, {instead}"
         );
     }
 }

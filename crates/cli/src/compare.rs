@@ -47,9 +47,11 @@ Run folders of `loadlab run` (docs/PLANS.md) compare the same way:
   DIR                 alone: every variant against the plan's first (its baseline).
 Record files and run folders do not mix.
 
-With -trace-store URL (record files recorded with attack -trace), text and Markdown
-end with where each run's slow requests' time went and, for each input after A, the
-span whose slow median moved most from A (docs/TRACES.md).
+With -trace-store URL (inputs recorded with attack -trace, or a plan's trace = true),
+text and Markdown end with where each run's slow requests' time went and, for each
+input after A, the span whose slow median moved most from A; JSON has the same under
+\"traces\" and \"span_shift\". A run folder's variant is judged in its step where the
+limit shows (as \"What ran out first\" picks it; else its last step) (docs/TRACES.md).
 
 With -threshold, compare exits with code 7 when an input is worse than A on
 throughput, success or latency p99 (run folders: achieved/s, success, p99 of a step)
@@ -102,6 +104,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let threshold = threshold_text.as_deref().map(parse_threshold).transpose()?;
     let threshold_text = threshold_text.unwrap_or_default();
     let inputs = lab::compare::classify(&files)?;
+    let store = trace_store.parse()?;
     let folders = match inputs {
         Inputs::Folders(folders) => folders,
         Inputs::RecordFiles(files) if files.len() < 2 => {
@@ -111,16 +114,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(USAGE_EXIT));
         }
         Inputs::RecordFiles(files) => {
-            let store = trace_store.parse()?;
             let threshold = (threshold, &*threshold_text, store.as_ref());
             return compare_records(files, format, threshold, &output);
         }
     };
-    if trace_store.parse()?.is_some() {
-        anyhow::bail!("-trace-store: compares record files' traced requests, not run folders");
-    }
     let mut out = crate::report::open_output(&output)?;
-    let regressions = lab::compare::run_compare_folders(&folders, format, threshold, &mut out)?;
+    let regressions =
+        lab::compare::run_compare_folders(&folders, format, (threshold, store.as_ref()), &mut out)?;
     out.flush().context("writing the comparison")?;
     let baseline = regressions_baseline(&folders);
     let found: Vec<String> = regressions

@@ -50,6 +50,18 @@ pub struct PrometheusArgs {
         env = "OTEL_EXPORTER_OTLP_ENDPOINT"
     )]
     otlp_endpoint: Option<String>,
+    /// Headers sent on every OTLP push (metrics and -trace-spans), written as the
+    /// standard OTEL_EXPORTER_OTLP_HEADERS (read when the flag is not given):
+    /// comma-separated key=value pairs, percent-encoded, e.g.
+    /// 'api-key=abc,Authorization=Bearer%20xyz'. Their values are never printed
+    #[arg(
+        help_heading = "Live view",
+        long,
+        value_name = "LIST",
+        env = "OTEL_EXPORTER_OTLP_HEADERS",
+        hide_env_values = true
+    )]
+    otlp_headers: Option<String>,
     /// With -trace: also send a client span per traced request to -otlp-endpoint's
     /// /v1/traces (a Collector, or Jaeger's OTLP port), its span id the traceparent's
     /// parent id, so each trace starts at loadlab
@@ -109,12 +121,18 @@ impl PrometheusSetup {
             (PushProtocol::RemoteWrite, &args.prometheus_remote_write),
             (PushProtocol::Otlp, &args.otlp_endpoint),
         ];
+        let headers = (args.otlp_headers.as_deref())
+            .map(live::otlp_headers)
+            .transpose()
+            .map_err(|why| anyhow::anyhow!("-otlp-headers: {why}"))?
+            .unwrap_or_default();
         let mut pushes = Vec::new();
         for (protocol, url) in asked {
             let Some(url) = url.clone().filter(|url| !url.is_empty()) else {
                 continue;
             };
             Push::check_url(protocol, &url)?;
+            let tls = crate::report::https_config(&url)?;
             pushes.push(PushOptions {
                 protocol,
                 url,
@@ -122,6 +140,8 @@ impl PrometheusSetup {
                 timeout: every.min(MAX_PUSH_TIMEOUT),
                 run_id: run_id.clone(),
                 job: JOB.to_owned(),
+                headers: headers.clone(),
+                tls,
             });
         }
         let otlp = pushes.iter().find(|p| p.protocol == PushProtocol::Otlp);

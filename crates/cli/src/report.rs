@@ -159,10 +159,19 @@ impl TraceStoreArg {
 }
 
 /// `-trace-store URL`: Jaeger's query API, read by the monitor's client.
-fn jaeger(base: &str) -> anyhow::Result<TraceStoreHandle> {
+pub fn jaeger(base: &str) -> anyhow::Result<TraceStoreHandle> {
     Ok(TraceStoreHandle(Arc::new(Jaeger(
-        monitor::TraceStoreClient::new(base)?,
+        monitor::TraceStoreClient::new(base, https_config(base)?)?,
     ))))
+}
+
+/// The engine's TLS client configuration for an `https://` URL (the system's roots);
+/// none for any other.
+pub fn https_config(url: &str) -> anyhow::Result<Option<Arc<rustls::ClientConfig>>> {
+    if !url.starts_with("https://") {
+        return Ok(None);
+    }
+    Ok(Some(engine::tool_client_config()?))
 }
 
 struct Jaeger(monitor::TraceStoreClient);

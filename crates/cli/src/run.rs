@@ -28,6 +28,10 @@ Each step is watched as `loadlab attack` watches its run: the live view on stder
 Ctrl-C stops the current step and leaves a summary marked incomplete; -resume then
 continues without redoing the finished steps.
 
+With trace = true in [load] and a trace store (the plan's trace_store, or
+-trace-store URL), each step's report.txt says where its slow traced requests' time
+went, and summary.md, summary.json and index.html list it per step (docs/TRACES.md).
+
 Before each step sends, one TCP connect goes to each distinct host:port of its targets
 (2 s at most): when one does not answer, the plan stops at once, naming it (\"nothing
 listened at 127.0.0.1:18199: connection refused\"). -no-check-targets (or
@@ -41,6 +45,7 @@ Examples:
   loadlab run examples/plans/capacity_search_003.toml -output runs/search
   loadlab run plan.toml -output runs/night -resume
   loadlab run plan.toml -dashboard=:8088 -prometheus-addr=127.0.0.1:8880
+  loadlab run plan.toml -trace-store http://127.0.0.1:16686
   loadlab run plan.toml -output runs/ci -junit=junit.xml -summary-md=\"$GITHUB_STEP_SUMMARY\"";
 
 /// Run an experiment plan: a sweep, a capacity search or a matrix (see docs/PLANS.md).
@@ -75,6 +80,10 @@ pub struct RunArgs {
     watch: WatchArgs,
     #[command(flatten)]
     ci: CiArgs,
+    // Over the plan's `trace_store`: each step's report says where its slow traced
+    // requests' time went.
+    #[command(flatten)]
+    trace_store: crate::report::TraceStoreArg,
     /// The plan file (TOML)
     #[arg(value_name = "PLAN")]
     plan: PathBuf,
@@ -88,16 +97,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     plan.apply_flags(&args.request.fields(), &args.request.words())?;
     let label = format!("plan {}", args.plan.display());
     let output = args.output.clone();
-    run_checked(plan, output, args.resume, &args.watch, &args.ci, &label)
+    let store = args.trace_store.parse()?;
+    if store.is_some() && plan.load.settings.trace.is_none() {
+        anyhow::bail!(
+            "-trace-store: reads back the traces of the steps' traced requests: give trace = true in the plan's [load]"
+        );
+    }
+    let how = (output, args.resume, store);
+    run_checked(plan, how, &args.watch, &args.ci, &label)
 }
 
 /// Runs a checked plan into its folder (`output`, else runs/PLAN-NAME) and prints its
 /// summary: `loadlab run`'s whole job once the plan is read, and `loadlab search`'s.
-/// `label` names the plan in errors; `ci` says what to write for a CI job.
+/// `label` names the plan in errors; `ci` says what to write for a CI job; a `store`
+/// given goes over the plan's `trace_store`.
 pub fn run_checked(
     mut plan: Plan,
-    output: Option<PathBuf>,
-    resume: bool,
+    (output, resume, store): (Option<PathBuf>, bool, Option<report::TraceStoreHandle>),
     watch: &WatchArgs,
     ci: &CiArgs,
     label: &str,
@@ -118,6 +134,13 @@ pub fn run_checked(
         crate::monitor::AttachedMonitor::new(&variant.monitor, settings.monitor_interval)
             .with_context(|| format!("{}:{}: variant.monitor", plan.source_name, variant.line))?;
     }
+    let trace_store = match (store, &plan.trace_store) {
+        (None, Some(key)) => Some(
+            crate::report::jaeger(&key.url)
+                .with_context(|| format!("{}:{}: trace_store", plan.source_name, key.line))?,
+        ),
+        (store, _) => store,
+    };
     let stop = StopHandle::new();
     signals::stop_on_signals(&stop, "finishing the current step")?;
     let watchers = Arc::new(Watchers::start(watch, watch_flags, "loadlab run: "));
@@ -126,6 +149,7 @@ pub fn run_checked(
         resume,
         monitor: Some(crate::monitor::plan_monitors()),
         watch: Some(step_watch(Arc::clone(&watchers))),
+        trace_store,
     };
     let summary =
         run_plan(&plan, &options, &stop, &mut std::io::stderr()).with_context(|| label.to_owned());

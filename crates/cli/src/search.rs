@@ -150,8 +150,7 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("runs").join(crate::run::folder_name(&plan.name)));
     let code = crate::run::run_checked(
         plan,
-        Some(output.clone()),
-        false,
+        (Some(output.clone()), false, None),
         &args.watch,
         &args.ci,
         "search",

@@ -331,8 +331,8 @@ fn a_failing_receiver_is_a_warning_and_the_records_are_intact() {
 fn bad_prometheus_flags_are_named_before_the_run() {
     let rows = [
         (
-            vec!["-prometheus-remote-write=https://prom.example/api/v1/write"],
-            "-prometheus-remote-write https://prom.example/api/v1/write: only http://",
+            vec!["-prometheus-remote-write=ftp://prom.example/api/v1/write"],
+            "-prometheus-remote-write ftp://prom.example/api/v1/write: only http:// and https://",
         ),
         (
             vec!["-prometheus-remote-write=127.0.0.1:9090"],
@@ -345,6 +345,13 @@ fn bad_prometheus_flags_are_named_before_the_run() {
         (
             vec!["-trace", "-trace-spans"],
             "-trace-spans: needs -otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)",
+        ),
+        (
+            vec![
+                "-otlp-endpoint=http://127.0.0.1:4318",
+                "-otlp-headers=api-key=s3cret%0A",
+            ],
+            "-otlp-headers: pair 1 (api-key): the value is not",
         ),
         (
             vec!["-prometheus-remote-write-every=soon"],
@@ -361,6 +368,10 @@ fn bad_prometheus_flags_are_named_before_the_run() {
         assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            !err.contains("s3cret"),
+            "a header's value is never shown: {err}"
+        );
         assert!(output.stdout.is_empty(), "{args:?}");
     }
 }

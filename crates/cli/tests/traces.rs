@@ -34,6 +34,8 @@ type Arrivals = Vec<(String, Option<String>)>;
 struct Server {
     port: u16,
     arrived: Arc<Mutex<Arrivals>>,
+    /// (path, tracestate) of each request, in arrival order.
+    states: Arc<Mutex<Arrivals>>,
 }
 
 impl Server {
@@ -41,14 +43,19 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let arrived = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&arrived);
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let logs = (Arc::clone(&arrived), Arc::clone(&states));
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(stream, &log));
+                let logs = (Arc::clone(&logs.0), Arc::clone(&logs.1));
+                std::thread::spawn(move || serve(stream, &logs.0, &logs.1));
             }
         });
-        Server { port, arrived }
+        Server {
+            port,
+            arrived,
+            states,
+        }
     }
 
     fn take(&self) -> Arrivals {
@@ -56,7 +63,7 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, log: &Mutex<Arrivals>) {
+fn serve(stream: TcpStream, log: &Mutex<Arrivals>, states: &Mutex<Arrivals>) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     loop {
@@ -65,7 +72,7 @@ fn serve(stream: TcpStream, log: &Mutex<Arrivals>) {
             return;
         }
         let path = line.split(' ').nth(1).unwrap_or_default().to_owned();
-        let mut traceparent = None;
+        let (mut traceparent, mut tracestate) = (None, None);
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -75,15 +82,19 @@ fn serve(stream: TcpStream, log: &Mutex<Arrivals>) {
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("traceparent")
-            {
-                traceparent = Some(value.trim().to_owned());
+            if let Some((name, value)) = header.split_once(':') {
+                let value = Some(value.trim().to_owned());
+                if name.eq_ignore_ascii_case("traceparent") {
+                    traceparent = value;
+                } else if name.eq_ignore_ascii_case("tracestate") {
+                    tracestate = value;
+                }
             }
         }
         if path == "/slow" {
             std::thread::sleep(Duration::from_millis(30));
         }
+        states.lock().unwrap().push((path.clone(), tracestate));
         log.lock().unwrap().push((path, traceparent));
         let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
         if writer.write_all(answer).is_err() {
@@ -301,11 +312,84 @@ fn a_traceparent_the_target_sets_wins_and_is_said_once() {
 }
 
 #[test]
+fn the_tracestate_goes_beside_each_traceparent_unless_the_target_sets_its_own() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let port = server.port;
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(
+        &targets,
+        format!(
+            "GET http://127.0.0.1:{port}/fast\nTraceState: theirs=1\n\nGET http://127.0.0.1:{port}/slow\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("a.llr");
+    let output = attack(
+        targets.to_str().unwrap(),
+        &out,
+        &[
+            "-trace",
+            "-trace-sample=0.5",
+            "-trace-state= vendor=abc ,tenant@sys=x",
+            "-seed=2",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        stderr.matches("set their own tracestate").count(),
+        1,
+        "{stderr}"
+    );
+    let (arrived, states) = (
+        server.take(),
+        std::mem::take(&mut *server.states.lock().unwrap()),
+    );
+    assert!(arrived.len() >= 30, "{}", arrived.len());
+    let mut traced = 0;
+    for ((path, traceparent), (_, tracestate)) in arrived.iter().zip(&states) {
+        let want = match (path.as_str(), traceparent) {
+            ("/fast", _) => Some("theirs=1"),
+            (_, Some(_)) => Some("vendor=abc,tenant@sys=x"),
+            (_, None) => None,
+        };
+        traced += usize::from(traceparent.is_some());
+        assert_eq!(tracestate.as_deref(), want, "{path}: {traceparent:?}");
+    }
+    assert!((3..arrived.len()).contains(&traced), "{traced} sampled");
+
+    // A flow's steps carry it too.
+    let flow = dir.path().join("flow.toml");
+    std::fs::write(
+        &flow,
+        format!(
+            "[[scenario]]\nname = \"f\"\nconcurrency = 1\nmax_requests = 4\nduration = \"5s\"\n\n[[scenario.step]]\nname = \"s\"\nrequest = \"GET http://127.0.0.1:{port}/step/{{{{seq}}}}\"\n"
+        ),
+    )
+    .unwrap();
+    let output = run(&[
+        "attack",
+        &format!("-scenarios={}", flow.display()),
+        "-trace",
+        "-trace-state=vendor=abc",
+        &format!("-output={}", out.display()),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let states = std::mem::take(&mut *server.states.lock().unwrap());
+    assert_eq!(states.len(), 4, "{states:?}");
+    for (path, tracestate) in states {
+        assert!(path.starts_with("/step/"), "{path}");
+        assert_eq!(tracestate.as_deref(), Some("vendor=abc"), "{path}");
+    }
+}
+
+#[test]
 fn bad_trace_flags_are_named_and_fail() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("none.llr");
     // (arguments, what stderr must say)
-    let rows: [(&[&str], &str); 5] = [
+    let rows: [(&[&str], &str); 7] = [
         (
             &[
                 "report",
@@ -329,6 +413,14 @@ fn bad_trace_flags_are_named_and_fail() {
         (
             &["attack", "-trace-sample=0.5", "-duration=1s"],
             "-trace-sample: samples the traced requests: give -trace too",
+        ),
+        (
+            &["attack", "-trace-state=a=1", "-duration=1s"],
+            "-trace-state: goes beside the traceparent: give -trace too",
+        ),
+        (
+            &["attack", "-trace", "-trace-state=a=1,B=2", "-duration=1s"],
+            "-trace-state: member \"B=2\": the key is not",
         ),
     ];
     for (args, want) in rows {
@@ -718,6 +810,47 @@ fn the_report_names_the_planted_slow_span_of_a_real_traced_app() {
     assert!(
         words.contains(&format!("{file} against {file}: no span's median moved")),
         "{words}"
+    );
+    // JSON carries the same judgements.
+    let compare = run(&["compare", "-format=json", &store, file, file]);
+    let json: serde_json::Value = serde_json::from_slice(&compare.stdout).unwrap();
+    assert_eq!(json["traces"][1]["spans"]["judged"], true, "{json}");
+    assert_eq!(
+        json["span_shift"][0]["moved"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+
+    // A plan with the store: its step past the knee says where its slow requests'
+    // time went in its write-up, read back right after the step.
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"traced\"\nmode = \"sweep\"\ntrace_store = \"http://127.0.0.1:{query}\"\n\n[[variant]]\nname = \"app\"\n\n[load]\ntargets = [\"GET http://127.0.0.1:{port}/orders/7\"]\nrates = [120]\nstep_duration = \"4s\"\nwarmup = \"1s\"\ntimeout = \"5s\"\ntrace = true\nseed = 41\n"
+        ),
+    )
+    .unwrap();
+    let folder = dir.path().join("runs");
+    let output = run(&[
+        "run",
+        "-quiet",
+        "-output",
+        folder.to_str().unwrap(),
+        plan.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let markdown = text(&output.stdout);
+    assert!(
+        markdown.contains("## Where the time went (trace_store)"),
+        "{markdown}"
+    );
+    let summary = std::fs::read_to_string(folder.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let spans = summary["steps"][0]["spans"][0].as_str().unwrap();
+    assert!(
+        spans.starts_with("the slowest traced requests spent") && spans.contains("traced-orders"),
+        "{spans}"
     );
     drop(app);
 }

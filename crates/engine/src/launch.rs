@@ -20,7 +20,7 @@ use crate::lazy::{self, FeederResult, LazyTarget};
 use crate::observer::RunObserver;
 use crate::replay_feed::{self, ReplayFeeder, ReplayOutput};
 use crate::sample_feed::SampleFeed;
-use crate::shared::Shared;
+use crate::shared::{Shared, TraceHeaders};
 use crate::split::Split;
 use crate::start;
 use crate::stop_rules::RuleWatcher;
@@ -267,7 +267,7 @@ fn start_feeders(
                 let setup = lazy::FeederSetup {
                     stream: stream.clone(),
                     keepalive: attack.settings.keepalive,
-                    trace: config.settings.trace.is_some(),
+                    trace: TraceHeaders::of(&config.settings),
                     unix_socket: config.settings.unix_socket.clone(),
                     registry: Arc::clone(feeders.registry),
                     stop: feeders.stop.clone(),
@@ -282,7 +282,7 @@ fn start_feeders(
                     attack: index as u16,
                     shard: attack.settings.plan.shard,
                     end_ns: attack.settings.plan.end_ns(),
-                    trace: config.settings.trace.is_some(),
+                    trace: TraceHeaders::of(&config.settings),
                     unix_socket: config.settings.unix_socket.clone(),
                     registry: Arc::clone(feeders.registry),
                     output: Arc::clone(feeders.replays),

@@ -11,7 +11,7 @@ use record::TargetInfo;
 use workload::{Target, WorkloadError};
 
 use crate::hosts::{Host, HostTable};
-use crate::shared::PreparedTarget;
+use crate::shared::{PreparedTarget, TraceHeaders};
 use crate::target_registry::{TargetRegistry, target_info};
 use crate::{EngineError, StopHandle};
 
@@ -62,8 +62,8 @@ pub(crate) type FeederResult = Arc<Mutex<Option<EngineError>>>;
 pub(crate) struct FeederSetup {
     pub stream: TargetStream,
     pub keepalive: bool,
-    /// The run sends `traceparent`s (`-trace`).
-    pub trace: bool,
+    /// What the run sends beside each `traceparent` (`-trace`); `None`: none.
+    pub trace: Option<TraceHeaders>,
     pub unix_socket: Option<std::path::PathBuf>,
     pub registry: Arc<TargetRegistry>,
     pub stop: StopHandle,
@@ -112,7 +112,7 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
     };
     let mut dealer = Dealer::new(
         queues,
-        (setup.keepalive, setup.trace),
+        (setup.keepalive, setup.trace.clone()),
         setup.unix_socket.clone(),
     );
     let mut count = 0u64;
@@ -140,7 +140,7 @@ fn feed(setup: &FeederSetup, queues: &[SyncSender<LazyTarget>]) -> Result<(), En
 pub(crate) struct Dealer<'a> {
     queues: &'a [SyncSender<LazyTarget>],
     keepalive: bool,
-    trace: bool,
+    trace: Option<TraceHeaders>,
     unix_socket: Option<std::path::PathBuf>,
     hosts: HostTable,
     known_hosts: Vec<Vec<bool>>,
@@ -150,11 +150,11 @@ pub(crate) struct Dealer<'a> {
 }
 
 impl<'a> Dealer<'a> {
-    /// `(keepalive, trace)`: the attack's keep-alive, and whether the run sends
-    /// `traceparent`s.
+    /// `(keepalive, trace)`: the attack's keep-alive, and what the run sends beside
+    /// each `traceparent` (`None`: no `-trace`).
     pub(crate) fn new(
         queues: &'a [SyncSender<LazyTarget>],
-        (keepalive, trace): (bool, bool),
+        (keepalive, trace): (bool, Option<TraceHeaders>),
         unix_socket: Option<std::path::PathBuf>,
     ) -> Dealer<'a> {
         Dealer {
@@ -189,7 +189,7 @@ impl<'a> Dealer<'a> {
             (!std::mem::replace(&mut seen[host], true)).then(|| self.hosts.hosts[host].clone());
         let lazy = LazyTarget {
             id,
-            prepared: PreparedTarget::new(target, self.keepalive, host, self.trace, true)?,
+            prepared: PreparedTarget::new(target, self.keepalive, host, self.trace.as_ref(), true)?,
             new_host,
             due_ns,
         };

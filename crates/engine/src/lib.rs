@@ -93,6 +93,7 @@ pub use replay::{Replay, Survey};
 pub use sample_feed::SampleFeed;
 pub use start::{START_AT_TOLERANCE, plan_fingerprint, unix_now_ns};
 pub use stop_handle::{STEER_SILENCE, StopHandle};
+pub use tls::tool_client_config;
 pub use workload::TlsOptions;
 
 /// A whole run: its attacks and what they share. Built from what the user wrote by

@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use workload::{
-    GrpcMessage, Place, RenderContext, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, Target,
-    Template, TraceIds,
+    GrpcMessage, Place, RenderContext, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE,
+    TRACESTATE, Target, Template, TraceIds, TraceState,
 };
 
 /// The `User-Agent` header line we send unless the target sets one, as bytes to copy
@@ -54,6 +54,9 @@ pub(crate) struct RequestTemplate {
     close: bool,
     /// The target sets its own `traceparent`: ours is never added (theirs wins).
     own_traceparent: bool,
+    /// The `tracestate` line sent after our `traceparent` (`-trace-state`); `None`
+    /// when not given or when the target sets its own (theirs wins).
+    trace_state: Option<Arc<[u8]>>,
     /// Some part has placeholders: it renders differently per request.
     templated: bool,
 }
@@ -132,8 +135,23 @@ impl RequestTemplate {
             content_length: !has("content-length") && !has("transfer-encoding"),
             close: !keepalive && !has("connection"),
             own_traceparent: has(TRACEPARENT),
+            trace_state: None,
             templated: false,
         }
+    }
+
+    /// Sends `state` after each `traceparent` this request carries, unless the target
+    /// sets its own `tracestate`.
+    pub(crate) fn with_trace_state(mut self, state: Option<&TraceState>) -> RequestTemplate {
+        let own = |name: &str| {
+            self.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        self.trace_state = state
+            .filter(|_| !own(TRACESTATE))
+            .map(|s| Arc::clone(s.line()));
+        self
     }
 
     /// Why this request cannot be sent as written, whatever its values: a method or
@@ -219,7 +237,8 @@ impl RequestTemplate {
 
     /// Renders request `context.seq` into `out` (cleared first); `body` is scratch;
     /// `extra_headers` (whole CRLF-ended lines: a flow user's `Cookie`) go last; a
-    /// `traceparent` with `trace`'s ids before them, unless the target sets its own.
+    /// `traceparent` with `trace`'s ids (and the run's `tracestate`) before them,
+    /// unless the target sets its own.
     /// Returns where the trace ids' digits start in `out`, when they were written.
     pub(crate) fn render(
         &self,
@@ -259,6 +278,9 @@ impl RequestTemplate {
             let at = out.len() + TRACEPARENT_IDS_AT;
             out.extend_from_slice(TRACEPARENT_LINE);
             ids.write_hex(&mut out[at..]);
+            if let Some(state) = &self.trace_state {
+                out.extend_from_slice(state);
+            }
             at
         });
         out.extend_from_slice(extra_headers);
@@ -532,6 +554,56 @@ mod tests {
             1,
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_tracestate_follows_our_traceparent_unless_the_target_sets_either() {
+        let ids = TraceIds {
+            trace_id: 1,
+            span_id: 2,
+        };
+        let state = TraceState::parse("vendor=abc").unwrap();
+        let context = RenderContext::plain(1, 7, None);
+        // (the target's headers, the lines sent about trace context, lowercase)
+        type Row<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let rows: [Row<'_>; 3] = [
+            (
+                &[],
+                &[
+                    "traceparent: 00-00000000000000000000000000000001-0000000000000002-01",
+                    "tracestate: vendor=abc",
+                ],
+            ),
+            (
+                &[("TraceState", "theirs=1")],
+                &[
+                    "tracestate: theirs=1",
+                    "traceparent: 00-00000000000000000000000000000001-0000000000000002-01",
+                ],
+            ),
+            (&[("traceparent", "00-1-2-01")], &["traceparent: 00-1-2-01"]),
+        ];
+        for (headers, want) in rows {
+            let plain = RequestTemplate::new(&target("GET", "http://h/", headers, b""), true)
+                .unwrap()
+                .with_trace_state(Some(&state));
+            let mut templated = target("GET", "http://h/", headers, b"");
+            templated.templated_path = Some("/{{seq}}".to_owned());
+            let dynamic = RequestTemplate::new(&templated, true)
+                .unwrap()
+                .with_trace_state(Some(&state));
+            let (mut once, mut out, mut body) = (Vec::new(), Vec::new(), Vec::new());
+            if let Some((bytes, at)) = plain.render_traced_once() {
+                once = bytes;
+                ids.write_hex(&mut once[at..]);
+            }
+            dynamic.render(&context, &mut out, &mut body, &[], Some(ids));
+            for bytes in [once, out].iter().filter(|b| !b.is_empty()) {
+                let text = String::from_utf8_lossy(bytes).to_lowercase();
+                let sent: Vec<&str> = (text.lines()).filter(|l| l.starts_with("trace")).collect();
+                assert_eq!(sent, want, "{headers:?}");
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use workload::{Shard, Target};
 
 use crate::lazy::{self, Dealer, FeederResult, LazyTarget};
 use crate::replay::{MAX_GROUPS, PassCounts, Replay};
+use crate::shared::TraceHeaders;
 use crate::target_registry::TargetRegistry;
 use crate::{EngineError, StopHandle};
 
@@ -67,8 +68,8 @@ pub(crate) struct ReplayFeeder {
     pub shard: Shard,
     /// When the plan ends (`-duration`), ns from time zero.
     pub end_ns: Option<u64>,
-    /// The run sends `traceparent`s (`-trace`).
-    pub trace: bool,
+    /// What the run sends beside each `traceparent` (`-trace`); `None`: none.
+    pub trace: Option<TraceHeaders>,
     pub unix_socket: Option<std::path::PathBuf>,
     pub registry: Arc<TargetRegistry>,
     pub output: Arc<ReplayOutput>,
@@ -90,7 +91,7 @@ impl ReplayFeeder {
         let mut pass = Pass {
             dealer: Dealer::new(
                 queues,
-                (self.replay.keepalive, self.trace),
+                (self.replay.keepalive, self.trace.clone()),
                 self.unix_socket.clone(),
             ),
             index: 0,

@@ -30,6 +30,22 @@ pub(crate) struct TracedBytes {
     pub ids_at: usize,
 }
 
+/// What a run under `-trace` adds beside each sampled request's `traceparent`: the
+/// `tracestate` of `-trace-state`, if given.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TraceHeaders {
+    pub state: Option<workload::TraceState>,
+}
+
+impl TraceHeaders {
+    /// `None` for a run without `-trace`.
+    pub(crate) fn of(settings: &workload::RunSettings) -> Option<TraceHeaders> {
+        settings.trace.map(|_| TraceHeaders {
+            state: settings.trace_state.clone(),
+        })
+    }
+}
+
 /// A request's bytes: rendered once, or per request from its template.
 pub(crate) enum PreparedRequest {
     Static(Arc<[u8]>),
@@ -40,19 +56,25 @@ pub(crate) enum PreparedRequest {
 }
 
 impl PreparedTarget {
-    /// A target; `trace`: the run sends `traceparent`s (`-trace`). One that cannot be
+    /// A target; `trace`: what the run sends beside the ids (`-trace`). One that cannot be
     /// sent as written stops a run of fixed targets; a stream's (a replayed log line, a
     /// `-lazy` file), prepared as the run goes, is counted per request instead.
     pub(crate) fn new(
         target: Target,
         keepalive: bool,
         host: usize,
-        trace: bool,
+        trace: Option<&TraceHeaders>,
         streamed: bool,
     ) -> Result<PreparedTarget, EngineError> {
-        let template = parsed(&target, keepalive)?;
+        let state = trace.and_then(|t| t.state.as_ref());
+        let template = parsed(&target, keepalive)?.with_trace_state(state);
         match refuse_unsafe(&target, &template) {
-            Ok(()) => Ok(PreparedTarget::with_template(target, template, host, trace)),
+            Ok(()) => Ok(PreparedTarget::with_template(
+                target,
+                template,
+                host,
+                trace.is_some(),
+            )),
             Err(EngineError::Config(text)) if streamed => Ok(PreparedTarget {
                 request: PreparedRequest::Refused(format!("{text}: not sent").into()),
                 host,
@@ -70,9 +92,11 @@ impl PreparedTarget {
         keepalive: bool,
         host: usize,
         variables: &[String],
+        trace: Option<&TraceHeaders>,
     ) -> Result<PreparedTarget, EngineError> {
         let template = RequestTemplate::for_step(&target, keepalive, variables)
-            .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?;
+            .map_err(|reason| EngineError::Config(format!("{}: {reason}", target.display_url())))?
+            .with_trace_state(trace.and_then(|t| t.state.as_ref()));
         refuse_unsafe(&target, &template)?;
         Ok(PreparedTarget {
             request: PreparedRequest::Templated(Arc::new(template)),
@@ -178,7 +202,7 @@ impl Shared {
                 &mut hosts,
                 config.settings.unix_socket.as_ref(),
                 target_offset,
-                config.settings.trace.is_some(),
+                TraceHeaders::of(&config.settings).as_ref(),
             )?;
             target_offset += shared.targets.len() as u32;
             attacks.push(shared);
@@ -238,7 +262,7 @@ fn prepare_attack(
     hosts: &mut HostTable,
     unix_socket: Option<&PathBuf>,
     target_offset: u32,
-    trace: bool,
+    trace: Option<&TraceHeaders>,
 ) -> Result<AttackShared, EngineError> {
     let list = match &attack.targets {
         Targets::List(list) => list.as_slice(),
@@ -254,6 +278,7 @@ fn prepare_attack(
                     attack.settings.keepalive,
                     host,
                     &flow.variables,
+                    trace,
                 ),
                 None => PreparedTarget::new(
                     target.clone(),

@@ -14,6 +14,13 @@ use workload::TlsOptions;
 
 use crate::EngineError;
 
+/// The client configuration of the tools around a run that speak HTTP/1.1 over TLS
+/// (`https://` OTLP endpoints and trace stores): the system's roots, no client
+/// certificate, as an attack's targets get without TLS flags.
+pub fn tool_client_config() -> Result<Arc<ClientConfig>, EngineError> {
+    client_config(&TlsOptions::default(), false)
+}
+
 /// The client configuration for `options`, offering h2 before http/1.1 in ALPN
 /// when `offer_h2`.
 pub(crate) fn client_config(

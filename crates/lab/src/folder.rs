@@ -197,6 +197,10 @@ pub struct StepRow {
     /// what followed and what held); empty when the step was not monitored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis: Vec<String>,
+    /// Where the step's slow traced requests' time went, as its `report.txt` judged it
+    /// (the plan's trace store): the headline, then what arrived; empty without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<String>,
 }
 
 /// A background scenario's figures in one step's window (`[[load.scenario]]`).
@@ -523,6 +527,32 @@ impl RunSummary {
             .collect()
     }
 
+    /// The steps whose slow traced requests were read back from the plan's trace
+    /// store (judged or not), in the order they ran.
+    pub fn traced_steps(&self) -> impl Iterator<Item = &StepRow> {
+        self.steps.iter().filter(|s| !s.spans.is_empty())
+    }
+
+    /// `## Where the time went`: per traced step, its span breakdown's headline and
+    /// what arrived, as its `report.txt` says them.
+    fn spans_markdown(&self) -> String {
+        let mut md = String::new();
+        for step in self.traced_steps() {
+            if md.is_empty() {
+                md.push_str("## Where the time went (trace_store)\n\n");
+            }
+            let _ = write!(md, "- **{}**, step {}:", step.variant, step.step);
+            for line in &step.spans {
+                let _ = write!(md, "\n  - {line}");
+            }
+            md.push('\n');
+        }
+        if !md.is_empty() {
+            md.push('\n');
+        }
+        md
+    }
+
     /// A [`RunSummary::ran_out_first`] step's lead: `step 002 (fail: success 98.48%
     /// under 99.00%)`, its verdict and why as the steps' table says them.
     pub fn ran_out_lead(step: &StepRow) -> String {
@@ -574,6 +604,7 @@ impl RunSummary {
             }
             md.push('\n');
         }
+        md.push_str(&self.spans_markdown());
         let axes: Vec<&String> = self
             .steps
             .iter()

@@ -56,6 +56,7 @@ impl RunSummary {
         page.html(header(self));
         page.html(variants_table(self, &color));
         page.html(ran_out_list(self));
+        page.html(spans_list(self));
         if !self.cells.is_empty() {
             page.html(cells_table(self));
         }
@@ -177,6 +178,30 @@ fn ran_out_list(summary: &RunSummary) -> String {
         out.push_str("</li>\n");
     }
     out.push_str("</ul>\n");
+    out
+}
+
+/// Per traced step, where its slow requests' time went (as `summary.md`).
+fn spans_list(summary: &RunSummary) -> String {
+    let mut out = String::new();
+    for step in summary.traced_steps() {
+        if out.is_empty() {
+            out.push_str("<h2>Where the time went (trace_store)</h2>\n<ul class=\"diagnosis\">\n");
+        }
+        let _ = write!(
+            out,
+            "<li><b>{}</b>, step {}:",
+            escape(&step.variant),
+            escape(&step.step)
+        );
+        for line in &step.spans {
+            let _ = write!(out, "<br>{}", escape(line));
+        }
+        out.push_str("</li>\n");
+    }
+    if !out.is_empty() {
+        out.push_str("</ul>\n");
+    }
     out
 }
 

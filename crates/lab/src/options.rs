@@ -22,6 +22,9 @@ pub struct RunOptions {
     /// Makes what watches one step (`attack`'s watchers: its live view, Prometheus,
     /// its dashboard); without it, steps run unwatched.
     pub watch: Option<WatchFactory>,
+    /// Where each step's slow traced requests' traces are read back from (the plan's
+    /// `trace_store`, or `run -trace-store`); without it, no step reads any.
+    pub trace_store: Option<report::TraceStoreHandle>,
 }
 
 /// Where a step's records go: its `records.llr`, or a writer that also hands a copy

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use analysis::{Miss, Verdict, judge};
 use engine::{AttackConfig, RunConfig, StopHandle};
+use report::TraceStoreHandle;
 use workload::Pacing;
 
 use crate::LabError;
@@ -112,7 +113,10 @@ pub fn run_cell(
             row.verdict = StepVerdict::Interrupted;
             row.why = "stopped by Ctrl-C; not judged".to_owned();
         }
-        Ok(outcome) => judge_cell(plan, cell, dir, run_dir, &outcome, &mut row)?,
+        Ok(outcome) => {
+            let store = options.trace_store.as_ref();
+            judge_cell(plan, (cell, store), dir, run_dir, &outcome, &mut row)?;
+        }
     }
     if !row.notes.is_empty() {
         row.why = format!("{}; {}", row.why, row.notes.join("; "));
@@ -148,7 +152,7 @@ struct Attacked {
 
 fn judge_cell(
     plan: &Plan,
-    cell: &Cell,
+    (cell, store): (&Cell, Option<&TraceStoreHandle>),
     dir: &Path,
     run_dir: &Path,
     outcome: &Attacked,
@@ -202,14 +206,23 @@ fn judge_cell(
     }
     // The report and the page judge by the plan's bounds, as the verdict.
     let bounds = (plan.slo.generator, plan.slo.min_success_ratio);
-    // The report (and so the diagnosis) reads the verdict's window.
-    row.diagnosis = write_report(
+    // The report (and so the diagnosis) reads the verdict's window; with a trace
+    // store it also judges, once, where the slow traced requests' time went.
+    let judged = write_report(
         &outcome.records,
         &dir.join("report.txt"),
-        plan.load.shards.is_some(),
+        (plan.load.shards.is_some(), store),
         bounds,
         window,
     );
+    if let Some(outcome) = judged {
+        row.diagnosis = (outcome.diagnosis.as_ref())
+            .map(report::words::diagnosis::lines)
+            .unwrap_or_default();
+        row.spans = (outcome.spans.as_ref())
+            .map(report::words::spans::lines)
+            .unwrap_or_default();
+    }
     row.report = Some(relative(&dir.join("report.txt"), run_dir));
     let title = format!("{}: step {}", plan.name, row.step);
     let plot = dir.join("plot.html");
@@ -349,19 +362,18 @@ fn with_stop_rule(verdict: Verdict, fired: Option<&str>) -> Verdict {
 
 /// `report.txt` as `loadlab report` prints it, of the verdict's `window` (so its
 /// figures and diagnosis are the verdict's); a report that cannot be made is noted
-/// in the file instead (the verdict does not depend on it). Returns its diagnosis. A
+/// in the file instead (the verdict does not depend on it). Returns what it judged
+/// (its diagnosis, where the slow traced requests' time went, read from `store`). A
 /// sharded step's report ends with the warnings `report` prints on stderr about its
 /// shards (one missing, one that ended early, their start skews).
 fn write_report(
     records: &[String],
     path: &Path,
-    sharded: bool,
+    (sharded, store): (bool, Option<&TraceStoreHandle>),
     (health, min_success_ratio): Bounds,
     window: Window,
-) -> Vec<String> {
-    let Ok(file) = std::fs::File::create(path) else {
-        return Vec::new();
-    };
+) -> Option<report::ReportOutcome> {
+    let file = std::fs::File::create(path).ok()?;
     let mut out = BufWriter::new(file);
     let mut warnings: Vec<u8> = Vec::new();
     let result =
@@ -369,21 +381,18 @@ fn write_report(
             config.health = health;
             config.min_success_ratio = min_success_ratio;
             config.window_ns = Some((window.start_ns, window.end_ns));
+            config.trace_store = store.cloned();
             report::run_report(records, &config, &mut out, &mut warnings)
         });
     if sharded && !warnings.is_empty() {
         let _ = writeln!(out);
         let _ = out.write_all(&warnings);
     }
-    match result {
-        Ok(outcome) => (outcome.diagnosis.as_ref())
-            .map(report::words::diagnosis::lines)
-            .unwrap_or_default(),
-        Err(err) => {
+    result
+        .inspect_err(|err| {
             let _ = writeln!(out, "no report: {err}");
-            Vec::new()
-        }
-    }
+        })
+        .ok()
 }
 
 /// Builds the cell's attack and runs it into `records.llr`.
@@ -768,7 +777,9 @@ mod tests {
         };
         let health = analysis::GeneratorHealth::default();
         let report = dir.path().join("report.txt");
-        let lines = write_report(&records, &report, false, (health, None), window);
+        let outcome = write_report(&records, &report, (false, None), (health, None), window);
+        let diagnosis = outcome.and_then(|o| o.diagnosis).expect("a diagnosis");
+        let lines = report::words::diagnosis::lines(&diagnosis);
         let quoted = format!("send lag p99 {}", GoDuration::report_ns(lag.p99_ns));
         let said = lines.first().map(String::as_str).unwrap_or_default();
         assert!(said.contains(&quoted), "{said:?} does not say {quoted:?}");

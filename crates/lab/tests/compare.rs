@@ -116,7 +116,7 @@ fn markdown_of_two_runs_matches_the_golden_file() {
         variant: None,
     });
     let mut out = Vec::new();
-    run_compare_folders(&inputs, CompareFormat::Markdown, None, &mut out).unwrap();
+    run_compare_folders(&inputs, CompareFormat::Markdown, (None, None), &mut out).unwrap();
     let root_text = root.path().to_string_lossy().into_owned();
     let markdown = String::from_utf8(out).unwrap().replace(&root_text, "runs");
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/compare_folders.md");

@@ -1216,3 +1216,208 @@ achieved = 0.9
         "{requests:?}"
     );
 }
+
+/// A trace store that answers every trace with the same small server span, or is down.
+struct FakeStore {
+    down: bool,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl report::TraceStore for FakeStore {
+    fn name(&self) -> &str {
+        "http://store.test/"
+    }
+
+    fn fetch(&self, trace_ids: &[String]) -> Result<analysis::Fetched, String> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.down {
+            return Err("connection refused".to_owned());
+        }
+        let span = analysis::Span {
+            span_id: "server".to_owned(),
+            parent_id: None,
+            service: "orders".to_owned(),
+            operation: "GET /orders".to_owned(),
+            start_us: 0,
+            duration_us: 1_000,
+        };
+        Ok(trace_ids.iter().map(|_| Some(vec![span.clone()])).collect())
+    }
+}
+
+/// With a trace store, each traced step's write-up (summary.json, summary.md,
+/// index.html) says where its slow requests' time went, as its report.txt judged it,
+/// once per step; a store that is down is a "not judged" line and the plan unharmed.
+#[test]
+fn each_traced_step_says_where_its_slow_requests_time_went() {
+    let _turn = one_at_a_time();
+    // Three fast targets and one 30x slower: the typical exemplars (one per second and
+    // target) are mostly fast, so the slow requests take 3x their median.
+    let server = simulator(
+        r#"[{"route": "/fast/*", "stages": [{"at": 0, "status": 200, "latency": "2ms"}]},
+            {"route": "/slow", "stages": [{"at": 0, "status": 200, "latency": "60ms"}]}]"#,
+    );
+    let addr = server.local_addr();
+    let plan = format!(
+        r#"name = "traced"
+mode = "sweep"
+trace_store = "http://127.0.0.1:1"
+
+[[variant]]
+name = "app"
+
+[load]
+targets = ["GET http://{addr}/fast/1", "GET http://{addr}/fast/2", "GET http://{addr}/fast/3", "GET http://{addr}/slow"]
+rates = [30, 60]
+step_duration = "1s"
+warmup = "100ms"
+trace = true
+seed = 4
+
+[slo]
+max_lag = "1s"
+achieved = 0.5
+"#
+    );
+    let mut folders = Vec::new();
+    for (down, want) in [
+        (false, "the slowest traced requests spent"),
+        (
+            true,
+            "not judged: the trace store http://store.test/ could not be read: connection refused",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = Plan::parse(&plan, "test.toml", dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.trace_store.as_ref().map(|k| k.line), Some(3));
+        let store = std::sync::Arc::new(FakeStore {
+            down,
+            asked: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let options = RunOptions {
+            output: dir.path().join("run"),
+            trace_store: Some(report::TraceStoreHandle(store.clone())),
+            ..RunOptions::default()
+        };
+        let summary = run_plan(&plan, &options, &StopHandle::new(), &mut std::io::sink())
+            .expect("the plan runs");
+        // Judged once per step: one read of the store each.
+        assert_eq!(
+            store.asked.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "down: {down}"
+        );
+        let md = summary.markdown();
+        let section = md
+            .split("## Where the time went (trace_store)\n\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{md}"));
+        for step in &summary.steps {
+            assert!(step.spans[0].contains(want), "{:?}", step.spans);
+            assert!(
+                section.contains(&format!(
+                    "- **app**, step {}:\n  - {}",
+                    step.step, step.spans[0]
+                )),
+                "{md}"
+            );
+            let report = std::fs::read_to_string(
+                dir.path()
+                    .join("run")
+                    .join(step.report.as_deref().expect("report")),
+            )
+            .expect("report.txt");
+            assert!(
+                report.contains(&format!(
+                    "Where the time went (-trace-store): {}",
+                    step.spans[0]
+                )),
+                "{report}"
+            );
+        }
+        if !down {
+            assert!(
+                summary.steps[0].spans[1].starts_with("traces found: "),
+                "{:?}",
+                summary.steps[0].spans
+            );
+        }
+        let json = std::fs::read_to_string(dir.path().join("run/summary.json")).expect("json");
+        let json: serde_json::Value = serde_json::from_str(&json).expect("summary.json");
+        assert_eq!(
+            json["steps"][1]["spans"][0],
+            summary.steps[1].spans[0].as_str()
+        );
+        let html = std::fs::read_to_string(dir.path().join("run/index.html")).expect("html");
+        assert!(html.contains("<h2>Where the time went (trace_store)</h2>"));
+        assert!(
+            verdicts(&summary).iter().all(|(_, v)| v == "pass"),
+            "{:?}",
+            verdicts(&summary)
+        );
+        folders.push(dir);
+    }
+    // compare of the two run folders reads each one's step where its limit shows
+    // (here its last) back from the store, once per side, and says it in JSON too.
+    let names: Vec<String> = (folders.iter())
+        .map(|d| d.path().join("run").display().to_string())
+        .collect();
+    let inputs = match lab::compare::classify(&names).expect("folders") {
+        lab::compare::CompareArgs::Folders(folders) => folders,
+        lab::compare::CompareArgs::RecordFiles(_) => panic!("folders"),
+    };
+    let store = std::sync::Arc::new(FakeStore {
+        down: false,
+        asked: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let handle = report::TraceStoreHandle(store.clone());
+    for format in [report::CompareFormat::Text, report::CompareFormat::Json] {
+        let mut out = Vec::new();
+        lab::compare::run_compare_folders(&inputs, format, (None, Some(&handle)), &mut out)
+            .expect("compare");
+        let out = String::from_utf8(out).expect("utf-8");
+        if format == report::CompareFormat::Json {
+            let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
+            let traces = json["traces"].as_array().expect(&out);
+            assert_eq!(traces.len(), 2, "{out}");
+            assert!(traces.iter().all(|t| t["spans"]["judged"] == true), "{out}");
+            assert_eq!(
+                json["span_shift"][0]["against"],
+                format!("{}#app", names[0]),
+                "{out}"
+            );
+        } else {
+            let block = out
+                .split("\nWhere the time went (-trace-store):\n")
+                .nth(1)
+                .expect(&out);
+            assert!(
+                block.contains(&format!(
+                    "{}#app: the slowest traced requests spent",
+                    names[1]
+                )),
+                "{out}"
+            );
+        }
+    }
+    assert_eq!(store.asked.load(std::sync::atomic::Ordering::SeqCst), 4);
+    // The key wants a traced load and a URL, named with its line.
+    for (key, want) in [
+        (
+            "trace_store = \"http://j:16686\"\n",
+            "test.toml:1: trace_store: reads back the traces of the steps' traced requests: give trace = true in [load]",
+        ),
+        (
+            "trace_store = \"j:16686\"\n",
+            "test.toml:1: trace_store: \"j:16686\": want the trace store's query API",
+        ),
+    ] {
+        let text = format!(
+            "{key}mode = \"sweep\"\n[[variant]]\nname = \"app\"\n[load]\ntargets = [\"GET http://{addr}/fast/1\"]\nrates = [1]\n"
+        );
+        let err = Plan::parse(&text, "test.toml", Path::new("."))
+            .expect_err(key)
+            .to_string();
+        assert!(err.starts_with(want), "{err}");
+    }
+}

@@ -61,7 +61,7 @@ pub use keys::{KeyAction, Keys, restore_terminal};
 pub use latest::Latest;
 pub use openmetrics::{OPENMETRICS_CONTENT_TYPE, wants_openmetrics};
 pub use prometheus::{MAX_URL_SERIES, Metrics, PrometheusHandle, PrometheusStats};
-pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn};
+pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn, otlp_headers};
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
 pub use spans::{ClientSpans, MAX_QUEUED_SPANS, SpanQueue};
@@ -85,7 +85,7 @@ pub enum LiveError {
         #[source]
         source: std::io::Error,
     },
-    /// `-prometheus-remote-write` or `-otlp-endpoint` was not a plain http URL.
+    /// `-prometheus-remote-write` or `-otlp-endpoint` was not an http(s) URL.
     #[error("{flag} {url}: {reason}")]
     PushUrl {
         /// The flag that gave it.

@@ -136,6 +136,62 @@ pub struct PushOptions {
     pub run_id: String,
     /// The `job` label of every series (OTLP's `service.name`).
     pub job: String,
+    /// Extra headers of every OTLP push (`-otlp-headers`, `OTEL_EXPORTER_OTLP_HEADERS`):
+    /// credentials, so never shown.
+    pub headers: Vec<(String, String)>,
+    /// The TLS client configuration of an `https://` URL (the engine's).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// Reads OpenTelemetry's `OTEL_EXPORTER_OTLP_HEADERS` format: `key=value` pairs
+/// separated by commas, each side percent-decoded and trimmed. A header's value is a
+/// credential: errors name the pair by its place and key, never its value.
+pub fn otlp_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for (index, pair) in text.split(',').enumerate() {
+        let place = index + 1;
+        if pair.trim().is_empty() {
+            continue;
+        }
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(format!(
+                "pair {place} has no '=': want key=value,key2=value2"
+            ));
+        };
+        let name = percent_decode(name.trim())
+            .filter(|name| is_token(name))
+            .ok_or_else(|| format!("pair {place}: the key is not an HTTP header name"))?;
+        let value = percent_decode(value.trim())
+            .filter(|value| !value.bytes().any(|b| b.is_ascii_control() && b != b'\t'))
+            .ok_or_else(|| {
+                format!("pair {place} ({name}): the value is not percent-encoded text without control characters")
+            })?;
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
+/// `%XX` escapes decoded; `None` for a broken escape or bytes that are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// An HTTP token (RFC 9110 §5.6.2): what a header name must be.
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && (text.bytes()).all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl PushOptions {
@@ -202,6 +258,13 @@ impl Push {
 
     fn spawn(options: PushOptions, source: Source, warn: Warn) -> Result<Push, LiveError> {
         let url = check_url(options.protocol, &options.url)?;
+        if url.scheme() == "https" && options.tls.is_none() {
+            return Err(LiveError::PushUrl {
+                flag: options.protocol.flag(),
+                url: units::redact_url(&options.url),
+                reason: "https:// needs a TLS configuration".to_owned(),
+            });
+        }
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let mut pusher = Pusher {
             shown_url: units::redact_url(&options.url),
@@ -254,10 +317,8 @@ fn check_url(protocol: PushProtocol, text: &str) -> Result<url::Url, LiveError> 
     };
     let url =
         url::Url::parse(text).map_err(|err| bad(&format!("{err}; {}", protocol.example())))?;
-    if url.scheme() != "http" {
-        return Err(bad(
-            "only http:// is supported (put a local receiver or proxy in front of an https one)",
-        ));
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("only http:// and https:// are supported"));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(bad("the URL has no host"));
@@ -347,12 +408,17 @@ impl Pusher {
         };
         self.summary.pushes += 1;
         let (body, headers) = body?;
+        let mut headers = headers.to_vec();
+        if self.options.protocol != PushProtocol::RemoteWrite {
+            headers.extend((self.options.headers.iter()).map(|(n, v)| (n.as_str(), v.as_str())));
+        }
         let request = wire::client::Request {
             method: "POST",
             url: &self.url,
-            headers,
+            headers: &headers,
             body: &body,
             max_body_bytes: MAX_ANSWER_BYTES,
+            tls: self.options.tls.as_ref(),
         };
         let answer =
             wire::client::send(&request, Instant::now() + self.options.timeout).map_err(|err| {
@@ -546,6 +612,8 @@ pub(crate) mod tests {
             timeout: Duration::from_millis(300),
             run_id: "run-1".to_owned(),
             job: "loadlab".to_owned(),
+            headers: vec![("Authorization".to_owned(), "Bearer s3cret".to_owned())],
+            tls: None,
         };
         let pusher = Push::start(
             options,
@@ -584,6 +652,8 @@ pub(crate) mod tests {
         ] {
             assert!(head.lines().any(|l| l == line), "{line}: {head}");
         }
+        // -otlp-headers are OTLP's: remote write does not send them.
+        assert!(!head.contains("s3cret"), "{head}");
         let bodies: Vec<proto::WriteRequest> = (receiver.bodies.lock().unwrap().iter())
             .map(|body| {
                 let raw = snap::raw::Decoder::new().decompress_vec(body).unwrap();
@@ -681,6 +751,7 @@ pub(crate) mod tests {
         for line in [
             "POST /v1/metrics HTTP/1.1",
             "Content-Type: application/x-protobuf",
+            "Authorization: Bearer s3cret",
         ] {
             assert!(head.lines().any(|l| l == line), "{line}: {head}");
         }
@@ -698,13 +769,53 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn only_plain_http_urls_are_taken() {
+    fn otlp_headers_are_read_as_opentelemetry_writes_them_and_never_shown() {
+        // (OTEL_EXPORTER_OTLP_HEADERS, the headers, or what the error says)
+        type Want<'a> = Result<&'a [(&'a str, &'a str)], &'a str>;
+        let rows: [(&str, Want<'_>); 8] = [
+            (
+                "api-key=s3cret, Authorization=Basic%20dTpw",
+                Ok(&[("api-key", "s3cret"), ("Authorization", "Basic dTpw")]),
+            ),
+            ("a=1,,b=x%3Dy%2Cz", Ok(&[("a", "1"), ("b", "x=y,z")])),
+            ("", Ok(&[])),
+            ("a=1,s3cret", Err("pair 2 has no '='")),
+            (
+                "bad key=s3cret",
+                Err("pair 1: the key is not an HTTP header name"),
+            ),
+            (
+                "k=s3cret%0D%0AX-Injected:%201",
+                Err("pair 1 (k): the value is not"),
+            ),
+            ("k=s3cret%zz", Err("pair 1 (k): the value is not")),
+            ("k=s3cret%C3", Err("pair 1 (k): the value is not")),
+        ];
+        for (text, want) in rows {
+            let got = otlp_headers(text);
+            match (want, got) {
+                (Ok(want), Ok(got)) => {
+                    let got: Vec<(&str, &str)> =
+                        got.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                    assert_eq!(got, want, "{text}");
+                }
+                (Err(want), Err(err)) => {
+                    assert!(err.starts_with(want), "{text}: {err}");
+                    assert!(!err.contains("s3cret"), "{text}: {err}");
+                }
+                (want, got) => panic!("{text}: want {want:?}, got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn only_http_and_https_urls_are_taken() {
         let (remote_write, otlp) = (PushProtocol::RemoteWrite, PushProtocol::Otlp);
         let rows = [
             (
                 remote_write,
-                "https://prom.example/api/v1/write",
-                "only http://",
+                "ftp://prom.example/api/v1/write",
+                "only http:// and https://",
             ),
             (
                 remote_write,
@@ -717,7 +828,7 @@ pub(crate) mod tests {
                 "relative URL without a base; expected http://",
             ),
             (remote_write, "http://u:secret@/write", "empty host"),
-            (otlp, "https://collector:4318", "only http://"),
+            (otlp, "grpc://collector:4317", "only http:// and https://"),
             (otlp, "127.0.0.1:4318", "expected http://HOST:PORT, e.g."),
         ];
         for (protocol, url, want) in rows {

@@ -20,6 +20,7 @@ pub(crate) fn http_get(url: &url::Url, deadline: Instant) -> Result<Vec<u8>, Str
         ],
         body: &[],
         max_body_bytes: MAX_BODY_BYTES,
+        tls: None,
     };
     let answer = wire::client::send(&request, deadline).map_err(|err| err.to_string())?;
     if answer.status != 200 {

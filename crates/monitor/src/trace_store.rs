@@ -5,6 +5,7 @@
 //! report says "not judged" rather than guessing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use analysis::{Fetched, Span};
@@ -19,22 +20,32 @@ const PER_CALL: Duration = Duration::from_secs(3);
 const OVERALL: Duration = Duration::from_secs(20);
 
 /// Jaeger's query API at a base URL (`http://127.0.0.1:16686`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TraceStoreClient {
     base: url::Url,
+    /// For an `https://` store (the engine's client configuration).
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl TraceStoreClient {
-    /// Checks `base` (plain `http://`, the store's query port).
-    pub fn new(base: &str) -> Result<TraceStoreClient, MonitorError> {
+    /// Checks `base` (the store's query port: `http://`, or `https://` over `tls`).
+    pub fn new(
+        base: &str,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<TraceStoreClient, MonitorError> {
         let bad = |reason: String| MonitorError::TraceStore {
             base: base.to_owned(),
             reason,
         };
         let mut url = url::Url::parse(base).map_err(|err| bad(err.to_string()))?;
-        if url.scheme() != "http" || url.host_str().is_none() {
+        let scheme_ok = match url.scheme() {
+            "http" => true,
+            "https" => tls.is_some(),
+            _ => false,
+        };
+        if !scheme_ok || url.host_str().is_none() {
             return Err(bad(
-                "want the store's query API as http://HOST:PORT, like http://127.0.0.1:16686"
+                "want the store's query API as http://HOST:PORT or https://HOST:PORT, like http://127.0.0.1:16686"
                     .to_owned(),
             ));
         }
@@ -42,7 +53,7 @@ impl TraceStoreClient {
         if !url.path().ends_with('/') {
             url.set_path(&format!("{}/", url.path()));
         }
-        Ok(TraceStoreClient { base: url })
+        Ok(TraceStoreClient { base: url, tls })
     }
 
     /// The base URL, as given.
@@ -85,6 +96,7 @@ impl TraceStoreClient {
             ],
             body: &[],
             max_body_bytes: MAX_TRACE_BYTES,
+            tls: self.tls.as_ref(),
         };
         let answer =
             wire::client::send(&request, deadline).map_err(|err| format!("{url}: {err}"))?;
@@ -217,10 +229,27 @@ mod tests {
     }
 
     #[test]
-    fn a_base_must_be_plain_http() {
-        assert!(TraceStoreClient::new("http://127.0.0.1:16686").is_ok());
-        for bad in ["127.0.0.1:16686", "https://jaeger:16686", "not a url"] {
-            let err = TraceStoreClient::new(bad).unwrap_err().to_string();
+    fn a_base_is_http_or_https_with_a_tls_configuration() {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        let tls = Some(Arc::new(tls));
+        assert!(TraceStoreClient::new("http://127.0.0.1:16686", None).is_ok());
+        assert!(TraceStoreClient::new("https://jaeger:16686", tls.clone()).is_ok());
+        // (base, with a TLS configuration)
+        let rows = [
+            ("127.0.0.1:16686", true),
+            ("https://jaeger:16686", false),
+            ("ftp://jaeger:16686", true),
+            ("not a url", true),
+        ];
+        for (bad, with_tls) in rows {
+            let tls = tls.clone().filter(|_| with_tls);
+            let err = TraceStoreClient::new(bad, tls).unwrap_err().to_string();
             assert!(err.starts_with("-trace-store"), "{err}");
         }
     }

@@ -709,6 +709,11 @@ impl Comparison {
     }
 
     fn json(&self) -> String {
+        self.json_with("")
+    }
+
+    /// The JSON comparison with `tail` (`,"key":value` pairs) after its rows.
+    fn json_with(&self, tail: &str) -> String {
         let mut out = String::from("{\"inputs\":[");
         push_strings(&mut out, &self.inputs);
         out.push_str("],\"noise\":\"block bootstrap, 95%, per-second windows\",\"rows\":[");
@@ -718,7 +723,9 @@ impl Comparison {
             }
             json_row(&mut out, row);
         }
-        out.push_str("]}\n");
+        out.push(']');
+        out.push_str(tail);
+        out.push_str("}\n");
         out
     }
 }
@@ -829,18 +836,26 @@ pub fn run_compare(
         .map(|input| read_input(input, store))
         .collect::<Result<Vec<_>, _>>()?;
     let comparison = compare_runs(&runs);
-    out.write_all(comparison.render(format).as_bytes())
+    let spans: Vec<(&str, Option<&analysis::SpanJudgement>)> = (inputs.iter().zip(&runs))
+        .map(|(input, run)| {
+            let traces = run.report.extras.traces.as_ref();
+            (input.name(), traces.and_then(|t| t.spans.as_ref()))
+        })
+        .collect();
+    let rendered = match format {
+        CompareFormat::Json => {
+            let mut tail = String::new();
+            crate::compare_spans::write_json(&mut tail, &spans);
+            comparison.json_with(&tail)
+        }
+        _ => comparison.render(format),
+    };
+    out.write_all(rendered.as_bytes())
         .map_err(ReportError::Write)?;
     if format != CompareFormat::Json {
         let block = ran_out_first(inputs, &runs, format);
         out.write_all(block.as_bytes())
             .map_err(ReportError::Write)?;
-        let spans: Vec<(&str, Option<&analysis::SpanJudgement>)> = (inputs.iter().zip(&runs))
-            .map(|(input, run)| {
-                let traces = run.report.extras.traces.as_ref();
-                (input.name(), traces.and_then(|t| t.spans.as_ref()))
-            })
-            .collect();
         let markdown = format == CompareFormat::Markdown;
         let block = crate::compare_spans::where_time_went(&spans, markdown);
         out.write_all(block.as_bytes())

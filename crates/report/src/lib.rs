@@ -83,6 +83,7 @@ pub use compare::{
     compare_runs, parse_threshold, ran_out_block, read_input, read_record_window, run_compare,
     side_letter,
 };
+pub use compare_spans::{where_time_went as compare_spans_block, write_json as compare_spans_json};
 pub use config::{ReportConfig, ReportType};
 pub use connections::{
     ConnectionFigures, Connections, StreamedCalls, write_calls_text, write_connections_text,

@@ -32,6 +32,9 @@ pub struct ReportOutcome {
     /// What ran out first, when the report is of the whole run and it had samples or
     /// a knee (a plan's step keeps it for its summary).
     pub diagnosis: Option<analysis::Diagnosis>,
+    /// Where the slow traced requests' time went (`-trace-store`), as the report
+    /// judged it once (a plan's step words it in its write-up).
+    pub spans: Option<analysis::SpanJudgement>,
 }
 
 /// Reads `paths` (none or `-` is stdin), prints the report to `out` and warnings about
@@ -109,6 +112,7 @@ pub fn run_report(
             requests,
             torn_inputs: torn.len(),
             diagnosis: None,
+            spans: None,
         });
     }
     let (text, p50_ns) = render_groups(&summary, stream.tables(), &config.report_type);
@@ -121,6 +125,7 @@ pub fn run_report(
         requests,
         torn_inputs: torn.len(),
         diagnosis: summary.diagnosis().cloned(),
+        spans: (summary.facts.traces.as_ref()).and_then(|t| t.spans.clone()),
     })
 }
 

@@ -133,8 +133,14 @@ pub fn write_spans_text(out: &mut String, judgement: &SpanJudgement) {
 /// inside the report's `traces` object; medians in nanoseconds, the operation that grew
 /// most first; `reason` and `reason_kind` (`store_unreadable`, ...) null when judged.
 pub fn write_spans_json(out: &mut String, judgement: &SpanJudgement) {
+    out.push_str(",\"spans\":");
+    write_spans_object(out, judgement);
+}
+
+/// The judgement as a JSON object (`{"judged":…,…}`), as [`write_spans_json`] nests it.
+pub fn write_spans_object(out: &mut String, judgement: &SpanJudgement) {
     let judged = matches!(judgement, SpanJudgement::Judged(_));
-    let _ = write!(out, ",\"spans\":{{\"judged\":{judged},\"headline\":");
+    let _ = write!(out, "{{\"judged\":{judged},\"headline\":");
     push_string(out, &words::headline(judgement));
     out.push_str(",\"reason\":");
     let operations = match judgement {

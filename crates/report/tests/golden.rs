@@ -1377,16 +1377,7 @@ fn saturation_appears_only_for_rising_open_loads() {
 
 /// 10 s at 50/s, answered in about `latency_ms`, every `fail_every`-th request timing out.
 fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
-    let header = RunHeader {
-        trace: None,
-        seed: Some(7),
-        tool: "loadlab test".to_owned(),
-        start_unix_ns: START_NS,
-        attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
-        targets: vec![target("GET", "http://127.0.0.1:8080/")],
-        shard: None,
-        precision_ns: None,
-    };
+    let header = compare_header();
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     writer
         .add_errors(
@@ -1397,21 +1388,43 @@ fn compare_run(latency_ms: u64, fail_every: u64) -> Vec<u8> {
             }],
         )
         .unwrap();
-    for n in 0..500u64 {
-        let failed = n % fail_every == 3;
-        writer.push(&Record {
-            seq: n,
-            intended_unix_ns: START_NS + n * 20 * MS,
-            send_lag_ns: 10 * US + (n % 7) * US,
-            latency_ns: latency_ms * MS * (80 + n * 37 % 41) / 100,
-            status: if failed { 0 } else { 200 },
-            error: u32::from(failed),
-            bytes_in: if failed { 0 } else { 512 },
-            bytes_out: 0,
-            ..Record::default()
-        });
+    for record in compare_records(latency_ms, fail_every) {
+        writer.push(&record);
     }
     writer.finish(&RunEnd::default()).unwrap()
+}
+
+fn compare_header() -> RunHeader {
+    RunHeader {
+        trace: None,
+        seed: Some(7),
+        tool: "loadlab test".to_owned(),
+        start_unix_ns: START_NS,
+        attacks: vec![attack("api", LoadModel::Open, Some(50.0))],
+        targets: vec![target("GET", "http://127.0.0.1:8080/")],
+        shard: None,
+        precision_ns: None,
+    }
+}
+
+/// `compare_run`'s records: every `fail_every`-th a timeout (none when 1).
+fn compare_records(latency_ms: u64, fail_every: u64) -> Vec<Record> {
+    (0..500u64)
+        .map(|n| {
+            let failed = n % fail_every == 3;
+            Record {
+                seq: n,
+                intended_unix_ns: START_NS + n * 20 * MS,
+                send_lag_ns: 10 * US + (n % 7) * US,
+                latency_ns: latency_ms * MS * (80 + n * 37 % 41) / 100,
+                status: if failed { 0 } else { 200 },
+                error: u32::from(failed),
+                bytes_in: if failed { 0 } else { 512 },
+                bytes_out: 0,
+                ..Record::default()
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -1437,6 +1450,122 @@ fn golden_compare() {
         assert_eq!(rows, ["throughput", "success", "latency p99"], "{name}");
         check_golden(name, &String::from_utf8(out).unwrap().replace(&prefix, ""));
     }
+}
+
+/// `compare_run`'s records, traced: each second's first request is its typical
+/// exemplar and its slowest its slow one (trace ids `run`, second, kind); the store
+/// answers each slow trace with an `UPDATE` of `update_ms` under the server's span.
+fn traced_compare_run(run: u64, latency_ms: u64) -> Vec<u8> {
+    let mut header = compare_header();
+    header.trace = Some(record::TraceInfo { sample: 1.0 });
+    let records = compare_records(latency_ms, 1);
+    let exemplar = |kind, second: u64, r: &Record| record::Exemplar {
+        kind,
+        attack: 0,
+        target: 0,
+        seq: r.seq,
+        trace_id: format!(
+            "{run:08x}{second:08x}{:016x}",
+            u8::from(kind == record::ExemplarKind::Slow)
+        ),
+        span_id: format!("{:016x}", r.seq + 1),
+        intended_unix_ns: r.intended_unix_ns,
+        latency_ns: r.latency_ns,
+        status: 200,
+        error: 0,
+    };
+    let mut end = RunEnd::default();
+    for (second, requests) in records.chunks(50).enumerate() {
+        let second = second as u64;
+        end.exemplars.push(exemplar(
+            record::ExemplarKind::Typical,
+            second,
+            &requests[0],
+        ));
+        let mut slow = requests[1];
+        slow.latency_ns = 10 * latency_ms * MS;
+        end.exemplars
+            .push(exemplar(record::ExemplarKind::Slow, second, &slow));
+    }
+    let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
+    for record in &records {
+        writer.push(record);
+    }
+    writer.finish(&end).unwrap()
+}
+
+/// Answers a slow trace (its id's last digit 1) with most of its time in `UPDATE`
+/// (more in run 2 than run 1), a typical one with a 1 ms `UPDATE`.
+struct GoldenStore;
+
+impl report::TraceStore for GoldenStore {
+    fn name(&self) -> &str {
+        "http://store.test/"
+    }
+
+    fn fetch(&self, trace_ids: &[String]) -> Result<analysis::Fetched, String> {
+        let span = |id: &str, parent: Option<&str>, operation: &str, duration_us| analysis::Span {
+            span_id: id.to_owned(),
+            parent_id: parent.map(str::to_owned),
+            service: "orders".to_owned(),
+            operation: operation.to_owned(),
+            start_us: 0,
+            duration_us,
+        };
+        Ok(trace_ids
+            .iter()
+            .map(|id| {
+                let run: u64 = id[..8].parse().unwrap();
+                let update_us = if id.ends_with('1') {
+                    run * 40_000
+                } else {
+                    1_000
+                };
+                Some(vec![
+                    span("server", None, "GET /orders", update_us + 2_000),
+                    span("update", Some("server"), "UPDATE", update_us),
+                ])
+            })
+            .collect())
+    }
+}
+
+/// compare's JSON with `-trace-store`: each input's span judgement and which span
+/// grew from A, beside the rows.
+#[test]
+fn golden_compare_traced() {
+    use report::{CompareFormat, CompareInput, TraceStoreHandle, run_compare};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.llr"), traced_compare_run(1, 10)).unwrap();
+    std::fs::write(dir.path().join("b.llr"), traced_compare_run(2, 14)).unwrap();
+    let inputs = [
+        CompareInput::RecordFile(dir.path().join("a.llr").to_string_lossy().into_owned()),
+        CompareInput::RecordFile(dir.path().join("b.llr").to_string_lossy().into_owned()),
+    ];
+    let prefix = format!("{}/", dir.path().display());
+    let store = TraceStoreHandle(std::sync::Arc::new(GoldenStore));
+    let mut text = Vec::new();
+    run_compare(
+        &inputs,
+        CompareFormat::Text,
+        (None, Some(&store)),
+        &mut text,
+    )
+    .unwrap();
+    let text = String::from_utf8(text).unwrap().replace(&prefix, "");
+    assert!(
+        text.contains("b.llr against a.llr: orders UPDATE grew most"),
+        "{text}"
+    );
+    let mut out = Vec::new();
+    run_compare(&inputs, CompareFormat::Json, (None, Some(&store)), &mut out).unwrap();
+    let json = String::from_utf8(out).unwrap().replace(&prefix, "");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        value["span_shift"][0]["moved"]["operation"], "UPDATE",
+        "{json}"
+    );
+    check_golden("compare_traced.json", &json);
 }
 
 /// Text and Markdown comparisons end with each run's diagnosis, when it has one (a

@@ -1,15 +1,20 @@
 //! [`send`]: one blocking HTTP/1.1 request under a deadline, for the tools around a
-//! run (the monitor's `/metrics` scrapes, Prometheus remote write), never the engine.
-//! It reads Content-Length, chunked and close-delimited bodies up to a size cap, and
-//! its errors say what went wrong (refused, timed out, too large).
+//! run (the monitor's `/metrics` scrapes, Prometheus remote write, OTLP pushes, trace
+//! store reads), never the engine. It reads Content-Length, chunked and
+//! close-delimited bodies up to a size cap, and its errors say what went wrong
+//! (refused, timed out, too large). `https://` goes over the caller's rustls client
+//! configuration (the engine's), not a TLS stack of its own.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::{ChunkedDecoder, Progress, WireError};
 
 const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Why an `https://` URL without a TLS configuration is not sent.
+const NO_TLS: &str = "https:// needs a TLS configuration";
 
 /// What to send: `method` to a plain `http://` URL, with these headers and body.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +29,9 @@ pub struct Request<'a> {
     pub body: &'a [u8],
     /// Answers with a larger body fail with [`ClientError::TooLarge`].
     pub max_body_bytes: usize,
+    /// The TLS client configuration an `https://` URL is sent over; such a URL
+    /// without one fails with [`ClientError::Tls`].
+    pub tls: Option<&'a Arc<rustls::ClientConfig>>,
 }
 
 /// The answer, whatever its status.
@@ -99,6 +107,69 @@ pub enum ClientError {
     /// A socket option could not be set.
     #[error("socket: {0}")]
     Socket(std::io::Error),
+    /// An `https://` URL that cannot be sent over TLS.
+    #[error("tls: {0}")]
+    Tls(String),
+}
+
+/// The connection: plain TCP, or TLS over it.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    /// `stream`, wrapped in TLS for an `https://` URL.
+    fn new(stream: TcpStream, request: &Request<'_>, host: &str) -> Result<Conn, ClientError> {
+        if request.url.scheme() != "https" {
+            return Ok(Conn::Plain(stream));
+        }
+        let config = request
+            .tls
+            .ok_or_else(|| ClientError::Tls(NO_TLS.to_owned()))?;
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map_err(|_| ClientError::Tls(format!("{host:?} is not a server name")))?;
+        let tls = rustls::ClientConnection::new(Arc::clone(config), name)
+            .map_err(|err| ClientError::Tls(err.to_string()))?;
+        Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(tls, stream))))
+    }
+
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(stream) => stream,
+            Conn::Tls(tls) => &tls.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(stream) => stream.read(buf),
+            // A server that closes after its answer without TLS's close_notify has
+            // still sent the whole of a close-delimited body.
+            Conn::Tls(tls) => match tls.read(buf) {
+                Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+                read => read,
+            },
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(stream) => stream.write(buf),
+            Conn::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Plain(stream) => stream.flush(),
+            Conn::Tls(tls) => tls.flush(),
+        }
+    }
 }
 
 /// Sends `request` and reads the whole answer. Every step (resolve, connect, write,
@@ -107,6 +178,9 @@ pub fn send(request: &Request<'_>, deadline: Instant) -> Result<Answer, ClientEr
     let url = request.url;
     let host = url.host_str().ok_or(ClientError::NoHost)?;
     let port = url.port_or_known_default().unwrap_or(80);
+    if url.scheme() == "https" && request.tls.is_none() {
+        return Err(ClientError::Tls(NO_TLS.to_owned()));
+    }
     let address = (host, port)
         .to_socket_addrs()
         .map_err(|err| ClientError::Resolve {
@@ -118,15 +192,20 @@ pub fn send(request: &Request<'_>, deadline: Instant) -> Result<Answer, ClientEr
             host: host.to_owned(),
             reason: "no address".to_owned(),
         })?;
-    let mut stream =
+    let stream =
         TcpStream::connect_timeout(&address, remaining(deadline)?).map_err(ClientError::Connect)?;
     let _ = stream.set_nodelay(true);
+    // The TLS handshake reads while the request is written: both bounded.
+    let left = remaining(deadline)?;
     stream
-        .set_write_timeout(Some(remaining(deadline)?))
+        .set_write_timeout(Some(left))
+        .and_then(|()| stream.set_read_timeout(Some(left)))
         .map_err(ClientError::Socket)?;
+    let mut stream = Conn::new(stream, request, host)?;
     stream
         .write_all(&head(request, host, port))
         .and_then(|()| stream.write_all(request.body))
+        .and_then(|()| stream.flush())
         .map_err(|err| match err.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ClientError::TimedOut,
             _ => ClientError::Send(err),
@@ -176,11 +255,12 @@ fn remaining(deadline: Instant) -> Result<Duration, ClientError> {
 
 /// Reads more bytes into `buffer`; 0 at the end of the stream.
 fn read_more(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     buffer: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<usize, ClientError> {
     stream
+        .socket()
         .set_read_timeout(Some(remaining(deadline)?))
         .map_err(ClientError::Socket)?;
     let mut chunk = [0u8; 16 << 10];
@@ -202,7 +282,7 @@ fn read_more(
 }
 
 fn read_head(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     buffer: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<usize, ClientError> {
@@ -264,7 +344,7 @@ fn parse_head(head: &[u8], max_body_bytes: usize) -> Result<(u16, BodyKind), Cli
 }
 
 fn read_body(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     mut body: Vec<u8>,
     kind: BodyKind,
     max_body_bytes: usize,
@@ -521,6 +601,7 @@ mod send_tests {
             url,
             headers: &[("Content-Type", "application/x-protobuf")],
             body: b"body!",
+            tls: None,
             max_body_bytes: 1024,
         };
         send(&request, Instant::now() + timeout)
@@ -549,6 +630,94 @@ mod send_tests {
             assert!(request.contains("\r\nContent-Length: 5\r\n"), "{request}");
             assert!(request.ends_with("\r\n\r\nbody!"), "{request}");
         }
+    }
+
+    /// A one-connection TLS server on loopback (a self-signed `localhost`), answering
+    /// `answer` and closing without close_notify; returns its URL and the client
+    /// configuration that trusts it.
+    fn tls_one_shot(answer: &'static str) -> (url::Url, Arc<rustls::ClientConfig>) {
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let private =
+            rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![key.cert.der().clone()], private)
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(key.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = Arc::new(server);
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let connection = rustls::ServerConnection::new(server).unwrap();
+            let mut tls = rustls::StreamOwned::new(connection, stream);
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !got.ends_with(b"body!") {
+                match tls.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let _ = tls.write_all(answer.as_bytes());
+            let _ = tls.flush();
+        });
+        let url = url::Url::parse(&format!("https://localhost:{port}/push")).unwrap();
+        (url, Arc::new(client))
+    }
+
+    #[test]
+    fn https_goes_over_the_callers_tls_configuration() {
+        // A close-delimited body: the server's close without close_notify ends it.
+        for answer in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "HTTP/1.1 200 OK\r\n\r\nuntil close",
+        ] {
+            let (url, tls) = tls_one_shot(answer);
+            let request = Request {
+                method: "POST",
+                url: &url,
+                headers: &[],
+                body: b"body!",
+                max_body_bytes: 1024,
+                tls: Some(&tls),
+            };
+            let got = send(&request, Instant::now() + Duration::from_secs(5)).unwrap();
+            assert_eq!(got.status, 200);
+            assert!(answer.ends_with(std::str::from_utf8(&got.body).unwrap()));
+        }
+        // Without a configuration, or with one that does not trust the server: an error.
+        let (url, _) = tls_one_shot("HTTP/1.1 200 OK\r\n\r\n");
+        let request = |tls| Request {
+            method: "GET",
+            url: &url,
+            headers: &[],
+            body: b"",
+            max_body_bytes: 1024,
+            tls,
+        };
+        let err = send(&request(None), Instant::now() + Duration::from_secs(2)).unwrap_err();
+        assert_eq!(err.to_string(), "tls: https:// needs a TLS configuration");
+        let (_, other) = tls_one_shot("");
+        let err = send(
+            &request(Some(&other)),
+            Instant::now() + Duration::from_secs(2),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("certificate"), "{err}");
     }
 
     #[test]

@@ -103,8 +103,8 @@ pub use targets_json::{JsonTargetReader, parse_json_target};
 pub use targets_tank::{TankAmmo, TankAmmoReader};
 pub use template::{Place, RenderContext, Template, breaks_header, path_encoded, query_encoded};
 pub use trace::{
-    TRACE_HEX_LEN, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, TraceIds, TraceSampler,
-    TraceSettings,
+    TRACE_HEX_LEN, TRACEPARENT, TRACEPARENT_IDS_AT, TRACEPARENT_LINE, TRACESTATE, TraceIds,
+    TraceSampler, TraceSettings, TraceState,
 };
 
 /// Why targets or a plan were rejected. Messages name the input.

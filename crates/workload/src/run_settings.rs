@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use units::{GoDuration, parse_duration};
 
-use crate::{Origin, StopRule, TraceSettings, WorkloadError, defaults};
+use crate::{Origin, StopRule, TraceSettings, TraceState, WorkloadError, defaults};
 
 /// The run-wide fields, as written (every field optional); the keys of a plan's
 /// `[load]` and the flags of `loadlab attack` that are not per attack.
@@ -32,6 +32,8 @@ pub struct RunFields {
     pub trace: Option<bool>,
     /// The share of requests traced, in (0, 1] (`-trace-sample`; 1 by default).
     pub trace_sample: Option<f64>,
+    /// A W3C `tracestate` sent beside each `traceparent` (`-trace-state`).
+    pub trace_state: Option<String>,
     /// Offer HTTP/2 to https targets in ALPN (`-http2`).
     pub http2: Option<bool>,
     /// HTTP/2 to http targets with prior knowledge (`-h2c`).
@@ -111,6 +113,9 @@ pub struct RunSettings {
     pub max_streams: u32,
     /// Which requests carry a `traceparent` (`-trace`); `None`: none.
     pub trace: Option<TraceSettings>,
+    /// The `tracestate` sent beside each `traceparent` (`-trace-state`); only with
+    /// [`Self::trace`].
+    pub trace_state: Option<TraceState>,
     /// Monitor specs sampled beside the records; the caller starts the samplers.
     pub monitor: Vec<String>,
     /// How often the monitor samples.
@@ -135,6 +140,7 @@ impl Default for RunSettings {
             h2c: false,
             max_streams: 0,
             trace: None,
+            trace_state: None,
             monitor: Vec::new(),
             monitor_interval: defaults::MONITOR_INTERVAL,
         }
@@ -170,6 +176,7 @@ impl RunFields {
             h2c: self.h2c.unwrap_or(false),
             max_streams: self.max_streams.unwrap_or(0),
             trace: self.trace(origin)?,
+            trace_state: self.trace_state(origin)?,
             monitor: self.monitor.clone().unwrap_or_default(),
             monitor_interval: self.monitor_interval(origin)?,
         })
@@ -190,6 +197,24 @@ impl RunFields {
             client_key: self.key.as_ref().map(path),
             server_name: self.tls_server_name.clone(),
         })
+    }
+
+    fn trace_state(&self, origin: &Origin) -> Result<Option<TraceState>, WorkloadError> {
+        let Some(text) = &self.trace_state else {
+            return Ok(None);
+        };
+        if self.trace != Some(true) {
+            return Err(origin.error(
+                "trace_state",
+                format!(
+                    "goes beside the traceparent: give {} too",
+                    origin.spelled("trace")
+                ),
+            ));
+        }
+        TraceState::parse(text)
+            .map(Some)
+            .map_err(|why| origin.error("trace_state", why))
     }
 
     fn trace(&self, origin: &Origin) -> Result<Option<TraceSettings>, WorkloadError> {
@@ -346,6 +371,21 @@ mod tests {
             ),
             (
                 RunFields {
+                    trace_state: Some("vendor=1".to_owned()),
+                    ..RunFields::default()
+                },
+                Err("-trace-state: goes beside the traceparent: give -trace too"),
+            ),
+            (
+                RunFields {
+                    trace: Some(true),
+                    trace_state: Some("vendor=1,Bad=2".to_owned()),
+                    ..RunFields::default()
+                },
+                Err("-trace-state: member \"Bad=2\": the key is not"),
+            ),
+            (
+                RunFields {
                     precision: Some("0".to_owned()),
                     max_streams: Some(100),
                     ..RunFields::default()
@@ -378,6 +418,14 @@ mod tests {
         };
         let settings = every.settings(&Origin::flags()).unwrap();
         assert_eq!(settings.trace, Some(TraceSettings { sample: 1.0 }));
+        assert_eq!(settings.trace_state, None);
+        let stated = RunFields {
+            trace: Some(true),
+            trace_state: Some("tenant@system=a1 ".to_owned()),
+            ..RunFields::default()
+        };
+        let settings = stated.settings(&Origin::flags()).unwrap();
+        assert_eq!(settings.trace_state.unwrap().value(), "tenant@system=a1");
         let bad = RunFields {
             threads: Some(0),
             ..RunFields::default()

@@ -579,3 +579,55 @@ fn outside_values_never_add_fields_or_requests_over_h2() {
     );
     assert_eq!(fields.len(), 2, "{fields:?}");
 }
+
+#[test]
+fn traced_requests_carry_the_tracestate_beside_their_traceparent_over_h2() {
+    let server = H2Server::start(H2Options::default());
+    let text = format!(
+        "GET {}\n\nGET {}\n",
+        server.url("/ok"),
+        server.url("/t/{{seq}}")
+    );
+    let targets =
+        workload::parse_http_targets(
+            text.as_bytes(),
+            "targets.txt",
+            &[],
+            b"",
+            &|_| Ok(Vec::new()),
+        )
+        .unwrap();
+    assert!(targets[1].is_templated() && !targets[0].is_templated());
+    let mut config = h2c(&[], open_rate(200.0, 20));
+    config.attacks[0].targets = Targets::List(targets);
+    config.settings.trace = Some(workload::TraceSettings { sample: 1.0 });
+    config.settings.trace_state =
+        Some(workload::TraceState::parse("vendor=abc, tenant@sys=x y").unwrap());
+    let run = run(&config);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 20)]),
+        "{:?}",
+        errors(&run)
+    );
+    let fields = server.stats.fields.lock().unwrap().clone();
+    assert_eq!(fields.len(), 20);
+    // Static and templated targets alike: one traceparent, then the tracestate as given.
+    for request in &fields {
+        let value = |name: &str| {
+            (request.iter())
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(value("traceparent").len(), 1, "{request:?}");
+        assert_eq!(
+            value("tracestate"),
+            ["vendor=abc,tenant@sys=x y"],
+            "{request:?}"
+        );
+        let names: Vec<&str> = request.iter().map(|(n, _)| n.as_str()).collect();
+        let at = names.iter().position(|n| *n == "traceparent").unwrap();
+        assert_eq!(names[at + 1], "tracestate", "{names:?}");
+    }
+}

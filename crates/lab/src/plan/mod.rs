@@ -21,6 +21,6 @@ mod tests;
 
 pub use model::{
     KubeOptions, Load, Matrix, Mode, Plan, Ready, ReadyProbe, Scenario, SearchSettings, Sharding,
-    Steps, TargetSource, Variant, Via,
+    Steps, TargetSource, TraceStoreKey, Variant, Via,
 };
 pub use slo::DEFAULT_SUCCESS;

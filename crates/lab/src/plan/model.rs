@@ -60,9 +60,21 @@ pub struct Plan {
     pub search: SearchSettings,
     /// `matrix` mode's axes.
     pub matrix: Matrix,
+    /// The trace store's query API each step's slow traced requests are read back
+    /// from (`trace_store`, docs/TRACES.md); the caller makes the client.
+    pub trace_store: Option<TraceStoreKey>,
     /// Further `{{name}}` values for hooks, set by the caller (the CLI adds `loadlab`,
     /// its own path, so a plan can start `{{loadlab}} simulate ...`).
     pub hook_values: Vec<(String, String)>,
+}
+
+/// The plan's `trace_store = "http://HOST:16686"`, with its line for messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceStoreKey {
+    /// The URL as written.
+    pub url: String,
+    /// Its 1-based line.
+    pub line: u64,
 }
 
 /// One system under test.

@@ -8,7 +8,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::load::{check_steps, load, scenarios};
-use super::model::{Matrix, Mode, Plan, Steps};
+use super::model::{Load, Matrix, Mode, Plan, Steps, TraceStoreKey};
 use super::modes::{ignored_by_mode, matrix, search};
 use super::shards::sharding;
 use super::slo::slo;
@@ -102,6 +102,7 @@ impl Plan {
         } else {
             check_steps(&spot, &raw.load, &load.steps, mode)?;
         }
+        let trace_store = trace_store(&spot, raw.trace_store.as_ref(), &load)?;
         Ok(Plan {
             name: raw.name.unwrap_or_default(),
             mode,
@@ -113,7 +114,37 @@ impl Plan {
             slo,
             search: search(&spot, raw.search.as_ref().map(Spanned::get_ref))?,
             matrix,
+            trace_store,
             hook_values: Vec::new(),
         })
     }
+}
+
+/// `trace_store`: an http(s) URL, for steps that send trace context (`trace = true`).
+fn trace_store(
+    spot: &Spot<'_>,
+    key: Option<&Spanned<String>>,
+    load: &Load,
+) -> Result<Option<TraceStoreKey>, LabError> {
+    let Some(key) = key else { return Ok(None) };
+    let url = key.get_ref();
+    let at = key.span().start;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(spot.err(
+            at,
+            "trace_store",
+            format!("{url:?}: want the trace store's query API, like http://127.0.0.1:16686"),
+        ));
+    }
+    if load.settings.trace.is_none() {
+        return Err(spot.err(
+            at,
+            "trace_store",
+            "reads back the traces of the steps' traced requests: give trace = true in [load]",
+        ));
+    }
+    Ok(Some(TraceStoreKey {
+        url: url.clone(),
+        line: spot.line(at),
+    }))
 }

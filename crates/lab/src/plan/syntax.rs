@@ -24,6 +24,7 @@ pub(super) struct RawPlan {
     pub slo: Option<RawSlo>,
     pub search: Option<Spanned<RawSearch>>,
     pub matrix: Option<Spanned<RawMatrix>>,
+    pub trace_store: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

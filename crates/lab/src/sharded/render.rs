@@ -144,7 +144,7 @@ fn cwd_absolute(path: &str) -> String {
 /// Which keys, and their flags, are declared in [`workload::options`].
 pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
     let path = |text: &String| absolute(origin, text);
-    let words: [(&str, Option<String>); 16] = [
+    let words: [(&str, Option<String>); 17] = [
         ("threads", run.threads.map(|n| n.to_string())),
         ("workers", run.workers.map(|n| n.to_string())),
         ("connections", run.connections.map(|n| n.to_string())),
@@ -153,6 +153,7 @@ pub fn run_flags(run: &RunFields, origin: &Origin) -> Vec<String> {
             "trace_sample",
             run.trace_sample.map(|share| share.to_string()),
         ),
+        ("trace_state", run.trace_state.clone()),
         ("precision", run.precision.clone()),
         ("http2", run.http2.map(|b| b.to_string())),
         ("h2c", run.h2c.map(|b| b.to_string())),
@@ -259,6 +260,7 @@ mod tests {
             monitor_interval: Some("1s".to_owned()),
             trace: Some(true),
             trace_sample: Some(0.5),
+            trace_state: Some("vendor=1".to_owned()),
         };
         let flags: Vec<String> = run_flags(&every, &origin)
             .iter()

@@ -22,6 +22,14 @@ pub fn headline(judgement: &SpanJudgement) -> String {
     }
 }
 
+/// The judgement as a plan's write-up lists it under its step: the headline, then
+/// what arrived (when anything was asked).
+pub fn lines(judgement: &SpanJudgement) -> Vec<String> {
+    let mut lines = vec![headline(judgement)];
+    lines.extend(judgement.arrived().map(arrived));
+    lines
+}
+
 /// Why the traces were not compared, in lowercase words naming the store or the traces.
 pub fn reason(why: &SpansUnjudged) -> String {
     match why {
