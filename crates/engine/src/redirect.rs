@@ -2,9 +2,9 @@
 //! turn a non-HEAD request into a GET without a body; 307 and 308 repeat it as it was.
 
 use url::Url;
-use workload::Target;
+use workload::{RenderContext, Target, TraceIds, TraceState};
 
-use crate::render::render_request;
+use crate::render::RequestTemplate;
 
 /// What to send next after a redirect response, or why not.
 pub(crate) enum Next {
@@ -21,15 +21,24 @@ pub(crate) fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
+/// The trace context a traced request's next hops carry: its own ids (the hops are
+/// part of the one request loadlab times and its client span covers), and the run's
+/// `tracestate`.
+#[derive(Clone, Copy)]
+pub(crate) struct HopTrace<'a> {
+    pub ids: TraceIds,
+    pub state: Option<&'a TraceState>,
+}
+
 /// Builds the next hop from the current request (`base` target, current URL and
 /// method) and the response's `Location`.
 pub(crate) fn next_hop(
     base: &Target,
-    current_url: &Url,
-    current_method: &str,
+    (current_url, current_method): (&Url, &str),
     status: u16,
     location: &[u8],
     keepalive: bool,
+    trace: Option<HopTrace<'_>>,
 ) -> Next {
     let Ok(location) = std::str::from_utf8(location) else {
         return Next::Refuse("redirect: Location is not UTF-8");
@@ -62,11 +71,12 @@ pub(crate) fn next_hop(
     if url.host_str() != base.url.host_str() {
         hop.headers.retain(|h| !h.name.eq_ignore_ascii_case("host"));
     }
-    Next::Follow {
-        bytes: render_request(&hop, keepalive),
-        url,
-        method,
-    }
+    let template =
+        RequestTemplate::literal(&hop, keepalive).with_trace_state(trace.and_then(|t| t.state));
+    let (mut bytes, mut body) = (Vec::new(), Vec::new());
+    let context = RenderContext::plain(0, 0, None);
+    template.render(&context, &mut bytes, &mut body, &[], trace.map(|t| t.ids));
+    Next::Follow { bytes, url, method }
 }
 
 #[cfg(test)]
@@ -110,7 +120,14 @@ mod tests {
         ];
         for &(status, location, method, url, has_body) in rows {
             let base = post();
-            match next_hop(&base, &base.url, "POST", status, location.as_bytes(), true) {
+            match next_hop(
+                &base,
+                (&base.url, "POST"),
+                status,
+                location.as_bytes(),
+                true,
+                None,
+            ) {
                 Next::Follow {
                     url: got,
                     method: got_method,
@@ -131,7 +148,14 @@ mod tests {
         for location in ["ftp://x/", "http://[bad"] {
             assert!(
                 matches!(
-                    next_hop(&base, &base.url, "POST", 302, location.as_bytes(), true),
+                    next_hop(
+                        &base,
+                        (&base.url, "POST"),
+                        302,
+                        location.as_bytes(),
+                        true,
+                        None
+                    ),
                     Next::Refuse(_)
                 ),
                 "{location}"

@@ -17,12 +17,6 @@ use workload::{
 const USER_AGENT_LINE: &[u8] =
     concat!("User-Agent: loadlab/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
 
-/// Wire bytes of a target, placeholders (if any) sent as they are written: a
-/// redirect's next hop.
-pub(crate) fn render_request(target: &Target, keepalive: bool) -> Vec<u8> {
-    RequestTemplate::literal(target, keepalive).render_once()
-}
-
 /// `host[:port]`, with the port only when it is not the scheme's default.
 pub(crate) fn host_header(url: &url::Url) -> String {
     let host = url.host_str().unwrap_or_default();
@@ -109,8 +103,9 @@ impl RequestTemplate {
         })
     }
 
-    /// The request of `target` with every part literal.
-    fn literal(target: &Target, keepalive: bool) -> RequestTemplate {
+    /// The request of `target` with every part literal (placeholders sent as they
+    /// are written: a redirect's next hop).
+    pub(crate) fn literal(target: &Target, keepalive: bool) -> RequestTemplate {
         let url = &target.url;
         let has = |name: &str| {
             target
@@ -618,7 +613,8 @@ mod tests {
         ];
         for (target, keepalive, want) in rows {
             assert_eq!(
-                String::from_utf8(render_request(&target, keepalive)).unwrap(),
+                String::from_utf8(RequestTemplate::literal(&target, keepalive).render_once())
+                    .unwrap(),
                 want
             );
         }

@@ -186,6 +186,8 @@ pub(crate) struct Shared {
     pub seed: u64,
     /// Which requests carry a `traceparent`, and their ids (`-trace`).
     pub trace: Option<workload::TraceSampler>,
+    /// The `tracestate` sent beside them (`-trace-state`), for a redirect's next hop.
+    pub trace_state: Option<workload::TraceState>,
     pub http2: bool,
     pub h2c: bool,
     pub max_streams: u32,
@@ -245,6 +247,7 @@ impl Shared {
             seed: config.settings.seed,
             trace: (config.settings.trace)
                 .map(|trace| workload::TraceSampler::new(trace, config.settings.seed)),
+            trace_state: config.settings.trace_state.clone(),
             http2,
             h2c: config.settings.h2c,
             max_streams: config.settings.max_streams,

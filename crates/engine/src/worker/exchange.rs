@@ -160,13 +160,25 @@ impl Worker {
             .map_or((&base.url, base.method.as_str()), |hop| {
                 (&hop.url, hop.method.as_str())
             });
-        let (url, method, mut bytes) =
-            match redirect::next_hop(base, url, method, status, location, options.keepalive) {
-                Next::Follow { url, method, bytes } => (url, method, bytes),
-                Next::Refuse(why) => {
-                    return self.record_cause(&request, now, Cause::new(ErrorKind::Redirect, why));
-                }
-            };
+        let trace = (shared.trace.as_ref())
+            .and_then(|t| t.ids(request.attack, request.seq))
+            .map(|ids| redirect::HopTrace {
+                ids,
+                state: shared.trace_state.as_ref(),
+            });
+        let (url, method, mut bytes) = match redirect::next_hop(
+            base,
+            (url, method),
+            status,
+            location,
+            options.keepalive,
+            trace,
+        ) {
+            Next::Follow { url, method, bytes } => (url, method, bytes),
+            Next::Refuse(why) => {
+                return self.record_cause(&request, now, Cause::new(ErrorKind::Redirect, why));
+            }
+        };
         let Ok(host) = self.hosts.resolve(&url, shared.unix_socket.as_ref()) else {
             return self.record_cause(
                 &request,

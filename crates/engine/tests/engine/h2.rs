@@ -3,7 +3,7 @@
 
 use record::Protocol;
 
-use super::h2_server::{H2Options, H2Server, Raw, RawServer};
+use super::h2_server::{Fields, H2Options, H2Server, Raw, RawServer};
 use super::*;
 
 fn h2c(urls: &[String], plan: Plan) -> RunConfig {
@@ -630,4 +630,44 @@ fn traced_requests_carry_the_tracestate_beside_their_traceparent_over_h2() {
         let at = names.iter().position(|n| *n == "traceparent").unwrap();
         assert_eq!(names[at + 1], "tracestate", "{names:?}");
     }
+}
+
+/// A traced request's redirect hop carries the request's own trace context: the same
+/// `traceparent` (loadlab's one client span covers every hop) and the `tracestate`.
+#[test]
+fn a_traced_requests_redirect_hop_carries_its_trace_context() {
+    let server = H2Server::start(H2Options::default());
+    let mut config = h2c(&[server.url("/redirect")], open_rate(200.0, 10));
+    config.settings.trace = Some(workload::TraceSettings { sample: 1.0 });
+    config.settings.trace_state = Some(workload::TraceState::parse("vendor=abc").unwrap());
+    let run = run(&config);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 10)]),
+        "{:?}",
+        errors(&run)
+    );
+    let fields = server.stats.fields.lock().unwrap().clone();
+    let value = |request: &Fields, name: &str| {
+        (request.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    };
+    let mut by_path: HashMap<String, Vec<String>> = HashMap::new();
+    for request in &fields {
+        assert_eq!(
+            value(request, "tracestate").as_deref(),
+            Some("vendor=abc"),
+            "{request:?}"
+        );
+        let traceparent = value(request, "traceparent").expect("a traceparent on every hop");
+        let path = value(request, ":path").unwrap();
+        by_path.entry(path).or_default().push(traceparent);
+    }
+    let mut first = by_path.remove("/redirect").unwrap();
+    let mut hops = by_path.remove("/ok").unwrap();
+    first.sort();
+    hops.sort();
+    assert_eq!(first.len(), 10);
+    assert_eq!(first, hops, "each hop carries its request's traceparent");
 }
