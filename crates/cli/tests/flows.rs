@@ -753,6 +753,200 @@ checks = ["body contains tick", {{ name = "fourth", expect = "body contains tick
     }
 }
 
+/// Token streams: after a 50 ms wait for the head, 5 events (or plain chunks) 20 ms
+/// apart, to a POST of JSON.
+const TOKENS: &str = r#"[
+  {"route": "/v1/chat", "events": {"count": 5, "every": "20ms", "first": "50ms", "data": "tok"},
+   "requires": {"header": "content-type", "matches": "^application/json$"},
+   "stages": [{"status": 200}]},
+  {"route": "/v1/text", "events": {"count": 5, "every": "20ms", "first": "50ms", "data": "tok", "format": "text"},
+   "stages": [{"status": 200}]},
+  {"route": "/v1/busy", "stages": [{"status": 429}]}
+]"#;
+
+/// A `stream` step: POST `path` with a JSON body and read its answer as it comes.
+fn token_flow(addr: std::net::SocketAddr, path: &str, checks: &str) -> String {
+    format!(
+        r#"
+[[scenario]]
+name = "llm"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://{addr}{path}\nContent-Type: application/json"
+body = '{{"prompt": "hello from {{{{user}}}}", "stream": true}}'
+checks = [{checks}]
+"#
+    )
+}
+
+#[test]
+fn a_posted_token_stream_is_timed_to_its_first_event_its_end_and_its_gaps() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let flow = token_flow(server.local_addr(), "/v1/chat", r#""body contains tok""#);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    let llm = tables
+        .targets
+        .iter()
+        .find(|t| t.step.as_deref() == Some("llm"));
+    assert_eq!(llm.unwrap().method, "POST");
+    assert_eq!(steps["llm"].len(), 2, "two runs of the flow");
+    for first in &steps["llm"] {
+        assert!(first.is_success(), "{first:?}");
+        // The head waits 50 ms, the first event 20 ms more.
+        assert!(first.ttfb_ns >= 45_000_000, "{first:?}");
+        assert!(first.latency_ns >= first.ttfb_ns + 15_000_000, "{first:?}");
+        assert!(
+            first.bytes_out > "POST".len() as u64 + 40,
+            "the body went: {first:?}"
+        );
+    }
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+        // The first event to the end: four gaps of 20 ms.
+        assert!(body.latency_ns >= 70_000_000, "{body:?}");
+        assert_eq!(body.bytes_in, 5 * "tok 1".len() as u64, "{body:?}");
+    }
+    for c in &connections(&output)["llm"] {
+        assert_eq!((c.messages_in, c.messages_failed), (5, 0), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "its end: {c:?}");
+        let median_ns = c.latency.quantile(0.5).unwrap();
+        assert!((15_000_000..200_000_000).contains(&median_ns), "{c:?}");
+    }
+}
+
+#[test]
+fn a_long_chunked_answer_that_is_not_an_event_stream_is_read_chunk_by_chunk() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let flow = token_flow(
+        server.local_addr(),
+        "/v1/text",
+        r#""body matches ^tok [0-9]\n$""#,
+    );
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+        assert_eq!(body.bytes_in, 5 * "tok 1\n".len() as u64, "{body:?}");
+    }
+    for c in &connections(&output)["llm"] {
+        // 20 ms apart, each chunk is a read of its own unless the machine stalls.
+        assert!((2..=5).contains(&c.messages_in), "{c:?}");
+        assert_eq!(c.bytes_in, 5 * "tok 1\n".len() as u64, "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+}
+
+#[test]
+fn a_refused_token_stream_quotes_the_answer_and_a_stalled_one_times_out() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let addr = server.local_addr();
+    let flow = token_flow(addr, "/v1/busy", "")
+        + &format!(
+            r#"
+[[scenario]]
+name = "stall"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "30ms"
+
+[[scenario.step]]
+name = "stall"
+stream = "POST http://{addr}/v1/chat\nContent-Type: application/json"
+body = "{{}}"
+"#
+        );
+    let (_, _, tables, steps) = attack_ok(&dir, &flow);
+    let error = |r: &Record| tables.errors[r.error as usize - 1].clone();
+    for refused in &steps["llm"] {
+        assert_eq!(refused.status, 429, "{refused:?}");
+        let entry = error(refused);
+        assert_eq!(entry.kind, ErrorKind::Status);
+        assert!(entry.text.contains("stream refused: 429"), "{entry:?}");
+        assert!(
+            entry.text.contains("\"Error 429\""),
+            "its body quoted: {entry:?}"
+        );
+    }
+    let stalled = &steps["stall"][0];
+    let entry = error(stalled);
+    // The head comes after 50 ms: past a 30 ms timeout.
+    assert_eq!(entry.kind, ErrorKind::Timeout, "{entry:?}");
+}
+
+/// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
+/// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
+fn flask_python() -> Option<PathBuf> {
+    let venv = std::env::var_os("LOADLAB_TRACED_APP_VENV").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/loadlab/traced-app-venv")
+        },
+        PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    let found = Command::new(&python)
+        .args(["-c", "import flask"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("LOADLAB_REQUIRE_TRACED_APP").is_none(),
+            "LOADLAB_REQUIRE_TRACED_APP is set but {} cannot import flask: run .ci/setup/traced-app.sh",
+            venv.display()
+        );
+        eprintln!("\n!!! SKIPPED: Flask is not installed (source .ci/setup/traced-app.sh) !!!\n");
+    }
+    found.then_some(python)
+}
+
+#[test]
+fn an_openai_style_token_stream_from_flask_is_read_event_by_event() {
+    let Some(python) = flask_python() else {
+        return;
+    };
+    let app = PythonEcho::run(&python, "token_stream.py");
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "llm"
+concurrency = 1
+max_requests = 2
+duration = "10s"
+timeout = "5s"
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://127.0.0.1:{}/v1/chat/completions\nContent-Type: application/json"
+body = '{{"prompt": "say hello to user {{{{user}}}}", "stream": true}}'
+checks = ['body matches ^(\{{"choices".*\}}|\[DONE\])$']
+"#,
+        app.port
+    );
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
+    for first in &steps["llm"] {
+        assert!(first.is_success() && first.ttfb_ns > 0, "{first:?}");
+    }
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+    }
+    let held = &connections(&output)["llm"];
+    assert_eq!(held.len(), 2);
+    for c in held {
+        // A word of the prompt's five each (the body went, rendered), then [DONE].
+        assert_eq!((c.messages_in, c.messages_failed), (6, 0), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+}
+
 /// Routes for pings, subprotocols and broadcasts: an echo that chooses `chat`, a
 /// server that never reads (so never answers a ping), and a room that sends every
 /// message to everyone, with a `news N` tick every 50 ms, for logged-in users.

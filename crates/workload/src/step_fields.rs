@@ -51,6 +51,10 @@ pub struct StepFields {
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,
+    /// A request whose answer is read as it comes (an LLM's token stream): `POST
+    /// http://HOST/PATH`, then header lines, with `body`; its events when the answer is
+    /// `text/event-stream`, else its chunks.
+    pub stream: Option<String>,
     /// An `sse` step stops reading after this many events.
     pub events: Option<u64>,
     /// An `sse` step stops reading after this long: `10s`.

@@ -474,6 +474,8 @@ pub(crate) struct Head {
     pub status_line: String,
     pub content_type: Option<String>,
     pub chunked: bool,
+    /// The body's length, when `Content-Length` said (a chunked body's is ignored).
+    pub content_length: Option<u64>,
     pub accept: Option<String>,
     /// The subprotocol a WebSocket server chose (`Sec-WebSocket-Protocol`).
     pub protocol: Option<String>,
@@ -504,6 +506,7 @@ fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
         content_type: header("content-type"),
         chunked: header("transfer-encoding")
             .is_some_and(|v| v.to_ascii_lowercase().contains("chunked")),
+        content_length: header("content-length").and_then(|v| v.parse().ok()),
         accept: header("sec-websocket-accept"),
         protocol: header("sec-websocket-protocol"),
         extensions: header("sec-websocket-extensions"),

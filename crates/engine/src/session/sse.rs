@@ -19,9 +19,14 @@ use super::{
     would_block,
 };
 
-/// Reads a stream's body, chunked or not, and cuts it into events.
+/// Reads a stream's body, chunked or not, and cuts it into events (or, for a
+/// `stream` step's answer that is not an event stream, into pieces as they came).
 struct Events {
     chunked: Option<ChunkedDecoder>,
+    /// The body bytes still to come, when its `Content-Length` said.
+    remaining: Option<u64>,
+    /// Each read's body bytes are one piece (a chunk), not cut into events.
+    pieces: bool,
     /// Decoded bytes not yet cut into lines.
     pending: Vec<u8>,
     /// The event being read: its `data:` lines joined by `\n`.
@@ -52,19 +57,34 @@ impl Events {
     /// Takes `input` off the wire; each complete event's data goes to `on_event`.
     /// `Ok(true)` when a chunked body ended.
     fn feed(&mut self, input: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<bool, Failure> {
-        let ended = match &mut self.chunked {
-            Some(decoder) => {
+        let ended = match (&mut self.chunked, &mut self.remaining) {
+            (Some(decoder), _) => {
                 let pending = &mut self.pending;
                 let progress = decoder
                     .feed(input, |data| pending.extend_from_slice(data))
                     .map_err(|e| (ErrorKind::Protocol, format!("chunked body: {e}")))?;
                 matches!(progress, wire::Progress::Done { .. })
             }
-            None => {
+            (None, Some(remaining)) => {
+                let take = input
+                    .len()
+                    .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                self.pending.extend_from_slice(&input[..take]);
+                *remaining -= take as u64;
+                *remaining == 0
+            }
+            (None, None) => {
                 self.pending.extend_from_slice(input);
                 false
             }
         };
+        if self.pieces {
+            if !self.pending.is_empty() {
+                on_event(&self.pending);
+                self.pending.clear();
+            }
+            return Ok(ended);
+        }
         // Out of `self` while its lines are read, so each can update the rest.
         let mut pending = std::mem::take(&mut self.pending);
         let mut start = 0;
@@ -118,11 +138,24 @@ impl Events {
 
     /// A new connection's reader: its own framing, this stream's ids and retry.
     fn new(chunked: bool, before: Option<Events>) -> Events {
+        Events::framed(chunked, None, false, before)
+    }
+
+    /// [`Events::new`] of a body `remaining` bytes long (when not chunked), read as
+    /// `pieces` or as events.
+    fn framed(
+        chunked: bool,
+        remaining: Option<u64>,
+        pieces: bool,
+        before: Option<Events>,
+    ) -> Events {
         let (id_buffer, last_id, retry_ms) = before.map_or((Vec::new(), Vec::new(), None), |b| {
             (b.id_buffer, b.last_id, b.retry_ms)
         });
         Events {
             chunked: chunked.then(ChunkedDecoder::new),
+            remaining,
+            pieces,
             pending: Vec::new(),
             data: Vec::new(),
             has_data: false,
@@ -250,9 +283,21 @@ impl Sse {
     /// The answer's head came: a 2xx `text/event-stream`, or the stream's failure.
     fn answered(&mut self, job: &SessionJob, wire: Wire, head: &Head) -> Progress {
         self.tally.first.status = head.status;
-        is_event_stream(head)?;
+        let pieces = if self.tally.stream.whole_answer {
+            if !(200..300).contains(&head.status) {
+                return Err(refused("stream", head));
+            }
+            !is_event_stream_type(head)
+        } else {
+            is_event_stream(head)?;
+            false
+        };
         self.tally.held = Some(Held::opened(job.clock.now_ns()));
-        let mut events = Events::new(head.chunked, None);
+        let remaining = (!head.chunked).then_some(head.content_length).flatten();
+        let mut events = Events::framed(head.chunked, remaining, pieces, None);
+        if remaining == Some(0) {
+            return self.server_ended(job, events);
+        }
         // The head's bytes (those past it too) are counted already.
         match self.tally.take(job, &mut events, &head.rest)? {
             Fed::More => self.read(job, wire, events),
@@ -330,11 +375,8 @@ fn is_event_stream(head: &Head) -> Result<(), Failure> {
     if !(200..300).contains(&head.status) {
         return Err(refused("event stream", head));
     }
-    let content_type = head.content_type.clone().unwrap_or_default();
-    if !content_type
-        .to_ascii_lowercase()
-        .starts_with("text/event-stream")
-    {
+    if !is_event_stream_type(head) {
+        let content_type = head.content_type.clone().unwrap_or_default();
         return Err((
             ErrorKind::Protocol,
             format!(
@@ -343,6 +385,14 @@ fn is_event_stream(head: &Head) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// Whether `head` says `Content-Type: text/event-stream`.
+fn is_event_stream_type(head: &Head) -> bool {
+    let content_type = head.content_type.as_deref().unwrap_or_default();
+    content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
 }
 
 impl Sse {
@@ -507,14 +557,20 @@ impl Tally {
             return Ok(());
         }
         let waited_ns = now.saturating_sub(self.last_ns);
-        Err((
-            ErrorKind::Timeout,
+        let text = if self.stream.whole_answer {
+            format!(
+                "the answer stalled: nothing within {} (after {} chunks or events)",
+                spelled(waited_ns),
+                self.count
+            )
+        } else {
             format!(
                 "no event within {} (after {} events)",
                 spelled(waited_ns),
                 self.count
-            ),
-        ))
+            )
+        };
+        Err((ErrorKind::Timeout, text))
     }
 
     /// The server ended the stream: an error when more events were asked for.
@@ -580,6 +636,33 @@ mod tests {
                     "{wire:?} by {step}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_plain_answer_is_read_as_pieces_to_its_length_or_chunked_end() {
+        // (wire, chunked, Content-Length, pieces, ended), fed whole.
+        type Row<'a> = (&'a [u8], bool, Option<u64>, &'a [&'a str], bool);
+        let rows: &[Row<'_>] = &[
+            (b"tok 1\ntok 2\n", false, None, &["tok 1\ntok 2\n"], false),
+            (b"tok 1\ntok 2", false, Some(5), &["tok 1"], true),
+            (b"tok", false, Some(5), &["tok"], false),
+            (b"6\r\ntok 1\n\r\n0\r\n\r\n", true, None, &["tok 1\n"], true),
+            (b"data: a\n\n", false, None, &["data: a\n\n"], false),
+        ];
+        for (wire, chunked, length, want, ended) in rows {
+            let mut events = Events::framed(*chunked, *length, true, None);
+            let mut seen = Vec::new();
+            let got = events
+                .feed(wire, &mut |data| {
+                    seen.push(String::from_utf8_lossy(data).into_owned());
+                })
+                .unwrap();
+            assert_eq!(
+                (seen, got),
+                (want.iter().map(|s| (*s).to_owned()).collect(), *ended),
+                "{wire:?}"
+            );
         }
     }
 

@@ -5,6 +5,8 @@
 //! events, gets a target of its own after the flow's steps ([`StreamTarget`]), so
 //! reports split them by name.
 
+use std::path::Path;
+
 use crate::check::Check;
 use crate::step_fields::{ActionFields, StepFields};
 use crate::target::{Header, Target};
@@ -89,6 +91,9 @@ pub struct EventStream {
     pub listen_ns: Option<u64>,
     /// Times it reconnects (with `Last-Event-ID`) when the server ends it early.
     pub max_reconnects: u32,
+    /// A `stream` step: any 2xx answer is read to its end (its events when it is
+    /// `text/event-stream`, else its chunks), and its end is no error.
+    pub whole_answer: bool,
     /// The target of each event's record (index into the attack's targets).
     pub event_target: usize,
 }
@@ -141,24 +146,51 @@ fn stream_request(
 }
 
 impl Flow {
-    /// The `ws` or `sse` step `fields` (whose text is `text`): its request and stream.
+    /// The `ws`, `sse` or `stream` step `fields`: its request and stream.
     pub(super) fn stream_step(
         &mut self,
         fields: &StepFields,
         headers: &[Header],
         known: &[String],
         origin: &Origin,
+        read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
     ) -> Result<(Target, Stream), String> {
-        if fields.body.is_some() {
-            return Err("body: a ws or sse step sends no body".to_owned());
+        if fields.body.is_some() && fields.stream.is_none() {
+            return Err("body: a ws or sse step sends no body (a stream step does)".to_owned());
         }
         if !fields.extract.is_empty() {
             return Err("extract: a ws step extracts in its expect actions; an sse step does not extract yet".to_owned());
         }
-        match (fields.ws.as_deref(), fields.sse.as_deref()) {
-            (Some(ws), None) => self.websocket(ws, fields, headers, known, origin),
-            (None, Some(sse)) => events(sse, fields, headers, known, origin),
-            _ => Err("ws: a step has one of request, ws and sse".to_owned()),
+        match (
+            fields.ws.as_deref(),
+            fields.sse.as_deref(),
+            fields.stream.as_deref(),
+        ) {
+            (Some(ws), None, None) => self.websocket(ws, fields, headers, known, origin),
+            (None, Some(sse), None) => {
+                let target = stream_request(
+                    sse,
+                    "sse",
+                    &[("http", "http"), ("https", "https")],
+                    headers,
+                    known,
+                    origin,
+                )?;
+                events(target, fields, false)
+            }
+            (None, None, Some(text)) => {
+                let target = parse_request(
+                    text,
+                    fields.body.as_deref(),
+                    headers,
+                    known,
+                    origin,
+                    read_body,
+                )
+                .map_err(|reason| reason.replacen("request:", "stream:", 1))?;
+                events(target, fields, true)
+            }
+            _ => Err("ws: a step has one of request, ws, sse and stream".to_owned()),
         }
     }
 
@@ -365,9 +397,14 @@ impl Flow {
                 Some(Stream::Events(events)) => {
                     events.event_target = next;
                     next += 1;
+                    let what = if events.whole_answer {
+                        "body"
+                    } else {
+                        "events"
+                    };
                     targets.push(StreamTarget {
                         step: index,
-                        name: format!("{} events", step.name),
+                        name: format!("{} {what}", step.name),
                         checks,
                     });
                 }
@@ -415,31 +452,32 @@ fn subprotocols(asked: &[String]) -> Result<Vec<String>, String> {
     Ok(asked.to_vec())
 }
 
+/// An `sse` step (`whole_answer` false) or a `stream` step's reading of `target`'s
+/// answer.
 fn events(
-    text: &str,
+    mut target: Target,
     fields: &StepFields,
-    headers: &[Header],
-    known: &[String],
-    origin: &Origin,
+    whole_answer: bool,
 ) -> Result<(Target, Stream), String> {
     if !fields.actions.is_empty() {
-        return Err("actions: for ws steps; an sse step reads events".to_owned());
+        let step = if whole_answer { "a stream" } else { "an sse" };
+        return Err(format!(
+            "actions: for ws steps; {step} step reads its answer"
+        ));
     }
     if fields.ping.is_some() || !fields.subprotocols.is_empty() || fields.compression.is_some() {
         return Err("ping, subprotocols, compression: for ws steps".to_owned());
     }
-    let mut target = stream_request(
-        text,
-        "sse",
-        &[("http", "http"), ("https", "https")],
-        headers,
-        known,
-        origin,
-    )?;
-    if !target
-        .headers
-        .iter()
-        .any(|h| h.name.eq_ignore_ascii_case("accept"))
+    if whole_answer && fields.reconnect.is_some() {
+        return Err(
+            "reconnect: for sse steps (a stream step's request is not sent again)".to_owned(),
+        );
+    }
+    if !whole_answer
+        && !target
+            .headers
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case("accept"))
     {
         target.headers.push(Header {
             name: "Accept".to_owned(),
@@ -458,7 +496,7 @@ fn events(
     if fields.events == Some(0) {
         return Err("events: must be at least 1".to_owned());
     }
-    if fields.events.is_none() && listen_ns.is_none() {
+    if !whole_answer && fields.events.is_none() && listen_ns.is_none() {
         return Err("sse: give events = N or listen = DURATION (when to stop reading)".to_owned());
     }
     Ok((
@@ -467,6 +505,7 @@ fn events(
             max_events: fields.events,
             listen_ns,
             max_reconnects: fields.reconnect.unwrap_or(0),
+            whole_answer,
             event_target: 0,
         }),
     ))

@@ -433,11 +433,11 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\nws = \"ws://h/chat\"\n",
-            "step \"ws\": request: a step has one of request, ws and sse",
+            "step \"ws\": request: a step has one of request, ws, sse and stream",
         ),
         (
             "request = \"GET http://h/\"\nactions = [{ send = \"a\" }]\n",
-            "step \"ws\": actions: only a ws or sse step takes it",
+            "step \"ws\": actions: only a ws, sse or stream step takes it",
         ),
         (
             "sse = \"http://h/events\"\n",
@@ -477,7 +477,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\nreconnect = 2\n",
-            "step \"ws\": reconnect: only a ws or sse step takes it",
+            "step \"ws\": reconnect: only a ws, sse or stream step takes it",
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
@@ -485,7 +485,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
-            "step \"ws\": subprotocols: only a ws or sse step takes it",
+            "step \"ws\": subprotocols: only a ws, sse or stream step takes it",
         ),
         (
             "ws = \"ws://h/chat\"\nping = \"0s\"\n",
@@ -513,11 +513,35 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\ncompression = \"deflate\"\n",
-            "step \"ws\": compression: only a ws or sse step takes it",
+            "step \"ws\": compression: only a ws, sse or stream step takes it",
         ),
         (
             "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: permessage-deflate\"\n",
             "step \"ws\": ws: Sec-WebSocket-Extensions: loadlab writes this header itself (compression = \"deflate\")",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nreconnect = 1\n",
+            "step \"ws\": reconnect: for sse steps (a stream step's request is not sent again)",
+        ),
+        (
+            "stream = \"http://h/v1\"\n",
+            "step \"ws\": stream: \"http://h/v1\": want METHOD URL",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nbody = \"{{nope}}\"\n",
+            "step \"ws\": body: body: template \"{{nope}}\": unknown variable {{nope}}",
+        ),
+        (
+            "sse = \"http://h/events\"\nevents = 1\nbody = \"x\"\n",
+            "step \"ws\": body: a ws or sse step sends no body (a stream step does)",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nsse = \"http://h/events\"\n",
+            "step \"ws\": ws: a step has one of request, ws, sse and stream",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nactions = [{ send = \"a\" }]\n",
+            "step \"ws\": actions: for ws steps; a stream step reads its answer",
         ),
         (
             "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: x\"\ncompression = \"deflate\"\n",
@@ -562,6 +586,11 @@ sse = "http://h/events"
 listen = "2s"
 reconnect = 3
 checks = ["body contains tick"]
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://h/v1/chat\nContent-Type: application/json"
+body = '{"prompt": "hi {{said}}", "stream": true}'
 "#,
     )
     .unwrap();
@@ -612,11 +641,12 @@ checks = ["body contains tick"]
             (1, "chat hold 3", 0),
             (1, "chat close 4", 0),
             (2, "ticks events", 1),
+            (3, "llm body", 0),
         ]
     );
     assert_eq!(
         actions.iter().map(|a| a.target).collect::<Vec<_>>(),
-        [3, 4, 5, 6]
+        [4, 5, 6, 7]
     );
     let Some(Stream::Events(events)) = &flow.steps[2].stream else {
         panic!("{:?}", flow.steps[2].stream);
@@ -628,7 +658,22 @@ checks = ["body contains tick"]
             events.event_target,
             events.max_reconnects
         ),
-        (None, Some(2_000_000_000), 7, 3)
+        (None, Some(2_000_000_000), 8, 3)
+    );
+    assert!(!events.whole_answer);
+    let llm = &flow.steps[3];
+    assert_eq!(llm.target.method, "POST");
+    assert_eq!(llm.needs, 2, "its body reads `said`");
+    assert!(
+        !llm.target.headers.iter().any(|h| h.name == "Accept"),
+        "a stream step asks for no event stream"
+    );
+    let Some(Stream::Events(events)) = &llm.stream else {
+        panic!("{:?}", llm.stream);
+    };
+    assert_eq!(
+        (events.whole_answer, events.max_events, events.listen_ns),
+        (true, None, None)
     );
 }
 
