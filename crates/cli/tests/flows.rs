@@ -881,6 +881,73 @@ body = "{{}}"
     assert_eq!(entry.kind, ErrorKind::Timeout, "{entry:?}");
 }
 
+#[test]
+fn checks_name_an_event_type_and_extract_takes_from_the_first_event_passing_them() {
+    let server = serve(
+        r#"[
+  {"route": "/prices", "events": {"count": 3, "every": "10ms", "data": "price", "event": "quote"},
+   "stages": [{"status": 200}]},
+  {"route": "/n", "requires": {"header": "x-n", "matches": "^2$"}, "stages": [{"status": 200}]}
+]"#,
+    );
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "quotes"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+
+[[scenario.step]]
+name = "quotes"
+sse = "http://{addr}/prices"
+events = 3
+checks = ["event quote: body matches ^price [23]$", "event trade: body contains never"]
+extract = {{ n = "regex price ([0-9]+)" }}
+
+[[scenario.step]]
+name = "after"
+request = "GET http://{addr}/n\nX-N: {{{{n}}}}"
+if = "n"
+
+[[scenario]]
+name = "missing"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+
+[[scenario.step]]
+name = "missing"
+sse = "http://{addr}/prices"
+events = 1
+extract = {{ id = "json $.id" }}
+"#
+    );
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    for events in &steps["quotes events"] {
+        // "price 1" fails the quote check; no trade event came, so that one never failed.
+        assert_eq!(events.checks_failed & 0b11, 0b01, "{events:?}");
+        // Failed checks fail requests: the error is the check's, not an extract's.
+        let entry = &tables.errors[events.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Check, "n was found: {entry:?}");
+    }
+    // From "price 2", the first event passing every check.
+    let after = &steps["after"];
+    assert!(
+        after.len() == 2 && after.iter().all(Record::is_success),
+        "{after:?}"
+    );
+    for c in &connections(&output)["quotes"] {
+        assert_eq!((c.messages_in, c.messages_failed), (3, 1), "{c:?}");
+    }
+    let missing = &steps["missing events"][0];
+    let entry = &tables.errors[missing.error as usize - 1];
+    assert_eq!(entry.kind, ErrorKind::Extract, "{entry:?}");
+    assert!(entry.text.contains("extract id"), "{entry:?}");
+}
+
 /// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
 /// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
 fn flask_python() -> Option<PathBuf> {

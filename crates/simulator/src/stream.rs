@@ -30,7 +30,9 @@ use crate::request::RequestHeaders;
 const READ_BUFFER_BYTES: usize = 4096;
 
 /// Keys of an `events` object.
-const EVENTS_KEYS: &[&str] = &["count", "every", "data", "retry", "first", "format"];
+const EVENTS_KEYS: &[&str] = &[
+    "count", "every", "data", "retry", "first", "format", "event",
+];
 /// Keys of a `websocket` object.
 const WEBSOCKET_KEYS: &[&str] = &["mode", "every", "data", "subprotocol"];
 /// Messages a broadcast room keeps for a connection that reads slowly; past them it
@@ -53,6 +55,8 @@ pub(crate) enum StreamSpec {
         first: Duration,
         /// Plain `text/plain` lines as chunks, not events.
         text: bool,
+        /// Each event's `event:` type (none: `message`, the default).
+        event: Option<String>,
     },
 }
 
@@ -263,10 +267,11 @@ fn parse_events(map: &serde_json::Map<String, Value>) -> Result<StreamSpec, (Str
             ));
         }
     };
-    if text && retry.is_some() {
+    let event = one_line(map.get("event"), "events.event")?;
+    if text && (retry.is_some() || event.is_some()) {
         return Err((
-            "events.retry".to_owned(),
-            "goes with the \"sse\" format".to_owned(),
+            "events.format".to_owned(),
+            "\"text\" has no retry or event".to_owned(),
         ));
     }
     Ok(StreamSpec::Events {
@@ -276,6 +281,7 @@ fn parse_events(map: &serde_json::Map<String, Value>) -> Result<StreamSpec, (Str
         retry,
         first,
         text,
+        event,
     })
 }
 
@@ -316,7 +322,11 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             retry,
             first,
             text,
+            event,
         } => {
+            let event = event
+                .map(|name| format!("event: {name}\n"))
+                .unwrap_or_default();
             tokio::time::sleep(first).await;
             let content_type = if text {
                 "text/plain"
@@ -340,7 +350,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 let event = if text {
                     format!("{data} {n}\n")
                 } else {
-                    format!("id: {n}\ndata: {data} {n}\n\n")
+                    format!("{event}id: {n}\ndata: {data} {n}\n\n")
                 };
                 let chunk = format!("{:x}\r\n{event}\r\n", event.len());
                 stream.write_all(chunk.as_bytes()).await?;

@@ -344,6 +344,13 @@ impl Flow {
         let checks = parse_checks(&fields.checks)?;
         let extractions = self.extractions(&fields.extract)?;
         check_reads(grpc.is_some(), &checks, &extractions)?;
+        let typed = matches!(stream, Some(Stream::Events(_)));
+        if let Some(check) = checks.iter().find(|c| c.event.is_some() && !typed) {
+            return Err(format!(
+                "checks: {:?}: only an sse or stream step's events have a type",
+                check.name
+            ));
+        }
         let reads_body = checks.iter().any(Check::reads_body)
             || extractions
                 .iter()

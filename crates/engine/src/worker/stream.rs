@@ -317,15 +317,15 @@ impl Worker {
         };
         let (state, scratch, flow) = users.user_and_scratch(user);
         let step = &flow.steps[state.step];
-        let Some(Stream::WebSocket(session)) = &step.stream else {
-            return;
-        };
-        let actions = &session.actions;
         for outcome in outcomes {
             let Some((action, message)) = &outcome.matched else {
                 continue;
             };
-            let extractions = &actions[*action].extractions;
+            // A WebSocket's `expect` action's, or an event stream's step's.
+            let extractions = match &step.stream {
+                Some(Stream::WebSocket(session)) => &session.actions[*action].extractions,
+                _ => &step.extractions,
+            };
             if let Some(text) =
                 flow.extract_message(state, extractions, message, &step.name, scratch)
             {

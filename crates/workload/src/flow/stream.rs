@@ -158,8 +158,8 @@ impl Flow {
         if fields.body.is_some() && fields.stream.is_none() {
             return Err("body: a ws or sse step sends no body (a stream step does)".to_owned());
         }
-        if !fields.extract.is_empty() {
-            return Err("extract: a ws step extracts in its expect actions; an sse step does not extract yet".to_owned());
+        if !fields.extract.is_empty() && fields.ws.is_some() {
+            return Err("extract: a ws step extracts in its expect actions".to_owned());
         }
         match (
             fields.ws.as_deref(),
@@ -334,6 +334,9 @@ impl Flow {
         } else if let Some(expect) = &fields.expect {
             let check = Check::parse(expect, fields.name.as_deref())
                 .map_err(|reason| format!(".expect: {reason}"))?;
+            if check.event.is_some() {
+                return Err(".expect: a WebSocket message has no event type".to_owned());
+            }
             let within_ns = fields
                 .within
                 .as_deref()

@@ -520,6 +520,22 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
             "step \"ws\": ws: Sec-WebSocket-Extensions: loadlab writes this header itself (compression = \"deflate\")",
         ),
         (
+            "request = \"GET http://h/\"\nchecks = [\"event tick: status 200\"]\n",
+            "step \"ws\": checks: \"event tick: status 200\": only an sse or stream step's events have a type",
+        ),
+        (
+            "sse = \"http://h/e\"\nevents = 1\nchecks = [\"event tick status 200\"]\n",
+            "step \"ws\": checks: check \"event tick status 200\": want event TYPE: CHECK",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ expect = \"event a: body contains a\" }]\n",
+            "step \"ws\": actions[0].expect: a WebSocket message has no event type",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nextract = { a = \"json $.a\" }\n",
+            "step \"ws\": extract: a ws step extracts in its expect actions",
+        ),
+        (
             "stream = \"POST http://h/v1\"\nreconnect = 1\n",
             "step \"ws\": reconnect: for sse steps (a stream step's request is not sent again)",
         ),
