@@ -948,6 +948,61 @@ extract = {{ id = "json $.id" }}
     assert!(entry.text.contains("extract id"), "{entry:?}");
 }
 
+#[test]
+fn messages_carrying_their_send_time_give_one_way_delays_and_a_bad_one_an_error() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "owd"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "owd"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+send_time = "json $.sent"
+actions = [
+  {{ send = '{{"sent": {{{{send_time_ns}}}}, "text": "hi {{{{user}}}}"}}', every = "10ms", count = 5 }},
+  {{ hold = "300ms" }},
+]
+
+[[scenario]]
+name = "bad"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "bad"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+send_time = "json $.sent"
+actions = [{{ send = '{{"sent": "soon"}}' }}, {{ hold = "1s" }}]
+"#
+    );
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    assert_eq!(held["owd"].len(), 2);
+    for c in &held["owd"] {
+        // Each echo carries the time its message went: one delay each (without
+        // send_time, a step with no expect times none).
+        assert_eq!((c.messages_out, c.messages_in), (5, 5), "{c:?}");
+        assert_eq!(c.latency.count(), 5, "{c:?}");
+        let max_ns = c.latency.quantile(1.0).unwrap();
+        assert!(max_ns < 1_000_000_000, "{c:?}");
+    }
+    let bad = &steps["bad hold 2"][0];
+    let entry = &tables.errors[bad.error as usize - 1];
+    assert_eq!(entry.kind, ErrorKind::Extract, "{entry:?}");
+    assert!(entry.text.contains("is not unix nanoseconds"), "{entry:?}");
+    assert_eq!(held["bad"][0].latency.count(), 0);
+}
+
 /// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
 /// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
 fn flask_python() -> Option<PathBuf> {

@@ -32,7 +32,9 @@ mod grpc_step;
 mod stream;
 
 pub use grpc_step::{DecodeFailure, GrpcCall};
-pub use stream::{Action, ActionKind, EventStream, Pace, Stream, StreamTarget, WebSocket};
+pub use stream::{
+    Action, ActionKind, EventStream, Pace, SendTime, Stream, StreamTarget, WebSocket,
+};
 
 /// Variables one flow may extract (one bit each in [`UserState`]).
 pub const MAX_VARIABLES: usize = 64;
@@ -841,6 +843,7 @@ fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
         ("reconnect", fields.reconnect.is_some()),
         ("subprotocols", !fields.subprotocols.is_empty()),
         ("compression", fields.compression.is_some()),
+        ("send_time", fields.send_time.is_some()),
     ];
     match stray.iter().find(|(_, given)| *given) {
         Some((key, _)) => Err(format!("{key}: only a ws, sse or stream step takes it")),

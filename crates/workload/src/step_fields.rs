@@ -48,6 +48,10 @@ pub struct StepFields {
     /// A `ws` step offers this compression (`"deflate"`: permessage-deflate, RFC 7692)
     /// and uses it when the server agrees.
     pub compression: Option<String>,
+    /// Where a `ws` step's messages carry the time they were sent (`json $.sent_ns`,
+    /// `regex sent=([0-9]+)`): unix nanoseconds, read back as each message's one-way
+    /// delay (a `send` writes it with `{{send_time_ns}}`).
+    pub send_time: Option<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,

@@ -60,7 +60,7 @@ pub(crate) struct SessionJob {
     /// A WebSocket's `Sec-WebSocket-Key` (its answer must carry the matching accept).
     pub key: String,
     /// Each `send` action's message, rendered for the user, in order.
-    pub sends: Vec<Vec<u8>>,
+    pub sends: Vec<Send>,
     pub address: SocketAddr,
     /// The run's `-local-addr`, the source address of the connection.
     pub local_ip: Option<IpAddr>,
@@ -71,6 +71,33 @@ pub(crate) struct SessionJob {
     pub intended_ns: u64,
     pub clock: Clock,
     pub stop: StopHandle,
+}
+
+/// A `send` action's message, rendered for its user.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Send {
+    pub bytes: Vec<u8>,
+    /// Where its send time goes ([`SEND_TIME_DIGITS`] digits of unix ns), if it has one.
+    pub stamp: Option<usize>,
+}
+
+/// Digits of a send time written into a message: unix nanoseconds, zero-padded (19
+/// digits hold them until the year 2286), so the message's shape never depends on it.
+pub(crate) const SEND_TIME_DIGITS: usize = 19;
+
+impl Send {
+    /// The message, its send time `unix_ns` written in.
+    pub(crate) fn stamped(&self, unix_ns: u64) -> Vec<u8> {
+        let mut bytes = self.bytes.clone();
+        let digits = format!("{unix_ns:0width$}", width = SEND_TIME_DIGITS);
+        let place = (self.stamp).and_then(|at| bytes.get_mut(at..at + SEND_TIME_DIGITS));
+        if let Some(place) = place
+            && digits.len() == SEND_TIME_DIGITS
+        {
+            place.copy_from_slice(digits.as_bytes());
+        }
+        bytes
+    }
 }
 
 /// One record's worth of a session: the connect, an action, an event.
@@ -558,4 +585,46 @@ fn io_text(operation: &str, e: &io::Error) -> String {
 /// How long `ns` is, as a user writes it (`1s`, `250ms`).
 pub(crate) fn spelled(ns: u64) -> String {
     units::GoDuration(Duration::from_nanos(ns)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_time_fills_its_place_and_nothing_else() {
+        // (message, its send time's place, the time, the message sent)
+        type Row<'a> = (&'a [u8], Option<usize>, u64, &'a [u8]);
+        let rows: &[Row<'_>] = &[
+            (
+                b"{\"t\": 0000000000000000000}",
+                Some(6),
+                42,
+                b"{\"t\": 0000000000000000042}",
+            ),
+            (
+                b"0000000000000000000",
+                Some(0),
+                1_700_000_000_123_456_789,
+                b"1700000000123456789",
+            ),
+            (b"plain", None, 42, b"plain"),
+            // A place past the end (never made so) is left alone, not a panic.
+            (b"short", Some(3), 42, b"short"),
+            // Past the year 2286 the time no longer fits: left as zeros.
+            (
+                b"0000000000000000000",
+                Some(0),
+                u64::MAX,
+                b"0000000000000000000",
+            ),
+        ];
+        for (bytes, stamp, unix_ns, want) in rows {
+            let send = Send {
+                bytes: bytes.to_vec(),
+                stamp: *stamp,
+            };
+            assert_eq!(send.stamped(*unix_ns), *want, "{bytes:?}");
+        }
+    }
 }

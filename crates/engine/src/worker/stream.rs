@@ -19,7 +19,7 @@ use workload::{ActionKind, RenderContext, Stream};
 
 use super::Worker;
 use crate::hosts::Address;
-use crate::session::{Outcome, Reply, Runner, SessionDone, SessionJob};
+use crate::session::{Outcome, Reply, Runner, SEND_TIME_DIGITS, Send, SessionDone, SessionJob};
 use crate::shared::PreparedRequest;
 
 /// The poller's token of the sessions' eventfd.
@@ -199,10 +199,18 @@ impl Worker {
         let sends = match &flow.steps[step].stream {
             Some(Stream::WebSocket(session)) => (session.actions.iter())
                 .filter_map(|a| match &a.kind {
-                    ActionKind::Send(template) => {
+                    ActionKind::Send(before, after) => {
                         let mut out = Vec::new();
-                        template.render(&context, &mut out);
-                        Some(out)
+                        before.render(&context, &mut out);
+                        // The send time's place, of a fixed width: the session writes
+                        // it as each message goes.
+                        let stamp = after.as_ref().map(|after| {
+                            let at = out.len();
+                            out.extend_from_slice(&[b'0'; SEND_TIME_DIGITS]);
+                            after.render(&context, &mut out);
+                            at
+                        });
+                        Some(Send { bytes: out, stamp })
                     }
                     _ => None,
                 })

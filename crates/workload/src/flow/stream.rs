@@ -13,7 +13,7 @@ use crate::target::{Header, Target};
 use crate::template::Place;
 use crate::{Origin, Template};
 
-use super::{Extraction, Flow, parse_request};
+use super::{Extraction, Flow, Source, parse_request};
 
 /// What a step that holds a connection open does.
 #[derive(Debug, Clone)]
@@ -35,7 +35,21 @@ pub struct WebSocket {
     pub subprotocols: Vec<String>,
     /// permessage-deflate is offered (used when the server agrees).
     pub deflate: bool,
+    /// Where messages carry their send time, read back as one-way delays.
+    pub send_time: Option<SendTime>,
 }
+
+/// Where a message carries the unix nanoseconds it was sent at (`send_time =
+/// "json $.sent_ns"`): [`Flow::send_time_in`] reads it.
+#[derive(Debug, Clone)]
+pub struct SendTime {
+    /// As written, for errors.
+    pub text: String,
+    source: Source,
+}
+
+/// The placeholder a `send` writes its message's send time with (unix ns).
+pub const SEND_TIME_PLACEHOLDER: &str = "{{send_time_ns}}";
 
 /// One action of a WebSocket session.
 #[derive(Debug, Clone)]
@@ -65,8 +79,9 @@ pub struct Pace {
 /// What an action does.
 #[derive(Debug, Clone)]
 pub enum ActionKind {
-    /// Sends a text message, rendered for the user like a request body.
-    Send(Template),
+    /// Sends a text message, rendered for the user like a request body; with a
+    /// second template, the send time goes between the two (`{{send_time_ns}}`).
+    Send(Template, Option<Template>),
     /// Waits for a message the check passes on (others are skipped), at most
     /// `within_ns` (`None`: the scenario's timeout).
     Expect {
@@ -220,6 +235,20 @@ impl Flow {
             })
             .transpose()?;
         let subprotocols = subprotocols(&fields.subprotocols)?;
+        let send_time = fields
+            .send_time
+            .as_deref()
+            .map(|text| match self.source(text) {
+                Ok(source @ (Source::Json(_) | Source::Regex(_))) => Ok(SendTime {
+                    text: text.trim().to_owned(),
+                    source,
+                }),
+                Ok(_) => Err(format!(
+                    "send_time: {text:?}: want json PATH or regex REGEX"
+                )),
+                Err(reason) => Err(format!("send_time: {reason}")),
+            })
+            .transpose()?;
         let deflate = match fields.compression.as_deref() {
             None => false,
             Some("deflate") => true,
@@ -285,6 +314,7 @@ impl Flow {
             ping_ns,
             subprotocols,
             deflate,
+            send_time,
         };
         Ok((target, Stream::WebSocket(session)))
     }
@@ -327,10 +357,19 @@ impl Flow {
             (None, _, _) => return Err(": every and count go with send".to_owned()),
         };
         let (verb, kind) = if let Some(text) = &fields.send {
-            let template = Template::parse_with(text, Some(known))
-                .map_err(|reason| format!(".send: {reason}"))?
-                .placed(Place::Body);
-            ("send", ActionKind::Send(template))
+            let template = |text: &str| {
+                Template::parse_with(text, Some(known))
+                    .map(|t| t.placed(Place::Body))
+                    .map_err(|reason| format!(".send: {reason}"))
+            };
+            let (before, after) = match text.split_once(SEND_TIME_PLACEHOLDER) {
+                Some((_, after)) if after.contains(SEND_TIME_PLACEHOLDER) => {
+                    return Err(format!(".send: {SEND_TIME_PLACEHOLDER} at most once"));
+                }
+                Some((before, after)) => (template(before)?, Some(template(after)?)),
+                None => (template(text)?, None),
+            };
+            ("send", ActionKind::Send(before, after))
         } else if let Some(expect) = &fields.expect {
             let check = Check::parse(expect, fields.name.as_deref())
                 .map_err(|reason| format!(".expect: {reason}"))?;
@@ -417,6 +456,39 @@ impl Flow {
         self.stream_targets = targets;
     }
 
+    /// The unix-nanosecond send time `message` carries where `send_time` says:
+    /// `None` when it has none there, `Err` with what is there when that is not a
+    /// whole number.
+    pub fn send_time_in(
+        &self,
+        send_time: &SendTime,
+        message: &[u8],
+    ) -> Option<Result<u64, String>> {
+        let found = match &send_time.source {
+            Source::Json(path) => path.find(message, &mut |_| 0)?,
+            Source::Regex(index) => {
+                let captures = self.regexes[*index].captures(message)?;
+                captures.get(1).or_else(|| captures.get(0))?.as_bytes()
+            }
+            Source::Header(_) | Source::Cookie(_) => return None,
+        };
+        // A JSON string holding the digits is read as the number.
+        let digits = found
+            .strip_prefix(b"\"")
+            .and_then(|f| f.strip_suffix(b"\""))
+            .unwrap_or(found);
+        let number = std::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| d.parse().ok());
+        Some(number.ok_or_else(|| {
+            let shown = String::from_utf8_lossy(&found[..found.len().min(40)]).into_owned();
+            format!(
+                "send_time {:?}: {shown:?} is not unix nanoseconds",
+                send_time.text
+            )
+        }))
+    }
+
     /// The variables a stream step's messages read, as bits.
     pub(super) fn stream_needs(stream: &Stream) -> u64 {
         let Stream::WebSocket(session) = stream else {
@@ -426,9 +498,10 @@ impl Flow {
             .actions
             .iter()
             .filter_map(|a| match &a.kind {
-                ActionKind::Send(template) => Some(template),
+                ActionKind::Send(before, after) => Some(std::iter::once(before).chain(after)),
                 _ => None,
             })
+            .flatten()
             .flat_map(Template::variables)
             .fold(0, |bits, v| bits | (1 << v))
     }
@@ -468,8 +541,12 @@ fn events(
             "actions: for ws steps; {step} step reads its answer"
         ));
     }
-    if fields.ping.is_some() || !fields.subprotocols.is_empty() || fields.compression.is_some() {
-        return Err("ping, subprotocols, compression: for ws steps".to_owned());
+    if fields.ping.is_some()
+        || !fields.subprotocols.is_empty()
+        || fields.compression.is_some()
+        || fields.send_time.is_some()
+    {
+        return Err("ping, subprotocols, compression, send_time: for ws steps".to_owned());
     }
     if whole_answer && fields.reconnect.is_some() {
         return Err(

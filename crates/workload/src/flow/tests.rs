@@ -481,7 +481,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
-            "step \"ws\": ping, subprotocols, compression: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
@@ -534,6 +534,26 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         (
             "ws = \"ws://h/chat\"\nextract = { a = \"json $.a\" }\n",
             "step \"ws\": extract: a ws step extracts in its expect actions",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"{{send_time_ns}} {{send_time_ns}}\" }]\n",
+            "step \"ws\": actions[0].send: {{send_time_ns}} at most once",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsend_time = \"header date\"\n",
+            "step \"ws\": send_time: \"header date\": want json PATH or regex REGEX",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsend_time = \"json nope\"\n",
+            "step \"ws\": send_time: ",
+        ),
+        (
+            "sse = \"http://h/e\"\nevents = 1\nsend_time = \"json $.t\"\n",
+            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+        ),
+        (
+            "request = \"GET http://h/\"\nsend_time = \"json $.t\"\n",
+            "step \"ws\": send_time: only a ws, sse or stream step takes it",
         ),
         (
             "stream = \"POST http://h/v1\"\nreconnect = 1\n",
@@ -618,6 +638,7 @@ body = '{"prompt": "hi {{said}}", "stream": true}'
         ping_ns,
         subprotocols,
         deflate,
+        ..
     })) = &chat.stream
     else {
         panic!("{:?}", chat.stream);
@@ -1078,4 +1099,79 @@ fn grpc_step_mistakes_are_named() {
         err.contains("step \"hello\": request: a GRPC target needs the .proto files"),
         "{err}"
     );
+}
+
+#[test]
+fn a_send_time_is_read_back_from_where_the_step_says() {
+    let flow = compile_scenario(
+        r#"
+[[scenario]]
+name = "chat"
+rate = 1
+
+[[scenario.step]]
+name = "json"
+ws = "ws://h/chat"
+send_time = "json $.sent"
+actions = [{ send = '{"sent": {{send_time_ns}}, "to": "{{user}}"}' }]
+
+[[scenario.step]]
+name = "regex"
+ws = "ws://h/chat"
+send_time = "regex at=([0-9a-z]+)"
+actions = [{ send = "{{send_time_ns}}" }]
+"#,
+    )
+    .unwrap();
+    let send_time = |step: usize| match &flow.steps[step].stream {
+        Some(Stream::WebSocket(session)) => session.send_time.clone().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let (json, regex) = (send_time(0), send_time(1));
+    // (where, the message, the time read: none, a number, or the error's end)
+    type Row<'a> = (&'a SendTime, &'a str, Option<Result<u64, &'a str>>);
+    let rows: &[Row<'_>] = &[
+        (
+            &json,
+            r#"{"sent": 1700000000000000000}"#,
+            Some(Ok(1_700_000_000_000_000_000)),
+        ),
+        (&json, r#"{"sent": "0000000000000000042"}"#, Some(Ok(42))),
+        (&json, r#"{"other": 1}"#, None),
+        (&json, "not json", None),
+        (
+            &json,
+            r#"{"sent": -5}"#,
+            Some(Err(r#""-5" is not unix nanoseconds"#)),
+        ),
+        (
+            &json,
+            r#"{"sent": {"a": 1}}"#,
+            Some(Err("is not unix nanoseconds")),
+        ),
+        (&regex, "tick at=17 ok", Some(Ok(17))),
+        (
+            &regex,
+            "tick at=soon",
+            Some(Err(r#""soon" is not unix nanoseconds"#)),
+        ),
+        (&regex, "tick", None),
+    ];
+    for (send_time, message, want) in rows {
+        let got = flow.send_time_in(send_time, message.as_bytes());
+        match (got, want) {
+            (None, None) => {}
+            (Some(Ok(got)), Some(Ok(want))) => assert_eq!(got, *want, "{message}"),
+            (Some(Err(text)), Some(Err(want))) => assert!(text.contains(want), "{message}: {text}"),
+            (got, want) => panic!("{message}: {got:?}, want {want:?}"),
+        }
+    }
+    let Some(Stream::WebSocket(session)) = &flow.steps[0].stream else {
+        panic!();
+    };
+    assert!(matches!(
+        session.actions[0].kind,
+        ActionKind::Send(_, Some(_))
+    ));
+    assert_eq!(flow.steps[0].needs, 0, "{{user}} is no variable");
 }
