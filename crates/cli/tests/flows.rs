@@ -1003,6 +1003,72 @@ actions = [{{ send = '{{"sent": "soon"}}' }}, {{ hold = "1s" }}]
     assert_eq!(held["bad"][0].latency.count(), 0);
 }
 
+#[test]
+fn an_event_stream_goes_over_a_unix_socket() {
+    use std::io::{Read as _, Write as _};
+    let dir = TempDir::new();
+    let socket = dir.0.join("events.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Two streams of two events, each to a request read to its head's end, each
+    // connection on a thread of its own (the run may hold others open, unused).
+    let (answered, answers) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut done = 0;
+        while done < 2 && std::time::Instant::now() < deadline {
+            done += answers.try_iter().count();
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            };
+            let answered = answered.clone();
+            std::thread::spawn(move || {
+                stream.set_nonblocking(false).unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let body = "data: a\n\ndata: b\n\n";
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if head.ends_with(b"\r\n\r\n") && stream.write_all(answer.as_bytes()).is_ok() {
+                    let _ = answered.send(());
+                }
+            });
+        }
+    });
+    let flow = r#"
+[[scenario]]
+name = "local"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "local"
+sse = "http://localhost/events"
+events = 2
+"#;
+    let (mut command, output) = attack_command(&dir, flow);
+    let run = command
+        .args(["-unix-socket", &socket.to_string_lossy()])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    server.join().unwrap();
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert!(steps["local"].iter().all(Record::is_success), "{steps:?}");
+    for c in &connections(&output)["local"] {
+        assert_eq!((c.messages_in, c.bytes_in), (2, 2), "{c:?}");
+    }
+}
+
 /// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
 /// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
 fn flask_python() -> Option<PathBuf> {

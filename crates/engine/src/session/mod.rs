@@ -22,8 +22,9 @@ mod ws;
 mod ws_read;
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -61,7 +62,7 @@ pub(crate) struct SessionJob {
     pub key: String,
     /// Each `send` action's message, rendered for the user, in order.
     pub sends: Vec<Send>,
-    pub address: SocketAddr,
+    pub address: Address,
     /// The run's `-local-addr`, the source address of the connection.
     pub local_ip: Option<IpAddr>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
@@ -262,23 +263,39 @@ impl Session {
 pub(crate) enum Wire {
     Plain(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    /// `-unix-socket`: plain only.
+    Unix(UnixStream),
 }
 
 impl Wire {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Wire::Plain(tcp) => tcp,
-            Wire::Tls(tls) => tls.get_ref(),
-        }
-    }
-
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.tcp().as_fd()
+        match self {
+            Wire::Plain(tcp) => tcp.as_fd(),
+            Wire::Tls(tls) => tls.get_ref().as_fd(),
+            Wire::Unix(unix) => unix.as_fd(),
+        }
     }
 
     /// Whether it is a plain socket, whose short read means the kernel had no more.
     pub(crate) fn is_plain(&self) -> bool {
-        matches!(self, Wire::Plain(_))
+        matches!(self, Wire::Plain(_) | Wire::Unix(_))
+    }
+
+    /// A connect in progress is done (`Ok(true)`), still going, or failed.
+    fn connected(&self) -> io::Result<bool> {
+        let (error, peer) = match self {
+            Wire::Plain(tcp) => (tcp.take_error(), tcp.peer_addr().map(drop)),
+            Wire::Unix(unix) => (unix.take_error(), unix.peer_addr().map(drop)),
+            Wire::Tls(_) => return Ok(true),
+        };
+        if let Ok(Some(e)) | Err(e) = error {
+            return Err(e);
+        }
+        match peer {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -287,6 +304,7 @@ impl Read for Wire {
         match self {
             Wire::Plain(tcp) => tcp.read(buf),
             Wire::Tls(tls) => tls.read(buf),
+            Wire::Unix(unix) => unix.read(buf),
         }
     }
 }
@@ -296,6 +314,7 @@ impl Write for Wire {
         match self {
             Wire::Plain(tcp) => tcp.write(buf),
             Wire::Tls(tls) => tls.write(buf),
+            Wire::Unix(unix) => unix.write(buf),
         }
     }
 
@@ -303,6 +322,7 @@ impl Write for Wire {
         match self {
             Wire::Plain(tcp) => tcp.flush(),
             Wire::Tls(tls) => tls.flush(),
+            Wire::Unix(unix) => unix.flush(),
         }
     }
 }
@@ -333,12 +353,16 @@ impl Ask {
     }
 
     fn connect_for(job: &SessionJob, request: Option<Vec<u8>>) -> Result<Ask, Failure> {
-        let socket = crate::conn::start_connect(&Address::Tcp(job.address), job.local_ip)
+        let socket = crate::conn::start_connect(&job.address, job.local_ip)
             .map_err(|e| (ErrorKind::Connect, io_text("connect", &e)))?;
+        let wire = match job.address {
+            Address::Tcp(_) => Wire::Plain(socket.into()),
+            Address::Unix(_) => Wire::Unix(socket.into()),
+        };
         Ok(Ask {
             started_ns: job.clock.now_ns(),
             request,
-            wire: Some(Wire::Plain(socket.into())),
+            wire: Some(wire),
             connected: false,
             written: 0,
             flushed: false,
@@ -395,28 +419,31 @@ impl Ask {
 
     /// Whether the connect is done (then TLS wraps the socket if asked).
     fn connect(&mut self, job: &SessionJob) -> Result<bool, Failure> {
-        let Some(Wire::Plain(tcp)) = self.wire.take() else {
+        let Some(wire) = self.wire.take() else {
             return Err((ErrorKind::Io, "connect: no socket".to_owned()));
         };
-        if let Ok(Some(e)) | Err(e) = tcp.take_error() {
-            return Err((ErrorKind::Connect, io_text("connect", &e)));
-        }
-        match tcp.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                self.wire = Some(Wire::Plain(tcp));
+        match wire.connected() {
+            Ok(true) => {}
+            Ok(false) => {
+                self.wire = Some(wire);
                 return Ok(false);
             }
             Err(e) => return Err((ErrorKind::Connect, io_text("connect", &e))),
         }
         self.connected = true;
-        self.wire = Some(match &job.tls {
-            Some((config, name)) => {
+        self.wire = Some(match (&job.tls, wire) {
+            (Some((config, name)), Wire::Plain(tcp)) => {
                 let client = ClientConnection::new(Arc::clone(config), name.clone())
                     .map_err(|e| (ErrorKind::Tls, format!("tls: {e}")))?;
                 Wire::Tls(Box::new(StreamOwned::new(client, tcp)))
             }
-            None => Wire::Plain(tcp),
+            (Some(_), Wire::Unix(_)) => {
+                return Err((
+                    ErrorKind::Tls,
+                    "tls: ws and sse steps do not speak TLS over a unix socket".to_owned(),
+                ));
+            }
+            (_, wire) => wire,
         });
         Ok(true)
     }

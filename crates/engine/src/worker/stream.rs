@@ -18,7 +18,6 @@ use rustix::event::{EventfdFlags, eventfd};
 use workload::{ActionKind, RenderContext, Stream};
 
 use super::Worker;
-use crate::hosts::Address;
 use crate::session::{Outcome, Reply, Runner, SEND_TIME_DIGITS, Send, SessionDone, SessionJob};
 use crate::shared::PreparedRequest;
 
@@ -157,12 +156,7 @@ impl Worker {
         let step = state.step;
         let target = &options.targets[step];
         let host = &self.hosts.hosts[target.host];
-        let Address::Tcp(address) = host.address else {
-            return Err(self.errors.cause(crate::errors::Cause::new(
-                ErrorKind::Connect,
-                "ws and sse steps do not go over a unix socket yet",
-            )));
-        };
+        let address = host.address.clone();
         let tls = match (&host.tls_name, &shared.tls) {
             (Some(name), Some(config)) => Some((Arc::clone(config), name.clone())),
             _ => None,
