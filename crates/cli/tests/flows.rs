@@ -1072,27 +1072,11 @@ events = 2
 /// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
 /// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
 fn flask_python() -> Option<PathBuf> {
-    let venv = std::env::var_os("LOADLAB_TRACED_APP_VENV").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/loadlab/traced-app-venv")
-        },
-        PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    let found = Command::new(&python)
-        .args(["-c", "import flask"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("LOADLAB_REQUIRE_TRACED_APP").is_none(),
-            "LOADLAB_REQUIRE_TRACED_APP is set but {} cannot import flask: run .ci/setup/traced-app.sh",
-            venv.display()
-        );
-        eprintln!("\n!!! SKIPPED: Flask is not installed (source .ci/setup/traced-app.sh) !!!\n");
-    }
-    found.then_some(python)
+    venv_python(
+        ("LOADLAB_TRACED_APP_VENV", ".cache/loadlab/traced-app-venv"),
+        "flask",
+        ("LOADLAB_REQUIRE_TRACED_APP", "traced-app.sh"),
+    )
 }
 
 #[test]
@@ -1490,27 +1474,37 @@ fn run_chat(dir: &TempDir, flow: &str) -> (String, Vec<Record>, RunTables, Steps
 /// The venv `.ci/setup/websockets.sh` made, or `None` (a loud skip) when it has not
 /// run and CI did not ask for it (`LOADLAB_REQUIRE_WEBSOCKETS`).
 fn websockets_python() -> Option<PathBuf> {
-    let dir = std::env::var_os("LOADLAB_WEBSOCKETS").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/loadlab/websockets")
-        },
+    venv_python(
+        ("LOADLAB_WEBSOCKETS", ".cache/loadlab/websockets"),
+        "websockets.asyncio.server",
+        ("LOADLAB_REQUIRE_WEBSOCKETS", "websockets.sh"),
+    )
+}
+
+/// The Python of the venv at `$VAR` (else `~/DEFAULT`) when it imports `module`;
+/// else `None` and a loud skip, or a failure when `$REQUIRED` is set (CI ran
+/// `.ci/setup/SCRIPT`).
+fn venv_python(
+    (var, default): (&str, &str),
+    module: &str,
+    (required, script): (&str, &str),
+) -> Option<PathBuf> {
+    let dir = std::env::var_os(var).map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(default),
         PathBuf::from,
     );
     let python = dir.join("bin/python");
     let found = Command::new(&python)
-        .args(["-c", "import websockets.asyncio.server"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
         assert!(
-            std::env::var_os("LOADLAB_REQUIRE_WEBSOCKETS").is_none(),
-            "LOADLAB_REQUIRE_WEBSOCKETS is set but {} cannot import websockets: run .ci/setup/websockets.sh",
+            std::env::var_os(required).is_none(),
+            "{required} is set but {} cannot import {module}: run .ci/setup/{script}",
             dir.display()
         );
-        eprintln!(
-            "\n!!! SKIPPED: Python's websockets is not installed (source .ci/setup/websockets.sh) !!!\n"
-        );
+        eprintln!("\n!!! SKIPPED: {module} is not installed (source .ci/setup/{script}) !!!\n");
     }
     found.then_some(python)
 }

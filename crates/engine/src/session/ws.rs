@@ -613,7 +613,6 @@ impl Ws {
     }
 }
 
-/// `data` compressed, as one frame marked compressed.
 /// `send` as a message, its send time (if it carries one) now.
 fn stamped_message(job: &SessionJob, send: &super::Send) -> Message {
     let bytes = send.stamped(job.clock.unix_ns(job.clock.now_ns()));
@@ -647,6 +646,7 @@ fn one_way_delay(job: &SessionJob, message: &[u8]) -> Result<Option<u64>, Failur
     }
 }
 
+/// `data` compressed, as one frame marked compressed.
 fn compressed(deflate: &mut Deflate, data: &[u8], kind: Data) -> Message {
     let mut frame = Frame::message(deflate.compress(data), OpCode::Data(kind), true);
     frame.header_mut().rsv1 = true;
