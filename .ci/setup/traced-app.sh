@@ -2,7 +2,8 @@
 # docs/TRACES.md): examples/apps/traced_orders.py, a Flask app instrumented with
 # OpenTelemetry's own Python SDK (flask and psycopg instrumentations, OTLP/HTTP exporter)
 # served by gunicorn, in a venv of its own at $LOADLAB_TRACED_APP_VENV (default
-# ~/.cache/loadlab/traced-app-venv), from PyPI at the versions pinned here.
+# ~/.cache/loadlab/traced-app-venv), from PyPI at the versions pinned here. Its Flask also
+# serves examples/apps/token_stream.py (an LLM-style token stream, crates/cli/tests/flows.rs).
 # Sourced by .ci/run as root on a fresh Debian 12 machine; also by hand
 # (`source .ci/setup/traced-app.sh`). Idempotent: installs only when the venv lacks these
 # pins. Exports LOADLAB_TRACED_APP_VENV and LOADLAB_REQUIRE_TRACED_APP=1 (the test

@@ -753,6 +753,372 @@ checks = ["body contains tick", {{ name = "fourth", expect = "body contains tick
     }
 }
 
+/// Token streams: after a 50 ms wait for the head, 5 events (or plain chunks) 20 ms
+/// apart, to a POST of JSON.
+const TOKENS: &str = r#"[
+  {"route": "/v1/chat", "events": {"count": 5, "every": "20ms", "first": "50ms", "data": "tok"},
+   "requires": {"header": "content-type", "matches": "^application/json$"},
+   "stages": [{"status": 200}]},
+  {"route": "/v1/text", "events": {"count": 5, "every": "20ms", "first": "50ms", "data": "tok", "format": "text"},
+   "stages": [{"status": 200}]},
+  {"route": "/v1/busy", "stages": [{"status": 429}]}
+]"#;
+
+/// A `stream` step: POST `path` with a JSON body and read its answer as it comes.
+fn token_flow(addr: std::net::SocketAddr, path: &str, checks: &str) -> String {
+    format!(
+        r#"
+[[scenario]]
+name = "llm"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://{addr}{path}\nContent-Type: application/json"
+body = '{{"prompt": "hello from {{{{user}}}}", "stream": true}}'
+checks = [{checks}]
+"#
+    )
+}
+
+#[test]
+fn a_posted_token_stream_is_timed_to_its_first_event_its_end_and_its_gaps() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let flow = token_flow(server.local_addr(), "/v1/chat", r#""body contains tok""#);
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    let llm = tables
+        .targets
+        .iter()
+        .find(|t| t.step.as_deref() == Some("llm"));
+    assert_eq!(llm.unwrap().method, "POST");
+    assert_eq!(steps["llm"].len(), 2, "two runs of the flow");
+    for first in &steps["llm"] {
+        assert!(first.is_success(), "{first:?}");
+        // The head waits 50 ms, the first event 20 ms more.
+        assert!(first.ttfb_ns >= 45_000_000, "{first:?}");
+        assert!(first.latency_ns >= first.ttfb_ns + 15_000_000, "{first:?}");
+        assert!(
+            first.bytes_out > "POST".len() as u64 + 40,
+            "the body went: {first:?}"
+        );
+    }
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+        // The first event to the end: four gaps of 20 ms.
+        assert!(body.latency_ns >= 70_000_000, "{body:?}");
+        assert_eq!(body.bytes_in, 5 * "tok 1".len() as u64, "{body:?}");
+    }
+    for c in &connections(&output)["llm"] {
+        assert_eq!((c.messages_in, c.messages_failed), (5, 0), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "its end: {c:?}");
+        let median_ns = c.latency.quantile(0.5).unwrap();
+        assert!((15_000_000..200_000_000).contains(&median_ns), "{c:?}");
+    }
+}
+
+#[test]
+fn a_long_chunked_answer_that_is_not_an_event_stream_is_read_chunk_by_chunk() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let flow = token_flow(
+        server.local_addr(),
+        "/v1/text",
+        r#""body matches ^tok [0-9]\n$""#,
+    );
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+        assert_eq!(body.bytes_in, 5 * "tok 1\n".len() as u64, "{body:?}");
+    }
+    for c in &connections(&output)["llm"] {
+        // 20 ms apart, each chunk is a read of its own unless the machine stalls.
+        assert!((2..=5).contains(&c.messages_in), "{c:?}");
+        assert_eq!(c.bytes_in, 5 * "tok 1\n".len() as u64, "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+}
+
+#[test]
+fn a_refused_token_stream_quotes_the_answer_and_a_stalled_one_times_out() {
+    let server = serve(TOKENS);
+    let dir = TempDir::new();
+    let addr = server.local_addr();
+    let flow = token_flow(addr, "/v1/busy", "")
+        + &format!(
+            r#"
+[[scenario]]
+name = "stall"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "30ms"
+
+[[scenario.step]]
+name = "stall"
+stream = "POST http://{addr}/v1/chat\nContent-Type: application/json"
+body = "{{}}"
+"#
+        );
+    let (_, _, tables, steps) = attack_ok(&dir, &flow);
+    let error = |r: &Record| tables.errors[r.error as usize - 1].clone();
+    for refused in &steps["llm"] {
+        assert_eq!(refused.status, 429, "{refused:?}");
+        let entry = error(refused);
+        assert_eq!(entry.kind, ErrorKind::Status);
+        assert!(entry.text.contains("stream refused: 429"), "{entry:?}");
+        assert!(
+            entry.text.contains("\"Error 429\""),
+            "its body quoted: {entry:?}"
+        );
+    }
+    let stalled = &steps["stall"][0];
+    let entry = error(stalled);
+    // The head comes after 50 ms: past a 30 ms timeout.
+    assert_eq!(entry.kind, ErrorKind::Timeout, "{entry:?}");
+}
+
+#[test]
+fn checks_name_an_event_type_and_extract_takes_from_the_first_event_passing_them() {
+    let server = serve(
+        r#"[
+  {"route": "/prices", "events": {"count": 3, "every": "10ms", "data": "price", "event": "quote"},
+   "stages": [{"status": 200}]},
+  {"route": "/n", "requires": {"header": "x-n", "matches": "^2$"}, "stages": [{"status": 200}]}
+]"#,
+    );
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "quotes"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+
+[[scenario.step]]
+name = "quotes"
+sse = "http://{addr}/prices"
+events = 3
+checks = ["event quote: body matches ^price [23]$", "event trade: body contains never"]
+extract = {{ n = "regex price ([0-9]+)" }}
+
+[[scenario.step]]
+name = "after"
+request = "GET http://{addr}/n\nX-N: {{{{n}}}}"
+if = "n"
+
+[[scenario]]
+name = "missing"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+
+[[scenario.step]]
+name = "missing"
+sse = "http://{addr}/prices"
+events = 1
+extract = {{ id = "json $.id" }}
+"#
+    );
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    for events in &steps["quotes events"] {
+        // "price 1" fails the quote check; no trade event came, so that one never failed.
+        assert_eq!(events.checks_failed & 0b11, 0b01, "{events:?}");
+        // Failed checks fail requests: the error is the check's, not an extract's.
+        let entry = &tables.errors[events.error as usize - 1];
+        assert_eq!(entry.kind, ErrorKind::Check, "n was found: {entry:?}");
+    }
+    // From "price 2", the first event passing every check.
+    let after = &steps["after"];
+    assert!(
+        after.len() == 2 && after.iter().all(Record::is_success),
+        "{after:?}"
+    );
+    for c in &connections(&output)["quotes"] {
+        assert_eq!((c.messages_in, c.messages_failed), (3, 1), "{c:?}");
+    }
+    let missing = &steps["missing events"][0];
+    let entry = &tables.errors[missing.error as usize - 1];
+    assert_eq!(entry.kind, ErrorKind::Extract, "{entry:?}");
+    assert!(entry.text.contains("extract id"), "{entry:?}");
+}
+
+#[test]
+fn messages_carrying_their_send_time_give_one_way_delays_and_a_bad_one_an_error() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "owd"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "owd"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+send_time = "json $.sent"
+actions = [
+  {{ send = '{{"sent": {{{{send_time_ns}}}}, "text": "hi {{{{user}}}}"}}', every = "10ms", count = 5 }},
+  {{ hold = "300ms" }},
+]
+
+[[scenario]]
+name = "bad"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "bad"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+send_time = "json $.sent"
+actions = [{{ send = '{{"sent": "soon"}}' }}, {{ hold = "1s" }}]
+"#
+    );
+    let (output, _, tables, steps) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    assert_eq!(held["owd"].len(), 2);
+    for c in &held["owd"] {
+        // Each echo carries the time its message went: one delay each (without
+        // send_time, a step with no expect times none).
+        assert_eq!((c.messages_out, c.messages_in), (5, 5), "{c:?}");
+        assert_eq!(c.latency.count(), 5, "{c:?}");
+        let max_ns = c.latency.quantile(1.0).unwrap();
+        assert!(max_ns < 1_000_000_000, "{c:?}");
+    }
+    let bad = &steps["bad hold 2"][0];
+    let entry = &tables.errors[bad.error as usize - 1];
+    assert_eq!(entry.kind, ErrorKind::Extract, "{entry:?}");
+    assert!(entry.text.contains("is not unix nanoseconds"), "{entry:?}");
+    assert_eq!(held["bad"][0].latency.count(), 0);
+}
+
+#[test]
+fn an_event_stream_goes_over_a_unix_socket() {
+    use std::io::{Read as _, Write as _};
+    let dir = TempDir::new();
+    let socket = dir.0.join("events.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Two streams of two events, each to a request read to its head's end, each
+    // connection on a thread of its own (the run may hold others open, unused).
+    let (answered, answers) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut done = 0;
+        while done < 2 && std::time::Instant::now() < deadline {
+            done += answers.try_iter().count();
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            };
+            let answered = answered.clone();
+            std::thread::spawn(move || {
+                stream.set_nonblocking(false).unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let body = "data: a\n\ndata: b\n\n";
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if head.ends_with(b"\r\n\r\n") && stream.write_all(answer.as_bytes()).is_ok() {
+                    let _ = answered.send(());
+                }
+            });
+        }
+    });
+    let flow = r#"
+[[scenario]]
+name = "local"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "local"
+sse = "http://localhost/events"
+events = 2
+"#;
+    let (mut command, output) = attack_command(&dir, flow);
+    let run = command
+        .args(["-unix-socket", &socket.to_string_lossy()])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    server.join().unwrap();
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    assert!(steps["local"].iter().all(Record::is_success), "{steps:?}");
+    for c in &connections(&output)["local"] {
+        assert_eq!((c.messages_in, c.bytes_in), (2, 2), "{c:?}");
+    }
+}
+
+/// The Python of `.ci/setup/traced-app.sh`'s venv, which has Flask, or `None` (a loud
+/// skip) when it has not run and CI did not ask for it (`LOADLAB_REQUIRE_TRACED_APP`).
+fn flask_python() -> Option<PathBuf> {
+    venv_python(
+        ("LOADLAB_TRACED_APP_VENV", ".cache/loadlab/traced-app-venv"),
+        "flask",
+        ("LOADLAB_REQUIRE_TRACED_APP", "traced-app.sh"),
+    )
+}
+
+#[test]
+fn an_openai_style_token_stream_from_flask_is_read_event_by_event() {
+    let Some(python) = flask_python() else {
+        return;
+    };
+    let app = PythonEcho::run(&python, "token_stream.py");
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "llm"
+concurrency = 1
+max_requests = 2
+duration = "10s"
+timeout = "5s"
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://127.0.0.1:{}/v1/chat/completions\nContent-Type: application/json"
+body = '{{"prompt": "say hello to user {{{{user}}}}", "stream": true}}'
+checks = ['body matches ^(\{{"choices".*\}}|\[DONE\])$']
+"#,
+        app.port
+    );
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
+    for first in &steps["llm"] {
+        assert!(first.is_success() && first.ttfb_ns > 0, "{first:?}");
+    }
+    for body in &steps["llm body"] {
+        assert!(body.is_success() && body.checks_failed == 0, "{body:?}");
+    }
+    let held = &connections(&output)["llm"];
+    assert_eq!(held.len(), 2);
+    for c in held {
+        // A word of the prompt's five each (the body went, rendered), then [DONE].
+        assert_eq!((c.messages_in, c.messages_failed), (6, 0), "{c:?}");
+        assert_eq!(c.close.by, record::ClosedBy::Server, "{c:?}");
+    }
+}
+
 /// Routes for pings, subprotocols and broadcasts: an echo that chooses `chat`, a
 /// server that never reads (so never answers a ping), and a room that sends every
 /// message to everyone, with a `news N` tick every 50 ms, for logged-in users.
@@ -1108,27 +1474,37 @@ fn run_chat(dir: &TempDir, flow: &str) -> (String, Vec<Record>, RunTables, Steps
 /// The venv `.ci/setup/websockets.sh` made, or `None` (a loud skip) when it has not
 /// run and CI did not ask for it (`LOADLAB_REQUIRE_WEBSOCKETS`).
 fn websockets_python() -> Option<PathBuf> {
-    let dir = std::env::var_os("LOADLAB_WEBSOCKETS").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/loadlab/websockets")
-        },
+    venv_python(
+        ("LOADLAB_WEBSOCKETS", ".cache/loadlab/websockets"),
+        "websockets.asyncio.server",
+        ("LOADLAB_REQUIRE_WEBSOCKETS", "websockets.sh"),
+    )
+}
+
+/// The Python of the venv at `$VAR` (else `~/DEFAULT`) when it imports `module`;
+/// else `None` and a loud skip, or a failure when `$REQUIRED` is set (CI ran
+/// `.ci/setup/SCRIPT`).
+fn venv_python(
+    (var, default): (&str, &str),
+    module: &str,
+    (required, script): (&str, &str),
+) -> Option<PathBuf> {
+    let dir = std::env::var_os(var).map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(default),
         PathBuf::from,
     );
     let python = dir.join("bin/python");
     let found = Command::new(&python)
-        .args(["-c", "import websockets.asyncio.server"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
         assert!(
-            std::env::var_os("LOADLAB_REQUIRE_WEBSOCKETS").is_none(),
-            "LOADLAB_REQUIRE_WEBSOCKETS is set but {} cannot import websockets: run .ci/setup/websockets.sh",
+            std::env::var_os(required).is_none(),
+            "{required} is set but {} cannot import {module}: run .ci/setup/{script}",
             dir.display()
         );
-        eprintln!(
-            "\n!!! SKIPPED: Python's websockets is not installed (source .ci/setup/websockets.sh) !!!\n"
-        );
+        eprintln!("\n!!! SKIPPED: {module} is not installed (source .ci/setup/{script}) !!!\n");
     }
     found.then_some(python)
 }

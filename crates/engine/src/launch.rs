@@ -56,7 +56,10 @@ fn flow_target_info(flow: &workload::Flow, index: usize, info: &mut TargetInfo) 
             info.url = format!("ws{rest}");
         }
     }
-    if let Some(workload::Stream::Events(_)) = step.stream {
+    // A `stream` step keeps its own method (a POST, often).
+    if let Some(workload::Stream::Events(events)) = step.stream
+        && !events.whole_answer
+    {
         info.method = "SSE".to_owned();
     }
     info.step = Some(name);

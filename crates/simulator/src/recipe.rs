@@ -1150,6 +1150,9 @@ mod tests {
             (format!(r#"{{"events": {{"count": 2, "data": "a\nb"}}, {stage}}}"#), "events.data: \"a\\nb\": want one line of text"),
             (format!(r#"{{"events": {{"count": 2, "rate": 5}}, {stage}}}"#), "events.rate: unknown field"),
             (format!(r#"{{"events": 5, {stage}}}"#), "events: 5: want"),
+            (format!(r#"{{"events": {{"count": 2, "format": "json"}}, {stage}}}"#), "events.format: \"json\": want \"sse\" or \"text\""),
+            (format!(r#"{{"events": {{"count": 2, "format": "text", "retry": "1s"}}, {stage}}}"#), "events.format: \"text\" has no retry or event"),
+            (format!(r#"{{"events": {{"count": 2, "first": "later"}}, {stage}}}"#), "events.first: bad duration"),
             (r#"{"grpc": {"proto": "g.proto", "method": "p.S/M"}, "websocket": "echo"}"#.into(), "grpc: a route has grpc, websocket or events, one of them"),
         ];
         for (json, want) in rows {

@@ -4,7 +4,9 @@
 //! connection of the route (and with `every`, a tick to all of them at that rate);
 //! `"events": {"count", "every",
 //! "data"}` answers a `text/event-stream` of `count` events, one every `every`, each
-//! `data: DATA N` (N from 1), then ends the stream. The connection closes after either.
+//! `data: DATA N` (N from 1), then ends the stream; with `"first"` its head waits that
+//! long, and `"format": "text"` sends plain `DATA N` lines as chunks instead (a long
+//! chunked answer, an LLM's token stream's shape). The connection closes after either.
 //! Framing is `tokio-tungstenite`'s; the upgrade answer is ours (the request was
 //! already parsed by `http`).
 
@@ -28,7 +30,9 @@ use crate::request::RequestHeaders;
 const READ_BUFFER_BYTES: usize = 4096;
 
 /// Keys of an `events` object.
-const EVENTS_KEYS: &[&str] = &["count", "every", "data", "retry"];
+const EVENTS_KEYS: &[&str] = &[
+    "count", "every", "data", "retry", "first", "format", "event",
+];
 /// Keys of a `websocket` object.
 const WEBSOCKET_KEYS: &[&str] = &["mode", "every", "data", "subprotocol", "limit"];
 /// Messages a broadcast room keeps for a connection that reads slowly; past them it
@@ -47,6 +51,12 @@ pub(crate) enum StreamSpec {
         every: Duration,
         data: String,
         retry: Option<Duration>,
+        /// The wait before the answer's head (its first byte).
+        first: Duration,
+        /// Plain `text/plain` lines as chunks, not events.
+        text: bool,
+        /// Each event's `event:` type (none: `message`, the default).
+        event: Option<String>,
     },
 }
 
@@ -292,11 +302,39 @@ fn parse_events(map: &serde_json::Map<String, Value>) -> Result<StreamSpec, (Str
         .map(duration_from_json)
         .transpose()
         .map_err(|m| ("events.retry".to_owned(), m))?;
+    let first = map
+        .get("first")
+        .map(duration_from_json)
+        .transpose()
+        .map_err(|m| ("events.first".to_owned(), m))?
+        .unwrap_or_default();
+    let text = match map.get("format").and_then(Value::as_str) {
+        None if !map.contains_key("format") => false,
+        Some("sse") => false,
+        Some("text") => true,
+        _ => {
+            let format = map.get("format").cloned().unwrap_or_default();
+            return Err((
+                "events.format".to_owned(),
+                format!("{format}: want \"sse\" or \"text\""),
+            ));
+        }
+    };
+    let event = one_line(map.get("event"), "events.event")?;
+    if text && (retry.is_some() || event.is_some()) {
+        return Err((
+            "events.format".to_owned(),
+            "\"text\" has no retry or event".to_owned(),
+        ));
+    }
     Ok(StreamSpec::Events {
         count,
         every,
         data,
         retry,
+        first,
+        text,
+        event,
     })
 }
 
@@ -340,10 +378,23 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             every,
             data,
             retry,
+            first,
+            text,
+            event,
         } => {
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-                .await?;
+            let event = event
+                .map(|name| format!("event: {name}\n"))
+                .unwrap_or_default();
+            tokio::time::sleep(first).await;
+            let content_type = if text {
+                "text/plain"
+            } else {
+                "text/event-stream"
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(head.as_bytes()).await?;
             if let Some(retry) = retry {
                 let field = format!("retry: {}\n\n", retry.as_millis());
                 let chunk = format!("{:x}\r\n{field}\r\n", field.len());
@@ -354,7 +405,11 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let first = start.last_event_id.unwrap_or(0).saturating_add(1);
             for n in first..first.saturating_add(count) {
                 tokio::time::sleep(every).await;
-                let event = format!("id: {n}\ndata: {data} {n}\n\n");
+                let event = if text {
+                    format!("{data} {n}\n")
+                } else {
+                    format!("{event}id: {n}\ndata: {data} {n}\n\n")
+                };
                 let chunk = format!("{:x}\r\n{event}\r\n", event.len());
                 stream.write_all(chunk.as_bytes()).await?;
                 stream.flush().await?;

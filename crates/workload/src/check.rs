@@ -13,6 +13,9 @@ use crate::json_path::{JsonPath, write_value};
 pub struct Check {
     /// The check's name within its step.
     pub name: String,
+    /// `event NAME: CHECK`: it judges only the events of this type (an `sse` or
+    /// `stream` step's; others are not judged by it). `None`: every answer or event.
+    pub event: Option<String>,
     expect: Expect,
 }
 
@@ -67,6 +70,23 @@ impl Check {
     /// Parses `expect`, named `name` (the text itself when `None`).
     pub fn parse(expect: &str, name: Option<&str>) -> Result<Check, String> {
         let text = expect.trim();
+        if let Some(scoped) = text.strip_prefix("event ") {
+            let Some((event, rest)) = scoped.split_once(": ") else {
+                return Err(format!("check {text:?}: want event TYPE: CHECK"));
+            };
+            let event = event.trim();
+            if event.is_empty() || event.contains(char::is_whitespace) {
+                return Err(format!("check {text:?}: {event:?} is not an event type"));
+            }
+            let check = Check::parse(rest, Some(name.unwrap_or(text)))?;
+            if check.event.is_some() {
+                return Err(format!("check {text:?}: one event type at most"));
+            }
+            return Ok(Check {
+                event: Some(event.to_owned()),
+                ..check
+            });
+        }
         let (kind, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
         let rest = rest.trim();
         let expect = match kind {
@@ -92,6 +112,7 @@ impl Check {
         };
         Ok(Check {
             name: name.map_or_else(|| text.to_owned(), str::to_owned),
+            event: None,
             expect,
         })
     }

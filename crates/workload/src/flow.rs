@@ -32,7 +32,9 @@ mod grpc_step;
 mod stream;
 
 pub use grpc_step::{DecodeFailure, GrpcCall};
-pub use stream::{Action, ActionKind, EventStream, Pace, Stream, StreamTarget, WebSocket};
+pub use stream::{
+    Action, ActionKind, EventStream, Pace, SendTime, Stream, StreamTarget, WebSocket,
+};
 
 /// Variables one flow may extract (one bit each in [`UserState`]).
 pub const MAX_VARIABLES: usize = 64;
@@ -295,8 +297,9 @@ impl Flow {
             return Err(format!("name: {name:?} is used by another step"));
         }
         let known = self.variables.clone();
-        let (target, stream, grpc) = match (&fields.request, &fields.ws, &fields.sse) {
-            (Some(request), None, None) => {
+        let streamed = fields.ws.is_some() || fields.sse.is_some() || fields.stream.is_some();
+        let (target, stream, grpc) = match (&fields.request, streamed) {
+            (Some(request), false) => {
                 refuse_stream_keys(fields)?;
                 let mut lines = request_lines(request);
                 let first = lines.next().ok_or("request: empty (want METHOD URL)")?;
@@ -319,16 +322,17 @@ impl Flow {
                     (target, None, None)
                 }
             }
-            (None, None, None) => {
-                return Err("request: every step needs one (or ws, or sse)".to_owned());
+            (None, false) => {
+                return Err("request: every step needs one (or ws, sse, stream)".to_owned());
             }
-            (None, _, _) => {
+            (None, true) => {
                 grpc_step::refuse_proto_keys(fields)?;
-                let (target, stream) = self.stream_step(fields, headers, &known, origin)?;
+                let (target, stream) =
+                    self.stream_step(fields, headers, &known, origin, read_body)?;
                 (target, Some(stream), None)
             }
-            (Some(_), _, _) => {
-                return Err("request: a step has one of request, ws and sse".to_owned());
+            (Some(_), true) => {
+                return Err("request: a step has one of request, ws, sse and stream".to_owned());
             }
         };
         let needs =
@@ -342,6 +346,13 @@ impl Flow {
         let checks = parse_checks(&fields.checks)?;
         let extractions = self.extractions(&fields.extract)?;
         check_reads(grpc.is_some(), &checks, &extractions)?;
+        let typed = matches!(stream, Some(Stream::Events(_)));
+        if let Some(check) = checks.iter().find(|c| c.event.is_some() && !typed) {
+            return Err(format!(
+                "checks: {:?}: only an sse or stream step's events have a type",
+                check.name
+            ));
+        }
         let reads_body = checks.iter().any(Check::reads_body)
             || extractions
                 .iter()
@@ -832,9 +843,10 @@ fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
         ("reconnect", fields.reconnect.is_some()),
         ("subprotocols", !fields.subprotocols.is_empty()),
         ("compression", fields.compression.is_some()),
+        ("send_time", fields.send_time.is_some()),
     ];
     match stray.iter().find(|(_, given)| *given) {
-        Some((key, _)) => Err(format!("{key}: only a ws or sse step takes it")),
+        Some((key, _)) => Err(format!("{key}: only a ws, sse or stream step takes it")),
         None => Ok(()),
     }
 }

@@ -48,9 +48,17 @@ pub struct StepFields {
     /// A `ws` step offers this compression (`"deflate"`: permessage-deflate, RFC 7692)
     /// and uses it when the server agrees.
     pub compression: Option<String>,
+    /// Where a `ws` step's messages carry the time they were sent (`json $.sent_ns`,
+    /// `regex sent=([0-9]+)`): unix nanoseconds, read back as each message's one-way
+    /// delay (a `send` writes it with `{{send_time_ns}}`).
+    pub send_time: Option<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,
+    /// A request whose answer is read as it comes (an LLM's token stream): `POST
+    /// http://HOST/PATH`, then header lines, with `body`; its events when the answer is
+    /// `text/event-stream`, else its chunks.
+    pub stream: Option<String>,
     /// An `sse` step stops reading after this many events.
     pub events: Option<u64>,
     /// An `sse` step stops reading after this long: `10s`.

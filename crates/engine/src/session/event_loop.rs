@@ -344,7 +344,7 @@ mod tests {
                 request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
                 key: String::new(),
                 sends: Vec::new(),
-                address: silent.local_addr().unwrap(),
+                address: crate::hosts::Address::Tcp(silent.local_addr().unwrap()),
                 local_ip: None,
                 tls: None,
                 timeout_ns,

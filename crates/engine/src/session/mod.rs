@@ -22,8 +22,9 @@ mod ws;
 mod ws_read;
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -61,8 +62,8 @@ pub(crate) struct SessionJob {
     /// A WebSocket's `Sec-WebSocket-Key` (its answer must carry the matching accept).
     pub key: String,
     /// Each `send` action's message, rendered for the user, in order.
-    pub sends: Vec<Vec<u8>>,
-    pub address: SocketAddr,
+    pub sends: Vec<Send>,
+    pub address: Address,
     /// The run's `-local-addr`, the source address of the connection.
     pub local_ip: Option<IpAddr>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
@@ -74,6 +75,33 @@ pub(crate) struct SessionJob {
     pub stop: StopHandle,
     /// The worker's per-second stream figures, bumped as the session goes.
     pub tally: Arc<StreamTally>,
+}
+
+/// A `send` action's message, rendered for its user.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Send {
+    pub bytes: Vec<u8>,
+    /// Where its send time goes ([`SEND_TIME_DIGITS`] digits of unix ns), if it has one.
+    pub stamp: Option<usize>,
+}
+
+/// Digits of a send time written into a message: unix nanoseconds, zero-padded (19
+/// digits hold them until the year 2286), so the message's shape never depends on it.
+pub(crate) const SEND_TIME_DIGITS: usize = 19;
+
+impl Send {
+    /// The message, its send time `unix_ns` written in.
+    pub(crate) fn stamped(&self, unix_ns: u64) -> Vec<u8> {
+        let mut bytes = self.bytes.clone();
+        let digits = format!("{unix_ns:0width$}", width = SEND_TIME_DIGITS);
+        let place = (self.stamp).and_then(|at| bytes.get_mut(at..at + SEND_TIME_DIGITS));
+        if let Some(place) = place
+            && digits.len() == SEND_TIME_DIGITS
+        {
+            place.copy_from_slice(digits.as_bytes());
+        }
+        bytes
+    }
 }
 
 /// One record's worth of a session: the connect, an action, an event.
@@ -257,23 +285,39 @@ impl Session {
 pub(crate) enum Wire {
     Plain(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    /// `-unix-socket`: plain only.
+    Unix(UnixStream),
 }
 
 impl Wire {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Wire::Plain(tcp) => tcp,
-            Wire::Tls(tls) => tls.get_ref(),
-        }
-    }
-
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.tcp().as_fd()
+        match self {
+            Wire::Plain(tcp) => tcp.as_fd(),
+            Wire::Tls(tls) => tls.get_ref().as_fd(),
+            Wire::Unix(unix) => unix.as_fd(),
+        }
     }
 
     /// Whether it is a plain socket, whose short read means the kernel had no more.
     pub(crate) fn is_plain(&self) -> bool {
-        matches!(self, Wire::Plain(_))
+        matches!(self, Wire::Plain(_) | Wire::Unix(_))
+    }
+
+    /// A connect in progress is done (`Ok(true)`), still going, or failed.
+    fn connected(&self) -> io::Result<bool> {
+        let (error, peer) = match self {
+            Wire::Plain(tcp) => (tcp.take_error(), tcp.peer_addr().map(drop)),
+            Wire::Unix(unix) => (unix.take_error(), unix.peer_addr().map(drop)),
+            Wire::Tls(_) => return Ok(true),
+        };
+        if let Ok(Some(e)) | Err(e) = error {
+            return Err(e);
+        }
+        match peer {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -282,6 +326,7 @@ impl Read for Wire {
         match self {
             Wire::Plain(tcp) => tcp.read(buf),
             Wire::Tls(tls) => tls.read(buf),
+            Wire::Unix(unix) => unix.read(buf),
         }
     }
 }
@@ -291,6 +336,7 @@ impl Write for Wire {
         match self {
             Wire::Plain(tcp) => tcp.write(buf),
             Wire::Tls(tls) => tls.write(buf),
+            Wire::Unix(unix) => unix.write(buf),
         }
     }
 
@@ -298,6 +344,7 @@ impl Write for Wire {
         match self {
             Wire::Plain(tcp) => tcp.flush(),
             Wire::Tls(tls) => tls.flush(),
+            Wire::Unix(unix) => unix.flush(),
         }
     }
 }
@@ -328,12 +375,16 @@ impl Ask {
     }
 
     fn connect_for(job: &SessionJob, request: Option<Vec<u8>>) -> Result<Ask, Failure> {
-        let socket = crate::conn::start_connect(&Address::Tcp(job.address), job.local_ip)
+        let socket = crate::conn::start_connect(&job.address, job.local_ip)
             .map_err(|e| (ErrorKind::Connect, io_text("connect", &e)))?;
+        let wire = match job.address {
+            Address::Tcp(_) => Wire::Plain(socket.into()),
+            Address::Unix(_) => Wire::Unix(socket.into()),
+        };
         Ok(Ask {
             started_ns: job.clock.now_ns(),
             request,
-            wire: Some(Wire::Plain(socket.into())),
+            wire: Some(wire),
             connected: false,
             written: 0,
             flushed: false,
@@ -390,28 +441,31 @@ impl Ask {
 
     /// Whether the connect is done (then TLS wraps the socket if asked).
     fn connect(&mut self, job: &SessionJob) -> Result<bool, Failure> {
-        let Some(Wire::Plain(tcp)) = self.wire.take() else {
+        let Some(wire) = self.wire.take() else {
             return Err((ErrorKind::Io, "connect: no socket".to_owned()));
         };
-        if let Ok(Some(e)) | Err(e) = tcp.take_error() {
-            return Err((ErrorKind::Connect, io_text("connect", &e)));
-        }
-        match tcp.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                self.wire = Some(Wire::Plain(tcp));
+        match wire.connected() {
+            Ok(true) => {}
+            Ok(false) => {
+                self.wire = Some(wire);
                 return Ok(false);
             }
             Err(e) => return Err((ErrorKind::Connect, io_text("connect", &e))),
         }
         self.connected = true;
-        self.wire = Some(match &job.tls {
-            Some((config, name)) => {
+        self.wire = Some(match (&job.tls, wire) {
+            (Some((config, name)), Wire::Plain(tcp)) => {
                 let client = ClientConnection::new(Arc::clone(config), name.clone())
                     .map_err(|e| (ErrorKind::Tls, format!("tls: {e}")))?;
                 Wire::Tls(Box::new(StreamOwned::new(client, tcp)))
             }
-            None => Wire::Plain(tcp),
+            (Some(_), Wire::Unix(_)) => {
+                return Err((
+                    ErrorKind::Tls,
+                    "tls: ws and sse steps do not speak TLS over a unix socket".to_owned(),
+                ));
+            }
+            (_, wire) => wire,
         });
         Ok(true)
     }
@@ -496,6 +550,8 @@ pub(crate) struct Head {
     pub status_line: String,
     pub content_type: Option<String>,
     pub chunked: bool,
+    /// The body's length, when `Content-Length` said (a chunked body's is ignored).
+    pub content_length: Option<u64>,
     pub accept: Option<String>,
     /// The subprotocol a WebSocket server chose (`Sec-WebSocket-Protocol`).
     pub protocol: Option<String>,
@@ -526,6 +582,7 @@ fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
         content_type: header("content-type"),
         chunked: header("transfer-encoding")
             .is_some_and(|v| v.to_ascii_lowercase().contains("chunked")),
+        content_length: header("content-length").and_then(|v| v.parse().ok()),
         accept: header("sec-websocket-accept"),
         protocol: header("sec-websocket-protocol"),
         extensions: header("sec-websocket-extensions"),
@@ -577,4 +634,46 @@ fn io_text(operation: &str, e: &io::Error) -> String {
 /// How long `ns` is, as a user writes it (`1s`, `250ms`).
 pub(crate) fn spelled(ns: u64) -> String {
     units::GoDuration(Duration::from_nanos(ns)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_time_fills_its_place_and_nothing_else() {
+        // (message, its send time's place, the time, the message sent)
+        type Row<'a> = (&'a [u8], Option<usize>, u64, &'a [u8]);
+        let rows: &[Row<'_>] = &[
+            (
+                b"{\"t\": 0000000000000000000}",
+                Some(6),
+                42,
+                b"{\"t\": 0000000000000000042}",
+            ),
+            (
+                b"0000000000000000000",
+                Some(0),
+                1_700_000_000_123_456_789,
+                b"1700000000123456789",
+            ),
+            (b"plain", None, 42, b"plain"),
+            // A place past the end (never made so) is left alone, not a panic.
+            (b"short", Some(3), 42, b"short"),
+            // Past the year 2286 the time no longer fits: left as zeros.
+            (
+                b"0000000000000000000",
+                Some(0),
+                u64::MAX,
+                b"0000000000000000000",
+            ),
+        ];
+        for (bytes, stamp, unix_ns, want) in rows {
+            let send = Send {
+                bytes: bytes.to_vec(),
+                stamp: *stamp,
+            };
+            assert_eq!(send.stamped(*unix_ns), *want, "{bytes:?}");
+        }
+    }
 }

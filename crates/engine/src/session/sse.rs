@@ -19,13 +19,20 @@ use super::{
     would_block,
 };
 
-/// Reads a stream's body, chunked or not, and cuts it into events.
+/// Reads a stream's body, chunked or not, and cuts it into events (or, for a
+/// `stream` step's answer that is not an event stream, into pieces as they came).
 struct Events {
     chunked: Option<ChunkedDecoder>,
+    /// The body bytes still to come, when its `Content-Length` said.
+    remaining: Option<u64>,
+    /// Each read's body bytes are one piece (a chunk), not cut into events.
+    pieces: bool,
     /// Decoded bytes not yet cut into lines.
     pending: Vec<u8>,
-    /// The event being read: its `data:` lines joined by `\n`.
+    /// The event being read: its `data:` lines joined by `\n`, and its `event:`
+    /// type (empty: `message`).
     data: Vec<u8>,
+    event_type: Vec<u8>,
     has_data: bool,
     /// The last `id:` field read, and the last event id as of the last event
     /// dispatched (what a reconnect sends as `Last-Event-ID`).
@@ -49,22 +56,41 @@ enum Fed {
 }
 
 impl Events {
-    /// Takes `input` off the wire; each complete event's data goes to `on_event`.
-    /// `Ok(true)` when a chunked body ended.
-    fn feed(&mut self, input: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<bool, Failure> {
-        let ended = match &mut self.chunked {
-            Some(decoder) => {
+    /// Takes `input` off the wire; each complete event's type and data go to
+    /// `on_event` (a piece's type is empty). `Ok(true)` when the body ended.
+    fn feed(
+        &mut self,
+        input: &[u8],
+        on_event: &mut impl FnMut(&[u8], &[u8]),
+    ) -> Result<bool, Failure> {
+        let ended = match (&mut self.chunked, &mut self.remaining) {
+            (Some(decoder), _) => {
                 let pending = &mut self.pending;
                 let progress = decoder
                     .feed(input, |data| pending.extend_from_slice(data))
                     .map_err(|e| (ErrorKind::Protocol, format!("chunked body: {e}")))?;
                 matches!(progress, wire::Progress::Done { .. })
             }
-            None => {
+            (None, Some(remaining)) => {
+                let take = input
+                    .len()
+                    .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                self.pending.extend_from_slice(&input[..take]);
+                *remaining -= take as u64;
+                *remaining == 0
+            }
+            (None, None) => {
                 self.pending.extend_from_slice(input);
                 false
             }
         };
+        if self.pieces {
+            if !self.pending.is_empty() {
+                on_event(b"", &self.pending);
+                self.pending.clear();
+            }
+            return Ok(ended);
+        }
         // Out of `self` while its lines are read, so each can update the rest.
         let mut pending = std::mem::take(&mut self.pending);
         let mut start = 0;
@@ -74,9 +100,14 @@ impl Events {
             if line.is_empty() {
                 self.last_id.clone_from(&self.id_buffer);
                 if self.has_data {
-                    on_event(&self.data);
+                    let event_type = match self.event_type.as_slice() {
+                        b"" => b"message",
+                        named => named,
+                    };
+                    on_event(event_type, &self.data);
                 }
                 self.data.clear();
+                self.event_type.clear();
                 self.has_data = false;
             } else {
                 self.field(line);
@@ -88,8 +119,7 @@ impl Events {
         Ok(ended)
     }
 
-    /// One `field: value` line (WHATWG HTML 9.2.6); `event` and `:` comments are
-    /// not read.
+    /// One `field: value` line (WHATWG HTML 9.2.6); `:` comments are not read.
     fn field(&mut self, line: &[u8]) {
         let (name, value) = match line.iter().position(|&b| b == b':') {
             Some(at) => {
@@ -108,6 +138,7 @@ impl Events {
             }
             // An id holding NUL is ignored; the rest goes back verbatim in a header,
             // which a line (cut at CR and LF) cannot break.
+            b"event" => value.clone_into(&mut self.event_type),
             b"id" if !value.contains(&0) => self.id_buffer = value.to_vec(),
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
@@ -118,13 +149,27 @@ impl Events {
 
     /// A new connection's reader: its own framing, this stream's ids and retry.
     fn new(chunked: bool, before: Option<Events>) -> Events {
+        Events::framed(chunked, None, false, before)
+    }
+
+    /// [`Events::new`] of a body `remaining` bytes long (when not chunked), read as
+    /// `pieces` or as events.
+    fn framed(
+        chunked: bool,
+        remaining: Option<u64>,
+        pieces: bool,
+        before: Option<Events>,
+    ) -> Events {
         let (id_buffer, last_id, retry_ms) = before.map_or((Vec::new(), Vec::new(), None), |b| {
             (b.id_buffer, b.last_id, b.retry_ms)
         });
         Events {
             chunked: chunked.then(ChunkedDecoder::new),
+            remaining,
+            pieces,
             pending: Vec::new(),
             data: Vec::new(),
+            event_type: Vec::new(),
             has_data: false,
             id_buffer,
             last_id,
@@ -171,6 +216,8 @@ struct Tally {
     check_failure: Option<Failure>,
     /// When the last event (or the request) came.
     last_ns: u64,
+    /// The first event every check passed on, when the step extracts.
+    matched: Option<Vec<u8>>,
     count: u64,
     reconnects: u32,
 }
@@ -203,6 +250,7 @@ impl Sse {
                 cut: false,
                 check_failure: None,
                 last_ns: started_ns,
+                matched: None,
                 count: 0,
                 reconnects: 0,
             },
@@ -250,9 +298,21 @@ impl Sse {
     /// The answer's head came: a 2xx `text/event-stream`, or the stream's failure.
     fn answered(&mut self, job: &SessionJob, wire: Wire, head: &Head) -> Progress {
         self.tally.first.status = head.status;
-        is_event_stream(head)?;
+        let pieces = if self.tally.stream.whole_answer {
+            if !(200..300).contains(&head.status) {
+                return Err(refused("stream", head));
+            }
+            !is_event_stream_type(head)
+        } else {
+            is_event_stream(head)?;
+            false
+        };
         self.tally.held = Some(Held::opened(job.clock.now_ns(), &job.tally));
-        let mut events = Events::new(head.chunked, None);
+        let remaining = (!head.chunked).then_some(head.content_length).flatten();
+        let mut events = Events::framed(head.chunked, remaining, pieces, None);
+        if remaining == Some(0) {
+            return self.server_ended(job, events);
+        }
         // The head's bytes (those past it too) are counted already.
         match self.tally.take(job, &mut events, &head.rest)? {
             Fed::More => self.read(job, wire, events),
@@ -330,11 +390,8 @@ fn is_event_stream(head: &Head) -> Result<(), Failure> {
     if !(200..300).contains(&head.status) {
         return Err(refused("event stream", head));
     }
-    let content_type = head.content_type.clone().unwrap_or_default();
-    if !content_type
-        .to_ascii_lowercase()
-        .starts_with("text/event-stream")
-    {
+    if !is_event_stream_type(head) {
+        let content_type = head.content_type.clone().unwrap_or_default();
         return Err((
             ErrorKind::Protocol,
             format!(
@@ -343,6 +400,14 @@ fn is_event_stream(head: &Head) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// Whether `head` says `Content-Type: text/event-stream`.
+fn is_event_stream_type(head: &Head) -> bool {
+    let content_type = head.content_type.as_deref().unwrap_or_default();
+    content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
 }
 
 impl Sse {
@@ -396,7 +461,9 @@ impl Tally {
         events: &mut Events,
         input: &[u8],
     ) -> Result<Fed, Failure> {
-        let ended = events.feed(input, &mut |data| self.event(job, data))?;
+        let ended = events.feed(input, &mut |event_type, data| {
+            self.event(job, event_type, data);
+        })?;
         Ok(if self.enough() {
             Fed::Done
         } else if ended {
@@ -444,6 +511,10 @@ impl Tally {
             }
             Ok(()) => events.failure = self.check_failure.take(),
         }
+        if !job.flow.steps[job.step].extractions.is_empty() {
+            // None passed: the extractions find nothing, an `extract` error.
+            events.matched = Some((0, self.matched.take().unwrap_or_default()));
+        }
         outcomes.push(std::mem::take(&mut self.first));
         outcomes.push(std::mem::take(&mut self.events));
         Drive::Done(outcomes)
@@ -451,7 +522,7 @@ impl Tally {
 
     /// An event arrived: judged by the step's checks, counted into the events' record
     /// and the connection's figures.
-    fn event(&mut self, job: &SessionJob, data: &[u8]) {
+    fn event(&mut self, job: &SessionJob, event_type: &[u8], data: &[u8]) {
         if self.enough() {
             return;
         }
@@ -474,9 +545,15 @@ impl Tally {
         let mut text = Vec::new();
         let mut checks_failed = 0u32;
         for (index, check) in step.checks.iter().enumerate() {
-            if !check.passes(&answer, &mut text) {
+            // A check of another event type does not judge this one.
+            let judged = (check.event.as_deref()).is_none_or(|t| t.as_bytes() == event_type);
+            if judged && !check.passes(&answer, &mut text) {
                 checks_failed |= 1 << index;
             }
+        }
+        // The step's extractions read the first event every check passed on.
+        if checks_failed == 0 && self.matched.is_none() && !step.extractions.is_empty() {
+            self.matched = Some(data.to_vec());
         }
         if checks_failed != 0 && flow.options.checks_fail_requests && self.check_failure.is_none() {
             let check = &step.checks[checks_failed.trailing_zeros() as usize];
@@ -507,14 +584,20 @@ impl Tally {
             return Ok(());
         }
         let waited_ns = now.saturating_sub(self.last_ns);
-        Err((
-            ErrorKind::Timeout,
+        let text = if self.stream.whole_answer {
+            format!(
+                "the answer stalled: nothing within {} (after {} chunks or events)",
+                spelled(waited_ns),
+                self.count
+            )
+        } else {
             format!(
                 "no event within {} (after {} events)",
                 spelled(waited_ns),
                 self.count
-            ),
-        ))
+            )
+        };
+        Err((ErrorKind::Timeout, text))
     }
 
     /// The server ended the stream: an error when more events were asked for.
@@ -543,7 +626,7 @@ mod tests {
         let (mut seen, mut ended) = (Vec::new(), false);
         for piece in wire.chunks(step) {
             ended |= events
-                .feed(piece, &mut |data| {
+                .feed(piece, &mut |_, data| {
                     seen.push(String::from_utf8_lossy(data).into_owned());
                 })
                 .unwrap();
@@ -584,11 +667,57 @@ mod tests {
     }
 
     #[test]
+    fn each_event_has_its_type_message_unless_named_and_only_its_own() {
+        let wire = b"event: price\ndata: 1\n\ndata: 2\n\nevent: a\nevent: b\ndata: 3\n\nevent: x\n\ndata: 4\n\n";
+        let mut events = Events::new(false, None);
+        let mut seen = Vec::new();
+        events
+            .feed(wire, &mut |event_type, data| {
+                seen.push(format!(
+                    "{} {}",
+                    String::from_utf8_lossy(event_type),
+                    String::from_utf8_lossy(data)
+                ));
+            })
+            .unwrap();
+        // The last `event:` line wins; an event without data dispatches nothing and
+        // its type does not carry over.
+        assert_eq!(seen, ["price 1", "message 2", "b 3", "message 4"]);
+    }
+
+    #[test]
+    fn a_plain_answer_is_read_as_pieces_to_its_length_or_chunked_end() {
+        // (wire, chunked, Content-Length, pieces, ended), fed whole.
+        type Row<'a> = (&'a [u8], bool, Option<u64>, &'a [&'a str], bool);
+        let rows: &[Row<'_>] = &[
+            (b"tok 1\ntok 2\n", false, None, &["tok 1\ntok 2\n"], false),
+            (b"tok 1\ntok 2", false, Some(5), &["tok 1"], true),
+            (b"tok", false, Some(5), &["tok"], false),
+            (b"6\r\ntok 1\n\r\n0\r\n\r\n", true, None, &["tok 1\n"], true),
+            (b"data: a\n\n", false, None, &["data: a\n\n"], false),
+        ];
+        for (wire, chunked, length, want, ended) in rows {
+            let mut events = Events::framed(*chunked, *length, true, None);
+            let mut seen = Vec::new();
+            let got = events
+                .feed(wire, &mut |_, data| {
+                    seen.push(String::from_utf8_lossy(data).into_owned());
+                })
+                .unwrap();
+            assert_eq!(
+                (seen, got),
+                (want.iter().map(|s| (*s).to_owned()).collect(), *ended),
+                "{wire:?}"
+            );
+        }
+    }
+
+    #[test]
     fn ids_and_retry_are_kept_for_a_reconnect_and_bad_ones_ignored() {
         let mut events = Events::new(false, None);
         let wire = b"id: 7\nretry: 250\ndata: a\n\nid: 8\0x\nretry: soon\ndata: b\n\nid: 9\n";
         let mut seen = 0;
-        events.feed(wire, &mut |_| seen += 1).unwrap();
+        events.feed(wire, &mut |_, _| seen += 1).unwrap();
         assert_eq!(seen, 2);
         // `id: 9` is not dispatched yet: the last event id is still 7.
         assert_eq!(
@@ -606,7 +735,7 @@ mod tests {
     #[test]
     fn a_broken_chunked_body_is_a_protocol_error() {
         let mut events = Events::new(true, None);
-        let failure = events.feed(b"zz\r\n", &mut |_| {}).unwrap_err();
+        let failure = events.feed(b"zz\r\n", &mut |_, _| {}).unwrap_err();
         assert_eq!(failure.0, ErrorKind::Protocol, "{}", failure.1);
     }
 }

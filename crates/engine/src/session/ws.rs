@@ -37,8 +37,10 @@ pub(super) struct Ws {
     pub(super) held: Option<Held>,
     /// The code of the server's close frame, when it sent one.
     server_close: Option<u16>,
-    /// The last `send` action's message, for a paced send's repeats.
+    /// The last `send` action's message, for a paced send's repeats; and when it
+    /// carries its send time, the message to stamp anew each time.
     message: Option<Message>,
+    stamped: Option<super::Send>,
     /// The server's frames, read (from the upgrade on).
     reader: Option<FrameReader>,
     /// permessage-deflate for what we send, when the upgrade agreed it.
@@ -105,6 +107,7 @@ impl Ws {
             held: None,
             server_close: None,
             message: None,
+            stamped: None,
             reader: None,
             deflate: None,
             ping_next_ns: u64::MAX,
@@ -343,13 +346,11 @@ impl Ws {
         let started_ns = self.current.started_ns;
         let timeout_ns = started_ns.saturating_add(job.timeout_ns);
         match (self.act, &action.kind) {
-            (Act::Begin, ActionKind::Send(_)) => {
-                let bytes = job.sends.get(self.sends).cloned().unwrap_or_default();
+            (Act::Begin, ActionKind::Send(..)) => {
+                let send = job.sends.get(self.sends).cloned().unwrap_or_default();
                 self.sends += 1;
-                let message = match String::from_utf8(bytes) {
-                    Ok(text) => Message::text(text),
-                    Err(e) => Message::binary(e.into_bytes()),
-                };
+                let message = stamped_message(job, &send);
+                self.stamped = send.stamp.is_some().then_some(send);
                 self.act = match action.pace {
                     Some(pace) if pace.count > 1 => Act::Paced {
                         sent: 1,
@@ -416,7 +417,7 @@ impl Ws {
                 if job.stop.is_stopping() || job.clock.now_ns() >= deadline_ns {
                     return Ok(None);
                 }
-                match self.next_message(socket)? {
+                match self.next_message(job, socket)? {
                     Some(bytes) => self.current.bytes_in += bytes,
                     None => return Ok(Some(deadline_ns)),
                 }
@@ -480,7 +481,7 @@ impl Ws {
             return Ok(None);
         };
         loop {
-            while let Some(bytes) = self.next_message(socket)? {
+            while let Some(bytes) = self.next_message(job, socket)? {
                 self.current.bytes_in += bytes;
             }
             let now = job.clock.now_ns();
@@ -498,7 +499,10 @@ impl Ws {
                 self.act = Act::Paced { sent, next_ns };
                 return Ok(Some(next_ns));
             }
-            let message = self.message.clone().unwrap_or_else(|| Message::text(""));
+            let message = match &self.stamped {
+                Some(send) => stamped_message(job, send),
+                None => self.message.clone().unwrap_or_else(|| Message::text("")),
+            };
             self.send(socket, message)?;
             sent += 1;
             next_ns = next_ns.saturating_add(pace.every_ns);
@@ -528,7 +532,7 @@ impl Ws {
                     ),
                 ));
             }
-            if self.next_message(socket)?.is_none() {
+            if self.next_message(job, socket)?.is_none() {
                 return Ok(Some(deadline_ns));
             }
             let body = self.reader.as_ref().map_or(&[][..], FrameReader::message);
@@ -541,7 +545,10 @@ impl Ws {
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
-                if let Some(held) = &mut self.held {
+                // With `send_time`, the histogram holds the one-way delays instead.
+                if let Some(held) = &mut self.held
+                    && send_time(job).is_none()
+                {
                     held.timed(answer.latency_ns);
                 }
                 self.current.matched = Some((self.action, body.to_vec()));
@@ -555,7 +562,11 @@ impl Ws {
     /// The next data message's length, counted (its bytes are the reader's message;
     /// pings are answered on the way), `None` when none is there to read yet; a close
     /// from the server is an error, its code kept.
-    fn next_message(&mut self, socket: &mut Socket) -> Result<Option<u64>, Failure> {
+    fn next_message(
+        &mut self,
+        job: &SessionJob,
+        socket: &mut Socket,
+    ) -> Result<Option<u64>, Failure> {
         let Some(reader) = &mut self.reader else {
             return Ok(None);
         };
@@ -564,8 +575,12 @@ impl Ws {
                 None => return Ok(None),
                 Some(Incoming::Data { .. }) => {
                     let bytes = reader.message().len() as u64;
+                    let delay_ns = one_way_delay(job, reader.message())?;
                     if let Some(held) = &mut self.held {
                         held.received(bytes);
+                        if let Some(delay_ns) = delay_ns {
+                            held.timed(delay_ns);
+                        }
                     }
                     return Ok(Some(bytes));
                 }
@@ -595,6 +610,39 @@ impl Ws {
         if let Some(reader) = &mut self.reader {
             reader.readable();
         }
+    }
+}
+
+/// `send` as a message, its send time (if it carries one) now.
+fn stamped_message(job: &SessionJob, send: &super::Send) -> Message {
+    let bytes = send.stamped(job.clock.unix_ns(job.clock.now_ns()));
+    match String::from_utf8(bytes) {
+        Ok(text) => Message::text(text),
+        Err(e) => Message::binary(e.into_bytes()),
+    }
+}
+
+/// The step's `send_time`, where its messages carry the time they were sent.
+fn send_time(job: &SessionJob) -> Option<&workload::SendTime> {
+    match &job.flow.steps[job.step].stream {
+        Some(Stream::WebSocket(session)) => session.send_time.as_ref(),
+        _ => None,
+    }
+}
+
+/// The one-way delay of `message`, received now, when it carries its send time; one
+/// whose send time is not a number fails the session (an `extract` error).
+fn one_way_delay(job: &SessionJob, message: &[u8]) -> Result<Option<u64>, Failure> {
+    let Some(send_time) = send_time(job) else {
+        return Ok(None);
+    };
+    match job.flow.send_time_in(send_time, message) {
+        None => Ok(None),
+        Some(Ok(sent_unix_ns)) => {
+            let now_unix_ns = job.clock.unix_ns(job.clock.now_ns());
+            Ok(Some(now_unix_ns.saturating_sub(sent_unix_ns)))
+        }
+        Some(Err(text)) => Err((ErrorKind::Extract, text)),
     }
 }
 

@@ -18,8 +18,7 @@ use rustix::event::{EventfdFlags, eventfd};
 use workload::{ActionKind, RenderContext, Stream};
 
 use super::Worker;
-use crate::hosts::Address;
-use crate::session::{Outcome, Reply, Runner, SessionDone, SessionJob};
+use crate::session::{Outcome, Reply, Runner, SEND_TIME_DIGITS, Send, SessionDone, SessionJob};
 use crate::shared::PreparedRequest;
 
 /// The poller's token of the sessions' eventfd.
@@ -157,12 +156,7 @@ impl Worker {
         let step = state.step;
         let target = &options.targets[step];
         let host = &self.hosts.hosts[target.host];
-        let Address::Tcp(address) = host.address else {
-            return Err(self.errors.cause(crate::errors::Cause::new(
-                ErrorKind::Connect,
-                "ws and sse steps do not go over a unix socket yet",
-            )));
-        };
+        let address = host.address.clone();
         let tls = match (&host.tls_name, &shared.tls) {
             (Some(name), Some(config)) => Some((Arc::clone(config), name.clone())),
             _ => None,
@@ -199,10 +193,18 @@ impl Worker {
         let sends = match &flow.steps[step].stream {
             Some(Stream::WebSocket(session)) => (session.actions.iter())
                 .filter_map(|a| match &a.kind {
-                    ActionKind::Send(template) => {
+                    ActionKind::Send(before, after) => {
                         let mut out = Vec::new();
-                        template.render(&context, &mut out);
-                        Some(out)
+                        before.render(&context, &mut out);
+                        // The send time's place, of a fixed width: the session writes
+                        // it as each message goes.
+                        let stamp = after.as_ref().map(|after| {
+                            let at = out.len();
+                            out.extend_from_slice(&[b'0'; SEND_TIME_DIGITS]);
+                            after.render(&context, &mut out);
+                            at
+                        });
+                        Some(Send { bytes: out, stamp })
                     }
                     _ => None,
                 })
@@ -318,15 +320,15 @@ impl Worker {
         };
         let (state, scratch, flow) = users.user_and_scratch(user);
         let step = &flow.steps[state.step];
-        let Some(Stream::WebSocket(session)) = &step.stream else {
-            return;
-        };
-        let actions = &session.actions;
         for outcome in outcomes {
             let Some((action, message)) = &outcome.matched else {
                 continue;
             };
-            let extractions = &actions[*action].extractions;
+            // A WebSocket's `expect` action's, or an event stream's step's.
+            let extractions = match &step.stream {
+                Some(Stream::WebSocket(session)) => &session.actions[*action].extractions,
+                _ => &step.extractions,
+            };
             if let Some(text) =
                 flow.extract_message(state, extractions, message, &step.name, scratch)
             {

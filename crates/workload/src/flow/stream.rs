@@ -5,13 +5,15 @@
 //! events, gets a target of its own after the flow's steps ([`StreamTarget`]), so
 //! reports split them by name.
 
+use std::path::Path;
+
 use crate::check::Check;
 use crate::step_fields::{ActionFields, StepFields};
 use crate::target::{Header, Target};
 use crate::template::Place;
 use crate::{Origin, Template};
 
-use super::{Extraction, Flow, parse_request};
+use super::{Extraction, Flow, Source, parse_request};
 
 /// What a step that holds a connection open does.
 #[derive(Debug, Clone)]
@@ -33,7 +35,21 @@ pub struct WebSocket {
     pub subprotocols: Vec<String>,
     /// permessage-deflate is offered (used when the server agrees).
     pub deflate: bool,
+    /// Where messages carry their send time, read back as one-way delays.
+    pub send_time: Option<SendTime>,
 }
+
+/// Where a message carries the unix nanoseconds it was sent at (`send_time =
+/// "json $.sent_ns"`): [`Flow::send_time_in`] reads it.
+#[derive(Debug, Clone)]
+pub struct SendTime {
+    /// As written, for errors.
+    pub text: String,
+    source: Source,
+}
+
+/// The placeholder a `send` writes its message's send time with (unix ns).
+pub const SEND_TIME_PLACEHOLDER: &str = "{{send_time_ns}}";
 
 /// One action of a WebSocket session.
 #[derive(Debug, Clone)]
@@ -63,8 +79,9 @@ pub struct Pace {
 /// What an action does.
 #[derive(Debug, Clone)]
 pub enum ActionKind {
-    /// Sends a text message, rendered for the user like a request body.
-    Send(Template),
+    /// Sends a text message, rendered for the user like a request body; with a
+    /// second template, the send time goes between the two (`{{send_time_ns}}`).
+    Send(Template, Option<Template>),
     /// Waits for a message the check passes on (others are skipped), at most
     /// `within_ns` (`None`: the scenario's timeout).
     Expect {
@@ -89,6 +106,9 @@ pub struct EventStream {
     pub listen_ns: Option<u64>,
     /// Times it reconnects (with `Last-Event-ID`) when the server ends it early.
     pub max_reconnects: u32,
+    /// A `stream` step: any 2xx answer is read to its end (its events when it is
+    /// `text/event-stream`, else its chunks), and its end is no error.
+    pub whole_answer: bool,
     /// The target of each event's record (index into the attack's targets).
     pub event_target: usize,
 }
@@ -141,24 +161,51 @@ fn stream_request(
 }
 
 impl Flow {
-    /// The `ws` or `sse` step `fields` (whose text is `text`): its request and stream.
+    /// The `ws`, `sse` or `stream` step `fields`: its request and stream.
     pub(super) fn stream_step(
         &mut self,
         fields: &StepFields,
         headers: &[Header],
         known: &[String],
         origin: &Origin,
+        read_body: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
     ) -> Result<(Target, Stream), String> {
-        if fields.body.is_some() {
-            return Err("body: a ws or sse step sends no body".to_owned());
+        if fields.body.is_some() && fields.stream.is_none() {
+            return Err("body: a ws or sse step sends no body (a stream step does)".to_owned());
         }
-        if !fields.extract.is_empty() {
-            return Err("extract: a ws step extracts in its expect actions; an sse step does not extract yet".to_owned());
+        if !fields.extract.is_empty() && fields.ws.is_some() {
+            return Err("extract: a ws step extracts in its expect actions".to_owned());
         }
-        match (fields.ws.as_deref(), fields.sse.as_deref()) {
-            (Some(ws), None) => self.websocket(ws, fields, headers, known, origin),
-            (None, Some(sse)) => events(sse, fields, headers, known, origin),
-            _ => Err("ws: a step has one of request, ws and sse".to_owned()),
+        match (
+            fields.ws.as_deref(),
+            fields.sse.as_deref(),
+            fields.stream.as_deref(),
+        ) {
+            (Some(ws), None, None) => self.websocket(ws, fields, headers, known, origin),
+            (None, Some(sse), None) => {
+                let target = stream_request(
+                    sse,
+                    "sse",
+                    &[("http", "http"), ("https", "https")],
+                    headers,
+                    known,
+                    origin,
+                )?;
+                events(target, fields, false)
+            }
+            (None, None, Some(text)) => {
+                let target = parse_request(
+                    text,
+                    fields.body.as_deref(),
+                    headers,
+                    known,
+                    origin,
+                    read_body,
+                )
+                .map_err(|reason| reason.replacen("request:", "stream:", 1))?;
+                events(target, fields, true)
+            }
+            _ => Err("ws: a step has one of request, ws, sse and stream".to_owned()),
         }
     }
 
@@ -188,6 +235,20 @@ impl Flow {
             })
             .transpose()?;
         let subprotocols = subprotocols(&fields.subprotocols)?;
+        let send_time = fields
+            .send_time
+            .as_deref()
+            .map(|text| match self.source(text) {
+                Ok(source @ (Source::Json(_) | Source::Regex(_))) => Ok(SendTime {
+                    text: text.trim().to_owned(),
+                    source,
+                }),
+                Ok(_) => Err(format!(
+                    "send_time: {text:?}: want json PATH or regex REGEX"
+                )),
+                Err(reason) => Err(format!("send_time: {reason}")),
+            })
+            .transpose()?;
         let deflate = match fields.compression.as_deref() {
             None => false,
             Some("deflate") => true,
@@ -253,6 +314,7 @@ impl Flow {
             ping_ns,
             subprotocols,
             deflate,
+            send_time,
         };
         Ok((target, Stream::WebSocket(session)))
     }
@@ -295,13 +357,25 @@ impl Flow {
             (None, _, _) => return Err(": every and count go with send".to_owned()),
         };
         let (verb, kind) = if let Some(text) = &fields.send {
-            let template = Template::parse_with(text, Some(known))
-                .map_err(|reason| format!(".send: {reason}"))?
-                .placed(Place::Body);
-            ("send", ActionKind::Send(template))
+            let template = |text: &str| {
+                Template::parse_with(text, Some(known))
+                    .map(|t| t.placed(Place::Body))
+                    .map_err(|reason| format!(".send: {reason}"))
+            };
+            let (before, after) = match text.split_once(SEND_TIME_PLACEHOLDER) {
+                Some((_, after)) if after.contains(SEND_TIME_PLACEHOLDER) => {
+                    return Err(format!(".send: {SEND_TIME_PLACEHOLDER} at most once"));
+                }
+                Some((before, after)) => (template(before)?, Some(template(after)?)),
+                None => (template(text)?, None),
+            };
+            ("send", ActionKind::Send(before, after))
         } else if let Some(expect) = &fields.expect {
             let check = Check::parse(expect, fields.name.as_deref())
                 .map_err(|reason| format!(".expect: {reason}"))?;
+            if check.event.is_some() {
+                return Err(".expect: a WebSocket message has no event type".to_owned());
+            }
             let within_ns = fields
                 .within
                 .as_deref()
@@ -365,9 +439,14 @@ impl Flow {
                 Some(Stream::Events(events)) => {
                     events.event_target = next;
                     next += 1;
+                    let what = if events.whole_answer {
+                        "body"
+                    } else {
+                        "events"
+                    };
                     targets.push(StreamTarget {
                         step: index,
-                        name: format!("{} events", step.name),
+                        name: format!("{} {what}", step.name),
                         checks,
                     });
                 }
@@ -375,6 +454,39 @@ impl Flow {
             }
         }
         self.stream_targets = targets;
+    }
+
+    /// The unix-nanosecond send time `message` carries where `send_time` says:
+    /// `None` when it has none there, `Err` with what is there when that is not a
+    /// whole number.
+    pub fn send_time_in(
+        &self,
+        send_time: &SendTime,
+        message: &[u8],
+    ) -> Option<Result<u64, String>> {
+        let found = match &send_time.source {
+            Source::Json(path) => path.find(message, &mut |_| 0)?,
+            Source::Regex(index) => {
+                let captures = self.regexes[*index].captures(message)?;
+                captures.get(1).or_else(|| captures.get(0))?.as_bytes()
+            }
+            Source::Header(_) | Source::Cookie(_) => return None,
+        };
+        // A JSON string holding the digits is read as the number.
+        let digits = found
+            .strip_prefix(b"\"")
+            .and_then(|f| f.strip_suffix(b"\""))
+            .unwrap_or(found);
+        let number = std::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| d.parse().ok());
+        Some(number.ok_or_else(|| {
+            let shown = String::from_utf8_lossy(&found[..found.len().min(40)]).into_owned();
+            format!(
+                "send_time {:?}: {shown:?} is not unix nanoseconds",
+                send_time.text
+            )
+        }))
     }
 
     /// The variables a stream step's messages read, as bits.
@@ -386,9 +498,10 @@ impl Flow {
             .actions
             .iter()
             .filter_map(|a| match &a.kind {
-                ActionKind::Send(template) => Some(template),
+                ActionKind::Send(before, after) => Some(std::iter::once(before).chain(after)),
                 _ => None,
             })
+            .flatten()
             .flat_map(Template::variables)
             .fold(0, |bits, v| bits | (1 << v))
     }
@@ -415,31 +528,36 @@ fn subprotocols(asked: &[String]) -> Result<Vec<String>, String> {
     Ok(asked.to_vec())
 }
 
+/// An `sse` step (`whole_answer` false) or a `stream` step's reading of `target`'s
+/// answer.
 fn events(
-    text: &str,
+    mut target: Target,
     fields: &StepFields,
-    headers: &[Header],
-    known: &[String],
-    origin: &Origin,
+    whole_answer: bool,
 ) -> Result<(Target, Stream), String> {
     if !fields.actions.is_empty() {
-        return Err("actions: for ws steps; an sse step reads events".to_owned());
+        let step = if whole_answer { "a stream" } else { "an sse" };
+        return Err(format!(
+            "actions: for ws steps; {step} step reads its answer"
+        ));
     }
-    if fields.ping.is_some() || !fields.subprotocols.is_empty() || fields.compression.is_some() {
-        return Err("ping, subprotocols, compression: for ws steps".to_owned());
+    if fields.ping.is_some()
+        || !fields.subprotocols.is_empty()
+        || fields.compression.is_some()
+        || fields.send_time.is_some()
+    {
+        return Err("ping, subprotocols, compression, send_time: for ws steps".to_owned());
     }
-    let mut target = stream_request(
-        text,
-        "sse",
-        &[("http", "http"), ("https", "https")],
-        headers,
-        known,
-        origin,
-    )?;
-    if !target
-        .headers
-        .iter()
-        .any(|h| h.name.eq_ignore_ascii_case("accept"))
+    if whole_answer && fields.reconnect.is_some() {
+        return Err(
+            "reconnect: for sse steps (a stream step's request is not sent again)".to_owned(),
+        );
+    }
+    if !whole_answer
+        && !target
+            .headers
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case("accept"))
     {
         target.headers.push(Header {
             name: "Accept".to_owned(),
@@ -458,7 +576,7 @@ fn events(
     if fields.events == Some(0) {
         return Err("events: must be at least 1".to_owned());
     }
-    if fields.events.is_none() && listen_ns.is_none() {
+    if !whole_answer && fields.events.is_none() && listen_ns.is_none() {
         return Err("sse: give events = N or listen = DURATION (when to stop reading)".to_owned());
     }
     Ok((
@@ -467,6 +585,7 @@ fn events(
             max_events: fields.events,
             listen_ns,
             max_reconnects: fields.reconnect.unwrap_or(0),
+            whole_answer,
             event_target: 0,
         }),
     ))

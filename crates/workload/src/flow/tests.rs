@@ -433,11 +433,11 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\nws = \"ws://h/chat\"\n",
-            "step \"ws\": request: a step has one of request, ws and sse",
+            "step \"ws\": request: a step has one of request, ws, sse and stream",
         ),
         (
             "request = \"GET http://h/\"\nactions = [{ send = \"a\" }]\n",
-            "step \"ws\": actions: only a ws or sse step takes it",
+            "step \"ws\": actions: only a ws, sse or stream step takes it",
         ),
         (
             "sse = \"http://h/events\"\n",
@@ -477,15 +477,15 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\nreconnect = 2\n",
-            "step \"ws\": reconnect: only a ws or sse step takes it",
+            "step \"ws\": reconnect: only a ws, sse or stream step takes it",
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
-            "step \"ws\": ping, subprotocols, compression: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
-            "step \"ws\": subprotocols: only a ws or sse step takes it",
+            "step \"ws\": subprotocols: only a ws, sse or stream step takes it",
         ),
         (
             "ws = \"ws://h/chat\"\nping = \"0s\"\n",
@@ -513,11 +513,71 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "request = \"GET http://h/\"\ncompression = \"deflate\"\n",
-            "step \"ws\": compression: only a ws or sse step takes it",
+            "step \"ws\": compression: only a ws, sse or stream step takes it",
         ),
         (
             "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: permessage-deflate\"\n",
             "step \"ws\": ws: Sec-WebSocket-Extensions: loadlab writes this header itself (compression = \"deflate\")",
+        ),
+        (
+            "request = \"GET http://h/\"\nchecks = [\"event tick: status 200\"]\n",
+            "step \"ws\": checks: \"event tick: status 200\": only an sse or stream step's events have a type",
+        ),
+        (
+            "sse = \"http://h/e\"\nevents = 1\nchecks = [\"event tick status 200\"]\n",
+            "step \"ws\": checks: check \"event tick status 200\": want event TYPE: CHECK",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ expect = \"event a: body contains a\" }]\n",
+            "step \"ws\": actions[0].expect: a WebSocket message has no event type",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nextract = { a = \"json $.a\" }\n",
+            "step \"ws\": extract: a ws step extracts in its expect actions",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"{{send_time_ns}} {{send_time_ns}}\" }]\n",
+            "step \"ws\": actions[0].send: {{send_time_ns}} at most once",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsend_time = \"header date\"\n",
+            "step \"ws\": send_time: \"header date\": want json PATH or regex REGEX",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nsend_time = \"json nope\"\n",
+            "step \"ws\": send_time: ",
+        ),
+        (
+            "sse = \"http://h/e\"\nevents = 1\nsend_time = \"json $.t\"\n",
+            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+        ),
+        (
+            "request = \"GET http://h/\"\nsend_time = \"json $.t\"\n",
+            "step \"ws\": send_time: only a ws, sse or stream step takes it",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nreconnect = 1\n",
+            "step \"ws\": reconnect: for sse steps (a stream step's request is not sent again)",
+        ),
+        (
+            "stream = \"http://h/v1\"\n",
+            "step \"ws\": stream: \"http://h/v1\": want METHOD URL",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nbody = \"{{nope}}\"\n",
+            "step \"ws\": body: body: template \"{{nope}}\": unknown variable {{nope}}",
+        ),
+        (
+            "sse = \"http://h/events\"\nevents = 1\nbody = \"x\"\n",
+            "step \"ws\": body: a ws or sse step sends no body (a stream step does)",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nsse = \"http://h/events\"\n",
+            "step \"ws\": ws: a step has one of request, ws, sse and stream",
+        ),
+        (
+            "stream = \"POST http://h/v1\"\nactions = [{ send = \"a\" }]\n",
+            "step \"ws\": actions: for ws steps; a stream step reads its answer",
         ),
         (
             "ws = \"ws://h/chat\\nSec-WebSocket-Extensions: x\"\ncompression = \"deflate\"\n",
@@ -562,6 +622,11 @@ sse = "http://h/events"
 listen = "2s"
 reconnect = 3
 checks = ["body contains tick"]
+
+[[scenario.step]]
+name = "llm"
+stream = "POST http://h/v1/chat\nContent-Type: application/json"
+body = '{"prompt": "hi {{said}}", "stream": true}'
 "#,
     )
     .unwrap();
@@ -573,6 +638,7 @@ checks = ["body contains tick"]
         ping_ns,
         subprotocols,
         deflate,
+        ..
     })) = &chat.stream
     else {
         panic!("{:?}", chat.stream);
@@ -612,11 +678,12 @@ checks = ["body contains tick"]
             (1, "chat hold 3", 0),
             (1, "chat close 4", 0),
             (2, "ticks events", 1),
+            (3, "llm body", 0),
         ]
     );
     assert_eq!(
         actions.iter().map(|a| a.target).collect::<Vec<_>>(),
-        [3, 4, 5, 6]
+        [4, 5, 6, 7]
     );
     let Some(Stream::Events(events)) = &flow.steps[2].stream else {
         panic!("{:?}", flow.steps[2].stream);
@@ -628,7 +695,22 @@ checks = ["body contains tick"]
             events.event_target,
             events.max_reconnects
         ),
-        (None, Some(2_000_000_000), 7, 3)
+        (None, Some(2_000_000_000), 8, 3)
+    );
+    assert!(!events.whole_answer);
+    let llm = &flow.steps[3];
+    assert_eq!(llm.target.method, "POST");
+    assert_eq!(llm.needs, 2, "its body reads `said`");
+    assert!(
+        !llm.target.headers.iter().any(|h| h.name == "Accept"),
+        "a stream step asks for no event stream"
+    );
+    let Some(Stream::Events(events)) = &llm.stream else {
+        panic!("{:?}", llm.stream);
+    };
+    assert_eq!(
+        (events.whole_answer, events.max_events, events.listen_ns),
+        (true, None, None)
     );
 }
 
@@ -1017,4 +1099,79 @@ fn grpc_step_mistakes_are_named() {
         err.contains("step \"hello\": request: a GRPC target needs the .proto files"),
         "{err}"
     );
+}
+
+#[test]
+fn a_send_time_is_read_back_from_where_the_step_says() {
+    let flow = compile_scenario(
+        r#"
+[[scenario]]
+name = "chat"
+rate = 1
+
+[[scenario.step]]
+name = "json"
+ws = "ws://h/chat"
+send_time = "json $.sent"
+actions = [{ send = '{"sent": {{send_time_ns}}, "to": "{{user}}"}' }]
+
+[[scenario.step]]
+name = "regex"
+ws = "ws://h/chat"
+send_time = "regex at=([0-9a-z]+)"
+actions = [{ send = "{{send_time_ns}}" }]
+"#,
+    )
+    .unwrap();
+    let send_time = |step: usize| match &flow.steps[step].stream {
+        Some(Stream::WebSocket(session)) => session.send_time.clone().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let (json, regex) = (send_time(0), send_time(1));
+    // (where, the message, the time read: none, a number, or the error's end)
+    type Row<'a> = (&'a SendTime, &'a str, Option<Result<u64, &'a str>>);
+    let rows: &[Row<'_>] = &[
+        (
+            &json,
+            r#"{"sent": 1700000000000000000}"#,
+            Some(Ok(1_700_000_000_000_000_000)),
+        ),
+        (&json, r#"{"sent": "0000000000000000042"}"#, Some(Ok(42))),
+        (&json, r#"{"other": 1}"#, None),
+        (&json, "not json", None),
+        (
+            &json,
+            r#"{"sent": -5}"#,
+            Some(Err(r#""-5" is not unix nanoseconds"#)),
+        ),
+        (
+            &json,
+            r#"{"sent": {"a": 1}}"#,
+            Some(Err("is not unix nanoseconds")),
+        ),
+        (&regex, "tick at=17 ok", Some(Ok(17))),
+        (
+            &regex,
+            "tick at=soon",
+            Some(Err(r#""soon" is not unix nanoseconds"#)),
+        ),
+        (&regex, "tick", None),
+    ];
+    for (send_time, message, want) in rows {
+        let got = flow.send_time_in(send_time, message.as_bytes());
+        match (got, want) {
+            (None, None) => {}
+            (Some(Ok(got)), Some(Ok(want))) => assert_eq!(got, *want, "{message}"),
+            (Some(Err(text)), Some(Err(want))) => assert!(text.contains(want), "{message}: {text}"),
+            (got, want) => panic!("{message}: {got:?}, want {want:?}"),
+        }
+    }
+    let Some(Stream::WebSocket(session)) = &flow.steps[0].stream else {
+        panic!();
+    };
+    assert!(matches!(
+        session.actions[0].kind,
+        ActionKind::Send(_, Some(_))
+    ));
+    assert_eq!(flow.steps[0].needs, 0, "{{user}} is no variable");
 }
