@@ -17,6 +17,8 @@ pub(crate) struct MessageCounter {
     pub on: bool,
     /// What the call sends.
     pub sent: GrpcStream,
+    /// Messages let go so far, when they go at a pace (`every`).
+    pub released: u64,
     prefix: [u8; PREFIX_LEN],
     prefix_read: usize,
     /// The current message's bytes still to come (after a whole prefix).
@@ -37,6 +39,7 @@ impl MessageCounter {
     pub(crate) fn start(&mut self, stream: Option<GrpcStream>) {
         self.on = stream.is_some();
         self.sent = stream.unwrap_or_default();
+        self.released = 0;
         self.prefix_read = 0;
         self.body_left = 0;
         self.messages = 0;

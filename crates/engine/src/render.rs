@@ -129,7 +129,11 @@ impl RequestTemplate {
                 .collect(),
             body: Body::Text(Template::literal(&target.body)),
             user_agent: !has("user-agent"),
-            content_length: !has("content-length") && !has("transfer-encoding"),
+            // A streamed gRPC call's body may go more than once (`repeat`): its
+            // length is the stream's end, as gRPC's own clients send it.
+            content_length: !has("content-length")
+                && !has("transfer-encoding")
+                && target.grpc_stream.is_none(),
             close: !keepalive && !has("connection"),
             own_traceparent: has(TRACEPARENT),
             templated: false,

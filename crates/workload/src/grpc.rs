@@ -279,7 +279,7 @@ pub(crate) fn parse_call(
         grpc_stream: (method.is_client_streaming() || method.is_server_streaming()).then_some(
             GrpcStream {
                 messages_out: 1,
-                bytes_out: 0,
+                ..GrpcStream::default()
             },
         ),
     };
@@ -631,6 +631,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             Some(GrpcStream {
                 messages_out,
                 bytes_out,
+                ..GrpcStream::default()
             })
         };
         assert_eq!(streams[0].grpc_stream, stream(3, 3 + 6 + 4));
@@ -653,6 +654,22 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             "a server stream's request"
         );
         assert_eq!(ok[0].grpc_stream, None, "unary");
+        // A pace and repeats, anywhere in the target, beside the messages and metadata.
+        let paced = parse(
+            &format!(
+                "{chat}\nevery 20ms\n{{\"name\":\"a\"}}\nx: 1\nrepeat 50\n{{\"name\":\"b\"}}\n"
+            ),
+            &set,
+        )
+        .unwrap();
+        let want = GrpcStream {
+            repeat: 50,
+            every_ns: 20_000_000,
+            ..stream(2, 6).unwrap()
+        };
+        assert_eq!(paced[0].grpc_stream, Some(want));
+        assert_eq!((want.total_messages(), want.total_bytes()), (100, 300));
+        assert_eq!(paced[0].headers.last().map(|h| h.name.as_str()), Some("x"));
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,
@@ -709,6 +726,31 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 format!("{greet}\ngrpc-timeout: 0s\n"),
                 set.clone(),
                 "t.txt:2: grpc-timeout: a deadline must be above 0",
+            ),
+            (
+                format!("{greet}\nevery 10ms\n"),
+                set.clone(),
+                "t.txt:2: \"every\" paces a client or bidirectional streaming call's messages; this method takes one message",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nevery 0s\n".to_owned(),
+                set.clone(),
+                "t.txt:2: every 0s: want a duration above 0",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nevery often\n".to_owned(),
+                set.clone(),
+                "t.txt:2: every often: ",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nrepeat 0\n".to_owned(),
+                set.clone(),
+                "t.txt:2: repeat 0: \"0\" is not a count from 1 to 4294967295",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nrepeat -3\n".to_owned(),
+                set.clone(),
+                "t.txt:2: repeat -3: \"-3\" is not a count",
             ),
             (
                 format!("{greet}\n@nope.json\n"),

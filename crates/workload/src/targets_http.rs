@@ -215,6 +215,8 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
                 .map_err(|_| self.fail(format!("message file {path:?} is not UTF-8 text")))?
         } else if line.starts_with('{') {
             line.to_owned()
+        } else if let Some((word, value)) = pace_line(line) {
+            return self.take_pace_line(word, value).map(|()| None);
         } else {
             let header = parse_header_line(line)
                 .and_then(grpc::metadata)
@@ -239,6 +241,33 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
             target.grpc_message = message;
         }
         Ok(target)
+    }
+
+    /// An `every DURATION` or `repeat N` line of a client or bidirectional streaming
+    /// call: the pace of its messages, the passes over them.
+    fn take_pace_line(&mut self, word: &str, value: &str) -> Result<(), WorkloadError> {
+        if self.grpc_streamed.is_none() {
+            return Err(self.fail(format!(
+                "{word:?} paces a client or bidirectional streaming call's messages; this method takes one message"
+            )));
+        }
+        let stream = self.current.as_mut().and_then(|t| t.grpc_stream.as_mut());
+        let parsed = match word {
+            "every" => units::parse_duration(value)
+                .map_err(|e| e.to_string())
+                .and_then(|d| match u64::try_from(d.as_nanos()) {
+                    Ok(ns) if ns > 0 => Ok(ns),
+                    _ => Err("want a duration above 0 and under 584 years".to_owned()),
+                })
+                .map(|ns| stream.map(|s| s.every_ns = ns)),
+            _ => match value.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(stream.map(|s| s.repeat = n)),
+                _ => Err(format!("{value:?} is not a count from 1 to {}", u32::MAX)),
+            },
+        };
+        parsed
+            .map(drop)
+            .map_err(|reason| self.fail(format!("{word} {value}: {reason}")))
     }
 
     /// Messages of a client or bidirectional streaming call: `text`'s every non-blank
@@ -304,6 +333,13 @@ impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
         }
         self.current.take().map(Ok)
     }
+}
+
+/// `every DURATION` or `repeat N` (a gRPC stream's pace): the word and its value.
+/// No metadata line reads so (a name is followed by a colon).
+fn pace_line(line: &str) -> Option<(&str, &str)> {
+    let (word, value) = line.split_once([' ', '\t'])?;
+    matches!(word, "every" | "repeat").then(|| (word, value.trim()))
 }
 
 fn starts_with_method(line: &str) -> bool {

@@ -276,8 +276,8 @@ impl Worker {
             closed_unix_ns: self.clock.unix_ns(ended_ns.max(sent_ns)),
             first_message_ns: (counter.messages > 0)
                 .then(|| counter.first_ns.saturating_sub(sent_ns)),
-            messages_out: u64::from(counter.sent.messages_out),
-            bytes_out: counter.sent.bytes_out,
+            messages_out: counter.sent.total_messages(),
+            bytes_out: counter.sent.total_bytes(),
             messages_in: counter.messages,
             bytes_in: counter.payload_bytes,
             latency: counter.gaps.clone(),

@@ -249,9 +249,58 @@ fn grpc_stream_target(url: &str) -> Target {
         body: vec![0, 0, 0, 0, 0],
         grpc_stream: Some(workload::GrpcStream {
             messages_out: 1,
-            bytes_out: 0,
+            ..workload::GrpcStream::default()
         }),
         ..Target::get("POST", url::Url::parse(url).unwrap())
+    }
+}
+
+/// A bidirectional call of `/grpc-echo` sending `messages` (3 bytes each) `repeat`
+/// times over, one each `every_ms`.
+fn grpc_paced_target(url: &str, messages: u32, repeat: u32, every_ms: u64) -> Target {
+    let message = [0, 0, 0, 0, 3, b'a', b'b', b'c'];
+    Target {
+        body: message.repeat(messages as usize),
+        grpc_stream: Some(workload::GrpcStream {
+            messages_out: messages,
+            bytes_out: 3 * u64::from(messages),
+            repeat,
+            every_ns: every_ms * 1_000_000,
+        }),
+        ..grpc_stream_target(url)
+    }
+}
+
+#[test]
+fn a_paced_stream_sends_one_message_each_interval_repeating_its_messages() {
+    let server = H2Server::start(H2Options::default());
+    let url = server.url("/grpc-echo");
+    let mut config = h2c(std::slice::from_ref(&url), open_rate(4.0, 2));
+    let paced = grpc_paced_target(&url, 2, 3, 25);
+    config.attacks[0].targets = Targets::List(vec![paced]);
+    let run = run(&config);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 2)]),
+        "{:?}",
+        errors(&run)
+    );
+    for call in &run.connections {
+        let figures = (call.messages_out, call.bytes_out, call.messages_in);
+        assert_eq!(figures, (6, 18, 6), "{call:?}");
+        // Six sends 25ms apart: the last 125ms after the call's start.
+        let span_ns = call.closed_unix_ns - call.opened_unix_ns;
+        assert!(span_ns >= 125_000_000, "{call:?}");
+    }
+    // The calls are 250ms apart: each call's messages arrive 25ms apart.
+    let mut sorted = server.stats.message_arrivals.lock().unwrap().clone();
+    assert_eq!(sorted.len(), 12);
+    sorted.sort();
+    for call in [&sorted[..6], &sorted[6..]] {
+        for pair in call.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= Duration::from_millis(20), "{gap:?} in {call:?}");
+        }
     }
 }
 
