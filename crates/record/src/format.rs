@@ -17,8 +17,9 @@ pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// `checks_failed` column, version 4 the `grpc_status` column, version 5 the header's
 /// `trace` and the end block's `exemplars` (JSON fields older readers would refuse),
 /// version 6 the exemplars' `typical` kind, version 7 the connections entries' `kind`
-/// and `first_message_ns` (gRPC streaming calls).
-pub const FORMAT_VERSION: u16 = 7;
+/// and `first_message_ns` (gRPC streaming calls), version 8 their `round_trips`
+/// (bidirectional calls).
+pub const FORMAT_VERSION: u16 = 8;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;
 /// The first version whose records blocks carry the `checks_failed` column.

@@ -309,6 +309,7 @@ impl<R: Read> BinaryReader<R> {
             }
             c.latency
                 .check()
+                .and_then(|()| c.round_trips.check())
                 .map_err(|reason| bad(format!("seq {}: {reason}", c.seq)))?;
         }
         self.pending_connections.extend(block.connections);

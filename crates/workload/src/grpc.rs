@@ -279,6 +279,7 @@ pub(crate) fn parse_call(
         grpc_stream: (method.is_client_streaming() || method.is_server_streaming()).then_some(
             GrpcStream {
                 messages_out: 1,
+                bidi: method.is_client_streaming() && method.is_server_streaming(),
                 ..GrpcStream::default()
             },
         ),

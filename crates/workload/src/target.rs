@@ -60,6 +60,8 @@ pub struct GrpcStream {
     /// The time between two messages' sends (`every 10ms`), the first at the call's
     /// send; 0: each as soon as the flow control allows.
     pub every_ns: u64,
+    /// A bidirectional call: its `k`-th answer is timed against its `k`-th message.
+    pub bidi: bool,
 }
 
 impl Default for GrpcStream {
@@ -69,6 +71,7 @@ impl Default for GrpcStream {
             bytes_out: 0,
             repeat: 1,
             every_ns: 0,
+            bidi: false,
         }
     }
 }

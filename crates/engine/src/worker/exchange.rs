@@ -281,6 +281,7 @@ impl Worker {
             messages_in: counter.messages,
             bytes_in: counter.payload_bytes,
             latency: counter.gaps.clone(),
+            round_trips: counter.round_trips.clone(),
             close: Close { by, code: 0 },
             ..record::Connection::default()
         });

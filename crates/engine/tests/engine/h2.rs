@@ -266,6 +266,7 @@ fn grpc_paced_target(url: &str, messages: u32, repeat: u32, every_ms: u64) -> Ta
             bytes_out: 3 * u64::from(messages),
             repeat,
             every_ns: every_ms * 1_000_000,
+            bidi: true,
         }),
         ..grpc_stream_target(url)
     }
@@ -291,13 +292,22 @@ fn a_paced_stream_sends_one_message_each_interval_repeating_its_messages() {
         // Six sends 25ms apart: the last 125ms after the call's start.
         let span_ns = call.closed_unix_ns - call.opened_unix_ns;
         assert!(span_ns >= 125_000_000, "{call:?}");
+        // Each answer timed against its own message: well under the 25ms between
+        // sends (from the call's start, half would be 50ms at least). The first
+        // may wait for the connection.
+        assert_eq!(call.round_trips.count(), 6, "{call:?}");
+        assert!(
+            call.round_trips.quantile(0.5).unwrap() < 20_000_000,
+            "{call:?}"
+        );
     }
-    // The calls are 250ms apart: each call's messages arrive 25ms apart.
+    // The calls are 250ms apart: each call's messages arrive 25ms apart (the first
+    // may go late, waiting for the connection: the next are due by the call's start).
     let mut sorted = server.stats.message_arrivals.lock().unwrap().clone();
     assert_eq!(sorted.len(), 12);
     sorted.sort();
     for call in [&sorted[..6], &sorted[6..]] {
-        for pair in call.windows(2) {
+        for pair in call[1..].windows(2) {
             let gap = pair[1] - pair[0];
             assert!(gap >= Duration::from_millis(20), "{gap:?} in {call:?}");
         }
