@@ -888,6 +888,41 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
     }
 }
 
+/// The 50th percentile of a report row's `[50, 90, 99, max]` figures, in ms.
+fn p50_ms(figures: &str) -> f64 {
+    let p50 = figures.split(", ").next().unwrap();
+    units::parse_duration(p50).unwrap().as_secs_f64() * 1e3
+}
+
+#[test]
+fn a_paced_bidirectional_stream_is_answered_as_each_message_comes_and_each_answer_timed() {
+    let (tmp, proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {"message": "e"},
+                      "stream": {"count": 1, "per_message": true}}}]"#,
+    );
+    let sim = Simulate::start(&recipe);
+    let records = tmp.path().join("paced.llr");
+    // Two messages three times over, one each 40ms: six sends over 200ms a call.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/Echo\nevery 40ms\nrepeat 3\n{{\"name\": \"a\"}}\n{{\"name\": \"b\"}}\n",
+        sim.port
+    );
+    call_for_a_second("2/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:2"), "{rows}");
+    assert_eq!(row(&rows, "Stream Calls"), "2, 0", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("12, 12, "), "{rows}");
+    assert!(p50_ms(&row(&rows, "Call End")) >= 199.0, "paced: {rows}");
+    // Each message answered as it came, the first at once, not at the stream's end;
+    // each answer timed against its own message (from the call's send, half of
+    // them would take 80ms and more).
+    assert!(p50_ms(&row(&rows, "First Msg")) < 40.0, "{rows}");
+    assert!(p50_ms(&row(&rows, "Round Trips")) < 30.0, "{rows}");
+    let json: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
+    let trips = &json["loadlab"]["grpc_streams"]["round_trips"];
+    assert_eq!(trips["count"], 12, "{json}");
+}
+
 #[test]
 fn the_simulator_answers_reflection_for_its_grpc_routes_and_http_servers_are_named() {
     let (tmp, _proto, recipe) = sim_files(

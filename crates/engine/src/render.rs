@@ -129,11 +129,11 @@ impl RequestTemplate {
                 .collect(),
             body: Body::Text(Template::literal(&target.body)),
             user_agent: !has("user-agent"),
-            // A streamed gRPC call's body may go more than once (`repeat`): its
-            // length is the stream's end, as gRPC's own clients send it.
+            // A gRPC stream's body sent more than once (`repeat`) says no length:
+            // the stream's end is its end, as gRPC's own clients send it.
             content_length: !has("content-length")
                 && !has("transfer-encoding")
-                && target.grpc_stream.is_none(),
+                && target.grpc_stream.is_none_or(|s| s.repeat <= 1),
             close: !keepalive && !has("connection"),
             own_traceparent: has(TRACEPARENT),
             templated: false,
