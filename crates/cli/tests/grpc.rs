@@ -344,6 +344,57 @@ fn client_and_bidirectional_streams_to_route_guide_send_every_message() {
     assert_eq!(row(&rows, "Msgs/Call"), "10, 10", "{rows}");
 }
 
+#[test]
+fn a_paced_bidirectional_stream_grpc_go_ends_mid_call_is_counted_as_its_kind_and_the_record_intact()
+{
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "route_guide_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
+    let records = tmp.path().join("cut.llr");
+    // Six notes 50ms apart, a deadline of 100ms: grpc-go ends each call mid-stream,
+    // with DEADLINE_EXCEEDED in its trailers or a RST_STREAM (CANCEL), whichever
+    // wins the race on its side.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RouteChat\ngrpc-timeout: 100ms\nevery 50ms\nrepeat 6\n\
+         {{\"location\": {{\"latitude\": 5, \"longitude\": 6}}, \"message\": \"x\"}}\n",
+        server.port
+    );
+    call_for_a_second("4/s", &proto, &records, &targets);
+    let value: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
+    assert_eq!(value["requests"], 4, "{value}");
+    assert_eq!(value["success"], 0.0, "{value}");
+    let errors = errors_of(&value);
+    for error in value["errors"].as_array().unwrap() {
+        let error = error.as_str().unwrap();
+        assert!(
+            error == "DEADLINE_EXCEEDED: context deadline exceeded"
+                || error == "rst_stream: cancel",
+            "{errors}"
+        );
+    }
+    // One entry per call, whatever its end; only the notes sent before it counted
+    // (two or three of six).
+    let calls = &value["loadlab"]["grpc_streams"];
+    assert_eq!(calls["calls"], 4, "{calls}");
+    let out = calls["messages_out"].as_u64().unwrap();
+    assert!((8..=12).contains(&out), "{calls}");
+    assert_eq!(calls["bytes_out"].as_u64().unwrap(), 9 * out, "{calls}");
+    // The record file is whole: every record reads back, nothing torn.
+    let output = loadlab()
+        .args(["encode", "-to", "json"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).lines().count(), 4);
+    assert!(
+        !text(&output.stderr).contains("torn"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 /// The features of route_guide's data (`proto/route_guide_db.json`, the server's
 /// own) within the rectangle of corners `lo` and `hi` (latitude, longitude), edges in.
 fn features_in(dir: &Path, lo: (i64, i64), hi: (i64, i64)) -> u64 {

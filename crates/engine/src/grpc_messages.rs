@@ -17,8 +17,10 @@ pub(crate) struct MessageCounter {
     pub on: bool,
     /// What the call sends.
     pub sent: GrpcStream,
-    /// Messages let go so far, when they go at a pace (`every`).
+    /// Messages let go so far, when they go at a pace (`every`), and their bytes
+    /// (prefixes included).
     pub released: u64,
+    pub released_bytes: u64,
     /// When the call was sent (the worker's clock): its messages' times follow.
     start_ns: u64,
     prefix: [u8; PREFIX_LEN],
@@ -44,6 +46,7 @@ impl MessageCounter {
         self.on = stream.is_some();
         self.sent = stream.unwrap_or_default();
         self.released = 0;
+        self.released_bytes = 0;
         self.start_ns = start_ns;
         self.round_trips.clear();
         self.prefix_read = 0;
@@ -87,6 +90,19 @@ impl MessageCounter {
     /// one over the size limit before its bytes come).
     pub(crate) fn announced_len(&self) -> Option<u64> {
         (self.prefix_read == PREFIX_LEN).then_some(self.body_left)
+    }
+
+    /// The messages the call sent and their payload bytes: a paced call's let go so
+    /// far (one cut short sent only some), any other's all.
+    pub(crate) fn sent_out(&self) -> (u64, u64) {
+        match self.sent.every_ns {
+            0 => (self.sent.total_messages(), self.sent.total_bytes()),
+            _ => (
+                self.released,
+                self.released_bytes
+                    .saturating_sub(self.released * PREFIX_LEN as u64),
+            ),
+        }
     }
 
     /// When message `k` (from 0, over every pass) went, if it did: a paced call's

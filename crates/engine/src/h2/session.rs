@@ -334,11 +334,12 @@ impl Session {
 
     /// Lets `messages` more gRPC messages of stream `id`'s paced body go (each a
     /// 5-byte prefix, read from the body, and its payload), then sends what the
-    /// windows allow of it.
-    pub(crate) fn release(&mut self, id: u32, h1: &[u8], messages: u32, out: &mut Vec<u8>) {
+    /// windows allow of it. Returns the bytes let go.
+    pub(crate) fn release(&mut self, id: u32, h1: &[u8], messages: u32, out: &mut Vec<u8>) -> u64 {
         let Some(entry) = self.streams.get_mut(&id) else {
-            return;
+            return 0;
         };
+        let due_before = entry.body_due;
         let body = &h1[entry.body_start.min(h1.len())..];
         for _ in 0..messages {
             let at = entry.body_due.checked_rem(body.len() as u64).unwrap_or(0) as usize;
@@ -350,7 +351,9 @@ impl Session {
                 .saturating_add(announced.saturating_add(5))
                 .min(entry.body_total);
         }
+        let released = entry.body_due - due_before;
         self.send_body(id, h1, out);
+        released
     }
 
     /// Sends what the windows allow of stream `id`'s released body; true when all
@@ -1066,7 +1069,9 @@ mod tests {
         ];
         for (messages, want) in rows {
             let mut out = Vec::new();
-            session.release(id, h1, messages, &mut out);
+            let released = session.release(id, h1, messages, &mut out);
+            let want_bytes: usize = want.iter().map(|(_, p)| p.len()).sum();
+            assert_eq!(released, want_bytes as u64, "release {messages}");
             let want: Vec<(u8, Vec<u8>)> = want.iter().map(|(f, p)| (*f, p.to_vec())).collect();
             assert_eq!(data_frames(&out), want, "release {messages}");
         }

@@ -267,6 +267,7 @@ impl Worker {
         }
         let sent_ns = request.dispatched_ns;
         let ended_ns = arrived_ns(self.arrival_age_ns, now, sent_ns);
+        let (messages_out, bytes_out) = counter.sent_out();
         self.connections.push(record::Connection {
             kind: EntryKind::GrpcCall,
             attack: request.attack,
@@ -276,8 +277,8 @@ impl Worker {
             closed_unix_ns: self.clock.unix_ns(ended_ns.max(sent_ns)),
             first_message_ns: (counter.messages > 0)
                 .then(|| counter.first_ns.saturating_sub(sent_ns)),
-            messages_out: counter.sent.total_messages(),
-            bytes_out: counter.sent.total_bytes(),
+            messages_out,
+            bytes_out,
             messages_in: counter.messages,
             bytes_in: counter.payload_bytes,
             latency: counter.gaps.clone(),

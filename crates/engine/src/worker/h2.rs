@@ -190,8 +190,9 @@ impl Worker {
             if let Some((session, frames)) = self.conns[carrier].session_and_frames() {
                 let before = frames.len();
                 let more = u32::try_from(due - released).unwrap_or(u32::MAX);
-                session.release(id, bytes.as_slice(), more, frames);
+                let let_go = session.release(id, bytes.as_slice(), more, frames);
                 let wire_bytes = (frames.len() - before) as u64;
+                self.conns[slot].parser.messages.released_bytes += let_go;
                 if let Some(link) = self.conns[slot].stream_mut() {
                     link.bytes_out += wire_bytes;
                 }
