@@ -972,6 +972,20 @@ fn a_paced_bidirectional_stream_is_answered_as_each_message_comes_and_each_answe
     let json: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
     let trips = &json["loadlab"]["grpc_streams"]["round_trips"];
     assert_eq!(trips["count"], 12, "{json}");
+
+    // Placeholders in the messages, rendered per call: a 10-byte value and
+    // `call 0` (`call 1`) in string fields, twice over; their bytes as rendered.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/Echo\nevery 10ms\nrepeat 2\n\
+         {{\"name\": \"{{{{rand.alnum 10}}}}\"}}\n{{\"name\": \"call {{{{seq}}}}\"}}\n",
+        sim.port
+    );
+    call_for_a_second("2/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:2"), "{rows}");
+    assert!(row(&rows, "Messages").starts_with("8, 8, "), "{rows}");
+    // Per call: 2 x ((2 + 10) + (2 + 6)).
+    assert!(row(&rows, "Msg Bytes").starts_with("80, "), "{rows}");
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub(crate) struct MessageCounter {
     /// What the call sends.
     pub sent: GrpcStream,
     /// Messages let go so far, when they go at a pace (`every`), and their bytes
-    /// (prefixes included).
+    /// (prefixes included; any other call's: its whole body's, once sent).
     pub released: u64,
     pub released_bytes: u64,
     /// When the call was sent (the worker's clock): its messages' times follow.
@@ -93,16 +93,17 @@ impl MessageCounter {
     }
 
     /// The messages the call sent and their payload bytes: a paced call's let go so
-    /// far (one cut short sent only some), any other's all.
+    /// far (one cut short sent only some), any other's all of its body (as rendered,
+    /// placeholders' values included).
     pub(crate) fn sent_out(&self) -> (u64, u64) {
-        match self.sent.every_ns {
-            0 => (self.sent.total_messages(), self.sent.total_bytes()),
-            _ => (
-                self.released,
-                self.released_bytes
-                    .saturating_sub(self.released * PREFIX_LEN as u64),
-            ),
-        }
+        let messages = match self.sent.every_ns {
+            0 => self.sent.total_messages(),
+            _ => self.released,
+        };
+        let payload = self
+            .released_bytes
+            .saturating_sub(messages * PREFIX_LEN as u64);
+        (messages, payload)
     }
 
     /// When message `k` (from 0, over every pass) went, if it did: a paced call's

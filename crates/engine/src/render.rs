@@ -51,6 +51,8 @@ pub(crate) struct RequestTemplate {
     body: Body,
     user_agent: bool,
     content_length: bool,
+    /// The target states its own length (`Content-Length`, `Transfer-Encoding`).
+    length_given: bool,
     close: bool,
     /// The target sets its own `traceparent`: ours is never added (theirs wins).
     own_traceparent: bool,
@@ -134,6 +136,7 @@ impl RequestTemplate {
             content_length: !has("content-length")
                 && !has("transfer-encoding")
                 && target.grpc_stream.is_none_or(|s| s.repeat <= 1),
+            length_given: has("content-length") || has("transfer-encoding"),
             close: !keepalive && !has("connection"),
             own_traceparent: has(TRACEPARENT),
             templated: false,
@@ -156,7 +159,7 @@ impl RequestTemplate {
         }
         // A length the file states cannot hold for a body whose values vary: the next
         // request would start inside this one's body.
-        if !self.content_length && !self.body.is_static() {
+        if self.length_given && !self.body.is_static() {
             return Some(
                 "the body has placeholders, so loadlab counts its length: leave Content-Length and Transfer-Encoding out"
                     .to_owned(),

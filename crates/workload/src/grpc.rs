@@ -632,6 +632,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             Some(GrpcStream {
                 messages_out,
                 bytes_out,
+                bidi: true,
                 ..GrpcStream::default()
             })
         };
@@ -651,7 +652,7 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
         assert_eq!(streams[1].body, [0, 0, 0, 0, 0]);
         assert_eq!(
             streams[2].grpc_stream,
-            stream(1, 3),
+            stream(1, 3).map(|s| GrpcStream { bidi: false, ..s }),
             "a server stream's request"
         );
         assert_eq!(ok[0].grpc_stream, None, "unary");
@@ -671,6 +672,31 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
         assert_eq!(paced[0].grpc_stream, Some(want));
         assert_eq!((want.total_messages(), want.total_bytes()), (100, 300));
         assert_eq!(paced[0].headers.last().map(|h| h.name.as_str()), Some("x"));
+        // Placeholders in a stream's messages: the messages go as one, rendered per
+        // call, those without placeholders as encoded once (uncompressed).
+        for gzip in [false, true] {
+            let text = format!(
+                "{chat}\n{{\"name\":\"a\"}}\n{{\"name\":\"n{{{{seq}}}}\"}}\n{{\"times\":2}}\n"
+            );
+            let templated =
+                crate::HttpTargetReader::new(text.as_bytes(), "t.txt", &[], b"", &json_file)
+                    .with_protos(set.clone())
+                    .with_grpc_gzip(gzip)
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+            let message = templated[0].grpc_message.as_ref().expect("templated");
+            assert_eq!(message.texts().collect::<Vec<_>>(), ["n{{seq}}"]);
+            let mut out = Vec::new();
+            message.render(&crate::RenderContext::plain(1, 42, None), &mut out);
+            let want: Vec<u8> = [
+                &[0, 0, 0, 0, 3, 0x0a, 1, b'a'][..],
+                &[0, 0, 0, 0, 5, 0x0a, 3, b'n', b'4', b'2'],
+                &[0, 0, 0, 0, 2, 0x10, 2],
+            ]
+            .concat();
+            assert_eq!(out, want, "gzip {gzip}");
+            assert_eq!(templated[0].grpc_stream.map(|s| s.messages_out), Some(3));
+        }
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,
@@ -703,9 +729,10 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 "t.txt:1: no method \"helloworld.Greeter/Nope\" in the .proto files (known: ",
             ),
             (
-                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"{{seq}}\"}\n".to_owned(),
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"a\"}\n{\"times\":\"{{seq}}\"}\n"
+                    .to_owned(),
                 set.clone(),
-                "t.txt:2: placeholders in a streaming call's messages are not supported yet",
+                "t.txt:3: message helloworld.HelloRequest at times: ",
             ),
             (
                 "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"a\"}\n@nope.json\n"

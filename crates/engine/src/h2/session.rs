@@ -356,6 +356,11 @@ impl Session {
         released
     }
 
+    /// The bytes stream `id`'s body sends in all (every pass); 0 for no such stream.
+    pub(crate) fn body_total(&self, id: u32) -> u64 {
+        self.streams.get(&id).map_or(0, |e| e.body_total)
+    }
+
     /// Sends what the windows allow of stream `id`'s released body; true when all
     /// of it is out.
     pub(crate) fn send_body(&mut self, id: u32, h1: &[u8], out: &mut Vec<u8>) -> bool {

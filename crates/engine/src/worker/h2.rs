@@ -136,6 +136,11 @@ impl Worker {
                     link.bytes_out = wire_bytes;
                 }
                 self.queue_flush(carrier);
+                let body_bytes = (self.conns[carrier].session()).map_or(0, |s| s.body_total(id));
+                let counter = &mut self.conns[slot].parser.messages;
+                if counter.on && !plan.paced {
+                    counter.released_bytes = body_bytes;
+                }
                 if plan.paced {
                     self.paced.push(slot as u32);
                     let now = self.clock.now_ns();
