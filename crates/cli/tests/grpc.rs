@@ -1186,7 +1186,9 @@ fn a_flow_logs_in_over_http_and_calls_the_simulators_grpc_methods_with_its_token
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {{"message": "hi", "n": 7}}}}}},
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {{"message": "hi", "n": 7}},
                        "stream": {{"count": 3, "every": "1ms"}}}}}},
-            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}}]"#,
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {{"message": "e", "n": 2}},
+                       "stream": {{"count": 1, "per_message": true}}}}}}]"#,
         login_route()
     ));
     let sim = Simulate::start(&recipe);
@@ -1214,10 +1216,19 @@ checks = ["grpc = OK", "json $[2].n = 7", "json $[3] exists"]
 name = "refused"
 request = "GRPC 127.0.0.1:{port} sim.Greeter/Refuse"
 checks = ["grpc PERMISSION_DENIED", "grpc OK"]
+
+[[scenario.step]]
+name = "chat"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/Echo"
+body = """
+{{"name": "{{{{token}}}}"}}
+{{"name": "two"}}
+"""
+checks = ["grpc OK", "json $[1].n = 2", "json $[2] exists"]
 "#
     );
     let value = run_flow(tmp.path(), "proto = [\"sim.proto\"]", port, &steps);
-    assert_eq!(value["requests"], 16, "{value}");
+    assert_eq!(value["requests"], 20, "{value}");
     let checks = checks_of(&value);
     let want: std::collections::BTreeMap<String, (u64, u64)> = [
         ("login: status 200", (4, 0)),
@@ -1229,12 +1240,16 @@ checks = ["grpc PERMISSION_DENIED", "grpc OK"]
         ("many: json $[3] exists", (0, 4)),
         ("refused: grpc PERMISSION_DENIED", (4, 0)),
         ("refused: grpc OK", (0, 4)),
+        // A bidirectional step: two messages, their two answers as an array.
+        ("chat: grpc OK", (4, 0)),
+        ("chat: json $[1].n = 2", (4, 0)),
+        ("chat: json $[2] exists", (0, 4)),
     ]
     .into_iter()
     .map(|(name, counts)| (name.to_owned(), counts))
     .collect();
     assert_eq!(checks, want, "{value}");
-    assert_eq!(value["status_codes"]["OK"], 8, "{value}");
+    assert_eq!(value["status_codes"]["OK"], 12, "{value}");
     assert_eq!(value["status_codes"]["200"], 4, "{value}");
     assert_eq!(value["status_codes"]["PERMISSION_DENIED"], 4, "{value}");
     // The login over HTTP/1.1, the calls over h2c, to the one port.

@@ -214,6 +214,70 @@ pub(crate) fn message_body(
     }
 }
 
+/// Adds `json`, one message of a client or bidirectional streaming call, behind
+/// `target`'s messages so far (`plain`: those uncompressed, each behind its prefix;
+/// empty before the first, which replaces the empty message). Each is encoded once;
+/// once one holds placeholders, the call's messages go as one [`GrpcMessage`]
+/// rendered per call (uncompressed, as a unary call's with placeholders).
+pub(crate) fn add_stream_message(
+    target: &mut Target,
+    plain: &mut Vec<u8>,
+    input: &MessageDescriptor,
+    json: &str,
+    variables: Option<&[String]>,
+    gzip: bool,
+) -> Result<(), String> {
+    let (body, message) = message_body(input, json, variables, gzip)?;
+    let frame = match (&message, gzip) {
+        (None, true) => message_body(input, json, variables, false)?.0,
+        _ => body.clone(),
+    };
+    let first = plain.is_empty();
+    if first {
+        target.body.clear();
+    }
+    let stream = target.grpc_stream.get_or_insert_default();
+    stream.messages_out = if first { 1 } else { stream.messages_out + 1 };
+    stream.bytes_out = if first { 0 } else { stream.bytes_out };
+    stream.bytes_out += (frame.len() - 5) as u64;
+    if message.is_some() || target.grpc_message.is_some() {
+        let next = message.map_or_else(|| GrpcMessage::literal(&frame[5..]), Arc::unwrap_or_clone);
+        let all = match target.grpc_message.take() {
+            Some(all) => Some(Arc::unwrap_or_clone(all)),
+            None => messages_of(plain),
+        };
+        let all = match all {
+            Some(mut all) => {
+                all.append(next);
+                all
+            }
+            None => next,
+        };
+        target.grpc_message = Some(Arc::new(all));
+    } else {
+        target.body.extend_from_slice(&body);
+    }
+    plain.extend_from_slice(&frame);
+    Ok(())
+}
+
+/// The messages of `frames` (uncompressed, each behind its prefix) as one
+/// [`GrpcMessage`] without placeholders: those before a stream's first with them.
+fn messages_of(mut frames: &[u8]) -> Option<GrpcMessage> {
+    let mut all: Option<GrpcMessage> = None;
+    while let Some(prefix) = frames.get(..5) {
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let end = (5 + len).min(frames.len());
+        let message = GrpcMessage::literal(&frames[5..end]);
+        match all.as_mut() {
+            Some(all) => all.append(message),
+            None => all = Some(message),
+        }
+        frames = &frames[end..];
+    }
+    all
+}
+
 /// A frame's message gzipped, behind a prefix whose flag says so.
 fn gzip_frame(plain: &[u8]) -> Vec<u8> {
     use std::io::Write;

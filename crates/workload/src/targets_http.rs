@@ -25,7 +25,6 @@ use prost_reflect::MessageDescriptor;
 use crate::WorkloadError;
 use crate::grpc::{self, GRPC_VERB, ProtoSet, TypeSource};
 use crate::grpc_reflection::Reflector;
-use crate::grpc_template::GrpcMessage;
 use crate::lines::{BoundedLines, LineError, MAX_TARGET_BYTES};
 use crate::target::{Header, Target, check_body, check_header, check_method, check_target_url};
 
@@ -160,6 +159,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
                             .map_err(|r| self.fail(r))?;
                     self.grpc_input = Some(method.input());
                     self.grpc_streamed = method.is_client_streaming().then_some(0);
+                    self.grpc_plain.clear();
                     target
                 }
                 None => {
@@ -276,82 +276,23 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
     }
 
     /// Messages of a client or bidirectional streaming call: `text`'s every non-blank
-    /// line one, each encoded once and put behind the ones before in the body; once
-    /// one holds placeholders, the messages go as one [`GrpcMessage`] rendered per
-    /// call (uncompressed, as a unary call's with placeholders).
+    /// line one ([`grpc::add_stream_message`]).
     fn add_streamed_messages(
         &mut self,
         text: &str,
         input: &MessageDescriptor,
     ) -> Result<(), WorkloadError> {
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let gzip = self.grpc_types.gzip;
-            let (body, message) =
-                grpc::message_body(input, line, None, gzip).map_err(|r| self.fail(r))?;
-            let plain = match (&message, gzip) {
-                (None, true) => {
-                    grpc::message_body(input, line, None, false)
-                        .map_err(|r| self.fail(r))?
-                        .0
-                }
-                _ => body.clone(),
-            };
-            let first = self.grpc_streamed == Some(0);
             self.grpc_streamed = self.grpc_streamed.map(|n| n + 1);
-            if first {
-                self.grpc_plain.clear();
-            }
             let Some(target) = self.current.as_mut() else {
                 continue;
             };
-            if first {
-                target.body.clear();
-            }
-            let stream = target.grpc_stream.get_or_insert_default();
-            stream.messages_out = self.grpc_streamed.unwrap_or(1);
-            stream.bytes_out = if first { 0 } else { stream.bytes_out };
-            stream.bytes_out += (plain.len() - GRPC_PREFIX_LEN) as u64;
-            if message.is_some() || target.grpc_message.is_some() {
-                let next = message.map_or_else(
-                    || GrpcMessage::literal(&plain[GRPC_PREFIX_LEN..]),
-                    Arc::unwrap_or_clone,
-                );
-                let all = match target.grpc_message.take() {
-                    Some(all) => Some(Arc::unwrap_or_clone(all)),
-                    None => messages_of(&self.grpc_plain),
-                };
-                let all = match all {
-                    Some(mut all) => {
-                        all.append(next);
-                        all
-                    }
-                    None => next,
-                };
-                target.grpc_message = Some(Arc::new(all));
-            } else {
-                target.body.extend_from_slice(&body);
-            }
-            self.grpc_plain.extend_from_slice(&plain);
+            let gzip = self.grpc_types.gzip;
+            grpc::add_stream_message(target, &mut self.grpc_plain, input, line, None, gzip)
+                .map_err(|r| self.fail(r))?;
         }
         Ok(())
     }
-}
-
-/// The messages of `frames` (uncompressed, each behind its prefix) as one
-/// [`GrpcMessage`] without placeholders: those before a stream's first with them.
-fn messages_of(mut frames: &[u8]) -> Option<GrpcMessage> {
-    let mut all: Option<GrpcMessage> = None;
-    while let Some(prefix) = frames.get(..GRPC_PREFIX_LEN) {
-        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
-        let end = (GRPC_PREFIX_LEN + len).min(frames.len());
-        let message = GrpcMessage::literal(&frames[GRPC_PREFIX_LEN..end]);
-        match all.as_mut() {
-            Some(all) => all.append(message),
-            None => all = Some(message),
-        }
-        frames = &frames[end..];
-    }
-    all
 }
 
 impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
