@@ -350,6 +350,7 @@ pub(crate) async fn send(
         return Ok(());
     }
     let mut stream = respond.send_response(head, false)?;
+    let (count, every) = (answer.stream.count, answer.stream.every);
     match request {
         Request::Live(mut body) if answer.stream.per_message => {
             let mut cuts = MessageCuts::default();
@@ -357,32 +358,18 @@ pub(crate) async fn send(
                 let chunk = chunk?;
                 let _ = body.flow_control().release_capacity(chunk.len());
                 for _ in 0..cuts.feed(&chunk) {
-                    send_messages(
-                        &mut stream,
-                        &message,
-                        answer.stream.count,
-                        answer.stream.every,
-                    )
-                    .await?;
+                    send_messages(&mut stream, &message, count, every).await?;
                 }
             }
         }
-        Request::Live(_) => {
-            send_messages(
-                &mut stream,
-                &message,
-                answer.stream.count,
-                answer.stream.every,
-            )
-            .await?;
-        }
+        Request::Live(_) => send_messages(&mut stream, &message, count, every).await?,
         Request::Read(messages) => {
-            let count = if answer.stream.per_message {
-                answer.stream.count * messages
+            let per_call = if answer.stream.per_message {
+                count * messages
             } else {
-                answer.stream.count
+                count
             };
-            send_messages(&mut stream, &message, count, answer.stream.every).await?;
+            send_messages(&mut stream, &message, per_call, every).await?;
         }
     }
     stream.send_trailers(answer.trailers.clone())

@@ -228,15 +228,20 @@ async fn answer(
     send_all(&mut stream, body).await;
 }
 
-/// A gRPC server stream: `count` messages 2ms apart, each its own DATA frame, then
-/// `end` (see the module documentation).
-async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize, end: &str) {
+/// Sends a gRPC answer's head; the stream to send its messages on.
+fn grpc_head(respond: &mut h2::server::SendResponse<Bytes>) -> Option<h2::SendStream<Bytes>> {
     let head = http::Response::builder()
         .status(200)
         .header("content-type", "application/grpc")
         .body(())
         .unwrap();
-    let Ok(mut stream) = respond.send_response(head, false) else {
+    respond.send_response(head, false).ok()
+}
+
+/// A gRPC server stream: `count` messages 2ms apart, each its own DATA frame, then
+/// `end` (see the module documentation).
+async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize, end: &str) {
+    let Some(mut stream) = grpc_head(&mut respond) else {
         return;
     };
     for _ in 0..count {
@@ -269,12 +274,7 @@ async fn grpc_echo(
     mut respond: h2::server::SendResponse<Bytes>,
     stats: &H2Stats,
 ) {
-    let head = http::Response::builder()
-        .status(200)
-        .header("content-type", "application/grpc")
-        .body(())
-        .unwrap();
-    let Ok(mut stream) = respond.send_response(head, false) else {
+    let Some(mut stream) = grpc_head(&mut respond) else {
         return;
     };
     let mut pending = Vec::new();
