@@ -32,6 +32,15 @@ User flows (log in, take the token from the answer, list, open an item, each ans
 checked, cookies kept per user) are scenarios with [[scenario.step]] tables in a
 -scenarios file: see docs/FLOWS.md.
 
+gRPC: a `GRPC HOST:PORT pkg.Service/Method` target calls a method with -proto FILE
+(or the server's reflection), its message a JSON line; a client or bidirectional
+stream's messages are its JSON lines, `every 20ms` paces them and `repeat 50` sends
+them 50 times over (docs/GRPC.md). chat.txt in the examples:
+  GRPC 127.0.0.1:50051 routeguide.RouteGuide/RouteChat
+  every 20ms
+  repeat 50
+  {\"location\": {\"latitude\": 1, \"longitude\": 2}, \"message\": \"hi\"}
+
 HTTP/2: https targets are offered h2 in ALPN, as vegeta does (-http2=false keeps to
 HTTP/1.1); -h2c speaks it to http targets without asking. Streams share one connection
 per host until it is at the server's SETTINGS_MAX_CONCURRENT_STREAMS (or -max-streams);
@@ -70,6 +79,7 @@ Examples:
   loadlab attack -targets=t.txt -rate=5000 -duration=1m -monitor process=nginx -monitor postgres=postgres://u:pw@127.0.0.1/db > run.llr
   for i in 0 1 2 3; do loadlab attack -targets=t.txt -rate=4000 -duration=1m -shard=$i/4 -start-at=+10s -output=s$i.llr & done; wait; loadlab report s*.llr
   loadlab attack -targets=t.txt -rate=20000 -duration=1m -h2c -max-streams=100 > h2c.llr
+  loadlab attack -targets=chat.txt -proto=route_guide.proto -rate=10 -duration=10s | loadlab report
   loadlab attack -targets=t.txt -rate=1000 -duration=10m -prometheus-addr=127.0.0.1:8880 > run.llr
   loadlab attack -targets=t.txt -rate=1000 -duration=10m -run-id=ramp-1 -prometheus-remote-write=http://127.0.0.1:9090/api/v1/write > run.llr
   loadlab attack -targets=t.txt -rate=200 -duration=1m -dashboard=127.0.0.1:8088 > run.llr

@@ -344,6 +344,57 @@ fn client_and_bidirectional_streams_to_route_guide_send_every_message() {
     assert_eq!(row(&rows, "Msgs/Call"), "10, 10", "{rows}");
 }
 
+#[test]
+fn a_paced_bidirectional_stream_grpc_go_ends_mid_call_is_counted_as_its_kind_and_the_record_intact()
+{
+    let Some(dir) = grpc_go() else { return };
+    let server = Server::start(&dir, "route_guide_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let proto = route_guide_proto(&dir, tmp.path());
+    let records = tmp.path().join("cut.llr");
+    // Six notes 50ms apart, a deadline of 100ms: grpc-go ends each call mid-stream,
+    // with DEADLINE_EXCEEDED in its trailers or a RST_STREAM (CANCEL), whichever
+    // wins the race on its side.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} routeguide.RouteGuide/RouteChat\ngrpc-timeout: 100ms\nevery 50ms\nrepeat 6\n\
+         {{\"location\": {{\"latitude\": 5, \"longitude\": 6}}, \"message\": \"x\"}}\n",
+        server.port
+    );
+    call_for_a_second("4/s", &proto, &records, &targets);
+    let value: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
+    assert_eq!(value["requests"], 4, "{value}");
+    assert_eq!(value["success"], 0.0, "{value}");
+    let errors = errors_of(&value);
+    for error in value["errors"].as_array().unwrap() {
+        let error = error.as_str().unwrap();
+        assert!(
+            error == "DEADLINE_EXCEEDED: context deadline exceeded"
+                || error == "rst_stream: cancel",
+            "{errors}"
+        );
+    }
+    // One entry per call, whatever its end; only the notes sent before it counted
+    // (two or three of six).
+    let calls = &value["loadlab"]["grpc_streams"];
+    assert_eq!(calls["calls"], 4, "{calls}");
+    let out = calls["messages_out"].as_u64().unwrap();
+    assert!((8..=12).contains(&out), "{calls}");
+    assert_eq!(calls["bytes_out"].as_u64().unwrap(), 9 * out, "{calls}");
+    // The record file is whole: every record reads back, nothing torn.
+    let output = loadlab()
+        .args(["encode", "-to", "json"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).lines().count(), 4);
+    assert!(
+        !text(&output.stderr).contains("torn"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 /// The features of route_guide's data (`proto/route_guide_db.json`, the server's
 /// own) within the rectangle of corners `lo` and `hi` (latitude, longitude), edges in.
 fn features_in(dir: &Path, lo: (i64, i64), hi: (i64, i64)) -> u64 {
@@ -894,6 +945,55 @@ fn the_simulator_answers_grpc_calls_with_its_recipes_status_mix_stream_and_metri
     }
 }
 
+/// The 50th percentile of a report row's `[50, 90, 99, max]` figures, in ms.
+fn p50_ms(figures: &str) -> f64 {
+    let p50 = figures.split(", ").next().unwrap();
+    units::parse_duration(p50).unwrap().as_secs_f64() * 1e3
+}
+
+#[test]
+fn a_paced_bidirectional_stream_is_answered_as_each_message_comes_and_each_answer_timed() {
+    let (tmp, proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {"message": "e"},
+                      "stream": {"count": 1, "per_message": true}}}]"#,
+    );
+    let sim = Simulate::start(&recipe);
+    let records = tmp.path().join("paced.llr");
+    // Two messages three times over, one each 40ms: six sends over 200ms a call.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/Echo\nevery 40ms\nrepeat 3\n{{\"name\": \"a\"}}\n{{\"name\": \"b\"}}\n",
+        sim.port
+    );
+    call_for_a_second("2/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:2"), "{rows}");
+    assert_eq!(row(&rows, "Stream Calls"), "2, 0", "{rows}");
+    assert!(row(&rows, "Messages").starts_with("12, 12, "), "{rows}");
+    assert!(p50_ms(&row(&rows, "Call End")) >= 199.0, "paced: {rows}");
+    // Each message answered as it came, the first at once, not at the stream's end;
+    // each answer timed against its own message (from the call's send, half of
+    // them would take 80ms and more).
+    assert!(p50_ms(&row(&rows, "First Msg")) < 40.0, "{rows}");
+    assert!(p50_ms(&row(&rows, "Round Trips")) < 30.0, "{rows}");
+    let json: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
+    let trips = &json["loadlab"]["grpc_streams"]["round_trips"];
+    assert_eq!(trips["count"], 12, "{json}");
+
+    // Placeholders in the messages, rendered per call: a 10-byte value and
+    // `call 0` (`call 1`) in string fields, twice over; their bytes as rendered.
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/Echo\nevery 10ms\nrepeat 2\n\
+         {{\"name\": \"{{{{rand.alnum 10}}}}\"}}\n{{\"name\": \"call {{{{seq}}}}\"}}\n",
+        sim.port
+    );
+    call_for_a_second("2/s", &proto, &records, &targets);
+    let rows = report(&records, "text");
+    assert!(rows.contains("OK:2"), "{rows}");
+    assert!(row(&rows, "Messages").starts_with("8, 8, "), "{rows}");
+    // Per call: 2 x ((2 + 10) + (2 + 6)).
+    assert!(row(&rows, "Msg Bytes").starts_with("80, "), "{rows}");
+}
+
 #[test]
 fn the_simulator_answers_reflection_for_its_grpc_routes_and_http_servers_are_named() {
     let (tmp, _proto, recipe) = sim_files(
@@ -1092,7 +1192,9 @@ fn a_flow_logs_in_over_http_and_calls_the_simulators_grpc_methods_with_its_token
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayHello", "answer": {{"message": "hi", "n": 7}}}}}},
             {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {{"message": "hi", "n": 7}},
                        "stream": {{"count": 3, "every": "1ms"}}}}}},
-            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}}]"#,
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Refuse"}}, "stages": [{{"status": "PERMISSION_DENIED"}}]}},
+            {{"grpc": {{"proto": "sim.proto", "method": "sim.Greeter/Echo", "answer": {{"message": "e", "n": 2}},
+                       "stream": {{"count": 1, "per_message": true}}}}}}]"#,
         login_route()
     ));
     let sim = Simulate::start(&recipe);
@@ -1120,10 +1222,19 @@ checks = ["grpc = OK", "json $[2].n = 7", "json $[3] exists"]
 name = "refused"
 request = "GRPC 127.0.0.1:{port} sim.Greeter/Refuse"
 checks = ["grpc PERMISSION_DENIED", "grpc OK"]
+
+[[scenario.step]]
+name = "chat"
+request = "GRPC 127.0.0.1:{port} sim.Greeter/Echo"
+body = """
+{{"name": "{{{{token}}}}"}}
+{{"name": "two"}}
+"""
+checks = ["grpc OK", "json $[1].n = 2", "json $[2] exists"]
 "#
     );
     let value = run_flow(tmp.path(), "proto = [\"sim.proto\"]", port, &steps);
-    assert_eq!(value["requests"], 16, "{value}");
+    assert_eq!(value["requests"], 20, "{value}");
     let checks = checks_of(&value);
     let want: std::collections::BTreeMap<String, (u64, u64)> = [
         ("login: status 200", (4, 0)),
@@ -1135,12 +1246,16 @@ checks = ["grpc PERMISSION_DENIED", "grpc OK"]
         ("many: json $[3] exists", (0, 4)),
         ("refused: grpc PERMISSION_DENIED", (4, 0)),
         ("refused: grpc OK", (0, 4)),
+        // A bidirectional step: two messages, their two answers as an array.
+        ("chat: grpc OK", (4, 0)),
+        ("chat: json $[1].n = 2", (4, 0)),
+        ("chat: json $[2] exists", (0, 4)),
     ]
     .into_iter()
     .map(|(name, counts)| (name.to_owned(), counts))
     .collect();
     assert_eq!(checks, want, "{value}");
-    assert_eq!(value["status_codes"]["OK"], 8, "{value}");
+    assert_eq!(value["status_codes"]["OK"], 12, "{value}");
     assert_eq!(value["status_codes"]["200"], 4, "{value}");
     assert_eq!(value["status_codes"]["PERMISSION_DENIED"], 4, "{value}");
     // The login over HTTP/1.1, the calls over h2c, to the one port.

@@ -17,6 +17,12 @@ pub(crate) struct MessageCounter {
     pub on: bool,
     /// What the call sends.
     pub sent: GrpcStream,
+    /// Messages let go so far, when they go at a pace (`every`), and their bytes
+    /// (prefixes included; any other call's: its whole body's, once sent).
+    pub released: u64,
+    pub released_bytes: u64,
+    /// When the call was sent (the worker's clock): its messages' times follow.
+    start_ns: u64,
     prefix: [u8; PREFIX_LEN],
     prefix_read: usize,
     /// The current message's bytes still to come (after a whole prefix).
@@ -30,13 +36,19 @@ pub(crate) struct MessageCounter {
     last_ns: u64,
     /// The gaps between consecutive messages.
     pub gaps: MessageLatency,
+    /// A bidirectional call's answers, each against the message it answers.
+    pub round_trips: MessageLatency,
 }
 
 impl MessageCounter {
-    /// Prepares for a new call: counted when it streams.
-    pub(crate) fn start(&mut self, stream: Option<GrpcStream>) {
+    /// Prepares for a new call sent at `start_ns`: counted when it streams.
+    pub(crate) fn start(&mut self, stream: Option<GrpcStream>, start_ns: u64) {
         self.on = stream.is_some();
         self.sent = stream.unwrap_or_default();
+        self.released = 0;
+        self.released_bytes = 0;
+        self.start_ns = start_ns;
+        self.round_trips.clear();
         self.prefix_read = 0;
         self.body_left = 0;
         self.messages = 0;
@@ -80,7 +92,38 @@ impl MessageCounter {
         (self.prefix_read == PREFIX_LEN).then_some(self.body_left)
     }
 
+    /// The messages the call sent and their payload bytes: a paced call's let go so
+    /// far (one cut short sent only some), any other's all of its body (as rendered,
+    /// placeholders' values included).
+    pub(crate) fn sent_out(&self) -> (u64, u64) {
+        let messages = match self.sent.every_ns {
+            0 => self.sent.total_messages(),
+            _ => self.released,
+        };
+        let payload = self
+            .released_bytes
+            .saturating_sub(messages * PREFIX_LEN as u64);
+        (messages, payload)
+    }
+
+    /// When message `k` (from 0, over every pass) went, if it did: a paced call's
+    /// when it was due (so a late send's lag counts, as a request's does), the
+    /// others' with the call, as the flow control let them go.
+    fn sent_ns(&self, k: u64) -> Option<u64> {
+        match self.sent.every_ns {
+            0 => (k < self.sent.total_messages()).then_some(self.start_ns),
+            every_ns => (k < self.released).then(|| self.start_ns + k * every_ns),
+        }
+    }
+
     fn message_done(&mut self, at_ns: u64) {
+        // The k-th answer of a bidirectional call answers its k-th message; one
+        // beyond the messages sent is timed from the call's send only (first, gaps).
+        if self.sent.bidi
+            && let Some(sent_ns) = self.sent_ns(self.messages)
+        {
+            self.round_trips.add(at_ns.saturating_sub(sent_ns));
+        }
         if self.messages == 0 {
             self.first_ns = at_ns;
         } else {
@@ -109,7 +152,7 @@ mod tests {
         // Frames of every size from 1 byte to the whole stream.
         for cut in 1..=stream.len() {
             let mut counter = MessageCounter::default();
-            counter.start(Some(GrpcStream::default()));
+            counter.start(Some(GrpcStream::default()), 0);
             for (i, frame) in stream.chunks(cut).enumerate() {
                 counter.feed(frame, 1_000 + i as u64 * 10);
             }
@@ -123,7 +166,7 @@ mod tests {
     #[test]
     fn the_first_message_and_the_gaps_are_timed_when_a_message_is_whole() {
         let mut counter = MessageCounter::default();
-        counter.start(Some(GrpcStream::default()));
+        counter.start(Some(GrpcStream::default()), 0);
         let first = message(10);
         counter.feed(&first[..7], 100);
         assert_eq!((counter.messages, counter.first_ns), (0, 0));
@@ -132,10 +175,51 @@ mod tests {
         counter.feed(&message(2), 1_250);
         assert_eq!((counter.messages, counter.first_ns), (2, 250));
         assert_eq!(counter.gaps.quantile(1.0), Some(1_000));
-        counter.start(None);
+        counter.start(None, 0);
         assert_eq!(
             (counter.messages, counter.gaps.count(), counter.on),
             (0, 0, false)
         );
+    }
+
+    #[test]
+    fn a_bidirectional_calls_kth_answer_is_timed_against_its_kth_message() {
+        // Each row: the call's pace, messages let go, answers' arrival times, the
+        // round trips timed (in order).
+        let rows: [(u64, u64, &[u64], &[u64]); 3] = [
+            // Paced 10 apart from 1_000: message k due at 1_000 + 10k.
+            (10, 3, &[1_005, 1_016, 1_040, 1_050], &[5, 6, 20]),
+            // As fast as the flow control allows: all sent with the call.
+            (0, 0, &[1_005, 1_016], &[5, 16]),
+            // Answers before their message went are not round trips.
+            (10, 1, &[1_001, 1_002], &[1]),
+        ];
+        for (every_ns, released, arrivals, want) in rows {
+            let mut counter = MessageCounter::default();
+            let sent = GrpcStream {
+                messages_out: 3,
+                every_ns,
+                bidi: true,
+                ..GrpcStream::default()
+            };
+            counter.start(Some(sent), 1_000);
+            counter.released = released;
+            for &at_ns in arrivals {
+                counter.feed(&message(1), at_ns);
+            }
+            let timed: Vec<u64> = (0..counter.round_trips.count())
+                .map(|i| {
+                    let q = (i + 1) as f64 / counter.round_trips.count() as f64;
+                    counter.round_trips.quantile(q).unwrap()
+                })
+                .collect();
+            assert_eq!(timed, want, "every {every_ns}");
+            assert_eq!(counter.messages, arrivals.len() as u64);
+        }
+        // A server stream's answers (not bidirectional) are no round trips.
+        let mut counter = MessageCounter::default();
+        counter.start(Some(GrpcStream::default()), 0);
+        counter.feed(&message(1), 5);
+        assert_eq!(counter.round_trips.count(), 0);
     }
 }

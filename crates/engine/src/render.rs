@@ -45,6 +45,8 @@ pub(crate) struct RequestTemplate {
     body: Body,
     user_agent: bool,
     content_length: bool,
+    /// The target states its own length (`Content-Length`, `Transfer-Encoding`).
+    length_given: bool,
     close: bool,
     /// The target sets its own `traceparent`: ours is never added (theirs wins).
     own_traceparent: bool,
@@ -127,7 +129,12 @@ impl RequestTemplate {
                 .collect(),
             body: Body::Text(Template::literal(&target.body)),
             user_agent: !has("user-agent"),
-            content_length: !has("content-length") && !has("transfer-encoding"),
+            // A gRPC stream's body sent more than once (`repeat`) says no length:
+            // the stream's end is its end, as gRPC's own clients send it.
+            content_length: !has("content-length")
+                && !has("transfer-encoding")
+                && target.grpc_stream.is_none_or(|s| s.repeat <= 1),
+            length_given: has("content-length") || has("transfer-encoding"),
             close: !keepalive && !has("connection"),
             own_traceparent: has(TRACEPARENT),
             trace_state: None,
@@ -165,7 +172,7 @@ impl RequestTemplate {
         }
         // A length the file states cannot hold for a body whose values vary: the next
         // request would start inside this one's body.
-        if !self.content_length && !self.body.is_static() {
+        if self.length_given && !self.body.is_static() {
             return Some(
                 "the body has placeholders, so loadlab counts its length: leave Content-Length and Transfer-Encoding out"
                     .to_owned(),

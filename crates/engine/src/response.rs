@@ -150,7 +150,7 @@ impl ResponseParser {
         self.close = false;
         self.grpc_status = None;
         self.grpc_message.clear();
-        self.messages.start(None);
+        self.messages.start(None, 0);
         self.head_only = head_only;
         self.want_location = want_location;
         self.body_limit = body_limit;

@@ -57,6 +57,10 @@ pub struct Connection {
     /// nanoseconds; absent when none came (version 7 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_message_ns: Option<u64>,
+    /// A bidirectional gRPC call's round trips: its `k`-th answer against its `k`-th
+    /// message, from when that message was due (version 8 on).
+    #[serde(default, skip_serializing_if = "MessageLatency::is_empty")]
+    pub round_trips: MessageLatency,
     /// The subprotocol the server chose (`Sec-WebSocket-Protocol`), when one was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subprotocol: Option<String>,
@@ -78,7 +82,8 @@ pub enum EntryKind {
     Connection,
     /// A gRPC call that streams (`returns (stream ...)`): opened when it was sent,
     /// closed at its trailers; its `latency` holds the gaps between the messages
-    /// received, its `close` is `server` (or `broken` when reset or failed).
+    /// received, its `round_trips` (a bidirectional call's) each answer against the
+    /// message it answers, its `close` is `server` (or `broken` when reset or failed).
     GrpcCall,
 }
 

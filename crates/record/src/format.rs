@@ -18,7 +18,8 @@ pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// `trace` and the end block's `exemplars` (JSON fields older readers would refuse),
 /// version 6 the exemplars' `typical` kind, version 7 the connections entries' `kind`
 /// and `first_message_ns` (gRPC streaming calls), version 8 the stats samples'
-/// `streams` (connections and messages per second).
+/// `streams` (connections and messages per second) and the gRPC calls' `round_trips`
+/// (bidirectional calls).
 pub const FORMAT_VERSION: u16 = 8;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;

@@ -315,6 +315,7 @@ impl<R: Read> BinaryReader<R> {
             }
             c.latency
                 .check()
+                .and_then(|()| c.round_trips.check())
                 .map_err(|reason| bad(format!("seq {}: {reason}", c.seq)))?;
         }
         self.pending_connections.extend(block.connections);

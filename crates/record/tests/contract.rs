@@ -1520,6 +1520,12 @@ fn connection_of(record: &Record) -> record::Connection {
     for i in 0..n % 5 {
         latency.add(1_000_000 + i * 250_000);
     }
+    // Every sixth a bidirectional call's, its answers timed (version 8 on).
+    let round_trips = if n.is_multiple_of(6) {
+        latency.clone()
+    } else {
+        record::MessageLatency::default()
+    };
     record::Connection {
         attack: record.attack,
         target: record.target,
@@ -1548,6 +1554,7 @@ fn connection_of(record: &Record) -> record::Connection {
             record::EntryKind::Connection
         },
         first_message_ns: n.is_multiple_of(3).then_some(400_000 + n),
+        round_trips,
         ..record::Connection::default()
     }
 }
@@ -1730,6 +1737,10 @@ fn a_connections_block_naming_unknown_ids_or_bad_buckets_is_damage() {
         (
             r#"{"connections":[{"attack":0,"target":0,"seq":5,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":0,"bytes_out":0,"messages_in":0,"bytes_in":0,"latency":[[3,1],[2,1]],"close":{"by":"client"}}]}"#,
             "seq 5: latency buckets",
+        ),
+        (
+            r#"{"connections":[{"attack":0,"target":0,"seq":6,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":0,"bytes_out":0,"messages_in":0,"bytes_in":0,"round_trips":[[2,0]],"close":{"by":"server"},"kind":"grpc_call"}]}"#,
+            "seq 6: latency buckets",
         ),
         (r#"{"connections":[{"attack":0}]}"#, "missing field"),
     ];

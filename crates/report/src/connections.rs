@@ -53,6 +53,8 @@ pub struct StreamedCalls {
     pub to_end: MessageLatency,
     /// The gaps between a call's consecutive messages.
     pub gaps: MessageLatency,
+    /// Bidirectional calls' answers, each against the message it answers.
+    pub round_trips: MessageLatency,
     /// The first send and the last end, unix nanoseconds (the span messages/s is over).
     pub first_sent_unix_ns: u64,
     /// The last end, unix nanoseconds.
@@ -78,6 +80,7 @@ impl StreamedCalls {
         self.to_end
             .add(c.closed_unix_ns.saturating_sub(c.opened_unix_ns));
         self.gaps.merge(&c.latency);
+        self.round_trips.merge(&c.round_trips);
     }
 
     fn merge(&mut self, other: &StreamedCalls) {
@@ -98,6 +101,7 @@ impl StreamedCalls {
         self.first_message.merge(&other.first_message);
         self.to_end.merge(&other.to_end);
         self.gaps.merge(&other.gaps);
+        self.round_trips.merge(&other.round_trips);
     }
 
     /// Messages per call: the median and the most (nearest rank); `None` without calls.
@@ -398,6 +402,7 @@ pub fn write_calls_json(out: &mut String, calls: &StreamedCalls) {
         ("first_message", &calls.first_message),
         ("call_end", &calls.to_end),
         ("gaps", &calls.gaps),
+        ("round_trips", &calls.round_trips),
     ] {
         let _ = write!(out, ",\"{key}\":");
         push_latency_json(out, latency);
@@ -490,6 +495,7 @@ pub fn write_calls_text(out: &mut String, calls: &StreamedCalls) {
         ("First Msg", &calls.first_message),
         ("Call End", &calls.to_end),
         ("Msg Gaps", &calls.gaps),
+        ("Round Trips", &calls.round_trips),
     ] {
         if !latency.is_empty() {
             let _ = writeln!(
@@ -668,6 +674,26 @@ mod tests {
         assert_eq!(value["messages_in"].as_u64(), Some(all.messages_in));
         assert_eq!(value["gaps"]["count"].as_u64(), Some(all.gaps.count()));
         assert_eq!(value["first_message"]["count"].as_u64(), Some(3));
+        assert!(
+            value["round_trips"].is_null(),
+            "no bidirectional call: {json}"
+        );
+        assert!(!text.contains("Round Trips"), "{text}");
+        // A bidirectional call's round trips get their row, summed over calls.
+        let mut bidi = call(5, 400, &[20], ClosedBy::Server);
+        for ns in [3_000_000, 5_000_000] {
+            bidi.round_trips.add(ns);
+        }
+        connections.add(&[bidi.clone(), bidi]);
+        let five = connections.calls(|_, target| target == 5).unwrap();
+        assert_eq!(five.round_trips.count(), 4);
+        let mut text = String::new();
+        write_calls_text(&mut text, &five);
+        assert!(text.contains("Round Trips"), "{text}");
+        let mut json = String::new();
+        write_calls_json(&mut json, &five);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["round_trips"]["count"].as_u64(), Some(4), "{json}");
         let none = StreamedCalls::default();
         let mut json = String::new();
         write_calls_json(&mut json, &none);

@@ -326,14 +326,22 @@ pub(crate) fn messages_in(mut body: &[u8]) -> usize {
     count
 }
 
+/// What a call's answer follows: the messages of a request read whole, or (a
+/// `per_message` route) the request's stream itself, answered as each message comes.
+pub(crate) enum Request {
+    Read(usize),
+    Live(h2::RecvStream),
+}
+
 /// Sends one call's answer: an `OK` as HEADERS, the message `stream.count` times (for
-/// each of the request's `request_messages` under `per_message`) and the trailers;
-/// any other code as one HEADERS frame that ends the stream.
+/// each of the request's messages under `per_message`, as each comes when the request
+/// is [`Request::Live`]) and the trailers; any other code as one HEADERS frame that
+/// ends the stream.
 pub(crate) async fn send(
     mut respond: SendResponse<Bytes>,
     head: http::Response<()>,
     message: Bytes,
-    (answer, request_messages): (&GrpcAnswer, usize),
+    (answer, request): (&GrpcAnswer, Request),
 ) -> Result<(), h2::Error> {
     if answer.code != 0 {
         let (mut parts, ()) = head.into_parts();
@@ -342,18 +350,80 @@ pub(crate) async fn send(
         return Ok(());
     }
     let mut stream = respond.send_response(head, false)?;
-    let count = if answer.stream.per_message {
-        answer.stream.count * request_messages
-    } else {
-        answer.stream.count
-    };
+    let (count, every) = (answer.stream.count, answer.stream.every);
+    match request {
+        Request::Live(mut body) if answer.stream.per_message => {
+            let mut cuts = MessageCuts::default();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                let _ = body.flow_control().release_capacity(chunk.len());
+                for _ in 0..cuts.feed(&chunk) {
+                    send_messages(&mut stream, &message, count, every).await?;
+                }
+            }
+        }
+        Request::Live(_) => send_messages(&mut stream, &message, count, every).await?,
+        Request::Read(messages) => {
+            let per_call = if answer.stream.per_message {
+                count * messages
+            } else {
+                count
+            };
+            send_messages(&mut stream, &message, per_call, every).await?;
+        }
+    }
+    stream.send_trailers(answer.trailers.clone())
+}
+
+/// `message` `count` times, `every` apart.
+async fn send_messages(
+    stream: &mut h2::SendStream<Bytes>,
+    message: &Bytes,
+    count: usize,
+    every: Duration,
+) -> Result<(), h2::Error> {
     for i in 0..count {
-        if i > 0 && !answer.stream.every.is_zero() {
-            tokio::time::sleep(answer.stream.every).await;
+        if i > 0 && !every.is_zero() {
+            tokio::time::sleep(every).await;
         }
         stream.send_data(message.clone(), false)?;
     }
-    stream.send_trailers(answer.trailers.clone())
+    Ok(())
+}
+
+/// Where a request stream read chunk by chunk is in its length-prefixed messages.
+#[derive(Debug, Default)]
+pub(crate) struct MessageCuts {
+    prefix: [u8; 5],
+    prefix_read: usize,
+    body_left: usize,
+}
+
+impl MessageCuts {
+    /// Reads `data`; the messages it made whole.
+    pub(crate) fn feed(&mut self, mut data: &[u8]) -> usize {
+        let mut whole = 0;
+        while !data.is_empty() {
+            if self.prefix_read < 5 {
+                let take = (5 - self.prefix_read).min(data.len());
+                self.prefix[self.prefix_read..self.prefix_read + take]
+                    .copy_from_slice(&data[..take]);
+                (self.prefix_read, data) = (self.prefix_read + take, &data[take..]);
+                if self.prefix_read < 5 {
+                    break;
+                }
+                let [_, a, b, c, d] = self.prefix;
+                self.body_left = u32::from_be_bytes([a, b, c, d]) as usize;
+            }
+            let take = self.body_left.min(data.len());
+            (self.body_left, data) = (self.body_left - take, &data[take..]);
+            if self.body_left == 0 {
+                whole += 1;
+                self.prefix_read = 0;
+            }
+        }
+        whole
+    }
 }
 
 #[cfg(test)]
@@ -524,5 +594,23 @@ message Inner { int32 depth = 1; }
         );
         assert_eq!(answer.trailers["grpc-status"], "14");
         assert_eq!(answer.trailers["grpc-message"], "simulated UNAVAILABLE");
+    }
+
+    #[test]
+    fn messages_are_cut_whole_however_the_chunks_fall() {
+        let stream: Vec<u8> = [
+            &[0, 0, 0, 0, 2, 7, 7][..],
+            &[0, 0, 0, 0, 0],
+            &[1, 0, 0, 0, 1, 9],
+        ]
+        .concat();
+        for cut in 1..=stream.len() {
+            let mut cuts = MessageCuts::default();
+            let whole: usize = stream.chunks(cut).map(|chunk| cuts.feed(chunk)).sum();
+            assert_eq!(whole, 3, "chunks of {cut}");
+        }
+        let mut cuts = MessageCuts::default();
+        assert_eq!(cuts.feed(&[0, 0, 0, 0, 2, 7]), 0, "one byte short");
+        assert_eq!(cuts.feed(&[7, 0, 0]), 1);
     }
 }

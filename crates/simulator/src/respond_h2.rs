@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 
 use crate::dispatch::{bare_reply, dispatch, refusal, run_step};
 use crate::failure::Failure;
+use crate::grpc::Request;
 use crate::http::{Incoming, MAX_BODY_BYTES, Method};
 use crate::metrics::Protocol;
 use crate::reply::{Reply, ReplyKind};
@@ -89,10 +90,21 @@ pub(crate) async fn serve_stream(
         let _ = crate::grpc_reflection::serve(pools, body, respond).await;
         return;
     }
-    let mut request_messages = 0;
-    let reply = match read_body(body).await {
+    // A route answering each message of a stream as it comes reads it as it answers.
+    let (body, mut request) = if answers_per_message(&worker, head.uri.path()) {
+        (None, Request::Live(body))
+    } else {
+        (Some(body), Request::Read(0))
+    };
+    let read = match body {
+        Some(body) => read_body(body).await,
+        None => Ok(Vec::new()),
+    };
+    let reply = match read {
         Ok(body) => {
-            request_messages = crate::grpc::messages_in(&body);
+            if let Request::Read(messages) = &mut request {
+                *messages = crate::grpc::messages_in(&body);
+            }
             let incoming = Incoming {
                 method: method_of(&head.method),
                 path: head.uri.path().as_bytes(),
@@ -119,7 +131,19 @@ pub(crate) async fn serve_stream(
         }
         Err(BodyError::Gone) => return,
     };
-    send_reply(&worker, respond, (reply, request_messages), &control).await;
+    send_reply(&worker, respond, (reply, request), &control).await;
+}
+
+/// Whether `path`'s route is a gRPC method answering each message of the request's
+/// stream (`stream.per_message`): it answers each as it comes, not once the stream ended.
+fn answers_per_message(worker: &Worker, path: &str) -> bool {
+    let table = worker.view.table(&worker.shared);
+    table.find(path).is_some_and(|at| {
+        table.routes[at]
+            .outcomes
+            .iter()
+            .any(|o| o.grpc.as_ref().is_some_and(|g| g.stream.per_message))
+    })
 }
 
 /// The pools to answer reflection from, when `path` is the reflection service's, the
@@ -167,7 +191,7 @@ fn method_of(method: &http::Method) -> Method {
 async fn send_reply(
     worker: &Worker,
     mut respond: SendResponse<Bytes>,
-    (reply, request_messages): (Reply, usize),
+    (reply, request): (Reply, Request),
     control: &ConnControl,
 ) {
     let arrival = reply.arrival;
@@ -217,7 +241,7 @@ async fn send_reply(
     let head = (outcome.status, headers);
     match (&outcome.failure, &outcome.grpc) {
         (None, Some(grpc)) => {
-            let answer = (grpc, request_messages);
+            let answer = (grpc, request);
             let _ = crate::grpc::send(respond, response(head, None), body, answer).await;
         }
         (None, None) => {

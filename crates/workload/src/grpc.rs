@@ -214,6 +214,70 @@ pub(crate) fn message_body(
     }
 }
 
+/// Adds `json`, one message of a client or bidirectional streaming call, behind
+/// `target`'s messages so far (`plain`: those uncompressed, each behind its prefix;
+/// empty before the first, which replaces the empty message). Each is encoded once;
+/// once one holds placeholders, the call's messages go as one [`GrpcMessage`]
+/// rendered per call (uncompressed, as a unary call's with placeholders).
+pub(crate) fn add_stream_message(
+    target: &mut Target,
+    plain: &mut Vec<u8>,
+    input: &MessageDescriptor,
+    json: &str,
+    variables: Option<&[String]>,
+    gzip: bool,
+) -> Result<(), String> {
+    let (body, message) = message_body(input, json, variables, gzip)?;
+    let frame = match (&message, gzip) {
+        (None, true) => message_body(input, json, variables, false)?.0,
+        _ => body.clone(),
+    };
+    let first = plain.is_empty();
+    if first {
+        target.body.clear();
+    }
+    let stream = target.grpc_stream.get_or_insert_default();
+    stream.messages_out = if first { 1 } else { stream.messages_out + 1 };
+    stream.bytes_out = if first { 0 } else { stream.bytes_out };
+    stream.bytes_out += (frame.len() - 5) as u64;
+    if message.is_some() || target.grpc_message.is_some() {
+        let next = message.map_or_else(|| GrpcMessage::literal(&frame[5..]), Arc::unwrap_or_clone);
+        let all = match target.grpc_message.take() {
+            Some(all) => Some(Arc::unwrap_or_clone(all)),
+            None => messages_of(plain),
+        };
+        let all = match all {
+            Some(mut all) => {
+                all.append(next);
+                all
+            }
+            None => next,
+        };
+        target.grpc_message = Some(Arc::new(all));
+    } else {
+        target.body.extend_from_slice(&body);
+    }
+    plain.extend_from_slice(&frame);
+    Ok(())
+}
+
+/// The messages of `frames` (uncompressed, each behind its prefix) as one
+/// [`GrpcMessage`] without placeholders: those before a stream's first with them.
+fn messages_of(mut frames: &[u8]) -> Option<GrpcMessage> {
+    let mut all: Option<GrpcMessage> = None;
+    while let Some(prefix) = frames.get(..5) {
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let end = (5 + len).min(frames.len());
+        let message = GrpcMessage::literal(&frames[5..end]);
+        match all.as_mut() {
+            Some(all) => all.append(message),
+            None => all = Some(message),
+        }
+        frames = &frames[end..];
+    }
+    all
+}
+
 /// A frame's message gzipped, behind a prefix whose flag says so.
 fn gzip_frame(plain: &[u8]) -> Vec<u8> {
     use std::io::Write;
@@ -279,7 +343,8 @@ pub(crate) fn parse_call(
         grpc_stream: (method.is_client_streaming() || method.is_server_streaming()).then_some(
             GrpcStream {
                 messages_out: 1,
-                bytes_out: 0,
+                bidi: method.is_client_streaming() && method.is_server_streaming(),
+                ..GrpcStream::default()
             },
         ),
     };
@@ -631,6 +696,8 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
             Some(GrpcStream {
                 messages_out,
                 bytes_out,
+                bidi: true,
+                ..GrpcStream::default()
             })
         };
         assert_eq!(streams[0].grpc_stream, stream(3, 3 + 6 + 4));
@@ -649,10 +716,51 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
         assert_eq!(streams[1].body, [0, 0, 0, 0, 0]);
         assert_eq!(
             streams[2].grpc_stream,
-            stream(1, 3),
+            stream(1, 3).map(|s| GrpcStream { bidi: false, ..s }),
             "a server stream's request"
         );
         assert_eq!(ok[0].grpc_stream, None, "unary");
+        // A pace and repeats, anywhere in the target, beside the messages and metadata.
+        let paced = parse(
+            &format!(
+                "{chat}\nevery 20ms\n{{\"name\":\"a\"}}\nx: 1\nrepeat 50\n{{\"name\":\"b\"}}\n"
+            ),
+            &set,
+        )
+        .unwrap();
+        let want = GrpcStream {
+            repeat: 50,
+            every_ns: 20_000_000,
+            ..stream(2, 6).unwrap()
+        };
+        assert_eq!(paced[0].grpc_stream, Some(want));
+        assert_eq!((want.total_messages(), want.total_bytes()), (100, 300));
+        assert_eq!(paced[0].headers.last().map(|h| h.name.as_str()), Some("x"));
+        // Placeholders in a stream's messages: the messages go as one, rendered per
+        // call, those without placeholders as encoded once (uncompressed).
+        for gzip in [false, true] {
+            let text = format!(
+                "{chat}\n{{\"name\":\"a\"}}\n{{\"name\":\"n{{{{seq}}}}\"}}\n{{\"times\":2}}\n"
+            );
+            let templated =
+                crate::HttpTargetReader::new(text.as_bytes(), "t.txt", &[], b"", &json_file)
+                    .with_protos(set.clone())
+                    .with_grpc_gzip(gzip)
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+            let message = templated[0].grpc_message.as_ref().expect("templated");
+            assert_eq!(message.texts().collect::<Vec<_>>(), ["n{{seq}}"]);
+            let mut out = Vec::new();
+            message.render(&crate::RenderContext::plain(1, 42, None), &mut out);
+            let want: Vec<u8> = [
+                &[0, 0, 0, 0, 3, 0x0a, 1, b'a'][..],
+                &[0, 0, 0, 0, 5, 0x0a, 3, b'n', b'4', b'2'],
+                &[0, 0, 0, 0, 2, 0x10, 2],
+            ]
+            .concat();
+            assert_eq!(out, want, "gzip {gzip}");
+            assert_eq!(templated[0].grpc_stream.map(|s| s.messages_out), Some(3));
+        }
         let templated = parse(
             &format!("{greet}\n{{\"name\":\"{{{{csv.who}}}}\"}}\n"),
             &set,
@@ -685,9 +793,10 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 "t.txt:1: no method \"helloworld.Greeter/Nope\" in the .proto files (known: ",
             ),
             (
-                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"{{seq}}\"}\n".to_owned(),
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"a\"}\n{\"times\":\"{{seq}}\"}\n"
+                    .to_owned(),
                 set.clone(),
-                "t.txt:2: placeholders in a streaming call's messages are not supported yet",
+                "t.txt:3: message helloworld.HelloRequest at times: ",
             ),
             (
                 "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\n{\"name\":\"a\"}\n@nope.json\n"
@@ -709,6 +818,31 @@ message Point { int32 latitude = 1; int32 longitude = 2; }
                 format!("{greet}\ngrpc-timeout: 0s\n"),
                 set.clone(),
                 "t.txt:2: grpc-timeout: a deadline must be above 0",
+            ),
+            (
+                format!("{greet}\nevery 10ms\n"),
+                set.clone(),
+                "t.txt:2: \"every\" paces a client or bidirectional streaming call's messages; this method takes one message",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nevery 0s\n".to_owned(),
+                set.clone(),
+                "t.txt:2: every 0s: want a duration above 0",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nevery often\n".to_owned(),
+                set.clone(),
+                "t.txt:2: every often: ",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nrepeat 0\n".to_owned(),
+                set.clone(),
+                "t.txt:2: repeat 0: \"0\" is not a count from 1 to 4294967295",
+            ),
+            (
+                "GRPC 127.0.0.1:1 helloworld.Greeter/Chat\nrepeat -3\n".to_owned(),
+                set.clone(),
+                "t.txt:2: repeat -3: \"-3\" is not a count",
             ),
             (
                 format!("{greet}\n@nope.json\n"),

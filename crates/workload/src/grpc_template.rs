@@ -23,10 +23,12 @@ fn marker(slot: usize) -> String {
     format!("\u{1}loadlab-slot-{slot}\u{1}")
 }
 
-/// A gRPC message with placeholders, split at its string fields that hold them.
+/// A gRPC message with placeholders, split at its string fields that hold them; or
+/// a streaming call's messages, one frame each, any of them with placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrpcMessage {
-    nodes: Vec<Node>,
+    /// Each message's nodes, rendered behind its own prefix.
+    frames: Vec<Vec<Node>>,
     /// The placeholders' texts as written (`Bearer {{token}}`), by slot.
     texts: Vec<String>,
     /// The same, parsed.
@@ -74,10 +76,29 @@ impl GrpcMessage {
             ));
         }
         Ok(Some(GrpcMessage {
-            nodes,
+            frames: vec![nodes],
             texts,
             templates,
         }))
+    }
+
+    /// A message without placeholders, as encoded once (`payload`: no prefix).
+    pub fn literal(payload: &[u8]) -> GrpcMessage {
+        GrpcMessage {
+            frames: vec![vec![Node::Literal(payload.to_vec())]],
+            texts: Vec::new(),
+            templates: Vec::new(),
+        }
+    }
+
+    /// Puts `next`'s messages behind these (a streaming call's), its placeholders
+    /// numbered after these.
+    pub fn append(&mut self, next: GrpcMessage) {
+        let offset = self.texts.len();
+        let shift = |nodes: Vec<Node>| nodes.into_iter().map(|n| n.shifted(offset)).collect();
+        self.frames.extend(next.frames.into_iter().map(shift));
+        self.texts.extend(next.texts);
+        self.templates.extend(next.templates);
     }
 
     /// The placeholders' texts as written.
@@ -90,14 +111,16 @@ impl GrpcMessage {
         &self.templates
     }
 
-    /// Appends the call's frame to `out`: the 5-byte prefix and the message with each
-    /// placeholder rendered. Allocates nothing once `out` has grown.
+    /// Appends the call's frames to `out`: each message's 5-byte prefix and the
+    /// message with each placeholder rendered. Allocates nothing once `out` has grown.
     pub fn render(&self, context: &RenderContext<'_>, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; 5]);
-        self.render_nodes(&self.nodes, context, out);
-        let len = (out.len() - start - 5) as u32;
-        out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
+        for nodes in &self.frames {
+            let start = out.len();
+            out.extend_from_slice(&[0; 5]);
+            self.render_nodes(nodes, context, out);
+            let len = (out.len() - start - 5) as u32;
+            out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
+        }
     }
 
     fn render_nodes(&self, nodes: &[Node], context: &RenderContext<'_>, out: &mut Vec<u8>) {
@@ -115,6 +138,19 @@ impl GrpcMessage {
                     put_length_before(out, at);
                 }
             }
+        }
+    }
+}
+
+impl Node {
+    /// This node with its slots numbered `offset` further.
+    fn shifted(self, offset: usize) -> Node {
+        match self {
+            Node::Slot(slot) => Node::Slot(slot + offset),
+            Node::Nested(children) => {
+                Node::Nested(children.into_iter().map(|n| n.shifted(offset)).collect())
+            }
+            literal @ Node::Literal(_) => literal,
         }
     }
 }
@@ -310,6 +346,30 @@ enum Kind { A = 0; B = 1; }
             5 + 1 + 2 + 1 + 2 + 300,
             "two-byte lengths, nested"
         );
+    }
+
+    #[test]
+    fn a_streams_messages_render_each_behind_its_prefix_their_slots_numbered_in_order() {
+        let (_dir, input) = input();
+        let first = r#"{"name": "a-{{seq}}"}"#;
+        let literal = r#"{"n": 4}"#;
+        let last = r#"{"inner": {"token": "{{seq}}"}, "name": "{{seq}}x"}"#;
+        let mut stream = GrpcMessage::parse(&input, first, None).unwrap().unwrap();
+        let plain = encode_message(&input, literal).unwrap();
+        stream.append(GrpcMessage::literal(&plain[5..]));
+        stream.append(GrpcMessage::parse(&input, last, None).unwrap().unwrap());
+        assert_eq!(stream.texts().count(), 3);
+        for seq in [5, 123_456] {
+            let mut out = Vec::new();
+            stream.render(&RenderContext::plain(1, seq, None), &mut out);
+            let want = [
+                encode_message(&input, &rendered_by_hand(first, seq)).unwrap(),
+                plain.clone(),
+                encode_message(&input, &rendered_by_hand(last, seq)).unwrap(),
+            ]
+            .concat();
+            assert_eq!(out, want, "at {seq}");
+        }
     }
 
     #[test]

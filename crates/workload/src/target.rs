@@ -47,13 +47,45 @@ pub struct Target {
 }
 
 /// What a streaming gRPC call sends: its `body` holds every message, each behind its
-/// length prefix, sent as the flow control allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// length prefix, sent `repeat` times over, as the flow control allows or one message
+/// each `every_ns` (docs/GRPC.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GrpcStream {
     /// Messages in the body (1 for a server-streaming call's request).
     pub messages_out: u32,
     /// Their payload bytes (without the prefixes).
     pub bytes_out: u64,
+    /// Passes over the body's messages (`repeat N`; 1 unless said).
+    pub repeat: u32,
+    /// The time between two messages' sends (`every 10ms`), the first at the call's
+    /// send; 0: each as soon as the flow control allows.
+    pub every_ns: u64,
+    /// A bidirectional call: its `k`-th answer is timed against its `k`-th message.
+    pub bidi: bool,
+}
+
+impl Default for GrpcStream {
+    fn default() -> GrpcStream {
+        GrpcStream {
+            messages_out: 0,
+            bytes_out: 0,
+            repeat: 1,
+            every_ns: 0,
+            bidi: false,
+        }
+    }
+}
+
+impl GrpcStream {
+    /// Messages the call sends in all (every pass).
+    pub fn total_messages(&self) -> u64 {
+        u64::from(self.messages_out) * u64::from(self.repeat)
+    }
+
+    /// Their payload bytes in all.
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes_out * u64::from(self.repeat)
+    }
 }
 
 impl Target {

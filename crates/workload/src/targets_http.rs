@@ -71,6 +71,9 @@ pub struct HttpTargetReader<'a, R: BufRead> {
     /// The current gRPC target streams its messages (client or bidirectional): each
     /// message line adds one, and only a blank line or the next target ends it.
     grpc_streamed: Option<u32>,
+    /// The current streamed target's messages so far, uncompressed, each behind its
+    /// prefix: what a message with placeholders joins.
+    grpc_plain: Vec<u8>,
 }
 
 impl<'a, R: BufRead> HttpTargetReader<'a, R> {
@@ -95,6 +98,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
             grpc_types: TypeSource::default(),
             grpc_input: None,
             grpc_streamed: None,
+            grpc_plain: Vec::new(),
         }
     }
 
@@ -155,6 +159,7 @@ impl<'a, R: BufRead> HttpTargetReader<'a, R> {
                             .map_err(|r| self.fail(r))?;
                     self.grpc_input = Some(method.input());
                     self.grpc_streamed = method.is_client_streaming().then_some(0);
+                    self.grpc_plain.clear();
                     target
                 }
                 None => {
@@ -215,6 +220,8 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
                 .map_err(|_| self.fail(format!("message file {path:?} is not UTF-8 text")))?
         } else if line.starts_with('{') {
             line.to_owned()
+        } else if let Some((word, value)) = pace_line(line) {
+            return self.take_pace_line(word, value).map(|()| None);
         } else {
             let header = parse_header_line(line)
                 .and_then(grpc::metadata)
@@ -241,34 +248,48 @@ impl<R: BufRead> HttpTargetReader<'_, R> {
         Ok(target)
     }
 
+    /// An `every DURATION` or `repeat N` line of a client or bidirectional streaming
+    /// call: the pace of its messages, the passes over them.
+    fn take_pace_line(&mut self, word: &str, value: &str) -> Result<(), WorkloadError> {
+        if self.grpc_streamed.is_none() {
+            return Err(self.fail(format!(
+                "{word:?} paces a client or bidirectional streaming call's messages; this method takes one message"
+            )));
+        }
+        let stream = self.current.as_mut().and_then(|t| t.grpc_stream.as_mut());
+        let parsed = match word {
+            "every" => units::parse_duration(value)
+                .map_err(|e| e.to_string())
+                .and_then(|d| match u64::try_from(d.as_nanos()) {
+                    Ok(ns) if ns > 0 => Ok(ns),
+                    _ => Err("want a duration above 0 and under 584 years".to_owned()),
+                })
+                .map(|ns| stream.map(|s| s.every_ns = ns)),
+            _ => match value.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(stream.map(|s| s.repeat = n)),
+                _ => Err(format!("{value:?} is not a count from 1 to {}", u32::MAX)),
+            },
+        };
+        parsed
+            .map(drop)
+            .map_err(|reason| self.fail(format!("{word} {value}: {reason}")))
+    }
+
     /// Messages of a client or bidirectional streaming call: `text`'s every non-blank
-    /// line one, each encoded once and put behind the ones before in the body.
+    /// line one ([`grpc::add_stream_message`]).
     fn add_streamed_messages(
         &mut self,
         text: &str,
         input: &MessageDescriptor,
     ) -> Result<(), WorkloadError> {
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (body, message) = grpc::message_body(input, line, None, self.grpc_types.gzip)
-                .map_err(|r| self.fail(r))?;
-            if message.is_some() {
-                return Err(self.fail(
-                    "placeholders in a streaming call's messages are not supported yet".to_owned(),
-                ));
-            }
-            let first = self.grpc_streamed == Some(0);
             self.grpc_streamed = self.grpc_streamed.map(|n| n + 1);
             let Some(target) = self.current.as_mut() else {
                 continue;
             };
-            if first {
-                target.body.clear();
-            }
-            let stream = target.grpc_stream.get_or_insert_default();
-            stream.messages_out = self.grpc_streamed.unwrap_or(1);
-            stream.bytes_out = if first { 0 } else { stream.bytes_out };
-            stream.bytes_out += (body.len() - GRPC_PREFIX_LEN) as u64;
-            target.body.extend_from_slice(&body);
+            let gzip = self.grpc_types.gzip;
+            grpc::add_stream_message(target, &mut self.grpc_plain, input, line, None, gzip)
+                .map_err(|r| self.fail(r))?;
         }
         Ok(())
     }
@@ -304,6 +325,13 @@ impl<R: BufRead> Iterator for HttpTargetReader<'_, R> {
         }
         self.current.take().map(Ok)
     }
+}
+
+/// `every DURATION` or `repeat N` (a gRPC stream's pace): the word and its value.
+/// No metadata line reads so (a name is followed by a colon).
+fn pace_line(line: &str) -> Option<(&str, &str)> {
+    let (word, value) = line.split_once([' ', '\t'])?;
+    matches!(word, "every" | "repeat").then(|| (word, value.trim()))
 }
 
 fn starts_with_method(line: &str) -> bool {

@@ -10,4 +10,4 @@ mod hpack;
 mod request;
 mod session;
 
-pub(crate) use session::{Event, Session, State};
+pub(crate) use session::{BodyPlan, Event, Session, State};

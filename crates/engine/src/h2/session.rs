@@ -65,16 +65,35 @@ pub(crate) struct StreamEntry {
     pub slot: u32,
     /// How much request body the server will take now.
     send_window: i64,
-    /// Where the unsent rest of the request body starts in its HTTP/1.1 bytes.
-    body_at: usize,
-    /// Where the request body ends (the length of its HTTP/1.1 bytes).
-    body_end: usize,
+    /// Where the request body starts in its HTTP/1.1 bytes.
+    body_start: usize,
+    /// Body bytes sent, released to go as the windows allow, and in all: the body
+    /// [`BodyPlan::repeat`] times over (offsets in that repeated body).
+    body_sent: u64,
+    body_due: u64,
+    body_total: u64,
     /// Response body bytes read (`-max-body`).
     pub body_read: u64,
     /// Received bytes the stream's window has not been topped up for.
     recv_unacked: u64,
     /// The server ended or reset the stream: nothing to cancel.
     pub remote_closed: bool,
+}
+
+/// How a request's body goes: a gRPC stream's messages `repeat` times over, and,
+/// when `paced`, only as far as [`Session::release`] lets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyPlan {
+    pub repeat: u32,
+    pub paced: bool,
+}
+
+impl BodyPlan {
+    /// The body once, all of it at once.
+    pub(crate) const ONCE: BodyPlan = BodyPlan {
+        repeat: 1,
+        paced: false,
+    };
 }
 
 /// What a frame meant for the worker.
@@ -261,14 +280,27 @@ impl Session {
         https: bool,
         out: &mut Vec<u8>,
     ) -> Result<u32, &'static str> {
-        let body_at = self.encode_head(h1, https)?;
+        self.send_request_with(slot, h1, https, BodyPlan::ONCE, out)
+    }
+
+    /// [`Session::send_request`], its body going as `plan` says.
+    pub(crate) fn send_request_with(
+        &mut self,
+        slot: u32,
+        h1: &[u8],
+        https: bool,
+        plan: BodyPlan,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, &'static str> {
+        let body_start = self.encode_head(h1, https)?;
         let id = self.next_stream_id;
         if id > frame::MAX_WINDOW {
             self.state = State::Draining;
             return Err("h2: stream ids used up on this connection");
         }
         self.next_stream_id += 2;
-        let end_stream = if body_at == h1.len() {
+        let body_total = (h1.len() - body_start) as u64 * u64::from(plan.repeat);
+        let end_stream = if body_total == 0 {
             frame::FLAG_END_STREAM
         } else {
             0
@@ -289,8 +321,10 @@ impl Session {
             StreamEntry {
                 slot,
                 send_window: self.peer_initial_window,
-                body_at,
-                body_end: h1.len(),
+                body_start,
+                body_sent: 0,
+                body_due: if plan.paced { 0 } else { body_total },
+                body_total,
                 body_read: 0,
                 recv_unacked: 0,
                 remote_closed: false,
@@ -300,35 +334,69 @@ impl Session {
         Ok(id)
     }
 
-    /// Sends what the windows allow of stream `id`'s body; true when all of it is out.
+    /// Lets `messages` more gRPC messages of stream `id`'s paced body go (each a
+    /// 5-byte prefix, read from the body, and its payload), then sends what the
+    /// windows allow of it. Returns the bytes let go.
+    pub(crate) fn release(&mut self, id: u32, h1: &[u8], messages: u32, out: &mut Vec<u8>) -> u64 {
+        let Some(entry) = self.streams.get_mut(&id) else {
+            return 0;
+        };
+        let due_before = entry.body_due;
+        let body = &h1[entry.body_start.min(h1.len())..];
+        for _ in 0..messages {
+            let at = entry.body_due.checked_rem(body.len() as u64).unwrap_or(0) as usize;
+            let announced = body.get(at + 1..at + 5).map_or(u64::MAX, |len| {
+                u64::from(u32::from_be_bytes([len[0], len[1], len[2], len[3]]))
+            });
+            entry.body_due = entry
+                .body_due
+                .saturating_add(announced.saturating_add(5))
+                .min(entry.body_total);
+        }
+        let released = entry.body_due - due_before;
+        self.send_body(id, h1, out);
+        released
+    }
+
+    /// The bytes stream `id`'s body sends in all (every pass); 0 for no such stream.
+    pub(crate) fn body_total(&self, id: u32) -> u64 {
+        self.streams.get(&id).map_or(0, |e| e.body_total)
+    }
+
+    /// Sends what the windows allow of stream `id`'s released body; true when all
+    /// of it is out.
     pub(crate) fn send_body(&mut self, id: u32, h1: &[u8], out: &mut Vec<u8>) -> bool {
         let Some(entry) = self.streams.get_mut(&id) else {
             return true;
         };
-        while entry.body_at < h1.len() {
+        let body = &h1[entry.body_start.min(h1.len())..];
+        while entry.body_sent < entry.body_due {
+            let at = (entry.body_sent % body.len() as u64) as usize;
             let room = self.send_window.min(entry.send_window).max(0) as usize;
-            let len = (h1.len() - entry.body_at)
+            // Up to the end of one pass over the body, the release and the windows.
+            let len = (body.len() - at)
+                .min((entry.body_due - entry.body_sent) as usize)
                 .min(room)
                 .min(self.peer_max_frame);
             if len == 0 {
                 return false;
             }
-            let last = entry.body_at + len == h1.len();
+            let last = entry.body_sent + len as u64 == entry.body_total;
             let flags = if last { frame::FLAG_END_STREAM } else { 0 };
             frame::put_header(out, len, frame::DATA, flags, id);
-            out.extend_from_slice(&h1[entry.body_at..entry.body_at + len]);
-            entry.body_at += len;
+            out.extend_from_slice(&body[at..at + len]);
+            entry.body_sent += len as u64;
             entry.send_window -= len as i64;
             self.send_window -= len as i64;
         }
-        true
+        entry.body_sent == entry.body_total
     }
 
-    /// Streams whose request body is not all out: (id, slot).
+    /// Streams whose released request body is not all out: (id, slot).
     pub(crate) fn blocked_bodies(&self) -> Vec<(u32, u32)> {
         self.streams
             .iter()
-            .filter(|(_, e)| e.body_at < e.body_end)
+            .filter(|(_, e)| e.body_sent < e.body_due)
             .map(|(id, e)| (*id, e.slot))
             .collect()
     }
@@ -966,6 +1034,56 @@ mod tests {
             session.fields, b"x-small: 1\r\n",
             "a field past the bound is left out"
         );
+    }
+
+    /// DATA frames in `out`: (flags, payload).
+    fn data_frames(mut out: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut frames = Vec::new();
+        while out.len() >= frame::HEADER_BYTES {
+            let len = u32::from_be_bytes([0, out[0], out[1], out[2]]) as usize;
+            let (kind, flags) = (out[3], out[4]);
+            let payload = &out[frame::HEADER_BYTES..frame::HEADER_BYTES + len];
+            if kind == frame::DATA {
+                frames.push((flags, payload.to_vec()));
+            }
+            out = &out[frame::HEADER_BYTES + len..];
+        }
+        frames
+    }
+
+    #[test]
+    fn a_paced_body_goes_message_by_message_as_released_and_repeats() {
+        let (mut session, _) = open_session();
+        let h1 = b"POST /s HTTP/1.1\r\nHost: a\r\n\r\n\0\0\0\0\x01a\0\0\0\0\x02bc";
+        let (one, two) = (&b"\0\0\0\0\x01a"[..], &b"\0\0\0\0\x02bc"[..]);
+        let plan = BodyPlan {
+            repeat: 2,
+            paced: true,
+        };
+        let mut out = Vec::new();
+        let id = session
+            .send_request_with(9, h1, false, plan, &mut out)
+            .unwrap();
+        let head_flags = out[4];
+        assert_eq!(head_flags & frame::FLAG_END_STREAM, 0, "a body to come");
+        assert!(data_frames(&out).is_empty(), "nothing released yet");
+        // Each row: messages released, the DATA frames that go.
+        type Frames<'a> = Vec<(u8, &'a [u8])>;
+        let rows: [(u32, Frames<'_>); 4] = [
+            (1, vec![(0, one)]),
+            (0, vec![]),
+            (2, vec![(0, two), (0, one)]),
+            (5, vec![(frame::FLAG_END_STREAM, two)]),
+        ];
+        for (messages, want) in rows {
+            let mut out = Vec::new();
+            let released = session.release(id, h1, messages, &mut out);
+            let want_bytes: usize = want.iter().map(|(_, p)| p.len()).sum();
+            assert_eq!(released, want_bytes as u64, "release {messages}");
+            let want: Vec<(u8, Vec<u8>)> = want.iter().map(|(f, p)| (*f, p.to_vec())).collect();
+            assert_eq!(data_frames(&out), want, "release {messages}");
+        }
+        assert!(session.blocked_bodies().is_empty());
     }
 
     #[test]

@@ -376,7 +376,10 @@ impl Worker {
             self.conns[slot].parser.keep(kept);
         }
         let stream = self.grpc_stream(&request);
-        self.conns[slot].parser.messages.start(stream);
+        self.conns[slot]
+            .parser
+            .messages
+            .start(stream, dispatched_ns);
         let conn = &mut self.conns[slot];
         conn.request = Some(request);
         let state = &mut self.attacks[attack];

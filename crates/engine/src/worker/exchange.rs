@@ -279,12 +279,12 @@ impl Worker {
         }
         let sent_ns = request.dispatched_ns;
         let ended_ns = arrived_ns(self.arrival_age_ns, now, sent_ns);
+        let (messages_out, bytes_out) = counter.sent_out();
         // Counted whole at its end: a call is open for the seconds it lasts only in
         // its entry (its messages join the second it ended in).
         self.tally.opened();
         self.tally.closed();
-        self.tally
-            .sent(u64::from(counter.sent.messages_out), counter.sent.bytes_out);
+        self.tally.sent(messages_out, bytes_out);
         self.tally.received(counter.messages, counter.payload_bytes);
         self.tally.timed_all(&counter.gaps);
         self.connections.push(record::Connection {
@@ -296,11 +296,12 @@ impl Worker {
             closed_unix_ns: self.clock.unix_ns(ended_ns.max(sent_ns)),
             first_message_ns: (counter.messages > 0)
                 .then(|| counter.first_ns.saturating_sub(sent_ns)),
-            messages_out: u64::from(counter.sent.messages_out),
-            bytes_out: counter.sent.bytes_out,
+            messages_out,
+            bytes_out,
             messages_in: counter.messages,
             bytes_in: counter.payload_bytes,
             latency: counter.gaps.clone(),
+            round_trips: counter.round_trips.clone(),
             close: Close { by, code: 0 },
             ..record::Connection::default()
         });

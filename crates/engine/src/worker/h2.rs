@@ -19,7 +19,7 @@ use crate::arrival::arrived_ns;
 use crate::conn::{Phase, StreamLink, Wire};
 use crate::errors::Cause;
 use crate::h2::frame::{self, ConnError, Piece};
-use crate::h2::{Event, Session, State};
+use crate::h2::{BodyPlan, Event, Session, State};
 
 /// Recorded for a stream moved off its connection when no other takes it.
 const NO_CONNECTION: Cause = Cause {
@@ -34,6 +34,18 @@ fn grpc_encoding(name: &[u8]) -> Result<(), &'static str> {
     match name {
         b"" | b"identity" | b"gzip" => Ok(()),
         _ => Err("grpc: the answer's grpc-encoding is not one we accept (identity, gzip)"),
+    }
+}
+
+/// How a request's body goes: a gRPC call's streamed messages `repeat` times over,
+/// at a pace when it has one; anything else's all at once.
+fn body_plan(counter: &crate::grpc_messages::MessageCounter) -> BodyPlan {
+    if !counter.on {
+        return BodyPlan::ONCE;
+    }
+    BodyPlan {
+        repeat: counter.sent.repeat.max(1),
+        paced: counter.sent.every_ns > 0,
     }
 }
 
@@ -107,6 +119,7 @@ impl Worker {
     pub(super) fn send_stream(&mut self, slot: usize, carrier: usize) {
         let https = self.hosts.hosts[self.conns[slot].host].tls_name.is_some();
         let bytes = self.conns[slot].take_request_bytes();
+        let plan = body_plan(&self.conns[slot].parser.messages);
         let Some((session, frames)) = self.conns[carrier].session_and_frames() else {
             self.conns[slot].set_request_bytes(bytes);
             return;
@@ -117,7 +130,7 @@ impl Worker {
             return;
         }
         let before = frames.len();
-        let sent = session.send_request(slot as u32, bytes.as_slice(), https, frames);
+        let sent = session.send_request_with(slot as u32, bytes.as_slice(), https, plan, frames);
         let wire_bytes = (frames.len() - before) as u64;
         let stream = &mut self.conns[slot];
         stream.set_request_bytes(bytes);
@@ -128,9 +141,77 @@ impl Worker {
                     link.bytes_out = wire_bytes;
                 }
                 self.queue_flush(carrier);
+                let body_bytes = (self.conns[carrier].session()).map_or(0, |s| s.body_total(id));
+                let counter = &mut self.conns[slot].parser.messages;
+                if counter.on && !plan.paced {
+                    counter.released_bytes = body_bytes;
+                }
+                if plan.paced {
+                    self.paced.push(slot as u32);
+                    let now = self.clock.now_ns();
+                    self.paced_wake_ns = self.paced_wake_ns.min(now);
+                }
             }
             Err(reason) => self.fail(slot, Cause::new(ErrorKind::Protocol, reason)),
         }
+    }
+
+    /// Lets go the messages of paced gRPC calls that are due (message `k` of a call
+    /// at its send plus `k` times its `every`: a pure function of the call's start,
+    /// so a late pass sends every message due at once), and notes when the next is.
+    pub(super) fn send_paced(&mut self, now: u64) {
+        if self.paced_wake_ns > now {
+            return;
+        }
+        let mut paced = std::mem::take(&mut self.paced);
+        let mut wake_ns = u64::MAX;
+        paced.retain(|&slot| match self.release_due(slot as usize, now) {
+            Some(next_ns) => {
+                wake_ns = wake_ns.min(next_ns);
+                true
+            }
+            None => false,
+        });
+        self.paced = paced;
+        self.paced_wake_ns = wake_ns;
+    }
+
+    /// Lets go the messages of `slot`'s paced call due by `now`; when the next one is
+    /// due, `None` once all are out (or the slot holds no such call now).
+    fn release_due(&mut self, slot: usize, now: u64) -> Option<u64> {
+        let conn = &self.conns[slot];
+        let (request, counter, link) = (
+            conn.request.as_ref()?,
+            &conn.parser.messages,
+            conn.stream()?,
+        );
+        let (every_ns, total) = (counter.sent.every_ns, counter.sent.total_messages());
+        if !counter.on || every_ns == 0 || link.id == 0 {
+            return None;
+        }
+        let start_ns = request.dispatched_ns;
+        let due = (now.saturating_sub(start_ns) / every_ns + 1).min(total);
+        let (carrier, id, released) = (link.carrier as usize, link.id, counter.released);
+        if self.conns[carrier].generation != link.carrier_generation {
+            return None;
+        }
+        if due > released {
+            let bytes = self.conns[slot].take_request_bytes();
+            if let Some((session, frames)) = self.conns[carrier].session_and_frames() {
+                let before = frames.len();
+                let more = u32::try_from(due - released).unwrap_or(u32::MAX);
+                let let_go = session.release(id, bytes.as_slice(), more, frames);
+                let wire_bytes = (frames.len() - before) as u64;
+                self.conns[slot].parser.messages.released_bytes += let_go;
+                if let Some(link) = self.conns[slot].stream_mut() {
+                    link.bytes_out += wire_bytes;
+                }
+            }
+            self.conns[slot].set_request_bytes(bytes);
+            self.conns[slot].parser.messages.released = due;
+            self.queue_flush(carrier);
+        }
+        (due < total).then(|| start_ns.saturating_add(due.saturating_mul(every_ns)))
     }
 
     /// The connection is up: over TLS the hello goes and ALPN decides the rest

@@ -139,6 +139,10 @@ pub(crate) struct Worker {
     batch: Vec<Record>,
     /// Figures of the stream steps' connections that closed, shipped with the batch.
     connections: Vec<record::Connection>,
+    /// Stream slots of gRPC calls whose messages go at a pace (`every`) and are not
+    /// all out (`h2.rs`, [`Worker::send_paced`]); when the next is due.
+    paced: Vec<u32>,
+    paced_wake_ns: u64,
     last_ship_ns: u64,
     counters: Counters,
     read_buf: Box<[u8]>,
@@ -205,6 +209,8 @@ impl Worker {
             lazy_hosts: Vec::new(),
             batch: Vec::with_capacity(SHIP_RECORDS * 2),
             connections: Vec::new(),
+            paced: Vec::new(),
+            paced_wake_ns: u64::MAX,
             last_ship_ns: 0,
             counters: Counters::default(),
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
@@ -241,6 +247,7 @@ impl Worker {
             }
             self.dispatch_due();
             let now = self.clock.now_ns();
+            self.send_paced(now);
             self.expire(now);
             self.flush_queued();
             if self
@@ -441,7 +448,7 @@ impl Worker {
     /// every connection it may use is busy). A request due at a cap waits for
     /// readiness (an answer frees its connection), not for the clock.
     fn wait_ns(&mut self, now: u64) -> (u64, bool) {
-        let mut wake = self.last_ship_ns + SHIP_INTERVAL_NS;
+        let mut wake = (self.last_ship_ns + SHIP_INTERVAL_NS).min(self.paced_wake_ns);
         let mut behind = false;
         self.peek_replays();
         let shared = &self.shared;

@@ -249,9 +249,68 @@ fn grpc_stream_target(url: &str) -> Target {
         body: vec![0, 0, 0, 0, 0],
         grpc_stream: Some(workload::GrpcStream {
             messages_out: 1,
-            bytes_out: 0,
+            ..workload::GrpcStream::default()
         }),
         ..Target::get("POST", url::Url::parse(url).unwrap())
+    }
+}
+
+/// A bidirectional call of `/grpc-echo` sending `messages` (3 bytes each) `repeat`
+/// times over, one each `every_ms`.
+fn grpc_paced_target(url: &str, messages: u32, repeat: u32, every_ms: u64) -> Target {
+    let message = [0, 0, 0, 0, 3, b'a', b'b', b'c'];
+    Target {
+        body: message.repeat(messages as usize),
+        grpc_stream: Some(workload::GrpcStream {
+            messages_out: messages,
+            bytes_out: 3 * u64::from(messages),
+            repeat,
+            every_ns: every_ms * 1_000_000,
+            bidi: true,
+        }),
+        ..grpc_stream_target(url)
+    }
+}
+
+#[test]
+fn a_paced_stream_sends_one_message_each_interval_repeating_its_messages() {
+    let server = H2Server::start(H2Options::default());
+    let url = server.url("/grpc-echo");
+    let mut config = h2c(std::slice::from_ref(&url), open_rate(4.0, 2));
+    let paced = grpc_paced_target(&url, 2, 3, 25);
+    config.attacks[0].targets = Targets::List(vec![paced]);
+    let run = run(&config);
+    assert_eq!(
+        statuses(&run),
+        HashMap::from([(200, 2)]),
+        "{:?}",
+        errors(&run)
+    );
+    for call in &run.connections {
+        let figures = (call.messages_out, call.bytes_out, call.messages_in);
+        assert_eq!(figures, (6, 18, 6), "{call:?}");
+        // Six sends 25ms apart: the last 125ms after the call's start.
+        let span_ns = call.closed_unix_ns - call.opened_unix_ns;
+        assert!(span_ns >= 125_000_000, "{call:?}");
+        // Each answer timed against its own message: well under the 25ms between
+        // sends (from the call's start, half would be 50ms at least). The first
+        // may wait for the connection.
+        assert_eq!(call.round_trips.count(), 6, "{call:?}");
+        assert!(
+            call.round_trips.quantile(0.5).unwrap() < 20_000_000,
+            "{call:?}"
+        );
+    }
+    // The calls are 250ms apart: each call's messages arrive 25ms apart (the first
+    // may go late, waiting for the connection: the next are due by the call's start).
+    let mut sorted = server.stats.message_arrivals.lock().unwrap().clone();
+    assert_eq!(sorted.len(), 12);
+    sorted.sort();
+    for call in [&sorted[..6], &sorted[6..]] {
+        for pair in call[1..].windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= Duration::from_millis(20), "{gap:?} in {call:?}");
+        }
     }
 }
 
@@ -356,8 +415,8 @@ fn ping_acks_go_with_the_next_requests_and_none_is_lost() {
         errors(&run)
     );
     // The last ACK may still be on its way when the run's results are in.
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while server.ping_acks.lock().unwrap().len() < 200 && std::time::Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while server.ping_acks.lock().unwrap().len() < 200 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let acks = server.ping_acks.lock().unwrap().clone();

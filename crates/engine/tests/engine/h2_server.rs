@@ -6,7 +6,8 @@
 //! `/status/NNN`, `/t/ANY...`, `/redirect` (to `/ok`), `/reset` (RST_STREAM INTERNAL_ERROR),
 //! `/big/BYTES`, `/echo` (reads the whole body), `/grpc/N/END` (a gRPC server stream:
 //! N messages of 3 bytes 2ms apart, then END: `ok` trailers, `reset` (RST_STREAM
-//! INTERNAL_ERROR) or `big` (a message announcing 5 MiB)).
+//! INTERNAL_ERROR) or `big` (a message announcing 5 MiB)), `/grpc-echo` (a
+//! bidirectional gRPC stream answering each message as it comes, with itself).
 //!
 //! [`RawServer`] speaks frames by hand, for what a real server would not do on
 //! demand: refusing streams, GOAWAY mid-run, broken frames, answering in HTTP/1.1.
@@ -34,6 +35,8 @@ pub struct H2Stats {
     pub client_resets: AtomicUsize,
     /// Request body bytes read by `/echo`.
     pub body_bytes: AtomicUsize,
+    /// When each message `/grpc-echo` read came whole, in arrival order.
+    pub message_arrivals: std::sync::Mutex<Vec<std::time::Instant>>,
     /// Every path and query served over h2, in arrival order.
     pub paths: std::sync::Mutex<Vec<String>>,
     /// Every request's fields as the server decoded them (`:method`, `:path`, then
@@ -206,6 +209,7 @@ async fn answer(
             return;
         }
         ["reset"] => return respond.send_reset(h2::Reason::INTERNAL_ERROR),
+        ["grpc-echo"] => return grpc_echo(request.into_body(), respond, stats).await,
         ["grpc", count, end] => return grpc_stream(respond, count.parse().unwrap(), end).await,
         ["big", bytes] => (200, Bytes::from(vec![b'x'; bytes.parse().unwrap()])),
         ["echo"] => {
@@ -224,15 +228,20 @@ async fn answer(
     send_all(&mut stream, body).await;
 }
 
-/// A gRPC server stream: `count` messages 2ms apart, each its own DATA frame, then
-/// `end` (see the module documentation).
-async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize, end: &str) {
+/// Sends a gRPC answer's head; the stream to send its messages on.
+fn grpc_head(respond: &mut h2::server::SendResponse<Bytes>) -> Option<h2::SendStream<Bytes>> {
     let head = http::Response::builder()
         .status(200)
         .header("content-type", "application/grpc")
         .body(())
         .unwrap();
-    let Ok(mut stream) = respond.send_response(head, false) else {
+    respond.send_response(head, false).ok()
+}
+
+/// A gRPC server stream: `count` messages 2ms apart, each its own DATA frame, then
+/// `end` (see the module documentation).
+async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize, end: &str) {
+    let Some(mut stream) = grpc_head(&mut respond) else {
         return;
     };
     for _ in 0..count {
@@ -256,6 +265,41 @@ async fn grpc_stream(mut respond: h2::server::SendResponse<Bytes>, count: usize,
             let _ = stream.send_trailers(trailers);
         }
     }
+}
+
+/// A bidirectional gRPC stream: each message read is answered at once with itself;
+/// the client's end ends the call with `OK` trailers.
+async fn grpc_echo(
+    mut body: h2::RecvStream,
+    mut respond: h2::server::SendResponse<Bytes>,
+    stats: &H2Stats,
+) {
+    let Some(mut stream) = grpc_head(&mut respond) else {
+        return;
+    };
+    let mut pending = Vec::new();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        pending.extend_from_slice(&chunk);
+        while pending.len() >= 5 {
+            let len = u32::from_be_bytes(pending[1..5].try_into().unwrap()) as usize;
+            if pending.len() < 5 + len {
+                break;
+            }
+            stats
+                .message_arrivals
+                .lock()
+                .unwrap()
+                .push(std::time::Instant::now());
+            let message: Vec<u8> = pending.drain(..5 + len).collect();
+            if stream.send_data(Bytes::from(message), false).is_err() {
+                return;
+            }
+        }
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    let _ = stream.send_trailers(trailers);
 }
 
 /// Sends `body` as the window allows, then ends the stream.

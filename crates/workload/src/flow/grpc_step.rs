@@ -79,12 +79,6 @@ pub(super) fn parse_call_step<'a>(
     let types = own.as_mut().unwrap_or(types);
     let (mut target, method) =
         grpc::parse_call(rest, types, headers).map_err(|r| format!("request: {r}"))?;
-    if method.is_client_streaming() {
-        return Err(format!(
-            "request: {}: a flow's step does not call client or bidirectional streaming methods yet",
-            method.full_name()
-        ));
-    }
     let mut json = None;
     for line in lines {
         if let Some(path) = line.strip_prefix('@') {
@@ -94,11 +88,18 @@ pub(super) fn parse_call_step<'a>(
             let text = String::from_utf8(bytes).map_err(|_| {
                 format!("request: message file {} is not UTF-8 text", path.display())
             })?;
-            json = Some(text);
+            json = match json {
+                Some(before) if method.is_client_streaming() => Some(format!("{before}\n{text}")),
+                _ => Some(text),
+            };
             continue;
         }
         if line.starts_with('{') {
-            json = Some(line.to_owned());
+            // A client stream's lines are its messages, in order; a unary call's, the last.
+            json = match json {
+                Some(before) if method.is_client_streaming() => Some(format!("{before}\n{line}")),
+                _ => Some(line.to_owned()),
+            };
             continue;
         }
         let (name, value) = line
@@ -121,10 +122,27 @@ pub(super) fn parse_call_step<'a>(
         (None, Some(body)) => body.to_owned(),
         (None, None) => "{}".to_owned(),
     };
-    let (body, message) = grpc::message_body(&method.input(), &json, Some(known), types.gzip)
-        .map_err(|r| format!("body: {r}"))?;
-    target.body = body;
-    target.grpc_message = message;
+    if method.is_client_streaming() {
+        // Each non-blank line one message of the stream, in order.
+        let mut plain = Vec::new();
+        for line in json.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let input = method.input();
+            grpc::add_stream_message(
+                &mut target,
+                &mut plain,
+                &input,
+                line,
+                Some(known),
+                types.gzip,
+            )
+            .map_err(|r| format!("body: {r}"))?;
+        }
+    } else {
+        let (body, message) = grpc::message_body(&method.input(), &json, Some(known), types.gzip)
+            .map_err(|r| format!("body: {r}"))?;
+        target.body = body;
+        target.grpc_message = message;
+    }
     let call = GrpcCall {
         output: method.output(),
         server_streaming: method.is_server_streaming(),

@@ -1036,6 +1036,36 @@ body = '{"name": "{{region}}"}'
 }
 
 #[test]
+fn a_grpc_step_calls_a_bidirectional_method_with_a_message_per_line_and_reads_its_answers_as_an_array()
+ {
+    let steps = r#"
+[[step]]
+name = "login"
+request = "POST http://127.0.0.1:8080/login"
+extract = { token = "json $.token" }
+
+[[step]]
+name = "chat"
+request = "GRPC 127.0.0.1:50051 hello.Greeter/Chat"
+body = """
+{"name": "first"}
+{"name": "{{token}}"}
+
+{"name": "last"}
+"""
+checks = ["grpc OK", "json $[1].message = b"]
+"#;
+    let (_dir, flow) = compile_grpc(steps, false);
+    let flow = flow.unwrap();
+    let chat = &flow.steps[1];
+    let stream = chat.target.grpc_stream.expect("a stream");
+    assert_eq!((stream.messages_out, stream.bidi), (3, true));
+    let message = chat.target.grpc_message.as_ref().expect("a placeholder");
+    assert_eq!(message.texts().collect::<Vec<_>>(), ["{{token}}"]);
+    assert!(chat.grpc.as_ref().is_some_and(|call| call.server_streaming));
+}
+
+#[test]
 fn grpc_step_mistakes_are_named() {
     let login = "[[step]]\nname = \"login\"\nrequest = \"POST http://127.0.0.1:8080/login\"\nextract = { token = \"json $.token\" }\n";
     let call =
@@ -1072,8 +1102,9 @@ fn grpc_step_mistakes_are_named() {
             "step 2: request: no method \"hello.Greeter/SayHi\" in the .proto files (known: hello.Greeter/SayHello, hello.Greeter/SayMany, hello.Greeter/Chat)",
         ),
         (
-            call.replace("SayHello", "Chat"),
-            "step \"hello\": request: hello.Greeter.Chat: a flow's step does not call client or bidirectional streaming methods yet",
+            format!("{call}body = '''{{\"name\": \"a\"}}\n{{\"times\": \"{{{{user}}}}\"}}'''")
+                .replace("SayHello", "Chat"),
+            "step \"hello\": body: message hello.HelloRequest at times: ",
         ),
         (
             format!("{call}import_path = [\"x\"]"),
