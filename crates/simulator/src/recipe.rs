@@ -299,11 +299,14 @@ fn parse_route(value: &Value, path: String, base: Option<&Path>) -> Result<Route
         .iter()
         .any(|(k, v)| k == "content-encoding" && v.eq_ignore_ascii_case("gzip"));
     let default_stages = Value::Array(vec![Value::Object(Map::new())]);
-    let stages_value = match (fields.get("stages"), &grpc) {
+    // A gRPC method answers OK at once unless told otherwise; a WebSocket or event
+    // stream route answers by its own key, so it needs no stage either.
+    let answers_itself =
+        grpc.is_some() || fields.get("websocket").is_some() || fields.get("events").is_some();
+    let stages_value = match (fields.get("stages"), answers_itself) {
         (Some(stages), _) => stages,
-        // A gRPC method answers OK at once unless told otherwise.
-        (None, Some(_)) => &default_stages,
-        (None, None) => {
+        (None, true) => &default_stages,
+        (None, false) => {
             return Err(fields.err("stages", "missing: a route needs at least one stage"));
         }
     };
@@ -1013,6 +1016,28 @@ mod tests {
             "/*",
             "route defaults to /*"
         );
+    }
+
+    #[test]
+    fn stream_routes_need_no_stages_and_other_routes_do() {
+        // (recipe, whether it parses)
+        let rows = [
+            (r#"{"route": "/chat", "websocket": "echo"}"#, true),
+            (r#"{"route": "/ticks", "events": {"count": 3}}"#, true),
+            (r#"{"route": "/page"}"#, false),
+        ];
+        for (text, parses) in rows {
+            match parse(text) {
+                Ok(recipe) => {
+                    assert!(parses, "{text}");
+                    assert!(recipe.routes[0].stream.is_some(), "{text}");
+                }
+                Err(err) => {
+                    assert!(!parses, "{text}: {err}");
+                    assert!(err.to_string().contains("stages: missing"), "{text}: {err}");
+                }
+            }
+        }
     }
 
     #[test]
