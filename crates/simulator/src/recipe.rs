@@ -1034,7 +1034,7 @@ mod tests {
                 }
                 Err(err) => {
                     assert!(!parses, "{text}: {err}");
-                    assert!(err.to_string().contains("stages: missing"), "{text}: {err}");
+                    assert!(err.contains("stages: missing"), "{text}: {err}");
                 }
             }
         }
