@@ -173,7 +173,14 @@ impl Metrics {
             activity.earliest_unix_ns = sent_unix_ns;
         }
         activity.requests += 1;
-        activity.flow_starts += u64::from(seq & 0xffff == 0);
+        if seq & 0xffff == 0 {
+            if activity.flow_starts == 0 {
+                activity.earliest_start_unix_ns = sent_unix_ns;
+            }
+            activity.flow_starts += 1;
+            activity.earliest_start_unix_ns = activity.earliest_start_unix_ns.min(sent_unix_ns);
+            activity.latest_start_unix_ns = activity.latest_start_unix_ns.max(sent_unix_ns);
+        }
         activity.earliest_unix_ns = activity.earliest_unix_ns.min(sent_unix_ns);
         activity.latest_unix_ns = activity.latest_unix_ns.max(sent_unix_ns);
     }
@@ -374,23 +381,38 @@ pub struct AttackActivity {
     /// Its requests that started a run of a flow (`seq & 0xffff == 0`; in a plain
     /// attack, every 65536th request: read only for flows).
     pub flow_starts: u64,
+    /// The earliest and latest send times of those, unix nanoseconds.
+    pub earliest_start_unix_ns: u64,
+    pub latest_start_unix_ns: u64,
 }
 
 impl AttackActivity {
     /// vegeta's rate for this attack alone: requests over its send span (the request
     /// count when the span is zero).
     pub fn rate_per_sec(&self) -> f64 {
-        let seconds = go_seconds(self.latest_unix_ns.saturating_sub(self.earliest_unix_ns));
-        if seconds > 0.0 {
-            self.requests as f64 / seconds
-        } else {
-            self.requests as f64
-        }
+        per_span(self.requests, self.earliest_unix_ns, self.latest_unix_ns)
     }
 
-    /// A flow's runs started per second, over the same span.
+    /// A flow's runs started per second, over the span of their starts: the steps
+    /// after a run's first (a held connection, a stream of events) may go on long
+    /// after the last run started, and are no part of the arrival rate asked.
     pub fn flow_starts_per_sec(&self) -> f64 {
-        self.rate_per_sec() * self.flow_starts as f64 / self.requests.max(1) as f64
+        per_span(
+            self.flow_starts,
+            self.earliest_start_unix_ns,
+            self.latest_start_unix_ns,
+        )
+    }
+}
+
+/// `count` over the span from `earliest_unix_ns` to `latest_unix_ns`, as vegeta's rate
+/// (the count itself when the span is zero).
+fn per_span(count: u64, earliest_unix_ns: u64, latest_unix_ns: u64) -> f64 {
+    let seconds = go_seconds(latest_unix_ns.saturating_sub(earliest_unix_ns));
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        count as f64
     }
 }
 
@@ -485,6 +507,41 @@ mod tests {
         RunTables {
             errors: vec![entry("500 Internal Server Error"), entry("timeout")],
             ..RunTables::default()
+        }
+    }
+
+    /// A flow's runs start 10 a second for 8 s; each holds its second step 1.95 s more.
+    /// The starts' rate is the arrival rate, whatever the later steps' span.
+    #[test]
+    fn a_flows_starts_are_counted_over_their_own_span() {
+        let mut metrics = Metrics::new(None);
+        for run in 0..80u64 {
+            for (step, after_ms) in [(0, 0), (1, 1_950)] {
+                metrics.add(&Record {
+                    seq: (run << 16) | step,
+                    ..record(run * 100 + after_ms, 1, 200, 0)
+                });
+            }
+        }
+        let activity = metrics.close(&tables()).attacks[0];
+        // (what, figure, want)
+        let rows = [
+            (
+                "requests over every send",
+                activity.rate_per_sec(),
+                160.0 / 9.85,
+            ),
+            (
+                "runs over their starts",
+                activity.flow_starts_per_sec(),
+                80.0 / 7.9,
+            ),
+        ];
+        for (what, figure, want) in rows {
+            assert!(
+                (figure - want).abs() < 1e-9,
+                "{what}: {figure} against {want}"
+            );
         }
     }
 
