@@ -381,8 +381,9 @@ pub struct AttackActivity {
     /// Its requests that started a run of a flow (`seq & 0xffff == 0`; in a plain
     /// attack, every 65536th request: read only for flows).
     pub flow_starts: u64,
-    /// The earliest and latest send times of those, unix nanoseconds.
+    /// The earliest send time of those, unix nanoseconds.
     pub earliest_start_unix_ns: u64,
+    /// The latest send time of those, unix nanoseconds.
     pub latest_start_unix_ns: u64,
 }
 
