@@ -689,11 +689,9 @@ impl Worker {
                 self.write(carrier as usize);
             }
         }
-        if !self.acks_waiting.is_empty() {
-            // Held ACKs went out with whatever else was written on their connection.
-            self.acks_waiting
-                .retain(|(carrier, _)| !flushes.contains(carrier));
-        }
+        // Held ACKs went out with whatever else was written on their connection.
+        self.acks_waiting
+            .retain(|(carrier, _)| !flushes.contains(carrier));
         flushes.clear();
         self.flushes = flushes;
     }
@@ -701,7 +699,7 @@ impl Worker {
     /// Whether `slot`'s unwritten bytes are PING ACKs held for its next write.
     pub(super) fn holds_ping_acks(&self, slot: usize) -> bool {
         let held = (slot as u32, self.conns[slot].generation);
-        !self.acks_waiting.is_empty() && self.acks_waiting.contains(&held)
+        self.acks_waiting.contains(&held)
     }
 
     /// A new connection to `host` carries an HTTP/2 session.
