@@ -590,10 +590,8 @@ pub fn write_calls_text(out: &mut String, calls: &StreamedCalls) {
 
 /// Events by type in name order, the types not named (`other`) last.
 fn by_type(events: &BTreeMap<String, u64>) -> impl Iterator<Item = (&String, &u64)> {
-    let (named, other): (Vec<_>, Vec<_>) = events
-        .iter()
-        .partition(|(name, _)| name.as_str() != record::OTHER_EVENTS);
-    named.into_iter().chain(other)
+    let named = (events.iter()).filter(|(name, _)| name.as_str() != record::OTHER_EVENTS);
+    named.chain(events.get_key_value(record::OTHER_EVENTS))
 }
 
 /// An event type as a row shows it: a server's name may hold spaces, tabs or
