@@ -817,7 +817,26 @@ fn a_posted_token_stream_is_timed_to_its_first_event_its_end_and_its_gaps() {
         assert_eq!(c.close.by, record::ClosedBy::Server, "its end: {c:?}");
         let median_ns = c.latency.quantile(0.5).unwrap();
         assert!((15_000_000..200_000_000).contains(&median_ns), "{c:?}");
+        // Its first event 20 ms after the head: where the body starts.
+        let first_ns = c.first_message_ns.unwrap();
+        assert!((15_000_000..200_000_000).contains(&first_ns), "{c:?}");
     }
+    // The body's bytes a second: 25 bytes over its four gaps of 20 ms (at most 420
+    // a second, fewer when the machine is slow), apart from the run-wide rows.
+    let json = loadlab(&["report", "-type=json", &output]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rate = &value["loadlab"]["connections"]["body_bytes_per_sec"];
+    assert_eq!(rate["streams"], 2, "{value}");
+    for figure in [
+        rate["50th"].as_f64().unwrap(),
+        rate["total"].as_f64().unwrap(),
+    ] {
+        assert!((25.0..=420.0).contains(&figure), "{value}");
+    }
+    let report = text(&loadlab(&["report", "-by=step", &output]).stdout);
+    let row = report.lines().find(|l| l.starts_with("Body Bytes/s"));
+    let p50 = rate["50th"].as_u64().unwrap().to_string();
+    assert!(row.is_some_and(|r| r.contains(&p50)), "{report}");
 }
 
 #[test]
@@ -946,6 +965,84 @@ extract = {{ id = "json $.id" }}
     let entry = &tables.errors[missing.error as usize - 1];
     assert_eq!(entry.kind, ErrorKind::Extract, "{entry:?}");
     assert!(entry.text.contains("extract id"), "{entry:?}");
+}
+
+/// Each event stream's entry counts its events by type (`event:`, `message` when
+/// none), and `report` adds them up: for the run, per step and in its JSON.
+#[test]
+fn events_are_counted_by_type_in_each_entry_and_the_report() {
+    let server = serve(
+        r#"[
+  {"route": "/prices", "events": {"count": 3, "every": "10ms", "data": "price", "event": "quote"},
+   "stages": [{"status": 200}]},
+  {"route": "/ticks", "events": {"count": 2, "every": "10ms", "data": "tick"},
+   "stages": [{"status": 200}]}
+]"#,
+    );
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "feeds"
+concurrency = 1
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "quotes"
+sse = "http://{addr}/prices"
+events = 3
+
+[[scenario.step]]
+name = "ticks"
+sse = "http://{addr}/ticks"
+events = 2
+"#
+    );
+    let (output, _, _, _) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    let (quotes, ticks) = (&held["quotes"], &held["ticks"]);
+    assert!(!quotes.is_empty() && !ticks.is_empty(), "{held:?}");
+    let typed = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+        pairs.iter().map(|&(n, c)| (n.to_owned(), c)).collect()
+    };
+    for c in quotes {
+        assert_eq!(c.events, typed(&[("quote", 3)]), "{c:?}");
+    }
+    for c in ticks {
+        assert_eq!(c.events, typed(&[("message", 2)]), "{c:?}");
+    }
+    let (q, t) = (3 * quotes.len(), 2 * ticks.len());
+    let report = loadlab(&["report", &output]);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let report = text(&report.stdout);
+    let row = format!("message:{t} quote:{q}");
+    let events = report.lines().find(|l| l.starts_with("Events"));
+    assert!(events.is_some_and(|l| l.ends_with(&row)), "{row}: {report}");
+    let by_step = text(&loadlab(&["report", "-by=step", &output]).stdout);
+    let group = |name: &str| {
+        by_step
+            .split("\n\n")
+            .skip_while(|g| !g.contains(&format!("step {name}")))
+            .find(|g| g.contains("Events"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        group("quotes").contains(&format!("quote:{q}\n")),
+        "{by_step}"
+    );
+    assert!(
+        group("ticks").contains(&format!("message:{t}\n")),
+        "{by_step}"
+    );
+    let json = loadlab(&["report", "-type=json", &output]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let events = &value["loadlab"]["connections"]["events"];
+    assert_eq!(events["quote"], q, "{value}");
+    assert_eq!(events["message"], t, "{value}");
 }
 
 #[test]

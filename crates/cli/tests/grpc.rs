@@ -978,6 +978,9 @@ fn a_paced_bidirectional_stream_is_answered_as_each_message_comes_and_each_answe
     let json: serde_json::Value = serde_json::from_str(&report(&records, "json")).unwrap();
     let trips = &json["loadlab"]["grpc_streams"]["round_trips"];
     assert_eq!(trips["count"], 12, "{json}");
+    // The messages let go at their pace are in the per-second figures as they went.
+    let (entries, _) = entries_and_seconds(&records);
+    assert_eq!(entries.len(), 2, "{entries:?}");
 
     // Placeholders in the messages, rendered per call: a 10-byte value and
     // `call 0` (`call 1`) in string fields, twice over; their bytes as rendered.
@@ -992,6 +995,66 @@ fn a_paced_bidirectional_stream_is_answered_as_each_message_comes_and_each_answe
     assert!(row(&rows, "Messages").starts_with("8, 8, "), "{rows}");
     // Per call: 2 x ((2 + 10) + (2 + 6)).
     assert!(row(&rows, "Msg Bytes").starts_with("80, "), "{rows}");
+}
+
+/// The connections entries of the record file at `path` and its stats samples'
+/// stream figures, which must add up to the entries (calls, messages and bytes each
+/// way, latencies) and end with none open.
+fn entries_and_seconds(path: &Path) -> (Vec<record::Connection>, Vec<record::StreamStats>) {
+    let mut source = record::open_input(path.to_str().unwrap()).unwrap();
+    let (mut batch, mut entries) = (Vec::new(), Vec::new());
+    while source.next_batch(&mut batch).unwrap() {
+        source.drain_connections(&mut entries);
+    }
+    source.drain_connections(&mut entries);
+    let seconds: Vec<record::StreamStats> = (source.summary().stats.iter())
+        .filter_map(|s| s.streams.clone())
+        .collect();
+    let sum = |field: fn(&record::StreamStats) -> u64| seconds.iter().map(field).sum::<u64>();
+    let entries_sum =
+        |field: fn(&record::Connection) -> u64| entries.iter().map(field).sum::<u64>();
+    let calls = entries.len() as u64;
+    assert_eq!(
+        (sum(|s| s.opened), sum(|s| s.closed)),
+        (calls, calls),
+        "{seconds:?}"
+    );
+    assert_eq!(sum(|s| s.messages_out), entries_sum(|c| c.messages_out));
+    assert_eq!(sum(|s| s.bytes_out), entries_sum(|c| c.bytes_out));
+    assert_eq!(sum(|s| s.messages_in), entries_sum(|c| c.messages_in));
+    assert_eq!(sum(|s| s.bytes_in), entries_sum(|c| c.bytes_in));
+    assert_eq!(
+        sum(|s| s.latency.count()),
+        entries_sum(|c| c.latency.count())
+    );
+    assert_eq!(seconds.last().map(|s| s.open), Some(0), "{seconds:?}");
+    (entries, seconds)
+}
+
+/// A server stream of 2.5 s is in the per-second stream figures as it goes: open
+/// from its send, each message in the second it came in (not all in the second the
+/// call ended); over the run the samples add up to the call's entry.
+#[test]
+fn a_long_server_stream_counts_in_the_per_second_figures_as_its_messages_come() {
+    let (tmp, proto, recipe) = sim_files(
+        r#"[{"grpc": {"proto": "sim.proto", "method": "sim.Greeter/SayMany", "answer": {"message": "hi", "n": 7},
+                      "stream": {"count": 25, "every": "100ms"}}}]"#,
+    );
+    let sim = Simulate::start(&recipe);
+    let records = tmp.path().join("long.llr");
+    let targets = format!(
+        "GRPC 127.0.0.1:{} sim.Greeter/SayMany\n{{\"name\": \"x\"}}\n",
+        sim.port
+    );
+    call_for_a_second("1/s", &proto, &records, &targets);
+    let (entries, seconds) = entries_and_seconds(&records);
+    assert_eq!(entries.len(), 1, "one call: {entries:?}");
+    let call = &entries[0];
+    assert_eq!((call.messages_out, call.messages_in), (1, 25), "{call:?}");
+    // 25 messages 100 ms apart: in two seconds at least, the call open meanwhile.
+    let with_messages = seconds.iter().filter(|s| s.messages_in > 0).count();
+    assert!(with_messages >= 2, "{seconds:?}");
+    assert!(seconds.iter().any(|s| s.open == 1), "{seconds:?}");
 }
 
 #[test]

@@ -71,6 +71,19 @@ pub(crate) struct InFlight {
     /// The flow user that sent it (its slot in the attack's users), or
     /// [`NO_USER`].
     pub user: u32,
+    /// What of a streamed gRPC call the worker's stream tally counted already; it
+    /// goes with the request when it is sent again elsewhere, so a call opens once.
+    pub call_tally: CallTally,
+}
+
+/// A streamed gRPC call's share of the worker's per-second stream figures
+/// (`stream_tally.rs`), counted as it goes: open from its start, its messages sent
+/// as they are let go.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallTally {
+    pub open: bool,
+    pub messages_out: u64,
+    pub bytes_out: u64,
 }
 
 impl InFlight {

@@ -2,10 +2,14 @@
 //! length prefixes as DATA frames arrive (a prefix or a message may span frames),
 //! each timed when its last byte came. Nothing is allocated per message: the gaps
 //! go into a histogram whose room the slot keeps from call to call, and grows only
-//! when a gap falls into a bucket no earlier one did (a few dozen at most).
+//! when a gap falls into a bucket no earlier one did (a few dozen at most). The
+//! worker's per-second figures ([`StreamTally`]) get each message, its bytes and its
+//! gap as they come, with relaxed atomic adds.
 
 use record::MessageLatency;
 use workload::GrpcStream;
+
+use crate::stream_tally::StreamTally;
 
 /// The bytes before each gRPC message: a compressed flag and a big-endian length.
 const PREFIX_LEN: usize = 5;
@@ -58,8 +62,9 @@ impl MessageCounter {
         self.gaps.clear();
     }
 
-    /// Reads a DATA frame's data, which arrived at `at_ns`.
-    pub(crate) fn feed(&mut self, mut data: &[u8], at_ns: u64) {
+    /// Reads a DATA frame's data, which arrived at `at_ns`; `tally` counts its
+    /// payload bytes, and each whole message, as they come.
+    pub(crate) fn feed(&mut self, mut data: &[u8], at_ns: u64, tally: &StreamTally) {
         while !data.is_empty() {
             if self.prefix_read < PREFIX_LEN {
                 let take = (PREFIX_LEN - self.prefix_read).min(data.len());
@@ -71,16 +76,18 @@ impl MessageCounter {
                     let [_, a, b, c, d] = self.prefix;
                     self.body_left = u64::from(u32::from_be_bytes([a, b, c, d]));
                     if self.body_left == 0 {
-                        self.message_done(at_ns);
+                        self.message_done(at_ns, tally);
                     }
                 }
             } else {
                 let take = self.body_left.min(data.len() as u64);
                 self.body_left -= take;
                 self.payload_bytes += take;
+                // The bytes of a message cut short count too, as in the entry.
+                tally.received(0, take);
                 data = &data[take as usize..];
                 if self.body_left == 0 {
-                    self.message_done(at_ns);
+                    self.message_done(at_ns, tally);
                 }
             }
         }
@@ -116,7 +123,7 @@ impl MessageCounter {
         }
     }
 
-    fn message_done(&mut self, at_ns: u64) {
+    fn message_done(&mut self, at_ns: u64, tally: &StreamTally) {
         // The k-th answer of a bidirectional call answers its k-th message; one
         // beyond the messages sent is timed from the call's send only (first, gaps).
         if self.sent.bidi
@@ -127,8 +134,11 @@ impl MessageCounter {
         if self.messages == 0 {
             self.first_ns = at_ns;
         } else {
-            self.gaps.add(at_ns.saturating_sub(self.last_ns));
+            let gap_ns = at_ns.saturating_sub(self.last_ns);
+            self.gaps.add(gap_ns);
+            tally.timed(gap_ns);
         }
+        tally.received(1, 0);
         self.messages += 1;
         self.last_ns = at_ns;
         self.prefix_read = 0;
@@ -137,7 +147,10 @@ impl MessageCounter {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::stream_tally::StreamSeconds;
 
     fn message(len: usize) -> Vec<u8> {
         let mut bytes = vec![0];
@@ -153,26 +166,63 @@ mod tests {
         for cut in 1..=stream.len() {
             let mut counter = MessageCounter::default();
             counter.start(Some(GrpcStream::default()), 0);
+            let tally = Arc::new(StreamTally::default());
+            tally.opened();
+            let mut seconds = StreamSeconds::new(vec![Arc::clone(&tally)]);
             for (i, frame) in stream.chunks(cut).enumerate() {
-                counter.feed(frame, 1_000 + i as u64 * 10);
+                counter.feed(frame, 1_000 + i as u64 * 10, &tally);
             }
             assert_eq!(counter.messages, 4, "frames of {cut}");
             assert_eq!(counter.payload_bytes, 304, "frames of {cut}");
             assert_eq!(counter.gaps.count(), 3, "frames of {cut}");
             assert_eq!(counter.announced_len(), None, "frames of {cut}");
+            // The per-second figures had each message as it came.
+            let sample = seconds.sample().unwrap();
+            assert_eq!(
+                (sample.messages_in, sample.bytes_in, sample.latency),
+                (4, 304, counter.gaps.clone()),
+                "frames of {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_message_is_in_the_per_second_figures_of_the_second_it_came_in() {
+        let tally = Arc::new(StreamTally::default());
+        tally.opened();
+        let mut seconds = StreamSeconds::new(vec![Arc::clone(&tally)]);
+        let mut counter = MessageCounter::default();
+        counter.start(Some(GrpcStream::default()), 0);
+        // (what arrives in this second, messages and bytes the second counts)
+        let rows: [(Vec<u8>, u64, u64); 4] = [
+            (message(4), 1, 4),
+            (vec![], 0, 0),
+            // A message cut across seconds: its bytes as they come, it when whole.
+            ([message(2), message(6)[..7].to_vec()].concat(), 1, 4),
+            (message(6)[7..].to_vec(), 1, 4),
+        ];
+        for (second, (data, messages, bytes)) in rows.iter().enumerate() {
+            counter.feed(data, second as u64 * 1_000_000_000, &tally);
+            let sample = seconds.sample().unwrap();
+            assert_eq!(
+                (sample.messages_in, sample.bytes_in),
+                (*messages, *bytes),
+                "second {second}"
+            );
         }
     }
 
     #[test]
     fn the_first_message_and_the_gaps_are_timed_when_a_message_is_whole() {
+        let tally = StreamTally::default();
         let mut counter = MessageCounter::default();
         counter.start(Some(GrpcStream::default()), 0);
         let first = message(10);
-        counter.feed(&first[..7], 100);
+        counter.feed(&first[..7], 100, &tally);
         assert_eq!((counter.messages, counter.first_ns), (0, 0));
         assert_eq!(counter.announced_len(), Some(8));
-        counter.feed(&first[7..], 250);
-        counter.feed(&message(2), 1_250);
+        counter.feed(&first[7..], 250, &tally);
+        counter.feed(&message(2), 1_250, &tally);
         assert_eq!((counter.messages, counter.first_ns), (2, 250));
         assert_eq!(counter.gaps.quantile(1.0), Some(1_000));
         counter.start(None, 0);
@@ -194,6 +244,7 @@ mod tests {
             // Answers before their message went are not round trips.
             (10, 1, &[1_001, 1_002], &[1]),
         ];
+        let tally = StreamTally::default();
         for (every_ns, released, arrivals, want) in rows {
             let mut counter = MessageCounter::default();
             let sent = GrpcStream {
@@ -205,7 +256,7 @@ mod tests {
             counter.start(Some(sent), 1_000);
             counter.released = released;
             for &at_ns in arrivals {
-                counter.feed(&message(1), at_ns);
+                counter.feed(&message(1), at_ns, &tally);
             }
             let timed: Vec<u64> = (0..counter.round_trips.count())
                 .map(|i| {
@@ -219,7 +270,7 @@ mod tests {
         // A server stream's answers (not bidirectional) are no round trips.
         let mut counter = MessageCounter::default();
         counter.start(Some(GrpcStream::default()), 0);
-        counter.feed(&message(1), 5);
+        counter.feed(&message(1), 5, &tally);
         assert_eq!(counter.round_trips.count(), 0);
     }
 }

@@ -95,6 +95,7 @@ mod tests {
                     retried: false,
                     protocol: record::Protocol::Http1,
                     user: crate::conn::NO_USER,
+                    call_tally: crate::conn::CallTally::default(),
                 });
                 conn
             })

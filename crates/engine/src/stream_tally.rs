@@ -76,13 +76,6 @@ impl StreamTally {
         self.latency[MessageLatency::bucket_of(latency_ns)].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Every latency of `histogram` at once (a gRPC call's gaps, at its end).
-    pub(crate) fn timed_all(&self, histogram: &MessageLatency) {
-        for (bucket, count) in histogram.buckets() {
-            self.latency[bucket].fetch_add(count, Ordering::Relaxed);
-        }
-    }
-
     /// The running totals (opened, closed, out, bytes out, in, bytes in).
     fn totals(&self) -> [u64; 6] {
         [

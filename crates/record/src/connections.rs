@@ -6,6 +6,8 @@
 //! `connections` blocks (kind 0x43), so readers that predate them skip them and a run
 //! without streams has exactly the bytes it had before.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The optional block kind of connection figures.
@@ -71,6 +73,35 @@ pub struct Connection {
     /// Times an event stream reconnected (`Last-Event-ID`) after the server closed it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reconnects: u64,
+    /// An event stream's events by type (`event:`, `message` when none; version 9
+    /// on): at most [`EVENT_TYPES`] types, the first by name, the rest (and a type
+    /// named `other`, or one over [`EVENT_TYPE_BYTES`]) counted as `other`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events: BTreeMap<String, u64>,
+}
+
+/// The event types an entry (and a report) names at most; the rest count as
+/// [`OTHER_EVENTS`].
+pub const EVENT_TYPES: usize = 16;
+/// The longest event type named; a longer one counts as [`OTHER_EVENTS`].
+pub const EVENT_TYPE_BYTES: usize = 64;
+/// The name the events of types not named are counted under.
+pub const OTHER_EVENTS: &str = "other";
+
+/// Adds `counts` (events by type) into `into`, keeping the first [`EVENT_TYPES`]
+/// types by name and counting the rest as [`OTHER_EVENTS`]: so merging is by
+/// addition, and the result is the same in any order.
+pub fn merge_event_types(into: &mut BTreeMap<String, u64>, counts: &BTreeMap<String, u64>) {
+    for (name, count) in counts {
+        *into.entry(name.clone()).or_default() += count;
+    }
+    let mut other = into.remove(OTHER_EVENTS).unwrap_or(0);
+    if let Some(cut) = into.keys().nth(EVENT_TYPES).cloned() {
+        other += into.split_off(&cut).values().sum::<u64>();
+    }
+    if other > 0 {
+        into.insert(OTHER_EVENTS.to_owned(), other);
+    }
 }
 
 /// What a [`Connection`] entry is about.
@@ -396,6 +427,71 @@ mod tests {
         by_bucket.add_to_bucket(MessageLatency::BUCKETS, 5);
         assert_eq!(by_bucket, one_by_one);
         assert!(by_bucket.check().is_ok());
+    }
+
+    /// `t00` to `t{n-1}`, each counted `count` times.
+    fn types(n: usize, count: u64) -> Vec<(String, u64)> {
+        (0..n).map(|i| (format!("t{i:02}"), count)).collect()
+    }
+
+    fn counted(pairs: Vec<(String, u64)>) -> BTreeMap<String, u64> {
+        pairs.into_iter().collect()
+    }
+
+    fn one(name: &str, count: u64) -> Vec<(String, u64)> {
+        vec![(name.to_owned(), count)]
+    }
+
+    #[test]
+    fn event_types_merge_keeping_the_first_sixteen_by_name_and_the_rest_as_other() {
+        // (into, added, want)
+        let rows: Vec<[Vec<(String, u64)>; 3]> = vec![
+            [
+                one("message", 3),
+                [one("message", 2), one("tick", 1)].concat(),
+                [one("message", 5), one("tick", 1)].concat(),
+            ],
+            // Nothing added: nothing named, no `other`.
+            [vec![], vec![], vec![]],
+            // Past 16 types the last four by name are `other`.
+            [
+                vec![],
+                types(20, 1),
+                [types(16, 1), one("other", 4)].concat(),
+            ],
+            // `other` adds to `other`, and is no type of the sixteen.
+            [
+                one("other", 2),
+                types(20, 1),
+                [types(16, 1), one("other", 6)].concat(),
+            ],
+            // A type before the others by name pushes the last one out.
+            [
+                types(16, 2),
+                one("a", 1),
+                [one("a", 1), types(15, 2), one("other", 2)].concat(),
+            ],
+        ];
+        for [into, added, want] in rows {
+            let mut merged = counted(into.clone());
+            merge_event_types(&mut merged, &counted(added.clone()));
+            assert_eq!(merged, counted(want), "{into:?} + {added:?}");
+        }
+        // Any order of merging gives the same counts.
+        let parts: Vec<BTreeMap<String, u64>> = (0..20)
+            .map(|i| counted(one(["b", "a", "z", "m"][i % 4], 1)))
+            .chain([counted(types(20, 1))])
+            .collect();
+        let (mut forward, mut backward) = (BTreeMap::new(), BTreeMap::new());
+        for part in &parts {
+            merge_event_types(&mut forward, part);
+        }
+        for part in parts.iter().rev() {
+            merge_event_types(&mut backward, part);
+        }
+        assert_eq!(forward, backward);
+        assert_eq!(forward.values().sum::<u64>(), 40);
+        assert_eq!(forward.len(), EVENT_TYPES + 1);
     }
 
     #[test]

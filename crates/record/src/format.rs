@@ -19,8 +19,9 @@ pub const MAGIC: [u8; 8] = *b"LLRECORD";
 /// version 6 the exemplars' `typical` kind, version 7 the connections entries' `kind`
 /// and `first_message_ns` (gRPC streaming calls), version 8 the stats samples'
 /// `streams` (connections and messages per second) and the gRPC calls' `round_trips`
-/// (bidirectional calls).
-pub const FORMAT_VERSION: u16 = 8;
+/// (bidirectional calls), version 9 the connections entries' `events` (an event
+/// stream's events by type).
+pub const FORMAT_VERSION: u16 = 9;
 /// The first version whose records blocks carry the `protocol` column.
 pub(crate) const PROTOCOL_SINCE_VERSION: u16 = 2;
 /// The first version whose records blocks carry the `checks_failed` column.

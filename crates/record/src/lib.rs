@@ -65,7 +65,10 @@ mod proptests;
 
 pub use codec_csv::CsvEncoder;
 pub use codec_json::JsonEncoder;
-pub use connections::{Close, ClosedBy, Connection, EntryKind, MessageLatency, StreamStats};
+pub use connections::{
+    Close, ClosedBy, Connection, EVENT_TYPE_BYTES, EVENT_TYPES, EntryKind, MessageLatency,
+    OTHER_EVENTS, StreamStats, merge_event_types,
+};
 pub use exemplar::{Exemplar, ExemplarKind, TraceInfo};
 pub use format::{FORMAT_VERSION, MAGIC};
 pub use input::{open_input, open_reader};

@@ -1555,6 +1555,12 @@ fn connection_of(record: &Record) -> record::Connection {
         },
         first_message_ns: n.is_multiple_of(3).then_some(400_000 + n),
         round_trips,
+        // Every fifth an event stream's, its events by type (version 9 on).
+        events: if n.is_multiple_of(5) {
+            [("message".to_owned(), n % 7), ("tick".to_owned(), 1)].into()
+        } else {
+            Default::default()
+        },
         ..record::Connection::default()
     }
 }
@@ -1725,6 +1731,32 @@ fn connections_entries_of_version_6_read_as_connections() {
         "{written}"
     );
     assert_eq!(serde_json::to_string(&entry).unwrap(), json);
+}
+
+#[test]
+fn connections_entries_of_version_8_read_without_event_types() {
+    let path = format!(
+        "{}/tests/golden/format_v8_connections.llr",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (records, connections, source) = read_connections(&std::fs::read(&path).unwrap());
+    assert_eq!((records.len(), connections.len()), (300, 300));
+    assert_eq!(source.summary().torn, None);
+    assert!(connections.iter().all(|c| c.events.is_empty()));
+    // What version 9 added reads back, and an entry without it writes as before.
+    let (bytes, _) = write_streams_run(true);
+    let (_, connections, _) = read_connections(&bytes);
+    let typed = connections.iter().filter(|c| !c.events.is_empty()).count();
+    assert_eq!(typed, 60, "every fifth entry counts its events by type");
+    let json = r#"{"attack":0,"target":0,"seq":1,"opened_unix_ns":1,"closed_unix_ns":2,"messages_out":0,"bytes_out":0,"messages_in":2,"bytes_in":4,"close":{"by":"server"},"events":{"message":1,"tick":1}}"#;
+    let entry: record::Connection = serde_json::from_str(json).unwrap();
+    assert_eq!(entry.events.get("tick"), Some(&1));
+    assert_eq!(serde_json::to_string(&entry).unwrap(), json);
+    let plain = record::Connection {
+        events: Default::default(),
+        ..entry
+    };
+    assert!(!serde_json::to_string(&plain).unwrap().contains("events"));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! figures ([`record::Connection`], written when it closed) folded per target, and
 //! merged per group when rendered: connections opened, the peak held at once, the
 //! count open each second (a series kept for charts), messages and bytes each way,
-//! message latency percentiles from the merged histograms, and closes by who and code.
+//! message latency percentiles from the merged histograms, an event stream's events
+//! by type and its body's bytes a second, and closes by who and code.
 //!
 //! Streaming gRPC calls' entries ([`record::EntryKind::GrpcCall`]) fold apart, as
 //! [`StreamedCalls`]: calls, messages per call, time to the first message and to the
@@ -10,7 +11,8 @@
 //!
 //! Memory: a few hundred bytes per target, and 16 bytes per connection for the exact
 //! peak (every open and close time; 50,000 connections cost 800 KB); 8 bytes per
-//! streamed call for the exact messages per call.
+//! streamed call for the exact messages per call, and per event stream (or `stream`
+//! step) for its body's exact bytes a second.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,7 +20,7 @@ use std::fmt::Write as _;
 use record::{ClosedBy, Connection, EntryKind, MessageLatency};
 use units::GoDuration;
 
-use crate::json_write::{push_float, push_list, push_nullable};
+use crate::json_write::{push_float, push_list, push_nullable, push_string};
 use crate::tabwriter::align;
 use crate::text::{BRACKET_WIDTH, LABEL_WIDTH};
 
@@ -162,8 +164,19 @@ pub struct ConnectionFigures {
     pub pings_unanswered: u64,
     /// Event-stream reconnects.
     pub reconnects: u64,
+    /// Events by type (`event:`): the first [`record::EVENT_TYPES`] by name, the
+    /// rest as `other`.
+    pub events: BTreeMap<String, u64>,
     /// Closes by (who, code), in that order.
     pub closes: BTreeMap<(ClosedBy, u16), u64>,
+    /// Event streams' and `stream` steps' bodies (the first event or chunk to the
+    /// end): each one's bytes a second, rounded, in no order (exact percentiles), and
+    /// their bytes and time together.
+    pub body_rates: Vec<u64>,
+    /// Bytes of those bodies.
+    pub body_bytes: u64,
+    /// Time of those bodies, nanoseconds.
+    pub body_ns: u64,
 }
 
 impl Connections {
@@ -223,7 +236,21 @@ impl ConnectionFigures {
     /// One connection's figures (without its times: the peak and series come from
     /// every connection's together).
     fn of(c: &Connection) -> ConnectionFigures {
+        // A body that came in one read has no time to be a rate over.
+        let body_ns = (c.first_message_ns)
+            .map(|first_ns| {
+                let body_from = c.opened_unix_ns.saturating_add(first_ns);
+                c.closed_unix_ns.saturating_sub(body_from)
+            })
+            .filter(|&ns| ns > 0);
+        let body_rates = body_ns
+            .map(|ns| (c.bytes_in as f64 * 1e9 / ns as f64).round() as u64)
+            .into_iter()
+            .collect();
         ConnectionFigures {
+            body_rates,
+            body_bytes: body_ns.map_or(0, |_| c.bytes_in),
+            body_ns: body_ns.unwrap_or(0),
             opened: 1,
             messages_out: c.messages_out,
             messages_in: c.messages_in,
@@ -234,6 +261,7 @@ impl ConnectionFigures {
             pings: c.pings,
             pings_unanswered: c.pings_unanswered,
             reconnects: c.reconnects,
+            events: c.events.clone(),
             closes: [((c.close.by, c.close.code), 1)].into(),
             ..ConnectionFigures::default()
         }
@@ -250,6 +278,10 @@ impl ConnectionFigures {
         self.pings += other.pings;
         self.pings_unanswered += other.pings_unanswered;
         self.reconnects += other.reconnects;
+        record::merge_event_types(&mut self.events, &other.events);
+        self.body_rates.extend_from_slice(&other.body_rates);
+        self.body_bytes += other.body_bytes;
+        self.body_ns += other.body_ns;
         for (key, count) in &other.closes {
             *self.closes.entry(*key).or_default() += count;
         }
@@ -303,6 +335,18 @@ impl ConnectionFigures {
 }
 
 impl ConnectionFigures {
+    /// The bodies' bytes a second: the median stream's, and all of them together
+    /// (every body's bytes over every body's time); `None` when no body was timed.
+    pub fn body_bytes_per_sec(&self) -> Option<(u64, f64)> {
+        let mut sorted = self.body_rates.clone();
+        sorted.sort_unstable();
+        let p50 = *sorted.get(sorted.len().checked_sub(1)? / 2)?;
+        Some((
+            p50,
+            self.body_bytes as f64 / (self.body_ns.max(1) as f64 / 1e9),
+        ))
+    }
+
     /// Connections open during the last second of the connections' span.
     pub fn open_last_second(&self) -> u64 {
         self.open_per_second.last().copied().unwrap_or(0)
@@ -335,9 +379,21 @@ pub fn write_connections_json(out: &mut String, figures: &ConnectionFigures) {
     push_latency_json(out, &figures.latency);
     let _ = write!(
         out,
-        ",\"pings\":{},\"pings_unanswered\":{},\"reconnects\":{},\"closes\":",
+        ",\"pings\":{},\"pings_unanswered\":{},\"reconnects\":{},\"events\":",
         figures.pings, figures.pings_unanswered, figures.reconnects
     );
+    push_events_json(out, &figures.events);
+    out.push_str(",\"body_bytes_per_sec\":");
+    push_nullable(out, figures.body_bytes_per_sec(), |out, (p50, total)| {
+        let _ = write!(
+            out,
+            "{{\"streams\":{},\"50th\":{p50},\"total\":",
+            figures.body_rates.len()
+        );
+        push_float(out, total);
+        out.push('}');
+    });
+    out.push_str(",\"closes\":");
     push_list(out, &figures.closes, |out, (&(by, code), count)| {
         let _ = write!(
             out,
@@ -353,6 +409,20 @@ pub fn write_connections_json(out: &mut String, figures: &ConnectionFigures) {
     push_list(out, &figures.open_per_second, |out, open| {
         let _ = write!(out, "{open}");
     });
+    out.push('}');
+}
+
+/// Events by type as `{"message":180,"tick":20}`, in name order and `other` last
+/// (`{}` when none).
+fn push_events_json(out: &mut String, events: &BTreeMap<String, u64>) {
+    out.push('{');
+    for (i, (name, count)) in by_type(events).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_string(out, name);
+        let _ = write!(out, ":{count}");
+    }
     out.push('}');
 }
 
@@ -456,6 +526,15 @@ pub fn write_connections_text(out: &mut String, figures: &ConnectionFigures) {
     if figures.reconnects > 0 {
         let _ = writeln!(rows, "Reconnects\t[count]\t{}", figures.reconnects);
     }
+    if let Some((p50, total)) = figures.body_bytes_per_sec() {
+        let _ = writeln!(rows, "Body Bytes/s\t[50, total]\t{p50}, {total:.2}");
+    }
+    if !figures.events.is_empty() {
+        let counts: Vec<String> = by_type(&figures.events)
+            .map(|(name, count)| format!("{}:{count}", printable(name)))
+            .collect();
+        let _ = writeln!(rows, "Events\t[type: count]\t{}", counts.join(" "));
+    }
     let closes: Vec<String> = (figures.closes.iter())
         .map(|(&(by, code), count)| match code {
             0 => format!("{}:{count}", by.name()),
@@ -507,6 +586,25 @@ pub fn write_calls_text(out: &mut String, calls: &StreamedCalls) {
     }
     out.push('\n');
     out.push_str(&align(&rows, &[LABEL_WIDTH, BRACKET_WIDTH]));
+}
+
+/// Events by type in name order, the types not named (`other`) last.
+fn by_type(events: &BTreeMap<String, u64>) -> impl Iterator<Item = (&String, &u64)> {
+    let named = (events.iter()).filter(|(name, _)| name.as_str() != record::OTHER_EVENTS);
+    named.chain(events.get_key_value(record::OTHER_EVENTS))
+}
+
+/// An event type as a row shows it: a server's name may hold spaces, tabs or
+/// control characters, which would break the row's columns; those are escaped.
+fn printable(name: &str) -> String {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_graphic() || (!c.is_ascii() && !c.is_control()))
+    {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
 }
 
 /// `p50, p90, p99, max` of a histogram, as durations.
@@ -596,6 +694,113 @@ mod tests {
                     .is_empty(),
                 "{line}"
             );
+        }
+    }
+
+    #[test]
+    fn events_by_type_add_over_connections_in_a_row_and_the_json() {
+        let typed = |pairs: &[(&str, u64)]| Connection {
+            events: pairs.iter().map(|&(n, c)| (n.to_owned(), c)).collect(),
+            ..connection(1, 0.1, 1.0, ClosedBy::Server, 0)
+        };
+        // (each connection's events by type, the row, the JSON)
+        let many: Vec<(String, u64)> = (0..17).map(|i| (format!("t{i:02}"), 1)).collect();
+        let many: Vec<(&str, u64)> = many.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+        type Row<'a> = (Vec<Vec<(&'a str, u64)>>, Option<&'a str>, &'a str);
+        let rows: Vec<Row<'_>> = vec![
+            (
+                vec![
+                    vec![("message", 90), ("tick", 10)],
+                    vec![("message", 90), ("tick", 10)],
+                ],
+                Some("message:180 tick:20"),
+                r#"{"message":180,"tick":20}"#,
+            ),
+            // A WebSocket's connections count no events: no row, an empty object.
+            (vec![vec![]], None, "{}"),
+            // Past sixteen types over the connections, the rest are `other`.
+            (
+                vec![many.clone(), vec![("other", 2)]],
+                Some("t15:1 other:3"),
+                r#""t15":1,"other":3}"#,
+            ),
+            // A name that would break the row's columns is quoted there.
+            (
+                vec![vec![("price up", 1)]],
+                Some(r#""price up":1"#),
+                r#"{"price up":1}"#,
+            ),
+        ];
+        for (entries, row, json) in rows {
+            let mut connections = Connections::default();
+            let entries: Vec<Connection> = entries.iter().map(|e| typed(e)).collect();
+            connections.add(&entries);
+            let figures = connections.merged(|_, _| true).unwrap();
+            let mut text = String::new();
+            write_connections_text(&mut text, &figures);
+            let line = text.lines().find(|l| l.starts_with("Events"));
+            match row {
+                Some(want) => assert!(line.is_some_and(|l| l.ends_with(want)), "{want}: {text}"),
+                None => assert_eq!(line, None, "{text}"),
+            }
+            let mut out = String::new();
+            write_connections_json(&mut out, &figures);
+            let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert!(out.contains(json), "{json}: {out}");
+            assert!(value["events"].is_object(), "{out}");
+        }
+    }
+
+    #[test]
+    fn a_bodys_bytes_a_second_are_over_its_first_event_to_its_end() {
+        let body = |bytes_in: u64, first_ms: Option<u64>, closed_s: f64| Connection {
+            bytes_in,
+            first_message_ns: first_ms.map(|ms| ms * 1_000_000),
+            ..connection(1, 0.0, closed_s, ClosedBy::Server, 0)
+        };
+        // (entries, the row's figures: none without a timed body)
+        let rows: Vec<(Vec<Connection>, Option<&str>)> = vec![
+            // 1,000 bytes over 0.5 s (its first event 0.5 s after its head).
+            (vec![body(1_000, Some(500), 1.0)], Some("2000, 2000.00")),
+            // Three streams: the median one's rate, and all bytes over all time.
+            (
+                vec![
+                    body(1_000, Some(0), 1.0),
+                    body(4_000, Some(0), 1.0),
+                    body(9_000, Some(0), 2.0),
+                ],
+                Some("4000, 3500.00"),
+            ),
+            // A WebSocket's (no first event) and a body read at once are no rates.
+            (
+                vec![body(1_000, None, 1.0), body(50, Some(1_000), 1.0)],
+                None,
+            ),
+        ];
+        for (entries, want) in rows {
+            let mut connections = Connections::default();
+            connections.add(&entries);
+            let figures = connections.merged(|_, _| true).unwrap();
+            let mut text = String::new();
+            write_connections_text(&mut text, &figures);
+            let row = text.lines().find(|l| l.starts_with("Body Bytes/s"));
+            let mut json = String::new();
+            write_connections_json(&mut json, &figures);
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let rate = &value["body_bytes_per_sec"];
+            match want {
+                Some(want) => {
+                    assert!(row.is_some_and(|r| r.ends_with(want)), "{want}: {text}");
+                    assert_eq!(rate["streams"], figures.body_rates.len());
+                    let (p50, total) = figures.body_bytes_per_sec().unwrap();
+                    assert_eq!(rate["50th"].as_u64(), Some(p50), "{json}");
+                    assert_eq!(rate["total"].as_f64(), Some(total), "{json}");
+                }
+                None => {
+                    assert_eq!(row, None, "{text}");
+                    assert!(rate.is_null(), "{json}");
+                }
+            }
         }
     }
 

@@ -436,7 +436,9 @@ fn flow_run(news: bool) -> Vec<u8> {
 /// A chat flow (open model): login, then a WebSocket "chat" whose 4 users each
 /// send 3 messages and get 3 echoes 2, 4 and 8 ms later. Users 0 and 1 close with
 /// 1000 after 1 s; the server closes user 2's with 1011; user 3's is still open
-/// when the run is stopped (Ctrl-C) at 2.5 s.
+/// when the run is stopped (Ctrl-C) at 2.5 s. Users 0 and 1 then read an event
+/// stream "ticks": 45 `message` events and 5 `tick` ones, the first 10 ms after
+/// its head, the server ending it 1 s after the head.
 fn chat_run() -> Vec<u8> {
     let header = RunHeader {
         trace: None,
@@ -450,12 +452,51 @@ fn chat_run() -> Vec<u8> {
                 step: Some("chat".to_owned()),
                 ..target("WS", "ws://127.0.0.1:8080/chat")
             },
+            TargetInfo {
+                step: Some("ticks".to_owned()),
+                ..target("SSE", "http://127.0.0.1:8080/ticks")
+            },
         ],
         shard: None,
         precision_ns: None,
     };
     let mut writer = RecordWriter::new(Vec::new(), &header, Compression::Raw).unwrap();
     let mut connections = Vec::new();
+    for user in 0..2u64 {
+        let intended_unix_ns = START_NS + user * 300 * MS + 10 * MS;
+        writer.push(&Record {
+            attack: 0,
+            target: 2,
+            seq: (user << 16) | 2,
+            intended_unix_ns,
+            latency_ns: 11 * MS,
+            status: 200,
+            bytes_in: 120,
+            bytes_out: 60,
+            ..Record::default()
+        });
+        let mut gaps = record::MessageLatency::default();
+        for _ in 0..50 {
+            gaps.add(20 * MS);
+        }
+        connections.push(record::Connection {
+            attack: 0,
+            target: 2,
+            seq: (user << 16) | 2,
+            opened_unix_ns: intended_unix_ns + MS,
+            closed_unix_ns: intended_unix_ns + 1_001 * MS,
+            messages_in: 50,
+            bytes_in: 4_950 * (user + 1),
+            latency: gaps,
+            first_message_ns: Some(10 * MS),
+            events: [("message".to_owned(), 45), ("tick".to_owned(), 5)].into(),
+            close: record::Close {
+                by: record::ClosedBy::Server,
+                code: 0,
+            },
+            ..record::Connection::default()
+        });
+    }
     for user in 0..4u64 {
         let intended_unix_ns = START_NS + user * 300 * MS;
         for (step, latency_ns) in [(0u32, 3 * MS), (1, MS)] {

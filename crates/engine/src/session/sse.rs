@@ -178,6 +178,67 @@ impl Events {
     }
 }
 
+/// An event stream's events counted by type, interned once per type: the first
+/// [`record::EVENT_TYPES`] types by name, each name's room made once at its full
+/// bound, so a server naming a new type at every event costs comparisons, never an
+/// allocation; the rest (and a type named `other`, or one over
+/// [`record::EVENT_TYPE_BYTES`]) are counted as `other`.
+#[derive(Debug, Default)]
+struct EventTypes {
+    /// In name order.
+    named: Vec<(Vec<u8>, u64)>,
+    other: u64,
+}
+
+impl EventTypes {
+    fn count(&mut self, event_type: &[u8]) {
+        if event_type.len() > record::EVENT_TYPE_BYTES
+            || event_type == record::OTHER_EVENTS.as_bytes()
+        {
+            self.other += 1;
+            return;
+        }
+        let at = match self
+            .named
+            .binary_search_by(|(name, _)| name.as_slice().cmp(event_type))
+        {
+            Ok(at) => return self.named[at].1 += 1,
+            Err(at) => at,
+        };
+        if self.named.len() < record::EVENT_TYPES {
+            if self.named.is_empty() {
+                self.named.reserve_exact(record::EVENT_TYPES);
+            }
+            let mut name = Vec::with_capacity(record::EVENT_TYPE_BYTES);
+            name.extend_from_slice(event_type);
+            self.named.insert(at, (name, 1));
+        } else if at == self.named.len() {
+            self.other += 1;
+        } else if let Some((mut name, count)) = self.named.pop() {
+            // A type before the last by name: the last one's events become `other`,
+            // its room this type's.
+            self.other += count;
+            name.clear();
+            name.extend_from_slice(event_type);
+            self.named.insert(at, (name, 1));
+        }
+    }
+
+    /// The counts as an entry keeps them (names read as UTF-8, as the stream is).
+    fn counts(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut counts = std::collections::BTreeMap::new();
+        for (name, count) in &self.named {
+            *counts
+                .entry(String::from_utf8_lossy(name).into_owned())
+                .or_default() += count;
+        }
+        if self.other > 0 {
+            counts.insert(record::OTHER_EVENTS.to_owned(), self.other);
+        }
+        counts
+    }
+}
+
 /// An event stream in progress.
 pub(super) struct Sse {
     state: State,
@@ -220,6 +281,7 @@ struct Tally {
     matched: Option<Vec<u8>>,
     count: u64,
     reconnects: u32,
+    types: EventTypes,
 }
 
 impl Sse {
@@ -253,6 +315,7 @@ impl Sse {
                 matched: None,
                 count: 0,
                 reconnects: 0,
+                types: EventTypes::default(),
             },
             new_socket: false,
         }
@@ -260,7 +323,9 @@ impl Sse {
 
     /// The connection's figures, once the stream is done, if its answer came.
     pub(super) fn take_held(&mut self) -> Option<Held> {
-        self.tally.held.take()
+        let mut held = self.tally.held.take()?;
+        held.figures.events = self.tally.types.counts();
+        Some(held)
     }
 
     pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
@@ -530,6 +595,10 @@ impl Tally {
         if self.count == 0 {
             self.first.end_ns = now;
             (self.events.intended_ns, self.events.started_ns) = (now, now);
+            // Where the body starts: its bytes a second are over the rest.
+            if let Some(held) = &mut self.held {
+                held.figures.first_message_ns = Some(now.saturating_sub(held.opened_ns));
+            }
         }
         self.count += 1;
         let flow = &job.flow;
@@ -564,6 +633,10 @@ impl Tally {
         }
         self.events.checks_failed |= checks_failed;
         self.events.bytes_in += data.len() as u64;
+        // A chunk of an answer that is not an event stream has no type.
+        if !event_type.is_empty() {
+            self.types.count(event_type);
+        }
         if let Some(held) = &mut self.held {
             held.received(data.len() as u64);
             held.timed(gap_ns);
@@ -730,6 +803,69 @@ mod tests {
             (&b"7"[..], Some(250))
         );
         assert!(next.chunked.is_some() && next.pending.is_empty());
+    }
+
+    #[test]
+    fn events_are_counted_by_type_the_first_sixteen_by_name_the_rest_as_other() {
+        let long = "x".repeat(record::EVENT_TYPE_BYTES + 1);
+        let at_bound = "y".repeat(record::EVENT_TYPE_BYTES);
+        let many: Vec<String> = (0..20).map(|i| format!("t{i:02}")).collect();
+        // (types of the events in order, the counts kept)
+        type Row<'a> = (Vec<&'a str>, Vec<(&'a str, u64)>);
+        let rows: Vec<Row<'_>> = vec![
+            // No `event:` field: `message`.
+            (vec!["message"; 3], vec![("message", 3)]),
+            (
+                vec!["tick", "message", "tick"],
+                vec![("message", 1), ("tick", 2)],
+            ),
+            // A name over the bound is `other`; one at it is its own type.
+            (
+                vec![&long, &at_bound, "message"],
+                vec![("message", 1), ("other", 1), (&at_bound, 1)],
+            ),
+            // A type named `other` counts with the rest.
+            (vec!["other", "a"], vec![("a", 1), ("other", 1)]),
+            // 17 and more types: the first 16 by name, whatever order they came in.
+            (
+                many.iter().rev().map(String::as_str).collect(),
+                many[..16]
+                    .iter()
+                    .map(|n| (n.as_str(), 1))
+                    .chain([("other", 4)])
+                    .collect(),
+            ),
+            (vec![], vec![]),
+        ];
+        for (seen, want) in rows {
+            let mut types = EventTypes::default();
+            for event_type in &seen {
+                types.count(event_type.as_bytes());
+            }
+            let want: std::collections::BTreeMap<String, u64> =
+                want.iter().map(|&(n, c)| (n.to_owned(), c)).collect();
+            assert_eq!(types.counts(), want, "{seen:?}");
+        }
+    }
+
+    #[test]
+    fn counting_a_new_type_at_every_event_allocates_no_more_room() {
+        let mut types = EventTypes::default();
+        for i in 0..16 {
+            types.count(format!("m{i:02}").as_bytes());
+        }
+        let room: Vec<*const u8> = types.named.iter().map(|(n, _)| n.as_ptr()).collect();
+        // Each before the last by name: each pushes one out, into the room it left.
+        for i in (0..16).rev() {
+            types.count(format!("a{i:02}").as_bytes());
+        }
+        let mut after: Vec<*const u8> = types.named.iter().map(|(n, _)| n.as_ptr()).collect();
+        let mut before = room;
+        before.sort_unstable();
+        after.sort_unstable();
+        assert_eq!(after, before, "the same sixteen buffers");
+        assert_eq!(types.other, 16);
+        assert!(types.named.iter().all(|(n, _)| n.starts_with(b"a")));
     }
 
     #[test]

@@ -178,6 +178,7 @@ impl Worker {
             retried: false,
             protocol: record::Protocol::Http1,
             user: crate::conn::NO_USER,
+            call_tally: crate::conn::CallTally::default(),
         }
     }
 
@@ -376,6 +377,12 @@ impl Worker {
             self.conns[slot].parser.keep(kept);
         }
         let stream = self.grpc_stream(&request);
+        // A streamed call is open in the per-second figures from its start (once,
+        // however often it is sent again).
+        if stream.is_some() && !request.call_tally.open {
+            self.tally.opened();
+            request.call_tally.open = true;
+        }
         self.conns[slot]
             .parser
             .messages

@@ -11,9 +11,10 @@ use super::Worker;
 use super::dispatch::connect_error_kind;
 use super::protocol::{offers_h2, reason_phrase, request_len};
 use crate::arrival::arrived_ns;
-use crate::conn::{Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
+use crate::conn::{CallTally, Hop, InFlight, Phase, ReadOutcome, RequestBytes, WriteOutcome};
 use crate::errors::Cause;
 use crate::redirect::{self, Next};
+use crate::stream_tally::StreamTally;
 
 impl Worker {
     /// The connect finished; true if the connection is now open.
@@ -126,10 +127,10 @@ impl Worker {
         if conn.request.as_ref().is_some_and(InFlight::is_flow) {
             self.take_kept_answer(slot);
         }
-        let Some(request) = self.take_request(slot) else {
+        let Some(mut request) = self.take_request(slot) else {
             return;
         };
-        self.push_call_figures(slot, &request, now, ClosedBy::Server);
+        self.push_call_figures(slot, &mut request, now, ClosedBy::Server);
         self.released(slot, reusable);
         if follow {
             if request.is_flow() {
@@ -262,9 +263,9 @@ impl Worker {
 
     /// The request of `slot` ends with `error`, and its connection (or stream) closes.
     pub(super) fn record_failure(&mut self, slot: usize, error: u32) {
-        if let Some(request) = self.take_request(slot) {
+        if let Some(mut request) = self.take_request(slot) {
             let now = self.clock.now_ns();
-            self.push_call_figures(slot, &request, now, ClosedBy::Broken);
+            self.push_call_figures(slot, &mut request, now, ClosedBy::Broken);
             self.push_record(&request, now, 0, error);
         }
         self.close(slot);
@@ -272,7 +273,7 @@ impl Worker {
 
     /// A streaming gRPC call's messages, one entry beside its record (docs/GRPC.md):
     /// its times from its send, so the first message and the end compare.
-    fn push_call_figures(&mut self, slot: usize, request: &InFlight, now: u64, by: ClosedBy) {
+    fn push_call_figures(&mut self, slot: usize, request: &mut InFlight, now: u64, by: ClosedBy) {
         let counter = &self.conns[slot].parser.messages;
         if !counter.on {
             return;
@@ -280,13 +281,13 @@ impl Worker {
         let sent_ns = request.dispatched_ns;
         let ended_ns = arrived_ns(self.arrival_age_ns, now, sent_ns);
         let (messages_out, bytes_out) = counter.sent_out();
-        // Counted whole at its end: a call is open for the seconds it lasts only in
-        // its entry (its messages join the second it ended in).
-        self.tally.opened();
-        self.tally.closed();
-        self.tally.sent(messages_out, bytes_out);
-        self.tally.received(counter.messages, counter.payload_bytes);
-        self.tally.timed_all(&counter.gaps);
+        // The per-second figures had its messages as they came and went; what it
+        // sent and they did not have yet (its body, once it went) joins them now.
+        let tallied = &mut request.call_tally;
+        tally_sent(&self.tally, tallied, (messages_out, bytes_out));
+        if std::mem::take(tallied).open {
+            self.tally.closed();
+        }
         self.connections.push(record::Connection {
             kind: EntryKind::GrpcCall,
             attack: request.attack,
@@ -308,6 +309,11 @@ impl Worker {
     }
 
     fn record_cause(&mut self, request: &InFlight, now: u64, cause: Cause) {
+        // A streamed call sent again that found no connection has no entry: it
+        // closes in the per-second figures too.
+        if request.call_tally.open {
+            self.tally.closed();
+        }
         let id = self.errors.cause(cause);
         self.push_record(request, now, 0, id);
     }
@@ -392,4 +398,16 @@ fn transport_error_kind(err: &std::io::Error) -> ErrorKind {
         std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Io,
     }
+}
+
+/// Counts in `tally` what a streamed call sent (`sent_out`: messages and payload
+/// bytes so far) that `tallied` says it has not counted yet.
+pub(super) fn tally_sent(tally: &StreamTally, tallied: &mut CallTally, sent_out: (u64, u64)) {
+    let (messages, bytes) = sent_out;
+    tally.sent(
+        messages.saturating_sub(tallied.messages_out),
+        bytes.saturating_sub(tallied.bytes_out),
+    );
+    tallied.messages_out = tallied.messages_out.max(messages);
+    tallied.bytes_out = tallied.bytes_out.max(bytes);
 }

@@ -14,6 +14,7 @@
 use record::ErrorKind;
 
 use super::Worker;
+use super::exchange::tally_sent;
 use super::protocol::{Proto, Why};
 use crate::arrival::arrived_ns;
 use crate::conn::{Phase, StreamLink, Wire};
@@ -142,9 +143,13 @@ impl Worker {
                 }
                 self.queue_flush(carrier);
                 let body_bytes = (self.conns[carrier].session()).map_or(0, |s| s.body_total(id));
-                let counter = &mut self.conns[slot].parser.messages;
+                let conn = &mut self.conns[slot];
+                let counter = &mut conn.parser.messages;
                 if counter.on && !plan.paced {
                     counter.released_bytes = body_bytes;
+                    if let Some(request) = conn.request.as_mut() {
+                        tally_sent(&self.tally, &mut request.call_tally, counter.sent_out());
+                    }
                 }
                 if plan.paced {
                     self.paced.push(slot as u32);
@@ -207,8 +212,13 @@ impl Worker {
                     link.bytes_out += wire_bytes;
                 }
             }
-            self.conns[slot].set_request_bytes(bytes);
-            self.conns[slot].parser.messages.released = due;
+            let conn = &mut self.conns[slot];
+            conn.set_request_bytes(bytes);
+            conn.parser.messages.released = due;
+            if let Some(request) = conn.request.as_mut() {
+                let sent_out = conn.parser.messages.sent_out();
+                tally_sent(&self.tally, &mut request.call_tally, sent_out);
+            }
             self.queue_flush(carrier);
         }
         (due < total).then(|| start_ns.saturating_add(due.saturating_mul(every_ns)))
@@ -406,7 +416,7 @@ impl Worker {
         conn.parser.keep_data(data);
         if conn.parser.messages.on {
             let at_ns = arrived_ns(self.arrival_age_ns, now, request.dispatched_ns);
-            conn.parser.messages.feed(data, at_ns);
+            conn.parser.messages.feed(data, at_ns, &self.tally);
             if conn.parser.messages.announced_len() > Some(MAX_MESSAGE_BYTES) {
                 return self.fail(slot, MESSAGE_TOO_LARGE);
             }
