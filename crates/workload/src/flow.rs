@@ -33,7 +33,7 @@ mod stream;
 
 pub use grpc_step::{DecodeFailure, GrpcCall};
 pub use stream::{
-    Action, ActionKind, EventStream, Pace, SendTime, Stream, StreamTarget, WebSocket,
+    Action, ActionKind, EventStream, Pace, PaceTimes, SendTime, Stream, StreamTarget, WebSocket,
 };
 
 /// Variables one flow may extract (one bit each in [`UserState`]).

@@ -81,8 +81,11 @@ pub struct ActionFields {
     pub send: Option<String>,
     /// With `send`: send it this often (`50ms`), `count` times in all.
     pub every: Option<String>,
-    /// With `send` and `every`: how many messages.
+    /// With `send` and `every`: how many messages; with `schedule`: at most this many.
     pub count: Option<u64>,
+    /// With `send`: send it at this many messages per second over time, in the
+    /// scenario `schedule` grammar (`line(1, 50, 30s)`), until the schedule ends.
+    pub schedule: Option<String>,
     /// Wait for a message this check passes on (`body contains hi`, `json $.id exists`).
     pub expect: Option<String>,
     /// How long `expect` waits (default: the scenario's `timeout`).

@@ -75,10 +75,9 @@ enum Act {
     Hold {
         deadline_ns: u64,
     },
-    /// A paced `send`: messages sent so far, and when the next is due.
+    /// A paced `send`: messages sent so far (the next one's time follows from it).
     Paced {
         sent: u64,
-        next_ns: u64,
     },
     Close {
         deadline_ns: u64,
@@ -351,21 +350,20 @@ impl Ws {
                 self.sends += 1;
                 let message = stamped_message(job, &send);
                 self.stamped = send.stamp.is_some().then_some(send);
-                self.act = match action.pace {
-                    Some(pace) if pace.count > 1 => Act::Paced {
-                        sent: 1,
-                        next_ns: started_ns.saturating_add(pace.every_ns),
-                    },
-                    _ => Act::Flush {
+                if action.pace.is_some() {
+                    // Kept for the paced messages (a clone shares the bytes): each goes
+                    // when it is due, the first too (a schedule may begin with a pause).
+                    self.message = Some(message);
+                    self.act = Act::Paced { sent: 0 };
+                } else {
+                    self.act = Act::Flush {
                         deadline_ns: timeout_ns,
-                    },
-                };
-                // Kept for a paced send's next messages (a clone shares the bytes).
-                self.send(socket, message.clone())?;
-                self.message = Some(message);
+                    };
+                    self.send(socket, message)?;
+                }
                 self.act(job, socket, action)
             }
-            (Act::Paced { sent, next_ns }, _) => self.paced(job, socket, action, sent, next_ns),
+            (Act::Paced { sent }, _) => self.paced(job, socket, action, sent),
             (Act::Begin, ActionKind::Expect { within_ns, .. }) => {
                 let within_ns = within_ns.unwrap_or(job.timeout_ns);
                 self.act = Act::Expect {
@@ -468,16 +466,15 @@ impl Ws {
     }
 
     /// A paced `send`: each message at its time (a late one at once, in turn),
-    /// reading what comes meanwhile, until `count` went out.
+    /// reading what comes meanwhile, until its pace has no next message.
     fn paced(
         &mut self,
         job: &SessionJob,
         socket: &mut Socket,
         action: &Action,
         mut sent: u64,
-        mut next_ns: u64,
     ) -> Progress {
-        let Some(pace) = action.pace else {
+        let Some(pace) = &action.pace else {
             return Ok(None);
         };
         loop {
@@ -488,16 +485,19 @@ impl Ws {
             if job.stop.is_stopping() {
                 return Ok(None);
             }
-            if sent >= pace.count {
+            let due_ns = pace.offset_ns(sent);
+            let Some(due_ns) =
+                due_ns.map(|offset_ns| self.current.started_ns.saturating_add(offset_ns))
+            else {
                 self.act = Act::Flush {
                     deadline_ns: now.saturating_add(job.timeout_ns),
                 };
                 return self.act(job, socket, action);
-            }
-            if now < next_ns {
+            };
+            if now < due_ns {
                 queued(socket.flush())?;
-                self.act = Act::Paced { sent, next_ns };
-                return Ok(Some(next_ns));
+                self.act = Act::Paced { sent };
+                return Ok(Some(due_ns));
             }
             let message = match &self.stamped {
                 Some(send) => stamped_message(job, send),
@@ -505,7 +505,6 @@ impl Ws {
             };
             self.send(socket, message)?;
             sent += 1;
-            next_ns = next_ns.saturating_add(pace.every_ns);
         }
     }
 
