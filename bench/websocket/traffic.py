@@ -69,12 +69,14 @@ def simulator(binary, workdir, event_every, seconds):
 
 
 def report_messages(binary, output):
-    """(messages out, messages in) from `loadlab report`'s connection rows."""
+    """(messages out, messages in, the Msg Latency row's figures or None) from
+    `loadlab report`'s connection rows."""
     text = subprocess.run([binary, "report", output], capture_output=True, text=True, check=True).stdout
     found = re.search(r"^Messages\s+\[out, in, out/s, in/s\]\s+(\d+), (\d+)", text, re.M)
     if not found:
         raise SystemExit(f"no Messages row in the report:\n{text}")
-    return int(found.group(1)), int(found.group(2))
+    timed = re.search(r"^Msg Latency\s+\[50, 90, 99, max\]\s+(.+)$", text, re.M)
+    return int(found.group(1)), int(found.group(2)), timed.group(1).strip() if timed else None
 
 
 def loadlab_run(binary, flow_text, workdir, label, max_workers):
@@ -84,11 +86,12 @@ def loadlab_run(binary, flow_text, workdir, label, max_workers):
     output = os.path.join(workdir, f"{label}.llr")
     cpu, rss, wall, _ = benchlib.measured([binary, "attack", "-scenarios", flow, "-max-workers",
                                            str(max_workers), "-output", output, "-quiet"])
-    out, got = report_messages(binary, output)
+    out, got, timed = report_messages(binary, output)
     os.remove(output)
     return {"cpu_s": round(cpu, 3), "peak_rss_kib": rss, "wall_s": round(wall, 2),
             "messages_out": out, "messages_in": got,
-            "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2)}
+            "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2),
+            "message_latency_50_90_99_max": timed}
 
 
 def loadlab_echo(binary, port, args, workdir):
@@ -106,6 +109,7 @@ timeout = "10s"
 [[scenario.step]]
 name = "echo"
 ws = "ws://127.0.0.1:{port}/echo"
+round_trip = "in order"
 actions = [
   {{ send = "0123456789abcdef", every = "{every_ms}ms", count = {count} }},
   {{ hold = "1s" }},
@@ -204,6 +208,8 @@ def main():
             print(f"{name:<13} {f['messages_out']:>9} {f['messages_in']:>9} "
                   f"{f['messages_in'] / max(0.001, f['wall_s']):>9.0f} {f['cpu_s']:>7.2f} "
                   f"{f['cpu_us_per_message']:>10.2f} {f['peak_rss_kib'] / 1024:>8.1f}")
+            if f.get("message_latency_50_90_99_max"):
+                print(f"{'':<13} message latency [50, 90, 99, max] {f['message_latency_50_90_99_max']}")
         else:
             print(f"{name:<13} {f}")
     for mode, goal in (("echo", " (goal: 0.2 or less)"), ("sse", "")):

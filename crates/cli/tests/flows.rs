@@ -1051,6 +1051,52 @@ actions = [
 }
 
 #[test]
+fn an_echo_paired_in_order_times_each_round_trip_from_when_its_message_was_due() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let scenario = |name: &str, pairing: &str| {
+        format!(
+            r#"
+[[scenario]]
+name = "{name}"
+concurrency = 2
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "{name}"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+{pairing}
+actions = [{{ send = "tick", every = "10ms", count = 20 }}, {{ hold = "200ms" }}]
+"#
+        )
+    };
+    let flow = scenario("paired", "round_trip = \"in order\"") + &scenario("unpaired", "");
+    let (output, ..) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    for entry in &held["paired"] {
+        assert_eq!(
+            (entry.messages_out, entry.messages_in),
+            (20, 20),
+            "{entry:?}"
+        );
+        assert_eq!(entry.latency.count(), 20, "{entry:?}");
+        // Timed from the paced send's start instead, the median would be ~100 ms.
+        let p50_ns = entry.latency.quantile(0.5).unwrap();
+        assert!(p50_ns < 40_000_000, "a loopback echo: {p50_ns} ns");
+    }
+    for entry in &held["unpaired"] {
+        assert_eq!(
+            (entry.messages_in, entry.latency.count()),
+            (20, 0),
+            "{entry:?}"
+        );
+    }
+}
+
+#[test]
 fn an_event_stream_goes_over_a_unix_socket() {
     use std::io::{Read as _, Write as _};
     let dir = TempDir::new();

@@ -52,6 +52,10 @@ pub struct StepFields {
     /// `regex sent=([0-9]+)`): unix nanoseconds, read back as each message's one-way
     /// delay (a `send` writes it with `{{send_time_ns}}`).
     pub send_time: Option<String>,
+    /// `"in order"`: each message that arrives on a `ws` step answers the oldest one
+    /// sent and not yet answered (an echo): its round trip is timed from when that one
+    /// was due.
+    pub round_trip: Option<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,

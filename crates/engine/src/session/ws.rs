@@ -5,6 +5,7 @@
 //! Non-blocking: [`Ws::drive`] runs as far as the socket lets it and says what it
 //! waits for; the action in progress keeps its place in [`Act`].
 
+use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
 
 use record::{ClosedBy, ErrorKind};
@@ -51,7 +52,15 @@ pub(super) struct Ws {
     ping_out: Option<(u64, u64)>,
     /// The run ended while the connection was open: its entry says so.
     cut: bool,
+    /// With `round_trip = "in order"`: when each message not yet answered was due,
+    /// oldest first (`None`: not paired, or more than [`MAX_UNANSWERED`] went
+    /// unanswered and pairing stopped for this connection).
+    unanswered: Option<VecDeque<u64>>,
 }
+
+/// Past this many messages unanswered, a connection's answers are no longer paired:
+/// a server that does not echo would otherwise grow the queue without end.
+const MAX_UNANSWERED: usize = 4096;
 
 enum State {
     Asking(Ask),
@@ -112,6 +121,7 @@ impl Ws {
             ping_next_ns: u64::MAX,
             ping_out: None,
             cut: false,
+            unanswered: round_trip(job).then(VecDeque::new),
         }
     }
 
@@ -359,7 +369,7 @@ impl Ws {
                     self.act = Act::Flush {
                         deadline_ns: timeout_ns,
                     };
-                    self.send(socket, message)?;
+                    self.send(socket, message, started_ns)?;
                 }
                 self.act(job, socket, action)
             }
@@ -449,7 +459,15 @@ impl Ws {
     /// Queues `message` (a write that would block has queued it: a flush sends it),
     /// counted.
     /// With permessage-deflate agreed, the message goes compressed (RSV1 set).
-    fn send(&mut self, socket: &mut Socket, message: Message) -> Result<(), Failure> {
+    /// Sends `message`, due at `due_ns` (its round trip, when paired, counts from then).
+    fn send(&mut self, socket: &mut Socket, message: Message, due_ns: u64) -> Result<(), Failure> {
+        if let Some(unanswered) = &mut self.unanswered {
+            if unanswered.len() < MAX_UNANSWERED {
+                unanswered.push_back(due_ns);
+            } else {
+                self.unanswered = None;
+            }
+        }
         let bytes = message.len() as u64;
         self.current.bytes_out += bytes;
         if let Some(held) = &mut self.held {
@@ -503,7 +521,7 @@ impl Ws {
                 Some(send) => stamped_message(job, send),
                 None => self.message.clone().unwrap_or_else(|| Message::text("")),
             };
-            self.send(socket, message)?;
+            self.send(socket, message, due_ns)?;
             sent += 1;
         }
     }
@@ -544,9 +562,10 @@ impl Ws {
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
-                // With `send_time`, the histogram holds the one-way delays instead.
+                // With `send_time` or `round_trip`, the histogram holds what they time.
                 if let Some(held) = &mut self.held
                     && send_time(job).is_none()
+                    && !round_trip(job)
                 {
                     held.timed(answer.latency_ns);
                 }
@@ -574,7 +593,10 @@ impl Ws {
                 None => return Ok(None),
                 Some(Incoming::Data { .. }) => {
                     let bytes = reader.message().len() as u64;
-                    let delay_ns = one_way_delay(job, reader.message())?;
+                    let mut delay_ns = one_way_delay(job, reader.message())?;
+                    if let Some(due_ns) = self.unanswered.as_mut().and_then(VecDeque::pop_front) {
+                        delay_ns = Some(job.clock.now_ns().saturating_sub(due_ns));
+                    }
                     if let Some(held) = &mut self.held {
                         held.received(bytes);
                         if let Some(delay_ns) = delay_ns {
@@ -627,6 +649,11 @@ fn send_time(job: &SessionJob) -> Option<&workload::SendTime> {
         Some(Stream::WebSocket(session)) => session.send_time.as_ref(),
         _ => None,
     }
+}
+
+/// The step pairs each message that arrives with the oldest one not yet answered.
+fn round_trip(job: &SessionJob) -> bool {
+    matches!(&job.flow.steps[job.step].stream, Some(Stream::WebSocket(session)) if session.round_trip)
 }
 
 /// The one-way delay of `message`, received now, when it carries its send time; one

@@ -37,6 +37,9 @@ pub struct WebSocket {
     pub deflate: bool,
     /// Where messages carry their send time, read back as one-way delays.
     pub send_time: Option<SendTime>,
+    /// Each message that arrives answers the oldest one sent and not yet answered
+    /// (`round_trip = "in order"`): the round trips are the entry's message latency.
+    pub round_trip: bool,
 }
 
 /// Where a message carries the unix nanoseconds it was sent at (`send_time =
@@ -303,6 +306,21 @@ impl Flow {
                 Err(reason) => Err(format!("send_time: {reason}")),
             })
             .transpose()?;
+        let round_trip = match fields.round_trip.as_deref().map(str::trim) {
+            None => false,
+            Some("in order") if send_time.is_some() => {
+                return Err(
+                    "round_trip, send_time: one or the other (both time what arrives)".to_owned(),
+                );
+            }
+            Some("in order") => true,
+            Some(other) => {
+                return Err(format!(
+                    "round_trip: {other:?}: want \"in order\" (each message that arrives \
+                     answers the oldest one not yet answered, as an echo)"
+                ));
+            }
+        };
         let deflate = match fields.compression.as_deref() {
             None => false,
             Some("deflate") => true,
@@ -369,6 +387,7 @@ impl Flow {
             subprotocols,
             deflate,
             send_time,
+            round_trip,
         };
         Ok((target, Stream::WebSocket(session)))
     }
@@ -587,8 +606,11 @@ fn events(
         || !fields.subprotocols.is_empty()
         || fields.compression.is_some()
         || fields.send_time.is_some()
+        || fields.round_trip.is_some()
     {
-        return Err("ping, subprotocols, compression, send_time: for ws steps".to_owned());
+        return Err(
+            "ping, subprotocols, compression, send_time, round_trip: for ws steps".to_owned(),
+        );
     }
     if whole_answer && fields.reconnect.is_some() {
         return Err(

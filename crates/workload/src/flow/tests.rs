@@ -468,6 +468,18 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
             "step \"ws\": actions[0]: every, schedule and count go with send",
         ),
         (
+            "ws = \"ws://h/chat\"\nround_trip = \"by id\"\n",
+            "step \"ws\": round_trip: \"by id\": want \"in order\"",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nround_trip = \"in order\"\nsend_time = \"json $.t\"\n",
+            "step \"ws\": round_trip, send_time: one or the other",
+        ),
+        (
+            "request = \"GET http://h/\"\nround_trip = \"in order\"\n",
+            "step \"ws\": round_trip: only a ws, sse or stream step takes it",
+        ),
+        (
             "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", count = 3 }]\n",
             "step \"ws\": actions[0]: count goes with every or schedule",
         ),
@@ -501,7 +513,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
-            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time, round_trip: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
@@ -569,7 +581,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/e\"\nevents = 1\nsend_time = \"json $.t\"\n",
-            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time, round_trip: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsend_time = \"json $.t\"\n",
