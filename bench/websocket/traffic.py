@@ -42,14 +42,25 @@ benchlib = idle.benchlib
 RECIPE = """[
   {"route": "/echo", "websocket": "echo", "stages": [{"status": 200}]},
   {"route": "/events", "events": {"count": 100000000, "every": "EVERY", "data": "tick"},
+   "stages": [{"status": 200}]},
+  {"route": "/events-finite", "events": {"count": COUNT, "every": "EVERY", "data": "tick"},
    "stages": [{"status": 200}]}
 ]"""
 
 
-def simulator(binary, workdir, event_every):
+def events_in(seconds, event_every):
+    """How many events of one stream paced `event_every` (`1ms`, `500us`, `2s`) fill `seconds`."""
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms|s)", event_every)
+    if not found:
+        raise SystemExit(f"--event-every {event_every!r}: give a number and us, ms or s")
+    every_s = float(found.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[found.group(2)]
+    return max(1, round(seconds / every_s))
+
+
+def simulator(binary, workdir, event_every, seconds):
     recipe = os.path.join(workdir, "traffic.json")
     with open(recipe, "w") as f:
-        f.write(RECIPE.replace("EVERY", event_every))
+        f.write(RECIPE.replace("EVERY", event_every).replace("COUNT", str(events_in(seconds, event_every))))
     port = benchlib.free_port()
     proc = idle.start([binary, "simulate", "-addr", f"127.0.0.1:{port}", "-threads", "1", recipe],
                       benchlib.SERVER_CPU, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -58,12 +69,14 @@ def simulator(binary, workdir, event_every):
 
 
 def report_messages(binary, output):
-    """(messages out, messages in) from `loadlab report`'s connection rows."""
+    """(messages out, messages in, the Msg Latency row's figures or None) from
+    `loadlab report`'s connection rows."""
     text = subprocess.run([binary, "report", output], capture_output=True, text=True, check=True).stdout
     found = re.search(r"^Messages\s+\[out, in, out/s, in/s\]\s+(\d+), (\d+)", text, re.M)
     if not found:
         raise SystemExit(f"no Messages row in the report:\n{text}")
-    return int(found.group(1)), int(found.group(2))
+    timed = re.search(r"^Msg Latency\s+\[50, 90, 99, max\]\s+(.+)$", text, re.M)
+    return int(found.group(1)), int(found.group(2)), timed.group(1).strip() if timed else None
 
 
 def loadlab_run(binary, flow_text, workdir, label, max_workers):
@@ -73,11 +86,12 @@ def loadlab_run(binary, flow_text, workdir, label, max_workers):
     output = os.path.join(workdir, f"{label}.llr")
     cpu, rss, wall, _ = benchlib.measured([binary, "attack", "-scenarios", flow, "-max-workers",
                                            str(max_workers), "-output", output, "-quiet"])
-    out, got = report_messages(binary, output)
+    out, got, timed = report_messages(binary, output)
     os.remove(output)
     return {"cpu_s": round(cpu, 3), "peak_rss_kib": rss, "wall_s": round(wall, 2),
             "messages_out": out, "messages_in": got,
-            "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2)}
+            "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2),
+            "message_latency_50_90_99_max": timed}
 
 
 def loadlab_echo(binary, port, args, workdir):
@@ -95,6 +109,7 @@ timeout = "10s"
 [[scenario.step]]
 name = "echo"
 ws = "ws://127.0.0.1:{port}/echo"
+round_trip = "in order"
 actions = [
   {{ send = "0123456789abcdef", every = "{every_ms}ms", count = {count} }},
   {{ hold = "1s" }},
@@ -141,12 +156,16 @@ def k6_echo(binary, port, args, workdir):
             "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2)}
 
 
-def k6_sse(port, args, workdir):
+def k6_sse(k6, port, args, workdir):
     binary = os.environ.get("K6_SSE")
-    if not binary or not os.path.exists(binary):
-        return "k6 reads no event stream without the xk6-sse extension (K6_SSE=PATH to one built with it)"
-    cpu, rss, wall, count = k6_run(binary, "k6_sse.js", [
-        ("URL", f"http://127.0.0.1:{port}/events"), ("VUS", args.streams),
+    if binary and os.path.exists(binary):
+        script, route = "k6_sse.js", "events"
+    elif k6:
+        binary, script, route = k6, "k6_sse_body.js", "events-finite"
+    else:
+        return "k6 not found"
+    cpu, rss, wall, count = k6_run(binary, script, [
+        ("URL", f"http://127.0.0.1:{port}/{route}"), ("VUS", args.streams),
         ("SECONDS", args.seconds)], workdir)
     got = count("sse_event")
     return {"cpu_s": round(cpu, 3), "peak_rss_kib": rss, "wall_s": round(wall, 2),
@@ -169,7 +188,7 @@ def main():
     if not args.no_build:
         benchlib.sh("cargo", "build", "--release", "-p", "loadlab", cwd=benchlib.ROOT)
     workdir = tempfile.mkdtemp(prefix="loadlab-ws-traffic-", dir=benchlib.OUT)
-    server, port = simulator(args.binary, workdir, args.event_every)
+    server, port = simulator(args.binary, workdir, args.event_every, args.seconds)
     figures = {}
     try:
         k6 = idle.find_k6()
@@ -178,7 +197,7 @@ def main():
             figures["echo k6"] = k6_echo(k6, port, args, workdir) if k6 else "k6 not found"
         if args.mode in ("sse", "both"):
             figures["sse loadlab"] = loadlab_sse(args.binary, port, args, workdir)
-            figures["sse k6"] = k6_sse(port, args, workdir)
+            figures["sse k6"] = k6_sse(k6, port, args, workdir)
     finally:
         server.terminate()
         server.wait()
@@ -189,13 +208,16 @@ def main():
             print(f"{name:<13} {f['messages_out']:>9} {f['messages_in']:>9} "
                   f"{f['messages_in'] / max(0.001, f['wall_s']):>9.0f} {f['cpu_s']:>7.2f} "
                   f"{f['cpu_us_per_message']:>10.2f} {f['peak_rss_kib'] / 1024:>8.1f}")
+            if f.get("message_latency_50_90_99_max"):
+                print(f"{'':<13} message latency [50, 90, 99, max] {f['message_latency_50_90_99_max']}")
         else:
             print(f"{name:<13} {f}")
-    pair = figures.get("echo loadlab"), figures.get("echo k6")
-    if all(isinstance(f, dict) for f in pair):
-        ratio = pair[0]["cpu_us_per_message"] / max(0.001, pair[1]["cpu_us_per_message"])
-        figures["echo_cpu_ratio_loadlab_to_k6"] = round(ratio, 3)
-        print(f"echo: loadlab/k6 CPU per message {ratio:.3f} (goal: 0.2 or less)")
+    for mode, goal in (("echo", " (goal: 0.2 or less)"), ("sse", "")):
+        pair = figures.get(f"{mode} loadlab"), figures.get(f"{mode} k6")
+        if all(isinstance(f, dict) for f in pair):
+            ratio = pair[0]["cpu_us_per_message"] / max(0.001, pair[1]["cpu_us_per_message"])
+            figures[f"{mode}_cpu_ratio_loadlab_to_k6"] = round(ratio, 3)
+            print(f"{mode}: loadlab/k6 CPU per message {ratio:.3f}{goal}")
     with open(os.path.join(benchlib.ROOT, "bench", "out", "websocket_traffic.json"), "w") as f:
         json.dump(figures, f, indent=2)
 

@@ -1101,6 +1101,99 @@ actions = [{{ send = '{{"sent": "soon"}}' }}, {{ hold = "1s" }}]
 }
 
 #[test]
+fn a_send_on_a_schedule_waits_out_its_pause_and_stops_at_its_end_or_its_count() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    // A 300 ms pause, then 50 messages a second for 400 ms: 20 messages, the last
+    // due 680 ms after the send began; the capped one sends 8, the last at 440 ms.
+    let scenario = |name: &str, count: &str| {
+        format!(
+            r#"
+[[scenario]]
+name = "{name}"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "{name}"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+actions = [
+  {{ send = "tick", schedule = "const(0, 300ms) const(50, 400ms)"{count} }},
+  {{ hold = "200ms" }},
+]
+"#
+        )
+    };
+    let flow = scenario("whole", "") + &scenario("capped", ", count = 8");
+    let (output, _, _, steps) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    for (name, messages, last_due_ms) in [("whole", 20, 680), ("capped", 8, 440)] {
+        let entry = &held[name][0];
+        assert_eq!(
+            (entry.messages_out, entry.messages_in),
+            (messages, messages),
+            "{name}: {entry:?}"
+        );
+        let send = &steps[&format!("{name} send 1")][0];
+        let last_due_ns = last_due_ms * 1_000_000;
+        assert!(
+            (last_due_ns..last_due_ns + 1_000_000_000).contains(&send.latency_ns),
+            "{name}: the send ended {} ns in",
+            send.latency_ns
+        );
+    }
+}
+
+#[test]
+fn an_echo_paired_in_order_times_each_round_trip_from_when_its_message_was_due() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    let scenario = |name: &str, pairing: &str| {
+        format!(
+            r#"
+[[scenario]]
+name = "{name}"
+concurrency = 2
+max_requests = 2
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "{name}"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+{pairing}
+actions = [{{ send = "tick", every = "10ms", count = 20 }}, {{ hold = "200ms" }}]
+"#
+        )
+    };
+    let flow = scenario("paired", "round_trip = \"in order\"") + &scenario("unpaired", "");
+    let (output, ..) = attack_ok(&dir, &flow);
+    let held = connections(&output);
+    for entry in &held["paired"] {
+        assert_eq!(
+            (entry.messages_out, entry.messages_in),
+            (20, 20),
+            "{entry:?}"
+        );
+        assert_eq!(entry.latency.count(), 20, "{entry:?}");
+        // Timed from the paced send's start instead, the median would be ~100 ms.
+        let p50_ns = entry.latency.quantile(0.5).unwrap();
+        assert!(p50_ns < 40_000_000, "a loopback echo: {p50_ns} ns");
+    }
+    for entry in &held["unpaired"] {
+        assert_eq!(
+            (entry.messages_in, entry.latency.count()),
+            (20, 0),
+            "{entry:?}"
+        );
+    }
+}
+
+#[test]
 fn an_event_stream_goes_over_a_unix_socket() {
     use std::io::{Read as _, Write as _};
     let dir = TempDir::new();

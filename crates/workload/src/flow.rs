@@ -33,7 +33,7 @@ mod stream;
 
 pub use grpc_step::{DecodeFailure, GrpcCall};
 pub use stream::{
-    Action, ActionKind, EventStream, Pace, SendTime, Stream, StreamTarget, WebSocket,
+    Action, ActionKind, EventStream, Pace, PaceTimes, SendTime, Stream, StreamTarget, WebSocket,
 };
 
 /// Variables one flow may extract (one bit each in [`UserState`]).
@@ -844,6 +844,7 @@ fn refuse_stream_keys(fields: &StepFields) -> Result<(), String> {
         ("subprotocols", !fields.subprotocols.is_empty()),
         ("compression", fields.compression.is_some()),
         ("send_time", fields.send_time.is_some()),
+        ("round_trip", fields.round_trip.is_some()),
     ];
     match stray.iter().find(|(_, given)| *given) {
         Some((key, _)) => Err(format!("{key}: only a ws, sse or stream step takes it")),

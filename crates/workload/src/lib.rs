@@ -77,8 +77,8 @@ pub use cookies::{CookieJar, CookieRefusal, CookieUrl};
 pub use data::{DataOrder, DataTable};
 pub use flow::{
     Action, ActionKind, Condition, DEFAULT_CHECK_BODY_LIMIT, EventStream, Extraction, Flow,
-    FlowFailure, FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Pace, SendTime, Step,
-    Stream, StreamTarget, Think, UserState, Verdict, WebSocket,
+    FlowFailure, FlowOptions, FlowScratch, MAX_CHECKS, MAX_VARIABLES, Next, Pace, PaceTimes,
+    SendTime, Step, Stream, StreamTarget, Think, UserState, Verdict, WebSocket,
 };
 pub use grpc::{ProtoSet, TypeSource, encode_message};
 pub use grpc_frame::frame;

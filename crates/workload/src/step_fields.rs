@@ -52,6 +52,10 @@ pub struct StepFields {
     /// `regex sent=([0-9]+)`): unix nanoseconds, read back as each message's one-way
     /// delay (a `send` writes it with `{{send_time_ns}}`).
     pub send_time: Option<String>,
+    /// `"in order"`: each message that arrives on a `ws` step answers the oldest one
+    /// sent and not yet answered (an echo): its round trip is timed from when that one
+    /// was due.
+    pub round_trip: Option<String>,
     /// A server-sent event stream instead of a request: `http://HOST/PATH`, then
     /// header lines.
     pub sse: Option<String>,
@@ -81,8 +85,11 @@ pub struct ActionFields {
     pub send: Option<String>,
     /// With `send`: send it this often (`50ms`), `count` times in all.
     pub every: Option<String>,
-    /// With `send` and `every`: how many messages.
+    /// With `send` and `every`: how many messages; with `schedule`: at most this many.
     pub count: Option<u64>,
+    /// With `send`: send it at this many messages per second over time, in the
+    /// scenario `schedule` grammar (`line(1, 50, 30s)`), until the schedule ends.
+    pub schedule: Option<String>,
     /// Wait for a message this check passes on (`body contains hi`, `json $.id exists`).
     pub expect: Option<String>,
     /// How long `expect` waits (default: the scenario's `timeout`).

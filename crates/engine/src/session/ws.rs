@@ -5,6 +5,7 @@
 //! Non-blocking: [`Ws::drive`] runs as far as the socket lets it and says what it
 //! waits for; the action in progress keeps its place in [`Act`].
 
+use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
 
 use record::{ClosedBy, ErrorKind};
@@ -51,7 +52,15 @@ pub(super) struct Ws {
     ping_out: Option<(u64, u64)>,
     /// The run ended while the connection was open: its entry says so.
     cut: bool,
+    /// With `round_trip = "in order"`: when each message not yet answered was due,
+    /// oldest first (`None`: not paired, or more than [`MAX_UNANSWERED`] went
+    /// unanswered and pairing stopped for this connection).
+    unanswered: Option<VecDeque<u64>>,
 }
+
+/// Past this many messages unanswered, a connection's answers are no longer paired:
+/// a server that does not echo would otherwise grow the queue without end.
+const MAX_UNANSWERED: usize = 4096;
 
 enum State {
     Asking(Ask),
@@ -75,10 +84,9 @@ enum Act {
     Hold {
         deadline_ns: u64,
     },
-    /// A paced `send`: messages sent so far, and when the next is due.
+    /// A paced `send`: messages sent so far (the next one's time follows from it).
     Paced {
         sent: u64,
-        next_ns: u64,
     },
     Close {
         deadline_ns: u64,
@@ -113,6 +121,7 @@ impl Ws {
             ping_next_ns: u64::MAX,
             ping_out: None,
             cut: false,
+            unanswered: round_trip(job).then(VecDeque::new),
         }
     }
 
@@ -351,21 +360,20 @@ impl Ws {
                 self.sends += 1;
                 let message = stamped_message(job, &send);
                 self.stamped = send.stamp.is_some().then_some(send);
-                self.act = match action.pace {
-                    Some(pace) if pace.count > 1 => Act::Paced {
-                        sent: 1,
-                        next_ns: started_ns.saturating_add(pace.every_ns),
-                    },
-                    _ => Act::Flush {
+                if action.pace.is_some() {
+                    // Kept for the paced messages (a clone shares the bytes): each goes
+                    // when it is due, the first too (a schedule may begin with a pause).
+                    self.message = Some(message);
+                    self.act = Act::Paced { sent: 0 };
+                } else {
+                    self.act = Act::Flush {
                         deadline_ns: timeout_ns,
-                    },
-                };
-                // Kept for a paced send's next messages (a clone shares the bytes).
-                self.send(socket, message.clone())?;
-                self.message = Some(message);
+                    };
+                    self.send(socket, message, started_ns)?;
+                }
                 self.act(job, socket, action)
             }
-            (Act::Paced { sent, next_ns }, _) => self.paced(job, socket, action, sent, next_ns),
+            (Act::Paced { sent }, _) => self.paced(job, socket, action, sent),
             (Act::Begin, ActionKind::Expect { within_ns, .. }) => {
                 let within_ns = within_ns.unwrap_or(job.timeout_ns);
                 self.act = Act::Expect {
@@ -451,7 +459,15 @@ impl Ws {
     /// Queues `message` (a write that would block has queued it: a flush sends it),
     /// counted.
     /// With permessage-deflate agreed, the message goes compressed (RSV1 set).
-    fn send(&mut self, socket: &mut Socket, message: Message) -> Result<(), Failure> {
+    /// Sends `message`, due at `due_ns` (its round trip, when paired, counts from then).
+    fn send(&mut self, socket: &mut Socket, message: Message, due_ns: u64) -> Result<(), Failure> {
+        if let Some(unanswered) = &mut self.unanswered {
+            if unanswered.len() < MAX_UNANSWERED {
+                unanswered.push_back(due_ns);
+            } else {
+                self.unanswered = None;
+            }
+        }
         let bytes = message.len() as u64;
         self.current.bytes_out += bytes;
         if let Some(held) = &mut self.held {
@@ -468,16 +484,15 @@ impl Ws {
     }
 
     /// A paced `send`: each message at its time (a late one at once, in turn),
-    /// reading what comes meanwhile, until `count` went out.
+    /// reading what comes meanwhile, until its pace has no next message.
     fn paced(
         &mut self,
         job: &SessionJob,
         socket: &mut Socket,
         action: &Action,
         mut sent: u64,
-        mut next_ns: u64,
     ) -> Progress {
-        let Some(pace) = action.pace else {
+        let Some(pace) = &action.pace else {
             return Ok(None);
         };
         loop {
@@ -488,24 +503,26 @@ impl Ws {
             if job.stop.is_stopping() {
                 return Ok(None);
             }
-            if sent >= pace.count {
+            let due_ns = pace.offset_ns(sent);
+            let Some(due_ns) =
+                due_ns.map(|offset_ns| self.current.started_ns.saturating_add(offset_ns))
+            else {
                 self.act = Act::Flush {
                     deadline_ns: now.saturating_add(job.timeout_ns),
                 };
                 return self.act(job, socket, action);
-            }
-            if now < next_ns {
+            };
+            if now < due_ns {
                 queued(socket.flush())?;
-                self.act = Act::Paced { sent, next_ns };
-                return Ok(Some(next_ns));
+                self.act = Act::Paced { sent };
+                return Ok(Some(due_ns));
             }
             let message = match &self.stamped {
                 Some(send) => stamped_message(job, send),
                 None => self.message.clone().unwrap_or_else(|| Message::text("")),
             };
-            self.send(socket, message)?;
+            self.send(socket, message, due_ns)?;
             sent += 1;
-            next_ns = next_ns.saturating_add(pace.every_ns);
         }
     }
 
@@ -545,9 +562,10 @@ impl Ws {
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
-                // With `send_time`, the histogram holds the one-way delays instead.
+                // With `send_time` or `round_trip`, the histogram holds what they time.
                 if let Some(held) = &mut self.held
                     && send_time(job).is_none()
+                    && !round_trip(job)
                 {
                     held.timed(answer.latency_ns);
                 }
@@ -575,7 +593,10 @@ impl Ws {
                 None => return Ok(None),
                 Some(Incoming::Data { .. }) => {
                     let bytes = reader.message().len() as u64;
-                    let delay_ns = one_way_delay(job, reader.message())?;
+                    let mut delay_ns = one_way_delay(job, reader.message())?;
+                    if let Some(due_ns) = self.unanswered.as_mut().and_then(VecDeque::pop_front) {
+                        delay_ns = Some(job.clock.now_ns().saturating_sub(due_ns));
+                    }
                     if let Some(held) = &mut self.held {
                         held.received(bytes);
                         if let Some(delay_ns) = delay_ns {
@@ -628,6 +649,11 @@ fn send_time(job: &SessionJob) -> Option<&workload::SendTime> {
         Some(Stream::WebSocket(session)) => session.send_time.as_ref(),
         _ => None,
     }
+}
+
+/// The step pairs each message that arrives with the oldest one not yet answered.
+fn round_trip(job: &SessionJob) -> bool {
+    matches!(&job.flow.steps[job.step].stream, Some(Stream::WebSocket(session)) if session.round_trip)
 }
 
 /// The one-way delay of `message`, received now, when it carries its send time; one

@@ -11,7 +11,7 @@ use crate::check::Check;
 use crate::step_fields::{ActionFields, StepFields};
 use crate::target::{Header, Target};
 use crate::template::Place;
-use crate::{Origin, Template};
+use crate::{Origin, Schedule, Template};
 
 use super::{Extraction, Flow, Source, parse_request};
 
@@ -37,6 +37,9 @@ pub struct WebSocket {
     pub deflate: bool,
     /// Where messages carry their send time, read back as one-way delays.
     pub send_time: Option<SendTime>,
+    /// Each message that arrives answers the oldest one sent and not yet answered
+    /// (`round_trip = "in order"`): the round trips are the entry's message latency.
+    pub round_trip: bool,
 }
 
 /// Where a message carries the unix nanoseconds it was sent at (`send_time =
@@ -67,13 +70,37 @@ pub struct Action {
     pub target: usize,
 }
 
-/// A `send` repeated at a rate: `count` messages, `every_ns` apart, the first at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A `send` repeated: at most `count` messages, each at its time from the action's
+/// start, a pure function of its index (so a late message never moves the next ones).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pace {
-    /// The time between two messages.
-    pub every_ns: u64,
-    /// Messages in all.
+    /// Messages in all, at most (a schedule may end first).
     pub count: u64,
+    /// When each message is due.
+    pub times: PaceTimes,
+}
+
+/// How a [`Pace`]'s messages are spaced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PaceTimes {
+    /// `every`: this many nanoseconds apart, the first at once.
+    Every(u64),
+    /// `schedule`: messages per second over time, as a scenario's `schedule`.
+    Schedule(Schedule),
+}
+
+impl Pace {
+    /// When message `k` (0-based) is due, in nanoseconds from the action's start;
+    /// `None` once `count` went out or the schedule ended.
+    pub fn offset_ns(&self, k: u64) -> Option<u64> {
+        if k >= self.count {
+            return None;
+        }
+        match &self.times {
+            PaceTimes::Every(every_ns) => Some(every_ns.saturating_mul(k)),
+            PaceTimes::Schedule(schedule) => schedule.intended_ns(k),
+        }
+    }
 }
 
 /// What an action does.
@@ -126,6 +153,36 @@ pub struct StreamTarget {
 
 /// Close codes a client may send (RFC 6455 7.4.1 and the IANA registry; 1004-1006
 /// and 1015 are never sent, 3000-4999 are the applications').
+/// A `send`'s pace from `every` and `count`, or `schedule` (and at most `count`).
+fn pace(
+    fields: &ActionFields,
+    duration: impl Fn(&str, &str) -> Result<u64, String>,
+) -> Result<Option<Pace>, String> {
+    let times = match (&fields.send, fields.every.as_deref(), &fields.schedule) {
+        (_, None, None) if fields.count.is_none() => return Ok(None),
+        (None, ..) => return Err(": every, schedule and count go with send".to_owned()),
+        (Some(_), Some(_), Some(_)) => return Err(": every or schedule, not both".to_owned()),
+        (Some(_), None, None) => return Err(": count goes with every or schedule".to_owned()),
+        (Some(_), Some(_), None) if fields.count.is_none() => {
+            return Err(": every and count go together".to_owned());
+        }
+        (Some(_), Some(every), None) => match duration("every", every)? {
+            0 => return Err(".every: must be above 0".to_owned()),
+            every_ns => PaceTimes::Every(every_ns),
+        },
+        (Some(_), None, Some(text)) => {
+            PaceTimes::Schedule(Schedule::parse(text).map_err(|e| format!(".schedule: {e}"))?)
+        }
+    };
+    match fields.count {
+        Some(0) => Err(".count: must be at least 1".to_owned()),
+        count => Ok(Some(Pace {
+            count: count.unwrap_or(u64::MAX),
+            times,
+        })),
+    }
+}
+
 fn sendable_close(code: i64) -> bool {
     matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }
@@ -249,6 +306,21 @@ impl Flow {
                 Err(reason) => Err(format!("send_time: {reason}")),
             })
             .transpose()?;
+        let round_trip = match fields.round_trip.as_deref().map(str::trim) {
+            None => false,
+            Some("in order") if send_time.is_some() => {
+                return Err(
+                    "round_trip, send_time: one or the other (both time what arrives)".to_owned(),
+                );
+            }
+            Some("in order") => true,
+            Some(other) => {
+                return Err(format!(
+                    "round_trip: {other:?}: want \"in order\" (each message that arrives \
+                     answers the oldest one not yet answered, as an echo)"
+                ));
+            }
+        };
         let deflate = match fields.compression.as_deref() {
             None => false,
             Some("deflate") => true,
@@ -315,6 +387,7 @@ impl Flow {
             subprotocols,
             deflate,
             send_time,
+            round_trip,
         };
         Ok((target, Stream::WebSocket(session)))
     }
@@ -343,19 +416,7 @@ impl Flow {
         if fields.expect.is_none() && (fields.within.is_some() || !fields.extract.is_empty()) {
             return Err(": within and extract go with expect".to_owned());
         }
-        let pace = match (&fields.send, fields.every.as_deref(), fields.count) {
-            (_, None, None) => None,
-            (Some(_), Some(every), Some(count)) if count > 0 => {
-                let every_ns = duration("every", every)?;
-                if every_ns == 0 {
-                    return Err(".every: must be above 0".to_owned());
-                }
-                Some(Pace { every_ns, count })
-            }
-            (Some(_), Some(_), Some(_)) => return Err(".count: must be at least 1".to_owned()),
-            (Some(_), _, _) => return Err(": every and count go together".to_owned()),
-            (None, _, _) => return Err(": every and count go with send".to_owned()),
-        };
+        let pace = pace(fields, duration)?;
         let (verb, kind) = if let Some(text) = &fields.send {
             let template = |text: &str| {
                 Template::parse_with(text, Some(known))
@@ -545,8 +606,11 @@ fn events(
         || !fields.subprotocols.is_empty()
         || fields.compression.is_some()
         || fields.send_time.is_some()
+        || fields.round_trip.is_some()
     {
-        return Err("ping, subprotocols, compression, send_time: for ws steps".to_owned());
+        return Err(
+            "ping, subprotocols, compression, send_time, round_trip: for ws steps".to_owned(),
+        );
     }
     if whole_answer && fields.reconnect.is_some() {
         return Err(

@@ -461,7 +461,39 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "ws = \"ws://h/chat\"\nactions = [{ hold = \"1s\", every = \"10ms\", count = 2 }]\n",
-            "step \"ws\": actions[0]: every and count go with send",
+            "step \"ws\": actions[0]: every, schedule and count go with send",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ hold = \"1s\", schedule = \"const(5, 1s)\" }]\n",
+            "step \"ws\": actions[0]: every, schedule and count go with send",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nround_trip = \"by id\"\n",
+            "step \"ws\": round_trip: \"by id\": want \"in order\"",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nround_trip = \"in order\"\nsend_time = \"json $.t\"\n",
+            "step \"ws\": round_trip, send_time: one or the other",
+        ),
+        (
+            "request = \"GET http://h/\"\nround_trip = \"in order\"\n",
+            "step \"ws\": round_trip: only a ws, sse or stream step takes it",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", count = 3 }]\n",
+            "step \"ws\": actions[0]: count goes with every or schedule",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", every = \"1s\", count = 2, schedule = \"const(5, 1s)\" }]\n",
+            "step \"ws\": actions[0]: every or schedule, not both",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", schedule = \"linear(1, 5, 1s)\" }]\n",
+            "step \"ws\": actions[0].schedule: invalid schedule \"linear(1, 5, 1s)\"",
+        ),
+        (
+            "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", schedule = \"const(5, 1s)\", count = 0 }]\n",
+            "step \"ws\": actions[0].count: must be at least 1",
         ),
         (
             "ws = \"ws://h/chat\"\nactions = [{ send = \"a\", every = \"0s\", count = 2 }]\n",
@@ -481,7 +513,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/events\"\nevents = 1\nping = \"1s\"\n",
-            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time, round_trip: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsubprotocols = [\"chat\"]\n",
@@ -549,7 +581,7 @@ fn names_the_file_line_step_and_field_of_stream_step_mistakes() {
         ),
         (
             "sse = \"http://h/e\"\nevents = 1\nsend_time = \"json $.t\"\n",
-            "step \"ws\": ping, subprotocols, compression, send_time: for ws steps",
+            "step \"ws\": ping, subprotocols, compression, send_time, round_trip: for ws steps",
         ),
         (
             "request = \"GET http://h/\"\nsend_time = \"json $.t\"\n",
@@ -660,10 +692,10 @@ body = '{"prompt": "hi {{said}}", "stream": true}'
     assert_eq!(names, ["send 1", "reply", "hold 3", "close 4"]);
     assert!(matches!(actions[3].kind, ActionKind::Close(4000)));
     let pace = Pace {
-        every_ns: 20_000_000,
         count: 5,
+        times: PaceTimes::Every(20_000_000),
     };
-    assert_eq!((actions[0].pace, actions[1].pace), (Some(pace), None));
+    assert_eq!((&actions[0].pace, &actions[1].pace), (&Some(pace), &None));
     assert_eq!(flow.variables, ["token", "said"]);
     let targets: Vec<(usize, &str, usize)> = flow
         .stream_targets
@@ -1205,4 +1237,41 @@ actions = [{ send = "{{send_time_ns}}" }]
         ActionKind::Send(_, Some(_))
     ));
     assert_eq!(flow.steps[0].needs, 0, "{{user}} is no variable");
+}
+
+#[test]
+fn a_paced_sends_kth_message_is_due_by_its_every_or_its_schedule() {
+    let schedule = |text: &str| PaceTimes::Schedule(crate::Schedule::parse(text).unwrap());
+    let second = 1_000_000_000;
+    let rows = [
+        (
+            "every 10ns, 3",
+            3,
+            PaceTimes::Every(10),
+            [Some(0), Some(10), Some(20), None],
+        ),
+        (
+            "2/s for 1s",
+            u64::MAX,
+            schedule("const(2, 1s)"),
+            [Some(0), Some(second / 2), None, None],
+        ),
+        (
+            "2/s for 1s, at most 1",
+            1,
+            schedule("const(2, 1s)"),
+            [Some(0), None, None, None],
+        ),
+        (
+            "a pause first",
+            u64::MAX,
+            schedule("const(0, 1s) const(1, 2s)"),
+            [Some(second), Some(2 * second), None, None],
+        ),
+    ];
+    for (name, count, times, want) in rows {
+        let pace = Pace { count, times };
+        let got: Vec<Option<u64>> = (0..4).map(|k| pace.offset_ns(k)).collect();
+        assert_eq!(got, want, "{name}");
+    }
 }
