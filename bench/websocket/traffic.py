@@ -11,7 +11,9 @@ with a `send` action's `every`/`count` (no record per message: the counts are in
 the record file's connection entries, read back through `loadlab report`); k6
 (`k6_echo.js`, k6/ws, one VU a connection) sends on `setInterval`. CPU is the
 generator's user + system time (wait4), pinned to CPU 0, the simulator to CPU 1;
-CPU per message is over the echoes received.
+CPU per message is over the echoes received. --precision DURATION sets loadlab's
+-precision (its workers' and session loops' wake-up budget) for the echo run; given
+more than once, a loadlab row each (`default`: the flag left out), beside one k6 row.
 
 sse: --streams event streams from the simulator's events route (an event every
 --event-every, `data: tick N`) read for --seconds on one core. k6 has no event-stream
@@ -21,7 +23,8 @@ it the k6 row says so.
 
 Usage: bench/websocket/traffic.py [echo|sse|both] [--connections 1000]
            [--per-connection 20] [--seconds 20] [--streams 100] [--event-every 1ms]
-           [--no-build] [--binary BIN]
+           [--precision default|DURATION ...] [--no-build] [--binary BIN]
+  e.g. bench/websocket/traffic.py echo --precision default --precision 1ms
 Output: a table on stdout and bench/out/websocket_traffic.json.
 """
 
@@ -66,13 +69,13 @@ def report_messages(binary, output):
     return int(found.group(1)), int(found.group(2))
 
 
-def loadlab_run(binary, flow_text, workdir, label, max_workers):
+def loadlab_run(binary, flow_text, workdir, label, max_workers, flags=()):
     flow = os.path.join(workdir, f"{label}.toml")
     with open(flow, "w") as f:
         f.write(flow_text)
     output = os.path.join(workdir, f"{label}.llr")
     cpu, rss, wall, _ = benchlib.measured([binary, "attack", "-scenarios", flow, "-max-workers",
-                                           str(max_workers), "-output", output, "-quiet"])
+                                           str(max_workers), *flags, "-output", output, "-quiet"])
     out, got = report_messages(binary, output)
     os.remove(output)
     return {"cpu_s": round(cpu, 3), "peak_rss_kib": rss, "wall_s": round(wall, 2),
@@ -80,7 +83,8 @@ def loadlab_run(binary, flow_text, workdir, label, max_workers):
             "cpu_us_per_message": round(cpu * 1e6 / max(1, got), 2)}
 
 
-def loadlab_echo(binary, port, args, workdir):
+def loadlab_echo(binary, port, args, workdir, precision):
+    flags = () if precision == "default" else ("-precision", precision)
     every_ms = 1000 / args.per_connection
     count = args.per_connection * args.seconds
     rate = min(args.connections, 1000)
@@ -100,7 +104,7 @@ actions = [
   {{ hold = "1s" }},
   {{ close = 1000 }},
 ]
-""", workdir, "echo", args.connections + 100)
+""", workdir, "echo", args.connections + 100, flags)
 
 
 def loadlab_sse(binary, port, args, workdir):
@@ -162,6 +166,9 @@ def main():
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--event-every", default="1ms")
+    parser.add_argument("--precision", action="append", metavar="DURATION",
+                        help="loadlab's -precision for the echo run, `default` to leave it out; "
+                             "repeat for a row each [default: default]")
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--binary", default=benchlib.LOADLAB)
     args = parser.parse_args()
@@ -174,7 +181,9 @@ def main():
     try:
         k6 = idle.find_k6()
         if args.mode in ("echo", "both"):
-            figures["echo loadlab"] = loadlab_echo(args.binary, port, args, workdir)
+            for precision in args.precision or ["default"]:
+                name = "echo loadlab" + ("" if precision == "default" else f" {precision}")
+                figures[name] = loadlab_echo(args.binary, port, args, workdir, precision)
             figures["echo k6"] = k6_echo(k6, port, args, workdir) if k6 else "k6 not found"
         if args.mode in ("sse", "both"):
             figures["sse loadlab"] = loadlab_sse(args.binary, port, args, workdir)
@@ -183,19 +192,22 @@ def main():
         server.terminate()
         server.wait()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"{'run':<13} {'msgs out':>9} {'msgs in':>9} {'in/s':>9} {'CPU s':>7} {'CPU-us/msg':>10} {'RSS MiB':>8}")
+    print(f"{'run':<17} {'msgs out':>9} {'msgs in':>9} {'in/s':>9} {'CPU s':>7} {'CPU-us/msg':>10} {'RSS MiB':>8}")
     for name, f in figures.items():
         if isinstance(f, dict):
-            print(f"{name:<13} {f['messages_out']:>9} {f['messages_in']:>9} "
+            print(f"{name:<17} {f['messages_out']:>9} {f['messages_in']:>9} "
                   f"{f['messages_in'] / max(0.001, f['wall_s']):>9.0f} {f['cpu_s']:>7.2f} "
                   f"{f['cpu_us_per_message']:>10.2f} {f['peak_rss_kib'] / 1024:>8.1f}")
         else:
-            print(f"{name:<13} {f}")
-    pair = figures.get("echo loadlab"), figures.get("echo k6")
-    if all(isinstance(f, dict) for f in pair):
-        ratio = pair[0]["cpu_us_per_message"] / max(0.001, pair[1]["cpu_us_per_message"])
-        figures["echo_cpu_ratio_loadlab_to_k6"] = round(ratio, 3)
-        print(f"echo: loadlab/k6 CPU per message {ratio:.3f} (goal: 0.2 or less)")
+            print(f"{name:<17} {f}")
+    k6 = figures.get("echo k6")
+    ours = [(name, f) for name, f in figures.items() if name.startswith("echo loadlab")]
+    for name, f in ours:
+        if isinstance(f, dict) and isinstance(k6, dict):
+            ratio = f["cpu_us_per_message"] / max(0.001, k6["cpu_us_per_message"])
+            key = "echo_cpu_ratio_loadlab_to_k6" + name[len("echo loadlab"):].replace(" ", "_")
+            figures[key] = round(ratio, 3)
+            print(f"{name}: loadlab/k6 CPU per message {ratio:.3f} (goal: 0.2 or less)")
     with open(os.path.join(benchlib.ROOT, "bench", "out", "websocket_traffic.json"), "w") as f:
         json.dump(figures, f, indent=2)
 
