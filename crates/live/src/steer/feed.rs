@@ -28,7 +28,8 @@ use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
 use workload::Plan;
 
 use super::buckets::Buckets;
-use super::second::{ShardReport, ShardSecond, ShardState};
+use super::second::{FEED_VERSION, ShardReport, ShardSecond, ShardState};
+use super::streams::ShardStreams;
 use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
 use crate::{Handler, PrometheusHandle, Request, Response};
 
@@ -45,6 +46,8 @@ struct Bin {
     lags_ns: Vec<u64>,
     codes: BTreeMap<u16, u64>,
     error_ids: BTreeMap<u32, u64>,
+    /// The stats samples' stream figures taken in the second.
+    streams: Option<ShardStreams>,
 }
 
 /// What the handler reads: the report's head and the kept seconds.
@@ -88,6 +91,10 @@ pub struct SteerFeed {
     stop: StopHandle,
     metrics: Option<PrometheusHandle>,
     records: Option<PathBuf>,
+    /// The last stats sample's time, unix ns: the next one's interval starts there.
+    sampled_unix_ns: u64,
+    /// Stream figures whose second had settled, for the next second open.
+    unplaced: Option<ShardStreams>,
 }
 
 impl SteerFeed {
@@ -95,6 +102,7 @@ impl SteerFeed {
     pub fn new(config: &RunConfig, stop: &StopHandle) -> SteerFeed {
         let shard = config.shard();
         let head = ShardReport {
+            feed_version: FEED_VERSION,
             index: shard.index(),
             count: shard.count(),
             fingerprint: format!("{:016x}", engine::plan_fingerprint(config)),
@@ -121,6 +129,8 @@ impl SteerFeed {
             stop: stop.clone(),
             metrics: None,
             records: None,
+            sampled_unix_ns: 0,
+            unplaced: None,
         }
     }
 
@@ -199,6 +209,27 @@ impl SteerFeed {
             lag: Buckets::of(&mut bin.lags_ns),
             codes: bin.codes.into_iter().collect(),
             errors: errors.into_iter().collect(),
+            streams: bin.streams,
+        }
+    }
+
+    /// Puts a stats sample's stream figures in the second it was taken in; were that
+    /// second settled, in the next one open (each is counted once).
+    fn bin_streams(&mut self, at_ns: u64, sample: ShardStreams) {
+        let sample = match self.unplaced.take() {
+            Some(mut earlier) => {
+                earlier.absorb_later(sample);
+                earlier
+            }
+            None => sample,
+        };
+        match self.seconds.bin(at_ns) {
+            Some(Bin {
+                streams: Some(streams),
+                ..
+            }) => streams.absorb_later(sample),
+            Some(bin) => bin.streams = Some(sample),
+            None => self.unplaced = Some(sample),
         }
     }
 
@@ -212,6 +243,7 @@ impl SteerFeed {
 impl RunObserver for SteerFeed {
     fn start(&mut self, clock: Clock) {
         self.start_unix_ns = clock.start_unix_ns();
+        self.sampled_unix_ns = self.start_unix_ns;
         self.lock().head.start_unix_ns = self.start_unix_ns;
         self.set_state(ShardState::Running);
     }
@@ -238,6 +270,15 @@ impl RunObserver for SteerFeed {
 
     fn stats(&mut self, stats: &GeneratorStats) {
         let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
+        let span_ns = stats.at_unix_ns.saturating_sub(self.sampled_unix_ns);
+        self.sampled_unix_ns = stats.at_unix_ns;
+        if let Some(streams) = &stats.streams {
+            let sample = ShardStreams {
+                stats: streams.clone(),
+                span_ns,
+            };
+            self.bin_streams(at_ns, sample);
+        }
         self.seconds.advance(at_ns);
         self.settle(self.seconds.now_ns());
         let asked = (self.plans.iter())
