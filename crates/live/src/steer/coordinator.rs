@@ -799,6 +799,7 @@ mod tests {
         quiet.unsampled = 2;
         let rule = "connections_open > 6 for 3s";
         let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), quiet], rule);
+        let metrics = steering.keep_metrics();
         let events = steering.poll();
         let fired = steering.fired().expect("9 open for 3 s");
         assert_eq!(fired.at_ns, 3 * SECOND_NS, "{events:?}");
@@ -812,6 +813,11 @@ mod tests {
         assert!(
             verdict.contains("streams: 9 connections opened"),
             "{verdict}"
+        );
+        let series = metrics.get();
+        assert!(
+            series.contains("\nloadlab_stream_connections_open 9\n"),
+            "{series}"
         );
         let alone = coordinator_with(vec![FakeShard::holding(0, 5, 4)], rule);
         let mut alone = alone;
