@@ -416,6 +416,9 @@ fn the_shards_records_are_pulled_whole_as_they_are_written() {
 /// (opened, messages out, messages in, bytes out, bytes in, latencies timed), and the
 /// same summed over their connection entries.
 fn streams_in_records(shards: &[Shard]) -> ([u64; 6], [u64; 6]) {
+    let add = |sums: &mut [u64; 6], figures: [u64; 6]| {
+        sums.iter_mut().zip(figures).for_each(|(sum, n)| *sum += n);
+    };
     let (mut samples, mut entries) = ([0u64; 6], [0u64; 6]);
     for shard in shards {
         let mut source = record::open_input(&shard.output).unwrap();
@@ -424,38 +427,17 @@ fn streams_in_records(shards: &[Shard]) -> ([u64; 6], [u64; 6]) {
             source.drain_connections(&mut connections);
         }
         source.drain_connections(&mut connections);
-        for stats in source
-            .summary()
-            .stats
-            .iter()
-            .filter_map(|s| s.streams.as_ref())
-        {
-            let figures = [
-                stats.opened,
-                stats.messages_out,
-                stats.messages_in,
-                stats.bytes_out,
-                stats.bytes_in,
-                stats.latency.count(),
-            ];
-            samples
-                .iter_mut()
-                .zip(figures)
-                .for_each(|(sum, n)| *sum += n);
+        let stats = &source.summary().stats;
+        for s in stats.iter().filter_map(|s| s.streams.as_ref()) {
+            let (out, got, timed) = (s.messages_out, s.messages_in, s.latency.count());
+            add(
+                &mut samples,
+                [s.opened, out, got, s.bytes_out, s.bytes_in, timed],
+            );
         }
         for c in &connections {
-            let figures = [
-                1,
-                c.messages_out,
-                c.messages_in,
-                c.bytes_out,
-                c.bytes_in,
-                c.latency.count(),
-            ];
-            entries
-                .iter_mut()
-                .zip(figures)
-                .for_each(|(sum, n)| *sum += n);
+            let (out, got, timed) = (c.messages_out, c.messages_in, c.latency.count());
+            add(&mut entries, [1, out, got, c.bytes_out, c.bytes_in, timed]);
         }
     }
     (samples, entries)

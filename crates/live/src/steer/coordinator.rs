@@ -703,11 +703,17 @@ mod tests {
     }
 
     fn coordinator(shards: Vec<FakeShard>) -> Coordinator {
+        coordinator_with(shards, &[])
+    }
+
+    /// Steering `shards` with the coordinator's own `rules` (none: the shards').
+    fn coordinator_with(shards: Vec<FakeShard>, rules: &[&str]) -> Coordinator {
         let links = shards
             .into_iter()
             .map(|shard| Box::new(shard) as Box<dyn ShardLink>)
             .collect();
-        Coordinator::new(links, &[], Duration::from_secs(10))
+        let rules: Vec<StopRule> = rules.iter().map(|r| StopRule::parse(r).unwrap()).collect();
+        Coordinator::new(links, &rules, Duration::from_secs(10))
     }
 
     #[test]
@@ -782,15 +788,6 @@ mod tests {
         assert_eq!(verdict[0], "1 shards: 1 finished, 0 lost", "{verdict:?}");
     }
 
-    fn coordinator_with(shards: Vec<FakeShard>, rule: &str) -> Coordinator {
-        let links = shards
-            .into_iter()
-            .map(|shard| Box::new(shard) as Box<dyn ShardLink>)
-            .collect();
-        let rules = [StopRule::parse(rule).unwrap()];
-        Coordinator::new(links, &rules, Duration::from_secs(10))
-    }
-
     #[test]
     fn a_connections_rule_is_judged_on_the_sum_of_the_shards_connections() {
         // 4 and 5 held: neither shard alone holds more than 6, the run holds 9. Shard 1
@@ -798,7 +795,7 @@ mod tests {
         let mut quiet = FakeShard::holding(1, 5, 5);
         quiet.unsampled = 2;
         let rule = "connections_open > 6 for 3s";
-        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), quiet], rule);
+        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), quiet], &[rule]);
         let metrics = steering.keep_metrics();
         let events = steering.poll();
         let fired = steering.fired().expect("9 open for 3 s");
@@ -819,8 +816,7 @@ mod tests {
             series.contains("\nloadlab_stream_connections_open 9\n"),
             "{series}"
         );
-        let alone = coordinator_with(vec![FakeShard::holding(0, 5, 4)], rule);
-        let mut alone = alone;
+        let mut alone = coordinator_with(vec![FakeShard::holding(0, 5, 4)], &[rule]);
         alone.poll();
         assert!(alone.fired().is_none(), "4 open alone");
     }
@@ -830,7 +826,7 @@ mod tests {
         let mut older = FakeShard::new(1, 5, 0);
         older.feed_version = 0;
         let rule = "connections_open < 100 for 1s";
-        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), older], rule);
+        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), older], &[rule]);
         let events = steering.poll();
         assert!(
             events.iter().any(|event| event
