@@ -93,8 +93,6 @@ pub struct SteerFeed {
     records: Option<PathBuf>,
     /// The last stats sample's time, unix ns: the next one's interval starts there.
     sampled_unix_ns: u64,
-    /// Stream figures whose second had settled, for the next second open.
-    unplaced: Option<ShardStreams>,
 }
 
 impl SteerFeed {
@@ -130,7 +128,6 @@ impl SteerFeed {
             metrics: None,
             records: None,
             sampled_unix_ns: 0,
-            unplaced: None,
         }
     }
 
@@ -213,23 +210,16 @@ impl SteerFeed {
         }
     }
 
-    /// Puts a stats sample's stream figures in the second it was taken in; were that
-    /// second settled, in the next one open (each is counted once).
+    /// Puts a stats sample's stream figures, taken `at_ns` after time zero, in the
+    /// second it was taken in, or in a later one should a completion have ended after
+    /// it: the latest moment seen is in a second still open, so none is lost.
     fn bin_streams(&mut self, at_ns: u64, sample: ShardStreams) {
-        let sample = match self.unplaced.take() {
-            Some(mut earlier) => {
-                earlier.absorb_later(sample);
-                earlier
-            }
-            None => sample,
+        let Some(bin) = self.seconds.bin(at_ns.max(self.seconds.now_ns())) else {
+            return;
         };
-        match self.seconds.bin(at_ns) {
-            Some(Bin {
-                streams: Some(streams),
-                ..
-            }) => streams.absorb_later(sample),
-            Some(bin) => bin.streams = Some(sample),
-            None => self.unplaced = Some(sample),
+        match &mut bin.streams {
+            Some(streams) => streams.absorb_later(sample),
+            None => bin.streams = Some(sample),
         }
     }
 
@@ -405,4 +395,74 @@ pub fn records_answer(request: &Request, path: Option<&Path>) -> Result<Vec<u8>,
         .read_to_end(&mut bytes)
         .map_err(|err| format!("{}: {err}", path.display()))?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use record::StreamStats;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const START_UNIX_NS: u64 = 1_000 * SECOND_NS;
+
+    fn config() -> RunConfig {
+        let target = workload::Target::get("GET", url::Url::parse("http://h/").unwrap());
+        let plan = Plan {
+            pacing: workload::Pacing::Open(workload::Schedule::constant(10.0)),
+            duration_ns: Some(10 * SECOND_NS),
+            max_requests: None,
+            shard: workload::Shard::WHOLE,
+        };
+        RunConfig::single(engine::AttackConfig::new("a", vec![target], plan))
+    }
+
+    /// A stats sample `at_ms` after time zero with `open` connections and
+    /// `messages_in` received since the sample before.
+    fn sample(at_ms: u64, open: u64, messages_in: u64) -> GeneratorStats {
+        GeneratorStats {
+            at_unix_ns: START_UNIX_NS + at_ms * MS,
+            streams: Some(StreamStats {
+                open,
+                messages_in,
+                ..StreamStats::default()
+            }),
+            ..GeneratorStats::default()
+        }
+    }
+
+    #[test]
+    fn each_sample_s_stream_figures_go_to_the_second_it_was_taken_in_once() {
+        let mut feed = SteerFeed::new(&config(), &StopHandle::new());
+        feed.start(Clock::at(Instant::now(), START_UNIX_NS));
+        // The samples drift through the seconds: none in second 2, two in second 3
+        // (the last one at the run's end).
+        for stats in [
+            sample(300, 5, 50),
+            sample(1350, 6, 100),
+            sample(3010, 6, 160),
+            sample(3400, 0, 40),
+        ] {
+            feed.stats(&stats);
+        }
+        feed.finish();
+        let shared = feed.lock();
+        let streams: Vec<Option<(u64, u64, u64)>> = (shared.seconds.iter())
+            .map(|second| {
+                (second.streams.as_ref())
+                    .map(|s| (s.stats.open, s.stats.messages_in, s.span_ns / MS))
+            })
+            .collect();
+        assert_eq!(
+            streams,
+            [
+                Some((5, 50, 300)),
+                Some((6, 100, 1050)),
+                None,
+                Some((0, 200, 2050)),
+            ]
+        );
+    }
 }
