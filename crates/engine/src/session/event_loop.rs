@@ -186,7 +186,7 @@ impl Loop {
     /// message carries its due time all the same) and a socket read at most a budget
     /// plus a deadline's wait late, never early. A deadline already past (the loop is
     /// behind) is not waited on.
-    fn pause(&mut self, wait_ns: u64, events: &mut Vec<Event>) -> io::Result<()> {
+    fn pause(&self, wait_ns: u64, events: &mut Vec<Event>) -> io::Result<()> {
         if (1..self.precision_ns).contains(&wait_ns) {
             std::thread::sleep(Duration::from_nanos(wait_ns + self.precision_ns));
             return self.poller.wait(events, Some(0));
