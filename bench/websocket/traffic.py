@@ -11,7 +11,9 @@ with a `send` action's `every`/`count` (no record per message: the counts are in
 the record file's connection entries, read back through `loadlab report`); k6
 (`k6_echo.js`, k6/ws, one VU a connection) sends on `setInterval`. CPU is the
 generator's user + system time (wait4), pinned to CPU 0, the simulator to CPU 1;
-CPU per message is over the echoes received.
+CPU per message is over the echoes received. --precision DURATION sets loadlab's
+-precision (its workers' and session loops' wake-up budget) for the echo run; given
+more than once, a loadlab row each (`default`: the flag left out), beside one k6 row.
 
 sse: --streams event streams from the simulator's events route (an event every
 --event-every, `data: tick N`) read for --seconds on one core. k6 has no event-stream
@@ -21,7 +23,8 @@ it the k6 row says so.
 
 Usage: bench/websocket/traffic.py [echo|sse|both] [--connections 1000]
            [--per-connection 20] [--seconds 20] [--streams 100] [--event-every 1ms]
-           [--no-build] [--binary BIN]
+           [--precision default|DURATION ...] [--no-build] [--binary BIN]
+  e.g. bench/websocket/traffic.py echo --precision default --precision 1ms
 Output: a table on stdout and bench/out/websocket_traffic.json.
 """
 
@@ -79,13 +82,13 @@ def report_messages(binary, output):
     return int(found.group(1)), int(found.group(2)), timed.group(1).strip() if timed else None
 
 
-def loadlab_run(binary, flow_text, workdir, label, max_workers):
+def loadlab_run(binary, flow_text, workdir, label, max_workers, flags=()):
     flow = os.path.join(workdir, f"{label}.toml")
     with open(flow, "w") as f:
         f.write(flow_text)
     output = os.path.join(workdir, f"{label}.llr")
     cpu, rss, wall, _ = benchlib.measured([binary, "attack", "-scenarios", flow, "-max-workers",
-                                           str(max_workers), "-output", output, "-quiet"])
+                                           str(max_workers), *flags, "-output", output, "-quiet"])
     out, got, timed = report_messages(binary, output)
     os.remove(output)
     return {"cpu_s": round(cpu, 3), "peak_rss_kib": rss, "wall_s": round(wall, 2),
@@ -94,7 +97,8 @@ def loadlab_run(binary, flow_text, workdir, label, max_workers):
             "message_latency_50_90_99_max": timed}
 
 
-def loadlab_echo(binary, port, args, workdir):
+def loadlab_echo(binary, port, args, workdir, precision):
+    flags = () if precision == "default" else ("-precision", precision)
     every_ms = 1000 / args.per_connection
     count = args.per_connection * args.seconds
     rate = min(args.connections, 1000)
@@ -115,7 +119,7 @@ actions = [
   {{ hold = "1s" }},
   {{ close = 1000 }},
 ]
-""", workdir, "echo", args.connections + 100)
+""", workdir, "echo", args.connections + 100, flags)
 
 
 def loadlab_sse(binary, port, args, workdir):
@@ -181,6 +185,9 @@ def main():
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--event-every", default="1ms")
+    parser.add_argument("--precision", action="append", metavar="DURATION",
+                        help="loadlab's -precision for the echo run, `default` to leave it out; "
+                             "repeat for a row each [default: default]")
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--binary", default=benchlib.LOADLAB)
     args = parser.parse_args()
@@ -193,7 +200,9 @@ def main():
     try:
         k6 = idle.find_k6()
         if args.mode in ("echo", "both"):
-            figures["echo loadlab"] = loadlab_echo(args.binary, port, args, workdir)
+            for precision in args.precision or ["default"]:
+                name = "echo loadlab" + ("" if precision == "default" else f" {precision}")
+                figures[name] = loadlab_echo(args.binary, port, args, workdir, precision)
             figures["echo k6"] = k6_echo(k6, port, args, workdir) if k6 else "k6 not found"
         if args.mode in ("sse", "both"):
             figures["sse loadlab"] = loadlab_sse(args.binary, port, args, workdir)
@@ -202,22 +211,25 @@ def main():
         server.terminate()
         server.wait()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"{'run':<13} {'msgs out':>9} {'msgs in':>9} {'in/s':>9} {'CPU s':>7} {'CPU-us/msg':>10} {'RSS MiB':>8}")
+    print(f"{'run':<17} {'msgs out':>9} {'msgs in':>9} {'in/s':>9} {'CPU s':>7} {'CPU-us/msg':>10} {'RSS MiB':>8}")
     for name, f in figures.items():
         if isinstance(f, dict):
-            print(f"{name:<13} {f['messages_out']:>9} {f['messages_in']:>9} "
+            print(f"{name:<17} {f['messages_out']:>9} {f['messages_in']:>9} "
                   f"{f['messages_in'] / max(0.001, f['wall_s']):>9.0f} {f['cpu_s']:>7.2f} "
                   f"{f['cpu_us_per_message']:>10.2f} {f['peak_rss_kib'] / 1024:>8.1f}")
             if f.get("message_latency_50_90_99_max"):
-                print(f"{'':<13} message latency [50, 90, 99, max] {f['message_latency_50_90_99_max']}")
+                print(f"{'':<17} message latency [50, 90, 99, max] {f['message_latency_50_90_99_max']}")
         else:
-            print(f"{name:<13} {f}")
-    for mode, goal in (("echo", " (goal: 0.2 or less)"), ("sse", "")):
-        pair = figures.get(f"{mode} loadlab"), figures.get(f"{mode} k6")
-        if all(isinstance(f, dict) for f in pair):
-            ratio = pair[0]["cpu_us_per_message"] / max(0.001, pair[1]["cpu_us_per_message"])
-            figures[f"{mode}_cpu_ratio_loadlab_to_k6"] = round(ratio, 3)
-            print(f"{mode}: loadlab/k6 CPU per message {ratio:.3f}{goal}")
+            print(f"{name:<17} {f}")
+    pairs = [(name, figures.get(name), figures.get("echo k6")) for name in figures
+             if name.startswith("echo loadlab")] + [("sse loadlab", figures.get("sse loadlab"), figures.get("sse k6"))]
+    for name, ours, k6 in pairs:
+        if isinstance(ours, dict) and isinstance(k6, dict):
+            ratio = ours["cpu_us_per_message"] / max(0.001, k6["cpu_us_per_message"])
+            mode, _, rest = name.partition(" loadlab")
+            figures[f"{mode}_cpu_ratio_loadlab_to_k6" + rest.replace(" ", "_")] = round(ratio, 3)
+            goal = " (goal: 0.2 or less)" if mode == "echo" else ""
+            print(f"{name}: loadlab/k6 CPU per message {ratio:.3f}{goal}")
     with open(os.path.join(benchlib.ROOT, "bench", "out", "websocket_traffic.json"), "w") as f:
         json.dump(figures, f, indent=2)
 

@@ -182,8 +182,9 @@ pub struct AttackArgs {
          arrived, so that one wake-up serves several: requests leave at most this late \
          (the send lag says by how much) and answers are read at most this plus one \
          request interval late, timed by their arrival all the same (the kernel's \
-         receive stamp); a worker that is behind never waits on it; 0 wakes exactly for \
-         each, at a higher CPU cost; at most {} \
+         receive stamp); a worker that is behind never waits on it; the session loop of \
+         ws/sse steps drives the sessions due within it in one wake-up the same way; \
+         0 wakes exactly for each, at a higher CPU cost; at most {} \
          [default: {}]",
         GoDuration(defaults::MAX_PRECISION),
         GoDuration(defaults::PRECISION),

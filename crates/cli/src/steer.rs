@@ -52,7 +52,8 @@ pub struct SteerArgs {
     #[arg(long)]
     quiet: bool,
     /// Serve the whole run's Prometheus series at ADDR/metrics: the shards' own
-    /// (those of attack -prometheus-addr) added up, plus loadlab_shards{health} and
+    /// (those of attack -prometheus-addr) added up, the stream connections'
+    /// (loadlab_stream_*) from the merged figures, plus loadlab_shards{health} and
     /// loadlab_shard_settled_seconds{shard}
     #[arg(long, value_name = "ADDR")]
     prometheus_addr: Option<String>,

@@ -411,3 +411,120 @@ fn the_shards_records_are_pulled_whole_as_they_are_written() {
         );
     }
 }
+
+/// The sum over the shards' record files of each stats sample's stream figures:
+/// (opened, messages out, messages in, bytes out, bytes in, latencies timed), and the
+/// same summed over their connection entries.
+fn streams_in_records(shards: &[Shard]) -> ([u64; 6], [u64; 6]) {
+    let add = |sums: &mut [u64; 6], figures: [u64; 6]| {
+        sums.iter_mut().zip(figures).for_each(|(sum, n)| *sum += n);
+    };
+    let (mut samples, mut entries) = ([0u64; 6], [0u64; 6]);
+    for shard in shards {
+        let mut source = record::open_input(&shard.output).unwrap();
+        let (mut batch, mut connections) = (Vec::new(), Vec::new());
+        while source.next_batch(&mut batch).unwrap() {
+            source.drain_connections(&mut connections);
+        }
+        source.drain_connections(&mut connections);
+        let stats = &source.summary().stats;
+        for s in stats.iter().filter_map(|s| s.streams.as_ref()) {
+            let (out, got, timed) = (s.messages_out, s.messages_in, s.latency.count());
+            add(
+                &mut samples,
+                [s.opened, out, got, s.bytes_out, s.bytes_in, timed],
+            );
+        }
+        for c in &connections {
+            let (out, got, timed) = (c.messages_out, c.messages_in, c.latency.count());
+            add(&mut entries, [1, out, got, c.bytes_out, c.bytes_in, timed]);
+        }
+    }
+    (samples, entries)
+}
+
+/// The coordinator's `streams: ...` verdict line as the same six figures.
+fn streams_in_verdict(stderr: &str) -> [u64; 6] {
+    let line = (stderr.lines())
+        .find_map(|line| line.strip_prefix("loadlab steer: streams: "))
+        .unwrap_or_else(|| panic!("no streams verdict in {stderr}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    // opened, closed, out, in, bytes out, bytes in, then the latencies' p50 ... and
+    // how many were timed, last.
+    [
+        numbers[0],
+        numbers[2],
+        numbers[3],
+        numbers[4],
+        numbers[5],
+        *numbers.last().unwrap(),
+    ]
+}
+
+#[test]
+fn a_connections_rule_fires_on_the_shards_connections_summed() {
+    // Six users in all, three a shard, each holding a WebSocket to the simulator's
+    // echo with a message every 100 ms that carries its send time. Neither shard
+    // alone ever holds more than four; the run holds six.
+    let recipe = r#"[{"route": "/echo", "websocket": "echo", "stages": [{"status": 200}]}]"#;
+    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
+    let options = simulator::SimulatorOptions {
+        threads: 1,
+        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
+    };
+    let server = simulator::Simulator::start(options, &recipe).unwrap();
+    let dir = TempDir::new();
+    let flow = dir.path("echo.toml");
+    let scenario = format!(
+        r#"
+[[scenario]]
+name = "echo"
+rate = 6
+max_requests = 6
+duration = "2s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "echo"
+ws = "ws://{}/echo"
+send_time = "json $.sent"
+actions = [{{ send = '{{"sent": {{{{send_time_ns}}}}}}', every = "100ms", count = 300 }}]
+"#,
+        server.local_addr()
+    );
+    std::fs::write(&flow, scenario).unwrap();
+    let started = Instant::now();
+    let mut shards = start_shards(&dir, 2, &["-scenarios", &flow]);
+    let out = steer(&shards, &["-stop-when", "connections_open > 4 for 2s"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "a stream rule's exit code: {stderr}"
+    );
+    for shard in &mut shards {
+        let end = end_of(shard);
+        assert_eq!(end.reason, StopReason::StopRule, "{end:?}");
+        assert!(
+            end.detail
+                .contains("'connections_open > 4 for 2s' fired at")
+                && end
+                    .detail
+                    .contains("(value 6) on the merged figures of 2 shards"),
+            "{}",
+            end.detail
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "stopped early");
+    let (samples, entries) = streams_in_records(&shards);
+    assert_eq!(
+        samples, entries,
+        "the shards' samples add up to their entries"
+    );
+    assert_eq!(entries[0], 6, "{entries:?}");
+    assert!(entries[2] > 0 && entries[5] > 0, "{entries:?}");
+    assert_eq!(streams_in_verdict(&stderr), entries, "{stderr}");
+}

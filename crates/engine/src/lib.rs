@@ -195,8 +195,9 @@ pub struct RunOutcome {
     pub reason: StopReason,
     /// The stop rule that ended the run, if one did.
     pub fired: Option<Fired>,
-    /// Times the workers' event loops woke from waiting, all workers together: what
-    /// idling costs (a drain with requests in flight should wake rarely).
+    /// Times the workers' event loops (and their session loops) woke from waiting, all
+    /// workers together: what idling costs (a drain with requests in flight should
+    /// wake rarely).
     pub wakeups: u64,
     /// Whether a due request ever waited at the in-flight cap (`-max-workers`) or a
     /// host's connection cap (`-connections`): at the server's latency, the rate

@@ -28,6 +28,14 @@ pub(crate) fn render_text(metrics: &Metrics) -> String {
     text.0
 }
 
+/// The stream connections' series alone, worded from `streams` (a steered run's
+/// coordinator, from its merged figures).
+pub(crate) fn streams_text(streams: &report::StreamsSoFar) -> String {
+    let mut text = Text(String::new());
+    crate::prometheus::visit_streams(streams, &mut text);
+    text.0
+}
+
 struct Text(String);
 
 impl Sink for Text {

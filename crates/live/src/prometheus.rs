@@ -444,6 +444,87 @@ impl RunObserver for PrometheusStats {
 /// A family of one figure per item: name, help, and how to read the figure.
 type Figure<T> = (&'static str, &'static str, fn(&T) -> u64);
 
+/// `loadlab_stream_*`: the stream steps' connections and streamed gRPC calls
+/// (docs/PROMETHEUS.md), one process's or a steered run's merged ones.
+pub(crate) fn visit_streams(streams: &report::StreamsSoFar, sink: &mut dyn Sink) {
+    let name = "loadlab_stream_connections_open";
+    sink.family(
+        name,
+        Kind::Gauge,
+        "Stream connections (ws, sse) and streamed gRPC calls open",
+    );
+    sink.sample(name, "", &[], streams.last.open as f64);
+    let counters = [
+        (
+            "loadlab_stream_connections_opened_total",
+            "Stream connections and streamed calls opened",
+            None,
+            streams.opened,
+        ),
+        (
+            "loadlab_stream_connections_closed_total",
+            "Stream connections and streamed calls closed",
+            None,
+            streams.closed,
+        ),
+        (
+            "loadlab_stream_messages_total",
+            "Messages (events) of stream connections and streamed calls",
+            Some("out"),
+            streams.messages_out,
+        ),
+        (
+            "loadlab_stream_messages_total",
+            "",
+            Some("in"),
+            streams.messages_in,
+        ),
+        (
+            "loadlab_stream_message_bytes_total",
+            "Payload bytes of those messages",
+            Some("out"),
+            streams.bytes_out,
+        ),
+        (
+            "loadlab_stream_message_bytes_total",
+            "",
+            Some("in"),
+            streams.bytes_in,
+        ),
+    ];
+    for (name, help, direction, value) in counters {
+        if !help.is_empty() {
+            sink.family(name, Kind::Counter, help);
+        }
+        let labels: Vec<(&str, String)> = direction
+            .map(|d| ("direction", d.to_owned()))
+            .into_iter()
+            .collect();
+        sink.sample(name, "", &labels, value as f64);
+    }
+    let Some(latency) = streams.last.latency else {
+        return;
+    };
+    let name = "loadlab_stream_message_latency_seconds";
+    sink.family(
+        name,
+        Kind::Gauge,
+        "Message latency over the last second (round trips, gaps between events)",
+    );
+    for (quantile, ns) in [
+        ("0.5", latency.p50_ns),
+        ("0.99", latency.p99_ns),
+        ("1", latency.max_ns),
+    ] {
+        sink.sample(
+            name,
+            "",
+            &[("quantile", quantile.to_owned())],
+            ns as f64 / 1e9,
+        );
+    }
+}
+
 fn kind_index(kind: ErrorKind) -> u8 {
     let index = ErrorKind::ALL.iter().position(|k| *k == kind);
     u8::try_from(index.unwrap_or(ErrorKind::ALL.len() - 1)).unwrap_or(0)
@@ -603,90 +684,8 @@ impl Metrics {
         }
         self.visit_rules(sink);
         self.visit_checks(sink);
-        self.visit_streams(sink);
-    }
-
-    /// `loadlab_stream_*`: the stream steps' connections and streamed gRPC calls
-    /// (docs/PROMETHEUS.md); none before one opened.
-    fn visit_streams(&self, sink: &mut dyn Sink) {
-        let Some(streams) = &self.streams else {
-            return;
-        };
-        let name = "loadlab_stream_connections_open";
-        sink.family(
-            name,
-            Kind::Gauge,
-            "Stream connections (ws, sse) and streamed gRPC calls open",
-        );
-        sink.sample(name, "", &[], streams.last.open as f64);
-        let counters = [
-            (
-                "loadlab_stream_connections_opened_total",
-                "Stream connections and streamed calls opened",
-                None,
-                streams.opened,
-            ),
-            (
-                "loadlab_stream_connections_closed_total",
-                "Stream connections and streamed calls closed",
-                None,
-                streams.closed,
-            ),
-            (
-                "loadlab_stream_messages_total",
-                "Messages (events) of stream connections and streamed calls",
-                Some("out"),
-                streams.messages_out,
-            ),
-            (
-                "loadlab_stream_messages_total",
-                "",
-                Some("in"),
-                streams.messages_in,
-            ),
-            (
-                "loadlab_stream_message_bytes_total",
-                "Payload bytes of those messages",
-                Some("out"),
-                streams.bytes_out,
-            ),
-            (
-                "loadlab_stream_message_bytes_total",
-                "",
-                Some("in"),
-                streams.bytes_in,
-            ),
-        ];
-        for (name, help, direction, value) in counters {
-            if !help.is_empty() {
-                sink.family(name, Kind::Counter, help);
-            }
-            let labels: Vec<(&str, String)> = direction
-                .map(|d| ("direction", d.to_owned()))
-                .into_iter()
-                .collect();
-            sink.sample(name, "", &labels, value as f64);
-        }
-        let Some(latency) = streams.last.latency else {
-            return;
-        };
-        let name = "loadlab_stream_message_latency_seconds";
-        sink.family(
-            name,
-            Kind::Gauge,
-            "Message latency over the last second (round trips, gaps between events)",
-        );
-        for (quantile, ns) in [
-            ("0.5", latency.p50_ns),
-            ("0.99", latency.p99_ns),
-            ("1", latency.max_ns),
-        ] {
-            sink.sample(
-                name,
-                "",
-                &[("quantile", quantile.to_owned())],
-                ns as f64 / 1e9,
-            );
+        if let Some(streams) = &self.streams {
+            visit_streams(streams, sink);
         }
     }
 

@@ -182,6 +182,16 @@ impl Snapshot {
                 report::words::pass_rate(checks.passed, checks.runs)
             );
         }
+        if let Some(streams) = &self.streams {
+            // Lines are all `loadlab steer` shows: its connections held go in them.
+            let last = &streams.last;
+            line += &format!(
+                "  streams open {}  messages/s out {} in {}",
+                last.open,
+                rate_text(last.messages_out_per_sec),
+                rate_text(last.messages_in_per_sec)
+            );
+        }
         line
     }
 

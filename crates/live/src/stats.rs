@@ -760,6 +760,11 @@ mod tests {
             "streams   open 812 (+20.0 -4.0 /s)   messages/s out 400 in 800   \
              latency 1s: p50 2.02ms  p99 9.04ms  max 9.04ms  run: p50 2.02ms  p99 9.04ms  max 9.04ms"
         );
+        let progress = live.snapshot().progress_line();
+        assert!(
+            progress.ends_with("  streams open 812  messages/s out 400 in 800"),
+            "{progress}"
+        );
     }
 
     #[test]

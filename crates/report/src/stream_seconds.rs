@@ -106,6 +106,14 @@ impl StreamsSoFar {
             return false;
         };
         self.last = StreamSecond::of(stats.at_unix_ns, streams, span_ns);
+        self.count(streams);
+        true
+    }
+
+    /// Adds one interval's counts and latencies to the totals, leaving `last` as it is
+    /// (a steered run's coordinator sums its shards' intervals, and words `last` from
+    /// each shard's latest).
+    pub fn count(&mut self, streams: &StreamStats) {
         self.opened += streams.opened;
         self.closed += streams.closed;
         self.messages_out += streams.messages_out;
@@ -113,7 +121,6 @@ impl StreamsSoFar {
         self.bytes_out += streams.bytes_out;
         self.bytes_in += streams.bytes_in;
         self.latency.merge(&streams.latency);
-        true
     }
 }
 

@@ -6,14 +6,23 @@
 //! Sockets are registered edge-triggered, once: a session is driven at every event
 //! and deadline of its own, and it always tries its read or write before it waits,
 //! so no edge is lost between two drives.
+//!
+//! The loop keeps the workers' precision budget (`-precision`, [`Loop::pause`]): a
+//! deadline sooner than the budget is let wait one budget, so one wake-up drives
+//! every session due by then and reads every socket ready, instead of a wake-up each
+//! (paced sends over many connections: a deadline every few microseconds). Nothing
+//! is driven before its deadline, and a paced message sent late carries its due time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::time::Duration;
 
+use rustix::event::epoll::Event;
 use rustix::event::{EventfdFlags, eventfd};
 
 use super::{Drive, Reply, STOP_LOOK_NS, Session, SessionDone, SessionJob};
@@ -29,15 +38,24 @@ const JOBS_TOKEN: u64 = u64::MAX;
 pub(crate) struct Runner {
     jobs: Option<Sender<SessionJob>>,
     waker: Arc<OwnedFd>,
+    /// The loop's wake-ups so far.
+    wakes: Arc<AtomicU64>,
 }
 
 impl Runner {
-    /// Starts the loop thread; ended sessions report to `reply`.
-    pub(crate) fn spawn(reply: Reply, clock: Clock, stop: StopHandle) -> io::Result<Runner> {
+    /// Starts the loop thread, waking at most `precision_ns` late for a deadline
+    /// (the workers' `-precision`); ended sessions report to `reply`.
+    pub(crate) fn spawn(
+        reply: Reply,
+        clock: Clock,
+        stop: StopHandle,
+        precision_ns: u64,
+    ) -> io::Result<Runner> {
         let waker = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
         let poller = Poller::new()?;
         poller.add_level_read(waker.as_ref(), JOBS_TOKEN)?;
         let (sender, jobs) = channel();
+        let wakes = Arc::new(AtomicU64::new(0));
         let mut event_loop = Loop {
             poller,
             waker: Arc::clone(&waker),
@@ -51,6 +69,8 @@ impl Runner {
             live: 0,
             stop_seen: false,
             deadlines: BinaryHeap::new(),
+            precision_ns,
+            wakes: Arc::clone(&wakes),
         };
         std::thread::Builder::new()
             .name("loadlab-sessions".to_owned())
@@ -58,7 +78,13 @@ impl Runner {
         Ok(Runner {
             jobs: Some(sender),
             waker,
+            wakes,
         })
+    }
+
+    /// The loop's wake-ups so far.
+    pub(crate) fn wakes(&self) -> u64 {
+        self.wakes.load(Ordering::Relaxed)
     }
 
     /// Hands `job` to the loop.
@@ -110,6 +136,9 @@ struct Loop {
     stop_seen: bool,
     /// (deadline, token) of the sessions waiting on a time; stale entries are skipped.
     deadlines: BinaryHeap<Reverse<(u64, u64)>>,
+    /// How late a deadline may be driven, so one wake-up serves several.
+    precision_ns: u64,
+    wakes: Arc<AtomicU64>,
 }
 
 impl Loop {
@@ -118,11 +147,14 @@ impl Loop {
         while self.jobs_open || self.live > 0 {
             let now = self.clock.now_ns();
             let next_ns = self.deadlines.peek().map_or(u64::MAX, |d| d.0.0);
-            let timeout_ns = next_ns.saturating_sub(now).min(STOP_LOOK_NS);
-            if self.poller.wait(&mut events, Some(timeout_ns)).is_err() {
+            if self
+                .pause(next_ns.saturating_sub(now), &mut events)
+                .is_err()
+            {
                 // An epoll that fails cannot wait: drive every session to its end.
                 self.stop.abort();
             }
+            self.wakes.fetch_add(1, Ordering::Relaxed);
             for event in &events {
                 let token = event.data.u64();
                 if token == JOBS_TOKEN {
@@ -143,6 +175,23 @@ impl Loop {
                 self.drive_due();
             }
         }
+    }
+
+    /// Waits until the next deadline, `wait_ns` away, or a socket's readiness. A
+    /// deadline sooner than the budget (deadlines come faster than that: paced sends
+    /// over many connections) is let wait one budget, as a worker lets a request
+    /// (`Worker::pause`): the loop sleeps, not woken by readiness, until the budget
+    /// after it, then takes every ready event at once, and the pass drives every
+    /// session due by then. A session is then driven at most a budget late (a paced
+    /// message carries its due time all the same) and a socket read at most a budget
+    /// plus a deadline's wait late, never early. A deadline already past (the loop is
+    /// behind) is not waited on.
+    fn pause(&self, wait_ns: u64, events: &mut Vec<Event>) -> io::Result<()> {
+        if (1..self.precision_ns).contains(&wait_ns) {
+            std::thread::sleep(Duration::from_nanos(wait_ns + self.precision_ns));
+            return self.poller.wait(events, Some(0));
+        }
+        self.poller.wait(events, Some(wait_ns.min(STOP_LOOK_NS)))
     }
 
     fn take_jobs(&mut self) {
@@ -321,38 +370,77 @@ mod tests {
             .count()
     }
 
-    #[test]
-    fn many_sessions_wait_on_one_thread_and_each_ends_at_its_own_deadline() {
-        // The kernel completes the connects; nobody ever answers the upgrades.
-        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (clock, stop) = (Clock::start(), StopHandle::new());
+    /// The tests here run one at a time: one counts the process's loop threads.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A session that connects to `address`, whose upgrade nobody answers, so it
+    /// fails at its timeout: a deadline of its own.
+    fn silent_job(
+        address: std::net::SocketAddr,
+        user: u32,
+        timeout_ns: u64,
+        (clock, stop): (Clock, &StopHandle),
+    ) -> SessionJob {
+        SessionJob {
+            attack: 0,
+            user,
+            seq: u64::from(user),
+            step: 0,
+            flow: flow(),
+            request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
+            key: String::new(),
+            sends: Vec::new(),
+            address: crate::hosts::Address::Tcp(address),
+            local_ip: None,
+            tls: None,
+            timeout_ns,
+            intended_ns: clock.now_ns(),
+            clock,
+            stop: stop.clone(),
+            tally: Arc::default(),
+        }
+    }
+
+    /// A loop with a `precision_ns` budget, and where its ended sessions go.
+    fn runner(
+        clock: Clock,
+        stop: &StopHandle,
+        precision_ns: u64,
+    ) -> (Runner, Receiver<SessionDone>) {
         let waker = Arc::new(eventfd(0, EventfdFlags::CLOEXEC).unwrap());
         let (done, finished) = channel();
         let reply = Reply { done, waker };
-        let runner = Runner::spawn(reply, clock, stop.clone()).unwrap();
-        let flow = flow();
+        let runner = Runner::spawn(reply, clock, stop.clone(), precision_ns).unwrap();
+        (runner, finished)
+    }
+
+    /// How long a session waited for its upgrade's answer, checking it timed out.
+    fn waited_ns(session: &SessionDone) -> u64 {
+        let [connect] = &session.outcomes[..] else {
+            panic!("{:?}", session.outcomes);
+        };
+        let (kind, text) = connect.failure.clone().unwrap();
+        assert_eq!(kind, ErrorKind::Timeout, "{text}");
+        connect.end_ns - connect.started_ns
+    }
+
+    #[test]
+    fn many_sessions_wait_on_one_thread_and_each_ends_at_its_own_deadline() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        // The kernel completes the connects; nobody ever answers the upgrades.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (clock, stop) = (Clock::start(), StopHandle::new());
+        let (runner, finished) = runner(clock, &stop, 0);
         let sessions = 100u32;
         for user in 0..sessions {
             // Deadlines from 200 ms to 299 ms: each must end at its own.
             let timeout_ns = 200_000_000 + u64::from(user) * 1_000_000;
-            let job = SessionJob {
-                attack: 0,
+            let job = silent_job(
+                silent.local_addr().unwrap(),
                 user,
-                seq: u64::from(user),
-                step: 0,
-                flow: Arc::clone(&flow),
-                request: b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
-                key: String::new(),
-                sends: Vec::new(),
-                address: crate::hosts::Address::Tcp(silent.local_addr().unwrap()),
-                local_ip: None,
-                tls: None,
                 timeout_ns,
-                intended_ns: clock.now_ns(),
-                clock,
-                stop: stop.clone(),
-                tally: Arc::default(),
-            };
+                (clock, &stop),
+            );
             runner.submit(job).unwrap();
         }
         // A thread names itself once it runs: wait for the loop's name to show.
@@ -364,12 +452,7 @@ mod tests {
         let started = Instant::now();
         for _ in 0..sessions {
             let session = finished.recv_timeout(Duration::from_secs(10)).unwrap();
-            let [connect] = &session.outcomes[..] else {
-                panic!("{:?}", session.outcomes);
-            };
-            let (kind, text) = connect.failure.clone().unwrap();
-            assert_eq!(kind, ErrorKind::Timeout, "{text}");
-            let waited_ns = connect.end_ns - connect.started_ns;
+            let waited_ns = waited_ns(&session);
             let timeout_ns = 200_000_000 + u64::from(session.user) * 1_000_000;
             assert!(
                 (timeout_ns..timeout_ns + 150_000_000).contains(&waited_ns),
@@ -382,5 +465,58 @@ mod tests {
             "they waited together"
         );
         drop(runner);
+    }
+
+    /// The loop's wake-ups while `sessions` deadlines 5 ms apart (from 300 ms) come
+    /// due under a budget of `precision_ns`; each checked ended at its deadline or
+    /// within the budget (and a margin for a loaded machine) after it, never before.
+    fn wakes_for_deadlines(sessions: u32, precision_ns: u64) -> u64 {
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (clock, stop) = (Clock::start(), StopHandle::new());
+        let (runner, finished) = runner(clock, &stop, precision_ns);
+        let timeout_ns = |user: u32| 300_000_000 + u64::from(user) * 5_000_000;
+        for user in 0..sessions {
+            let job = silent_job(
+                silent.local_addr().unwrap(),
+                user,
+                timeout_ns(user),
+                (clock, &stop),
+            );
+            runner.submit(job).unwrap();
+        }
+        // The connects and the upgrades' writes are done well before the first deadline.
+        std::thread::sleep(Duration::from_millis(150));
+        let before = runner.wakes();
+        for _ in 0..sessions {
+            let session = finished.recv_timeout(Duration::from_secs(10)).unwrap();
+            let (waited_ns, due_ns) = (waited_ns(&session), timeout_ns(session.user));
+            assert!(
+                (due_ns..due_ns + precision_ns + 100_000_000).contains(&waited_ns),
+                "user {}: driven after {waited_ns} ns, due at {due_ns} ns (budget {precision_ns} ns)",
+                session.user
+            );
+        }
+        let wakes = runner.wakes() - before;
+        drop(runner);
+        wakes
+    }
+
+    #[test]
+    fn deadlines_within_the_budget_share_a_wake_up_and_none_is_driven_early() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        // 12 deadlines over 55 ms. Without a budget, a wake-up each; with 100 ms, the
+        // first wakes the loop exactly and the rest, due within the budget, share the
+        // next (a look for the stop may add one).
+        let sessions = 12;
+        let exact = wakes_for_deadlines(sessions, 0);
+        assert!(
+            exact >= u64::from(sessions) / 2,
+            "{exact} wake-ups without a budget"
+        );
+        let budgeted = wakes_for_deadlines(sessions, 100_000_000);
+        assert!(
+            budgeted <= 4,
+            "{budgeted} wake-ups for {sessions} deadlines within the budget"
+        );
     }
 }

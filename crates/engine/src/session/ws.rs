@@ -358,7 +358,7 @@ impl Ws {
             (Act::Begin, ActionKind::Send(..)) => {
                 let send = job.sends.get(self.sends).cloned().unwrap_or_default();
                 self.sends += 1;
-                let message = stamped_message(job, &send);
+                let message = stamped_message(job, &send, started_ns);
                 self.stamped = send.stamp.is_some().then_some(send);
                 if action.pace.is_some() {
                     // Kept for the paced messages (a clone shares the bytes): each goes
@@ -518,7 +518,9 @@ impl Ws {
                 return Ok(Some(due_ns));
             }
             let message = match &self.stamped {
-                Some(send) => stamped_message(job, send),
+                // Sent late (behind, or within the precision budget): timed from
+                // when it was due, as a late request is.
+                Some(send) => stamped_message(job, send, due_ns),
                 None => self.message.clone().unwrap_or_else(|| Message::text("")),
             };
             self.send(socket, message, due_ns)?;
@@ -634,9 +636,10 @@ impl Ws {
     }
 }
 
-/// `send` as a message, its send time (if it carries one) now.
-fn stamped_message(job: &SessionJob, send: &super::Send) -> Message {
-    let bytes = send.stamped(job.clock.unix_ns(job.clock.now_ns()));
+/// `send` as a message, its send time (if it carries one) the time it was due,
+/// `due_ns` on the run's clock.
+fn stamped_message(job: &SessionJob, send: &super::Send, due_ns: u64) -> Message {
+    let bytes = send.stamped(job.clock.unix_ns(due_ns));
     match String::from_utf8(bytes) {
         Ok(text) => Message::text(text),
         Err(e) => Message::binary(e.into_bytes()),

@@ -538,7 +538,11 @@ impl Worker {
             records,
             connections: std::mem::take(&mut self.connections),
             watermark_ns,
-            counters: self.counters,
+            counters: Counters {
+                wakeups: self.counters.wakeups
+                    + self.sessions.as_ref().map_or(0, stream::Sessions::wakes),
+                ..self.counters
+            },
             attacks,
             done,
         }

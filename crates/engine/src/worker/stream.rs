@@ -40,6 +40,11 @@ impl Sessions {
         self.open.keys().next().copied()
     }
 
+    /// The session loop's wake-ups so far.
+    pub(super) fn wakes(&self) -> u64 {
+        self.runner.wakes()
+    }
+
     fn opened(&mut self, intended_ns: u64) {
         *self.open.entry(intended_ns).or_default() += 1;
     }
@@ -128,7 +133,7 @@ impl Worker {
             done: sender,
             waker: Arc::clone(&waker),
         };
-        let runner = Runner::spawn(reply, self.clock, self.stop.clone())?;
+        let runner = Runner::spawn(reply, self.clock, self.stop.clone(), self.precision_ns)?;
         self.sessions = Some(Sessions {
             runner,
             waker,

@@ -16,11 +16,12 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use record::ErrorKind;
-use workload::{Fired, RuleWatch, StopRule};
+use workload::{Fired, RuleWatch, StopRule, StreamFigures};
 
 use super::buckets::Buckets;
-use super::second::{MergedSecond, ShardReport, ShardSecond};
+use super::second::{FEED_VERSION, MergedSecond, ShardReport, ShardSecond};
 use super::shard::{Event, Health, Shard, ShardLink};
+use super::streams::RunStreams;
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -39,6 +40,8 @@ pub struct Coordinator {
     stop_sent: Option<Instant>,
     all_stopped: Option<Duration>,
     run: RunTotals,
+    /// The stream connections merged (`ws`, `sse` steps, streamed calls).
+    streams: RunStreams,
     snapshot: Snapshot,
     /// The run's Prometheus exposition, when asked for ([`Coordinator::keep_metrics`]).
     metrics: Option<crate::Latest<String>>,
@@ -83,6 +86,7 @@ impl Coordinator {
             stop_sent: None,
             all_stopped: None,
             run: RunTotals::default(),
+            streams: RunStreams::default(),
             snapshot: Snapshot::default(),
             metrics: None,
             polls: 0,
@@ -118,7 +122,12 @@ impl Coordinator {
                 .collect()
         });
         texts.push(self.health_series());
-        latest.publish(&super::merge_expositions(&texts));
+        let mut text = super::merge_expositions(&texts);
+        if let Some(streams) = self.streams.so_far() {
+            // Worded here from the merged figures: a latency quantile does not add up.
+            text += &crate::exposition::streams_text(streams);
+        }
+        latest.publish(&text);
     }
 
     /// `loadlab_shards{health=...}` and each shard's settled seconds, as series.
@@ -318,6 +327,7 @@ impl Coordinator {
                 self.shards.len()
             ));
         }
+        lines.extend(self.streams.verdict());
         lines.push(self.delivered_line());
         let bytes: u64 = self.shards.iter().map(|shard| shard.bytes_received).sum();
         let shard_seconds = (self.next_second * self.shards.len() as u64).max(1);
@@ -389,6 +399,7 @@ impl Coordinator {
             if shard.health != was {
                 events.extend(shard.announce());
             }
+            events.extend(shard.announce_older());
             if matches!(shard.health, Health::Lost { .. }) {
                 // Its records end where they were cut; the page reads on without it.
                 shard.records = None;
@@ -419,16 +430,25 @@ impl Coordinator {
     /// Merges every second all in-step shards have settled; judges the rules.
     fn merge(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
+        // A sum without an older shard's connections would read as them lost.
+        let older = self.heads().any(|head| head.feed_version < FEED_VERSION);
         while self.second_is_complete(self.next_second) {
             let second = self.next_second;
             self.next_second += 1;
             let mut merged = MergedSecond::new(second);
             for shard in &mut self.shards {
-                if let Some(figures) = shard.pending.remove(&second) {
+                if let Some(mut figures) = shard.pending.remove(&second) {
                     self.run.add(&figures);
                     merged.add(&figures);
+                    if let Some(streams) = figures.streams.take()
+                        && !older
+                    {
+                        self.streams.count(&streams);
+                        shard.streams = Some(streams);
+                    }
                 }
             }
+            merged.streams = (!older).then(|| self.merged_streams(second)).flatten();
             self.show_second(&merged);
             if self.fired.is_none()
                 && let Some(fired) = self.judge(&merged)
@@ -444,6 +464,16 @@ impl Coordinator {
             }
         }
         events
+    }
+
+    /// Every shard's latest stream figures summed as the second `second`; `None`
+    /// before a connection opened.
+    fn merged_streams(&mut self, second: u64) -> Option<StreamFigures> {
+        let start_unix_ns = self.heads().map(|head| head.start_unix_ns).max()?;
+        let latest = (self.shards.iter())
+            .filter(|shard| !matches!(shard.health, Health::Lost { .. }))
+            .filter_map(|shard| shard.streams.as_ref());
+        (self.streams).second(start_unix_ns + (second + 1) * SECOND_NS, latest)
     }
 
     /// Every shard has `second`, is past it, or cannot hold the merge up.
@@ -491,6 +521,7 @@ impl Coordinator {
             lag_p99_ns: stats.lag_p99_ns,
         };
         self.snapshot.elapsed_ns = (merged.second + 1) * SECOND_NS;
+        self.snapshot.streams = self.streams.so_far().cloned();
         self.snapshot.target_rate_per_sec = merged.asked_rate_per_sec;
         self.snapshot.rules = (self.watches.iter())
             .map(|watch| RuleState {
@@ -577,7 +608,7 @@ impl RunTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steer::ShardState;
+    use crate::steer::{ShardState, ShardStreams};
 
     /// A shard that has settled `seconds` seconds, each with 10 requests of which
     /// `errors` failed, and whose clock is `clock_offset_ns` off.
@@ -588,6 +619,10 @@ mod tests {
         clock_offset_ns: i64,
         finished: bool,
         stopped: Vec<String>,
+        /// Connections it holds, sampled in every second but `unsampled`.
+        open: Option<u64>,
+        unsampled: u64,
+        feed_version: u32,
     }
 
     impl FakeShard {
@@ -599,7 +634,31 @@ mod tests {
                 clock_offset_ns: 0,
                 finished: false,
                 stopped: Vec::new(),
+                open: None,
+                unsampled: u64::MAX,
+                feed_version: FEED_VERSION,
             }
+        }
+
+        /// Holding `open` connections, 10 messages in a second each.
+        fn holding(index: u64, seconds: u64, open: u64) -> FakeShard {
+            FakeShard {
+                open: Some(open),
+                ..FakeShard::new(index, seconds, 0)
+            }
+        }
+
+        fn streams(&self, second: u64) -> Option<ShardStreams> {
+            let open = self.open.filter(|_| second != self.unsampled)?;
+            Some(ShardStreams {
+                stats: record::StreamStats {
+                    open,
+                    opened: if second == 0 { open } else { 0 },
+                    messages_in: open * 10,
+                    ..record::StreamStats::default()
+                },
+                span_ns: SECOND_NS,
+            })
         }
     }
 
@@ -613,6 +672,7 @@ mod tests {
                 .and_then(|from| from.parse().ok())
                 .ok_or("a bad path")?;
             let report = ShardReport {
+                feed_version: self.feed_version,
                 index: self.index,
                 count: 2,
                 fingerprint: "f".into(),
@@ -628,6 +688,7 @@ mod tests {
                         second,
                         requests: 10,
                         successes: 10 - self.errors,
+                        streams: self.streams(second),
                         ..ShardSecond::default()
                     })
                     .collect(),
@@ -642,11 +703,17 @@ mod tests {
     }
 
     fn coordinator(shards: Vec<FakeShard>) -> Coordinator {
+        coordinator_with(shards, &[])
+    }
+
+    /// Steering `shards` with the coordinator's own `rules` (none: the shards').
+    fn coordinator_with(shards: Vec<FakeShard>, rules: &[&str]) -> Coordinator {
         let links = shards
             .into_iter()
             .map(|shard| Box::new(shard) as Box<dyn ShardLink>)
             .collect();
-        Coordinator::new(links, &[], Duration::from_secs(10))
+        let rules: Vec<StopRule> = rules.iter().map(|r| StopRule::parse(r).unwrap()).collect();
+        Coordinator::new(links, &rules, Duration::from_secs(10))
     }
 
     #[test]
@@ -719,5 +786,56 @@ mod tests {
         assert!(steering.is_over());
         let verdict = steering.verdict();
         assert_eq!(verdict[0], "1 shards: 1 finished, 0 lost", "{verdict:?}");
+    }
+
+    #[test]
+    fn a_connections_rule_is_judged_on_the_sum_of_the_shards_connections() {
+        // 4 and 5 held: neither shard alone holds more than 6, the run holds 9. Shard 1
+        // took no sample in second 2: its latest still counts.
+        let mut quiet = FakeShard::holding(1, 5, 5);
+        quiet.unsampled = 2;
+        let rule = "connections_open > 6 for 3s";
+        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), quiet], &[rule]);
+        let metrics = steering.keep_metrics();
+        let events = steering.poll();
+        let fired = steering.fired().expect("9 open for 3 s");
+        assert_eq!(fired.at_ns, 3 * SECOND_NS, "{events:?}");
+        let streams = steering.snapshot().streams.clone().unwrap();
+        assert_eq!(streams.last.open, 9);
+        assert_eq!(streams.last.messages_in_per_sec, 90.0);
+        // Every second's figures counted once: 9 opened, 10 a second for 5 s each
+        // but shard 1's unsampled second.
+        assert_eq!((streams.opened, streams.messages_in), (9, 40 * 5 + 50 * 4));
+        let verdict = steering.verdict().join("\n");
+        assert!(
+            verdict.contains("streams: 9 connections opened"),
+            "{verdict}"
+        );
+        let series = metrics.get();
+        assert!(
+            series.contains("\nloadlab_stream_connections_open 9\n"),
+            "{series}"
+        );
+        let mut alone = coordinator_with(vec![FakeShard::holding(0, 5, 4)], &[rule]);
+        alone.poll();
+        assert!(alone.fired().is_none(), "4 open alone");
+    }
+
+    #[test]
+    fn an_older_shard_is_named_and_stream_rules_say_nothing() {
+        let mut older = FakeShard::new(1, 5, 0);
+        older.feed_version = 0;
+        let rule = "connections_open < 100 for 1s";
+        let mut steering = coordinator_with(vec![FakeShard::holding(0, 5, 4), older], &[rule]);
+        let events = steering.poll();
+        assert!(
+            events.iter().any(|event| event
+                == "shard 1/2 (fake1): an older loadlab, whose feed has no stream figures: the run's connections and messages are not merged, and stream rules say nothing"),
+            "{events:?}"
+        );
+        assert!(steering.fired().is_none(), "a partial sum is not judged");
+        assert_eq!(steering.snapshot().streams, None);
+        assert_eq!(steering.snapshot().run.completed, 100, "its requests merge");
+        assert!(steering.poll().is_empty(), "named once");
     }
 }

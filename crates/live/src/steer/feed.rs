@@ -28,7 +28,8 @@ use record::{ErrorEntry, ErrorKind, GeneratorStats, Record};
 use workload::Plan;
 
 use super::buckets::Buckets;
-use super::second::{ShardReport, ShardSecond, ShardState};
+use super::second::{FEED_VERSION, ShardReport, ShardSecond, ShardState};
+use super::streams::ShardStreams;
 use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
 use crate::{Handler, PrometheusHandle, Request, Response};
 
@@ -45,6 +46,8 @@ struct Bin {
     lags_ns: Vec<u64>,
     codes: BTreeMap<u16, u64>,
     error_ids: BTreeMap<u32, u64>,
+    /// The stats samples' stream figures taken in the second.
+    streams: Option<ShardStreams>,
 }
 
 /// What the handler reads: the report's head and the kept seconds.
@@ -88,6 +91,8 @@ pub struct SteerFeed {
     stop: StopHandle,
     metrics: Option<PrometheusHandle>,
     records: Option<PathBuf>,
+    /// The last stats sample's time, unix ns: the next one's interval starts there.
+    sampled_unix_ns: u64,
 }
 
 impl SteerFeed {
@@ -95,6 +100,7 @@ impl SteerFeed {
     pub fn new(config: &RunConfig, stop: &StopHandle) -> SteerFeed {
         let shard = config.shard();
         let head = ShardReport {
+            feed_version: FEED_VERSION,
             index: shard.index(),
             count: shard.count(),
             fingerprint: format!("{:016x}", engine::plan_fingerprint(config)),
@@ -121,6 +127,7 @@ impl SteerFeed {
             stop: stop.clone(),
             metrics: None,
             records: None,
+            sampled_unix_ns: 0,
         }
     }
 
@@ -199,6 +206,20 @@ impl SteerFeed {
             lag: Buckets::of(&mut bin.lags_ns),
             codes: bin.codes.into_iter().collect(),
             errors: errors.into_iter().collect(),
+            streams: bin.streams,
+        }
+    }
+
+    /// Puts a stats sample's stream figures, taken `at_ns` after time zero, in the
+    /// second it was taken in, or in a later one should a completion have ended after
+    /// it: the latest moment seen is in a second still open, so none is lost.
+    fn bin_streams(&mut self, at_ns: u64, sample: ShardStreams) {
+        let Some(bin) = self.seconds.bin(at_ns.max(self.seconds.now_ns())) else {
+            return;
+        };
+        match &mut bin.streams {
+            Some(streams) => streams.absorb_later(sample),
+            None => bin.streams = Some(sample),
         }
     }
 
@@ -212,6 +233,7 @@ impl SteerFeed {
 impl RunObserver for SteerFeed {
     fn start(&mut self, clock: Clock) {
         self.start_unix_ns = clock.start_unix_ns();
+        self.sampled_unix_ns = self.start_unix_ns;
         self.lock().head.start_unix_ns = self.start_unix_ns;
         self.set_state(ShardState::Running);
     }
@@ -238,6 +260,15 @@ impl RunObserver for SteerFeed {
 
     fn stats(&mut self, stats: &GeneratorStats) {
         let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
+        let span_ns = stats.at_unix_ns.saturating_sub(self.sampled_unix_ns);
+        self.sampled_unix_ns = stats.at_unix_ns;
+        if let Some(streams) = &stats.streams {
+            let sample = ShardStreams {
+                stats: streams.clone(),
+                span_ns,
+            };
+            self.bin_streams(at_ns, sample);
+        }
         self.seconds.advance(at_ns);
         self.settle(self.seconds.now_ns());
         let asked = (self.plans.iter())
@@ -364,4 +395,74 @@ pub fn records_answer(request: &Request, path: Option<&Path>) -> Result<Vec<u8>,
         .read_to_end(&mut bytes)
         .map_err(|err| format!("{}: {err}", path.display()))?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use record::StreamStats;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const START_UNIX_NS: u64 = 1_000 * SECOND_NS;
+
+    fn config() -> RunConfig {
+        let target = workload::Target::get("GET", url::Url::parse("http://h/").unwrap());
+        let plan = Plan {
+            pacing: workload::Pacing::Open(workload::Schedule::constant(10.0)),
+            duration_ns: Some(10 * SECOND_NS),
+            max_requests: None,
+            shard: workload::Shard::WHOLE,
+        };
+        RunConfig::single(engine::AttackConfig::new("a", vec![target], plan))
+    }
+
+    /// A stats sample `at_ms` after time zero with `open` connections and
+    /// `messages_in` received since the sample before.
+    fn sample(at_ms: u64, open: u64, messages_in: u64) -> GeneratorStats {
+        GeneratorStats {
+            at_unix_ns: START_UNIX_NS + at_ms * MS,
+            streams: Some(StreamStats {
+                open,
+                messages_in,
+                ..StreamStats::default()
+            }),
+            ..GeneratorStats::default()
+        }
+    }
+
+    #[test]
+    fn each_sample_s_stream_figures_go_to_the_second_it_was_taken_in_once() {
+        let mut feed = SteerFeed::new(&config(), &StopHandle::new());
+        feed.start(Clock::at(Instant::now(), START_UNIX_NS));
+        // The samples drift through the seconds: none in second 2, two in second 3
+        // (the last one at the run's end).
+        for stats in [
+            sample(300, 5, 50),
+            sample(1350, 6, 100),
+            sample(3010, 6, 160),
+            sample(3400, 0, 40),
+        ] {
+            feed.stats(&stats);
+        }
+        feed.finish();
+        let shared = feed.lock();
+        let streams: Vec<Option<(u64, u64, u64)>> = (shared.seconds.iter())
+            .map(|second| {
+                (second.streams.as_ref())
+                    .map(|s| (s.stats.open, s.stats.messages_in, s.span_ns / MS))
+            })
+            .collect();
+        assert_eq!(
+            streams,
+            [
+                Some((5, 50, 300)),
+                Some((6, 100, 1050)),
+                None,
+                Some((0, 200, 2050)),
+            ]
+        );
+    }
 }

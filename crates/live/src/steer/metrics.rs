@@ -3,7 +3,9 @@
 //! a dashboard built for one process reads the whole run unchanged. Counters,
 //! histograms and most gauges add up over shards (requests, in flight, the schedule's
 //! rate: each shard has its share); the run's clock gauges take the latest, and
-//! `loadlab_run_finished` is 1 only once every shard is.
+//! `loadlab_run_finished` is 1 only once every shard is. The stream connections'
+//! series (`loadlab_stream_*`) are dropped: the coordinator words them from its merged
+//! figures.
 
 use std::collections::HashMap;
 
@@ -16,6 +18,9 @@ const LATEST: [&str; 4] = [
 ];
 /// Gauges true of the run only when true of every shard.
 const ALL: [&str; 1] = ["loadlab_run_finished"];
+/// Families the coordinator words itself from its merged figures, so the shards' are
+/// dropped: the stream connections' (a latency quantile does not add up).
+const WORDED_BY_THE_COORDINATOR: &str = "loadlab_stream_";
 
 /// One family: its `# HELP`/`# TYPE` lines and its series in first-seen order.
 #[derive(Default)]
@@ -61,13 +66,14 @@ pub fn merge_expositions(texts: &[String]) -> String {
                 continue;
             };
             let (family_name, family) = &mut families[at];
-            if belongs_to(key, family_name) {
+            if belongs_to(key, family_name) && !family_name.starts_with(WORDED_BY_THE_COORDINATOR) {
                 family.add(key, value);
             }
         }
     }
     let mut out = String::with_capacity(texts.first().map_or(0, String::len));
-    for (_, family) in &families {
+    let kept = (families.iter()).filter(|(name, _)| !name.starts_with(WORDED_BY_THE_COORDINATOR));
+    for (_, family) in kept {
         for comment in &family.comments {
             out.push_str(comment);
             out.push('\n');
@@ -167,5 +173,25 @@ mod tests {
             1
         );
         assert!(merged.contains("# HELP request_seconds Request latency"));
+    }
+
+    #[test]
+    fn the_shards_stream_series_are_left_to_the_coordinator() {
+        let shard = |open: u32| {
+            format!(
+                "# HELP loadlab_stream_connections_open Stream connections open\n\
+                 # TYPE loadlab_stream_connections_open gauge\n\
+                 loadlab_stream_connections_open {open}\n\
+                 # TYPE loadlab_stream_message_latency_seconds gauge\n\
+                 loadlab_stream_message_latency_seconds{{quantile=\"0.99\"}} 0.5\n\
+                 # TYPE loadlab_requests_sent_total counter\n\
+                 loadlab_requests_sent_total {open}\n"
+            )
+        };
+        let merged = merge_expositions(&[shard(4), shard(5)]);
+        assert_eq!(
+            merged,
+            "# TYPE loadlab_requests_sent_total counter\nloadlab_requests_sent_total 9\n"
+        );
     }
 }

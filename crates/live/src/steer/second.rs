@@ -5,9 +5,17 @@
 
 use record::ErrorKind;
 use serde::{Deserialize, Serialize};
-use workload::{LatencyFigures, SecondStats};
+use workload::{LatencyFigures, SecondStats, StreamFigures};
 
 use super::buckets::Buckets;
+use super::streams::ShardStreams;
+
+/// What a shard's feed says, by version ([`ShardReport::feed_version`]): 1 adds each
+/// second's stream figures ([`ShardSecond::streams`]). An answer without the field is
+/// an older shard's (0): a coordinator merges its seconds and names it, and the
+/// run's stream figures stay unknown (a sum without it would read as connections
+/// lost); an older coordinator ignores the fields it does not know.
+pub const FEED_VERSION: u32 = 1;
 
 /// One settled second of a shard's completions (by the second they ended in, from
 /// the run's time zero, which `-start-at` makes the same on every shard).
@@ -33,6 +41,11 @@ pub struct ShardSecond {
     pub codes: Vec<(u16, u64)>,
     /// Failures by error kind.
     pub errors: Vec<(ErrorKind, u64)>,
+    /// The stream connections of the stats samples taken in the second; none when it
+    /// had none (a shard samples about once a second, not on the second) or before a
+    /// connection opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<ShardStreams>,
 }
 
 /// Where a shard's run is.
@@ -54,6 +67,9 @@ pub enum ShardState {
 /// seconds from `N` on (as many as it still keeps).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {
+    /// What its feed says ([`FEED_VERSION`]; 0: an older shard's).
+    #[serde(default)]
+    pub feed_version: u32,
     /// Its shard index.
     pub index: u64,
     /// The shard count it was started with.
@@ -102,6 +118,9 @@ pub struct MergedSecond {
     lag: Buckets,
     /// Shards whose figures are in.
     pub shards: u32,
+    /// The stream connections as the stop rules read them (the coordinator sums
+    /// every shard's latest); `None` before one opened.
+    pub streams: Option<StreamFigures>,
 }
 
 impl MergedSecond {
@@ -146,9 +165,7 @@ impl MergedSecond {
             },
             lag_p99_ns: self.lag.quantile(0.99),
             asked_rate_per_sec: self.asked_rate_per_sec,
-            // Shards do not share their stream figures yet: stream rules say
-            // nothing to a coordinator.
-            streams: None,
+            streams: self.streams,
         }
     }
 }
@@ -197,6 +214,14 @@ mod tests {
             seconds: vec![ShardSecond {
                 codes: vec![(200, 3), (0, 1)],
                 errors: vec![(ErrorKind::Timeout, 1)],
+                streams: Some(ShardStreams {
+                    stats: record::StreamStats {
+                        open: 8,
+                        messages_in: 40,
+                        ..record::StreamStats::default()
+                    },
+                    span_ns: 1_000_000_000,
+                }),
                 ..second(&[1, 2, 3, 4], 3, 1.0)
             }],
             ..ShardReport::default()
@@ -206,5 +231,24 @@ mod tests {
         assert!(text.contains(r#""errors":[["timeout",1]]"#), "{text}");
         let back: ShardReport = serde_json::from_str(&text).unwrap_or_default();
         assert_eq!(back, report);
+    }
+
+    #[test]
+    fn an_older_shard_s_answer_reads_as_feed_version_0_without_streams() {
+        // As a shard before stream figures answered.
+        let older = r#"{"index":0,"count":2,"fingerprint":"f","rules":[],"start_unix_ns":1,
+            "now_unix_ns":2,"asked":null,"sent":5,"in_flight":0,"behind":0,"state":"running",
+            "stop_detail":"","seconds":[{"second":0,"requests":5,"successes":5,
+            "asked_rate_per_sec":null,"latency":[],"latency_max_ns":0,"latency_sum_ns":0,
+            "lag":[],"codes":[],"errors":[]}]}"#;
+        let report: ShardReport = serde_json::from_str(older).unwrap();
+        assert_eq!(report.feed_version, 0);
+        assert_eq!(report.seconds[0].streams, None);
+        let current = ShardReport {
+            feed_version: FEED_VERSION,
+            ..ShardReport::default()
+        };
+        let text = serde_json::to_string(&current).unwrap_or_default();
+        assert!(text.contains(r#""feed_version":1"#), "{text}");
     }
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use engine::STEER_SILENCE;
 
-use super::second::{ShardReport, ShardSecond, ShardState};
+use super::second::{FEED_VERSION, ShardReport, ShardSecond, ShardState};
+use super::streams::ShardStreams;
 
 /// A shard whose settled seconds trail the leader's by this many is behind.
 pub const BEHIND_SECONDS: u64 = 3;
@@ -85,6 +86,10 @@ pub(super) struct Shard {
     /// dropped at their end, or when the shard is lost.
     pub(super) records: Option<Box<dyn Write + Send>>,
     pub(super) records_offset: u64,
+    /// Its latest stream figures merged (a second may have none of its own).
+    pub(super) streams: Option<ShardStreams>,
+    /// It was named as an older shard, whose feed has no stream figures.
+    older_named: bool,
 }
 
 impl Shard {
@@ -102,6 +107,8 @@ impl Shard {
             clock: None,
             records: None,
             records_offset: 0,
+            streams: None,
+            older_named: false,
         }
     }
 
@@ -139,7 +146,9 @@ impl Shard {
                 self.time_clock(asked_unix_ns, report.now_unix_ns);
                 for second in std::mem::take(&mut report.seconds) {
                     self.next_from = self.next_from.max(second.second + 1);
-                    if second.latency.is_well_formed() {
+                    let streams_well_formed =
+                        (second.streams.as_ref()).is_none_or(ShardStreams::is_well_formed);
+                    if second.latency.is_well_formed() && streams_well_formed {
                         self.pending.insert(second.second, second);
                     }
                 }
@@ -245,6 +254,19 @@ impl Shard {
     pub(super) fn drop_late(&mut self, next_second: u64) {
         let kept = self.pending.split_off(&next_second);
         self.late_seconds += std::mem::replace(&mut self.pending, kept).len() as u64;
+    }
+
+    /// Names it once if its feed is older than stream figures.
+    pub(super) fn announce_older(&mut self) -> Option<Event> {
+        let older = (self.head.as_ref()).is_some_and(|head| head.feed_version < FEED_VERSION);
+        if !older || self.older_named {
+            return None;
+        }
+        self.older_named = true;
+        Some(format!(
+            "{}: an older loadlab, whose feed has no stream figures: the run's connections and messages are not merged, and stream rules say nothing",
+            self.name()
+        ))
     }
 
     pub(super) fn announce(&self) -> Option<Event> {
