@@ -2,15 +2,19 @@
 //! and resource samples (its [`Seconds`] for the knee, its [`Pressures`] for the watched
 //! resources), then [`Evidence::close`]d into [`ClosedEvidence`], which fills the
 //! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
-//! they say the same sentences for the same inputs.
+//! they say the same sentences for the same inputs. A held step's records (`ws`, `sse`,
+//! a `stream` step's body: [`HeldSteps`]) stay out of the seconds, whose signals are the
+//! requests'; their refusals ([`Refusals`]) are judged as a connection limit.
 
 use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Unjudged, Watched};
 use analysis::{Finding, diagnose};
 use record::{Record, RunTables, SampleBatch, SampleTables};
 
 use crate::answers::Answers;
+use crate::connections::Connections;
 use crate::extra_rows::Extras;
 use crate::extras::{RunFacts, Scope};
+use crate::held::{HeldSteps, Refusals};
 use crate::metrics::{Metrics, Report};
 use crate::pressure::Pressures;
 use crate::run_diagnosis::run_diagnosis;
@@ -22,6 +26,10 @@ use crate::seconds::Seconds;
 #[derive(Debug, Clone)]
 pub struct Evidence {
     seconds: Seconds,
+    held: HeldSteps,
+    /// Records of held steps, left out of the seconds.
+    held_records: u64,
+    refusals: Refusals,
     answers: Answers,
     pressures: Pressures,
     first_sample_unix_ns: Option<u64>,
@@ -39,15 +47,27 @@ impl Evidence {
     pub fn new() -> Evidence {
         Evidence {
             seconds: Seconds::open_model_only(),
+            held: HeldSteps::default(),
+            held_records: 0,
+            refusals: Refusals::default(),
             answers: Answers::default(),
             pressures: Pressures::default(),
             first_sample_unix_ns: None,
         }
     }
 
-    /// Adds a batch of records; `tables` resolves their attacks and errors.
+    /// Adds a batch of records; `tables` resolves their attacks, targets and errors.
     pub fn add_records(&mut self, records: &[Record], tables: &RunTables) {
-        self.seconds.add_all(records, tables);
+        self.held.learn(tables);
+        for record in records {
+            if self.held.holds(record.target) {
+                self.seconds.note_start(record);
+                self.held_records += 1;
+                self.refusals.add(record, tables);
+            } else {
+                self.seconds.add(record, tables);
+            }
+        }
         self.answers.add_all(records, tables);
     }
 
@@ -65,8 +85,16 @@ impl Evidence {
     pub fn close(&self) -> ClosedEvidence {
         // The run's first intended send; a monitor file alone starts at its first sample.
         let start_unix_ns = self.seconds.start_unix_ns().or(self.first_sample_unix_ns);
+        let ramp = if self.held_records > 0 && self.seconds.is_empty() {
+            Finding::NotARamp {
+                reason: analysis::NoRamp::HeldOnly,
+            }
+        } else {
+            self.seconds.saturation(Ok(()))
+        };
         ClosedEvidence {
-            ramp: self.seconds.saturation(Ok(())),
+            ramp,
+            refusals: self.refusals.clone(),
             answers: self.answers.clone(),
             failing_from: self.seconds.failing_from(),
             start_unix_ns,
@@ -81,6 +109,7 @@ impl Evidence {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClosedEvidence {
     ramp: Finding,
+    refusals: Refusals,
     answers: Answers,
     failing_from: Option<(u64, f64)>,
     start_unix_ns: Option<u64>,
@@ -90,10 +119,11 @@ pub struct ClosedEvidence {
 
 impl ClosedEvidence {
     /// Sets `facts.saturation`, `facts.start_unix_ns`, what the failed requests said
-    /// (`facts.unreached`, `facts.failures`; `tables` names their targets and errors)
-    /// and, when the run has resource samples (`facts.resources` set first),
-    /// `facts.watched` and `facts.unjudged`.
-    pub fn fill(self, facts: &mut RunFacts, tables: &RunTables) {
+    /// (`facts.unreached`, `facts.failures`; `tables` names their targets and errors),
+    /// the held steps' connection limits (`facts.connection_limits`, with the most of
+    /// `connections` held at once) and, when the run has resource samples
+    /// (`facts.resources` set first), `facts.watched` and `facts.unjudged`.
+    pub fn fill(self, facts: &mut RunFacts, tables: &RunTables, connections: &Connections) {
         facts.unreached = self.answers.unreached(tables);
         let kinds = self.answers.failed_as(tables);
         facts.failures = (!kinds.is_empty()).then(|| Failures {
@@ -106,6 +136,8 @@ impl ClosedEvidence {
             Err(reason) => Finding::NotARamp { reason },
         });
         facts.start_unix_ns = self.start_unix_ns;
+        let start_unix_ns = self.start_unix_ns.unwrap_or_default();
+        facts.connection_limits = self.refusals.limits(connections, tables, start_unix_ns);
         if facts.resources.is_some() {
             facts.watched = Some(self.watched);
             facts.unjudged = self.unjudged;
@@ -269,9 +301,158 @@ mod tests {
             evidence.add_samples(sample_tables, batches);
             facts.resources = Some(ResourceSummary::default());
         }
-        evidence.close().fill(&mut facts, &tables);
+        evidence
+            .close()
+            .fill(&mut facts, &tables, &Connections::default());
         let report = close_run(metrics, &facts, &tables, Scope::Run);
         (report.extras.diagnosis, report.extras.warnings)
+    }
+
+    /// A flow's steps as the record file names them: a login, a chat (`ws`, its
+    /// upgrade and a paced send of 2 s) and an event stream (`sse`, its first event and
+    /// 2 s of events).
+    fn chat_tables() -> RunTables {
+        let target = |method: &str, url: &str, step: &str| record::TargetInfo {
+            method: method.to_owned(),
+            url: url.to_owned(),
+            step: Some(step.to_owned()),
+            checks: Vec::new(),
+        };
+        RunTables {
+            attacks: vec![AttackInfo {
+                flow: true,
+                ..AttackInfo::default()
+            }],
+            targets: vec![
+                target("GET", "http://127.0.0.1:18080/", "login"),
+                target("WS", "ws://127.0.0.1:18080/chat", "chat"),
+                target("SSE", "http://127.0.0.1:18080/ticks", "ticks"),
+                target("WS", "ws://127.0.0.1:18080/chat", "chat send 1"),
+                target("SSE", "http://127.0.0.1:18080/ticks", "ticks events"),
+            ],
+            errors: vec![record::ErrorEntry {
+                kind: record::ErrorKind::Status,
+                text: "503 Service Unavailable".to_owned(),
+            }],
+        }
+    }
+
+    /// Runs of the chat flow (with its login when `login`) starting at a rate rising by
+    /// 2/s each second for 12 s: each step's record starts where the one before ended.
+    fn chat_runs(login: bool) -> Vec<Record> {
+        const MS: u64 = 1_000_000;
+        let starts = (0..12u64).flat_map(|second| {
+            let runs = 2 + 2 * second;
+            (0..runs).map(move |n| second * S + n * S / runs)
+        });
+        let mut records = Vec::new();
+        for (run, at_ns) in starts.enumerate() {
+            let (run, start) = (run as u64, T0 + FIRST_NS + at_ns);
+            // (target, starts after the run's start, latency)
+            let steps = [
+                (0, 0, MS),
+                (1, MS, MS),
+                (3, 2 * MS, 2_000 * MS),
+                (2, 2_002 * MS, 100 * MS),
+                (4, 2_102 * MS, 2_000 * MS),
+            ];
+            for (target, after_ns, latency_ns) in steps {
+                if target == 0 && !login {
+                    continue;
+                }
+                records.push(Record {
+                    target,
+                    seq: run << 16 | u64::from(target),
+                    intended_unix_ns: start + after_ns,
+                    send_lag_ns: LAG_NS,
+                    latency_ns,
+                    status: 200,
+                    ..Record::default()
+                });
+            }
+        }
+        records.sort_by_key(|r| r.intended_unix_ns);
+        records
+    }
+
+    /// The saturation finding and the diagnosis of `records` of the chat flow.
+    fn judged_chat(records: &[Record]) -> (Option<Finding>, Option<Diagnosis>) {
+        let tables = chat_tables();
+        let mut evidence = Evidence::new();
+        let mut metrics = Metrics::new(None);
+        evidence.add_records(records, &tables);
+        records.iter().for_each(|record| metrics.add(record));
+        let mut attack = AttackFacts::default();
+        attack.model = Some(LoadModel::Open);
+        attack.flow = true;
+        let mut facts = RunFacts {
+            attacks: vec![attack],
+            ..RunFacts::default()
+        };
+        evidence
+            .close()
+            .fill(&mut facts, &tables, &Connections::default());
+        let report = close_run(metrics, &facts, &tables, Scope::Run);
+        (facts.saturation, report.extras.diagnosis)
+    }
+
+    /// A held step's records last its session by design: read as requests, 2 s of paced
+    /// sends passed "3x the early ramp's latency" and the events, done 2 s after their
+    /// stream began, read as throughput that fell behind (the knee of issue 39's
+    /// report). Judged apart, the run has no knee and no verdict (its logins, a rising
+    /// load of plain requests, held up); a ramp of plain requests past a limit beside
+    /// them keeps its knee.
+    #[test]
+    fn held_steps_are_judged_apart_from_the_requests() {
+        use analysis::NoRamp;
+        let ramp_beside_chats = || {
+            let mut records = ramp();
+            records.extend(chat_runs(false));
+            records.sort_by_key(|r| r.intended_unix_ns);
+            records
+        };
+        // (case, records, the saturation finding's kind, verdict)
+        type Row = (
+            &'static str,
+            Vec<Record>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let rows: [Row; 3] = [
+            (
+                "a chat and an event stream",
+                chat_runs(false),
+                "held only",
+                None,
+            ),
+            (
+                "the same after a login",
+                chat_runs(true),
+                "no saturation",
+                None,
+            ),
+            (
+                "a ramp past a limit beside them",
+                ramp_beside_chats(),
+                "saturated",
+                Some("nothing_watched"),
+            ),
+        ];
+        for (case, records, want, verdict) in rows {
+            let (finding, diagnosis) = judged_chat(&records);
+            let got = match &finding {
+                Some(Finding::NotARamp {
+                    reason: NoRamp::HeldOnly,
+                }) => "held only",
+                Some(Finding::NotARamp { .. }) => "not a ramp",
+                Some(Finding::Saturated { .. }) => "saturated",
+                Some(Finding::NoSaturation { .. }) => "no saturation",
+                None => "none",
+            };
+            assert_eq!(got, want, "{case}: {finding:?}");
+            let said = diagnosis.as_ref().map(Diagnosis::verdict_name);
+            assert_eq!(said, verdict, "{case}: {diagnosis:?}");
+        }
     }
 
     /// 12 ms of send lag beside 100 µs answers is a lag warning, unless nothing listened:

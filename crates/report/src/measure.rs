@@ -182,7 +182,7 @@ impl Measure {
             Judging::Gathering(evidence) => evidence.close(),
             Judging::Closed(closed) => *closed,
         }
-        .fill(&mut facts, tables);
+        .fill(&mut facts, tables, &self.connections);
         let attacks = (self.attacks.unwrap_or_default().into_iter())
             .map(|latency| AttackLatency {
                 requests: latency.count(),

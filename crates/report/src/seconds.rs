@@ -73,9 +73,8 @@ impl Seconds {
     }
 
     #[inline]
-    fn add(&mut self, record: &Record, tables: &RunTables) {
-        let intended = record.intended_unix_ns;
-        self.start_unix_ns = Some(self.start_unix_ns.map_or(intended, |s| s.min(intended)));
+    pub(crate) fn add(&mut self, record: &Record, tables: &RunTables) {
+        self.note_start(record);
         if self.open_only
             && tables
                 .attacks
@@ -114,6 +113,19 @@ impl Seconds {
             self.failed_kind_totals[kind as usize] += 1;
         }
         self.latency_counts[done * BUCKETS + bucket(record.latency_ns)] += 1;
+    }
+
+    /// Counts `record`'s intended send towards the run's first, without adding it (a
+    /// held step's record, judged apart: `crate::held`).
+    #[inline]
+    pub(crate) fn note_start(&mut self, record: &Record) {
+        let intended = record.intended_unix_ns;
+        self.start_unix_ns = Some(self.start_unix_ns.map_or(intended, |s| s.min(intended)));
+    }
+
+    /// Whether no record was added to a window (every one left out, or none came).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.bins.is_empty() && !self.too_long
     }
 
     /// The first second whose failures passed 1% of its answers: when it began, from

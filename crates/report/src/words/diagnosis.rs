@@ -276,7 +276,11 @@ pub fn finding(finding: &Finding, knee: Option<&Knee>, start_unix_ns: Option<u64
         let _ = write!(text, "; {}", note(more));
     }
     if let Some(line) = &w.example {
-        let _ = write!(text, "; first line: {line:?}");
+        let first = match w.resource {
+            Resource::Connections => "the first refusal",
+            _ => "first line",
+        };
+        let _ = write!(text, "; {first}: {line:?}");
     }
     text
 }
@@ -290,6 +294,17 @@ pub fn note(note: &Note) -> String {
         ),
         Note::Transactions { peak_per_sec } => {
             format!("transactions peaked at {peak_per_sec:.0}/s")
+        }
+        Note::Refused {
+            refused,
+            status,
+            cut,
+        } => {
+            let mut text = format!("{refused} new connections refused with {status}");
+            if *cut > 0 {
+                let _ = write!(text, ", {cut} held ones cut");
+            }
+            text
         }
     }
 }
@@ -444,6 +459,14 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
         Resource::Log | Resource::LogSymptom => {
             (format!("wrote matching lines, {}", value(at, "/s")), "")
         }
+        Resource::Connections => (
+            format!(
+                "held at most {} at once, then refused more",
+                value(at, w.unit)
+            ),
+            "; a connection limit (the server's, a proxy's or a pool's): past it new \
+             connections are turned away",
+        ),
     }
 }
 
@@ -527,6 +550,7 @@ fn noun(resource: Resource) -> &'static str {
         Resource::DbConnections => "connections",
         Resource::DbBusy => "busy connections",
         Resource::Log | Resource::LogSymptom => "lines",
+        Resource::Connections => "connections",
     }
 }
 

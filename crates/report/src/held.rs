@@ -1,0 +1,336 @@
+//! Held steps judged apart (issue 39). A flow step that holds its connection open
+//! writes records whose time is the session's by design: a `ws` step's upgrade and
+//! actions (a paced send lasts its sends, a `hold` its time), an `sse` step's stream and
+//! events, a `stream` step's body (the first chunk to the end). Read as requests, a 2 s
+//! session is a slow answer and events arriving after their stream began are a
+//! throughput that fell behind, so a healthy run reads as saturated.
+//!
+//! [`HeldSteps`] says, once per target, whose records those are (the one rule, read
+//! from the record file's targets; [`holds`]); the diagnosis's evidence keeps them out
+//! of the request signals. [`Refusals`] is what their own records say instead: the
+//! upgrades (streams) a server refused with a status and the held connections it cut,
+//! per target, which [`Refusals::limits`] lines up with the connections held at once
+//! into the typed connection limit ([`Resource::Connections`]).
+
+use analysis::diagnosis::{Crossing, Note, Resource, Watched};
+use record::{ErrorKind, Record, RunTables, TargetInfo};
+
+use crate::connections::Connections;
+
+/// The `method` the engine gives a `ws` step's targets, and an `sse` step's.
+const HELD_METHODS: [&str; 2] = ["WS", "SSE"];
+/// The suffix of a `stream` step's body target's step name (`llm body` beside `llm`).
+const BODY_SUFFIX: &str = " body";
+
+/// Per target id: whether its records time a held session. Grows with the run's
+/// targets; judging a record is an index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldSteps {
+    held: Vec<bool>,
+}
+
+impl HeldSteps {
+    /// Judges the targets `tables` added since the last call.
+    pub fn learn(&mut self, tables: &RunTables) {
+        for id in self.held.len()..tables.targets.len() {
+            let held = holds(&tables.targets[id], &tables.targets[..id]);
+            self.held.push(held);
+        }
+    }
+
+    /// Whether `target`'s records time a held session (a target not learnt yet: no).
+    #[inline]
+    pub fn holds(&self, target: u32) -> bool {
+        self.held.get(target as usize).copied().unwrap_or(false)
+    }
+}
+
+/// The rule: a `ws` or `sse` step's target (its method says so), or a `stream` step's
+/// body: step `S body` beside an `earlier` target of step `S` with the same method
+/// and URL (the engine numbers a flow's stream targets after its steps). A `stream`
+/// step's own record, the time to its first chunk, is a request's answer time.
+pub fn holds(target: &TargetInfo, earlier: &[TargetInfo]) -> bool {
+    if HELD_METHODS.contains(&target.method.as_str()) {
+        return true;
+    }
+    let Some(step) = target
+        .step
+        .as_deref()
+        .and_then(|s| s.strip_suffix(BODY_SUFFIX))
+    else {
+        return false;
+    };
+    earlier.iter().any(|head| {
+        head.step.as_deref() == Some(step) && head.method == target.method && head.url == target.url
+    })
+}
+
+/// One held target's refusals and cuts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Refused {
+    refused: u64,
+    cut: u64,
+    /// The first refusal's intended time, unix ns, its status and its error id.
+    first_unix_ns: u64,
+    status: u16,
+    error: u32,
+}
+
+/// What the held steps' records say of a connection limit; see the module
+/// documentation. Adding a record allocates only for a target not seen refusing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// By target id, in the order first seen (few: one per held step).
+    by_target: Vec<(u32, Refused)>,
+}
+
+impl Refusals {
+    /// Adds one held step's record: a status outside 200..400 is a refusal (the
+    /// upgrade's, or the stream's, answer: a session that went on records 200), a
+    /// reset or a close mid-session a cut.
+    pub fn add(&mut self, record: &Record, tables: &RunTables) {
+        if record.is_success() {
+            return;
+        }
+        let refused = record.status != 0 && !(200..400).contains(&record.status);
+        let kind = tables.error(record.error).map(|e| e.kind);
+        let cut = matches!(kind, Some(ErrorKind::Reset | ErrorKind::Closed));
+        if !refused && !cut {
+            return;
+        }
+        let at = match self.by_target.iter().position(|(t, _)| *t == record.target) {
+            Some(at) => at,
+            None => {
+                self.by_target.push((record.target, Refused::default()));
+                self.by_target.len() - 1
+            }
+        };
+        let tally = &mut self.by_target[at].1;
+        if !refused {
+            tally.cut += 1;
+            return;
+        }
+        if tally.refused == 0 || record.intended_unix_ns < tally.first_unix_ns {
+            tally.first_unix_ns = record.intended_unix_ns;
+            tally.status = record.status;
+            tally.error = record.error;
+        }
+        tally.refused += 1;
+    }
+
+    /// Each held target that refused connections, as a connection limit: the most of
+    /// its `connections` open at once, and when the refusals began, from
+    /// `start_unix_ns` (the run's first intended send); `tables` names the target and
+    /// quotes the first refusal.
+    pub fn limits(
+        &self,
+        connections: &Connections,
+        tables: &RunTables,
+        start_unix_ns: u64,
+    ) -> Vec<Watched> {
+        let mut limits: Vec<Watched> = (self.by_target.iter())
+            .filter(|(_, tally)| tally.refused > 0)
+            .map(|&(target, tally)| limit(target, tally, connections, tables, start_unix_ns))
+            .collect();
+        limits.sort_by_key(|w| w.crossed.map(|c| c.at_ns));
+        limits
+    }
+}
+
+/// One target's connection limit; see [`Refusals::limits`].
+fn limit(
+    target: u32,
+    tally: Refused,
+    connections: &Connections,
+    tables: &RunTables,
+    start_unix_ns: u64,
+) -> Watched {
+    let info = tables.targets.get(target as usize);
+    let held = connections.merged(|_, t| t == target);
+    let (peak, peak_at_ns) = held.map_or((0, 0), |held| {
+        let at_ns = held.peak_held_at_unix_ns.saturating_sub(start_unix_ns);
+        (held.peak_held, at_ns)
+    });
+    let step = info.and_then(|i| i.step.as_deref()).unwrap_or_default();
+    Watched {
+        name: info.map_or_else(String::new, |i| i.url.clone()),
+        resource: Resource::Connections,
+        series: format!("connections of step {step:?}"),
+        limit: Some(peak as f64),
+        unit: "connections",
+        peak: peak as f64,
+        peak_at_ns,
+        crossed: Some(Crossing {
+            at_ns: tally.first_unix_ns.saturating_sub(start_unix_ns),
+            value: peak as f64,
+        }),
+        brief: None,
+        example: tables.error(tally.error).map(|e| e.text.clone()),
+        note: Some(Note::Refused {
+            refused: tally.refused,
+            status: tally.status,
+            cut: tally.cut,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::ErrorEntry;
+
+    const S: u64 = 1_000_000_000;
+
+    fn target(method: &str, url: &str, step: Option<&str>) -> TargetInfo {
+        TargetInfo {
+            method: method.to_owned(),
+            url: url.to_owned(),
+            step: step.map(str::to_owned),
+            checks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn held_steps_are_told_by_their_method_or_as_a_streams_body() {
+        let llm = "http://127.0.0.1:8080/v1/chat";
+        let tables = RunTables {
+            targets: vec![
+                target("POST", "http://127.0.0.1:8080/login", Some("login")),
+                target("WS", "ws://127.0.0.1:8080/chat", Some("chat")),
+                target("SSE", "http://127.0.0.1:8080/ticks", Some("ticks")),
+                target("POST", llm, Some("llm")),
+                target("WS", "ws://127.0.0.1:8080/chat", Some("chat send 1")),
+                target("SSE", "http://127.0.0.1:8080/ticks", Some("ticks events")),
+                target("POST", llm, Some("llm body")),
+                // A plain step named like a body, beside no step of its own name.
+                target("GET", "http://127.0.0.1:8080/a", Some("page body")),
+                // Beside a step of that name, but another URL: a plain step.
+                target("GET", "http://127.0.0.1:8080/other", Some("login body")),
+                // Beside it with another method: a plain step.
+                target("GET", llm, Some("llm body")),
+                target("GET", "http://127.0.0.1:8080/", None),
+            ],
+            ..RunTables::default()
+        };
+        let mut held = HeldSteps::default();
+        held.learn(&tables);
+        // (target, held?)
+        let rows = [
+            (0, false),
+            (1, true),
+            (2, true),
+            (3, false),
+            (4, true),
+            (5, true),
+            (6, true),
+            (7, false),
+            (8, false),
+            (9, false),
+            (10, false),
+            (11, false),
+        ];
+        for (id, want) in rows {
+            assert_eq!(held.holds(id), want, "target {id}");
+        }
+        // Targets learnt later (a dictionary block) are judged as they come.
+        let mut more = tables.clone();
+        more.targets
+            .push(target("WS", "ws://127.0.0.1:8080/late", Some("late")));
+        held.learn(&more);
+        assert!(held.holds(11));
+    }
+
+    fn record(target: u32, at_ms: u64, status: u16, error: u32) -> Record {
+        Record {
+            target,
+            intended_unix_ns: 100 * S + at_ms * 1_000_000,
+            latency_ns: 1_000_000,
+            status,
+            error,
+            ..Record::default()
+        }
+    }
+
+    fn connection(target: u32, opened_s: u64, closed_s: u64) -> record::Connection {
+        record::Connection {
+            target,
+            opened_unix_ns: opened_s * S,
+            closed_unix_ns: closed_s * S,
+            ..record::Connection::default()
+        }
+    }
+
+    #[test]
+    fn refused_upgrades_past_the_most_held_are_a_connection_limit() {
+        let refused = "websocket upgrade refused: 503 Service Unavailable";
+        let tables = RunTables {
+            targets: vec![
+                target("WS", "ws://127.0.0.1:8080/chat", Some("chat")),
+                target("SSE", "http://127.0.0.1:8080/ticks", Some("ticks")),
+            ],
+            errors: vec![
+                ErrorEntry {
+                    kind: ErrorKind::Status,
+                    text: refused.to_owned(),
+                },
+                ErrorEntry {
+                    kind: ErrorKind::Reset,
+                    text: "read: connection reset by peer".to_owned(),
+                },
+                ErrorEntry {
+                    kind: ErrorKind::Timeout,
+                    text: "no event within 5s (after 3 events)".to_owned(),
+                },
+            ],
+            ..RunTables::default()
+        };
+        let mut refusals = Refusals::default();
+        // (record, what it is)
+        let rows = [
+            (record(0, 0, 200, 0), "a session that went on"),
+            (record(0, 3_000, 503, 1), "a refusal"),
+            (record(0, 2_500, 503, 1), "an earlier refusal, read later"),
+            (record(0, 4_000, 0, 2), "a cut"),
+            (record(1, 5_000, 0, 3), "a timeout: neither"),
+            (record(1, 5_000, 200, 0), "an event stream that went on"),
+        ];
+        for (record, _) in &rows {
+            refusals.add(record, &tables);
+        }
+        let mut connections = Connections::default();
+        // Three at once on the chat route from 102 s, two on the ticks route.
+        connections.add(&[
+            connection(0, 101, 103),
+            connection(0, 102, 104),
+            connection(0, 102, 105),
+            connection(1, 101, 109),
+            connection(1, 101, 109),
+        ]);
+        let limits = refusals.limits(&connections, &tables, 100 * S);
+        assert_eq!(limits.len(), 1, "{limits:?}");
+        let chat = &limits[0];
+        assert_eq!(chat.resource, Resource::Connections);
+        assert_eq!(chat.name, "ws://127.0.0.1:8080/chat");
+        assert_eq!((chat.limit, chat.peak), (Some(3.0), 3.0));
+        assert_eq!(chat.peak_at_ns, 2 * S);
+        assert_eq!(chat.crossed.map(|c| c.at_ns), Some(2_500_000_000));
+        assert_eq!(chat.example.as_deref(), Some(refused));
+        assert_eq!(
+            chat.note,
+            Some(Note::Refused {
+                refused: 2,
+                status: 503,
+                cut: 1
+            })
+        );
+        // Cuts alone, or no refusal at all: no limit to name.
+        let mut cuts = Refusals::default();
+        cuts.add(&record(0, 4_000, 0, 2), &tables);
+        assert!(cuts.limits(&connections, &tables, 100 * S).is_empty());
+        assert!(
+            Refusals::default()
+                .limits(&connections, &tables, 0)
+                .is_empty()
+        );
+    }
+}
