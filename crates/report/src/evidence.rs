@@ -8,17 +8,24 @@
 
 use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Unjudged, Watched};
 use analysis::{Finding, diagnose};
-use record::{Record, RunTables, SampleBatch, SampleTables};
+use std::borrow::Cow;
+
+use record::{Connection, Record, RunTables, SampleBatch, SampleTables};
 
 use crate::answers::Answers;
 use crate::connections::Connections;
 use crate::extra_rows::Extras;
 use crate::extras::{RunFacts, Scope};
-use crate::held::{HeldSteps, Refusals};
+use crate::held::{HeldSteps, Judged, Refusals};
 use crate::metrics::{Metrics, Report};
 use crate::pressure::Pressures;
 use crate::run_diagnosis::run_diagnosis;
 use crate::seconds::Seconds;
+
+/// gRPC targets whose calls' records are kept apart until their entries say whether
+/// they stream (a run calling more methods judges the rest as requests): a target's
+/// seconds cost what the run's do.
+const CALL_TARGETS_APART: usize = 8;
 
 /// The diagnosis's inputs as they stream by; see the module documentation. Adding
 /// records neither allocates nor formats (the seconds grow once per new second);
@@ -30,6 +37,9 @@ pub struct Evidence {
     /// Records of held steps, left out of the seconds.
     held_records: u64,
     refusals: Refusals,
+    /// gRPC calls' records by target until their entries say whether they stream:
+    /// (target, its seconds, its records).
+    calls: Vec<(u32, Seconds, u64)>,
     answers: Answers,
     pressures: Pressures,
     first_sample_unix_ns: Option<u64>,
@@ -50,6 +60,7 @@ impl Evidence {
             held: HeldSteps::default(),
             held_records: 0,
             refusals: Refusals::default(),
+            calls: Vec::new(),
             answers: Answers::default(),
             pressures: Pressures::default(),
             first_sample_unix_ns: None,
@@ -60,15 +71,59 @@ impl Evidence {
     pub fn add_records(&mut self, records: &[Record], tables: &RunTables) {
         self.held.learn(tables);
         for record in records {
-            if self.held.holds(record.target) {
-                self.seconds.note_start(record);
-                self.held_records += 1;
-                self.refusals.add(record, tables);
-            } else {
-                self.seconds.add(record, tables);
+            match self.held.judge(record.target) {
+                Judged::Request => self.seconds.add(record, tables),
+                Judged::Held => {
+                    self.seconds.note_start(record);
+                    self.held_records += 1;
+                    self.refusals.add(record, tables);
+                }
+                Judged::Call => self.add_call(record, tables),
             }
         }
         self.answers.add_all(records, tables);
+    }
+
+    /// A gRPC call's record, not known yet to stream: in its target's own seconds,
+    /// judged at the close; past [`CALL_TARGETS_APART`] targets, as a request's.
+    fn add_call(&mut self, record: &Record, tables: &RunTables) {
+        let apart = match self.calls.iter().position(|(t, ..)| *t == record.target) {
+            Some(at) => Some(at),
+            None if self.calls.len() < CALL_TARGETS_APART => {
+                self.calls
+                    .push((record.target, Seconds::open_model_only(), 0));
+                Some(self.calls.len() - 1)
+            }
+            None => None,
+        };
+        let Some(at) = apart else {
+            self.seconds.add(record, tables);
+            return;
+        };
+        self.seconds.note_start(record);
+        let (_, seconds, count) = &mut self.calls[at];
+        seconds.add(record, tables);
+        *count += 1;
+    }
+
+    /// Learns from connection entries which gRPC calls streamed (their records are a
+    /// held session's).
+    pub fn add_connections(&mut self, connections: &[Connection]) {
+        self.held.learn_calls(connections);
+    }
+
+    /// The seconds of the requests: the gRPC calls that did not stream joined in.
+    fn request_seconds(&self) -> (Cow<'_, Seconds>, u64) {
+        let mut seconds = Cow::Borrowed(&self.seconds);
+        let mut held_records = self.held_records;
+        for (target, calls, count) in &self.calls {
+            if self.held.streams(*target) {
+                held_records += count;
+            } else {
+                seconds.to_mut().merge(calls);
+            }
+        }
+        (seconds, held_records)
     }
 
     /// Adds resource sample batches whose ids index `tables` (as read so far).
@@ -85,18 +140,19 @@ impl Evidence {
     pub fn close(&self) -> ClosedEvidence {
         // The run's first intended send; a monitor file alone starts at its first sample.
         let start_unix_ns = self.seconds.start_unix_ns().or(self.first_sample_unix_ns);
-        let ramp = if self.held_records > 0 && self.seconds.is_empty() {
+        let (seconds, held_records) = self.request_seconds();
+        let ramp = if held_records > 0 && seconds.is_empty() {
             Finding::NotARamp {
                 reason: analysis::NoRamp::HeldOnly,
             }
         } else {
-            self.seconds.saturation(Ok(()))
+            seconds.saturation(Ok(()))
         };
         ClosedEvidence {
             ramp,
             refusals: self.refusals.clone(),
             answers: self.answers.clone(),
-            failing_from: self.seconds.failing_from(),
+            failing_from: seconds.failing_from(),
             start_unix_ns,
             watched: self.pressures.close(start_unix_ns.unwrap_or(0)),
             unjudged: self.pressures.unjudged(start_unix_ns.unwrap_or(0)),
@@ -452,6 +508,104 @@ mod tests {
             assert_eq!(got, want, "{case}: {finding:?}");
             let said = diagnosis.as_ref().map(Diagnosis::verdict_name);
             assert_eq!(said, verdict, "{case}: {diagnosis:?}");
+        }
+    }
+
+    /// A gRPC call that streams writes a `grpc_call` entry, read beside the records in
+    /// no fixed order: its records wait apart until the entries say, then are judged
+    /// as a held session's (2 s of a server stream is no slow answer); unary calls'
+    /// join the requests' seconds, their knee read as before.
+    #[test]
+    fn streamed_grpc_calls_are_judged_apart_once_their_entries_say() {
+        use analysis::NoRamp;
+        let target = |url: &str| record::TargetInfo {
+            method: "GRPC".to_owned(),
+            url: url.to_owned(),
+            ..record::TargetInfo::default()
+        };
+        let tables = RunTables {
+            attacks: vec![AttackInfo::default()],
+            targets: vec![
+                target("127.0.0.1:50051 routeguide.RouteGuide/GetFeature"),
+                target("127.0.0.1:50051 routeguide.RouteGuide/ListFeatures"),
+            ],
+            ..RunTables::default()
+        };
+        // Server streams of 2 s at a rising rate; the unary calls are `ramp()`'s.
+        let streams: Vec<Record> = chat_runs(false)
+            .into_iter()
+            .filter(|r| r.target == 1)
+            .collect();
+        let entries: Vec<Connection> = (streams.iter())
+            .map(|r| Connection {
+                kind: record::EntryKind::GrpcCall,
+                target: 1,
+                seq: r.seq,
+                opened_unix_ns: r.intended_unix_ns,
+                closed_unix_ns: r.end_unix_ns(),
+                ..Connection::default()
+            })
+            .collect();
+        let both = || {
+            let mut records = ramp();
+            records.extend(streams.iter().copied());
+            records.sort_by_key(|r| r.intended_unix_ns);
+            records
+        };
+        // (case, records, entries, the saturation finding's kind)
+        type Row<'a> = (&'a str, Vec<Record>, &'a [Connection], &'a str);
+        let rows: [Row<'_>; 4] = [
+            (
+                "streams, their entries after them",
+                streams.clone(),
+                &entries,
+                "held only",
+            ),
+            // Without entries a call is a request's answer, as before: 2 s each, level.
+            (
+                "streams without entries",
+                streams.clone(),
+                &[],
+                "no saturation",
+            ),
+            (
+                "unary calls past a limit beside streams",
+                both(),
+                &entries,
+                "saturated",
+            ),
+            ("unary calls alone", ramp(), &[], "saturated"),
+        ];
+        let judge = |records: &[Record], entries: &[Connection]| {
+            let mut evidence = Evidence::new();
+            // In two batches, the entries after the last.
+            for batch in records.chunks(records.len().div_ceil(2)) {
+                evidence.add_records(batch, &tables);
+            }
+            evidence.add_connections(entries);
+            evidence.close().ramp
+        };
+        let knee_of = |finding: &Finding| match finding {
+            Finding::Saturated { point, .. } => Some(point.start_ns),
+            _ => None,
+        };
+        // The unary calls' knee alone: their 503s from 200/s on.
+        let unary_knee = knee_of(&judge(&ramp(), &[]));
+        assert!(unary_knee.is_some());
+        for (case, records, entries, want) in rows {
+            let finding = judge(&records, entries);
+            let got = match &finding {
+                Finding::NotARamp {
+                    reason: NoRamp::HeldOnly,
+                } => "held only",
+                Finding::NoSaturation { .. } => "no saturation",
+                Finding::Saturated { .. } => "saturated",
+                other => panic!("{case}: {other:?}"),
+            };
+            if case.starts_with("unary") {
+                assert_eq!(knee_of(&finding), unary_knee, "{case}: {finding:?}");
+            }
+            assert_eq!(got, want, "{case}");
         }
     }
 

@@ -13,35 +13,78 @@
 //! into the typed connection limit ([`Resource::Connections`]).
 
 use analysis::diagnosis::{Crossing, Note, Resource, Watched};
-use record::{ErrorKind, Record, RunTables, TargetInfo};
+use record::{Connection, EntryKind, ErrorKind, Record, RunTables, TargetInfo};
 
 use crate::connections::Connections;
 
 /// The `method` the engine gives a `ws` step's targets, and an `sse` step's.
 const HELD_METHODS: [&str; 2] = ["WS", "SSE"];
+/// The `method` of a gRPC call's target.
+const GRPC_METHOD: &str = "GRPC";
 /// The suffix of a `stream` step's body target's step name (`llm body` beside `llm`).
 const BODY_SUFFIX: &str = " body";
 
-/// Per target id: whether its records time a held session. Grows with the run's
-/// targets; judging a record is an index.
+/// How a target's records are judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Judged {
+    /// A request's answer: the request signals read it.
+    #[default]
+    Request,
+    /// A held session's, by design: kept out of them.
+    Held,
+    /// A gRPC call's, not known yet to stream: a call that streams either way writes a
+    /// `grpc_call` connection entry, read beside the records in no fixed order, so
+    /// its records wait apart until the entries say ([`HeldSteps::learn_calls`]).
+    Call,
+}
+
+/// Per target id, how its records are judged; see the module documentation. Grows
+/// with the run's targets; judging a record is an index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeldSteps {
-    held: Vec<bool>,
+    targets: Vec<Judged>,
+    /// gRPC targets whose calls stream (few: one per streaming method called).
+    streamed: Vec<u32>,
 }
 
 impl HeldSteps {
     /// Judges the targets `tables` added since the last call.
     pub fn learn(&mut self, tables: &RunTables) {
-        for id in self.held.len()..tables.targets.len() {
-            let held = holds(&tables.targets[id], &tables.targets[..id]);
-            self.held.push(held);
+        for id in self.targets.len()..tables.targets.len() {
+            let target = &tables.targets[id];
+            let judged = if holds(target, &tables.targets[..id]) {
+                Judged::Held
+            } else if target.method == GRPC_METHOD {
+                Judged::Call
+            } else {
+                Judged::Request
+            };
+            self.targets.push(judged);
         }
     }
 
-    /// Whether `target`'s records time a held session (a target not learnt yet: no).
+    /// Learns from connection entries which gRPC targets' calls stream.
+    pub fn learn_calls(&mut self, entries: &[Connection]) {
+        for entry in entries.iter().filter(|e| e.kind == EntryKind::GrpcCall) {
+            if !self.streamed.contains(&entry.target) {
+                self.streamed.push(entry.target);
+            }
+        }
+    }
+
+    /// How `target`'s records are judged (a target not learnt yet: a request's).
     #[inline]
-    pub fn holds(&self, target: u32) -> bool {
-        self.held.get(target as usize).copied().unwrap_or(false)
+    pub fn judge(&self, target: u32) -> Judged {
+        match self.targets.get(target as usize) {
+            Some(Judged::Call) if self.streams(target) => Judged::Held,
+            Some(&judged) => judged,
+            None => Judged::Request,
+        }
+    }
+
+    /// Whether `target`'s gRPC calls stream, as their entries said so far.
+    pub fn streams(&self, target: u32) -> bool {
+        self.streamed.contains(&target)
     }
 }
 
@@ -230,14 +273,38 @@ mod tests {
             (11, false),
         ];
         for (id, want) in rows {
-            assert_eq!(held.holds(id), want, "target {id}");
+            assert_eq!(held.judge(id) == Judged::Held, want, "target {id}");
         }
         // Targets learnt later (a dictionary block) are judged as they come.
         let mut more = tables.clone();
         more.targets
             .push(target("WS", "ws://127.0.0.1:8080/late", Some("late")));
         held.learn(&more);
-        assert!(held.holds(11));
+        assert_eq!(held.judge(11), Judged::Held);
+        // A gRPC call waits for its entries: a `grpc_call` one makes its target's
+        // calls held; a `ws` connection's entry says nothing of a call.
+        more.targets
+            .push(target("GRPC", "127.0.0.1:50051 a.B/List", None));
+        more.targets
+            .push(target("GRPC", "127.0.0.1:50051 a.B/Get", None));
+        held.learn(&more);
+        assert_eq!(
+            (held.judge(12), held.judge(13)),
+            (Judged::Call, Judged::Call)
+        );
+        let entry = |target, kind| Connection {
+            target,
+            kind,
+            ..Connection::default()
+        };
+        held.learn_calls(&[
+            entry(12, EntryKind::GrpcCall),
+            entry(13, EntryKind::Connection),
+        ]);
+        assert_eq!(
+            (held.judge(12), held.judge(13)),
+            (Judged::Held, Judged::Call)
+        );
     }
 
     fn record(target: u32, at_ms: u64, status: u16, error: u32) -> Record {
@@ -251,12 +318,12 @@ mod tests {
         }
     }
 
-    fn connection(target: u32, opened_s: u64, closed_s: u64) -> record::Connection {
-        record::Connection {
+    fn connection(target: u32, opened_s: u64, closed_s: u64) -> Connection {
+        Connection {
             target,
             opened_unix_ns: opened_s * S,
             closed_unix_ns: closed_s * S,
-            ..record::Connection::default()
+            ..Connection::default()
         }
     }
 

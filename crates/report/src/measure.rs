@@ -131,6 +131,9 @@ impl Measure {
     /// Adds the figures of `ws` and `sse` connections (any order).
     pub fn add_connections(&mut self, connections: &[Connection]) {
         self.connections.add(connections);
+        if let Judging::Gathering(evidence) = &mut self.judging {
+            evidence.add_connections(connections);
+        }
     }
 
     /// Adds resource sample batches whose ids index `tables` (as read so far).
