@@ -795,6 +795,64 @@ mod tests {
         );
     }
 
+    /// A held step's connection limit: the most held, the refusals and their status,
+    /// the first one quoted; without a knee, after what failed. Cuts are said when
+    /// there were some.
+    #[test]
+    fn a_connection_limit_says_the_most_held_and_the_refusals() {
+        let limit = |cut| Watched {
+            name: "ws://127.0.0.1:8080/room".to_owned(),
+            series: "connections of step \"room\"".to_owned(),
+            unit: "connections",
+            example: Some("websocket upgrade refused: 503 Service Unavailable".to_owned()),
+            note: Some(Note::Refused {
+                refused: 25,
+                status: 503,
+                cut,
+            }),
+            peak_at_ns: 1_900_000_000,
+            ..watched("room", Resource::Connections, 10.0, 10.0, Some(2))
+        };
+        let failed = Some(Trouble { failed_ratio: 0.1 });
+        // (case, the limit, the knee, the headline)
+        let rows = [
+            (
+                "no knee",
+                limit(0),
+                None,
+                "10.0% of the requests failed: first limit ws://127.0.0.1:8080/room held at \
+                 most 10 connections at once, then refused more from 2.0 s (peak 10 \
+                 connections at 1.9 s; connections of step \"room\"); a connection limit \
+                 (the server's, a proxy's or a pool's): past it new connections are turned \
+                 away; 25 new connections refused with 503; the first refusal: \"websocket \
+                 upgrade refused: 503 Service Unavailable\"",
+            ),
+            (
+                "cut too, before a knee",
+                limit(3),
+                Some(knee_at(9)),
+                "max 950 req/s held; the knee at 1000/s offered, 9.0 s (latency turned \
+                 first): first limit ws://127.0.0.1:8080/room held at most 10 connections at \
+                 once, then refused more from 2.0 s, 7.0 s before the knee (peak 10 \
+                 connections at 1.9 s; connections of step \"room\"); a connection limit \
+                 (the server's, a proxy's or a pool's): past it new connections are turned \
+                 away; 25 new connections refused with 503, 3 held ones cut; the first \
+                 refusal: \"websocket upgrade refused: 503 Service Unavailable\"",
+            ),
+        ];
+        for (case, limit, knee, want) in rows {
+            let trouble = if knee.is_none() { failed } else { None };
+            let diagnosis = diagnose(knee, trouble, &GeneratorState::default(), &[limit]);
+            assert_eq!(diagnosis.verdict_name(), "first_limit", "{case}");
+            assert_eq!(headline(&diagnosis), want, "{case}");
+            assert_eq!(
+                short_name(&diagnosis.findings[0].watched),
+                "ws://127.0.0.1:8080/room connections",
+                "{case}"
+            );
+        }
+    }
+
     #[test]
     fn a_generator_that_fell_behind_hides_the_server_findings_from_the_verdict() {
         let fds = watched("nginx", Resource::Fds, 256.0, 250.0, Some(5));
