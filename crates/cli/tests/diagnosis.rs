@@ -83,8 +83,15 @@ fn diagnose(
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "attack: {stderr}");
+    let (json, text) = reports(&records);
+    (json["diagnosis"].clone(), text)
+}
+
+/// `loadlab report -type=json` of `records` (its `loadlab` object) and the text report.
+fn reports(records: &Path) -> (serde_json::Value, String) {
     let report = loadlab()
-        .args(["report", "-type=json", records.to_str().unwrap()])
+        .args(["report", "-type=json"])
+        .arg(records)
         .output()
         .unwrap();
     assert!(
@@ -93,12 +100,9 @@ fn diagnose(
         String::from_utf8_lossy(&report.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    let text = loadlab()
-        .args(["report", records.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let text = loadlab().arg("report").arg(records).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
-    (json["loadlab"]["diagnosis"].clone(), text)
+    (json["loadlab"].clone(), text)
 }
 
 /// The resource kinds found at or before the knee, in order: what the diagnosis blames.
@@ -161,12 +165,7 @@ fn a_pool_at_its_size_is_the_first_limit() {
     // 10 workers x 50 ms = 200 req/s, the pool exposed on the simulator's /metrics.
     let recipe = r#"{"route": "/*", "body": "ok", "stages": [{"at": 0, "status": 200, "latency": "50ms"}],
         "capacity": {"workers": 10, "overflow": 0, "queue": 5, "queue_timeout": "1s", "reject_status": 503}}"#;
-    let recipe = simulator::parse_recipe(recipe, "test recipe").unwrap();
-    let options = simulator::SimulatorOptions {
-        threads: 1,
-        ..simulator::SimulatorOptions::new("127.0.0.1:0".parse().unwrap())
-    };
-    let server = simulator::Simulator::start(options, &recipe).unwrap();
+    let server = simulator(recipe);
     let addr = server.local_addr();
     let dir = tempdir("pool");
     let prom = format!("app:prom=http://{addr}/metrics;metric=loadlab_sim_pool_.*");
@@ -796,20 +795,8 @@ fn flow_report(dir: &Path, flow: &str) -> (serde_json::Value, serde_json::Value,
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json = loadlab()
-        .args(["report", "-type=json"])
-        .arg(&records)
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let text = loadlab().arg("report").arg(&records).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout).into_owned();
-    let loadlab = &json["loadlab"];
-    (
-        loadlab["diagnosis"].clone(),
-        loadlab["saturation"].clone(),
-        text,
-    )
+    let (json, text) = reports(&records);
+    (json["diagnosis"].clone(), json["saturation"].clone(), text)
 }
 
 /// Issue 39's chat: each run holds a WebSocket for 40 paced sends 50 ms apart (2 s by

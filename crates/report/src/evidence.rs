@@ -3,13 +3,14 @@
 //! resources), then [`Evidence::close`]d into [`ClosedEvidence`], which fills the
 //! [`RunFacts`] that [`diagnose_run`] judges. `report` and `plot` both go this way, so
 //! they say the same sentences for the same inputs. A held step's records (`ws`, `sse`,
-//! a `stream` step's body: [`HeldSteps`]) stay out of the seconds, whose signals are the
-//! requests'; their refusals ([`Refusals`]) are judged as a connection limit.
+//! a `stream` step's body, a streamed gRPC call: [`HeldSteps`]) stay out of the seconds,
+//! whose signals are the requests'; their refusals ([`Refusals`]) are judged as a
+//! connection limit.
+
+use std::borrow::Cow;
 
 use analysis::diagnosis::{Diagnosis, Failures, GeneratorState, Unjudged, Watched};
 use analysis::{Finding, diagnose};
-use std::borrow::Cow;
-
 use record::{Connection, Record, RunTables, SampleBatch, SampleTables};
 
 use crate::answers::Answers;
@@ -76,7 +77,8 @@ impl Evidence {
                 Judged::Held => {
                     self.seconds.note_start(record);
                     self.held_records += 1;
-                    self.refusals.add(record, tables);
+                    let head = self.held.head(record.target);
+                    self.refusals.add(record, head, tables);
                 }
                 Judged::Call => self.add_call(record, tables),
             }

@@ -1,13 +1,15 @@
 //! Held steps judged apart (issue 39). A flow step that holds its connection open
 //! writes records whose time is the session's by design: a `ws` step's upgrade and
 //! actions (a paced send lasts its sends, a `hold` its time), an `sse` step's stream and
-//! events, a `stream` step's body (the first chunk to the end). Read as requests, a 2 s
+//! events, a `stream` step's body (the first chunk to the end), a gRPC call that
+//! streams (its trailers ending the stream). Read as requests, a 2 s
 //! session is a slow answer and events arriving after their stream began are a
 //! throughput that fell behind, so a healthy run reads as saturated.
 //!
 //! [`HeldSteps`] says, once per target, whose records those are (the one rule, read
-//! from the record file's targets; [`holds`]); the diagnosis's evidence keeps them out
-//! of the request signals. [`Refusals`] is what their own records say instead: the
+//! from the record file's targets, [`holds`], and for gRPC calls from their
+//! `grpc_call` connection entries); the diagnosis's evidence keeps them out of the
+//! request signals. [`Refusals`] is what their own records say instead: the
 //! upgrades (streams) a server refused with a status and the held connections it cut,
 //! per target, which [`Refusals::limits`] lines up with the connections held at once
 //! into the typed connection limit ([`Resource::Connections`]).
@@ -43,6 +45,9 @@ pub enum Judged {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeldSteps {
     targets: Vec<Judged>,
+    /// Per target id, its step's own target (the upgrade's, the stream request's):
+    /// where an action's or the events' record counts its cut.
+    heads: Vec<u32>,
     /// gRPC targets whose calls stream (few: one per streaming method called).
     streamed: Vec<u32>,
 }
@@ -60,7 +65,16 @@ impl HeldSteps {
                 Judged::Request
             };
             self.targets.push(judged);
+            let head = (judged == Judged::Held)
+                .then(|| tables.targets[..id].iter().position(|h| is_head(h, target)))
+                .flatten();
+            self.heads.push(head.map_or(id as u32, |h| h as u32));
         }
+    }
+
+    /// `target`'s step's own target (itself for a step's own, or a target not learnt).
+    pub fn head(&self, target: u32) -> u32 {
+        self.heads.get(target as usize).copied().unwrap_or(target)
     }
 
     /// Learns from connection entries which gRPC targets' calls stream.
@@ -108,7 +122,21 @@ pub fn holds(target: &TargetInfo, earlier: &[TargetInfo]) -> bool {
     })
 }
 
-/// One held target's refusals and cuts.
+/// Whether `head` is the own target of `target`'s step: the same method and URL, and
+/// `target`'s step is `head`'s (`chat`) or one of its actions or events (`chat send 1`,
+/// `ticks events`).
+fn is_head(head: &TargetInfo, target: &TargetInfo) -> bool {
+    let (Some(step), Some(of)) = (head.step.as_deref(), target.step.as_deref()) else {
+        return false;
+    };
+    let of_step = of == step
+        || of
+            .strip_prefix(step)
+            .is_some_and(|rest| rest.starts_with(' '));
+    of_step && head.method == target.method && head.url == target.url
+}
+
+/// One held step's refusals and cuts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Refused {
     refused: u64,
@@ -128,10 +156,10 @@ pub struct Refusals {
 }
 
 impl Refusals {
-    /// Adds one held step's record: a status outside 200..400 is a refusal (the
-    /// upgrade's, or the stream's, answer: a session that went on records 200), a
-    /// reset or a close mid-session a cut.
-    pub fn add(&mut self, record: &Record, tables: &RunTables) {
+    /// Adds one held step's record, counted for `head`, its step's own target: a
+    /// status outside 200..400 is a refusal (the upgrade's, or the stream's, answer: a
+    /// session that went on records 200), a reset or a close mid-session a cut.
+    pub fn add(&mut self, record: &Record, head: u32, tables: &RunTables) {
         if record.is_success() {
             return;
         }
@@ -141,10 +169,10 @@ impl Refusals {
         if !refused && !cut {
             return;
         }
-        let at = match self.by_target.iter().position(|(t, _)| *t == record.target) {
+        let at = match self.by_target.iter().position(|(t, _)| *t == head) {
             Some(at) => at,
             None => {
-                self.by_target.push((record.target, Refused::default()));
+                self.by_target.push((head, Refused::default()));
                 self.by_target.len() - 1
             }
         };
@@ -190,22 +218,24 @@ fn limit(
 ) -> Watched {
     let info = tables.targets.get(target as usize);
     let held = connections.merged(|_, t| t == target);
-    let (peak, peak_at_ns) = held.map_or((0, 0), |held| {
+    // Without entries (none opened, or a file cut before they were written) the most
+    // held is not known: the refusals are said alone.
+    let peak = held.map(|held| {
         let at_ns = held.peak_held_at_unix_ns.saturating_sub(start_unix_ns);
-        (held.peak_held, at_ns)
+        (held.peak_held as f64, at_ns)
     });
     let step = info.and_then(|i| i.step.as_deref()).unwrap_or_default();
     Watched {
         name: info.map_or_else(String::new, |i| i.url.clone()),
         resource: Resource::Connections,
         series: format!("connections of step {step:?}"),
-        limit: Some(peak as f64),
+        limit: peak.map(|(most, _)| most),
         unit: "connections",
-        peak: peak as f64,
-        peak_at_ns,
+        peak: peak.map_or(0.0, |(most, _)| most),
+        peak_at_ns: peak.map_or(0, |(_, at_ns)| at_ns),
         crossed: Some(Crossing {
             at_ns: tally.first_unix_ns.saturating_sub(start_unix_ns),
-            value: peak as f64,
+            value: peak.map_or(0.0, |(most, _)| most),
         }),
         brief: None,
         example: tables.error(tally.error).map(|e| e.text.clone()),
@@ -275,6 +305,9 @@ mod tests {
         for (id, want) in rows {
             assert_eq!(held.judge(id) == Judged::Held, want, "target {id}");
         }
+        // An action's, the events' and a body's records count for their step's own.
+        let heads: Vec<u32> = (0..11).map(|id| held.head(id)).collect();
+        assert_eq!(heads, [0, 1, 2, 3, 1, 2, 3, 7, 8, 9, 10]);
         // Targets learnt later (a dictionary block) are judged as they come.
         let mut more = tables.clone();
         more.targets
@@ -362,7 +395,7 @@ mod tests {
             (record(1, 5_000, 200, 0), "an event stream that went on"),
         ];
         for (record, _) in &rows {
-            refusals.add(record, &tables);
+            refusals.add(record, record.target, &tables);
         }
         let mut connections = Connections::default();
         // Three at once on the chat route from 102 s, two on the ticks route.
@@ -373,6 +406,9 @@ mod tests {
             connection(1, 101, 109),
             connection(1, 101, 109),
         ]);
+        // Without the entries, the most held is not known.
+        let unknown = refusals.limits(&Connections::default(), &tables, 100 * S);
+        assert_eq!((unknown[0].limit, unknown[0].peak), (None, 0.0));
         let limits = refusals.limits(&connections, &tables, 100 * S);
         assert_eq!(limits.len(), 1, "{limits:?}");
         let chat = &limits[0];
@@ -392,7 +428,7 @@ mod tests {
         );
         // Cuts alone, or no refusal at all: no limit to name.
         let mut cuts = Refusals::default();
-        cuts.add(&record(0, 4_000, 0, 2), &tables);
+        cuts.add(&record(0, 4_000, 0, 2), 0, &tables);
         assert!(cuts.limits(&connections, &tables, 100 * S).is_empty());
         assert!(
             Refusals::default()

@@ -265,13 +265,18 @@ pub fn finding(finding: &Finding, knee: Option<&Knee>, start_unix_ns: Option<u64
         }
         (Timing::Before | Timing::After | Timing::NoKnee, _) => {}
     }
-    let _ = write!(
-        text,
-        " (peak {} at {}; {}){meaning}",
-        value(w.peak, w.unit),
-        seconds(w.peak_at_ns),
-        w.series
-    );
+    // A connection limit without the connections' entries has no peak to say.
+    if w.resource == Resource::Connections && w.limit.is_none() {
+        let _ = write!(text, " ({}){meaning}", w.series);
+    } else {
+        let _ = write!(
+            text,
+            " (peak {} at {}; {}){meaning}",
+            value(w.peak, w.unit),
+            seconds(w.peak_at_ns),
+            w.series
+        );
+    }
     if let Some(more) = &w.note {
         let _ = write!(text, "; {}", note(more));
     }
@@ -460,10 +465,15 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
             (format!("wrote matching lines, {}", value(at, "/s")), "")
         }
         Resource::Connections => (
-            format!(
-                "held at most {} at once, then refused more",
-                value(at, w.unit)
-            ),
+            match w.limit {
+                Some(_) => format!(
+                    "held at most {} at once, then refused more",
+                    value(at, w.unit)
+                ),
+                None => {
+                    "refused new connections (how many it held is not in the records)".to_owned()
+                }
+            },
             "; a connection limit (the server's, a proxy's or a pool's): past it new \
              connections are turned away",
         ),
@@ -840,6 +850,21 @@ mod tests {
                  refusal: \"websocket upgrade refused: 503 Service Unavailable\"",
             ),
         ];
+        let unknown = Watched {
+            limit: None,
+            peak: 0.0,
+            ..limit(0)
+        };
+        let diagnosis = diagnose(None, failed, &GeneratorState::default(), &[unknown]);
+        assert!(
+            headline(&diagnosis).contains(
+                "ws://127.0.0.1:8080/room refused new connections (how many it held is not \
+                 in the records) from 2.0 s (connections of step \"room\"); a connection \
+                 limit"
+            ),
+            "{}",
+            headline(&diagnosis)
+        );
         for (case, limit, knee, want) in rows {
             let trouble = if knee.is_none() { failed } else { None };
             let diagnosis = diagnose(knee, trouble, &GeneratorState::default(), &[limit]);
