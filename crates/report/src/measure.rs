@@ -128,7 +128,8 @@ impl Measure {
         self.replays.add_logged(logged, tables);
     }
 
-    /// Adds the figures of `ws` and `sse` connections (any order).
+    /// Adds the connection entries of `ws` and `sse` steps and streamed gRPC calls (any
+    /// order): their figures, and for the diagnosis which gRPC calls streamed.
     pub fn add_connections(&mut self, connections: &[Connection]) {
         self.connections.add(connections);
         if let Judging::Gathering(evidence) = &mut self.judging {
