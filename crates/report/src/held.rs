@@ -185,6 +185,10 @@ impl Refusals {
             tally.first_unix_ns = record.intended_unix_ns;
             tally.status = record.status;
             tally.error = record.error;
+        } else if record.status == tally.status && says_more(record.error, tally.error, tables) {
+            // The same refusal with its body read (the head alone came first, at times):
+            // the body says why ("connection limit reached (30 open)").
+            tally.error = record.error;
         }
         tally.refused += 1;
     }
@@ -206,6 +210,12 @@ impl Refusals {
         limits.sort_by_key(|w| w.crossed.map(|c| c.at_ns));
         limits
     }
+}
+
+/// Whether error `error`'s text holds error `than`'s and more.
+fn says_more(error: u32, than: u32, tables: &RunTables) -> bool {
+    let text = |id| tables.error(id).map_or("", |e| e.text.as_str());
+    error != than && text(error).len() > text(than).len() && text(error).starts_with(text(than))
 }
 
 /// One target's connection limit; see [`Refusals::limits`].
@@ -381,6 +391,10 @@ mod tests {
                     kind: ErrorKind::Timeout,
                     text: "no event within 5s (after 3 events)".to_owned(),
                 },
+                ErrorEntry {
+                    kind: ErrorKind::Status,
+                    text: format!("{refused}: \"connection limit reached (3 open)\""),
+                },
             ],
             ..RunTables::default()
         };
@@ -390,6 +404,7 @@ mod tests {
             (record(0, 0, 200, 0), "a session that went on"),
             (record(0, 3_000, 503, 1), "a refusal"),
             (record(0, 2_500, 503, 1), "an earlier refusal, read later"),
+            (record(0, 3_500, 503, 4), "a later one, its body read"),
             (record(0, 4_000, 0, 2), "a cut"),
             (record(1, 5_000, 0, 3), "a timeout: neither"),
             (record(1, 5_000, 200, 0), "an event stream that went on"),
@@ -417,11 +432,17 @@ mod tests {
         assert_eq!((chat.limit, chat.peak), (Some(3.0), 3.0));
         assert_eq!(chat.peak_at_ns, 2 * S);
         assert_eq!(chat.crossed.map(|c| c.at_ns), Some(2_500_000_000));
-        assert_eq!(chat.example.as_deref(), Some(refused));
+        assert_eq!(
+            chat.example.as_deref(),
+            Some(
+                "websocket upgrade refused: 503 Service Unavailable: \"connection limit \
+                  reached (3 open)\""
+            )
+        );
         assert_eq!(
             chat.note,
             Some(Note::Refused {
-                refused: 2,
+                refused: 3,
                 status: 503,
                 cut: 1
             })
