@@ -73,6 +73,10 @@ pub enum Resource {
     /// Log lines that are symptoms (timeouts, 5xx, refused connections, panics): listed
     /// in time order, never the first limit.
     LogSymptom,
+    /// The connections a held step (`ws`, `sse`) kept open at once, past which the server
+    /// refused more ([`Note::Refused`]): a connection limit, read from the run's own
+    /// records rather than a sampler.
+    Connections,
 }
 
 impl Resource {
@@ -99,6 +103,7 @@ impl Resource {
             Resource::DbBusy => "db_busy",
             Resource::Log => "log",
             Resource::LogSymptom => "log_symptom",
+            Resource::Connections => "connections",
         }
     }
 
@@ -178,6 +183,15 @@ pub enum Note {
     Transactions {
         /// Their peak, per second.
         peak_per_sec: f64,
+    },
+    /// A held step's connections refused past the most held at once.
+    Refused {
+        /// Upgrades (or event streams) the server refused with a status.
+        refused: u64,
+        /// The status of the first refusal.
+        status: u16,
+        /// Held connections cut (reset, or closed by the server mid-session).
+        cut: u64,
     },
 }
 

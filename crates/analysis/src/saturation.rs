@@ -141,6 +141,10 @@ pub enum NoRamp {
     ClosedModel,
     /// The load model is not recorded (an imported file).
     ModelUnknown,
+    /// Every record of the load times a held session by design (a `ws` or `sse` step, a
+    /// `stream` step's body, a streamed gRPC call): no request's latency or throughput
+    /// to read a knee from. The connections are judged on their own.
+    HeldOnly,
     /// The run spans more seconds than a report keeps.
     TooLong {
         /// The most seconds kept.

@@ -79,6 +79,7 @@ pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotEr
     let mut stream = RecordStream::open(paths, ReadOrder::SendTime, false)?;
     let mut gather = RunGather::new(config);
     let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
+    let mut connections = Vec::new();
     while stream.next_batch(&mut batch)? {
         if let Some(window_ns) = config.window_ns {
             report::keep_window(&mut batch, stream.summaries(), window_ns);
@@ -87,12 +88,17 @@ pub fn read_run(paths: &[String], config: &PlotConfig) -> Result<RunData, PlotEr
         stream.take_logged(&mut logged);
         gather.add_logged(&logged, stream.tables());
         logged.clear();
+        stream.take_connections(&mut connections);
+        gather.add_connections(&connections);
+        connections.clear();
         let sample_tables = stream.take_samples(&mut samples);
         gather.add_samples(sample_tables, &samples);
         samples.clear();
     }
     stream.take_logged(&mut logged);
     gather.add_logged(&logged, stream.tables());
+    stream.take_connections(&mut connections);
+    gather.add_connections(&connections);
     let sample_tables = stream.take_samples(&mut samples);
     gather.add_samples(sample_tables, &samples);
     let sample_tables = sample_tables.clone();
@@ -142,6 +148,12 @@ impl RunGather {
         gather
             .replay
             .add_logged(logged, gather.origin_unix_ns, &mut gather.bins);
+    }
+
+    /// Adds the held steps' connection entries, in any order (the connection limit's
+    /// peak held at once).
+    pub fn add_connections(&mut self, connections: &[record::Connection]) {
+        self.gather.measure.add_connections(connections);
     }
 
     /// Adds resource samples; `tables` names their samplers and series.

@@ -361,6 +361,7 @@ fn follow(inputs: Vec<(Receiver<Vec<u8>>, String)>, shared: &Shared) {
     let mut sorted = Inputs::from_sources(sources).sorted();
     let mut gather = RunGather::new(&shared.config);
     let (mut batch, mut samples, mut logged) = (Vec::new(), Vec::new(), Vec::new());
+    let mut connections = Vec::new();
     let mut published = Instant::now();
     let snapshot = |sorted: &record::Sorted, gather: RunGather| Snapshot {
         gather,
@@ -380,6 +381,9 @@ fn follow(inputs: Vec<(Receiver<Vec<u8>>, String)>, shared: &Shared) {
         sorted.drain_logged(&mut logged);
         gather.add_logged(&logged, sorted.tables());
         logged.clear();
+        sorted.drain_connections(&mut connections);
+        gather.add_connections(&connections);
+        connections.clear();
         sorted.drain_samples(&mut samples);
         gather.add_samples(sorted.sample_tables(), &samples);
         samples.clear();

@@ -140,6 +140,8 @@ pub struct ConnectionFigures {
     pub opened: u64,
     /// The most open at once.
     pub peak_held: u64,
+    /// When they first were, unix ns.
+    pub peak_held_at_unix_ns: u64,
     /// The unix second of [`ConnectionFigures::open_per_second`]'s first entry.
     pub first_second_unix: u64,
     /// Connections open during each second from the first opening (any part of it).
@@ -292,9 +294,11 @@ impl ConnectionFigures {
         // Closes before opens at the same instant: a connection replaced is not two.
         edges.sort_unstable();
         let (mut open, mut peak) = (0i64, 0i64);
-        for &(_, delta) in &edges {
+        for &(at, delta) in &edges {
             open += i64::from(delta);
-            peak = peak.max(open);
+            if open > peak {
+                (peak, self.peak_held_at_unix_ns) = (open, at);
+            }
         }
         self.peak_held = peak as u64;
         let (Some(first), Some(last)) = (edges.first(), edges.last()) else {

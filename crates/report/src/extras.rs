@@ -106,6 +106,9 @@ pub struct RunFacts {
     pub unreached: Vec<analysis::diagnosis::Unreached>,
     /// How the failed requests failed, when some did (set by the pipeline).
     pub failures: Option<analysis::diagnosis::Failures>,
+    /// The held steps' connection limits: connections refused past the most held at
+    /// once (set by the pipeline; judged as watched resources are).
+    pub connection_limits: Vec<analysis::Watched>,
     /// The traced requests worth looking at (`attack -trace`; set by the pipeline).
     pub traces: Option<crate::TracedRequests>,
 }

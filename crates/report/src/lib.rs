@@ -55,6 +55,7 @@ mod extra_rows;
 mod extras;
 mod grouping;
 mod hdrplot;
+mod held;
 mod hist;
 mod json;
 mod json_write;

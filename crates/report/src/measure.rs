@@ -128,9 +128,13 @@ impl Measure {
         self.replays.add_logged(logged, tables);
     }
 
-    /// Adds the figures of `ws` and `sse` connections (any order).
+    /// Adds the connection entries of `ws` and `sse` steps and streamed gRPC calls (any
+    /// order): their figures, and for the diagnosis which gRPC calls streamed.
     pub fn add_connections(&mut self, connections: &[Connection]) {
         self.connections.add(connections);
+        if let Judging::Gathering(evidence) = &mut self.judging {
+            evidence.add_connections(connections);
+        }
     }
 
     /// Adds resource sample batches whose ids index `tables` (as read so far).
@@ -182,7 +186,7 @@ impl Measure {
             Judging::Gathering(evidence) => evidence.close(),
             Judging::Closed(closed) => *closed,
         }
-        .fill(&mut facts, tables);
+        .fill(&mut facts, tables, &self.connections);
         let attacks = (self.attacks.unwrap_or_default().into_iter())
             .map(|latency| AttackLatency {
                 requests: latency.count(),

@@ -40,21 +40,29 @@ pub fn run_diagnosis(report: &Report, facts: &RunFacts) -> Option<Diagnosis> {
     });
     // A load that failed says what its answers said, even with nothing watched.
     let answered = trouble.is_some() && facts.failures.is_some();
-    if knee.is_none() && facts.watched.is_none() && facts.unreached.is_empty() && !answered {
+    let limited = !facts.connection_limits.is_empty();
+    if knee.is_none()
+        && facts.watched.is_none()
+        && facts.unreached.is_empty()
+        && !answered
+        && !limited
+    {
         return None;
     }
     let served_badly = knee.is_some() || trouble.is_some();
     let generator = GeneratorState {
         fell_behind: fell_behind(report, facts, served_badly),
     };
-    let watched = facts.watched.as_deref().unwrap_or_default();
+    // A held step's connection limit is judged as a watched resource is, beside them.
+    let mut watched = facts.watched.clone().unwrap_or_default();
+    watched.extend_from_slice(&facts.connection_limits);
     let no_knee = match &facts.saturation {
         Some(finding @ (Finding::NotARamp { .. } | Finding::NoSaturation { .. })) => {
             Some(finding.clone())
         }
         _ => None,
     };
-    let mut diagnosis = diagnose(knee, trouble, &generator, watched);
+    let mut diagnosis = diagnose(knee, trouble, &generator, &watched);
     diagnosis.start_unix_ns = facts.start_unix_ns;
     diagnosis.no_knee = no_knee;
     diagnosis.unjudged.clone_from(&facts.unjudged);

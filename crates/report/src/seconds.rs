@@ -73,9 +73,8 @@ impl Seconds {
     }
 
     #[inline]
-    fn add(&mut self, record: &Record, tables: &RunTables) {
-        let intended = record.intended_unix_ns;
-        self.start_unix_ns = Some(self.start_unix_ns.map_or(intended, |s| s.min(intended)));
+    pub(crate) fn add(&mut self, record: &Record, tables: &RunTables) {
+        self.note_start(record);
         if self.open_only
             && tables
                 .attacks
@@ -114,6 +113,61 @@ impl Seconds {
             self.failed_kind_totals[kind as usize] += 1;
         }
         self.latency_counts[done * BUCKETS + bucket(record.latency_ns)] += 1;
+    }
+
+    /// Counts `record`'s intended send towards the run's first, without adding it (a
+    /// held step's record, judged apart: `crate::held`).
+    #[inline]
+    pub(crate) fn note_start(&mut self, record: &Record) {
+        let intended = record.intended_unix_ns;
+        self.start_unix_ns = Some(self.start_unix_ns.map_or(intended, |s| s.min(intended)));
+    }
+
+    /// Adds `other`'s windows (and its start) to these, bin by bin: the windows of
+    /// both sets of records.
+    pub(crate) fn merge(&mut self, other: &Seconds) {
+        if let Some(start) = other.start_unix_ns {
+            self.start_unix_ns = Some(self.start_unix_ns.map_or(start, |s| s.min(start)));
+        }
+        if other.too_long {
+            (self.too_long, self.bins, self.latency_counts) = (true, Vec::new(), Vec::new());
+            return;
+        }
+        for (i, theirs) in other.bins.iter().enumerate() {
+            let sec = other.base_sec + i as u64;
+            if self.bins.is_empty() && !self.too_long {
+                self.base_sec = sec;
+            }
+            let Some(at) = self.bin_index(sec * SECOND_NS) else {
+                return;
+            };
+            let bin = &mut self.bins[at];
+            bin.offered += theirs.offered;
+            bin.lag_sum_ns = bin.lag_sum_ns.saturating_add(theirs.lag_sum_ns);
+            bin.ok += theirs.ok;
+            bin.failed += theirs.failed;
+            bin.latency_sum_ns = bin.latency_sum_ns.saturating_add(theirs.latency_sum_ns);
+            for (mine, their) in bin.failed_by_kind.iter_mut().zip(theirs.failed_by_kind) {
+                *mine += their;
+            }
+            let counts = &other.latency_counts[i * BUCKETS..(i + 1) * BUCKETS];
+            let mine = &mut self.latency_counts[at * BUCKETS..(at + 1) * BUCKETS];
+            for (mine, their) in mine.iter_mut().zip(counts) {
+                *mine += their;
+            }
+        }
+        for (mine, their) in self
+            .failed_kind_totals
+            .iter_mut()
+            .zip(other.failed_kind_totals)
+        {
+            *mine += their;
+        }
+    }
+
+    /// Whether no record was added to a window (every one left out, or none came).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.bins.is_empty() && !self.too_long
     }
 
     /// The first second whose failures passed 1% of its answers: when it began, from
@@ -415,6 +469,40 @@ mod tests {
                 reason: analysis::NoRamp::TooLong { max_seconds: 86400 }
             }
         ));
+    }
+
+    /// Two folds merged are one fold of both sets of records, whatever their order
+    /// (the second's records begin earlier and end later than the first's).
+    #[test]
+    fn merged_seconds_are_one_fold_of_both() {
+        let tables = RunTables::default();
+        let records: Vec<Record> = (0..400u64)
+            .map(|n| {
+                record(
+                    n * 37 % 9_000,
+                    n % 13 * 7,
+                    if n % 9 == 0 { 503 } else { 200 },
+                )
+            })
+            .collect();
+        let mut whole = Seconds::default();
+        whole.add_all(&records, &tables);
+        let (early, late): (Vec<Record>, Vec<Record>) = records
+            .iter()
+            .partition(|r| (r.intended_unix_ns - T0) % 3_000_000_000 < 1_500_000_000);
+        let mut merged = Seconds::default();
+        merged.add_all(&late, &tables);
+        let mut other = Seconds::default();
+        other.add_all(&early, &tables);
+        merged.merge(&other);
+        assert_eq!(merged.windows(), whole.windows());
+        assert_eq!(merged.start_unix_ns(), whole.start_unix_ns());
+        assert_eq!(merged.failed_by_kind(), whole.failed_by_kind());
+        assert_eq!(merged.failing_from(), whole.failing_from());
+        // Into nothing: the same again.
+        let mut empty = Seconds::default();
+        empty.merge(&whole);
+        assert_eq!(empty.windows(), whole.windows());
     }
 
     #[test]

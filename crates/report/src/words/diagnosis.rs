@@ -265,18 +265,27 @@ pub fn finding(finding: &Finding, knee: Option<&Knee>, start_unix_ns: Option<u64
         }
         (Timing::Before | Timing::After | Timing::NoKnee, _) => {}
     }
-    let _ = write!(
-        text,
-        " (peak {} at {}; {}){meaning}",
-        value(w.peak, w.unit),
-        seconds(w.peak_at_ns),
-        w.series
-    );
+    // A connection limit without the connections' entries has no peak to say.
+    if w.resource == Resource::Connections && w.limit.is_none() {
+        let _ = write!(text, " ({}){meaning}", w.series);
+    } else {
+        let _ = write!(
+            text,
+            " (peak {} at {}; {}){meaning}",
+            value(w.peak, w.unit),
+            seconds(w.peak_at_ns),
+            w.series
+        );
+    }
     if let Some(more) = &w.note {
         let _ = write!(text, "; {}", note(more));
     }
     if let Some(line) = &w.example {
-        let _ = write!(text, "; first line: {line:?}");
+        let first = match w.resource {
+            Resource::Connections => "the first refusal",
+            _ => "first line",
+        };
+        let _ = write!(text, "; {first}: {line:?}");
     }
     text
 }
@@ -290,6 +299,17 @@ pub fn note(note: &Note) -> String {
         ),
         Note::Transactions { peak_per_sec } => {
             format!("transactions peaked at {peak_per_sec:.0}/s")
+        }
+        Note::Refused {
+            refused,
+            status,
+            cut,
+        } => {
+            let mut text = format!("{refused} new connections refused with {status}");
+            if *cut > 0 {
+                let _ = write!(text, ", {cut} held ones cut");
+            }
+            text
         }
     }
 }
@@ -444,6 +464,19 @@ fn what(w: &Watched, at: f64) -> (String, &'static str) {
         Resource::Log | Resource::LogSymptom => {
             (format!("wrote matching lines, {}", value(at, "/s")), "")
         }
+        Resource::Connections => (
+            match w.limit {
+                Some(_) => format!(
+                    "held at most {} at once, then refused more",
+                    value(at, w.unit)
+                ),
+                None => {
+                    "refused new connections (how many it held is not in the records)".to_owned()
+                }
+            },
+            "; a connection limit (the server's, a proxy's or a pool's): past it new \
+             connections are turned away",
+        ),
     }
 }
 
@@ -527,6 +560,7 @@ fn noun(resource: Resource) -> &'static str {
         Resource::DbConnections => "connections",
         Resource::DbBusy => "busy connections",
         Resource::Log | Resource::LogSymptom => "lines",
+        Resource::Connections => "connections",
     }
 }
 
@@ -769,6 +803,79 @@ mod tests {
             lines[2].contains("host eth0 network peak 32% of 119.2 MiB/s"),
             "{lines:?}"
         );
+    }
+
+    /// A held step's connection limit: the most held, the refusals and their status,
+    /// the first one quoted; without a knee, after what failed. Cuts are said when
+    /// there were some.
+    #[test]
+    fn a_connection_limit_says_the_most_held_and_the_refusals() {
+        let limit = |cut| Watched {
+            name: "ws://127.0.0.1:8080/room".to_owned(),
+            series: "connections of step \"room\"".to_owned(),
+            unit: "connections",
+            example: Some("websocket upgrade refused: 503 Service Unavailable".to_owned()),
+            note: Some(Note::Refused {
+                refused: 25,
+                status: 503,
+                cut,
+            }),
+            peak_at_ns: 1_900_000_000,
+            ..watched("room", Resource::Connections, 10.0, 10.0, Some(2))
+        };
+        let failed = Some(Trouble { failed_ratio: 0.1 });
+        // (case, the limit, the knee, the headline)
+        let rows = [
+            (
+                "no knee",
+                limit(0),
+                None,
+                "10.0% of the requests failed: first limit ws://127.0.0.1:8080/room held at \
+                 most 10 connections at once, then refused more from 2.0 s (peak 10 \
+                 connections at 1.9 s; connections of step \"room\"); a connection limit \
+                 (the server's, a proxy's or a pool's): past it new connections are turned \
+                 away; 25 new connections refused with 503; the first refusal: \"websocket \
+                 upgrade refused: 503 Service Unavailable\"",
+            ),
+            (
+                "cut too, before a knee",
+                limit(3),
+                Some(knee_at(9)),
+                "max 950 req/s held; the knee at 1000/s offered, 9.0 s (latency turned \
+                 first): first limit ws://127.0.0.1:8080/room held at most 10 connections at \
+                 once, then refused more from 2.0 s, 7.0 s before the knee (peak 10 \
+                 connections at 1.9 s; connections of step \"room\"); a connection limit \
+                 (the server's, a proxy's or a pool's): past it new connections are turned \
+                 away; 25 new connections refused with 503, 3 held ones cut; the first \
+                 refusal: \"websocket upgrade refused: 503 Service Unavailable\"",
+            ),
+        ];
+        let unknown = Watched {
+            limit: None,
+            peak: 0.0,
+            ..limit(0)
+        };
+        let diagnosis = diagnose(None, failed, &GeneratorState::default(), &[unknown]);
+        assert!(
+            headline(&diagnosis).contains(
+                "ws://127.0.0.1:8080/room refused new connections (how many it held is not \
+                 in the records) from 2.0 s (connections of step \"room\"); a connection \
+                 limit"
+            ),
+            "{}",
+            headline(&diagnosis)
+        );
+        for (case, limit, knee, want) in rows {
+            let trouble = if knee.is_none() { failed } else { None };
+            let diagnosis = diagnose(knee, trouble, &GeneratorState::default(), &[limit]);
+            assert_eq!(diagnosis.verdict_name(), "first_limit", "{case}");
+            assert_eq!(headline(&diagnosis), want, "{case}");
+            assert_eq!(
+                short_name(&diagnosis.findings[0].watched),
+                "ws://127.0.0.1:8080/room connections",
+                "{case}"
+            );
+        }
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub fn no_ramp(reason: &NoRamp) -> String {
         ),
         NoRamp::ClosedModel => "a closed-model load: its rate follows the responses".to_owned(),
         NoRamp::ModelUnknown => "the load model is not recorded (an imported file)".to_owned(),
+        NoRamp::HeldOnly => "every request held its connection open (ws, sse, a stream's \
+                             body, a streamed call): no request's latency or throughput to \
+                             read; the connections are judged on their own"
+            .to_owned(),
         NoRamp::TooLong { max_seconds } => {
             format!("the run spans more than {max_seconds} seconds")
         }
