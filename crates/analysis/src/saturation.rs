@@ -211,7 +211,10 @@ pub fn find_saturation(windows: &[Window], config: &SaturationConfig) -> Finding
     }
 }
 
-/// A load rises when it has enough windows and its last windows offer at least 1.5x its first.
+/// A load rises when it has enough windows and its last windows offer at least 1.5x its
+/// first. The very first and last windows are left out of that comparison: windows are
+/// clock seconds and a run starts and ends mid-second, so both are partial, and a
+/// partial last second read a ramp as flat (a partial first one, a flat load as rising).
 fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), NoRamp> {
     let needed = 2 * config.sustain_windows.max(1) + 3;
     if windows.len() < needed {
@@ -220,6 +223,7 @@ fn rising(windows: &[Window], config: &SaturationConfig) -> Result<(), NoRamp> {
             needed,
         });
     }
+    let windows = &windows[1..windows.len() - 1];
     let edge = (windows.len() / 10).max(1);
     let first = mean(windows[..edge].iter().map(|w| w.offered_per_sec));
     let last = mean(
@@ -568,5 +572,34 @@ mod tests {
             let finding = find_saturation(&windows, &SaturationConfig::default());
             assert_eq!(finding, Finding::NotARamp { reason: want }, "{name}");
         }
+    }
+
+    /// Windows are clock seconds: a run that starts or ends mid-second has a partial
+    /// first or last one, which must not decide whether the load rose.
+    #[test]
+    fn partial_first_and_last_seconds_do_not_decide_whether_a_load_rose() {
+        let partial = |mut windows: Vec<Window>, index: usize, share: f64| {
+            let w = &mut windows[index];
+            w.offered_per_sec *= share;
+            w.ok_per_sec *= share;
+            windows
+        };
+        let ramp_cut_short = partial(ramp(10, 10.0, 100.0, 1000.0, 1.0, false), 9, 0.1);
+        let ramp_found = find_saturation(&ramp_cut_short, &SaturationConfig::default());
+        assert!(
+            !matches!(ramp_found, Finding::NotARamp { .. }),
+            "a ramp whose last second is a tenth long: {ramp_found:?}"
+        );
+        let flat_started_late = partial(ramp(10, 50.0, 50.0, 1000.0, 1.0, false), 0, 0.3);
+        let flat_found = find_saturation(&flat_started_late, &SaturationConfig::default());
+        assert!(
+            matches!(
+                flat_found,
+                Finding::NotARamp {
+                    reason: NoRamp::Flat { .. }
+                }
+            ),
+            "a flat load whose first second is 0.3 long: {flat_found:?}"
+        );
     }
 }
