@@ -398,7 +398,15 @@ fn load_tiles(report: &Report) -> Vec<Tile> {
         ),
         (
             "achieved",
-            format!("{}/s", format::count(report.rate_per_sec)),
+            // Against the asked rate, the report's own achieved figure: a flow's counts
+            // its runs started, as its asked rate does, not every step's request.
+            format!(
+                "{}/s",
+                format::count(
+                    (report.extras.asked.as_ref())
+                        .map_or(report.rate_per_sec, |a| a.achieved_per_sec)
+                )
+            ),
             report.extras.asked.map_or_else(String::new, |asked| {
                 format!("of {}/s asked", format::count(asked.asked_per_sec))
             }),
