@@ -7,6 +7,7 @@
 //! a bound naming a check that was not measured fails, so a typo in a name never passes.
 
 use crate::AnalysisError;
+use crate::held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow, stream_misses};
 
 /// A latency statistic an SLO can bound: the one set of names stop rules use too.
 pub use units::LatencyStat as Percentile;
@@ -124,6 +125,8 @@ pub struct Slo {
     /// Named checks' pass rates, at least: (`STEP: CHECK`, bound). A named bound
     /// replaces [`Slo::min_check_pass_ratio`] for its check.
     pub min_pass_ratio_by_check: Vec<(String, f64)>,
+    /// Bounds on held connections and messages (stream steps).
+    pub streams: StreamBounds,
     /// The generator's own health.
     pub generator: GeneratorHealth,
 }
@@ -165,6 +168,9 @@ pub struct StepSummary {
     pub lag_p99_ns: u64,
     /// Each flow check measured in the window, in step order then check order.
     pub checks: Vec<CheckCount>,
+    /// Connections held and messages, when the step had stream steps (or streamed
+    /// gRPC calls).
+    pub streams: Option<StreamWindow>,
 }
 
 /// The verdict of a step, with every reason.
@@ -248,6 +254,41 @@ pub enum Miss {
     },
     /// A bound on every check, and no check was measured.
     NoChecks,
+    /// Fewer connections held than the bound's share of those asked.
+    ConnectionsHeld {
+        /// Connections held (users: the peak at once; arrivals: those opened).
+        held: u64,
+        /// What the step asked for.
+        asked: ConnectionsAsked,
+        /// The bound (0..1).
+        min: f64,
+        /// Upgrades refused in the window (their status, a 503 past a limit).
+        refused: u64,
+        /// Connections cut by the server or broken in the window.
+        cut: u64,
+    },
+    /// Messages a second one way under the bound.
+    MessageRate {
+        /// Which way.
+        way: MessageWay,
+        /// Messages per second in the window.
+        per_sec: f64,
+        /// The bound.
+        min_per_sec: f64,
+    },
+    /// A message latency statistic over its bound.
+    MessageLatency {
+        /// Which statistic.
+        stat: Percentile,
+        /// Its value, nanoseconds.
+        value_ns: u64,
+        /// The bound, nanoseconds.
+        max_ns: u64,
+    },
+    /// A message latency bound, and no message was timed.
+    MessageNotTimed(Percentile),
+    /// A bound on connections or messages, and the step opened none and tried none.
+    NoConnections,
     /// A stop rule ended the step (the rule as written).
     StoppedEarly(String),
     /// A background scenario's own miss.
@@ -363,6 +404,7 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<Miss> {
         }
     }
     misses.extend(check_misses(&step.checks, slo));
+    misses.extend(stream_misses(step.streams.as_ref(), &slo.streams));
     misses
 }
 
@@ -418,6 +460,7 @@ mod tests {
             errors_by_kind: vec![("timeout".to_owned(), 5), ("503".to_owned(), 5)],
             lag_p99_ns: 50_000,
             checks: Vec::new(),
+            streams: None,
         }
     }
 
@@ -754,6 +797,50 @@ mod tests {
             let word = if misses.is_empty() { "pass" } else { "fail" };
             assert_eq!(verdict.word(), word, "{case}");
         }
+    }
+
+    #[test]
+    fn held_connections_judge_beside_the_requests() {
+        let window = |peak_held| StreamWindow {
+            asked: ConnectionsAsked::Users(600),
+            peak_held,
+            held_at_end: peak_held,
+            opened: peak_held,
+            refused: 600 - peak_held,
+            cut: 0,
+            messages_out_per_sec: 0.0,
+            messages_in_per_sec: 0.0,
+            latency_ns: Vec::new(),
+        };
+        let slo = Slo {
+            streams: StreamBounds {
+                min_held_ratio: Some(0.99),
+                ..StreamBounds::default()
+            },
+            ..slo()
+        };
+        let held = StepSummary {
+            streams: Some(window(600)),
+            ..healthy_step()
+        };
+        assert_eq!(judge(&held, &slo), Verdict::Pass);
+        let limited = StepSummary {
+            streams: Some(window(500)),
+            ..healthy_step()
+        };
+        let miss = Miss::ConnectionsHeld {
+            held: 500,
+            asked: ConnectionsAsked::Users(600),
+            min: 0.99,
+            refused: 100,
+            cut: 0,
+        };
+        assert_eq!(judge(&limited, &slo), Verdict::Fail(vec![miss]));
+        // A plain HTTP step under a bound on connections fails, saying why.
+        assert_eq!(
+            judge(&healthy_step(), &slo),
+            Verdict::Fail(vec![Miss::NoConnections])
+        );
     }
 
     #[test]

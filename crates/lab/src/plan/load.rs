@@ -353,6 +353,13 @@ fn scenario_slo(
             "the generator's health (achieved, max_lag) is set once, in [slo]",
         ));
     }
+    if let Some(offset) = r.first_stream_bound() {
+        return Err(spot.err(
+            offset,
+            "load.scenario.slo",
+            "connections and messages are counted for the whole step, not by scenario: bound them once, in [slo]",
+        ));
+    }
     let mut slo = slo(spot, Some(r), "load.scenario.slo")?;
     slo.generator = *generator;
     Ok(slo)

@@ -1,6 +1,6 @@
 //! `[slo]` (and a background scenario's `slo`): the bounds that judge a step.
 
-use analysis::{GeneratorHealth, Percentile, Slo};
+use analysis::{GeneratorHealth, Percentile, Slo, StreamBounds};
 use toml::Spanned;
 
 use super::syntax::{RawChecks, RawSlo, Spot};
@@ -71,6 +71,51 @@ fn check_bounds(
     Ok(())
 }
 
+/// `connections_held`, `messages_in_per_sec`, `messages_out_per_sec` and
+/// `message_p50` .. `message_max`: the names of the stream stop rules.
+fn stream_bounds(spot: &Spot<'_>, r: &RawSlo, prefix: &str) -> Result<StreamBounds, LabError> {
+    let mut bounds = StreamBounds::default();
+    if let Some(held) = &r.connections_held {
+        bounds.min_held_ratio = Some(ratio(spot, held, &format!("{prefix}.connections_held"))?);
+    }
+    let rates = [
+        (
+            "messages_in_per_sec",
+            &r.messages_in_per_sec,
+            &mut bounds.min_messages_in_per_sec,
+        ),
+        (
+            "messages_out_per_sec",
+            &r.messages_out_per_sec,
+            &mut bounds.min_messages_out_per_sec,
+        ),
+    ];
+    for (key, value, slot) in rates {
+        let Some(value) = value else { continue };
+        let per_sec = *value.get_ref();
+        if !(per_sec.is_finite() && per_sec > 0.0) {
+            return Err(spot.err(
+                value.span().start,
+                &format!("{prefix}.{key}"),
+                format!("must be a rate above 0 (messages per second, at least), got {per_sec}"),
+            ));
+        }
+        *slot = Some(per_sec);
+    }
+    for (stat, value) in r.message_latencies() {
+        let Some(value) = value else { continue };
+        let field = format!("{prefix}.message_{}", stat.to_string().replace('.', ""));
+        let bound = spot.duration(value, &field)?;
+        if bound.is_zero() {
+            return Err(spot.err(value.span().start, &field, "must be longer than zero"));
+        }
+        bounds
+            .max_message_latency_ns
+            .push((stat, bound.as_nanos() as u64));
+    }
+    Ok(bounds)
+}
+
 /// `STEP: CHECK`, both parts given.
 fn is_full_name(name: &str) -> bool {
     name.split_once(": ")
@@ -138,6 +183,7 @@ pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result
     if let Some(checks) = &r.checks {
         check_bounds(spot, checks, prefix, &mut slo)?;
     }
+    slo.streams = stream_bounds(spot, r, prefix)?;
     slo.generator = generator;
     Ok(slo)
 }
