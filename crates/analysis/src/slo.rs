@@ -322,7 +322,7 @@ impl Verdict {
 /// Judges one step against an SLO.
 pub fn judge(step: &StepSummary, slo: &Slo) -> Verdict {
     if step.requests == 0 {
-        return Verdict::Inconclusive(vec![Miss::NoRequests]);
+        return judge_held_only(step, slo);
     }
     // Nothing listened: no server was loaded, and the generator's lag beside failed
     // connects says nothing (docs/DIAGNOSIS.md: an unreachable target comes first).
@@ -339,6 +339,20 @@ pub fn judge(step: &StepSummary, slo: &Slo) -> Verdict {
         (true, true) => Verdict::Pass,
         (true, false) => Verdict::Fail(server),
         (false, _) => Verdict::Inconclusive(generator.into_iter().chain(server).collect()),
+    }
+}
+
+/// A window without requests: nothing to judge, unless it held connections opened
+/// before it (users holding through the window what they opened in the warm-up), which
+/// are judged by the bounds on connections and messages alone.
+fn judge_held_only(step: &StepSummary, slo: &Slo) -> Verdict {
+    let held = (step.streams.as_ref()).filter(|w| w.peak_held > 0 || w.opened > 0);
+    if held.is_none() || slo.streams.is_empty() {
+        return Verdict::Inconclusive(vec![Miss::NoRequests]);
+    }
+    match stream_misses(held, &slo.streams) {
+        misses if misses.is_empty() => Verdict::Pass,
+        misses => Verdict::Fail(misses),
     }
 }
 
@@ -836,6 +850,26 @@ mod tests {
             cut: 0,
         };
         assert_eq!(judge(&limited, &slo), Verdict::Fail(vec![miss]));
+        // Connections opened in the warm-up and held through the window leave no
+        // request in it: they are judged on their own.
+        let quiet = |peak_held| StepSummary {
+            requests: 0,
+            streams: Some(window(peak_held)),
+            ..StepSummary::default()
+        };
+        assert_eq!(judge(&quiet(600), &slo), Verdict::Pass);
+        let short = judge(&quiet(500), &slo);
+        assert!(matches!(
+            short.misses(),
+            [Miss::ConnectionsHeld { held: 500, .. }]
+        ));
+        let none = Verdict::Inconclusive(vec![Miss::NoRequests]);
+        assert_eq!(judge(&quiet(0), &slo), none, "nothing held, nothing asked");
+        assert_eq!(
+            judge(&quiet(600), &Slo::default()),
+            none,
+            "no bound on them"
+        );
         // A plain HTTP step under a bound on connections fails, saying why.
         assert_eq!(
             judge(&healthy_step(), &slo),

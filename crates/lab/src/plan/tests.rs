@@ -600,6 +600,14 @@ mod stream_bounds {
         let plan = parse(&format!("{head}over = \"users\"\nstart = 10\n")).expect("users");
         assert_eq!(plan.search.over, crate::plan::SearchOver::Users);
         assert!(plan.search.config.whole);
+        // Its steps are closed-model ones: the users' think time is theirs.
+        let thinking = head.replace("[search]", "think_time = \"100ms\"\n[search]");
+        parse(&format!("{thinking}over = \"users\"\n")).expect("a think time");
+        assert_each_fails([(
+            "a think time over rates",
+            thinking,
+            "p.toml:6: load.think_time: the think time belongs to the closed model",
+        )]);
         let plan = parse(&format!("{head}start = 10\n")).expect("rates");
         assert_eq!(plan.search.over, crate::plan::SearchOver::Rates);
         assert!(!plan.search.config.whole);
