@@ -1612,3 +1612,87 @@ achieved = 0.9
     let answer = summary.variants[0].held.as_ref().expect("held");
     assert_eq!(answer.users, None);
 }
+
+/// A search over users against a room that holds 60: its steps' connections and the
+/// variant's answer in connections held, as a fixed summary.
+fn held_summary() -> RunSummary {
+    let connections = |users: u64, held: u64, refused: u64| lab::ConnectionsRow {
+        asked_by: "users".to_owned(),
+        asked: users,
+        held,
+        peak_held: held,
+        held_at_end: held,
+        opened: held + refused.min(3),
+        refused,
+        cut: u64::from(refused > 0),
+        messages_out_per_sec: held as f64 * 10.0,
+        messages_in_per_sec: held as f64 * 9.5,
+        message_p50_ms: Some(0.6),
+        message_p90_ms: Some(2.5),
+        message_p99_ms: (held > 0).then_some(12.5),
+        message_max_ms: Some(17.0),
+    };
+    let row = |index: u32, users: u64, kind: StepKind, verdict: StepVerdict, why: &str| StepRow {
+        step: format!("{index:03}-room-users-{users}"),
+        variant: "room".to_owned(),
+        kind,
+        repeat: 1,
+        users: Some(users),
+        achieved_per_sec: users as f64 / 2.0,
+        requests: users * 3,
+        success: 1.0,
+        p50_ms: Some(1.0),
+        p90_ms: Some(1900.0),
+        p99_ms: Some(1901.0),
+        max_ms: Some(1902.0),
+        verdict,
+        why: why.to_owned(),
+        connections: Some(connections(
+            users,
+            users.min(60),
+            users.saturating_sub(60) * 28,
+        )),
+        ..StepRow::default()
+    };
+    let held = "every bound held";
+    let over =
+        "connections held 60 at most of 80 users (75.00%, under 100.00%): 560 upgrades refused";
+    let steps = vec![
+        row(0, 40, StepKind::Probe, StepVerdict::Pass, held),
+        row(1, 80, StepKind::Probe, StepVerdict::Fail, over),
+        row(2, 60, StepKind::Confirm, StepVerdict::Pass, held),
+    ];
+    RunSummary {
+        plan: "how many connections".to_owned(),
+        plan_file: "held.toml".to_owned(),
+        mode: Mode::Search,
+        complete: true,
+        started: Some("2026-11-27T21:00:00Z".to_owned()),
+        variants: vec![VariantResult {
+            variant: "room".to_owned(),
+            max_rate_held: None,
+            how: "search: found and confirmed in 3 probes, 15s".to_owned(),
+            probes: Some(3),
+            seconds: Some(15.0),
+            held: lab::HeldAnswer::of(&steps[2]),
+        }],
+        steps,
+        ..RunSummary::default()
+    }
+}
+
+/// The write-up of held connections: the answer in connections held and messages a
+/// second, and a connections row per step, in `index.html` and `summary.md` alike.
+#[test]
+fn held_connections_pages_match_their_golden_files() {
+    let summary = held_summary();
+    let html = summary.index_html();
+    check_golden("held_index.html", &html);
+    let md = summary.markdown();
+    check_golden("held_summary.md", &md);
+    for page in [&html, &md] {
+        assert!(page.contains("Connections held") || page.contains("connections held"));
+        assert!(page.contains("560 upgrades refused"), "the limit's why");
+        assert!(!page.contains("max req/s held"), "no rate answer");
+    }
+}
