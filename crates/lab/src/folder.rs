@@ -331,11 +331,17 @@ impl StepRow {
     }
 
     /// The window's figures as the tables print them: achieved/s, success, p50, p90,
-    /// p99 and max.
+    /// p99 and max. A window without requests has no success to show (a step whose
+    /// users held, through it, connections they opened in the warm-up).
     pub(crate) fn figure_texts(&self) -> [String; 6] {
+        let success = if self.requests == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2}%", self.success * 100.0)
+        };
         [
             format!("{:.1}", self.achieved_per_sec),
-            format!("{:.2}%", self.success * 100.0),
+            success,
             millis(self.p50_ms),
             millis(self.p90_ms),
             millis(self.p99_ms),
@@ -947,6 +953,7 @@ mod tests {
                 step: "000-ruby-256".to_owned(),
                 variant: "ruby".to_owned(),
                 rate_asked: Some(256.0),
+                requests: 2560,
                 success: 1.0,
                 p50_ms: Some(1.26),
                 verdict: StepVerdict::Pass,

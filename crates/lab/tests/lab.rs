@@ -1657,10 +1657,20 @@ fn held_summary() -> RunSummary {
     let held = "every bound held";
     let over =
         "connections held 60 at most of 80 users (75.00%, under 100.00%): 560 upgrades refused";
+    // The confirmation's users held from the warm-up through its window: no request
+    // of its own there, no success to show.
+    let mut through = row(2, 60, StepKind::Confirm, StepVerdict::Pass, held);
+    (through.requests, through.achieved_per_sec, through.success) = (0, 0.0, 0.0);
+    (
+        through.p50_ms,
+        through.p90_ms,
+        through.p99_ms,
+        through.max_ms,
+    ) = (None, None, None, None);
     let steps = vec![
         row(0, 40, StepKind::Probe, StepVerdict::Pass, held),
         row(1, 80, StepKind::Probe, StepVerdict::Fail, over),
-        row(2, 60, StepKind::Confirm, StepVerdict::Pass, held),
+        through,
     ];
     RunSummary {
         plan: "how many connections".to_owned(),
@@ -1695,4 +1705,8 @@ fn held_connections_pages_match_their_golden_files() {
         assert!(page.contains("560 upgrades refused"), "the limit's why");
         assert!(!page.contains("max req/s held"), "no rate answer");
     }
+    assert!(
+        md.contains("| 002-room-users-60 | room | 60 users | 0.0 | - |"),
+        "a window without requests has no success: {md}"
+    );
 }
