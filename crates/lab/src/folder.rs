@@ -290,10 +290,7 @@ impl StepRow {
             kind: StepKind::of(plan.mode),
             repeat: cell.repeat,
             rate_asked: cell.offer.rate(),
-            users: match cell.offer {
-                crate::cells::Offer::Users(users) => Some(users),
-                _ => None,
-            },
+            users: cell.offer.users(),
             hooks: has_hooks.then(|| relative(&dir.join("hooks.txt"), run_dir)),
             records: Some(relative(&dir.join("records.llr"), run_dir)),
             ..StepRow::default()

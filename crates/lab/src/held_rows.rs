@@ -116,7 +116,7 @@ pub(crate) const CONNECTION_HEADERS: [&str; 11] = [
 pub struct HeldAnswer {
     /// The step's users (a closed step), the most that met the SLO.
     pub users: Option<u64>,
-    /// Connections the step held (its `connections.held`).
+    /// The most connections the step held at once (its `connections.peak_held`).
     pub connections: u64,
     /// Messages received a second (a server's fan-out).
     pub messages_in_per_sec: f64,
@@ -132,7 +132,7 @@ impl HeldAnswer {
         let connections = row.connections.as_ref()?;
         (row.verdict == StepVerdict::Pass).then(|| HeldAnswer {
             users: row.users,
-            connections: connections.held,
+            connections: connections.peak_held,
             messages_in_per_sec: connections.messages_in_per_sec,
             messages_out_per_sec: connections.messages_out_per_sec,
             step: row.step.clone(),

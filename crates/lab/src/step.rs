@@ -166,10 +166,7 @@ fn judge_cell(
         (*at_ns).clamp(start_ns + 1, planned_end_ns)
     });
     let mut window = Window { start_ns, end_ns };
-    let users = match cell.offer {
-        crate::cells::Offer::Users(users) => Some(users),
-        _ => None,
-    };
+    let users = cell.offer.users();
     let asked = |attack: usize, from: u64, to: u64| {
         let plan = outcome.plans.get(attack)?;
         Some(plan.asked_by(to)?.saturating_sub(plan.asked_by(from)?))

@@ -1609,8 +1609,10 @@ achieved = 0.9
         turned_away.why
     );
     assert_eq!(summary.variants[0].max_rate_held, Some(4.0));
+    // Its answer: the most the passing step held at once, its arrivals' connections.
     let answer = summary.variants[0].held.as_ref().expect("held");
-    assert_eq!(answer.users, None);
+    assert_eq!((answer.users, answer.connections), (None, held.peak_held));
+    assert!((2..=6).contains(&answer.connections), "{answer:?}");
 }
 
 /// A search over users against a room that holds 60: its steps' connections and the
