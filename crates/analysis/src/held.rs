@@ -10,7 +10,7 @@
 //!   already; held is the connections the window's arrivals opened, so a server that
 //!   refuses upgrades past its limit holds fewer than asked.
 
-use crate::slo::{Miss, Percentile};
+use crate::slo::{Miss, Percentile, latency_misses};
 
 /// How a step asked for its connections: what `connections_held` is a share of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,17 +147,16 @@ pub fn stream_misses(window: Option<&StreamWindow>, bounds: &StreamBounds) -> Ve
             });
         }
     }
-    for &(stat, max_ns) in &bounds.max_message_latency_ns {
-        match window.latency_ns.iter().find(|(p, _)| *p == stat) {
-            Some(&(_, value_ns)) if value_ns > max_ns => misses.push(Miss::MessageLatency {
-                stat,
-                value_ns,
-                max_ns,
-            }),
-            Some(_) => {}
-            None => misses.push(Miss::MessageNotTimed(stat)),
-        }
-    }
+    misses.extend(latency_misses(
+        &bounds.max_message_latency_ns,
+        &window.latency_ns,
+        |stat, value_ns, max_ns| Miss::MessageLatency {
+            stat,
+            value_ns,
+            max_ns,
+        },
+        Miss::MessageNotTimed,
+    ));
     misses
 }
 

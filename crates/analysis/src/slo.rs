@@ -390,17 +390,16 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<Miss> {
             min,
         });
     }
-    for &(stat, max_ns) in &slo.max_latency_ns {
-        match step.latency_ns.iter().find(|(p, _)| *p == stat) {
-            Some(&(_, value_ns)) if value_ns > max_ns => misses.push(Miss::Latency {
-                stat,
-                value_ns,
-                max_ns,
-            }),
-            Some(_) => {}
-            None => misses.push(Miss::NotMeasured(stat)),
-        }
-    }
+    misses.extend(latency_misses(
+        &slo.max_latency_ns,
+        &step.latency_ns,
+        |stat, value_ns, max_ns| Miss::Latency {
+            stat,
+            value_ns,
+            max_ns,
+        },
+        Miss::NotMeasured,
+    ));
     for (kind, max_ratio) in &slo.max_error_ratio_by_kind {
         let count = step
             .errors_by_kind
@@ -420,6 +419,25 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<Miss> {
     misses.extend(check_misses(&step.checks, slo));
     misses.extend(stream_misses(step.streams.as_ref(), &slo.streams));
     misses
+}
+
+/// Each statistic of `bounds` over its bound in `measured` (`over`: the statistic, its
+/// value and its bound, nanoseconds), or not in `measured` at all (`missing`): a bound
+/// on a statistic nobody measured never passes.
+pub(crate) fn latency_misses(
+    bounds: &[(Percentile, u64)],
+    measured: &[(Percentile, u64)],
+    over: fn(Percentile, u64, u64) -> Miss,
+    missing: fn(Percentile) -> Miss,
+) -> Vec<Miss> {
+    (bounds.iter())
+        .filter_map(
+            |&(stat, max_ns)| match measured.iter().find(|(p, _)| *p == stat) {
+                Some(&(_, value_ns)) => (value_ns > max_ns).then(|| over(stat, value_ns, max_ns)),
+                None => Some(missing(stat)),
+            },
+        )
+        .collect()
 }
 
 /// Each measured check under its bound (its own, else the one for every check), then

@@ -102,16 +102,29 @@ fn stream_bounds(spot: &Spot<'_>, r: &RawSlo, prefix: &str) -> Result<StreamBoun
         }
         *slot = Some(per_sec);
     }
-    for (stat, value) in r.message_latencies() {
+    // Named as the stop rules name them: `message_p999`.
+    let field =
+        |stat: Percentile| format!("{prefix}.message_{}", stat.to_string().replace('.', ""));
+    bounds.max_message_latency_ns = duration_bounds(spot, r.message_latencies(), &field)?;
+    Ok(bounds)
+}
+
+/// The latency bounds written, in nanoseconds, each longer than zero; `field` names a
+/// statistic's key for errors.
+fn duration_bounds<'a>(
+    spot: &Spot<'_>,
+    written: impl IntoIterator<Item = (Percentile, &'a Option<Spanned<String>>)>,
+    field: &dyn Fn(Percentile) -> String,
+) -> Result<Vec<(Percentile, u64)>, LabError> {
+    let mut bounds = Vec::new();
+    for (stat, value) in written {
         let Some(value) = value else { continue };
-        let field = format!("{prefix}.message_{}", stat.to_string().replace('.', ""));
+        let field = field(stat);
         let bound = spot.duration(value, &field)?;
         if bound.is_zero() {
             return Err(spot.err(value.span().start, &field, "must be longer than zero"));
         }
-        bounds
-            .max_message_latency_ns
-            .push((stat, bound.as_nanos() as u64));
+        bounds.push((stat, bound.as_nanos() as u64));
     }
     Ok(bounds)
 }
@@ -144,17 +157,7 @@ pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result
         (Percentile::Max, &r.max),
         (Percentile::Mean, &r.mean),
     ];
-    for (percentile, value) in bounds {
-        if let Some(value) = value {
-            let field = format!("{prefix}.{percentile}");
-            let bound = spot.duration(value, &field)?;
-            if bound.is_zero() {
-                return Err(spot.err(value.span().start, &field, "must be longer than zero"));
-            }
-            slo.max_latency_ns
-                .push((percentile, bound.as_nanos() as u64));
-        }
-    }
+    slo.max_latency_ns = duration_bounds(spot, bounds, &|stat| format!("{prefix}.{stat}"))?;
     for (kind, value) in &r.errors {
         let known = record::ErrorKind::from_name(kind).is_some()
             || kind.parse::<u16>().is_ok_and(|s| (100..600).contains(&s));
