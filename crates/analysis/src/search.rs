@@ -22,6 +22,9 @@ pub struct SearchConfig {
     pub min_per_sec: f64,
     /// Never probe above this rate; a pass here ends the search (10M/s).
     pub max_per_sec: f64,
+    /// Probe whole numbers only (user counts): growth rounds up, bisection to the
+    /// nearest, and two neighbours (a pass at N, a fail at N + 1) are the precision.
+    pub whole: bool,
 }
 
 impl Default for SearchConfig {
@@ -33,6 +36,7 @@ impl Default for SearchConfig {
             max_probes: 30,
             min_per_sec: 1.0,
             max_per_sec: 10_000_000.0,
+            whole: false,
         }
     }
 }
@@ -183,14 +187,23 @@ impl Search {
             return done;
         }
         let config = &self.config;
+        let whole =
+            |rate: f64, round: fn(f64) -> f64| if config.whole { round(rate) } else { rate };
         match (pass, fail) {
-            (None, None) => Next::Probe(config.start_per_sec),
-            (Some(pass), None) => Next::Probe((pass * config.growth).min(config.max_per_sec)),
-            (None, Some(fail)) => Next::Probe((fail / config.growth).max(config.min_per_sec)),
-            (Some(pass), Some(fail)) if (fail - pass) / pass <= config.precision => {
+            (None, None) => Next::Probe(whole(config.start_per_sec, f64::round)),
+            (Some(pass), None) => {
+                Next::Probe(whole(pass * config.growth, f64::ceil).min(config.max_per_sec))
+            }
+            (None, Some(fail)) => {
+                Next::Probe(whole(fail / config.growth, f64::floor).max(config.min_per_sec))
+            }
+            (Some(pass), Some(fail))
+                if (fail - pass) / pass <= config.precision
+                    || (config.whole && fail - pass <= 1.0) =>
+            {
                 Next::Confirm(pass)
             }
-            (Some(pass), Some(fail)) => Next::Probe((pass + fail) / 2.0),
+            (Some(pass), Some(fail)) => Next::Probe(whole((pass + fail) / 2.0, f64::round)),
         }
     }
 
@@ -296,6 +309,42 @@ mod tests {
                 "{capacity}: no confirmation"
             );
         }
+    }
+
+    #[test]
+    fn a_whole_search_finds_user_counts_exactly() {
+        // Users: a server holding 437, 1000 or 7 connections, from 10 users, doubling;
+        // precision 2% would stop short of the exact count, whole numbers do not.
+        for (start, capacity) in [(10.0, 437.0), (10.0, 1000.0), (10.0, 7.0), (1.0, 1.0)] {
+            let config = SearchConfig {
+                start_per_sec: start,
+                precision: 0.001,
+                whole: true,
+                ..SearchConfig::default()
+            };
+            let (next, probes) = run(config, below(capacity));
+            assert_eq!(
+                next,
+                Next::Found {
+                    capacity_per_sec: capacity
+                },
+                "{capacity}"
+            );
+            assert!(
+                probes.iter().all(|p| p.rate_per_sec.fract() == 0.0),
+                "{capacity}: {probes:?}"
+            );
+            assert!(probes.len() <= 20, "{capacity}: {} probes", probes.len());
+        }
+        let growth = SearchConfig {
+            start_per_sec: 1.0,
+            growth: 1.2,
+            whole: true,
+            ..SearchConfig::default()
+        };
+        let (_, probes) = run(growth, below(3.0));
+        let users: Vec<f64> = probes.iter().map(|p| p.rate_per_sec).collect();
+        assert_eq!(users[..4], [1.0, 2.0, 3.0, 4.0], "growth rounds up");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! a bound naming a check that was not measured fails, so a typo in a name never passes.
 
 use crate::AnalysisError;
+use crate::held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow, stream_misses};
 
 /// A latency statistic an SLO can bound: the one set of names stop rules use too.
 pub use units::LatencyStat as Percentile;
@@ -124,6 +125,8 @@ pub struct Slo {
     /// Named checks' pass rates, at least: (`STEP: CHECK`, bound). A named bound
     /// replaces [`Slo::min_check_pass_ratio`] for its check.
     pub min_pass_ratio_by_check: Vec<(String, f64)>,
+    /// Bounds on held connections and messages (stream steps).
+    pub streams: StreamBounds,
     /// The generator's own health.
     pub generator: GeneratorHealth,
 }
@@ -165,6 +168,9 @@ pub struct StepSummary {
     pub lag_p99_ns: u64,
     /// Each flow check measured in the window, in step order then check order.
     pub checks: Vec<CheckCount>,
+    /// Connections held and messages, when the step had stream steps (or streamed
+    /// gRPC calls).
+    pub streams: Option<StreamWindow>,
 }
 
 /// The verdict of a step, with every reason.
@@ -248,6 +254,41 @@ pub enum Miss {
     },
     /// A bound on every check, and no check was measured.
     NoChecks,
+    /// Fewer connections held than the bound's share of those asked.
+    ConnectionsHeld {
+        /// Connections held (users: the peak at once; arrivals: those opened).
+        held: u64,
+        /// What the step asked for.
+        asked: ConnectionsAsked,
+        /// The bound (0..1).
+        min: f64,
+        /// Upgrades refused in the window (their status, a 503 past a limit).
+        refused: u64,
+        /// Connections cut by the server or broken in the window.
+        cut: u64,
+    },
+    /// Messages a second one way under the bound.
+    MessageRate {
+        /// Which way.
+        way: MessageWay,
+        /// Messages per second in the window.
+        per_sec: f64,
+        /// The bound.
+        min_per_sec: f64,
+    },
+    /// A message latency statistic over its bound.
+    MessageLatency {
+        /// Which statistic.
+        stat: Percentile,
+        /// Its value, nanoseconds.
+        value_ns: u64,
+        /// The bound, nanoseconds.
+        max_ns: u64,
+    },
+    /// A message latency bound, and no message was timed.
+    MessageNotTimed(Percentile),
+    /// A bound on connections or messages, and the step opened none and tried none.
+    NoConnections,
     /// A stop rule ended the step (the rule as written).
     StoppedEarly(String),
     /// A background scenario's own miss.
@@ -281,7 +322,7 @@ impl Verdict {
 /// Judges one step against an SLO.
 pub fn judge(step: &StepSummary, slo: &Slo) -> Verdict {
     if step.requests == 0 {
-        return Verdict::Inconclusive(vec![Miss::NoRequests]);
+        return judge_held_only(step, slo);
     }
     // Nothing listened: no server was loaded, and the generator's lag beside failed
     // connects says nothing (docs/DIAGNOSIS.md: an unreachable target comes first).
@@ -298,6 +339,20 @@ pub fn judge(step: &StepSummary, slo: &Slo) -> Verdict {
         (true, true) => Verdict::Pass,
         (true, false) => Verdict::Fail(server),
         (false, _) => Verdict::Inconclusive(generator.into_iter().chain(server).collect()),
+    }
+}
+
+/// A window without requests: nothing to judge, unless it held connections opened
+/// before it (users holding through the window what they opened in the warm-up), which
+/// are judged by the bounds on connections and messages alone.
+fn judge_held_only(step: &StepSummary, slo: &Slo) -> Verdict {
+    let held = (step.streams.as_ref()).filter(|w| w.peak_held > 0 || w.opened > 0);
+    if held.is_none() || slo.streams.is_empty() {
+        return Verdict::Inconclusive(vec![Miss::NoRequests]);
+    }
+    match stream_misses(held, &slo.streams) {
+        misses if misses.is_empty() => Verdict::Pass,
+        misses => Verdict::Fail(misses),
     }
 }
 
@@ -335,17 +390,16 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<Miss> {
             min,
         });
     }
-    for &(stat, max_ns) in &slo.max_latency_ns {
-        match step.latency_ns.iter().find(|(p, _)| *p == stat) {
-            Some(&(_, value_ns)) if value_ns > max_ns => misses.push(Miss::Latency {
-                stat,
-                value_ns,
-                max_ns,
-            }),
-            Some(_) => {}
-            None => misses.push(Miss::NotMeasured(stat)),
-        }
-    }
+    misses.extend(latency_misses(
+        &slo.max_latency_ns,
+        &step.latency_ns,
+        |stat, value_ns, max_ns| Miss::Latency {
+            stat,
+            value_ns,
+            max_ns,
+        },
+        Miss::NotMeasured,
+    ));
     for (kind, max_ratio) in &slo.max_error_ratio_by_kind {
         let count = step
             .errors_by_kind
@@ -363,7 +417,27 @@ fn server_misses(step: &StepSummary, slo: &Slo) -> Vec<Miss> {
         }
     }
     misses.extend(check_misses(&step.checks, slo));
+    misses.extend(stream_misses(step.streams.as_ref(), &slo.streams));
     misses
+}
+
+/// Each statistic of `bounds` over its bound in `measured` (`over`: the statistic, its
+/// value and its bound, nanoseconds), or not in `measured` at all (`missing`): a bound
+/// on a statistic nobody measured never passes.
+pub(crate) fn latency_misses(
+    bounds: &[(Percentile, u64)],
+    measured: &[(Percentile, u64)],
+    over: fn(Percentile, u64, u64) -> Miss,
+    missing: fn(Percentile) -> Miss,
+) -> Vec<Miss> {
+    (bounds.iter())
+        .filter_map(
+            |&(stat, max_ns)| match measured.iter().find(|(p, _)| *p == stat) {
+                Some(&(_, value_ns)) => (value_ns > max_ns).then(|| over(stat, value_ns, max_ns)),
+                None => Some(missing(stat)),
+            },
+        )
+        .collect()
 }
 
 /// Each measured check under its bound (its own, else the one for every check), then
@@ -418,6 +492,7 @@ mod tests {
             errors_by_kind: vec![("timeout".to_owned(), 5), ("503".to_owned(), 5)],
             lag_p99_ns: 50_000,
             checks: Vec::new(),
+            streams: None,
         }
     }
 
@@ -754,6 +829,70 @@ mod tests {
             let word = if misses.is_empty() { "pass" } else { "fail" };
             assert_eq!(verdict.word(), word, "{case}");
         }
+    }
+
+    #[test]
+    fn held_connections_judge_beside_the_requests() {
+        let window = |peak_held| StreamWindow {
+            asked: ConnectionsAsked::Users(600),
+            peak_held,
+            held_at_end: peak_held,
+            opened: peak_held,
+            refused: 600 - peak_held,
+            cut: 0,
+            messages_out_per_sec: 0.0,
+            messages_in_per_sec: 0.0,
+            latency_ns: Vec::new(),
+        };
+        let slo = Slo {
+            streams: StreamBounds {
+                min_held_ratio: Some(0.99),
+                ..StreamBounds::default()
+            },
+            ..slo()
+        };
+        let held = StepSummary {
+            streams: Some(window(600)),
+            ..healthy_step()
+        };
+        assert_eq!(judge(&held, &slo), Verdict::Pass);
+        let limited = StepSummary {
+            streams: Some(window(500)),
+            ..healthy_step()
+        };
+        let miss = Miss::ConnectionsHeld {
+            held: 500,
+            asked: ConnectionsAsked::Users(600),
+            min: 0.99,
+            refused: 100,
+            cut: 0,
+        };
+        assert_eq!(judge(&limited, &slo), Verdict::Fail(vec![miss]));
+        // Connections opened in the warm-up and held through the window leave no
+        // request in it: they are judged on their own.
+        let quiet = |peak_held| StepSummary {
+            requests: 0,
+            streams: Some(window(peak_held)),
+            ..StepSummary::default()
+        };
+        assert_eq!(judge(&quiet(600), &slo), Verdict::Pass);
+        let short = judge(&quiet(500), &slo);
+        assert!(matches!(
+            short.misses(),
+            [Miss::ConnectionsHeld { held: 500, .. }]
+        ));
+        let none = Verdict::Inconclusive(vec![Miss::NoRequests]);
+        assert_eq!(judge(&quiet(0), &slo), none, "nothing held, nothing asked");
+        assert_eq!(
+            judge(&quiet(600), &Slo::default()),
+            none,
+            "no bound on them"
+        );
+        // A plain HTTP step under a bound on connections fails, saying why.
+        assert_eq!(
+            judge(&healthy_step(), &slo),
+            Verdict::Fail(vec![Miss::NoConnections])
+        );
     }
 
     #[test]

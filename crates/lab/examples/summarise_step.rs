@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     };
     let rate = seconds(3, 20_000.0);
     let asked = |_attack: usize, from: u64, to: u64| Some(((to - from) as f64 / 1e9 * rate) as u64);
-    match summarise(std::slice::from_ref(path), window, 1, &asked) {
+    match summarise(std::slice::from_ref(path), window, (1, None), &asked) {
         Ok(figures) => {
             let s = &figures.summary;
             println!(

@@ -33,6 +33,14 @@ impl Offer {
             _ => None,
         }
     }
+
+    /// The users, if the offer is a count of them.
+    pub fn users(&self) -> Option<u64> {
+        match self {
+            Offer::Users(users) => Some(*users),
+            _ => None,
+        }
+    }
 }
 
 /// A rate without needless decimals: `500`, `512.5`.

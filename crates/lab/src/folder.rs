@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 use crate::cells::{Cell, format_rate};
+use crate::held_rows::{ConnectionsRow, HeldAnswer, connections_markdown};
 use crate::plan::{Mode, Plan};
 
 /// A step's verdict in `summary.json`: the server's ([`Verdict`]'s word), or why
@@ -201,6 +202,9 @@ pub struct StepRow {
     /// (the plan's trace store): the headline, then what arrived; empty without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spans: Vec<String>,
+    /// Connections held and messages in the window, when the step had stream steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionsRow>,
 }
 
 /// A background scenario's figures in one step's window (`[[load.scenario]]`).
@@ -286,10 +290,7 @@ impl StepRow {
             kind: StepKind::of(plan.mode),
             repeat: cell.repeat,
             rate_asked: cell.offer.rate(),
-            users: match cell.offer {
-                crate::cells::Offer::Users(users) => Some(users),
-                _ => None,
-            },
+            users: cell.offer.users(),
             hooks: has_hooks.then(|| relative(&dir.join("hooks.txt"), run_dir)),
             records: Some(relative(&dir.join("records.llr"), run_dir)),
             ..StepRow::default()
@@ -321,16 +322,23 @@ impl StepRow {
         self.max_ms = ms(Percentile::Max);
         self.lag_p99_ms = summary.lag_p99_ns as f64 / 1e6;
         self.errors = summary.errors_by_kind.iter().cloned().collect();
+        self.connections = summary.streams.as_ref().map(ConnectionsRow::of);
         self.verdict = StepVerdict::of(verdict);
         self.why = report::words::verdict_why(verdict);
     }
 
     /// The window's figures as the tables print them: achieved/s, success, p50, p90,
-    /// p99 and max.
+    /// p99 and max. A window without requests has no success to show (a step whose
+    /// users held, through it, connections they opened in the warm-up).
     pub(crate) fn figure_texts(&self) -> [String; 6] {
+        let success = if self.requests == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2}%", self.success * 100.0)
+        };
         [
             format!("{:.1}", self.achieved_per_sec),
-            format!("{:.2}%", self.success * 100.0),
+            success,
             millis(self.p50_ms),
             millis(self.p90_ms),
             millis(self.p99_ms),
@@ -369,6 +377,10 @@ pub struct VariantResult {
     pub probes: Option<usize>,
     /// Search: wall time, seconds.
     pub seconds: Option<f64>,
+    /// When its steps held connections: what its highest passing step held (a users
+    /// search's answer, which has no `max_rate_held`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldAnswer>,
 }
 
 /// `summary.json`.
@@ -576,18 +588,8 @@ impl RunSummary {
                 " (INCOMPLETE: interrupted or still running)"
             }
         );
-        let baseline = self.variants.first().and_then(|v| v.max_rate_held);
         if self.mode != Mode::Matrix {
-            md.push_str("| variant | max req/s held | improvement | how |\n|---|---:|---:|---|\n");
-            for v in &self.variants {
-                let held = v.max_rate_held.map_or("none".to_owned(), format_rate);
-                let improvement = match (v.max_rate_held, baseline) {
-                    (Some(held), Some(base)) if base > 0.0 => format!("{:.2}x", held / base),
-                    _ => "-".to_owned(),
-                };
-                let _ = writeln!(md, "| {} | {held} | {improvement} | {} |", v.variant, v.how);
-            }
-            md.push('\n');
+            md.push_str(&self.variants_markdown());
         }
         if !self.cells.is_empty() {
             md.push_str(&self.cells_markdown());
@@ -655,11 +657,80 @@ impl RunSummary {
             }
             let _ = writeln!(md, " {} | {} |", s.verdict, s.why.replace('|', "/"));
         }
+        let connections = connections_markdown(&self.steps);
+        if !connections.is_empty() {
+            md.push('\n');
+            md.push_str(&connections);
+        }
         md
     }
 }
 
 impl RunSummary {
+    /// Each variant's answer with its improvement against the first, as table cells
+    /// for `summary.md` and `index.html` alike: the headers, then each variant's cells
+    /// (in the headers' order). The answer is the maximum rate held or, when its steps
+    /// held connections, the connections and messages a second of its highest
+    /// passing step.
+    pub(crate) fn answers(&self) -> (&'static [&'static str], Vec<Vec<String>>) {
+        let held = self.variants.iter().any(|v| v.held.is_some());
+        let level = |v: &VariantResult| match (held, &v.held) {
+            (true, answer) => answer.as_ref().map(|a| a.connections as f64),
+            (false, _) => v.max_rate_held,
+        };
+        let baseline = self.variants.first().and_then(level);
+        let cells = (self.variants.iter()).map(|v| {
+            let improvement = match (level(v), baseline) {
+                (Some(held), Some(base)) if base > 0.0 => format!("{:.2}x", held / base),
+                _ => "-".to_owned(),
+            };
+            let mut cells = match (&v.held, held) {
+                (Some(a), _) => {
+                    let offered = match (a.users, v.max_rate_held) {
+                        (Some(users), _) => format!("{users} users"),
+                        (None, Some(rate)) => format!("{}/s", format_rate(rate)),
+                        (None, None) => "-".to_owned(),
+                    };
+                    vec![
+                        a.connections.to_string(),
+                        format!("{:.1}", a.messages_in_per_sec),
+                        format!("{:.1}", a.messages_out_per_sec),
+                        offered,
+                    ]
+                }
+                (None, true) => ["none", "-", "-", "-"].map(str::to_owned).to_vec(),
+                (None, false) => vec![v.max_rate_held.map_or("none".to_owned(), format_rate)],
+            };
+            cells.push(improvement);
+            cells
+        });
+        let headers: &[&str] = if held {
+            &[
+                "connections held",
+                "messages/s in",
+                "messages/s out",
+                "offered",
+                "improvement",
+            ]
+        } else {
+            &["max req/s held", "improvement"]
+        };
+        (headers, cells.collect())
+    }
+
+    /// [`RunSummary::answers`] as Markdown, with how each was found.
+    fn variants_markdown(&self) -> String {
+        let (headers, rows) = self.answers();
+        let mut md = format!("| variant | {} | how |\n|---|", headers.join(" | "));
+        md.push_str(&"---:|".repeat(headers.len()));
+        md.push_str("---|\n");
+        for (v, cells) in self.variants.iter().zip(rows) {
+            let _ = writeln!(md, "| {} | {} | {} |", v.variant, cells.join(" | "), v.how);
+        }
+        md.push('\n');
+        md
+    }
+
     /// A matrix's cells: the median of the repeats with the spread in brackets.
     fn cells_markdown(&self) -> String {
         let axes: Vec<&String> = self
@@ -879,6 +950,7 @@ mod tests {
                 step: "000-ruby-256".to_owned(),
                 variant: "ruby".to_owned(),
                 rate_asked: Some(256.0),
+                requests: 2560,
                 success: 1.0,
                 p50_ms: Some(1.26),
                 verdict: StepVerdict::Pass,

@@ -13,6 +13,7 @@ use plot::{Chart, ChartPage, Scale, Series, Style, Unit, escape_html as escape};
 
 use crate::cells::format_rate;
 use crate::folder::{RunSummary, StepRow, StepVerdict};
+use crate::held_rows::CONNECTION_HEADERS;
 use crate::plan::Mode;
 
 /// One colour per variant, in plan order (then by first appearance).
@@ -70,6 +71,7 @@ impl RunSummary {
         page.chart(latency_chart(&points, &left_out));
         page.chart(success_chart(&points, &left_out));
         page.html(steps_table(self));
+        page.html(connections_table(self));
         page.footer(format!(
             "loadlab run &middot; {} steps &middot; one self-contained file: no network \
              access, no external script or font",
@@ -122,34 +124,41 @@ fn header(summary: &RunSummary) -> String {
     out
 }
 
-/// Per variant: the maximum rate held, how it was found, and the improvement against
-/// the first variant (as `summary.md`). A matrix has no such answer: its cells say it.
+/// Per variant: its answer (the maximum rate held, or the connections held), the
+/// improvement against the first variant and how it was found (as `summary.md`). A
+/// matrix has no such answer: its cells say it.
 fn variants_table(summary: &RunSummary, color: &dyn Fn(&str) -> &'static str) -> String {
     if summary.mode == Mode::Matrix || summary.variants.is_empty() {
         return String::new();
     }
-    let baseline = summary.variants.first().and_then(|v| v.max_rate_held);
-    let mut out = "<h2>Maximum rate held</h2>\n<div class=\"table-wrap\"><table class=\"rows\">\n\
-                   <tr><th>variant</th><th>max req/s held</th><th>improvement</th><th>how</th>\
-                   <th>probes</th><th>time</th></tr>\n"
-        .to_owned();
-    for v in &summary.variants {
-        let held = v.max_rate_held.map_or("none".to_owned(), format_rate);
-        let improvement = match (v.max_rate_held, baseline) {
-            (Some(held), Some(base)) if base > 0.0 => format!("{:.2}x", held / base),
-            _ => "-".to_owned(),
-        };
+    let (headers, rows) = summary.answers();
+    let title = if headers[0] == "connections held" {
+        "Connections held"
+    } else {
+        "Maximum rate held"
+    };
+    let mut out = format!(
+        "<h2>{title}</h2>\n<div class=\"table-wrap\"><table class=\"rows\">\n<tr><th>variant</th>"
+    );
+    for header in headers {
+        let _ = write!(out, "<th>{header}</th>");
+    }
+    out.push_str("<th>how</th><th>probes</th><th>time</th></tr>\n");
+    for (v, cells) in summary.variants.iter().zip(rows) {
         let probes = v.probes.map_or("-".to_owned(), |n| n.to_string());
         let time = v.seconds.map_or("-".to_owned(), |s| format!("{s:.1}s"));
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "<tr><td><span class=\"key\" style=\"background:{}\"></span>{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>\
-             <td class=\"num\">{probes}</td><td class=\"num\">{time}</td></tr>",
+            "<tr><td><span class=\"key\" style=\"background:{}\"></span>{}</td>",
             color(&v.variant),
             escape(&v.variant),
-            escape(&held),
-            escape(&improvement),
+        );
+        for cell in cells {
+            let _ = write!(out, "<td class=\"num\">{}</td>", escape(&cell));
+        }
+        let _ = writeln!(
+            out,
+            "<td>{}</td><td class=\"num\">{probes}</td><td class=\"num\">{time}</td></tr>",
             escape(&v.how),
         );
     }
@@ -566,6 +575,36 @@ fn steps_table(summary: &RunSummary) -> String {
             escape(&s.why),
             files(s)
         );
+    }
+    out.push_str("</table></div>\n");
+    out
+}
+
+/// Each step that had connections: what it asked and held, refused and cut, messages a
+/// second and their latency (as `summary.md`'s `## Connections`).
+fn connections_table(summary: &RunSummary) -> String {
+    let rows: Vec<_> = (summary.steps.iter())
+        .filter_map(|s| Some((s, s.connections.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = "<h2>Connections</h2>\n<p class=\"help\">Each step's window: connections \
+                   asked (users, or arrivals) and held (users: the most open at once; \
+                   arrivals: those opened), upgrades refused, connections cut by the server, \
+                   messages a second each way and message latency.</p>\n<div \
+                   class=\"table-wrap\"><table class=\"rows\" id=\"connections\">\n<tr><th>step</th>"
+        .to_owned();
+    for header in CONNECTION_HEADERS {
+        let _ = write!(out, "<th>{header}</th>");
+    }
+    out.push_str("</tr>\n");
+    for (step, row) in rows {
+        let _ = write!(out, "<tr><td>{}</td>", escape(&step.step));
+        for text in row.texts() {
+            let _ = write!(out, "<td class=\"num\">{}</td>", escape(&text));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table></div>\n");
     out

@@ -11,7 +11,8 @@
 //! - `step`: one cell: hooks, an [`engine::run`] into `records.llr`, its summary.
 //! - `sharded`: a step run as N shards (`[load] shards`): its scenarios file, the
 //!   shards' commands (local, a template, `kube run`), their wait and failures.
-//! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window.
+//! - `summarise`: a step's record file to an [`analysis::StepSummary`] of its window;
+//!   `held`: its held connections and messages from the stats samples.
 //! - `folder`: the run folder (`plan.toml` redacted, `log.txt`, `summary.json`,
 //!   `summary.md`, `index.html`); `index_page`: `index.html` from the summary's rows,
 //!   drawn with [`plot::ChartPage`]; each step's `plot.html` is [`plot::RunPlot`]'s page.
@@ -30,6 +31,8 @@ mod cells;
 pub mod ci;
 pub mod compare;
 mod folder;
+mod held;
+mod held_rows;
 mod hooks;
 mod index_page;
 mod options;
@@ -46,6 +49,7 @@ use std::path::PathBuf;
 pub use folder::{
     CellStats, RunSummary, ScenarioRow, StepKind, StepRow, StepVerdict, VariantResult, redact,
 };
+pub use held_rows::{ConnectionsRow, HeldAnswer};
 pub use options::{
     MakeMonitor, MakeWatch, MonitorFactory, RunOptions, StepOutput, Watch, WatchFactory,
 };

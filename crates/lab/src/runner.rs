@@ -17,8 +17,9 @@ use crate::folder::{
     RunSummary, StepKind, StepRow, StepVerdict, VariantResult, cell_stats, log_line, redact,
     started_now,
 };
+use crate::held_rows::HeldAnswer;
 use crate::options::RunOptions;
-use crate::plan::{Mode, Plan};
+use crate::plan::{Mode, Plan, SearchOver};
 use crate::step::run_cell;
 
 /// The state of a run in progress.
@@ -281,27 +282,50 @@ impl Run<'_> {
     }
 
     /// One variant's capacity search: probes until [`Search`] is done, the probe budget
-    /// or the wall-time budget is spent, or a probe cannot run.
+    /// or the wall-time budget is spent, or a probe cannot run. Its answer is the
+    /// highest level (rate, or users) that passed, with what that step held when it had
+    /// connections.
     fn search(&mut self, variant: usize) -> Result<VariantResult, LabError> {
+        let started = Instant::now();
+        let (how, held, probes) = self.probe_until_done(variant, started)?;
+        let name = self.plan.variants[variant].name.clone();
+        let users = self.plan.search.over == SearchOver::Users;
+        let held_row = held.and_then(|level| {
+            (self.summary.steps.iter())
+                .filter(|row| row.variant == name && row_level(row) == Some(level))
+                .rfind(|row| row.verdict == StepVerdict::Pass)
+        });
+        Ok(VariantResult {
+            variant: name.clone(),
+            max_rate_held: held.filter(|_| !users),
+            how,
+            probes: Some(probes),
+            seconds: Some(started.elapsed().as_secs_f64()),
+            held: held_row.and_then(HeldAnswer::of),
+        })
+    }
+
+    /// Runs a variant's probes; how the search ended, the level it found held and the
+    /// probes run.
+    fn probe_until_done(
+        &mut self,
+        variant: usize,
+        started: Instant,
+    ) -> Result<(String, Option<f64>, usize), LabError> {
         let settings = self.plan.search;
         let mut search =
             Search::new(settings.config).map_err(|e| LabError::Folder(format!("search: {e}")))?;
-        let started = Instant::now();
-        let name = self.plan.variants[variant].name.clone();
-        let finish = |how: String, held: Option<f64>, search: &Search| VariantResult {
-            variant: name.clone(),
-            max_rate_held: held,
-            how,
-            probes: Some(search.probes().len()),
-            seconds: Some(started.elapsed().as_secs_f64()),
+        let level = Level(settings.over);
+        let end = |how: String, held: Option<f64>, search: &Search| {
+            Ok((how, held, search.probes().len()))
         };
         loop {
             let (rate, kind) = match search.next() {
                 Next::Probe(rate) => (rate, StepKind::Probe),
                 Next::Confirm(rate) => (rate, StepKind::Confirm),
                 done => {
-                    let (how, held) = describe_end(&done, &search, started.elapsed());
-                    return Ok(finish(how, held, &search));
+                    let (how, held) = describe_end(&done, &search, started.elapsed(), level);
+                    return end(how, held, &search);
                 }
             };
             if let Some(max) = settings.max_time
@@ -313,24 +337,20 @@ impl Run<'_> {
                     units::GoDuration(max),
                     search.probes().len()
                 );
-                return Ok(finish(how, held, &search));
+                return end(how, held, &search);
             }
             let cell = Cell {
                 variant,
-                offer: Offer::Rate(rate),
+                offer: level.offer(rate),
                 params: Vec::new(),
                 repeat: 1,
             };
             let row = self.step(&cell, kind)?;
             if let Some(why) = &self.unreachable {
-                return Ok(finish(format!("stopped: {why}"), None, &search));
+                return end(format!("stopped: {why}"), None, &search);
             }
             if self.interrupted {
-                return Ok(finish(
-                    "interrupted".to_owned(),
-                    highest_pass(&search),
-                    &search,
-                ));
+                return end("interrupted".to_owned(), highest_pass(&search), &search);
             }
             let outcome = match row.verdict {
                 StepVerdict::Pass => Outcome::Pass,
@@ -338,14 +358,36 @@ impl Run<'_> {
                 StepVerdict::Inconclusive => Outcome::Inconclusive,
                 StepVerdict::Failed | StepVerdict::Skipped | StepVerdict::Interrupted => {
                     let how = format!(
-                        "stopped: the probe at {}/s could not run: {}",
-                        format_rate(rate),
+                        "stopped: the probe at {} could not run: {}",
+                        level.words(rate),
                         row.why
                     );
-                    return Ok(finish(how, highest_pass(&search), &search));
+                    return end(how, highest_pass(&search), &search);
                 }
             };
             search.record(rate, outcome);
+        }
+    }
+}
+
+/// What a search's levels are: rates or user counts.
+#[derive(Clone, Copy)]
+struct Level(SearchOver);
+
+impl Level {
+    /// The step a probe at `level` runs.
+    fn offer(self, level: f64) -> Offer {
+        match self.0 {
+            SearchOver::Rates => Offer::Rate(level),
+            SearchOver::Users => Offer::Users(level as u64),
+        }
+    }
+
+    /// `500/s` or `500 users`.
+    fn words(self, level: f64) -> String {
+        match self.0 {
+            SearchOver::Rates => format!("{}/s", format_rate(level)),
+            SearchOver::Users => format!("{} users", level as u64),
         }
     }
 }
@@ -359,11 +401,16 @@ fn highest_pass(search: &Search) -> Option<f64> {
         .reduce(f64::max)
 }
 
-/// How a search ended, in words, and the rate it found held.
-fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option<f64>) {
+/// How a search ended, in words, and the level (rate, or users) it found held.
+fn describe_end(
+    done: &Next,
+    search: &Search,
+    took: Duration,
+    level: Level,
+) -> (String, Option<f64>) {
     let probes = search.probes().len();
     let took = units::round_for_report(took);
-    let rate = |r: f64| format!("{}/s", format_rate(r));
+    let rate = |r: f64| level.words(r);
     match *done {
         Next::Found { capacity_per_sec } => (
             format!(
@@ -373,15 +420,12 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
             Some(capacity_per_sec),
         ),
         Next::BelowMinimum { failed_per_sec } => (
-            format!(
-                "search: even the minimum rate {} failed",
-                rate(failed_per_sec)
-            ),
+            format!("search: even the minimum, {}, failed", rate(failed_per_sec)),
             None,
         ),
         Next::AboveMaximum { held_per_sec } => (
             format!(
-                "search: the maximum rate {} held; the capacity is higher",
+                "search: the maximum, {}, held; the capacity is higher",
                 rate(held_per_sec)
             ),
             Some(held_per_sec),
@@ -405,7 +449,7 @@ fn describe_end(done: &Next, search: &Search, took: Duration) -> (String, Option
         } => (
             format!(
                 "search: probe budget ({probes}) spent; the capacity is between {} and {}",
-                held_per_sec.map_or("0/s".to_owned(), rate),
+                held_per_sec.map_or("none".to_owned(), rate),
                 failed_per_sec.map_or("?".to_owned(), rate)
             ),
             held_per_sec,
@@ -449,38 +493,34 @@ fn offer_text(offer: &Offer) -> String {
     }
 }
 
-/// Per variant, the highest asked rate that passed below the variant's first step that
-/// did not (field report 000's "maximum sustainable rate").
+/// Per variant, the highest asked rate (or user count) that passed below the variant's
+/// first step that did not (field report 000's "maximum sustainable rate"), with what
+/// that step held when it had connections.
 fn held_by_sweep(plan: &Plan, steps: &[StepRow]) -> Vec<VariantResult> {
     plan.variants
         .iter()
         .map(|variant| {
             let mut rows: Vec<&StepRow> = steps
                 .iter()
-                .filter(|s| s.variant == variant.name && s.rate_asked.is_some())
+                .filter(|s| s.variant == variant.name && row_level(s).is_some())
                 .collect();
             rows.sort_by(|a, b| {
-                a.rate_asked
-                    .partial_cmp(&b.rate_asked)
+                row_level(a)
+                    .partial_cmp(&row_level(b))
                     .unwrap_or(std::cmp::Ordering::Equal)
             });
             let first_miss = rows.iter().position(|s| s.verdict != StepVerdict::Pass);
-            let held = rows[..first_miss.unwrap_or(rows.len())]
-                .last()
-                .and_then(|s| s.rate_asked);
+            let held = rows[..first_miss.unwrap_or(rows.len())].last();
             let how = match first_miss.map(|i| rows[i]) {
-                None if rows.is_empty() => "no rate steps".to_owned(),
+                None if rows.is_empty() => "no rate or users steps".to_owned(),
                 None => "every step passed".to_owned(),
-                Some(miss) => format!(
-                    "highest pass below {}/s ({})",
-                    format_rate(miss.rate_asked.unwrap_or_default()),
-                    miss.verdict
-                ),
+                Some(miss) => format!("highest pass below {} ({})", miss.offer(), miss.verdict),
             };
             VariantResult {
                 variant: variant.name.clone(),
-                max_rate_held: held,
+                max_rate_held: held.and_then(|s| s.rate_asked),
                 how,
+                held: held.and_then(|s| HeldAnswer::of(s)),
                 ..VariantResult::default()
             }
         })

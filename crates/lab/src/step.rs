@@ -166,16 +166,27 @@ fn judge_cell(
         (*at_ns).clamp(start_ns + 1, planned_end_ns)
     });
     let mut window = Window { start_ns, end_ns };
+    let users = cell.offer.users();
     let asked = |attack: usize, from: u64, to: u64| {
         let plan = outcome.plans.get(attack)?;
         Some(plan.asked_by(to)?.saturating_sub(plan.asked_by(from)?))
     };
-    let mut figures = summarise(&outcome.records, window, outcome.plans.len(), &asked);
+    let mut figures = summarise(
+        &outcome.records,
+        window,
+        (outcome.plans.len(), users),
+        &asked,
+    );
     // A shard's own stop rule ends the step's window where it fired, as one process's.
     let shard_rule = figures.as_ref().ok().and_then(shard_rule);
     if let Some((_, at_ns)) = &shard_rule {
         window.end_ns = (*at_ns).clamp(start_ns + 1, planned_end_ns);
-        figures = summarise(&outcome.records, window, outcome.plans.len(), &asked);
+        figures = summarise(
+            &outcome.records,
+            window,
+            (outcome.plans.len(), users),
+            &asked,
+        );
     }
     let figures = match figures {
         Ok(figures) => figures,
@@ -770,7 +781,7 @@ mod tests {
             start_ns: 1_000_000_000,
             end_ns: 2_000_000_000,
         };
-        let figures = summarise(&records, window, 1, &|_, _, _| None).expect("figures");
+        let figures = summarise(&records, window, (1, None), &|_, _, _| None).expect("figures");
         let verdict = judge(&figures.summary, &analysis::Slo::default());
         let [Miss::Lag(lag)] = verdict.misses() else {
             panic!("want the lag alone: {verdict:?}");

@@ -12,11 +12,12 @@
 //! read into the [`StepSummary`] the verdict judges. So a step's `p99`, success ratio
 //! and failures are those its `report.txt` prints, by construction.
 
-use analysis::{CheckCount, Percentile, StepSummary};
+use analysis::{CheckCount, ConnectionsAsked, Percentile, StepSummary};
 use record::RunTables;
 use report::{Bounds, GroupBy, Measure, Metrics, Report};
 
 use crate::LabError;
+use crate::held::{StreamRecords, stream_window};
 
 /// The measured window, as offsets from the run's time zero.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,13 +46,14 @@ pub struct Figures {
 /// Reads `paths` (on [`record::RecordStream`]'s reader thread, one file after the
 /// other, in file order: the window's figures do not depend on order) and sums up
 /// their window for each of their `attacks`; `asked` gives the requests an attack's
-/// plan made due between two offsets (open model), `None` for the closed model.
+/// plan made due between two offsets (open model), `None` for the closed model, whose
+/// `users` the step's held connections are judged against (`crate::held`).
 /// Several files are the shards of one run, read as `loadlab report` reads them: the
 /// shards of different runs, or one shard twice, are refused.
 pub fn summarise(
     paths: &[String],
     window: Window,
-    attacks: usize,
+    (attacks, users): (usize, Option<u64>),
     asked: &dyn Fn(usize, u64, u64) -> Option<u64>,
 ) -> Result<Figures, LabError> {
     let fail = |e: record::RecordError| LabError::Folder(e.to_string());
@@ -62,11 +64,13 @@ pub fn summarise(
     let mut measure = Measure::new(Some(GroupBy::Attack), Metrics::new(None));
     let mut batch = Vec::new();
     let mut all = 0;
+    let mut stream_records = StreamRecords::default();
     while stream.next_batch(&mut batch).map_err(fail)? {
         all += batch.len() as u64;
         let span = (window.start_ns, window.end_ns);
         report::keep_window(&mut batch, stream.summaries(), span);
         measure.add_records(&batch, stream.tables());
+        stream_records.add(&batch, stream.tables());
     }
     let sources = stream.summaries().to_vec();
     let tables = stream.tables();
@@ -78,8 +82,14 @@ pub fn summarise(
         let asked = asked(attack, window.start_ns, window.end_ns);
         step_summary(report, attack, window, asked, tables)
     });
+    let mut main = summaries.next().unwrap_or_default();
+    let connections_asked = match users {
+        Some(users) => ConnectionsAsked::Users(users),
+        None => ConnectionsAsked::Arrivals(asked(0, window.start_ns, window.end_ns).unwrap_or(0)),
+    };
+    main.streams = stream_window(&sources, window, stream_records, connections_asked);
     Ok(Figures {
-        summary: summaries.next().unwrap_or_default(),
+        summary: main,
         scenarios: summaries.collect(),
         all_records: all,
         sources,
@@ -132,6 +142,7 @@ fn step_summary(
                 fails: c.fails,
             })
             .collect(),
+        streams: None,
     }
 }
 
@@ -203,7 +214,13 @@ mod tests {
             start_ns: 300_000_000,
             end_ns: 1_700_000_000,
         };
-        let figures = summarise(std::slice::from_ref(&path), window, 1, &|_, _, _| None).unwrap();
+        let figures = summarise(
+            std::slice::from_ref(&path),
+            window,
+            (1, None),
+            &|_, _, _| None,
+        )
+        .unwrap();
         let mut config =
             report::ReportConfig::new(report::ReportType::Json { buckets: None }, None, None)
                 .unwrap();
@@ -293,7 +310,7 @@ mod tests {
             start_ns: 50_000_000,
             end_ns: 1_000_000_000,
         };
-        let figures = summarise(&[path], window, 2, &|_, _, _| None).unwrap();
+        let figures = summarise(&[path], window, (2, None), &|_, _, _| None).unwrap();
         let counts = |summary: &StepSummary| -> Vec<(String, u64, u64)> {
             summary
                 .checks

@@ -1421,3 +1421,294 @@ achieved = 0.5
         assert!(err.starts_with(want), "{err}");
     }
 }
+
+/// A simulator route that echoes WebSocket messages and holds at most `limit`
+/// connections at once (beyond it the upgrade is refused with a 503).
+fn room(limit: u32) -> Simulator {
+    simulator(&format!(
+        r#"[{{"route": "/room", "websocket": {{"mode": "echo", "limit": {limit}}}}}]"#
+    ))
+}
+
+/// `[load]`'s flow: each user holds a WebSocket while it sends `count` messages, one
+/// every 100 ms, each with its send time, timing the echoes' one-way delay.
+fn room_load(addr: SocketAddr, count: u32) -> String {
+    format!(
+        r#"step_duration = "2s"
+warmup = "1s"
+timeout = "2s"
+
+[[load.step]]
+name = "room"
+ws = "ws://{addr}/room"
+send_time = "regex sent=([0-9]+)"
+actions = [{{ send = "sent={{{{send_time_ns}}}}", every = "100ms", count = {count} }}]
+"#
+    )
+}
+
+/// "How many connections does it hold": a search over users against a room that
+/// holds six finds six, worded in connections held and messages a second; the step
+/// past the limit fails on the connections it did not hold (the upgrades it refused),
+/// the confirmation at six holds every bound. Each user holds its connection from the
+/// warm-up through the window (3 s of sends), so a passing step's window has no request
+/// of its own: it is judged on its connections and messages.
+#[test]
+fn a_search_over_users_finds_how_many_connections_a_server_holds() {
+    let _turn = one_at_a_time();
+    let server = room(6);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "search"
+[[variant]]
+name = "room"
+
+[load]
+think_time = "100ms"
+{}
+[slo]
+success = 0
+connections_held = 1.0
+message_p99 = "1s"
+max_lag = "1s"
+achieved = 0.9
+
+[search]
+over = "users"
+start = 2
+max_rate = 16
+"#,
+        room_load(server.local_addr(), 30)
+    );
+    let summary = run(&plan, dir.path());
+    let offers: Vec<(Option<u64>, &str)> = (summary.steps.iter())
+        .map(|s| (s.users, s.verdict.word()))
+        .collect();
+    let want = [
+        (Some(2), "pass"),
+        (Some(4), "pass"),
+        (Some(8), "fail"),
+        (Some(6), "pass"),
+        (Some(7), "fail"),
+        (Some(6), "pass"),
+    ];
+    let whys: Vec<(&str, &str)> = (summary.steps.iter())
+        .map(|s| (s.step.as_str(), s.why.as_str()))
+        .collect();
+    assert_eq!(offers, want, "{whys:#?}");
+    let answer = &summary.variants[0];
+    assert_eq!(
+        answer.max_rate_held, None,
+        "a search over users finds no rate"
+    );
+    assert!(
+        answer.how.starts_with("search: found and confirmed"),
+        "{}",
+        answer.how
+    );
+    let held = answer.held.as_ref().expect("answered in connections held");
+    assert_eq!((held.users, held.connections), (Some(6), 6), "{held:?}");
+    assert!(held.messages_in_per_sec > 0.0, "{held:?}");
+
+    let past = &summary.steps[2];
+    assert!(
+        past.why
+            .contains("connections held 6 at most of 8 users (75.00%, under 100.00%)")
+            && past.why.contains("upgrades refused"),
+        "{}",
+        past.why
+    );
+    let past = past.connections.as_ref().expect("connections figures");
+    assert_eq!(
+        (past.asked_by.as_str(), past.asked, past.peak_held),
+        ("users", 8, 6)
+    );
+    assert!(past.refused > 0, "{past:?}");
+
+    let confirmed = &summary.steps[5];
+    assert_eq!(confirmed.kind, StepKind::Confirm);
+    let figures = confirmed.connections.as_ref().expect("connections figures");
+    assert_eq!(
+        (figures.held, figures.refused, figures.cut),
+        (6, 0, 0),
+        "{figures:?}"
+    );
+    // Six users sending ten a second each, echoed.
+    assert!(
+        (40.0..=70.0).contains(&figures.messages_out_per_sec)
+            && (40.0..=70.0).contains(&figures.messages_in_per_sec),
+        "{figures:?}"
+    );
+    assert!(
+        figures.message_p99_ms.is_some_and(|ms| ms < 1000.0),
+        "{figures:?}"
+    );
+
+    let run_dir = dir.path().join("run");
+    let md = std::fs::read_to_string(run_dir.join("summary.md")).expect("summary.md");
+    assert!(
+        md.contains("| variant | connections held | messages/s in | messages/s out | offered | improvement | how |")
+            && md.contains("| room | 6 | ")
+            && md.contains("## Connections"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    assert!(
+        html.contains("<h2>Connections held</h2>") && html.contains("id=\"connections\""),
+        "index.html has no connections"
+    );
+}
+
+/// Connections arriving at a rate: each arrival asks for one, so a room that holds ten
+/// holds every arrival at 4/s (each held 1 s, about four at once) and turns most away
+/// at 40/s; the step is judged on the connections its arrivals opened, and on the
+/// messages a second they heard back.
+#[test]
+fn a_sweep_of_arrivals_judges_the_connections_they_opened() {
+    let _turn = one_at_a_time();
+    let server = room(10);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = format!(
+        r#"mode = "sweep"
+[[variant]]
+name = "room"
+
+[load]
+rates = [4, 40]
+{}
+[slo]
+success = 0
+connections_held = 0.95
+messages_in_per_sec = 10
+max_lag = "1s"
+achieved = 0.9
+"#,
+        room_load(server.local_addr(), 10)
+    );
+    let summary = run(&plan, dir.path());
+    assert_eq!(
+        verdicts(&summary),
+        [
+            ("000-room-4".to_owned(), "pass".to_owned()),
+            ("001-room-40".to_owned(), "fail".to_owned())
+        ],
+        "{:#?}",
+        summary.steps
+    );
+    let held = summary.steps[0].connections.as_ref().expect("figures");
+    // 4/s over the 2 s window: 8 arrivals, give or take the one on its edge.
+    assert_eq!(held.asked_by, "arrivals");
+    assert!((7..=8).contains(&held.asked), "{held:?}");
+    assert!(held.opened >= held.asked && held.refused == 0, "{held:?}");
+    let turned_away = &summary.steps[1];
+    assert!(
+        turned_away.why.contains("connections opened ")
+            && turned_away.why.contains(" arrivals (")
+            && turned_away.why.contains("upgrades refused"),
+        "{}",
+        turned_away.why
+    );
+    assert_eq!(summary.variants[0].max_rate_held, Some(4.0));
+    // Its answer: the most the passing step held at once, its arrivals' connections.
+    let answer = summary.variants[0].held.as_ref().expect("held");
+    assert_eq!((answer.users, answer.connections), (None, held.peak_held));
+    assert!((2..=6).contains(&answer.connections), "{answer:?}");
+}
+
+/// A search over users against a room that holds 60: its steps' connections and the
+/// variant's answer in connections held, as a fixed summary.
+fn held_summary() -> RunSummary {
+    let connections = |users: u64, held: u64, refused: u64| lab::ConnectionsRow {
+        asked_by: "users".to_owned(),
+        asked: users,
+        held,
+        peak_held: held,
+        held_at_end: held,
+        opened: held + refused.min(3),
+        refused,
+        cut: u64::from(refused > 0),
+        messages_out_per_sec: held as f64 * 10.0,
+        messages_in_per_sec: held as f64 * 9.5,
+        message_p50_ms: Some(0.6),
+        message_p90_ms: Some(2.5),
+        message_p99_ms: (held > 0).then_some(12.5),
+        message_max_ms: Some(17.0),
+    };
+    let row = |index: u32, users: u64, kind: StepKind, verdict: StepVerdict, why: &str| StepRow {
+        step: format!("{index:03}-room-users-{users}"),
+        variant: "room".to_owned(),
+        kind,
+        repeat: 1,
+        users: Some(users),
+        achieved_per_sec: users as f64 / 2.0,
+        requests: users * 3,
+        success: 1.0,
+        p50_ms: Some(1.0),
+        p90_ms: Some(1900.0),
+        p99_ms: Some(1901.0),
+        max_ms: Some(1902.0),
+        verdict,
+        why: why.to_owned(),
+        connections: Some(connections(
+            users,
+            users.min(60),
+            users.saturating_sub(60) * 28,
+        )),
+        ..StepRow::default()
+    };
+    let held = "every bound held";
+    let over =
+        "connections held 60 at most of 80 users (75.00%, under 100.00%): 560 upgrades refused";
+    // The confirmation's users held from the warm-up through its window: no request
+    // of its own there, no success to show.
+    let mut through = row(2, 60, StepKind::Confirm, StepVerdict::Pass, held);
+    (through.requests, through.achieved_per_sec, through.success) = (0, 0.0, 0.0);
+    (
+        through.p50_ms,
+        through.p90_ms,
+        through.p99_ms,
+        through.max_ms,
+    ) = (None, None, None, None);
+    let steps = vec![
+        row(0, 40, StepKind::Probe, StepVerdict::Pass, held),
+        row(1, 80, StepKind::Probe, StepVerdict::Fail, over),
+        through,
+    ];
+    RunSummary {
+        plan: "how many connections".to_owned(),
+        plan_file: "held.toml".to_owned(),
+        mode: Mode::Search,
+        complete: true,
+        started: Some("2026-11-27T21:00:00Z".to_owned()),
+        variants: vec![VariantResult {
+            variant: "room".to_owned(),
+            max_rate_held: None,
+            how: "search: found and confirmed in 3 probes, 15s".to_owned(),
+            probes: Some(3),
+            seconds: Some(15.0),
+            held: lab::HeldAnswer::of(&steps[2]),
+        }],
+        steps,
+        ..RunSummary::default()
+    }
+}
+
+/// The write-up of held connections: the answer in connections held and messages a
+/// second, and a connections row per step, in `index.html` and `summary.md` alike.
+#[test]
+fn held_connections_pages_match_their_golden_files() {
+    let summary = held_summary();
+    let html = summary.index_html();
+    check_golden("held_index.html", &html);
+    let md = summary.markdown();
+    check_golden("held_summary.md", &md);
+    for page in [&html, &md] {
+        assert!(page.contains("Connections held") || page.contains("connections held"));
+        assert!(page.contains("560 upgrades refused"), "the limit's why");
+        assert!(!page.contains("max req/s held"), "no rate answer");
+    }
+    assert!(
+        md.contains("| 002-room-users-60 | room | 60 users | 0.0 | - |"),
+        "a window without requests has no success: {md}"
+    );
+}

@@ -46,14 +46,20 @@ fn set_by_steps() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// `[load]`, checked; `over_users`: a search over users, whose steps (none yet) are
+/// closed-model ones, so the attack keys are checked as such (`think_time`).
 pub(super) fn load(
     spot: &Spot<'_>,
     raw: &Spanned<RawLoad>,
     base_dir: &std::path::Path,
+    over_users: bool,
 ) -> Result<Load, LabError> {
     let at = raw.span().start;
     let r = raw.get_ref();
-    let steps = steps(spot, raw)?;
+    let steps = match steps(spot, raw)? {
+        Steps::Rates(rates) if rates.is_empty() && over_users => Steps::Users(Vec::new()),
+        steps => steps,
+    };
     let step_duration =
         spot.duration_or(r.step_duration.as_ref(), "load.step_duration", DEFAULT_STEP)?;
     if step_duration.is_zero() {
@@ -186,10 +192,11 @@ pub(super) fn check_steps(
         (Steps::Rates(rates), Mode::Sweep) if rates.is_empty() => {
             Err(spot.err(at, "load.rates", "a sweep needs rates, users or a schedule"))
         }
+        (Steps::Users(users), Mode::Search) if users.is_empty() => Ok(()),
         (Steps::Users(_) | Steps::Schedule(_), Mode::Search) => Err(spot.err(
             at,
             "load",
-            "search finds a rate: give no users or schedule (the [search] table sets the rates)",
+            "search finds a rate (or users): give no users or schedule (the [search] table sets what it probes: start, max_rate, over)",
         )),
         _ => match &raw.get_ref().stop_after_failures {
             Some(n) if mode == Mode::Search && *n.get_ref() > 0 => Err(spot.err(
@@ -351,6 +358,13 @@ fn scenario_slo(
             offset,
             "load.scenario.slo",
             "the generator's health (achieved, max_lag) is set once, in [slo]",
+        ));
+    }
+    if let Some(offset) = r.first_stream_bound() {
+        return Err(spot.err(
+            offset,
+            "load.scenario.slo",
+            "connections and messages are counted for the whole step, not by scenario: bound them once, in [slo]",
         ));
     }
     let mut slo = slo(spot, Some(r), "load.scenario.slo")?;

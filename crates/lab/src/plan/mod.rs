@@ -20,7 +20,7 @@ mod variants;
 mod tests;
 
 pub use model::{
-    KubeOptions, Load, Matrix, Mode, Plan, Ready, ReadyProbe, Scenario, SearchSettings, Sharding,
-    Steps, TargetSource, TraceStoreKey, Variant, Via,
+    KubeOptions, Load, Matrix, Mode, Plan, Ready, ReadyProbe, Scenario, SearchOver, SearchSettings,
+    Sharding, Steps, TargetSource, TraceStoreKey, Variant, Via,
 };
 pub use slo::DEFAULT_SUCCESS;

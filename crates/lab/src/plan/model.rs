@@ -255,11 +255,23 @@ pub struct Scenario {
     pub slo: Option<Slo>,
 }
 
+/// What a search's probes ask for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchOver {
+    /// An arrival rate (open model), requests (or flow starts) per second.
+    #[default]
+    Rates,
+    /// A count of users (closed model): how many connections a server holds.
+    Users,
+}
+
 /// `search` mode's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SearchSettings {
-    /// The state machine's settings.
+    /// The state machine's settings (rates, or user counts with `over = "users"`).
     pub config: SearchConfig,
+    /// What each probe asks for.
+    pub over: SearchOver,
     /// Stop searching a variant after this long (the last bounds are reported).
     pub max_time: Option<Duration>,
 }

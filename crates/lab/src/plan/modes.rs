@@ -4,7 +4,7 @@
 use analysis::SearchConfig;
 use toml::Spanned;
 
-use super::model::{Matrix, Mode, SearchSettings};
+use super::model::{Matrix, Mode, SearchOver, SearchSettings};
 use super::syntax::{RawMatrix, RawPlan, RawSearch, Spot};
 use crate::LabError;
 
@@ -76,9 +76,26 @@ pub(super) fn search(spot: &Spot<'_>, raw: Option<&RawSearch>) -> Result<SearchS
     let Some(r) = raw else {
         return Ok(SearchSettings {
             config,
+            over: SearchOver::Rates,
             max_time: None,
         });
     };
+    let over = match r
+        .over
+        .as_ref()
+        .map(|o| (o.get_ref().as_str(), o.span().start))
+    {
+        None | Some(("rates", _)) => SearchOver::Rates,
+        Some(("users", _)) => SearchOver::Users,
+        Some((other, at)) => {
+            return Err(spot.err(
+                at,
+                "search.over",
+                format!("{other:?}: want \"rates\" (arrivals a second) or \"users\" (a count of users, each holding its connection)"),
+            ));
+        }
+    };
+    config.whole = over == SearchOver::Users;
     let set = |value: &Option<Spanned<f64>>, slot: &mut f64| {
         if let Some(v) = value {
             *slot = *v.get_ref();
@@ -117,7 +134,11 @@ pub(super) fn search(spot: &Spot<'_>, raw: Option<&RawSearch>) -> Result<SearchS
         .as_ref()
         .map(|t| spot.duration(t, "search.max_time"))
         .transpose()?;
-    Ok(SearchSettings { config, max_time })
+    Ok(SearchSettings {
+        config,
+        over,
+        max_time,
+    })
 }
 
 pub(super) fn matrix(spot: &Spot<'_>, raw: &Spanned<RawMatrix>) -> Result<Matrix, LabError> {

@@ -8,7 +8,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::load::{check_steps, load, scenarios};
-use super::model::{Load, Matrix, Mode, Plan, Steps, TraceStoreKey};
+use super::model::{Load, Matrix, Mode, Plan, SearchOver, Steps, TraceStoreKey};
 use super::modes::{ignored_by_mode, matrix, search};
 use super::shards::sharding;
 use super::slo::slo;
@@ -59,7 +59,9 @@ impl Plan {
         };
         ignored_by_mode(&spot, &raw, mode)?;
         let slo = slo(&spot, raw.slo.as_ref(), "slo")?;
-        let mut load = load(&spot, &raw.load, base_dir)?;
+        let search = search(&spot, raw.search.as_ref().map(Spanned::get_ref))?;
+        let over_users = mode == Mode::Search && search.over == SearchOver::Users;
+        let mut load = load(&spot, &raw.load, base_dir, over_users)?;
         load.scenarios = scenarios(&spot, &raw.load, &load, &slo.generator, base_dir)?;
         let variants = variants(&spot, raw.variants, &load)?;
         load.shards = sharding(&spot, &raw.load, &load, &variants)?;
@@ -112,7 +114,7 @@ impl Plan {
             variants,
             load,
             slo,
-            search: search(&spot, raw.search.as_ref().map(Spanned::get_ref))?,
+            search,
             matrix,
             trace_store,
             hook_values: Vec::new(),

@@ -1,6 +1,6 @@
 //! `[slo]` (and a background scenario's `slo`): the bounds that judge a step.
 
-use analysis::{GeneratorHealth, Percentile, Slo};
+use analysis::{GeneratorHealth, Percentile, Slo, StreamBounds};
 use toml::Spanned;
 
 use super::syntax::{RawChecks, RawSlo, Spot};
@@ -71,6 +71,64 @@ fn check_bounds(
     Ok(())
 }
 
+/// `connections_held`, `messages_in_per_sec`, `messages_out_per_sec` and
+/// `message_p50` .. `message_max`: the names of the stream stop rules.
+fn stream_bounds(spot: &Spot<'_>, r: &RawSlo, prefix: &str) -> Result<StreamBounds, LabError> {
+    let mut bounds = StreamBounds::default();
+    if let Some(held) = &r.connections_held {
+        bounds.min_held_ratio = Some(ratio(spot, held, &format!("{prefix}.connections_held"))?);
+    }
+    let rates = [
+        (
+            "messages_in_per_sec",
+            &r.messages_in_per_sec,
+            &mut bounds.min_messages_in_per_sec,
+        ),
+        (
+            "messages_out_per_sec",
+            &r.messages_out_per_sec,
+            &mut bounds.min_messages_out_per_sec,
+        ),
+    ];
+    for (key, value, slot) in rates {
+        let Some(value) = value else { continue };
+        let per_sec = *value.get_ref();
+        if !(per_sec.is_finite() && per_sec > 0.0) {
+            return Err(spot.err(
+                value.span().start,
+                &format!("{prefix}.{key}"),
+                format!("must be a rate above 0 (messages per second, at least), got {per_sec}"),
+            ));
+        }
+        *slot = Some(per_sec);
+    }
+    // Named as the stop rules name them: `message_p999`.
+    let field =
+        |stat: Percentile| format!("{prefix}.message_{}", stat.to_string().replace('.', ""));
+    bounds.max_message_latency_ns = duration_bounds(spot, r.message_latencies(), &field)?;
+    Ok(bounds)
+}
+
+/// The latency bounds written, in nanoseconds, each longer than zero; `field` names a
+/// statistic's key for errors.
+fn duration_bounds<'a>(
+    spot: &Spot<'_>,
+    written: impl IntoIterator<Item = (Percentile, &'a Option<Spanned<String>>)>,
+    field: &dyn Fn(Percentile) -> String,
+) -> Result<Vec<(Percentile, u64)>, LabError> {
+    let mut bounds = Vec::new();
+    for (stat, value) in written {
+        let Some(value) = value else { continue };
+        let field = field(stat);
+        let bound = spot.duration(value, &field)?;
+        if bound.is_zero() {
+            return Err(spot.err(value.span().start, &field, "must be longer than zero"));
+        }
+        bounds.push((stat, bound.as_nanos() as u64));
+    }
+    Ok(bounds)
+}
+
 /// `STEP: CHECK`, both parts given.
 fn is_full_name(name: &str) -> bool {
     name.split_once(": ")
@@ -99,17 +157,7 @@ pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result
         (Percentile::Max, &r.max),
         (Percentile::Mean, &r.mean),
     ];
-    for (percentile, value) in bounds {
-        if let Some(value) = value {
-            let field = format!("{prefix}.{percentile}");
-            let bound = spot.duration(value, &field)?;
-            if bound.is_zero() {
-                return Err(spot.err(value.span().start, &field, "must be longer than zero"));
-            }
-            slo.max_latency_ns
-                .push((percentile, bound.as_nanos() as u64));
-        }
-    }
+    slo.max_latency_ns = duration_bounds(spot, bounds, &|stat| format!("{prefix}.{stat}"))?;
     for (kind, value) in &r.errors {
         let known = record::ErrorKind::from_name(kind).is_some()
             || kind.parse::<u16>().is_ok_and(|s| (100..600).contains(&s));
@@ -138,6 +186,7 @@ pub(super) fn slo(spot: &Spot<'_>, raw: Option<&RawSlo>, prefix: &str) -> Result
     if let Some(checks) = &r.checks {
         check_bounds(spot, checks, prefix, &mut slo)?;
     }
+    slo.streams = stream_bounds(spot, r, prefix)?;
     slo.generator = generator;
     Ok(slo)
 }

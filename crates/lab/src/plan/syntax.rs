@@ -113,6 +113,43 @@ pub(super) struct RawSlo {
     pub achieved: Option<Spanned<f64>>,
     pub max_lag: Option<Spanned<String>>,
     pub checks: Option<Spanned<RawChecks>>,
+    pub connections_held: Option<Spanned<f64>>,
+    pub messages_in_per_sec: Option<Spanned<f64>>,
+    pub messages_out_per_sec: Option<Spanned<f64>>,
+    pub message_p50: Option<Spanned<String>>,
+    pub message_p90: Option<Spanned<String>>,
+    pub message_p95: Option<Spanned<String>>,
+    pub message_p99: Option<Spanned<String>>,
+    pub message_p999: Option<Spanned<String>>,
+    pub message_max: Option<Spanned<String>>,
+}
+
+impl RawSlo {
+    /// Where the first bound on connections or messages is written, if one is.
+    pub fn first_stream_bound(&self) -> Option<usize> {
+        let shares = [
+            &self.connections_held,
+            &self.messages_in_per_sec,
+            &self.messages_out_per_sec,
+        ];
+        let shares = shares.into_iter().flatten().map(|v| v.span().start);
+        let durations = self.message_latencies().into_iter();
+        let durations = durations.filter_map(|(_, v)| v.as_ref().map(|v| v.span().start));
+        shares.chain(durations).min()
+    }
+
+    /// The message latency bounds by statistic, as written.
+    pub fn message_latencies(&self) -> [(analysis::Percentile, &Option<Spanned<String>>); 6] {
+        use analysis::Percentile;
+        [
+            (Percentile::P50, &self.message_p50),
+            (Percentile::P90, &self.message_p90),
+            (Percentile::P95, &self.message_p95),
+            (Percentile::P99, &self.message_p99),
+            (Percentile::P999, &self.message_p999),
+            (Percentile::Max, &self.message_max),
+        ]
+    }
 }
 
 /// `checks` in an `slo`: one share for every check (`checks = 0.999`), or a table of
@@ -170,6 +207,7 @@ pub(super) struct RawSearch {
     pub max_time: Option<Spanned<String>>,
     pub min_rate: Option<Spanned<f64>>,
     pub max_rate: Option<Spanned<f64>>,
+    pub over: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

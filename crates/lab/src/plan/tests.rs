@@ -499,6 +499,126 @@ mod check_bounds {
     }
 }
 
+mod stream_bounds {
+    use analysis::{Percentile, StreamBounds};
+
+    use super::{assert_each_fails, parse};
+
+    /// A sweep whose `[slo]` ends with `slo`'s lines (the first of them is line 8).
+    fn plan(slo: &str) -> String {
+        format!(
+            "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\nusers = [10]\n[slo]\n{slo}"
+        )
+    }
+
+    #[test]
+    fn connections_held_and_messages_by_the_stop_rules_names() {
+        const MS: u64 = 1_000_000;
+        let rows = [
+            ("none", plan(""), StreamBounds::default()),
+            (
+                "every key",
+                plan(
+                    "connections_held = 0.99\nmessages_in_per_sec = 1000\nmessages_out_per_sec = 12.5\nmessage_p50 = \"5ms\"\nmessage_p99 = \"50ms\"\nmessage_p999 = \"80ms\"\nmessage_max = \"1s\"\n",
+                ),
+                StreamBounds {
+                    min_held_ratio: Some(0.99),
+                    min_messages_in_per_sec: Some(1000.0),
+                    min_messages_out_per_sec: Some(12.5),
+                    max_message_latency_ns: vec![
+                        (Percentile::P50, 5 * MS),
+                        (Percentile::P99, 50 * MS),
+                        (Percentile::P999, 80 * MS),
+                        (Percentile::Max, 1000 * MS),
+                    ],
+                },
+            ),
+            (
+                "a whole share",
+                plan("connections_held = 1\n"),
+                StreamBounds {
+                    min_held_ratio: Some(1.0),
+                    ..StreamBounds::default()
+                },
+            ),
+        ];
+        for (name, text, want) in rows {
+            let plan = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(plan.slo.streams, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_bounds_name_the_line_and_the_key() {
+        assert_each_fails([
+            (
+                "a share above 1",
+                plan("success = 0.9\nconnections_held = 500\n"),
+                "p.toml:9: slo.connections_held: must be between 0 and 1 (a share, 0.99 = 99%), got 500",
+            ),
+            (
+                "a rate of 0",
+                plan("messages_in_per_sec = 0\n"),
+                "p.toml:8: slo.messages_in_per_sec: must be a rate above 0 (messages per second, at least), got 0",
+            ),
+            (
+                "a negative rate",
+                plan("messages_out_per_sec = -5\n"),
+                "p.toml:8: slo.messages_out_per_sec: must be a rate above 0",
+            ),
+            (
+                "a latency without a unit",
+                plan("message_p99 = \"50\"\n"),
+                "p.toml:8: slo.message_p99: ",
+            ),
+            (
+                "a latency of zero",
+                plan("message_p999 = \"0s\"\n"),
+                "p.toml:8: slo.message_p999: must be longer than zero",
+            ),
+            (
+                "a rate as text",
+                plan("messages_in_per_sec = \"1000/s\"\n"),
+                "p.toml:8: slo.messages_in_per_sec: invalid type: string \"1000/s\", expected f64",
+            ),
+            (
+                "no message mean, as the stop rules",
+                plan("message_mean = \"5ms\"\n"),
+                "p.toml:8: message_mean: unknown field `message_mean`",
+            ),
+            (
+                "a connections bound by scenario",
+                "mode = \"sweep\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\nrates = [10]\n[[load.scenario]]\nname = \"feed\"\ntargets = [\"GET http://h/feed\"]\nrate = 1\nslo = { success = 0.9, message_p99 = \"1s\" }\n".to_owned(),
+                "p.toml:11: load.scenario.slo: connections and messages are counted for the whole step, not by scenario: bound them once, in [slo]",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn a_search_over_users_probes_whole_user_counts() {
+        let head = "mode = \"search\"\n[[variant]]\nname = \"a\"\n[load]\ntargets = [\"GET http://h/\"]\n[search]\n";
+        let plan = parse(&format!("{head}over = \"users\"\nstart = 10\n")).expect("users");
+        assert_eq!(plan.search.over, crate::plan::SearchOver::Users);
+        assert!(plan.search.config.whole);
+        // Its steps are closed-model ones: the users' think time is theirs.
+        let thinking = head.replace("[search]", "think_time = \"100ms\"\n[search]");
+        parse(&format!("{thinking}over = \"users\"\n")).expect("a think time");
+        assert_each_fails([(
+            "a think time over rates",
+            thinking,
+            "p.toml:6: load.think_time: the think time belongs to the closed model",
+        )]);
+        let plan = parse(&format!("{head}start = 10\n")).expect("rates");
+        assert_eq!(plan.search.over, crate::plan::SearchOver::Rates);
+        assert!(!plan.search.config.whole);
+        assert_each_fails([(
+            "an unknown level",
+            format!("{head}over = \"connections\"\n"),
+            "p.toml:7: search.over: \"connections\": want \"rates\" (arrivals a second) or \"users\"",
+        )]);
+    }
+}
+
 mod scenarios {
     use analysis::Percentile;
     use workload::TextOrNumber;

@@ -1,7 +1,7 @@
 //! A step's verdict in words: each [`Miss`] as the verdict table, `summary.md`, the
 //! log and the write-up say it (`success 98.48% under 99.00%`).
 
-use analysis::{Miss, Verdict};
+use analysis::{ConnectionsAsked, MessageWay, Miss, Verdict};
 
 use super::floor_percent;
 
@@ -72,8 +72,82 @@ pub fn miss(miss: &Miss) -> String {
             )
         }
         Miss::NoChecks => "no check was measured (the load is not a flow with checks)".to_owned(),
+        Miss::ConnectionsHeld {
+            held,
+            asked,
+            min,
+            refused,
+            cut,
+        } => held_words(*held, *asked, *min, *refused, *cut),
+        Miss::MessageRate {
+            way,
+            per_sec,
+            min_per_sec,
+        } => format!(
+            "messages {} {per_sec:.1}/s under {}/s",
+            way_word(*way),
+            short_number(*min_per_sec)
+        ),
+        Miss::MessageLatency {
+            stat,
+            value_ns,
+            max_ns,
+        } => format!(
+            "message {stat} {} over {}",
+            millis(*value_ns),
+            millis(*max_ns)
+        ),
+        Miss::MessageNotTimed(stat) => {
+            format!("message {stat} was not measured (no message was timed)")
+        }
+        Miss::NoConnections => {
+            "no connection was opened (the load has no ws, sse or stream step)".to_owned()
+        }
         Miss::StoppedEarly(rule) => format!("stopped early: {rule}"),
         Miss::Scenario { name, miss: inner } => format!("{name}: {}", self::miss(inner)),
+    }
+}
+
+/// `connections held 500 at most of 600 users (83.33%, under 99.00%): 100 upgrades
+/// refused`, or `connections opened 450 of 500 arrivals ...`.
+fn held_words(held: u64, asked: ConnectionsAsked, min: f64, refused: u64, cut: u64) -> String {
+    let (what, asked, whom) = match asked {
+        ConnectionsAsked::Users(n) => ("held", n, format!("at most of {n} users")),
+        ConnectionsAsked::Arrivals(n) => ("opened", n, format!("of {n} arrivals")),
+    };
+    let mut why = Vec::new();
+    if refused > 0 {
+        why.push(format!("{refused} upgrades refused"));
+    }
+    if cut > 0 {
+        why.push(format!("{cut} cut by the server"));
+    }
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", why.join(", "))
+    };
+    format!(
+        "connections {what} {held} {whom} ({}, under {}){why}",
+        floor_percent(held, asked),
+        bound_percent(min)
+    )
+}
+
+/// `1000`, `12.5`: a bound as it was written, near enough.
+fn short_number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// `in` or `out`.
+pub(crate) fn way_word(way: MessageWay) -> &'static str {
+    match way {
+        MessageWay::In => "in",
+        MessageWay::Out => "out",
     }
 }
 
@@ -197,6 +271,50 @@ mod tests {
             (
                 Miss::NoChecks,
                 "no check was measured (the load is not a flow with checks)",
+            ),
+            (
+                Miss::ConnectionsHeld {
+                    held: 500,
+                    asked: ConnectionsAsked::Users(600),
+                    min: 0.99,
+                    refused: 1234,
+                    cut: 2,
+                },
+                "connections held 500 at most of 600 users (83.33%, under 99.00%): 1234 upgrades refused, 2 cut by the server",
+            ),
+            (
+                Miss::ConnectionsHeld {
+                    held: 999,
+                    asked: ConnectionsAsked::Arrivals(1000),
+                    min: 1.0,
+                    refused: 0,
+                    cut: 0,
+                },
+                "connections opened 999 of 1000 arrivals (99.90%, under 100.00%)",
+            ),
+            (
+                Miss::MessageRate {
+                    way: MessageWay::In,
+                    per_sec: 812.46,
+                    min_per_sec: 1000.0,
+                },
+                "messages in 812.5/s under 1000/s",
+            ),
+            (
+                Miss::MessageLatency {
+                    stat: Percentile::P99,
+                    value_ns: 80 * MS,
+                    max_ns: 50 * MS,
+                },
+                "message p99 80.000ms over 50.000ms",
+            ),
+            (
+                Miss::MessageNotTimed(Percentile::Max),
+                "message max was not measured (no message was timed)",
+            ),
+            (
+                Miss::NoConnections,
+                "no connection was opened (the load has no ws, sse or stream step)",
             ),
             (
                 Miss::StoppedEarly("errors > 50%".to_owned()),
