@@ -506,12 +506,13 @@ fn attack_ends<W: Write>(
                 .filter_map(|w| w.get(a))
                 .map(|c| c.sent)
                 .sum();
-            let asked = attack
-                .settings
-                .plan
-                .asked_by(end_ns)
-                .unwrap_or(sent)
-                .max(sent);
+            // A flow's plan asks for runs started, and its `sent` counts every step's
+            // request: only a plain attack's sends can outnumber what was asked.
+            let asked_by_end = attack.settings.plan.asked_by(end_ns);
+            let asked = match asked_by_end {
+                Some(asked) if attack.flow.is_some() => asked,
+                asked => asked.unwrap_or(sent).max(sent),
+            };
             // A replay's shape has whole-second buckets; its last request says when
             // the asking ended.
             let asked_span_ns = match &attack.targets {
@@ -521,7 +522,7 @@ fn attack_ends<W: Write>(
             AttackEnd {
                 asked,
                 sent,
-                unsent: asked - sent,
+                unsent: asked.saturating_sub(sent),
                 asked_span_ns,
             }
         })

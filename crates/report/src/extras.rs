@@ -302,15 +302,12 @@ impl Extras {
                 attacks: attacks.len(),
                 stop: stop.clone(),
             });
-        // A flow's asked rate counts flow starts, not sends: no gap between sends to read.
-        let flows = attacks.iter().any(|&id| facts.attacks[id].flow);
-        let pace = asked
-            .as_ref()
-            .filter(|_| !flows)
-            .map(|asked| analysis::Pace {
-                asked_per_sec: asked.asked_per_sec,
-                sent_per_sec: asked.achieved_per_sec,
-            });
+        // A flow's asked and achieved rates both count its runs started: the gap between
+        // two starts is what a step's lag is weighed against.
+        let pace = asked.as_ref().map(|asked| analysis::Pace {
+            asked_per_sec: asked.asked_per_sec,
+            sent_per_sec: asked.achieved_per_sec,
+        });
         let lag =
             send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns, pace));
         let warnings = assess(lag, asked.as_ref(), &facts.health);
