@@ -7,7 +7,7 @@
 //! - [`slo`]: the verdict of one step ([`judge`] a [`StepSummary`] against an [`Slo`]),
 //!   which always includes the generator's own health, so that a step the generator
 //!   could not deliver is [`Verdict::Inconclusive`], never a server failure.
-//!   Its [`held`] part judges a step's held connections and messages ([`StreamWindow`]).
+//!   Its [`slo::held`] part judges a step's held connections and messages ([`StreamWindow`]).
 //! - [`search`]: the capacity search as a state machine ([`Search`]): exponential
 //!   growth, then bisection to a stated precision, then a confirmation probe.
 //! - [`diagnosis`]: what ran out first: the resources watched beside a run, each
@@ -25,7 +25,6 @@
 
 pub mod compare;
 pub mod diagnosis;
-pub mod held;
 pub mod saturation;
 pub mod search;
 pub mod slo;
@@ -35,11 +34,11 @@ pub use compare::{CompareConfig, Difference, Direction, compare_samples};
 pub use diagnosis::{
     Behind, Diagnosis, GeneratorState, Hole, Knee, Note, Trouble, Unjudged, Watched, diagnose,
 };
-pub use held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow};
 pub use saturation::{
     Finding, NoRamp, SaturationConfig, Seen, Turn, TurnKind, Window, find_saturation,
 };
 pub use search::{Next, Outcome, Search, SearchConfig};
+pub use slo::held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow};
 pub use slo::{
     CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
     judge, parse_percentile,

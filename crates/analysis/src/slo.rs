@@ -6,8 +6,10 @@
 //! check's): each measured check against its own bound or the one for every check, and
 //! a bound naming a check that was not measured fails, so a typo in a name never passes.
 
+pub mod held;
+
 use crate::AnalysisError;
-use crate::held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow, stream_misses};
+use held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow, stream_misses};
 
 /// A latency statistic an SLO can bound: the one set of names stop rules use too.
 pub use units::LatencyStat as Percentile;

@@ -16,6 +16,8 @@
 //! from the summary's rows alone; each step's `plot.html` (`loadlab plot` of its
 //! records) is made once, when the step is judged (`step.rs`).
 
+pub(crate) mod held_rows;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -26,8 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 use crate::cells::{Cell, format_rate};
-use crate::held_rows::{ConnectionsRow, HeldAnswer, connections_markdown};
 use crate::plan::{Mode, Plan};
+use held_rows::{ConnectionsRow, HeldAnswer, connections_markdown};
 
 /// A step's verdict in `summary.json`: the server's ([`Verdict`]'s word), or why
 /// there is none.

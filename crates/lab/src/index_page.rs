@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 use plot::{Chart, ChartPage, Scale, Series, Style, Unit, escape_html as escape};
 
 use crate::cells::format_rate;
+use crate::folder::held_rows::CONNECTION_HEADERS;
 use crate::folder::{RunSummary, StepRow, StepVerdict};
-use crate::held_rows::CONNECTION_HEADERS;
 use crate::plan::Mode;
 
 /// One colour per variant, in plan order (then by first appearance).

@@ -31,8 +31,6 @@ mod cells;
 pub mod ci;
 pub mod compare;
 mod folder;
-mod held;
-mod held_rows;
 mod hooks;
 mod index_page;
 mod options;
@@ -46,10 +44,10 @@ mod summarise;
 
 use std::path::PathBuf;
 
+pub use folder::held_rows::{ConnectionsRow, HeldAnswer};
 pub use folder::{
     CellStats, RunSummary, ScenarioRow, StepKind, StepRow, StepVerdict, VariantResult, redact,
 };
-pub use held_rows::{ConnectionsRow, HeldAnswer};
 pub use options::{
     MakeMonitor, MakeWatch, MonitorFactory, RunOptions, StepOutput, Watch, WatchFactory,
 };

@@ -13,11 +13,11 @@ use engine::StopHandle;
 
 use crate::LabError;
 use crate::cells::{Cell, Offer, cells, format_rate};
+use crate::folder::held_rows::HeldAnswer;
 use crate::folder::{
     RunSummary, StepKind, StepRow, StepVerdict, VariantResult, cell_stats, log_line, redact,
     started_now,
 };
-use crate::held_rows::HeldAnswer;
 use crate::options::RunOptions;
 use crate::plan::{Mode, Plan, SearchOver};
 use crate::step::run_cell;

@@ -12,12 +12,14 @@
 //! read into the [`StepSummary`] the verdict judges. So a step's `p99`, success ratio
 //! and failures are those its `report.txt` prints, by construction.
 
+mod held;
+
 use analysis::{CheckCount, ConnectionsAsked, Percentile, StepSummary};
 use record::RunTables;
 use report::{Bounds, GroupBy, Measure, Metrics, Report};
 
 use crate::LabError;
-use crate::held::{StreamRecords, stream_window};
+use held::{StreamRecords, stream_window};
 
 /// The measured window, as offsets from the run's time zero.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,7 +49,7 @@ pub struct Figures {
 /// other, in file order: the window's figures do not depend on order) and sums up
 /// their window for each of their `attacks`; `asked` gives the requests an attack's
 /// plan made due between two offsets (open model), `None` for the closed model, whose
-/// `users` the step's held connections are judged against (`crate::held`).
+/// `users` the step's held connections are judged against (`held`).
 /// Several files are the shards of one run, read as `loadlab report` reads them: the
 /// shards of different runs, or one shard twice, are refused.
 pub fn summarise(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::folder::{StepRow, StepVerdict, millis};
 
-/// A step's connections and messages in its window (`crate::held`).
+/// A step's connections and messages in its window (`crate::summarise::held`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionsRow {
     /// What `asked` counts: `users` (closed model) or `arrivals` (open model).
