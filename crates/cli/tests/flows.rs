@@ -233,8 +233,10 @@ fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
         .take(2)
         .map(|f| f.parse().unwrap())
         .collect();
+    // Asked over the span of the 30 starts' intended times (29 gaps of 25 ms), as a
+    // plain attack's is: 41.38, and the starts achieved on the same footing.
     assert!(
-        figures[0] == 40.0 && (36.0..44.0).contains(&figures[1]),
+        (40.0..42.0).contains(&figures[0]) && (36.0..44.0).contains(&figures[1]),
         "{asked}"
     );
     assert!(
@@ -1944,7 +1946,9 @@ fn connections_open_when_the_run_is_stopped_are_written_as_open_at_the_end() {
     assert!(report.status.success(), "{}", text(&report.stderr));
     let report = text(&report.stdout);
     assert!(report.contains("Connections"), "{report}");
-    assert!(report.contains("10, 10, 10"), "{report}");
+    // Opened and the most held at once: 10 (the "last second" figure counts the clock
+    // second of the last close; the 10 closes at the stop may straddle a second).
+    assert!(report.contains("10, 10, "), "{report}");
     assert!(report.contains("open:10"), "{report}");
 }
 
