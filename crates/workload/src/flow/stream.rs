@@ -151,8 +151,6 @@ pub struct StreamTarget {
     pub checks: Vec<String>,
 }
 
-/// Close codes a client may send (RFC 6455 7.4.1 and the IANA registry; 1004-1006
-/// and 1015 are never sent, 3000-4999 are the applications').
 /// A `send`'s pace from `every` and `count`, or `schedule` (and at most `count`).
 fn pace(
     fields: &ActionFields,
@@ -183,6 +181,8 @@ fn pace(
     }
 }
 
+/// Close codes a client may send (RFC 6455 7.4.1 and the IANA registry; 1004-1006
+/// and 1015 are never sent, 3000-4999 are the applications').
 fn sendable_close(code: i64) -> bool {
     matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }
