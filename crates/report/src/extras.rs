@@ -303,11 +303,15 @@ impl Extras {
                 stop: stop.clone(),
             });
         // A flow's asked and achieved rates both count its runs started: the gap between
-        // two starts is what a step's lag is weighed against.
-        let pace = asked.as_ref().map(|asked| analysis::Pace {
-            asked_per_sec: asked.asked_per_sec,
-            sent_per_sec: asked.achieved_per_sec,
-        });
+        // two starts is what a step's lag is weighed against. A slice (a step, a target)
+        // sends into the run's slots: the run's gap.
+        let pace = match scope {
+            Scope::Part => run_pace(facts),
+            _ => asked.as_ref().map(|asked| analysis::Pace {
+                asked_per_sec: asked.asked_per_sec,
+                sent_per_sec: asked.achieved_per_sec,
+            }),
+        };
         let lag =
             send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns, pace));
         let warnings = assess(lag, asked.as_ref(), &facts.health);
@@ -372,6 +376,19 @@ fn protocol_mix(report: &Report) -> Option<Vec<(Protocol, u64)>> {
 }
 
 /// The attack ids a report covers: those with requests or unsent ones.
+/// The whole run's pace, for a slice of it: every attack open with an asked rate, and
+/// nothing due left unsent (its own shortfall is the run's warning, not a slice's).
+fn run_pace(facts: &RunFacts) -> Option<analysis::Pace> {
+    let asked_per_sec: f64 = (facts.attacks.iter())
+        .map(|attack| attack.asked_rate_per_sec)
+        .sum::<Option<f64>>()?;
+    let delivered = facts.attacks.iter().all(|attack| attack.unsent == 0);
+    (delivered && asked_per_sec > 0.0).then_some(analysis::Pace {
+        asked_per_sec,
+        sent_per_sec: asked_per_sec,
+    })
+}
+
 fn scope_attacks(report: &Report, facts: &RunFacts, scope: Scope) -> Vec<usize> {
     let active = |id: usize| {
         report.attacks.get(id).is_some_and(|a| a.requests > 0)
@@ -749,27 +766,35 @@ mod tests {
         let mut metrics = Metrics::new(None);
         metrics.add_all(&(0..200).map(record).collect::<Vec<_>>());
         let report = metrics.close(&RunTables::default());
-        // (rate asked, the lag's weight, warnings)
+        // (rate asked, requests due and never sent, the scope, the lag's weight, warnings):
+        // a slice (`-by=step`) is weighed against the run's gap, when the run delivered.
         let rows = [
-            (100.0, analysis::LagWeight::Light, 0),
-            (150.0, analysis::LagWeight::Heavy, 2),
+            (100.0, 0, Scope::Run, analysis::LagWeight::Light, 0),
+            (150.0, 0, Scope::Run, analysis::LagWeight::Heavy, 2),
+            (100.0, 0, Scope::Part, analysis::LagWeight::Light, 0),
+            (100.0, 5, Scope::Part, analysis::LagWeight::Heavy, 1),
         ];
-        for (asked, weight, warnings) in rows {
+        for (asked, unsent, scope, weight, warnings) in rows {
             let facts = RunFacts {
                 lag_recorded: true,
                 attacks: vec![AttackFacts {
                     model: Some(LoadModel::Open),
                     asked_rate_per_sec: Some(asked),
+                    unsent,
                     ..AttackFacts::default()
                 }],
                 ..RunFacts::default()
             };
-            let extras = Extras::build(&report, &facts, Scope::Run);
-            assert_eq!(extras.lag.map(|lag| lag.weight), Some(weight), "{asked}/s");
+            let extras = Extras::build(&report, &facts, scope);
+            assert_eq!(
+                extras.lag.map(|lag| lag.weight),
+                Some(weight),
+                "{asked}/s {scope:?}"
+            );
             assert_eq!(
                 extras.warnings.len(),
                 warnings,
-                "{asked}/s: {:?}",
+                "{asked}/s {scope:?}: {:?}",
                 extras.warnings
             );
         }
