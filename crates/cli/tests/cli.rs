@@ -2701,7 +2701,11 @@ fn shard_flags_apply_to_every_scenario_of_a_file() {
     assert!(attack.status.success(), "{}", stderr(&attack));
     let report = run(&["report", &output], None);
     let text = ok(&report);
-    assert_eq!(requests(&text) + unsent(&text), 55, "half of 100 + 10: {text}");
+    assert_eq!(
+        requests(&text) + unsent(&text),
+        55,
+        "half of 100 + 10: {text}"
+    );
     assert!(
         stderr(&report).contains("warning: shard 0/2 missing: its half of the load"),
         "{}",
