@@ -40,8 +40,8 @@ pub use saturation::{
 pub use search::{Next, Outcome, Search, SearchConfig};
 pub use slo::held::{ConnectionsAsked, MessageWay, StreamBounds, StreamWindow};
 pub use slo::{
-    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, Slo, StepSummary, Verdict,
-    judge, parse_percentile,
+    CheckCount, GeneratorHealth, Lag, LagWeight, Miss, Pace, Percentile, SendGap, Slo, StepSummary,
+    Verdict, judge, parse_percentile,
 };
 pub use spans::{
     Arrived, Fetched, OUTSIDE, OperationTime, SLOW_FACTOR, Span, SpanBreakdown, SpanJudgement,

@@ -63,34 +63,63 @@ pub struct Lag {
     pub limit_ns: u64,
     /// The answers' median latency it was weighed against.
     pub latency_p50_ns: u64,
-    /// The gap between two sends at the asked rate, when that rate was delivered (it
-    /// was weighed against half of it too); none in a closed model or a short rate.
-    pub send_gap_ns: Option<u64>,
+    /// The gap between two sends it was weighed against too (half of it): at the asked
+    /// rate when that rate was delivered, or between one user's two sends in a closed
+    /// model; none for a short rate.
+    pub send_gap: Option<SendGap>,
     /// The judgement.
     pub weight: LagWeight,
 }
 
-/// The rate a lag is weighed against: asked and sent, requests per second.
+/// The gap between two sends a lag was weighed against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendGap {
+    /// Between two of the run's sends at its asked rate (an open model), nanoseconds.
+    Run(u64),
+    /// Between two sends of one user (a closed model: users over the rate they sent),
+    /// nanoseconds.
+    User(u64),
+}
+
+impl SendGap {
+    /// The gap, nanoseconds.
+    pub fn ns(self) -> u64 {
+        match self {
+            SendGap::Run(ns) | SendGap::User(ns) => ns,
+        }
+    }
+}
+
+/// The pace a lag is weighed against.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pace {
-    /// Requests per second asked (0 in a closed model: no gap between sends).
-    pub asked_per_sec: f64,
-    /// Requests per second sent.
-    pub sent_per_sec: f64,
+pub enum Pace {
+    /// An open model: requests (a flow's: starts) per second asked and sent.
+    Open {
+        /// Requests per second asked (0: no rate, no gap between sends).
+        asked_per_sec: f64,
+        /// Requests per second sent.
+        sent_per_sec: f64,
+    },
+    /// A closed model: each user sends its next request once its last is answered and
+    /// its think time is over, so one user's sends are `users / requests_per_sec` apart
+    /// and a late one still lands nearer its own turn than the next under half that.
+    Closed {
+        /// Users at once (at most).
+        users: u64,
+        /// Requests per second all users sent.
+        requests_per_sec: f64,
+    },
 }
 
 impl GeneratorHealth {
     /// Weighs a send lag p99 against this bound, the answers' median latency and, when
     /// the asked rate was delivered, the gap between two sends (docs/DIAGNOSIS.md).
     pub fn weigh_lag(&self, lag_p99_ns: u64, latency_p50_ns: u64, pace: Option<Pace>) -> Lag {
-        let send_gap_ns = pace
-            .filter(|pace| pace.asked_per_sec > 0.0)
-            .filter(|pace| !self.sent_short(pace.asked_per_sec, pace.sent_per_sec))
-            .map(|pace| (1e9 / pace.asked_per_sec) as u64);
+        let send_gap = pace.and_then(|pace| self.send_gap(pace));
         let weight = if lag_p99_ns <= self.max_lag_p99_ns {
             LagWeight::Within
         } else if lag_p99_ns < latency_p50_ns
-            || send_gap_ns.is_some_and(|gap_ns| lag_p99_ns < gap_ns / 2)
+            || send_gap.is_some_and(|gap| lag_p99_ns < gap.ns() / 2)
         {
             LagWeight::Light
         } else {
@@ -100,8 +129,24 @@ impl GeneratorHealth {
             p99_ns: lag_p99_ns,
             limit_ns: self.max_lag_p99_ns,
             latency_p50_ns,
-            send_gap_ns,
+            send_gap,
             weight,
+        }
+    }
+
+    /// The gap between two sends of `pace`: none at a rate not delivered.
+    fn send_gap(&self, pace: Pace) -> Option<SendGap> {
+        match pace {
+            Pace::Open {
+                asked_per_sec,
+                sent_per_sec,
+            } => (asked_per_sec > 0.0 && !self.sent_short(asked_per_sec, sent_per_sec))
+                .then(|| SendGap::Run((1e9 / asked_per_sec) as u64)),
+            Pace::Closed {
+                users,
+                requests_per_sec,
+            } => (users > 0 && requests_per_sec > 0.0)
+                .then(|| SendGap::User((users as f64 * 1e9 / requests_per_sec) as u64)),
         }
     }
 
@@ -156,8 +201,12 @@ impl CheckCount {
 pub struct StepSummary {
     /// Requests per second the step asked for (0 in a closed model: no rate to fall short of).
     pub asked_per_sec: f64,
-    /// Requests per second actually sent.
+    /// Requests per second actually sent (a flow's: its runs started).
     pub sent_per_sec: f64,
+    /// Users in a closed model, at most at once (0 in an open model).
+    pub users: u64,
+    /// Requests per second sent, every step of a flow counted.
+    pub requests_per_sec: f64,
     /// Requests in the window.
     pub requests: u64,
     /// Share that succeeded (0..1).
@@ -371,9 +420,15 @@ fn generator_misses(step: &StepSummary, health: &GeneratorHealth) -> Vec<Miss> {
         .find(|(p, _)| *p == Percentile::P50)
         .map_or(0, |&(_, ns)| ns);
     // A lag small beside the answers leaves them the server's (docs/DIAGNOSIS.md).
-    let pace = Pace {
-        asked_per_sec: step.asked_per_sec,
-        sent_per_sec: step.sent_per_sec,
+    let pace = match step.users {
+        0 => Pace::Open {
+            asked_per_sec: step.asked_per_sec,
+            sent_per_sec: step.sent_per_sec,
+        },
+        users => Pace::Closed {
+            users,
+            requests_per_sec: step.requests_per_sec,
+        },
     };
     let lag = health.weigh_lag(step.lag_p99_ns, p50_ns, Some(pace));
     if lag.weight == LagWeight::Heavy {
@@ -488,6 +543,8 @@ mod tests {
         StepSummary {
             asked_per_sec: 1000.0,
             sent_per_sec: 999.5,
+            users: 0,
+            requests_per_sec: 999.5,
             requests: 10_000,
             success_ratio: 0.999,
             latency_ns: vec![(Percentile::P50, 2_000_000), (Percentile::P99, 40_000_000)],
@@ -512,7 +569,7 @@ mod tests {
     fn verdicts() {
         type Change = fn(&mut StepSummary);
         const MS: u64 = 1_000_000;
-        let pace = Pace {
+        let pace = Pace::Open {
             asked_per_sec: 1000.0,
             sent_per_sec: 999.5,
         };
@@ -603,7 +660,7 @@ mod tests {
                         p99_ns: 5 * MS,
                         limit_ns: MS,
                         latency_p50_ns: MS,
-                        send_gap_ns: None,
+                        send_gap: None,
                         weight: LagWeight::Heavy,
                     }),
                 ]),
@@ -638,6 +695,30 @@ mod tests {
     }
 
     #[test]
+    fn users_refused_with_a_lag_small_beside_their_gap_fail_on_the_server() {
+        const MS: u64 = 1_000_000;
+        // 80 users, 100 ms think time, quick 503s: 2.5 ms late at p99 is over the
+        // bound and the 1 ms answers, but a user sends every 200 ms.
+        let mut step = healthy_step();
+        (step.asked_per_sec, step.sent_per_sec) = (0.0, 400.0);
+        (step.users, step.requests_per_sec) = (80, 400.0);
+        step.latency_ns = vec![(Percentile::P50, MS), (Percentile::P99, 3 * MS)];
+        step.lag_p99_ns = 2_500_000;
+        step.success_ratio = 0.12;
+        step.errors_by_kind = vec![("503".to_owned(), 1128)];
+        let want = Verdict::Fail(vec![Miss::Success {
+            ratio: 0.12,
+            min: 0.99,
+        }]);
+        assert_eq!(judge(&step, &slo()), want);
+        // As many users sending 40 times as fast: 2.5 ms is past half their 5 ms gap.
+        step.requests_per_sec = 16_000.0;
+        assert!(
+            matches!(judge(&step, &slo()), Verdict::Inconclusive(misses) if matches!(misses[0], Miss::Lag(_)))
+        );
+    }
+
+    #[test]
     fn lag_weighs_against_its_bound_the_median_latency_and_the_send_gap() {
         const MS: u64 = 1_000_000;
         let health = GeneratorHealth {
@@ -645,9 +726,15 @@ mod tests {
             ..GeneratorHealth::default()
         };
         let pace = |asked_per_sec, sent_per_sec| {
-            Some(Pace {
+            Some(Pace::Open {
                 asked_per_sec,
                 sent_per_sec,
+            })
+        };
+        let users = |users, requests_per_sec| {
+            Some(Pace::Closed {
+                users,
+                requests_per_sec,
             })
         };
         // (case, lag p99, latency p50, the rate asked and sent, weight)
@@ -704,12 +791,34 @@ mod tests {
                 LagWeight::Heavy,
             ),
             (
-                "2 ms in a closed model: no gap",
+                "2 ms with no rate asked: no gap",
                 2 * MS,
                 MS,
                 pace(0.0, 100.0),
                 LagWeight::Heavy,
             ),
+            (
+                "2.5 ms of 80 users at 400/s: under half a user's 200 ms gap",
+                2_500_000,
+                MS,
+                users(80, 400.0),
+                LagWeight::Light,
+            ),
+            (
+                "120 ms of 80 users at 400/s: past half a user's gap",
+                120 * MS,
+                MS,
+                users(80, 400.0),
+                LagWeight::Heavy,
+            ),
+            (
+                "2 ms of 10 users at 10k/s: past half a user's 1 ms gap",
+                2 * MS,
+                MS / 2,
+                users(10, 10_000.0),
+                LagWeight::Heavy,
+            ),
+            ("no users", 2 * MS, MS, users(0, 100.0), LagWeight::Heavy),
         ];
         for (case, lag_ns, p50_ns, pace, want) in rows {
             let lag = health.weigh_lag(lag_ns, p50_ns, pace);

@@ -85,6 +85,7 @@ pub fn summarise(
         step_summary(report, attack, window, asked, tables)
     });
     let mut main = summaries.next().unwrap_or_default();
+    main.users = users.unwrap_or(0);
     let connections_asked = match users {
         Some(users) => ConnectionsAsked::Users(users),
         None => ConnectionsAsked::Arrivals(asked(0, window.start_ns, window.end_ns).unwrap_or(0)),
@@ -132,6 +133,8 @@ fn step_summary(
     StepSummary {
         asked_per_sec,
         sent_per_sec: sent as f64 / seconds,
+        users: 0,
+        requests_per_sec: report.requests as f64 / seconds,
         requests: report.requests,
         success_ratio: report.success_ratio,
         latency_ns,

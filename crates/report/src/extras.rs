@@ -29,6 +29,9 @@ pub struct AttackFacts {
     shard_span_ns: u64,
     /// A flow: it asks for flow starts, so it is held to its starts, not its requests.
     pub flow: bool,
+    /// A closed model's users at most at once (the header's: a shard's is the whole
+    /// run's, and separate runs merged add up).
+    pub users: Option<u64>,
 }
 
 impl AttackFacts {
@@ -172,10 +175,19 @@ impl RunFacts {
                 continue;
             };
             let attack_end = end.and_then(|e| e.attacks.get(index));
+            let shards = summary.header.shard.as_ref().map_or(1, |s| s.count).max(1);
             if let Some(facts) = self.attacks.get_mut(id) {
                 facts.flow |= info.flow;
+                if let (LoadModel::Closed, Some(users)) = (info.model, info.concurrency) {
+                    let before = facts.users.unwrap_or(0);
+                    let after = if shards > 1 {
+                        before.max(users)
+                    } else {
+                        before + users
+                    };
+                    facts.users = Some(after);
+                }
             }
-            let shards = summary.header.shard.as_ref().map_or(1, |s| s.count).max(1);
             if let (Some(facts), true, LoadModel::Open) =
                 (self.attacks.get_mut(id), shards > 1, info.model)
             {
@@ -307,10 +319,13 @@ impl Extras {
         // sends into the run's slots: the run's gap.
         let pace = match scope {
             Scope::Part => run_pace(facts),
-            _ => asked.as_ref().map(|asked| analysis::Pace {
-                asked_per_sec: asked.asked_per_sec,
-                sent_per_sec: asked.achieved_per_sec,
-            }),
+            _ => asked
+                .as_ref()
+                .map(|asked| analysis::Pace::Open {
+                    asked_per_sec: asked.asked_per_sec,
+                    sent_per_sec: asked.achieved_per_sec,
+                })
+                .or_else(|| closed_pace(report, facts, &attacks)),
         };
         let lag =
             send_lag.map(|lag| (facts.health).weigh_lag(lag.p99_ns, report.latencies.p50_ns, pace));
@@ -383,9 +398,25 @@ fn run_pace(facts: &RunFacts) -> Option<analysis::Pace> {
         .map(|attack| attack.asked_rate_per_sec)
         .sum::<Option<f64>>()?;
     let delivered = facts.attacks.iter().all(|attack| attack.unsent == 0);
-    (delivered && asked_per_sec > 0.0).then_some(analysis::Pace {
+    (delivered && asked_per_sec > 0.0).then_some(analysis::Pace::Open {
         asked_per_sec,
         sent_per_sec: asked_per_sec,
+    })
+}
+
+/// The users of `attacks`, every one a closed model, and the requests they sent a
+/// second: a user's gap between two sends, which its lag is weighed against.
+fn closed_pace(report: &Report, facts: &RunFacts, attacks: &[usize]) -> Option<analysis::Pace> {
+    let users = (attacks.iter())
+        .map(|&id| {
+            facts.attacks[id]
+                .users
+                .filter(|_| facts.attacks[id].model == Some(LoadModel::Closed))
+        })
+        .sum::<Option<u64>>()?;
+    (users > 0).then_some(analysis::Pace::Closed {
+        users,
+        requests_per_sec: report.rate_per_sec,
     })
 }
 
@@ -797,6 +828,49 @@ mod tests {
                 "{asked}/s {scope:?}: {:?}",
                 extras.warnings
             );
+        }
+    }
+
+    #[test]
+    fn a_closed_models_lag_is_weighed_against_one_users_gap_between_sends() {
+        use crate::metrics::Metrics;
+        // 100 requests a second, each 2 ms late, 1 ms answers.
+        let record = |i: u64| record::Record {
+            intended_unix_ns: i * 10_000_000,
+            send_lag_ns: 2_000_000,
+            latency_ns: 1_000_000,
+            status: 200,
+            ..record::Record::default()
+        };
+        let mut metrics = Metrics::new(None);
+        metrics.add_all(&(0..200).map(record).collect::<Vec<_>>());
+        let report = metrics.close(&RunTables::default());
+        // (users, the lag's weight, warnings): 2 users send 20 ms apart each, so 2 ms
+        // is under half a user's gap; 1,000 users would be 10 s apart; no users known
+        // (an older file) leaves the median latency alone to weigh it.
+        let rows = [
+            (Some(2), analysis::LagWeight::Light, 0),
+            (Some(1000), analysis::LagWeight::Light, 0),
+            (None, analysis::LagWeight::Heavy, 1),
+        ];
+        for (users, weight, warnings) in rows {
+            let facts = RunFacts {
+                lag_recorded: true,
+                attacks: vec![AttackFacts {
+                    model: Some(LoadModel::Closed),
+                    users,
+                    ..AttackFacts::default()
+                }],
+                ..RunFacts::default()
+            };
+            let extras = Extras::build(&report, &facts, Scope::Run);
+            let lag = extras.lag.expect("a lag");
+            assert_eq!(lag.weight, weight, "{users:?} users");
+            // 200 sends over 1.99 s: the rate is vegeta's, over the send span.
+            let gap_ns = |users: u64| (users as f64 * 1e9 / report.rate_per_sec) as u64;
+            let gap = users.map(|users| analysis::SendGap::User(gap_ns(users)));
+            assert_eq!(lag.send_gap, gap, "{users:?} users");
+            assert_eq!(extras.warnings.len(), warnings, "{:?}", extras.warnings);
         }
     }
 

@@ -16,12 +16,16 @@ pub use step::{miss, verdict_why};
 use units::GoDuration;
 
 /// What else a heavy lag was over: half the gap between sends when the asked rate was
-/// delivered (` nor half the 10ms gap between sends`), else nothing.
+/// delivered (` nor half the 10ms gap between sends`), or between one user's sends in
+/// a closed model, else nothing.
 pub fn lag_gap(lag: &analysis::Lag) -> String {
-    lag.send_gap_ns.map_or_else(String::new, |gap_ns| {
-        format!(
-            " nor half the {} gap between sends",
-            GoDuration::report_ns(gap_ns)
-        )
-    })
+    let (gap_ns, whose) = match lag.send_gap {
+        None => return String::new(),
+        Some(analysis::SendGap::Run(ns)) => (ns, "sends"),
+        Some(analysis::SendGap::User(ns)) => (ns, "a user's sends"),
+    };
+    format!(
+        " nor half the {} gap between {whose}",
+        GoDuration::report_ns(gap_ns)
+    )
 }
