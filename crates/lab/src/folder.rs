@@ -373,6 +373,10 @@ pub struct VariantResult {
     pub variant: String,
     /// The highest rate that met the SLO, requests per second, if any did.
     pub max_rate_held: Option<f64>,
+    /// The most users that met the SLO, if any did (steps of a closed model: a search
+    /// over users, a sweep of users).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_users_held: Option<u64>,
     /// How it was found.
     pub how: String,
     /// Search: probes run (the confirmation included).
@@ -671,13 +675,17 @@ impl RunSummary {
 impl RunSummary {
     /// Each variant's answer with its improvement against the first, as table cells
     /// for `summary.md` and `index.html` alike: the headers, then each variant's cells
-    /// (in the headers' order). The answer is the maximum rate held or, when its steps
-    /// held connections, the connections and messages a second of its highest
-    /// passing step.
+    /// (in the headers' order). The answer is the maximum rate held (the most users,
+    /// when the steps were users) or, when its steps held connections, the connections
+    /// and messages a second of its highest passing step.
     pub(crate) fn answers(&self) -> (&'static [&'static str], Vec<Vec<String>>) {
         let held = self.variants.iter().any(|v| v.held.is_some());
+        // Users only where no variant has a rate (a plan's steps are all of one model).
+        let users = !self.variants.iter().any(|v| v.max_rate_held.is_some())
+            && self.variants.iter().any(|v| v.max_users_held.is_some());
         let level = |v: &VariantResult| match (held, &v.held) {
             (true, answer) => answer.as_ref().map(|a| a.connections as f64),
+            (false, _) if users => v.max_users_held.map(|users| users as f64),
             (false, _) => v.max_rate_held,
         };
         let baseline = self.variants.first().and_then(level);
@@ -701,6 +709,9 @@ impl RunSummary {
                     ]
                 }
                 (None, true) => ["none", "-", "-", "-"].map(str::to_owned).to_vec(),
+                (None, false) if users => vec![
+                    (v.max_users_held).map_or("none".to_owned(), |users| format!("{users} users")),
+                ],
                 (None, false) => vec![v.max_rate_held.map_or("none".to_owned(), format_rate)],
             };
             cells.push(improvement);
@@ -714,6 +725,8 @@ impl RunSummary {
                 "offered",
                 "improvement",
             ]
+        } else if users {
+            &["most users held", "improvement"]
         } else {
             &["max req/s held", "improvement"]
         };
@@ -965,6 +978,35 @@ mod tests {
         assert!(md.contains("| go | 1024 | 4.00x | sweep |"), "{md}");
         assert!(
             md.contains("| 000-ruby-256 | ruby | 256/s | 0.0 | 100.00% | 1.3ms |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_sweep_of_users_answers_in_users() {
+        let variant = |name: &str, users: Option<u64>| VariantResult {
+            variant: name.to_owned(),
+            max_users_held: users,
+            how: "sweep".to_owned(),
+            ..VariantResult::default()
+        };
+        let summary = RunSummary {
+            plan: "p".to_owned(),
+            mode: Mode::Sweep,
+            variants: vec![variant("pool-10", Some(20)), variant("pool-40", Some(70))],
+            ..RunSummary::default()
+        };
+        let md = summary.markdown();
+        assert!(
+            md.contains("| variant | most users held | improvement | how |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| pool-10 | 20 users | 1.00x | sweep |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| pool-40 | 70 users | 3.50x | sweep |"),
             "{md}"
         );
     }

@@ -298,6 +298,7 @@ impl Run<'_> {
         Ok(VariantResult {
             variant: name.clone(),
             max_rate_held: held.filter(|_| !users),
+            max_users_held: held.filter(|_| users).map(|level| level as u64),
             how,
             probes: Some(probes),
             seconds: Some(started.elapsed().as_secs_f64()),
@@ -519,6 +520,7 @@ fn held_by_sweep(plan: &Plan, steps: &[StepRow]) -> Vec<VariantResult> {
             VariantResult {
                 variant: variant.name.clone(),
                 max_rate_held: held.and_then(|s| s.rate_asked),
+                max_users_held: held.and_then(|s| s.users),
                 how,
                 held: held.and_then(|s| HeldAnswer::of(s)),
                 ..VariantResult::default()

@@ -1508,6 +1508,11 @@ max_rate = 16
     );
     let held = answer.held.as_ref().expect("answered in connections held");
     assert_eq!((held.users, held.connections), (Some(6), 6), "{held:?}");
+    assert_eq!(
+        answer.max_users_held,
+        Some(6),
+        "compare reads the users held"
+    );
     assert!(held.messages_in_per_sec > 0.0, "{held:?}");
 
     let past = &summary.steps[2];
@@ -1683,6 +1688,7 @@ fn held_summary() -> RunSummary {
         variants: vec![VariantResult {
             variant: "room".to_owned(),
             max_rate_held: None,
+            max_users_held: Some(6),
             how: "search: found and confirmed in 3 probes, 15s".to_owned(),
             probes: Some(3),
             seconds: Some(15.0),

@@ -37,7 +37,7 @@ impl FolderComparison {
                 let worse = a - b.unwrap_or(0.0);
                 if worse > threshold * a {
                     found.push(FolderRegression {
-                        what: format!("max rate held of {}", line.variant),
+                        what: format!("{} of {}", line.capacity.name(), line.variant),
                         input: self.inputs[index].clone(),
                         worse_by: worse / a,
                         beyond_noise: false,

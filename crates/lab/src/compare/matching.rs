@@ -1,6 +1,6 @@
 //! Which step of each side matches which step of A (the same variant unless the sides
-//! picked theirs, kind, offer, axis values and repeat), and each variant's maximum rate
-//! held side by side.
+//! picked theirs, kind, offer, axis values and repeat), and each variant's capacity
+//! held (its maximum rate, or its most users) side by side.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,7 @@ use report::Versus;
 
 use super::figures::{joined_names, step_line};
 use super::inputs::Side;
-use super::model::{FolderComparison, VariantLine};
+use super::model::{Capacity, FolderComparison, VariantLine};
 use crate::folder::StepRow;
 
 /// Reads the sides' steps and compares every side with the first.
@@ -117,12 +117,13 @@ fn variant_lines(sides: &[Side]) -> Vec<VariantLine> {
                 .zip(&per_side)
                 .map(|(side, name)| side.summary.variants.iter().find(|v| &v.variant == name))
                 .collect();
-            let held: Vec<Option<f64>> = found
-                .iter()
-                .map(|v| v.and_then(|v| v.max_rate_held))
+            let capacity = Capacity::of(&found);
+            let held: Vec<Option<f64>> = (found.iter())
+                .map(|v| v.and_then(|v| capacity.held(v)))
                 .collect();
             VariantLine {
                 variant: joined_names(per_side.iter().map(String::as_str)),
+                capacity,
                 how: found
                     .iter()
                     .map(|v| v.map_or("-".to_owned(), |v| v.how.clone()))

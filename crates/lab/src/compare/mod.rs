@@ -9,7 +9,8 @@
 //! the comparison of run folders, whose steps it matches and whose figures it puts in
 //! `report::Row`s, their noise from `report::compare_runs` over the steps' record files.
 //!
-//! Two tables come out of a comparison: per variant, the maximum rate held with the
+//! Two tables come out of a comparison: per variant, the capacity held (its maximum
+//! rate, or its most users when its steps were users: [`Capacity`]) with the
 //! improvement factor against A; per matching step (the same variant, kind, offered rate
 //! or users, axis values and repeat), every figure of its `summary.json` row with the
 //! absolute and relative difference. Whether a step's difference is beyond the noise
@@ -40,7 +41,7 @@ pub use figures::window_figures;
 pub use gate::{FolderRegression, GATED_FIGURES};
 pub use inputs::{CompareArgs, FolderInput, Side, classify, read_summary, sides};
 pub use matching::compare_sides;
-pub use model::{FolderComparison, StepLine, VariantLine};
+pub use model::{Capacity, FolderComparison, StepLine, VariantLine};
 
 use crate::LabError;
 use crate::folder::RunSummary;

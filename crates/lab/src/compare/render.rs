@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use report::{CompareFormat, Unit, Versus, side_letter};
 
-use super::model::{FolderComparison, StepLine};
+use super::model::{Capacity, FolderComparison, StepLine, VariantLine};
 use crate::cells::format_rate;
 
 /// What the noise column means, below the text and Markdown tables.
@@ -39,13 +39,17 @@ impl FolderComparison {
                 layout.quote
             );
         }
-        let _ = writeln!(out, "\n{}max rate held (req/s)\n", layout.heading);
+        let _ = writeln!(out, "\n{}{}\n", layout.heading, self.capacity_heading());
         let mut table = vec![self.header("variant", false)];
         for line in &self.variants {
-            let mut cells = vec![line.variant.clone(), held_text(line.held[0])];
+            let unit = match line.capacity {
+                Capacity::Rate => Unit::PerSec,
+                Capacity::Users => Unit::Count,
+            };
+            let mut cells = vec![line.variant.clone(), held_text(line, line.held[0])];
             for (versus, held) in line.versus.iter().zip(&line.held[1..]) {
-                cells.push(held_text(*held));
-                cells.extend(versus_cells(Unit::PerSec, versus, false));
+                cells.push(held_text(line, *held));
+                cells.extend(versus_cells(unit, versus, false));
             }
             table.push(cells);
         }
@@ -62,6 +66,18 @@ impl FolderComparison {
         out.push('\n');
         out.push_str(NOISE_NOTE);
         out
+    }
+
+    /// The variants table's heading: what its lines count.
+    fn capacity_heading(&self) -> &'static str {
+        let users = |line: &VariantLine| line.capacity == Capacity::Users;
+        if self.variants.iter().all(users) && !self.variants.is_empty() {
+            "most users held"
+        } else if self.variants.iter().any(users) {
+            "capacity held (req/s, or users)"
+        } else {
+            "max rate held (req/s)"
+        }
     }
 
     fn header(&self, first: &str, noise: bool) -> Vec<String> {
@@ -162,8 +178,13 @@ fn versus_cells(unit: Unit, versus: &Versus, noise: bool) -> Vec<String> {
     cells
 }
 
-fn held_text(held: Option<f64>) -> String {
-    held.map_or("none".to_owned(), format_rate)
+/// A capacity held: a rate bare (the heading says req/s), users counted.
+fn held_text(line: &VariantLine, held: Option<f64>) -> String {
+    match (line.capacity, held) {
+        (_, None) => "none".to_owned(),
+        (Capacity::Rate, Some(rate)) => format_rate(rate),
+        (Capacity::Users, Some(users)) => format!("{users:.0} users"),
+    }
 }
 
 /// A step figure as the run folder's tables print it (`summary.md`'s precision).

@@ -263,6 +263,50 @@ fn regressions_are_lower_rates_held_or_gated_figures_beyond_the_noise() {
     }
 }
 
+/// A side of one variant whose search over users found `users` (none: none held).
+fn users_side(name: &str, users: Option<u64>) -> Side {
+    let mut side = side(name, None, &[("ws", None)], Vec::new());
+    side.summary.variants[0].max_users_held = users;
+    side
+}
+
+#[test]
+fn a_search_over_users_compares_the_most_users_held() {
+    // (B's users held, B's cell, B against A, regressions at 5%)
+    let rows = [
+        (Some(60), "60 users", "1.50x", 0),
+        (Some(38), "38 users", "0.95x", 0),
+        (Some(30), "30 users", "0.75x", 1),
+        (None, "none", "-", 1),
+    ];
+    for (users, cell, factor, regressions) in rows {
+        let sides = [users_side("a", Some(40)), users_side("b", users)];
+        let comparison = compare_sides(&sides);
+        let line = &comparison.variants[0];
+        assert_eq!(line.capacity, Capacity::Users, "{users:?}");
+        assert_eq!(line.held, vec![Some(40.0), users.map(|u| u as f64)]);
+        let text = comparison.render(CompareFormat::Text);
+        assert!(text.contains("most users held\n"), "{text}");
+        let table_row = (text.lines())
+            .find(|l| l.starts_with("ws "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            table_row.contains("40 users") && table_row.contains(cell),
+            "{users:?}: {table_row}"
+        );
+        assert!(table_row.contains(factor), "{users:?}: {table_row}");
+        let found = comparison.regressions(0.05);
+        assert_eq!(found.len(), regressions, "{users:?}: {found:?}");
+        assert!(found.iter().all(|r| r.what == "most users held of ws"));
+    }
+    // A rate on either side keeps the rate: the two are not compared as one.
+    let mut rate = users_side("b", Some(50));
+    rate.summary.variants[0].max_rate_held = Some(120.0);
+    let comparison = compare_sides(&[users_side("a", Some(40)), rate]);
+    assert_eq!(comparison.variants[0].capacity, Capacity::Rate);
+    assert_eq!(comparison.variants[0].held, vec![None, Some(120.0)]);
+}
+
 #[test]
 fn inputs_are_sorted_into_files_and_folders() {
     let dir = tempfile::tempdir().unwrap();
