@@ -67,13 +67,18 @@ pub fn summarise(
     let mut batch = Vec::new();
     let mut all = 0;
     let mut stream_records = StreamRecords::default();
+    let mut entries = Vec::new();
     while stream.next_batch(&mut batch).map_err(fail)? {
         all += batch.len() as u64;
         let span = (window.start_ns, window.end_ns);
         report::keep_window(&mut batch, stream.summaries(), span);
         measure.add_records(&batch, stream.tables());
         stream_records.add(&batch, stream.tables());
+        stream.take_connections(&mut entries);
     }
+    // The entries come with their batch, and once more after the last.
+    stream.take_connections(&mut entries);
+    stream_records.add_connections(&entries);
     let sources = stream.summaries().to_vec();
     let tables = stream.tables();
     let summary = measure.close(&sources, tables, Bounds::default());

@@ -45,7 +45,7 @@ pub enum MessageWay {
 pub struct StreamWindow {
     /// What the step asked for.
     pub asked: ConnectionsAsked,
-    /// The most connections open at one sample's time in the window.
+    /// The most connections open at once in the window.
     pub peak_held: u64,
     /// Open at the window's last sample.
     pub held_at_end: u64,

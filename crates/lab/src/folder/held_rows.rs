@@ -19,7 +19,8 @@ pub struct ConnectionsRow {
     pub asked: u64,
     /// Connections held against `asked`: the peak for users, those opened for arrivals.
     pub held: u64,
-    /// The most open at once (at a stats sample's time).
+    /// The most open at once (exact from the entries; without them, at a stats
+    /// sample's time).
     pub peak_held: u64,
     /// Open at the window's last sample.
     pub held_at_end: u64,

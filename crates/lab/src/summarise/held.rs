@@ -9,17 +9,21 @@
 //! connections and messages spread evenly over it); one that straddles the window's
 //! end counts by its share too, but its connections opened count whole, as do those
 //! of the first interval after it (no arrival comes after the window's end: those
-//! are the last arrivals' connections). The peak
-//! held is the most open at a sample's time in the window; a sharded step adds its
+//! are the last arrivals' connections). The peak held is the most open at once in
+//! the window, exact from the connections' entries (every shard's together); a file
+//! without entries gives the most open at a sample's time, a sharded step adding its
 //! shards' peaks.
 
 use analysis::{ConnectionsAsked, Percentile, StreamWindow};
-use record::{ErrorKind, GeneratorStats, MessageLatency, Record, RunTables, SourceSummary};
+use record::{
+    Connection, ErrorKind, GeneratorStats, MessageLatency, Record, RunTables, SourceSummary,
+};
 
 use crate::summarise::Window;
 
-/// The window's stream records: upgrades refused and connections cut.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The window's stream records (upgrades refused, connections cut) and every
+/// connection's span from its entry.
+#[derive(Clone, Debug, Default)]
 pub struct StreamRecords {
     /// Records of `ws` and `sse` steps (upgrades, actions, events).
     pub records: u64,
@@ -27,6 +31,10 @@ pub struct StreamRecords {
     pub refused: u64,
     /// Ended by the server's close or a reset while in use.
     pub cut: u64,
+    /// Each connection's (and streamed call's) open and close, unix ns, from the
+    /// entries: the exact most held at once, where a sample a second may fall between
+    /// short connections.
+    spans: Vec<(u64, u64)>,
 }
 
 impl StreamRecords {
@@ -53,6 +61,44 @@ impl StreamRecords {
     }
 }
 
+impl StreamRecords {
+    /// Keeps the spans of connection entries (all of them: a span is cut to the
+    /// window when it is read).
+    pub fn add_connections(&mut self, entries: &[Connection]) {
+        let opened = entries.iter().filter(|entry| entry.opened_unix_ns > 0);
+        self.spans.extend(opened.map(|entry| {
+            let closed_unix_ns = entry.closed_unix_ns.max(entry.opened_unix_ns);
+            (entry.opened_unix_ns, closed_unix_ns)
+        }));
+    }
+
+    /// The most connections open at once within `(start, end]` (unix ns) and those
+    /// open at its end; `None` without entries (a file torn before they were written).
+    fn held(&self, start_unix_ns: u64, end_unix_ns: u64) -> Option<(u64, u64)> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        let mut edges = Vec::with_capacity(self.spans.len() * 2);
+        for &(opened, closed) in &self.spans {
+            if opened >= end_unix_ns || closed <= start_unix_ns {
+                continue;
+            }
+            edges.push((opened.max(start_unix_ns), 1i64));
+            if closed < end_unix_ns {
+                edges.push((closed, -1));
+            }
+        }
+        // Closes before opens at one instant: a connection replaced is not two.
+        edges.sort_unstable();
+        let (mut open, mut peak) = (0i64, 0i64);
+        for (_, delta) in edges {
+            open += delta;
+            peak = peak.max(open);
+        }
+        Some((peak as u64, open as u64))
+    }
+}
+
 /// The step's connections and messages in `window`; `None` when the step had no
 /// stream step (no sample counted a connection and no stream record is in it).
 pub fn stream_window(
@@ -72,10 +118,13 @@ pub fn stream_window(
     let seconds = (window.end_ns.saturating_sub(window.start_ns)) as f64 / 1e9;
     let per_sec = |count: f64| if seconds > 0.0 { count / seconds } else { 0.0 };
     let latency_ns = message_latency_ns(&fold.latency);
+    let unix = |offset_ns: u64| zero_unix_ns.saturating_add(offset_ns);
+    let (peak_held, held_at_end) = (records.held(unix(window.start_ns), unix(window.end_ns)))
+        .unwrap_or((fold.peak_held, fold.held_at_end));
     Some(StreamWindow {
         asked,
-        peak_held: fold.peak_held,
-        held_at_end: fold.held_at_end,
+        peak_held,
+        held_at_end,
         opened: fold.opened.round() as u64,
         refused: records.refused,
         cut: records.cut,
@@ -255,6 +304,67 @@ mod tests {
     }
 
     #[test]
+    fn the_entries_give_the_exact_most_held_between_two_samples() {
+        let zero = 1_000 * S;
+        let window = Window {
+            start_ns: S,
+            end_ns: 4 * S,
+        };
+        // Samples at 1..=4 s each saw 2 open.
+        let sources = [source(
+            zero,
+            1,
+            &[(2, 2, 0), (2, 0, 0), (2, 0, 0), (2, 0, 0)],
+        )];
+        let users = ConnectionsAsked::Users(8);
+        let entry = |opened_s: f64, closed_s: f64| Connection {
+            opened_unix_ns: zero + (opened_s * 1e9) as u64,
+            closed_unix_ns: zero + (closed_s * 1e9) as u64,
+            ..Connection::default()
+        };
+        // (entries, the most held in (1 s, 4 s], open at 4 s)
+        let rows: [(&str, Vec<Connection>, (u64, u64)); 5] = [
+            (
+                "two held through",
+                vec![entry(0.5, 5.0), entry(0.5, 5.0)],
+                (2, 2),
+            ),
+            (
+                "six more for 300 ms between two samples",
+                (0..6)
+                    .map(|_| entry(2.2, 2.5))
+                    .chain([entry(0.5, 5.0), entry(0.5, 5.0)])
+                    .collect(),
+                (8, 2),
+            ),
+            (
+                "one replaced by another at the same instant is one",
+                vec![entry(0.5, 2.0), entry(2.0, 5.0)],
+                (1, 1),
+            ),
+            (
+                "before and after the window count for nothing",
+                vec![entry(0.1, 0.9), entry(4.5, 5.0), entry(3.0, 3.5)],
+                (1, 0),
+            ),
+            (
+                "never opened (a refused upgrade's entry) is not held",
+                vec![Connection::default(), entry(0.5, 5.0)],
+                (1, 1),
+            ),
+        ];
+        for (case, entries, want) in rows {
+            let mut records = StreamRecords::default();
+            records.add_connections(&entries);
+            let held = stream_window(&sources, window, records, users).unwrap();
+            assert_eq!((held.peak_held, held.held_at_end), want, "{case}");
+        }
+        // No entries (a file torn before they were written): the samples' peak.
+        let held = stream_window(&sources, window, StreamRecords::default(), users).unwrap();
+        assert_eq!((held.peak_held, held.held_at_end), (2, 2));
+    }
+
+    #[test]
     fn shards_add_their_peaks_and_a_step_without_streams_has_none() {
         let zero = 1_000 * S;
         let window = Window {
@@ -315,11 +425,7 @@ mod tests {
         ];
         let mut counts = StreamRecords::default();
         counts.add(&batch, &tables);
-        let want = StreamRecords {
-            records: 4,
-            refused: 2,
-            cut: 1,
-        };
-        assert_eq!(counts, want);
+        let want = (4, 2, 1);
+        assert_eq!((counts.records, counts.refused, counts.cut), want);
     }
 }
