@@ -95,7 +95,7 @@ pub fn summarise(
         Some(users) => ConnectionsAsked::Users(users),
         None => ConnectionsAsked::Arrivals(asked(0, window.start_ns, window.end_ns).unwrap_or(0)),
     };
-    main.streams = stream_window(&sources, window, stream_records, connections_asked);
+    main.streams = stream_window(&sources, window, &stream_records, connections_asked);
     Ok(Figures {
         summary: main,
         scenarios: summaries.collect(),

@@ -104,7 +104,7 @@ impl StreamRecords {
 pub fn stream_window(
     sources: &[SourceSummary],
     window: Window,
-    records: StreamRecords,
+    records: &StreamRecords,
     asked: ConnectionsAsked,
 ) -> Option<StreamWindow> {
     let zero_unix_ns = sources.first()?.header.start_unix_ns;
@@ -292,7 +292,7 @@ mod tests {
             end_ns: 4 * S,
         };
         let asked = ConnectionsAsked::Arrivals(25);
-        let held = stream_window(&sources, window, StreamRecords::default(), asked).unwrap();
+        let held = stream_window(&sources, window, &StreamRecords::default(), asked).unwrap();
         // Half of (1, 2], then (2, 3] and (3, 4] whole, (4, 5] after the end: its
         // opens whole (the last arrivals'), its messages not at all.
         assert_eq!(held.opened, 5 + 10 + 10 + 5);
@@ -356,11 +356,11 @@ mod tests {
         for (case, entries, want) in rows {
             let mut records = StreamRecords::default();
             records.add_connections(&entries);
-            let held = stream_window(&sources, window, records, users).unwrap();
+            let held = stream_window(&sources, window, &records, users).unwrap();
             assert_eq!((held.peak_held, held.held_at_end), want, "{case}");
         }
         // No entries (a file torn before they were written): the samples' peak.
-        let held = stream_window(&sources, window, StreamRecords::default(), users).unwrap();
+        let held = stream_window(&sources, window, &StreamRecords::default(), users).unwrap();
         assert_eq!((held.peak_held, held.held_at_end), (2, 2));
     }
 
@@ -374,7 +374,7 @@ mod tests {
         let rows = [(5, 5, 0), (7, 2, 0), (6, 0, 0)];
         let sources = [source(zero, 1, &rows), source(zero, 1, &rows)];
         let users = ConnectionsAsked::Users(14);
-        let held = stream_window(&sources, window, StreamRecords::default(), users).unwrap();
+        let held = stream_window(&sources, window, &StreamRecords::default(), users).unwrap();
         assert_eq!(
             (held.peak_held, held.held_at_end, held.opened),
             (14, 12, 14)
@@ -384,7 +384,7 @@ mod tests {
         let mut plain = source(zero, 1, &rows);
         plain.stats.iter_mut().for_each(|s| s.streams = None);
         assert_eq!(
-            stream_window(&[plain], window, StreamRecords::default(), users),
+            stream_window(&[plain], window, &StreamRecords::default(), users),
             None
         );
     }
