@@ -784,9 +784,8 @@ mod tests {
     /// Timer jitter at a low rate: 2 ms of send lag beside 1 ms answers, at 100/s
     /// delivered (a 10 ms gap between sends), is not a generator that fell behind; the
     /// same lag with the rate not delivered is.
-    #[test]
-    fn a_lag_under_half_the_send_gap_with_the_rate_delivered_is_no_warning() {
-        use crate::metrics::Metrics;
+    /// 200 requests at 100 a second, each 2 ms late, with 1 ms answers.
+    fn two_ms_late_at_100_a_second() -> Report {
         let record = |i: u64| record::Record {
             intended_unix_ns: i * 10_000_000,
             send_lag_ns: 2_000_000,
@@ -794,9 +793,14 @@ mod tests {
             status: 200,
             ..record::Record::default()
         };
-        let mut metrics = Metrics::new(None);
+        let mut metrics = crate::metrics::Metrics::new(None);
         metrics.add_all(&(0..200).map(record).collect::<Vec<_>>());
-        let report = metrics.close(&RunTables::default());
+        metrics.close(&RunTables::default())
+    }
+
+    #[test]
+    fn a_lag_under_half_the_send_gap_with_the_rate_delivered_is_no_warning() {
+        let report = two_ms_late_at_100_a_second();
         // (rate asked, requests due and never sent, the scope, the lag's weight, warnings):
         // a slice (`-by=step`) is weighed against the run's gap, when the run delivered.
         let rows = [
@@ -833,18 +837,7 @@ mod tests {
 
     #[test]
     fn a_closed_models_lag_is_weighed_against_one_users_gap_between_sends() {
-        use crate::metrics::Metrics;
-        // 100 requests a second, each 2 ms late, 1 ms answers.
-        let record = |i: u64| record::Record {
-            intended_unix_ns: i * 10_000_000,
-            send_lag_ns: 2_000_000,
-            latency_ns: 1_000_000,
-            status: 200,
-            ..record::Record::default()
-        };
-        let mut metrics = Metrics::new(None);
-        metrics.add_all(&(0..200).map(record).collect::<Vec<_>>());
-        let report = metrics.close(&RunTables::default());
+        let report = two_ms_late_at_100_a_second();
         // (users, the lag's weight, warnings): 2 users send 20 ms apart each, so 2 ms
         // is under half a user's gap; 1,000 users would be 10 s apart; no users known
         // (an older file) leaves the median latency alone to weigh it.
