@@ -112,8 +112,9 @@ pub enum Pace {
 }
 
 impl GeneratorHealth {
-    /// Weighs a send lag p99 against this bound, the answers' median latency and, when
-    /// the asked rate was delivered, the gap between two sends (docs/DIAGNOSIS.md).
+    /// Weighs a send lag p99 against this bound, the answers' median latency and the
+    /// gap between two sends: at the asked rate when it was delivered, or one user's in
+    /// a closed model (docs/DIAGNOSIS.md).
     pub fn weigh_lag(&self, lag_p99_ns: u64, latency_p50_ns: u64, pace: Option<Pace>) -> Lag {
         let send_gap = pace.and_then(|pace| self.send_gap(pace));
         let weight = if lag_p99_ns <= self.max_lag_p99_ns {
