@@ -38,6 +38,8 @@ pub(super) struct Ws {
     pub(super) held: Option<Held>,
     /// The code of the server's close frame, when it sent one.
     server_close: Option<u16>,
+    /// When the bytes that completed the last data message reached this host.
+    message_ns: u64,
     /// The last `send` action's message, for a paced send's repeats; and when it
     /// carries its send time, the message to stamp anew each time.
     message: Option<Message>,
@@ -114,6 +116,7 @@ impl Ws {
             sends: 0,
             held: None,
             server_close: None,
+            message_ns: 0,
             message: None,
             stamped: None,
             reader: None,
@@ -147,11 +150,12 @@ impl Ws {
                         return Drive::Wait(self.current.started_ns.saturating_add(job.timeout_ns));
                     }
                     Ok(Some((wire, head))) => {
+                        let answered_ns = head.arrived_ns;
                         match upgraded(session, wire, head, job, &mut self.current) {
                             Ok(upgrade) => {
                                 self.reader = Some(upgrade.reader);
                                 self.deflate = upgrade.deflate;
-                                self.opened(job, upgrade.socket, session);
+                                self.opened(job, upgrade.socket, session, answered_ns);
                                 if let Some(held) = &mut self.held {
                                     held.figures.subprotocol = upgrade.chosen;
                                     held.figures.compression =
@@ -184,7 +188,10 @@ impl Ws {
                             return Drive::Wait(deadline_ns);
                         }
                         Ok(None) => {
-                            self.current.end_ns = job.clock.now_ns();
+                            // An `expect` ended when its message arrived.
+                            if self.current.end_ns == 0 {
+                                self.current.end_ns = job.clock.now_ns();
+                            }
                             self.outcomes.push(std::mem::take(&mut self.current));
                             if let ActionKind::Close(code) = action.kind {
                                 return self.end(job, socket, Some(code));
@@ -224,11 +231,12 @@ impl Ws {
         }
     }
 
-    /// The upgrade did what it asked: 200, as a record's success reads it (101 would
-    /// read as a failure in every report); the first action begins.
-    fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session) {
+    /// The upgrade did what it asked (its answer came at `answered_ns`): 200, as a
+    /// record's success reads it (101 would read as a failure in every report); the
+    /// first action begins.
+    fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session, answered_ns: u64) {
         self.current.status = 200;
-        self.current.end_ns = job.clock.now_ns();
+        self.current.end_ns = answered_ns;
         self.held = Some(Held::opened(self.current.end_ns, &job.tally));
         if let Some(every_ns) = session.ping_ns {
             self.ping_next_ns = self.current.end_ns.saturating_add(every_ns);
@@ -556,11 +564,13 @@ impl Ws {
             }
             let body = self.reader.as_ref().map_or(&[][..], FrameReader::message);
             self.current.bytes_in += body.len() as u64;
+            // A message already read (or arrived) when the expect began is its start.
+            let answered_ns = self.message_ns.max(self.current.started_ns);
             let answer = Answer {
                 status: 200,
                 body,
                 body_bytes: body.len() as u64,
-                latency_ns: job.clock.now_ns().saturating_sub(self.current.started_ns),
+                latency_ns: answered_ns - self.current.started_ns,
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
@@ -572,6 +582,7 @@ impl Ws {
                     held.timed(answer.latency_ns);
                 }
                 self.current.matched = Some((self.action, body.to_vec()));
+                self.current.end_ns = answered_ns;
                 return Ok(None);
             }
         }
@@ -595,9 +606,14 @@ impl Ws {
                 None => return Ok(None),
                 Some(Incoming::Data { .. }) => {
                     let bytes = reader.message().len() as u64;
-                    let mut delay_ns = one_way_delay(job, reader.message())?;
+                    // Timed by when the bytes that completed it arrived, not by this
+                    // read, which a budget's wait may have made late.
+                    let now = job.clock.now_ns();
+                    let opened_ns = self.held.as_ref().map_or(now, |held| held.opened_ns);
+                    self.message_ns = socket.get_ref().arrived_ns(now, opened_ns);
+                    let mut delay_ns = one_way_delay(job, reader.message(), self.message_ns)?;
                     if let Some(due_ns) = self.unanswered.as_mut().and_then(VecDeque::pop_front) {
-                        delay_ns = Some(job.clock.now_ns().saturating_sub(due_ns));
+                        delay_ns = Some(self.message_ns.saturating_sub(due_ns));
                     }
                     if let Some(held) = &mut self.held {
                         held.received(bytes);
@@ -659,17 +675,21 @@ fn round_trip(job: &SessionJob) -> bool {
     matches!(&job.flow.steps[job.step].stream, Some(Stream::WebSocket(session)) if session.round_trip)
 }
 
-/// The one-way delay of `message`, received now, when it carries its send time; one
-/// whose send time is not a number fails the session (an `extract` error).
-fn one_way_delay(job: &SessionJob, message: &[u8]) -> Result<Option<u64>, Failure> {
+/// The one-way delay of `message`, arrived at `arrived_ns`, when it carries its send
+/// time; one whose send time is not a number fails the session (an `extract` error).
+fn one_way_delay(
+    job: &SessionJob,
+    message: &[u8],
+    arrived_ns: u64,
+) -> Result<Option<u64>, Failure> {
     let Some(send_time) = send_time(job) else {
         return Ok(None);
     };
     match job.flow.send_time_in(send_time, message) {
         None => Ok(None),
         Some(Ok(sent_unix_ns)) => {
-            let now_unix_ns = job.clock.unix_ns(job.clock.now_ns());
-            Ok(Some(now_unix_ns.saturating_sub(sent_unix_ns)))
+            let arrived_unix_ns = job.clock.unix_ns(arrived_ns);
+            Ok(Some(arrived_unix_ns.saturating_sub(sent_unix_ns)))
         }
         Some(Err(text)) => Err((ErrorKind::Extract, text)),
     }
@@ -771,5 +791,104 @@ fn failure(e: &Error) -> Failure {
         ),
         Error::Io(e) => io_failure(e),
         e => (ErrorKind::Protocol, format!("websocket: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::os::unix::net::UnixListener;
+    use std::time::Duration;
+
+    use workload::{ActionFields, StepFields};
+
+    use super::super::testing::{job, run_late};
+    use crate::hosts::Address;
+
+    const UPGRADE: &str = "GET /echo HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+    /// Echoes each data message of one WebSocket connection 10 ms after it came (so
+    /// after the session's read found nothing), until the connection ends.
+    fn echo(stream: impl Read + Write) {
+        let Ok(mut socket) = tungstenite::accept(stream) else {
+            return;
+        };
+        while let Ok(message) = socket.read() {
+            std::thread::sleep(Duration::from_millis(10));
+            if (message.is_text() || message.is_binary()) && socket.send(message).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A step sending one message and expecting its echo, paired in order.
+    fn echo_step() -> StepFields {
+        StepFields {
+            ws: Some("ws://h/echo".to_owned()),
+            round_trip: Some("in order".to_owned()),
+            actions: vec![
+                ActionFields {
+                    send: Some("hi".to_owned()),
+                    ..ActionFields::default()
+                },
+                ActionFields {
+                    expect: Some("body contains hi".to_owned()),
+                    within: Some("5s".to_owned()),
+                    ..ActionFields::default()
+                },
+            ],
+            ..StepFields::default()
+        }
+    }
+
+    #[test]
+    fn an_echo_read_late_is_timed_when_it_arrived_where_the_kernel_stamps_it() {
+        let dir = std::env::temp_dir().join(format!("loadlab-ws-late-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp_address = Address::Tcp(tcp.local_addr().unwrap());
+        std::thread::spawn(move || echo(tcp.accept().unwrap().0));
+        let unix_path = dir.join("echo.sock");
+        let unix = UnixListener::bind(&unix_path).unwrap();
+        std::thread::spawn(move || echo(unix.accept().unwrap().0));
+        // Each wait lasts 100 ms: the echo comes after 10 ms and is read 90 ms late.
+        // TCP stamps what it receives: the expect and the round trip are the echo's;
+        // a Unix socket does not: both are timed at the read, as before.
+        let late = Duration::from_millis(100);
+        let rows = [
+            ("tcp", tcp_address, 10_000_000..50_000_000),
+            ("unix", Address::Unix(unix_path), 90_000_000..2_000_000_000),
+        ];
+        for (name, address, want_ns) in rows {
+            let job = job(
+                echo_step(),
+                address,
+                (UPGRADE, "dGhlIHNhbXBsZSBub25jZQ=="),
+                &["hi"],
+            );
+            let (outcomes, held) = run_late(job, late);
+            let [upgrade, send, expect] = &outcomes[..] else {
+                panic!("{name}: {outcomes:?}");
+            };
+            assert_eq!(
+                (upgrade.status, send.failure.clone(), expect.failure.clone()),
+                (200, None, None),
+                "{name}: {outcomes:?}"
+            );
+            let expect_ns = expect.end_ns - expect.started_ns;
+            assert!(
+                want_ns.contains(&expect_ns),
+                "{name}: expect {expect_ns} ns"
+            );
+            let latency = held.unwrap().figures.latency;
+            assert_eq!(latency.count(), 1, "{name}");
+            let round_trip_ns = latency.quantile(1.0).unwrap();
+            assert!(
+                want_ns.contains(&round_trip_ns),
+                "{name}: round trip {round_trip_ns} ns"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
