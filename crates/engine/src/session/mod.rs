@@ -733,6 +733,16 @@ pub(super) mod testing {
         }
     }
 
+    /// A socket that asks for receive stamps, kept while a test runs: the kernel
+    /// turns stamping on a moment after the first socket asks, and off when none is
+    /// left, and a test's own socket must not be the first.
+    pub(in crate::session) fn stamping_on() -> std::net::UdpSocket {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        Arrival::default().enable(&socket);
+        std::thread::sleep(Duration::from_millis(50));
+        socket
+    }
+
     /// Runs `job` to its end as a loop under a budget reads: every wait lasts
     /// `late`, whatever came meanwhile. Its records and connection.
     pub(in crate::session) fn run_late(

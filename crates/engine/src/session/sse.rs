@@ -884,6 +884,7 @@ mod tests {
 
     #[test]
     fn events_read_late_are_timed_when_they_arrived() {
+        let _stamping = super::super::testing::stamping_on();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let step = workload::StepFields {
             sse: Some("http://h/events".to_owned()),

@@ -799,14 +799,20 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::TcpListener;
     use std::os::unix::net::UnixListener;
+    use std::sync::Arc;
     use std::time::Duration;
 
-    use workload::{ActionFields, StepFields};
+    use rustls::pki_types::{PrivateKeyDer, ServerName};
+    use workload::{ActionFields, StepFields, TlsOptions};
 
-    use super::super::testing::{job, run_late};
+    use super::super::testing::{job, run_late, stamping_on};
+    use super::super::{Held, Outcome, SessionJob};
     use crate::hosts::Address;
 
+    const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
     const UPGRADE: &str = "GET /echo HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    /// Each wait of the session lasts this long, whatever came meanwhile.
+    const LATE: Duration = Duration::from_millis(100);
 
     /// Echoes each data message of one WebSocket connection 10 ms after it came (so
     /// after the session's read found nothing), until the connection ends.
@@ -822,11 +828,41 @@ mod tests {
         }
     }
 
-    /// A step sending one message and expecting its echo, paired in order.
-    fn echo_step() -> StepFields {
+    /// An echo server on loopback for one connection, over TLS (a self-signed
+    /// certificate for `localhost`) when `tls`.
+    fn tcp_echo(tls: bool) -> Address {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = Address::Tcp(listener.local_addr().unwrap());
+        let config = tls.then(|| {
+            let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+            let private = PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![key.cert.der().clone()], private)
+                .unwrap();
+            Arc::new(config)
+        });
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            match config {
+                Some(config) => {
+                    let server = rustls::ServerConnection::new(config).unwrap();
+                    echo(rustls::StreamOwned::new(server, stream));
+                }
+                None => echo(stream),
+            }
+        });
+        address
+    }
+
+    /// A step sending one message and expecting its echo, with `fields` (pairing,
+    /// send times).
+    fn echo_step(fields: StepFields) -> StepFields {
         StepFields {
             ws: Some("ws://h/echo".to_owned()),
-            round_trip: Some("in order".to_owned()),
             actions: vec![
                 ActionFields {
                     send: Some("hi".to_owned()),
@@ -838,57 +874,100 @@ mod tests {
                     ..ActionFields::default()
                 },
             ],
-            ..StepFields::default()
+            ..fields
         }
+    }
+
+    /// Runs `job` reading late; its expect's time (checked it passed) and the one
+    /// message latency its connection timed.
+    fn expect_and_latency(name: &str, job: SessionJob) -> (u64, u64) {
+        let (outcomes, held): (Vec<Outcome>, Option<Held>) = run_late(job, LATE);
+        let [upgrade, send, expect] = &outcomes[..] else {
+            panic!("{name}: {outcomes:?}");
+        };
+        assert_eq!(
+            (upgrade.status, send.failure.clone(), expect.failure.clone()),
+            (200, None, None),
+            "{name}: {outcomes:?}"
+        );
+        let latency = held.unwrap().figures.latency;
+        assert_eq!(latency.count(), 1, "{name}");
+        (
+            expect.end_ns - expect.started_ns,
+            latency.quantile(1.0).unwrap(),
+        )
     }
 
     #[test]
     fn an_echo_read_late_is_timed_when_it_arrived_where_the_kernel_stamps_it() {
-        let dir = std::env::temp_dir().join(format!("loadlab-ws-late-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-        let tcp_address = Address::Tcp(tcp.local_addr().unwrap());
-        std::thread::spawn(move || echo(tcp.accept().unwrap().0));
-        let unix_path = dir.join("echo.sock");
+        let dir = tempfile::tempdir().unwrap();
+        let unix_path = dir.path().join("echo.sock");
         let unix = UnixListener::bind(&unix_path).unwrap();
         std::thread::spawn(move || echo(unix.accept().unwrap().0));
-        // Each wait lasts 100 ms: the echo comes after 10 ms and is read 90 ms late.
-        // TCP stamps what it receives: the expect and the round trip are the echo's;
-        // a Unix socket does not: both are timed at the read, as before.
-        let late = Duration::from_millis(100);
+        let _stamping = stamping_on();
+        // The echo comes 10 ms after the message (the expect began a moment after
+        // it) and is read 90 ms late. TCP stamps what it receives, under TLS too: the
+        // expect and the round trip are the echo's. A Unix socket does not: both
+        // are timed at the read, as before.
+        let stamped = (0..50_000_000, 10_000_000..50_000_000);
+        let read = 90_000_000..2_000_000_000;
         let rows = [
-            ("tcp", tcp_address, 10_000_000..50_000_000),
-            ("unix", Address::Unix(unix_path), 90_000_000..2_000_000_000),
+            ("tcp", tcp_echo(false), false, stamped.clone()),
+            ("tls", tcp_echo(true), true, stamped),
+            (
+                "unix",
+                Address::Unix(unix_path),
+                false,
+                (read.clone(), read),
+            ),
         ];
-        for (name, address, want_ns) in rows {
-            let job = job(
-                echo_step(),
-                address,
-                (UPGRADE, "dGhlIHNhbXBsZSBub25jZQ=="),
-                &["hi"],
-            );
-            let (outcomes, held) = run_late(job, late);
-            let [upgrade, send, expect] = &outcomes[..] else {
-                panic!("{name}: {outcomes:?}");
+        for (name, address, tls, (want_expect_ns, want_round_trip_ns)) in rows {
+            let paired = StepFields {
+                round_trip: Some("in order".to_owned()),
+                ..StepFields::default()
             };
-            assert_eq!(
-                (upgrade.status, send.failure.clone(), expect.failure.clone()),
-                (200, None, None),
-                "{name}: {outcomes:?}"
-            );
-            let expect_ns = expect.end_ns - expect.started_ns;
+            let mut job = job(echo_step(paired), address, (UPGRADE, KEY), &["hi"]);
+            if tls {
+                let insecure = TlsOptions {
+                    insecure: true,
+                    ..TlsOptions::default()
+                };
+                let config = crate::tls::client_config(&insecure, false).unwrap();
+                job.tls = Some((config, ServerName::try_from("localhost").unwrap()));
+            }
+            let (expect_ns, round_trip_ns) = expect_and_latency(name, job);
             assert!(
-                want_ns.contains(&expect_ns),
+                want_expect_ns.contains(&expect_ns),
                 "{name}: expect {expect_ns} ns"
             );
-            let latency = held.unwrap().figures.latency;
-            assert_eq!(latency.count(), 1, "{name}");
-            let round_trip_ns = latency.quantile(1.0).unwrap();
             assert!(
-                want_ns.contains(&round_trip_ns),
+                want_round_trip_ns.contains(&round_trip_ns),
                 "{name}: round trip {round_trip_ns} ns"
             );
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_one_way_delay_read_late_is_timed_when_the_message_arrived() {
+        let _stamping = stamping_on();
+        let timed = StepFields {
+            send_time: Some("regex sent=([0-9]+)".to_owned()),
+            ..StepFields::default()
+        };
+        let message = format!("hi sent={}", "0".repeat(super::super::SEND_TIME_DIGITS));
+        let mut job = job(
+            echo_step(timed),
+            tcp_echo(false),
+            (UPGRADE, KEY),
+            &[&message],
+        );
+        job.sends[0].stamp = Some("hi sent=".len());
+        // Sent when due, back 10 ms later, read 90 ms after that.
+        let (expect_ns, one_way_ns) = expect_and_latency("one way", job);
+        assert!(expect_ns < 50_000_000, "{expect_ns} ns");
+        assert!(
+            (10_000_000..50_000_000).contains(&one_way_ns),
+            "one-way delay {one_way_ns} ns"
+        );
     }
 }
