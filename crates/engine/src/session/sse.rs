@@ -379,7 +379,10 @@ impl Sse {
             return self.server_ended(job, events);
         }
         // The head's bytes (those past it too) are counted already.
-        match (self.tally).take(job, &mut events, &head.rest, head.arrived_ns)? {
+        match self
+            .tally
+            .take(job, &mut events, &head.rest, head.arrived_ns)?
+        {
             Fed::More => self.read(job, wire, events),
             Fed::Done => Ok(None),
             Fed::Ended => self.server_ended(job, events),
@@ -442,7 +445,10 @@ impl Sse {
         self.tally.first.bytes_in += head.bytes;
         is_event_stream(&head)?;
         let mut events = Events::new(head.chunked, Some(events));
-        match (self.tally).take(job, &mut events, &head.rest, head.arrived_ns)? {
+        match self
+            .tally
+            .take(job, &mut events, &head.rest, head.arrived_ns)?
+        {
             Fed::More => self.read(job, wire, events),
             Fed::Done => Ok(None),
             Fed::Ended => self.server_ended(job, events),
@@ -490,7 +496,10 @@ impl Sse {
                 Ok(read) => {
                     self.tally.first.bytes_in += read as u64;
                     let arrived_ns = wire.arrived_ns(job.clock.now_ns(), self.tally.last_ns);
-                    match (self.tally).take(job, &mut events, &chunk[..read], arrived_ns)? {
+                    match self
+                        .tally
+                        .take(job, &mut events, &chunk[..read], arrived_ns)?
+                    {
                         Fed::More => {}
                         Fed::Done => return Ok(None),
                         Fed::Ended => return self.server_ended(job, events),
@@ -594,19 +603,19 @@ impl Tally {
             return;
         }
         // Never before the event (or the request) it is timed from.
-        let now = arrived_ns.max(self.last_ns);
+        let at_ns = arrived_ns.max(self.last_ns);
         if self.count == 0 {
-            self.first.end_ns = now;
-            (self.events.intended_ns, self.events.started_ns) = (now, now);
+            self.first.end_ns = at_ns;
+            (self.events.intended_ns, self.events.started_ns) = (at_ns, at_ns);
             // Where the body starts: its bytes a second are over the rest.
             if let Some(held) = &mut self.held {
-                held.figures.first_message_ns = Some(now.saturating_sub(held.opened_ns));
+                held.figures.first_message_ns = Some(at_ns.saturating_sub(held.opened_ns));
             }
         }
         self.count += 1;
         let flow = &job.flow;
         let step = &flow.steps[job.step];
-        let gap_ns = now.saturating_sub(self.last_ns);
+        let gap_ns = at_ns - self.last_ns;
         let answer = Answer {
             status: 200,
             body: data,
@@ -645,7 +654,7 @@ impl Tally {
             held.timed(gap_ns);
             held.figures.messages_failed += u64::from(checks_failed != 0);
         }
-        self.last_ns = now;
+        self.last_ns = at_ns;
     }
 
     fn enough(&self) -> bool {
@@ -694,11 +703,12 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::hosts::Address;
     use std::io::Write;
     use std::net::TcpListener;
     use std::time::Duration;
+
+    use super::*;
+    use crate::hosts::Address;
 
     /// The events of `wire`, fed `step` bytes at a time.
     fn events(wire: &[u8], chunked: bool, step: usize) -> (Vec<String>, bool) {
