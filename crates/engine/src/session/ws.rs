@@ -443,9 +443,13 @@ impl Ws {
                     return Ok(None);
                 };
                 match reader.next(socket.get_mut()) {
-                    Ok(Some(Incoming::Close { .. })) | Err((ErrorKind::Closed, _)) => {
+                    Ok(Some(Incoming::Close { .. })) => {
+                        // Done when the server's close frame arrived.
+                        let now = job.clock.now_ns();
+                        self.current.end_ns = socket.get_ref().arrived_ns(now, started_ns);
                         return Ok(None);
                     }
+                    Err((ErrorKind::Closed, _)) => return Ok(None),
                     // What comes after our close frame is read and let go.
                     Ok(Some(_)) => {}
                     Ok(None) => {
@@ -858,8 +862,8 @@ mod tests {
         address
     }
 
-    /// A step sending one message and expecting its echo, with `fields` (pairing,
-    /// send times).
+    /// A step sending one message, expecting its echo and closing, with `fields`
+    /// (pairing, send times).
     fn echo_step(fields: StepFields) -> StepFields {
         StepFields {
             ws: Some("ws://h/echo".to_owned()),
@@ -873,27 +877,33 @@ mod tests {
                     within: Some("5s".to_owned()),
                     ..ActionFields::default()
                 },
+                ActionFields {
+                    close: Some(1000),
+                    ..ActionFields::default()
+                },
             ],
             ..fields
         }
     }
 
-    /// Runs `job` reading late; its expect's time (checked it passed) and the one
-    /// message latency its connection timed.
-    fn expect_and_latency(name: &str, job: SessionJob) -> (u64, u64) {
+    /// Runs `job` reading late; its expect's and its close's times (checked they
+    /// passed) and the one message latency its connection timed.
+    fn expect_and_latency(name: &str, job: SessionJob) -> (u64, u64, u64) {
         let (outcomes, held): (Vec<Outcome>, Option<Held>) = run_late(job, LATE);
-        let [upgrade, send, expect] = &outcomes[..] else {
+        let [upgrade, send, expect, close] = &outcomes[..] else {
             panic!("{name}: {outcomes:?}");
         };
+        let failures = [send, expect, close].map(|outcome| outcome.failure.clone());
         assert_eq!(
-            (upgrade.status, send.failure.clone(), expect.failure.clone()),
-            (200, None, None),
+            (upgrade.status, failures),
+            (200, [None, None, None]),
             "{name}: {outcomes:?}"
         );
         let latency = held.unwrap().figures.latency;
         assert_eq!(latency.count(), 1, "{name}");
         (
             expect.end_ns - expect.started_ns,
+            close.end_ns - close.started_ns,
             latency.quantile(1.0).unwrap(),
         )
     }
@@ -906,9 +916,10 @@ mod tests {
         std::thread::spawn(move || echo(unix.accept().unwrap().0));
         let _stamping = stamping_on();
         // The echo comes 10 ms after the message (the expect began a moment after
-        // it) and is read 90 ms late. TCP stamps what it receives, under TLS too: the
-        // expect and the round trip are the echo's. A Unix socket does not: both
-        // are timed at the read, as before.
+        // it), the answer to our close frame 10 ms after it, and each is read 90 ms
+        // late. TCP stamps what it receives, under TLS too: the expect, the round
+        // trip and the close are the echo's and the answer's. A Unix socket does
+        // not: they are timed at the read, as before.
         let stamped = (0..50_000_000, 10_000_000..50_000_000);
         let read = 90_000_000..2_000_000_000;
         let rows = [
@@ -935,7 +946,7 @@ mod tests {
                 let config = crate::tls::client_config(&insecure, false).unwrap();
                 job.tls = Some((config, ServerName::try_from("localhost").unwrap()));
             }
-            let (expect_ns, round_trip_ns) = expect_and_latency(name, job);
+            let (expect_ns, close_ns, round_trip_ns) = expect_and_latency(name, job);
             assert!(
                 want_expect_ns.contains(&expect_ns),
                 "{name}: expect {expect_ns} ns"
@@ -943,6 +954,10 @@ mod tests {
             assert!(
                 want_round_trip_ns.contains(&round_trip_ns),
                 "{name}: round trip {round_trip_ns} ns"
+            );
+            assert!(
+                want_round_trip_ns.contains(&close_ns),
+                "{name}: close {close_ns} ns"
             );
         }
     }
@@ -963,7 +978,7 @@ mod tests {
         );
         job.sends[0].stamp = Some("hi sent=".len());
         // Sent when due, back 10 ms later, read 90 ms after that.
-        let (expect_ns, one_way_ns) = expect_and_latency("one way", job);
+        let (expect_ns, _, one_way_ns) = expect_and_latency("one way", job);
         assert!(expect_ns < 50_000_000, "{expect_ns} ns");
         assert!(
             (10_000_000..50_000_000).contains(&one_way_ns),
