@@ -183,7 +183,8 @@ pub struct AttackArgs {
          (the send lag says by how much) and answers are read at most this plus one \
          request interval late, timed by their arrival all the same (the kernel's \
          receive stamp); a worker that is behind never waits on it; the session loop of \
-         ws/sse steps drives the sessions due within it in one wake-up the same way; \
+         ws/sse steps drives the sessions due within it in one wake-up the same way, \
+         their messages and events timed by arrival too; \
          0 wakes exactly for each, at a higher CPU cost; at most {} \
          [default: {}]",
         GoDuration(defaults::MAX_PRECISION),

@@ -1196,6 +1196,66 @@ actions = [{{ send = "tick", every = "10ms", count = 20 }}, {{ hold = "200ms" }}
 }
 
 #[test]
+fn echoes_read_late_under_a_large_precision_budget_are_timed_when_they_arrived() {
+    let server = streams();
+    let addr = server.local_addr();
+    let dir = TempDir::new();
+    // Pings every 1 ms keep a deadline within the 10 ms budget, so the session loop
+    // sleeps a budget before each read: an echo that came meanwhile is read up to
+    // 11 ms late. Its round trip and its expect are timed by its arrival all the same.
+    let exchanges = 20;
+    let actions: String = (1..=exchanges)
+        .map(|n| format!("{{ send = \"m{n}\" }}, {{ name = \"echo {n}\", expect = \"body contains m{n}\", within = \"1s\" }},\n"))
+        .collect();
+    let flow = format!(
+        r#"
+[[scenario]]
+name = "late"
+concurrency = 1
+max_requests = 1
+duration = "5s"
+timeout = "2s"
+
+[[scenario.step]]
+name = "late"
+ws = "ws://{addr}/chat\nAuthorization: Bearer t1"
+ping = "1ms"
+round_trip = "in order"
+actions = [
+{actions}]
+"#
+    );
+    let (mut command, output) = attack_command(&dir, &flow);
+    let run = command.args(["-precision", "10ms"]).output().unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (records, tables) = read(&output);
+    let steps = per_step(&records, &tables);
+    let mut expects_ns: Vec<u64> = (1..=exchanges)
+        .map(|n| {
+            let [expect] = &steps[&format!("late echo {n}")][..] else {
+                panic!("{steps:?}");
+            };
+            assert_eq!(expect.error, 0, "{expect:?}");
+            expect.latency_ns
+        })
+        .collect();
+    expects_ns.sort_unstable();
+    // Timed at the reads, each would be about 11 ms (as the first may still be: the
+    // kernel turns stamping on a moment after the host's first socket asks).
+    let p50_ns = expects_ns[expects_ns.len() / 2];
+    assert!(p50_ns < 5_000_000, "expects timed at {expects_ns:?} ns");
+    let [entry] = &connections(&output)["late"][..] else {
+        panic!("one connection");
+    };
+    assert_eq!(entry.latency.count(), exchanges, "{entry:?}");
+    let p50_ns = entry.latency.quantile(0.5).unwrap();
+    assert!(
+        p50_ns < 5_000_000,
+        "a loopback echo's round trip: {p50_ns} ns"
+    );
+}
+
+#[test]
 fn an_event_stream_goes_over_a_unix_socket() {
     use std::io::{Read as _, Write as _};
     let dir = TempDir::new();

@@ -13,11 +13,10 @@
 
 use std::io;
 use std::io::IoSliceMut;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
-use socket2::Socket;
 
 /// Room for one `SCM_TIMESTAMPNS` message, and to spare.
 const CONTROL_BYTES: usize = 64;
@@ -34,9 +33,9 @@ pub(crate) struct Arrival {
 impl Arrival {
     /// Asks the kernel to stamp what `socket` receives; without stamps the socket is
     /// read as before.
-    pub(crate) fn enable(&mut self, socket: &Socket) {
+    pub(crate) fn enable(&mut self, socket: impl AsFd) {
         self.last_unix_ns = 0;
-        let stamping = setsockopt(socket, sockopt::ReceiveTimestampns, &true).is_ok();
+        let stamping = setsockopt(&socket, sockopt::ReceiveTimestampns, &true).is_ok();
         // A slot's buffer serves its every socket (one a request without keep-alive).
         self.control.clear();
         if stamping {
@@ -51,13 +50,13 @@ impl Arrival {
     }
 
     /// Reads from `socket` into `buf`, keeping the stamp of what it read.
-    pub(crate) fn read(&mut self, socket: &Socket, buf: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn read(&mut self, socket: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
         if self.control.is_empty() {
-            return io::Read::read(&mut &*socket, buf);
+            return Ok(rustix::io::read(socket, buf)?);
         }
         let mut iov = [IoSliceMut::new(buf)];
         let message = recvmsg::<()>(
-            socket.as_raw_fd(),
+            socket.as_fd().as_raw_fd(),
             &mut iov,
             Some(&mut self.control),
             MsgFlags::MSG_DONTWAIT,
@@ -102,6 +101,8 @@ mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
     use std::time::{Duration, Instant};
+
+    use socket2::Socket;
 
     /// A connected pair over loopback: the client as a `Socket`, the server's stream.
     fn pair() -> (Socket, TcpStream) {

@@ -12,6 +12,8 @@
 //! every session due by then and reads every socket ready, instead of a wake-up each
 //! (paced sends over many connections: a deadline every few microseconds). Nothing
 //! is driven before its deadline, and a paced message sent late carries its due time.
+//! What a session reads late is timed by when it reached the host (`Wire::arrived_ns`,
+//! the kernel's receive stamp), so the budget's wait is not counted as the server's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

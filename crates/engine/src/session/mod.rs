@@ -34,6 +34,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use workload::Flow;
 
+use crate::arrival::{Arrival, arrived_ns};
 use crate::clock::Clock;
 use crate::hosts::Address;
 use crate::stop_handle::StopHandle;
@@ -283,19 +284,63 @@ impl Session {
 
 /// A connection, over TLS or not, non-blocking.
 pub(crate) enum Wire {
-    Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Plain(StampedTcp),
+    Tls(Box<StreamOwned<ClientConnection, StampedTcp>>),
     /// `-unix-socket`: plain only.
     Unix(UnixStream),
+}
+
+/// A TCP stream that keeps when its last read's bytes reached this host (TLS reads
+/// through it too), so what a late drive reads is timed by its arrival.
+pub(crate) struct StampedTcp {
+    tcp: TcpStream,
+    /// The control buffer is this connection's, made once.
+    arrival: Arrival,
+}
+
+impl StampedTcp {
+    fn new(tcp: TcpStream) -> StampedTcp {
+        let mut arrival = Arrival::default();
+        arrival.enable(&tcp);
+        StampedTcp { tcp, arrival }
+    }
+}
+
+impl Read for StampedTcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.arrival.read(&self.tcp, buf)
+    }
+}
+
+impl Write for StampedTcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tcp.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.tcp.flush()
+    }
 }
 
 impl Wire {
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         match self {
-            Wire::Plain(tcp) => tcp.as_fd(),
-            Wire::Tls(tls) => tls.get_ref().as_fd(),
+            Wire::Plain(plain) => plain.tcp.as_fd(),
+            Wire::Tls(tls) => tls.get_ref().tcp.as_fd(),
             Wire::Unix(unix) => unix.as_fd(),
         }
+    }
+
+    /// When the bytes of the last read reached this host, on the run's clock at
+    /// `now_ns`: the kernel's stamp, no later than now nor earlier than
+    /// `not_before_ns` (what the time is measured from); now without a stamp.
+    pub(crate) fn arrived_ns(&self, now_ns: u64, not_before_ns: u64) -> u64 {
+        let age_ns = match self {
+            Wire::Plain(plain) => plain.arrival.age_ns(),
+            Wire::Tls(tls) => tls.get_ref().arrival.age_ns(),
+            Wire::Unix(_) => 0,
+        };
+        arrived_ns(age_ns, now_ns, not_before_ns)
     }
 
     /// Whether it is a plain socket, whose short read means the kernel had no more.
@@ -306,7 +351,7 @@ impl Wire {
     /// A connect in progress is done (`Ok(true)`), still going, or failed.
     fn connected(&self) -> io::Result<bool> {
         let (error, peer) = match self {
-            Wire::Plain(tcp) => (tcp.take_error(), tcp.peer_addr().map(drop)),
+            Wire::Plain(plain) => (plain.tcp.take_error(), plain.tcp.peer_addr().map(drop)),
             Wire::Unix(unix) => (unix.take_error(), unix.peer_addr().map(drop)),
             Wire::Tls(_) => return Ok(true),
         };
@@ -324,7 +369,7 @@ impl Wire {
 impl Read for Wire {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Wire::Plain(tcp) => tcp.read(buf),
+            Wire::Plain(plain) => plain.read(buf),
             Wire::Tls(tls) => tls.read(buf),
             Wire::Unix(unix) => unix.read(buf),
         }
@@ -334,7 +379,7 @@ impl Read for Wire {
 impl Write for Wire {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Wire::Plain(tcp) => tcp.write(buf),
+            Wire::Plain(plain) => plain.write(buf),
             Wire::Tls(tls) => tls.write(buf),
             Wire::Unix(unix) => unix.write(buf),
         }
@@ -342,7 +387,7 @@ impl Write for Wire {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Wire::Plain(tcp) => tcp.flush(),
+            Wire::Plain(plain) => plain.flush(),
             Wire::Tls(tls) => tls.flush(),
             Wire::Unix(unix) => unix.flush(),
         }
@@ -378,7 +423,7 @@ impl Ask {
         let socket = crate::conn::start_connect(&job.address, job.local_ip)
             .map_err(|e| (ErrorKind::Connect, io_text("connect", &e)))?;
         let wire = match job.address {
-            Address::Tcp(_) => Wire::Plain(socket.into()),
+            Address::Tcp(_) => Wire::Plain(StampedTcp::new(socket.into())),
             Address::Unix(_) => Wire::Unix(socket.into()),
         };
         Ok(Ask {
@@ -436,6 +481,8 @@ impl Ask {
         outcome.first_byte_ns = head.first_byte_ns;
         outcome.bytes_in = head.bytes;
         let wire = self.wire.take().ok_or((ErrorKind::Io, String::new()))?;
+        // The read that completed the head was the last.
+        head.arrived_ns = wire.arrived_ns(job.clock.now_ns(), self.first_byte_ns);
         Ok(Some((wire, head)))
     }
 
@@ -454,10 +501,10 @@ impl Ask {
         }
         self.connected = true;
         self.wire = Some(match (&job.tls, wire) {
-            (Some((config, name)), Wire::Plain(tcp)) => {
+            (Some((config, name)), Wire::Plain(plain)) => {
                 let client = ClientConnection::new(Arc::clone(config), name.clone())
                     .map_err(|e| (ErrorKind::Tls, format!("tls: {e}")))?;
-                Wire::Tls(Box::new(StreamOwned::new(client, tcp)))
+                Wire::Tls(Box::new(StreamOwned::new(client, plain)))
             }
             (Some(_), Wire::Unix(_)) => {
                 return Err((
@@ -519,7 +566,7 @@ impl Ask {
                 }
                 Ok(read) => {
                     if self.first_byte_ns == 0 {
-                        self.first_byte_ns = job.clock.now_ns();
+                        self.first_byte_ns = wire.arrived_ns(job.clock.now_ns(), self.started_ns);
                     }
                     self.buffer.extend_from_slice(&chunk[..read]);
                 }
@@ -560,6 +607,8 @@ pub(crate) struct Head {
     pub rest: Vec<u8>,
     pub bytes: u64,
     pub first_byte_ns: u64,
+    /// When its last bytes (and those of `rest`) reached this host.
+    pub arrived_ns: u64,
 }
 
 fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
@@ -589,6 +638,7 @@ fn parse_head(bytes: &[u8]) -> Result<Head, Failure> {
         rest: Vec::new(),
         bytes: 0,
         first_byte_ns: 0,
+        arrived_ns: 0,
     })
 }
 
@@ -634,6 +684,83 @@ fn io_text(operation: &str, e: &io::Error) -> String {
 /// How long `ns` is, as a user writes it (`1s`, `250ms`).
 pub(crate) fn spelled(ns: u64) -> String {
     units::GoDuration(Duration::from_nanos(ns)).to_string()
+}
+
+/// What the session tests share: a job for one step, and a drive that reads late.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::*;
+
+    /// A job running `step` (its only step) against `address`, asking with `request`
+    /// (a WebSocket's `key`) and sending `sends` in turn.
+    pub(in crate::session) fn job(
+        step: workload::StepFields,
+        address: Address,
+        (request, key): (&str, &str),
+        sends: &[&str],
+    ) -> SessionJob {
+        let origin = workload::Origin::scenario("f.toml", 1, "f", std::path::Path::new("."));
+        let flow = Flow::compile(
+            &[step],
+            workload::FlowOptions::default(),
+            &[],
+            &origin,
+            &|_| Ok(Vec::new()),
+        );
+        let clock = Clock::start();
+        SessionJob {
+            attack: 0,
+            user: 0,
+            seq: 0,
+            step: 0,
+            flow: Arc::new(flow.unwrap()),
+            request: request.as_bytes().to_vec(),
+            key: key.to_owned(),
+            sends: (sends.iter())
+                .map(|text| Send {
+                    bytes: text.as_bytes().to_vec(),
+                    stamp: None,
+                })
+                .collect(),
+            address,
+            local_ip: None,
+            tls: None,
+            timeout_ns: 5_000_000_000,
+            intended_ns: clock.now_ns(),
+            clock,
+            stop: StopHandle::new(),
+            tally: Arc::default(),
+        }
+    }
+
+    /// A socket that asks for receive stamps, kept while a test runs: the kernel
+    /// turns stamping on a moment after the first socket asks, and off when none is
+    /// left, and a test's own socket must not be the first.
+    pub(in crate::session) fn stamping_on() -> std::net::UdpSocket {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        Arrival::default().enable(&socket);
+        std::thread::sleep(Duration::from_millis(50));
+        socket
+    }
+
+    /// Runs `job` to its end as a loop under a budget reads: every wait lasts
+    /// `late`, whatever came meanwhile. Its records and connection.
+    pub(in crate::session) fn run_late(
+        job: SessionJob,
+        late: Duration,
+    ) -> (Vec<Outcome>, Option<Held>) {
+        let mut session = Session::start(job).unwrap();
+        for _ in 0..200 {
+            match session.drive() {
+                Drive::Done(outcomes) => return (outcomes, session.take_held()),
+                Drive::Wait(_) => {
+                    std::thread::sleep(late);
+                    session.readable();
+                }
+            }
+        }
+        panic!("the session did not end");
+    }
 }
 
 #[cfg(test)]

@@ -372,14 +372,17 @@ impl Sse {
             is_event_stream(head)?;
             false
         };
-        self.tally.held = Some(Held::opened(job.clock.now_ns(), &job.tally));
+        self.tally.held = Some(Held::opened(head.arrived_ns, &job.tally));
         let remaining = (!head.chunked).then_some(head.content_length).flatten();
         let mut events = Events::framed(head.chunked, remaining, pieces, None);
         if remaining == Some(0) {
             return self.server_ended(job, events);
         }
         // The head's bytes (those past it too) are counted already.
-        match self.tally.take(job, &mut events, &head.rest)? {
+        match self
+            .tally
+            .take(job, &mut events, &head.rest, head.arrived_ns)?
+        {
             Fed::More => self.read(job, wire, events),
             Fed::Done => Ok(None),
             Fed::Ended => self.server_ended(job, events),
@@ -442,7 +445,10 @@ impl Sse {
         self.tally.first.bytes_in += head.bytes;
         is_event_stream(&head)?;
         let mut events = Events::new(head.chunked, Some(events));
-        match self.tally.take(job, &mut events, &head.rest)? {
+        match self
+            .tally
+            .take(job, &mut events, &head.rest, head.arrived_ns)?
+        {
             Fed::More => self.read(job, wire, events),
             Fed::Done => Ok(None),
             Fed::Ended => self.server_ended(job, events),
@@ -489,7 +495,11 @@ impl Sse {
                 Ok(0) => return self.server_ended(job, events),
                 Ok(read) => {
                     self.tally.first.bytes_in += read as u64;
-                    match self.tally.take(job, &mut events, &chunk[..read])? {
+                    let arrived_ns = wire.arrived_ns(job.clock.now_ns(), self.tally.last_ns);
+                    match self
+                        .tally
+                        .take(job, &mut events, &chunk[..read], arrived_ns)?
+                    {
                         Fed::More => {}
                         Fed::Done => return Ok(None),
                         Fed::Ended => return self.server_ended(job, events),
@@ -518,16 +528,17 @@ impl Sse {
 type Progress = Result<Option<u64>, Failure>;
 
 impl Tally {
-    /// Cuts `input` into events: done when enough came, ended when its chunked
-    /// body did.
+    /// Cuts `input`, arrived at `arrived_ns`, into events: done when enough came,
+    /// ended when its chunked body did.
     fn take(
         &mut self,
         job: &SessionJob,
         events: &mut Events,
         input: &[u8],
+        arrived_ns: u64,
     ) -> Result<Fed, Failure> {
         let ended = events.feed(input, &mut |event_type, data| {
-            self.event(job, event_type, data);
+            self.event(job, arrived_ns, event_type, data);
         })?;
         Ok(if self.enough() {
             Fed::Done
@@ -585,25 +596,26 @@ impl Tally {
         Drive::Done(outcomes)
     }
 
-    /// An event arrived: judged by the step's checks, counted into the events' record
-    /// and the connection's figures.
-    fn event(&mut self, job: &SessionJob, event_type: &[u8], data: &[u8]) {
+    /// An event arrived at `arrived_ns`: judged by the step's checks, counted into the
+    /// events' record and the connection's figures.
+    fn event(&mut self, job: &SessionJob, arrived_ns: u64, event_type: &[u8], data: &[u8]) {
         if self.enough() {
             return;
         }
-        let now = job.clock.now_ns();
+        // Never before the event (or the request) it is timed from.
+        let at_ns = arrived_ns.max(self.last_ns);
         if self.count == 0 {
-            self.first.end_ns = now;
-            (self.events.intended_ns, self.events.started_ns) = (now, now);
+            self.first.end_ns = at_ns;
+            (self.events.intended_ns, self.events.started_ns) = (at_ns, at_ns);
             // Where the body starts: its bytes a second are over the rest.
             if let Some(held) = &mut self.held {
-                held.figures.first_message_ns = Some(now.saturating_sub(held.opened_ns));
+                held.figures.first_message_ns = Some(at_ns.saturating_sub(held.opened_ns));
             }
         }
         self.count += 1;
         let flow = &job.flow;
         let step = &flow.steps[job.step];
-        let gap_ns = now.saturating_sub(self.last_ns);
+        let gap_ns = at_ns - self.last_ns;
         let answer = Answer {
             status: 200,
             body: data,
@@ -642,7 +654,7 @@ impl Tally {
             held.timed(gap_ns);
             held.figures.messages_failed += u64::from(checks_failed != 0);
         }
-        self.last_ns = now;
+        self.last_ns = at_ns;
     }
 
     fn enough(&self) -> bool {
@@ -691,7 +703,12 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
     use super::*;
+    use crate::hosts::Address;
 
     /// The events of `wire`, fed `step` bytes at a time.
     fn events(wire: &[u8], chunked: bool, step: usize) -> (Vec<String>, bool) {
@@ -873,5 +890,69 @@ mod tests {
         let mut events = Events::new(true, None);
         let failure = events.feed(b"zz\r\n", &mut |_, _| {}).unwrap_err();
         assert_eq!(failure.0, ErrorKind::Protocol, "{}", failure.1);
+    }
+
+    #[test]
+    fn events_read_late_are_timed_when_they_arrived() {
+        let _stamping = super::super::testing::stamping_on();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let step = workload::StepFields {
+            sse: Some("http://h/events".to_owned()),
+            events: Some(2),
+            ..workload::StepFields::default()
+        };
+        let address = Address::Tcp(listener.local_addr().unwrap());
+        let job = super::super::testing::job(
+            step,
+            address,
+            ("GET /events HTTP/1.1\r\nHost: h\r\n\r\n", ""),
+            &[],
+        );
+        let clock = job.clock;
+        // The head and the first event 10 ms after the request, the second 150 ms
+        // after that; each time taken just before its write.
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            let first_ns = clock.now_ns();
+            let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: a\n\n";
+            stream.write_all(answer.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            let second_ns = clock.now_ns();
+            stream.write_all(b"data: b\n\n").unwrap();
+            // Open until the session has read both.
+            let _ = stream.read(&mut byte);
+            (first_ns, second_ns)
+        });
+        // Each wait lasts 100 ms: each event is read up to that much after it came.
+        let (outcomes, held) = super::super::testing::run_late(job, Duration::from_millis(100));
+        let (first_ns, second_ns) = server.join().unwrap();
+        let [first, events] = &outcomes[..] else {
+            panic!("{outcomes:?}");
+        };
+        assert_eq!(
+            (first.failure.clone(), events.failure.clone()),
+            (None, None)
+        );
+        let near = |at_ns: u64| at_ns.saturating_sub(2_000_000)..at_ns + 30_000_000;
+        assert!(
+            near(first_ns).contains(&first.end_ns),
+            "the first event timed at {} ns, sent at {first_ns} ns",
+            first.end_ns
+        );
+        let latency = held.unwrap().figures.latency;
+        assert_eq!(latency.count(), 2);
+        // The gap before the second event, the larger of the two.
+        let gap_ns = latency.quantile(1.0).unwrap();
+        let sent_gap_ns = second_ns - first_ns;
+        assert!(
+            near(sent_gap_ns).contains(&gap_ns),
+            "a gap of {gap_ns} ns between events sent {sent_gap_ns} ns apart"
+        );
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct Ws {
     pub(super) held: Option<Held>,
     /// The code of the server's close frame, when it sent one.
     server_close: Option<u16>,
+    /// When the bytes that completed the last data message reached this host.
+    message_ns: u64,
     /// The last `send` action's message, for a paced send's repeats; and when it
     /// carries its send time, the message to stamp anew each time.
     message: Option<Message>,
@@ -114,6 +116,7 @@ impl Ws {
             sends: 0,
             held: None,
             server_close: None,
+            message_ns: 0,
             message: None,
             stamped: None,
             reader: None,
@@ -147,11 +150,12 @@ impl Ws {
                         return Drive::Wait(self.current.started_ns.saturating_add(job.timeout_ns));
                     }
                     Ok(Some((wire, head))) => {
+                        let answered_ns = head.arrived_ns;
                         match upgraded(session, wire, head, job, &mut self.current) {
                             Ok(upgrade) => {
                                 self.reader = Some(upgrade.reader);
                                 self.deflate = upgrade.deflate;
-                                self.opened(job, upgrade.socket, session);
+                                self.opened(job, upgrade.socket, session, answered_ns);
                                 if let Some(held) = &mut self.held {
                                     held.figures.subprotocol = upgrade.chosen;
                                     held.figures.compression =
@@ -184,7 +188,10 @@ impl Ws {
                             return Drive::Wait(deadline_ns);
                         }
                         Ok(None) => {
-                            self.current.end_ns = job.clock.now_ns();
+                            // An `expect` ended when its message arrived.
+                            if self.current.end_ns == 0 {
+                                self.current.end_ns = job.clock.now_ns();
+                            }
                             self.outcomes.push(std::mem::take(&mut self.current));
                             if let ActionKind::Close(code) = action.kind {
                                 return self.end(job, socket, Some(code));
@@ -224,11 +231,12 @@ impl Ws {
         }
     }
 
-    /// The upgrade did what it asked: 200, as a record's success reads it (101 would
-    /// read as a failure in every report); the first action begins.
-    fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session) {
+    /// The upgrade did what it asked (its answer came at `answered_ns`): 200, as a
+    /// record's success reads it (101 would read as a failure in every report); the
+    /// first action begins.
+    fn opened(&mut self, job: &SessionJob, socket: Socket, session: &Session, answered_ns: u64) {
         self.current.status = 200;
-        self.current.end_ns = job.clock.now_ns();
+        self.current.end_ns = answered_ns;
         self.held = Some(Held::opened(self.current.end_ns, &job.tally));
         if let Some(every_ns) = session.ping_ns {
             self.ping_next_ns = self.current.end_ns.saturating_add(every_ns);
@@ -435,9 +443,13 @@ impl Ws {
                     return Ok(None);
                 };
                 match reader.next(socket.get_mut()) {
-                    Ok(Some(Incoming::Close { .. })) | Err((ErrorKind::Closed, _)) => {
+                    Ok(Some(Incoming::Close { .. })) => {
+                        // Done when the server's close frame arrived.
+                        let now = job.clock.now_ns();
+                        self.current.end_ns = socket.get_ref().arrived_ns(now, started_ns);
                         return Ok(None);
                     }
+                    Err((ErrorKind::Closed, _)) => return Ok(None),
                     // What comes after our close frame is read and let go.
                     Ok(Some(_)) => {}
                     Ok(None) => {
@@ -556,11 +568,13 @@ impl Ws {
             }
             let body = self.reader.as_ref().map_or(&[][..], FrameReader::message);
             self.current.bytes_in += body.len() as u64;
+            // A message already read (or arrived) when the expect began is its start.
+            let answered_ns = self.message_ns.max(self.current.started_ns);
             let answer = Answer {
                 status: 200,
                 body,
                 body_bytes: body.len() as u64,
-                latency_ns: job.clock.now_ns().saturating_sub(self.current.started_ns),
+                latency_ns: answered_ns - self.current.started_ns,
                 ..Answer::default()
             };
             if check.passes(&answer, &mut text) {
@@ -572,6 +586,7 @@ impl Ws {
                     held.timed(answer.latency_ns);
                 }
                 self.current.matched = Some((self.action, body.to_vec()));
+                self.current.end_ns = answered_ns;
                 return Ok(None);
             }
         }
@@ -595,9 +610,14 @@ impl Ws {
                 None => return Ok(None),
                 Some(Incoming::Data { .. }) => {
                     let bytes = reader.message().len() as u64;
-                    let mut delay_ns = one_way_delay(job, reader.message())?;
+                    // Timed by when the bytes that completed it arrived, not by this
+                    // read, which a budget's wait may have made late.
+                    let now = job.clock.now_ns();
+                    let opened_ns = self.held.as_ref().map_or(now, |held| held.opened_ns);
+                    self.message_ns = socket.get_ref().arrived_ns(now, opened_ns);
+                    let mut delay_ns = one_way_delay(job, reader.message(), self.message_ns)?;
                     if let Some(due_ns) = self.unanswered.as_mut().and_then(VecDeque::pop_front) {
-                        delay_ns = Some(job.clock.now_ns().saturating_sub(due_ns));
+                        delay_ns = Some(self.message_ns.saturating_sub(due_ns));
                     }
                     if let Some(held) = &mut self.held {
                         held.received(bytes);
@@ -659,17 +679,21 @@ fn round_trip(job: &SessionJob) -> bool {
     matches!(&job.flow.steps[job.step].stream, Some(Stream::WebSocket(session)) if session.round_trip)
 }
 
-/// The one-way delay of `message`, received now, when it carries its send time; one
-/// whose send time is not a number fails the session (an `extract` error).
-fn one_way_delay(job: &SessionJob, message: &[u8]) -> Result<Option<u64>, Failure> {
+/// The one-way delay of `message`, arrived at `arrived_ns`, when it carries its send
+/// time; one whose send time is not a number fails the session (an `extract` error).
+fn one_way_delay(
+    job: &SessionJob,
+    message: &[u8],
+    arrived_ns: u64,
+) -> Result<Option<u64>, Failure> {
     let Some(send_time) = send_time(job) else {
         return Ok(None);
     };
     match job.flow.send_time_in(send_time, message) {
         None => Ok(None),
         Some(Ok(sent_unix_ns)) => {
-            let now_unix_ns = job.clock.unix_ns(job.clock.now_ns());
-            Ok(Some(now_unix_ns.saturating_sub(sent_unix_ns)))
+            let arrived_unix_ns = job.clock.unix_ns(arrived_ns);
+            Ok(Some(arrived_unix_ns.saturating_sub(sent_unix_ns)))
         }
         Some(Err(text)) => Err((ErrorKind::Extract, text)),
     }
@@ -771,5 +795,194 @@ fn failure(e: &Error) -> Failure {
         ),
         Error::Io(e) => io_failure(e),
         e => (ErrorKind::Protocol, format!("websocket: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::os::unix::net::UnixListener;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rustls::pki_types::{PrivateKeyDer, ServerName};
+    use workload::{ActionFields, StepFields, TlsOptions};
+
+    use super::super::testing::{job, run_late, stamping_on};
+    use super::super::{Held, Outcome, SessionJob};
+    use crate::hosts::Address;
+
+    const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+    const UPGRADE: &str = "GET /echo HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    /// Each wait of the session lasts this long, whatever came meanwhile.
+    const LATE: Duration = Duration::from_millis(100);
+
+    /// Echoes each data message of one WebSocket connection 10 ms after it came (so
+    /// after the session's read found nothing), until the connection ends.
+    fn echo(stream: impl Read + Write) {
+        let Ok(mut socket) = tungstenite::accept(stream) else {
+            return;
+        };
+        while let Ok(message) = socket.read() {
+            std::thread::sleep(Duration::from_millis(10));
+            if (message.is_text() || message.is_binary()) && socket.send(message).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// An echo server on loopback for one connection, over TLS (a self-signed
+    /// certificate for `localhost`) when `tls`.
+    fn tcp_echo(tls: bool) -> Address {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = Address::Tcp(listener.local_addr().unwrap());
+        let config = tls.then(|| {
+            let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+            let private = PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![key.cert.der().clone()], private)
+                .unwrap();
+            Arc::new(config)
+        });
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            match config {
+                Some(config) => {
+                    let server = rustls::ServerConnection::new(config).unwrap();
+                    echo(rustls::StreamOwned::new(server, stream));
+                }
+                None => echo(stream),
+            }
+        });
+        address
+    }
+
+    /// A step sending one message, expecting its echo and closing, with `fields`
+    /// (pairing, send times).
+    fn echo_step(fields: StepFields) -> StepFields {
+        StepFields {
+            ws: Some("ws://h/echo".to_owned()),
+            actions: vec![
+                ActionFields {
+                    send: Some("hi".to_owned()),
+                    ..ActionFields::default()
+                },
+                ActionFields {
+                    expect: Some("body contains hi".to_owned()),
+                    within: Some("5s".to_owned()),
+                    ..ActionFields::default()
+                },
+                ActionFields {
+                    close: Some(1000),
+                    ..ActionFields::default()
+                },
+            ],
+            ..fields
+        }
+    }
+
+    /// Runs `job` reading late; its expect's and its close's times (checked they
+    /// passed) and the one message latency its connection timed.
+    fn expect_and_latency(name: &str, job: SessionJob) -> (u64, u64, u64) {
+        let (outcomes, held): (Vec<Outcome>, Option<Held>) = run_late(job, LATE);
+        let [upgrade, send, expect, close] = &outcomes[..] else {
+            panic!("{name}: {outcomes:?}");
+        };
+        let failures = [send, expect, close].map(|outcome| outcome.failure.clone());
+        assert_eq!(
+            (upgrade.status, failures),
+            (200, [None, None, None]),
+            "{name}: {outcomes:?}"
+        );
+        let latency = held.unwrap().figures.latency;
+        assert_eq!(latency.count(), 1, "{name}");
+        (
+            expect.end_ns - expect.started_ns,
+            close.end_ns - close.started_ns,
+            latency.quantile(1.0).unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_echo_read_late_is_timed_when_it_arrived_where_the_kernel_stamps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let unix_path = dir.path().join("echo.sock");
+        let unix = UnixListener::bind(&unix_path).unwrap();
+        std::thread::spawn(move || echo(unix.accept().unwrap().0));
+        let _stamping = stamping_on();
+        // The echo comes 10 ms after the message (the expect began a moment after
+        // it), the answer to our close frame 10 ms after it, and each is read 90 ms
+        // late. TCP stamps what it receives, under TLS too: the expect, the round
+        // trip and the close are the echo's and the answer's. A Unix socket does
+        // not: they are timed at the read, as before.
+        let stamped = (0..50_000_000, 10_000_000..50_000_000);
+        let read = 90_000_000..2_000_000_000;
+        let rows = [
+            ("tcp", tcp_echo(false), false, stamped.clone()),
+            ("tls", tcp_echo(true), true, stamped),
+            (
+                "unix",
+                Address::Unix(unix_path),
+                false,
+                (read.clone(), read),
+            ),
+        ];
+        for (name, address, tls, (want_expect_ns, want_round_trip_ns)) in rows {
+            let paired = StepFields {
+                round_trip: Some("in order".to_owned()),
+                ..StepFields::default()
+            };
+            let mut job = job(echo_step(paired), address, (UPGRADE, KEY), &["hi"]);
+            if tls {
+                let insecure = TlsOptions {
+                    insecure: true,
+                    ..TlsOptions::default()
+                };
+                let config = crate::tls::client_config(&insecure, false).unwrap();
+                job.tls = Some((config, ServerName::try_from("localhost").unwrap()));
+            }
+            let (expect_ns, close_ns, round_trip_ns) = expect_and_latency(name, job);
+            assert!(
+                want_expect_ns.contains(&expect_ns),
+                "{name}: expect {expect_ns} ns"
+            );
+            assert!(
+                want_round_trip_ns.contains(&round_trip_ns),
+                "{name}: round trip {round_trip_ns} ns"
+            );
+            assert!(
+                want_round_trip_ns.contains(&close_ns),
+                "{name}: close {close_ns} ns"
+            );
+        }
+    }
+
+    #[test]
+    fn a_one_way_delay_read_late_is_timed_when_the_message_arrived() {
+        let _stamping = stamping_on();
+        let timed = StepFields {
+            send_time: Some("regex sent=([0-9]+)".to_owned()),
+            ..StepFields::default()
+        };
+        let message = format!("hi sent={}", "0".repeat(super::super::SEND_TIME_DIGITS));
+        let mut job = job(
+            echo_step(timed),
+            tcp_echo(false),
+            (UPGRADE, KEY),
+            &[&message],
+        );
+        job.sends[0].stamp = Some("hi sent=".len());
+        // Sent when due, back 10 ms later, read 90 ms after that.
+        let (expect_ns, _, one_way_ns) = expect_and_latency("one way", job);
+        assert!(expect_ns < 50_000_000, "{expect_ns} ns");
+        assert!(
+            (10_000_000..50_000_000).contains(&one_way_ns),
+            "one-way delay {one_way_ns} ns"
+        );
     }
 }
