@@ -66,7 +66,7 @@ pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn, otlp_headers}
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
 pub use spans::{ClientSpans, MAX_QUEUED_SPANS, SpanQueue};
-pub use started::{LoadCount, LoadUnit};
+pub use started::LoadUnit;
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
 
