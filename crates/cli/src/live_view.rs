@@ -49,7 +49,8 @@ pub fn start(
             .iter()
             .map(|a| a.settings.plan.clone())
             .collect(),
-    );
+    )
+    .with_flows(config.attacks.iter().map(|a| a.flow.is_some()).collect());
     let on_terminal = std::io::stderr().is_terminal();
     let mode = if on_terminal {
         ViewMode::Terminal {

@@ -256,6 +256,42 @@ fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
     }
 }
 
+/// The rate after `label ` in a progress line: `runs started 20.0/s` -> 20.
+fn progress_rate(line: &str, label: &str) -> f64 {
+    let at = line
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {line}"));
+    let rest = &line[at + label.len()..];
+    rest.split('/').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_progress_line_holds_a_flow_to_its_runs_started_with_its_requests_beside() {
+    // A flow of 3 steps at 20 runs a second: the line's last second says about 20 runs
+    // started of 20 asked (the engine's count as it goes), and about 60 requests.
+    let server = app();
+    let dir = TempDir::new();
+    let flow = shop_flow(server.local_addr(), "rate = 20\nduration = \"6s\"");
+    let scenarios = dir.write("flow.toml", &flow);
+    let output = dir.0.join("run.llr").to_string_lossy().into_owned();
+    let out = loadlab(&["attack", "-scenarios", &scenarios, "-output", &output]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let line = (stderr.lines())
+        .find(|line| line.contains("s/6s  "))
+        .unwrap_or_else(|| panic!("a progress line after 5 s: {stderr}"));
+    let (started, asked) = (
+        progress_rate(line, "runs started "),
+        progress_rate(line, "/s of "),
+    );
+    let requests = progress_rate(line, "requests sent ");
+    // Over a stats interval of about a second: a start at its very edge may fall on
+    // either side of it on a busy machine.
+    assert!((started - asked).abs() <= 2.0, "{line}");
+    assert!((18.0..=22.0).contains(&asked), "{line}");
+    assert!((requests - 3.0 * started).abs() <= 6.0, "{line}");
+}
+
 #[test]
 fn a_closed_model_flow_loops_its_users_with_one_data_row_each() {
     let server = app();

@@ -528,3 +528,40 @@ actions = [{{ send = '{{"sent": {{{{send_time_ns}}}}}}', every = "100ms", count 
     assert!(entries[2] > 0 && entries[5] > 0, "{entries:?}");
     assert_eq!(streams_in_verdict(&stderr), entries, "{stderr}");
 }
+
+#[test]
+fn a_steered_flow_s_delivered_load_counts_its_runs_started() {
+    // A flow of two steps at 10 runs a second for 2 s over two shards: 20 runs asked
+    // and started, 40 requests.
+    let server = server("1ms");
+    let dir = TempDir::new();
+    let flow = dir.path("two.toml");
+    let address = server.local_addr();
+    let scenario = format!(
+        r#"
+[[scenario]]
+name = "two"
+rate = 10
+duration = "2s"
+
+[[scenario.step]]
+name = "first"
+request = "GET http://{address}/ok"
+
+[[scenario.step]]
+name = "second"
+request = "GET http://{address}/ok"
+"#
+    );
+    std::fs::write(&flow, scenario).unwrap();
+    let mut shards = start_shards(&dir, 2, &["-scenarios", &flow]);
+    let out = steer(&shards, &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("0.0% of the asked load was not delivered (20 of about 20 runs started)"),
+        "{stderr}"
+    );
+    let requests: u64 = shards.iter_mut().map(|s| end_of(s).attacks[0].sent).sum();
+    assert_eq!(requests, 40, "two requests a run");
+}

@@ -232,6 +232,7 @@ impl<W: Write> Collector<W> {
             at_unix_ns: self.clock.unix_ns(now),
             cpu_ns: process_cpu_ns(),
             sent: total.sent,
+            starts: total.starts,
             completed: total.completed,
             in_flight: total.in_flight,
             connections_open: total.connections_open,
@@ -273,6 +274,7 @@ impl<W: Write> Collector<W> {
                         sum.completed += c.completed;
                         sum.in_flight += c.in_flight;
                         sum.users += c.users;
+                        sum.starts += c.starts;
                         sum
                     },
                 )
@@ -285,6 +287,7 @@ impl<W: Write> Collector<W> {
             .iter()
             .fold(Counters::default(), |mut sum, c| {
                 sum.sent += c.sent;
+                sum.starts += c.starts;
                 sum.completed += c.completed;
                 sum.in_flight += c.in_flight;
                 sum.connections_open += c.connections_open;

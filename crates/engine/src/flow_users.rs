@@ -53,6 +53,9 @@ pub(crate) struct FlowUsers {
     pub scratch: FlowScratch,
     /// Closed model: users this worker brought in (their numbers).
     created: u64,
+    /// Runs whose first request was numbered (sent, or recorded as refused): the
+    /// records with `seq & 0xffff == 0`, counted as they are made.
+    pub starts: u64,
 }
 
 impl FlowUsers {
@@ -66,6 +69,7 @@ impl FlowUsers {
             live: 0,
             waiting: BinaryHeap::new(),
             created: 0,
+            starts: 0,
         }
     }
 
@@ -183,6 +187,7 @@ impl FlowUsers {
     pub(crate) fn next_seq(&mut self, slot: u32) -> u64 {
         let run = &mut self.runs[slot as usize];
         let seq = run.index.saturating_mul(REQUESTS_PER_RUN) + run.sent.min(REQUESTS_PER_RUN - 1);
+        self.starts += u64::from(run.sent == 0);
         run.sent += 1;
         seq
     }
@@ -345,5 +350,22 @@ mod tests {
             (None, false)
         );
         assert_eq!(users.live, 0);
+    }
+
+    #[test]
+    fn a_run_counts_one_start_however_many_requests_it_sends() {
+        let plan = plan(Pacing::Open(Schedule::constant(10.0)));
+        let mut users = FlowUsers::new(flow());
+        // (requests each run sends: a flow of 3 steps, one that stopped after its
+        // first, a run past the requests numbered apart)
+        let runs = [3u64, 1, REQUESTS_PER_RUN + 2];
+        for (k, requests) in (0u64..).zip(runs) {
+            let slot = users.take(Due::NewUser, &plan, k, 0, ONE).0.unwrap();
+            let seqs: Vec<u64> = (0..requests).map(|_| users.next_seq(slot)).collect();
+            let starts = seqs.iter().filter(|seq| *seq & 0xffff == 0).count() as u64;
+            assert_eq!(starts, 1, "run {k}: one record starts it");
+            assert_eq!(users.starts, k + 1, "run {k}");
+            users.run_ended(slot, None);
+        }
     }
 }

@@ -24,6 +24,8 @@ pub(crate) struct WorkerReport {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Counters {
     pub sent: u64,
+    /// Runs of its flows started (their first request numbered).
+    pub starts: u64,
     pub completed: u64,
     pub in_flight: u64,
     pub connections_open: u64,

@@ -51,6 +51,7 @@ mod settle;
 mod sink;
 mod snapshot;
 mod spans;
+mod started;
 mod stats;
 pub mod steer;
 mod view;
@@ -65,6 +66,7 @@ pub use push::{Push, PushOptions, PushProtocol, PushSummary, Warn, otlp_headers}
 pub use serve::{Body, Handler, Request, Response, Server, listen_address};
 pub use snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck, short_duration};
 pub use spans::{ClientSpans, MAX_QUEUED_SPANS, SpanQueue};
+pub use started::LoadUnit;
 pub use stats::{LiveHandle, LiveStats};
 pub use view::{View, ViewMode};
 

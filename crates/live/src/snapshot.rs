@@ -3,6 +3,8 @@
 
 use record::ErrorKind;
 
+use crate::started::LoadUnit;
+
 const SECOND_NS: f64 = 1e9;
 
 /// The numbers of a run so far, as the live view shows them.
@@ -14,6 +16,8 @@ pub struct Snapshot {
     pub total_ns: Option<u64>,
     /// The schedule's asked rate now, all open-model attacks together.
     pub target_rate_per_sec: Option<f64>,
+    /// What the asked load is counted in: a flow asks for runs started.
+    pub unit: LoadUnit,
     /// The last second: asked and sent over the last stats interval (about a
     /// second), completions and latencies over the last settled second of
     /// completions.
@@ -56,8 +60,12 @@ pub struct Snapshot {
 pub struct Window {
     /// How long the rates are over.
     pub span_ns: u64,
-    /// Requests the schedule asked for (open model only).
+    /// The load the schedule asked for (open model only), in [`Snapshot::unit`]s.
     pub asked: Option<u64>,
+    /// The load started, in [`Snapshot::unit`]s, when it is not requests (a flow's
+    /// runs); `None` in a run without flows, or when not known (a steered run's
+    /// last second).
+    pub started: Option<u64>,
     /// Requests sent.
     pub sent: u64,
     /// Requests completed (answered or failed).
@@ -158,16 +166,14 @@ impl Window {
 
 impl Snapshot {
     /// One plain line for logs:
-    /// `12s/60s  asked 1000/s  sent 1000/s  ok 99.8%  p99 12.3ms  lag p99 312µs  in flight 12`.
+    /// `12s/60s  asked 1000/s  sent 1000/s  ok 99.8%  p99 12.3ms  lag p99 312µs  in flight 12`;
+    /// a flow's: `12s/60s  runs started 10.0/s of 10.0/s asked  requests sent 30.0/s  ok ...`.
     pub fn progress_line(&self) -> String {
         let last = &self.last_second;
         let mut line = self.elapsed_text();
-        if let Some(asked) = last.asked {
-            line += &format!("  asked {}/s", rate_text(last.rate_per_sec(asked)));
-        }
+        line += &self.load_text(last);
         line += &format!(
-            "  sent {}/s  ok {}  p99 {}  lag p99 {}  in flight {}",
-            rate_text(last.rate_per_sec(last.sent)),
+            "  ok {}  p99 {}  lag p99 {}  in flight {}",
             percent_text(last.success_ratio()),
             latency_text(last, last.latency.p99_ns),
             latency_text(last, last.lag_p99_ns),
@@ -193,6 +199,63 @@ impl Snapshot {
             );
         }
         line
+    }
+
+    /// The load against the asked load: `  asked 1000/s  sent 1000/s`; in a run with
+    /// flows, whose schedule asks for runs, `  runs started 10.0/s of 10.0/s asked
+    /// requests sent 30.0/s` (`runs asked 10.0/s` when the runs started are not known).
+    fn load_text(&self, window: &Window) -> String {
+        let sent = rate_text(window.rate_per_sec(window.sent));
+        let asked = window
+            .asked
+            .map(|asked| rate_text(window.rate_per_sec(asked)));
+        let unit = self.unit.word();
+        match (self.unit, window.started, asked) {
+            (LoadUnit::Requests, _, None) => format!("  sent {sent}/s"),
+            (LoadUnit::Requests, _, Some(asked)) => format!("  asked {asked}/s  sent {sent}/s"),
+            (_, Some(started), asked) => {
+                let started = rate_text(window.rate_per_sec(started));
+                let of = asked.map_or_else(String::new, |asked| format!(" of {asked}/s asked"));
+                format!("  {unit} started {started}/s{of}  requests sent {sent}/s")
+            }
+            (_, None, Some(asked)) => format!("  {unit} asked {asked}/s  requests sent {sent}/s"),
+            (_, None, None) => format!("  requests sent {sent}/s"),
+        }
+    }
+
+    /// The view's rate lines: requests a second; in a run with flows a line of the
+    /// runs started against the asked runs before it, and none asked beside requests.
+    fn load_lines(&self) -> Vec<String> {
+        let (last, run) = (&self.last_second, &self.run);
+        let requests = |asked: &str, run_asked: &str| {
+            format!(
+                "rate/s    {asked}sent {}  done {}   run: {run_asked}sent {}  done {}",
+                rate_text(last.rate_per_sec(last.sent)),
+                rate_text(last.rate_per_sec(last.completed)),
+                rate_text(run.rate_per_sec(run.sent)),
+                rate_text(run.rate_per_sec(run.completed)),
+            )
+        };
+        if self.unit == LoadUnit::Requests {
+            let asked = |window| format!("asked {}  ", asked_rate_text(window));
+            return vec![requests(&asked(last), &asked(run))];
+        }
+        let started = |window: &Window| {
+            let started = window.started.map_or_else(
+                || "-".to_owned(),
+                |started| rate_text(window.rate_per_sec(started)),
+            );
+            format!("started {started} of {} asked", asked_rate_text(window))
+        };
+        vec![
+            format!(
+                "{:<9} {}   run: {}",
+                format!("{}/s", self.unit.word()),
+                started(last),
+                started(run)
+            ),
+            requests("", ""),
+        ]
     }
 
     /// Why the generator is behind, when every connection it may use is busy.
@@ -244,16 +307,8 @@ impl Snapshot {
     /// latency, success and codes, the generator, one line per stop rule.
     pub fn view_lines(&self) -> Vec<String> {
         let (last, run) = (&self.last_second, &self.run);
-        let mut lines = vec![
-            format!(
-                "rate/s    asked {}  sent {}  done {}   run: asked {}  sent {}  done {}",
-                asked_rate_text(last),
-                rate_text(last.rate_per_sec(last.sent)),
-                rate_text(last.rate_per_sec(last.completed)),
-                asked_rate_text(run),
-                rate_text(run.rate_per_sec(run.sent)),
-                rate_text(run.rate_per_sec(run.completed)),
-            ),
+        let mut lines = self.load_lines();
+        lines.extend([
             format!(
                 "latency   1s: p50 {}  p99 {}  max {}   run: p50 {}  p99 {}  max {}",
                 latency_text(last, last.latency.p50_ns),
@@ -279,7 +334,7 @@ impl Snapshot {
                 self.behind,
                 self.held_back_text(),
             ),
-        ];
+        ]);
         if let Some(unreachable) = &self.unreachable {
             lines.push(format!("target    {unreachable}"));
         }
@@ -533,6 +588,75 @@ mod tests {
             let lines = snapshot.view_lines();
             let view = lines.iter().find(|l| l.starts_with("generator")).unwrap();
             assert!(view.ends_with(view_end), "{view}");
+        }
+    }
+
+    #[test]
+    fn a_flow_s_load_reads_in_runs_started() {
+        // A flow of 3 steps: 10 runs started a second of 10 asked, 30 requests. (the
+        // unit, runs started known, asked known, the progress line's rates, the
+        // view's first line)
+        let rows = [
+            (
+                LoadUnit::Runs,
+                true,
+                true,
+                "  runs started 10.0/s of 10.0/s asked  requests sent 30.0/s  ok",
+                "runs/s    started 10.0 of 10.0 asked   run: started 10.0 of 10.0 asked",
+            ),
+            (
+                LoadUnit::Runs,
+                false,
+                true,
+                "  runs asked 10.0/s  requests sent 30.0/s  ok",
+                "runs/s    started - of 10.0 asked   run: started - of 10.0 asked",
+            ),
+            (
+                LoadUnit::Runs,
+                true,
+                false,
+                "  runs started 10.0/s  requests sent 30.0/s  ok",
+                "runs/s    started 10.0 of - asked   run: started 10.0 of - asked",
+            ),
+            (
+                LoadUnit::RunsAndRequests,
+                true,
+                true,
+                "  runs and requests started 10.0/s of 10.0/s asked  requests sent 30.0/s  ok",
+                "runs and requests/s started 10.0 of 10.0 asked   run: started 10.0 of 10.0 asked",
+            ),
+            (
+                LoadUnit::Requests,
+                true,
+                true,
+                "  asked 10.0/s  sent 30.0/s  ok",
+                "rate/s    asked 10.0  sent 30.0  done 0.0   run: asked 10.0  sent 30.0  done 0.0",
+            ),
+        ];
+        for (unit, started, asked, progress, view) in rows {
+            let window = Window {
+                span_ns: 1_000_000_000,
+                asked: asked.then_some(10),
+                started: started.then_some(10),
+                sent: 30,
+                ..Window::default()
+            };
+            let snapshot = Snapshot {
+                unit,
+                last_second: window.clone(),
+                run: window,
+                ..Snapshot::default()
+            };
+            let line = snapshot.progress_line();
+            assert!(line.starts_with(&format!("0s{progress}")), "{line}");
+            assert_eq!(snapshot.view_lines()[0], view, "{unit:?}");
+            if unit != LoadUnit::Requests {
+                let requests = &snapshot.view_lines()[1];
+                assert_eq!(
+                    requests,
+                    "rate/s    sent 30.0  done 0.0   run: sent 30.0  done 0.0"
+                );
+            }
         }
     }
 }

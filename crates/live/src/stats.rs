@@ -17,6 +17,7 @@ use crate::latest::Latest;
 use crate::resources::Headlines;
 use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
 use crate::snapshot::{ChecksState, Latency, RuleState, Snapshot, Window, WorstCheck};
+use crate::started::{LoadCount, LoadUnit};
 
 /// Where the display thread reads the latest [`Snapshot`].
 pub type LiveHandle = Latest<Snapshot>;
@@ -89,8 +90,13 @@ pub struct LiveStats {
     connect_error: Option<String>,
     /// Each distinct `host:port` of the run's targets, in order.
     addresses: Vec<String>,
-    /// The previous stats sample: when (from time zero) and requests sent by then.
-    previous_stats: (u64, u64),
+    /// Which attacks are flows, whose load is their runs started.
+    load: LoadCount,
+    /// Records that started a unit of the load (all of it once the run is over).
+    started_done: u64,
+    /// The previous stats sample: when (from time zero), requests sent and the load
+    /// started by then.
+    previous_stats: (u64, u64, Option<u64>),
     /// The monitor's latest headline samples (`attack -monitor`).
     headlines: Headlines,
     /// The flows' checks.
@@ -118,7 +124,9 @@ impl LiveStats {
             error_kinds: Vec::new(),
             connect_error: None,
             addresses: Vec::new(),
-            previous_stats: (0, 0),
+            load: LoadCount::default(),
+            started_done: 0,
+            previous_stats: (0, 0, None),
             headlines: Headlines::default(),
             checks: CheckTable::default(),
             streams: report::StreamsSoFar::default(),
@@ -128,6 +136,14 @@ impl LiveStats {
             },
             handle: LiveHandle::default(),
         }
+    }
+
+    /// Tells which attacks (in order) are flows: their schedules ask for runs
+    /// started, which their figures are then held to (requests beside them).
+    pub fn with_flows(mut self, flows: Vec<bool>) -> LiveStats {
+        self.load = LoadCount::new(flows);
+        self.snapshot.unit = self.load.unit();
+        self
     }
 
     /// Where the display reads the snapshots.
@@ -188,6 +204,7 @@ impl LiveStats {
             bin.add(record);
         }
         self.run.add(record);
+        self.started_done += u64::from(self.load.starts_load(record));
         self.checks.add(record);
         *self.status_codes.entry(record.status).or_default() += 1;
         if let Some(index) = (record.error as usize).checked_sub(1) {
@@ -231,6 +248,10 @@ impl LiveStats {
         run.completed = self.run.completed;
         run.successes = self.run.successes;
         run.sent = run.sent.max(run.completed);
+        // No stats sample follows the last requests: what completed was started.
+        if self.load.unit() != LoadUnit::Requests {
+            run.started = Some(run.started.unwrap_or(0).max(self.started_done));
+        }
         snapshot.status_codes.clear();
         snapshot
             .status_codes
@@ -302,7 +323,8 @@ impl RunObserver for LiveStats {
 
     fn stats(&mut self, stats: &GeneratorStats) {
         let at_ns = stats.at_unix_ns.saturating_sub(self.start_unix_ns);
-        let (previous_ns, previous_sent) = self.previous_stats;
+        let (previous_ns, previous_sent, previous_started) = self.previous_stats;
+        let started = self.load.started(stats);
         let span_ns = at_ns.saturating_sub(previous_ns);
         if span_ns > 0 {
             // Per second, whatever the interval between samples was.
@@ -317,11 +339,14 @@ impl RunObserver for LiveStats {
             let last = &mut self.snapshot.last_second;
             last.span_ns = SECOND_NS;
             last.sent = per_second(stats.sent.saturating_sub(previous_sent));
+            last.started =
+                started.map(|now| per_second(now.saturating_sub(previous_started.unwrap_or(0))));
             last.asked = asked;
-            self.previous_stats = (at_ns, stats.sent);
+            self.previous_stats = (at_ns, stats.sent, started);
         }
         let snapshot = &mut self.snapshot;
         snapshot.run.sent = stats.sent;
+        snapshot.run.started = started;
         snapshot.in_flight = stats.in_flight;
         snapshot.connections_open = stats.connections_open;
         snapshot.behind = stats.behind;
@@ -433,6 +458,7 @@ mod tests {
             rss_bytes: 0,
             attacks: Vec::new(),
             streams: None,
+            starts: 0,
         }
     }
 
@@ -765,6 +791,62 @@ mod tests {
             progress.ends_with("  streams open 812  messages/s out 400 in 800"),
             "{progress}"
         );
+    }
+
+    #[test]
+    fn a_flow_is_held_to_its_runs_started_with_its_requests_beside() {
+        // A flow of 3 steps at 10 runs/s: 30 requests a second. (the attacks that are
+        // flows, the progress line's rates, the view's first line)
+        let rows = [
+            (
+                vec![true],
+                "1s/10s  runs started 10.0/s of 10.0/s asked  requests sent 30.0/s  ok",
+                // By 1 s, the start due at 1 s was asked too.
+                "runs/s    started 10.0 of 10.0 asked   run: started 10.0 of 11.0 asked",
+            ),
+            (
+                vec![false],
+                "1s/10s  asked 10.0/s  sent 30.0/s  ok",
+                "rate/s    asked 10.0  sent 30.0  done 0.0   run: asked 11.0  sent 30.0  done 0.0",
+            ),
+        ];
+        for (flows, progress, view) in rows {
+            let mut live = LiveStats::new(vec![ten_per_second_for_10s()]).with_flows(flows);
+            live.start(Clock::start());
+            let sample = GeneratorStats {
+                at_unix_ns: live.start_unix_ns + 1000 * MS,
+                starts: 10,
+                ..stats(0, 30)
+            };
+            live.stats(&sample);
+            let snapshot = live.snapshot();
+            assert!(
+                snapshot.progress_line().starts_with(progress),
+                "{}",
+                snapshot.progress_line()
+            );
+            assert_eq!(snapshot.view_lines()[0], view);
+        }
+    }
+
+    #[test]
+    fn a_flow_s_runs_started_count_its_completed_starts_at_the_end() {
+        let mut live = LiveStats::new(vec![ten_per_second_for_10s()]).with_flows(vec![true]);
+        // 4 runs of 3 steps completed; the last sample had seen 2 runs started.
+        let records: Vec<Record> = (0..12u64)
+            .map(|i| Record {
+                seq: ((i / 3) << 16) | (i % 3),
+                ..record(100 + i, 10, 200, 0)
+            })
+            .collect();
+        live.stats(&GeneratorStats {
+            starts: 2,
+            ..stats(50, 6)
+        });
+        live.records(&records);
+        live.finish();
+        let run = &live.snapshot().run;
+        assert_eq!((run.started, run.sent, run.completed), (Some(4), 12, 12));
     }
 
     #[test]

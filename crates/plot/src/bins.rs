@@ -24,6 +24,10 @@ pub struct Row {
     /// Interval number from the time origin.
     pub index: u64,
     pub sent: u64,
+    /// The load started in the interval, what an asked rate is held to: a flow's runs
+    /// (its first request of each), any other attack's requests (so `sent` in a run
+    /// without flows).
+    pub started: u64,
     /// Successful responses completed in this interval (whenever they were sent).
     pub ok_done: u64,
     /// Requests whose intended send time falls in this interval (counted only for
@@ -94,6 +98,7 @@ impl Row {
     /// maxima keep the highest, so no spike disappears.
     fn merge(&mut self, other: &Row) {
         self.sent += other.sent;
+        self.started += other.started;
         self.ok_done += other.ok_done;
         self.asked += other.asked;
         for &(key, count) in &other.statuses {
@@ -162,6 +167,7 @@ impl Bins {
         let open_index = open.index;
         let row = self.row(open_index);
         row.sent += 1;
+        row.started += u64::from(request.starts_load);
         match row
             .statuses
             .iter_mut()
@@ -361,6 +367,9 @@ pub struct BinnedRequest {
     pub status: StatusKey,
     pub success: bool,
     pub intended_ns: Option<u64>,
+    /// It starts a unit of the load: a flow's first request of a run, any other
+    /// attack's request.
+    pub starts_load: bool,
 }
 
 #[cfg(test)]
@@ -378,6 +387,7 @@ mod tests {
             status,
             success: (200..400).contains(&status),
             intended_ns: Some(sent_ns.saturating_sub(1_000)),
+            starts_load: true,
         }
     }
 
@@ -403,6 +413,26 @@ mod tests {
             (last.sent, last.ok_done, &last.statuses),
             (1, 0, &vec![(TRANSPORT + 2, 1)])
         );
+    }
+
+    #[test]
+    fn a_flow_s_runs_started_count_apart_from_its_requests() {
+        let mut bins = Bins::new(S);
+        // Two runs of a flow of 3 steps in second 0: only a run's first request
+        // starts load (and was asked); the plain request of another attack does too.
+        for run in 0..2 {
+            for step in 0..3 {
+                let first = step == 0;
+                bins.add(&BinnedRequest {
+                    starts_load: first,
+                    intended_ns: first.then_some(run * S / 2),
+                    ..request(run * S / 2 + step * 1_000, 1_000, 200)
+                });
+            }
+        }
+        bins.add(&request(S / 4, 1_000, 200));
+        let row = &bins.finish()[0];
+        assert_eq!((row.started, row.sent, row.asked), (3, 7, 3));
     }
 
     #[test]
@@ -518,6 +548,7 @@ mod tests {
         let mut bins = Bins::new(S);
         let unasked = |sent_ns, latency_ns| BinnedRequest {
             intended_ns: None,
+            starts_load: true,
             success: false,
             ..request(sent_ns, latency_ns, 500)
         };

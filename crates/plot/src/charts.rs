@@ -372,18 +372,35 @@ fn rates(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
             }
         }
     }
-    let mut sent = row_values(rows, |row| Some(rate(row.sent)));
-    blank_outside(&mut sent, &sending);
+    let mut started = row_values(rows, |row| Some(rate(row.started)));
+    blank_outside(&mut started, &sending);
     let done = row_values(rows, |row| Some(rate(row.ok_done)));
-    series.push(Series::new("achieved", BLUE, Style::Line).with_points(times.clone(), sent));
+    series.push(Series::new("achieved", BLUE, Style::Line).with_points(times.clone(), started));
+    let flows = data.tables.attacks.iter().any(|attack| attack.flow);
+    if flows {
+        // The steps of a run: not the load a flow asks for, still what the server saw.
+        let mut sent = row_values(rows, |row| Some(rate(row.sent)));
+        blank_outside(&mut sent, &sending);
+        series.push(Series::new("requests", ORANGE, Style::Line).with_points(times.clone(), sent));
+    }
     series.push(Series::new("successful", GREEN, Style::Line).with_points(times.clone(), done));
     let every = interval_name(data.every_ns);
-    let mut caption = format!(
-        "Asked: what the schedule made due in each {every} (open model only). Achieved: \
-         requests sent. Successful: responses with a status in 200-399 completed in the \
-         {every}. Achieved below asked means the generator fell behind; successful below \
-         achieved means the server did."
-    );
+    let mut caption = if flows {
+        format!(
+            "Asked: what the schedule made due in each {every} (open model only): a flow's \
+             runs started (and any other attack's requests). Achieved: runs started (a run's \
+             first request sent; other attacks' requests). Requests: every request sent, \
+             each step of a run. Successful: responses with a status in 200-399 completed \
+             in the {every}. Achieved below asked means the generator fell behind."
+        )
+    } else {
+        format!(
+            "Asked: what the schedule made due in each {every} (open model only). Achieved: \
+             requests sent. Successful: responses with a status in 200-399 completed in the \
+             {every}. Achieved below asked means the generator fell behind; successful below \
+             achieved means the server did."
+        )
+    };
     if !data.replay.is_empty() {
         let mut logged = row_values(rows, |row| Some(rate(row.logged)));
         blank_outside(&mut logged, &sending);
@@ -395,8 +412,13 @@ fn rates(data: &RunData, rows: &[Option<Row>], limit: usize) -> Chart {
              replay's axis (sped up as replayed); achieved following it is a faithful replay.",
         );
     }
-    let mut chart = Chart::time_series("rate", "Requests per second", Unit::PerSecond, series)
-        .with_caption(caption);
+    let title = if flows {
+        "Runs started and requests per second"
+    } else {
+        "Requests per second"
+    };
+    let mut chart =
+        Chart::time_series("rate", title, Unit::PerSecond, series).with_caption(caption);
     reduce_rows(&mut chart, limit);
     chart
 }

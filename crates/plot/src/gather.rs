@@ -284,6 +284,8 @@ struct AttackGather {
     failed: PointSampler,
     /// Count intended send times per interval: the asked rate is not a known constant.
     counts_intended: bool,
+    /// A flow: its records with `seq & 0xffff == 0` start its runs, its load.
+    flow: bool,
     last_intended_unix_ns: u64,
 }
 
@@ -327,8 +329,10 @@ impl Gather {
             attack.failed.add(point);
         }
         attack.last_intended_unix_ns = attack.last_intended_unix_ns.max(record.intended_unix_ns);
-        let intended_ns = attack
-            .counts_intended
+        // A flow's schedule asks for runs: its other requests are neither asked nor
+        // started load.
+        let starts_load = !attack.flow || record.starts_a_run();
+        let intended_ns = (attack.counts_intended && starts_load)
             .then(|| record.intended_unix_ns.saturating_sub(origin));
         self.bins.add(&BinnedRequest {
             sent_ns: point.t_ns,
@@ -337,6 +341,7 @@ impl Gather {
             status: status_key(record, tables),
             success,
             intended_ns,
+            starts_load,
         });
         let checks = self.flows.add(record, tables);
         self.bins
@@ -354,6 +359,7 @@ impl Gather {
                 ok: PointSampler::new(self.threshold),
                 failed: PointSampler::new(self.threshold * ERROR_POINTS_FACTOR),
                 counts_intended,
+                flow: info.is_some_and(|info| info.flow),
                 last_intended_unix_ns: 0,
             });
         }

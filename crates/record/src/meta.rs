@@ -256,6 +256,11 @@ pub struct GeneratorStats {
     /// Per attack, in header order (absent in files with one attack and no users).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attacks: Vec<AttackStats>,
+    /// Runs of the flows started so far: in process only, for the live view and a
+    /// steered shard (not in the file: its records say which request starts a run,
+    /// [`crate::Record::starts_a_run`]).
+    #[serde(skip)]
+    pub starts: u64,
     /// The stream steps' connections and streamed gRPC calls over the interval
     /// ending at this sample (version 8 on; absent until the first one opened).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -275,6 +280,9 @@ pub struct AttackStats {
     /// Closed model: users sending or thinking (the concurrency over time).
     #[serde(default)]
     pub users: u64,
+    /// A flow's runs started so far: in process only, as [`GeneratorStats::starts`].
+    #[serde(skip)]
+    pub starts: u64,
 }
 
 /// Written last by a run that ended in an orderly way.

@@ -61,6 +61,12 @@ impl Record {
         self.intended_unix_ns.saturating_add(self.send_lag_ns)
     }
 
+    /// Whether it is the first request of a run of a flow (in a flow's records,
+    /// [`crate::AttackInfo::flow`]: `seq` is `run << 16 | request in the run`).
+    pub fn starts_a_run(&self) -> bool {
+        self.seq & 0xffff == 0
+    }
+
     /// When the request completed or failed.
     pub fn end_unix_ns(&self) -> u64 {
         self.intended_unix_ns.saturating_add(self.latency_ns)

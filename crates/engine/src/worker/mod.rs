@@ -518,7 +518,7 @@ impl Worker {
             .fold((0, 0), |(all, at_cap), (behind, capped)| {
                 (all + behind, at_cap + if capped { behind } else { 0 })
             });
-        let attacks = self
+        let attacks: Vec<AttackStats> = self
             .attacks
             .iter()
             .map(|a| AttackStats {
@@ -526,8 +526,10 @@ impl Worker {
                 completed: a.completed,
                 in_flight: a.in_flight_count as u64,
                 users: a.users() as u64,
+                starts: a.flow.as_ref().map_or(0, |users| users.starts),
             })
             .collect();
+        self.counters.starts = attacks.iter().map(|a| a.starts).sum();
         let fresh = self
             .recycled
             .try_recv()

@@ -19,10 +19,11 @@ use record::ErrorKind;
 use workload::{Fired, RuleWatch, StopRule, StreamFigures};
 
 use super::buckets::Buckets;
-use super::second::{FEED_VERSION, MergedSecond, ShardReport, ShardSecond};
+use super::second::{MergedSecond, STREAMS_SINCE_VERSION, ShardReport, ShardSecond};
 use super::shard::{Event, Health, Shard, ShardLink};
 use super::streams::RunStreams;
 use crate::snapshot::{Latency, RuleState, Snapshot, Window};
+use crate::started::LoadUnit;
 
 const SECOND_NS: u64 = 1_000_000_000;
 
@@ -345,10 +346,18 @@ impl Coordinator {
         lines
     }
 
-    /// `delivered 74.9% of the asked load (37,450 of 50,000 requests)`. A lost
-    /// shard's share is estimated from the shards that finished (each asks 1/N).
+    /// `74.9% of the asked load was not delivered (37450 of about 50000 requests
+    /// sent)`; a flow's in runs started, what its schedule asks for (`... (20 of about
+    /// 20 runs started)`). A lost shard's share is estimated from the shards that
+    /// finished (each asks 1/N).
     fn delivered_line(&self) -> String {
-        let sent: u64 = self.heads().map(|head| head.sent).sum();
+        let (delivered, words) = match self.started() {
+            Some(started) => (started, format!("{} started", self.unit().word())),
+            None => (
+                self.heads().map(|head| head.sent).sum(),
+                "requests sent".to_owned(),
+            ),
+        };
         let finished: Vec<&ShardReport> = (self.shards.iter())
             .filter(|shard| shard.health == Health::Finished)
             .filter_map(|shard| shard.head.as_ref())
@@ -358,14 +367,31 @@ impl Coordinator {
         match asked_finished {
             Some(asked) if !finished.is_empty() && asked > 0 => {
                 let whole = asked * count / finished.len() as u64;
-                let share = 1.0 - sent as f64 / whole.max(1) as f64;
+                let share = 1.0 - delivered as f64 / whole.max(1) as f64;
                 format!(
-                    "{:.1}% of the asked load was not delivered ({sent} of about {whole} requests sent)",
+                    "{:.1}% of the asked load was not delivered ({delivered} of about {whole} {words})",
                     (share * 100.0).max(0.0)
                 )
             }
-            _ => format!("{sent} requests sent by the shards that answered"),
+            _ => format!("{delivered} {words} by the shards that answered"),
         }
+    }
+
+    /// What the run's asked load is counted in, as its shards say (an older shard
+    /// says nothing: requests).
+    fn unit(&self) -> LoadUnit {
+        (self.heads().map(|head| head.unit))
+            .find(|unit| *unit != LoadUnit::Requests)
+            .unwrap_or_default()
+    }
+
+    /// The load the shards started, when it is not requests and every shard that
+    /// answered says it (an older one does not: the load is then counted in requests).
+    fn started(&self) -> Option<u64> {
+        if self.unit() == LoadUnit::Requests {
+            return None;
+        }
+        self.heads().map(|head| head.started).sum()
     }
 
     fn heads(&self) -> impl Iterator<Item = &ShardReport> {
@@ -381,6 +407,7 @@ impl Coordinator {
             .max()
             .unwrap_or(0);
         let first = self.heads().next().map(|head| head.fingerprint.clone());
+        let unit = self.unit();
         let waited = self.started.elapsed() >= self.startup_grace;
         for shard in &mut self.shards {
             let was = shard.health.clone();
@@ -399,7 +426,7 @@ impl Coordinator {
             if shard.health != was {
                 events.extend(shard.announce());
             }
-            events.extend(shard.announce_older());
+            events.extend(shard.announce_older(unit));
             if matches!(shard.health, Health::Lost { .. }) {
                 // Its records end where they were cut; the page reads on without it.
                 shard.records = None;
@@ -431,7 +458,7 @@ impl Coordinator {
     fn merge(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
         // A sum without an older shard's connections would read as them lost.
-        let older = self.heads().any(|head| head.feed_version < FEED_VERSION);
+        let older = (self.heads()).any(|head| head.feed_version < STREAMS_SINCE_VERSION);
         while self.second_is_complete(self.next_second) {
             let second = self.next_second;
             self.next_second += 1;
@@ -510,6 +537,8 @@ impl Coordinator {
         *last = Window {
             span_ns: SECOND_NS,
             asked: merged.asked_rate_per_sec.map(|rate| rate.round() as u64),
+            // A settled second holds completions, not the runs started in it.
+            started: None,
             sent: merged.requests,
             completed: merged.requests,
             successes: merged.successes,
@@ -541,12 +570,15 @@ impl Coordinator {
             sum(|head| head.behind),
         );
         let asked: Option<u64> = self.heads().map(|head| head.asked).sum();
+        let (unit, started) = (self.unit(), self.started());
         let (shards, finished) = (self.health_lines(), self.is_over());
         let totals = &self.run;
         let snapshot = &mut self.snapshot;
+        snapshot.unit = unit;
         snapshot.run = Window {
             span_ns: snapshot.elapsed_ns,
             asked,
+            started,
             sent,
             completed: totals.requests,
             successes: totals.successes,
@@ -608,7 +640,7 @@ impl RunTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steer::{ShardState, ShardStreams};
+    use crate::steer::{FEED_VERSION, ShardState, ShardStreams};
 
     /// A shard that has settled `seconds` seconds, each with 10 requests of which
     /// `errors` failed, and whose clock is `clock_offset_ns` off.
@@ -623,6 +655,12 @@ mod tests {
         open: Option<u64>,
         unsampled: u64,
         feed_version: u32,
+        /// Its head's load: asked, requests sent, what the load is counted in and
+        /// started.
+        asked: Option<u64>,
+        sent: u64,
+        unit: LoadUnit,
+        started: Option<u64>,
     }
 
     impl FakeShard {
@@ -637,6 +675,23 @@ mod tests {
                 open: None,
                 unsampled: u64::MAX,
                 feed_version: FEED_VERSION,
+                asked: None,
+                sent: 0,
+                unit: LoadUnit::Requests,
+                started: None,
+            }
+        }
+
+        /// Finished, a flow of 3 steps at 5 runs/s for 2 s: 10 runs asked and
+        /// started, 30 requests.
+        fn flow_done(index: u64) -> FakeShard {
+            FakeShard {
+                finished: true,
+                asked: Some(10),
+                sent: 30,
+                unit: LoadUnit::Runs,
+                started: Some(10),
+                ..FakeShard::new(index, 2, 0)
             }
         }
 
@@ -678,6 +733,10 @@ mod tests {
                 fingerprint: "f".into(),
                 rules: vec!["errors > 50% for 2s".into()],
                 now_unix_ns: engine::unix_now_ns().saturating_add_signed(self.clock_offset_ns),
+                asked: self.asked,
+                sent: self.sent,
+                unit: self.unit,
+                started: self.started,
                 state: if self.finished {
                     ShardState::Finished
                 } else {
@@ -837,5 +896,59 @@ mod tests {
         assert_eq!(steering.snapshot().streams, None);
         assert_eq!(steering.snapshot().run.completed, 100, "its requests merge");
         assert!(steering.poll().is_empty(), "named once");
+    }
+
+    #[test]
+    fn a_flow_s_delivered_load_is_its_runs_started() {
+        let plain = FakeShard {
+            unit: LoadUnit::Requests,
+            started: None,
+            asked: Some(30),
+            ..FakeShard::flow_done(1)
+        };
+        let mut older = FakeShard::flow_done(1);
+        (older.feed_version, older.unit, older.started) = (1, LoadUnit::Requests, None);
+        let short = FakeShard {
+            started: Some(5),
+            ..FakeShard::flow_done(1)
+        };
+        // (the second shard, the delivered line, the event naming an older one)
+        let rows = [
+            (
+                FakeShard::flow_done(1),
+                "0.0% of the asked load was not delivered (20 of about 20 runs started)",
+                None,
+            ),
+            (
+                short,
+                "25.0% of the asked load was not delivered (15 of about 20 runs started)",
+                None,
+            ),
+            (
+                plain,
+                "0.0% of the asked load was not delivered (60 of about 60 requests sent)",
+                None,
+            ),
+            (
+                older,
+                "0.0% of the asked load was not delivered (60 of about 20 requests sent)",
+                Some(
+                    "shard 1/2 (fake1): an older loadlab, whose feed has no runs started: \
+                     the run's delivered load is counted in requests",
+                ),
+            ),
+        ];
+        for (second, delivered, event) in rows {
+            let mut first = FakeShard::flow_done(0);
+            if second.unit == LoadUnit::Requests && second.feed_version == FEED_VERSION {
+                (first.unit, first.started, first.asked) = (LoadUnit::Requests, None, Some(30));
+            }
+            let mut steering = coordinator(vec![first, second]);
+            let events = steering.poll();
+            let verdict = steering.verdict();
+            assert!(verdict.iter().any(|line| line == delivered), "{verdict:?}");
+            let older = events.iter().find(|e| e.contains("an older loadlab"));
+            assert_eq!(older.map(String::as_str), event, "{events:?}");
+        }
     }
 }

@@ -31,6 +31,7 @@ use super::buckets::Buckets;
 use super::second::{FEED_VERSION, ShardReport, ShardSecond, ShardState};
 use super::streams::ShardStreams;
 use crate::settle::{SECOND_NS, SETTLE_NS, SettlingSeconds};
+use crate::started::{LoadCount, LoadUnit};
 use crate::{Handler, PrometheusHandle, Request, Response};
 
 /// The most `/records` answers in one call.
@@ -93,12 +94,17 @@ pub struct SteerFeed {
     records: Option<PathBuf>,
     /// The last stats sample's time, unix ns: the next one's interval starts there.
     sampled_unix_ns: u64,
+    /// Which attacks are flows, whose load is their runs started.
+    load: LoadCount,
+    /// Records that started a unit of the load, all seconds.
+    started_done: u64,
 }
 
 impl SteerFeed {
     /// The feed of this run (this process's shard of it).
     pub fn new(config: &RunConfig, stop: &StopHandle) -> SteerFeed {
         let shard = config.shard();
+        let load = LoadCount::new(config.attacks.iter().map(|a| a.flow.is_some()).collect());
         let head = ShardReport {
             feed_version: FEED_VERSION,
             index: shard.index(),
@@ -107,6 +113,7 @@ impl SteerFeed {
             rules: (config.settings.stop_rules.iter())
                 .map(ToString::to_string)
                 .collect(),
+            unit: load.unit(),
             ..ShardReport::default()
         };
         SteerFeed {
@@ -128,6 +135,8 @@ impl SteerFeed {
             metrics: None,
             records: None,
             sampled_unix_ns: 0,
+            load,
+            started_done: 0,
         }
     }
 
@@ -241,6 +250,7 @@ impl RunObserver for SteerFeed {
     fn records(&mut self, records: &[Record]) {
         self.completed += records.len() as u64;
         for record in records {
+            self.started_done += u64::from(self.load.starts_load(record));
             let end_ns = record.end_unix_ns().saturating_sub(self.start_unix_ns);
             let Some(bin) = self.seconds.bin(end_ns) else {
                 continue;
@@ -278,6 +288,7 @@ impl RunObserver for SteerFeed {
         let mut shared = self.lock();
         let head = &mut shared.head;
         (head.asked, head.sent) = (asked, stats.sent);
+        head.started = self.load.started(stats);
         (head.in_flight, head.behind) = (stats.in_flight, stats.behind);
         if stopping && head.state == ShardState::Running {
             head.state = ShardState::Stopping;
@@ -303,12 +314,17 @@ impl RunObserver for SteerFeed {
         let mut shared = self.lock();
         let head = &mut shared.head;
         head.sent = head.sent.max(completed);
+        if head.unit != LoadUnit::Requests {
+            head.started = Some(head.started.unwrap_or(0).max(self.started_done));
+        }
         head.in_flight = 0;
+        // A flow's behind counts runs due that did not start.
+        let delivered = head.started.unwrap_or(head.sent);
         head.asked = match end_ns {
             Some(end_ns) if !stopping => (self.plans.iter())
                 .filter_map(|plan| plan.asked_by(end_ns))
                 .reduce(|a, b| a + b),
-            _ => head.asked.map(|_| head.sent + head.behind),
+            _ => head.asked.map(|_| delivered + head.behind),
         };
         drop(shared);
         if !stopping {

@@ -9,13 +9,21 @@ use workload::{LatencyFigures, SecondStats, StreamFigures};
 
 use super::buckets::Buckets;
 use super::streams::ShardStreams;
+use crate::started::LoadUnit;
 
 /// What a shard's feed says, by version ([`ShardReport::feed_version`]): 1 adds each
-/// second's stream figures ([`ShardSecond::streams`]). An answer without the field is
-/// an older shard's (0): a coordinator merges its seconds and names it, and the
-/// run's stream figures stay unknown (a sum without it would read as connections
-/// lost); an older coordinator ignores the fields it does not know.
-pub const FEED_VERSION: u32 = 1;
+/// second's stream figures ([`ShardSecond::streams`]), 2 the load its flows started
+/// ([`ShardReport::unit`], [`ShardReport::started`]: a flow asks for runs). An answer
+/// without the field is an older shard's (0): a coordinator merges its seconds and
+/// names it, and the run's stream figures stay unknown (a sum without it would read
+/// as connections lost); a flow's delivered load without every shard's runs is
+/// counted in requests, as before; an older coordinator ignores the fields it does
+/// not know.
+pub const FEED_VERSION: u32 = 2;
+/// The first feed version with stream figures.
+pub(super) const STREAMS_SINCE_VERSION: u32 = 1;
+/// The first feed version with the load started ([`ShardReport::started`]).
+pub(super) const STARTED_SINCE_VERSION: u32 = 2;
 
 /// One settled second of a shard's completions (by the second they ended in, from
 /// the run's time zero, which `-start-at` makes the same on every shard).
@@ -86,6 +94,13 @@ pub struct ShardReport {
     pub asked: Option<u64>,
     /// Requests sent so far.
     pub sent: u64,
+    /// What its asked load is counted in (version 2 on; requests before).
+    #[serde(default)]
+    pub unit: LoadUnit,
+    /// The load started so far in [`ShardReport::unit`]s, when they are not requests
+    /// (a flow's runs started; version 2 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
     /// Requests sent and not yet completed.
     pub in_flight: u64,
     /// Due requests that have not left.
@@ -249,6 +264,7 @@ mod tests {
             ..ShardReport::default()
         };
         let text = serde_json::to_string(&current).unwrap_or_default();
-        assert!(text.contains(r#""feed_version":1"#), "{text}");
+        assert!(text.contains(r#""feed_version":2"#), "{text}");
+        assert_eq!((report.unit, report.started), (LoadUnit::Requests, None));
     }
 }

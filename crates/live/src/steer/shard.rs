@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use engine::STEER_SILENCE;
 
-use super::second::{FEED_VERSION, ShardReport, ShardSecond, ShardState};
+use super::second::{
+    STARTED_SINCE_VERSION, STREAMS_SINCE_VERSION, ShardReport, ShardSecond, ShardState,
+};
 use super::streams::ShardStreams;
+use crate::started::LoadUnit;
 
 /// A shard whose settled seconds trail the leader's by this many is behind.
 pub const BEHIND_SECONDS: u64 = 3;
@@ -256,15 +259,23 @@ impl Shard {
         self.late_seconds += std::mem::replace(&mut self.pending, kept).len() as u64;
     }
 
-    /// Names it once if its feed is older than stream figures.
-    pub(super) fn announce_older(&mut self) -> Option<Event> {
-        let older = (self.head.as_ref()).is_some_and(|head| head.feed_version < FEED_VERSION);
-        if !older || self.older_named {
+    /// Names it once if its feed lacks what the run's figures need: stream figures,
+    /// or (in a run of flows, `unit`) the runs it started.
+    pub(super) fn announce_older(&mut self, unit: LoadUnit) -> Option<Event> {
+        let version = self.head.as_ref()?.feed_version;
+        let lacks = if version < STREAMS_SINCE_VERSION {
+            "stream figures: the run's connections and messages are not merged, and stream rules say nothing"
+        } else if version < STARTED_SINCE_VERSION && unit != LoadUnit::Requests {
+            "runs started: the run's delivered load is counted in requests"
+        } else {
+            return None;
+        };
+        if self.older_named {
             return None;
         }
         self.older_named = true;
         Some(format!(
-            "{}: an older loadlab, whose feed has no stream figures: the run's connections and messages are not merged, and stream rules say nothing",
+            "{}: an older loadlab, whose feed has no {lacks}",
             self.name()
         ))
     }

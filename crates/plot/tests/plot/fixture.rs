@@ -760,6 +760,9 @@ fn flow_request(seq: u64, step: u32, offset_ns: u64, latency_ns: u64) -> Record 
     }
 }
 
+/// Runs of the flow run's flow: one every 250 ms for 12 s.
+const FLOW_RUNS: u64 = 48;
+
 /// The flow run: 12 s of `shop`, a flow started every 250 ms (login, list, then the
 /// item twice, 100 ms apart). From 6 s items slow down past their 200 ms check; from
 /// 8 s one login in four has no token (its flow ends there), from 9 s one list in
@@ -768,14 +771,13 @@ pub fn flow_records() -> Vec<Record> {
     const FLOW: u32 = Record::FAILED_BY_FLOW;
     let mut rng = Rng::new(11);
     let mut records = Vec::new();
-    let mut seq = 0;
-    let mut next = |step: u32, offset_ns: u64, latency_ns: u64| {
-        seq += 1;
-        flow_request(seq - 1, step, offset_ns, latency_ns)
-    };
-    for flow in 0..48u64 {
+    for flow in 0..FLOW_RUNS {
+        // As the engine numbers a flow's requests: `run << 16 | request in the run`.
+        let next = |request: u64, step: u32, offset_ns: u64, latency_ns: u64| {
+            flow_request((flow << 16) | request, step, offset_ns, latency_ns)
+        };
         let start = flow * S / 4;
-        let mut login = next(0, start, 20 * MS + rng.below(5 * MS));
+        let mut login = next(0, 0, start, 20 * MS + rng.below(5 * MS));
         let no_token = start >= 8 * S && flow % 4 == 1;
         if no_token {
             (login.checks_failed, login.error) = (0b10 | FLOW, 3);
@@ -784,7 +786,7 @@ pub fn flow_records() -> Vec<Record> {
         if no_token {
             continue;
         }
-        let mut list = next(1, start + 100 * MS, 30 * MS + rng.below(10 * MS));
+        let mut list = next(1, 1, start + 100 * MS, 30 * MS + rng.below(10 * MS));
         if start >= 9 * S && flow % 3 == 0 {
             (list.status, list.error, list.checks_failed) = (503, 1, 0b11);
         }
@@ -792,7 +794,7 @@ pub fn flow_records() -> Vec<Record> {
         for repeat in 0..2 {
             let slow = if start >= 6 * S { 120 * MS } else { 0 };
             let latency = 50 * MS + slow + rng.below(150 * MS);
-            let mut item = next(2, start + (200 + repeat * 100) * MS, latency);
+            let mut item = next(2 + repeat, 2, start + (200 + repeat * 100) * MS, latency);
             if latency >= 200 * MS {
                 (item.checks_failed, item.error) = (0b10 | FLOW, 4);
             }
@@ -817,6 +819,7 @@ pub fn flow_run(dir: &Path) -> PathBuf {
     shop.schedule = "const(4)".to_owned();
     shop.concurrency = Some(10_000);
     shop.timeout_ns = 30 * S;
+    shop.flow = true;
     let mut header = header(vec![shop]);
     header.targets = FLOW_STEPS
         .iter()
@@ -828,14 +831,10 @@ pub fn flow_run(dir: &Path) -> PathBuf {
         })
         .collect();
     let records = flow_records();
-    write_run_with_errors(
-        &path,
-        &header,
-        &flow_errors(),
-        &records,
-        Some(&end(&[records.len() as u64], 12 * S)),
-        &[],
-    );
+    // As the engine ends a flow: runs asked, requests sent.
+    let mut end = end(&[FLOW_RUNS], 12 * S);
+    end.attacks[0].sent = records.len() as u64;
+    write_run_with_errors(&path, &header, &flow_errors(), &records, Some(&end), &[]);
     path
 }
 

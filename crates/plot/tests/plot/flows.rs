@@ -240,3 +240,37 @@ fn the_step_distribution_has_a_curve_per_step() {
     // The item timeout ends its curve at 30 s.
     assert_eq!(steps.series[2].y.last().copied(), Some((30 * S) as f64));
 }
+
+#[test]
+fn a_flow_s_rate_chart_plots_its_runs_started_against_the_runs_asked() {
+    let (run, _) = flow_plot(plot::DEFAULT_THRESHOLD);
+    let rate = chart(&run, "rate");
+    assert_eq!(rate.title, "Runs started and requests per second");
+    let series = |name: &str| {
+        let found = rate.series.iter().find(|s| s.name == name);
+        found
+            .unwrap_or_else(|| panic!("no {name} series"))
+            .y
+            .clone()
+    };
+    // A run every 250 ms, each of up to 4 requests (from 8 s one login in four is
+    // alone), counted from the records by the second they were sent in.
+    let records = fixture::flow_records();
+    let per_second = |second: u64, first_only: bool| {
+        let in_second = |r: &&Record| (r.sent_unix_ns() - fixture::START_NS) / S == second;
+        let starts = |r: &&Record| !first_only || r.seq & 0xffff == 0;
+        records.iter().filter(in_second).filter(starts).count() as f64
+    };
+    let (asked, achieved, requests) = (series("asked"), series("achieved"), series("requests"));
+    for second in 0..12 {
+        let at = second as usize;
+        assert_eq!(asked[at], 4.0, "second {second}: runs asked");
+        assert_eq!(achieved[at], per_second(second, true), "second {second}");
+        assert_eq!(achieved[at], 4.0, "second {second}: runs started");
+        assert_eq!(requests[at], per_second(second, false), "second {second}");
+        assert!(
+            requests[at] > achieved[at],
+            "second {second}: the steps of the runs"
+        );
+    }
+}
