@@ -257,6 +257,37 @@ fn an_open_model_flow_logs_in_lists_and_opens_an_item() {
 }
 
 /// The rate after `label ` in a progress line: `runs started 20.0/s` -> 20.
+/// A flow held back by its cap (2 in flight, 100 ms answers: 20 requests a second for
+/// 3-step runs asked at 20 a second) starts fewer runs than asked; its unsent are the
+/// runs it never started, not the runs asked less every step's requests (about 0).
+#[test]
+fn a_flow_held_back_counts_the_runs_it_never_started_as_unsent() {
+    let server = serve(r#"[{"route": "/*", "stages": [{"status": 200, "latency": "100ms"}]}]"#);
+    let addr = server.local_addr();
+    let step = |name: &str| {
+        format!("[[scenario.step]]\nname = \"{name}\"\nrequest = \"GET http://{addr}/{name}\"\n")
+    };
+    let flow = format!(
+        "[[scenario]]\nname = \"held\"\nrate = 20\nduration = \"2s\"\nmax_workers = 2\n\n{}{}{}",
+        step("a"),
+        step("b"),
+        step("c")
+    );
+    let dir = TempDir::new();
+    let (path, records, _, _) = attack_ok(&dir, &flow);
+    let started = records.iter().filter(|r| r.seq & 0xffff == 0).count() as u64;
+    let report = text(&loadlab(&["report", &path]).stdout);
+    let asked = (report.lines())
+        .find(|l| l.starts_with("Asked Rate"))
+        .unwrap_or_else(|| panic!("{report}"));
+    let unsent: u64 = asked.rsplit(", ").next().unwrap().trim().parse().unwrap();
+    assert!(
+        started < 30,
+        "{started} runs started: the cap held them back"
+    );
+    assert_eq!(unsent, 40 - started, "{asked} ({started} started)");
+}
+
 fn progress_rate(line: &str, label: &str) -> f64 {
     let at = line
         .find(label)

@@ -500,18 +500,15 @@ fn attack_ends<W: Write>(
         .iter()
         .enumerate()
         .map(|(a, attack)| {
-            let sent: u64 = collector
-                .attack_counters
-                .iter()
-                .filter_map(|w| w.get(a))
-                .map(|c| c.sent)
-                .sum();
+            let counters = || collector.attack_counters.iter().filter_map(|w| w.get(a));
+            let sent: u64 = counters().map(|c| c.sent).sum();
             // A flow's plan asks for runs started, and its `sent` counts every step's
-            // request: only a plain attack's sends can outnumber what was asked.
+            // request: only a plain attack's sends can outnumber what was asked, and a
+            // flow's unsent are the runs it never started.
             let asked_by_end = attack.settings.plan.asked_by(end_ns);
-            let asked = match asked_by_end {
-                Some(asked) if attack.flow.is_some() => asked,
-                asked => asked.unwrap_or(sent).max(sent),
+            let (asked, started) = match asked_by_end {
+                Some(asked) if attack.flow.is_some() => (asked, counters().map(|c| c.starts).sum()),
+                asked => (asked.unwrap_or(sent).max(sent), sent),
             };
             // A replay's shape has whole-second buckets; its last request says when
             // the asking ended.
@@ -522,7 +519,7 @@ fn attack_ends<W: Write>(
             AttackEnd {
                 asked,
                 sent,
-                unsent: asked.saturating_sub(sent),
+                unsent: asked.saturating_sub(started),
                 asked_span_ns,
             }
         })
