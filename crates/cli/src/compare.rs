@@ -33,9 +33,10 @@ same intervals.
 
 Run folders of `loadlab run` (docs/PLANS.md) compare the same way:
   DIR DIR ...         whole runs of a plan (before/after a change): per variant, the
-                      max rate held side by side with the improvement x; per matching
-                      step (same variant, kind, rate or users, axis values, repeat),
-                      every summary.json figure with its differences. A step is beyond
+                      max rate held (most users held, when its steps were users)
+                      side by side with the improvement x; per matching step (same
+                      variant, kind, rate or users, axis values, repeat), every
+                      summary.json figure with its differences. A step is beyond
                       the noise by the bootstrap above over both steps' record files
                       (their windows, the warm-up left out); without them it is a single
                       run and says so. A max rate held is one result per side.
@@ -56,9 +57,10 @@ limit shows (as \"What ran out first\" picks it; else its last step) (docs/TRACE
 With -threshold, compare exits with code 7 when an input is worse than A on
 throughput, success or latency p99 (run folders: achieved/s, success, p99 of a step)
 by more than the threshold (of A's whole-run value) *and* beyond the noise, or when a
-variant's max rate held is lower than A's by more than the threshold, and names each
-such row on stderr: a CI gate. Other failures (an unreadable input, a file that is not
-a record file, a folder without summary.json) exit 1.
+variant's max rate held (or most users held) is lower than A's by more than the
+threshold, and names each such row on stderr: a CI gate. Other failures (an
+unreadable input, a file that is not a record file, a folder without summary.json)
+exit 1.
 
 Examples:
   loadlab compare before.llr after.llr
