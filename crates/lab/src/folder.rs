@@ -389,6 +389,46 @@ pub struct VariantResult {
     pub held: Option<HeldAnswer>,
 }
 
+/// What a variant's capacity held counts: the highest rate that met the SLO, or (when
+/// no side's steps had a rate: a search over users, a sweep of users) the most users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capacity {
+    /// Requests (a flow's: runs started) per second.
+    Rate,
+    /// Users at once (a closed model).
+    Users,
+}
+
+impl Capacity {
+    /// The capacity `results` are compared in (one variant's on every side, or every
+    /// variant of a run): users when none has a rate held and some has users held.
+    pub fn of<'a>(results: impl Iterator<Item = &'a VariantResult> + Clone) -> Capacity {
+        let rate = results.clone().any(|v| v.max_rate_held.is_some());
+        if !rate && results.into_iter().any(|v| v.max_users_held.is_some()) {
+            Capacity::Users
+        } else {
+            Capacity::Rate
+        }
+    }
+
+    /// What `result` held, in this capacity.
+    pub fn held(self, result: &VariantResult) -> Option<f64> {
+        match self {
+            Capacity::Rate => result.max_rate_held,
+            Capacity::Users => result.max_users_held.map(|users| users as f64),
+        }
+    }
+
+    /// How a regression's line names it: `max rate held`, `most users held`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capacity::Rate => "max rate held",
+            Capacity::Users => "most users held",
+        }
+    }
+}
+
 /// `summary.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -680,13 +720,11 @@ impl RunSummary {
     /// and messages a second of its highest passing step.
     pub(crate) fn answers(&self) -> (&'static [&'static str], Vec<Vec<String>>) {
         let held = self.variants.iter().any(|v| v.held.is_some());
-        // Users only where no variant has a rate (a plan's steps are all of one model).
-        let users = !self.variants.iter().any(|v| v.max_rate_held.is_some())
-            && self.variants.iter().any(|v| v.max_users_held.is_some());
+        let capacity = Capacity::of(self.variants.iter());
+        let users = capacity == Capacity::Users;
         let level = |v: &VariantResult| match (held, &v.held) {
             (true, answer) => answer.as_ref().map(|a| a.connections as f64),
-            (false, _) if users => v.max_users_held.map(|users| users as f64),
-            (false, _) => v.max_rate_held,
+            (false, _) => capacity.held(v),
         };
         let baseline = self.variants.first().and_then(level);
         let cells = (self.variants.iter()).map(|v| {

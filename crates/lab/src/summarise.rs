@@ -74,11 +74,10 @@ pub fn summarise(
         report::keep_window(&mut batch, stream.summaries(), span);
         measure.add_records(&batch, stream.tables());
         stream_records.add(&batch, stream.tables());
-        stream.take_connections(&mut entries);
+        stream_records.take_connections(&mut stream, &mut entries);
     }
     // The entries come with their batch, and once more after the last.
-    stream.take_connections(&mut entries);
-    stream_records.add_connections(&entries);
+    stream_records.take_connections(&mut stream, &mut entries);
     let sources = stream.summaries().to_vec();
     let tables = stream.tables();
     let summary = measure.close(&sources, tables, Bounds::default());

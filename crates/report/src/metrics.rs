@@ -117,7 +117,7 @@ impl Metrics {
         }
         // Ids are 0.. in `Protocol::ALL` order, so the id is the index.
         self.protocol_counts[usize::from(record.protocol.id())] += 1;
-        self.count_attack(record.attack, record.seq, sent);
+        self.count_attack(record.attack, record.starts_a_run(), sent);
         if record.error != 0 {
             self.note_error(record.error, sent, arrival);
         }
@@ -163,7 +163,7 @@ impl Metrics {
     }
 
     #[inline]
-    fn count_attack(&mut self, attack: u16, seq: u64, sent_unix_ns: u64) {
+    fn count_attack(&mut self, attack: u16, starts_a_run: bool, sent_unix_ns: u64) {
         let index = usize::from(attack);
         if index >= self.attacks.len() {
             self.attacks.resize(index + 1, AttackActivity::default());
@@ -173,7 +173,7 @@ impl Metrics {
             activity.earliest_unix_ns = sent_unix_ns;
         }
         activity.requests += 1;
-        if seq & 0xffff == 0 {
+        if starts_a_run {
             if activity.flow_starts == 0 {
                 activity.earliest_start_unix_ns = sent_unix_ns;
             }

@@ -9,7 +9,8 @@ use report::Versus;
 
 use super::figures::{joined_names, step_line};
 use super::inputs::Side;
-use super::model::{Capacity, FolderComparison, VariantLine};
+use super::model::{FolderComparison, VariantLine};
+use crate::folder::Capacity;
 use crate::folder::StepRow;
 
 /// Reads the sides' steps and compares every side with the first.
@@ -117,7 +118,7 @@ fn variant_lines(sides: &[Side]) -> Vec<VariantLine> {
                 .zip(&per_side)
                 .map(|(side, name)| side.summary.variants.iter().find(|v| &v.variant == name))
                 .collect();
-            let capacity = Capacity::of(&found);
+            let capacity = Capacity::of(found.iter().flatten().copied());
             let held: Vec<Option<f64>> = (found.iter())
                 .map(|v| v.and_then(|v| capacity.held(v)))
                 .collect();

@@ -37,11 +37,12 @@ mod tests;
 use analysis::SpanJudgement;
 use report::{CompareFormat, TraceStoreHandle};
 
+pub use crate::folder::Capacity;
 pub use figures::window_figures;
 pub use gate::{FolderRegression, GATED_FIGURES};
 pub use inputs::{CompareArgs, FolderInput, Side, classify, read_summary, sides};
 pub use matching::compare_sides;
-pub use model::{Capacity, FolderComparison, StepLine, VariantLine};
+pub use model::{FolderComparison, StepLine, VariantLine};
 
 use crate::LabError;
 use crate::folder::RunSummary;

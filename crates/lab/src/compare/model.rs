@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use report::{Row, Versus};
 use serde::Serialize;
 
-use crate::folder::{StepKind, StepVerdict, VariantResult};
+use crate::folder::{Capacity, StepKind, StepVerdict};
 
 /// A variant's capacity held on every side: its maximum rate, or its most users.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -23,46 +23,6 @@ pub struct VariantLine {
     pub how: Vec<String>,
     /// Each side after A against A (never a noise estimate: one result per side).
     pub versus: Vec<Versus>,
-}
-
-/// What a variant's capacity held counts: the highest rate that met the SLO, or (when
-/// no side's steps had a rate: a search over users, a sweep of users) the most users.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Capacity {
-    /// Requests (a flow's: runs started) per second.
-    Rate,
-    /// Users at once (a closed model).
-    Users,
-}
-
-impl Capacity {
-    /// The capacity of `sides`' results for one variant: users when none has a rate
-    /// held and some has users held.
-    pub fn of(results: &[Option<&VariantResult>]) -> Capacity {
-        let any = |held: fn(&VariantResult) -> bool| results.iter().flatten().any(|v| held(v));
-        if !any(|v| v.max_rate_held.is_some()) && any(|v| v.max_users_held.is_some()) {
-            Capacity::Users
-        } else {
-            Capacity::Rate
-        }
-    }
-
-    /// What `result` held, in this capacity.
-    pub fn held(self, result: &VariantResult) -> Option<f64> {
-        match self {
-            Capacity::Rate => result.max_rate_held,
-            Capacity::Users => result.max_users_held.map(|users| users as f64),
-        }
-    }
-
-    /// How a regression's line names it: `max rate held`, `most users held`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Capacity::Rate => "max rate held",
-            Capacity::Users => "most users held",
-        }
-    }
 }
 
 /// One step of A and the matching steps of the others.

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use report::{CompareFormat, Unit, Versus, side_letter};
 
-use super::model::{Capacity, FolderComparison, StepLine, VariantLine};
+use super::model::{FolderComparison, StepLine, VariantLine};
 use crate::cells::format_rate;
+use crate::folder::Capacity;
 
 /// What the noise column means, below the text and Markdown tables.
 const NOISE_NOTE: &str = "noise: 95% block bootstrap of the difference of per-second means of the two steps' \

@@ -16,7 +16,8 @@
 
 use analysis::{ConnectionsAsked, Percentile, StreamWindow};
 use record::{
-    Connection, ErrorKind, GeneratorStats, MessageLatency, Record, RunTables, SourceSummary,
+    Connection, ErrorKind, GeneratorStats, MessageLatency, Record, RecordStream, RunTables,
+    SourceSummary,
 };
 
 use crate::summarise::Window;
@@ -62,9 +63,17 @@ impl StreamRecords {
 }
 
 impl StreamRecords {
+    /// Keeps the spans of the entries `stream` brought with its last batch; `entries`
+    /// is scratch room, left empty (an entry's figures are not kept, only its span).
+    pub fn take_connections(&mut self, stream: &mut RecordStream, entries: &mut Vec<Connection>) {
+        stream.take_connections(entries);
+        self.add_connections(entries);
+        entries.clear();
+    }
+
     /// Keeps the spans of connection entries (all of them: a span is cut to the
     /// window when it is read).
-    pub fn add_connections(&mut self, entries: &[Connection]) {
+    fn add_connections(&mut self, entries: &[Connection]) {
         let opened = entries.iter().filter(|entry| entry.opened_unix_ns > 0);
         self.spans.extend(opened.map(|entry| {
             let closed_unix_ns = entry.closed_unix_ns.max(entry.opened_unix_ns);
